@@ -1,0 +1,76 @@
+# agentjail — `make` builds, `make test` runs the tests (ASan/UBSan build),
+# `make demo` installs what is missing, builds and runs the demo.
+CC ?= cc
+PKGS := libseccomp jansson
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 \
+	-Wstrict-prototypes -Wmissing-prototypes -Iinclude -fstack-protector-strong
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+CFLAGS ?= -O2 -g
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+LIB_SRC := $(wildcard src/core/*.c src/linux/*.c src/tiers/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
+
+B := build
+T := build/test
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+TLIB_OBJ := $(LIB_SRC:%.c=$(T)/obj/%.o)
+TCLI_OBJ := $(CLI_SRC:%.c=$(T)/obj/%.o)
+
+.PHONY: all deps test unit demo bench clean examples
+all: $(B)/agentjail $(B)/libagentjail.a $(B)/examples/hello
+
+deps:
+	@./scripts/install-deps.sh
+
+$(B)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(T)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc -c $< -o $@
+
+$(B)/libagentjail.a: $(LIB_OBJ)
+	@mkdir -p $(B)
+	ar rcs $@ $^
+
+$(B)/agentjail: $(CLI_OBJ) $(B)/libagentjail.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS)
+
+$(B)/examples/hello: examples/hello.c $(B)/libagentjail.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(B)/libagentjail.a $(PKG_LIBS)
+
+# The test build: library and CLI under ASan/UBSan, cmocka test programs.
+$(T)/libagentjail.a: $(TLIB_OBJ)
+	@mkdir -p $(T)
+	ar rcs $@ $^
+
+$(T)/agentjail: $(TCLI_OBJ) $(T)/libagentjail.a
+	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS)
+
+$(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc $(shell pkg-config --cflags cmocka) \
+		-o $@ $< $(T)/libagentjail.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+
+TESTS := $(patsubst tests/%.c,$(T)/%,$(wildcard tests/test_*.c))
+
+$(B)/bench: bench/bench.c
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< -lm
+
+test: deps $(TESTS) $(T)/agentjail all
+	@./scripts/run-tests.sh $(TESTS)
+
+demo: deps all
+	@./scripts/demo.sh
+
+bench: deps all $(B)/bench
+	@$(B)/bench
+
+clean:
+	rm -rf $(B)

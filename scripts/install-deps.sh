@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian packages agentjail's build, tests and demo need.
+# Idempotent and quiet when everything is present.
+set -eu
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 iproute2"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "agentjail: missing Debian packages:$missing (run this as root to install them)" >&2
+	exit 1
+fi
+echo "agentjail: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

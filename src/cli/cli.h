@@ -1,0 +1,37 @@
+/* The agentjail command: one file per subcommand. */
+#ifndef AJ_CLI_H
+#define AJ_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "agentjail.h"
+
+/* Exit codes of the command-line contract (DESIGN.md). */
+#define EXIT_USAGE 2
+#define EXIT_SANDBOX 125
+#define EXIT_TIMEOUT 124
+
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+/* The options every command that runs code shares (--tier and the limits).
+ * options_long() lists them for getopt_long; option_apply() takes one,
+ * returning 0, or -1 after printing what is wrong with it. */
+extern const struct option limit_options[];
+#define LIMIT_OPTIONS_HELP                                                                \
+	"  --tier T          process (default), container, microvm or docker\n"         \
+	"  --timeout SEC     wall-clock limit (default 10; 0.1 to 86400)\n"             \
+	"  --cpu SEC         CPU time limit (default 10)\n"                             \
+	"  --memory MB       memory limit in MiB (default 256)\n"                       \
+	"  --pids N          processes and threads (default 64)\n"                      \
+	"  --file-size MB    largest file it may write, MiB (default 16)\n"             \
+	"  --disk MB         all writable space (/tmp, cwd), MiB (default 64)\n"        \
+	"  --output KB       cap on each of stdout and stderr, KiB (default 1024)\n"    \
+	"  --python PATH     interpreter (default /usr/bin/python3)\n"
+int option_apply(int opt, const char *arg, struct aj_config *cfg);
+
+/* "agentjail: " + message on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,41 @@
+/* agentjail: run code an AI agent wrote, in a sandbox. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail COMMAND [options]\n"
+	"\n"
+	"Runs untrusted Python in a sandbox and reports what it printed and how it\n"
+	"ended. The deployer chooses the tier and the limits; the code cannot widen\n"
+	"them.\n"
+	"\n"
+	"commands:\n"
+	"  run FILE|-     run one program (agentjail run --help for the options)\n"
+	"  check          which tiers work on this machine, and why the others don't\n"
+	"\n"
+	"examples:\n"
+	"  agentjail run hello.py\n"
+	"  echo 'print(6*7)' | agentjail run --json -\n"
+	"  agentjail run --timeout 2 --memory 128 --tier process job.py\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	cli_error("unknown command '%s'", cmd);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}

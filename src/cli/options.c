@@ -1,0 +1,96 @@
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+enum {
+	OPT_TIER = 1000,
+	OPT_TIMEOUT,
+	OPT_CPU,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_FILE_SIZE,
+	OPT_DISK,
+	OPT_OUTPUT,
+	OPT_PYTHON,
+};
+
+const struct option limit_options[] = {
+	{"tier", required_argument, NULL, OPT_TIER},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"cpu", required_argument, NULL, OPT_CPU},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"file-size", required_argument, NULL, OPT_FILE_SIZE},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"output", required_argument, NULL, OPT_OUTPUT},
+	{"python", required_argument, NULL, OPT_PYTHON},
+	{NULL, 0, NULL, 0},
+};
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("agentjail: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int parse_uint(const char *name, const char *arg, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v > UINT32_MAX) {
+		cli_error("--%s: expected a whole number, got '%s'", name, arg);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int option_apply(int opt, const char *arg, struct aj_config *cfg)
+{
+	struct aj_limits *l = &cfg->limits;
+	char *end;
+
+	switch (opt) {
+	case OPT_TIER:
+		if (aj_tier_parse(arg, &cfg->tier) < 0) {
+			cli_error("--tier: unknown tier '%s' (process, container, microvm, docker)",
+				  arg);
+			return -1;
+		}
+		return 0;
+	case OPT_TIMEOUT:
+		errno = 0;
+		l->wall_sec = strtod(arg, &end);
+		if (errno || end == arg || *end) {
+			cli_error("--timeout: expected seconds, got '%s'", arg);
+			return -1;
+		}
+		return 0;
+	case OPT_CPU:
+		return parse_uint("cpu", arg, &l->cpu_sec);
+	case OPT_MEMORY:
+		return parse_uint("memory", arg, &l->memory_mb);
+	case OPT_PIDS:
+		return parse_uint("pids", arg, &l->pids);
+	case OPT_FILE_SIZE:
+		return parse_uint("file-size", arg, &l->file_size_mb);
+	case OPT_DISK:
+		return parse_uint("disk", arg, &l->disk_mb);
+	case OPT_OUTPUT:
+		return parse_uint("output", arg, &l->output_kb);
+	case OPT_PYTHON:
+		cfg->python = arg;
+		return 0;
+	}
+	cli_error("unknown option");
+	return -1;
+}

@@ -1,0 +1,115 @@
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const tier_names[AJ_TIER_COUNT] = {
+	[AJ_TIER_PROCESS] = "process",
+	[AJ_TIER_CONTAINER] = "container",
+	[AJ_TIER_MICROVM] = "microvm",
+	[AJ_TIER_DOCKER] = "docker",
+};
+
+static const char *const status_names[AJ_STATUS_COUNT] = {
+	[AJ_STATUS_OK] = "ok",
+	[AJ_STATUS_ERROR] = "error",
+	[AJ_STATUS_TIMEOUT] = "timeout",
+	[AJ_STATUS_MEMORY] = "memory",
+	[AJ_STATUS_OUTPUT_LIMIT] = "output_limit",
+	[AJ_STATUS_KILLED] = "killed",
+	[AJ_STATUS_SANDBOX_ERROR] = "sandbox_error",
+};
+
+const char *aj_tier_name(enum aj_tier tier)
+{
+	return (unsigned)tier < AJ_TIER_COUNT ? tier_names[tier] : "unknown";
+}
+
+int aj_tier_parse(const char *name, enum aj_tier *out)
+{
+	for (int t = 0; t < AJ_TIER_COUNT; t++) {
+		if (name && strcmp(name, tier_names[t]) == 0) {
+			*out = (enum aj_tier)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *aj_status_name(enum aj_status status)
+{
+	return (unsigned)status < AJ_STATUS_COUNT ? status_names[status] : "unknown";
+}
+
+void aj_config_init(struct aj_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->tier = AJ_TIER_PROCESS;
+	cfg->limits = (struct aj_limits){
+		.wall_sec = AJ_DEFAULT_WALL_SEC,
+		.cpu_sec = AJ_DEFAULT_CPU_SEC,
+		.memory_mb = AJ_DEFAULT_MEMORY_MB,
+		.pids = AJ_DEFAULT_PIDS,
+		.file_size_mb = AJ_DEFAULT_FILE_SIZE_MB,
+		.disk_mb = AJ_DEFAULT_DISK_MB,
+		.output_kb = AJ_DEFAULT_OUTPUT_KB,
+		.open_files = AJ_DEFAULT_OPEN_FILES,
+	};
+	cfg->python = AJ_DEFAULT_PYTHON;
+	cfg->uid_base = AJ_DEFAULT_UID_BASE;
+	cfg->slots = AJ_DEFAULT_SLOTS;
+}
+
+/* The allowed range of each limit. The lower bounds are what Python needs to
+ * start at all; the upper ones keep a typo from meaning "unlimited". */
+struct range {
+	const char *name;
+	const char *unit;
+	uint32_t min, max;
+};
+static const struct range cpu_range = {"cpu", "seconds", 1, 86400};
+static const struct range memory_range = {"memory", "MiB", 32, 1048576};
+static const struct range pids_range = {"pids", "processes", 1, 32768};
+static const struct range file_size_range = {"file-size", "MiB", 1, 1048576};
+static const struct range disk_range = {"disk", "MiB", 1, 65536};
+static const struct range output_range = {"output", "KiB", 1, 1048576};
+static const struct range open_files_range = {"open-files", "files", 16, 65536};
+static const struct range slots_range = {"slots", "slots", 1, 65536};
+
+static int check_range(const struct range *r, uint32_t v, struct aj_error *err)
+{
+	if (v < r->min || v > r->max)
+		return error_set(err, -EINVAL, "%s: %u is out of range (%u to %u %s)",
+				 r->name, v, r->min, r->max, r->unit);
+	return 0;
+}
+
+int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
+{
+	const struct aj_limits *l = &cfg->limits;
+	int rc;
+
+	if ((unsigned)cfg->tier >= AJ_TIER_COUNT)
+		return error_set(err, -EINVAL, "tier: unknown tier %d", (int)cfg->tier);
+	if (!(l->wall_sec >= 0.1 && l->wall_sec <= 86400.0))
+		return error_set(err, -EINVAL,
+				 "timeout: %g is out of range (0.1 to 86400 seconds)", l->wall_sec);
+	if ((rc = check_range(&cpu_range, l->cpu_sec, err)) ||
+	    (rc = check_range(&memory_range, l->memory_mb, err)) ||
+	    (rc = check_range(&pids_range, l->pids, err)) ||
+	    (rc = check_range(&file_size_range, l->file_size_mb, err)) ||
+	    (rc = check_range(&disk_range, l->disk_mb, err)) ||
+	    (rc = check_range(&output_range, l->output_kb, err)) ||
+	    (rc = check_range(&open_files_range, l->open_files, err)) ||
+	    (rc = check_range(&slots_range, cfg->slots, err)))
+		return rc;
+	if (cfg->python && cfg->python[0] != '/')
+		return error_set(err, -EINVAL, "python: '%s' is not an absolute path", cfg->python);
+	/* uid 0 must never be a sandbox uid, and the range must not wrap into
+	 * (uid_t)-1, which the kernel treats as "no change". */
+	if (cfg->uid_base < 1000 || (uint64_t)cfg->uid_base + cfg->slots >= 0xFFFFFFFEull)
+		return error_set(err, -EINVAL,
+				 "uid-base: %u with %u slots is out of range (1000 to 4294967293)",
+				 cfg->uid_base, cfg->slots);
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* Internal interfaces shared by the core, the tiers and the front ends. */
+#ifndef AJ_INTERNAL_H
+#define AJ_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentjail.h"
+
+/* Largest program accepted: agent code is small, and the source file lands in
+ * the sandbox's own size-limited writable space. */
+#define AJ_MAX_CODE_BYTES (4u << 20)
+
+/* Fills err (if any) and returns code, so callers can `return error_set(...)`. */
+int error_set(struct aj_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A stream read by the supervisor, capped at `limit` bytes. */
+struct capture {
+	char *buf;
+	size_t len;
+	size_t alloc;
+	size_t limit;
+	bool truncated;
+};
+void capture_init(struct capture *c, size_t limit);
+/* Appends what fits; returns true when bytes had to be dropped (the cap was
+ * passed), -ENOMEM is reported as truncation too so a run never crashes. */
+bool capture_append(struct capture *c, const char *data, size_t n);
+/* Moves the bytes out as a NUL-terminated malloc'ed string (never NULL). */
+char *capture_take(struct capture *c, size_t *len);
+void capture_free(struct capture *c);
+
+/* Returns a malloc'ed copy of s[0..n) in which every invalid UTF-8 sequence
+ * is replaced by U+FFFD (one per maximal invalid subpart, as the Unicode
+ * standard recommends) and NUL bytes are kept as is. NULL on ENOMEM. */
+char *utf8_repair(const char *s, size_t n, size_t *out_len);
+
+/* Result helpers. */
+void result_init(struct aj_result *res);
+void result_set_message(struct aj_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Marks res as a sandbox failure with a message, keeping nothing else. */
+void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Monotonic clock in milliseconds. */
+double now_ms(void);
+
+#endif

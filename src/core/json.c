@@ -1,0 +1,58 @@
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Jansson only takes valid UTF-8: program output is repaired first, so a
+ * binary flood still yields one parseable object. */
+static json_t *bytes_to_json(const char *buf, size_t len)
+{
+	size_t n;
+	char *fixed = utf8_repair(buf ? buf : "", buf ? len : 0, &n);
+	if (!fixed)
+		return NULL;
+	json_t *s = json_stringn_nocheck(fixed, n);
+	free(fixed);
+	return s;
+}
+
+static json_t *text_or_null(const char *s)
+{
+	return s ? bytes_to_json(s, strlen(s)) : json_null();
+}
+
+/* One decimal is all a latency reading deserves. */
+static json_t *ms(double v)
+{
+	return json_real(round(v * 10.0) / 10.0);
+}
+
+char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier)
+{
+	json_t *o = json_object();
+	char *out = NULL;
+
+	if (!o)
+		return NULL;
+	int bad = 0;
+	bad |= json_object_set_new(o, "tier", json_string(aj_tier_name(tier)));
+	bad |= json_object_set_new(o, "status", json_string(aj_status_name(res->status)));
+	bad |= json_object_set_new(o, "exit_code",
+				   res->has_exit_code ? json_integer(res->exit_code) : json_null());
+	bad |= json_object_set_new(o, "signal",
+				   res->signal ? json_integer(res->signal) : json_null());
+	bad |= json_object_set_new(o, "stdout", bytes_to_json(res->stdout_buf, res->stdout_len));
+	bad |= json_object_set_new(o, "stderr", bytes_to_json(res->stderr_buf, res->stderr_len));
+	bad |= json_object_set_new(o, "stdout_truncated", json_boolean(res->stdout_truncated));
+	bad |= json_object_set_new(o, "stderr_truncated", json_boolean(res->stderr_truncated));
+	bad |= json_object_set_new(o, "wall_ms", ms(res->wall_ms));
+	bad |= json_object_set_new(o, "cpu_ms", ms(res->cpu_ms));
+	bad |= json_object_set_new(o, "memory_kb", json_integer((json_int_t)res->memory_kb));
+	bad |= json_object_set_new(o, "message", text_or_null(res->message));
+	if (!bad)
+		out = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(12));
+	json_decref(o);
+	return out;
+}

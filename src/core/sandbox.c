@@ -1,0 +1,125 @@
+/* aj_open / aj_run / aj_close: the public API over the tier ops tables. This
+ * file checks what every tier would otherwise check again (the config, the
+ * code) and never branches on which tier it drives. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tiers/tier.h"
+#include "internal.h"
+
+static const struct tier_ops *const tiers[AJ_TIER_COUNT] = {
+	[AJ_TIER_PROCESS] = &process_tier,
+	[AJ_TIER_CONTAINER] = &container_tier,
+	[AJ_TIER_MICROVM] = &microvm_tier,
+	[AJ_TIER_DOCKER] = &docker_tier,
+};
+
+struct aj_sandbox {
+	struct aj_config cfg;
+	char *python;      /* owned copies: the caller's strings may go away */
+	char *state_dir;
+	const struct tier_ops *ops;
+	void *state;
+};
+
+int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_error *err)
+{
+	int rc;
+
+	*out = NULL;
+	if ((rc = aj_config_validate(cfg, err)))
+		return rc;
+	struct aj_sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	sb->cfg = *cfg;
+	sb->python = strdup(cfg->python ? cfg->python : AJ_DEFAULT_PYTHON);
+	sb->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
+	if (!sb->python || (cfg->state_dir && !sb->state_dir)) {
+		aj_close(sb);
+		return error_set(err, -ENOMEM, "open: out of memory");
+	}
+	sb->cfg.python = sb->python;
+	sb->cfg.state_dir = sb->state_dir;
+	sb->ops = tiers[cfg->tier];
+	if ((rc = sb->ops->open(&sb->cfg, &sb->state, err))) {
+		sb->ops = NULL;
+		aj_close(sb);
+		return rc;
+	}
+	*out = sb;
+	return 0;
+}
+
+/* Code the sandbox refuses before starting anything, with the reason. */
+static int check_code(const char *code, size_t len, struct aj_result *res)
+{
+	if (!code) {
+		result_sandbox_error(res, "code: missing");
+		return -EINVAL;
+	}
+	if (len > AJ_MAX_CODE_BYTES) {
+		result_sandbox_error(res, "code: %zu bytes is more than the %u allowed", len,
+				     AJ_MAX_CODE_BYTES);
+		return -E2BIG;
+	}
+	const char *nul = memchr(code, '\0', len);
+	if (nul) {
+		result_sandbox_error(res, "code: contains a NUL byte at offset %zu",
+				     (size_t)(nul - code));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res)
+{
+	int rc;
+
+	result_init(res);
+	if (!sb) {
+		result_sandbox_error(res, "run: no sandbox");
+		return -EINVAL;
+	}
+	if ((rc = check_code(code, len, res)))
+		return rc;
+	rc = sb->ops->run(sb->state, &sb->cfg, code, len, res);
+	/* Every result carries both streams, even a failed one, so front ends
+	 * never test for NULL. */
+	if (!res->stdout_buf)
+		res->stdout_buf = calloc(1, 1);
+	if (!res->stderr_buf)
+		res->stderr_buf = calloc(1, 1);
+	return rc;
+}
+
+void aj_close(struct aj_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->ops)
+		sb->ops->close(sb->state);
+	free(sb->python);
+	free(sb->state_dir);
+	free(sb);
+}
+
+int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err)
+{
+	struct aj_config c;
+	int rc;
+
+	if ((unsigned)tier >= AJ_TIER_COUNT)
+		return error_set(err, -EINVAL, "tier: unknown tier %d", (int)tier);
+	if (cfg)
+		c = *cfg;
+	else
+		aj_config_init(&c);
+	c.tier = tier;
+	if (!c.python)
+		c.python = AJ_DEFAULT_PYTHON;
+	if ((rc = aj_config_validate(&c, err)))
+		return rc;
+	return tiers[tier]->check(&c, err);
+}

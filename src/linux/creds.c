@@ -1,0 +1,117 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "creds.h"
+
+#define DEFAULT_STATE_DIR "/run/agentjail"
+
+int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_error *err)
+{
+	const char *dir = cfg->state_dir ? cfg->state_dir : DEFAULT_STATE_DIR;
+
+	/* 0700 and root's: another user must not hold our slots' locks. */
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return error_set(err, -errno, "uid slots: mkdir %s: %s", dir, strerrorname_np(errno));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return error_set(err, -errno, "uid slots: open %s: %s", dir, strerrorname_np(errno));
+	struct stat st;
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(dfd);
+		return error_set(err, -EPERM,
+				 "uid slots: %s must be a directory owned by uid %u and "
+				 "writable by no one else", dir, (unsigned)geteuid());
+	}
+	for (uint32_t i = 0; i < cfg->slots; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "slot-%u", i);
+		int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			int e = errno;
+			close(dfd);
+			return error_set(err, -e, "uid slots: open %s/%s: %s", dir, name,
+					 strerrorname_np(e));
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			close(dfd);
+			s->slot = i;
+			s->uid = cfg->uid_base + i;
+			s->gid = cfg->uid_base + i;
+			s->lock_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	close(dfd);
+	return error_set(err, -EBUSY, "uid slots: all %u sandbox uids are in use", cfg->slots);
+}
+
+void slot_release(struct uid_slot *s)
+{
+	if (s->lock_fd >= 0)
+		close(s->lock_fd); /* closing drops the flock */
+	s->lock_fd = -1;
+}
+
+int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e)
+{
+	/* Supplementary groups first, while we still may: root's groups (disk,
+	 * adm, ...) would otherwise follow the program. */
+	errno = 0;
+	if (!in_userns && (setgroups(0, NULL) < 0 || getgroups(0, NULL) != 0))
+		return setup_fail(e, errno ? errno : EPERM, "credentials: setgroups");
+	if (setresgid(gid, gid, gid) < 0)
+		return setup_fail(e, errno, "credentials: setresgid %u", (unsigned)gid);
+	/* All three uids non-zero: the kernel clears the permitted and
+	 * effective capability sets, and execve grants none back. */
+	if (setresuid(uid, uid, uid) < 0)
+		return setup_fail(e, errno, "credentials: setresuid %u", (unsigned)uid);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return setup_fail(e, errno, "credentials: clear ambient capabilities");
+	/* Nothing the program execs can gain privileges: setuid binaries and
+	 * file capabilities are ignored from here on. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return setup_fail(e, errno, "credentials: no_new_privs");
+	/* Fail closed if any of it did not take. */
+	uid_t r, ef, sv;
+	if (getresuid(&r, &ef, &sv) < 0 || r != uid || ef != uid || sv != uid)
+		return setup_fail(e, EPERM, "credentials: uid is not %u after setresuid",
+				  (unsigned)uid);
+	return 0;
+}
+
+static int write_file(const char *path, const char *text, struct setup_error *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return setup_fail(e, errno, "user namespace: open %s", path);
+	ssize_t n = write(fd, text, strlen(text));
+	int err = n < 0 ? errno : 0;
+	close(fd);
+	if (n != (ssize_t)strlen(text))
+		return setup_fail(e, err ? err : EIO, "user namespace: write %s", path);
+	return 0;
+}
+
+int userns_map_self(uid_t outer_uid, gid_t outer_gid, struct setup_error *e)
+{
+	char map[64];
+	int rc;
+
+	/* setgroups must be denied before an unprivileged gid_map is accepted;
+	 * it also stops the program dropping a group that denies it access. */
+	if ((rc = write_file("/proc/self/setgroups", "deny", e)))
+		return rc;
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)outer_uid, (unsigned)outer_uid);
+	if ((rc = write_file("/proc/self/uid_map", map, e)))
+		return rc;
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)outer_gid, (unsigned)outer_gid);
+	return write_file("/proc/self/gid_map", map, e);
+}

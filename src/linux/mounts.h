@@ -1,0 +1,19 @@
+/* Mount operations a tier applies in its child, inside its own mount
+ * namespace. Each returns 0 or -errno with e naming the step. */
+#ifndef AJ_MOUNTS_H
+#define AJ_MOUNTS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "report.h"
+
+int mount_make_private(struct setup_error *e);
+int mount_tree_readonly(const char *path, struct setup_error *e);
+int mount_tmpfs(const char *path, uint32_t size_mb, uint32_t mode, struct setup_error *e);
+int mount_bind(const char *src, const char *dst, struct setup_error *e);
+int mount_proc(const char *path, struct setup_error *e);
+/* mkdir + chown + chmod, refusing to follow a symlink planted at path. */
+int make_dir(const char *path, uint32_t mode, uid_t uid, gid_t gid, struct setup_error *e);
+
+#endif

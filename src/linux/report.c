@@ -1,0 +1,64 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+const char *errno_name(int err)
+{
+	/* strerrorname_np reads a static table: no locale, no allocation. */
+	const char *name = strerrorname_np(err);
+	return name ? name : "unknown error";
+}
+
+int setup_fail(struct setup_error *e, int err, const char *fmt, ...)
+{
+	char what[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (err)
+		snprintf(e->message, sizeof e->message, "%s: %s", what, errno_name(err));
+	else
+		snprintf(e->message, sizeof e->message, "%s", what);
+	return err ? -err : -EPERM;
+}
+
+static void write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void report_setup_failed(int fd, const struct setup_error *e)
+{
+	struct sandbox_report r;
+	memset(&r, 0, sizeof r);
+	r.kind = REPORT_SETUP_FAILED;
+	memcpy(r.message, e->message, sizeof r.message);
+	r.message[sizeof r.message - 1] = '\0';
+	write_all(fd, &r, sizeof r);
+}
+
+void report_exited(int fd, int wstatus, const struct rusage *ru)
+{
+	struct sandbox_report r;
+	memset(&r, 0, sizeof r);
+	r.kind = REPORT_EXITED;
+	r.wstatus = wstatus;
+	r.cpu_us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec +
+		   (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+	r.maxrss_kb = ru->ru_maxrss;
+	write_all(fd, &r, sizeof r);
+}

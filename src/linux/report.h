@@ -1,0 +1,41 @@
+/* What a sandbox's init tells its supervisor, over one pipe, in fixed-size
+ * records (each smaller than PIPE_BUF, so a write is atomic and whole).
+ *
+ * Code in this file and in every "apply in the child" function runs between
+ * clone() and execve() in a copy of a possibly multi-threaded process: it may
+ * not malloc, take locks or call anything that is not async-signal-safe in
+ * practice (vsnprintf into a stack buffer is, for the formats used here). */
+#ifndef AJ_REPORT_H
+#define AJ_REPORT_H
+
+#include <stdint.h>
+#include <sys/resource.h>
+
+enum report_kind {
+	REPORT_SETUP_FAILED = 1, /* a protection could not be applied: refuse */
+	REPORT_EXITED = 2,       /* the program ended; wstatus and usage follow */
+};
+
+struct sandbox_report {
+	int32_t kind;
+	int32_t wstatus;
+	int64_t cpu_us;      /* the program and every descendant it reaped */
+	int64_t maxrss_kb;   /* largest resident set among them */
+	char message[456];
+};
+
+/* A failed setup step: "network namespace: unshare: EPERM". */
+struct setup_error {
+	char message[456];
+};
+
+/* Records the failure and returns -err (err is a positive errno). */
+int setup_fail(struct setup_error *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The errno's symbolic name ("EPERM"), never translated, lock-free. */
+const char *errno_name(int err);
+
+void report_setup_failed(int fd, const struct setup_error *e);
+void report_exited(int fd, int wstatus, const struct rusage *ru);
+
+#endif

@@ -1,0 +1,20 @@
+/* Starting a sandbox's first process and keeping fds from leaking into it. */
+#ifndef AJ_SPAWN_H
+#define AJ_SPAWN_H
+
+#include <sys/types.h>
+
+/* fork-like clone with namespace flags. In the parent returns the child's pid
+ * and a pidfd for it (*pidfd, O_CLOEXEC), which stays valid however the child
+ * ends; returns 0 in the child; -errno on failure. No atfork handlers and no
+ * locks are taken, so it is safe from a multi-threaded process as long as the
+ * child keeps to async-signal-safe calls. */
+pid_t spawn_clone(unsigned long flags, int *pidfd);
+
+/* Closes every fd except those in keep[0..n) (n <= 8). */
+void close_fds_except(const int *keep, int n);
+
+/* A pipe with both ends O_CLOEXEC; the read end non-blocking if asked. */
+int pipe_cloexec(int fds[2], int nonblocking_read);
+
+#endif

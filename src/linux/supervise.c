@@ -1,0 +1,277 @@
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "supervise.h"
+
+/* How long init gets to stop the sandbox and report before it is SIGKILLed
+ * (which still kills the whole pid namespace, only without usage figures). */
+#define STOP_GRACE_MS 1000.0
+/* Reads per stream per wake-up: a flood cannot starve the clock check. */
+#define READS_PER_WAKE 16
+
+static void read_report(int fd, struct outcome *o)
+{
+	struct sandbox_report r;
+	for (;;) {
+		ssize_t n = read(fd, &r, sizeof r);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof r)
+			return;
+		if (r.kind == REPORT_SETUP_FAILED && !o->setup_failed) {
+			o->setup_failed = true;
+			r.message[sizeof r.message - 1] = '\0';
+			memcpy(o->setup_message, r.message, sizeof o->setup_message);
+		} else if (r.kind == REPORT_EXITED) {
+			o->exited_report = true;
+			o->report = r;
+		}
+	}
+}
+
+/* Reads what is there now. Returns false at EOF or on an error. */
+static bool drain(int fd, struct capture *c, bool *overflow)
+{
+	char buf[65536];
+	for (int i = 0; i < READS_PER_WAKE; i++) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n > 0) {
+			if (capture_append(c, buf, (size_t)n))
+				*overflow = true;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN;
+	}
+	return true;
+}
+
+void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
+	       struct capture *err, struct outcome *o)
+{
+	const double deadline = s->start_ms + l->wall_sec * 1000.0;
+	double kill_at = 0;     /* when init gets SIGKILL if it has not stopped */
+	bool streams_open[2] = {true, true};
+	bool exited = false;
+
+	memset(o, 0, sizeof *o);
+	while (!exited) {
+		double now = now_ms();
+		if (!kill_at && now >= deadline) {
+			o->timed_out = true;
+			kill_at = now + STOP_GRACE_MS;
+			pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
+		}
+		if (kill_at && !o->forced_kill && now >= kill_at) {
+			o->forced_kill = true;
+			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+		}
+		double until = o->forced_kill ? -1 : (kill_at ? kill_at : deadline);
+		int timeout = until < 0 ? -1 : (int)ceil(until - now);
+		if (timeout < 0 && until >= 0)
+			timeout = 0;
+
+		struct pollfd p[4] = {
+			{.fd = s->pidfd, .events = POLLIN},
+			{.fd = s->report_fd, .events = POLLIN},
+			/* Once stopping, output no longer matters: leave the
+			 * pipes alone so full ones cannot spin this loop. */
+			{.fd = streams_open[0] && !kill_at ? s->out_fd : -1, .events = POLLIN},
+			{.fd = streams_open[1] && !kill_at ? s->err_fd : -1, .events = POLLIN},
+		};
+		int n = poll(p, 4, timeout);
+		if (n < 0 && errno != EINTR)
+			break; /* cannot happen with valid fds; fall through to reaping */
+		if (n <= 0)
+			continue;
+		if (p[1].revents)
+			read_report(s->report_fd, o);
+		for (int i = 0; i < 2; i++) {
+			if (!p[2 + i].revents)
+				continue;
+			bool overflow = false;
+			streams_open[i] = drain(i ? s->err_fd : s->out_fd, i ? err : out, &overflow);
+			if (overflow && !kill_at) {
+				/* Stop a flood at once instead of reading (and
+				 * discarding) it until the wall clock runs out. */
+				o->output_overflow = true;
+				kill_at = now_ms() + STOP_GRACE_MS;
+				pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
+			}
+		}
+		if (p[0].revents)
+			exited = true;
+	}
+	o->wall_ms = now_ms() - s->start_ms;
+
+	/* init has ended, and with it (the kernel saw to it) every process of
+	 * the namespace: what they wrote is all in the pipes now. Non-blocking
+	 * reads stop at EAGAIN, so a pipe end that a concurrent clone briefly
+	 * copied cannot hang us waiting for EOF. */
+	bool ignored = false;
+	if (!o->output_overflow) {
+		if (streams_open[0])
+			drain(s->out_fd, out, &o->output_overflow);
+		if (streams_open[1])
+			drain(s->err_fd, err, &o->output_overflow);
+	} else {
+		drain(s->out_fd, out, &ignored);
+		drain(s->err_fd, err, &ignored);
+	}
+	read_report(s->report_fd, o);
+	while (wait4(s->pid, &o->init_wstatus, 0, &o->init_rusage) < 0 && errno == EINTR)
+		;
+}
+
+/* Python's last words on a failed allocation. Only the kind of ending is
+ * inferred from it, never a limit: a program that prints it itself merely
+ * labels its own failure. */
+static bool ended_with_memory_error(const struct capture *err)
+{
+	if (!err->buf || err->len == 0)
+		return false;
+	size_t end = err->len;
+	while (end > 0 && (err->buf[end - 1] == '\n' || err->buf[end - 1] == '\r'))
+		end--;
+	size_t start = end;
+	while (start > 0 && err->buf[start - 1] != '\n')
+		start--;
+	static const char tag[] = "MemoryError";
+	return end - start >= sizeof tag - 1 && memcmp(err->buf + start, tag, sizeof tag - 1) == 0;
+}
+
+static double rusage_cpu_ms(const struct rusage *ru)
+{
+	return (double)ru->ru_utime.tv_sec * 1000.0 + (double)ru->ru_utime.tv_usec / 1000.0 +
+	       (double)ru->ru_stime.tv_sec * 1000.0 + (double)ru->ru_stime.tv_usec / 1000.0;
+}
+
+void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,
+		       struct capture *err, struct aj_result *res)
+{
+	const struct sandbox_report *r = &o->report;
+	int ws = r->wstatus;
+
+	res->wall_ms = o->wall_ms;
+	if (o->exited_report) {
+		res->cpu_ms = (double)r->cpu_us / 1000.0;
+		res->memory_kb = (uint64_t)r->maxrss_kb;
+	} else {
+		res->cpu_ms = rusage_cpu_ms(&o->init_rusage);
+	}
+	res->stdout_truncated = out->truncated;
+	res->stderr_truncated = err->truncated;
+	bool memory_error = ended_with_memory_error(err);
+	res->stdout_buf = capture_take(out, &res->stdout_len);
+	res->stderr_buf = capture_take(err, &res->stderr_len);
+
+	if (o->setup_failed) {
+		result_sandbox_error(res, "%s", o->setup_message);
+		return;
+	}
+	if (o->output_overflow) {
+		res->status = AJ_STATUS_OUTPUT_LIMIT;
+		res->signal = SIGKILL;
+		result_set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
+				   l->output_kb,
+				   res->stdout_truncated ? "stdout" : "stderr");
+		return;
+	}
+	if (o->timed_out) {
+		res->status = AJ_STATUS_TIMEOUT;
+		result_set_message(res, "wall-clock limit of %g s reached; the run was stopped",
+				   l->wall_sec);
+		return;
+	}
+	if (!o->exited_report) {
+		result_sandbox_error(res, "sandbox init ended without reporting (wait status 0x%x)",
+				     o->init_wstatus);
+		return;
+	}
+	if (WIFEXITED(ws)) {
+		res->has_exit_code = true;
+		res->exit_code = WEXITSTATUS(ws);
+		res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
+		if (res->exit_code != 0 && memory_error) {
+			res->status = AJ_STATUS_MEMORY;
+			result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
+					   l->memory_mb);
+		}
+		return;
+	}
+	res->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one. */
+	if (res->signal == SIGXCPU ||
+	    (res->signal == SIGKILL && res->cpu_ms >= (double)l->cpu_sec * 1000.0)) {
+		res->status = AJ_STATUS_TIMEOUT;
+		result_set_message(res, "CPU time limit of %u s reached", l->cpu_sec);
+		return;
+	}
+	res->status = AJ_STATUS_KILLED;
+	result_set_message(res, "killed by signal %d (%s)", res->signal,
+			   sigabbrev_np(res->signal) ? sigabbrev_np(res->signal) : "?");
+}
+
+/* ---- init side ---- */
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig, (void)ctx;
+	/* Only a sender outside the namespace (the supervisor) shows as pid 0:
+	 * a program inside that shares init's uid cannot stop its own sandbox
+	 * early this way. */
+	if (si->si_pid == 0)
+		stop_requested = 1;
+}
+
+void init_install_stop_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_stop;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: wait4 must return EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(STOP_SIGNAL, &sa, NULL);
+}
+
+void init_wait_and_report(pid_t main_pid, int report_fd)
+{
+	int main_status = 0;
+	bool main_done = false, killed_all = false;
+
+	for (;;) {
+		if (stop_requested && !killed_all) {
+			/* Everything in the namespace but init itself. */
+			kill(-1, SIGKILL);
+			killed_all = true;
+		}
+		int ws;
+		pid_t p = waitpid(-1, &ws, 0);
+		if (p == main_pid) {
+			main_status = ws;
+			main_done = true;
+			/* The program has ended: the sandbox ends with it. Its
+			 * leftovers (daemons) die when init exits. */
+			break;
+		}
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			break;
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	if (main_done)
+		report_exited(report_fd, main_status, &ru);
+	_exit(0);
+}

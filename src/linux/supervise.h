@@ -1,0 +1,58 @@
+/* The supervisor: what the host does while a sandbox runs. Shared by every
+ * tier whose sandbox is a process tree under an init of ours (process,
+ * container): it enforces the wall clock, reads and caps both output streams
+ * as they arrive, stops the whole sandbox on a timeout or a flood, and turns
+ * what init reported into an aj_result. */
+#ifndef AJ_SUPERVISE_H
+#define AJ_SUPERVISE_H
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "../core/internal.h"
+#include "report.h"
+
+struct supervised {
+	pid_t pid;       /* the sandbox's init (PID 1 of its pid namespace) */
+	int pidfd;
+	int out_fd;      /* read ends, non-blocking */
+	int err_fd;
+	int report_fd;
+	double start_ms;
+};
+
+struct outcome {
+	bool timed_out;
+	bool output_overflow;
+	bool exited_report;         /* init reported the program's end */
+	bool setup_failed;          /* init reported a protection it could not apply */
+	bool forced_kill;           /* init did not stop in time and was SIGKILLed */
+	struct sandbox_report report;
+	char setup_message[sizeof(struct sandbox_report){0}.message];
+	int init_wstatus;
+	struct rusage init_rusage;
+	double wall_ms;
+};
+
+/* Runs until the sandbox's init has ended and been reaped. Never fails:
+ * whatever happens is in *o. */
+void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
+	       struct capture *err, struct outcome *o);
+
+/* Fills res from the outcome (status, exit code or signal, usage, message)
+ * and moves the captured streams into it. */
+void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,
+		       struct capture *err, struct aj_result *res);
+
+/* The signal a supervisor sends init to stop the sandbox and report. */
+#define STOP_SIGNAL SIGUSR1
+
+/* The init side: PID 1 of the sandbox. Waits for the program (main_pid),
+ * reaps every orphan, and on STOP_SIGNAL from outside the namespace kills
+ * everything else in it; then reports to report_fd and exits, which makes
+ * the kernel kill whatever is left in the namespace. */
+void init_install_stop_handler(void);
+__attribute__((noreturn)) void init_wait_and_report(pid_t main_pid, int report_fd);
+
+#endif

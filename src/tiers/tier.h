@@ -1,0 +1,25 @@
+/* The ops table every tier fills. Front ends and the core reach a tier only
+ * through this table, so adding one (Firecracker, gVisor) touches no other. */
+#ifndef AJ_TIER_H
+#define AJ_TIER_H
+
+#include "../core/internal.h"
+
+struct tier_ops {
+	const char *name;
+	/* 0 if the tier can run here, else -errno and the precise reason. */
+	int (*check)(const struct aj_config *cfg, struct aj_error *err);
+	/* Prepares long-lived state (pools, images); *state may stay NULL. */
+	int (*open)(const struct aj_config *cfg, void **state, struct aj_error *err);
+	/* One run in a fresh sandbox. Fills res fully, always. */
+	int (*run)(void *state, const struct aj_config *cfg, const char *code, size_t len,
+		   struct aj_result *res);
+	void (*close)(void *state);
+};
+
+extern const struct tier_ops process_tier;
+extern const struct tier_ops container_tier;
+extern const struct tier_ops microvm_tier;
+extern const struct tier_ops docker_tier;
+
+#endif
