@@ -28,11 +28,13 @@ deps:
 
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 $(T)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc -c $< -o $@
+	@echo "  CC+SAN  $<"
+	@$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc -c $< -o $@
 
 $(B)/libagentjail.a: $(LIB_OBJ)
 	@mkdir -p $(B)

@@ -80,13 +80,12 @@ int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result
 	result_init(res);
 	if (!sb) {
 		result_sandbox_error(res, "run: no sandbox");
-		return -EINVAL;
+		rc = -EINVAL;
+	} else if (!(rc = check_code(code, len, res))) {
+		rc = sb->ops->run(sb->state, &sb->cfg, code, len, res);
 	}
-	if ((rc = check_code(code, len, res)))
-		return rc;
-	rc = sb->ops->run(sb->state, &sb->cfg, code, len, res);
-	/* Every result carries both streams, even a failed one, so front ends
-	 * never test for NULL. */
+	/* Every result carries both streams, even a refused one, so front
+	 * ends never test for NULL. */
 	if (!res->stdout_buf)
 		res->stdout_buf = calloc(1, 1);
 	if (!res->stderr_buf)

@@ -84,7 +84,7 @@ struct plan {
 	gid_t outer_gid;
 	int out_w, err_w, report_w, life_r;
 	char *argv[5];
-	char *envp[5];
+	char *envp[6];
 };
 
 /* ---- inside: the program's process ---- */
@@ -217,8 +217,14 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	 * run, a server socket) must not stay open in here. */
 	close_fds_except(keep, 4);
 
-	if (p->userns && (rc = userns_map_self(p->outer_uid, p->outer_gid, &e)))
-		goto fail;
+	/* A caller that changed uids is not dumpable, which makes its
+	 * /proc/self files root's and the map unwritable: nothing runs in
+	 * here yet, so being dumpable for the next three writes is safe. */
+	if (p->userns) {
+		prctl(PR_SET_DUMPABLE, 1);
+		if ((rc = userns_map_self(p->outer_uid, p->outer_gid, &e)))
+			goto fail;
+	}
 	/* init holds a copy of the supervisor's memory: a program sharing its
 	 * uid (the user-namespace case) must not read it through ptrace or
 	 * /proc/1/mem. */
@@ -302,8 +308,12 @@ static int process_run(void *state, const struct aj_config *cfg, const char *cod
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
 		.argv = {(char *)cfg->python, "-I", "-u", PROGRAM, NULL},
+		/* Built from nothing: no variable of the caller's (API keys
+		 * least of all) reaches the program. MALLOC_ARENA_MAX: glibc
+		 * reserves 64 MiB of address space per malloc arena, which
+		 * under RLIMIT_AS would make a handful of threads fail. */
 		.envp = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" WORKSPACE,
-			 "TMPDIR=/tmp", NULL},
+			 "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", NULL},
 	};
 	struct uid_slot slot = {.lock_fd = -1};
 	struct aj_error err = {0};

@@ -1,0 +1,137 @@
+/* Shared test helpers: running code through a tier, and checking that the
+ * host is as it was. Header-only so each test program stays one file. */
+#ifndef AJ_TEST_HARNESS_H
+#define AJ_TEST_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "agentjail.h"
+
+/* A random token: what a hostile program must never get to print, or the
+ * name of a marker it must never get to write on the host. */
+static inline void make_token(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, raw, sizeof raw), (ssize_t)sizeof raw);
+	close(fd);
+	size_t i = 0;
+	for (; i < sizeof raw && 2 * i + 2 < n; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[2 * i] = '\0';
+}
+
+/* Runs printf-formatted code with cfg; asserts the sandbox itself worked
+ * unless the caller expects otherwise. */
+static inline void run_code(const struct aj_config *cfg, struct aj_result *res, const char *fmt,
+			    ...) __attribute__((format(printf, 3, 4)));
+static inline void run_code(const struct aj_config *cfg, struct aj_result *res, const char *fmt,
+			    ...)
+{
+	char *code = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	assert_true(vasprintf(&code, fmt, ap) >= 0);
+	va_end(ap);
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	int rc = aj_open(cfg, &sb, &err);
+	if (rc)
+		fail_msg("aj_open: %s", err.message);
+	aj_run(sb, code, strlen(code), res);
+	aj_close(sb);
+	free(code);
+}
+
+static inline bool contains(const char *hay, const char *needle)
+{
+	return hay && needle && strstr(hay, needle) != NULL;
+}
+
+#define assert_status(res, want)                                                          \
+	do {                                                                              \
+		if ((res)->status != (want))                                              \
+			fail_msg("status %s, want %s; message: %s\nstdout: %.2000s\n"     \
+				 "stderr: %.2000s",                                       \
+				 aj_status_name((res)->status), aj_status_name(want),     \
+				 (res)->message ? (res)->message : "-", (res)->stdout_buf, \
+				 (res)->stderr_buf);                                      \
+	} while (0)
+
+/* Processes whose real uid lies in [lo, hi): a sandbox's leftovers. */
+static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], line[256];
+		snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue; /* exited meanwhile */
+		while (fgets(line, sizeof line, f)) {
+			unsigned uid;
+			if (sscanf(line, "Uid: %u", &uid) == 1) {
+				if (uid >= lo && uid < hi)
+					n++;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The host's mount table as this process sees it. */
+static inline char *read_mountinfo(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	assert_non_null(f);
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	size_t n;
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static inline bool path_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+#endif

@@ -1,0 +1,621 @@
+/* The hostile-program table: every tier must contain every program here.
+ * A tier's test file includes this header, sets fixture.tier, and turns the
+ * table into cmocka tests (see test_process.c); nothing here names a tier.
+ *
+ * Each case asserts the outcome the contract promises AND checks the host
+ * afterwards (a token not printed, a marker not written, a sentinel alive,
+ * a listener that accepted nothing); the common teardown then checks that no
+ * process of the sandbox uids and no new mount was left behind.
+ *
+ * Every program is bounded (loops have counts, sleeps are short) so that
+ * even a broken tier could not run one forever. */
+#ifndef AJ_TEST_HOSTILE_H
+#define AJ_TEST_HOSTILE_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "harness.h"
+
+struct fixture {
+	enum aj_tier tier;
+	struct aj_config cfg;
+	char *mountinfo;        /* the host's mounts before the case */
+	char token[40];         /* fresh per case */
+	char secret_dir[128];   /* 0700 dir with a 0600 secret file of the caller's */
+	char secret_file[160];
+};
+
+static struct fixture fixture;
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static int case_setup(void **state)
+{
+	struct fixture *f = &fixture;
+	aj_config_init(&f->cfg);
+	f->cfg.tier = f->tier;
+	/* A uid range and lock directory of the suite's own: a deployer's
+	 * sandboxes running on the same machine must not be counted as our
+	 * leftovers, nor ours as theirs. */
+	f->cfg.uid_base = 2100000000u;
+	f->cfg.state_dir = "/run/agentjail-test";
+	/* Short limits keep the suite fast; each case widens what it needs. */
+	f->cfg.limits.wall_sec = 10;
+	f->cfg.limits.cpu_sec = 5;
+	make_token(f->token, sizeof f->token);
+	f->mountinfo = read_mountinfo();
+	*state = f;
+	return 0;
+}
+
+static int case_teardown(void **state)
+{
+	struct fixture *f = *state;
+	/* The kernel tears a pid namespace down before its init is reaped, so
+	 * nothing should be left even for a moment; allow a short grace for a
+	 * tier whose teardown is asynchronous (a VM's process). */
+	int left = 0;
+	for (int i = 0; i < 50; i++) {
+		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+		if (!left)
+			break;
+		sleep_ms(100);
+	}
+	assert_int_equal(left, 0);
+	char *now = read_mountinfo();
+	assert_string_equal(now, f->mountinfo);
+	free(now);
+	free(f->mountinfo);
+	f->mountinfo = NULL;
+	return 0;
+}
+
+/* ---- the seed article's six ---- */
+
+static void hostile_cpu_loop(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.cpu_sec = 1;
+	run_code(&f->cfg, &r, "while True:\n    pass\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_false(r.has_exit_code);
+	assert_true(contains(r.message, "CPU") || contains(r.message, "wall-clock"));
+	aj_result_free(&r);
+}
+
+static void hostile_memory_512mb(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "b = bytearray(512 * 1024 * 1024)\n"
+		 "for i in range(0, len(b), 4096):\n    b[i] = 1\n"
+		 "print('allocated', len(b))\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_false(contains(r.stdout_buf, "allocated"));
+	assert_true(contains(r.message, "memory"));
+	aj_result_free(&r);
+}
+
+static void hostile_fork_bomb(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* Every child forks on too; each process forks at most 100 times. */
+	run_code(&f->cfg, &r,
+		 "import os, time\n"
+		 "MAIN = os.getpid()\n"
+		 "made = 0\n"
+		 "for i in range(100):\n"
+		 "    try:\n"
+		 "        pid = os.fork()\n"
+		 "    except OSError:\n"
+		 "        break\n"
+		 "    if pid == 0:\n"
+		 "        continue\n"
+		 "    made += 1\n"
+		 "if os.getpid() != MAIN:\n"
+		 "    time.sleep(1)\n"
+		 "    os._exit(0)\n"
+		 "print('made', made, flush=True)\n");
+	assert_int_not_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
+	int made = -1;
+	const char *p = strstr(r.stdout_buf, "made ");
+	if (p)
+		made = atoi(p + 5);
+	/* The first process alone can never fork past the pids limit. */
+	assert_true(made >= 0);
+	assert_true((uint32_t)made < f->cfg.limits.pids);
+	aj_result_free(&r);
+}
+
+static void hostile_disk_fill(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.file_size_mb = 4096;  /* let the disk limit, not the file limit, stop it */
+	run_code(&f->cfg, &r,
+		 "import errno\n"
+		 "total = 0\n"
+		 "try:\n"
+		 "    with open('fill', 'wb') as fh:\n"
+		 "        for i in range(4096):\n"
+		 "            fh.write(b'x' * 1048576)\n"
+		 "            total += 1\n"
+		 "except OSError as e:\n"
+		 "    print('stopped', total, errno.errorcode[e.errno])\n");
+	assert_status(&r, AJ_STATUS_OK);
+	unsigned mb = 0;
+	char code[32] = "";
+	assert_int_equal(sscanf(r.stdout_buf, "stopped %u %31s", &mb, code), 2);
+	assert_string_equal(code, "ENOSPC");
+	assert_true(mb <= f->cfg.limits.disk_mb);
+	aj_result_free(&r);
+}
+
+static int make_secret(struct fixture *f)
+{
+	/* Where the program could name it: a caller's 0600 file in a 0700
+	 * directory, as ~/.ssh/id_rsa is. */
+	snprintf(f->secret_dir, sizeof f->secret_dir, "/var/lib/agentjail-test-XXXXXX");
+	mkdir("/var/lib", 0755);
+	if (!mkdtemp(f->secret_dir)) {
+		snprintf(f->secret_dir, sizeof f->secret_dir, "/root/agentjail-test-XXXXXX");
+		assert_non_null(mkdtemp(f->secret_dir));
+	}
+	snprintf(f->secret_file, sizeof f->secret_file, "%s/secret", f->secret_dir);
+	int fd = open(f->secret_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, f->token, strlen(f->token)), (ssize_t)strlen(f->token));
+	close(fd);
+	return 0;
+}
+
+static void drop_secret(struct fixture *f)
+{
+	unlink(f->secret_file);
+	rmdir(f->secret_dir);
+}
+
+static void hostile_read_secrets(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	make_secret(f);
+	/* The caller's environment holds the token too, as an API key would. */
+	setenv("AJ_TEST_API_KEY", f->token, 1);
+	char list[400];
+	snprintf(list, sizeof list, "'%s', ", f->secret_file);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print(dict(os.environ))\n"
+		 "for p in [%s'/proc/1/environ', '/etc/shadow', '/root/.bash_history']:\n"
+		 "    try:\n"
+		 "        print(p, open(p).read())\n"
+		 "    except OSError as e:\n"
+		 "        print(p, type(e).__name__)\n",
+		 list);
+	unsetenv("AJ_TEST_API_KEY");
+	drop_secret(f);
+	assert_status(&r, AJ_STATUS_OK);
+	/* It really tried the file, and got nothing. */
+	assert_true(contains(r.stdout_buf, f->secret_file));
+	assert_false(contains(r.stdout_buf, f->token));
+	assert_false(contains(r.stderr_buf, f->token));
+	assert_false(contains(r.stdout_buf, "AJ_TEST_API_KEY"));
+	aj_result_free(&r);
+}
+
+static void hostile_network(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* A listener of the test's own on loopback: the program must not
+	 * reach it, nor anything else. */
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(ls >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(ls, 8), 0);
+	socklen_t alen = sizeof a;
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	run_code(&f->cfg, &r,
+		 "import socket\n"
+		 "for host in ['127.0.0.1', 'localhost']:\n"
+		 "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+		 "    s.settimeout(2)\n"
+		 "    try:\n"
+		 "        s.connect((host, %d))\n"
+		 "        s.sendall(b'%s')\n"
+		 "        print('CONNECTED', host)\n"
+		 "    except OSError as e:\n"
+		 "        print('blocked', host, e)\n"
+		 "try:\n"
+		 "    socket.getaddrinfo('deb.debian.org', 80)\n"
+		 "    print('RESOLVED')\n"
+		 "except OSError as e:\n"
+		 "    print('no dns', e)\n",
+		 ntohs(a.sin_port), f->token);
+	int c = accept(ls, NULL, NULL);
+	int accept_errno = errno;
+	if (c >= 0)
+		close(c);
+	close(ls);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(c < 0 && (accept_errno == EAGAIN || accept_errno == EWOULDBLOCK));
+	assert_false(contains(r.stdout_buf, "CONNECTED"));
+	assert_false(contains(r.stdout_buf, "RESOLVED"));
+	assert_true(contains(r.stdout_buf, "blocked 127.0.0.1"));
+	aj_result_free(&r);
+}
+
+/* ---- the rest of the table ---- */
+
+static void benign_hello(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "print('hello world')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.stdout_buf, "hello world\n");
+	assert_int_equal(r.stderr_len, 0);
+	assert_true(r.wall_ms > 0);
+	assert_true(r.memory_kb > 0);
+	assert_null(r.message);
+	aj_result_free(&r);
+}
+
+static void benign_exit_code(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	assert_string_equal(r.stdout_buf, "out\n");
+	assert_string_equal(r.stderr_buf, "err\n");
+	aj_result_free(&r);
+}
+
+static void benign_exception(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "def f():\n    return 1 / 0\nf()\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 1);
+	assert_true(contains(r.stderr_buf, "ZeroDivisionError"));
+	assert_true(contains(r.stderr_buf, "line 2"));
+	aj_result_free(&r);
+}
+
+static void hostile_sleep_forever(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.wall_sec = 1;
+	run_code(&f->cfg, &r, "import time\nprint('going to sleep')\ntime.sleep(3600)\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	/* What it printed before the timeout is kept. */
+	assert_string_equal(r.stdout_buf, "going to sleep\n");
+	assert_true(contains(r.message, "wall-clock"));
+	aj_result_free(&r);
+}
+
+static void hostile_thread_bomb(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import threading, time\n"
+		 "made = 0\n"
+		 "try:\n"
+		 "    for i in range(1000):\n"
+		 "        threading.Thread(target=time.sleep, args=(0.5,), daemon=True).start()\n"
+		 "        made += 1\n"
+		 "except RuntimeError as e:\n"
+		 "    pass\n"
+		 "print('made', made)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	int made = -1;
+	assert_int_equal(sscanf(r.stdout_buf, "made %d", &made), 1);
+	assert_true(made >= 0 && (uint32_t)made < f->cfg.limits.pids);
+	aj_result_free(&r);
+}
+
+static void hostile_big_file(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.disk_mb = 512;  /* let the file-size limit, not the disk, stop it */
+	run_code(&f->cfg, &r,
+		 "import errno\n"
+		 "n = 0\n"
+		 "try:\n"
+		 "    with open('/tmp/big', 'wb') as fh:\n"
+		 "        for i in range(4096):\n"
+		 "            fh.write(b'x' * 1048576)\n"
+		 "            n += 1\n"
+		 "except OSError as e:\n"
+		 "    print('stopped', n, errno.errorcode[e.errno])\n");
+	assert_status(&r, AJ_STATUS_OK);
+	unsigned mb = 0;
+	char code[32] = "";
+	assert_int_equal(sscanf(r.stdout_buf, "stopped %u %31s", &mb, code), 2);
+	assert_string_equal(code, "EFBIG");
+	assert_true(mb <= f->cfg.limits.file_size_mb);
+	aj_result_free(&r);
+}
+
+static void hostile_fill_tmp_and_shm(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.file_size_mb = 4096;
+	run_code(&f->cfg, &r,
+		 "import errno\n"
+		 "total = 0\n"
+		 "for d in ['/tmp', '/dev/shm', '/var/tmp']:\n"
+		 "    try:\n"
+		 "        with open(d + '/fill-%s', 'wb') as fh:\n"
+		 "            for i in range(1024):\n"
+		 "                fh.write(b'x' * 1048576)\n"
+		 "                total += 1\n"
+		 "    except OSError as e:\n"
+		 "        print(d, errno.errorcode[e.errno])\n"
+		 "print('total', total)\n",
+		 f->token);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "/tmp ENOSPC"));
+	assert_true(contains(r.stdout_buf, "/dev/shm ENOSPC"));
+	const char *t = strstr(r.stdout_buf, "total ");
+	assert_non_null(t);
+	/* All writable places share one limit. */
+	assert_true((unsigned)atoi(t + 6) <= f->cfg.limits.disk_mb);
+	char host[200];
+	snprintf(host, sizeof host, "/tmp/fill-%s", f->token);
+	assert_false(path_exists(host));
+	snprintf(host, sizeof host, "/dev/shm/fill-%s", f->token);
+	assert_false(path_exists(host));
+	aj_result_free(&r);
+}
+
+static void hostile_daemon(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* setsid + double fork: the classic escape from a process-group kill.
+	 * The daemon would write a marker after the run ended. */
+	run_code(&f->cfg, &r,
+		 "import os, time\n"
+		 "if os.fork() == 0:\n"
+		 "    os.setsid()\n"
+		 "    if os.fork() == 0:\n"
+		 "        time.sleep(1.5)\n"
+		 "        for d in ['/tmp', '/var/tmp', '/dev/shm', '.']:\n"
+		 "            try:\n"
+		 "                open(d + '/daemon-%s', 'w').write('alive')\n"
+		 "            except OSError:\n"
+		 "                pass\n"
+		 "        os._exit(0)\n"
+		 "    os._exit(0)\n"
+		 "time.sleep(0.2)\n"
+		 "print('parent done')\n",
+		 f->token);
+	assert_status(&r, AJ_STATUS_OK);
+	/* Give a surviving daemon the time to act, then look for it. */
+	sleep_ms(2000);
+	assert_int_equal(count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots),
+			 0);
+	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "."};
+	for (size_t i = 0; i < 4; i++) {
+		char host[200];
+		snprintf(host, sizeof host, "%s/daemon-%s", dirs[i], f->token);
+		assert_false(path_exists(host));
+	}
+	aj_result_free(&r);
+}
+
+static void hostile_output_flood(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.output_kb = 256;
+	/* 1 GB if nothing stopped it. */
+	run_code(&f->cfg, &r,
+		 "import sys\n"
+		 "chunk = 'x' * 65536\n"
+		 "for i in range(16384):\n"
+		 "    sys.stdout.write(chunk)\n");
+	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(r.stdout_truncated);
+	assert_int_equal(r.stdout_len, (size_t)f->cfg.limits.output_kb * 1024);
+	assert_true(contains(r.message, "output"));
+	aj_result_free(&r);
+}
+
+static void hostile_kill_all(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* A sentinel of the test's, running as the very uid the sandbox will
+	 * get (one slot), so only the sandbox's own boundary can save it. */
+	f->cfg.slots = 1;
+	pid_t sentinel = fork();
+	assert_true(sentinel >= 0);
+	if (sentinel == 0) {
+		if (geteuid() == 0 &&
+		    (setresgid(f->cfg.uid_base, f->cfg.uid_base, f->cfg.uid_base) ||
+		     setresuid(f->cfg.uid_base, f->cfg.uid_base, f->cfg.uid_base)))
+			_exit(3);
+		for (int i = 0; i < 600; i++)
+			sleep_ms(100);
+		_exit(0);
+	}
+	sleep_ms(50);
+	run_code(&f->cfg, &r,
+		 "import os, signal\n"
+		 "try:\n"
+		 "    os.kill(-1, signal.SIGKILL)\n"
+		 "except OSError as e:\n"
+		 "    print('kill -1:', e)\n"
+		 "print('still here')\n");
+	int ws = 0;
+	pid_t w = waitpid(sentinel, &ws, WNOHANG);
+	bool alive = w == 0 && kill(sentinel, 0) == 0;
+	kill(sentinel, SIGKILL);
+	waitpid(sentinel, &ws, 0);
+	assert_true(alive);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+}
+
+static void hostile_list_proc(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	char mypid[32];
+	snprintf(mypid, sizeof mypid, "%d", (int)getpid());
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+		 "print(len(pids), pids)\n"
+		 "for p in pids:\n"
+		 "    try:\n"
+		 "        print(p, open('/proc/%%d/cmdline' %% p, 'rb').read())\n"
+		 "    except OSError as e:\n"
+		 "        print(p, e)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	int n = -1;
+	assert_int_equal(sscanf(r.stdout_buf, "%d", &n), 1);
+	/* Its own process and at most the sandbox's init: no host process. */
+	assert_true(n >= 1 && n <= 2);
+	aj_result_free(&r);
+}
+
+static void hostile_write_everywhere(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	char cwd[512];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	char dirs[600];
+	snprintf(dirs, sizeof dirs, "'%s', ", cwd);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/run/lock', '/root', %s'/']:\n"
+		 "    try:\n"
+		 "        open(os.path.join(d, 'w-%s'), 'w').write('x')\n"
+		 "        print('wrote', d)\n"
+		 "    except OSError as e:\n"
+		 "        print('refused', d, type(e).__name__)\n",
+		 dirs, f->token);
+	assert_status(&r, AJ_STATUS_OK);
+	/* Its own scratch space takes writes; the host's files refuse them. */
+	assert_true(contains(r.stdout_buf, "wrote /tmp"));
+	assert_true(contains(r.stdout_buf, "wrote ."));
+	assert_true(contains(r.stdout_buf, "refused /etc"));
+	const char *host_dirs[] = {"/tmp", "/etc", cwd, "/var/tmp", "/dev/shm", "/run/lock", "/root", "/"};
+	for (size_t i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
+		char p[700];
+		snprintf(p, sizeof p, "%s/w-%s", host_dirs[i], f->token);
+		if (path_exists(p))
+			fail_msg("the sandbox wrote %s on the host", p);
+	}
+	aj_result_free(&r);
+}
+
+struct concurrent_run {
+	struct aj_config cfg;
+	int index;
+	struct aj_result res;
+};
+
+static void *concurrent_worker(void *arg)
+{
+	struct concurrent_run *c = arg;
+	run_code(&c->cfg, &c->res,
+		 "import os, time\n"
+		 "open('mine-%d', 'w').write('x')\n"
+		 "open('/tmp/mine-%d', 'w').write('x')\n"
+		 "time.sleep(0.3)\n"
+		 "print(sorted(os.listdir('.')), sorted(os.listdir('/tmp')))\n",
+		 c->index, c->index);
+	return NULL;
+}
+
+static void isolation_concurrent_runs(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 8 };
+	struct concurrent_run runs[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		runs[i].cfg = f->cfg;
+		runs[i].index = i;
+		assert_int_equal(pthread_create(&th[i], NULL, concurrent_worker, &runs[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < N; i++) {
+		struct aj_result *r = &runs[i].res;
+		assert_status(r, AJ_STATUS_OK);
+		for (int j = 0; j < N; j++) {
+			char name[32];
+			snprintf(name, sizeof name, "'mine-%d'", j);
+			/* Its own files, in both places, and nobody else's. */
+			if (contains(r->stdout_buf, name) != (i == j))
+				fail_msg("run %d sees %s: %s", i, name, r->stdout_buf);
+		}
+		aj_result_free(r);
+	}
+}
+
+static void isolation_sequential_runs(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "open('left-%s', 'w').write('x')\n"
+		 "open('/tmp/left-%s', 'w').write('x')\n"
+		 "open('/dev/shm/left-%s', 'w').write('x')\n",
+		 f->token, f->token, f->token);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print(os.listdir('.'), os.listdir('/tmp'), os.listdir('/dev/shm'))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_false(contains(r.stdout_buf, f->token));
+	aj_result_free(&r);
+}
+
+#define HOSTILE_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
+
+/* The whole table, in the order a reader meets the threats. */
+#define HOSTILE_TABLE                                                                       \
+	HOSTILE_TEST(benign_hello), HOSTILE_TEST(benign_exit_code),                         \
+	HOSTILE_TEST(benign_exception), HOSTILE_TEST(hostile_cpu_loop),                     \
+	HOSTILE_TEST(hostile_memory_512mb), HOSTILE_TEST(hostile_fork_bomb),                \
+	HOSTILE_TEST(hostile_disk_fill), HOSTILE_TEST(hostile_read_secrets),                \
+	HOSTILE_TEST(hostile_network), HOSTILE_TEST(hostile_sleep_forever),                 \
+	HOSTILE_TEST(hostile_thread_bomb), HOSTILE_TEST(hostile_big_file),                  \
+	HOSTILE_TEST(hostile_fill_tmp_and_shm), HOSTILE_TEST(hostile_daemon),               \
+	HOSTILE_TEST(hostile_output_flood), HOSTILE_TEST(hostile_kill_all),                 \
+	HOSTILE_TEST(hostile_list_proc), HOSTILE_TEST(hostile_write_everywhere),            \
+	HOSTILE_TEST(isolation_concurrent_runs), HOSTILE_TEST(isolation_sequential_runs)
+
+#endif

@@ -1,0 +1,318 @@
+/* The agentjail command as a user meets it: flags, errors, exit codes, and
+ * the one-JSON-object contract. Runs the sanitizer build of the binary. */
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+static const char *cli_path(void)
+{
+	const char *p = getenv("AJ_CLI");
+	return p ? p : "build/test/agentjail";
+}
+
+struct cli_result {
+	int exit_code;
+	char out[1 << 16];
+	char err[1 << 16];
+};
+
+/* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
+ * both streams and the exit code. */
+static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
+{
+	int in[2], out[2], err[2];
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(err), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		close_range(3, ~0U, 0);
+		char *argv[32];
+		int n = 0;
+		argv[n++] = (char *)cli_path();
+		for (; args[n - 1] && n < 31; n++)
+			argv[n] = (char *)args[n - 1];
+		argv[n] = NULL;
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (stdin_text)
+		assert_int_equal(write(in[1], stdin_text, strlen(stdin_text)),
+				 (ssize_t)strlen(stdin_text));
+	close(in[1]);
+	size_t no = 0, ne = 0;
+	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+	while (p[0].fd >= 0 || p[1].fd >= 0) {
+		assert_true(poll(p, 2, 60000) > 0);
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			char *buf = i ? r->err : r->out;
+			size_t *len = i ? &ne : &no;
+			char tmp[4096];
+			ssize_t n = read(p[i].fd, tmp, sizeof tmp);
+			if (n <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				continue;
+			}
+			size_t take = (size_t)n;
+			if (*len + take >= sizeof r->out - 1)
+				take = sizeof r->out - 1 - *len;
+			memcpy(buf + *len, tmp, take);
+			*len += take;
+		}
+	}
+	r->out[no] = '\0';
+	r->err[ne] = '\0';
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws));
+	r->exit_code = WEXITSTATUS(ws);
+}
+
+static char program_dir[] = "/tmp/aj-cli-test-XXXXXX";
+
+static const char *program(const char *name, const char *text, size_t len)
+{
+	static char path[200];
+	snprintf(path, sizeof path, "%s/%s", program_dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+#define PROGRAM(name, text) program(name, text, sizeof(text) - 1)
+#define CLI(r, in, ...) cli(r, in, (const char *const[]){__VA_ARGS__, NULL})
+
+static struct cli_result res;
+
+static json_t *one_json_object(const char *s)
+{
+	json_error_t e;
+	/* Exactly one object and a newline: nothing else on stdout. */
+	json_t *j = json_loads(s, JSON_ALLOW_NUL, &e);
+	if (!j || !json_is_object(j))
+		fail_msg("stdout is not one JSON object (%s): %s", e.text, s);
+	return j;
+}
+
+static void usage_errors_exit_2(void **state)
+{
+	(void)state;
+	const char *hello = PROGRAM("hello.py", "print('hi')\n");
+	CLI(&res, NULL, "run", "--memory", "abc", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--memory: expected a whole number, got 'abc'"));
+
+	CLI(&res, NULL, "run", "--memory", "1", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "memory: 1 is out of range"));
+
+	CLI(&res, NULL, "run", "--timeout", "soon", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--timeout"));
+
+	CLI(&res, NULL, "run", "--tier", "vm", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "unknown tier 'vm'"));
+
+	CLI(&res, NULL, "run", "--frobnicate", hello);
+	assert_int_equal(res.exit_code, 2);
+
+	CLI(&res, NULL, "run");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "which program"));
+
+	CLI(&res, NULL, "launch");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "unknown command 'launch'"));
+}
+
+static void bad_programs_exit_2(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run", "/nonexistent/prog.py");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "/nonexistent/prog.py: cannot open: No such file"));
+
+	CLI(&res, NULL, "run", PROGRAM("empty.py", ""));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "is empty"));
+
+	CLI(&res, NULL, "run", PROGRAM("nul.py", "print(1)\0\n"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "NUL byte"));
+
+	CLI(&res, "", "run", "-");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "stdin is empty"));
+
+	CLI(&res, NULL, "run", program_dir);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "cannot read"));
+}
+
+static void passes_output_and_exit_code_through(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run",
+	    PROGRAM("io.py", "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\n"
+			     "sys.exit(7)\n"));
+	assert_int_equal(res.exit_code, 7);
+	assert_string_equal(res.out, "to out\n");
+	assert_string_equal(res.err, "to err\n");
+
+	CLI(&res, "print(6 * 7)\n", "run", "-");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "42\n");
+	assert_string_equal(res.err, "");
+}
+
+static void json_contract(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run", "--json",
+	    PROGRAM("j.py", "import sys\nsys.stdout.buffer.write(b'ok \\xff\\n')\nsys.exit(3)\n"));
+	assert_int_equal(res.exit_code, 3);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "tier")), "process");
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "error");
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 3);
+	assert_true(json_is_null(json_object_get(j, "signal")));
+	/* Invalid UTF-8 arrives as U+FFFD, inside valid JSON. */
+	assert_string_equal(json_string_value(json_object_get(j, "stdout")), "ok \xEF\xBF\xBD\n");
+	const char *keys[] = {"stderr", "stdout_truncated", "stderr_truncated", "wall_ms",
+			      "cpu_ms", "memory_kb", "message"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		assert_non_null(json_object_get(j, keys[i]));
+	assert_int_equal(json_object_size(j), 12);
+	json_decref(j);
+	assert_string_equal(res.err, "");
+}
+
+static void exit_codes_for_endings(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run", "--timeout", "0.5", PROGRAM("sleep.py", "import time\ntime.sleep(60)\n"));
+	assert_int_equal(res.exit_code, 124);
+	assert_true(contains(res.err, "agentjail: timeout: wall-clock limit of 0.5 s"));
+
+	CLI(&res, NULL, "run", "--output", "4",
+	    PROGRAM("flood.py", "for i in range(10**6):\n    print('x' * 100)\n"));
+	assert_int_equal(res.exit_code, 128 + SIGKILL);
+	assert_int_equal(strlen(res.out), 4096);
+	assert_true(contains(res.err, "output_limit"));
+
+	CLI(&res, NULL, "run",
+	    PROGRAM("segv.py", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"));
+	assert_int_equal(res.exit_code, 128 + SIGSEGV);
+	assert_true(contains(res.err, "killed: killed by signal 11"));
+
+	CLI(&res, NULL, "run", "--json", "--memory", "64",
+	    PROGRAM("mem.py", "x = bytearray(128 * 1024 * 1024)\n"));
+	assert_int_equal(res.exit_code, 1);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "memory");
+	json_decref(j);
+}
+
+static void unbuilt_tier_is_a_sandbox_error(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run", "--tier", "microvm", PROGRAM("h.py", "print(1)\n"));
+	assert_int_equal(res.exit_code, 125);
+	assert_true(contains(res.err, "microvm: not built yet"));
+
+	CLI(&res, NULL, "run", "--json", "--tier", "docker", PROGRAM("h.py", "print(1)\n"));
+	assert_int_equal(res.exit_code, 125);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "sandbox_error");
+	assert_string_equal(json_string_value(json_object_get(j, "message")),
+			    "docker: not built yet");
+	json_decref(j);
+}
+
+static void caller_environment_does_not_leak(void **state)
+{
+	(void)state;
+	char token[40];
+	make_token(token, sizeof token);
+	setenv("OPENAI_API_KEY", token, 1);
+	CLI(&res, NULL, "run", PROGRAM("env.py", "import os\nprint(dict(os.environ))\n"));
+	unsetenv("OPENAI_API_KEY");
+	assert_int_equal(res.exit_code, 0);
+	assert_false(contains(res.out, token));
+	assert_false(contains(res.out, "OPENAI_API_KEY"));
+}
+
+static void check_lists_every_tier(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "check");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "process    available"));
+	assert_true(contains(res.out, "container  unavailable: container: not built yet"));
+	assert_true(contains(res.out, "microvm    unavailable"));
+	assert_true(contains(res.out, "docker     unavailable"));
+
+	CLI(&res, NULL, "check", "--python", "/nonexistent/python3");
+	assert_int_equal(res.exit_code, 1);
+	assert_true(contains(res.out, "process    unavailable: python: /nonexistent/python3: ENOENT"));
+}
+
+static void help_is_there(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "--help");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "run FILE|-"));
+	CLI(&res, NULL, "run", "--help");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "--memory MB"));
+	assert_true(contains(res.out, "124 on timeout"));
+}
+
+static int make_dir(void **state)
+{
+	(void)state;
+	return mkdtemp(program_dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", program_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(usage_errors_exit_2),
+		cmocka_unit_test(bad_programs_exit_2),
+		cmocka_unit_test(passes_output_and_exit_code_through),
+		cmocka_unit_test(json_contract),
+		cmocka_unit_test(exit_codes_for_endings),
+		cmocka_unit_test(unbuilt_tier_is_a_sandbox_error),
+		cmocka_unit_test(caller_environment_does_not_leak),
+		cmocka_unit_test(check_lists_every_tier),
+		cmocka_unit_test(help_is_there),
+	};
+	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
+}

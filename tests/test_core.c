@@ -1,0 +1,412 @@
+/* Unit tests of the core: limits, output capping, UTF-8 repair, JSON
+ * encoding, and how an ending is classified. No sandbox is started here. */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "core/internal.h"
+#include "linux/supervise.h"
+
+/* ---- limits ---- */
+
+static void config_defaults_follow_design(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	aj_config_init(&c);
+	assert_int_equal(c.tier, AJ_TIER_PROCESS);
+	assert_true(c.limits.wall_sec == 10.0);
+	assert_int_equal(c.limits.cpu_sec, 10);
+	assert_int_equal(c.limits.memory_mb, 256);
+	assert_int_equal(c.limits.pids, 64);
+	assert_int_equal(c.limits.file_size_mb, 16);
+	assert_int_equal(c.limits.disk_mb, 64);
+	assert_int_equal(c.limits.output_kb, 1024);
+	assert_string_equal(c.python, "/usr/bin/python3");
+	struct aj_error e;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+}
+
+static void config_rejects_out_of_range(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	struct aj_error e;
+	aj_config_init(&c);
+	c.limits.memory_mb = 0;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "memory: 0 is out of range (32 to 1048576 MiB)"));
+
+	aj_config_init(&c);
+	c.limits.wall_sec = 0;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "timeout"));
+
+	aj_config_init(&c);
+	c.limits.wall_sec = nan("");
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+
+	aj_config_init(&c);
+	c.limits.pids = 0;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "pids"));
+
+	aj_config_init(&c);
+	c.limits.output_kb = 0;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "output"));
+
+	aj_config_init(&c);
+	c.python = "python3";
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "absolute"));
+
+	aj_config_init(&c);
+	c.uid_base = 0;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "uid-base"));
+
+	aj_config_init(&c);
+	c.uid_base = 4294967290u;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+
+	aj_config_init(&c);
+	c.tier = (enum aj_tier)42;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+}
+
+static void names_round_trip(void **state)
+{
+	(void)state;
+	for (int t = 0; t < AJ_TIER_COUNT; t++) {
+		enum aj_tier got;
+		assert_int_equal(aj_tier_parse(aj_tier_name((enum aj_tier)t), &got), 0);
+		assert_int_equal(got, t);
+	}
+	enum aj_tier got;
+	assert_int_equal(aj_tier_parse("vm", &got), -EINVAL);
+	assert_int_equal(aj_tier_parse(NULL, &got), -EINVAL);
+	assert_string_equal(aj_status_name(AJ_STATUS_OUTPUT_LIMIT), "output_limit");
+	assert_string_equal(aj_status_name(AJ_STATUS_SANDBOX_ERROR), "sandbox_error");
+	assert_string_equal(aj_status_name((enum aj_status)99), "unknown");
+}
+
+static void unbuilt_tiers_say_so(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	struct aj_sandbox *sb;
+	struct aj_error e;
+	aj_config_init(&c);
+	c.tier = AJ_TIER_MICROVM;
+	assert_int_equal(aj_open(&c, &sb, &e), -ENOSYS);
+	assert_null(sb);
+	assert_string_equal(e.message, "microvm: not built yet");
+	assert_int_equal(aj_check(AJ_TIER_DOCKER, NULL, &e), -ENOSYS);
+	assert_string_equal(e.message, "docker: not built yet");
+}
+
+/* ---- output capping ---- */
+
+static void capture_caps_and_flags(void **state)
+{
+	(void)state;
+	struct capture c;
+	capture_init(&c, 10);
+	assert_false(capture_append(&c, "hello", 5));
+	assert_false(c.truncated);
+	assert_false(capture_append(&c, "world", 5));
+	assert_false(c.truncated);
+	assert_true(capture_append(&c, "!", 1));
+	assert_true(c.truncated);
+	size_t len;
+	char *s = capture_take(&c, &len);
+	assert_int_equal(len, 10);
+	assert_string_equal(s, "helloworld");
+	free(s);
+	capture_free(&c);
+}
+
+static void capture_large_stream_is_capped(void **state)
+{
+	(void)state;
+	struct capture c;
+	char chunk[4000];
+	memset(chunk, 'x', sizeof chunk);
+	capture_init(&c, 100000);
+	bool over = false;
+	for (int i = 0; i < 100 && !over; i++)
+		over = capture_append(&c, chunk, sizeof chunk);
+	assert_true(over);
+	assert_int_equal(c.len, 100000);
+	/* Memory held never exceeds the cap. */
+	assert_true(c.alloc <= 100000);
+	size_t len;
+	char *s = capture_take(&c, &len);
+	assert_int_equal(len, 100000);
+	assert_int_equal(s[len], '\0');
+	free(s);
+}
+
+static void capture_empty_gives_empty_string(void **state)
+{
+	(void)state;
+	struct capture c;
+	capture_init(&c, 10);
+	size_t len = 99;
+	char *s = capture_take(&c, &len);
+	assert_non_null(s);
+	assert_int_equal(len, 0);
+	assert_string_equal(s, "");
+	free(s);
+}
+
+/* ---- UTF-8 repair ---- */
+
+static void check_repair(const char *in, size_t n, const char *want)
+{
+	size_t len;
+	char *out = utf8_repair(in, n, &len);
+	assert_non_null(out);
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(out, want, len);
+	free(out);
+}
+
+#define FFFD "\xEF\xBF\xBD"
+
+static void utf8_valid_passes_through(void **state)
+{
+	(void)state;
+	const char *s = "plain ascii, caf\xC3\xA9, \xE2\x82\xAC, \xF0\x9F\x98\x80";
+	check_repair(s, strlen(s), s);
+	check_repair("", 0, "");
+}
+
+static void utf8_invalid_becomes_replacement(void **state)
+{
+	(void)state;
+	check_repair("a\xFF" "b", 3, "a" FFFD "b");
+	check_repair("\x80\x80", 2, FFFD FFFD);                 /* lone continuations */
+	check_repair("\xC0\xAF", 2, FFFD FFFD);                 /* overlong '/' */
+	check_repair("\xE0\x80\xAF", 3, FFFD FFFD FFFD);        /* overlong, 3 bytes */
+	check_repair("\xED\xA0\x80", 3, FFFD FFFD FFFD);        /* a surrogate */
+	check_repair("\xF4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD); /* above U+10FFFF */
+	check_repair("\xE2\x82", 2, FFFD);                      /* cut short at the end */
+	check_repair("\xE2\x82" "A", 3, FFFD "A");              /* cut short mid-text */
+	check_repair("\xF0\x9F\x98", 3, FFFD);
+}
+
+/* ---- JSON ---- */
+
+static json_t *parse(const char *s)
+{
+	json_error_t e;
+	json_t *j = json_loads(s, JSON_ALLOW_NUL, &e);
+	if (!j)
+		fail_msg("invalid JSON (%s): %s", e.text, s);
+	return j;
+}
+
+static void json_has_every_contract_field(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	memset(&r, 0, sizeof r);
+	r.status = AJ_STATUS_ERROR;
+	r.has_exit_code = true;
+	r.exit_code = 3;
+	r.stdout_buf = "out\n";
+	r.stdout_len = 4;
+	r.stderr_buf = "err\n";
+	r.stderr_len = 4;
+	r.wall_ms = 14.2345;
+	r.cpu_ms = 9.81;
+	r.memory_kb = 9120;
+	char *s = aj_result_to_json(&r, AJ_TIER_PROCESS);
+	assert_non_null(s);
+	/* The exact shape DESIGN.md shows, in its order. */
+	assert_string_equal(s, "{\"tier\":\"process\",\"status\":\"error\",\"exit_code\":3,"
+			       "\"signal\":null,\"stdout\":\"out\\n\",\"stderr\":\"err\\n\","
+			       "\"stdout_truncated\":false,\"stderr_truncated\":false,"
+			       "\"wall_ms\":14.2,\"cpu_ms\":9.8,\"memory_kb\":9120,"
+			       "\"message\":null}");
+	free(s);
+}
+
+static void json_repairs_binary_output(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	memset(&r, 0, sizeof r);
+	r.status = AJ_STATUS_KILLED;
+	r.signal = SIGSEGV;
+	char bin[] = {'a', (char)0xff, '\0', 'b', '"', '\n'};
+	r.stdout_buf = bin;
+	r.stdout_len = sizeof bin;
+	r.stderr_buf = "";
+	r.message = "killed by signal 11 (SEGV) \xff";
+	char *s = aj_result_to_json(&r, AJ_TIER_PROCESS);
+	assert_non_null(s);
+	json_t *j = parse(s);
+	json_t *out = json_object_get(j, "stdout");
+	assert_int_equal(json_string_length(out), 8); /* a, FFFD (3), NUL, b, ", \n */
+	assert_memory_equal(json_string_value(out), "a" FFFD "\0b\"\n", 8);
+	assert_true(json_is_null(json_object_get(j, "exit_code")));
+	assert_int_equal(json_integer_value(json_object_get(j, "signal")), SIGSEGV);
+	assert_true(contains(json_string_value(json_object_get(j, "message")), FFFD));
+	json_decref(j);
+	free(s);
+}
+
+/* ---- classifying an ending ---- */
+
+static void classify(struct outcome *o, const char *err_text, struct aj_result *r)
+{
+	struct aj_limits l = {.wall_sec = 10, .cpu_sec = 10, .memory_mb = 256, .output_kb = 1};
+	struct capture out, err;
+	capture_init(&out, 1024);
+	capture_init(&err, 1024);
+	capture_append(&out, "o", 1);
+	if (err_text)
+		capture_append(&err, err_text, strlen(err_text));
+	memset(r, 0, sizeof *r);
+	outcome_to_result(o, &l, &out, &err, r);
+	capture_free(&out);
+	capture_free(&err);
+}
+
+static struct outcome exited(int wstatus, int64_t cpu_us)
+{
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	o.exited_report = true;
+	o.report.kind = REPORT_EXITED;
+	o.report.wstatus = wstatus;
+	o.report.cpu_us = cpu_us;
+	o.report.maxrss_kb = 9000;
+	o.wall_ms = 12.5;
+	return o;
+}
+
+static void classify_exits(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	struct outcome o = exited(0, 5000);
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OK);
+	assert_int_equal(r.exit_code, 0);
+	assert_true(r.has_exit_code);
+	assert_true(r.cpu_ms == 5.0);
+	assert_int_equal(r.memory_kb, 9000);
+	assert_string_equal(r.stdout_buf, "o");
+	assert_null(r.message);
+	aj_result_free(&r);
+
+	o = exited(3 << 8, 0);
+	classify(&o, "Traceback...\nValueError: x\n", &r);
+	assert_int_equal(r.status, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	aj_result_free(&r);
+
+	o = exited(1 << 8, 0);
+	classify(&o, "Traceback (most recent call last):\n  ...\nMemoryError\n", &r);
+	assert_int_equal(r.status, AJ_STATUS_MEMORY);
+	assert_true(contains(r.message, "256 MiB"));
+	aj_result_free(&r);
+
+	/* MemoryError that is not the last word is not the ending. */
+	o = exited(1 << 8, 0);
+	classify(&o, "MemoryError\nthen ValueError: y\n", &r);
+	assert_int_equal(r.status, AJ_STATUS_ERROR);
+	aj_result_free(&r);
+}
+
+static void classify_signals(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	struct outcome o = exited(SIGXCPU, 10000000);
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "CPU"));
+	aj_result_free(&r);
+
+	o = exited(SIGKILL, 11000000);  /* the hard CPU limit */
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
+	aj_result_free(&r);
+
+	o = exited(SIGKILL, 100);       /* someone else's SIGKILL */
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_KILLED);
+	assert_int_equal(r.signal, SIGKILL);
+	assert_false(r.has_exit_code);
+	aj_result_free(&r);
+
+	o = exited(SIGSEGV, 100);
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_KILLED);
+	assert_true(contains(r.message, "SEGV"));
+	aj_result_free(&r);
+}
+
+static void classify_supervisor_verdicts(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	struct outcome o = exited(SIGKILL, 100);
+	o.timed_out = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "wall-clock limit of 10 s"));
+	aj_result_free(&r);
+
+	o = exited(SIGKILL, 100);
+	o.output_overflow = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(contains(r.message, "1 KiB"));
+	aj_result_free(&r);
+
+	/* A setup failure outranks everything: the run never really ran. */
+	memset(&o, 0, sizeof o);
+	o.setup_failed = true;
+	snprintf(o.setup_message, sizeof o.setup_message, "network namespace: unshare: EPERM");
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
+	assert_string_equal(r.message, "network namespace: unshare: EPERM");
+	aj_result_free(&r);
+
+	/* init vanished without a word: the sandbox's fault, not the code's. */
+	memset(&o, 0, sizeof o);
+	o.init_wstatus = SIGKILL;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(r.message, "without reporting"));
+	aj_result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(config_defaults_follow_design),
+		cmocka_unit_test(config_rejects_out_of_range),
+		cmocka_unit_test(names_round_trip),
+		cmocka_unit_test(unbuilt_tiers_say_so),
+		cmocka_unit_test(capture_caps_and_flags),
+		cmocka_unit_test(capture_large_stream_is_capped),
+		cmocka_unit_test(capture_empty_gives_empty_string),
+		cmocka_unit_test(utf8_valid_passes_through),
+		cmocka_unit_test(utf8_invalid_becomes_replacement),
+		cmocka_unit_test(json_has_every_contract_field),
+		cmocka_unit_test(json_repairs_binary_output),
+		cmocka_unit_test(classify_exits),
+		cmocka_unit_test(classify_signals),
+		cmocka_unit_test(classify_supervisor_verdicts),
+	};
+	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}

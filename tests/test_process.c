@@ -1,0 +1,234 @@
+/* The process tier: the shared hostile table, then what is particular to it
+ * (its identity inside, failing closed, dying with its supervisor). */
+#include <grp.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+
+#include "hostile.h"
+
+/* A run from a forked child, where cmocka's asserts must not be used (a
+ * failure would longjmp into the child's copy of the test runner). Writes
+ * "status|message|stdout" to fd. */
+static void child_run_and_report(const struct aj_config *cfg, const char *code, int fd)
+{
+	struct aj_sandbox *sb;
+	struct aj_error err = {0};
+	char line[800];
+	if (aj_open(cfg, &sb, &err)) {
+		snprintf(line, sizeof line, "open failed|%s|", err.message);
+	} else {
+		struct aj_result r;
+		aj_run(sb, code, strlen(code), &r);
+		snprintf(line, sizeof line, "%s|%s|%s", aj_status_name(r.status),
+			 r.message ? r.message : "", r.stdout_buf);
+		aj_result_free(&r);
+		aj_close(sb);
+	}
+	(void)!write(fd, line, strlen(line));
+}
+
+static void identity_inside(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	setenv("AJ_TEST_LEAK", f->token, 1);
+	run_code(&f->cfg, &r,
+		 "import os, socket\n"
+		 "st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+		 "print('uid', os.getuid(), os.geteuid(), 'gid', os.getgid())\n"
+		 "print('groups', os.getgroups())\n"
+		 "print('capeff', st['CapEff'].strip(), 'capprm', st['CapPrm'].strip(),\n"
+		 "      'capbnd', st['CapBnd'].strip())\n"
+		 "print('nnp', st['NoNewPrivs'].strip())\n"
+		 "print('host', socket.gethostname())\n"
+		 "print('cwd', os.getcwd(), 'home', os.environ.get('HOME'))\n"
+		 "print('env', sorted(os.environ))\n"
+		 "print('ifaces', socket.if_nameindex())\n"
+		 "print('stdin', repr(os.read(0, 10)))\n"
+		 "try:\n"
+		 "    open('/dev/tty')\n"
+		 "    print('TTY OPEN')\n"
+		 "except OSError as e:\n"
+		 "    print('no tty')\n");
+	unsetenv("AJ_TEST_LEAK");
+	assert_status(&r, AJ_STATUS_OK);
+	const char *o = r.stdout_buf;
+	unsigned uid = 0, euid = 0, gid = 0;
+	assert_int_equal(sscanf(o, "uid %u %u gid %u", &uid, &euid, &gid), 3);
+	assert_int_not_equal(uid, 0);
+	assert_int_equal(uid, euid);
+	if (geteuid() == 0) {
+		/* A uid of the run's own, from the slot range. */
+		assert_true(uid >= f->cfg.uid_base && uid < f->cfg.uid_base + f->cfg.slots);
+		assert_int_equal(gid, uid);
+		assert_true(contains(o, "groups []"));
+	}
+	assert_true(contains(o, "capeff 0000000000000000 capprm 0000000000000000"));
+	assert_true(contains(o, "nnp 1"));
+	assert_true(contains(o, "host sandbox"));
+	assert_true(contains(o, "cwd /tmp/work home /tmp/work"));
+	assert_true(contains(o, "env ['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PATH', 'TMPDIR']"));
+	assert_true(contains(o, "ifaces [(1, 'lo')]"));
+	assert_true(contains(o, "stdin b''"));
+	assert_true(contains(o, "no tty"));
+	assert_false(contains(o, f->token));
+	aj_result_free(&r);
+}
+
+static void supervisor_death_kills_sandbox(void **state)
+{
+	struct fixture *f = *state;
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	/* A supervisor of its own, killed mid-run: its sandbox must go too. */
+	pid_t sup = fork();
+	assert_true(sup >= 0);
+	if (sup == 0) {
+		close(ready[0]);
+		struct aj_result r;
+		const char *code = "import time\ntime.sleep(30)\n";
+		f->cfg.limits.wall_sec = 60;
+		struct aj_sandbox *sb;
+		struct aj_error err;
+		if (aj_open(&f->cfg, &sb, &err))
+			_exit(2);
+		(void)!write(ready[1], "s", 1);
+		aj_run(sb, code, strlen(code), &r);
+		_exit(0);
+	}
+	close(ready[1]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	/* Wait (bounded) until the sandboxed program exists, then kill the
+	 * supervisor outright: no chance to clean up. */
+	int seen = 0;
+	for (int i = 0; i < 100 && !seen; i++) {
+		seen = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+		if (!seen)
+			sleep_ms(20);
+	}
+	if (geteuid() == 0)
+		assert_true(seen > 0);
+	kill(sup, SIGKILL);
+	int ws;
+	waitpid(sup, &ws, 0);
+	/* case_teardown now checks that no process of the run is left. */
+}
+
+static void netns_refused_fails_closed(void **state)
+{
+	struct fixture *f = *state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* This child's kernel refuses network namespaces, as a locked-
+		 * down host might: the run must be refused, never run open. */
+		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+		if (!ctx ||
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)) ||
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)) ||
+		    seccomp_load(ctx))
+			_exit(2);
+		child_run_and_report(&f->cfg, "print('ran with the network open')\n", fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[800] = {0};
+	ssize_t n = read(fds[0], buf, sizeof buf - 1);
+	close(fds[0]);
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_true(n > 0);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	assert_true(contains(buf, "sandbox_error|network namespace: unshare: EPERM|"));
+	assert_false(contains(buf, "ran with"));
+}
+
+static void bad_code_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	struct aj_result r;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	assert_int_equal(aj_run(sb, "print(1)\0print(2)", 17, &r), -EINVAL);
+	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(r.message, "NUL byte at offset 8"));
+	assert_non_null(r.stdout_buf);
+	aj_result_free(&r);
+	assert_int_equal(aj_run(sb, NULL, 0, &r), -EINVAL);
+	aj_result_free(&r);
+	aj_close(sb);
+}
+
+static void missing_python_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	f->cfg.python = "/nonexistent/python3";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOENT);
+	assert_true(contains(err.message, "/nonexistent/python3: ENOENT"));
+	f->cfg.python = "python3";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -EINVAL);
+	assert_true(contains(err.message, "absolute"));
+}
+
+static void unprivileged_caller_uses_userns(void **state)
+{
+	struct fixture *f = *state;
+	if (geteuid() != 0)
+		skip();
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* A normal user with no privilege at all: the tier must fall
+		 * back to a user namespace, or refuse with the reason. */
+		const uid_t u = 65534;
+		if (setgroups(0, NULL) || setresgid(u, u, u) || setresuid(u, u, u))
+			_exit(2);
+		child_run_and_report(&f->cfg,
+				     "import os, socket\nprint(os.getuid(), socket.if_nameindex())\n",
+				     fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[800] = {0};
+	ssize_t n = read(fds[0], buf, sizeof buf - 1);
+	close(fds[0]);
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_true(n > 0);
+	if (strncmp(buf, "sandbox_error|", 14) == 0) {
+		/* Refused: then with a reason that names the step. */
+		assert_true(strlen(buf) > 20);
+		print_message("unprivileged mode refused here: %s\n", buf);
+		return;
+	}
+	assert_true(contains(buf, "ok||65534 [(1, 'lo')]"));
+}
+
+int main(void)
+{
+	fixture.tier = AJ_TIER_PROCESS;
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		HOSTILE_TABLE,
+		HOSTILE_TEST(identity_inside),
+		HOSTILE_TEST(supervisor_death_kills_sandbox),
+		HOSTILE_TEST(netns_refused_fails_closed),
+		HOSTILE_TEST(bad_code_is_refused),
+		HOSTILE_TEST(missing_python_is_refused),
+		HOSTILE_TEST(unprivileged_caller_uses_userns),
+	};
+	return cmocka_run_group_tests_name("process tier", tests, NULL, NULL);
+}
