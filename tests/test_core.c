@@ -363,6 +363,8 @@ static void classify_supervisor_verdicts(void **state)
 	classify(&o, NULL, &r);
 	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
 	assert_true(contains(r.message, "wall-clock limit of 10 s"));
+	assert_int_equal(r.signal, SIGKILL);
+	assert_false(r.has_exit_code);
 	aj_result_free(&r);
 
 	o = exited(SIGKILL, 100);

@@ -60,6 +60,7 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	const double deadline = s->start_ms + l->wall_sec * 1000.0;
 	double kill_at = 0;     /* when init gets SIGKILL if it has not stopped */
 	bool streams_open[2] = {true, true};
+	bool report_open = true;
 	bool exited = false;
 
 	memset(o, 0, sizeof *o);
@@ -81,7 +82,9 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 
 		struct pollfd p[4] = {
 			{.fd = s->pidfd, .events = POLLIN},
-			{.fd = s->report_fd, .events = POLLIN},
+			/* At EOF the report pipe would poll ready forever
+			 * while the kernel tears init's namespaces down. */
+			{.fd = report_open ? s->report_fd : -1, .events = POLLIN},
 			/* Once stopping, output no longer matters: leave the
 			 * pipes alone so full ones cannot spin this loop. */
 			{.fd = streams_open[0] && !kill_at ? s->out_fd : -1, .events = POLLIN},
@@ -92,8 +95,10 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 			break; /* cannot happen with valid fds; fall through to reaping */
 		if (n <= 0)
 			continue;
-		if (p[1].revents)
+		if (p[1].revents & POLLIN)
 			read_report(s->report_fd, o);
+		else if (p[1].revents)
+			report_open = false;
 		for (int i = 0; i < 2; i++) {
 			if (!p[2 + i].revents)
 				continue;
@@ -177,9 +182,12 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		result_sandbox_error(res, "%s", o->setup_message);
 		return;
 	}
+	/* Stopped by the supervisor: init killed the program with SIGKILL (or
+	 * init itself was SIGKILLed, taking the namespace with it). */
+	int stop_signal = o->exited_report && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
 	if (o->output_overflow) {
 		res->status = AJ_STATUS_OUTPUT_LIMIT;
-		res->signal = SIGKILL;
+		res->signal = stop_signal;
 		result_set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
 				   l->output_kb,
 				   res->stdout_truncated ? "stdout" : "stderr");
@@ -187,6 +195,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	}
 	if (o->timed_out) {
 		res->status = AJ_STATUS_TIMEOUT;
+		res->signal = stop_signal;
 		result_set_message(res, "wall-clock limit of %g s reached; the run was stopped",
 				   l->wall_sec);
 		return;
