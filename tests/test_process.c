@@ -185,6 +185,20 @@ static void unprivileged_caller_uses_userns(void **state)
 	struct fixture *f = *state;
 	if (geteuid() != 0)
 		skip();
+	const uid_t u = 65534;
+	/* The caller's home, holding a 0600 secret of the caller's: with no
+	 * other uid to run as, the sandbox must hide it. */
+	char home[64] = "/home/agentjail-test-XXXXXX", secret[96];
+	mkdir("/home", 0755);
+	assert_non_null(mkdtemp(home));
+	snprintf(secret, sizeof secret, "%s/id_rsa", home);
+	int sfd = open(secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(sfd >= 0);
+	assert_int_equal(write(sfd, f->token, strlen(f->token)), (ssize_t)strlen(f->token));
+	close(sfd);
+	assert_int_equal(chown(secret, u, u), 0);
+	assert_int_equal(chown(home, u, u), 0);
+
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	pid_t pid = fork();
@@ -192,12 +206,22 @@ static void unprivileged_caller_uses_userns(void **state)
 	if (pid == 0) {
 		/* A normal user with no privilege at all: the tier must fall
 		 * back to a user namespace, or refuse with the reason. */
-		const uid_t u = 65534;
+		setenv("HOME", home, 1);
+		setenv("AJ_TEST_API_KEY", f->token, 1);
 		if (setgroups(0, NULL) || setresgid(u, u, u) || setresuid(u, u, u))
 			_exit(2);
-		child_run_and_report(&f->cfg,
-				     "import os, socket\nprint(os.getuid(), socket.if_nameindex())\n",
-				     fds[1]);
+		char code[600];
+		snprintf(code, sizeof code,
+			 "import os, socket\n"
+			 "print(os.getuid(), socket.if_nameindex())\n"
+			 "for p in ['%s', '%s']:\n"
+			 "    try:\n"
+			 "        print(p, open(p).read())\n"
+			 "    except OSError as e:\n"
+			 "        print(p, type(e).__name__)\n"
+			 "print(os.listdir('/home'))\n",
+			 secret, "/proc/1/environ");
+		child_run_and_report(&f->cfg, code, fds[1]);
 		_exit(0);
 	}
 	close(fds[1]);
@@ -206,6 +230,8 @@ static void unprivileged_caller_uses_userns(void **state)
 	close(fds[0]);
 	int ws;
 	waitpid(pid, &ws, 0);
+	unlink(secret);
+	rmdir(home);
 	assert_true(n > 0);
 	if (strncmp(buf, "sandbox_error|", 14) == 0) {
 		/* Refused: then with a reason that names the step. */
@@ -213,7 +239,14 @@ static void unprivileged_caller_uses_userns(void **state)
 		print_message("unprivileged mode refused here: %s\n", buf);
 		return;
 	}
-	assert_true(contains(buf, "ok||65534 [(1, 'lo')]"));
+	if (!contains(buf, "ok||65534 [(1, 'lo')]"))
+		fail_msg("%s", buf);
+	assert_true(contains(buf, "id_rsa FileNotFoundError"));
+	assert_true(contains(buf, "\n[]\n"));
+	/* init's environment (the caller's, API keys and all) is not readable
+	 * even by a program of the same uid: init is not dumpable. */
+	assert_true(contains(buf, "/proc/1/environ PermissionError"));
+	assert_false(contains(buf, f->token));
 }
 
 int main(void)

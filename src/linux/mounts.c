@@ -44,6 +44,14 @@ int mount_tmpfs(const char *path, uint32_t size_mb, uint32_t mode, struct setup_
 	return 0;
 }
 
+int mount_hide(const char *path, struct setup_error *e)
+{
+	if (mount("agentjail", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "size=4k,nr_inodes=8,mode=755") < 0)
+		return setup_fail(e, errno, "hide %s", path);
+	return 0;
+}
+
 int mount_bind(const char *src, const char *dst, struct setup_error *e)
 {
 	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)

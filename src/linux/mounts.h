@@ -11,6 +11,8 @@
 int mount_make_private(struct setup_error *e);
 int mount_tree_readonly(const char *path, struct setup_error *e);
 int mount_tmpfs(const char *path, uint32_t size_mb, uint32_t mode, struct setup_error *e);
+/* An empty read-only tmpfs over path: what was there is out of reach. */
+int mount_hide(const char *path, struct setup_error *e);
 int mount_bind(const char *src, const char *dst, struct setup_error *e);
 int mount_proc(const char *path, struct setup_error *e);
 /* mkdir + chown + chmod, refusing to follow a symlink planted at path. */

@@ -38,6 +38,12 @@
  * network namespace with only a down loopback; hostname "sandbox". It can
  * read what the host lets any user read: this tier hides no world-readable
  * file (the container tier does).
+ *
+ * Started by a normal user there is no other uid to run as: the program has
+ * the caller's uid inside a user namespace, so it could read the caller's
+ * own files. The places those usually live (/home, /root, /run/user and the
+ * caller's $HOME) are covered with empty read-only tmpfs; a file the caller
+ * owns elsewhere stays readable. Run as root for a uid of the run's own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +88,7 @@ struct plan {
 	gid_t gid;
 	uid_t outer_uid;        /* the caller's, for the user namespace map */
 	gid_t outer_gid;
+	char home[256];         /* the caller's $HOME, hidden in user-namespace mode */
 	int out_w, err_w, report_w, life_r;
 	char *argv[5];
 	char *envp[6];
@@ -167,6 +174,14 @@ static int bind_if_present(const char *src, const char *dst, struct setup_error 
 	return mount_bind(src, dst, e);
 }
 
+static int hide_if_present(const char *path, struct setup_error *e)
+{
+	struct stat st;
+	if (!path[0] || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return mount_hide(path, e);
+}
+
 /* The filesystem view, in the order it is built. */
 static int setup_root(const struct plan *p, struct setup_error *e)
 {
@@ -175,6 +190,12 @@ static int setup_root(const struct plan *p, struct setup_error *e)
 	int rc;
 
 	if ((rc = mount_make_private(e)) || (rc = mount_tree_readonly("/", e)))
+		return rc;
+	/* Sharing the caller's uid, the program could read the caller's own
+	 * files: cover where they usually are. */
+	if (p->userns && ((rc = hide_if_present("/home", e)) || (rc = hide_if_present("/root", e)) ||
+			  (rc = hide_if_present("/run/user", e)) ||
+			  (rc = hide_if_present(p->home, e))))
 		return rc;
 	/* One tmpfs holds all the run may write, so --disk bounds the sum. It
 	 * goes on /tmp, gets a directory for each writable place, and its root
@@ -296,6 +317,25 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* The caller's $HOME, if hiding it cannot hide the system: an absolute path
+ * of its own, not /, and not above the interpreter or the libraries. */
+static void caller_home(char *out, size_t n, const char *python)
+{
+	const char *h = getenv("HOME");
+	static const char *const system_dirs[] = {"/usr/", "/lib", "/bin/", "/sbin/", "/etc/",
+						  "/proc/", "/dev/", "/sys/", "/tmp/"};
+	out[0] = '\0';
+	if (!h || h[0] != '/' || strlen(h) < 2 || strlen(h) >= n || strstr(h, ".."))
+		return;
+	size_t hl = strlen(h);
+	for (size_t i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
+		if (strncmp(system_dirs[i], h, hl) == 0 || strncmp(h, system_dirs[i], strlen(system_dirs[i])) == 0)
+			return;
+	if (strncmp(python, h, hl) == 0)
+		return;
+	memcpy(out, h, hl + 1);
+}
+
 static int process_run(void *state, const struct aj_config *cfg, const char *code, size_t len,
 		       struct aj_result *res)
 {
@@ -324,6 +364,7 @@ static int process_run(void *state, const struct aj_config *cfg, const char *cod
 	if (p.userns) {
 		p.uid = p.outer_uid;
 		p.gid = p.outer_gid;
+		caller_home(p.home, sizeof p.home, cfg->python);
 	} else {
 		if ((rc = slot_acquire(cfg, &slot, &err))) {
 			result_sandbox_error(res, "%s", err.message);
