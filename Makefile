@@ -40,8 +40,10 @@ $(B)/libagentjail.a: $(LIB_OBJ)
 	@mkdir -p $(B)
 	ar rcs $@ $^
 
+# The command is linked static-pie: no dynamic loading on every run (about
+# 0.5 ms of a 10 ms run here), and ASLR is kept.
 $(B)/agentjail: $(CLI_OBJ) $(B)/libagentjail.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS)
+	$(CC) $(CFLAGS) -static-pie -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS)
 
 $(B)/examples/hello: examples/hello.c $(B)/libagentjail.a
 	@mkdir -p $(dir $@)
