@@ -73,7 +73,8 @@ test: deps $(TESTS) $(T)/agentjail all
 demo: deps all
 	@./scripts/demo.sh
 
-bench: deps all $(B)/bench
+bench: all $(B)/bench
+	@./scripts/install-deps.sh bench
 	@$(B)/bench
 
 clean:

@@ -1,8 +1,13 @@
 #!/bin/sh
 # Installs the Debian packages agentjail's build, tests and demo need.
 # Idempotent and quiet when everything is present.
+#   install-deps.sh          what the build, tests and demo need
+#   install-deps.sh bench    and the peers the benchmark measures beside us
 set -eu
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 iproute2"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3"
+if [ "${1:-}" = bench ]; then
+	PKGS="$PKGS bubblewrap"
+fi
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
