@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "creds.h"
@@ -60,18 +61,38 @@ void slot_release(struct uid_slot *s)
 	s->lock_fd = -1;
 }
 
+/* Raw system calls, not glibc's wrappers: in a multi-threaded process glibc
+ * makes setresuid() and friends apply to every thread (__nptl_setxid), and a
+ * child made by a raw clone still believes it has its parent's threads, so
+ * the wrapper waits for threads that do not exist. The child is one thread;
+ * the plain system call is exactly right for it. */
+static int raw_setgroups0(void)
+{
+	return (int)syscall(SYS_setgroups, 0, NULL);
+}
+
+static int raw_setresgid(gid_t g)
+{
+	return (int)syscall(SYS_setresgid, g, g, g);
+}
+
+static int raw_setresuid(uid_t u)
+{
+	return (int)syscall(SYS_setresuid, u, u, u);
+}
+
 int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e)
 {
 	/* Supplementary groups first, while we still may: root's groups (disk,
 	 * adm, ...) would otherwise follow the program. */
 	errno = 0;
-	if (!in_userns && (setgroups(0, NULL) < 0 || getgroups(0, NULL) != 0))
+	if (!in_userns && (raw_setgroups0() < 0 || getgroups(0, NULL) != 0))
 		return setup_fail(e, errno ? errno : EPERM, "credentials: setgroups");
-	if (setresgid(gid, gid, gid) < 0)
+	if (raw_setresgid(gid) < 0)
 		return setup_fail(e, errno, "credentials: setresgid %u", (unsigned)gid);
 	/* All three uids non-zero: the kernel clears the permitted and
 	 * effective capability sets, and execve grants none back. */
-	if (setresuid(uid, uid, uid) < 0)
+	if (raw_setresuid(uid) < 0)
 		return setup_fail(e, errno, "credentials: setresuid %u", (unsigned)uid);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return setup_fail(e, errno, "credentials: clear ambient capabilities");
