@@ -7,25 +7,45 @@
 
 #include "hostile.h"
 
-/* A run from a forked child, where cmocka's asserts must not be used (a
- * failure would longjmp into the child's copy of the test runner). Writes
- * "status|message|stdout" to fd. */
-static void child_run_and_report(const struct aj_config *cfg, const char *code, int fd)
+/* A run from a forked child that prepare() first changes (a seccomp filter,
+ * another uid), so the change cannot touch the test process. In the child
+ * cmocka's asserts must not be used (a failure would longjmp into the
+ * child's copy of the test runner): it reports "status|message|stdout" on a
+ * pipe instead, or "prepare failed". */
+static void run_in_child(int (*prepare)(void *ctx), void *ctx, const struct aj_config *cfg,
+			 const char *code, char *out, size_t outlen)
 {
-	struct aj_sandbox *sb;
-	struct aj_error err = {0};
-	char line[800];
-	if (aj_open(cfg, &sb, &err)) {
-		snprintf(line, sizeof line, "open failed|%s|", err.message);
-	} else {
-		struct aj_result r;
-		aj_run(sb, code, strlen(code), &r);
-		snprintf(line, sizeof line, "%s|%s|%s", aj_status_name(r.status),
-			 r.message ? r.message : "", r.stdout_buf);
-		aj_result_free(&r);
-		aj_close(sb);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char line[800];
+		struct aj_sandbox *sb;
+		struct aj_error err = {0};
+		if (prepare(ctx) != 0) {
+			snprintf(line, sizeof line, "prepare failed||");
+		} else if (aj_open(cfg, &sb, &err)) {
+			snprintf(line, sizeof line, "open failed|%s|", err.message);
+		} else {
+			struct aj_result r;
+			aj_run(sb, code, strlen(code), &r);
+			snprintf(line, sizeof line, "%s|%s|%s", aj_status_name(r.status),
+				 r.message ? r.message : "", r.stdout_buf);
+			aj_result_free(&r);
+			aj_close(sb);
+		}
+		(void)!write(fds[1], line, strlen(line));
+		_exit(0);
 	}
-	(void)!write(fd, line, strlen(line));
+	close(fds[1]);
+	memset(out, 0, outlen);
+	ssize_t n = read(fds[0], out, outlen - 1);
+	close(fds[0]);
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(n > 0);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 }
 
 static void identity_inside(void **state)
@@ -117,35 +137,28 @@ static void supervisor_death_kills_sandbox(void **state)
 	/* case_teardown now checks that no process of the run is left. */
 }
 
+/* This child's kernel refuses network namespaces, as a locked-down host
+ * might. */
+static int refuse_netns(void *ctx)
+{
+	(void)ctx;
+	scmp_filter_ctx sc = seccomp_init(SCMP_ACT_ALLOW);
+	if (!sc ||
+	    seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)) ||
+	    seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)))
+		return -1;
+	return seccomp_load(sc);
+}
+
 static void netns_refused_fails_closed(void **state)
 {
 	struct fixture *f = *state;
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* This child's kernel refuses network namespaces, as a locked-
-		 * down host might: the run must be refused, never run open. */
-		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-		if (!ctx ||
-		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)) ||
-		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET)) ||
-		    seccomp_load(ctx))
-			_exit(2);
-		child_run_and_report(&f->cfg, "print('ran with the network open')\n", fds[1]);
-		_exit(0);
-	}
-	close(fds[1]);
-	char buf[800] = {0};
-	ssize_t n = read(fds[0], buf, sizeof buf - 1);
-	close(fds[0]);
-	int ws;
-	waitpid(pid, &ws, 0);
-	assert_true(n > 0);
-	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	char buf[800];
+	/* The run must be refused, never run with the network open. */
+	run_in_child(refuse_netns, NULL, &f->cfg, "print('ran with the network open')\n", buf,
+		     sizeof buf);
 	assert_true(contains(buf, "sandbox_error|network namespace: unshare: EPERM|"));
 	assert_false(contains(buf, "ran with"));
 }
@@ -180,12 +193,31 @@ static void missing_python_is_refused(void **state)
 	assert_true(contains(err.message, "absolute"));
 }
 
+struct unprivileged {
+	const char *home;
+	const char *token;
+};
+
+/* A normal user with no privilege at all, whose home and environment hold
+ * secrets. */
+static int become_unprivileged(void *ctx)
+{
+	const struct unprivileged *u = ctx;
+	const uid_t nobody = 65534;
+	setenv("HOME", u->home, 1);
+	setenv("AJ_TEST_API_KEY", u->token, 1);
+	if (setgroups(0, NULL) || setresgid(nobody, nobody, nobody) ||
+	    setresuid(nobody, nobody, nobody))
+		return -1;
+	return 0;
+}
+
 static void unprivileged_caller_uses_userns(void **state)
 {
 	struct fixture *f = *state;
 	if (geteuid() != 0)
 		skip();
-	const uid_t u = 65534;
+	const uid_t nobody = 65534;
 	/* The caller's home, holding a 0600 secret of the caller's: with no
 	 * other uid to run as, the sandbox must hide it. */
 	char home[64] = "/home/agentjail-test-XXXXXX", secret[96];
@@ -196,45 +228,27 @@ static void unprivileged_caller_uses_userns(void **state)
 	assert_true(sfd >= 0);
 	assert_int_equal(write(sfd, f->token, strlen(f->token)), (ssize_t)strlen(f->token));
 	close(sfd);
-	assert_int_equal(chown(secret, u, u), 0);
-	assert_int_equal(chown(home, u, u), 0);
+	assert_int_equal(chown(secret, nobody, nobody), 0);
+	assert_int_equal(chown(home, nobody, nobody), 0);
 
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* A normal user with no privilege at all: the tier must fall
-		 * back to a user namespace, or refuse with the reason. */
-		setenv("HOME", home, 1);
-		setenv("AJ_TEST_API_KEY", f->token, 1);
-		if (setgroups(0, NULL) || setresgid(u, u, u) || setresuid(u, u, u))
-			_exit(2);
-		char code[600];
-		snprintf(code, sizeof code,
-			 "import os, socket\n"
-			 "print(os.getuid(), socket.if_nameindex())\n"
-			 "for p in ['%s', '%s']:\n"
-			 "    try:\n"
-			 "        print(p, open(p).read())\n"
-			 "    except OSError as e:\n"
-			 "        print(p, type(e).__name__)\n"
-			 "print(os.listdir('/home'))\n",
-			 secret, "/proc/1/environ");
-		child_run_and_report(&f->cfg, code, fds[1]);
-		_exit(0);
-	}
-	close(fds[1]);
-	char buf[800] = {0};
-	ssize_t n = read(fds[0], buf, sizeof buf - 1);
-	close(fds[0]);
-	int ws;
-	waitpid(pid, &ws, 0);
+	char code[600], buf[800];
+	snprintf(code, sizeof code,
+		 "import os, socket\n"
+		 "print(os.getuid(), socket.if_nameindex())\n"
+		 "for p in ['%s', '/proc/1/environ']:\n"
+		 "    try:\n"
+		 "        print(p, open(p).read())\n"
+		 "    except OSError as e:\n"
+		 "        print(p, type(e).__name__)\n"
+		 "print(os.listdir('/home'))\n",
+		 secret);
+	struct unprivileged u = {.home = home, .token = f->token};
+	run_in_child(become_unprivileged, &u, &f->cfg, code, buf, sizeof buf);
 	unlink(secret);
 	rmdir(home);
-	assert_true(n > 0);
 	if (strncmp(buf, "sandbox_error|", 14) == 0) {
-		/* Refused: then with a reason that names the step. */
+		/* The tier may refuse (no user namespaces here), but only with
+		 * a reason that names the step. */
 		assert_true(strlen(buf) > 20);
 		print_message("unprivileged mode refused here: %s\n", buf);
 		return;

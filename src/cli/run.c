@@ -108,19 +108,6 @@ static int exit_code_for(const struct aj_result *r)
 	}
 }
 
-static void write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
 int cmd_run(int argc, char **argv)
 {
 	struct aj_config cfg;
@@ -196,8 +183,8 @@ int cmd_run(int argc, char **argv)
 			free(s);
 		}
 	} else {
-		write_all(1, res.stdout_buf, res.stdout_len);
-		write_all(2, res.stderr_buf, res.stderr_len);
+		(void)write_full(1, res.stdout_buf, res.stdout_len);
+		(void)write_full(2, res.stderr_buf, res.stderr_len);
 		/* One line of our own, only where the program's output cannot
 		 * tell what happened. */
 		if (res.status == AJ_STATUS_SANDBOX_ERROR)

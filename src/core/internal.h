@@ -46,6 +46,10 @@ void result_set_message(struct aj_result *res, const char *fmt, ...)
 void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Writes all n bytes, retrying short writes and EINTR: 0 or -errno. Only
+ * write(2) inside, so a sandbox child may use it between clone and exec. */
+int write_full(int fd, const void *buf, size_t n);
+
 /* Monotonic clock in milliseconds. */
 double now_ms(void);
 

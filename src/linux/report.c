@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/internal.h"
 #include "report.h"
 
 const char *errno_name(int err)
@@ -27,20 +28,6 @@ int setup_fail(struct setup_error *e, int err, const char *fmt, ...)
 	return err ? -err : -EPERM;
 }
 
-static void write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 void report_setup_failed(int fd, const struct setup_error *e)
 {
 	struct sandbox_report r;
@@ -48,7 +35,7 @@ void report_setup_failed(int fd, const struct setup_error *e)
 	r.kind = REPORT_SETUP_FAILED;
 	memcpy(r.message, e->message, sizeof r.message);
 	r.message[sizeof r.message - 1] = '\0';
-	write_all(fd, &r, sizeof r);
+	(void)write_full(fd, &r, sizeof r);
 }
 
 void report_exited(int fd, int wstatus, const struct rusage *ru)
@@ -60,5 +47,5 @@ void report_exited(int fd, int wstatus, const struct rusage *ru)
 	r.cpu_us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec +
 		   (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
 	r.maxrss_kb = ru->ru_maxrss;
-	write_all(fd, &r, sizeof r);
+	(void)write_full(fd, &r, sizeof r);
 }

@@ -145,21 +145,11 @@ static int write_program(const struct plan *p, struct setup_error *e)
 		      0644);
 	if (fd < 0)
 		return setup_fail(e, errno, "workspace: create %s", PROGRAM);
-	const char *s = p->code;
-	size_t left = p->code_len;
-	while (left > 0) {
-		ssize_t n = write(fd, s, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int err = n < 0 ? errno : EIO;
-			close(fd);
-			return setup_fail(e, err, "workspace: write %s", PROGRAM);
-		}
-		s += n;
-		left -= (size_t)n;
+	int rc = write_full(fd, p->code, p->code_len);
+	if (rc) {
+		close(fd);
+		return setup_fail(e, -rc, "workspace: write %s", PROGRAM);
 	}
-	int rc = 0;
 	if (fchown(fd, p->userns ? (uid_t)-1 : p->uid, p->userns ? (gid_t)-1 : p->gid) < 0)
 		rc = setup_fail(e, errno, "workspace: chown %s", PROGRAM);
 	close(fd);
