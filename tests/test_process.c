@@ -163,6 +163,45 @@ static void netns_refused_fails_closed(void **state)
 	assert_false(contains(buf, "ran with"));
 }
 
+/* A caller on a terminal, as someone running agentjail by hand is. */
+static int take_controlling_terminal(void *ctx)
+{
+	(void)ctx;
+	if (setsid() < 0)
+		return -1;
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) || unlockpt(m))
+		return -1;
+	/* A session leader without a terminal acquires the first it opens. */
+	int s = open(ptsname(m), O_RDWR);
+	if (s < 0)
+		return -1;
+	/* Prove the premise: this process really has one now. */
+	int t = open("/dev/tty", O_RDWR);
+	if (t < 0)
+		return -1;
+	close(t);
+	return 0;
+}
+
+static void caller_terminal_out_of_reach(void **state)
+{
+	struct fixture *f = *state;
+	char buf[800];
+	/* With the caller's terminal a program could type into the caller's
+	 * shell (TIOCSTI) or stop its job. */
+	run_in_child(take_controlling_terminal, NULL, &f->cfg,
+		     "import os\n"
+		     "try:\n"
+		     "    os.open('/dev/tty', os.O_RDWR)\n"
+		     "    print('TTY OPEN')\n"
+		     "except OSError as e:\n"
+		     "    print('no tty', e.errno)\n",
+		     buf, sizeof buf);
+	if (!contains(buf, "ok||no tty 6\n"))  /* ENXIO: no controlling terminal */
+		fail_msg("%s", buf);
+}
+
 static void bad_code_is_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -273,6 +312,7 @@ int main(void)
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
+		HOSTILE_TEST(caller_terminal_out_of_reach),
 		HOSTILE_TEST(bad_code_is_refused),
 		HOSTILE_TEST(missing_python_is_refused),
 		HOSTILE_TEST(unprivileged_caller_uses_userns),
