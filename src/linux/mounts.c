@@ -12,7 +12,7 @@ int mount_make_private(struct setup_error *e)
 	/* Without this, mounts made in the sandbox would propagate back to a
 	 * shared host tree (systemd makes / shared), and host mounts would
 	 * appear inside mid-run. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
 		return setup_fail(e, errno, "mount namespace: make / private");
 	return 0;
 }
@@ -57,7 +57,7 @@ int mount_bind(const char *src, const char *dst, struct setup_error *e)
 	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
 		return setup_fail(e, errno, "bind %s on %s", src, dst);
 	/* A bind mount keeps the source's flags; restate the safe ones. */
-	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+	if (mount("none", dst, "none", MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
 		return setup_fail(e, errno, "remount %s nosuid,nodev", dst);
 	return 0;
 }

@@ -33,8 +33,8 @@ void report_setup_failed(int fd, const struct setup_error *e)
 	struct sandbox_report r;
 	memset(&r, 0, sizeof r);
 	r.kind = REPORT_SETUP_FAILED;
-	memcpy(r.message, e->message, sizeof r.message);
-	r.message[sizeof r.message - 1] = '\0';
+	/* Only the string: the bytes after its end were never written. */
+	snprintf(r.message, sizeof r.message, "%s", e->message);
 	(void)write_full(fd, &r, sizeof r);
 }
 
