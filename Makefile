@@ -9,7 +9,8 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CFLAGS ?= -O2 -g
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-LIB_SRC := $(wildcard src/core/*.c src/linux/*.c src/tiers/*.c)
+# seccomp_policy.c is compiled into the build-time generator, not the library.
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
@@ -26,15 +27,28 @@ all: $(B)/agentjail $(B)/libagentjail.a $(B)/examples/hello
 deps:
 	@./scripts/install-deps.sh
 
+# The seccomp filter, compiled from the policy once per build (see
+# tools/gen_filter.c), and included by src/linux/seccomp.c.
+GEN := $(B)/gen/seccomp_filter.inc
+$(B)/gen_filter: tools/gen_filter.c src/linux/seccomp_policy.c src/linux/seccomp_policy.h
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ tools/gen_filter.c src/linux/seccomp_policy.c -lseccomp
+
+$(GEN): $(B)/gen_filter
+	@mkdir -p $(dir $@)
+	$(B)/gen_filter > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
+
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -I$(B)/gen -c $< -o $@
 
 $(T)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
-	@$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I$(B)/gen -c $< -o $@
 
 $(B)/libagentjail.a: $(LIB_OBJ)
 	@mkdir -p $(B)
@@ -58,7 +72,7 @@ $(T)/agentjail: $(TCLI_OBJ) $(T)/libagentjail.a
 	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS)
 
 $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
-	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -Isrc $(shell pkg-config --cflags cmocka) \
+	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I. $(shell pkg-config --cflags cmocka) \
 		-o $@ $< $(T)/libagentjail.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
 
 TESTS := $(patsubst tests/%.c,$(T)/%,$(wildcard tests/test_*.c))

@@ -16,7 +16,10 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <linux/keyctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -501,8 +504,10 @@ static void hostile_list_proc(void **state)
 	assert_status(&r, AJ_STATUS_OK);
 	int n = -1;
 	assert_int_equal(sscanf(r.stdout_buf, "%d", &n), 1);
-	/* Its own process and at most the sandbox's init: no host process. */
+	/* Its own process and at most the sandbox's init: no host process,
+	 * and not even the supervisor's command line through init. */
 	assert_true(n >= 1 && n <= 2);
+	assert_false(contains(r.stdout_buf, "test_"));
 	aj_result_free(&r);
 }
 
@@ -603,6 +608,220 @@ static void isolation_sequential_runs(void **state)
 	aj_result_free(&r);
 }
 
+
+/* ---- what a review found reachable without the filter and a /dev of its own ---- */
+
+static void hostile_host_unix_socket(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* A host service on a world-connectable socket file, as the D-Bus
+	 * system bus, /dev/log or a database are: a read-only mount does not
+	 * stop connect(). */
+	char dir[64], path[96];
+	snprintf(dir, sizeof dir, "/run/agentjail-test-%.16s", f->token);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof path, "%s/service.sock", dir);
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(ls >= 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	assert_true(strlen(path) < sizeof a.sun_path);
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(listen(ls, 8), 0);
+	run_code(&f->cfg, &r,
+		 "import socket\n"
+		 "for fam, name in [(socket.AF_UNIX, 'unix'), (40, 'vsock'), (17, 'packet')]:\n"
+		 "    try:\n"
+		 "        s = socket.socket(fam, socket.SOCK_STREAM if fam != 17 else socket.SOCK_RAW)\n"
+		 "        print('CREATED', name)\n"
+		 "        if fam == socket.AF_UNIX:\n"
+		 "            s.connect('%s')\n"
+		 "            print('CONNECTED')\n"
+		 "    except OSError as e:\n"
+		 "        print('refused', name, e.errno)\n"
+		 "a, b = socket.socketpair()\n"
+		 "a.send(b'pair ok')\n"
+		 "print(b.recv(10).decode())\n",
+		 path);
+	int c = accept(ls, NULL, NULL);
+	if (c >= 0)
+		close(c);
+	close(ls);
+	unlink(path);
+	rmdir(dir);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(c < 0);
+	assert_false(contains(r.stdout_buf, "CREATED"));
+	assert_false(contains(r.stdout_buf, "CONNECTED"));
+	/* Its own processes can still talk over a socketpair. */
+	assert_true(contains(r.stdout_buf, "pair ok"));
+	aj_result_free(&r);
+}
+
+/* The caller's session keyring holds a secret, as a login keyring would. */
+static int keyring_with_secret(void *ctx)
+{
+	const char *token = ctx;
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "agentjail-test") < 0)
+		return -1;
+	return syscall(SYS_add_key, "user", "agentjail-test-secret", token, strlen(token),
+		       KEY_SPEC_SESSION_KEYRING) < 0 ? -1 : 0;
+}
+
+static void hostile_keyrings(void **state)
+{
+	struct fixture *f = *state;
+	char buf[800];
+	/* Read the caller's keys; plant one for the next run. */
+	const char *code =
+		"import ctypes, os\n"
+		"libc = ctypes.CDLL(None, use_errno=True)\n"
+		"print(open('/proc/keys').read())\n"
+		"r = libc.syscall(248, b'user', b'planted', b'x', 1, ctypes.c_long(-4))\n"
+		"print('add_key', r, ctypes.get_errno())\n"
+		"r = libc.syscall(250, 0, ctypes.c_long(-3), 0, 0, 0)\n"
+		"print('keyctl', r, ctypes.get_errno())\n";
+	run_in_child(keyring_with_secret, f->token, &f->cfg, code, buf, sizeof buf);
+	assert_true(strncmp(buf, "ok|", 3) == 0);
+	assert_false(contains(buf, f->token));
+	assert_false(contains(buf, "agentjail-test-secret"));
+	assert_true(contains(buf, "add_key -1 1\n"));   /* EPERM */
+	assert_true(contains(buf, "keyctl -1 1\n"));
+	/* Nothing planted survives into the next run. */
+	run_in_child(keyring_with_secret, f->token, &f->cfg, code, buf, sizeof buf);
+	assert_false(contains(buf, "planted"));
+}
+
+static void hostile_devices(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print(sorted(os.listdir('/dev')))\n"
+		 "print(sorted(os.listdir('/dev/pts')))\n"
+		 "m, s = os.openpty()\n"
+		 "os.write(m, b'typed\\n')\n"
+		 "print('pty', os.read(s, 6))\n"
+		 "ptys = []\n"
+		 "try:\n"
+		 "    for i in range(100):\n"
+		 "        ptys.append(os.openpty())\n"
+		 "except OSError as e:\n"
+		 "    print('ptys stopped at', len(ptys))\n"
+		 "for d in ['/dev/kvm', '/dev/vda', '/dev/mem', '/dev/tty', '/dev/console']:\n"
+		 "    print(d, os.path.exists(d))\n"
+		 "with open('/dev/null', 'w') as n:\n"
+		 "    n.write('discarded')\n"
+		 "print('zero', open('/dev/zero', 'rb').read(2))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "['fd', 'full', 'null', 'ptmx', 'pts', 'random', 'shm', "
+					   "'stderr', 'stdin', 'stdout', 'urandom', 'zero']"));
+	assert_true(contains(r.stdout_buf, "pty b'typed\\n'"));
+	/* A private devpts, with a bound on the host's global pty pool. */
+	assert_true(contains(r.stdout_buf, "ptys stopped at"));
+	const char *absent[] = {"/dev/kvm", "/dev/vda", "/dev/mem", "/dev/tty", "/dev/console"};
+	for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "%s False", absent[i]);
+		assert_true(contains(r.stdout_buf, line));
+	}
+	assert_true(contains(r.stdout_buf, "zero b'\\x00\\x00'"));
+	aj_result_free(&r);
+}
+
+static void hostile_denied_syscalls(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* Each call an escape or a resource grab would start with, made with
+	 * harmless arguments: the filter answers EPERM before the kernel looks
+	 * at them. (x86-64 numbers.) */
+	run_code(&f->cfg, &r,
+		 "import ctypes, os, errno\n"
+		 "libc = ctypes.CDLL(None, use_errno=True)\n"
+		 "calls = [('mount', 165, 0), ('umount2', 166, 0), ('pivot_root', 155, 0),\n"
+		 "  ('chroot', 161, 0), ('unshare_user', 272, 0x10000000), ('unshare_net', 272, 0x40000000),\n"
+		 "  ('setns', 308, 0), ('ptrace', 101, 16), ('process_vm_readv', 310, 1), ('bpf', 321, 0),\n"
+		 "  ('perf_event_open', 298, 0), ('keyctl', 250, 0), ('add_key', 248, 0),\n"
+		 "  ('request_key', 249, 0), ('userfaultfd', 323, 0), ('io_uring_setup', 425, 1),\n"
+		 "  ('kexec_load', 246, 0), ('init_module', 175, 0), ('finit_module', 313, 0),\n"
+		 "  ('delete_module', 176, 0), ('open_by_handle_at', 304, 0), ('reboot', 169, 0),\n"
+		 "  ('swapon', 167, 0), ('clock_settime', 227, 0), ('settimeofday', 164, 0),\n"
+		 "  ('acct', 163, 0), ('quotactl', 179, 0), ('personality', 135, 0x0400000),\n"
+		 "  ('shmget', 29, 0), ('msgget', 68, 0), ('semget', 64, 0), ('memfd_create', 319, 0),\n"
+		 "  ('syslog', 103, 3)]\n"
+		 "for name, nr, a0 in calls:\n"
+		 "    ctypes.set_errno(0)\n"
+		 "    r = libc.syscall(nr, ctypes.c_long(a0), 0, 0, 0, 0)\n"
+		 "    print(name, 'ALLOWED' if r >= 0 else errno.errorcode.get(ctypes.get_errno()))\n"
+		 "r = libc.syscall(56, ctypes.c_long(0x10000000 | 17), 0, 0, 0, 0)\n"
+		 "if r == 0:\n"
+		 "    os._exit(0)\n"
+		 "print('clone_newuser', 'ALLOWED' if r > 0 else errno.errorcode.get(ctypes.get_errno()))\n"
+		 "r = libc.syscall(435, 0, 0)\n"
+		 "print('clone3', errno.errorcode.get(ctypes.get_errno()))\n"
+		 "pid = os.fork()\n"
+		 "if pid == 0:\n"
+		 "    os._exit(7)\n"
+		 "print('fork still works', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_false(contains(r.stdout_buf, "ALLOWED"));
+	const char *names[] = {"mount", "umount2", "pivot_root", "chroot", "unshare_user",
+			       "unshare_net", "setns", "ptrace", "process_vm_readv", "bpf",
+			       "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
+			       "io_uring_setup", "kexec_load", "init_module", "finit_module",
+			       "delete_module", "open_by_handle_at", "reboot", "swapon",
+			       "clock_settime", "settimeofday", "acct", "quotactl", "personality",
+			       "shmget", "msgget", "semget", "memfd_create", "syslog",
+			       "clone_newuser"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "%s EPERM\n", names[i]);
+		if (!contains(r.stdout_buf, line))
+			fail_msg("%s did not fail with EPERM:\n%s", names[i], r.stdout_buf);
+	}
+	/* clone3 is unavailable (so glibc uses clone, which is checked), and
+	 * ordinary process creation is untouched. */
+	assert_true(contains(r.stdout_buf, "clone3 ENOSYS"));
+	assert_true(contains(r.stdout_buf, "fork still works 7"));
+	aj_result_free(&r);
+}
+
+/* An application that ignores SIGCHLD and blocks every signal it can, as
+ * some servers do, around its call to aj_run. */
+static int hostile_signal_state(void *ctx)
+{
+	(void)ctx;
+	signal(SIGCHLD, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	sigset_t all;
+	sigfillset(&all);
+	return sigprocmask(SIG_BLOCK, &all, NULL);
+}
+
+static void caller_signal_state_is_not_inherited(void **state)
+{
+	struct fixture *f = *state;
+	char buf[800];
+	run_in_child(hostile_signal_state, NULL, &f->cfg,
+		     "import signal\n"
+		     "print('blocked', sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))\n"
+		     "print('sigchld', signal.getsignal(signal.SIGCHLD))\n",
+		     buf, sizeof buf);
+	if (!contains(buf, "ok||blocked []\nsigchld 0\n")) /* 0: SIG_DFL */
+		fail_msg("%s", buf);
+	/* And the supervisor can still stop it. */
+	struct aj_config c = f->cfg;
+	c.limits.wall_sec = 0.5;
+	run_in_child(hostile_signal_state, NULL, &c, "import time\ntime.sleep(30)\n", buf,
+		     sizeof buf);
+	if (!contains(buf, "timeout|wall-clock"))
+		fail_msg("%s", buf);
+}
+
 #define HOSTILE_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
 
 /* The whole table, in the order a reader meets the threats. */
@@ -616,6 +835,9 @@ static void isolation_sequential_runs(void **state)
 	HOSTILE_TEST(hostile_fill_tmp_and_shm), HOSTILE_TEST(hostile_daemon),               \
 	HOSTILE_TEST(hostile_output_flood), HOSTILE_TEST(hostile_kill_all),                 \
 	HOSTILE_TEST(hostile_list_proc), HOSTILE_TEST(hostile_write_everywhere),            \
-	HOSTILE_TEST(isolation_concurrent_runs), HOSTILE_TEST(isolation_sequential_runs)
+	HOSTILE_TEST(isolation_concurrent_runs), HOSTILE_TEST(isolation_sequential_runs),      \
+	HOSTILE_TEST(hostile_host_unix_socket), HOSTILE_TEST(hostile_keyrings),               \
+	HOSTILE_TEST(hostile_devices), HOSTILE_TEST(hostile_denied_syscalls),                 \
+	HOSTILE_TEST(caller_signal_state_is_not_inherited)
 
 #endif

@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "core/internal.h"
-#include "linux/supervise.h"
+#include "src/core/internal.h"
+#include "src/linux/supervise.h"
 
 /* ---- limits ---- */
 
@@ -335,7 +335,12 @@ static void classify_signals(void **state)
 	assert_true(contains(r.message, "CPU"));
 	aj_result_free(&r);
 
-	o = exited(SIGKILL, 11000000);  /* the hard CPU limit */
+	o = exited(SIGKILL, 10500000);  /* past the soft limit, short of the hard one */
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_KILLED);
+	aj_result_free(&r);
+
+	o = exited(SIGKILL, 11000000);  /* the hard CPU limit, soft + 1 s */
 	classify(&o, NULL, &r);
 	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
 	aj_result_free(&r);
@@ -372,6 +377,17 @@ static void classify_supervisor_verdicts(void **state)
 	classify(&o, NULL, &r);
 	assert_int_equal(r.status, AJ_STATUS_OUTPUT_LIMIT);
 	assert_true(contains(r.message, "1 KiB"));
+	aj_result_free(&r);
+
+	/* A program that had already exited when the flood was noticed keeps
+	 * its own exit code: no SIGKILL is reported that never happened. */
+	o = exited(7 << 8, 100);
+	o.output_overflow = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 7);
+	assert_int_equal(r.signal, 0);
 	aj_result_free(&r);
 
 	/* A setup failure outranks everything: the run never really ran. */

@@ -19,10 +19,10 @@ int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_erro
 
 	/* 0700 and root's: another user must not hold our slots' locks. */
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return error_set(err, -errno, "uid slots: mkdir %s: %s", dir, strerrorname_np(errno));
+		return error_set(err, -errno, "uid slots: mkdir %s: %s", dir, errno_name(errno));
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
-		return error_set(err, -errno, "uid slots: open %s: %s", dir, strerrorname_np(errno));
+		return error_set(err, -errno, "uid slots: open %s: %s", dir, errno_name(errno));
 	struct stat st;
 	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
 		close(dfd);
@@ -38,7 +38,7 @@ int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_erro
 			int e = errno;
 			close(dfd);
 			return error_set(err, -e, "uid slots: open %s/%s: %s", dir, name,
-					 strerrorname_np(e));
+					 errno_name(e));
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			close(dfd);
@@ -90,8 +90,10 @@ int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e)
 		return setup_fail(e, errno ? errno : EPERM, "credentials: setgroups");
 	if (raw_setresgid(gid) < 0)
 		return setup_fail(e, errno, "credentials: setresgid %u", (unsigned)gid);
-	/* All three uids non-zero: the kernel clears the permitted and
-	 * effective capability sets, and execve grants none back. */
+	/* From root, all three uids non-zero: the kernel clears the permitted
+	 * and effective capability sets here. In a user namespace the uid does
+	 * not change and the capabilities go at execve, which grants a non-root
+	 * uid none (ambient cleared below, no file capabilities honoured). */
 	if (raw_setresuid(uid) < 0)
 		return setup_fail(e, errno, "credentials: setresuid %u", (unsigned)uid);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)

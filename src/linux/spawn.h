@@ -14,6 +14,17 @@ pid_t spawn_clone(unsigned long flags, int *pidfd);
 /* Closes every fd except those in keep[0..n) (n <= 8). */
 void close_fds_except(const int *keep, int n);
 
+/* For a child of a raw clone, before anything else: every signal back to
+ * its default action and unblocked. The child inherits the calling thread's
+ * mask and the application's dispositions (an ignored SIGCHLD would make the
+ * kernel reap the program before init could see how it ended). */
+int child_reset_signals(void);
+
+/* For a child that never execs: zero its copy of the caller's command line
+ * and environment, which /proc/<pid>/cmdline would show anyone who can see
+ * the process. */
+void child_scrub_args_and_env(void);
+
 /* A pipe with both ends O_CLOEXEC; the read end non-blocking if asked. */
 int pipe_cloexec(int fds[2], int nonblocking_read);
 

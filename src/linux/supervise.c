@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,8 +92,13 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 			{.fd = streams_open[1] && !kill_at ? s->err_fd : -1, .events = POLLIN},
 		};
 		int n = poll(p, 4, timeout);
-		if (n < 0 && errno != EINTR)
-			break; /* cannot happen with valid fds; fall through to reaping */
+		if (n < 0 && errno != EINTR && !o->forced_kill) {
+			/* Cannot happen with valid fds; if it does, end the
+			 * sandbox rather than run it unwatched. */
+			o->forced_kill = true;
+			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+			continue;
+		}
 		if (n <= 0)
 			continue;
 		if (p[1].revents & POLLIN)
@@ -132,8 +138,15 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 		drain(s->err_fd, err, &ignored);
 	}
 	read_report(s->report_fd, o);
-	while (wait4(s->pid, &o->init_wstatus, 0, &o->init_rusage) < 0 && errno == EINTR)
+	/* Reap through the pidfd, never by pid: if the application reaped it
+	 * first (a SIGCHLD handler of its own), a recycled pid could name an
+	 * unrelated child. The raw call, because only it returns the usage. */
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	while (syscall(SYS_waitid, P_PIDFD, s->pidfd, &si, WEXITED, &o->init_rusage) < 0 &&
+	       errno == EINTR)
 		;
+	o->init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 }
 
 /* Python's last words on a failed allocation. Only the kind of ending is
@@ -183,11 +196,18 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		return;
 	}
 	/* Stopped by the supervisor: init killed the program with SIGKILL (or
-	 * init itself was SIGKILLed, taking the namespace with it). */
-	int stop_signal = o->exited_report && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
+	 * init itself was SIGKILLed, taking the namespace with it). A program
+	 * that had already exited keeps its own exit code. */
+	if (o->output_overflow || o->timed_out) {
+		if (o->exited_report && WIFEXITED(ws)) {
+			res->has_exit_code = true;
+			res->exit_code = WEXITSTATUS(ws);
+		} else {
+			res->signal = o->exited_report && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
+		}
+	}
 	if (o->output_overflow) {
 		res->status = AJ_STATUS_OUTPUT_LIMIT;
-		res->signal = stop_signal;
 		result_set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
 				   l->output_kb,
 				   res->stdout_truncated ? "stdout" : "stderr");
@@ -195,7 +215,6 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	}
 	if (o->timed_out) {
 		res->status = AJ_STATUS_TIMEOUT;
-		res->signal = stop_signal;
 		result_set_message(res, "wall-clock limit of %g s reached; the run was stopped",
 				   l->wall_sec);
 		return;
@@ -217,9 +236,12 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		return;
 	}
 	res->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-	/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one. */
+	/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one (soft + 1
+	 * s) for a program that ignored SIGXCPU. The figure is the whole
+	 * tree's, so a program could earn this label for a SIGKILL it sent
+	 * itself: it only mislabels its own run. */
 	if (res->signal == SIGXCPU ||
-	    (res->signal == SIGKILL && res->cpu_ms >= (double)l->cpu_sec * 1000.0)) {
+	    (res->signal == SIGKILL && res->cpu_ms >= (double)(l->cpu_sec + 1) * 1000.0)) {
 		res->status = AJ_STATUS_TIMEOUT;
 		result_set_message(res, "CPU time limit of %u s reached", l->cpu_sec);
 		return;
@@ -231,39 +253,35 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 
 /* ---- init side ---- */
 
-static volatile sig_atomic_t stop_requested;
-
 static void on_stop(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)ctx;
-	/* Only a sender outside the namespace (the supervisor) shows as pid 0:
-	 * a program inside that shares init's uid cannot stop its own sandbox
-	 * early this way. */
-	if (si->si_pid == 0)
-		stop_requested = 1;
+	/* Only kill() from outside the namespace (the supervisor) arrives as
+	 * SI_USER with pid 0: a program inside that shares init's uid cannot
+	 * stop its sandbox this way, nor forge it with rt_sigqueueinfo, which
+	 * may not claim SI_USER. The kill happens here, not after a flag test,
+	 * so a request landing just before waitpid() cannot be missed. */
+	if (si->si_code == SI_USER && si->si_pid == 0) {
+		kill(-1, SIGKILL);
+	}
 }
 
-void init_install_stop_handler(void)
+int init_install_stop_handler(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_stop;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: wait4 must return EINTR */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(STOP_SIGNAL, &sa, NULL);
+	return sigaction(STOP_SIGNAL, &sa, NULL) < 0 ? -errno : 0;
 }
 
 void init_wait_and_report(pid_t main_pid, int report_fd)
 {
 	int main_status = 0;
-	bool main_done = false, killed_all = false;
+	bool main_done = false;
 
 	for (;;) {
-		if (stop_requested && !killed_all) {
-			/* Everything in the namespace but init itself. */
-			kill(-1, SIGKILL);
-			killed_all = true;
-		}
 		int ws;
 		pid_t p = waitpid(-1, &ws, 0);
 		if (p == main_pid) {

@@ -52,7 +52,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
  * reaps every orphan, and on STOP_SIGNAL from outside the namespace kills
  * everything else in it; then reports to report_fd and exits, which makes
  * the kernel kill whatever is left in the namespace. */
-void init_install_stop_handler(void);
+int init_install_stop_handler(void);
 __attribute__((noreturn)) void init_wait_and_report(pid_t main_pid, int report_fd);
 
 #endif

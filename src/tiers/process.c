@@ -24,18 +24,22 @@
  *
  *  inside      init's child. Connects stdio (stdin /dev/null, stdout/stderr
  *              the pipes), applies the rlimits, drops to the run's uid with
- *              no groups, no capabilities and no_new_privs, and execs
- *              `python3 -I -u main.py` in the workspace with an environment
- *              built from nothing.
+ *              no groups, no capabilities and no_new_privs, loads the
+ *              seccomp filter (seccomp.c: no mounts, namespaces, keyrings,
+ *              ptrace, SysV IPC, memfds, or sockets but inet and routing
+ *              netlink), and execs `python3 -I -u main.py` in the workspace
+ *              with an environment built from nothing.
  *
  * Any failed setup step is reported on the report pipe as "step: ERRNO" and
  * the run is refused (sandbox_error): nothing runs with less than promised.
  *
  * What the program sees: the host's filesystem read-only (mount_setattr
  * recursive, so not even world-writable host directories take a write) and
- * nosuid; one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
+ * nosuid; a /dev of its own (null, zero, full, random, urandom, a private
+ * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
  * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
- * network namespace with only a down loopback; hostname "sandbox". It can
+ * network namespace with only a down loopback; hostname "sandbox"; a fresh
+ * session keyring. It can
  * read what the host lets any user read: this tier hides no world-readable
  * file (the container tier does).
  *
@@ -56,12 +60,14 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/keyctl.h>
 #include <unistd.h>
 
 #include "../linux/creds.h"
 #include "../linux/mounts.h"
 #include "../linux/ns.h"
 #include "../linux/rlimits.h"
+#include "../linux/seccomp.h"
 #include "../linux/spawn.h"
 #include "../linux/supervise.h"
 #include "tier.h"
@@ -96,13 +102,16 @@ struct plan {
 
 /* ---- inside: the program's process ---- */
 
-static int setup_fds(const struct plan *p, struct setup_error *e)
+static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 {
-	/* Lift the pipe ends above 2 first so no dup2 below can clobber one. */
+	/* Lift the pipe ends above 2 first so no dup2 below can clobber one (a
+	 * caller whose own 0-2 were closed gets pipes there). */
 	int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 3);
 	int err = fcntl(p->err_w, F_DUPFD_CLOEXEC, 3);
-	if (out < 0 || err < 0)
+	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 3);
+	if (out < 0 || err < 0 || rep < 0)
 		return setup_fail(e, errno, "stdio: dup");
+	*report = rep;
 	/* stdin is /dev/null: the program cannot wait on or read the caller's. */
 	int null = open("/dev/null", O_RDONLY);
 	if (null < 0)
@@ -110,16 +119,18 @@ static int setup_fds(const struct plan *p, struct setup_error *e)
 	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		return setup_fail(e, errno, "stdio: dup2");
 	/* Nothing else crosses exec: the report pipe is already close-on-exec. */
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return setup_fail(e, errno, "stdio: close_range");
 	return 0;
 }
 
 __attribute__((noreturn)) static void inside_main(const struct plan *p)
 {
 	struct setup_error e;
+	int report = p->report_w;
 	int rc;
 
-	if ((rc = setup_fds(p, &e)) ||
+	if ((rc = setup_fds(p, &report, &e)) ||
 	    /* RLIMIT_NPROC counts per uid: the run's own uid when root, and
 	     * per user namespace (kernel ucounts) otherwise, so one run's
 	     * count is its own either way. */
@@ -130,10 +141,13 @@ __attribute__((noreturn)) static void inside_main(const struct plan *p)
 		setup_fail(&e, errno, "chdir %s", WORKSPACE);
 		goto fail;
 	}
+	/* Last, so that everything above could still use what it denies. */
+	if ((rc = syscall_filter_apply(&e)))
+		goto fail;
 	execve(p->argv[0], p->argv, p->envp);
 	setup_fail(&e, errno, "exec %s", p->argv[0]);
 fail:
-	report_setup_failed(p->report_w, &e);
+	report_setup_failed(report, &e);
 	_exit(127);
 }
 
@@ -156,18 +170,29 @@ static int write_program(const struct plan *p, struct setup_error *e)
 	return rc;
 }
 
-static int bind_if_present(const char *src, const char *dst, struct setup_error *e)
+/* A real directory (not a symlink, which mount would follow) that exists. */
+static bool is_plain_dir(const char *path)
 {
 	struct stat st;
-	if (lstat(dst, &st) < 0 && errno == ENOENT)
-		return 0; /* nothing there on this host, so nothing to shadow */
+	return path[0] && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int bind_if_present(const char *src, const char *dst, struct setup_error *e)
+{
+	/* Absent, or a symlink (/var/tmp -> /tmp): nothing of the host's own
+	 * to shadow there. */
+	if (!is_plain_dir(dst))
+		return 0;
 	return mount_bind(src, dst, e);
 }
 
-static int hide_if_present(const char *path, struct setup_error *e)
+static int hide_if_present(const char *path, const char *python, struct setup_error *e)
 {
-	struct stat st;
-	if (!path[0] || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	size_t n = strlen(path);
+	if (!is_plain_dir(path))
+		return 0;
+	/* Never hide the interpreter itself (a Python under /home). */
+	if (strncmp(python, path, n) == 0 && python[n] == '/')
 		return 0;
 	return mount_hide(path, e);
 }
@@ -183,9 +208,13 @@ static int setup_root(const struct plan *p, struct setup_error *e)
 		return rc;
 	/* Sharing the caller's uid, the program could read the caller's own
 	 * files: cover where they usually are. */
-	if (p->userns && ((rc = hide_if_present("/home", e)) || (rc = hide_if_present("/root", e)) ||
-			  (rc = hide_if_present("/run/user", e)) ||
-			  (rc = hide_if_present(p->home, e))))
+	const char *py = p->cfg->python;
+	if (p->userns &&
+	    ((rc = hide_if_present("/home", py, e)) || (rc = hide_if_present("/root", py, e)) ||
+	     (rc = hide_if_present("/run/user", py, e)) || (rc = hide_if_present(p->home, py, e))))
+		return rc;
+	/* Its own /dev, built on /tmp before the scratch space goes there. */
+	if ((rc = mount_minimal_dev("/tmp", e)))
 		return rc;
 	/* One tmpfs holds all the run may write, so --disk bounds the sum. It
 	 * goes on /tmp, gets a directory for each writable place, and its root
@@ -198,7 +227,7 @@ static int setup_root(const struct plan *p, struct setup_error *e)
 			   p->userns ? keep : p->gid, e)) ||
 	    (rc = write_program(p, e)) ||
 	    (rc = bind_if_present("/tmp/v", "/var/tmp", e)) ||
-	    (rc = bind_if_present("/tmp/s", "/dev/shm", e)) ||
+	    (rc = mount_bind("/tmp/s", "/dev/shm", e)) ||
 	    (rc = mount_bind("/tmp/t", "/tmp", e)))
 		return rc;
 	return mount_proc("/proc", e);
@@ -220,9 +249,13 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	/* Die with the supervisor; the check after it closes the race with a
 	 * supervisor that died before the prctl. Init's death then ends the
 	 * whole namespace. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (supervisor_gone(p->life_r))
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || supervisor_gone(p->life_r))
 		_exit(1);
+	/* The application's signal mask and handlers are not init's. */
+	if ((rc = child_reset_signals())) {
+		setup_fail(&e, -rc, "signals: reset");
+		goto fail;
+	}
 	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r};
 	/* A copy of every fd the supervisor's process had (another thread's
 	 * run, a server socket) must not stay open in here. */
@@ -238,8 +271,19 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	}
 	/* init holds a copy of the supervisor's memory: a program sharing its
 	 * uid (the user-namespace case) must not read it through ptrace or
-	 * /proc/1/mem. */
-	prctl(PR_SET_DUMPABLE, 0);
+	 * /proc/1/mem; and its command line, which anyone in the namespace can
+	 * read, is the application's. */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+		setup_fail(&e, errno, "prctl dumpable");
+		goto fail;
+	}
+	child_scrub_args_and_env();
+	/* A session keyring of its own: the caller's (and the secrets in it)
+	 * is out of reach even before the filter denies keyctl. */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0) {
+		setup_fail(&e, errno, "keyring: join a new session keyring");
+		goto fail;
+	}
 	/* A session of its own: no controlling terminal to inject keystrokes
 	 * into (TIOCSTI) or to send signals to the caller's job. */
 	if (setsid() < 0) {
@@ -252,7 +296,10 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	}
 	if ((rc = setup_root(p, &e)))
 		goto fail;
-	init_install_stop_handler();
+	if ((rc = init_install_stop_handler())) {
+		setup_fail(&e, -rc, "signals: stop handler");
+		goto fail;
+	}
 
 	int fd = -1;
 	pid_t pid = spawn_clone(0, &fd);
@@ -273,31 +320,38 @@ fail:
 
 /* ---- supervisor side ---- */
 
-static int process_check(const struct aj_config *cfg, struct aj_error *err)
-{
-	if (access(cfg->python, X_OK) < 0)
-		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
-	unsigned long flags = base_namespaces | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
-	int rc = ns_probe(flags, err);
-	if (rc)
-		return rc;
-	/* The mechanisms exist; a real run proves they combine. */
-	struct aj_result res;
-	result_init(&res);
-	rc = process_tier.run(NULL, cfg, "", 0, &res);
-	if (res.status != AJ_STATUS_OK)
-		rc = error_set(err, rc ? rc : -EIO, "%s",
-			       res.message ? res.message : "a trial run did not succeed");
-	aj_result_free(&res);
-	return rc;
-}
-
 static int process_open(const struct aj_config *cfg, void **state, struct aj_error *err)
 {
 	*state = NULL;
 	if (access(cfg->python, X_OK) < 0)
 		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
 	return 0;
+}
+
+static void process_close(void *state)
+{
+	(void)state;
+}
+
+static int process_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	unsigned long flags = base_namespaces | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
+	void *state;
+	int rc = process_open(cfg, &state, err);
+	if (rc)
+		return rc;
+	if ((rc = ns_probe(flags, err)) == 0) {
+		/* The mechanisms exist; a real run proves they combine. */
+		struct aj_result res;
+		result_init(&res);
+		rc = process_tier.run(state, cfg, "", 0, &res);
+		if (res.status != AJ_STATUS_OK)
+			rc = error_set(err, rc ? rc : -EIO, "%s",
+				       res.message ? res.message : "a trial run did not succeed");
+		aj_result_free(&res);
+	}
+	process_close(state);
+	return rc;
 }
 
 static void close_fd(int *fd)
@@ -414,11 +468,6 @@ done:
 	}
 	slot_release(&slot);
 	return rc;
-}
-
-static void process_close(void *state)
-{
-	(void)state;
 }
 
 const struct tier_ops process_tier = {
