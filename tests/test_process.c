@@ -18,7 +18,8 @@ static void identity_inside(void **state)
 		 "print('uid', os.getuid(), os.geteuid(), 'gid', os.getgid())\n"
 		 "print('groups', os.getgroups())\n"
 		 "print('capeff', st['CapEff'].strip(), 'capprm', st['CapPrm'].strip(),\n"
-		 "      'capbnd', st['CapBnd'].strip())\n"
+		 "      'capbnd', st['CapBnd'].strip(), 'capinh', st['CapInh'].strip(),\n"
+		 "      'capamb', st['CapAmb'].strip())\n"
 		 "print('nnp', st['NoNewPrivs'].strip())\n"
 		 "print('host', socket.gethostname())\n"
 		 "print('cwd', os.getcwd(), 'home', os.environ.get('HOME'))\n"
@@ -43,7 +44,9 @@ static void identity_inside(void **state)
 		assert_int_equal(gid, uid);
 		assert_true(contains(o, "groups []"));
 	}
-	assert_true(contains(o, "capeff 0000000000000000 capprm 0000000000000000"));
+	assert_true(contains(o, "capeff 0000000000000000 capprm 0000000000000000 "
+				"capbnd 0000000000000000 capinh 0000000000000000 "
+				"capamb 0000000000000000"));
 	assert_true(contains(o, "nnp 1"));
 	assert_true(contains(o, "host sandbox"));
 	assert_true(contains(o, "cwd /tmp/work home /tmp/work"));

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -81,8 +82,37 @@ static int raw_setresuid(uid_t u)
 	return (int)syscall(SYS_setresuid, u, u, u);
 }
 
+/* Empties the capability bounding set: nothing exec'd later, setuid binary or
+ * file capability, can bring a capability back. Needs CAP_SETPCAP, so it goes
+ * before the uid changes. */
+static int drop_bounding_set(struct setup_error *e)
+{
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
+			break; /* past the last capability this kernel knows */
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return setup_fail(e, errno, "credentials: drop bounding capability %d", cap);
+	}
+	return 0;
+}
+
+/* Clears effective, permitted and inheritable sets outright (the uid change
+ * clears the first two from root, never the inheritable one). */
+static int clear_capability_sets(struct setup_error *e)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return setup_fail(e, errno, "credentials: capset");
+	return 0;
+}
+
 int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e)
 {
+	int rc;
+	if ((rc = drop_bounding_set(e)))
+		return rc;
 	/* Supplementary groups first, while we still may: root's groups (disk,
 	 * adm, ...) would otherwise follow the program. */
 	errno = 0;
@@ -98,6 +128,8 @@ int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e)
 		return setup_fail(e, errno, "credentials: setresuid %u", (unsigned)uid);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return setup_fail(e, errno, "credentials: clear ambient capabilities");
+	if ((rc = clear_capability_sets(e)))
+		return rc;
 	/* Nothing the program execs can gain privileges: setuid binaries and
 	 * file capabilities are ignored from here on. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -95,7 +95,7 @@ static int bind_device(const char *name, const char *staging, struct setup_error
 	return 0;
 }
 
-int mount_minimal_dev(const char *staging, struct setup_error *e)
+int mount_minimal_dev(const char *staging, const char *target, struct setup_error *e)
 {
 	static const char *const devices[] = {"null", "zero", "full", "random", "urandom"};
 	static const char *const links[][2] = {
@@ -130,7 +130,7 @@ int mount_minimal_dev(const char *staging, struct setup_error *e)
 	if (mount("none", staging, "none", MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
 		  "size=64k,nr_inodes=64,mode=755") < 0)
 		return setup_fail(e, errno, "/dev: remount read-only");
-	if (mount(staging, "/dev", NULL, MS_MOVE, NULL) < 0)
+	if (mount(staging, target, NULL, MS_MOVE, NULL) < 0)
 		return setup_fail(e, errno, "/dev: move into place");
 	return 0;
 }

@@ -15,11 +15,12 @@ int mount_tmpfs(const char *path, uint32_t size_mb, uint32_t mode, struct setup_
 int mount_hide(const char *path, struct setup_error *e);
 int mount_bind(const char *src, const char *dst, struct setup_error *e);
 int mount_proc(const char *path, struct setup_error *e);
-/* A /dev of its own on a read-only tmpfs: null, zero, full, random and
- * urandom from the host, a private devpts instance (ptmx) and an empty shm
- * directory. The host's /dev, with its terminals, disks and /dev/kvm, is out
- * of sight. Uses `staging` (an existing empty directory) while building. */
-int mount_minimal_dev(const char *staging, struct setup_error *e);
+/* A /dev of its own on a read-only tmpfs at `target`: null, zero, full,
+ * random and urandom from the host, a private devpts instance (ptmx) and an
+ * empty shm directory. The host's /dev, with its terminals, disks and
+ * /dev/kvm, is out of sight. Built on `staging` (an existing directory, whose
+ * contents it hides meanwhile) and then moved into place. */
+int mount_minimal_dev(const char *staging, const char *target, struct setup_error *e);
 /* mkdir + chown + chmod, refusing to follow a symlink planted at path. */
 int make_dir(const char *path, uint32_t mode, uid_t uid, gid_t gid, struct setup_error *e);
 

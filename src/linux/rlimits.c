@@ -22,7 +22,8 @@ static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard,
 	return 0;
 }
 
-int rlimits_apply(const struct aj_limits *l, bool limit_procs, struct setup_error *e)
+int rlimits_apply(const struct aj_limits *l, bool limit_procs, bool address_space,
+		  struct setup_error *e)
 {
 	const rlim_t mib = 1024 * 1024;
 	int rc;
@@ -32,8 +33,9 @@ int rlimits_apply(const struct aj_limits *l, bool limit_procs, struct setup_erro
 	if ((rc = set_limit(RLIMIT_CPU, "cpu", l->cpu_sec, (rlim_t)l->cpu_sec + 1, e)))
 		return rc;
 	/* Address space: the process tier's memory limit. malloc fails and
-	 * Python raises MemoryError instead of the host swapping or OOMing. */
-	if ((rc = set_limit(RLIMIT_AS, "address space", (rlim_t)l->memory_mb * mib,
+	 * Python raises MemoryError instead of the host swapping or OOMing. (A
+	 * memory cgroup, where there is one, bounds the whole run instead.) */
+	if (address_space && (rc = set_limit(RLIMIT_AS, "address space", (rlim_t)l->memory_mb * mib,
 			    (rlim_t)l->memory_mb * mib, e)))
 		return rc;
 	/* File size: a write past it fails with EFBIG (Python ignores SIGXFSZ). */

@@ -1,0 +1,387 @@
+/* The jail engine shared by the process and container tiers.
+ *
+ * Theory of operation
+ * -------------------
+ * Three processes take part in a run.
+ *
+ *  supervisor  the caller of aj_run, on the host. It makes three pipes
+ *              (stdout, stderr, report) and a life pipe, and clones init into
+ *              new pid, mount, network, ipc and uts namespaces (and a user
+ *              namespace when not root). It runs the tier's start hook (a
+ *              cgroup to join) and then says "go" on the life pipe. Then it
+ *              supervises (supervise.c): reads and caps both streams, keeps
+ *              the wall clock, and stops the sandbox by signalling init.
+ *
+ *  init        PID 1 of the new pid namespace, still privileged there, never
+ *              exec'ing. It resets what it inherited (signals, fds, keyring,
+ *              session, its copy of the caller's argv), has the tier build
+ *              the filesystem view (setup_root), waits for "go", forks the
+ *              inside process, then reaps every process of the namespace
+ *              until the program ends, reports the program's wait status and
+ *              usage on the report pipe, and exits. The kernel then SIGKILLs
+ *              all that is left in the namespace (a setsid() double-forked
+ *              daemon included) and frees its mounts, so nothing of the run
+ *              outlives init. init dies with the supervisor (PDEATHSIG), so a
+ *              killed supervisor leaves nothing behind either.
+ *
+ *  inside      init's child. Connects stdio (stdin /dev/null, stdout/stderr
+ *              the pipes), applies the rlimits, drops to the run's uid with
+ *              no groups and no capabilities (bounding set emptied too) and
+ *              no_new_privs, loads the seccomp filter (seccomp_policy.c), and
+ *              execs `python3 -I -u main.py` in the workspace with an
+ *              environment built from nothing.
+ *
+ * Any failed setup step is reported on the report pipe as "step: ERRNO" and
+ * the run is refused (sandbox_error): nothing runs with less than promised.
+ *
+ * Between clone and execve the code runs in a copy of a possibly
+ * multi-threaded process: plain system calls only, no malloc, no locks, no
+ * glibc wrapper that acts on "all threads" (see creds.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "creds.h"
+#include "jail.h"
+#include "mounts.h"
+#include "ns.h"
+#include "rlimits.h"
+#include "seccomp.h"
+#include "spawn.h"
+#include "supervise.h"
+
+/* Namespaces every run gets. A user namespace is added when not root. */
+static const unsigned long base_namespaces =
+	CLONE_NEWPID |  /* sees and signals only its own processes; init's end kills them all */
+	CLONE_NEWNS |   /* its mounts (its view, private tmpfs, /proc) are its own */
+	CLONE_NEWNET |  /* no interface but a down loopback: no network at all */
+	CLONE_NEWIPC |  /* SysV IPC and POSIX queues apart from the host and other runs */
+	CLONE_NEWUTS;   /* its own hostname */
+
+/* Everything init and inside need, prepared before clone: after it they may
+ * not allocate. */
+struct plan {
+	const struct jail_spec *s;
+	int out_w, err_w, report_w, life_r;
+	char *argv[5];
+	char *envp[6];
+};
+
+/* ---- inside: the program's process ---- */
+
+static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
+{
+	/* Lift the pipe ends above 2 first so no dup2 below can clobber one (a
+	 * caller whose own 0-2 were closed gets pipes there). */
+	int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 3);
+	int err = fcntl(p->err_w, F_DUPFD_CLOEXEC, 3);
+	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 3);
+	if (out < 0 || err < 0 || rep < 0)
+		return setup_fail(e, errno, "stdio: dup");
+	*report = rep;
+	/* stdin is /dev/null: the program cannot wait on or read the caller's. */
+	int null = open("/dev/null", O_RDONLY);
+	if (null < 0)
+		return setup_fail(e, errno, "stdio: open /dev/null");
+	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		return setup_fail(e, errno, "stdio: dup2");
+	/* Nothing else crosses exec: the report pipe is already close-on-exec. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return setup_fail(e, errno, "stdio: close_range");
+	return 0;
+}
+
+__attribute__((noreturn)) static void inside_main(const struct plan *p)
+{
+	const struct jail_spec *s = p->s;
+	struct setup_error e;
+	int report = p->report_w;
+	int rc;
+
+	if ((rc = setup_fds(p, &report, &e)) ||
+	    /* RLIMIT_NPROC counts per uid: the run's own uid when root, and
+	     * per user namespace (kernel ucounts) otherwise, so one run's
+	     * count is its own either way. */
+	    (rc = rlimits_apply(&s->cfg->limits, true, s->address_space_limit, &e)) ||
+	    (rc = creds_drop(s->uid, s->gid, s->userns, &e)))
+		goto fail;
+	if (chdir(JAIL_WORKSPACE) < 0) {
+		setup_fail(&e, errno, "chdir %s", JAIL_WORKSPACE);
+		goto fail;
+	}
+	/* Last, so that everything above could still use what it denies. */
+	if ((rc = syscall_filter_apply(&e)))
+		goto fail;
+	execve(p->argv[0], p->argv, p->envp);
+	setup_fail(&e, errno, "exec %s", p->argv[0]);
+fail:
+	report_setup_failed(report, &e);
+	_exit(127);
+}
+
+/* ---- init: PID 1 of the sandbox ---- */
+
+static int write_program(const struct jail_spec *s, const char *path, struct setup_error *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return setup_fail(e, errno, "workspace: create %s", JAIL_PROGRAM);
+	int rc = write_full(fd, s->code, s->code_len);
+	if (rc) {
+		close(fd);
+		return setup_fail(e, -rc, "workspace: write %s", JAIL_PROGRAM);
+	}
+	if (fchown(fd, s->userns ? (uid_t)-1 : s->uid, s->userns ? (gid_t)-1 : s->gid) < 0)
+		rc = setup_fail(e, errno, "workspace: chown %s", JAIL_PROGRAM);
+	close(fd);
+	return rc;
+}
+
+/* A real directory (not a symlink, which mount would follow) that exists. */
+static bool is_plain_dir(const char *path)
+{
+	struct stat st;
+	return path[0] && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int jail_populate_root(const struct jail_spec *s, const char *root, struct setup_error *e)
+{
+	const uint32_t disk = s->cfg->limits.disk_mb;
+	const uid_t keep = (uid_t)-1;
+	char tmp[256], dev[256], p1[300], p2[300];
+	int rc;
+
+	snprintf(tmp, sizeof tmp, "%s/tmp", root);
+	snprintf(dev, sizeof dev, "%s/dev", root);
+	/* Its own /dev, built on /tmp before the scratch space goes there. */
+	if ((rc = mount_minimal_dev(tmp, dev, e)))
+		return rc;
+	/* One tmpfs holds all the run may write, so --disk bounds the sum. It
+	 * goes on /tmp, gets a directory for each writable place, and its root
+	 * is then covered by its own t/ so only those places are reachable. */
+	if ((rc = mount_tmpfs(tmp, disk, 0755, e)))
+		return rc;
+	static const char *const dirs[] = {"t", "v", "s"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p1, sizeof p1, "%s/%s", tmp, dirs[i]);
+		if ((rc = make_dir(p1, 01777, keep, keep, e)))
+			return rc;
+	}
+	snprintf(p1, sizeof p1, "%s/t/work", tmp);
+	if ((rc = make_dir(p1, 0700, s->userns ? keep : s->uid, s->userns ? keep : s->gid, e)))
+		return rc;
+	snprintf(p1, sizeof p1, "%s/t/work/" JAIL_PROGRAM, tmp);
+	if ((rc = write_program(s, p1, e)))
+		return rc;
+	/* /var/tmp absent, or a symlink (to /tmp): nothing to shadow there. */
+	snprintf(p2, sizeof p2, "%s/var/tmp", root);
+	snprintf(p1, sizeof p1, "%s/v", tmp);
+	if (is_plain_dir(p2) && (rc = mount_bind(p1, p2, e)))
+		return rc;
+	snprintf(p1, sizeof p1, "%s/s", tmp);
+	snprintf(p2, sizeof p2, "%s/shm", dev);
+	if ((rc = mount_bind(p1, p2, e)))
+		return rc;
+	snprintf(p1, sizeof p1, "%s/t", tmp);
+	if ((rc = mount_bind(p1, tmp, e)))
+		return rc;
+	snprintf(p1, sizeof p1, "%s/proc", root);
+	return mount_proc(p1, e);
+}
+
+/* Waits for the supervisor's "go" (the start hook has run). EOF means the
+ * supervisor is gone, or refused to start us. */
+static bool wait_for_go(int life_r)
+{
+	char c;
+	ssize_t n;
+	while ((n = read(life_r, &c, 1)) < 0 && errno == EINTR)
+		;
+	return n == 1;
+}
+
+__attribute__((noreturn)) static void init_main(const struct plan *p)
+{
+	const struct jail_spec *s = p->s;
+	struct setup_error e;
+	int rc;
+
+	/* Die with the supervisor. (A supervisor that died before this line is
+	 * caught by wait_for_go: its end of the life pipe is closed.) Init's
+	 * death then ends the whole namespace. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(1);
+	/* The application's signal mask and handlers are not init's. */
+	if ((rc = child_reset_signals())) {
+		setup_fail(&e, -rc, "signals: reset");
+		goto fail;
+	}
+	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r};
+	/* A copy of every fd the supervisor's process had (another thread's
+	 * run, a server socket) must not stay open in here. */
+	close_fds_except(keep, 4);
+
+	/* A caller that changed uids is not dumpable, which makes its
+	 * /proc/self files root's and the map unwritable: nothing runs in
+	 * here yet, so being dumpable for the next three writes is safe. */
+	if (s->userns) {
+		prctl(PR_SET_DUMPABLE, 1);
+		if ((rc = userns_map_self(s->outer_uid, s->outer_gid, &e)))
+			goto fail;
+	}
+	/* init holds a copy of the supervisor's memory: a program sharing its
+	 * uid (the user-namespace case) must not read it through ptrace or
+	 * /proc/1/mem; and its command line, which anyone in the namespace can
+	 * read, is the application's. */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+		setup_fail(&e, errno, "prctl dumpable");
+		goto fail;
+	}
+	child_scrub_args_and_env();
+	/* A session keyring of its own: the caller's (and the secrets in it)
+	 * is out of reach even before the filter denies keyctl. */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0) {
+		setup_fail(&e, errno, "keyring: join a new session keyring");
+		goto fail;
+	}
+	/* A session of its own: no controlling terminal to inject keystrokes
+	 * into (TIOCSTI) or to send signals to the caller's job. */
+	if (setsid() < 0) {
+		setup_fail(&e, errno, "setsid");
+		goto fail;
+	}
+	if (sethostname("sandbox", 7) < 0) {
+		setup_fail(&e, errno, "uts namespace: sethostname");
+		goto fail;
+	}
+	if ((rc = mount_make_private(&e)) || (rc = s->setup_root(s, &e)))
+		goto fail;
+	if ((rc = init_install_stop_handler())) {
+		setup_fail(&e, -rc, "signals: stop handler");
+		goto fail;
+	}
+	if (!wait_for_go(p->life_r))
+		_exit(1);
+	/* Joined to the run's cgroup by now: root the program's view of
+	 * cgroups there, so /proc/self/cgroup shows no host path. */
+	if (s->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0) {
+		setup_fail(&e, errno, "cgroup namespace: unshare");
+		goto fail;
+	}
+
+	int fd = -1;
+	pid_t pid = spawn_clone(0, &fd);
+	if (pid < 0) {
+		setup_fail(&e, -pid, "fork the program");
+		goto fail;
+	}
+	if (pid == 0)
+		inside_main(p);
+	close(fd);
+	close(p->out_w);
+	close(p->err_w);
+	init_wait_and_report(pid, p->report_w);
+fail:
+	report_setup_failed(p->report_w, &e);
+	_exit(1);
+}
+
+/* ---- supervisor side ---- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int jail_run(const struct jail_spec *s, jail_start_hook hook, void *hook_arg,
+	     struct aj_result *res)
+{
+	struct plan p = {
+		.s = s,
+		.argv = {(char *)s->python, "-I", "-u", JAIL_PROGRAM, NULL},
+		/* Built from nothing: no variable of the caller's (API keys
+		 * least of all) reaches the program. MALLOC_ARENA_MAX: glibc
+		 * reserves 64 MiB of address space per malloc arena, which
+		 * under RLIMIT_AS would make a handful of threads fail. */
+		.envp = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+			 "HOME=" JAIL_WORKSPACE, "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", NULL},
+	};
+	struct aj_error err = {0};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1};
+	int pidfd = -1;
+	int rc;
+
+	if ((rc = pipe_cloexec(out, 1)) || (rc = pipe_cloexec(errp, 1)) ||
+	    (rc = pipe_cloexec(rep, 1)) || (rc = pipe_cloexec(life, 0))) {
+		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
+		goto done;
+	}
+	p.out_w = out[1];
+	p.err_w = errp[1];
+	p.report_w = rep[1];
+	p.life_r = life[0];
+
+	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
+	double start = now_ms();
+	pid_t pid = spawn_clone(flags, &pidfd);
+	if (pid == 0)
+		init_main(&p);
+	if (pid < 0) {
+		rc = pid;
+		/* clone names no culprit when it fails: find out which
+		 * namespace this machine refuses. */
+		if (ns_probe(flags, &err) == 0)
+			snprintf(err.message, sizeof err.message, "clone: %s", errno_name(-rc));
+		result_sandbox_error(res, "%s", err.message);
+		goto done;
+	}
+	close_fd(&out[1]);
+	close_fd(&errp[1]);
+	close_fd(&rep[1]);
+	close_fd(&life[0]);
+
+	if (hook && (rc = hook(hook_arg, pid, &err))) {
+		/* Refused before the program ran: init sees the life pipe
+		 * close, or dies now. */
+		sandbox_kill_and_reap(pidfd);
+		result_sandbox_error(res, "%s", err.message);
+		goto done;
+	}
+	if (write_full(life[1], "g", 1) != 0) {
+		/* init is gone already; supervise() reports how. */
+	}
+
+	struct capture cout, cerr;
+	size_t cap = (size_t)s->cfg->limits.output_kb * 1024;
+	capture_init(&cout, cap);
+	capture_init(&cerr, cap);
+	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
+				.report_fd = rep[0], .start_ms = start};
+	struct outcome o;
+	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
+	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);
+	capture_free(&cout);
+	capture_free(&cerr);
+	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
+done:
+	close_fd(&pidfd);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&out[i]);
+		close_fd(&errp[i]);
+		close_fd(&rep[i]);
+		close_fd(&life[i]);
+	}
+	return rc;
+}
