@@ -81,7 +81,11 @@ $(B)/bench: bench/bench.c
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< -lm
 
+# The container tier's tests run an image copied from this host's Python
+# (no network); agentjail image build leaves an existing one as it is.
+TEST_IMAGES := $(CURDIR)/build/images
 test: deps $(TESTS) $(T)/agentjail all
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
 	@./scripts/run-tests.sh $(TESTS)
 
 demo: deps all

@@ -72,6 +72,8 @@ struct aj_limits {
 #define AJ_DEFAULT_UID_BASE 2000000000u
 #define AJ_DEFAULT_SLOTS 64
 #define AJ_DEFAULT_PYTHON "/usr/bin/python3"
+#define AJ_DEFAULT_IMAGE "default"
+#define AJ_DEFAULT_IMAGES_DIR "/var/lib/agentjail/images"
 
 struct aj_config {
 	enum aj_tier tier;
@@ -80,6 +82,11 @@ struct aj_config {
 	uint32_t uid_base;      /* first sandbox uid when started as root */
 	uint32_t slots;         /* how many runs may hold their own uid at once */
 	const char *state_dir;  /* slot locks; NULL = /run/agentjail */
+	/* container tier: the image, by name (in AJ_DEFAULT_IMAGES_DIR or
+	 * $AGENTJAIL_IMAGES) or as an absolute path to an image directory;
+	 * NULL = "default". */
+	const char *image;
+	const char *cgroup_root; /* NULL = /sys/fs/cgroup */
 };
 
 #define AJ_ERROR_MAX 512

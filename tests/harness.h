@@ -107,6 +107,25 @@ static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
 	return n;
 }
 
+/* Cgroups of runs (agentjail/run-*) still present under /sys/fs/cgroup. */
+static inline int count_run_cgroups(void)
+{
+	static const char *const parents[] = {
+		"/sys/fs/cgroup/agentjail", "/sys/fs/cgroup/memory/agentjail",
+		"/sys/fs/cgroup/pids/agentjail", "/sys/fs/cgroup/cpu/agentjail"};
+	int n = 0;
+	for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++) {
+		DIR *d = opendir(parents[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (strncmp(de->d_name, "run-", 4) == 0)
+				n++;
+		if (d)
+			closedir(d);
+	}
+	return n;
+}
+
 /* The host's mount table as this process sees it. */
 static inline char *read_mountinfo(void)
 {

@@ -27,6 +27,7 @@
 
 struct fixture {
 	enum aj_tier tier;
+	const char *image;      /* for tiers that run an image */
 	struct aj_config cfg;
 	char *mountinfo;        /* the host's mounts before the case */
 	char token[40];         /* fresh per case */
@@ -52,6 +53,7 @@ static int case_setup(void **state)
 	 * leftovers, nor ours as theirs. */
 	f->cfg.uid_base = 2100000000u;
 	f->cfg.state_dir = "/run/agentjail-test";
+	f->cfg.image = f->image;
 	/* Short limits keep the suite fast; each case widens what it needs. */
 	f->cfg.limits.wall_sec = 10;
 	f->cfg.limits.cpu_sec = 5;
@@ -77,6 +79,8 @@ static int case_teardown(void **state)
 	assert_int_equal(left, 0);
 	char *now = read_mountinfo();
 	assert_string_equal(now, f->mountinfo);
+	/* No run's cgroup outlives it, on either cgroup version. */
+	assert_int_equal(count_run_cgroups(), 0);
 	free(now);
 	free(f->mountinfo);
 	f->mountinfo = NULL;

@@ -261,10 +261,15 @@ static void caller_environment_does_not_leak(void **state)
 static void check_lists_every_tier(void **state)
 {
 	(void)state;
+	/* An images directory with no image in it: the container tier must
+	 * say which image is missing and how to make it. */
+	setenv("AGENTJAIL_IMAGES", program_dir, 1);
 	CLI(&res, NULL, "check");
+	unsetenv("AGENTJAIL_IMAGES");
 	assert_int_equal(res.exit_code, 0);
 	assert_true(contains(res.out, "process    available"));
-	assert_true(contains(res.out, "container  unavailable: container: not built yet"));
+	assert_true(contains(res.out, "container  unavailable: image: no image 'default'"));
+	assert_true(contains(res.out, "agentjail image build"));
 	assert_true(contains(res.out, "microvm    unavailable"));
 	assert_true(contains(res.out, "docker     unavailable"));
 

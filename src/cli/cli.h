@@ -14,6 +14,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* The options every command that runs code shares (--tier and the limits).
  * options_long() lists them for getopt_long; option_apply() takes one,
@@ -28,7 +29,9 @@ extern const struct option limit_options[];
 	"  --file-size MB    largest file it may write, MiB (default 16)\n"             \
 	"  --disk MB         all writable space (/tmp, cwd), MiB (default 64)\n"        \
 	"  --output KB       cap on each of stdout and stderr, KiB (default 1024)\n"    \
-	"  --python PATH     interpreter (default /usr/bin/python3)\n"
+	"  --python PATH     interpreter (default /usr/bin/python3)\n"                 \
+	"  --image NAME|DIR  container tier: the image root (default 'default';\n"      \
+	"                    agentjail image build makes it)\n"
 int option_apply(int opt, const char *arg, struct aj_config *cfg);
 
 /* "agentjail: " + message on stderr. */

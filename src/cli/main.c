@@ -14,11 +14,13 @@ static const char usage[] =
 	"commands:\n"
 	"  run FILE|-     run one program (agentjail run --help for the options)\n"
 	"  check          which tiers work on this machine, and why the others don't\n"
+	"  image          build, list and remove the image roots the container tier runs\n"
 	"\n"
 	"examples:\n"
 	"  agentjail run hello.py\n"
 	"  echo 'print(6*7)' | agentjail run --json -\n"
-	"  agentjail run --timeout 2 --memory 128 --tier process job.py\n";
+	"  agentjail run --timeout 2 --memory 128 --tier process job.py\n"
+	"  agentjail image build && agentjail run --tier container job.py\n";
 
 int main(int argc, char **argv)
 {
@@ -31,6 +33,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "image"))
+		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;

@@ -16,6 +16,7 @@ enum {
 	OPT_DISK,
 	OPT_OUTPUT,
 	OPT_PYTHON,
+	OPT_IMAGE,
 };
 
 const struct option limit_options[] = {
@@ -28,6 +29,7 @@ const struct option limit_options[] = {
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"output", required_argument, NULL, OPT_OUTPUT},
 	{"python", required_argument, NULL, OPT_PYTHON},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -89,6 +91,9 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return parse_uint("output", arg, &l->output_kb);
 	case OPT_PYTHON:
 		cfg->python = arg;
+		return 0;
+	case OPT_IMAGE:
+		cfg->image = arg;
 		return 0;
 	}
 	cli_error("unknown option");

@@ -105,6 +105,12 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 		return rc;
 	if (cfg->python && cfg->python[0] != '/')
 		return error_set(err, -EINVAL, "python: '%s' is not an absolute path", cfg->python);
+	/* An image is a plain name (a directory in the images directory) or an
+	 * absolute path: never a relative path that depends on the cwd. */
+	if (cfg->image && (!cfg->image[0] || (cfg->image[0] != '/' && strchr(cfg->image, '/')) ||
+			   strcmp(cfg->image, ".") == 0 || strcmp(cfg->image, "..") == 0))
+		return error_set(err, -EINVAL,
+				 "image: '%s' is neither a name nor an absolute path", cfg->image);
 	/* uid 0 must never be a sandbox uid, and the range must not wrap into
 	 * (uid_t)-1, which the kernel treats as "no change". */
 	if (cfg->uid_base < 1000 || (uint64_t)cfg->uid_base + cfg->slots >= 0xFFFFFFFEull)

@@ -19,6 +19,8 @@ struct aj_sandbox {
 	struct aj_config cfg;
 	char *python;      /* owned copies: the caller's strings may go away */
 	char *state_dir;
+	char *image;
+	char *cgroup_root;
 	const struct tier_ops *ops;
 	void *state;
 };
@@ -36,12 +38,17 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg = *cfg;
 	sb->python = strdup(cfg->python ? cfg->python : AJ_DEFAULT_PYTHON);
 	sb->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
-	if (!sb->python || (cfg->state_dir && !sb->state_dir)) {
+	sb->image = cfg->image ? strdup(cfg->image) : NULL;
+	sb->cgroup_root = cfg->cgroup_root ? strdup(cfg->cgroup_root) : NULL;
+	if (!sb->python || (cfg->state_dir && !sb->state_dir) || (cfg->image && !sb->image) ||
+	    (cfg->cgroup_root && !sb->cgroup_root)) {
 		aj_close(sb);
 		return error_set(err, -ENOMEM, "open: out of memory");
 	}
 	sb->cfg.python = sb->python;
 	sb->cfg.state_dir = sb->state_dir;
+	sb->cfg.image = sb->image;
+	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->ops = tiers[cfg->tier];
 	if ((rc = sb->ops->open(&sb->cfg, &sb->state, err))) {
 		sb->ops = NULL;
@@ -101,6 +108,8 @@ void aj_close(struct aj_sandbox *sb)
 		sb->ops->close(sb->state);
 	free(sb->python);
 	free(sb->state_dir);
+	free(sb->image);
+	free(sb->cgroup_root);
 	free(sb);
 }
 

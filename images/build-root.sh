@@ -1,0 +1,90 @@
+#!/bin/sh
+# Builds an image root for agentjail's container (and later microvm, docker)
+# tiers. Called by `agentjail image build`, which owns the naming, the
+# temporary directory, the manifest and the atomic rename; this script only
+# fills ROOT.
+#
+#   build-root.sh debootstrap ROOT [PACKAGES]   Debian bookworm, minbase, with
+#                                               python3 (full stdlib) and the
+#                                               comma-separated PACKAGES
+#   build-root.sh host ROOT                     the host's /usr/bin/python3, its
+#                                               standard library and the
+#                                               libraries they link: no
+#                                               network, about a second
+#
+# Either way the root is then made fit to be mounted read-only: no setuid or
+# setgid bits, no password hashes, the mount points the tiers use present.
+# Prints the image's Python version as its last line.
+set -eu
+
+mode=$1
+root=$2
+packages=${3:-}
+
+die() {
+	echo "build-root: $*" >&2
+	exit 1
+}
+
+[ -d "$root" ] || die "$root is not a directory"
+
+case "$mode" in
+debootstrap)
+	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+	include=python3
+	[ -n "$packages" ] && include="python3,$packages"
+	# minbase: dpkg, apt and the essentials, no init system; python3, not
+	# python3-minimal, so the whole standard library is there.
+	debootstrap --variant=minbase --include="$include" bookworm "$root" >&2 ||
+		die "debootstrap failed (see above)"
+	# Package caches and lists: nothing a program needs, a lot of space.
+	rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
+	;;
+host)
+	[ -z "$packages" ] || die "--packages needs a debootstrap image, not --from-host"
+	py=$(readlink -f /usr/bin/python3)
+	ver=$(basename "$py")           # python3.11
+	mkdir -p "$root/usr/bin" "$root/usr/lib" "$root/etc" "$root/bin"
+	cp -a "$py" "$root$py"
+	ln -sf "$ver" "$root/usr/bin/python3"
+	# The standard library, without its own test suite and build config.
+	tar -C / --exclude="usr/lib/$ver/test" --exclude="usr/lib/$ver/config-*" \
+		-cf - "usr/lib/$ver" | tar -C "$root" -xf -
+	# Every shared library the interpreter and its extension modules link,
+	# at the same paths (the loader's own included).
+	{
+		ldd "$py"
+		find "/usr/lib/$ver/lib-dynload" -name '*.so' -exec ldd {} \;
+	} 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
+		sort -u | while read -r lib; do
+		[ -e "$lib" ] || continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+	# C.UTF-8, the locale the sandbox's environment names.
+	if [ -d /usr/lib/locale/C.utf8 ]; then
+		mkdir -p "$root/usr/lib/locale"
+		cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
+	fi
+	[ -e /etc/localtime ] && cp -L /etc/localtime "$root/etc/localtime"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+	;;
+*)
+	die "unknown mode '$mode' (debootstrap or host)"
+	;;
+esac
+
+# Mount points every tier mounts on (the root itself is read-only by then).
+for d in tmp proc dev var/tmp sys; do
+	mkdir -p "$root/$d"
+done
+chmod 1777 "$root/tmp" "$root/var/tmp"
+# No setuid or setgid programs: nothing in the image can raise privilege,
+# whatever no_new_privs and nosuid already say.
+find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +
+# No password hashes in an image anyone's program can read.
+for f in shadow gshadow; do
+	[ -e "$root/etc/$f" ] && : >"$root/etc/$f"
+done
+chroot "$root" /usr/bin/python3 -c 'import platform; print(platform.python_version())'

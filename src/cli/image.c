@@ -1,0 +1,385 @@
+/* agentjail image: build, list and remove the image roots the container
+ * tier (and later microvm and docker) run. An image is a directory
+ * IMAGES/NAME holding root/ and manifest.json; IMAGES is $AGENTJAIL_IMAGES
+ * or /var/lib/agentjail/images. images/build-root.sh fills the root; this
+ * file makes building all-or-nothing: under a lock, into a temporary
+ * directory, renamed into place only when complete. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail image build [--name NAME] [--packages P1,P2,...] [--from-host] [--force]\n"
+	"       agentjail image list\n"
+	"       agentjail image rm NAME\n"
+	"\n"
+	"Images live in $AGENTJAIL_IMAGES, or " AJ_DEFAULT_IMAGES_DIR ".\n"
+	"\n"
+	"build      makes image NAME (default 'default'): a Debian bookworm root from the\n"
+	"           Debian repository (debootstrap, minbase) with python3 and its whole\n"
+	"           standard library, plus --packages (e.g. python3-numpy,python3-pandas).\n"
+	"           --from-host copies the host's own Python and the libraries it links\n"
+	"           instead: no network, about a second (what the tests use).\n"
+	"           An image that exists is left as it is unless --force.\n"
+	"list       the images, with their Python, size, date and source\n"
+	"rm NAME    removes an image\n";
+
+static const char *images_dir(void)
+{
+	const char *d = getenv("AGENTJAIL_IMAGES");
+	return d && d[0] == '/' ? d : AJ_DEFAULT_IMAGES_DIR;
+}
+
+/* Image names are plain: they become a directory name. */
+static bool valid_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len > 64 || n[0] == '.' || n[0] == '-')
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+/* Debian package names, comma-separated: [a-z0-9][a-z0-9+.-]+. */
+static bool valid_packages(const char *s)
+{
+	bool start = true;
+	for (const char *p = s; *p; p++) {
+		if (*p == ',') {
+			if (start)
+				return false;
+			start = true;
+			continue;
+		}
+		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
+		if (start ? !alnum : !(alnum || *p == '+' || *p == '.' || *p == '-'))
+			return false;
+		start = false;
+	}
+	return !start;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 ? -1 : 0;
+	return unlink(path) < 0 ? -1 : 0;
+}
+
+/* rm -rf that stays on one filesystem and never follows a symlink. */
+static int remove_tree(const char *path)
+{
+	return nftw(path, remove_entry, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
+}
+
+static unsigned long long tree_bytes;
+static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path, (void)ftw;
+	if (flag == FTW_F)
+		tree_bytes += (unsigned long long)st->st_blocks * 512;
+	return 0;
+}
+
+/* The build script: beside the binary's parent in a source tree
+ * (build/agentjail -> images/), or where a package installs it. */
+static int find_script(char *out, size_t n)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		snprintf(out, n, "%s/../images/build-root.sh", dirname(exe));
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	snprintf(out, n, "/usr/share/agentjail/build-root.sh");
+	return access(out, R_OK) == 0 ? 0 : -ENOENT;
+}
+
+/* Runs the script; its last line of stdout is the Python version. */
+static int run_script(const char *script, const char *mode, const char *root,
+		      const char *packages, char *version, size_t vn)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		execl("/bin/sh", "sh", script, mode, root, packages ? packages : "", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	char buf[4096];
+	size_t got = 0;
+	ssize_t r;
+	while ((r = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
+		got += (size_t)r;
+	close(fds[0]);
+	buf[got] = '\0';
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		return -EIO;
+	while (got > 0 && buf[got - 1] == '\n')
+		buf[--got] = '\0';
+	char *last = strrchr(buf, '\n');
+	const char *v = last ? last + 1 : buf;
+	size_t vl = strnlen(v, vn - 1);
+	memcpy(version, v, vl);
+	version[vl] = '\0';
+	return 0;
+}
+
+static int write_manifest(const char *dir, const char *name, bool from_host,
+			  const char *packages, const char *version, unsigned long long bytes)
+{
+	char path[PATH_MAX + 16], when[64];
+	time_t now = time(NULL);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	json_t *pk = json_array();
+	json_array_append_new(pk, json_string("python3"));
+	if (packages) {
+		char *copy = strdup(packages), *save = NULL;
+		for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
+			json_array_append_new(pk, json_string(p));
+		free(copy);
+	}
+	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:s, s:I}", "name", name, "created", when,
+			      "source", from_host ? "host" : "debootstrap bookworm minbase",
+			      "packages", pk, "python", version, "size_bytes", (json_int_t)bytes);
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	int rc = m && json_dump_file(m, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : -EIO;
+	json_decref(m);
+	return rc;
+}
+
+static int cmd_build(int argc, char **argv)
+{
+	const char *name = AJ_DEFAULT_IMAGE, *packages = NULL;
+	bool from_host = false, force = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			name = argv[++i];
+		else if (!strcmp(argv[i], "--packages") && i + 1 < argc)
+			packages = argv[++i];
+		else if (!strcmp(argv[i], "--from-host"))
+			from_host = true;
+		else if (!strcmp(argv[i], "--force"))
+			force = true;
+		else {
+			cli_error("image build: unexpected argument '%s'", argv[i]);
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!valid_name(name)) {
+		cli_error("image build: '%s' is not a valid image name (letters, digits, . _ -)",
+			  name);
+		return EXIT_USAGE;
+	}
+	if (packages && !valid_packages(packages)) {
+		cli_error("image build: --packages '%s' is not a comma-separated list of Debian "
+			  "package names",
+			  packages);
+		return EXIT_USAGE;
+	}
+	if (packages && from_host) {
+		cli_error("image build: --packages needs a Debian image, not --from-host");
+		return EXIT_USAGE;
+	}
+	if (geteuid() != 0) {
+		cli_error("image build: needs root (debootstrap, and an image owned by root)");
+		return 1;
+	}
+	char script[PATH_MAX];
+	if (find_script(script, sizeof script)) {
+		cli_error("image build: images/build-root.sh not found beside the agentjail binary");
+		return 1;
+	}
+	const char *images = images_dir();
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "%s", images);
+	/* mkdir -p of the images directory, root's and not group/world writable */
+	for (char *p = cmd + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(cmd, 0755);
+			*p = '/';
+		}
+	if (mkdir(images, 0755) < 0 && errno != EEXIST) {
+		cli_error("image build: mkdir %s: %s", images, strerror(errno));
+		return 1;
+	}
+
+	/* One build at a time; whatever a killed build left is ours to clean. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/.lock", images);
+	int lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		cli_error("image build: lock %s: %s", path, strerror(errno));
+		return 1;
+	}
+	DIR *d = opendir(images);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, ".build-", 7) || !strncmp(de->d_name, ".old-", 5)) {
+			snprintf(path, sizeof path, "%s/%s", images, de->d_name);
+			remove_tree(path);
+		}
+	if (d)
+		closedir(d);
+
+	char final[PATH_MAX];
+	snprintf(final, sizeof final, "%s/%s", images, name);
+	struct stat st;
+	if (lstat(final, &st) == 0 && !force) {
+		printf("image '%s' is already built in %s (--force rebuilds it)\n", name, final);
+		close(lock);
+		return 0;
+	}
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s/.build-%s-XXXXXX", images, name);
+	if (!mkdtemp(tmp)) {
+		cli_error("image build: mkdtemp in %s: %s", images, strerror(errno));
+		close(lock);
+		return 1;
+	}
+	chmod(tmp, 0755);
+	char root[PATH_MAX + 8];
+	snprintf(root, sizeof root, "%s/root", tmp);
+	mkdir(root, 0755);
+	fprintf(stderr, "agentjail: building image '%s' from %s...\n", name,
+		from_host ? "this host's Python" : "the Debian repository (debootstrap)");
+	char version[64] = "";
+	int rc = run_script(script, from_host ? "host" : "debootstrap", root, packages, version,
+			    sizeof version);
+	if (!rc) {
+		tree_bytes = 0;
+		nftw(root, add_size, 64, FTW_PHYS | FTW_MOUNT);
+		rc = write_manifest(tmp, name, from_host, packages, version, tree_bytes);
+	}
+	if (!rc) {
+		char old[PATH_MAX];
+		snprintf(old, sizeof old, "%s/.old-%s-%ld", images, name, (long)getpid());
+		bool replacing = lstat(final, &st) == 0;
+		if (replacing && rename(final, old) < 0)
+			rc = -errno;
+		else if (rename(tmp, final) < 0)
+			rc = -errno;
+		if (replacing && !rc)
+			remove_tree(old);
+	}
+	if (rc) {
+		remove_tree(tmp);
+		cli_error("image build: building '%s' failed%s%s", name, rc == -EIO ? "" : ": ",
+			  rc == -EIO ? " (see the messages above)" : strerror(-rc));
+		close(lock);
+		return 1;
+	}
+	close(lock);
+	printf("built image '%s' in %s: Python %s, %.0f MiB\n", name, final, version,
+	       (double)tree_bytes / (1024.0 * 1024.0));
+	return 0;
+}
+
+static int cmd_list(void)
+{
+	const char *images = images_dir();
+	DIR *d = opendir(images);
+	if (!d) {
+		if (errno == ENOENT) {
+			printf("no images in %s (agentjail image build makes one)\n", images);
+			return 0;
+		}
+		cli_error("image list: %s: %s", images, strerror(errno));
+		return 1;
+	}
+	printf("%-16s %-8s %9s  %-20s  %s\n", "NAME", "PYTHON", "SIZE", "CREATED", "SOURCE");
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s/manifest.json", images, de->d_name);
+		json_t *m = json_load_file(path, 0, NULL);
+		if (!m) {
+			printf("%-16s (no readable manifest.json)\n", de->d_name);
+			continue;
+		}
+		printf("%-16s %-8s %7.0f MiB  %-20s  %s\n", de->d_name,
+		       json_string_value(json_object_get(m, "python")) ?: "?",
+		       (double)json_integer_value(json_object_get(m, "size_bytes")) / 1048576.0,
+		       json_string_value(json_object_get(m, "created")) ?: "?",
+		       json_string_value(json_object_get(m, "source")) ?: "?");
+		json_decref(m);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int cmd_rm(const char *name)
+{
+	if (!valid_name(name)) {
+		cli_error("image rm: '%s' is not a valid image name", name);
+		return EXIT_USAGE;
+	}
+	const char *images = images_dir();
+	char path[PATH_MAX], gone[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", images, name);
+	snprintf(gone, sizeof gone, "%s/.old-%s-%ld", images, name, (long)getpid());
+	/* Out of sight first, in one step; then deleted. */
+	if (rename(path, gone) < 0) {
+		if (errno == ENOENT)
+			cli_error("image rm: no image '%s' in %s", name, images);
+		else
+			cli_error("image rm: %s: %s", path, strerror(errno));
+		return 1;
+	}
+	int rc = remove_tree(gone);
+	if (rc) {
+		cli_error("image rm: removing %s: %s", gone, strerror(-rc));
+		return 1;
+	}
+	printf("removed image '%s'\n", name);
+	return 0;
+}
+
+int cmd_image(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (!strcmp(argv[1], "build"))
+		return cmd_build(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list"))
+		return cmd_list();
+	if (!strcmp(argv[1], "rm") && argc == 3)
+		return cmd_rm(argv[2]);
+	cli_error("image: unknown or incomplete command '%s'", argv[1]);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,285 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "report.h"
+
+static const char *const names[CG_COUNT] = {"memory", "pids", "cpu"};
+
+static int write_text(const char *dir, const char *file, const char *text, struct aj_error *err)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(err, -errno, "cgroup: open %s: %s", path, errno_name(errno));
+	int rc = write_full(fd, text, strlen(text));
+	close(fd);
+	if (rc)
+		return error_set(err, rc, "cgroup: write '%s' to %s: %s", text, path, errno_name(-rc));
+	return 0;
+}
+
+static int read_text(const char *dir, const char *file, char *buf, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	buf[r] = '\0';
+	return 0;
+}
+
+static bool exists(const char *dir, const char *file)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/%s", dir, file);
+	return access(path, F_OK) == 0;
+}
+
+/* Whether a space-separated list (cgroup.controllers) holds word. */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static int make_parent(const char *path, struct aj_error *err)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return error_set(err, -errno, "cgroup: mkdir %s: %s", path, errno_name(errno));
+	return 0;
+}
+
+static int prepare_v2(const char *root, struct cgroup_layout *lay, struct aj_error *err)
+{
+	char list[512];
+	int rc;
+
+	lay->version = 2;
+	if ((rc = read_text(root, "cgroup.controllers", list, sizeof list)))
+		return error_set(err, rc, "cgroup v2: read %s/cgroup.controllers: %s", root,
+				 errno_name(-rc));
+	for (int c = 0; c < CG_COUNT; c++)
+		if (!has_word(list, names[c]))
+			return error_set(err, -ENOTSUP,
+					 "cgroup v2: the %s controller is not available in %s "
+					 "(cgroup.controllers: %s); enable it on the host",
+					 names[c], root, list[0] ? list : "empty");
+	/* Controllers must be enabled for the children of every level down to
+	 * our runs: the root's (systemd usually has) and agentjail's own. */
+	char parent[300];
+	snprintf(parent, sizeof parent, "%.256s/%s", root, CGROUP_PARENT);
+	if ((rc = make_parent(parent, err)))
+		return rc;
+	const char *levels[2] = {root, parent};
+	for (int i = 0; i < 2; i++) {
+		if ((rc = read_text(levels[i], "cgroup.subtree_control", list, sizeof list)))
+			return error_set(err, rc, "cgroup v2: read %s/cgroup.subtree_control: %s",
+					 levels[i], errno_name(-rc));
+		for (int c = 0; c < CG_COUNT; c++) {
+			if (has_word(list, names[c]))
+				continue;
+			char add[32];
+			snprintf(add, sizeof add, "+%s", names[c]);
+			struct aj_error why = {0};
+			if ((rc = write_text(levels[i], "cgroup.subtree_control", add, &why)))
+				return error_set(err, rc,
+						 "cgroup v2: the %s controller is not enabled in "
+						 "%s/cgroup.subtree_control and enabling it failed "
+						 "(%s); delegate a cgroup subtree with it enabled",
+						 names[c], levels[i], errno_name(-rc));
+		}
+	}
+	for (int c = 0; c < CG_COUNT; c++)
+		memcpy(lay->parent[c], parent, sizeof parent);
+	return 0;
+}
+
+static int prepare_v1(const char *root, struct cgroup_layout *lay, struct aj_error *err)
+{
+	/* The file each v1 hierarchy must offer for what we set in it. */
+	static const char *const probe[CG_COUNT] = {"memory.limit_in_bytes", "pids.max",
+						    "cpu.cfs_quota_us"};
+	lay->version = 1;
+	for (int c = 0; c < CG_COUNT; c++) {
+		char dir[280];
+		snprintf(dir, sizeof dir, "%.256s/%s", root, names[c]);
+		/* A hierarchy's root has no limit files; a child cgroup of a
+		 * hierarchy with the controller always does. */
+		if (!exists(dir, "cgroup.procs"))
+			return error_set(err, -ENOTSUP,
+					 "cgroup v1: no %s hierarchy mounted at %s; mount the "
+					 "%s controller there, or use cgroup v2",
+					 names[c], dir, names[c]);
+		snprintf(lay->parent[c], sizeof lay->parent[c], "%.280s/%s", dir, CGROUP_PARENT);
+		int rc = make_parent(lay->parent[c], err);
+		if (rc)
+			return rc;
+		if (!exists(lay->parent[c], probe[c]))
+			return error_set(err, -ENOTSUP,
+					 "cgroup v1: the hierarchy at %s has no %s controller (%s "
+					 "missing in %s)",
+					 dir, names[c], probe[c], lay->parent[c]);
+	}
+	return 0;
+}
+
+int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error *err)
+{
+	if (!root)
+		root = CGROUP_DEFAULT_ROOT;
+	memset(lay, 0, sizeof *lay);
+	if (geteuid() != 0)
+		return error_set(err, -EPERM,
+				 "cgroup: creating cgroups needs root (running as uid %u)",
+				 (unsigned)geteuid());
+	/* A v2 mount's root always has cgroup.controllers; a v1 layout never. */
+	if (exists(root, "cgroup.controllers"))
+		return prepare_v2(root, lay, err);
+	return prepare_v1(root, lay, err);
+}
+
+int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
+		  struct cgroup_run *run, struct aj_error *err)
+{
+	static atomic_uint counter;
+	struct timespec ts;
+	char name[64], num[64];
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(name, sizeof name, "run-%d-%u-%ld", (int)getpid(), atomic_fetch_add(&counter, 1),
+		 ts.tv_nsec);
+	memset(run, 0, sizeof *run);
+	run->version = lay->version;
+	run->ndirs = lay->version == 2 ? 1 : CG_COUNT;
+	for (int i = 0; i < run->ndirs; i++) {
+		snprintf(run->dir[i], sizeof run->dir[i], "%.300s/%s", lay->parent[i], name);
+		if (mkdir(run->dir[i], 0755) < 0) {
+			rc = error_set(err, -errno, "cgroup: mkdir %s: %s", run->dir[i],
+				       errno_name(errno));
+			run->ndirs = i;
+			cgroup_destroy(run, NULL);
+			return rc;
+		}
+	}
+	const char *mem = run->dir[run->version == 2 ? 0 : CG_MEMORY];
+	const char *pids = run->dir[run->version == 2 ? 0 : CG_PIDS];
+	const char *cpu = run->dir[run->version == 2 ? 0 : CG_CPU];
+	snprintf(run->memory_dir, sizeof run->memory_dir, "%s", mem);
+	snprintf(num, sizeof num, "%llu", (unsigned long long)l->memory_mb * 1024 * 1024);
+
+	if (run->version == 2) {
+		/* The whole run's memory, its tmpfs pages included; no swap to
+		 * spill into; the pids limit counts threads too; one CPU. */
+		if ((rc = write_text(mem, "memory.max", num, err)) ||
+		    (exists(mem, "memory.swap.max") &&
+		     (rc = write_text(mem, "memory.swap.max", "0", err))))
+			goto fail;
+		snprintf(num, sizeof num, "%u", l->pids);
+		if ((rc = write_text(pids, "pids.max", num, err)) ||
+		    (rc = write_text(cpu, "cpu.max", "100000 100000", err)))
+			goto fail;
+		return 0;
+	}
+	/* v1: swappiness 0 and, where the kernel accounts swap, memory+swap
+	 * equal to memory: no swap. */
+	if ((rc = write_text(mem, "memory.limit_in_bytes", num, err)) ||
+	    (exists(mem, "memory.memsw.limit_in_bytes") &&
+	     (rc = write_text(mem, "memory.memsw.limit_in_bytes", num, err))) ||
+	    (exists(mem, "memory.swappiness") &&
+	     (rc = write_text(mem, "memory.swappiness", "0", err))))
+		goto fail;
+	snprintf(num, sizeof num, "%u", l->pids);
+	if ((rc = write_text(pids, "pids.max", num, err)) ||
+	    (rc = write_text(cpu, "cpu.cfs_period_us", "100000", err)) ||
+	    (rc = write_text(cpu, "cpu.cfs_quota_us", "100000", err)))
+		goto fail;
+	return 0;
+fail:
+	cgroup_destroy(run, NULL);
+	return rc;
+}
+
+int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err)
+{
+	char num[32];
+	snprintf(num, sizeof num, "%d", (int)pid);
+	for (int i = 0; i < run->ndirs; i++) {
+		int rc = write_text(run->dir[i], "cgroup.procs", num, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* "key value" lines (memory.events, memory.oom_control): value of key. */
+static uint64_t keyed_value(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, n) == 0 && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+	return 0;
+}
+
+void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb)
+{
+	char buf[1024];
+	*oom_kills = 0;
+	*peak_kb = 0;
+	const char *mem = run->memory_dir;
+	if (run->version == 2) {
+		if (!read_text(mem, "memory.events", buf, sizeof buf))
+			*oom_kills = keyed_value(buf, "oom_kill");
+		if (!read_text(mem, "memory.peak", buf, sizeof buf))
+			*peak_kb = strtoull(buf, NULL, 10) / 1024;
+		return;
+	}
+	if (!read_text(mem, "memory.oom_control", buf, sizeof buf))
+		*oom_kills = keyed_value(buf, "oom_kill");
+	if (!read_text(mem, "memory.max_usage_in_bytes", buf, sizeof buf))
+		*peak_kb = strtoull(buf, NULL, 10) / 1024;
+}
+
+int cgroup_destroy(struct cgroup_run *run, struct aj_error *err)
+{
+	int rc = 0;
+	for (int i = 0; i < run->ndirs; i++) {
+		/* Empty by now: the run's init has been reaped and the kernel
+		 * took every process of its namespace with it. A moment's
+		 * retry covers a v1 hierarchy still noting an exit. */
+		int tries = 0;
+		while (rmdir(run->dir[i]) < 0) {
+			if (errno == ENOENT)
+				break;
+			if (errno == EBUSY && tries++ < 50) {
+				struct timespec ts = {0, 2000000};
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			if (!rc)
+				rc = error_set(err, -errno, "cgroup: rmdir %s: %s", run->dir[i],
+					       errno_name(errno));
+			break;
+		}
+	}
+	run->ndirs = 0;
+	return rc;
+}

@@ -1,0 +1,48 @@
+/* Cgroups for one run: memory (no swap), pids and CPU quota, on cgroup v2
+ * (what users run) or v1 (separate hierarchies per controller, as on this
+ * hybrid machine). A run's cgroup is made before the program starts and
+ * removed after it ended. */
+#ifndef AJ_CGROUP_H
+#define AJ_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../core/internal.h"
+
+#define CGROUP_DEFAULT_ROOT "/sys/fs/cgroup"
+#define CGROUP_PARENT "agentjail"
+
+enum cgroup_controller { CG_MEMORY, CG_PIDS, CG_CPU, CG_COUNT };
+
+struct cgroup_layout {
+	int version;                   /* 1 or 2 */
+	/* v2: one directory (the parent of every run's cgroup); v1: one per
+	 * controller. */
+	char parent[CG_COUNT][300];
+};
+
+struct cgroup_run {
+	int version;
+	int ndirs;
+	char dir[CG_COUNT][400];       /* v2 uses dir[0] only */
+	char memory_dir[400];
+};
+
+/* Finds the controllers under root (NULL: /sys/fs/cgroup) and makes sure
+ * agentjail's parent cgroup exists with them enabled. Fails with the exact
+ * reason ("cgroup v2: the memory controller is not enabled in
+ * /sys/fs/cgroup/cgroup.subtree_control: ..."). */
+int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error *err);
+
+/* A new cgroup for one run with the run's limits: memory and swap, pids, one
+ * CPU's worth of quota. */
+int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
+		  struct cgroup_run *run, struct aj_error *err);
+int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err);
+/* After the run: how often the OOM killer struck in it, and its peak memory. */
+void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb);
+/* Removes the run's cgroup; it must be empty (the run has been reaped). */
+int cgroup_destroy(struct cgroup_run *run, struct aj_error *err);
+
+#endif

@@ -1,0 +1,235 @@
+/* The container tier: the seed article's "Docker with strict flags", built
+ * natively. It is the jail engine (src/linux/jail.c: namespaces, init,
+ * supervisor, rlimits, uid, capabilities, seccomp) with two differences:
+ *
+ *  view     the program sees an image root (agentjail image build), not the
+ *           host: init bind-mounts the image read-only, nosuid, nodev, puts
+ *           the run's /dev, scratch tmpfs and /proc inside it, and
+ *           pivot_roots into it; the old root is detached, so no path leads
+ *           back to the host. No /sys. Nothing of the host's files, its
+ *           /etc/passwd, /root or /home, is there to read.
+ *
+ *  cgroup   before the program starts, the supervisor puts init into a cgroup
+ *           of the run's own (cgroup.c, v1 or v2): memory with no swap for
+ *           the whole run (an OOM kill is reported as status `memory`), pids,
+ *           one CPU's quota. init then roots a cgroup namespace there. The
+ *           cgroup is removed after the run. If cgroups cannot be made, the
+ *           run is refused, naming what to enable.
+ *
+ * Setup order, in init: private mount tree, bind the image, make it
+ * read-only, /dev, scratch tmpfs and program, /proc, pivot_root, detach the
+ * old root; then (jail.c) wait for the cgroup, cgroup namespace, fork the
+ * program: rlimits, uid, capabilities, no_new_privs, seccomp, exec.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../linux/cgroup.h"
+#include "../linux/creds.h"
+#include "../linux/jail.h"
+#include "../linux/report.h"
+#include "tier.h"
+
+struct container_state {
+	struct cgroup_layout cgroups;
+	char root[PATH_MAX];    /* the image's root directory on the host */
+};
+
+/* IMAGES/NAME or the absolute path given; the root is its root/. */
+static int image_root(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
+{
+	const char *image = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
+	const char *dir = getenv("AGENTJAIL_IMAGES");
+	int w = image[0] == '/' ? snprintf(out, n, "%s/root", image)
+				: snprintf(out, n, "%s/%s/root", dir && dir[0] == '/' ? dir
+							   : AJ_DEFAULT_IMAGES_DIR, image);
+	if (w < 0 || (size_t)w >= n)
+		return error_set(err, -ENAMETOOLONG, "image: path too long");
+	struct stat st;
+	if (lstat(out, &st) < 0 || !S_ISDIR(st.st_mode))
+		return error_set(err, -ENOENT,
+				 "image: no image '%s' (%s missing); build it with "
+				 "'agentjail image build%s%s'",
+				 image, out, cfg->image ? " --name " : "", cfg->image ? image : "");
+	return 0;
+}
+
+/* The interpreter must be in the image. Resolved inside the image root only
+ * (RESOLVE_IN_ROOT), as it will be after pivot_root: an absolute symlink in
+ * the image must not be checked against the host. */
+static int check_python(const char *root, const char *python, struct aj_error *err)
+{
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return error_set(err, -errno, "image: open %s: %s", root, errno_name(errno));
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+	int fd = (int)syscall(SYS_openat2, rfd, python, &how, sizeof how);
+	int e = errno;
+	close(rfd);
+	if (fd < 0)
+		return error_set(err, -e, "image: no %s in %s: %s", python, root, errno_name(e));
+	struct stat st;
+	int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -ENOEXEC;
+	close(fd);
+	if (rc)
+		return error_set(err, rc, "image: %s in %s is not an executable file", python, root);
+	return 0;
+}
+
+/* In init: the image becomes the root. */
+static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
+{
+	const struct container_state *st = s->tier;
+	const char *root = st->root;
+	int rc;
+
+	/* A mount of its own, so it can be made read-only and pivoted to. */
+	if (mount(root, root, NULL, MS_BIND, NULL) < 0)
+		return setup_fail(e, errno, "image: bind %s", root);
+	/* Read-only: the program changes nothing of the image the next run
+	 * gets. nosuid, nodev: no setuid binary or device node in it counts. */
+	if (mount("none", root, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL) < 0)
+		return setup_fail(e, errno, "image: remount %s read-only", root);
+	if ((rc = jail_populate_root(s, root, e)))
+		return rc;
+	/* pivot_root(".", ".") stacks the old root under the new one; detaching
+	 * it then leaves no path back to the host. */
+	if (chdir(root) < 0)
+		return setup_fail(e, errno, "image: chdir %s", root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return setup_fail(e, errno, "image: pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return setup_fail(e, errno, "image: detach the old root");
+	if (chdir("/") < 0)
+		return setup_fail(e, errno, "image: chdir /");
+	return 0;
+}
+
+static int join_cgroup(void *arg, pid_t init_pid, struct aj_error *err)
+{
+	return cgroup_add(arg, init_pid, err);
+}
+
+static int container_open(const struct aj_config *cfg, void **state, struct aj_error *err)
+{
+	*state = NULL;
+	if (geteuid() != 0)
+		return error_set(err, -EPERM,
+				 "container: needs root, for the run's cgroups and uid (running "
+				 "as uid %u)",
+				 (unsigned)geteuid());
+	struct container_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	int rc;
+	if ((rc = image_root(cfg, st->root, sizeof st->root, err)) ||
+	    (rc = check_python(st->root, cfg->python, err)) ||
+	    (rc = cgroup_prepare(cfg->cgroup_root, &st->cgroups, err))) {
+		free(st);
+		return rc;
+	}
+	*state = st;
+	return 0;
+}
+
+static void container_close(void *state)
+{
+	free(state);
+}
+
+static int container_run(void *state, const struct aj_config *cfg, const char *code, size_t len,
+			 struct aj_result *res)
+{
+	struct container_state *st = state;
+	struct jail_spec s = {
+		.cfg = cfg,
+		.code = code,
+		.code_len = len,
+		.python = cfg->python,
+		.cgroup_ns = true,
+		/* The memory cgroup bounds the whole run; RLIMIT_AS would
+		 * only bound each process, and wrongly (it counts reserved,
+		 * not used, memory). */
+		.address_space_limit = false,
+		.outer_uid = geteuid(),
+		.outer_gid = getegid(),
+		.setup_root = image_setup_root,
+		.tier = st,
+	};
+	struct uid_slot slot = {.lock_fd = -1};
+	struct cgroup_run cg;
+	struct aj_error err = {0};
+	int rc;
+
+	if ((rc = slot_acquire(cfg, &slot, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		return rc;
+	}
+	s.uid = slot.uid;
+	s.gid = slot.gid;
+	if ((rc = cgroup_create(&st->cgroups, &cfg->limits, &cg, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		slot_release(&slot);
+		return rc;
+	}
+	rc = jail_run(&s, join_cgroup, &cg, res);
+
+	uint64_t oom_kills = 0, peak_kb = 0;
+	cgroup_usage(&cg, &oom_kills, &peak_kb);
+	if (peak_kb)
+		res->memory_kb = peak_kb; /* the whole run's, not one process's */
+	/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
+	if (oom_kills && res->status != AJ_STATUS_SANDBOX_ERROR &&
+	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT &&
+	    res->status != AJ_STATUS_OK) {
+		res->status = AJ_STATUS_MEMORY;
+		result_set_message(res,
+				   "memory limit of %u MiB reached: the kernel's OOM killer "
+				   "ended %llu process%s",
+				   cfg->limits.memory_mb, (unsigned long long)oom_kills,
+				   oom_kills == 1 ? "" : "es");
+	}
+	if (cgroup_destroy(&cg, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
+		/* The run itself went fine, but the host kept something: say so
+		 * rather than pretend nothing is left behind. */
+		result_sandbox_error(res, "%s", err.message);
+		rc = -EBUSY;
+	}
+	slot_release(&slot);
+	return rc;
+}
+
+static int container_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	void *state;
+	int rc = container_open(cfg, &state, err);
+	if (rc)
+		return rc;
+	struct aj_result res;
+	result_init(&res);
+	rc = container_run(state, cfg, "", 0, &res);
+	if (res.status != AJ_STATUS_OK)
+		rc = error_set(err, rc ? rc : -EIO, "%s",
+			       res.message ? res.message : "a trial run did not succeed");
+	aj_result_free(&res);
+	container_close(state);
+	return rc;
+}
+
+const struct tier_ops container_tier = {
+	.name = "container",
+	.check = container_check,
+	.open = container_open,
+	.run = container_run,
+	.close = container_close,
+};

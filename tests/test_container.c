@@ -1,0 +1,168 @@
+/* The container tier: the shared hostile table, then what is particular to
+ * it (the image as the whole view, a read-only root, cgroup limits, and
+ * failing closed without cgroups). Runs the test image that `make test`
+ * builds with `agentjail image build --from-host --name test`. */
+#include <limits.h>
+
+#include "hostile.h"
+
+static char image_dir[PATH_MAX];
+
+/* The image's own copy of a file, as the test reads it from the host. */
+static char *image_file(const char *rel)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/root%s", image_dir, rel);
+	FILE *fh = fopen(path, "re");
+	assert_non_null(fh);
+	static char buf[8192];
+	size_t n = fread(buf, 1, sizeof buf - 1, fh);
+	buf[n] = '\0';
+	fclose(fh);
+	return buf;
+}
+
+static void view_is_the_image(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	make_secret(f);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print('PASSWD', open('/etc/passwd').read(), 'END')\n"
+		 "for p in ['/root', '/home', '/work', '%s', '/sys/fs/cgroup', '/etc/shadow']:\n"
+		 "    print(p, os.path.exists(p) and (os.listdir(p) if os.path.isdir(p) else 'file'))\n"
+		 "print('sys', os.listdir('/sys'))\n"
+		 "print('cgroup', open('/proc/self/cgroup').read().split())\n"
+		 "for p in ['/usr/x', '/etc/x', '/x']:\n"
+		 "    try:\n"
+		 "        open(p, 'w')\n"
+		 "        print('WROTE', p)\n"
+		 "    except OSError as e:\n"
+		 "        print('refused', p, e.errno)\n"
+		 "print('host', os.uname().nodename)\n",
+		 f->secret_dir);
+	drop_secret(f);
+	assert_status(&r, AJ_STATUS_OK);
+	/* The image's /etc/passwd, not the host's. */
+	char want[9000];
+	snprintf(want, sizeof want, "PASSWD %s END", image_file("/etc/passwd"));
+	assert_true(contains(r.stdout_buf, want));
+	/* Nothing of the host's: its secrets' directory, /root, /home. */
+	char line[200];
+	snprintf(line, sizeof line, "%s False", f->secret_dir);
+	assert_true(contains(r.stdout_buf, line));
+	assert_false(contains(r.stdout_buf, "/root ["));
+	assert_false(contains(r.stdout_buf, "/home ["));
+	assert_true(contains(r.stdout_buf, "/sys/fs/cgroup False"));
+	assert_true(contains(r.stdout_buf, "sys []"));
+	/* The cgroup namespace is rooted at the run's cgroup: no host path. */
+	assert_true(contains(r.stdout_buf, "cgroup ['"));
+	assert_false(contains(r.stdout_buf, "run-"));
+	/* Read-only image: EROFS (30). */
+	assert_true(contains(r.stdout_buf, "refused /usr/x 30"));
+	assert_true(contains(r.stdout_buf, "refused /etc/x 30"));
+	assert_true(contains(r.stdout_buf, "refused /x 30"));
+	assert_false(contains(r.stdout_buf, "WROTE"));
+	assert_true(contains(r.stdout_buf, "host sandbox"));
+	aj_result_free(&r);
+}
+
+static void cgroup_stops_what_rlimits_would_not(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* Four processes of 100 MiB each: every one under any per-process
+	 * limit, 400 MiB together. Only a cgroup sees the sum. */
+	run_code(&f->cfg, &r,
+		 "import os, time\n"
+		 "kids = []\n"
+		 "for i in range(4):\n"
+		 "    pid = os.fork()\n"
+		 "    if pid == 0:\n"
+		 "        b = bytearray(100 * 1024 * 1024)\n"
+		 "        for j in range(0, len(b), 4096):\n"
+		 "            b[j] = 1\n"
+		 "        time.sleep(3)\n"
+		 "        os._exit(0)\n"
+		 "    kids.append(pid)\n"
+		 "codes = [os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) for k in kids]\n"
+		 "print('children', codes)\n"
+		 "import sys\n"
+		 "sys.exit(0 if all(c == 0 for c in codes) else 1)\n");
+	/* At least one child was OOM-killed (-9): the run reports memory. */
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_true(contains(r.stdout_buf, "-9"));
+	assert_true(contains(r.message, "OOM"));
+	/* The peak is the whole run's, capped by the limit. */
+	assert_true(r.memory_kb <= (uint64_t)f->cfg.limits.memory_mb * 1024);
+	assert_true(r.memory_kb > 100 * 1024);
+	aj_result_free(&r);
+}
+
+static void missing_cgroup_controller_fails_closed(void **state)
+{
+	struct fixture *f = *state;
+	char fake[] = "/tmp/aj-fake-cgroup-XXXXXX", path[300];
+	assert_non_null(mkdtemp(fake));
+	/* A cgroup v2 host whose memory controller is not enabled. */
+	snprintf(path, sizeof path, "%s/cgroup.controllers", fake);
+	FILE *fh = fopen(path, "we");
+	fputs("cpuset cpu io pids\n", fh);
+	fclose(fh);
+	f->cfg.cgroup_root = fake;
+	struct aj_error err;
+	assert_int_equal(aj_check(AJ_TIER_CONTAINER, &f->cfg, &err), -ENOTSUP);
+	assert_true(contains(err.message, "cgroup v2: the memory controller is not available"));
+	struct aj_sandbox *sb;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOTSUP);
+	unlink(path);
+
+	/* A cgroup v1 host without a pids hierarchy. */
+	char mem[220];
+	snprintf(mem, sizeof mem, "%s/memory", fake);
+	mkdir(mem, 0755);
+	snprintf(path, sizeof path, "%s/cgroup.procs", mem);
+	fclose(fopen(path, "we"));
+	assert_int_equal(aj_check(AJ_TIER_CONTAINER, &f->cfg, &err), -ENOTSUP);
+	assert_true(contains(err.message, "cgroup v1"));
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", fake);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void missing_image_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	f->cfg.image = "/nonexistent/image";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOENT);
+	assert_true(contains(err.message, "agentjail image build"));
+	f->cfg.image = "../escape";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -EINVAL);
+	f->cfg.image = image_dir;
+	f->cfg.python = "/usr/bin/python9";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOENT);
+	assert_true(contains(err.message, "no /usr/bin/python9"));
+}
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	char cwd[PATH_MAX - 32];
+	if (!getcwd(cwd, sizeof cwd))
+		return 1;
+	snprintf(image_dir, sizeof image_dir, "%s/build/images/test", cwd);
+	fixture.tier = AJ_TIER_CONTAINER;
+	fixture.image = image_dir;
+	const struct CMUnitTest tests[] = {
+		HOSTILE_TABLE,
+		HOSTILE_TEST(view_is_the_image),
+		HOSTILE_TEST(cgroup_stops_what_rlimits_would_not),
+		HOSTILE_TEST(missing_cgroup_controller_fails_closed),
+		HOSTILE_TEST(missing_image_is_refused),
+	};
+	return cmocka_run_group_tests_name("container tier", tests, NULL, NULL);
+}
