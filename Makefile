@@ -88,7 +88,10 @@ test: deps $(TESTS) $(T)/agentjail all
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
 	@./scripts/run-tests.sh $(TESTS)
 
+# The demo runs every tier that works here; the container tier needs the
+# default image, built from the Debian repository the first time (~40 s).
 demo: deps all
+	@$(B)/agentjail image build
 	@./scripts/demo.sh
 
 bench: all $(B)/bench

@@ -233,6 +233,23 @@ static size_t build_commands(struct command *cmds, const char *agentjail, const 
 		snprintf(cmds[n].note, NOTE_MAX, "not installed (not on PATH)");
 	}
 	n++;
+
+	/* The container tier, and Python started bare in the same image root:
+	 * the image's Python may start faster or slower than the host's, so the
+	 * fair measure of the tier's own cost is against the image's. */
+	static char image_root[PATH_MAX];
+	const char *images = getenv("AGENTJAIL_IMAGES");
+	snprintf(image_root, sizeof image_root, "%s/default/root",
+		 images && images[0] == '/' ? images : "/var/lib/agentjail/images");
+	set_argv(&cmds[n], "python3 in the image",
+		 (const char *const[]){"/usr/sbin/chroot", image_root, PYTHON, "-I", "-c", PROGRAM,
+				       NULL});
+	cmds[n].hint = "needs root and an image: agentjail image build";
+	n++;
+	set_argv(&cmds[n], "agentjail container",
+		 (const char *const[]){agentjail, "run", "--tier", "container", file, NULL});
+	cmds[n].hint = "needs an image: agentjail image build";
+	n++;
 	return n;
 }
 
@@ -507,7 +524,7 @@ int main(int argc, char **argv)
 	char *unshare = find_in_path("unshare");
 	char *bwrap = find_in_path("bwrap");
 
-	struct command cmds[4] = {0};
+	struct command cmds[6] = {0};
 	size_t n = build_commands(cmds, agentjail, file, unshare, bwrap);
 	for (size_t i = 0; i < n; i++) {
 		cmds[i].samples = calloc((size_t)o.runs, sizeof *cmds[i].samples);

@@ -4,7 +4,7 @@
 #   install-deps.sh          what the build, tests and demo need
 #   install-deps.sh bench    and the peers the benchmark measures beside us
 set -eu
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 debootstrap"
 if [ "${1:-}" = bench ]; then
 	PKGS="$PKGS bubblewrap"
 fi

@@ -278,6 +278,61 @@ static void check_lists_every_tier(void **state)
 	assert_true(contains(res.out, "process    unavailable: python: /nonexistent/python3: ENOENT"));
 }
 
+static void image_lifecycle(void **state)
+{
+	(void)state;
+	char dir[300];
+	snprintf(dir, sizeof dir, "%s/images", program_dir);
+	setenv("AGENTJAIL_IMAGES", dir, 1);
+
+	CLI(&res, NULL, "image", "build", "--name", "../escape");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "not a valid image name"));
+	CLI(&res, NULL, "image", "build", "--packages", "python3-numpy;reboot");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "not a comma-separated list of Debian package names"));
+	CLI(&res, NULL, "image", "build", "--from-host", "--packages", "python3-numpy");
+	assert_int_equal(res.exit_code, 2);
+	CLI(&res, NULL, "image", "rm", "nosuch");
+	assert_int_equal(res.exit_code, 1);
+	assert_true(contains(res.err, "no image 'nosuch'"));
+
+	/* Built whole, listed, left alone when asked again, removed. */
+	CLI(&res, NULL, "image", "build", "--from-host", "--name", "t1");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "built image 't1'"));
+	char path[400];
+	snprintf(path, sizeof path, "%s/t1/root/usr/bin/python3", dir);
+	assert_true(path_exists(path));
+	CLI(&res, NULL, "image", "list");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "t1 "));
+	assert_true(contains(res.out, "host"));
+	CLI(&res, NULL, "image", "build", "--from-host", "--name", "t1");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "already built"));
+	CLI(&res, "import os\nprint(sorted(os.listdir('/')))\n", "run", "--tier", "container",
+	    "--image", "t1", "-");
+	/* (Needs root and cgroups; where either is missing it must say so.) */
+	if (res.exit_code == 0)
+		assert_true(contains(res.out, "'proc', 'sys', 'tmp', 'usr'"));
+	else
+		assert_int_equal(res.exit_code, 125);
+	CLI(&res, NULL, "image", "rm", "t1");
+	assert_int_equal(res.exit_code, 0);
+	snprintf(path, sizeof path, "%s/t1", dir);
+	assert_false(path_exists(path));
+	/* Nothing half-built or removed is left beside the images. */
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		assert_false(de->d_name[0] == '.' && strcmp(de->d_name, ".") &&
+			     strcmp(de->d_name, "..") && strcmp(de->d_name, ".lock"));
+	closedir(d);
+	unsetenv("AGENTJAIL_IMAGES");
+}
+
 static void help_is_there(void **state)
 {
 	(void)state;
@@ -317,6 +372,7 @@ int main(void)
 		cmocka_unit_test(unbuilt_tier_is_a_sandbox_error),
 		cmocka_unit_test(caller_environment_does_not_leak),
 		cmocka_unit_test(check_lists_every_tier),
+		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(help_is_there),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);

@@ -5,6 +5,7 @@
 #include <limits.h>
 
 #include "hostile.h"
+#include "src/linux/spawn.h"
 
 static char image_dir[PATH_MAX];
 
@@ -147,6 +148,54 @@ static void missing_image_is_refused(void **state)
 	assert_true(contains(err.message, "no /usr/bin/python9"));
 }
 
+/* cgroup v2's clone3(CLONE_INTO_CGROUP), on whichever v2 hierarchy this host
+ * has (all of /sys/fs/cgroup, or the hybrid layout's unified/ part): the
+ * child must be born in the cgroup, not moved there. */
+static void born_into_a_v2_cgroup(void **state)
+{
+	struct fixture *f = *state;
+	const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+	const char *root = NULL;
+	char path[300];
+	for (size_t i = 0; i < 2 && !root; i++) {
+		snprintf(path, sizeof path, "%s/cgroup.controllers", roots[i]);
+		if (access(path, F_OK) == 0)
+			root = roots[i];
+	}
+	if (!root)
+		skip();
+	char dir[300];
+	snprintf(dir, sizeof dir, "%s/agentjail-test-%.16s", root, f->token);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(cg >= 0);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	int pidfd = -1;
+	pid_t pid = spawn_clone_into_cgroup(0, cg, &pidfd);
+	if (pid == 0) {
+		char buf[512];
+		int fd = open("/proc/self/cgroup", O_RDONLY);
+		ssize_t n = read(fd, buf, sizeof buf);
+		(void)!write(fds[1], buf, n > 0 ? (size_t)n : 0);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	close(fds[1]);
+	char buf[512] = {0};
+	assert_true(read(fds[0], buf, sizeof buf - 1) > 0);
+	close(fds[0]);
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	close(pidfd);
+	close(cg);
+	assert_int_equal(rmdir(dir), 0);
+	char want[100];
+	snprintf(want, sizeof want, "0::/agentjail-test-%.16s\n", f->token);
+	if (!contains(buf, want))
+		fail_msg("child's cgroups: %s", buf);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -163,6 +212,7 @@ int main(void)
 		HOSTILE_TEST(cgroup_stops_what_rlimits_would_not),
 		HOSTILE_TEST(missing_cgroup_controller_fails_closed),
 		HOSTILE_TEST(missing_image_is_refused),
+		HOSTILE_TEST(born_into_a_v2_cgroup),
 	};
 	return cmocka_run_group_tests_name("container tier", tests, NULL, NULL);
 }

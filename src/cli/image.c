@@ -99,17 +99,22 @@ static int add_size(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-/* The build script: beside the binary's parent in a source tree
- * (build/agentjail -> images/), or where a package installs it. */
+/* The build script: in the source tree the binary was built in
+ * (build/agentjail and build/test/agentjail -> images/), or where a package
+ * installs it. */
 static int find_script(char *out, size_t n)
 {
 	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (len > 0) {
 		exe[len] = '\0';
-		snprintf(out, n, "%s/../images/build-root.sh", dirname(exe));
-		if (access(out, R_OK) == 0)
-			return 0;
+		const char *dir = dirname(exe);
+		static const char *const up[] = {"..", "../.."};
+		for (size_t i = 0; i < 2; i++) {
+			snprintf(out, n, "%s/%s/images/build-root.sh", dir, up[i]);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
 	}
 	snprintf(out, n, "/usr/share/agentjail/build-root.sh");
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;

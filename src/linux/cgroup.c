@@ -229,6 +229,14 @@ int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err)
 	return 0;
 }
 
+int cgroup_open_dir(const struct cgroup_run *run)
+{
+	if (run->version != 2)
+		return -EOPNOTSUPP;
+	int fd = open(run->dir[0], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 /* "key value" lines (memory.events, memory.oom_control): value of key. */
 static uint64_t keyed_value(const char *text, const char *key)
 {

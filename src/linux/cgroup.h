@@ -40,6 +40,9 @@ int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error 
 int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 		  struct cgroup_run *run, struct aj_error *err);
 int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err);
+/* cgroup v2: the run's directory, open for clone3's CLONE_INTO_CGROUP
+ * (a process born there needs no migration); -errno on v1. */
+int cgroup_open_dir(const struct cgroup_run *run);
 /* After the run: how often the OOM killer struck in it, and its peak memory. */
 void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb);
 /* Removes the run's cgroup; it must be empty (the run has been reaped). */

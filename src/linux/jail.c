@@ -335,7 +335,8 @@ int jail_run(const struct jail_spec *s, jail_start_hook hook, void *hook_arg,
 
 	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
 	double start = now_ms();
-	pid_t pid = spawn_clone(flags, &pidfd);
+	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, &pidfd)
+				   : spawn_clone(flags, &pidfd);
 	if (pid == 0)
 		init_main(&p);
 	if (pid < 0) {

@@ -23,6 +23,8 @@ struct jail_spec {
 	bool userns;                /* not root: a user namespace provides the privilege */
 	bool cgroup_ns;             /* a cgroup namespace rooted at the run's cgroup */
 	bool address_space_limit;   /* RLIMIT_AS is the memory limit (no cgroup) */
+	bool into_cgroup;           /* init is born in the cgroup v2 dir cgroup_fd */
+	int cgroup_fd;
 	uid_t uid, outer_uid;       /* the program's uid; the caller's */
 	gid_t gid, outer_gid;
 	/* Builds the filesystem view, in init, in its own mount namespace, and

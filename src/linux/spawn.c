@@ -1,7 +1,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sched.h>
 #include <sched.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,24 @@ pid_t spawn_clone(unsigned long flags, int *pidfd)
 	 * CLONE_PIDFD stores the pidfd through parent_tid. A NULL stack makes
 	 * the child continue on a copy of ours, as fork() does. */
 	long pid = syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, &fd, NULL, 0);
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		*pidfd = fd;
+	return (pid_t)pid;
+}
+
+pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd)
+{
+	int fd = -1;
+	/* stack 0: the child runs on a copy of ours, as with fork(). */
+	struct clone_args args = {
+		.flags = flags | CLONE_PIDFD | CLONE_INTO_CGROUP,
+		.pidfd = (uint64_t)(uintptr_t)&fd,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)cgroup_fd,
+	};
+	long pid = syscall(SYS_clone3, &args, sizeof args);
 	if (pid < 0)
 		return -errno;
 	if (pid > 0)

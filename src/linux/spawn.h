@@ -11,6 +11,11 @@
  * child keeps to async-signal-safe calls. */
 pid_t spawn_clone(unsigned long flags, int *pidfd);
 
+/* The same, with the child born inside the cgroup v2 directory cgroup_fd
+ * (clone3 CLONE_INTO_CGROUP): no migration afterwards, which would take the
+ * kernel's global cgroup lock and can wait for an RCU grace period. */
+pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd);
+
 /* Closes every fd except those in keep[0..n) (n <= 8). */
 void close_fds_except(const int *keep, int n);
 

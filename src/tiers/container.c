@@ -9,8 +9,9 @@
  *           back to the host. No /sys. Nothing of the host's files, its
  *           /etc/passwd, /root or /home, is there to read.
  *
- *  cgroup   before the program starts, the supervisor puts init into a cgroup
- *           of the run's own (cgroup.c, v1 or v2): memory with no swap for
+ *  cgroup   init is born in a cgroup of the run's own (cgroup v2, clone3
+ *           CLONE_INTO_CGROUP) or moved there by the supervisor before the
+ *           program starts (v1) (cgroup.c): memory with no swap for
  *           the whole run (an OOM kill is reported as status `memory`), pids,
  *           one CPU's quota. init then roots a cgroup namespace there. The
  *           cgroup is removed after the run. If cgroups cannot be made, the
@@ -182,7 +183,15 @@ static int container_run(void *state, const struct aj_config *cfg, const char *c
 		slot_release(&slot);
 		return rc;
 	}
-	rc = jail_run(&s, join_cgroup, &cg, res);
+	/* cgroup v2: init is born in the run's cgroup. v1 has no such thing:
+	 * the supervisor moves init there before the program starts, which
+	 * can cost a grace period of the kernel's RCU when it is busy. */
+	int cgfd = cgroup_open_dir(&cg);
+	s.into_cgroup = cgfd >= 0;
+	s.cgroup_fd = cgfd;
+	rc = jail_run(&s, s.into_cgroup ? NULL : join_cgroup, &cg, res);
+	if (cgfd >= 0)
+		close(cgfd);
 
 	uint64_t oom_kills = 0, peak_kb = 0;
 	cgroup_usage(&cg, &oom_kills, &peak_kb);
