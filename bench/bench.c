@@ -60,6 +60,7 @@ struct options {
 	long runs;
 	long warmup;
 	bool json;
+	bool no_peers;          /* leave out unshare and bwrap */
 	const char *agentjail;  /* NULL: next to this binary */
 };
 
@@ -68,15 +69,19 @@ struct stats {
 };
 
 static const char usage[] =
-	"usage: bench [--runs N] [--warmup N] [--json] [AGENTJAIL]\n"
+	"usage: bench [--runs N] [--warmup N] [--json] [--no-peers] [AGENTJAIL]\n"
 	"\n"
 	"Measures the latency of print(1) under bare python3, agentjail's process\n"
-	"tier and, when on PATH, unshare and bwrap. AGENTJAIL defaults to the\n"
-	"agentjail next to this binary.\n"
+	"and container tiers, python3 started bare in the container's image, and,\n"
+	"when on PATH, unshare and bwrap. AGENTJAIL defaults to the agentjail next to\n"
+	"this binary.\n"
 	"\n"
 	"  --runs N      timed rounds (default 200)\n"
 	"  --warmup N    untimed rounds first (default 10)\n"
-	"  --json        one JSON object instead of the table\n";
+	"  --json        one JSON object instead of the table\n"
+	"  --no-peers    leave out unshare and bwrap: the namespaces they leave for\n"
+	"                the kernel to tear down slow the next run's cgroup move on\n"
+	"                cgroup v1, which agentjail's own runs alone do not\n";
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -98,6 +103,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		const char *a = argv[i];
 		if (strcmp(a, "--json") == 0) {
 			o->json = true;
+		} else if (strcmp(a, "--no-peers") == 0) {
+			o->no_peers = true;
 		} else if (strcmp(a, "--runs") == 0 || strcmp(a, "--warmup") == 0) {
 			long *dst = a[2] == 'r' ? &o->runs : &o->warmup;
 			if (i + 1 >= argc || parse_count(argv[++i], dst) < 0) {
@@ -526,6 +533,12 @@ int main(int argc, char **argv)
 
 	struct command cmds[6] = {0};
 	size_t n = build_commands(cmds, agentjail, file, unshare, bwrap);
+	if (o.no_peers)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(cmds[i].name, "unshare (root)") || !strcmp(cmds[i].name, "bwrap")) {
+				cmds[i].skipped = true;
+				snprintf(cmds[i].note, NOTE_MAX, "left out (--no-peers)");
+			}
 	for (size_t i = 0; i < n; i++) {
 		cmds[i].samples = calloc((size_t)o.runs, sizeof *cmds[i].samples);
 		if (!cmds[i].samples) {

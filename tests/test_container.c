@@ -41,7 +41,8 @@ static void view_is_the_image(void **state)
 		 "        print('WROTE', p)\n"
 		 "    except OSError as e:\n"
 		 "        print('refused', p, e.errno)\n"
-		 "print('host', os.uname().nodename)\n",
+		 "print('host', os.uname().nodename)\n"
+		 "print('mounts', len(open('/proc/self/mountinfo').read().splitlines()))\n",
 		 f->secret_dir);
 	drop_secret(f);
 	assert_status(&r, AJ_STATUS_OK);
@@ -66,6 +67,11 @@ static void view_is_the_image(void **state)
 	assert_true(contains(r.stdout_buf, "refused /x 30"));
 	assert_false(contains(r.stdout_buf, "WROTE"));
 	assert_true(contains(r.stdout_buf, "host sandbox"));
+	/* Its own few mounts (image, /dev, pts, shm, /tmp, /var/tmp, /proc):
+	 * the host's old root is detached, not merely covered. */
+	const char *m = strstr(r.stdout_buf, "mounts ");
+	assert_non_null(m);
+	assert_true(atoi(m + 7) <= 12);
 	aj_result_free(&r);
 }
 

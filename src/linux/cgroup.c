@@ -182,7 +182,16 @@ int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 	const char *mem = run->dir[run->version == 2 ? 0 : CG_MEMORY];
 	const char *pids = run->dir[run->version == 2 ? 0 : CG_PIDS];
 	const char *cpu = run->dir[run->version == 2 ? 0 : CG_CPU];
-	snprintf(run->memory_dir, sizeof run->memory_dir, "%s", mem);
+	memcpy(run->memory_dir, mem, strlen(mem) + 1); /* same size as dir[] */
+	if (run->version == 1) {
+		for (int i = 0; i < run->ndirs; i++) {
+			size_t dl = strlen(run->dir[i]);
+			memcpy(run->tasks_file[i], run->dir[i], dl);
+			memcpy(run->tasks_file[i] + dl, "/tasks", sizeof "/tasks");
+			run->tasks_files[i] = run->tasks_file[i];
+		}
+		run->tasks_files[run->ndirs] = NULL;
+	}
 	snprintf(num, sizeof num, "%llu", (unsigned long long)l->memory_mb * 1024 * 1024);
 
 	if (run->version == 2) {
@@ -217,14 +226,17 @@ fail:
 	return rc;
 }
 
-int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err)
+int cgroup_join_self(const char *const *files, struct setup_error *e)
 {
-	char num[32];
-	snprintf(num, sizeof num, "%d", (int)pid);
-	for (int i = 0; i < run->ndirs; i++) {
-		int rc = write_text(run->dir[i], "cgroup.procs", num, err);
+	for (; files && *files; files++) {
+		int fd = open(*files, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return setup_fail(e, errno, "cgroup: open %s", *files);
+		/* "0": the writing thread itself. */
+		int rc = write_full(fd, "0", 1);
+		close(fd);
 		if (rc)
-			return rc;
+			return setup_fail(e, -rc, "cgroup: join %s", *files);
 	}
 	return 0;
 }

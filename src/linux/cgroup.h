@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "../core/internal.h"
+#include "report.h"
 
 #define CGROUP_DEFAULT_ROOT "/sys/fs/cgroup"
 #define CGROUP_PARENT "agentjail"
@@ -27,6 +28,10 @@ struct cgroup_run {
 	int ndirs;
 	char dir[CG_COUNT][400];       /* v2 uses dir[0] only */
 	char memory_dir[400];
+	/* v1: each hierarchy's tasks file, for the run's init to join itself
+	 * (cgroup_join_self); NULL-terminated. */
+	char tasks_file[CG_COUNT][420];
+	const char *tasks_files[CG_COUNT + 1];
 };
 
 /* Finds the controllers under root (NULL: /sys/fs/cgroup) and makes sure
@@ -39,7 +44,12 @@ int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error 
  * CPU's worth of quota. */
 int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 		  struct cgroup_run *run, struct aj_error *err);
-int cgroup_add(const struct cgroup_run *run, pid_t pid, struct aj_error *err);
+/* cgroup v1, in the run's single-threaded init, before it leaves the host's
+ * view: moves the calling thread into each of files (tasks files). Moving
+ * one's own thread skips the kernel's global threadgroup lock, whose write
+ * side waits for an RCU grace period: 8-15 ms on a busy kernel, against
+ * microseconds. Async-signal-safe. */
+int cgroup_join_self(const char *const *files, struct setup_error *e);
 /* cgroup v2: the run's directory, open for clone3's CLONE_INTO_CGROUP
  * (a process born there needs no migration); -errno on v1. */
 int cgroup_open_dir(const struct cgroup_run *run);

@@ -7,14 +7,15 @@
  *  supervisor  the caller of aj_run, on the host. It makes three pipes
  *              (stdout, stderr, report) and a life pipe, and clones init into
  *              new pid, mount, network, ipc and uts namespaces (and a user
- *              namespace when not root). It runs the tier's start hook (a
- *              cgroup to join) and then says "go" on the life pipe. Then it
+ *              namespace when not root), into the run's cgroup where the
+ *              tier has one (cgroup v2), and says "go" on the life pipe. Then it
  *              supervises (supervise.c): reads and caps both streams, keeps
  *              the wall clock, and stops the sandbox by signalling init.
  *
  *  init        PID 1 of the new pid namespace, still privileged there, never
- *              exec'ing. It resets what it inherited (signals, fds, keyring,
- *              session, its copy of the caller's argv), has the tier build
+ *              exec'ing. It joins the run's cgroups itself (v1), resets what
+ *              it inherited (signals, fds, keyring, session, its copy of the
+ *              caller's argv), has the tier build
  *              the filesystem view (setup_root), waits for "go", forks the
  *              inside process, then reaps every process of the namespace
  *              until the program ends, reports the program's wait status and
@@ -51,6 +52,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "creds.h"
 #include "jail.h"
 #include "mounts.h"
@@ -199,8 +201,7 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 	return mount_proc(p1, e);
 }
 
-/* Waits for the supervisor's "go" (the start hook has run). EOF means the
- * supervisor is gone, or refused to start us. */
+/* Waits for the supervisor's "go". EOF means the supervisor is gone. */
 static bool wait_for_go(int life_r)
 {
 	char c;
@@ -226,6 +227,10 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 		setup_fail(&e, -rc, "signals: reset");
 		goto fail;
 	}
+	/* Into the run's cgroups (v1) while the host's cgroupfs is in view,
+	 * before anything is charged or forked. */
+	if ((rc = cgroup_join_self(s->join_cgroups, &e)))
+		goto fail;
 	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r};
 	/* A copy of every fd the supervisor's process had (another thread's
 	 * run, a server socket) must not stay open in here. */
@@ -305,8 +310,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int jail_run(const struct jail_spec *s, jail_start_hook hook, void *hook_arg,
-	     struct aj_result *res)
+int jail_run(const struct jail_spec *s, struct aj_result *res)
 {
 	struct plan p = {
 		.s = s,
@@ -353,13 +357,6 @@ int jail_run(const struct jail_spec *s, jail_start_hook hook, void *hook_arg,
 	close_fd(&rep[1]);
 	close_fd(&life[0]);
 
-	if (hook && (rc = hook(hook_arg, pid, &err))) {
-		/* Refused before the program ran: init sees the life pipe
-		 * close, or dies now. */
-		sandbox_kill_and_reap(pidfd);
-		result_sandbox_error(res, "%s", err.message);
-		goto done;
-	}
 	if (write_full(life[1], "g", 1) != 0) {
 		/* init is gone already; supervise() reports how. */
 	}

@@ -25,6 +25,7 @@ struct jail_spec {
 	bool address_space_limit;   /* RLIMIT_AS is the memory limit (no cgroup) */
 	bool into_cgroup;           /* init is born in the cgroup v2 dir cgroup_fd */
 	int cgroup_fd;
+	const char *const *join_cgroups; /* v1 tasks files init joins first */
 	uid_t uid, outer_uid;       /* the program's uid; the caller's */
 	gid_t gid, outer_gid;
 	/* Builds the filesystem view, in init, in its own mount namespace, and
@@ -34,14 +35,9 @@ struct jail_spec {
 	const void *tier;           /* the tier's own data for setup_root */
 };
 
-/* Called by the supervisor once init exists and before the program starts
- * (init waits for it): puts init into a cgroup, say. 0, or -errno with err. */
-typedef int (*jail_start_hook)(void *arg, pid_t init_pid, struct aj_error *err);
-
 /* One run. Fills res fully; returns 0 if the program ran, -errno if the
  * sandbox could not be built (res says why). */
-int jail_run(const struct jail_spec *s, jail_start_hook hook, void *hook_arg,
-	     struct aj_result *res);
+int jail_run(const struct jail_spec *s, struct aj_result *res);
 
 /* For setup_root: under `root` ("" for the host's /), mounts the run's own
  * /dev, one size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the

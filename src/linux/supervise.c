@@ -149,14 +149,6 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	o->init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 }
 
-void sandbox_kill_and_reap(int pidfd)
-{
-	siginfo_t si;
-	pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	while (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, NULL) < 0 && errno == EINTR)
-		;
-}
-
 /* Python's last words on a failed allocation. Only the kind of ending is
  * inferred from it, never a limit: a program that prints it itself merely
  * labels its own failure. */

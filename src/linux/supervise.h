@@ -40,10 +40,6 @@ struct outcome {
 void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
 	       struct capture *err, struct outcome *o);
 
-/* Ends a sandbox that must not start after all: SIGKILL to its init (the
- * namespace dies with it) and reap it. */
-void sandbox_kill_and_reap(int pidfd);
-
 /* Fills res from the outcome (status, exit code or signal, usage, message)
  * and moves the captured streams into it. */
 void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,

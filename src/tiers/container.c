@@ -10,16 +10,17 @@
  *           /etc/passwd, /root or /home, is there to read.
  *
  *  cgroup   init is born in a cgroup of the run's own (cgroup v2, clone3
- *           CLONE_INTO_CGROUP) or moved there by the supervisor before the
- *           program starts (v1) (cgroup.c): memory with no swap for
+ *           CLONE_INTO_CGROUP) or moves its own thread there first thing
+ *           (v1) (cgroup.c): memory with no swap for
  *           the whole run (an OOM kill is reported as status `memory`), pids,
  *           one CPU's quota. init then roots a cgroup namespace there. The
  *           cgroup is removed after the run. If cgroups cannot be made, the
  *           run is refused, naming what to enable.
  *
- * Setup order, in init: private mount tree, bind the image, make it
+ * Setup order, in init: join the run's cgroups (v1), private mount tree, bind
+ * the image, make it
  * read-only, /dev, scratch tmpfs and program, /proc, pivot_root, detach the
- * old root; then (jail.c) wait for the cgroup, cgroup namespace, fork the
+ * old root; then (jail.c) cgroup namespace, fork the
  * program: rlimits, uid, capabilities, no_new_privs, seccomp, exec.
  */
 #include <errno.h>
@@ -116,11 +117,6 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 	return 0;
 }
 
-static int join_cgroup(void *arg, pid_t init_pid, struct aj_error *err)
-{
-	return cgroup_add(arg, init_pid, err);
-}
-
 static int container_open(const struct aj_config *cfg, void **state, struct aj_error *err)
 {
 	*state = NULL;
@@ -184,12 +180,13 @@ static int container_run(void *state, const struct aj_config *cfg, const char *c
 		return rc;
 	}
 	/* cgroup v2: init is born in the run's cgroup. v1 has no such thing:
-	 * the supervisor moves init there before the program starts, which
-	 * can cost a grace period of the kernel's RCU when it is busy. */
+	 * init moves its own thread there first (cgroup_join_self), which
+	 * unlike moving another process takes no global lock. */
 	int cgfd = cgroup_open_dir(&cg);
 	s.into_cgroup = cgfd >= 0;
 	s.cgroup_fd = cgfd;
-	rc = jail_run(&s, s.into_cgroup ? NULL : join_cgroup, &cg, res);
+	s.join_cgroups = cg.version == 1 ? cg.tasks_files : NULL;
+	rc = jail_run(&s, res);
 	if (cgfd >= 0)
 		close(cgfd);
 

@@ -161,7 +161,7 @@ static int process_run(void *state, const struct aj_config *cfg, const char *cod
 		s.uid = slot.uid;
 		s.gid = slot.gid;
 	}
-	rc = jail_run(&s, NULL, NULL, res);
+	rc = jail_run(&s, res);
 	slot_release(&slot);
 	return rc;
 }
