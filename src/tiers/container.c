@@ -217,19 +217,7 @@ static int container_run(void *state, const struct aj_config *cfg, const char *c
 
 static int container_check(const struct aj_config *cfg, struct aj_error *err)
 {
-	void *state;
-	int rc = container_open(cfg, &state, err);
-	if (rc)
-		return rc;
-	struct aj_result res;
-	result_init(&res);
-	rc = container_run(state, cfg, "", 0, &res);
-	if (res.status != AJ_STATUS_OK)
-		rc = error_set(err, rc ? rc : -EIO, "%s",
-			       res.message ? res.message : "a trial run did not succeed");
-	aj_result_free(&res);
-	container_close(state);
-	return rc;
+	return tier_trial_run(&container_tier, cfg, err);
 }
 
 const struct tier_ops container_tier = {

@@ -183,22 +183,14 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 {
 	unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
 			      CLONE_NEWUTS | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
-	void *state;
-	int rc = process_open(cfg, &state, err);
-	if (rc)
+	int rc;
+	/* Which namespace this machine refuses, by name, before a trial run
+	 * could only say that clone failed. */
+	if (access(cfg->python, X_OK) < 0)
+		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
+	if ((rc = ns_probe(flags, err)))
 		return rc;
-	if ((rc = ns_probe(flags, err)) == 0) {
-		/* The mechanisms exist; a real run proves they combine. */
-		struct aj_result res;
-		result_init(&res);
-		rc = process_run(state, cfg, "", 0, &res);
-		if (res.status != AJ_STATUS_OK)
-			rc = error_set(err, rc ? rc : -EIO, "%s",
-				       res.message ? res.message : "a trial run did not succeed");
-		aj_result_free(&res);
-	}
-	process_close(state);
-	return rc;
+	return tier_trial_run(&process_tier, cfg, err);
 }
 
 const struct tier_ops process_tier = {

@@ -17,6 +17,10 @@ struct tier_ops {
 	void (*close)(void *state);
 };
 
+/* Opens the tier, runs an empty program, closes it: 0 if that ran with
+ * status ok, else the reason (the run's sandbox_error message). */
+int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct aj_error *err);
+
 extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;
 extern const struct tier_ops microvm_tier;
