@@ -126,6 +126,17 @@ int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result
 void aj_close(struct aj_sandbox *sb);
 void aj_result_free(struct aj_result *res);
 
+/* Cancelling a run from another thread (an MCP client's
+ * notifications/cancelled, say): aj_cancel_fire stops the sandbox as a
+ * timeout would, and the run ends with status killed and the message
+ * "cancelled". A token serves one run; aj_cancel_fire is async-signal-safe. */
+struct aj_cancel;
+int aj_cancel_new(struct aj_cancel **out);
+void aj_cancel_fire(struct aj_cancel *c);
+void aj_cancel_free(struct aj_cancel *c);
+int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
+		       struct aj_cancel *cancel, struct aj_result *res);
+
 /* Whether a tier can run on this machine; 0 if so, else -errno with the
  * precise reason in err ("network namespace: unshare: EPERM"). */
 int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);

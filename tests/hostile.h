@@ -826,6 +826,43 @@ static void caller_signal_state_is_not_inherited(void **state)
 		fail_msg("%s", buf);
 }
 
+struct cancelled_run {
+	const struct aj_config *cfg;
+	struct aj_cancel *cancel;
+	struct aj_result res;
+};
+
+static void *cancelled_worker(void *arg)
+{
+	struct cancelled_run *c = arg;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	if (aj_open(c->cfg, &sb, &err))
+		return NULL;
+	const char *code = "import time\nprint('started', flush=True)\ntime.sleep(30)\n";
+	aj_run_cancellable(sb, code, strlen(code), c->cancel, &c->res);
+	aj_close(sb);
+	return NULL;
+}
+
+static void cancel_stops_the_run(void **state)
+{
+	struct fixture *f = *state;
+	struct cancelled_run c = {.cfg = &f->cfg};
+	assert_int_equal(aj_cancel_new(&c.cancel), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, cancelled_worker, &c), 0);
+	/* Let it start, then withdraw it, as an MCP client's cancellation
+	 * would: the whole sandbox stops long before its 30 s sleep ends. */
+	sleep_ms(500);
+	aj_cancel_fire(c.cancel);
+	pthread_join(th, NULL);
+	aj_cancel_free(c.cancel);
+	assert_status(&c.res, AJ_STATUS_KILLED);
+	assert_true(contains(c.res.message, "cancelled"));
+	aj_result_free(&c.res);
+}
+
 #define HOSTILE_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
 
 /* The whole table, in the order a reader meets the threats. */
@@ -842,6 +879,6 @@ static void caller_signal_state_is_not_inherited(void **state)
 	HOSTILE_TEST(isolation_concurrent_runs), HOSTILE_TEST(isolation_sequential_runs),      \
 	HOSTILE_TEST(hostile_host_unix_socket), HOSTILE_TEST(hostile_keyrings),               \
 	HOSTILE_TEST(hostile_devices), HOSTILE_TEST(hostile_denied_syscalls),                 \
-	HOSTILE_TEST(caller_signal_state_is_not_inherited)
+	HOSTILE_TEST(caller_signal_state_is_not_inherited), HOSTILE_TEST(cancel_stops_the_run)
 
 #endif

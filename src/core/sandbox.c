@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../tiers/tier.h"
 #include "internal.h"
@@ -80,7 +82,42 @@ static int check_code(const char *code, size_t len, struct aj_result *res)
 	return 0;
 }
 
-int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res)
+struct aj_cancel {
+	int fd;
+};
+
+int aj_cancel_new(struct aj_cancel **out)
+{
+	struct aj_cancel *c = malloc(sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->fd < 0) {
+		int e = errno;
+		free(c);
+		return -e;
+	}
+	*out = c;
+	return 0;
+}
+
+void aj_cancel_fire(struct aj_cancel *c)
+{
+	uint64_t one = 1;
+	if (c)
+		(void)!write(c->fd, &one, sizeof one);
+}
+
+void aj_cancel_free(struct aj_cancel *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
+		       struct aj_cancel *cancel, struct aj_result *res)
 {
 	int rc;
 
@@ -89,7 +126,9 @@ int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result
 		result_sandbox_error(res, "run: no sandbox");
 		rc = -EINVAL;
 	} else if (!(rc = check_code(code, len, res))) {
-		rc = sb->ops->run(sb->state, &sb->cfg, code, len, res);
+		const struct run_request req = {.code = code, .len = len,
+						.cancel_fd = cancel ? cancel->fd : -1};
+		rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
 	}
 	/* Every result carries both streams, even a refused one, so front
 	 * ends never test for NULL. */
@@ -98,6 +137,11 @@ int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result
 	if (!res->stderr_buf)
 		res->stderr_buf = calloc(1, 1);
 	return rc;
+}
+
+int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res)
+{
+	return aj_run_cancellable(sb, code, len, NULL, res);
 }
 
 void aj_close(struct aj_sandbox *sb)

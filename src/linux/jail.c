@@ -366,7 +366,7 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	capture_init(&cout, cap);
 	capture_init(&cerr, cap);
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
-				.report_fd = rep[0], .start_ms = start};
+				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
 	struct outcome o;
 	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
 	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);

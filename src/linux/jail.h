@@ -19,6 +19,7 @@ struct jail_spec {
 	const struct aj_config *cfg;
 	const char *code;
 	size_t code_len;
+	int cancel_fd;              /* readable: stop the run; -1: none */
 	const char *python;         /* the interpreter's path inside the view */
 	bool userns;                /* not root: a user namespace provides the privilege */
 	bool cgroup_ns;             /* a cgroup namespace rooted at the run's cgroup */

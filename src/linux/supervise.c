@@ -81,7 +81,7 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 		if (timeout < 0 && until >= 0)
 			timeout = 0;
 
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{.fd = s->pidfd, .events = POLLIN},
 			/* At EOF the report pipe would poll ready forever
 			 * while the kernel tears init's namespaces down. */
@@ -90,8 +90,9 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 			 * pipes alone so full ones cannot spin this loop. */
 			{.fd = streams_open[0] && !kill_at ? s->out_fd : -1, .events = POLLIN},
 			{.fd = streams_open[1] && !kill_at ? s->err_fd : -1, .events = POLLIN},
+			{.fd = !kill_at ? s->cancel_fd : -1, .events = POLLIN},
 		};
-		int n = poll(p, 4, timeout);
+		int n = poll(p, 5, timeout);
 		if (n < 0 && errno != EINTR && !o->forced_kill) {
 			/* Cannot happen with valid fds; if it does, end the
 			 * sandbox rather than run it unwatched. */
@@ -117,6 +118,12 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 				kill_at = now_ms() + STOP_GRACE_MS;
 				pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
 			}
+		}
+		if (p[4].revents && !kill_at) {
+			/* The caller withdrew the request: stop as for a timeout. */
+			o->cancelled = true;
+			kill_at = now_ms() + STOP_GRACE_MS;
+			pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
 		}
 		if (p[0].revents)
 			exited = true;
@@ -198,7 +205,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	/* Stopped by the supervisor: init killed the program with SIGKILL (or
 	 * init itself was SIGKILLed, taking the namespace with it). A program
 	 * that had already exited keeps its own exit code. */
-	if (o->output_overflow || o->timed_out) {
+	if (o->output_overflow || o->timed_out || o->cancelled) {
 		if (o->exited_report && WIFEXITED(ws)) {
 			res->has_exit_code = true;
 			res->exit_code = WEXITSTATUS(ws);
@@ -211,6 +218,11 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		result_set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
 				   l->output_kb,
 				   res->stdout_truncated ? "stdout" : "stderr");
+		return;
+	}
+	if (o->cancelled) {
+		res->status = AJ_STATUS_KILLED;
+		result_set_message(res, "cancelled by the caller; the run was stopped");
 		return;
 	}
 	if (o->timed_out) {

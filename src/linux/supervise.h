@@ -19,11 +19,13 @@ struct supervised {
 	int out_fd;      /* read ends, non-blocking */
 	int err_fd;
 	int report_fd;
+	int cancel_fd;   /* readable when the caller cancels; -1: none */
 	double start_ms;
 };
 
 struct outcome {
 	bool timed_out;
+	bool cancelled;
 	bool output_overflow;
 	bool exited_report;         /* init reported the program's end */
 	bool setup_failed;          /* init reported a protection it could not apply */

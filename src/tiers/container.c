@@ -144,14 +144,15 @@ static void container_close(void *state)
 	free(state);
 }
 
-static int container_run(void *state, const struct aj_config *cfg, const char *code, size_t len,
+static int container_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 			 struct aj_result *res)
 {
 	struct container_state *st = state;
 	struct jail_spec s = {
 		.cfg = cfg,
-		.code = code,
-		.code_len = len,
+		.code = req->code,
+		.code_len = req->len,
+		.cancel_fd = req->cancel_fd,
 		.python = cfg->python,
 		.cgroup_ns = true,
 		/* The memory cgroup bounds the whole run; RLIMIT_AS would

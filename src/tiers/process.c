@@ -126,15 +126,16 @@ static void caller_home(char *out, size_t n, const char *python)
 	memcpy(out, h, hl + 1);
 }
 
-static int process_run(void *state, const struct aj_config *cfg, const char *code, size_t len,
+static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
 	(void)state;
 	struct host_view view;
 	struct jail_spec s = {
 		.cfg = cfg,
-		.code = code,
-		.code_len = len,
+		.code = req->code,
+		.code_len = req->len,
+		.cancel_fd = req->cancel_fd,
 		.python = cfg->python,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */

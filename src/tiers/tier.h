@@ -5,6 +5,13 @@
 
 #include "../core/internal.h"
 
+/* What one run is asked to do. */
+struct run_request {
+	const char *code;
+	size_t len;
+	int cancel_fd;  /* readable when the caller cancels; -1 if it cannot */
+};
+
 struct tier_ops {
 	const char *name;
 	/* 0 if the tier can run here, else -errno and the precise reason. */
@@ -12,7 +19,7 @@ struct tier_ops {
 	/* Prepares long-lived state (pools, images); *state may stay NULL. */
 	int (*open)(const struct aj_config *cfg, void **state, struct aj_error *err);
 	/* One run in a fresh sandbox. Fills res fully, always. */
-	int (*run)(void *state, const struct aj_config *cfg, const char *code, size_t len,
+	int (*run)(void *state, const struct aj_config *cfg, const struct run_request *req,
 		   struct aj_result *res);
 	void (*close)(void *state);
 };

@@ -12,7 +12,8 @@ int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct
 		return rc;
 	struct aj_result res;
 	result_init(&res);
-	rc = t->run(state, cfg, "", 0, &res);
+	const struct run_request empty = {.code = "", .len = 0, .cancel_fd = -1};
+	rc = t->run(state, cfg, &empty, &res);
 	if (res.status != AJ_STATUS_OK)
 		rc = error_set(err, rc ? rc : -EIO, "%s",
 			       res.message ? res.message : "a trial run did not succeed");

@@ -16,10 +16,10 @@ static int unbuilt_open(const struct aj_config *cfg, void **state, struct aj_err
 	return unbuilt_check(cfg, err);
 }
 
-static int unbuilt_run(void *state, const struct aj_config *cfg, const char *code, size_t len,
+static int unbuilt_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
-	(void)state, (void)code, (void)len;
+	(void)state, (void)req;
 	result_sandbox_error(res, "%s: not built yet", aj_tier_name(cfg->tier));
 	return -ENOSYS;
 }
