@@ -11,7 +11,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
 LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c))
-CLI_SRC := $(wildcard src/cli/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
 B := build
@@ -57,7 +57,7 @@ $(B)/libagentjail.a: $(LIB_OBJ)
 # The command is linked static-pie: no dynamic loading on every run (about
 # 0.5 ms of a 10 ms run here), and ASLR is kept.
 $(B)/agentjail: $(CLI_OBJ) $(B)/libagentjail.a
-	$(CC) $(CFLAGS) -static-pie -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS)
+	$(CC) $(CFLAGS) -static-pie -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS) -lpthread
 
 $(B)/examples/hello: examples/hello.c $(B)/libagentjail.a
 	@mkdir -p $(dir $@)
@@ -69,7 +69,7 @@ $(T)/libagentjail.a: $(TLIB_OBJ)
 	ar rcs $@ $^
 
 $(T)/agentjail: $(TCLI_OBJ) $(T)/libagentjail.a
-	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS)
+	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS) -lpthread
 
 $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I. $(shell pkg-config --cflags cmocka) \
@@ -84,9 +84,15 @@ $(B)/bench: bench/bench.c
 # The container tier's tests run an image copied from this host's Python
 # (no network); agentjail image build leaves an existing one as it is.
 TEST_IMAGES := $(CURDIR)/build/images
-test: deps $(TESTS) $(T)/agentjail all
+# The MCP tests drive agentjail mcp with the official TypeScript SDK from npm.
+MCP_DEPS := tests/mcp/node_modules/.installed
+$(MCP_DEPS): tests/mcp/package.json
+	cd tests/mcp && npm install --no-audit --no-fund --silent
+	@touch $@
+
+test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
-	@./scripts/run-tests.sh $(TESTS)
+	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s).

@@ -27,6 +27,8 @@
 extern "C" {
 #endif
 
+#define AGENTJAIL_VERSION "0.3.0"
+
 enum aj_tier {
 	AJ_TIER_PROCESS = 0,
 	AJ_TIER_CONTAINER,

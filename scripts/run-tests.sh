@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs each test program given, in order, and ends with one summary line.
-# Every test program is a cmocka runner; this only adds the total and makes
-# a crashed program count as a failure.
+# A test program is a cmocka runner, or a .mjs file for node's test runner;
+# this only adds the totals and makes a crashed program count as a failure.
 set -u
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -9,11 +9,23 @@ failed=0
 passed=0
 for t in "$@"; do
 	echo "== $t"
-	out=$("$t" 2>&1)
-	rc=$?
-	printf '%s\n' "$out"
-	n=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
-	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
+	case "$t" in
+	*.mjs)
+		# node's own test runner: its summary says "# pass N" / "# fail N".
+		out=$(node --test --test-timeout=300000 "$t" 2>&1)
+		rc=$?
+		printf '%s\n' "$out"
+		n=$(printf '%s\n' "$out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -n 1)
+		f=$(printf '%s\n' "$out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -n 1)
+		;;
+	*)
+		out=$("$t" 2>&1)
+		rc=$?
+		printf '%s\n' "$out"
+		n=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
+		f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
+		;;
+	esac
 	passed=$((passed + ${n:-0}))
 	if [ "$rc" -ne 0 ]; then
 		failed=$((failed + ${f:-1}))

@@ -333,6 +333,33 @@ static void image_lifecycle(void **state)
 	unsetenv("AGENTJAIL_IMAGES");
 }
 
+static void mcp_config_errors_name_the_problem(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "mcp", "--config",
+	    PROGRAM("c1.json", "{\"tier\": \"process\", \"memory\": \"lots\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "memory: expected a whole number"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("c2.json", "{\"tier\": \"process\",}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "c2.json:1:"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("c3.json", "{\"tier\": \"vm\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "unknown tier 'vm'"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("c4.json", "{\"concurrency\": 0}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "concurrency: 0 is out of range"));
+	CLI(&res, NULL, "mcp", "--config", "/nonexistent.json");
+	assert_int_equal(res.exit_code, 2);
+	/* A flag overrides the file; a tier that cannot run is refused at start. */
+	CLI(&res, "", "mcp", "--config", PROGRAM("c5.json", "{\"tier\": \"process\"}"), "--tier",
+	    "microvm");
+	assert_int_equal(res.exit_code, 125);
+	assert_true(contains(res.err, "the microvm tier cannot run here"));
+	/* Nothing but protocol on stdout, even then. */
+	assert_string_equal(res.out, "");
+}
+
 static void help_is_there(void **state)
 {
 	(void)state;
@@ -373,6 +400,7 @@ int main(void)
 		cmocka_unit_test(caller_environment_does_not_leak),
 		cmocka_unit_test(check_lists_every_tier),
 		cmocka_unit_test(image_lifecycle),
+		cmocka_unit_test(mcp_config_errors_name_the_problem),
 		cmocka_unit_test(help_is_there),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);

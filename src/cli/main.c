@@ -15,6 +15,7 @@ static const char usage[] =
 	"  run FILE|-     run one program (agentjail run --help for the options)\n"
 	"  check          which tiers work on this machine, and why the others don't\n"
 	"  image          build, list and remove the image roots the container tier runs\n"
+	"  mcp            serve run_python to an AI agent over MCP (stdio)\n"
 	"\n"
 	"examples:\n"
 	"  agentjail run hello.py\n"
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "image"))
 		return cmd_image(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mcp"))
+		return cmd_mcp(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;

@@ -38,6 +38,11 @@ void capture_free(struct capture *c);
  * standard recommends) and NUL bytes are kept as is. NULL on ENOMEM. */
 char *utf8_repair(const char *s, size_t n, size_t *out_len);
 
+/* The contract's result object (DESIGN.md), for callers that embed it in
+ * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */
+typedef struct json_t json_t;
+json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
+
 /* Result helpers. */
 void result_init(struct aj_result *res);
 void result_set_message(struct aj_result *res, const char *fmt, ...)

@@ -29,11 +29,9 @@ static json_t *ms(double v)
 	return json_real(round(v * 10.0) / 10.0);
 }
 
-char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier)
+json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 {
 	json_t *o = json_object();
-	char *out = NULL;
-
 	if (!o)
 		return NULL;
 	int bad = 0;
@@ -51,8 +49,19 @@ char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier)
 	bad |= json_object_set_new(o, "cpu_ms", ms(res->cpu_ms));
 	bad |= json_object_set_new(o, "memory_kb", json_integer((json_int_t)res->memory_kb));
 	bad |= json_object_set_new(o, "message", text_or_null(res->message));
-	if (!bad)
-		out = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(12));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier)
+{
+	json_t *o = result_to_json_object(res, tier);
+	if (!o)
+		return NULL;
+	char *out = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(12));
 	json_decref(o);
 	return out;
 }

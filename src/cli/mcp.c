@@ -1,0 +1,101 @@
+/* agentjail mcp: the MCP stdio server, with the tier and limits fixed here
+ * by the deployer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../mcp/server.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail mcp [--config FILE] [options]\n"
+	"\n"
+	"Serves the Model Context Protocol on stdin/stdout (one JSON-RPC message a line,\n"
+	"protocol versions 2025-11-25 and 2026-07-28) with one tool, run_python. The\n"
+	"tier and limits are fixed here, by the deployer: the agent sends only code.\n"
+	"Logs go to stderr. The server exits when stdin closes.\n"
+	"\n"
+	"options (they override FILE's values):\n"
+	"  --config FILE     JSON: {\"tier\": \"container\", \"timeout\": 10, \"memory\": 256, ...}\n"
+	"                    (keys: tier, image, python, timeout, cpu, memory, pids,\n"
+	"                    file_size, disk, output, concurrency; unknown keys are errors)\n"
+	"  --concurrency N   runs at once; more calls wait their turn (default 4)\n" LIMIT_OPTIONS_HELP
+	"  -h, --help        this help\n";
+
+enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_HELP };
+
+int cmd_mcp(int argc, char **argv)
+{
+	struct option opts[20];
+	size_t k = 0;
+	for (; limit_options[k].name; k++)
+		opts[k] = limit_options[k];
+	opts[k++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	opts[k++] = (struct option){"concurrency", required_argument, NULL, OPT_CONCURRENCY};
+	opts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	opts[k] = (struct option){NULL, 0, NULL, 0};
+
+	struct mcp_config cfg;
+	mcp_config_init(&cfg);
+	struct aj_error err = {0};
+	int c, rc = EXIT_USAGE;
+
+	/* The file first, wherever --config stands; then the flags over it. */
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+		if (c == OPT_CONFIG && mcp_config_load(&cfg, optarg, &err)) {
+			cli_error("mcp: %s", err.message);
+			goto out;
+		}
+	optind = 1;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == OPT_CONFIG)
+			continue;
+		if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			rc = 0;
+			goto out;
+		}
+		if (c == OPT_CONCURRENCY) {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 1 || v > MCP_MAX_CONCURRENCY) {
+				cli_error("--concurrency: expected 1 to %d, got '%s'",
+					  MCP_MAX_CONCURRENCY, optarg);
+				goto out;
+			}
+			cfg.concurrency = (unsigned)v;
+			continue;
+		}
+		if (c == '?' || option_apply(c, optarg, &cfg.sandbox) < 0) {
+			fputs("try 'agentjail mcp --help'\n", stderr);
+			goto out;
+		}
+	}
+	if (optind != argc) {
+		cli_error("mcp: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (aj_config_validate(&cfg.sandbox, &err)) {
+		cli_error("mcp: %s", err.message);
+		goto out;
+	}
+	/* Open the sandbox before serving: a deployer's mistake (no image, no
+	 * cgroups) shows at start, not as every call failing. */
+	struct aj_sandbox *sb;
+	if (aj_open(&cfg.sandbox, &sb, &err)) {
+		cli_error("mcp: the %s tier cannot run here: %s", aj_tier_name(cfg.sandbox.tier),
+			  err.message);
+		rc = EXIT_SANDBOX;
+		goto out;
+	}
+	fprintf(stderr, "agentjail mcp: serving run_python on the %s tier\n",
+		aj_tier_name(cfg.sandbox.tier));
+	rc = mcp_serve(&cfg, sb, stdin, stdout);
+	aj_close(sb);
+out:
+	mcp_config_free(&cfg);
+	return rc;
+}

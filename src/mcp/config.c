@@ -1,0 +1,136 @@
+/* The config file: one JSON object, e.g.
+ *
+ *   {"tier": "container", "image": "default", "timeout": 10, "cpu": 10,
+ *    "memory": 256, "pids": 64, "file_size": 16, "disk": 64, "output": 1024,
+ *    "python": "/usr/bin/python3", "concurrency": 4}
+ *
+ * Every key is optional; an unknown key is an error, not ignored: a typo in
+ * a limit must not silently leave the default in force. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "config.h"
+
+void mcp_config_init(struct mcp_config *c)
+{
+	memset(c, 0, sizeof *c);
+	aj_config_init(&c->sandbox);
+	c->concurrency = MCP_DEFAULT_CONCURRENCY;
+}
+
+void mcp_config_free(struct mcp_config *c)
+{
+	for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++)
+		free(c->strings[i]);
+	memset(c->strings, 0, sizeof c->strings);
+}
+
+enum kind { WHOLE, SECONDS, TEXT };
+
+static const struct key {
+	const char *name;
+	enum kind kind;
+} keys[] = {
+	{"tier", TEXT},    {"image", TEXT},     {"python", TEXT}, {"timeout", SECONDS},
+	{"cpu", WHOLE},    {"memory", WHOLE},   {"pids", WHOLE},  {"file_size", WHOLE},
+	{"disk", WHOLE},   {"output", WHOLE},   {"concurrency", WHOLE},
+};
+
+static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
+			    "output, concurrency";
+
+static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
+{
+	if (v < 0 || v > UINT32_MAX)
+		return error_set(err, -EINVAL, "%s: %lld is out of range", name, (long long)v);
+	uint32_t u = (uint32_t)v;
+	struct aj_limits *l = &c->sandbox.limits;
+	if (!strcmp(name, "cpu"))
+		l->cpu_sec = u;
+	else if (!strcmp(name, "memory"))
+		l->memory_mb = u;
+	else if (!strcmp(name, "pids"))
+		l->pids = u;
+	else if (!strcmp(name, "file_size"))
+		l->file_size_mb = u;
+	else if (!strcmp(name, "disk"))
+		l->disk_mb = u;
+	else if (!strcmp(name, "output"))
+		l->output_kb = u;
+	else if (!strcmp(name, "concurrency")) {
+		if (u < 1 || u > MCP_MAX_CONCURRENCY)
+			return error_set(err, -EINVAL, "concurrency: %u is out of range (1 to %d)",
+					 u, MCP_MAX_CONCURRENCY);
+		c->concurrency = u;
+	}
+	return 0;
+}
+
+static int set_text(struct mcp_config *c, const char *name, const char *v, struct aj_error *err)
+{
+	if (!strcmp(name, "tier")) {
+		if (aj_tier_parse(v, &c->sandbox.tier) < 0)
+			return error_set(err, -EINVAL,
+					 "tier: unknown tier '%s' (process, container, microvm, docker)",
+					 v);
+		return 0;
+	}
+	int slot = !strcmp(name, "image") ? 0 : 1;
+	free(c->strings[slot]);
+	c->strings[slot] = strdup(v);
+	if (!c->strings[slot])
+		return error_set(err, -ENOMEM, "out of memory");
+	if (slot == 0)
+		c->sandbox.image = c->strings[slot];
+	else
+		c->sandbox.python = c->strings[slot];
+	return 0;
+}
+
+int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return error_set(err, -EINVAL, "%s:%d: %s", path, je.line, je.text);
+	int rc = 0;
+	if (!json_is_object(root)) {
+		rc = error_set(err, -EINVAL, "%s: the configuration must be one JSON object", path);
+		goto out;
+	}
+	const char *name;
+	json_t *v;
+	json_object_foreach(root, name, v) {
+		const struct key *k = NULL;
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+			if (!strcmp(keys[i].name, name))
+				k = &keys[i];
+		if (!k) {
+			rc = error_set(err, -EINVAL, "%s: unknown key '%s' (known: %s)", path, name,
+				       known);
+			goto out;
+		}
+		struct aj_error why = {0};
+		if (k->kind == TEXT && json_is_string(v))
+			rc = set_text(c, name, json_string_value(v), &why);
+		else if (k->kind == WHOLE && json_is_integer(v))
+			rc = set_whole(c, name, json_integer_value(v), &why);
+		else if (k->kind == SECONDS && json_is_number(v) && isfinite(json_number_value(v)))
+			c->sandbox.limits.wall_sec = json_number_value(v);
+		else
+			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
+				       k->kind == TEXT ? "a string" :
+				       k->kind == WHOLE ? "a whole number" : "a number of seconds");
+		if (rc) {
+			error_set(err, rc, "%s: %s", path, why.message);
+			goto out;
+		}
+	}
+out:
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,24 @@
+/* The MCP server's configuration: the tier and limits every run_python call
+ * gets, fixed by the deployer (a JSON file and/or command-line flags), never
+ * by the agent. */
+#ifndef AJ_MCP_CONFIG_H
+#define AJ_MCP_CONFIG_H
+
+#include "agentjail.h"
+
+struct mcp_config {
+	struct aj_config sandbox;
+	unsigned concurrency;    /* runs at once; more calls wait their turn */
+	char *strings[4];        /* owned copies of the file's strings */
+};
+
+#define MCP_DEFAULT_CONCURRENCY 4
+#define MCP_MAX_CONCURRENCY 256
+
+void mcp_config_init(struct mcp_config *c);
+/* Reads FILE over c. Unknown keys and wrong types are errors naming the
+ * key; 0 or -errno with err. */
+int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err);
+void mcp_config_free(struct mcp_config *c);
+
+#endif

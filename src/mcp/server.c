@@ -1,0 +1,487 @@
+/* The MCP stdio server: JSON-RPC 2.0, one message a line, serving both
+ * protocol eras of the specification.
+ *
+ *  2025-11-25  the lifecycle handshake (initialize, notifications/initialized),
+ *              ping, tools/list, tools/call.
+ *  2026-07-28  no handshake: every request carries its protocol version and
+ *              the client's capabilities in _meta; server/discover; every
+ *              result has resultType; list results have ttlMs and
+ *              cacheScope; an unsupported version is error -32022.
+ *
+ * A request whose _meta names a protocol version is served by the modern
+ * rules, anything else by the legacy ones; the spec lets one process serve
+ * both. Protocol problems are JSON-RPC errors; a program that fails is a
+ * tool result with isError, so the model can correct itself.
+ *
+ * Threads: this one reads stdin and answers everything but tools/call; each
+ * tools/call runs in a thread of its own, at most `concurrency` running at
+ * once (the rest wait their turn), and can be cancelled. Every message is
+ * written whole, under one lock, as one line. At EOF every run still going is
+ * cancelled and waited for, so none outlives the server. */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "server.h"
+#include "tool.h"
+
+#define MODERN_VERSION "2026-07-28"
+#define LATEST_LEGACY_VERSION "2025-11-25"
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+/* The tool list never changes while the server runs: clients may cache it. */
+#define LIST_TTL_MS 3600000
+
+/* The largest line read: the largest program, JSON-escaped, and room. */
+#define MAX_LINE ((size_t)AJ_MAX_CODE_BYTES * 6 + 65536)
+
+static const char *const legacy_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+					      "2024-11-05"};
+
+enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601,
+       INVALID_PARAMS = -32602, INTERNAL_ERROR = -32603, UNSUPPORTED_VERSION = -32022 };
+
+struct call;
+
+struct server {
+	const struct mcp_config *cfg;
+	struct aj_sandbox *sandbox;
+	FILE *out;
+	pthread_mutex_t lock;      /* output, the call list */
+	sem_t slots;               /* runs allowed at once */
+	struct call *calls;        /* in flight */
+	unsigned pending;          /* threads not yet finished */
+	pthread_cond_t idle;       /* pending reached 0 */
+	json_t *tool;              /* the run_python Tool object */
+	bool initialized;
+};
+
+struct call {
+	struct server *srv;
+	json_t *id;
+	json_t *args;
+	bool modern;
+	bool cancelled;
+	struct aj_cancel *cancel;
+	struct call *next;
+};
+
+/* ---- output ---- */
+
+static void send_json(struct server *s, json_t *msg)
+{
+	char *line = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
+	json_decref(msg);
+	if (!line)
+		return;
+	/* JSON_ENSURE_ASCII: no raw newline or invalid byte can break the
+	 * one-message-a-line framing. */
+	pthread_mutex_lock(&s->lock);
+	fputs(line, s->out);
+	fputc('\n', s->out);
+	fflush(s->out);
+	pthread_mutex_unlock(&s->lock);
+	free(line);
+}
+
+static void send_error(struct server *s, json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+	if (data)
+		json_object_set_new(err, "data", data);
+	json_t *msg = json_pack("{s:s, s:o}", "jsonrpc", "2.0", "error", err);
+	/* An id that could not be read is left out, not sent as null. */
+	if (id)
+		json_object_set(msg, "id", id);
+	send_json(s, msg);
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", "agentjail", "title",
+			 "agentjail: Python in a sandbox", "version", AGENTJAIL_VERSION);
+}
+
+/* A result, with what the modern era adds to every one. */
+static void send_result(struct server *s, json_t *id, json_t *result, bool modern)
+{
+	if (modern) {
+		json_object_set_new(result, "resultType", json_string("complete"));
+		json_object_set_new(result, "_meta",
+				    json_pack("{s:o}", META_SERVER_INFO, server_info()));
+	}
+	send_json(s, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+}
+
+/* ---- tools/call, in its own thread ---- */
+
+static void *call_main(void *arg)
+{
+	struct call *c = arg;
+	struct server *s = c->srv;
+	const char *code;
+	size_t len;
+	char why[200];
+
+	sem_wait(&s->slots);
+	struct aj_result res;
+	tool_arguments(c->args, &code, &len, why, sizeof why);
+	aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
+	sem_post(&s->slots);
+
+	pthread_mutex_lock(&s->lock);
+	for (struct call **p = &s->calls; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	bool cancelled = c->cancelled;
+	pthread_mutex_unlock(&s->lock);
+
+	fprintf(stderr, "agentjail mcp: run_python: %s%s, %.1f ms\n", aj_status_name(res.status),
+		cancelled ? " (cancelled)" : "", res.wall_ms);
+	/* A cancelled request gets no response. */
+	if (!cancelled) {
+		json_t *result = tool_result(&res, s->cfg->sandbox.tier);
+		if (result)
+			send_result(s, c->id, result, c->modern);
+		else
+			send_error(s, c->id, INTERNAL_ERROR, "out of memory building the result",
+				   NULL);
+	}
+	aj_result_free(&res);
+	aj_cancel_free(c->cancel);
+	json_decref(c->id);
+	json_decref(c->args);
+	free(c);
+
+	pthread_mutex_lock(&s->lock);
+	if (--s->pending == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static void start_call(struct server *s, json_t *id, json_t *params, bool modern)
+{
+	json_t *name = json_object_get(params, "name");
+	if (!json_is_string(name)) {
+		send_error(s, id, INVALID_PARAMS, "tools/call needs params.name, a string", NULL);
+		return;
+	}
+	if (strcmp(json_string_value(name), TOOL_NAME) != 0) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "Unknown tool: %.120s", json_string_value(name));
+		send_error(s, id, INVALID_PARAMS, msg, NULL);
+		return;
+	}
+	json_t *args = json_object_get(params, "arguments");
+	const char *code;
+	size_t len;
+	char why[200], msg[260];
+	if (tool_arguments(args, &code, &len, why, sizeof why)) {
+		snprintf(msg, sizeof msg, "Invalid arguments for run_python: %s", why);
+		send_error(s, id, INVALID_PARAMS, msg, NULL);
+		return;
+	}
+	struct call *c = calloc(1, sizeof *c);
+	if (!c || aj_cancel_new(&c->cancel)) {
+		free(c);
+		send_error(s, id, INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	c->srv = s;
+	c->id = json_incref(id);
+	c->args = json_incref(args);
+	c->modern = modern;
+	pthread_mutex_lock(&s->lock);
+	c->next = s->calls;
+	s->calls = c;
+	s->pending++;
+	pthread_mutex_unlock(&s->lock);
+
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, call_main, c) != 0) {
+		pthread_mutex_lock(&s->lock);
+		s->calls = c->next;
+		s->pending--;
+		pthread_mutex_unlock(&s->lock);
+		aj_cancel_free(c->cancel);
+		json_decref(c->id);
+		json_decref(c->args);
+		free(c);
+		send_error(s, id, INTERNAL_ERROR, "cannot start a thread for the run", NULL);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* notifications/cancelled: stop the run; its thread then sends nothing.
+ * Unknown or finished ids are ignored, as the spec says. */
+static void cancel_call(struct server *s, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+	if (!rid)
+		return;
+	pthread_mutex_lock(&s->lock);
+	for (struct call *c = s->calls; c; c = c->next)
+		if (json_equal(c->id, rid)) {
+			c->cancelled = true;
+			aj_cancel_fire(c->cancel);
+		}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- requests ---- */
+
+static json_t *tools_list_result(struct server *s, bool modern)
+{
+	json_t *r = json_pack("{s:[O]}", "tools", s->tool);
+	if (modern) {
+		json_object_set_new(r, "ttlMs", json_integer(LIST_TTL_MS));
+		json_object_set_new(r, "cacheScope", json_string("public"));
+	}
+	return r;
+}
+
+static const char instructions[] =
+	"run_python runs a complete Python program in a fresh sandbox and returns what it "
+	"printed and how it ended. Nothing persists between calls.";
+
+static void handle_legacy(struct server *s, json_t *id, const char *method, json_t *params)
+{
+	if (!strcmp(method, "initialize")) {
+		if (!json_is_object(params) ||
+		    !json_is_string(json_object_get(params, "protocolVersion"))) {
+			send_error(s, id, INVALID_PARAMS,
+				   "initialize needs params.protocolVersion, a string", NULL);
+			return;
+		}
+		/* The client's version if we speak it, else our latest. */
+		const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+		const char *answer = LATEST_LEGACY_VERSION;
+		for (size_t i = 0; i < sizeof legacy_versions / sizeof legacy_versions[0]; i++)
+			if (!strcmp(asked, legacy_versions[i]))
+				answer = legacy_versions[i];
+		s->initialized = true;
+		send_result(s, id,
+			    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", answer,
+				      "capabilities", "tools", "listChanged", 0, "serverInfo",
+				      server_info(), "instructions", instructions),
+			    false);
+	} else if (!strcmp(method, "ping")) {
+		send_result(s, id, json_object(), false);
+	} else if (!strcmp(method, "tools/list")) {
+		send_result(s, id, tools_list_result(s, false), false);
+	} else if (!strcmp(method, "tools/call")) {
+		if (!json_is_object(params)) {
+			send_error(s, id, INVALID_PARAMS, "tools/call needs params, an object", NULL);
+			return;
+		}
+		start_call(s, id, params, false);
+	} else if (!strcmp(method, "server/discover")) {
+		/* A 2026-07-28 method without the envelope it requires. */
+		send_error(s, id, INVALID_PARAMS,
+			   "server/discover needs params._meta with " META_VERSION " and "
+			   META_CAPABILITIES,
+			   NULL);
+	} else {
+		send_error(s, id, METHOD_NOT_FOUND, "Method not found", NULL);
+	}
+}
+
+static json_t *supported_versions(void)
+{
+	json_t *a = json_pack("[s]", MODERN_VERSION);
+	for (size_t i = 0; i < sizeof legacy_versions / sizeof legacy_versions[0]; i++)
+		json_array_append_new(a, json_string(legacy_versions[i]));
+	return a;
+}
+
+static void handle_modern(struct server *s, json_t *id, const char *method, json_t *params,
+			  json_t *meta)
+{
+	json_t *version = json_object_get(meta, META_VERSION);
+	if (!json_is_string(version)) {
+		send_error(s, id, INVALID_PARAMS, "_meta." META_VERSION " must be a string", NULL);
+		return;
+	}
+	if (strcmp(json_string_value(version), MODERN_VERSION) != 0) {
+		send_error(s, id, UNSUPPORTED_VERSION, "Unsupported protocol version",
+			   json_pack("{s:o, s:O}", "supported", supported_versions(), "requested",
+				     version));
+		return;
+	}
+	if (!json_is_object(json_object_get(meta, META_CAPABILITIES))) {
+		send_error(s, id, INVALID_PARAMS,
+			   "_meta." META_CAPABILITIES " is required (an object; {} for none)", NULL);
+		return;
+	}
+	if (!strcmp(method, "server/discover")) {
+		send_result(s, id,
+			    json_pack("{s:o, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions",
+				      supported_versions(), "capabilities", "tools", "listChanged", 0,
+				      "instructions", instructions, "ttlMs", LIST_TTL_MS,
+				      "cacheScope", "public"),
+			    true);
+	} else if (!strcmp(method, "tools/list")) {
+		send_result(s, id, tools_list_result(s, true), true);
+	} else if (!strcmp(method, "tools/call")) {
+		start_call(s, id, params, true);
+	} else {
+		send_error(s, id, METHOD_NOT_FOUND, "Method not found", NULL);
+	}
+}
+
+static void handle_line(struct server *s, const char *line, size_t len)
+{
+	json_error_t je;
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!msg) {
+		char text[200];
+		snprintf(text, sizeof text, "Parse error: %s", je.text);
+		send_error(s, NULL, PARSE_ERROR, text, NULL);
+		return;
+	}
+	if (json_is_array(msg)) {
+		send_error(s, NULL, INVALID_REQUEST, "Invalid Request: batches are not supported",
+			   NULL);
+		json_decref(msg);
+		return;
+	}
+	json_t *id = json_is_object(msg) ? json_object_get(msg, "id") : NULL;
+	/* An id is a string or a whole number; anything else cannot be echoed. */
+	if (id && !json_is_string(id) && !json_is_integer(id))
+		id = NULL;
+	json_t *method = json_is_object(msg) ? json_object_get(msg, "method") : NULL;
+	json_t *params = json_is_object(msg) ? json_object_get(msg, "params") : NULL;
+	if (!json_is_object(msg) ||
+	    !json_is_string(json_object_get(msg, "jsonrpc")) ||
+	    strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
+		send_error(s, id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message",
+			   NULL);
+		goto out;
+	}
+	if (!method) {
+		/* A response (we send no requests) or nothing at all. */
+		if (!json_object_get(msg, "result") && !json_object_get(msg, "error"))
+			send_error(s, id, INVALID_REQUEST, "Invalid Request: no method", NULL);
+		goto out;
+	}
+	if (!json_is_string(method) || (params && !json_is_object(params))) {
+		if (json_object_get(msg, "id"))
+			send_error(s, id, INVALID_REQUEST,
+				   "Invalid Request: method must be a string, params an object",
+				   NULL);
+		goto out;
+	}
+	const char *m = json_string_value(method);
+	if (!json_object_get(msg, "id")) {
+		/* Notifications: never a response. */
+		if (!strcmp(m, "notifications/cancelled"))
+			cancel_call(s, params);
+		goto out;
+	}
+	if (!id) {
+		send_error(s, NULL, INVALID_REQUEST,
+			   "Invalid Request: id must be a string or an integer", NULL);
+		goto out;
+	}
+	json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+	if (json_is_object(meta) && json_object_get(meta, META_VERSION) &&
+	    strcmp(m, "initialize") != 0)
+		handle_modern(s, id, m, params, meta);
+	else
+		handle_legacy(s, id, m, params);
+out:
+	json_decref(msg);
+}
+
+/* Reads one line into *buf. Returns its length, or -1 at EOF. A line longer
+ * than MAX_LINE is read to its end and dropped (*too_long). */
+static ssize_t read_line(FILE *in, char **buf, size_t *cap, bool *too_long)
+{
+	size_t len = 0;
+	*too_long = false;
+	for (;;) {
+		int ch = getc_unlocked(in);
+		if (ch == EOF)
+			return len || *too_long ? (ssize_t)len : -1;
+		if (ch == '\n')
+			break;
+		if (*too_long)
+			continue;
+		if (len >= MAX_LINE) {
+			*too_long = true;
+			continue;
+		}
+		if (len + 1 >= *cap) {
+			size_t ncap = *cap ? *cap * 2 : 65536;
+			if (ncap > MAX_LINE + 1)
+				ncap = MAX_LINE + 1;
+			char *p = realloc(*buf, ncap);
+			if (!p) {
+				*too_long = true;
+				continue;
+			}
+			*buf = p;
+			*cap = ncap;
+		}
+		(*buf)[len++] = (char)ch;
+	}
+	(*buf)[len] = '\0';
+	return (ssize_t)len;
+}
+
+int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in, FILE *out)
+{
+	/* Static: a run's thread may still be leaving the lock's functions
+	 * when the last one wakes this one at EOF. One server per process. */
+	static struct server s;
+	s = (struct server){.cfg = cfg, .sandbox = sandbox, .out = out};
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.idle, NULL);
+	sem_init(&s.slots, 0, cfg->concurrency);
+	s.tool = tool_definition(&cfg->sandbox);
+	if (!s.tool) {
+		fprintf(stderr, "agentjail mcp: cannot build the tool definition\n");
+		return 1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	bool too_long;
+	ssize_t n;
+	while ((n = read_line(in, &line, &cap, &too_long)) >= 0) {
+		if (too_long) {
+			send_error(&s, NULL, PARSE_ERROR,
+				   "Parse error: message longer than the server accepts", NULL);
+			continue;
+		}
+		if (n == 0)
+			continue; /* blank lines between messages are harmless */
+		handle_line(&s, line, (size_t)n);
+	}
+	free(line);
+
+	/* EOF: the client is gone. Stop every run still going and wait for
+	 * them all, so no sandbox outlives the server. */
+	pthread_mutex_lock(&s.lock);
+	for (struct call *c = s.calls; c; c = c->next) {
+		c->cancelled = true;
+		aj_cancel_fire(c->cancel);
+	}
+	while (s.pending > 0)
+		pthread_cond_wait(&s.idle, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	json_decref(s.tool);
+	sem_destroy(&s.slots);
+	return 0;
+}

@@ -1,0 +1,366 @@
+// agentjail mcp, driven by real MCP clients: the official TypeScript SDK v1
+// (protocol 2025-11-25, with the handshake) and its v2 client pinned to
+// 2026-07-28 (no handshake), then raw JSON-RPC lines for what no polite
+// client sends. Run by `make test` (node --test) against the sanitizer build.
+//
+// Safety: the hostile programs here only ever run inside the sandbox; the
+// network test's listener is on 127.0.0.1.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
+// The sandbox uids the server's runs get (the default range): a process of
+// one of them after a test is a run left behind.
+const UID_BASE = 2000000000;
+const LIMITS = ['--timeout', '5', '--cpu', '2'];
+const token = randomBytes(16).toString('hex');
+
+function sandboxProcesses() {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
+    } catch { /* gone meanwhile */ }
+  }
+  return n;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('SDK v1 client, protocol 2025-11-25', () => {
+  let client, secretDir;
+  before(async () => {
+    // A secret of the deployer's: a 0600 file in a 0700 directory the
+    // program can name, and a variable in the server's environment.
+    secretDir = mkdtempSync(join(root, 'build', 'mcp-secret-'));
+    chmodSync(secretDir, 0o700);
+    writeFileSync(join(secretDir, 'secret'), token, { mode: 0o600 });
+    client = new Client({ name: 'agentjail-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({
+      command: AGENTJAIL, args: ['mcp', ...LIMITS],
+      env: { ...getDefaultEnvironment(), OPENAI_API_KEY: token },
+      stderr: 'ignore',
+    }));
+  });
+  after(async () => {
+    await client.close();
+    rmSync(secretDir, { recursive: true, force: true });
+  });
+
+  const run = (code) => client.callTool({ name: 'run_python', arguments: { code } });
+
+  test('negotiates 2025-11-25 and names itself', () => {
+    assert.equal(client.getServerVersion().name, 'agentjail');
+  });
+
+  test('lists exactly run_python, with schemas, limits and honest annotations', async () => {
+    const { tools } = await client.listTools();
+    assert.equal(tools.length, 1);
+    const t = tools[0];
+    assert.equal(t.name, 'run_python');
+    assert.deepEqual(t.inputSchema.required, ['code']);
+    assert.deepEqual(Object.keys(t.inputSchema.properties), ['code']);
+    assert.equal(t.inputSchema.additionalProperties, false);
+    assert.equal(t.outputSchema.type, 'object');
+    assert.ok(t.outputSchema.required.includes('status'));
+    assert.match(t.description, /5 s of wall-clock time/);
+    assert.match(t.description, /256 MiB of memory/);
+    assert.match(t.description, /no network/);
+    assert.equal(t.annotations.openWorldHint, false);
+    assert.equal(t.annotations.destructiveHint, false);
+  });
+
+  test('a benign program: output, structured result, no error', async () => {
+    const r = await run('print(6 * 7)');
+    assert.equal(r.isError, false);
+    assert.equal(r.structuredContent.status, 'ok');
+    assert.equal(r.structuredContent.exit_code, 0);
+    assert.equal(r.structuredContent.stdout, '42\n');
+    assert.equal(r.structuredContent.tier, 'process');
+    assert.match(r.content[0].text, /status: ok \(exit code 0\)/);
+    assert.match(r.content[0].text, /--- stdout ---\n42\n/);
+  });
+
+  test('a failing program is isError, with the traceback for the model', async () => {
+    const r = await run('import sys\nprint("bad", file=sys.stderr)\nsys.exit(3)');
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.status, 'error');
+    assert.equal(r.structuredContent.exit_code, 3);
+    assert.match(r.content[0].text, /--- stderr ---\nbad/);
+  });
+
+  test('the seed six: CPU loop', async () => {
+    const r = await run('while True:\n    pass');
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.status, 'timeout');
+  });
+
+  test('the seed six: 512 MB allocation', async () => {
+    const r = await run('b = bytearray(512 * 1024 * 1024)\nfor i in range(0, len(b), 4096):\n    b[i] = 1');
+    assert.equal(r.structuredContent.status, 'memory');
+    assert.equal(r.isError, true);
+  });
+
+  test('the seed six: fork bomb', async () => {
+    const r = await run([
+      'import os, time', 'made = 0', 'for i in range(200):', '    try:',
+      '        if os.fork() == 0:', '            time.sleep(1)', '            os._exit(0)',
+      '        made += 1', '    except OSError:', '        break', 'print(made)'].join('\n'));
+    assert.notEqual(r.structuredContent.status, 'sandbox_error');
+    assert.ok(Number(r.structuredContent.stdout) < 64, r.structuredContent.stdout);
+  });
+
+  test('the seed six: disk fill', async () => {
+    const r = await run([
+      'import errno', 'n = 0', 'try:', "    with open('fill', 'wb') as f:",
+      '        for i in range(4096):', "            f.write(b'x' * 1048576)", '            n += 1',
+      'except OSError as e:', '    print(n, errno.errorcode[e.errno])'].join('\n'));
+    assert.match(r.structuredContent.stdout, /^\d+ (EFBIG|ENOSPC)\n$/);
+  });
+
+  test('the seed six: host secrets', async () => {
+    const r = await run([
+      'import os', 'print(dict(os.environ))',
+      `for p in ['${join(secretDir, 'secret')}', '/proc/1/environ', '/etc/shadow']:`,
+      '    try:', '        print(open(p).read())', '    except OSError as e:', '        print(p, e)'].join('\n'));
+    const all = JSON.stringify(r);
+    assert.ok(!all.includes(token), 'the secret reached the agent');
+    assert.ok(!all.includes('OPENAI_API_KEY'));
+    assert.match(r.structuredContent.stdout, /Permission denied/);
+  });
+
+  test('the seed six: network', async () => {
+    let accepted = 0;
+    const server = createServer((s) => { accepted++; s.destroy(); });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    const port = server.address().port;
+    const r = await run([
+      'import socket', 's = socket.socket()', 's.settimeout(2)',
+      'try:', `    s.connect(('127.0.0.1', ${port}))`, "    print('CONNECTED')",
+      'except OSError as e:', "    print('blocked', e)"].join('\n'));
+    server.close();
+    assert.equal(accepted, 0);
+    assert.match(r.structuredContent.stdout, /^blocked/);
+  });
+
+  test('an unknown tool is a protocol error, and the server keeps serving', async () => {
+    await assert.rejects(client.callTool({ name: 'run_bash', arguments: { code: 'ls' } }),
+      (e) => e.code === -32602 && /Unknown tool: run_bash/.test(e.message));
+    await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 'print(1)', timeout: 3600 } }),
+      (e) => e.code === -32602 && /only 'code'/.test(e.message));
+    await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 42 } }),
+      (e) => e.code === -32602);
+    const r = await run('print("still here")');
+    assert.equal(r.structuredContent.stdout, 'still here\n');
+  });
+
+  test('a cancelled call kills its run', async () => {
+    const ac = new AbortController();
+    const p = client.callTool({ name: 'run_python', arguments: { code: 'import time\ntime.sleep(4)' } },
+      undefined, { signal: ac.signal });
+    await sleep(700);
+    assert.ok(sandboxProcesses() > 0, 'the run should be going');
+    ac.abort('the agent changed its mind');
+    await assert.rejects(p);
+    // The sandbox is gone well before its 4 s sleep would end: poll a
+    // bounded while for it to disappear, then insist.
+    for (let i = 0; i < 20 && sandboxProcesses() > 0; i++) await sleep(100);
+    assert.equal(sandboxProcesses(), 0);
+    assert.equal((await run('print(2)')).structuredContent.stdout, '2\n');
+  });
+
+  test('calls run concurrently', async () => {
+    const rs = await Promise.all([1, 2, 3, 4].map((i) => run(`import time\ntime.sleep(0.5)\nprint(${i})`)));
+    assert.deepEqual(rs.map((r) => r.structuredContent.stdout), ['1\n', '2\n', '3\n', '4\n']);
+  });
+});
+
+describe('SDK v2 client, protocol 2026-07-28', () => {
+  let client;
+  before(async () => {
+    client = new ClientV2({ name: 'agentjail-test', version: '2.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new StdioV2({ command: AGENTJAIL, args: ['mcp', ...LIMITS], stderr: 'ignore' }));
+  });
+  after(async () => { await client.close(); });
+
+  test('speaks the modern era, without a handshake', () => {
+    assert.equal(client.getProtocolEra(), 'modern');
+  });
+
+  test('lists and calls run_python', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['run_python']);
+    const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("modern")' } });
+    assert.equal(r.isError, false);
+    assert.equal(r.structuredContent.stdout, 'modern\n');
+    const bad = await client.callTool({ name: 'run_python', arguments: { code: 'raise SystemExit(5)' } });
+    assert.equal(bad.isError, true);
+    assert.equal(bad.structuredContent.exit_code, 5);
+  });
+});
+
+// ---- raw lines: what a polite client never sends ----
+
+const servers = [];
+// Whatever a test does, no server it started outlives the file.
+after(() => { for (const p of servers) p.kill('SIGKILL'); });
+
+function rawServer(args = LIMITS) {
+  const p = spawn(AGENTJAIL, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
+  servers.push(p);
+  let buf = '';
+  const waiting = [];
+  const lines = [];
+  p.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(JSON.parse(line)); // every line must be one JSON message
+      while (waiting.length && lines.length) waiting.shift()(lines.shift());
+    }
+  });
+  const exited = new Promise((r) => p.on('exit', (code) => r(code)));
+  return {
+    send: (msg) => p.stdin.write((typeof msg === 'string' ? msg : JSON.stringify(msg)) + '\n'),
+    next: () => new Promise((r) => (lines.length ? r(lines.shift()) : waiting.push(r))),
+    end: () => p.stdin.end(),
+    exited,
+    pending: () => lines.length,
+  };
+}
+
+const modernMeta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+describe('raw protocol', () => {
+  test('malformed, batched, mistyped and unknown messages get the right errors; the server goes on', async () => {
+    const s = rawServer();
+    s.send('{"jsonrpc": "2.0", "id": 1, "method": ');
+    let m = await s.next();
+    assert.equal(m.error.code, -32700);
+    assert.ok(!('id' in m), 'an unreadable id is left out, not null');
+    s.send([{ jsonrpc: '2.0', id: 2, method: 'ping' }]);
+    assert.equal((await s.next()).error.code, -32600);
+    s.send({ jsonrpc: '1.0', id: 3, method: 'ping' });
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.equal(m.id, 3);
+    s.send({ jsonrpc: '2.0', id: 4, method: 'resources/list' });
+    assert.deepEqual(await s.next(), { jsonrpc: '2.0', error: { code: -32601, message: 'Method not found' }, id: 4 });
+    s.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 'run_python' });
+    assert.equal((await s.next()).error.code, -32600);
+    s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'run_python', arguments: { code: ['x'] } } });
+    assert.equal((await s.next()).error.code, -32602);
+    s.send({ jsonrpc: '2.0', id: null, method: 'ping' });
+    assert.equal((await s.next()).error.code, -32600);
+    s.send({ jsonrpc: '2.0', method: 'notifications/unknown' }); // no answer, ever
+    s.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    assert.deepEqual(await s.next(), { jsonrpc: '2.0', id: 7, result: {} });
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
+  test('a line past the size limit is refused whole, and the next one is served', async () => {
+    const s = rawServer();
+    s.send('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + 'x'.repeat(26 * 1024 * 1024) + '"}}');
+    const m = await s.next();
+    assert.equal(m.error.code, -32700);
+    assert.match(m.error.message, /longer than the server accepts/);
+    s.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.equal((await s.next()).id, 2);
+    s.end();
+    await s.exited;
+  });
+
+  test('the 2026-07-28 envelope: discover, cacheable lists, resultType, -32022, missing _meta', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: modernMeta } });
+    let m = await s.next();
+    assert.equal(m.result.resultType, 'complete');
+    assert.ok(m.result.supportedVersions.includes('2026-07-28'));
+    assert.ok(m.result.capabilities.tools);
+    assert.ok(Number.isInteger(m.result.ttlMs) && m.result.ttlMs >= 0);
+    assert.ok(['public', 'private'].includes(m.result.cacheScope));
+    assert.equal(m.result._meta['io.modelcontextprotocol/serverInfo'].name, 'agentjail');
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: modernMeta } });
+    m = await s.next();
+    assert.equal(m.result.resultType, 'complete');
+    assert.ok(Number.isInteger(m.result.ttlMs));
+    s.send({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { ...modernMeta, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } });
+    m = await s.next();
+    assert.equal(m.error.code, -32022);
+    assert.equal(m.error.data.requested, '2099-01-01');
+    assert.ok(m.error.data.supported.includes('2026-07-28'));
+    s.send({ jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+    assert.equal((await s.next()).error.code, -32602);
+    s.send({ jsonrpc: '2.0', id: 5, method: 'server/discover' });
+    assert.equal((await s.next()).error.code, -32602);
+    s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { _meta: modernMeta, name: 'run_python', arguments: { code: 'print(1)' } } });
+    m = await s.next();
+    assert.equal(m.result.resultType, 'complete');
+    assert.equal(m.result.structuredContent.stdout, '1\n');
+    s.end();
+    await s.exited;
+  });
+
+  test('notifications/cancelled: the run stops and its request gets no response', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'run_python', arguments: { code: 'import time\ntime.sleep(4)' } } });
+    await sleep(700);
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'test' } });
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'never-sent' } });
+    s.send({ jsonrpc: '2.0', id: 'after', method: 'ping' });
+    assert.equal((await s.next()).id, 'after');
+    await sleep(1500);
+    assert.equal(s.pending(), 0, 'the cancelled request must get no response');
+    assert.equal(sandboxProcesses(), 0);
+    s.end();
+    await s.exited;
+  });
+
+  test('EOF ends the server, and no run outlives it', async () => {
+    const s = rawServer(['--timeout', '60']);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_python', arguments: { code: 'import time\ntime.sleep(50)' } } });
+    await sleep(700);
+    assert.ok(sandboxProcesses() > 0);
+    s.end();
+    assert.equal(await s.exited, 0);
+    assert.equal(sandboxProcesses(), 0);
+  });
+
+  test('a configuration file with an unknown key is refused at start', async () => {
+    const dir = mkdtempSync(join(root, 'build', 'mcp-config-'));
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ tier: 'process', memmory: 64 }));
+    const p = spawn(AGENTJAIL, ['mcp', '--config', bad], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d) => { err += d; });
+    const code = await new Promise((r) => p.on('exit', r));
+    assert.equal(code, 2);
+    assert.match(err, /unknown key 'memmory'/);
+    const good = join(dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ tier: 'process', memory: 64, timeout: 3 }));
+    const s = spawn(AGENTJAIL, ['mcp', '--config', good], { stdio: ['pipe', 'pipe', 'ignore'] });
+    s.stdin.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n');
+    let out = '';
+    s.stdout.on('data', (d) => { out += d; });
+    await new Promise((r) => s.on('exit', r));
+    assert.match(JSON.parse(out).result.tools[0].description, /64 MiB of memory/);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
