@@ -89,6 +89,9 @@ struct aj_config {
 	 * NULL = "default". */
 	const char *image;
 	const char *cgroup_root; /* NULL = /sys/fs/cgroup */
+	/* microvm tier: "kvm", "tcg", or NULL to use KVM where a probe boot
+	 * succeeds (the verdict is cached) and TCG elsewhere. */
+	const char *accel;
 };
 
 #define AJ_ERROR_MAX 512

@@ -232,9 +232,9 @@ static void exit_codes_for_endings(void **state)
 static void unbuilt_tier_is_a_sandbox_error(void **state)
 {
 	(void)state;
-	CLI(&res, NULL, "run", "--tier", "microvm", PROGRAM("h.py", "print(1)\n"));
+	CLI(&res, NULL, "run", "--tier", "docker", PROGRAM("h.py", "print(1)\n"));
 	assert_int_equal(res.exit_code, 125);
-	assert_true(contains(res.err, "microvm: not built yet"));
+	assert_true(contains(res.err, "docker: not built yet"));
 
 	CLI(&res, NULL, "run", "--json", "--tier", "docker", PROGRAM("h.py", "print(1)\n"));
 	assert_int_equal(res.exit_code, 125);
@@ -261,19 +261,19 @@ static void caller_environment_does_not_leak(void **state)
 static void check_lists_every_tier(void **state)
 {
 	(void)state;
-	/* An images directory with no image in it: the container tier must
-	 * say which image is missing and how to make it. */
+	/* An images directory with no image in it: the image tiers must say
+	 * which image is missing and how to make it. */
 	setenv("AGENTJAIL_IMAGES", program_dir, 1);
 	CLI(&res, NULL, "check");
-	unsetenv("AGENTJAIL_IMAGES");
 	assert_int_equal(res.exit_code, 0);
 	assert_true(contains(res.out, "process    available"));
 	assert_true(contains(res.out, "container  unavailable: image: no image 'default'"));
 	assert_true(contains(res.out, "agentjail image build"));
-	assert_true(contains(res.out, "microvm    unavailable"));
+	assert_true(contains(res.out, "microvm    unavailable: image: no image 'default'"));
 	assert_true(contains(res.out, "docker     unavailable"));
 
 	CLI(&res, NULL, "check", "--python", "/nonexistent/python3");
+	unsetenv("AGENTJAIL_IMAGES");
 	assert_int_equal(res.exit_code, 1);
 	assert_true(contains(res.out, "process    unavailable: python: /nonexistent/python3: ENOENT"));
 }
@@ -353,9 +353,9 @@ static void mcp_config_errors_name_the_problem(void **state)
 	assert_int_equal(res.exit_code, 2);
 	/* A flag overrides the file; a tier that cannot run is refused at start. */
 	CLI(&res, "", "mcp", "--config", PROGRAM("c5.json", "{\"tier\": \"process\"}"), "--tier",
-	    "microvm");
+	    "docker");
 	assert_int_equal(res.exit_code, 125);
-	assert_true(contains(res.err, "the microvm tier cannot run here"));
+	assert_true(contains(res.err, "the docker tier cannot run here"));
 	/* Nothing but protocol on stdout, even then. */
 	assert_string_equal(res.out, "");
 }

@@ -100,10 +100,10 @@ static void unbuilt_tiers_say_so(void **state)
 	struct aj_sandbox *sb;
 	struct aj_error e;
 	aj_config_init(&c);
-	c.tier = AJ_TIER_MICROVM;
+	c.tier = AJ_TIER_DOCKER;
 	assert_int_equal(aj_open(&c, &sb, &e), -ENOSYS);
 	assert_null(sb);
-	assert_string_equal(e.message, "microvm: not built yet");
+	assert_string_equal(e.message, "docker: not built yet");
 	assert_int_equal(aj_check(AJ_TIER_DOCKER, NULL, &e), -ENOSYS);
 	assert_string_equal(e.message, "docker: not built yet");
 }

@@ -33,7 +33,12 @@ int cmd_check(int argc, char **argv)
 		int rc = aj_check((enum aj_tier)t, &cfg, &err);
 		if (rc == 0) {
 			available++;
-			printf("%-10s available\n", aj_tier_name((enum aj_tier)t));
+			/* A tier may say how it runs here (microvm: which accelerator). */
+			if (err.message[0])
+				printf("%-10s available (%s)\n", aj_tier_name((enum aj_tier)t),
+				       err.message);
+			else
+				printf("%-10s available\n", aj_tier_name((enum aj_tier)t));
 		} else {
 			printf("%-10s unavailable: %s\n", aj_tier_name((enum aj_tier)t), err.message);
 		}

@@ -34,7 +34,9 @@ static const char usage[] =
 	"           standard library, plus --packages (e.g. python3-numpy,python3-pandas).\n"
 	"           --from-host copies the host's own Python and the libraries it links\n"
 	"           instead: no network, about a second (what the tests use).\n"
-	"           An image that exists is left as it is unless --force.\n"
+	"           Beside the root it makes the microvm tier's parts (vm/: Debian's cloud\n"
+	"           kernel and an initramfs with the guest agent), remade when an input\n"
+	"           changes. An image that exists is left as it is unless --force.\n"
 	"list       the images, with their Python, size, date and source\n"
 	"rm NAME    removes an image\n";
 
@@ -102,7 +104,7 @@ static int add_size(const char *path, const struct stat *st, int flag, struct FT
 /* The build script: in the source tree the binary was built in
  * (build/agentjail and build/test/agentjail -> images/), or where a package
  * installs it. */
-static int find_script(char *out, size_t n)
+static int find_script(const char *name, char *out, size_t n)
 {
 	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -111,12 +113,12 @@ static int find_script(char *out, size_t n)
 		const char *dir = dirname(exe);
 		static const char *const up[] = {"..", "../.."};
 		for (size_t i = 0; i < 2; i++) {
-			snprintf(out, n, "%s/%s/images/build-root.sh", dir, up[i]);
+			snprintf(out, n, "%s/%s/images/%s", dir, up[i], name);
 			if (access(out, R_OK) == 0)
 				return 0;
 		}
 	}
-	snprintf(out, n, "/usr/share/agentjail/build-root.sh");
+	snprintf(out, n, "/usr/share/agentjail/%s", name);
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;
 }
 
@@ -156,6 +158,24 @@ static int run_script(const char *script, const char *mode, const char *root,
 	memcpy(version, v, vl);
 	version[vl] = '\0';
 	return 0;
+}
+
+/* images/build-vm.sh IMAGE_DIR: the kernel and initramfs in IMAGE_DIR/vm. */
+static int run_vm_script(const char *script, const char *image)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* Its progress is for the operator: stderr, not our stdout. */
+		dup2(2, 1);
+		execl("/bin/sh", "sh", script, image, (char *)NULL);
+		_exit(127);
+	}
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -EIO;
 }
 
 static int write_manifest(const char *dir, const char *name, bool from_host,
@@ -219,9 +239,11 @@ static int cmd_build(int argc, char **argv)
 		cli_error("image build: needs root (debootstrap, and an image owned by root)");
 		return 1;
 	}
-	char script[PATH_MAX];
-	if (find_script(script, sizeof script)) {
-		cli_error("image build: images/build-root.sh not found beside the agentjail binary");
+	char script[PATH_MAX], vm_script[PATH_MAX];
+	if (find_script("build-root.sh", script, sizeof script) ||
+	    find_script("build-vm.sh", vm_script, sizeof vm_script)) {
+		cli_error("image build: images/build-root.sh or build-vm.sh not found beside the "
+			  "agentjail binary");
 		return 1;
 	}
 	const char *images = images_dir();
@@ -261,8 +283,15 @@ static int cmd_build(int argc, char **argv)
 	snprintf(final, sizeof final, "%s/%s", images, name);
 	struct stat st;
 	if (lstat(final, &st) == 0 && !force) {
-		printf("image '%s' is already built in %s (--force rebuilds it)\n", name, final);
+		/* The root stays; the VM parts are brought up to date (the script
+		 * rebuilds them only when an input changed). */
+		int vrc = run_vm_script(vm_script, final);
 		close(lock);
+		if (vrc) {
+			cli_error("image build: making the VM parts of '%s' failed (see above)", name);
+			return 1;
+		}
+		printf("image '%s' is already built in %s (--force rebuilds it)\n", name, final);
 		return 0;
 	}
 	char tmp[PATH_MAX];
@@ -286,6 +315,10 @@ static int cmd_build(int argc, char **argv)
 		nftw(root, add_size, 64, FTW_PHYS | FTW_MOUNT);
 		rc = write_manifest(tmp, name, from_host, packages, version, tree_bytes);
 	}
+	/* The microvm tier's kernel and initramfs, part of the same all-or-
+	 * nothing build. */
+	if (!rc && run_vm_script(vm_script, tmp))
+		rc = -EIO;
 	if (!rc) {
 		char old[PATH_MAX];
 		snprintf(old, sizeof old, "%s/.old-%s-%ld", images, name, (long)getpid());

@@ -23,6 +23,7 @@ struct aj_sandbox {
 	char *state_dir;
 	char *image;
 	char *cgroup_root;
+	char *accel;
 	const struct tier_ops *ops;
 	void *state;
 };
@@ -42,8 +43,9 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
 	sb->image = cfg->image ? strdup(cfg->image) : NULL;
 	sb->cgroup_root = cfg->cgroup_root ? strdup(cfg->cgroup_root) : NULL;
+	sb->accel = cfg->accel ? strdup(cfg->accel) : NULL;
 	if (!sb->python || (cfg->state_dir && !sb->state_dir) || (cfg->image && !sb->image) ||
-	    (cfg->cgroup_root && !sb->cgroup_root)) {
+	    (cfg->cgroup_root && !sb->cgroup_root) || (cfg->accel && !sb->accel)) {
 		aj_close(sb);
 		return error_set(err, -ENOMEM, "open: out of memory");
 	}
@@ -51,6 +53,7 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.state_dir = sb->state_dir;
 	sb->cfg.image = sb->image;
 	sb->cfg.cgroup_root = sb->cgroup_root;
+	sb->cfg.accel = sb->accel;
 	sb->ops = tiers[cfg->tier];
 	if ((rc = sb->ops->open(&sb->cfg, &sb->state, err))) {
 		sb->ops = NULL;
@@ -154,6 +157,7 @@ void aj_close(struct aj_sandbox *sb)
 	free(sb->state_dir);
 	free(sb->image);
 	free(sb->cgroup_root);
+	free(sb->accel);
 	free(sb);
 }
 

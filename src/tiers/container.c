@@ -46,22 +46,20 @@ struct container_state {
 	char root[PATH_MAX];    /* the image's root directory on the host */
 };
 
-/* IMAGES/NAME or the absolute path given; the root is its root/. */
+/* The image's root/. */
 static int image_root(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
 {
-	const char *image = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
-	const char *dir = getenv("AGENTJAIL_IMAGES");
-	int w = image[0] == '/' ? snprintf(out, n, "%s/root", image)
-				: snprintf(out, n, "%s/%s/root", dir && dir[0] == '/' ? dir
-							   : AJ_DEFAULT_IMAGES_DIR, image);
-	if (w < 0 || (size_t)w >= n)
+	char dir[PATH_MAX];
+	int rc = image_dir(cfg, dir, sizeof dir, err);
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(out, n, "%s/root", dir) >= n)
 		return error_set(err, -ENAMETOOLONG, "image: path too long");
 	struct stat st;
 	if (lstat(out, &st) < 0 || !S_ISDIR(st.st_mode))
-		return error_set(err, -ENOENT,
-				 "image: no image '%s' (%s missing); build it with "
-				 "'agentjail image build%s%s'",
-				 image, out, cfg->image ? " --name " : "", cfg->image ? image : "");
+		return error_set(err, -ENOENT, "image: %s has no root/ (rebuild it with "
+					      "'agentjail image build --force')",
+				 dir);
 	return 0;
 }
 

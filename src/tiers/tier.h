@@ -28,6 +28,10 @@ struct tier_ops {
  * status ok, else the reason (the run's sandbox_error message). */
 int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct aj_error *err);
 
+/* The configured image's directory (IMAGES/NAME or an absolute path); an
+ * error naming how to build it if it is missing. */
+int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
+
 extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;
 extern const struct tier_ops microvm_tier;

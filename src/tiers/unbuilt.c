@@ -33,5 +33,4 @@ static void unbuilt_close(void *state)
 	const struct tier_ops var = {.name = tier_name, .check = unbuilt_check,   \
 				     .open = unbuilt_open, .run = unbuilt_run,    \
 				     .close = unbuilt_close}
-UNBUILT(microvm_tier, "microvm");
 UNBUILT(docker_tier, "docker");

@@ -1,0 +1,362 @@
+/* The microvm tier: each run under its own kernel, in a fresh microVM that
+ * is destroyed after it.
+ *
+ * Theory of operation
+ * -------------------
+ *  image     `agentjail image build` makes, beside the image root, its VM parts
+ *            (images/build-vm.sh): Debian's cloud kernel as an ELF vmlinux and
+ *            an initramfs of the image's Python plus the static guest agent as
+ *            /init (src/vm/guest/).
+ *  snapshot  on first use, one VM is booted until the agent reports ready
+ *            (its Python interpreter already started) and saved: the RAM file
+ *            plus ~60 KB of device state (src/vm/snapshot.c).
+ *  run       a new QEMU restores that snapshot copy-on-write (the RAM file is
+ *            mapped privately and never changes), the supervisor sends the
+ *            program over the virtio-serial channel, the guest agent runs it
+ *            as uid 1000 with rlimits, a memory cgroup and the same seccomp
+ *            policy as the host tiers, and answers with the result. Then the
+ *            VM is killed and its run directory removed: no VM is ever used
+ *            twice, so nothing a program leaves in one can reach another.
+ *  jail      QEMU itself runs as the run's own uid, in its own pid, network,
+ *            ipc, uts and mount namespaces, the host read-only, no
+ *            capabilities, no_new_privs, with QEMU's seccomp sandbox on
+ *            (src/vm/qemu.c), as Firecracker's jailer does.
+ *  limits    the wall clock twice: the guest's agent stops the program, and
+ *            the host kills the whole VM if the answer does not come. The
+ *            guest has no network device at all.
+ *  accel     KVM where a probe boot with it succeeds (the verdict is cached
+ *            in the state directory), TCG elsewhere; the deployer may force
+ *            either (cfg.accel).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../linux/creds.h"
+#include "../vm/channel.h"
+#include "../vm/protocol.h"
+#include "../vm/qemu.h"
+#include "../vm/snapshot.h"
+#include "tier.h"
+
+/* The guest's kernel, agent and Python need this much beside the program's
+ * own memory limit (which the guest enforces with a cgroup). */
+#define VM_OVERHEAD_MB 192
+/* How long past the wall clock the host waits for the guest's own answer
+ * before it kills the VM. */
+#define VM_GRACE_MS 3000
+#define ACCEL_CACHE "/var/lib/agentjail/vm-accel"
+
+struct microvm_state {
+	struct vm_image img;
+	char accel[8];
+	gid_t gid;              /* the jailed QEMUs' group */
+	char snapshot[PATH_MAX + 64];
+	unsigned vm_mb;
+};
+
+static gid_t vm_gid(const struct aj_config *cfg)
+{
+	/* One group for every jailed QEMU, just below the sandbox uids: it may
+	 * map the snapshot's RAM file and read its state, nothing else. */
+	return (gid_t)(cfg->uid_base - 1);
+}
+
+/* KVM if it really runs a guest here, else TCG; asked once per machine. */
+static int choose_accel(struct microvm_state *st, const struct aj_config *cfg, uid_t uid,
+			struct aj_error *err)
+{
+	if (cfg->accel) {
+		if (strcmp(cfg->accel, "kvm") && strcmp(cfg->accel, "tcg"))
+			return error_set(err, -EINVAL, "accel: '%s' is not kvm or tcg", cfg->accel);
+		snprintf(st->accel, sizeof st->accel, "%s", cfg->accel);
+		return 0;
+	}
+	char cached[64] = "";
+	int fd = open(ACCEL_CACHE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, cached, sizeof cached - 1);
+		close(fd);
+		cached[n > 0 ? n : 0] = '\0';
+	}
+	if (!strncmp(cached, "kvm", 3) || !strncmp(cached, "tcg", 3)) {
+		snprintf(st->accel, sizeof st->accel, "%.3s", cached);
+		return 0;
+	}
+	/* /dev/kvm existing proves little (here it is PVM, which cannot run a
+	 * stock kernel): only a real boot decides. */
+	struct aj_error why = {0};
+	const char *verdict = "tcg";
+	struct stat kvm;
+	if (stat("/dev/kvm", &kvm) < 0)
+		snprintf(why.message, sizeof why.message, "no /dev/kvm");
+	else if (!(kvm.st_mode & S_IRGRP) || !(kvm.st_mode & S_IWGRP))
+		/* The jailed QEMU is not root: it reaches KVM through the
+		 * device's group only. */
+		snprintf(why.message, sizeof why.message,
+			 "/dev/kvm is mode %03o: the jailed QEMU (not root) can use it only "
+			 "through its group (Debian's default is 0660 root:kvm)",
+			 (unsigned)(kvm.st_mode & 0777));
+	else if (vm_boot_probe(&st->img, "kvm", uid, kvm.st_gid, 20000, &why) == 0)
+		verdict = "kvm";
+	snprintf(st->accel, sizeof st->accel, "%s", verdict);
+	mkdir("/var/lib/agentjail", 0755);
+	fd = open(ACCEL_CACHE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		char line[700];
+		int len = snprintf(line, sizeof line, "%s\n%s\n", verdict,
+				   !strcmp(verdict, "kvm") ? "a KVM probe boot succeeded"
+							   : why.message);
+		(void)!write(fd, line, (size_t)len);
+		close(fd);
+	}
+	return 0;
+}
+
+static int microvm_open(const struct aj_config *cfg, void **state, struct aj_error *err)
+{
+	*state = NULL;
+	if (geteuid() != 0)
+		return error_set(err, -EPERM, "microvm: needs root, to jail QEMU under a uid of "
+					      "its own (running as uid %u)",
+				 (unsigned)geteuid());
+	if (access(QEMU_BINARY, X_OK) < 0)
+		return error_set(err, -errno, "microvm: %s: %s (apt-get install qemu-system-x86)",
+				 QEMU_BINARY, errno_name(errno));
+	struct microvm_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	char dir[PATH_MAX];
+	int rc = image_dir(cfg, dir, sizeof dir, err);
+	if (rc)
+		goto fail;
+	snprintf(st->img.vm_dir, sizeof st->img.vm_dir, "%.4000s/vm", dir);
+	snprintf(st->img.kernel, sizeof st->img.kernel, "%s/vmlinux", st->img.vm_dir);
+	snprintf(st->img.initrd, sizeof st->img.initrd, "%s/initramfs.cpio", st->img.vm_dir);
+	if (access(st->img.kernel, R_OK) < 0 || access(st->img.initrd, R_OK) < 0) {
+		rc = error_set(err, -ENOENT,
+			       "microvm: image %s has no VM parts (%s/vmlinux, initramfs.cpio); "
+			       "'agentjail image build' makes them",
+			       dir, st->img.vm_dir);
+		goto fail;
+	}
+	st->vm_mb = cfg->limits.memory_mb + VM_OVERHEAD_MB;
+	/* The probe and the snapshot boot run jailed like any run: under a
+	 * slot's uid. */
+	struct uid_slot slot = {.lock_fd = -1};
+	if ((rc = slot_acquire(cfg, &slot, err)))
+		goto fail;
+	if (!(rc = choose_accel(st, cfg, slot.uid, err))) {
+		struct stat kvm;
+		st->gid = !strcmp(st->accel, "kvm") && stat("/dev/kvm", &kvm) == 0 ? kvm.st_gid
+										 : vm_gid(cfg);
+		rc = vm_snapshot_ensure(&st->img, st->accel, st->vm_mb, slot.uid, st->gid,
+					st->snapshot, sizeof st->snapshot, err);
+	}
+	slot_release(&slot);
+	if (rc)
+		goto fail;
+	*state = st;
+	return 0;
+fail:
+	free(st);
+	return rc;
+}
+
+static void microvm_close(void *state)
+{
+	free(state);
+}
+
+/* The guest's answer as the contract's result. */
+static void result_from_guest(const void *payload, uint32_t len, struct aj_result *res)
+{
+	struct vm_result r;
+	if (len < sizeof r) {
+		result_sandbox_error(res, "microvm: the guest's answer is cut short (%u bytes)", len);
+		return;
+	}
+	memcpy(&r, payload, sizeof r);
+	const char *p = (const char *)payload + sizeof r;
+	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.message_len;
+	if (need != len || (unsigned)r.status >= AJ_STATUS_COUNT) {
+		result_sandbox_error(res, "microvm: the guest's answer is malformed");
+		return;
+	}
+	res->status = (enum aj_status)r.status;
+	res->has_exit_code = r.has_exit_code != 0;
+	res->exit_code = r.exit_code;
+	res->signal = r.signal;
+	res->stdout_buf = malloc(r.stdout_len + 1);
+	res->stderr_buf = malloc(r.stderr_len + 1);
+	if (res->stdout_buf) {
+		memcpy(res->stdout_buf, p, r.stdout_len);
+		res->stdout_buf[r.stdout_len] = '\0';
+		res->stdout_len = r.stdout_len;
+	}
+	p += r.stdout_len;
+	if (res->stderr_buf) {
+		memcpy(res->stderr_buf, p, r.stderr_len);
+		res->stderr_buf[r.stderr_len] = '\0';
+		res->stderr_len = r.stderr_len;
+	}
+	p += r.stderr_len;
+	res->stdout_truncated = r.flags & VM_STDOUT_TRUNCATED;
+	res->stderr_truncated = r.flags & VM_STDERR_TRUNCATED;
+	res->cpu_ms = (double)r.cpu_us / 1000.0;
+	res->memory_kb = r.memory_kb;
+	if (r.message_len)
+		result_set_message(res, "%.*s", (int)r.message_len, p);
+}
+
+static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
+		       struct aj_result *res)
+{
+	struct microvm_state *st = state;
+	const struct aj_limits *l = &cfg->limits;
+	struct uid_slot slot = {.lock_fd = -1};
+	struct aj_error err = {0};
+	char run[PATH_MAX], chan[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16],
+		ram[PATH_MAX + 80], statep[PATH_MAX + 80];
+	int rc, state_fd = -1, ch = -1, mfd = -1, pidfd = -1;
+	pid_t pid = 0;
+	double start = now_ms();
+
+	if ((rc = slot_acquire(cfg, &slot, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		return rc;
+	}
+	if ((rc = vm_run_dir(run, sizeof run, slot.uid, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		slot_release(&slot);
+		return rc;
+	}
+	snprintf(chan, sizeof chan, "%s/chan.sock", run);
+	snprintf(mon, sizeof mon, "%s/mon.sock", run);
+	snprintf(log, sizeof log, "%s/console.log", run);
+	snprintf(ram, sizeof ram, "%s/ram", st->snapshot);
+	snprintf(statep, sizeof statep, "%s/state", st->snapshot);
+	state_fd = open(statep, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (state_fd < 0) {
+		rc = -errno;
+		result_sandbox_error(res, "microvm: open %s: %s", statep, errno_name(errno));
+		goto out;
+	}
+	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
+				   .kernel = st->img.kernel, .initrd = st->img.initrd,
+				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
+				   .run_dir = run, .chan_sock = chan, .mon_sock = mon,
+				   .console_log = log, .incoming_fd = state_fd, .uid = slot.uid,
+				   .gid = st->gid};
+	if ((rc = vm_launch(&launch, &pid, &pidfd, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		goto out;
+	}
+	const double deadline = start + l->wall_sec * 1000.0 + VM_GRACE_MS;
+	char why[300];
+	mfd = monitor_open(mon, deadline, pidfd);
+	if (mfd < 0 || (rc = vm_restore(mfd, deadline, why, sizeof why))) {
+		char words[600];
+		vm_last_words(run, words, sizeof words);
+		if (mfd < 0)
+			snprintf(why, sizeof why, "monitor: %s", errno_name(-mfd));
+		rc = rc ? rc : mfd;
+		result_sandbox_error(res, "microvm: restoring the VM: %s%s%s", why,
+				     words[0] ? "; QEMU: " : "", words);
+		goto out;
+	}
+	ch = channel_connect(chan, deadline, pidfd);
+	if (ch < 0) {
+		char words[600];
+		vm_last_words(run, words, sizeof words);
+		rc = ch;
+		result_sandbox_error(res, "microvm: connect to the VM: %s%s%s", errno_name(-ch),
+				     words[0] ? "; QEMU: " : "", words);
+		goto out;
+	}
+	struct vm_run vr = {.wall_ms = (uint32_t)(l->wall_sec * 1000.0), .cpu_sec = l->cpu_sec,
+			    .memory_mb = l->memory_mb, .pids = l->pids,
+			    .file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
+			    .output_kb = l->output_kb, .code_len = (uint32_t)req->len};
+	if ((rc = channel_send(ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
+		result_sandbox_error(res, "microvm: send the program: %s", errno_name(-rc));
+		goto out;
+	}
+	uint32_t type = 0, len = 0;
+	void *payload = NULL;
+	rc = channel_recv(ch, deadline, req->cancel_fd, &type, &payload, &len);
+	if (rc == -ETIMEDOUT) {
+		/* The guest did not answer even past its own clock: the host's
+		 * clock ends the VM. */
+		res->status = AJ_STATUS_TIMEOUT;
+		res->signal = SIGKILL;
+		result_set_message(res, "wall-clock limit of %g s reached; the VM was destroyed",
+				   l->wall_sec);
+		rc = 0;
+	} else if (rc == -ECANCELED) {
+		res->status = AJ_STATUS_KILLED;
+		res->signal = SIGKILL;
+		result_set_message(res, "cancelled by the caller; the VM was destroyed");
+		rc = 0;
+	} else if (rc) {
+		/* QEMU died, or the guest: a panic, a crash. Never the code's
+		 * fault as far as the contract goes. */
+		char words[600];
+		vm_last_words(run, words, sizeof words);
+		result_sandbox_error(res, "microvm: the VM ended before answering (%s)%s%s",
+				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
+	} else if (type != VM_RESULT) {
+		rc = -EPROTO;
+		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
+	} else {
+		result_from_guest(payload, len, res);
+	}
+	free(payload);
+out:
+	if (ch >= 0)
+		close(ch);
+	if (mfd >= 0)
+		close(mfd);
+	if (pidfd >= 0)
+		vm_destroy(pid, pidfd);
+	if (state_fd >= 0)
+		close(state_fd);
+	vm_run_dir_remove(run);
+	slot_release(&slot);
+	res->wall_ms = now_ms() - start;
+	return rc;
+}
+
+static int microvm_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	int rc = tier_trial_run(&microvm_tier, cfg, err);
+	if (rc)
+		return rc;
+	/* Available: say how, as check promises. */
+	char cached[256] = "";
+	int fd = open(ACCEL_CACHE, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, cached, sizeof cached - 1);
+		close(fd);
+		cached[n > 0 ? n : 0] = '\0';
+		for (char *p = cached; *p; p++)
+			if (*p == '\n')
+				*p = *(p + 1) ? ' ' : '\0';
+	}
+	error_set(err, 0, "accelerator: %s", cfg->accel ? cfg->accel : cached);
+	return 0;
+}
+
+const struct tier_ops microvm_tier = {
+	.name = "microvm",
+	.check = microvm_check,
+	.open = microvm_open,
+	.run = microvm_run,
+	.close = microvm_close,
+};

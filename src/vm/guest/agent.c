@@ -1,0 +1,1233 @@
+/* agentjail guest agent: /init of the microVM.
+ *
+ * Theory of operation
+ * -------------------
+ * The microvm tier runs each program in a VM of its own. This file is that
+ * VM's init: PID 1, root, built static so the initramfs needs no loader for
+ * it. Two processes of ours exist in the guest:
+ *
+ *  agent    PID 1 (this file). Talks to the host over the virtio-serial port
+ *           in the frames of ../protocol.h; keeps the wall clock; reads and
+ *           caps both output streams; kills, reaps and reports.
+ *
+ *  zygote   `/usr/bin/python3 -I -u /agent/zygote.py`, started by the agent
+ *           at boot as root: an interpreter with the common standard library
+ *           already imported, waiting for one request. Its fds: 0 /dev/null,
+ *           1 and 2 the stdout and stderr pipes (the agent holds the read
+ *           ends), 3 the request pipe (agent -> zygote), 4 the control pipe
+ *           (zygote -> agent: "ready", "pid N", "fail STEP: ERRNO").
+ *
+ * Once per image (the host boots one VM, then snapshots it):
+ *   mount /proc, /sys, /dev, cgroup2 -> load the virtio modules -> open the
+ *   port -> make the run cgroup -> start the zygote and wait for "ready" ->
+ *   / read-only -> VM_READY -> block reading VM_RUN.
+ * The host snapshots the VM in that read and restores a copy per run, so
+ * everything after VM_READY happens in a copy that wakes up with the clock,
+ * the kernel's random generator and every address exactly as they were at
+ * the snapshot. Nothing after VM_READY may depend on time having passed; the
+ * clock and the random generator are refreshed first thing in a run.
+ *
+ * Once per run (one VM_RUN; the host destroys the VM after the result):
+ *   refresh clock and entropy -> tmpfs /tmp (the disk limit) with
+ *   /tmp/work/main.py -> cgroup limits (memory, swap, pids) -> the request
+ *   line to the zygote. The zygote forks: the parent writes the child's pid on
+ *   the control pipe and exits, so the child (the program) becomes the
+ *   agent's own child: its wait status and usage come from the kernel, and
+ *   its CPU clock (RLIMIT_CPU) starts at zero instead of at the zygote's
+ *   import time. The child joins the run cgroup, applies its rlimits, drops
+ *   to uid/gid 1000, closes the control pipe and runs main.py.
+ *   Meanwhile the agent reads both streams, keeps the wall clock and, on a
+ *   timeout or a flood, kills every process in the VM (kill(-1) from PID 1:
+ *   only the agent survives it, so a setsid() double fork escapes nothing).
+ *   When the program ends, whatever it left behind is killed too, everything
+ *   is reaped, and one VM_RESULT goes back. Then the agent idles.
+ *
+ * Failures: before VM_READY they go to the console (PID 1's stdout/stderr)
+ * and the VM powers off; if the interpreter is what failed and the port is
+ * open, a VM_READY with python_ok 0 goes first so the host need not wait for
+ * a timeout to know. During a run any step that fails is reported as a
+ * VM_RESULT with status sandbox_error and "guest: STEP: ERRNO", and nothing
+ * runs with less than was asked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/random.h>
+#include <linux/rtc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+
+#include "../../../include/agentjail.h"
+#include "../protocol.h"
+/* The host tiers' system-call policy, compiled to BPF by build-vm.sh from
+ * src/linux/seccomp_policy.c: policy_insns[]. */
+#include "seccomp_filter.inc"
+
+#define PYTHON "/usr/bin/python3"
+#define ZYGOTE "/agent/zygote.py"
+#define MODULE_DIR "/lib/modules"
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define RUN_CGROUP CGROUP_ROOT "/run"
+#define WORKSPACE VM_GUEST_WORKSPACE
+#define PROGRAM WORKSPACE "/main.py"
+
+/* The zygote's fds, as zygote.py expects them. */
+#define ZYGOTE_REQUEST_FD 3
+#define ZYGOTE_CONTROL_FD 4
+
+/* Boot bounds. Under TCG module probing and Python's imports are slow, so
+ * these are generous; they only exist so a broken image powers off instead
+ * of hanging the host's boot. */
+#define PORT_WAIT_MS 5000
+#define ZYGOTE_READY_MS 60000
+/* After a kill, SIGKILL is repeated this often until everything is reaped,
+ * and the agent waits at most this long before reporting anyway. */
+#define KILL_REPEAT_MS 100
+#define REAP_WAIT_MS 5000
+/* Reads per stream per wake-up: a flood cannot starve the clock check. */
+#define READS_PER_WAKE 16
+/* The program's open-file limit: vm_run carries none, so the default every
+ * tier uses. */
+#define OPEN_FILES AJ_DEFAULT_OPEN_FILES
+#define MESSAGE_MAX 256
+
+static const char *const modules[] = {
+	/* The order is the dependency order: virtio_console needs virtio,
+	 * which needs virtio_ring; virtio_mmio finds microvm's devices. */
+	"virtio_ring.ko", "virtio.ko", "virtio_mmio.ko", "virtio_console.ko",
+};
+
+/* ---- small helpers ---- */
+
+/* A failed step: "guest: STEP: ERRNO", the wording the host passes on. */
+struct failure {
+	char message[MESSAGE_MAX];
+};
+
+static const char *errname(int err)
+{
+	const char *n = strerrorname_np(err);
+	return n ? n : "unknown error";
+}
+
+/* Fills f with "guest: " fmt [": " ERRNO] (cut to fit) and returns -err. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct failure *f, int err, const char *fmt, ...)
+{
+	static const char prefix[] = "guest: ";
+	size_t size = sizeof f->message;
+	memcpy(f->message, prefix, sizeof prefix);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->message + sizeof prefix - 1, size - (sizeof prefix - 1), fmt, ap);
+	va_end(ap);
+	size_t len = strlen(f->message);
+	if (err && len < size)
+		snprintf(f->message + len, size - len, ": %s", errname(err));
+	return err ? -err : -EIO;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes a short text (a cgroup knob) in one write, as the kernel wants it. */
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	int rc = write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
+}
+
+/* Reads a small text file; 0 or -errno. */
+static int read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	while ((n = read(fd, buf, size - 1)) < 0 && errno == EINTR)
+		;
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* "key value" lines (memory.events, cpu.stat): the value of key, 0 if none. */
+static uint64_t keyed_value(const char *text, const char *key)
+{
+	size_t klen = strlen(key);
+	for (const char *line = text; *line;) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			return strtoull(line + klen + 1, NULL, 10);
+		const char *nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return 0;
+}
+
+/* ---- the channel to the host ---- */
+
+static int port_fd = -1;
+
+/* Reads exactly n bytes from the port. A read of 0 means no host is
+ * connected (virtio_console's answer while the host end is closed, as it is
+ * between the snapshot and a restore's connect): wait and try again. The
+ * agent has nothing to do but wait for the host, so no bound here. */
+static int port_read(void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = read(port_fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) {
+			sleep_ms(5);
+			continue;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* One frame: header, then the parts. A write blocks while no host is
+ * connected, which is what we want. */
+static int send_frame(uint32_t type, const struct iovec *parts, int count)
+{
+	struct vm_frame_header h = {.type = type, .length = 0};
+	for (int i = 0; i < count; i++)
+		h.length += (uint32_t)parts[i].iov_len;
+	int rc = write_all(port_fd, &h, sizeof h);
+	for (int i = 0; i < count && rc == 0; i++)
+		rc = write_all(port_fd, parts[i].iov_base, parts[i].iov_len);
+	return rc;
+}
+
+/* ---- boot: once per image ---- */
+
+__attribute__((noreturn)) static void power_off(const char *message)
+{
+	fprintf(stderr, "agentjail-guest: %s\n", message);
+	fflush(stderr);
+	sync();
+	reboot(RB_POWER_OFF);
+	/* Not PID 1 (a test run outside a VM): just end. PID 1 never
+	 * returns from reboot(), and must never exit (the kernel panics). */
+	_exit(1);
+}
+
+static int mount_filesystems(struct failure *f)
+{
+	static const struct {
+		const char *source, *target, *type;
+		unsigned long flags;
+		const char *data;
+	} table[] = {
+		/* hidepid=invisible: the program (uid 1000) sees only its own
+		 * processes, as it would in the other tiers' pid namespace. */
+		{"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible"},
+		{"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+		/* devtmpfs: the kernel makes the nodes (the port among them)
+		 * with root-only modes unless a driver says otherwise, so the
+		 * program cannot open the channel to the host. */
+		{"devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"},
+		{"cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+	};
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (mount(table[i].source, table[i].target, table[i].type, table[i].flags,
+			  table[i].data) < 0)
+			return fail(f, errno, "mount %s on %s", table[i].type, table[i].target);
+	}
+	return 0;
+}
+
+/* The initramfs has no /dev/console, so the kernel started us without
+ * stdio; devtmpfs has one. stdin is /dev/null: nothing reads the console. */
+static void open_console(void)
+{
+	int con = open("/dev/console", O_RDWR | O_NOCTTY);
+	int null = open("/dev/null", O_RDWR);
+	if (null >= 0)
+		dup2(null, 0);
+	if (con >= 0) {
+		dup2(con, 1);
+		dup2(con, 2);
+	}
+	if (con > 2)
+		close(con);
+	if (null > 2)
+		close(null);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static int load_modules(struct failure *f)
+{
+	char path[128];
+	for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++) {
+		snprintf(path, sizeof path, MODULE_DIR "/%s", modules[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return fail(f, errno, "open %s", path);
+		int rc = (int)syscall(SYS_finit_module, fd, "", 0);
+		int err = errno;
+		close(fd);
+		/* EEXIST: built in, or loaded already. Either way it is there. */
+		if (rc < 0 && err != EEXIST)
+			return fail(f, err, "finit_module %s", modules[i]);
+	}
+	return 0;
+}
+
+/* The port appears once virtio_console has talked to the device, which
+ * happens after finit_module returns: wait for it, bounded. */
+static int open_port(struct failure *f)
+{
+	int64_t give_up = now_us() + (int64_t)PORT_WAIT_MS * 1000;
+	for (;;) {
+		/* O_CLOEXEC: the zygote, and so the program, never holds it. */
+		port_fd = open(VM_GUEST_PORT, O_RDWR | O_CLOEXEC | O_NOCTTY);
+		if (port_fd >= 0)
+			return 0;
+		if (errno != ENOENT && errno != ENXIO)
+			return fail(f, errno, "open %s", VM_GUEST_PORT);
+		if (now_us() >= give_up)
+			return fail(f, errno, "%s did not appear within %d ms", VM_GUEST_PORT,
+				    PORT_WAIT_MS);
+		sleep_ms(5);
+	}
+}
+
+/* The run's cgroup, made at boot: only its limits depend on the request.
+ * Enabling the controllers in the root hands them to children. */
+static int make_run_cgroup(struct failure *f)
+{
+	int rc;
+	if ((rc = write_text(CGROUP_ROOT "/cgroup.subtree_control", "+memory +pids")))
+		return fail(f, -rc, "cgroup: enable +memory +pids");
+	if (mkdir(RUN_CGROUP, 0755) < 0 && errno != EEXIST)
+		return fail(f, errno, "cgroup: mkdir %s", RUN_CGROUP);
+	/* No oom_score_adj for the agent: the OOM killer never picks PID 1,
+	 * and a value set here would be inherited by the zygote and so the
+	 * program, which the memory cgroup's OOM killer must be able to kill
+	 * (with -1000 a run at its limit spins in reclaim instead). */
+	return 0;
+}
+
+/* Devices the agent keeps open from boot: the program's /dev has neither. */
+static int rtc_fd = -1, urandom_fd = -1;
+
+/* The program's /dev, as the host tiers give it: null, zero, full, random,
+ * urandom, a devpts instance of its own (max 16 ptys), an shm directory, and
+ * the fd links; on a read-only tmpfs over devtmpfs, whose port, console,
+ * RTC, /dev/mem and the rest are out of sight from here on (the agent keeps
+ * what it needs open). Built on /tmp, which is free until a run. */
+static int minimal_dev(struct failure *f)
+{
+	static const struct {
+		const char *name;
+		unsigned minor;
+	} nodes[] = {{"null", 3}, {"zero", 5}, {"full", 7}, {"random", 8}, {"urandom", 9}};
+	static const char *const links[][2] = {
+		{"pts/ptmx", "/tmp/ptmx"},     {"/proc/self/fd", "/tmp/fd"},
+		{"/proc/self/fd/0", "/tmp/stdin"}, {"/proc/self/fd/1", "/tmp/stdout"},
+		{"/proc/self/fd/2", "/tmp/stderr"},
+	};
+	rtc_fd = open("/dev/rtc0", O_RDONLY | O_CLOEXEC);
+	urandom_fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (urandom_fd < 0)
+		return fail(f, errno, "open /dev/urandom");
+	if (mount("agentjail", "/tmp", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755") < 0)
+		return fail(f, errno, "/dev: tmpfs");
+	char path[64];
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		snprintf(path, sizeof path, "/tmp/%s", nodes[i].name);
+		if (mknod(path, S_IFCHR | 0666, makedev(1, nodes[i].minor)) < 0 || chmod(path, 0666) < 0)
+			return fail(f, errno, "/dev: mknod %s", nodes[i].name);
+	}
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+		if (symlink(links[i][0], links[i][1]) < 0)
+			return fail(f, errno, "/dev: symlink %s", links[i][1]);
+	if (mkdir("/tmp/shm", 01777) < 0 || mkdir("/tmp/pts", 0755) < 0)
+		return fail(f, errno, "/dev: mkdir");
+	if (mount("devpts", "/tmp/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620,max=16") < 0)
+		return fail(f, errno, "/dev: devpts");
+	if (mount("none", "/tmp", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		  "size=64k,mode=755") < 0)
+		return fail(f, errno, "/dev: remount read-only");
+	if (mount("/tmp", "/dev", NULL, MS_MOVE, NULL) < 0)
+		return fail(f, errno, "/dev: move into place");
+	return 0;
+}
+
+struct zygote {
+	pid_t pid;
+	int request_fd;   /* write end of its fd 3 */
+	int control_fd;   /* read end of its fd 4, non-blocking */
+	int out_fd;       /* read ends of its fd 1 and 2, non-blocking */
+	int err_fd;
+	char line[512];   /* partial control line */
+	size_t line_len;
+};
+
+static int start_zygote(struct zygote *z, struct failure *f)
+{
+	int req[2], ctl[2], out[2], err[2];
+	if (pipe2(req, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+	    pipe2(err, O_CLOEXEC) < 0)
+		return fail(f, errno, "zygote: pipe");
+	/* Its environment from nothing: what the program is promised, set
+	 * before Python starts so the interpreter's own choices (the locale,
+	 * hence the encoding of stdio) are the ones `python3 main.py` makes. */
+	char *const argv[] = {PYTHON, "-I", "-u", ZYGOTE, NULL};
+	char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" WORKSPACE,
+			      "TMPDIR=/tmp", NULL};
+	pid_t pid = fork();
+	if (pid < 0)
+		return fail(f, errno, "zygote: fork");
+	if (pid == 0) {
+		/* Move the ends the zygote keeps clear of 0..4 before
+		 * placing them, so no dup2 overwrites another. */
+		int keep[5] = {open("/dev/null", O_RDONLY | O_CLOEXEC), out[1], err[1], req[0],
+			       ctl[1]};
+		for (int i = 0; i < 5; i++)
+			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 16);
+		for (int i = 0; i < 5; i++) {
+			if (keep[i] < 0 || dup2(keep[i], i) < 0) {
+				dprintf(keep[4], "fail zygote fd %d: %s\n", i, errname(errno));
+				_exit(127);
+			}
+		}
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL); /* exec keeps the mask */
+		signal(SIGPIPE, SIG_DFL);
+		/* The same seccomp policy as the host tiers, on the zygote and so
+		 * on every program it forks: no mounts, namespaces, keyrings,
+		 * ptrace, SysV IPC, memfds, or sockets but inet and routing
+		 * netlink. A guest kernel is one more boundary, not a reason to
+		 * offer it more surface. no_new_privs first, as the kernel asks. */
+		const struct sock_fprog prog = {
+			.len = sizeof policy_insns / sizeof policy_insns[0],
+			.filter = (struct sock_filter *)policy_insns,
+		};
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+			dprintf(ZYGOTE_CONTROL_FD, "fail seccomp: %s\n", errname(errno));
+			_exit(127);
+		}
+		execve(argv[0], argv, envp);
+		dprintf(ZYGOTE_CONTROL_FD, "fail exec %s: %s\n", argv[0], errname(errno));
+		_exit(127);
+	}
+	close(req[0]);
+	close(ctl[1]);
+	close(out[1]);
+	close(err[1]);
+	z->pid = pid;
+	z->request_fd = req[1];
+	z->control_fd = ctl[0];
+	z->out_fd = out[0];
+	z->err_fd = err[0];
+	z->line_len = 0;
+	fcntl(z->control_fd, F_SETFL, O_NONBLOCK);
+	fcntl(z->out_fd, F_SETFL, O_NONBLOCK);
+	fcntl(z->err_fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* One complete line from the control pipe into out (no newline): 1 if one
+ * was there, 0 if none yet, -1 at EOF with nothing pending. */
+static int control_line(struct zygote *z, char *out, size_t size)
+{
+	for (;;) {
+		char *nl = memchr(z->line, '\n', z->line_len);
+		if (nl) {
+			size_t n = (size_t)(nl - z->line);
+			snprintf(out, size, "%.*s", (int)n, z->line);
+			memmove(z->line, nl + 1, z->line_len - n - 1);
+			z->line_len -= n + 1;
+			return 1;
+		}
+		if (z->line_len == sizeof z->line) /* no newline in 512 bytes */
+			z->line_len = 0;
+		ssize_t r = read(z->control_fd, z->line + z->line_len, sizeof z->line - z->line_len);
+		if (r > 0) {
+			z->line_len += (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 0;
+		return -1;
+	}
+}
+
+/* Whatever the zygote printed, to the console: at boot it is diagnostics,
+ * never the program's output. */
+static void echo_to_console(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		write_all(2, buf, (size_t)n);
+}
+
+/* Waits for "ready"; fills f with why not. */
+static int await_zygote(struct zygote *z, struct failure *f)
+{
+	int64_t give_up = now_us() + (int64_t)ZYGOTE_READY_MS * 1000;
+	char line[512];
+	for (;;) {
+		int got = control_line(z, line, sizeof line);
+		if (got > 0 && strcmp(line, "ready") == 0)
+			return 0;
+		if (got > 0 && strncmp(line, "fail ", 5) == 0)
+			return fail(f, 0, "zygote: %s", line + 5);
+		if (got < 0)
+			return fail(f, 0, "zygote: %s ended before it was ready", ZYGOTE);
+		int64_t left = give_up - now_us();
+		if (left <= 0)
+			return fail(f, ETIMEDOUT, "zygote: not ready within %d ms", ZYGOTE_READY_MS);
+		struct pollfd p = {.fd = z->control_fd, .events = POLLIN};
+		poll(&p, 1, (int)(left / 1000) + 1);
+	}
+}
+
+/* ---- a run ---- */
+
+/* One output stream, capped while it is read. */
+struct stream {
+	int fd;
+	bool open;
+	bool truncated;
+	char *buf;
+	size_t len, alloc, limit;
+};
+
+/* Appends what fits; true if anything had to be dropped. */
+static bool stream_append(struct stream *s, const char *data, size_t n)
+{
+	size_t take = n < s->limit - s->len ? n : s->limit - s->len;
+	if (take > 0 && s->len + take > s->alloc) {
+		/* Grow geometrically, never past the cap: a flood costs the
+		 * agent at most `limit` bytes. */
+		size_t want = s->alloc ? s->alloc * 2 : 16384;
+		while (want < s->len + take)
+			want *= 2;
+		if (want > s->limit)
+			want = s->limit;
+		char *p = realloc(s->buf, want);
+		if (!p) {
+			s->truncated = true;
+			return true;
+		}
+		s->buf = p;
+		s->alloc = want;
+	}
+	if (take > 0) {
+		memcpy(s->buf + s->len, data, take);
+		s->len += take;
+	}
+	if (take < n)
+		s->truncated = true;
+	return take < n;
+}
+
+/* Reads what is there now. Sets *overflow if the cap was passed; returns
+ * false at EOF or on an error. */
+static bool stream_drain(struct stream *s, bool *overflow)
+{
+	char buf[65536];
+	for (int i = 0; i < READS_PER_WAKE; i++) {
+		ssize_t n = read(s->fd, buf, sizeof buf);
+		if (n > 0) {
+			if (stream_append(s, buf, (size_t)n))
+				*overflow = true;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN;
+	}
+	return true;
+}
+
+struct run {
+	struct vm_run lim;
+	char *code;
+	int64_t start_us;
+	struct zygote *z;
+	int sigfd;
+	struct stream out, err;
+	bool control_open;
+	pid_t program;          /* from the zygote's "pid N"; 0 until then */
+	bool zygote_reaped;
+	int zygote_status;
+	bool program_reaped;
+	int program_status;
+	struct rusage program_usage;
+	bool stopping;          /* everything has been sent SIGKILL */
+	int64_t next_kill_us;
+	bool timed_out;
+	bool overflow;
+	bool setup_failed;      /* the zygote's child could not apply a step */
+	struct failure setup;
+};
+
+static int receive_run(struct run *r, struct failure *f)
+{
+	struct vm_frame_header h;
+	int rc;
+	if ((rc = port_read(&h, sizeof h)))
+		return fail(f, -rc, "read VM_RUN header");
+	r->start_us = now_us();
+	/* The host is trusted, but a wrong frame is still refused rather than
+	 * half-read: every length is checked before it sizes anything. */
+	if (h.type != VM_RUN || h.length < sizeof r->lim || h.length > VM_MAX_FRAME)
+		return fail(f, 0, "bad frame (type %u, length %u), expected VM_RUN", h.type,
+			    h.length);
+	if ((rc = port_read(&r->lim, sizeof r->lim)))
+		return fail(f, -rc, "read VM_RUN");
+	if (r->lim.code_len != h.length - sizeof r->lim)
+		return fail(f, 0, "VM_RUN: code_len %u does not match the frame length %u",
+			    r->lim.code_len, h.length);
+	r->code = malloc((size_t)r->lim.code_len + 1);
+	if (!r->code)
+		return fail(f, ENOMEM, "VM_RUN: %u bytes of code", r->lim.code_len);
+	if ((rc = port_read(r->code, r->lim.code_len)))
+		return fail(f, -rc, "read the code");
+	return 0;
+}
+
+/* Zero never means unlimited: a zero limit is the host's mistake and is
+ * refused. The output caps must fit one VM_RESULT frame. */
+static int check_limits(const struct vm_run *l, struct failure *f)
+{
+	const struct {
+		const char *name;
+		uint32_t value;
+	} required[] = {
+		{"wall_ms", l->wall_ms},         {"cpu_sec", l->cpu_sec},
+		{"memory_mb", l->memory_mb},     {"pids", l->pids},
+		{"file_size_mb", l->file_size_mb}, {"disk_mb", l->disk_mb},
+		{"output_kb", l->output_kb},
+	};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (required[i].value == 0)
+			return fail(f, 0, "VM_RUN: %s is 0", required[i].name);
+	if ((uint64_t)l->output_kb * 1024 * 2 + sizeof(struct vm_result) + MESSAGE_MAX >
+	    VM_MAX_FRAME)
+		return fail(f, 0, "VM_RUN: output_kb %u: two streams that size exceed one frame",
+			    l->output_kb);
+	if (l->disk_mb > UINT32_MAX / 256 - 1)
+		return fail(f, 0, "VM_RUN: disk_mb %u is too large", l->disk_mb);
+	return 0;
+}
+
+/* A restored copy wakes up with the snapshot's clock. The RTC (QEMU's
+ * follows the host clock) says what time it really is; a second's
+ * resolution is what a VM without a time service gets anyway. */
+static void refresh_clock(void)
+{
+	int fd = rtc_fd;
+	if (fd < 0)
+		return; /* no RTC: the clock is stale, not a protection missing */
+	struct rtc_time t;
+	if (ioctl(fd, RTC_RD_TIME, &t) == 0) {
+		struct tm tm = {.tm_sec = t.tm_sec, .tm_min = t.tm_min, .tm_hour = t.tm_hour,
+				.tm_mday = t.tm_mday, .tm_mon = t.tm_mon, .tm_year = t.tm_year};
+		struct timespec ts = {.tv_sec = timegm(&tm), .tv_nsec = 0};
+		if (ts.tv_sec > 0)
+			clock_settime(CLOCK_REALTIME, &ts);
+	}
+}
+
+/* Every copy restored from one snapshot starts with the same CRNG state: two
+ * runs would draw the same os.urandom() bytes, the same uuid4(), the same
+ * secrets.token_hex(). Mix in what differs between copies (the cycle
+ * counter, which under QEMU follows the host's, the clocks, the request) and
+ * make the kernel reseed from its input pool, interrupts included, now. */
+static int refresh_entropy(const struct run *r, struct failure *f)
+{
+	struct {
+		uint64_t tsc;
+		struct timespec mono, real, boot;
+		struct vm_run lim;
+	} mix;
+	memset(&mix, 0, sizeof mix);
+	mix.tsc = __rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &mix.mono);
+	clock_gettime(CLOCK_REALTIME, &mix.real);
+	clock_gettime(CLOCK_BOOTTIME, &mix.boot);
+	mix.lim = r->lim;
+	int fd = urandom_fd;
+	if (fd < 0)
+		return fail(f, EBADF, "entropy: /dev/urandom was not opened at boot");
+	int rc = write_all(fd, &mix, sizeof mix);
+	if (rc == 0)
+		rc = write_all(fd, r->code, r->lim.code_len < 4096 ? r->lim.code_len : 4096);
+	if (rc == 0 && ioctl(fd, RNDRESEEDCRNG) < 0)
+		rc = -errno;
+	if (rc)
+		return fail(f, -rc, "entropy: reseed the CRNG after restore");
+	return 0;
+}
+
+/* /tmp: one size-limited tmpfs for all the program may write (/tmp, /var/tmp,
+ * /dev/shm and the workspace), like the other tiers. */
+static int make_workspace(const struct run *r, struct failure *f)
+{
+	char opts[96];
+	/* size= caps the bytes; nr_inodes caps the files, whose inodes would
+	 * otherwise cost kernel memory that size= does not count. nosuid and
+	 * nodev: nothing the program writes can raise privilege or reach a
+	 * device. */
+	snprintf(opts, sizeof opts, "size=%um,nr_inodes=%u,mode=1777", r->lim.disk_mb,
+		 r->lim.disk_mb * 256u + 64u);
+	if (mount("agentjail", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return fail(f, errno, "tmpfs on /tmp");
+	/* A directory of it for each writable place (distinct, as in the host
+	 * tiers), then its root covered by its own t/, so that only those
+	 * places are reachable and all share the one size limit. */
+	static const struct {
+		const char *dir, *target;
+	} places[] = {{"/tmp/v", "/var/tmp"}, {"/tmp/s", "/dev/shm"}, {"/tmp/t", "/tmp"}};
+	for (size_t i = 0; i < 3; i++)
+		if (mkdir(places[i].dir, 01777) < 0 || chmod(places[i].dir, 01777) < 0)
+			return fail(f, errno, "mkdir %s", places[i].dir);
+	if (mkdir("/tmp/t/work", 0700) < 0)
+		return fail(f, errno, "mkdir %s", WORKSPACE);
+	for (size_t i = 0; i < 3; i++) {
+		if (mount(places[i].dir, places[i].target, NULL, MS_BIND, NULL) < 0)
+			return fail(f, errno, "bind %s on %s", places[i].dir, places[i].target);
+		/* A bind keeps the source's flags; restate the safe ones. */
+		if (mount("none", places[i].target, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV,
+			  NULL) < 0)
+			return fail(f, errno, "remount %s nosuid,nodev", places[i].target);
+	}
+	/* 0700: the workspace is the program's alone. */
+	if (chown(WORKSPACE, VM_GUEST_UID, VM_GUEST_UID) < 0)
+		return fail(f, errno, "chown %s", WORKSPACE);
+	int fd = open(PROGRAM, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(f, errno, "create %s", PROGRAM);
+	int rc = write_all(fd, r->code, r->lim.code_len);
+	if (rc == 0 && fchown(fd, VM_GUEST_UID, VM_GUEST_UID) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc)
+		return fail(f, -rc, "write %s", PROGRAM);
+	return 0;
+}
+
+/* The cgroup bounds the whole run, every process the program makes included;
+ * rlimits (set by the zygote) only bound each process. */
+static int set_cgroup_limits(const struct run *r, struct failure *f)
+{
+	char v[32];
+	int rc;
+	snprintf(v, sizeof v, "%llu", (unsigned long long)r->lim.memory_mb << 20);
+	if ((rc = write_text(RUN_CGROUP "/memory.max", v)))
+		return fail(f, -rc, "cgroup: memory.max");
+	/* No swap: the memory limit is the memory the run gets. The VM has no
+	 * swap device, but a kernel that grows one must not loosen this. */
+	rc = write_text(RUN_CGROUP "/memory.swap.max", "0");
+	if (rc && rc != -ENOENT)
+		return fail(f, -rc, "cgroup: memory.swap.max");
+	snprintf(v, sizeof v, "%u", r->lim.pids);
+	if ((rc = write_text(RUN_CGROUP "/pids.max", v)))
+		return fail(f, -rc, "cgroup: pids.max");
+	return 0;
+}
+
+/* The request line zygote.py parses. Closing the pipe after it means the
+ * zygote can never be asked twice. */
+static int release_zygote(struct run *r, struct failure *f)
+{
+	char line[128];
+	snprintf(line, sizeof line, "cpu=%u fsize=%u pids=%u nofile=%u\n", r->lim.cpu_sec,
+		 r->lim.file_size_mb, r->lim.pids, OPEN_FILES);
+	int rc = write_all(r->z->request_fd, line, strlen(line));
+	close(r->z->request_fd);
+	r->z->request_fd = -1;
+	if (rc)
+		return fail(f, -rc, "send the request to the zygote");
+	return 0;
+}
+
+/* Everything but us, now: on a timeout, a flood, or the program's end. */
+static void stop_everything(struct run *r)
+{
+	kill(-1, SIGKILL);
+	r->stopping = true;
+	r->next_kill_us = now_us() + KILL_REPEAT_MS * 1000;
+}
+
+static void read_control(struct run *r)
+{
+	char line[512];
+	int got;
+	while ((got = control_line(r->z, line, sizeof line)) > 0) {
+		int pid;
+		if (sscanf(line, "pid %d", &pid) == 1 && pid > 1 && r->program == 0) {
+			r->program = pid;
+		} else if (strncmp(line, "fail ", 5) == 0 && !r->setup_failed) {
+			r->setup_failed = true;
+			fail(&r->setup, 0, "zygote: %s", line + 5);
+		}
+	}
+	if (got < 0)
+		r->control_open = false;
+}
+
+/* Reaps what has ended. The program is the zygote's child until the zygote
+ * exits, and the zygote writes the program's pid before exiting: so reap the
+ * zygote first and read its pid line before reaping anything else, or the
+ * program could be reaped as an unknown orphan. */
+static void reap(struct run *r)
+{
+	int st;
+	if (!r->zygote_reaped) {
+		pid_t p = waitpid(r->z->pid, &st, WNOHANG);
+		if (p != r->z->pid)
+			return; /* while it lives, it is our only child */
+		r->zygote_reaped = true;
+		r->zygote_status = st;
+		read_control(r);
+	}
+	for (;;) {
+		struct rusage ru;
+		pid_t p = wait4(-1, &st, WNOHANG, &ru);
+		if (p <= 0)
+			return;
+		if (p == r->program) {
+			r->program_reaped = true;
+			r->program_status = st;
+			r->program_usage = ru;
+		}
+		/* anything else: an orphan of the program's, reparented to us */
+	}
+}
+
+static bool run_over(const struct run *r)
+{
+	if (r->program_reaped)
+		return true;
+	/* The zygote ended and can no longer say a pid: no program started. */
+	return r->zygote_reaped && r->program == 0 && !r->control_open;
+}
+
+static void supervise(struct run *r)
+{
+	const int64_t deadline = r->start_us + (int64_t)r->lim.wall_ms * 1000;
+	r->control_open = true;
+	while (!run_over(r)) {
+		int64_t now = now_us();
+		if (!r->stopping && now >= deadline) {
+			r->timed_out = true;
+			stop_everything(r);
+		}
+		if (r->stopping && now >= r->next_kill_us) {
+			/* Again, for anything forked while the last one ran. */
+			kill(-1, SIGKILL);
+			r->next_kill_us = now + KILL_REPEAT_MS * 1000;
+		}
+		int64_t until = r->stopping ? r->next_kill_us : deadline;
+		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
+		struct pollfd p[4] = {
+			{.fd = r->sigfd, .events = POLLIN},
+			{.fd = r->control_open ? r->z->control_fd : -1, .events = POLLIN},
+			/* Once stopping, output no longer matters: leave full
+			 * pipes alone so they cannot spin this loop. */
+			{.fd = r->out.open && !r->stopping ? r->out.fd : -1, .events = POLLIN},
+			{.fd = r->err.open && !r->stopping ? r->err.fd : -1, .events = POLLIN},
+		};
+		int n = poll(p, 4, timeout);
+		if (n < 0 && errno != EINTR && !r->stopping)
+			stop_everything(r); /* never run the program unwatched */
+		if (n <= 0) {
+			reap(r);
+			continue;
+		}
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+				;
+		}
+		if (p[1].revents)
+			read_control(r);
+		if (r->setup_failed && !r->stopping)
+			stop_everything(r);
+		for (int i = 0; i < 2; i++) {
+			struct stream *s = i ? &r->err : &r->out;
+			if (!p[2 + i].revents)
+				continue;
+			bool overflow = false;
+			s->open = stream_drain(s, &overflow);
+			if (overflow && !r->stopping) {
+				/* Stop a flood at once rather than read (and
+				 * drop) it until the wall clock runs out. */
+				r->overflow = true;
+				stop_everything(r);
+			}
+		}
+		reap(r);
+	}
+}
+
+/* The program has ended (or never started): end what it left behind, reap
+ * everything, then take what is still in the pipes. Once nothing but us is
+ * left, no write end of them is open and the reads end. */
+static void finish(struct run *r)
+{
+	int64_t give_up = now_us() + (int64_t)REAP_WAIT_MS * 1000;
+	kill(-1, SIGKILL);
+	for (;;) {
+		reap(r);
+		/* WNOWAIT: only ask whether any child is left. */
+		siginfo_t si;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
+			break;
+		if (now_us() >= give_up)
+			break; /* report anyway; the host destroys the VM */
+		struct pollfd p = {.fd = r->sigfd, .events = POLLIN};
+		poll(&p, 1, KILL_REPEAT_MS);
+		struct signalfd_siginfo ssi;
+		while (read(r->sigfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi)
+			;
+		kill(-1, SIGKILL);
+	}
+	bool ignored = false;
+	bool *overflow = r->overflow ? &ignored : &r->overflow;
+	if (r->out.open)
+		stream_drain(&r->out, overflow);
+	if (r->err.open)
+		stream_drain(&r->err, overflow);
+	read_control(r);
+}
+
+/* Python's last words on a failed allocation. Only the kind of ending is
+ * inferred from it, never a limit: a program that prints it itself merely
+ * labels its own failure. */
+static bool ended_with_memory_error(const struct stream *err)
+{
+	size_t end = err->len;
+	while (end > 0 && (err->buf[end - 1] == '\n' || err->buf[end - 1] == '\r'))
+		end--;
+	size_t start = end;
+	while (start > 0 && err->buf[start - 1] != '\n')
+		start--;
+	static const char tag[] = "MemoryError";
+	return end - start >= sizeof tag - 1 && memcmp(err->buf + start, tag, sizeof tag - 1) == 0;
+}
+
+struct result {
+	struct vm_result head;
+	char message[MESSAGE_MAX];
+};
+
+__attribute__((format(printf, 2, 3)))
+static void set_message(struct result *res, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof res->message, fmt, ap);
+	va_end(ap);
+}
+
+static void sandbox_error(struct result *res, const char *message)
+{
+	res->head.status = AJ_STATUS_SANDBOX_ERROR;
+	res->head.has_exit_code = 0;
+	res->head.exit_code = 0;
+	res->head.signal = 0;
+	snprintf(res->message, sizeof res->message, "%s", message);
+}
+
+/* CPU from the run's cgroup: the whole tree's, killed processes included,
+ * and none of the zygote's import time (spent before the child joined); the
+ * program's own figure where that is larger. */
+static void usage(const struct run *r, struct result *res, uint64_t *oom_kills)
+{
+	char buf[1024];
+	const struct rusage *ru = &r->program_usage;
+	res->head.cpu_us = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
+			   (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
+	res->head.memory_kb = (uint64_t)ru->ru_maxrss;
+	if (read_text(RUN_CGROUP "/cpu.stat", buf, sizeof buf) == 0 &&
+	    keyed_value(buf, "usage_usec") > res->head.cpu_us)
+		res->head.cpu_us = keyed_value(buf, "usage_usec");
+	/* The larger of the biggest process's resident set (which counts the
+	 * interpreter's pages it shares with the zygote, as a fresh python3's
+	 * would) and the whole tree's charge to the cgroup (which does not). */
+	if (read_text(RUN_CGROUP "/memory.peak", buf, sizeof buf) == 0 &&
+	    strtoull(buf, NULL, 10) / 1024 > res->head.memory_kb)
+		res->head.memory_kb = strtoull(buf, NULL, 10) / 1024;
+	*oom_kills = 0;
+	if (read_text(RUN_CGROUP "/memory.events", buf, sizeof buf) == 0)
+		*oom_kills = keyed_value(buf, "oom_kill");
+}
+
+/* The same rules, in the same order and words, as the host's process and
+ * container tiers (src/linux/supervise.c outcome_to_result, and the OOM rule
+ * of src/tiers/container.c). */
+static void classify(const struct run *r, struct result *res)
+{
+	const struct vm_run *l = &r->lim;
+	int ws = r->program_status;
+	uint64_t oom_kills;
+
+	usage(r, res, &oom_kills);
+	res->head.flags = (r->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
+			  (r->err.truncated ? VM_STDERR_TRUNCATED : 0);
+	if (r->setup_failed) {
+		sandbox_error(res, r->setup.message);
+		return;
+	}
+	/* Stopped by us: a program that had already exited keeps its code. */
+	if (r->overflow || r->timed_out) {
+		if (r->program_reaped && WIFEXITED(ws)) {
+			res->head.has_exit_code = 1;
+			res->head.exit_code = WEXITSTATUS(ws);
+		} else {
+			res->head.signal = r->program_reaped && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
+		}
+	}
+	if (r->overflow) {
+		res->head.status = AJ_STATUS_OUTPUT_LIMIT;
+		set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
+			    l->output_kb, r->out.truncated ? "stdout" : "stderr");
+		return;
+	}
+	if (r->timed_out) {
+		res->head.status = AJ_STATUS_TIMEOUT;
+		set_message(res, "wall-clock limit of %g s reached; the run was stopped",
+			    (double)l->wall_ms / 1000.0);
+		return;
+	}
+	if (!r->program_reaped) {
+		char why[MESSAGE_MAX];
+		int zs = r->zygote_status;
+		snprintf(why, sizeof why,
+			 "guest: zygote ended without starting the program (%s %d)",
+			 WIFEXITED(zs) ? "exit status" : "signal",
+			 WIFEXITED(zs) ? WEXITSTATUS(zs) : WTERMSIG(zs));
+		sandbox_error(res, why);
+		return;
+	}
+	if (WIFEXITED(ws)) {
+		res->head.has_exit_code = 1;
+		res->head.exit_code = WEXITSTATUS(ws);
+		res->head.status = res->head.exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
+		if (res->head.exit_code != 0 && ended_with_memory_error(&r->err)) {
+			res->head.status = AJ_STATUS_MEMORY;
+			set_message(res, "memory limit of %u MiB reached (MemoryError)", l->memory_mb);
+		}
+	} else {
+		res->head.signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+		/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one
+		 * (soft + 1 s) for a program that ignored SIGXCPU. */
+		if (res->head.signal == SIGXCPU ||
+		    (res->head.signal == SIGKILL &&
+		     res->head.cpu_us >= (uint64_t)(l->cpu_sec + 1) * 1000000)) {
+			res->head.status = AJ_STATUS_TIMEOUT;
+			set_message(res, "CPU time limit of %u s reached", l->cpu_sec);
+			return;
+		}
+		res->head.status = AJ_STATUS_KILLED;
+		const char *abbrev = sigabbrev_np(res->head.signal);
+		set_message(res, "killed by signal %d (%s)", res->head.signal, abbrev ? abbrev : "?");
+	}
+	/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
+	if (oom_kills && res->head.status != AJ_STATUS_OK) {
+		res->head.status = AJ_STATUS_MEMORY;
+		set_message(res,
+			    "memory limit of %u MiB reached: the kernel's OOM killer ended %llu "
+			    "process%s",
+			    l->memory_mb, (unsigned long long)oom_kills, oom_kills == 1 ? "" : "es");
+	}
+}
+
+static void send_result(const struct run *r, struct result *res)
+{
+	res->head.stdout_len = (uint32_t)r->out.len;
+	res->head.stderr_len = (uint32_t)r->err.len;
+	res->head.message_len = (uint32_t)strlen(res->message);
+	res->head.wall_us = (uint64_t)(now_us() - r->start_us);
+	struct iovec parts[4] = {
+		{.iov_base = &res->head, .iov_len = sizeof res->head},
+		{.iov_base = r->out.buf, .iov_len = r->out.len},
+		{.iov_base = r->err.buf, .iov_len = r->err.len},
+		{.iov_base = res->message, .iov_len = res->head.message_len},
+	};
+	int rc = send_frame(VM_RESULT, parts, 4);
+	if (rc)
+		fprintf(stderr, "agentjail-guest: send VM_RESULT: %s\n", errname(-rc));
+}
+
+/* Every step before the program starts; the first failure ends the run. */
+static int prepare(struct run *r, struct failure *f)
+{
+	int rc;
+	if ((rc = check_limits(&r->lim, f)))
+		return rc;
+	refresh_clock();
+	if ((rc = refresh_entropy(r, f)) || (rc = make_workspace(r, f)) ||
+	    (rc = set_cgroup_limits(r, f)) || (rc = release_zygote(r, f)))
+		return rc;
+	return 0;
+}
+
+static void serve_one_run(struct zygote *z, int sigfd)
+{
+	struct run r;
+	struct result res;
+	struct failure f;
+	memset(&r, 0, sizeof r);
+	memset(&res, 0, sizeof res);
+	r.z = z;
+	r.sigfd = sigfd;
+	r.out = (struct stream){.fd = z->out_fd, .open = true};
+	r.err = (struct stream){.fd = z->err_fd, .open = true};
+
+	int rc = receive_run(&r, &f);
+	if (rc == 0) {
+		r.out.limit = r.err.limit = (size_t)r.lim.output_kb * 1024;
+		rc = prepare(&r, &f);
+	}
+	if (rc) {
+		/* Nothing of the program has run; make sure nothing will. */
+		kill(-1, SIGKILL);
+		sandbox_error(&res, f.message);
+		if (r.start_us == 0)
+			r.start_us = now_us();
+	} else {
+		supervise(&r);
+		finish(&r);
+		classify(&r, &res);
+	}
+	send_result(&r, &res);
+	free(r.code);
+}
+
+int main(void)
+{
+	struct failure f;
+	struct zygote z;
+
+	/* Boot failures must never end PID 1 (the kernel would panic): every
+	 * one goes through power_off. */
+	if (mount_filesystems(&f)) {
+		open_console();
+		power_off(f.message);
+	}
+	open_console();
+	/* SIGCHLD through a signalfd: the supervisor's one poll loop sees
+	 * children end together with output and the clock. Blocked before the
+	 * first fork so no exit is missed; the zygote unblocks it. */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	/* A write to a pipe whose reader died returns EPIPE instead. */
+	signal(SIGPIPE, SIG_IGN);
+	if (sigfd < 0)
+		power_off("guest: signalfd: cannot watch children");
+	if (load_modules(&f) || open_port(&f) || make_run_cgroup(&f) ||
+	    start_zygote(&z, &f))
+		power_off(f.message);
+	if (await_zygote(&z, &f)) {
+		echo_to_console(z.err_fd);
+		/* Tell the host at once that this image cannot run Python. */
+		struct vm_ready ready = {.version = VM_PROTOCOL_VERSION, .python_ok = 0};
+		struct iovec part = {.iov_base = &ready, .iov_len = sizeof ready};
+		send_frame(VM_READY, &part, 1);
+		power_off(f.message);
+	}
+	/* Whatever the interpreter said while starting is not the program's. */
+	echo_to_console(z.out_fd);
+	echo_to_console(z.err_fd);
+	if (minimal_dev(&f))
+		power_off(f.message);
+	/* The initramfs holds nothing the run may change: read-only, so no
+	 * directory an image brought (world-writable or not) can hold bytes
+	 * outside the disk limit, and nosuid, nodev for anything it carries. */
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		fail(&f, errno, "remount / read-only");
+		power_off(f.message);
+	}
+
+	struct vm_ready ready = {.version = VM_PROTOCOL_VERSION, .python_ok = 1};
+	struct iovec part = {.iov_base = &ready, .iov_len = sizeof ready};
+	int rc = send_frame(VM_READY, &part, 1);
+	if (rc) {
+		fail(&f, -rc, "send VM_READY");
+		power_off(f.message);
+	}
+	/* The snapshot is taken here, while this reads. */
+	serve_one_run(&z, sigfd);
+	/* One run per VM: the host destroys it now. Idle, never exit. */
+	for (;;)
+		pause();
+}

@@ -1,0 +1,225 @@
+"""agentjail zygote: a warm interpreter that becomes the program, once.
+
+Started at boot by the guest agent (agent.c, PID 1) as root:
+
+    /usr/bin/python3 -I -u /agent/zygote.py
+
+with fd 0 /dev/null, fd 1 and 2 the pipes the agent reads as the program's
+stdout and stderr, fd 3 the request pipe (agent -> zygote) and fd 4 the
+control pipe (zygote -> agent). The same flags and environment as the other
+tiers' `python3 -I -u main.py`, so sys.flags, sys.path and the stdio encoding
+are the ones a program gets there.
+
+At boot it imports what agent code commonly uses, says "ready" on fd 4 and
+blocks reading one request line from fd 3. The host snapshots the VM in that
+read; every run is a copy restored from there, so the imports are paid once
+per image instead of once per run.
+
+On the request ("cpu=S fsize=MB pids=N nofile=N") it forks. The parent says
+"pid N" on fd 4 and exits at once, which hands the child to PID 1: the agent
+waits for the program itself and has its status from the kernel. The child's
+CPU clock starts at zero, so RLIMIT_CPU counts the program's time, not the
+imports'. The child then, in this order: joins the run's cgroup (memory and
+pids bound the whole tree), applies the rlimits, drops to uid/gid 1000 with no
+groups (and so no capabilities), sets the umask, enters the workspace, sets
+the environment from nothing, closes fd 4 and runs /tmp/work/main.py as the
+__main__ module. A step it cannot apply is reported as "fail STEP: ERRNO" on
+fd 4 and the run is refused: the program never runs with less than asked.
+"""
+import os
+import sys
+
+# What agent code commonly imports. A module the image lacks is skipped: the
+# program gets the same ImportError it would get anyway.
+PRELOAD = (
+    "abc argparse array ast base64 binascii bisect calendar collections "
+    "collections.abc contextlib copy csv dataclasses datetime decimal difflib "
+    "enum errno fnmatch fractions functools glob hashlib heapq hmac html io "
+    "itertools json logging math numbers operator pathlib pickle pprint "
+    "random re resource secrets shlex shutil signal statistics string struct "
+    "subprocess tempfile textwrap threading time traceback types typing "
+    "unicodedata urllib.parse uuid warnings zlib"
+).split()
+for _name in PRELOAD:
+    try:
+        __import__(_name)
+    except ImportError:
+        pass
+del _name
+
+import builtins  # noqa: E402  (after the preload on purpose: all cheap)
+import errno  # noqa: E402
+import resource  # noqa: E402
+import types  # noqa: E402
+from importlib.machinery import SourceFileLoader  # noqa: E402
+
+REQUEST_FD = 3
+CONTROL_FD = 4
+UID = GID = 1000
+WORKSPACE = "/tmp/work"
+PROGRAM = WORKSPACE + "/main.py"
+RUN_CGROUP = "/sys/fs/cgroup/run/cgroup.procs"
+ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": WORKSPACE,
+    "TMPDIR": "/tmp",
+    # Subprocesses: fewer malloc arenas, as the other tiers set it.
+    "MALLOC_ARENA_MAX": "2",
+}
+MIB = 1024 * 1024
+
+
+class SetupFailed(Exception):
+    """A protection the child could not apply: (step, errno name)."""
+
+
+def step(name, action, *args):
+    try:
+        return action(*args)
+    except OSError as e:
+        raise SetupFailed("%s: %s" % (name, errno.errorcode.get(e.errno, str(e)))) from None
+    except ValueError as e:
+        raise SetupFailed("%s: %s" % (name, e)) from None
+
+
+def read_request():
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(REQUEST_FD, 256)
+        if not chunk:
+            os._exit(0)  # the agent is gone: nothing to do
+        data += chunk
+    request = dict(item.split("=", 1) for item in data.decode().split())
+    return {key: int(value) for key, value in request.items()}
+
+
+def set_limit(resource_id, soft, hard=None):
+    hard = soft if hard is None else hard
+    resource.setrlimit(resource_id, (soft, hard))
+
+
+def apply_limits(req):
+    # Into the run's cgroup first, as root: cgroup.procs is root's to write,
+    # and from here on every process of the program is counted against the
+    # memory and pids limits.
+    step("cgroup join", write_text, RUN_CGROUP, "0")
+    # CPU: SIGXCPU at the soft limit, SIGKILL one second later at the hard
+    # one, for a program that catches or ignores SIGXCPU.
+    step("rlimit cpu", set_limit, resource.RLIMIT_CPU, req["cpu"], req["cpu"] + 1)
+    # File size: a write past it fails with EFBIG (Python ignores SIGXFSZ).
+    step("rlimit file size", set_limit, resource.RLIMIT_FSIZE, req["fsize"] * MIB)
+    step("rlimit open files", set_limit, resource.RLIMIT_NOFILE, req["nofile"])
+    # No core dumps: they would write the program's memory to its disk.
+    step("rlimit core", set_limit, resource.RLIMIT_CORE, 0)
+    # A fixed stack: thread stacks and recursion depth as in the other tiers.
+    step("rlimit stack", set_limit, resource.RLIMIT_STACK, 8 * MIB)
+    # No locked memory and no POSIX message queues, as in the other tiers.
+    step("rlimit memlock", set_limit, resource.RLIMIT_MEMLOCK, 0)
+    step("rlimit msgqueue", set_limit, resource.RLIMIT_MSGQUEUE, 0)
+    # Processes and threads of uid 1000, which nothing else in the VM uses:
+    # a fork bomb stops at the limit (pids.max stops it too).
+    step("rlimit processes", set_limit, resource.RLIMIT_NPROC, req["pids"])
+
+
+def write_text(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def drop_privileges():
+    # Groups first (root alone may change them), then gid, then uid: all
+    # three ids of each, so nothing can switch back. Leaving uid 0 clears
+    # every capability; no file in the initramfs is setuid to regain one.
+    step("setgroups", os.setgroups, [])
+    step("setresgid", os.setresgid, GID, GID, GID)
+    step("setresuid", os.setresuid, UID, UID, UID)
+    if os.getresuid() != (UID,) * 3 or os.getresgid() != (GID,) * 3 or os.getgroups():
+        raise SetupFailed("drop privileges: ids did not change")
+
+
+def enter_workspace():
+    os.umask(0o022)
+    step("chdir " + WORKSPACE, os.chdir, WORKSPACE)
+    # From nothing: the zygote's own environment never reaches the program
+    # (os.environ's clear and update reach the C environment too).
+    os.environ.clear()
+    os.environ.update(ENVIRONMENT)
+    sys.argv[:] = ["main.py"]
+    sys.orig_argv[:] = [sys.executable, "-I", "-u", "main.py"]
+
+
+def main_module():
+    """A fresh __main__, as the interpreter makes one for `python3 main.py`:
+    the program sees none of the zygote's names."""
+    main = types.ModuleType("__main__")
+    main.__file__ = PROGRAM
+    main.__cached__ = None
+    main.__loader__ = SourceFileLoader("__main__", PROGRAM)
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    return main
+
+
+def run_program():
+    main = main_module()
+    # Read and compiled after the drop, as the program's own uid.
+    with open(PROGRAM, "rb") as f:
+        source = f.read()
+    code = compile(source, PROGRAM, "exec")
+    exec(code, main.__dict__)
+
+
+def child(req):
+    try:
+        apply_limits(req)
+        drop_privileges()
+        enter_workspace()
+    except SetupFailed as e:
+        os.write(CONTROL_FD, ("fail %s\n" % e).encode())
+        os._exit(127)
+    except Exception as e:  # a malformed request: refuse, never run unlimited
+        os.write(CONTROL_FD, ("fail setup: %r\n" % e).encode())
+        os._exit(127)
+    # Nothing the program does can speak on the control pipe.
+    os.close(CONTROL_FD)
+
+
+def serve():
+    os.write(CONTROL_FD, b"ready\n")
+    req = read_request()
+    os.close(REQUEST_FD)
+    try:
+        pid = os.fork()
+    except OSError as e:
+        os.write(CONTROL_FD, ("fail fork: %s\n" % errno.errorcode.get(e.errno, e)).encode())
+        os._exit(127)
+    if pid:
+        os.write(CONTROL_FD, b"pid %d\n" % pid)
+        os._exit(0)
+    child(req)
+
+
+def trimmed(tb):
+    """The traceback without this file's frames: what `python3 main.py`
+    would print (a SyntaxError in main.py keeps none at all)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return tb
+
+
+serve()
+try:
+    run_program()
+except SystemExit:
+    raise  # the interpreter's own handling: exit code, or message and 1
+except BaseException as e:  # noqa: B902 - an uncaught exception, as Python reports it
+    tb = trimmed(e.__traceback__)
+    sys.excepthook(type(e), e.with_traceback(tb), tb)
+    del e, tb
+    # Exit 1 the ordinary way: threads joined, atexit handlers run, streams
+    # flushed, as after an uncaught exception.
+    sys.exit(1)

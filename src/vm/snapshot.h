@@ -1,0 +1,32 @@
+/* Snapshots of a booted, ready VM; see snapshot.c. */
+#ifndef AJ_VM_SNAPSHOT_H
+#define AJ_VM_SNAPSHOT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../core/internal.h"
+
+/* An image's VM parts (images/build-vm.sh makes them). */
+struct vm_image {
+	char vm_dir[PATH_MAX];
+	char kernel[PATH_MAX + 16];
+	char initrd[PATH_MAX + 16];
+};
+
+/* The snapshot for this image, accelerator and memory size, made now if it
+ * is not there yet (one boot). dir receives its directory. */
+int vm_snapshot_ensure(const struct vm_image *img, const char *accel, unsigned mem_mb,
+		       uid_t uid, gid_t gid, char *dir, size_t n, struct aj_error *err);
+/* Boots the image once with accel and waits for the guest to be ready:
+ * 0 if it was within timeout_ms. The accelerator probe. */
+int vm_boot_probe(const struct vm_image *img, const char *accel, uid_t uid, gid_t gid,
+		  double timeout_ms, struct aj_error *err);
+#define VM_RUN_BASE "/run/agentjail-vm"
+
+/* A run's directory for the jailed QEMU's sockets and log, and its removal. */
+int vm_run_dir(char *out, size_t n, uid_t uid, struct aj_error *err);
+void vm_run_dir_remove(const char *dir);
+
+#endif

@@ -1,0 +1,189 @@
+/* The microvm tier: the shared hostile table, each case in a fresh VM under
+ * its own kernel, then what is particular to it: the VMM runs jailed, a VMM
+ * that dies is the sandbox's failure, and no VM or file outlives its run.
+ * Sized for TCG (software emulation), where each run costs 0.2-2 s. */
+#include <limits.h>
+#include <pthread.h>
+
+#include "hostile.h"
+
+static char image_dir[PATH_MAX];
+
+/* The QEMU of a run in progress: a process of the sandbox uids running
+ * qemu-system-x86_64. 0 if none (yet). */
+static pid_t find_qemu(const struct aj_config *cfg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+	while (d && (de = readdir(d)) && !found) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof path, "/proc/%s/comm", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof comm, f) && !strncmp(comm, "qemu-system", 11)) {
+			char line[256];
+			snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
+			FILE *s = fopen(path, "re");
+			unsigned uid = 0;
+			while (s && fgets(line, sizeof line, s))
+				sscanf(line, "Uid: %u", &uid);
+			if (s)
+				fclose(s);
+			if (uid >= cfg->uid_base && uid < cfg->uid_base + cfg->slots)
+				found = atoi(de->d_name);
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+struct background_run {
+	struct aj_config cfg;
+	const char *code;
+	struct aj_result res;
+};
+
+static void *background(void *arg)
+{
+	struct background_run *b = arg;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	if (aj_open(&b->cfg, &sb, &err) == 0) {
+		aj_run(sb, b->code, strlen(b->code), &b->res);
+		aj_close(sb);
+	}
+	return NULL;
+}
+
+static void vmm_is_jailed(void **state)
+{
+	struct fixture *f = *state;
+	struct background_run b = {.cfg = f->cfg, .code = "import time\ntime.sleep(3)\n"};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, background, &b), 0);
+	pid_t q = 0;
+	for (int i = 0; i < 200 && !q; i++) {
+		q = find_qemu(&f->cfg);
+		if (!q)
+			sleep_ms(20);
+	}
+	assert_true(q > 0);
+	char path[64], line[256];
+	int seccomp = -1, nnp = -1;
+	unsigned uid = 0;
+	char capeff[32] = "";
+	/* QEMU turns its sandbox on early in its start-up: look until it has
+	 * (bounded), then insist. */
+	for (int i = 0; i < 100 && seccomp != 2; i++) {
+		snprintf(path, sizeof path, "/proc/%d/status", (int)q);
+		FILE *s = fopen(path, "re");
+		assert_non_null(s);
+		while (fgets(line, sizeof line, s)) {
+			sscanf(line, "Seccomp: %d", &seccomp);
+			sscanf(line, "NoNewPrivs: %d", &nnp);
+			sscanf(line, "Uid: %u", &uid);
+			sscanf(line, "CapEff: %31s", capeff);
+		}
+		fclose(s);
+		if (seccomp != 2)
+			sleep_ms(20);
+	}
+	/* Not root, no capabilities, QEMU's seccomp filter on (mode 2). */
+	assert_int_not_equal(uid, 0);
+	assert_string_equal(capeff, "0000000000000000");
+	assert_int_equal(seccomp, 2);
+	assert_int_equal(nnp, 1);
+	/* And in namespaces of its own: not the host's network or pids. */
+	char mine[64], theirs[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)q);
+	ssize_t n = readlink(path, theirs, sizeof theirs - 1);
+	assert_true(n > 0);
+	theirs[n] = '\0';
+	n = readlink("/proc/self/ns/net", mine, sizeof mine - 1);
+	mine[n] = '\0';
+	assert_string_not_equal(mine, theirs);
+	pthread_join(th, NULL);
+	assert_status(&b.res, AJ_STATUS_OK);
+	aj_result_free(&b.res);
+}
+
+static void killed_vmm_is_a_sandbox_error(void **state)
+{
+	struct fixture *f = *state;
+	struct background_run b = {.cfg = f->cfg, .code = "import time\ntime.sleep(5)\n"};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, background, &b), 0);
+	pid_t q = 0;
+	for (int i = 0; i < 200 && !q; i++) {
+		q = find_qemu(&f->cfg);
+		if (!q)
+			sleep_ms(20);
+	}
+	assert_true(q > 0);
+	sleep_ms(300);
+	kill(q, SIGKILL);
+	pthread_join(th, NULL);
+	/* Not the program's fault: the sandbox failed, and says how. */
+	assert_status(&b.res, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(b.res.message, "VM ended before answering"));
+	aj_result_free(&b.res);
+}
+
+static void no_run_directory_outlives_its_run(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "print('in a VM')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	DIR *d = opendir("/run/agentjail-vm");
+	struct dirent *de;
+	int left = 0;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "run-", 4))
+			left++;
+	if (d)
+		closedir(d);
+	assert_int_equal(left, 0);
+}
+
+static void its_own_kernel(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print(os.uname().release, os.getuid())\n"
+		 "print(open('/proc/cmdline').read())\n");
+	assert_status(&r, AJ_STATUS_OK);
+	/* Debian's cloud kernel, whatever the host runs, as uid 1000. */
+	assert_true(contains(r.stdout_buf, "-cloud-amd64 1000"));
+	assert_true(contains(r.stdout_buf, "console=ttyS0"));
+	aj_result_free(&r);
+}
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	char cwd[PATH_MAX - 32];
+	if (!getcwd(cwd, sizeof cwd))
+		return 1;
+	snprintf(image_dir, sizeof image_dir, "%s/build/images/test", cwd);
+	fixture.tier = AJ_TIER_MICROVM;
+	fixture.image = image_dir;
+	const struct CMUnitTest tests[] = {
+		HOSTILE_TABLE,
+		HOSTILE_TEST(its_own_kernel),
+		HOSTILE_TEST(vmm_is_jailed),
+		HOSTILE_TEST(killed_vmm_is_a_sandbox_error),
+		HOSTILE_TEST(no_run_directory_outlives_its_run),
+	};
+	return cmocka_run_group_tests_name("microvm tier", tests, NULL, NULL);
+}
