@@ -92,6 +92,9 @@ struct aj_config {
 	/* microvm tier: "kvm", "tcg", or NULL to use KVM where a probe boot
 	 * succeeds (the verdict is cached) and TCG elsewhere. */
 	const char *accel;
+	/* microvm tier: VMs kept restored and ready, so a run skips QEMU's
+	 * start and the restore (0: none). Each still serves one run. */
+	uint32_t vm_pool;
 };
 
 #define AJ_ERROR_MAX 512

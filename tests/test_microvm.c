@@ -142,7 +142,7 @@ static void no_run_directory_outlives_its_run(void **state)
 	run_code(&f->cfg, &r, "print('in a VM')\n");
 	assert_status(&r, AJ_STATUS_OK);
 	aj_result_free(&r);
-	DIR *d = opendir("/run/agentjail-vm");
+	DIR *d = opendir("/run/agentjail-test-vm");
 	struct dirent *de;
 	int left = 0;
 	while (d && (de = readdir(d)))
@@ -168,6 +168,68 @@ static void its_own_kernel(void **state)
 	aj_result_free(&r);
 }
 
+static int count_qemus(const struct aj_config *cfg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], comm[64] = "", line[256];
+		snprintf(path, sizeof path, "/proc/%s/comm", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		bool qemu = fgets(comm, sizeof comm, f) && !strncmp(comm, "qemu-system", 11);
+		fclose(f);
+		snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
+		unsigned uid = 0;
+		FILE *s = qemu ? fopen(path, "re") : NULL;
+		while (s && fgets(line, sizeof line, s))
+			sscanf(line, "Uid: %u", &uid);
+		if (s)
+			fclose(s);
+		if (qemu && uid >= cfg->uid_base && uid < cfg->uid_base + cfg->slots)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void warm_pool_serves_fresh_vms(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.vm_pool = 2;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	/* The pool fills in the background (bounded wait). */
+	for (int i = 0; i < 300 && count_qemus(&f->cfg) < 2; i++)
+		sleep_ms(20);
+	assert_int_equal(count_qemus(&f->cfg), 2);
+	char seen[3][80];
+	const char *code = "import os\nprint(os.urandom(16).hex())\n"
+			   "open('/tmp/mark', 'w').write('x')\nprint(os.listdir('/tmp'))\n";
+	for (int i = 0; i < 3; i++) {
+		struct aj_result r;
+		aj_run(sb, code, strlen(code), &r);
+		assert_status(&r, AJ_STATUS_OK);
+		/* A pooled VM has run nothing: no file of the one before. */
+		assert_true(contains(r.stdout_buf, "['mark', 'work']"));
+		snprintf(seen[i], sizeof seen[i], "%.32s", r.stdout_buf);
+		aj_result_free(&r);
+	}
+	/* Copies of one snapshot, yet each draws its own random numbers. */
+	assert_string_not_equal(seen[0], seen[1]);
+	assert_string_not_equal(seen[1], seen[2]);
+	assert_string_not_equal(seen[0], seen[2]);
+	aj_close(sb);
+	/* Closing the sandbox takes its waiting VMs with it. */
+	assert_int_equal(count_qemus(&f->cfg), 0);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -184,6 +246,7 @@ int main(void)
 		HOSTILE_TEST(vmm_is_jailed),
 		HOSTILE_TEST(killed_vmm_is_a_sandbox_error),
 		HOSTILE_TEST(no_run_directory_outlives_its_run),
+		HOSTILE_TEST(warm_pool_serves_fresh_vms),
 	};
 	return cmocka_run_group_tests_name("microvm tier", tests, NULL, NULL);
 }

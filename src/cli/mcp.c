@@ -18,7 +18,8 @@ static const char usage[] =
 	"options (they override FILE's values):\n"
 	"  --config FILE     JSON: {\"tier\": \"container\", \"timeout\": 10, \"memory\": 256, ...}\n"
 	"                    (keys: tier, image, python, timeout, cpu, memory, pids,\n"
-	"                    file_size, disk, output, concurrency; unknown keys are errors)\n"
+	"                    file_size, disk, output, concurrency, vm_pool; unknown keys\n"
+	"                    are errors). vm_pool: microVMs kept restored and ready\n"
 	"  --concurrency N   runs at once; more calls wait their turn (default 4)\n" LIMIT_OPTIONS_HELP
 	"  -h, --help        this help\n";
 

@@ -37,11 +37,11 @@ static const struct key {
 } keys[] = {
 	{"tier", TEXT},    {"image", TEXT},     {"python", TEXT}, {"timeout", SECONDS},
 	{"cpu", WHOLE},    {"memory", WHOLE},   {"pids", WHOLE},  {"file_size", WHOLE},
-	{"disk", WHOLE},   {"output", WHOLE},   {"concurrency", WHOLE},
+	{"disk", WHOLE},   {"output", WHOLE},   {"concurrency", WHOLE}, {"vm_pool", WHOLE},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
-			    "output, concurrency";
+			    "output, concurrency, vm_pool";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -61,7 +61,11 @@ static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struc
 		l->disk_mb = u;
 	else if (!strcmp(name, "output"))
 		l->output_kb = u;
-	else if (!strcmp(name, "concurrency")) {
+	else if (!strcmp(name, "vm_pool")) {
+		if (u > 64)
+			return error_set(err, -EINVAL, "vm_pool: %u is out of range (0 to 64)", u);
+		c->sandbox.vm_pool = u;
+	} else if (!strcmp(name, "concurrency")) {
 		if (u < 1 || u > MCP_MAX_CONCURRENCY)
 			return error_set(err, -EINVAL, "concurrency: %u is out of range (1 to %d)",
 					 u, MCP_MAX_CONCURRENCY);

@@ -27,10 +27,15 @@
  *  accel     KVM where a probe boot with it succeeds (the verdict is cached
  *            in the state directory), TCG elsewhere; the deployer may force
  *            either (cfg.accel).
+ *  pool      optionally (cfg.vm_pool) a thread keeps that many VMs restored,
+ *            connected and waiting, and replaces them after an idle lifetime;
+ *            a run takes one, or makes its own when none is ready. A pooled
+ *            VM is as fresh as any: it has run nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +58,37 @@
 #define VM_GRACE_MS 3000
 #define ACCEL_CACHE "/var/lib/agentjail/vm-accel"
 
+/* A VM restored and connected, waiting for its one run. */
+struct ready_vm {
+	pid_t pid;
+	int pidfd;
+	int ch;                 /* the channel, connected */
+	struct uid_slot slot;
+	double made_ms;
+	char run[PATH_MAX];
+};
+
+/* How long a pooled VM may wait before it is replaced by a newer one. */
+#define POOL_LIFETIME_MS 60000.0
+#define POOL_MAX 64
+
 struct microvm_state {
 	struct vm_image img;
 	char accel[8];
 	gid_t gid;              /* the jailed QEMUs' group */
 	char snapshot[PATH_MAX + 64];
 	unsigned vm_mb;
+	const struct aj_config *cfg;
+	char run_base[PATH_MAX];    /* <state_dir>-vm: the runs' directories */
+	/* the pool */
+	unsigned pool_size;
+	struct ready_vm pool[POOL_MAX];
+	unsigned pooled;
+	bool stopping;
+	bool refiller_running;
+	pthread_t refiller;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
 };
 
 static gid_t vm_gid(const struct aj_config *cfg)
@@ -103,7 +133,7 @@ static int choose_accel(struct microvm_state *st, const struct aj_config *cfg, u
 			 "/dev/kvm is mode %03o: the jailed QEMU (not root) can use it only "
 			 "through its group (Debian's default is 0660 root:kvm)",
 			 (unsigned)(kvm.st_mode & 0777));
-	else if (vm_boot_probe(&st->img, "kvm", uid, kvm.st_gid, 20000, &why) == 0)
+	else if (vm_boot_probe(&st->img, st->run_base, "kvm", uid, kvm.st_gid, 20000, &why) == 0)
 		verdict = "kvm";
 	snprintf(st->accel, sizeof st->accel, "%s", verdict);
 	mkdir("/var/lib/agentjail", 0755);
@@ -117,61 +147,6 @@ static int choose_accel(struct microvm_state *st, const struct aj_config *cfg, u
 		close(fd);
 	}
 	return 0;
-}
-
-static int microvm_open(const struct aj_config *cfg, void **state, struct aj_error *err)
-{
-	*state = NULL;
-	if (geteuid() != 0)
-		return error_set(err, -EPERM, "microvm: needs root, to jail QEMU under a uid of "
-					      "its own (running as uid %u)",
-				 (unsigned)geteuid());
-	if (access(QEMU_BINARY, X_OK) < 0)
-		return error_set(err, -errno, "microvm: %s: %s (apt-get install qemu-system-x86)",
-				 QEMU_BINARY, errno_name(errno));
-	struct microvm_state *st = calloc(1, sizeof *st);
-	if (!st)
-		return error_set(err, -ENOMEM, "open: out of memory");
-	char dir[PATH_MAX];
-	int rc = image_dir(cfg, dir, sizeof dir, err);
-	if (rc)
-		goto fail;
-	snprintf(st->img.vm_dir, sizeof st->img.vm_dir, "%.4000s/vm", dir);
-	snprintf(st->img.kernel, sizeof st->img.kernel, "%s/vmlinux", st->img.vm_dir);
-	snprintf(st->img.initrd, sizeof st->img.initrd, "%s/initramfs.cpio", st->img.vm_dir);
-	if (access(st->img.kernel, R_OK) < 0 || access(st->img.initrd, R_OK) < 0) {
-		rc = error_set(err, -ENOENT,
-			       "microvm: image %s has no VM parts (%s/vmlinux, initramfs.cpio); "
-			       "'agentjail image build' makes them",
-			       dir, st->img.vm_dir);
-		goto fail;
-	}
-	st->vm_mb = cfg->limits.memory_mb + VM_OVERHEAD_MB;
-	/* The probe and the snapshot boot run jailed like any run: under a
-	 * slot's uid. */
-	struct uid_slot slot = {.lock_fd = -1};
-	if ((rc = slot_acquire(cfg, &slot, err)))
-		goto fail;
-	if (!(rc = choose_accel(st, cfg, slot.uid, err))) {
-		struct stat kvm;
-		st->gid = !strcmp(st->accel, "kvm") && stat("/dev/kvm", &kvm) == 0 ? kvm.st_gid
-										 : vm_gid(cfg);
-		rc = vm_snapshot_ensure(&st->img, st->accel, st->vm_mb, slot.uid, st->gid,
-					st->snapshot, sizeof st->snapshot, err);
-	}
-	slot_release(&slot);
-	if (rc)
-		goto fail;
-	*state = st;
-	return 0;
-fail:
-	free(st);
-	return rc;
-}
-
-static void microvm_close(void *state)
-{
-	free(state);
 }
 
 /* The guest's answer as the contract's result. */
@@ -215,82 +190,179 @@ static void result_from_guest(const void *payload, uint32_t len, struct aj_resul
 		result_set_message(res, "%.*s", (int)r.message_len, p);
 }
 
+static void release_vm(struct ready_vm *vm)
+{
+	if (vm->ch >= 0)
+		close(vm->ch);
+	if (vm->pidfd >= 0)
+		vm_destroy(vm->pid, vm->pidfd);
+	if (vm->run[0])
+		vm_run_dir_remove(vm->run);
+	slot_release(&vm->slot);
+	vm->ch = vm->pidfd = -1;
+	vm->run[0] = '\0';
+}
+
+/* A new QEMU restored from the snapshot, its channel connected: everything
+ * before the program is sent. 0, or -errno with why. */
+static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double deadline,
+		      struct aj_error *err)
+{
+	const struct aj_config *cfg = st->cfg;
+	char chan[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16], ram[PATH_MAX + 80],
+		statep[PATH_MAX + 80], why[300], words[600];
+	int rc, mfd = -1;
+
+	memset(vm, 0, sizeof *vm);
+	vm->ch = vm->pidfd = -1;
+	vm->slot.lock_fd = -1;
+	if ((rc = slot_acquire(cfg, &vm->slot, err)))
+		return rc;
+	if ((rc = vm_run_dir(st->run_base, vm->run, sizeof vm->run, vm->slot.uid, err))) {
+		vm->run[0] = '\0';
+		goto fail;
+	}
+	snprintf(chan, sizeof chan, "%s/chan.sock", vm->run);
+	snprintf(mon, sizeof mon, "%s/mon.sock", vm->run);
+	snprintf(log, sizeof log, "%s/console.log", vm->run);
+	snprintf(ram, sizeof ram, "%s/ram", st->snapshot);
+	snprintf(statep, sizeof statep, "%s/state", st->snapshot);
+	int state_fd = open(statep, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (state_fd < 0) {
+		rc = error_set(err, -errno, "microvm: open %s: %s", statep, errno_name(errno));
+		goto fail;
+	}
+	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
+				   .kernel = st->img.kernel, .initrd = st->img.initrd,
+				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
+				   .run_dir = vm->run, .chan_sock = chan, .mon_sock = mon,
+				   .console_log = log, .incoming_fd = state_fd, .uid = vm->slot.uid,
+				   .gid = st->gid};
+	rc = vm_launch(&launch, &vm->pid, &vm->pidfd, err);
+	close(state_fd);
+	if (rc)
+		goto fail;
+	mfd = monitor_open(mon, deadline, vm->pidfd);
+	if (mfd < 0 || (rc = vm_restore(mfd, deadline, why, sizeof why))) {
+		if (mfd < 0)
+			snprintf(why, sizeof why, "monitor: %s", errno_name(-mfd));
+		rc = rc ? rc : mfd;
+		vm_last_words(vm->run, words, sizeof words);
+		error_set(err, rc, "microvm: restoring the VM: %s%s%s", why,
+			  words[0] ? "; QEMU: " : "", words);
+		goto fail;
+	}
+	close(mfd);
+	mfd = -1;
+	vm->ch = channel_connect(chan, deadline, vm->pidfd);
+	if (vm->ch < 0) {
+		rc = vm->ch;
+		vm_last_words(vm->run, words, sizeof words);
+		error_set(err, rc, "microvm: connect to the VM: %s%s%s", errno_name(-rc),
+			  words[0] ? "; QEMU: " : "", words);
+		goto fail;
+	}
+	vm->made_ms = now_ms();
+	return 0;
+fail:
+	if (mfd >= 0)
+		close(mfd);
+	release_vm(vm);
+	return rc;
+}
+
+/* A ready VM from the pool, if one is there and young enough. */
+static bool take_pooled(struct microvm_state *st, struct ready_vm *vm)
+{
+	bool got = false;
+	pthread_mutex_lock(&st->lock);
+	while (st->pooled > 0 && !got) {
+		*vm = st->pool[--st->pooled];
+		got = now_ms() - vm->made_ms < POOL_LIFETIME_MS;
+		if (!got) {
+			pthread_mutex_unlock(&st->lock);
+			release_vm(vm);
+			pthread_mutex_lock(&st->lock);
+		}
+	}
+	pthread_cond_signal(&st->wake); /* refill */
+	pthread_mutex_unlock(&st->lock);
+	return got;
+}
+
+/* The refiller: keeps pool_size VMs ready, replacing the expired. */
+static void *refill_main(void *arg)
+{
+	struct microvm_state *st = arg;
+	pthread_mutex_lock(&st->lock);
+	while (!st->stopping) {
+		/* Expire the oldest first: it sits at the bottom. */
+		if (st->pooled > 0 && now_ms() - st->pool[0].made_ms >= POOL_LIFETIME_MS) {
+			struct ready_vm old = st->pool[0];
+			memmove(&st->pool[0], &st->pool[1], (st->pooled - 1) * sizeof st->pool[0]);
+			st->pooled--;
+			pthread_mutex_unlock(&st->lock);
+			release_vm(&old);
+			pthread_mutex_lock(&st->lock);
+			continue;
+		}
+		if (st->pooled < st->pool_size) {
+			pthread_mutex_unlock(&st->lock);
+			struct ready_vm vm;
+			struct aj_error err = {0};
+			int rc = prepare_vm(st, &vm, now_ms() + 30000, &err);
+			pthread_mutex_lock(&st->lock);
+			if (rc == 0 && !st->stopping && st->pooled < st->pool_size) {
+				st->pool[st->pooled++] = vm;
+				continue;
+			}
+			if (rc == 0) {
+				pthread_mutex_unlock(&st->lock);
+				release_vm(&vm);
+				pthread_mutex_lock(&st->lock);
+				continue;
+			}
+			/* Could not make one (all uid slots busy, say): runs make
+			 * their own meanwhile; try again in a while. */
+		}
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&st->wake, &st->lock, &until);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return NULL;
+}
+
 static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
 	struct microvm_state *st = state;
 	const struct aj_limits *l = &cfg->limits;
-	struct uid_slot slot = {.lock_fd = -1};
 	struct aj_error err = {0};
-	char run[PATH_MAX], chan[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16],
-		ram[PATH_MAX + 80], statep[PATH_MAX + 80];
-	int rc, state_fd = -1, ch = -1, mfd = -1, pidfd = -1;
-	pid_t pid = 0;
+	struct ready_vm vm;
+	int rc;
 	double start = now_ms();
-
-	if ((rc = slot_acquire(cfg, &slot, &err))) {
-		result_sandbox_error(res, "%s", err.message);
-		return rc;
-	}
-	if ((rc = vm_run_dir(run, sizeof run, slot.uid, &err))) {
-		result_sandbox_error(res, "%s", err.message);
-		slot_release(&slot);
-		return rc;
-	}
-	snprintf(chan, sizeof chan, "%s/chan.sock", run);
-	snprintf(mon, sizeof mon, "%s/mon.sock", run);
-	snprintf(log, sizeof log, "%s/console.log", run);
-	snprintf(ram, sizeof ram, "%s/ram", st->snapshot);
-	snprintf(statep, sizeof statep, "%s/state", st->snapshot);
-	state_fd = open(statep, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (state_fd < 0) {
-		rc = -errno;
-		result_sandbox_error(res, "microvm: open %s: %s", statep, errno_name(errno));
-		goto out;
-	}
-	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
-				   .kernel = st->img.kernel, .initrd = st->img.initrd,
-				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
-				   .run_dir = run, .chan_sock = chan, .mon_sock = mon,
-				   .console_log = log, .incoming_fd = state_fd, .uid = slot.uid,
-				   .gid = st->gid};
-	if ((rc = vm_launch(&launch, &pid, &pidfd, &err))) {
-		result_sandbox_error(res, "%s", err.message);
-		goto out;
-	}
 	const double deadline = start + l->wall_sec * 1000.0 + VM_GRACE_MS;
-	char why[300];
-	mfd = monitor_open(mon, deadline, pidfd);
-	if (mfd < 0 || (rc = vm_restore(mfd, deadline, why, sizeof why))) {
-		char words[600];
-		vm_last_words(run, words, sizeof words);
-		if (mfd < 0)
-			snprintf(why, sizeof why, "monitor: %s", errno_name(-mfd));
-		rc = rc ? rc : mfd;
-		result_sandbox_error(res, "microvm: restoring the VM: %s%s%s", why,
-				     words[0] ? "; QEMU: " : "", words);
-		goto out;
-	}
-	ch = channel_connect(chan, deadline, pidfd);
-	if (ch < 0) {
-		char words[600];
-		vm_last_words(run, words, sizeof words);
-		rc = ch;
-		result_sandbox_error(res, "microvm: connect to the VM: %s%s%s", errno_name(-ch),
-				     words[0] ? "; QEMU: " : "", words);
-		goto out;
+
+	if (!take_pooled(st, &vm) && (rc = prepare_vm(st, &vm, deadline, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		res->wall_ms = now_ms() - start;
+		return rc;
 	}
 	struct vm_run vr = {.wall_ms = (uint32_t)(l->wall_sec * 1000.0), .cpu_sec = l->cpu_sec,
 			    .memory_mb = l->memory_mb, .pids = l->pids,
 			    .file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
 			    .output_kb = l->output_kb, .code_len = (uint32_t)req->len};
-	if ((rc = channel_send(ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
+	uint32_t type = 0, len = 0;
+	void *payload = NULL;
+	if ((rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
 		result_sandbox_error(res, "microvm: send the program: %s", errno_name(-rc));
 		goto out;
 	}
-	uint32_t type = 0, len = 0;
-	void *payload = NULL;
-	rc = channel_recv(ch, deadline, req->cancel_fd, &type, &payload, &len);
+	/* A pooled VM's clock for this run starts now, not when it was made. */
+	rc = channel_recv(vm.ch, now_ms() + l->wall_sec * 1000.0 + VM_GRACE_MS, req->cancel_fd,
+			  &type, &payload, &len);
 	if (rc == -ETIMEDOUT) {
 		/* The guest did not answer even past its own clock: the host's
 		 * clock ends the VM. */
@@ -308,7 +380,7 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		/* QEMU died, or the guest: a panic, a crash. Never the code's
 		 * fault as far as the contract goes. */
 		char words[600];
-		vm_last_words(run, words, sizeof words);
+		vm_last_words(vm.run, words, sizeof words);
 		result_sandbox_error(res, "microvm: the VM ended before answering (%s)%s%s",
 				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
 	} else if (type != VM_RESULT) {
@@ -317,20 +389,94 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 	} else {
 		result_from_guest(payload, len, res);
 	}
-	free(payload);
 out:
-	if (ch >= 0)
-		close(ch);
-	if (mfd >= 0)
-		close(mfd);
-	if (pidfd >= 0)
-		vm_destroy(pid, pidfd);
-	if (state_fd >= 0)
-		close(state_fd);
-	vm_run_dir_remove(run);
-	slot_release(&slot);
+	free(payload);
+	release_vm(&vm);
 	res->wall_ms = now_ms() - start;
 	return rc;
+}
+
+static int microvm_open(const struct aj_config *cfg, void **state, struct aj_error *err)
+{
+	*state = NULL;
+	if (geteuid() != 0)
+		return error_set(err, -EPERM, "microvm: needs root, to jail QEMU under a uid of "
+					      "its own (running as uid %u)",
+				 (unsigned)geteuid());
+	if (access(QEMU_BINARY, X_OK) < 0)
+		return error_set(err, -errno, "microvm: %s: %s (apt-get install qemu-system-x86)",
+				 QEMU_BINARY, errno_name(errno));
+	struct microvm_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	char dir[PATH_MAX];
+	int rc = image_dir(cfg, dir, sizeof dir, err);
+	if (rc)
+		goto fail;
+	snprintf(st->img.vm_dir, sizeof st->img.vm_dir, "%.4000s/vm", dir);
+	snprintf(st->img.kernel, sizeof st->img.kernel, "%s/vmlinux", st->img.vm_dir);
+	snprintf(st->img.initrd, sizeof st->img.initrd, "%s/initramfs.cpio", st->img.vm_dir);
+	if (access(st->img.kernel, R_OK) < 0 || access(st->img.initrd, R_OK) < 0) {
+		rc = error_set(err, -ENOENT,
+			       "microvm: image %s has no VM parts (%s/vmlinux, initramfs.cpio); "
+			       "'agentjail image build' makes them",
+			       dir, st->img.vm_dir);
+		goto fail;
+	}
+	st->vm_mb = cfg->limits.memory_mb + VM_OVERHEAD_MB;
+	snprintf(st->run_base, sizeof st->run_base, "%.4000s-vm",
+		 cfg->state_dir ? cfg->state_dir : "/run/agentjail");
+	/* The probe and the snapshot boot run jailed like any run: under a
+	 * slot's uid. */
+	struct uid_slot slot = {.lock_fd = -1};
+	if ((rc = slot_acquire(cfg, &slot, err)))
+		goto fail;
+	if (!(rc = choose_accel(st, cfg, slot.uid, err))) {
+		struct stat kvm;
+		st->gid = !strcmp(st->accel, "kvm") && stat("/dev/kvm", &kvm) == 0 ? kvm.st_gid
+										 : vm_gid(cfg);
+		rc = vm_snapshot_ensure(&st->img, st->accel, st->vm_mb, slot.uid, st->gid,
+					st->snapshot, sizeof st->snapshot, err);
+	}
+	slot_release(&slot);
+	if (rc)
+		goto fail;
+	st->cfg = cfg;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->wake, NULL);
+	st->pool_size = cfg->vm_pool < POOL_MAX ? cfg->vm_pool : POOL_MAX;
+	if (st->pool_size > 0) {
+		if (pthread_create(&st->refiller, NULL, refill_main, st) != 0) {
+			rc = error_set(err, -EAGAIN, "microvm: cannot start the pool's thread");
+			goto fail;
+		}
+		st->refiller_running = true;
+	}
+	*state = st;
+	return 0;
+fail:
+	free(st);
+	return rc;
+}
+
+static void microvm_close(void *state)
+{
+	struct microvm_state *st = state;
+	if (!st)
+		return;
+	if (st->refiller_running) {
+		pthread_mutex_lock(&st->lock);
+		st->stopping = true;
+		pthread_cond_signal(&st->wake);
+		pthread_mutex_unlock(&st->lock);
+		pthread_join(st->refiller, NULL);
+	}
+	/* Every VM still waiting goes: none outlives the sandbox. */
+	for (unsigned i = 0; i < st->pooled; i++)
+		release_vm(&st->pool[i]);
+	pthread_mutex_destroy(&st->lock);
+	pthread_cond_destroy(&st->wake);
+	free(st);
 }
 
 static int microvm_check(const struct aj_config *cfg, struct aj_error *err)

@@ -34,13 +34,13 @@ static void remove_run_dir(const char *dir)
 	rmdir(dir);
 }
 
-int vm_run_dir(char *out, size_t n, uid_t uid, struct aj_error *err)
+int vm_run_dir(const char *base, char *out, size_t n, uid_t uid, struct aj_error *err)
 {
 	/* Traversable by the jailed QEMUs (each run's own dir is 0700 and
-	 * theirs); /run/agentjail itself stays root's only. */
-	if (mkdir(VM_RUN_BASE, 0711) < 0 && errno != EEXIST)
-		return error_set(err, -errno, "microvm: mkdir %s: %s", VM_RUN_BASE, errno_name(errno));
-	snprintf(out, n, VM_RUN_BASE "/run-XXXXXX");
+	 * theirs); the slot locks' directory stays root's only. */
+	if (mkdir(base, 0711) < 0 && errno != EEXIST)
+		return error_set(err, -errno, "microvm: mkdir %s: %s", base, errno_name(errno));
+	snprintf(out, n, "%s/run-XXXXXX", base);
 	if (!mkdtemp(out))
 		return error_set(err, -errno, "microvm: mkdtemp %s: %s", out, errno_name(errno));
 	/* The jailed QEMU's own: its sockets and console log go here. */
@@ -80,11 +80,11 @@ static int wait_ready(int chan, double deadline_ms, struct aj_error *err)
 	return 0;
 }
 
-int vm_boot_probe(const struct vm_image *img, const char *accel, uid_t uid, gid_t gid,
-		  double timeout_ms, struct aj_error *err)
+int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *accel, uid_t uid,
+		  gid_t gid, double timeout_ms, struct aj_error *err)
 {
 	char run[PATH_MAX], ram[PATH_MAX + 16], chan[PATH_MAX + 16], log[PATH_MAX + 16];
-	int rc = vm_run_dir(run, sizeof run, uid, err);
+	int rc = vm_run_dir(run_base, run, sizeof run, uid, err);
 	if (rc)
 		return rc;
 	snprintf(ram, sizeof ram, "%s/ram", run);

@@ -21,12 +21,12 @@ int vm_snapshot_ensure(const struct vm_image *img, const char *accel, unsigned m
 		       uid_t uid, gid_t gid, char *dir, size_t n, struct aj_error *err);
 /* Boots the image once with accel and waits for the guest to be ready:
  * 0 if it was within timeout_ms. The accelerator probe. */
-int vm_boot_probe(const struct vm_image *img, const char *accel, uid_t uid, gid_t gid,
-		  double timeout_ms, struct aj_error *err);
-#define VM_RUN_BASE "/run/agentjail-vm"
-
-/* A run's directory for the jailed QEMU's sockets and log, and its removal. */
-int vm_run_dir(char *out, size_t n, uid_t uid, struct aj_error *err);
+int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *accel, uid_t uid,
+		  gid_t gid, double timeout_ms, struct aj_error *err);
+/* A run's directory for the jailed QEMU's sockets and log, under base
+ * (traversable by the jailed QEMUs, unlike the slot locks' directory), and
+ * its removal. */
+int vm_run_dir(const char *base, char *out, size_t n, uid_t uid, struct aj_error *err);
 void vm_run_dir_remove(const char *dir);
 
 #endif
