@@ -37,6 +37,18 @@ struct fixture {
 
 static struct fixture fixture;
 
+/* The image `make test` builds (--from-host) for the tiers that run one,
+ * into dir; the fixture's runs use it. 0, or -1 without a cwd. */
+static inline int use_test_image(char *dir, size_t n)
+{
+	char cwd[3000];
+	if (!getcwd(cwd, sizeof cwd))
+		return -1;
+	snprintf(dir, n, "%s/build/images/test", cwd);
+	fixture.image = dir;
+	return 0;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

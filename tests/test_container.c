@@ -206,12 +206,9 @@ int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
-	char cwd[PATH_MAX - 32];
-	if (!getcwd(cwd, sizeof cwd))
+	if (use_test_image(image_dir, sizeof image_dir))
 		return 1;
-	snprintf(image_dir, sizeof image_dir, "%s/build/images/test", cwd);
 	fixture.tier = AJ_TIER_CONTAINER;
-	fixture.image = image_dir;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
 		HOSTILE_TEST(view_is_the_image),

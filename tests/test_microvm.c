@@ -9,38 +9,48 @@
 
 static char image_dir[PATH_MAX];
 
-/* The QEMU of a run in progress: a process of the sandbox uids running
- * qemu-system-x86_64. 0 if none (yet). */
-static pid_t find_qemu(const struct aj_config *cfg)
+/* QEMUs of the sandbox uids (the runs' jailed VMMs): how many, and the pid
+ * of one in *first. */
+static int qemus(const struct aj_config *cfg, pid_t *first)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
-	pid_t found = 0;
-	while (d && (de = readdir(d)) && !found) {
+	int n = 0;
+	if (first)
+		*first = 0;
+	while (d && (de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		char path[300], comm[64] = "";
+		char path[300], comm[64] = "", line[256];
 		snprintf(path, sizeof path, "/proc/%s/comm", de->d_name);
 		FILE *f = fopen(path, "re");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof comm, f) && !strncmp(comm, "qemu-system", 11)) {
-			char line[256];
-			snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
-			FILE *s = fopen(path, "re");
-			unsigned uid = 0;
-			while (s && fgets(line, sizeof line, s))
-				sscanf(line, "Uid: %u", &uid);
-			if (s)
-				fclose(s);
-			if (uid >= cfg->uid_base && uid < cfg->uid_base + cfg->slots)
-				found = atoi(de->d_name);
-		}
+		bool qemu = fgets(comm, sizeof comm, f) && !strncmp(comm, "qemu-system", 11);
 		fclose(f);
+		snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
+		unsigned uid = 0;
+		FILE *s = qemu ? fopen(path, "re") : NULL;
+		while (s && fgets(line, sizeof line, s))
+			sscanf(line, "Uid: %u", &uid);
+		if (s)
+			fclose(s);
+		if (qemu && uid >= cfg->uid_base && uid < cfg->uid_base + cfg->slots) {
+			if (first && !*first)
+				*first = atoi(de->d_name);
+			n++;
+		}
 	}
 	if (d)
 		closedir(d);
-	return found;
+	return n;
+}
+
+static pid_t find_qemu(const struct aj_config *cfg)
+{
+	pid_t p;
+	qemus(cfg, &p);
+	return p;
 }
 
 struct background_run {
@@ -168,36 +178,6 @@ static void its_own_kernel(void **state)
 	aj_result_free(&r);
 }
 
-static int count_qemus(const struct aj_config *cfg)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	int n = 0;
-	while (d && (de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		char path[300], comm[64] = "", line[256];
-		snprintf(path, sizeof path, "/proc/%s/comm", de->d_name);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			continue;
-		bool qemu = fgets(comm, sizeof comm, f) && !strncmp(comm, "qemu-system", 11);
-		fclose(f);
-		snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
-		unsigned uid = 0;
-		FILE *s = qemu ? fopen(path, "re") : NULL;
-		while (s && fgets(line, sizeof line, s))
-			sscanf(line, "Uid: %u", &uid);
-		if (s)
-			fclose(s);
-		if (qemu && uid >= cfg->uid_base && uid < cfg->uid_base + cfg->slots)
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void warm_pool_serves_fresh_vms(void **state)
 {
 	struct fixture *f = *state;
@@ -206,9 +186,9 @@ static void warm_pool_serves_fresh_vms(void **state)
 	struct aj_error err;
 	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
 	/* The pool fills in the background (bounded wait). */
-	for (int i = 0; i < 300 && count_qemus(&f->cfg) < 2; i++)
+	for (int i = 0; i < 300 && qemus(&f->cfg, NULL) < 2; i++)
 		sleep_ms(20);
-	assert_int_equal(count_qemus(&f->cfg), 2);
+	assert_int_equal(qemus(&f->cfg, NULL), 2);
 	char seen[3][80];
 	const char *code = "import os\nprint(os.urandom(16).hex())\n"
 			   "open('/tmp/mark', 'w').write('x')\nprint(os.listdir('/tmp'))\n";
@@ -227,19 +207,16 @@ static void warm_pool_serves_fresh_vms(void **state)
 	assert_string_not_equal(seen[0], seen[2]);
 	aj_close(sb);
 	/* Closing the sandbox takes its waiting VMs with it. */
-	assert_int_equal(count_qemus(&f->cfg), 0);
+	assert_int_equal(qemus(&f->cfg, NULL), 0);
 }
 
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
-	char cwd[PATH_MAX - 32];
-	if (!getcwd(cwd, sizeof cwd))
+	if (use_test_image(image_dir, sizeof image_dir))
 		return 1;
-	snprintf(image_dir, sizeof image_dir, "%s/build/images/test", cwd);
 	fixture.tier = AJ_TIER_MICROVM;
-	fixture.image = image_dir;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
 		HOSTILE_TEST(its_own_kernel),
