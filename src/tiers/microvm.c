@@ -491,11 +491,18 @@ static int microvm_check(const struct aj_config *cfg, struct aj_error *err)
 		ssize_t n = read(fd, cached, sizeof cached - 1);
 		close(fd);
 		cached[n > 0 ? n : 0] = '\0';
-		for (char *p = cached; *p; p++)
-			if (*p == '\n')
-				*p = *(p + 1) ? ' ' : '\0';
 	}
-	error_set(err, 0, "accelerator: %s", cfg->accel ? cfg->accel : cached);
+	/* The cache holds the verdict, then the reason, a line each. */
+	char *reason = strchr(cached, '\n');
+	if (reason) {
+		*reason++ = '\0';
+		reason[strcspn(reason, "\n")] = '\0';
+	}
+	if (cfg->accel)
+		error_set(err, 0, "accelerator: %s, as configured", cfg->accel);
+	else
+		error_set(err, 0, "accelerator: %s%s%s", cached, reason && *reason ? "; " : "",
+			  reason ? reason : "");
 	return 0;
 }
 
