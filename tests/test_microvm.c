@@ -71,19 +71,26 @@ static void *background(void *arg)
 	return NULL;
 }
 
+/* Starts b in a thread and waits (bounded) for its VM's QEMU to appear. */
+static pid_t start_and_find_qemu(struct background_run *b, pthread_t *th)
+{
+	assert_int_equal(pthread_create(th, NULL, background, b), 0);
+	pid_t q = 0;
+	for (int i = 0; i < 200 && !q; i++) {
+		q = find_qemu(&b->cfg);
+		if (!q)
+			sleep_ms(20);
+	}
+	assert_true(q > 0);
+	return q;
+}
+
 static void vmm_is_jailed(void **state)
 {
 	struct fixture *f = *state;
 	struct background_run b = {.cfg = f->cfg, .code = "import time\ntime.sleep(3)\n"};
 	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, background, &b), 0);
-	pid_t q = 0;
-	for (int i = 0; i < 200 && !q; i++) {
-		q = find_qemu(&f->cfg);
-		if (!q)
-			sleep_ms(20);
-	}
-	assert_true(q > 0);
+	pid_t q = start_and_find_qemu(&b, &th);
 	char path[64], line[256];
 	int seccomp = -1, nnp = -1;
 	unsigned uid = 0;
@@ -128,14 +135,7 @@ static void killed_vmm_is_a_sandbox_error(void **state)
 	struct fixture *f = *state;
 	struct background_run b = {.cfg = f->cfg, .code = "import time\ntime.sleep(5)\n"};
 	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, background, &b), 0);
-	pid_t q = 0;
-	for (int i = 0; i < 200 && !q; i++) {
-		q = find_qemu(&f->cfg);
-		if (!q)
-			sleep_ms(20);
-	}
-	assert_true(q > 0);
+	pid_t q = start_and_find_qemu(&b, &th);
 	sleep_ms(300);
 	kill(q, SIGKILL);
 	pthread_join(th, NULL);
