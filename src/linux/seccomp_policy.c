@@ -1,6 +1,8 @@
 /* The system-call policy every sandbox on the host kernel runs under. It is
- * compiled to BPF once, at build time, by tools/gen_filter.c; the library
- * carries the result (seccomp.c) and needs no libseccomp at run time. */
+ * compiled once, at build time, by tools/gen_filter.c: to BPF, which the
+ * library carries (seccomp.c) and needs no libseccomp for at run time, and to
+ * a Docker seccomp profile (JSON) for the docker tier. The rules go through a
+ * sink, so both come from this one list. */
 #include <errno.h>
 #include <linux/netlink.h>
 #include <sched.h>
@@ -11,7 +13,15 @@
 
 /* Denied calls fail with EPERM, not a kill: the program sees an ordinary
  * error it can report, and the agent reads why. */
-#define DENY SCMP_ACT_ERRNO(EPERM)
+#define DENY EPERM
+
+/* One rule: the call fails with errno_ret when every argument comparison
+ * holds. */
+static int rule(const struct policy_sink *s, int errno_ret, const char *name, unsigned n,
+		const struct scmp_arg_cmp *args)
+{
+	return s->rule(s->ctx, errno_ret, name, n, args);
+}
 
 /* Groups of calls denied outright, each with its reason. */
 static const struct {
@@ -45,40 +55,33 @@ static const struct {
 	 {"shmget", "msgget", "semget", "memfd_create", "memfd_secret"}},
 };
 
-static int deny_by_name(scmp_filter_ctx ctx, const char *name)
-{
-	int nr = seccomp_syscall_resolve_name(name);
-	if (nr == __NR_SCMP_ERROR)
-		return 0; /* not a call on this architecture: nothing to deny */
-	return seccomp_rule_add(ctx, DENY, nr, 0);
-}
 
 /* Sockets: only the families of an (empty) network. Unix sockets would reach
  * host services through their socket files (a read-only mount does not stop
  * connect), vsock would reach the hypervisor, and the rest are attack
  * surface. socketpair(AF_UNIX) stays allowed: asyncio and multiprocessing
  * use it between the program's own processes. */
-static int restrict_sockets(scmp_filter_ctx ctx)
+static int restrict_sockets(const struct policy_sink *s)
 {
 	int rc;
 	for (int family = 0; family < AF_MAX; family++) {
 		if (family == AF_INET || family == AF_INET6 || family == AF_NETLINK)
 			continue;
-		if ((rc = seccomp_rule_add(ctx, DENY, SCMP_SYS(socket), 1,
-					   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family))))
+		struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family)};
+		if ((rc = rule(s, DENY, "socket", 1, a)))
 			return rc;
 	}
-	if ((rc = seccomp_rule_add(ctx, DENY, SCMP_SYS(socket), 1,
-				   SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX))))
+	struct scmp_arg_cmp beyond[] = {SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX)};
+	if ((rc = rule(s, DENY, "socket", 1, beyond)))
 		return rc;
 	/* Netlink only for routing queries (if_nameindex), which see the
 	 * empty namespace; audit, uevents and the rest are the host's. */
-	return seccomp_rule_add(ctx, DENY, SCMP_SYS(socket), 2,
-				SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-				SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	struct scmp_arg_cmp netlink[] = {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+					 SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)};
+	return rule(s, DENY, "socket", 2, netlink);
 }
 
-static int restrict_process_creation(scmp_filter_ctx ctx)
+static int restrict_process_creation(const struct policy_sink *s)
 {
 	int rc;
 	/* clone with any namespace flag: the namespaces the sandbox gave are
@@ -87,37 +90,33 @@ static int restrict_process_creation(scmp_filter_ctx ctx)
 	static const scmp_datum_t ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
 						 CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
 						 CLONE_NEWNET};
-	for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++)
-		if ((rc = seccomp_rule_add(ctx, DENY, SCMP_SYS(clone), 1,
-					   SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))))
+	for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
+		struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i])};
+		if ((rc = rule(s, DENY, "clone", 1, a)))
 			return rc;
+	}
 	/* clone3 takes its flags in memory a filter cannot read: make it
 	 * unavailable, and glibc falls back to clone, which is checked. */
-	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)))
+	if ((rc = rule(s, ENOSYS, "clone3", 0, NULL)))
 		return rc;
 	/* personality: only the default, PER_LINUX. Any other execution
 	 * domain or flag (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) weakens the
 	 * process. (A query, 0xffffffff, is refused too; Python never asks.) */
-	if ((rc = seccomp_rule_add(ctx, DENY, SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_NE, 0))))
+	struct scmp_arg_cmp not_linux[] = {SCMP_A0(SCMP_CMP_NE, 0)};
+	if ((rc = rule(s, DENY, "personality", 1, not_linux)))
 		return rc;
 	return 0;
 }
 
-int seccomp_policy_add(scmp_filter_ctx ctx)
+int seccomp_policy_emit(const struct policy_sink *s)
 {
-	/* A call through another ABI (int 0x80, x32) would dodge every rule
-	 * below: kill it instead. */
-	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	/* A binary tree instead of a list: every system call the program makes
-	 * runs the filter, and Python's start alone makes hundreds. */
-	if (!rc)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	int rc = 0;
 	for (size_t g = 0; !rc && g < sizeof denied / sizeof denied[0]; g++)
 		for (size_t i = 0; !rc && denied[g].names[i]; i++)
-			rc = deny_by_name(ctx, denied[g].names[i]);
+			rc = rule(s, DENY, denied[g].names[i], 0, NULL);
 	if (!rc)
-		rc = restrict_sockets(ctx);
+		rc = restrict_sockets(s);
 	if (!rc)
-		rc = restrict_process_creation(ctx);
+		rc = restrict_process_creation(s);
 	return rc;
 }
