@@ -10,7 +10,7 @@ CFLAGS ?= -O2 -g
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
-LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c))
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c))
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
@@ -38,7 +38,20 @@ $(GEN): $(B)/gen_filter
 	@mkdir -p $(dir $@)
 	$(B)/gen_filter > $@.tmp && mv $@.tmp $@
 
+# The same policy as a Docker seccomp profile, for the docker tier.
+DOCKER_GEN := $(B)/gen/docker_seccomp.inc
+$(DOCKER_GEN): $(B)/gen_filter
+	@mkdir -p $(dir $@)
+	$(B)/gen_filter --docker > $@.tmp && mv $@.tmp $@
+
+# The docker tier's PID 1 (src/docker/boot.py), as a C string.
+BOOT_GEN := $(B)/gen/docker_boot.inc
+$(BOOT_GEN): src/docker/boot.py tools/c_string.py
+	@mkdir -p $(dir $@)
+	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
+
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
+$(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
 
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -52,7 +65,7 @@ $(T)/obj/%.o: %.c $(HDRS)
 
 $(B)/libagentjail.a: $(LIB_OBJ)
 	@mkdir -p $(B)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # The command is linked static-pie: no dynamic loading on every run (about
 # 0.5 ms of a 10 ms run here), and ASLR is kept.
@@ -66,7 +79,7 @@ $(B)/examples/hello: examples/hello.c $(B)/libagentjail.a
 # The test build: library and CLI under ASan/UBSan, cmocka test programs.
 $(T)/libagentjail.a: $(TLIB_OBJ)
 	@mkdir -p $(T)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(T)/agentjail: $(TCLI_OBJ) $(T)/libagentjail.a
 	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS) -lpthread

@@ -95,6 +95,12 @@ struct aj_config {
 	/* microvm tier: VMs kept restored and ready, so a run skips QEMU's
 	 * start and the restore (0: none). Each still serves one run. */
 	uint32_t vm_pool;
+	/* docker tier: the engine's unix socket (NULL: $DOCKER_HOST when it is
+	 * unix://PATH, else /var/run/docker.sock), and the engine image to run
+	 * (NULL: agentjail/IMAGE, which `agentjail image build --docker`
+	 * imports; any image with python3 on its PATH will do). */
+	const char *docker_socket;
+	const char *docker_image;
 };
 
 #define AJ_ERROR_MAX 512

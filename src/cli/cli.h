@@ -32,7 +32,11 @@ extern const struct option limit_options[];
 	"  --output KB       cap on each of stdout and stderr, KiB (default 1024)\n"    \
 	"  --python PATH     interpreter (default /usr/bin/python3)\n"                 \
 	"  --image NAME|DIR  container tier: the image root (default 'default';\n"      \
-	"                    agentjail image build makes it)\n"
+	"                    agentjail image build makes it)\n"                      \
+	"  --docker-image I  docker tier: the engine image (default agentjail/NAME,\n"  \
+	"                    which agentjail image build --docker imports)\n"        \
+	"  --docker-socket P docker tier: the engine's socket (default $DOCKER_HOST\n"  \
+	"                    if unix://, else /var/run/docker.sock)\n"
 int option_apply(int opt, const char *arg, struct aj_config *cfg);
 
 /* "agentjail: " + message on stderr. */

@@ -17,6 +17,8 @@ enum {
 	OPT_OUTPUT,
 	OPT_PYTHON,
 	OPT_IMAGE,
+	OPT_DOCKER_IMAGE,
+	OPT_DOCKER_SOCKET,
 };
 
 const struct option limit_options[] = {
@@ -30,6 +32,8 @@ const struct option limit_options[] = {
 	{"output", required_argument, NULL, OPT_OUTPUT},
 	{"python", required_argument, NULL, OPT_PYTHON},
 	{"image", required_argument, NULL, OPT_IMAGE},
+	{"docker-image", required_argument, NULL, OPT_DOCKER_IMAGE},
+	{"docker-socket", required_argument, NULL, OPT_DOCKER_SOCKET},
 	{NULL, 0, NULL, 0},
 };
 
@@ -94,6 +98,12 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return 0;
 	case OPT_IMAGE:
 		cfg->image = arg;
+		return 0;
+	case OPT_DOCKER_IMAGE:
+		cfg->docker_image = arg;
+		return 0;
+	case OPT_DOCKER_SOCKET:
+		cfg->docker_socket = arg;
 		return 0;
 	}
 	cli_error("unknown option");

@@ -38,10 +38,11 @@ static const struct key {
 	{"tier", TEXT},    {"image", TEXT},     {"python", TEXT}, {"timeout", SECONDS},
 	{"cpu", WHOLE},    {"memory", WHOLE},   {"pids", WHOLE},  {"file_size", WHOLE},
 	{"disk", WHOLE},   {"output", WHOLE},   {"concurrency", WHOLE}, {"vm_pool", WHOLE},
+	{"docker_image", TEXT}, {"docker_socket", TEXT},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
-			    "output, concurrency, vm_pool";
+			    "output, concurrency, vm_pool, docker_image, docker_socket";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -83,15 +84,17 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 					 v);
 		return 0;
 	}
-	int slot = !strcmp(name, "image") ? 0 : 1;
+	static const char *const texts[] = {"image", "python", "docker_image", "docker_socket"};
+	size_t slot = 0;
+	while (strcmp(texts[slot], name))
+		slot++;
 	free(c->strings[slot]);
 	c->strings[slot] = strdup(v);
 	if (!c->strings[slot])
 		return error_set(err, -ENOMEM, "out of memory");
-	if (slot == 0)
-		c->sandbox.image = c->strings[slot];
-	else
-		c->sandbox.python = c->strings[slot];
+	const char **field[] = {&c->sandbox.image, &c->sandbox.python, &c->sandbox.docker_image,
+				&c->sandbox.docker_socket};
+	*field[slot] = c->strings[slot];
 	return 0;
 }
 

@@ -1,0 +1,151 @@
+/* The container of one run (see spec.h): the seed article's hardened
+ * `docker run` flags, each with its reason, plus what makes the container
+ * hold the same hostile programs as the container tier. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "spec.h"
+
+#include "docker_boot.inc"     /* docker_boot_py: src/docker/boot.py */
+#include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
+
+int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
+{
+	if (cfg->docker_image && *cfg->docker_image) {
+		if ((size_t)snprintf(out, n, "%s", cfg->docker_image) >= n)
+			return error_set(err, -ENAMETOOLONG, "docker: image name too long");
+		return 0;
+	}
+	const char *name = cfg->image && *cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
+	const char *slash = strrchr(name, '/');
+	if (slash)
+		name = slash + 1;
+	if (!*name)
+		return error_set(err, -EINVAL, "docker: no image name in '%s'", cfg->image);
+	if ((size_t)snprintf(out, n, "agentjail/%s", name) >= n)
+		return error_set(err, -ENAMETOOLONG, "docker: image name too long");
+	return 0;
+}
+
+void docker_disk_split(uint32_t disk_mb, struct docker_disk *d)
+{
+	uint64_t total = (uint64_t)disk_mb * 1024;
+	/* /tmp holds the workspace and gets most; /dev/shm and /var/tmp an
+	 * eighth each, so that together they never pass the limit. */
+	d->shm_kb = total / 8;
+	d->var_tmp_kb = total / 8;
+	d->tmp_kb = total - d->shm_kb - d->var_tmp_kb;
+}
+
+static json_t *ulimit(const char *name, uint64_t soft, uint64_t hard)
+{
+	return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", (json_int_t)soft, "Hard",
+			 (json_int_t)hard);
+}
+
+static json_t *tmpfs_opts(uint64_t kb)
+{
+	char o[96];
+	/* nosuid, nodev, noexec: scratch space holds data, not programs. */
+	snprintf(o, sizeof o, "rw,nosuid,nodev,noexec,size=%lluk,mode=1777", (unsigned long long)kb);
+	return json_string(o);
+}
+
+json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
+			      gid_t gid)
+{
+	const struct aj_limits *l = &cfg->limits;
+	const uint64_t mib = 1024 * 1024;
+	struct docker_disk disk;
+	docker_disk_split(l->disk_mb, &disk);
+	char user[32];
+	snprintf(user, sizeof user, "%u:%u", (unsigned)uid, (unsigned)gid);
+	/* The interpreter the image's PATH finds (an image of Docker Hub's has
+	 * it in /usr/local/bin), unless another than the default was named. */
+	const char *python = cfg->python && *cfg->python && strcmp(cfg->python, AJ_DEFAULT_PYTHON)
+				     ? cfg->python
+				     : "python3";
+	json_t *seccomp = json_sprintf("seccomp=%s", docker_seccomp_profile);
+
+	json_t *host = json_pack(
+		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I, s:I,"
+		" s:[o, o, o, o, o, o, o, o], s:{s:o, s:o}, s:{s:s, s:{}},"
+		" s:[s, s, s, s, s, s, s, s, s, s, s, s, s, s], s:s, s:s, s:b, s:b}",
+		/* No network at all: only a loopback of its own. */
+		"NetworkMode", "none",
+		/* The image cannot be changed by the program, for this run or
+		 * the next. */
+		"ReadonlyRootfs", 1,
+		/* Root in the container could still matter (the program runs as
+		 * a non-root uid anyway); no capability survives. */
+		"CapDrop", "ALL",
+		/* no setuid gain; and the filter every tier runs under, instead
+		 * of Docker's default profile, which allows SysV IPC, memfd,
+		 * unix sockets and more (see src/linux/seccomp_policy.c). */
+		"SecurityOpt", "no-new-privileges", seccomp,
+		/* Memory with no swap on top: the OOM killer at the limit. */
+		"Memory", (json_int_t)(l->memory_mb * mib), "MemorySwap",
+		(json_int_t)(l->memory_mb * mib),
+		/* One CPU's worth of time, as the seed's --cpus 1. */
+		"NanoCpus", (json_int_t)1000000000,
+		"PidsLimit", (json_int_t)l->pids,
+		/* /dev/shm's share of the writable space. */
+		"ShmSize", (json_int_t)(disk.shm_kb * 1024),
+		"Ulimits",
+		/* CPU seconds; the hard limit a second later kills a program
+		 * that ignores SIGXCPU. */
+		ulimit("cpu", l->cpu_sec, (uint64_t)l->cpu_sec + 1),
+		ulimit("fsize", l->file_size_mb * mib, l->file_size_mb * mib),
+		ulimit("nofile", l->open_files, l->open_files),
+		/* The run's uid is its own (a slot), so this counts its
+		 * processes only: a second bound beside PidsLimit. */
+		ulimit("nproc", l->pids, l->pids),
+		ulimit("core", 0, 0),
+		ulimit("memlock", 0, 0),
+		ulimit("msgqueue", 0, 0),
+		ulimit("stack", 8 * mib, 8 * mib),
+		"Tmpfs", "/tmp", tmpfs_opts(disk.tmp_kb), "/var/tmp", tmpfs_opts(disk.var_tmp_kb),
+		/* Docker keeps every byte a container prints in its log,
+		 * unbounded: the output goes only to the attach stream, where
+		 * the supervisor caps it. */
+		"LogConfig", "Type", "none", "Config",
+		/* Docker's default masks, plus /sys (the other tiers have
+		 * none), /dev/mqueue, and the pty multiplexer: Docker mounts
+		 * devpts without max=, so ptys would come from the host's
+		 * shared pool without a bound of the run's own. */
+		"MaskedPaths", "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys", "/sys/firmware", "/dev/mqueue", "/dev/pts/ptmx", "/dev/ptmx",
+		"IpcMode", "private",
+		"CgroupnsMode", "private",
+		/* Removed by the tier after it has read the exit state. */
+		"AutoRemove", 0,
+		"Privileged", 0);
+	if (!host)
+		return NULL;
+
+	json_t *spec = json_pack(
+		"{s:s, s:[s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
+		" s:[s, s, s], s:{s:s}, s:s, s:i, s:o}",
+		"Image", image,
+		/* PID 1: boot.py, which writes the program and runs it. */
+		"Entrypoint", python, "-I", "-S", "-c", docker_boot_py,
+		"Cmd",
+		/* A non-root uid of the run's own (a slot, as in every tier). */
+		"User", user,
+		"WorkingDir", "/tmp",
+		"AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1,
+		/* The program arrives on stdin, which closes after it. */
+		"OpenStdin", 1, "StdinOnce", 1,
+		"Tty", 0,
+		"NetworkDisabled", 1,
+		"Env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp",
+		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION,
+		/* Python as PID 1 ignores SIGTERM: stopping means SIGKILL. */
+		"StopSignal", "SIGKILL",
+		"StopTimeout", 0,
+		"HostConfig", host);
+	return spec;
+}

@@ -1,0 +1,31 @@
+/* What one run's container is: the create body the docker tier sends. */
+#ifndef AJ_DOCKER_SPEC_H
+#define AJ_DOCKER_SPEC_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#include "../core/internal.h"
+
+/* The label every container of agentjail's carries, so leftovers can be
+ * found (and the tests can count them). */
+#define DOCKER_LABEL "org.agentjail.run"
+
+/* The engine image the config names: docker_image, else agentjail/NAME for
+ * the image NAME (or an image directory's base name). */
+int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
+
+/* The POST /containers/create body: the image, PID 1 (boot.py), and the
+ * hardened HostConfig built from the limits. NULL on ENOMEM. */
+json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
+			      gid_t gid);
+
+/* How the limit on writable space is shared among the container's three
+ * tmpfs mounts (Docker mounts each on its own), in KiB; they sum to
+ * disk_mb. */
+struct docker_disk {
+	uint64_t tmp_kb, var_tmp_kb, shm_kb;
+};
+void docker_disk_split(uint32_t disk_mb, struct docker_disk *d);
+
+#endif

@@ -1,0 +1,76 @@
+/* The attach stream (see stream.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stream.h"
+
+bool docker_demux_feed(struct docker_demux *d, const char *p, size_t n, struct capture *out,
+		       struct capture *err)
+{
+	bool dropped = false;
+	while (n) {
+		if (d->left == 0) {
+			size_t take = sizeof d->head - d->head_len;
+			if (take > n)
+				take = n;
+			memcpy(d->head + d->head_len, p, take);
+			d->head_len += take;
+			p += take;
+			n -= take;
+			if (d->head_len < sizeof d->head)
+				break;
+			d->head_len = 0;
+			d->stream = d->head[0];
+			d->left = (uint32_t)d->head[4] << 24 | (uint32_t)d->head[5] << 16 |
+				  (uint32_t)d->head[6] << 8 | d->head[7];
+			continue;
+		}
+		size_t take = d->left < n ? d->left : n;
+		if (d->stream == 1)
+			dropped |= capture_append(out, p, take);
+		else if (d->stream == 2)
+			dropped |= capture_append(err, p, take);
+		d->left -= (uint32_t)take;
+		p += take;
+		n -= take;
+	}
+	return dropped;
+}
+
+bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_report *r)
+{
+	static const char mark[] = "agentjail-exit ";
+	char prefix[96];
+	int pl = snprintf(prefix, sizeof prefix, "%c%s%s ", 0, mark, nonce);
+	if (pl <= 0 || (size_t)pl >= sizeof prefix || err->len < (size_t)pl + 1 ||
+	    err->buf[err->len - 1] != '\n')
+		return false;
+	/* The report is the stream's last line: find where that line starts. */
+	size_t start = err->len - 1;
+	while (start > 0 && err->buf[start - 1] != 0)
+		start--;
+	if (start == 0 || err->len - (start - 1) > DOCKER_REPORT_MAX)
+		return false;
+	start--; /* at the report's NUL */
+	if (memcmp(err->buf + start, prefix, (size_t)pl) != 0)
+		return false;
+	char line[DOCKER_REPORT_MAX + 1];
+	size_t ll = err->len - start - (size_t)pl;
+	memcpy(line, err->buf + start + pl, ll);
+	line[ll] = 0;
+	int wstatus;
+	int64_t cpu_us, rss_kb;
+	char end;
+	if (sscanf(line, "%d %" SCNd64 " %" SCNd64 "%c", &wstatus, &cpu_us, &rss_kb, &end) != 4 ||
+	    end != '\n' || cpu_us < 0 || rss_kb < 0)
+		return false;
+	memset(r, 0, sizeof *r);
+	r->kind = REPORT_EXITED;
+	r->wstatus = wstatus;
+	r->cpu_us = cpu_us;
+	r->maxrss_kb = rss_kb;
+	err->len = start;
+	err->buf[start] = 0;
+	return true;
+}

@@ -1,0 +1,34 @@
+/* The attach stream of a container without a tty: stdout and stderr
+ * multiplexed in frames (an 8-byte header: stream, 0, 0, 0, size as 32-bit
+ * big-endian; then the bytes), and the report boot.py ends stderr with. */
+#ifndef AJ_DOCKER_STREAM_H
+#define AJ_DOCKER_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/internal.h"
+#include "../linux/report.h"
+
+/* Room kept on stderr for boot.py's report beyond the program's cap. */
+#define DOCKER_REPORT_MAX 128
+
+struct docker_demux {
+	unsigned char head[8];
+	size_t head_len;
+	int stream;       /* of the frame being read: 1 stdout, 2 stderr */
+	uint32_t left;    /* its bytes still to come */
+};
+
+/* Feeds n bytes of the stream, in any split. Returns true once a capture
+ * had to drop bytes (its cap was passed). A frame for another stream
+ * (stdin echo) is skipped. */
+bool docker_demux_feed(struct docker_demux *d, const char *p, size_t n, struct capture *out,
+		       struct capture *err);
+
+/* If err ends with boot.py's report for this nonce, removes it and fills r
+ * (kind REPORT_EXITED). A report that is not the last bytes is the
+ * program's own printing and is left alone. */
+bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_report *r);
+
+#endif

@@ -1,0 +1,427 @@
+/* The docker tier: the seed article's hardened `docker run`, through a real
+ * Docker Engine's API (its unix socket), for teams that already run one.
+ *
+ * One run is one container, used once:
+ *
+ *   create    the hardened HostConfig of spec.c: no network, read-only
+ *             image, no capabilities, no_new_privs, our seccomp policy,
+ *             memory = memory+swap, one CPU, pids, rlimits, size-limited
+ *             tmpfs, no log driver, a non-root uid of the run's own (slot)
+ *   attach    before start, so no byte is missed: the program goes in on
+ *             stdin, stdout and stderr come back multiplexed and capped
+ *             here as they arrive (Docker's logs are off: a flood never
+ *             reaches the daemon's disk)
+ *   start     then the wall clock runs on the host; a timeout, a flood or
+ *             the caller's cancel kills the container through the API with
+ *             SIGKILL (python as PID 1 ignores SIGTERM)
+ *   wait, inspect   the exit code and Docker's OOMKilled flag (status memory)
+ *   remove    always, also after any error past create
+ *
+ * Inside, PID 1 is boot.py: it writes the program into /tmp/work, runs it
+ * as a child, reaps orphans, and reports the program's wait status and usage
+ * at the end of stderr (stream.c strips and checks it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../docker/api.h"
+#include "../docker/spec.h"
+#include "../docker/stream.h"
+#include "../linux/creds.h"
+#include "../linux/supervise.h"
+#include "tier.h"
+
+struct docker_state {
+	char socket[108];
+	char image[256];
+};
+
+/* Stream bytes that came after the last one needed: how long the tier keeps
+ * reading after it killed the container, for output already on its way. */
+#define DRAIN_MS 1000
+
+static int image_present(struct http_conn *c, const char *image, struct aj_error *err)
+{
+	char path[400];
+	snprintf(path, sizeof path, "/images/%s/json", image);
+	struct aj_error e = {0};
+	int status;
+	int rc = docker_call(c, "GET", path, NULL, "inspect image", &status, NULL, &e);
+	if (rc && status == 404)
+		return error_set(err, -ENOENT,
+				 "docker: the engine has no image %s (import one with 'agentjail "
+				 "image build --docker', or name another with --docker-image)",
+				 image);
+	if (rc)
+		return error_set(err, rc, "%s", e.message);
+	return 0;
+}
+
+static int docker_open(const struct aj_config *cfg, void **state, struct aj_error *err)
+{
+	*state = NULL;
+	struct docker_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	struct http_conn c;
+	int rc;
+	if ((rc = docker_socket_path(cfg->docker_socket, st->socket, sizeof st->socket, err)) ||
+	    (rc = docker_image_name(cfg, st->image, sizeof st->image, err)) ||
+	    (rc = http_connect(&c, st->socket, DOCKER_CALL_MS, err))) {
+		free(st);
+		return rc;
+	}
+	rc = image_present(&c, st->image, err);
+	http_close(&c);
+	if (rc) {
+		free(st);
+		return rc;
+	}
+	*state = st;
+	return 0;
+}
+
+static void docker_close(void *state)
+{
+	free(state);
+}
+
+/* A fresh nonce per run, for boot.py's report. */
+static void make_nonce(char *out, size_t n)
+{
+	unsigned char b[12];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		for (size_t i = 0; i < sizeof b; i++)
+			b[i] = (unsigned char)rand();
+	for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+struct stream_run {
+	const struct aj_limits *limits;
+	int fd;                 /* the attach stream, non-blocking */
+	const char *input;      /* nonce line + program, for stdin */
+	size_t input_len, input_sent;
+	int cancel_fd;
+	struct docker_demux demux;
+	struct capture out, err;
+	bool eof;
+};
+
+/* Reads what is there; false at EOF or on an error. */
+static bool pump(struct stream_run *s, struct outcome *o)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = recv(s->fd, buf, sizeof buf, 0);
+		if (n > 0) {
+			if (docker_demux_feed(&s->demux, buf, (size_t)n, &s->out, &s->err))
+				o->output_overflow = true;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		s->eof = true;
+		return false;
+	}
+}
+
+/* From start until the stream ends or the run must be stopped. Returns true
+ * when the container must be killed. */
+static bool supervise_stream(struct stream_run *s, double start_ms, struct outcome *o)
+{
+	double deadline = start_ms + s->limits->wall_sec * 1000.0;
+	for (;;) {
+		bool writing = s->input_sent < s->input_len;
+		struct pollfd p[2] = {{.fd = s->fd, .events = POLLIN | (writing ? POLLOUT : 0)},
+				      {.fd = s->cancel_fd, .events = POLLIN}};
+		double left = deadline - now_ms();
+		if (left <= 0) {
+			o->timed_out = true;
+			return true;
+		}
+		int n = poll(p, s->cancel_fd >= 0 ? 2 : 1, (int)left + 1);
+		if (n < 0 && errno != EINTR) {
+			o->setup_failed = true;
+			snprintf(o->setup_message, sizeof o->setup_message, "docker: poll: %s",
+				 errno_name(errno));
+			return true;
+		}
+		if (n <= 0)
+			continue;
+		if (s->cancel_fd >= 0 && (p[1].revents & POLLIN)) {
+			o->cancelled = true;
+			return true;
+		}
+		if (writing && (p[0].revents & POLLOUT)) {
+			ssize_t w = send(s->fd, s->input + s->input_sent, s->input_len - s->input_sent,
+					 MSG_NOSIGNAL);
+			if (w > 0)
+				s->input_sent += (size_t)w;
+			/* The whole program is in: end stdin (StdinOnce closes
+			 * the container's). */
+			if (s->input_sent == s->input_len)
+				shutdown(s->fd, SHUT_WR);
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (!pump(s, o))
+				return false;
+			if (o->output_overflow)
+				return true;
+		}
+	}
+}
+
+/* After a kill: what the container wrote before it died is still on its
+ * way; keep it, for a bounded time. */
+static void drain(struct stream_run *s, struct outcome *o)
+{
+	double until = now_ms() + DRAIN_MS;
+	bool overflow = o->output_overflow;
+	while (!s->eof) {
+		double left = until - now_ms();
+		struct pollfd p = {.fd = s->fd, .events = POLLIN};
+		if (left <= 0 || poll(&p, 1, (int)left + 1) <= 0)
+			break;
+		pump(s, o);
+	}
+	o->output_overflow = overflow || o->output_overflow;
+}
+
+static int kill_container(struct http_conn *c, const char *id, struct aj_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/containers/%s/kill?signal=SIGKILL", id);
+	int status;
+	int rc = docker_call(c, "POST", path, NULL, "kill", &status, NULL, err);
+	/* 409: it had already stopped by itself. */
+	return rc && status == 409 ? 0 : rc;
+}
+
+/* Removes the container, whatever state it is in. */
+static int remove_container(struct http_conn *c, const char *id, struct aj_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
+	int status;
+	int rc = docker_call(c, "DELETE", path, NULL, "remove", &status, NULL, err);
+	return rc && status == 404 ? 0 : rc;
+}
+
+/* Exit code and OOM flag from wait and inspect. */
+static int exit_state(struct http_conn *c, const char *id, int *exit_code, bool *oom,
+		      struct aj_error *err)
+{
+	char path[128];
+	json_t *j = NULL;
+	snprintf(path, sizeof path, "/containers/%s/wait", id);
+	int rc = docker_call(c, "POST", path, NULL, "wait", NULL, &j, err);
+	if (rc)
+		return rc;
+	*exit_code = (int)json_integer_value(json_object_get(j, "StatusCode"));
+	json_decref(j);
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if ((rc = docker_call(c, "GET", path, NULL, "inspect", NULL, &j, err)))
+		return rc;
+	json_t *state = json_object_get(j, "State");
+	*oom = json_is_true(json_object_get(state, "OOMKilled"));
+	json_decref(j);
+	return 0;
+}
+
+/* The wait status a container's exit code stands for: boot.py exits with
+ * the program's code, or 128 + the signal that ended it. */
+static bool report_matches(const struct sandbox_report *r, int exit_code)
+{
+	int ws = r->wstatus;
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws) == exit_code;
+	return WIFSIGNALED(ws) && 128 + WTERMSIG(ws) == exit_code;
+}
+
+static void last_line(const struct capture *c, char *out, size_t n)
+{
+	out[0] = 0;
+	if (!c->len)
+		return;
+	size_t end = c->len;
+	while (end > 0 && c->buf[end - 1] == '\n')
+		end--;
+	size_t start = end;
+	while (start > 0 && c->buf[start - 1] != '\n')
+		start--;
+	snprintf(out, n, "%.*s", (int)(end - start), c->buf + start);
+}
+
+static int docker_run(void *state, const struct aj_config *cfg, const struct run_request *req,
+		      struct aj_result *res)
+{
+	struct docker_state *st = state;
+	const struct aj_limits *l = &cfg->limits;
+	struct aj_error err = {0};
+	struct uid_slot slot = {.lock_fd = -1};
+	struct http_conn api = {.fd = -1}, at = {.fd = -1};
+	char id[80] = "";
+	char *input = NULL;
+	json_t *spec = NULL, *reply = NULL;
+	struct outcome o = {0};
+	struct stream_run s = {.limits = l, .fd = -1, .cancel_fd = req->cancel_fd};
+	capture_init(&s.out, (size_t)l->output_kb * 1024);
+	/* Room past the cap for boot.py's report; the cap is applied to the
+	 * program's own bytes once the report is stripped. */
+	capture_init(&s.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	int rc;
+
+	if ((rc = slot_acquire(cfg, &slot, &err)) ||
+	    (rc = http_connect(&api, st->socket, DOCKER_CALL_MS, &err)))
+		goto fail;
+	if (!(spec = docker_container_spec(cfg, st->image, slot.uid, slot.gid))) {
+		rc = error_set(&err, -ENOMEM, "docker: out of memory");
+		goto fail;
+	}
+	if ((rc = docker_call(&api, "POST", "/containers/create", spec, "create", NULL, &reply,
+			      &err)))
+		goto fail;
+	const char *cid = json_string_value(json_object_get(reply, "Id"));
+	if (!cid || strlen(cid) >= sizeof id || strspn(cid, "0123456789abcdef") != strlen(cid)) {
+		rc = error_set(&err, -EPROTO, "docker: create: no container id in the reply");
+		goto fail;
+	}
+	snprintf(id, sizeof id, "%s", cid);
+
+	/* Attach before start: output from the first instant is captured. */
+	char path[160];
+	snprintf(path, sizeof path, "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1",
+		 id);
+	if ((rc = http_connect(&at, st->socket, DOCKER_CALL_MS, &err)) ||
+	    (rc = http_upgrade(&at, path, DOCKER_CALL_MS, &err)))
+		goto fail;
+	char nonce[32] = "";
+	make_nonce(nonce, sizeof nonce);
+	size_t nl = strlen(nonce);
+	if (!(input = malloc(nl + 1 + req->len))) {
+		rc = error_set(&err, -ENOMEM, "docker: out of memory");
+		goto fail;
+	}
+	memcpy(input, nonce, nl);
+	input[nl] = '\n';
+	memcpy(input + nl + 1, req->code, req->len);
+	s.fd = at.fd;
+	s.input = input;
+	s.input_len = nl + 1 + req->len;
+	/* Stream bytes that came with the 101 reply. */
+	if (at.len > at.pos &&
+	    docker_demux_feed(&s.demux, at.buf + at.pos, at.len - at.pos, &s.out, &s.err))
+		o.output_overflow = true;
+
+	snprintf(path, sizeof path, "/containers/%s/start", id);
+	if ((rc = docker_call(&api, "POST", path, NULL, "start", NULL, NULL, &err)))
+		goto fail;
+	double start_ms = now_ms();
+	bool must_kill = o.output_overflow || supervise_stream(&s, start_ms, &o);
+	o.wall_ms = now_ms() - start_ms;
+	if (o.setup_failed) {
+		rc = error_set(&err, -EIO, "%s", o.setup_message);
+		goto fail;
+	}
+	if (must_kill) {
+		if ((rc = kill_container(&api, id, &err)))
+			goto fail;
+		drain(&s, &o);
+	}
+	int exit_code = -1;
+	bool oom = false;
+	if ((rc = exit_state(&api, id, &exit_code, &oom, &err)))
+		goto fail;
+	if ((rc = remove_container(&api, id, &err))) {
+		id[0] = 0; /* the error says it is left; do not try twice */
+		goto fail;
+	}
+	id[0] = 0;
+
+	o.exited_report = docker_take_report(&s.err, nonce, &o.report) &&
+			  report_matches(&o.report, exit_code);
+	/* The program's own stderr is capped like stdout. */
+	if (s.err.len > (size_t)l->output_kb * 1024) {
+		s.err.len = (size_t)l->output_kb * 1024;
+		s.err.buf[s.err.len] = 0;
+		s.err.truncated = true;
+		o.output_overflow = true;
+	} else if (s.err.truncated) {
+		s.err.truncated = false; /* only the report's room was passed */
+	}
+	o.init_wstatus = exit_code << 8;
+	char why[200];
+	last_line(&s.err, why, sizeof why);
+	outcome_to_result(&o, l, &s.out, &s.err, res);
+	if (oom && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT &&
+	    res->status != AJ_STATUS_TIMEOUT && res->status != AJ_STATUS_KILLED) {
+		/* Docker saw the memory cgroup's OOM killer at work. */
+		res->status = AJ_STATUS_MEMORY;
+		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
+					"ended the program",
+				   l->memory_mb);
+	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
+		result_sandbox_error(res, "docker: the container's PID 1 ended without a report "
+					  "(exit code %d)%s%s",
+				     exit_code, why[0] ? ": " : "", why);
+	}
+	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
+	goto out;
+
+fail:
+	result_sandbox_error(res, "%s", err.message);
+	if (id[0]) {
+		/* Whatever failed, the container does not outlive the run. */
+		struct aj_error e2 = {0};
+		if (api.fd < 0)
+			http_connect(&api, st->socket, DOCKER_CALL_MS, &e2);
+		if (api.fd < 0 || remove_container(&api, id, &e2))
+			result_sandbox_error(res, "%s; and the container %.12s could not be removed: "
+						  "%s",
+					     err.message, id, e2.message);
+	}
+	capture_free(&s.out);
+	capture_free(&s.err);
+out:
+	json_decref(spec);
+	json_decref(reply);
+	free(input);
+	http_close(&at);
+	http_close(&api);
+	slot_release(&slot);
+	return rc;
+}
+
+/* Reachable, which engine, and whether a run works with the image. */
+static int docker_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	char sock[108], version[128], image[256];
+	int rc;
+	if ((rc = docker_socket_path(cfg->docker_socket, sock, sizeof sock, err)) ||
+	    (rc = docker_image_name(cfg, image, sizeof image, err)) ||
+	    (rc = docker_version(sock, version, sizeof version, err)))
+		return rc;
+	struct aj_error why = {0};
+	if ((rc = tier_trial_run(&docker_tier, cfg, &why)))
+		return error_set(err, rc, "Docker %s at %s, but %s", version, sock, why.message);
+	error_set(err, 0, "Docker %s at %s, image %s", version, sock, image);
+	return 0;
+}
+
+const struct tier_ops docker_tier = {
+	.name = "docker",
+	.check = docker_check,
+	.open = docker_open,
+	.run = docker_run,
+	.close = docker_close,
+};
