@@ -103,8 +103,12 @@ $(MCP_DEPS): tests/mcp/package.json
 	cd tests/mcp && npm install --no-audit --no-fund --silent
 	@touch $@
 
+# The docker tier's tests run the same test image, imported into the engine
+# (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
+	@./scripts/ensure-dockerd.sh
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs
 
 # The demo runs every tier that works here; the container tier needs the

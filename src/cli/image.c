@@ -20,10 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../docker/api.h"
+#include "../docker/image.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: agentjail image build [--name NAME] [--packages P1,P2,...] [--from-host] [--force]\n"
+	"                             [--docker [--docker-socket PATH]]\n"
+	"       agentjail image import [NAME] [--force] [--docker-socket PATH]\n"
 	"       agentjail image list\n"
 	"       agentjail image rm NAME\n"
 	"\n"
@@ -37,6 +41,12 @@ static const char usage[] =
 	"           Beside the root it makes the microvm tier's parts (vm/: Debian's cloud\n"
 	"           kernel and an initramfs with the guest agent), remade when an input\n"
 	"           changes. An image that exists is left as it is unless --force.\n"
+	"           --docker imports it into the Docker Engine as well (see import).\n"
+	"import     puts image NAME (default 'default') into the Docker Engine as\n"
+	"           agentjail/NAME:latest, for the docker tier; skipped when the engine\n"
+	"           already has this build of it, unless --force. The engine is\n"
+	"           --docker-socket, else $DOCKER_HOST (unix://), else\n"
+	"           /var/run/docker.sock.\n"
 	"list       the images, with their Python, size, date and source\n"
 	"rm NAME    removes an image\n";
 
@@ -201,12 +211,89 @@ static int write_manifest(const char *dir, const char *name, bool from_host,
 	return rc;
 }
 
+/* Image NAME (in dir) into the engine, stamped with its build time. */
+static int import_into_docker(const char *name, const char *dir, const char *socket, bool force)
+{
+	char path[PATH_MAX + 32], sock[108], repo[300];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	json_t *m = json_load_file(path, 0, NULL);
+	const char *created = json_string_value(json_object_get(m, "created"));
+	if (!created) {
+		cli_error("image import: %s: no readable manifest (rebuild the image with --force)",
+			  path);
+		json_decref(m);
+		return 1;
+	}
+	char stamp[128];
+	snprintf(stamp, sizeof stamp, "%s", created);
+	json_decref(m);
+	struct aj_error err = {0};
+	if (docker_socket_path(socket, sock, sizeof sock, &err)) {
+		cli_error("image import: %s", err.message);
+		return 1;
+	}
+	snprintf(repo, sizeof repo, "agentjail/%s", name);
+	snprintf(path, sizeof path, "%s/root", dir);
+	bool imported = false;
+	double t0 = now_ms();
+	if (docker_image_import(sock, path, repo, stamp, force, &imported, &err)) {
+		cli_error("image import: %s", err.message);
+		return 1;
+	}
+	if (imported)
+		printf("imported image '%s' into the Docker Engine as %s:latest (%.1f s)\n", name,
+		       repo, (now_ms() - t0) / 1000.0);
+	else
+		printf("the Docker Engine already has this build of '%s' as %s:latest (--force "
+		       "imports it again)\n",
+		       name, repo);
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	const char *name = AJ_DEFAULT_IMAGE, *socket = NULL;
+	bool force = false, named = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (!strcmp(argv[i], "--docker-socket") && i + 1 < argc)
+			socket = argv[++i];
+		else if (argv[i][0] != '-' && !named)
+			name = argv[i], named = true;
+		else {
+			cli_error("image import: unexpected argument '%s'", argv[i]);
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!valid_name(name)) {
+		cli_error("image import: '%s' is not a valid image name", name);
+		return EXIT_USAGE;
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/%s", images_dir(), name);
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		cli_error("image import: no image '%s' in %s (agentjail image build --name %s "
+			  "makes it)",
+			  name, images_dir(), name);
+		return 1;
+	}
+	return import_into_docker(name, dir, socket, force);
+}
+
 static int cmd_build(int argc, char **argv)
 {
 	const char *name = AJ_DEFAULT_IMAGE, *packages = NULL;
-	bool from_host = false, force = false;
+	const char *socket = NULL;
+	bool from_host = false, force = false, docker = false;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--name") && i + 1 < argc)
+		if (!strcmp(argv[i], "--docker"))
+			docker = true;
+		else if (!strcmp(argv[i], "--docker-socket") && i + 1 < argc)
+			socket = argv[++i], docker = true;
+		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
 			name = argv[++i];
 		else if (!strcmp(argv[i], "--packages") && i + 1 < argc)
 			packages = argv[++i];
@@ -292,7 +379,7 @@ static int cmd_build(int argc, char **argv)
 			return 1;
 		}
 		printf("image '%s' is already built in %s (--force rebuilds it)\n", name, final);
-		return 0;
+		return docker ? import_into_docker(name, final, socket, false) : 0;
 	}
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof tmp, "%s/.build-%s-XXXXXX", images, name);
@@ -340,7 +427,7 @@ static int cmd_build(int argc, char **argv)
 	close(lock);
 	printf("built image '%s' in %s: Python %s, %.0f MiB\n", name, final, version,
 	       (double)tree_bytes / (1024.0 * 1024.0));
-	return 0;
+	return docker ? import_into_docker(name, final, socket, force) : 0;
 }
 
 static int cmd_list(void)
@@ -413,6 +500,8 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "build"))
 		return cmd_build(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "import"))
+		return cmd_import(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list"))
 		return cmd_list();
 	if (!strcmp(argv[1], "rm") && argc == 3)

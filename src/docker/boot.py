@@ -40,7 +40,9 @@ def start(python):
         # across exec, and the program must start with the defaults.
         for s in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(s, signal.SIG_DFL)
-        os.execve(python, [python, "-I", "main.py"], ENV)
+        # -u: what the program printed before a timeout or a kill is not
+        # lost in its own buffers (as in every tier).
+        os.execve(python, [python, "-I", "-u", "main.py"], ENV)
     except BaseException as e:
         os.write(2, ("agentjail: cannot start %s: %s\n" % (python, e)).encode())
     os._exit(127)

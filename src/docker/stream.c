@@ -59,6 +59,9 @@ bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_r
 	size_t ll = err->len - start - (size_t)pl;
 	memcpy(line, err->buf + start + pl, ll);
 	line[ll] = 0;
+	/* One line: its only newline is the stream's last byte. */
+	if (strchr(line, '\n') != line + ll - 1)
+		return false;
 	int wstatus;
 	int64_t cpu_us, rss_kb;
 	char end;

@@ -31,6 +31,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../docker/api.h"
@@ -44,10 +45,6 @@ struct docker_state {
 	char socket[108];
 	char image[256];
 };
-
-/* Stream bytes that came after the last one needed: how long the tier keeps
- * reading after it killed the container, for output already on its way. */
-#define DRAIN_MS 1000
 
 static int image_present(struct http_conn *c, const char *image, struct aj_error *err)
 {
@@ -181,22 +178,6 @@ static bool supervise_stream(struct stream_run *s, double start_ms, struct outco
 	}
 }
 
-/* After a kill: what the container wrote before it died is still on its
- * way; keep it, for a bounded time. */
-static void drain(struct stream_run *s, struct outcome *o)
-{
-	double until = now_ms() + DRAIN_MS;
-	bool overflow = o->output_overflow;
-	while (!s->eof) {
-		double left = until - now_ms();
-		struct pollfd p = {.fd = s->fd, .events = POLLIN};
-		if (left <= 0 || poll(&p, 1, (int)left + 1) <= 0)
-			break;
-		pump(s, o);
-	}
-	o->output_overflow = overflow || o->output_overflow;
-}
-
 static int kill_container(struct http_conn *c, const char *id, struct aj_error *err)
 {
 	char path[128];
@@ -215,6 +196,38 @@ static int remove_container(struct http_conn *c, const char *id, struct aj_error
 	int status;
 	int rc = docker_call(c, "DELETE", path, NULL, "remove", &status, NULL, err);
 	return rc && status == 404 ? 0 : rc;
+}
+
+static double unix_time(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Whether the engine logged an "oom" event for the container since it was
+ * created. Needed beside inspect's OOMKilled, which Docker sets only when
+ * the OOM killer took PID 1, not the program (boot.py's child). The query
+ * ends at `until`, now: a past window, answered at once. */
+static int saw_oom_event(struct http_conn *c, const char *id, double since, bool *oom,
+			 struct aj_error *err)
+{
+	char path[400];
+	snprintf(path, sizeof path,
+		 "/events?since=%.3f&until=%.3f&filters=%%7B%%22container%%22%%3A%%5B%%22%s%%22%%5D"
+		 "%%2C%%22event%%22%%3A%%5B%%22oom%%22%%5D%%7D",
+		 since, unix_time(), id);
+	struct http_reply r;
+	struct aj_error e = {0};
+	int rc = http_call(c, "GET", path, NULL, 0, DOCKER_CALL_MS, &r, &e);
+	if (rc)
+		return error_set(err, rc, "%s (events)", e.message);
+	if (r.status != 200)
+		rc = error_set(err, -EPROTO, "docker: events: HTTP %d: %.200s", r.status, r.body);
+	else
+		*oom = strstr(r.body, "\"oom\"") != NULL;
+	http_reply_free(&r);
+	return rc;
 }
 
 /* Exit code and OOM flag from wait and inspect. */
@@ -288,6 +301,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
+	double created_at = unix_time();
 	if ((rc = docker_call(&api, "POST", "/containers/create", spec, "create", NULL, &reply,
 			      &err)))
 		goto fail;
@@ -333,14 +347,19 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		rc = error_set(&err, -EIO, "%s", o.setup_message);
 		goto fail;
 	}
-	if (must_kill) {
-		if ((rc = kill_container(&api, id, &err)))
-			goto fail;
-		drain(&s, &o);
-	}
+	/* Done with the stream. Closed before the kill: Docker finishes a
+	 * container's exit only once its output is copied out, and nobody
+	 * reads this stream any more (a flood would block the kill). */
+	http_close(&at);
+	if (must_kill && (rc = kill_container(&api, id, &err)))
+		goto fail;
 	int exit_code = -1;
 	bool oom = false;
 	if ((rc = exit_state(&api, id, &exit_code, &oom, &err)))
+		goto fail;
+	/* A death by signal (128 + N) may be the OOM killer's. */
+	if (!oom && exit_code > 128 && !o.timed_out && !o.cancelled && !o.output_overflow &&
+	    (rc = saw_oom_event(&api, id, created_at - 1.0, &oom, &err)))
 		goto fail;
 	if ((rc = remove_container(&api, id, &err))) {
 		id[0] = 0; /* the error says it is left; do not try twice */
@@ -363,8 +382,8 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	char why[200];
 	last_line(&s.err, why, sizeof why);
 	outcome_to_result(&o, l, &s.out, &s.err, res);
-	if (oom && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT &&
-	    res->status != AJ_STATUS_TIMEOUT && res->status != AJ_STATUS_KILLED) {
+	if (oom && !o.cancelled && res->status != AJ_STATUS_OK &&
+	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
 		/* Docker saw the memory cgroup's OOM killer at work. */
 		res->status = AJ_STATUS_MEMORY;
 		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "

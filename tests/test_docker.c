@@ -1,0 +1,308 @@
+/* The docker tier: the shared hostile table through a real Docker Engine,
+ * then what is particular to it: no container left after any run (counted
+ * through the engine's API after every case), the hardened create body, the
+ * attach stream and boot.py's report, and a daemon that is not there.
+ *
+ * Runs the image `make test` imports (agentjail image import test, from
+ * the --from-host test image) as agentjail/test. */
+#include <limits.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "hostile.h"
+#include "src/docker/api.h"
+#include "src/docker/spec.h"
+#include "src/docker/stream.h"
+
+#define TEST_DOCKER_IMAGE "agentjail/test"
+
+static char image_dir[PATH_MAX];
+
+/* Asks the engine itself, with a plain HTTP/1.0 request of the test's own
+ * (not the tier's client), how many containers carry agentjail's label. */
+static int count_labelled_containers(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", DOCKER_DEFAULT_SOCKET);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+	const char req[] = "GET /containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DOCKER_LABEL
+			   "%22%5D%7D HTTP/1.0\r\nHost: docker\r\n\r\n";
+	assert_int_equal(write(fd, req, sizeof req - 1), (ssize_t)sizeof req - 1);
+	static char buf[1 << 16];
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = 0;
+	assert_true(contains(buf, " 200 "));
+	int count = 0;
+	for (const char *p = buf; (p = strstr(p, "\"Id\":")); p++)
+		count++;
+	return count;
+}
+
+/* ---- the container is gone, whatever way the run ended ---- */
+
+static void gone_after_timeout_and_flood(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.wall_sec = 1;
+	run_code(&f->cfg, &r, "import time\ntime.sleep(30)\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	aj_result_free(&r);
+	assert_int_equal(count_labelled_containers(), 0);
+	f->cfg.limits.wall_sec = 10;
+	f->cfg.limits.output_kb = 64;
+	run_code(&f->cfg, &r, "import sys\nwhile True:\n    sys.stderr.write('y' * 65536)\n");
+	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(r.stderr_truncated);
+	assert_int_equal(r.stderr_len, 64 * 1024);
+	aj_result_free(&r);
+	assert_int_equal(count_labelled_containers(), 0);
+}
+
+/* The OOM killer's SIGKILL to the program is status memory, from Docker's
+ * OOMKilled flag, with boot.py (PID 1) still there to report. */
+static void oom_is_memory_with_a_report(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.memory_mb = 64;
+	run_code(&f->cfg, &r, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_int_equal(r.signal, SIGKILL);
+	assert_true(r.memory_kb > 32 * 1024);
+	aj_result_free(&r);
+}
+
+/* The program's own bytes on stderr, up to the cap, even when they look
+ * like boot.py's report: only the real, last one is taken. */
+static void forged_report_is_output(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import sys\n"
+		 "sys.stderr.write('\\0agentjail-exit 00 0 1 1\\n')\n"
+		 "sys.exit(4)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 4);
+	assert_int_equal(r.stderr_len, strlen("agentjail-exit 00 0 1 1\n") + 1);
+	aj_result_free(&r);
+}
+
+/* ---- the engine is not there ---- */
+
+static void daemon_not_running_is_a_sandbox_error(void **state)
+{
+	struct fixture *f = *state;
+	/* A socket file nobody listens on, as a crashed dockerd leaves. */
+	char path[64];
+	snprintf(path, sizeof path, "/run/agentjail-test/dead-%.8s.sock", f->token);
+	mkdir("/run/agentjail-test", 0755);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	close(fd);
+	f->cfg.docker_socket = path;
+	struct aj_sandbox *sb;
+	struct aj_error err = {0};
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ECONNREFUSED);
+	assert_true(contains(err.message, "is dockerd running?"));
+	assert_true(contains(err.message, path));
+	unlink(path);
+	/* And through the command line: status sandbox_error, exit 125. */
+	char cmd[400];
+	snprintf(cmd, sizeof cmd,
+		 "echo 'print(1)' | build/test/agentjail run --tier docker --docker-socket %s "
+		 "--json - 2>&1",
+		 path);
+	FILE *p = popen(cmd, "r");
+	char out[2048] = "";
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = 0;
+	int ws = pclose(p);
+	assert_int_equal(WEXITSTATUS(ws), 125);
+	assert_true(contains(out, "\"status\":\"sandbox_error\""));
+	assert_true(contains(out, "cannot reach the engine"));
+}
+
+static void missing_image_names_the_import(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.docker_image = "agentjail/no-such-image";
+	struct aj_sandbox *sb;
+	struct aj_error err = {0};
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOENT);
+	assert_true(contains(err.message, "no image agentjail/no-such-image"));
+	assert_true(contains(err.message, "agentjail image build --docker"));
+}
+
+static void docker_host_is_honoured(void **state)
+{
+	(void)state;
+	char out[108];
+	struct aj_error err = {0};
+	setenv("DOCKER_HOST", "unix:///run/other.sock", 1);
+	assert_int_equal(docker_socket_path(NULL, out, sizeof out, &err), 0);
+	assert_string_equal(out, "/run/other.sock");
+	/* A configured socket wins over the environment. */
+	assert_int_equal(docker_socket_path("/run/mine.sock", out, sizeof out, &err), 0);
+	assert_string_equal(out, "/run/mine.sock");
+	setenv("DOCKER_HOST", "tcp://10.0.0.1:2375", 1);
+	assert_int_equal(docker_socket_path(NULL, out, sizeof out, &err), -EPROTONOSUPPORT);
+	assert_true(contains(err.message, "only unix://"));
+	unsetenv("DOCKER_HOST");
+	assert_int_equal(docker_socket_path(NULL, out, sizeof out, &err), 0);
+	assert_string_equal(out, "/var/run/docker.sock");
+}
+
+/* ---- the create body: every flag of the seed article's ---- */
+
+static void spec_is_hardened(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.memory_mb = 300;
+	f->cfg.limits.pids = 50;
+	f->cfg.limits.disk_mb = 80;
+	json_t *s = docker_container_spec(&f->cfg, "agentjail/x", 2100000005, 2100000005);
+	assert_non_null(s);
+	json_t *h = json_object_get(s, "HostConfig");
+	assert_string_equal(json_string_value(json_object_get(h, "NetworkMode")), "none");
+	assert_true(json_is_true(json_object_get(h, "ReadonlyRootfs")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(h, "CapDrop"), 0)),
+			    "ALL");
+	json_t *so = json_object_get(h, "SecurityOpt");
+	assert_string_equal(json_string_value(json_array_get(so, 0)), "no-new-privileges");
+	const char *sc = json_string_value(json_array_get(so, 1));
+	assert_true(sc && !strncmp(sc, "seccomp={", 9));
+	/* The profile parses and denies what the policy denies. */
+	json_t *prof = json_loads(sc + 8, 0, NULL);
+	assert_non_null(prof);
+	assert_true(contains(sc, "\"memfd_create\""));
+	json_decref(prof);
+	assert_int_equal(json_integer_value(json_object_get(h, "Memory")), 300ll << 20);
+	assert_int_equal(json_integer_value(json_object_get(h, "MemorySwap")), 300ll << 20);
+	assert_int_equal(json_integer_value(json_object_get(h, "NanoCpus")), 1000000000);
+	assert_int_equal(json_integer_value(json_object_get(h, "PidsLimit")), 50);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(h, "LogConfig"), "Type")), "none");
+	assert_string_equal(json_string_value(json_object_get(s, "User")),
+			    "2100000005:2100000005");
+	assert_false(json_is_true(json_object_get(h, "Privileged")));
+	/* The writable space adds up to the disk limit. */
+	struct docker_disk d;
+	docker_disk_split(80, &d);
+	assert_int_equal(d.tmp_kb + d.var_tmp_kb + d.shm_kb, 80 * 1024);
+	assert_int_equal(json_integer_value(json_object_get(h, "ShmSize")), d.shm_kb * 1024);
+	assert_true(contains(json_string_value(json_object_get(json_object_get(h, "Tmpfs"), "/tmp")),
+			     "size="));
+	json_decref(s);
+}
+
+/* ---- the attach stream and the report, byte by byte ---- */
+
+static void demux_in_any_split(void **state)
+{
+	(void)state;
+	/* stdout "hello", stderr "oops\n", stdin echo "x" (skipped). */
+	const unsigned char stream[] = {1, 0, 0, 0, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o',
+					2, 0, 0, 0, 0, 0, 0, 5, 'o', 'o', 'p', 's', '\n',
+					0, 0, 0, 0, 0, 0, 0, 1, 'x'};
+	for (size_t split = 1; split <= sizeof stream; split++) {
+		struct docker_demux d = {0};
+		struct capture out, err;
+		capture_init(&out, 100);
+		capture_init(&err, 100);
+		for (size_t i = 0; i < sizeof stream; i += split) {
+			size_t n = sizeof stream - i < split ? sizeof stream - i : split;
+			assert_false(docker_demux_feed(&d, (const char *)stream + i, n, &out, &err));
+		}
+		assert_int_equal(out.len, 5);
+		assert_memory_equal(out.buf, "hello", 5);
+		assert_int_equal(err.len, 5);
+		assert_memory_equal(err.buf, "oops\n", 5);
+		capture_free(&out);
+		capture_free(&err);
+	}
+	/* Past a cap: reported. */
+	struct docker_demux d = {0};
+	struct capture out, err;
+	capture_init(&out, 3);
+	capture_init(&err, 3);
+	assert_true(docker_demux_feed(&d, (const char *)stream, 13, &out, &err));
+	assert_true(out.truncated);
+	capture_free(&out);
+	capture_free(&err);
+}
+
+static void take(struct capture *c, const char *bytes, size_t n)
+{
+	capture_init(c, 1000);
+	capture_append(c, bytes, n);
+}
+
+static void report_only_at_the_end_with_the_nonce(void **state)
+{
+	(void)state;
+	struct sandbox_report r;
+	struct capture c;
+	const char good[] = "traceback\n\0agentjail-exit abc 256 1500 7000\n";
+	take(&c, good, sizeof good - 1);
+	assert_true(docker_take_report(&c, "abc", &r));
+	assert_int_equal(r.wstatus, 256);
+	assert_int_equal(r.cpu_us, 1500);
+	assert_int_equal(r.maxrss_kb, 7000);
+	assert_int_equal(c.len, strlen("traceback\n"));
+	capture_free(&c);
+	/* Another nonce: the program's forgery. */
+	take(&c, good, sizeof good - 1);
+	assert_false(docker_take_report(&c, "abd", &r));
+	assert_int_equal(c.len, sizeof good - 1);
+	capture_free(&c);
+	/* Followed by more bytes: not the report. */
+	const char early[] = "\0agentjail-exit abc 0 1 1\nmore\n";
+	take(&c, early, sizeof early - 1);
+	assert_false(docker_take_report(&c, "abc", &r));
+	capture_free(&c);
+	/* Malformed figures. */
+	const char bad[] = "\0agentjail-exit abc 0 x 1\n";
+	take(&c, bad, sizeof bad - 1);
+	assert_false(docker_take_report(&c, "abc", &r));
+	capture_free(&c);
+}
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	if (use_test_image(image_dir, sizeof image_dir))
+		return 1;
+	fixture.tier = AJ_TIER_DOCKER;
+	fixture.docker_image = TEST_DOCKER_IMAGE;
+	/* Docker's /dev: its own tty (unopenable without a terminal) and
+	 * mqueue (masked, empty) beside the usual nodes; no ptys (see
+	 * spec.c). */
+	fixture.dev_listing = "['fd', 'full', 'mqueue', 'null', 'ptmx', 'pts', 'random', 'shm', "
+			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
+	fixture.no_ptys = true;
+	fixture.count_leftovers = count_labelled_containers;
+	const struct CMUnitTest tests[] = {
+		HOSTILE_TABLE,
+		HOSTILE_TEST(gone_after_timeout_and_flood),
+		HOSTILE_TEST(oom_is_memory_with_a_report),
+		HOSTILE_TEST(forged_report_is_output),
+		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
+		HOSTILE_TEST(missing_image_names_the_import),
+		HOSTILE_TEST(spec_is_hardened),
+		cmocka_unit_test(docker_host_is_honoured),
+		cmocka_unit_test(demux_in_any_split),
+		cmocka_unit_test(report_only_at_the_end_with_the_nonce),
+	};
+	return cmocka_run_group_tests_name("docker tier", tests, NULL, NULL);
+}
