@@ -21,7 +21,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(T)/obj/%.o)
 TCLI_OBJ := $(CLI_SRC:%.c=$(T)/obj/%.o)
 
-.PHONY: all deps test unit demo bench bench-microvm clean examples
+.PHONY: all deps test unit demo bench bench-microvm bench-docker clean examples
 all: $(B)/agentjail $(B)/libagentjail.a $(B)/examples/hello
 
 deps:
@@ -128,6 +128,16 @@ $(B)/bench-microvm: bench/microvm.c $(B)/libagentjail.a
 
 bench-microvm: all $(B)/bench-microvm
 	@$(B)/bench-microvm
+
+# The docker tier beside `docker run --rm` with the same flags, and where
+# its time goes; runs the default image, imported into the engine.
+$(B)/bench-docker: bench/docker.c $(B)/libagentjail.a $(DOCKER_GEN)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -I. -I$(B)/gen -o $@ $< $(B)/libagentjail.a $(PKG_LIBS) -lpthread
+
+bench-docker: all $(B)/bench-docker
+	@./scripts/ensure-dockerd.sh
+	@$(B)/agentjail image build --docker >/dev/null
+	@$(B)/bench-docker
 
 clean:
 	rm -rf $(B)

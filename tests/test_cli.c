@@ -229,19 +229,27 @@ static void exit_codes_for_endings(void **state)
 	json_decref(j);
 }
 
-static void unbuilt_tier_is_a_sandbox_error(void **state)
+#define NO_ENGINE "/nonexistent/docker.sock"
+#define NO_ENGINE_MESSAGE                                                              \
+	"docker: cannot reach the engine at " NO_ENGINE ": connect: ENOENT (is dockerd " \
+	"running?)"
+
+/* A tier that cannot run here (docker, with no engine behind the socket):
+ * exit 125, and the reason, as text or as the contract's JSON. */
+static void unavailable_tier_is_a_sandbox_error(void **state)
 {
 	(void)state;
-	CLI(&res, NULL, "run", "--tier", "docker", PROGRAM("h.py", "print(1)\n"));
+	CLI(&res, NULL, "run", "--tier", "docker", "--docker-socket", NO_ENGINE,
+	    PROGRAM("h.py", "print(1)\n"));
 	assert_int_equal(res.exit_code, 125);
-	assert_true(contains(res.err, "docker: not built yet"));
+	assert_true(contains(res.err, NO_ENGINE_MESSAGE));
 
-	CLI(&res, NULL, "run", "--json", "--tier", "docker", PROGRAM("h.py", "print(1)\n"));
+	CLI(&res, NULL, "run", "--json", "--tier", "docker", "--docker-socket", NO_ENGINE,
+	    PROGRAM("h.py", "print(1)\n"));
 	assert_int_equal(res.exit_code, 125);
 	json_t *j = one_json_object(res.out);
 	assert_string_equal(json_string_value(json_object_get(j, "status")), "sandbox_error");
-	assert_string_equal(json_string_value(json_object_get(j, "message")),
-			    "docker: not built yet");
+	assert_string_equal(json_string_value(json_object_get(j, "message")), NO_ENGINE_MESSAGE);
 	json_decref(j);
 }
 
@@ -264,13 +272,15 @@ static void check_lists_every_tier(void **state)
 	/* An images directory with no image in it: the image tiers must say
 	 * which image is missing and how to make it. */
 	setenv("AGENTJAIL_IMAGES", program_dir, 1);
+	setenv("DOCKER_HOST", "unix://" NO_ENGINE, 1);
 	CLI(&res, NULL, "check");
+	unsetenv("DOCKER_HOST");
 	assert_int_equal(res.exit_code, 0);
 	assert_true(contains(res.out, "process    available"));
 	assert_true(contains(res.out, "container  unavailable: image: no image 'default'"));
 	assert_true(contains(res.out, "agentjail image build"));
 	assert_true(contains(res.out, "microvm    unavailable: image: no image 'default'"));
-	assert_true(contains(res.out, "docker     unavailable"));
+	assert_true(contains(res.out, "docker     unavailable: " NO_ENGINE_MESSAGE));
 
 	CLI(&res, NULL, "check", "--python", "/nonexistent/python3");
 	unsetenv("AGENTJAIL_IMAGES");
@@ -352,8 +362,9 @@ static void mcp_config_errors_name_the_problem(void **state)
 	CLI(&res, NULL, "mcp", "--config", "/nonexistent.json");
 	assert_int_equal(res.exit_code, 2);
 	/* A flag overrides the file; a tier that cannot run is refused at start. */
-	CLI(&res, "", "mcp", "--config", PROGRAM("c5.json", "{\"tier\": \"process\"}"), "--tier",
-	    "docker");
+	CLI(&res, "", "mcp", "--config",
+	    PROGRAM("c5.json", "{\"tier\": \"process\", \"docker_socket\": \"" NO_ENGINE "\"}"),
+	    "--tier", "docker");
 	assert_int_equal(res.exit_code, 125);
 	assert_true(contains(res.err, "the docker tier cannot run here"));
 	/* Nothing but protocol on stdout, even then. */
@@ -396,7 +407,7 @@ int main(void)
 		cmocka_unit_test(passes_output_and_exit_code_through),
 		cmocka_unit_test(json_contract),
 		cmocka_unit_test(exit_codes_for_endings),
-		cmocka_unit_test(unbuilt_tier_is_a_sandbox_error),
+		cmocka_unit_test(unavailable_tier_is_a_sandbox_error),
 		cmocka_unit_test(caller_environment_does_not_leak),
 		cmocka_unit_test(check_lists_every_tier),
 		cmocka_unit_test(image_lifecycle),

@@ -35,11 +35,14 @@
 #include <unistd.h>
 
 #include "../docker/api.h"
+#include "../docker/phases.h"
 #include "../docker/spec.h"
 #include "../docker/stream.h"
 #include "../linux/creds.h"
 #include "../linux/supervise.h"
 #include "tier.h"
+
+_Thread_local struct docker_phases docker_last_phases;
 
 struct docker_state {
 	char socket[108];
@@ -287,6 +290,9 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	char *input = NULL;
 	json_t *spec = NULL, *reply = NULL;
 	struct outcome o = {0};
+	struct docker_phases *ph = &docker_last_phases;
+	memset(ph, 0, sizeof *ph);
+	double t = now_ms();
 	struct stream_run s = {.limits = l, .fd = -1, .cancel_fd = req->cancel_fd};
 	capture_init(&s.out, (size_t)l->output_kb * 1024);
 	/* Room past the cap for boot.py's report; the cap is applied to the
@@ -311,6 +317,8 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	}
 	snprintf(id, sizeof id, "%s", cid);
+	ph->create = now_ms() - t;
+	t = now_ms();
 
 	/* Attach before start: output from the first instant is captured. */
 	char path[160];
@@ -337,12 +345,17 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	    docker_demux_feed(&s.demux, at.buf + at.pos, at.len - at.pos, &s.out, &s.err))
 		o.output_overflow = true;
 
+	ph->attach = now_ms() - t;
+	t = now_ms();
 	snprintf(path, sizeof path, "/containers/%s/start", id);
 	if ((rc = docker_call(&api, "POST", path, NULL, "start", NULL, NULL, &err)))
 		goto fail;
 	double start_ms = now_ms();
+	ph->start = start_ms - t;
 	bool must_kill = o.output_overflow || supervise_stream(&s, start_ms, &o);
 	o.wall_ms = now_ms() - start_ms;
+	ph->run = o.wall_ms;
+	t = now_ms();
 	if (o.setup_failed) {
 		rc = error_set(&err, -EIO, "%s", o.setup_message);
 		goto fail;
@@ -361,11 +374,14 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	if (!oom && exit_code > 128 && !o.timed_out && !o.cancelled && !o.output_overflow &&
 	    (rc = saw_oom_event(&api, id, created_at - 1.0, &oom, &err)))
 		goto fail;
+	ph->wait = now_ms() - t;
+	t = now_ms();
 	if ((rc = remove_container(&api, id, &err))) {
 		id[0] = 0; /* the error says it is left; do not try twice */
 		goto fail;
 	}
 	id[0] = 0;
+	ph->remove = now_ms() - t;
 
 	o.exited_report = docker_take_report(&s.err, nonce, &o.report) &&
 			  report_matches(&o.report, exit_code);
