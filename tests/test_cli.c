@@ -371,6 +371,74 @@ static void mcp_config_errors_name_the_problem(void **state)
 	assert_string_equal(res.out, "");
 }
 
+/* agentjail attack in its quick mode: the seed's six in the process tier,
+ * all held, as one JSON object; a tier that cannot run is n/a, not a pass
+ * or a failure. */
+static void attack_quick(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "attack", "--quick", "--json", "--tier", "process", "--tier", "docker",
+	    "--docker-socket", NO_ENGINE);
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	assert_true(json_is_true(json_object_get(j, "all_held")));
+	json_t *tiers = json_object_get(j, "tiers");
+	assert_int_equal(json_array_size(tiers), 2);
+	json_t *p = json_array_get(tiers, 0);
+	assert_string_equal(json_string_value(json_object_get(p, "tier")), "process");
+	assert_int_equal(json_integer_value(json_object_get(p, "held")), 6);
+	json_t *results = json_object_get(p, "results");
+	assert_int_equal(json_array_size(results), 6);
+	const char *seed[] = {"cpu loop", "512 MB allocation", "fork bomb", "disk fill",
+			      "host secret read", "network call"};
+	for (size_t i = 0; i < 6; i++) {
+		json_t *r = json_array_get(results, i);
+		assert_string_equal(json_string_value(json_object_get(r, "attack")), seed[i]);
+		assert_string_equal(json_string_value(json_object_get(r, "verdict")), "held");
+	}
+	json_t *d = json_array_get(tiers, 1);
+	assert_false(json_is_true(json_object_get(d, "available")));
+	assert_true(contains(json_string_value(json_object_get(d, "unavailable_reason")),
+			     "cannot reach the engine"));
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(d, "results"), 0), "verdict")),
+			    "n/a");
+	json_decref(j);
+	CLI(&res, NULL, "attack", "--tier", "vm");
+	assert_int_equal(res.exit_code, 2);
+}
+
+/* agentjail bench in its quick mode: figures, with the machine, for bare
+ * Python and the process tier. Only their presence and shape are checked:
+ * no timing is asserted. */
+static void bench_quick(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "bench", "--quick", "--no-peers", "--json", "--tier", "process");
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	json_t *m = json_object_get(j, "machine");
+	assert_true(json_integer_value(json_object_get(m, "cores")) >= 1);
+	assert_non_null(json_string_value(json_object_get(m, "python")));
+	json_t *rows = json_object_get(j, "rows");
+	assert_int_equal(json_array_size(rows), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "row")),
+			    "bare python3 -I");
+	json_t *p = json_array_get(rows, 1);
+	assert_string_equal(json_string_value(json_object_get(p, "row")), "agentjail process");
+	assert_int_equal(json_integer_value(json_object_get(p, "runs")), 5);
+	assert_true(json_real_value(json_object_get(p, "median_ms")) > 0);
+	assert_true(json_real_value(json_object_get(p, "p99_ms")) >=
+		    json_real_value(json_object_get(p, "median_ms")));
+	assert_true(json_real_value(json_object_get(p, "vs_bare")) > 0);
+	assert_true(json_real_value(json_object_get(p, "runs_per_s_1")) > 0);
+	assert_true(json_real_value(json_object_get(p, "runs_per_s_n")) > 0);
+	json_decref(j);
+	CLI(&res, NULL, "bench", "--runs", "0");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--runs: expected 1 to 10000"));
+}
+
 static void help_is_there(void **state)
 {
 	(void)state;
@@ -412,6 +480,8 @@ int main(void)
 		cmocka_unit_test(check_lists_every_tier),
 		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
+		cmocka_unit_test(attack_quick),
+		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);

@@ -16,6 +16,8 @@ static const char usage[] =
 	"  check          which tiers work on this machine, and why the others don't\n"
 	"  image          build, list and remove the image roots the container tier runs\n"
 	"  mcp            serve run_python to an AI agent over MCP (stdio)\n"
+	"  attack         the hostile-program matrix: which tier held what\n"
+	"  bench          what each tier costs in latency, beside bare python and peers\n"
 	"\n"
 	"examples:\n"
 	"  agentjail run hello.py\n"
@@ -38,6 +40,10 @@ int main(int argc, char **argv)
 		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "attack"))
+		return cmd_attack(argc - 1, argv + 1);
+	if (!strcmp(cmd, "bench"))
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;

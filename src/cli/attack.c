@@ -1,0 +1,623 @@
+/* agentjail attack: the hostile-program matrix. Every program runs in every
+ * tier available here; the host then looks for what would show an escape
+ * (src/attack/verdict.c judges): the secret token in what came out, a marker
+ * file on the host, a sentinel process killed, a listener that accepted, a
+ * process left, the host's mounts changed, more processes or host disk than
+ * the limits allow. What the program printed about itself counts for
+ * nothing.
+ *
+ * Safe by construction: every program is bounded (loops have counts or
+ * deadlines, sleeps are short), only ever runs inside a tier, and the
+ * network programs aim at the host's own loopback listener. */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../attack/verdict.h"
+#include "../core/internal.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail attack [--tier T ...] [--quick] [--json] [--image NAME|DIR]\n"
+	"                        [--docker-image I] [--docker-socket P]\n"
+	"\n"
+	"Runs the hostile-program matrix: the seed article's six (CPU loop, 512 MB,\n"
+	"fork bomb, disk fill, reading a host secret, a network call), then the rest\n"
+	"of the table, in every tier available here (or each --tier). Each cell is\n"
+	"held, ESCAPED, n/a (tier not available) or error, judged from checks on the\n"
+	"host after the run. --quick runs the six only. Exits 1 if anything escaped\n"
+	"or a sandbox failed, 0 otherwise.\n";
+
+/* What an attack needs set up on the host, and what is checked after. */
+enum {
+	NEED_SECRET = 1 << 0,    /* a 0600 token file, and the token in our environment */
+	NEED_LISTENER = 1 << 1,  /* a TCP listener on 127.0.0.1 */
+	NEED_UNIX = 1 << 2,      /* a world-connectable unix socket */
+	NEED_SENTINEL = 1 << 3,  /* a process of the sandbox's own uid */
+	NEED_CMDLINE = 1 << 4,   /* a host process with the token in its command line */
+	CHECK_MARKERS = 1 << 5,  /* aj-attack-TOKEN written in a host directory? */
+	WAIT_AFTER = 1 << 6,     /* give a would-be daemon 2 s to act first */
+	CHECK_MOUNTS = 1 << 7,
+	SAMPLE = 1 << 8,         /* count processes and host disk during the run */
+	SEED = 1 << 9,           /* one of the seed article's six */
+};
+
+struct attack {
+	const char *name;
+	unsigned flags;
+	uint32_t stopped_by;  /* statuses that show the limit held */
+	double wall_sec;      /* 0: the default */
+	uint32_t cpu_sec;
+	/* Placeholders: {TOKEN} {SECRET} {PORT} {SOCK} {CWD}. */
+	const char *code;
+};
+
+#define S(x) (1u << AJ_STATUS_##x)
+
+static const struct attack attacks[] = {
+	{"cpu loop", SEED, S(TIMEOUT), 10, 1,
+	 "import time\nend = time.time() + 20\nwhile time.time() < end:\n    pass\n"},
+	{"512 MB allocation", SEED, S(MEMORY), 0, 0,
+	 "b = bytearray(512 * 1024 * 1024)\n"
+	 "for i in range(0, len(b), 4096):\n    b[i] = 1\nprint('allocated')\n"},
+	{"fork bomb", SEED | SAMPLE, 0, 0, 0,
+	 "import os, time\nMAIN = os.getpid()\n"
+	 "for i in range(100):\n"
+	 "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+	 "    if pid == 0:\n        continue\n"
+	 "if os.getpid() != MAIN:\n    time.sleep(1)\n    os._exit(0)\n"},
+	{"disk fill", SEED | SAMPLE | CHECK_MARKERS, 0, 0, 0,
+	 "import os\n"
+	 "for d in ['.', '/tmp', '/var/tmp', '/dev/shm', '{CWD}']:\n"
+	 "    try:\n"
+	 "        with open(os.path.join(d, 'aj-attack-{TOKEN}'), 'wb') as f:\n"
+	 "            for i in range(2048):\n                f.write(b'x' * 1048576)\n"
+	 "    except OSError:\n        pass\n"},
+	{"host secret read", SEED | NEED_SECRET, 0, 0, 0,
+	 "import os\nprint(dict(os.environ))\n"
+	 "for p in ['{SECRET}', '/proc/1/environ', '/etc/shadow', '/root/.bash_history']:\n"
+	 "    try:\n        print(p, open(p).read())\n    except OSError as e:\n        print(p, e)\n"},
+	{"network call", SEED | NEED_LISTENER, 0, 0, 0,
+	 "import socket\n"
+	 "for host in ['127.0.0.1', 'localhost']:\n"
+	 "    try:\n"
+	 "        s = socket.create_connection((host, {PORT}), timeout=2)\n"
+	 "        s.sendall(b'{TOKEN}')\n"
+	 "    except OSError as e:\n        print(host, e)\n"},
+	{"sleep forever", 0, S(TIMEOUT), 1, 0, "import time\ntime.sleep(3600)\n"},
+	{"output flood", 0, S(OUTPUT_LIMIT), 0, 0,
+	 "import sys\nchunk = 'x' * 65536\nfor i in range(16384):\n    sys.stdout.write(chunk)\n"},
+	{"thread bomb", SAMPLE, 0, 0, 0,
+	 "import threading, time\n"
+	 "try:\n    for i in range(1000):\n"
+	 "        threading.Thread(target=time.sleep, args=(0.5,), daemon=True).start()\n"
+	 "except RuntimeError:\n    pass\n"},
+	{"setsid daemon", WAIT_AFTER | CHECK_MARKERS, 0, 0, 0,
+	 "import os, time\n"
+	 "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(1.5)\n"
+	 "        for d in ['/tmp', '/var/tmp', '/dev/shm', '.', '{CWD}']:\n"
+	 "            try:\n                open(d + '/aj-attack-{TOKEN}', 'w').write('alive')\n"
+	 "            except OSError:\n                pass\n"
+	 "        os._exit(0)\n    os._exit(0)\n"
+	 "time.sleep(0.2)\n"},
+	{"kill(-1)", NEED_SENTINEL, 0, 0, 0,
+	 "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"},
+	{"host processes", NEED_CMDLINE, 0, 0, 0,
+	 "import os\n"
+	 "for p in os.listdir('/proc'):\n"
+	 "    if p.isdigit():\n"
+	 "        try:\n            print(p, open('/proc/%s/cmdline' % p, 'rb').read())\n"
+	 "        except OSError:\n            pass\n"},
+	{"write everywhere", CHECK_MARKERS, 0, 0, 0,
+	 "import os\n"
+	 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/root', '/', '{CWD}']:\n"
+	 "    try:\n        open(os.path.join(d, 'aj-attack-{TOKEN}'), 'w').write('x')\n"
+	 "    except OSError:\n        pass\n"},
+	{"host unix socket", NEED_UNIX, 0, 0, 0,
+	 "import socket\n"
+	 "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.settimeout(2)\n    s.connect('{SOCK}')\n"
+	 "except OSError as e:\n    print(e)\n"},
+	{"mount and unshare", CHECK_MOUNTS, 0, 0, 0,
+	 "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+	 "libc.unshare(0x10000000 | 0x20000)\n"
+	 "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)\n"
+	 "libc.mount(b'/', b'/tmp', None, 4096, None)\n"
+	 "libc.chroot(b'/tmp')\n"},
+};
+
+#define N_ATTACKS (sizeof attacks / sizeof attacks[0])
+
+/* ---- host-side fixtures ---- */
+
+struct host {
+	char token[33];
+	char dir[64];          /* 0700, holds the secret and the unix socket */
+	char secret[96];
+	char sock[96];
+	char cwd[PATH_MAX];
+	int listener;          /* TCP, non-blocking */
+	int port;
+	int unix_listener;
+	uint32_t uid_lo, uid_hi;
+};
+
+static void new_token(char *out)
+{
+	unsigned char b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b)
+		for (size_t i = 0; i < sizeof b; i++)
+			b[i] = (unsigned char)rand();
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static int count_uid_procs(uint32_t lo, uint32_t hi)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300], line[256];
+		snprintf(p, sizeof p, "/proc/%s/status", de->d_name);
+		FILE *f = fopen(p, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof line, f)) {
+			unsigned uid;
+			if (sscanf(line, "Uid:\t%u", &uid) == 1) {
+				n += uid >= lo && uid < hi;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int64_t free_mb(const char *path)
+{
+	struct statvfs s;
+	return statvfs(path, &s) == 0 ? (int64_t)(s.f_bavail * s.f_frsize >> 20) : -1;
+}
+
+struct sampler {
+	pthread_t thread;
+	volatile int stop;
+	uint32_t lo, hi;
+	int max_procs;
+	int64_t root0, tmp0, drop;
+};
+
+static void *sample_loop(void *arg)
+{
+	struct sampler *s = arg;
+	while (!s->stop) {
+		int n = count_uid_procs(s->lo, s->hi);
+		if (n > s->max_procs)
+			s->max_procs = n;
+		int64_t r = free_mb("/"), t = free_mb("/tmp");
+		if (r >= 0 && s->root0 - r > s->drop)
+			s->drop = s->root0 - r;
+		if (t >= 0 && s->tmp0 - t > s->drop)
+			s->drop = s->tmp0 - t;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static char *read_mounts(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
+/* The program with its placeholders filled in. */
+static char *fill(const char *code, const struct host *h)
+{
+	char port[16];
+	snprintf(port, sizeof port, "%d", h->port);
+	const char *keys[] = {"{TOKEN}", "{SECRET}", "{PORT}", "{SOCK}", "{CWD}"};
+	const char *vals[] = {h->token, h->secret, port, h->sock, h->cwd};
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
+	while (*code) {
+		size_t k = 0;
+		for (; k < 5; k++)
+			if (!strncmp(code, keys[k], strlen(keys[k])))
+				break;
+		if (k < 5) {
+			fputs(vals[k], m);
+			code += strlen(keys[k]);
+		} else {
+			fputc(*code++, m);
+		}
+	}
+	fclose(m);
+	return out;
+}
+
+static bool marker_on_host(const struct host *h)
+{
+	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/etc", "/root", "", h->cwd};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof p, "%s/aj-attack-%s", dirs[i], h->token);
+		struct stat st;
+		if (lstat(p, &st) == 0) {
+			unlink(p); /* evidence taken; leave the host clean */
+			return true;
+		}
+	}
+	return false;
+}
+
+static pid_t start_sentinel(uid_t uid, const char *token, bool with_token)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	if (geteuid() == 0 && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+		_exit(3);
+	/* The token as its command line (argv[0]), for a program listing
+	 * /proc to find; sleep(1) ignores its argv[0]. */
+	if (with_token)
+		execl("/bin/sleep", token, "30", (char *)NULL);
+	for (int i = 0; i < 300; i++) {
+		struct timespec ts = {0, 100 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	_exit(0);
+}
+
+/* ---- one attack in one tier ---- */
+
+static void run_attack(const struct attack *a, const struct aj_config *base, struct host *h,
+		       struct attack_evidence *e, struct attack_expect *x, char *why, size_t wn,
+		       enum attack_verdict *v)
+{
+	struct aj_config cfg = *base;
+	if (a->wall_sec)
+		cfg.limits.wall_sec = a->wall_sec;
+	if (a->cpu_sec)
+		cfg.limits.cpu_sec = a->cpu_sec;
+	if (a->flags & NEED_SENTINEL)
+		cfg.slots = 1; /* the sentinel has the very uid the run gets */
+	attack_evidence_init(e);
+	memset(x, 0, sizeof *x);
+	x->stopped_by = a->stopped_by;
+	x->max_output = (size_t)cfg.limits.output_kb * 1024;
+	new_token(h->token);
+	char *code = fill(a->code, h);
+
+	pid_t sentinel = -1;
+	if (a->flags & (NEED_SENTINEL | NEED_CMDLINE))
+		sentinel = start_sentinel(cfg.uid_base, h->token, a->flags & NEED_CMDLINE);
+	if (a->flags & NEED_SECRET) {
+		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			(void)!write(fd, h->token, strlen(h->token));
+			close(fd);
+		}
+		setenv("AJ_ATTACK_API_KEY", h->token, 1);
+	}
+	char *mounts = a->flags & CHECK_MOUNTS ? read_mounts() : NULL;
+	struct sampler s = {.lo = h->uid_lo, .hi = h->uid_hi, .root0 = free_mb("/"),
+			    .tmp0 = free_mb("/tmp")};
+	bool sampling = (a->flags & SAMPLE) && geteuid() == 0 &&
+			pthread_create(&s.thread, NULL, sample_loop, &s) == 0;
+
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	struct aj_result r;
+	result_init(&r);
+	if (aj_open(&cfg, &sb, &err) == 0) {
+		aj_run(sb, code, strlen(code), &r);
+		aj_close(sb);
+	} else {
+		result_sandbox_error(&r, "%s", err.message);
+	}
+	if (sampling) {
+		s.stop = 1;
+		pthread_join(s.thread, NULL);
+		e->max_procs = s.max_procs;
+		e->disk_drop_mb = s.drop;
+		x->max_procs = cfg.limits.pids + 2; /* the program's, its init, a VMM */
+		x->max_disk_mb = 64;  /* host disk the run itself may never take; slack for noise */
+	}
+	if (a->flags & WAIT_AFTER)
+		sleep(2);
+	e->status = r.status;
+	e->output_bytes = r.stdout_len > r.stderr_len ? r.stdout_len : r.stderr_len;
+	e->token_seen = (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER))
+				? (r.stdout_buf && strstr(r.stdout_buf, h->token)) ||
+					  (r.stderr_buf && strstr(r.stderr_buf, h->token))
+				: -1;
+	if (a->flags & NEED_SECRET)
+		unsetenv("AJ_ATTACK_API_KEY");
+	if (a->flags & CHECK_MARKERS)
+		e->marker_written = marker_on_host(h);
+	if (a->flags & NEED_LISTENER) {
+		int c = accept(h->listener, NULL, NULL);
+		e->listener_accepted = c >= 0;
+		if (c >= 0)
+			close(c);
+	}
+	if (a->flags & NEED_UNIX) {
+		int c = accept(h->unix_listener, NULL, NULL);
+		e->listener_accepted = c >= 0;
+		if (c >= 0)
+			close(c);
+	}
+	if (sentinel > 0) {
+		int ws;
+		if (a->flags & NEED_SENTINEL)
+			e->sentinel_alive = waitpid(sentinel, &ws, WNOHANG) == 0 && kill(sentinel, 0) == 0;
+		kill(sentinel, SIGKILL);
+		waitpid(sentinel, &ws, 0);
+	}
+	if (mounts) {
+		char *now = read_mounts();
+		e->mounts_changed = now && strcmp(now, mounts) != 0;
+		free(now);
+		free(mounts);
+	}
+	if (geteuid() == 0) {
+		/* A tier whose teardown is asynchronous (a VM, an engine) gets a
+		 * moment; the sentinel above was ours and is gone. */
+		int left = 0;
+		for (int i = 0; i < 20; i++) {
+			if (!(left = count_uid_procs(h->uid_lo, h->uid_hi)))
+				break;
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		e->procs_left = left;
+	}
+	*v = attack_judge(x, e, why, wn);
+	if (*v == VERDICT_ERROR && r.message)
+		snprintf(why, wn, "%s", r.message);
+	aj_result_free(&r);
+	free(code);
+}
+
+/* ---- the command ---- */
+
+static int setup_host(struct host *h, const struct aj_config *cfg)
+{
+	memset(h, 0, sizeof *h);
+	if (!getcwd(h->cwd, sizeof h->cwd))
+		return -1;
+	snprintf(h->dir, sizeof h->dir, "/run/agentjail-attack-XXXXXX");
+	if (!mkdtemp(h->dir)) {
+		snprintf(h->dir, sizeof h->dir, "/tmp/agentjail-attack-XXXXXX");
+		if (!mkdtemp(h->dir))
+			return -1;
+	}
+	/* 0711: the sandbox could name the socket inside; only a boundary
+	 * stops it connecting. The secret stays 0600. */
+	chmod(h->dir, 0711);
+	snprintf(h->secret, sizeof h->secret, "%s/secret", h->dir);
+	snprintf(h->sock, sizeof h->sock, "%s/service.sock", h->dir);
+	h->listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (h->listener < 0 || bind(h->listener, (struct sockaddr *)&a, sizeof a) ||
+	    listen(h->listener, 8) || getsockname(h->listener, (struct sockaddr *)&a, &al))
+		return -1;
+	h->port = ntohs(a.sin_port);
+	h->unix_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_un u = {.sun_family = AF_UNIX};
+	snprintf(u.sun_path, sizeof u.sun_path, "%s", h->sock);
+	if (h->unix_listener < 0 || bind(h->unix_listener, (struct sockaddr *)&u, sizeof u) ||
+	    chmod(h->sock, 0666) || listen(h->unix_listener, 8))
+		return -1;
+	h->uid_lo = cfg->uid_base;
+	h->uid_hi = cfg->uid_base + cfg->slots;
+	return 0;
+}
+
+static void teardown_host(struct host *h)
+{
+	if (h->listener >= 0)
+		close(h->listener);
+	if (h->unix_listener >= 0)
+		close(h->unix_listener);
+	unlink(h->sock);
+	unlink(h->secret);
+	rmdir(h->dir);
+}
+
+enum { OPT_JSON = 3000, OPT_QUICK, OPT_HELP };
+
+int cmd_attack(int argc, char **argv)
+{
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	/* A uid range and lock directory of the command's own, so the
+	 * deployer's sandboxes are never counted as its leftovers. */
+	cfg.uid_base = 2050000000u;
+	cfg.slots = 8;
+	cfg.state_dir = "/run/agentjail-attack";
+	bool json = false, quick = false, chosen[AJ_TIER_COUNT] = {0}, any = false;
+	struct option opts[32];
+	size_t no = 0;
+	for (; limit_options[no].name; no++)
+		opts[no] = limit_options[no];
+	opts[no++] = (struct option){"json", no_argument, NULL, OPT_JSON};
+	opts[no++] = (struct option){"quick", no_argument, NULL, OPT_QUICK};
+	opts[no++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	opts[no] = (struct option){0};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == OPT_JSON)
+			json = true;
+		else if (c == OPT_QUICK)
+			quick = true;
+		else if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == '?') {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		} else {
+			if (option_apply(c, optarg, &cfg))
+				return EXIT_USAGE;
+			/* --tier may be given several times: each one is a column. */
+			if (c == opts[0].val) {
+				chosen[cfg.tier] = true;
+				any = true;
+			}
+		}
+	}
+	if (optind != argc) {
+		cli_error("attack: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err;
+	if (aj_config_validate(&cfg, &err)) {
+		cli_error("attack: %s", err.message);
+		return EXIT_USAGE;
+	}
+	struct host h;
+	if (setup_host(&h, &cfg)) {
+		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));
+		teardown_host(&h);
+		return 1;
+	}
+
+	json_t *jt = json_array();
+	enum attack_verdict verdicts[AJ_TIER_COUNT][N_ATTACKS];
+	char reasons[AJ_TIER_COUNT][N_ATTACKS][48];
+	char na[AJ_TIER_COUNT][AJ_ERROR_MAX];
+	int tiers[AJ_TIER_COUNT], nt = 0, bad = 0;
+	for (int t = 0; t < AJ_TIER_COUNT; t++) {
+		if (any && !chosen[t])
+			continue;
+		tiers[nt++] = t;
+		struct aj_config tc = cfg;
+		tc.tier = (enum aj_tier)t;
+		struct aj_error why = {0};
+		bool available = aj_check((enum aj_tier)t, &tc, &why) == 0;
+		snprintf(na[t], sizeof na[t], "%s", available ? "" : why.message);
+		json_t *jr = json_array();
+		int held = 0, total = 0;
+		if (!json)
+			fprintf(stderr, "attack: %s...\n", aj_tier_name((enum aj_tier)t));
+		for (size_t i = 0; i < N_ATTACKS; i++) {
+			const struct attack *a = &attacks[i];
+			if (quick && !(a->flags & SEED))
+				continue;
+			struct attack_evidence e;
+			struct attack_expect x;
+			enum attack_verdict v;
+			if (available) {
+				run_attack(a, &tc, &h, &e, &x, reasons[t][i], sizeof reasons[t][i], &v);
+			} else {
+				attack_evidence_init(&e);
+				e.ran = false;
+				memset(&x, 0, sizeof x);
+				v = attack_judge(&x, &e, reasons[t][i], sizeof reasons[t][i]);
+			}
+			verdicts[t][i] = v;
+			total++;
+			held += v == VERDICT_HELD;
+			bad |= v == VERDICT_ESCAPED || v == VERDICT_ERROR;
+			json_array_append_new(
+				jr, json_pack("{s:s, s:s, s:s?, s:s}", "attack", a->name, "verdict",
+					      attack_verdict_name(v), "status",
+					      e.ran ? aj_status_name(e.status) : NULL, "reason",
+					      reasons[t][i]));
+		}
+		json_array_append_new(jt, json_pack("{s:s, s:b, s:s?, s:i, s:i, s:o}", "tier",
+						    aj_tier_name((enum aj_tier)t), "available",
+						    available, "unavailable_reason",
+						    available ? NULL : na[t], "held", held, "total",
+						    total, "results", jr));
+	}
+	teardown_host(&h);
+
+	if (json) {
+		json_t *root = json_pack("{s:s, s:o, s:b}", "agentjail", AGENTJAIL_VERSION, "tiers",
+					 jt, "all_held", !bad);
+		char *s = json_dumps(root, JSON_COMPACT);
+		puts(s ? s : "{}");
+		free(s);
+		json_decref(root);
+		return bad ? 1 : 0;
+	}
+	printf("%-20s", "attack");
+	for (int k = 0; k < nt; k++)
+		printf(" %-30s", aj_tier_name((enum aj_tier)tiers[k]));
+	printf("\n");
+	for (size_t i = 0; i < N_ATTACKS; i++) {
+		if (quick && !(attacks[i].flags & SEED))
+			continue;
+		printf("%-20s", attacks[i].name);
+		for (int k = 0; k < nt; k++) {
+			char cell[80];
+			enum attack_verdict v = verdicts[tiers[k]][i];
+			if (v == VERDICT_NA)
+				snprintf(cell, sizeof cell, "n/a");
+			else
+				snprintf(cell, sizeof cell, "%s (%.22s)", attack_verdict_name(v),
+					 reasons[tiers[k]][i]);
+			printf(" %-30s", cell);
+		}
+		printf("\n");
+	}
+	printf("%-20s", "held");
+	for (int k = 0; k < nt; k++) {
+		json_t *o = json_array_get(jt, (size_t)k);
+		char cell[40];
+		if (!json_is_true(json_object_get(o, "available")))
+			snprintf(cell, sizeof cell, "n/a");
+		else
+			snprintf(cell, sizeof cell, "%lld/%lld",
+				 json_integer_value(json_object_get(o, "held")),
+				 json_integer_value(json_object_get(o, "total")));
+		printf(" %-30s", cell);
+	}
+	printf("\n");
+	for (int k = 0; k < nt; k++)
+		if (na[tiers[k]][0])
+			printf("%s: n/a: %s\n", aj_tier_name((enum aj_tier)tiers[k]), na[tiers[k]]);
+	json_decref(jt);
+	return bad ? 1 : 0;
+}

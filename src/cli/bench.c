@@ -1,0 +1,525 @@
+/* agentjail bench: what each tier costs, for print(1), beside bare Python and
+ * the peers installed here, all measured in one run.
+ *
+ *   latency      every row once per round, rounds interleaved (bare, process,
+ *                container, ..., peers, bare, ...) after warm-up rounds, so
+ *                drift lands on every row alike; median, p95, p99 (nearest
+ *                rank) and the ratio of medians to bare `python3 -I`. The
+ *                tiers run through the library (aj_run on an open sandbox:
+ *                what `agentjail mcp` pays per call); bare Python and the
+ *                peers are spawned commands.
+ *   throughput   runs per second with 1 and with 2 x cores calls at once.
+ *   microvm      cold boot + snapshot (a memory size of its own), a restore
+ *                per run (the latency row), and a warm pool of 2.
+ *
+ * Figures only, never a verdict: latency depends on the machine. */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../core/internal.h"
+#include "../docker/api.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail bench [--tier T ...] [--runs N] [--quick] [--no-peers] [--json]\n"
+	"                       [--image NAME|DIR] [--docker-image I] [--docker-socket P]\n"
+	"\n"
+	"Times print(1) in every tier available here (or each --tier), beside bare\n"
+	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
+	"flags): median, p95, p99 and the ratio to bare Python, interleaved after\n"
+	"warm-up; throughput at 1 and 2 x cores concurrent calls; for microvm, cold\n"
+	"boot, restore per run and a warm pool. --runs N rounds (default 50);\n"
+	"--quick: 5 rounds and small throughput runs.\n";
+
+#define PROGRAM "print(1)\n"
+#define MAX_ROWS 12
+
+extern char **environ;
+
+struct row {
+	char name[48];
+	enum aj_tier tier;
+	bool is_tier;
+	struct aj_sandbox *sb;
+	char **argv;          /* a command row */
+	double *v;
+	int n, failed;
+	double tput1, tputn;  /* runs/s; 0 if not measured */
+};
+
+static double spawn_ms(char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	for (int fd = 0; fd < 3; fd++)
+		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+	pid_t pid;
+	double s = now_ms();
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc)
+		return -1;
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	double t = now_ms() - s;
+	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? t : -1;
+}
+
+static double run_ms(struct aj_sandbox *sb)
+{
+	struct aj_result r;
+	double s = now_ms();
+	aj_run(sb, PROGRAM, strlen(PROGRAM), &r);
+	double t = now_ms() - s;
+	bool ok = r.status == AJ_STATUS_OK;
+	aj_result_free(&r);
+	return ok ? t : -1;
+}
+
+static double once(struct row *r)
+{
+	return r->is_tier ? run_ms(r->sb) : spawn_ms(r->argv);
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, int n, double p)
+{
+	int k = (int)ceil(p / 100.0 * n);
+	return sorted[k < 1 ? 0 : k - 1];
+}
+
+/* Absolute path of a program on PATH, or NULL. */
+static char *which(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t l = strcspn(p, ":");
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)l, p, name);
+		if (access(buf, X_OK) == 0)
+			return strdup(buf);
+		p += l + (p[l] == ':');
+	}
+	return NULL;
+}
+
+static char **argv_of(const char *first, ...)
+{
+	char **v = calloc(40, sizeof *v);
+	va_list ap;
+	va_start(ap, first);
+	int i = 0;
+	for (const char *a = first; a && i < 39; a = va_arg(ap, const char *))
+		v[i++] = strdup(a);
+	va_end(ap);
+	return v;
+}
+
+static void first_line(const char *cmd, char *out, size_t n)
+{
+	out[0] = 0;
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return;
+	if (fgets(out, (int)n, p))
+		out[strcspn(out, "\n")] = 0;
+	pclose(p);
+}
+
+/* ---- throughput ---- */
+
+struct tput {
+	struct aj_sandbox *sb;
+	int runs;
+	int ok;
+};
+
+static void *tput_worker(void *arg)
+{
+	struct tput *t = arg;
+	for (int i = 0; i < t->runs; i++)
+		t->ok += run_ms(t->sb) >= 0;
+	return NULL;
+}
+
+static double throughput(struct aj_sandbox *sb, int conc, int per_thread)
+{
+	pthread_t th[64];
+	struct tput w[64];
+	double s = now_ms();
+	int started = 0;
+	for (int i = 0; i < conc && i < 64; i++) {
+		w[i] = (struct tput){.sb = sb, .runs = per_thread};
+		if (pthread_create(&th[i], NULL, tput_worker, &w[i]) == 0)
+			started++;
+	}
+	int ok = 0;
+	for (int i = 0; i < started; i++) {
+		pthread_join(th[i], NULL);
+		ok += w[i].ok;
+	}
+	double sec = (now_ms() - s) / 1000.0;
+	return sec > 0 ? ok / sec : 0;
+}
+
+/* ---- microvm's regimes ---- */
+
+static void remove_snapshots(const struct aj_config *cfg, uint32_t memory_mb)
+{
+	char dir[PATH_MAX];
+	const char *img = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
+	const char *base = getenv("AGENTJAIL_IMAGES");
+	if (img[0] == '/')
+		snprintf(dir, sizeof dir, "%s/vm", img);
+	else
+		snprintf(dir, sizeof dir, "%s/%s/vm", base && base[0] == '/' ? base
+						    : AJ_DEFAULT_IMAGES_DIR, img);
+	char suffix[32];
+	snprintf(suffix, sizeof suffix, "-%u", memory_mb + 192);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name), sl = strlen(suffix);
+		if (strncmp(de->d_name, "snapshot-", 9) || l < sl ||
+		    strcmp(de->d_name + l - sl, suffix))
+			continue;
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		char *argv[] = {"/bin/rm", "-rf", "--", path, NULL};
+		spawn_ms(argv);
+	}
+	if (d)
+		closedir(d);
+}
+
+struct regime {
+	const char *name;
+	double v[64];
+	int n;
+};
+
+static void microvm_regimes(const struct aj_config *base, int runs, struct regime *cold,
+			    struct regime *pool)
+{
+	int ncold = runs >= 20 ? 3 : 1;
+	for (int i = 0; i < ncold; i++) {
+		struct aj_config c = *base;
+		c.tier = AJ_TIER_MICROVM;
+		/* A memory size nobody uses: aj_open boots and saves anew. */
+		c.limits.memory_mb = 200 + (uint32_t)i + (uint32_t)(getpid() % 50);
+		struct aj_sandbox *sb;
+		struct aj_error err;
+		double s = now_ms();
+		if (aj_open(&c, &sb, &err) == 0) {
+			cold->v[cold->n++] = now_ms() - s;
+			aj_close(sb);
+		}
+		remove_snapshots(&c, c.limits.memory_mb);
+	}
+	struct aj_config c = *base;
+	c.tier = AJ_TIER_MICROVM;
+	c.vm_pool = 2;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	if (aj_open(&c, &sb, &err))
+		return;
+	sleep(3); /* let the pool fill */
+	int n = runs < 10 ? 3 : 10;
+	for (int i = 0; i < n; i++) {
+		double t = run_ms(sb);
+		if (t >= 0)
+			pool->v[pool->n++] = t;
+		usleep(1500 * 1000); /* an agent's pause between calls: the pool refills */
+	}
+	aj_close(sb);
+}
+
+static json_t *stats_json(const double *v, int n, double base)
+{
+	double *s = malloc(sizeof *s * (size_t)(n ? n : 1));
+	memcpy(s, v, sizeof *s * (size_t)n);
+	qsort(s, (size_t)n, sizeof *s, cmp);
+	json_t *j = n ? json_pack("{s:i, s:f, s:f, s:f, s:f}", "runs", n, "median_ms", pct(s, n, 50),
+				  "p95_ms", pct(s, n, 95), "p99_ms", pct(s, n, 99), "vs_bare",
+				  base > 0 ? pct(s, n, 50) / base : 0.0)
+		      : json_pack("{s:i}", "runs", 0);
+	free(s);
+	return j;
+}
+
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_HELP };
+
+int cmd_bench(int argc, char **argv)
+{
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	cfg.uid_base = 2060000000u;
+	cfg.state_dir = "/run/agentjail-bench";
+	bool json = false, quick = false, peers = true, chosen[AJ_TIER_COUNT] = {0}, any = false;
+	long runs = 50;
+	struct option opts[32];
+	size_t no = 0;
+	for (; limit_options[no].name; no++)
+		opts[no] = limit_options[no];
+	opts[no++] = (struct option){"json", no_argument, NULL, OPT_JSON};
+	opts[no++] = (struct option){"quick", no_argument, NULL, OPT_QUICK};
+	opts[no++] = (struct option){"runs", required_argument, NULL, OPT_RUNS};
+	opts[no++] = (struct option){"no-peers", no_argument, NULL, OPT_NO_PEERS};
+	opts[no++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	opts[no] = (struct option){0};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == OPT_JSON)
+			json = true;
+		else if (c == OPT_QUICK)
+			quick = true;
+		else if (c == OPT_NO_PEERS)
+			peers = false;
+		else if (c == OPT_RUNS) {
+			char *end;
+			runs = strtol(optarg, &end, 10);
+			if (*end || runs < 1 || runs > 10000) {
+				cli_error("bench: --runs: expected 1 to 10000, got '%s'", optarg);
+				return EXIT_USAGE;
+			}
+		} else if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == '?') {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		} else {
+			if (option_apply(c, optarg, &cfg))
+				return EXIT_USAGE;
+			if (c == opts[0].val) /* --tier, once per column */
+				chosen[cfg.tier] = any = true;
+		}
+	}
+	if (optind != argc) {
+		cli_error("bench: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (quick)
+		runs = runs < 5 ? runs : 5;
+	int warm = quick ? 1 : 5;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cores < 1)
+		cores = 1;
+	const char *python = cfg.python ? cfg.python : AJ_DEFAULT_PYTHON;
+
+	/* ---- the machine, at the top ---- */
+	struct utsname u;
+	uname(&u);
+	char cpu[160] = "", pyver[64] = "", qemu[128] = "", docker[128] = "";
+	first_line("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'", cpu,
+		   sizeof cpu);
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof cmd, "%s -I -c 'import platform; print(platform.python_version())'",
+		 python);
+	first_line(cmd, pyver, sizeof pyver);
+	first_line("qemu-system-x86_64 --version 2>/dev/null", qemu, sizeof qemu);
+	char sock[108];
+	struct aj_error err;
+	if (docker_socket_path(cfg.docker_socket, sock, sizeof sock, &err) ||
+	    docker_version(sock, docker, sizeof docker, &err))
+		snprintf(docker, sizeof docker, "none");
+
+	struct row rows[MAX_ROWS];
+	int nr = 0;
+	memset(rows, 0, sizeof rows);
+	snprintf(rows[nr].name, sizeof rows[nr].name, "bare python3 -I");
+	rows[nr++].argv = argv_of(python, "-I", "-c", "print(1)", NULL);
+	char unavailable[AJ_TIER_COUNT][AJ_ERROR_MAX] = {{0}};
+	bool have_microvm = false;
+	for (int t = 0; t < AJ_TIER_COUNT; t++) {
+		if (any && !chosen[t])
+			continue;
+		struct aj_config tc = cfg;
+		tc.tier = (enum aj_tier)t;
+		struct aj_sandbox *sb;
+		if (aj_check((enum aj_tier)t, &tc, &err) || aj_open(&tc, &sb, &err)) {
+			snprintf(unavailable[t], sizeof unavailable[t], "%s", err.message);
+			continue;
+		}
+		have_microvm |= t == AJ_TIER_MICROVM;
+		struct row *r = &rows[nr++];
+		snprintf(r->name, sizeof r->name, "agentjail %s%s", aj_tier_name((enum aj_tier)t),
+			 t == AJ_TIER_MICROVM ? " (restore)" : "");
+		r->is_tier = true;
+		r->tier = (enum aj_tier)t;
+		r->sb = sb;
+	}
+	if (peers) {
+		char *bwrap = which("bwrap"), *nsjail = which("nsjail"), *dk = which("docker");
+		if (bwrap) {
+			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: bwrap");
+			rows[nr++].argv = argv_of(bwrap, "--ro-bind", "/", "/", "--dev", "/dev",
+						  "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all",
+						  "--die-with-parent", python, "-I", "-c", "print(1)",
+						  NULL);
+		}
+		if (nsjail) {
+			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: nsjail");
+			rows[nr++].argv = argv_of(nsjail, "-Mo", "--quiet", "-R", "/", "-T", "/tmp",
+						  "--", python, "-I", "-c", "print(1)", NULL);
+		}
+		char image[300] = "";
+		if (dk && strcmp(docker, "none")) {
+			const char *img = cfg.docker_image;
+			if (!img) {
+				const char *n = cfg.image ? cfg.image : AJ_DEFAULT_IMAGE;
+				const char *sl = strrchr(n, '/');
+				snprintf(image, sizeof image, "agentjail/%s", sl ? sl + 1 : n);
+				img = image;
+			}
+			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: docker run (seed flags)");
+			rows[nr++].argv = argv_of(dk, "run", "--rm", "--network", "none", "--read-only",
+						  "--cap-drop", "ALL", "--security-opt",
+						  "no-new-privileges", "-m", "256m", "--memory-swap",
+						  "256m", "--cpus", "1", "--pids-limit", "64", "--user",
+						  "1000:1000", "--tmpfs", "/tmp:size=64m", img, "python3",
+						  "-I", "-c", "print(1)", NULL);
+		}
+		free(bwrap);
+		free(nsjail);
+		free(dk);
+	}
+
+	if (!json)
+		fprintf(stderr, "bench: %ld rounds of %d rows after %d warm-up...\n", runs, nr, warm);
+	for (int i = 0; i < nr; i++)
+		rows[i].v = calloc((size_t)runs, sizeof(double));
+	for (long round = -warm; round < runs; round++)
+		for (int i = 0; i < nr; i++) {
+			double t = once(&rows[i]);
+			if (round < 0)
+				continue;
+			if (t < 0)
+				rows[i].failed++;
+			else
+				rows[i].v[rows[i].n++] = t;
+		}
+
+	/* Throughput: 1 call at a time, then 2 x cores at once. */
+	int conc = (int)(2 * cores > 64 ? 64 : 2 * cores);
+	int per = quick ? 1 : (int)(runs / 10 > 2 ? runs / 10 : 2);
+	for (int i = 0; i < nr; i++) {
+		if (!rows[i].is_tier)
+			continue;
+		rows[i].tput1 = throughput(rows[i].sb, 1, per * conc);
+		rows[i].tputn = throughput(rows[i].sb, conc, per);
+	}
+	struct regime cold = {.name = "cold boot + snapshot"}, pool = {.name = "warm pool (2)"};
+	if (have_microvm)
+		microvm_regimes(&cfg, (int)runs, &cold, &pool);
+	for (int i = 0; i < nr; i++)
+		if (rows[i].sb)
+			aj_close(rows[i].sb);
+
+	double base = 0;
+	if (rows[0].n) {
+		double *s = malloc(sizeof *s * (size_t)rows[0].n);
+		memcpy(s, rows[0].v, sizeof *s * (size_t)rows[0].n);
+		qsort(s, (size_t)rows[0].n, sizeof *s, cmp);
+		base = pct(s, rows[0].n, 50);
+		free(s);
+	}
+
+	json_t *jrows = json_array();
+	for (int i = 0; i < nr; i++) {
+		json_t *j = stats_json(rows[i].v, rows[i].n, base);
+		json_object_set_new(j, "row", json_string(rows[i].name));
+		json_object_set_new(j, "failed", json_integer(rows[i].failed));
+		if (rows[i].is_tier) {
+			json_object_set_new(j, "runs_per_s_1", json_real(rows[i].tput1));
+			json_object_set_new(j, "runs_per_s_n", json_real(rows[i].tputn));
+		}
+		json_array_append_new(jrows, j);
+	}
+	json_t *jna = json_object();
+	for (int t = 0; t < AJ_TIER_COUNT; t++)
+		if (unavailable[t][0])
+			json_object_set_new(jna, aj_tier_name((enum aj_tier)t),
+					    json_string(unavailable[t]));
+	json_t *root = json_pack(
+		"{s:{s:s, s:s, s:I, s:s, s:s, s:s, s:s}, s:I, s:i, s:i, s:o, s:o}", "machine",
+		"kernel", u.release, "cpu", cpu, "cores", (json_int_t)cores, "python", pyver,
+		"agentjail", AGENTJAIL_VERSION, "docker", docker, "qemu", qemu[0] ? qemu : "none",
+		"rounds", (json_int_t)runs, "warmup", warm, "concurrency", conc, "rows", jrows,
+		"unavailable", jna);
+	if (have_microvm) {
+		json_object_set_new(root, "microvm_cold", stats_json(cold.v, cold.n, 0));
+		json_object_set_new(root, "microvm_pool", stats_json(pool.v, pool.n, 0));
+	}
+	if (json) {
+		char *s = json_dumps(root, JSON_COMPACT);
+		puts(s ? s : "{}");
+		free(s);
+	} else {
+		printf("agentjail %s bench: print(1), %ld interleaved rounds after %d warm-up\n",
+		       AGENTJAIL_VERSION, runs, warm);
+		printf("machine: %s, %ld cores, kernel %s, Python %s\n", cpu, cores, u.release,
+		       pyver);
+		printf("engines: Docker %s; %s\n\n", docker, qemu[0] ? qemu : "no QEMU");
+		printf("%-32s %5s %9s %9s %9s %8s %10s %10s\n", "row", "runs", "median", "p95",
+		       "p99", "x bare", "runs/s @1", "runs/s @N");
+		for (int i = 0; i < nr; i++) {
+			json_t *j = json_array_get(jrows, (size_t)i);
+			if (!rows[i].n) {
+				printf("%-32s %5d  (every run failed)\n", rows[i].name, 0);
+				continue;
+			}
+			printf("%-32s %5d %9.1f %9.1f %9.1f %7.2fx", rows[i].name, rows[i].n,
+			       json_real_value(json_object_get(j, "median_ms")),
+			       json_real_value(json_object_get(j, "p95_ms")),
+			       json_real_value(json_object_get(j, "p99_ms")),
+			       json_real_value(json_object_get(j, "vs_bare")));
+			if (rows[i].is_tier)
+				printf(" %10.1f %10.1f", rows[i].tput1, rows[i].tputn);
+			printf("%s\n", rows[i].failed ? "  (some runs failed)" : "");
+		}
+		printf("(ms; N = %d concurrent calls = 2 x cores)\n", conc);
+		if (have_microvm) {
+			struct regime *rg[2] = {&cold, &pool};
+			for (int k = 0; k < 2; k++) {
+				json_t *j = stats_json(rg[k]->v, rg[k]->n, 0);
+				if (rg[k]->n)
+					printf("microvm %-24s %5d %9.1f %9.1f\n", rg[k]->name, rg[k]->n,
+					       json_real_value(json_object_get(j, "median_ms")),
+					       json_real_value(json_object_get(j, "p95_ms")));
+				json_decref(j);
+			}
+		}
+		for (int t = 0; t < AJ_TIER_COUNT; t++)
+			if (unavailable[t][0])
+				printf("%s: not measured: %s\n", aj_tier_name((enum aj_tier)t),
+				       unavailable[t]);
+	}
+	json_decref(root);
+	for (int i = 0; i < nr; i++) {
+		free(rows[i].v);
+		for (char **a = rows[i].argv; a && *a; a++)
+			free(*a);
+		free(rows[i].argv);
+	}
+	return 0;
+}
