@@ -113,11 +113,18 @@ test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s).
+# It ends with the attack matrix and the latency table (bench installs
+# bubblewrap, a peer); an escape is shown, not turned into a failed demo.
 demo: deps all
 	@$(B)/agentjail image build
 	@(./scripts/ensure-dockerd.sh && $(B)/agentjail image import >/dev/null) || \
 		echo "demo: no Docker Engine here; the docker tier is left out" >&2
 	@./scripts/demo.sh
+	@./scripts/install-deps.sh bench
+	@echo; echo "== agentjail attack: the hostile-program matrix"
+	-@$(B)/agentjail attack
+	@echo; echo "== agentjail bench: what each tier costs"
+	@$(B)/agentjail bench --runs 20
 
 bench: all $(B)/bench
 	@./scripts/install-deps.sh bench

@@ -275,16 +275,14 @@ int cmd_bench(int argc, char **argv)
 	cfg.state_dir = "/run/agentjail-bench";
 	bool json = false, quick = false, peers = true, chosen[AJ_TIER_COUNT] = {0}, any = false;
 	long runs = 50;
+	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+					    {"quick", no_argument, NULL, OPT_QUICK},
+					    {"runs", required_argument, NULL, OPT_RUNS},
+					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
+					    {"help", no_argument, NULL, OPT_HELP},
+					    {NULL, 0, NULL, 0}};
 	struct option opts[32];
-	size_t no = 0;
-	for (; limit_options[no].name; no++)
-		opts[no] = limit_options[no];
-	opts[no++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-	opts[no++] = (struct option){"quick", no_argument, NULL, OPT_QUICK};
-	opts[no++] = (struct option){"runs", required_argument, NULL, OPT_RUNS};
-	opts[no++] = (struct option){"no-peers", no_argument, NULL, OPT_NO_PEERS};
-	opts[no++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-	opts[no] = (struct option){0};
+	options_with(own, opts, 32);
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

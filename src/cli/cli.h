@@ -40,6 +40,8 @@ extern const struct option limit_options[];
 	"  --docker-socket P docker tier: the engine's socket (default $DOCKER_HOST\n"  \
 	"                    if unix://, else /var/run/docker.sock)\n"
 int option_apply(int opt, const char *arg, struct aj_config *cfg);
+/* limit_options followed by a command's own (NULL-terminated), into out[n]. */
+void options_with(const struct option *own, struct option *out, size_t n);
 
 /* "agentjail: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

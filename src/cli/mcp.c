@@ -27,14 +27,13 @@ enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_HELP };
 
 int cmd_mcp(int argc, char **argv)
 {
-	struct option opts[20];
-	size_t k = 0;
-	for (; limit_options[k].name; k++)
-		opts[k] = limit_options[k];
-	opts[k++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
-	opts[k++] = (struct option){"concurrency", required_argument, NULL, OPT_CONCURRENCY};
-	opts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-	opts[k] = (struct option){NULL, 0, NULL, 0};
+	static const struct option own[] = {
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}};
+	struct option opts[32];
+	options_with(own, opts, 32);
 
 	struct mcp_config cfg;
 	mcp_config_init(&cfg);

@@ -37,6 +37,16 @@ const struct option limit_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+void options_with(const struct option *own, struct option *out, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; limit_options[i].name && k + 1 < n; i++)
+		out[k++] = limit_options[i];
+	for (size_t i = 0; own[i].name && k + 1 < n; i++)
+		out[k++] = own[i];
+	out[k] = (struct option){0};
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;

@@ -112,15 +112,13 @@ int cmd_run(int argc, char **argv)
 {
 	struct aj_config cfg;
 	bool json = false;
-	struct option opts[16];
-	size_t k = 0;
+	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+					    {"help", no_argument, NULL, OPT_HELP},
+					    {NULL, 0, NULL, 0}};
+	struct option opts[32];
 
 	aj_config_init(&cfg);
-	for (; limit_options[k].name; k++)
-		opts[k] = limit_options[k];
-	opts[k++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-	opts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-	opts[k] = (struct option){NULL, 0, NULL, 0};
+	options_with(own, opts, 32);
 
 	optind = 1;
 	int c;
