@@ -11,6 +11,7 @@
 
 #include "hostile.h"
 #include "src/docker/api.h"
+#include "src/docker/owner.h"
 #include "src/docker/spec.h"
 #include "src/docker/stream.h"
 
@@ -20,16 +21,19 @@ static char image_dir[PATH_MAX];
 
 /* Asks the engine itself, with a plain HTTP/1.0 request of the test's own
  * (not the tier's client), how many containers carry agentjail's label. */
-static int count_labelled_containers(void)
+static int count_containers(bool all)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(fd >= 0);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	snprintf(a.sun_path, sizeof a.sun_path, "%s", DOCKER_DEFAULT_SOCKET);
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-	const char req[] = "GET /containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DOCKER_LABEL
-			   "%22%5D%7D HTTP/1.0\r\nHost: docker\r\n\r\n";
-	assert_int_equal(write(fd, req, sizeof req - 1), (ssize_t)sizeof req - 1);
+	char req[300];
+	snprintf(req, sizeof req,
+		 "GET /containers/json?all=%d&filters=%%7B%%22label%%22%%3A%%5B%%22" DOCKER_LABEL
+		 "%%22%%5D%%7D HTTP/1.0\r\nHost: docker\r\n\r\n",
+		 all);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
 	static char buf[1 << 16];
 	size_t len = 0;
 	ssize_t n;
@@ -42,6 +46,11 @@ static int count_labelled_containers(void)
 	for (const char *p = buf; (p = strstr(p, "\"Id\":")); p++)
 		count++;
 	return count;
+}
+
+static int count_labelled_containers(void)
+{
+	return count_containers(true);
 }
 
 /* ---- the container is gone, whatever way the run ended ---- */
@@ -93,6 +102,69 @@ static void forged_report_is_output(void **state)
 	assert_int_equal(r.exit_code, 4);
 	assert_int_equal(r.stderr_len, strlen("agentjail-exit 00 0 1 1\n") + 1);
 	aj_result_free(&r);
+}
+
+/* The caller dies mid-run (SIGKILL: no cleanup of its own runs). boot.py's
+ * backstop stops the container soon after the wall clock, and the next
+ * aj_open of the docker tier removes what is left. */
+
+static void caller_killed_mid_run_leaves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 0.5; /* backstop: 10.5 s after start */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct aj_result r;
+		run_code(&f->cfg, &r, "import time\ntime.sleep(60)\n");
+		_exit(0);
+	}
+	/* Kill it once the container runs. */
+	int running = 0;
+	for (int i = 0; i < 100 && !running; i++) {
+		sleep_ms(100);
+		running = count_containers(false);
+	}
+	assert_int_equal(running, 1);
+	kill(pid, SIGKILL);
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_int_equal(count_containers(true), 1);
+	/* The backstop ends it though nobody is there to. */
+	for (int i = 0; i < 200 && count_containers(false); i++)
+		sleep_ms(100);
+	assert_int_equal(count_containers(false), 0);
+	/* And the next one to open the tier removes it. */
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	aj_close(sb);
+	assert_int_equal(count_containers(true), 0);
+}
+
+static void owners(void **state)
+{
+	(void)state;
+	char me[160];
+	docker_owner_self(me, sizeof me);
+	assert_false(docker_owner_is_gone(me));
+	/* A process that has ended. */
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	int ws;
+	waitpid(pid, &ws, 0);
+	char boot[64], dead[200];
+	assert_int_equal(sscanf(me, "%63[^:]", boot), 1);
+	snprintf(dead, sizeof dead, "%s:%d:12345", boot, (int)pid);
+	assert_true(docker_owner_is_gone(dead));
+	/* Our pid, another start time: a reused pid is not us. */
+	snprintf(dead, sizeof dead, "%s:%d:1", boot, (int)getpid());
+	assert_true(docker_owner_is_gone(dead));
+	/* Another boot, or garbage: not judged. */
+	assert_false(docker_owner_is_gone("another-boot:1:1"));
+	assert_false(docker_owner_is_gone("nonsense"));
+	assert_false(docker_owner_is_gone(NULL));
 }
 
 /* ---- the engine is not there ---- */
@@ -170,7 +242,7 @@ static void spec_is_hardened(void **state)
 	f->cfg.limits.memory_mb = 300;
 	f->cfg.limits.pids = 50;
 	f->cfg.limits.disk_mb = 80;
-	json_t *s = docker_container_spec(&f->cfg, "agentjail/x", 2100000005, 2100000005);
+	json_t *s = docker_container_spec(&f->cfg, "agentjail/x", 2100000005, 2100000005, "b:1:2");
 	assert_non_null(s);
 	json_t *h = json_object_get(s, "HostConfig");
 	assert_string_equal(json_string_value(json_object_get(h, "NetworkMode")), "none");
@@ -297,10 +369,12 @@ int main(void)
 		HOSTILE_TEST(gone_after_timeout_and_flood),
 		HOSTILE_TEST(oom_is_memory_with_a_report),
 		HOSTILE_TEST(forged_report_is_output),
+		HOSTILE_TEST(caller_killed_mid_run_leaves_nothing),
 		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),
 		cmocka_unit_test(docker_host_is_honoured),
+		cmocka_unit_test(owners),
 		cmocka_unit_test(demux_in_any_split),
 		cmocka_unit_test(report_only_at_the_end_with_the_nonce),
 	};

@@ -1,7 +1,8 @@
 # agentjail's docker tier: PID 1 of every container, run as
 # `python3 -I -S -c <this file>`.
 #
-# stdin carries one line with the run's nonce, then the program. This writes
+# stdin carries one line with the run's nonce and a deadline in seconds,
+# then the program. This writes
 # the program into the workspace, runs it as a child with a clean environment
 # and stdin from /dev/null, reaps every orphan while it runs (python as PID 1
 # of a program would leave them as zombies), and when the program ends kills
@@ -14,8 +15,10 @@
 import os
 import signal
 import sys
+import time
 
 WORKSPACE = "/tmp/work"
+DEADLINE = [0.0]
 # The environment every tier gives the program: nothing of the deployer's.
 ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -48,9 +51,26 @@ def start(python):
     os._exit(127)
 
 
+def backstop(signum, frame):
+    # The host stops the container at the wall clock; this fires only if
+    # the host is gone: nothing outlives the deadline anyway. A SIGALRM the
+    # program sends before then is ignored.
+    if time.monotonic() < DEADLINE[0]:
+        return
+    try:
+        os.kill(-1, signal.SIGKILL)
+    finally:
+        os._exit(137)
+
+
 def main():
     data = sys.stdin.buffer.read()
-    nonce, _, code = data.partition(b"\n")
+    head, _, code = data.partition(b"\n")
+    nonce, _, deadline = head.partition(b" ")
+    seconds = float(deadline or 3600)
+    DEADLINE[0] = time.monotonic() + seconds - 0.1
+    signal.signal(signal.SIGALRM, backstop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         os.mkdir(WORKSPACE, 0o700)
         fd = os.open(WORKSPACE + "/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "owner.h"
 #include "spec.h"
 
 #include "docker_boot.inc"     /* docker_boot_py: src/docker/boot.py */
@@ -54,7 +55,7 @@ static json_t *tmpfs_opts(uint64_t kb)
 }
 
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
-			      gid_t gid)
+			      gid_t gid, const char *owner)
 {
 	const struct aj_limits *l = &cfg->limits;
 	const uint64_t mib = 1024 * 1024;
@@ -128,7 +129,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 
 	json_t *spec = json_pack(
 		"{s:s, s:[s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
-		" s:[s, s, s], s:{s:s}, s:s, s:i, s:o}",
+		" s:[s, s, s], s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
 		"Entrypoint", python, "-I", "-S", "-c", docker_boot_py,
@@ -142,7 +143,10 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"Tty", 0,
 		"NetworkDisabled", 1,
 		"Env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp",
-		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION,
+		/* Ours, and by whom: a maker that died is found by the next
+		 * sweep (owner.c) and its container removed. */
+		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION, DOCKER_OWNER_LABEL, owner,
+		"Hostname", "sandbox",
 		/* Python as PID 1 ignores SIGTERM: stopping means SIGKILL. */
 		"StopSignal", "SIGKILL",
 		"StopTimeout", 0,

@@ -18,7 +18,7 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 /* The POST /containers/create body: the image, PID 1 (boot.py), and the
  * hardened HostConfig built from the limits. NULL on ENOMEM. */
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
-			      gid_t gid);
+			      gid_t gid, const char *owner);
 
 /* How the limit on writable space is shared among the container's three
  * tmpfs mounts (Docker mounts each on its own), in KiB; they sum to

@@ -22,6 +22,7 @@
  * at the end of stderr (stream.c strips and checks it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "../docker/api.h"
+#include "../docker/owner.h"
 #include "../docker/phases.h"
 #include "../docker/spec.h"
 #include "../docker/stream.h"
@@ -81,6 +83,11 @@ static int docker_open(const struct aj_config *cfg, void **state, struct aj_erro
 		return rc;
 	}
 	rc = image_present(&c, st->image, err);
+	/* Containers whose maker died mid-run: nobody else will remove them.
+	 * A failure here does not stop this sandbox from working. */
+	struct aj_error e2 = {0};
+	if (!rc)
+		docker_sweep_orphans(&c, &e2);
 	http_close(&c);
 	if (rc) {
 		free(st);
@@ -300,10 +307,25 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	capture_init(&s.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
 	int rc;
 
-	if ((rc = slot_acquire(cfg, &slot, &err)) ||
+	/* The uid slots' locks: root's /run/agentjail, or for a member of
+	 * the docker group a directory of its own (its slots then guard
+	 * only its own runs). */
+	struct aj_config slot_cfg = *cfg;
+	char own_dir[PATH_MAX];
+	if (!cfg->state_dir && geteuid() != 0) {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		if (xdg && xdg[0] == '/')
+			snprintf(own_dir, sizeof own_dir, "%s/agentjail", xdg);
+		else
+			snprintf(own_dir, sizeof own_dir, "/tmp/agentjail-%u", (unsigned)geteuid());
+		slot_cfg.state_dir = own_dir;
+	}
+	char owner[160];
+	docker_owner_self(owner, sizeof owner);
+	if ((rc = slot_acquire(&slot_cfg, &slot, &err)) ||
 	    (rc = http_connect(&api, st->socket, DOCKER_CALL_MS, &err)))
 		goto fail;
-	if (!(spec = docker_container_spec(cfg, st->image, slot.uid, slot.gid))) {
+	if (!(spec = docker_container_spec(cfg, st->image, slot.uid, slot.gid, owner))) {
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
@@ -327,19 +349,21 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	if ((rc = http_connect(&at, st->socket, DOCKER_CALL_MS, &err)) ||
 	    (rc = http_upgrade(&at, path, DOCKER_CALL_MS, &err)))
 		goto fail;
-	char nonce[32] = "";
+	char nonce[32] = "", head[96];
 	make_nonce(nonce, sizeof nonce);
-	size_t nl = strlen(nonce);
-	if (!(input = malloc(nl + 1 + req->len))) {
+	/* boot.py's header: the nonce, and its own backstop deadline, a
+	 * little past the wall clock the host enforces: should this process
+	 * die mid-run, the container still stops. */
+	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, l->wall_sec + 10);
+	if (!(input = malloc(hl + req->len))) {
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
-	memcpy(input, nonce, nl);
-	input[nl] = '\n';
-	memcpy(input + nl + 1, req->code, req->len);
+	memcpy(input, head, hl);
+	memcpy(input + hl, req->code, req->len);
 	s.fd = at.fd;
 	s.input = input;
-	s.input_len = nl + 1 + req->len;
+	s.input_len = hl + req->len;
 	/* Stream bytes that came with the 101 reply. */
 	if (at.len > at.pos &&
 	    docker_demux_feed(&s.demux, at.buf + at.pos, at.len - at.pos, &s.out, &s.err))
