@@ -24,6 +24,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <linux/keyctl.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,6 +58,7 @@ enum {
 	CHECK_MOUNTS = 1 << 7,
 	SAMPLE = 1 << 8,         /* count processes and host disk during the run */
 	SEED = 1 << 9,           /* one of the seed article's six */
+	NEED_KEYRING = 1 << 10,  /* the token as a key in our session keyring */
 };
 
 struct attack {
@@ -129,6 +132,18 @@ static const struct attack attacks[] = {
 	 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/root', '/', '{CWD}']:\n"
 	 "    try:\n        open(os.path.join(d, 'aj-attack-{TOKEN}'), 'w').write('x')\n"
 	 "    except OSError:\n        pass\n"},
+	{"4 GB file", SAMPLE | CHECK_MARKERS, 0, 0, 0,
+	 "for d in ['/tmp', '{CWD}']:\n"
+	 "    try:\n"
+	 "        with open(d + '/aj-attack-{TOKEN}', 'wb') as f:\n"
+	 "            for i in range(4096):\n                f.write(b'x' * 1048576)\n"
+	 "    except OSError:\n        pass\n"},
+	{"caller's keyring", NEED_KEYRING, 0, 0, 0,
+	 "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+	 "print(open('/proc/keys').read())\n"
+	 "k = libc.syscall(250, 10, ctypes.c_long(-3), b'user', b'agentjail-attack-secret', 0)\n"
+	 "buf = ctypes.create_string_buffer(256)\n"
+	 "if k > 0:\n    libc.syscall(250, 11, k, buf, 256)\n    print(buf.value)\n"},
 	{"host unix socket", NEED_UNIX, 0, 0, 0,
 	 "import socket\n"
 	 "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.settimeout(2)\n    s.connect('{SOCK}')\n"
@@ -336,6 +351,13 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		}
 		setenv("AJ_ATTACK_API_KEY", h->token, 1);
 	}
+	if (a->flags & NEED_KEYRING) {
+		/* A session keyring of the command's own holding the token, as a
+		 * login keyring holds a user's secrets. */
+		syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "agentjail-attack");
+		syscall(SYS_add_key, "user", "agentjail-attack-secret", h->token, strlen(h->token),
+			KEY_SPEC_SESSION_KEYRING);
+	}
 	char *mounts = a->flags & CHECK_MOUNTS ? read_mounts() : NULL;
 	struct sampler s = {.lo = h->uid_lo, .hi = h->uid_hi, .root0 = free_mb("/"),
 			    .tmp0 = free_mb("/tmp")};
@@ -364,7 +386,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		sleep(2);
 	e->status = r.status;
 	e->output_bytes = r.stdout_len > r.stderr_len ? r.stdout_len : r.stderr_len;
-	e->token_seen = (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER))
+	e->token_seen = (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER | NEED_KEYRING))
 				? (r.stdout_buf && strstr(r.stdout_buf, h->token)) ||
 					  (r.stderr_buf && strstr(r.stderr_buf, h->token))
 				: -1;

@@ -174,6 +174,8 @@ static bool supervise_stream(struct stream_run *s, double start_ms, struct outco
 					 MSG_NOSIGNAL);
 			if (w > 0)
 				s->input_sent += (size_t)w;
+			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+				s->input_sent = s->input_len; /* stdin is gone: the stream's end says why */
 			/* The whole program is in: end stdin (StdinOnce closes
 			 * the container's). */
 			if (s->input_sent == s->input_len)
