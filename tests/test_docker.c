@@ -155,16 +155,44 @@ static void owners(void **state)
 	int ws;
 	waitpid(pid, &ws, 0);
 	char boot[64], dead[200];
-	assert_int_equal(sscanf(me, "%63[^:]", boot), 1);
-	snprintf(dead, sizeof dead, "%s:%d:12345", boot, (int)pid);
+	unsigned long long ns;
+	assert_int_equal(sscanf(me, "%63[^:]:%llu", boot, &ns), 2);
+	snprintf(dead, sizeof dead, "%s:%llu:%d:12345", boot, ns, (int)pid);
 	assert_true(docker_owner_is_gone(dead));
 	/* Our pid, another start time: a reused pid is not us. */
-	snprintf(dead, sizeof dead, "%s:%d:1", boot, (int)getpid());
+	snprintf(dead, sizeof dead, "%s:%llu:%d:1", boot, ns, (int)getpid());
 	assert_true(docker_owner_is_gone(dead));
-	/* Another boot, or garbage: not judged. */
-	assert_false(docker_owner_is_gone("another-boot:1:1"));
+	/* Another pid namespace (an agentjail in a container sharing the
+	 * engine), another boot, or garbage: not judged. */
+	snprintf(dead, sizeof dead, "%s:%llu:%d:12345", boot, ns + 1, (int)pid);
+	assert_false(docker_owner_is_gone(dead));
+	assert_false(docker_owner_is_gone("another-boot:1:1:1"));
 	assert_false(docker_owner_is_gone("nonsense"));
 	assert_false(docker_owner_is_gone(NULL));
+}
+
+/* PID 1 (boot.py) is out of the program's reach: SIGINT (Python's
+ * KeyboardInterrupt) and SIGALRM (the backstop) sent early are ignored, and
+ * its memory cannot be opened (it is not dumpable), so the report it makes
+ * stays its own. */
+static void pid1_out_of_reach(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os, signal, time\n"
+		 "for s in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGKILL):\n"
+		 "    try:\n        os.kill(1, s)\n    except OSError as e:\n        print(s, e)\n"
+		 "time.sleep(0.3)\n"
+		 "for p in ['/proc/1/mem', '/proc/1/environ']:\n"
+		 "    try:\n        open(p, 'rb').read(1)\n        print('READ', p)\n"
+		 "    except OSError as e:\n        print('refused', p, e.errno)\n"
+		 "print('still here')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "still here"));
+	assert_false(contains(r.stdout_buf, "READ"));
+	assert_true(contains(r.stdout_buf, "refused /proc/1/mem"));
+	aj_result_free(&r);
 }
 
 /* ---- the engine is not there ---- */
@@ -207,6 +235,12 @@ static void daemon_not_running_is_a_sandbox_error(void **state)
 static void missing_image_names_the_import(void **state)
 {
 	struct fixture *f = *state;
+	struct aj_sandbox *sb0;
+	struct aj_error err0 = {0};
+	/* A name that would change the request is refused before any. */
+	f->cfg.docker_image = "agentjail/x?all=1 HTTP/1.1\r\n";
+	assert_int_equal(aj_open(&f->cfg, &sb0, &err0), -EINVAL);
+	assert_true(contains(err0.message, "is not an image reference"));
 	f->cfg.docker_image = "agentjail/no-such-image";
 	struct aj_sandbox *sb;
 	struct aj_error err = {0};
@@ -342,6 +376,12 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	take(&c, early, sizeof early - 1);
 	assert_false(docker_take_report(&c, "abc", &r));
 	capture_free(&c);
+	/* A NUL near the end of a full capture: no reading past it. */
+	struct capture full;
+	capture_init(&full, 6);
+	capture_append(&full, "xxxx\0\n", 6);
+	assert_false(docker_take_report(&full, "abc", &r));
+	capture_free(&full);
 	/* Malformed figures. */
 	const char bad[] = "\0agentjail-exit abc 0 x 1\n";
 	take(&c, bad, sizeof bad - 1);
@@ -370,6 +410,7 @@ int main(void)
 		HOSTILE_TEST(oom_is_memory_with_a_report),
 		HOSTILE_TEST(forged_report_is_output),
 		HOSTILE_TEST(caller_killed_mid_run_leaves_nothing),
+		HOSTILE_TEST(pid1_out_of_reach),
 		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),

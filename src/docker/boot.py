@@ -12,6 +12,7 @@
 #
 # The host strips the report and checks it against Docker's own exit code,
 # so a program that prints a forged one can only mislabel its own figures.
+import ctypes
 import os
 import signal
 import sys
@@ -19,6 +20,8 @@ import time
 
 WORKSPACE = "/tmp/work"
 DEADLINE = [0.0]
+LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_DUMPABLE = 4
 # The environment every tier gives the program: nothing of the deployer's.
 ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -35,13 +38,18 @@ def start(python):
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
+        # Dumpable again (fork kept PID 1's setting), or its own /proc
+        # files are root's and the line below is refused. Nothing else of
+        # the sandbox runs yet, and exec replaces this memory.
+        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         # The OOM killer takes the program and its children, never this
         # reporter (raising one's own score needs no privilege).
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
-        # Python ignores these two itself; an ignored signal stays ignored
-        # across exec, and the program must start with the defaults.
-        for s in (signal.SIGPIPE, signal.SIGXFSZ):
+        # Python ignores SIGPIPE and SIGXFSZ itself, and SIGINT is ignored
+        # below; an ignored signal stays ignored across exec, and the
+        # program must start with the defaults.
+        for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(s, signal.SIG_DFL)
         # -u: what the program printed before a timeout or a kill is not
         # lost in its own buffers (as in every tier).
@@ -64,6 +72,16 @@ def backstop(signum, frame):
 
 
 def main():
+    # Python's SIGINT handler would let the program end this reporter
+    # with os.kill(1, SIGINT) (KeyboardInterrupt); PID 1 of the other
+    # tiers ignores what comes from inside.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Not dumpable: the program (same uid) cannot open /proc/1/mem to
+    # read the nonce or rewrite this reporter. exec makes the program
+    # dumpable again, as any process.
+    if LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        os.write(2, b"agentjail: prctl(PR_SET_DUMPABLE) failed\n")
+        os._exit(125)
     data = sys.stdin.buffer.read()
     head, _, code = data.partition(b"\n")
     nonce, _, deadline = head.partition(b" ")

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../linux/report.h"
@@ -45,17 +46,27 @@ int http_connect(struct http_conn *c, const char *socket_path, int timeout_ms,
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c->fd < 0)
 		return error_set(err, -errno, "docker: socket: %s", errno_name(errno));
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0) {
-		int e = errno;
-		if (e == EINPROGRESS || e == EAGAIN) {
-			/* A unix socket whose backlog is full: wait for room. */
-			int rc = wait_fd(c->fd, POLLOUT, now_ms() + timeout_ms);
-			socklen_t l = sizeof e;
-			if (!rc && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &l) == 0 && !e)
-				return 0;
-			if (rc)
-				e = -rc;
+	double deadline = now_ms() + timeout_ms;
+	int e = 0;
+	/* A unix socket whose listen backlog is full answers EAGAIN and does
+	 * not go on connecting in the background: try again until the
+	 * deadline. */
+	for (;;) {
+		if (connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0) {
+			e = 0;
+			break;
 		}
+		e = errno;
+		if ((e == EAGAIN || e == EINTR) && now_ms() < deadline) {
+			struct timespec ts = {0, 5 * 1000000L};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (e == EAGAIN)
+			e = ETIMEDOUT;
+		break;
+	}
+	if (e) {
 		close(c->fd);
 		c->fd = -1;
 		return error_set(err, -e,
@@ -326,6 +337,10 @@ int http_call(struct http_conn *c, const char *method, const char *path, const c
 		rc = send_all(c, body, body_len, deadline, err);
 	if (!rc)
 		rc = read_reply(c, r, deadline, err);
+	/* After a failure the connection's state is unknown (a reply may
+	 * still come): no later call may reuse it. */
+	if (rc)
+		http_close(c);
 	return rc;
 }
 
@@ -361,6 +376,8 @@ int http_call_stream(struct http_conn *c, const char *method, const char *path, 
 	free(chunk);
 	if (!rc)
 		rc = read_reply(c, r, deadline, err);
+	if (rc)
+		http_close(c);
 	return rc;
 }
 

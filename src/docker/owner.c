@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -39,7 +40,8 @@ static unsigned long long start_time(long pid)
 		return 0;
 	unsigned long long t = 0;
 	int field = 2;
-	for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " "))
+	char *save = NULL;
+	for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
 		if (++field == 22) {
 			t = strtoull(tok, NULL, 10);
 			break;
@@ -47,22 +49,31 @@ static unsigned long long start_time(long pid)
 	return t;
 }
 
+/* The pid namespace pids are counted in: a pid means something only
+ * there (an agentjail in a container sharing the engine has its own). */
+static unsigned long long pid_ns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 void docker_owner_self(char *out, size_t n)
 {
 	char id[64];
 	boot_id(id, sizeof id);
-	snprintf(out, n, "%s:%ld:%llu", id, (long)getpid(), start_time(getpid()));
+	snprintf(out, n, "%s:%llu:%ld:%llu", id, pid_ns(), (long)getpid(), start_time(getpid()));
 }
 
 bool docker_owner_is_gone(const char *owner)
 {
 	char id[64], mine[64];
 	long pid;
-	unsigned long long started;
-	if (!owner || sscanf(owner, "%63[^:]:%ld:%llu", id, &pid, &started) != 3 || pid <= 0)
+	unsigned long long ns, started;
+	if (!owner || sscanf(owner, "%63[^:]:%llu:%ld:%llu", id, &ns, &pid, &started) != 4 ||
+	    pid <= 0)
 		return false;
 	boot_id(mine, sizeof mine);
-	if (!mine[0] || strcmp(id, mine))
+	if (!mine[0] || strcmp(id, mine) || !ns || ns != pid_ns())
 		return false;
 	return start_time(pid) != started;
 }

@@ -10,14 +10,15 @@
 
 #define DOCKER_OWNER_LABEL "org.agentjail.owner"
 
-/* This process as "BOOT_ID:PID:STARTTIME" (the boot, so that a pid of an
- * earlier boot is not taken for a live one; the start time, so that a
- * reused pid is not either). */
+/* This process as "BOOT_ID:PIDNS:PID:STARTTIME" (the boot, so that a pid of
+ * an earlier boot is not taken for a live one; the pid namespace, so that
+ * another namespace's pids are not looked up in ours; the start time, so
+ * that a reused pid is not taken for the owner either). */
 void docker_owner_self(char *out, size_t n);
 
-/* Whether an owner string names a process of this boot that is gone.
- * Owners of another boot (another host sharing the engine, or before a
- * reboot) are not judged: false. */
+/* Whether an owner string names a process of this boot and pid namespace
+ * that is gone. Owners of another boot or namespace (another host or
+ * container sharing the engine, or before a reboot) are not judged: false. */
 bool docker_owner_is_gone(const char *owner);
 
 /* Removes every container of agentjail's whose owner is gone; returns how

@@ -12,12 +12,22 @@
 #include "docker_boot.inc"     /* docker_boot_py: src/docker/boot.py */
 #include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 
+/* An image reference goes into request paths: only the characters
+ * Docker's reference grammar has (no space, ?, # or CRLF). */
+static int valid_reference(const char *s, struct aj_error *err)
+{
+	if (!*s || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") !=
+			   strlen(s))
+		return error_set(err, -EINVAL, "docker: '%s' is not an image reference", s);
+	return 0;
+}
+
 int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
 {
 	if (cfg->docker_image && *cfg->docker_image) {
 		if ((size_t)snprintf(out, n, "%s", cfg->docker_image) >= n)
 			return error_set(err, -ENAMETOOLONG, "docker: image name too long");
-		return 0;
+		return valid_reference(out, err);
 	}
 	const char *name = cfg->image && *cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
 	const char *slash = strrchr(name, '/');
@@ -27,7 +37,7 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 		return error_set(err, -EINVAL, "docker: no image name in '%s'", cfg->image);
 	if ((size_t)snprintf(out, n, "agentjail/%s", name) >= n)
 		return error_set(err, -ENAMETOOLONG, "docker: image name too long");
-	return 0;
+	return valid_reference(out, err);
 }
 
 void docker_disk_split(uint32_t disk_mb, struct docker_disk *d)

@@ -53,7 +53,7 @@ bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_r
 	if (start == 0 || err->len - (start - 1) > DOCKER_REPORT_MAX)
 		return false;
 	start--; /* at the report's NUL */
-	if (memcmp(err->buf + start, prefix, (size_t)pl) != 0)
+	if (err->len - start < (size_t)pl + 1 || memcmp(err->buf + start, prefix, (size_t)pl) != 0)
 		return false;
 	char line[DOCKER_REPORT_MAX + 1];
 	size_t ll = err->len - start - (size_t)pl;

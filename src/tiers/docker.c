@@ -131,8 +131,10 @@ static bool pump(struct stream_run *s, struct outcome *o)
 	for (;;) {
 		ssize_t n = recv(s->fd, buf, sizeof buf, 0);
 		if (n > 0) {
-			if (docker_demux_feed(&s->demux, buf, (size_t)n, &s->out, &s->err))
+			if (docker_demux_feed(&s->demux, buf, (size_t)n, &s->out, &s->err)) {
 				o->output_overflow = true;
+				return true; /* the caller stops the run now */
+			}
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -169,6 +171,10 @@ static bool supervise_stream(struct stream_run *s, double start_ms, struct outco
 			o->cancelled = true;
 			return true;
 		}
+		/* A cancel fd that can never be readable (closed, hung up) must
+		 * not make poll spin: stop watching it. */
+		if (s->cancel_fd >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
+			s->cancel_fd = -1;
 		if (writing && (p[0].revents & POLLOUT)) {
 			ssize_t w = send(s->fd, s->input + s->input_sent, s->input_len - s->input_sent,
 					 MSG_NOSIGNAL);
@@ -442,10 +448,11 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 fail:
 	result_sandbox_error(res, "%s", err.message);
 	if (id[0]) {
-		/* Whatever failed, the container does not outlive the run. */
+		/* Whatever failed, the container does not outlive the run: on a
+		 * fresh connection, since the old one's state is unknown. */
 		struct aj_error e2 = {0};
-		if (api.fd < 0)
-			http_connect(&api, st->socket, DOCKER_CALL_MS, &e2);
+		http_close(&api);
+		http_connect(&api, st->socket, DOCKER_CALL_MS, &e2);
 		if (api.fd < 0 || remove_container(&api, id, &e2))
 			result_sandbox_error(res, "%s; and the container %.12s could not be removed: "
 						  "%s",
