@@ -25,35 +25,12 @@
 #include <unistd.h>
 
 #include "agentjail.h"
+#include "stats.h"
 #include "src/docker/phases.h"
 
 #include "docker_seccomp.inc"
 
 extern char **environ;
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, int n, double p)
-{
-	double *s = malloc(sizeof *s * (size_t)n);
-	memcpy(s, v, sizeof *s * (size_t)n);
-	qsort(s, (size_t)n, sizeof *s, cmp);
-	int k = (int)ceil(p / 100.0 * n);
-	double r = s[k < 1 ? 0 : k - 1];
-	free(s);
-	return r;
-}
 
 /* Spawns argv with stdio on /dev/null; ms, or -1 if it failed. */
 static double time_command(char *const argv[])
@@ -63,14 +40,14 @@ static double time_command(char *const argv[])
 	for (int fd = 0; fd < 3; fd++)
 		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
 	pid_t pid;
-	double s = now();
+	double s = bench_now_ms();
 	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc)
 		return -1;
 	int ws;
 	waitpid(pid, &ws, 0);
-	double t = now() - s;
+	double t = bench_now_ms() - s;
 	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? t : -1;
 }
 
@@ -147,9 +124,9 @@ int main(int argc, char **argv)
 		t[0] = time_command(cli);
 		t[1] = time_command(ajrun);
 		struct aj_result r;
-		double s = now();
+		double s = bench_now_ms();
 		aj_run(sb, "print(1)\n", 9, &r);
-		t[2] = r.status == AJ_STATUS_OK ? now() - s : -1;
+		t[2] = r.status == AJ_STATUS_OK ? bench_now_ms() - s : -1;
 		aj_result_free(&r);
 		if (round < 0)
 			continue;
@@ -173,14 +150,14 @@ int main(int argc, char **argv)
 	const char *names[3] = {"docker-cli", "agentjail", "library"};
 	printf("docker tier, print(1), %d runs after %d warm-up, image %s\n\n", runs, warm, image);
 	printf("%-11s %5s  %9s  %9s  %s\n", "row", "runs", "median ms", "p95 ms", "vs docker-cli");
-	double base = n[0] ? pct(v[0], n[0], 50) : NAN;
+	double base = n[0] ? bench_pct(v[0], n[0], 50) : NAN;
 	for (int i = 0; i < 3; i++) {
 		if (!n[i]) {
 			printf("%-11s %5d  (every run failed)\n", names[i], 0);
 			continue;
 		}
-		double m = pct(v[i], n[i], 50);
-		printf("%-11s %5d  %9.1f  %9.1f  %.2fx%s\n", names[i], n[i], m, pct(v[i], n[i], 95),
+		double m = bench_pct(v[i], n[i], 50);
+		printf("%-11s %5d  %9.1f  %9.1f  %.2fx%s\n", names[i], n[i], m, bench_pct(v[i], n[i], 95),
 		       m / base, failed[i] ? "  (some runs failed)" : "");
 	}
 	if (n[2]) {
@@ -189,14 +166,14 @@ int main(int argc, char **argv)
 		printf("\nwhere the library's time goes (medians, ms):\n");
 		double pre = 0;
 		for (int i = 0; i < 6; i++) {
-			double m = pct(ph[i], n[2], 50);
+			double m = bench_pct(ph[i], n[2], 50);
 			printf("  %-13s %7.1f\n", pn[i], m);
 			if (i < 2)
 				pre += m;
 		}
 		printf("a pool of pre-created, pre-attached containers would take %.1f ms (create + "
 		       "attach) off a %.1f ms run\n",
-		       pre, pct(v[2], n[2], 50));
+		       pre, bench_pct(v[2], n[2], 50));
 	}
 	return 0;
 }

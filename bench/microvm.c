@@ -16,26 +16,7 @@
 #include <unistd.h>
 
 #include "agentjail.h"
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, int n, double p)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp);
-	int k = (int)ceil(p / 100.0 * n);
-	return v[k < 1 ? 0 : k - 1];
-}
+#include "stats.h"
 
 static void row(const char *name, double *v, int n)
 {
@@ -43,7 +24,7 @@ static void row(const char *name, double *v, int n)
 		printf("%-9s %5s  (no runs)\n", name, "-");
 		return;
 	}
-	double median = pct(v, n, 50), p95 = pct(v, n, 95);
+	double median = bench_pct(v, n, 50), p95 = bench_pct(v, n, 95);
 	printf("%-9s %5d  %9.1f  %9.1f\n", name, n, median, p95);
 }
 
@@ -54,9 +35,9 @@ static int time_runs(struct aj_sandbox *sb, double *v, int n, int pause_ms)
 	int got = 0;
 	for (int i = 0; i < n; i++) {
 		struct aj_result r;
-		double s = now_ms();
+		double s = bench_now_ms();
 		aj_run(sb, "print(1)\n", 9, &r);
-		double t = now_ms() - s;
+		double t = bench_now_ms() - s;
 		if (r.status == AJ_STATUS_OK)
 			v[got++] = t;
 		else
@@ -101,12 +82,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < cold_n; i++) {
 		struct aj_config c = cfg;
 		c.limits.memory_mb = 200 + (uint32_t)i + (uint32_t)(getpid() % 50);
-		double s = now_ms();
+		double s = bench_now_ms();
 		if (aj_open(&c, &sb, &err)) {
 			fprintf(stderr, "bench-microvm: cold open: %s\n", err.message);
 			continue;
 		}
-		cold[cold_got++] = now_ms() - s;
+		cold[cold_got++] = bench_now_ms() - s;
 		aj_close(sb);
 		/* Remove the snapshot this made: it is the benchmark's own. */
 		char cmd[256];

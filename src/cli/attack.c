@@ -487,6 +487,21 @@ static void teardown_host(struct host *h)
 
 enum { OPT_JSON = 3000, OPT_QUICK, OPT_HELP };
 
+struct attack_args {
+	bool json, quick;
+};
+
+static int attack_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	struct attack_args *a = ctx;
+	if (opt == OPT_JSON)
+		a->json = true;
+	else if (opt == OPT_QUICK)
+		a->quick = true;
+	return opt == OPT_HELP;
+}
+
 int cmd_attack(int argc, char **argv)
 {
 	struct aj_config cfg;
@@ -496,45 +511,17 @@ int cmd_attack(int argc, char **argv)
 	cfg.uid_base = 2050000000u;
 	cfg.slots = 8;
 	cfg.state_dir = "/run/agentjail-attack";
-	bool json = false, quick = false, chosen[AJ_TIER_COUNT] = {0}, any = false;
+	struct attack_args args = {0};
+	struct tier_choice choice = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
-	struct option opts[32];
-	options_with(own, opts, 32);
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == OPT_JSON)
-			json = true;
-		else if (c == OPT_QUICK)
-			quick = true;
-		else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?') {
-			fputs(usage, stderr);
-			return EXIT_USAGE;
-		} else {
-			if (option_apply(c, optarg, &cfg))
-				return EXIT_USAGE;
-			/* --tier may be given several times: each one is a column. */
-			if (c == opts[0].val) {
-				chosen[cfg.tier] = true;
-				any = true;
-			}
-		}
-	}
-	if (optind != argc) {
-		cli_error("attack: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
-	struct aj_error err;
-	if (aj_config_validate(&cfg, &err)) {
-		cli_error("attack: %s", err.message);
-		return EXIT_USAGE;
-	}
+	int done = parse_matrix_command(argc, argv, "attack", usage, own, &cfg, &choice, attack_opt,
+					&args);
+	if (done >= 0)
+		return done;
+	bool json = args.json, quick = args.quick, *chosen = choice.chosen, any = choice.any;
 	struct host h;
 	if (setup_host(&h, &cfg)) {
 		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));

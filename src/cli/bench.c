@@ -267,55 +267,57 @@ static json_t *stats_json(const double *v, int n, double base)
 
 enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_HELP };
 
+struct bench_args {
+	bool json, quick, peers;
+	long runs;
+};
+
+static int bench_opt(int opt, const char *arg, void *ctx)
+{
+	struct bench_args *a = ctx;
+	char *end;
+	switch (opt) {
+	case OPT_JSON:
+		a->json = true;
+		break;
+	case OPT_QUICK:
+		a->quick = true;
+		break;
+	case OPT_NO_PEERS:
+		a->peers = false;
+		break;
+	case OPT_RUNS:
+		a->runs = strtol(arg, &end, 10);
+		if (*end || a->runs < 1 || a->runs > 10000) {
+			cli_error("bench: --runs: expected 1 to 10000, got '%s'", arg);
+			return -1;
+		}
+		break;
+	}
+	return opt == OPT_HELP;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct aj_config cfg;
 	aj_config_init(&cfg);
 	cfg.uid_base = 2060000000u;
 	cfg.state_dir = "/run/agentjail-bench";
-	bool json = false, quick = false, peers = true, chosen[AJ_TIER_COUNT] = {0}, any = false;
-	long runs = 50;
+	struct bench_args args = {.peers = true, .runs = 50};
+	struct tier_choice choice = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"runs", required_argument, NULL, OPT_RUNS},
 					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
-	struct option opts[32];
-	options_with(own, opts, 32);
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == OPT_JSON)
-			json = true;
-		else if (c == OPT_QUICK)
-			quick = true;
-		else if (c == OPT_NO_PEERS)
-			peers = false;
-		else if (c == OPT_RUNS) {
-			char *end;
-			runs = strtol(optarg, &end, 10);
-			if (*end || runs < 1 || runs > 10000) {
-				cli_error("bench: --runs: expected 1 to 10000, got '%s'", optarg);
-				return EXIT_USAGE;
-			}
-		} else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?') {
-			fputs(usage, stderr);
-			return EXIT_USAGE;
-		} else {
-			if (option_apply(c, optarg, &cfg))
-				return EXIT_USAGE;
-			if (c == opts[0].val) /* --tier, once per column */
-				chosen[cfg.tier] = any = true;
-		}
-	}
-	if (optind != argc) {
-		cli_error("bench: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
+	int done = parse_matrix_command(argc, argv, "bench", usage, own, &cfg, &choice, bench_opt,
+					&args);
+	if (done >= 0)
+		return done;
+	bool json = args.json, quick = args.quick, peers = args.peers, *chosen = choice.chosen,
+	     any = choice.any;
+	long runs = args.runs;
 	if (quick)
 		runs = runs < 5 ? runs : 5;
 	int warm = quick ? 1 : 5;

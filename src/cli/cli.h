@@ -43,6 +43,20 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg);
 /* limit_options followed by a command's own (NULL-terminated), into out[n]. */
 void options_with(const struct option *own, struct option *out, size_t n);
 
+/* The commands that make a table of tiers (attack, bench): which tiers
+ * were asked for (every --tier is a column; none: all of them). */
+struct tier_choice {
+	bool chosen[AJ_TIER_COUNT];
+	bool any;
+};
+/* Parses such a command's arguments: the limit options and --tier into cfg
+ * and tiers, its own options through own_opt (which returns 1 for help, -1
+ * for a bad value after saying why, else 0). Returns -1 to go on, or the
+ * exit status to return with. */
+int parse_matrix_command(int argc, char **argv, const char *name, const char *usage,
+			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
+			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx);
+
 /* "agentjail: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

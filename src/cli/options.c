@@ -47,6 +47,50 @@ void options_with(const struct option *own, struct option *out, size_t n)
 	out[k] = (struct option){0};
 }
 
+int parse_matrix_command(int argc, char **argv, const char *name, const char *usage,
+			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
+			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
+{
+	struct option opts[32];
+	options_with(own, opts, 32);
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == '?') {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+		bool is_limit = false;
+		for (size_t i = 0; limit_options[i].name; i++)
+			is_limit |= limit_options[i].val == c;
+		if (!is_limit) {
+			int r = c == 'h' ? 1 : own_opt(c, optarg, ctx);
+			if (r == 1) {
+				fputs(usage, stdout);
+				return 0;
+			}
+			if (r < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		if (option_apply(c, optarg, cfg))
+			return EXIT_USAGE;
+		/* --tier may be given several times: each one is a column. */
+		if (c == opts[0].val)
+			tiers->chosen[cfg->tier] = tiers->any = true;
+	}
+	if (optind != argc) {
+		cli_error("%s: unexpected argument '%s'", name, argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err;
+	if (aj_config_validate(cfg, &err)) {
+		cli_error("%s: %s", name, err.message);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
