@@ -115,6 +115,44 @@ static void limit_that_did_not_stop_it(void **state)
 	assert_string_equal(why, "timeout");
 }
 
+/* An attack that must run to its end and did not (a crash, a timeout, its
+ * output cut) proved nothing: error, never held. */
+static void unfinished_is_not_held(void **state)
+{
+	(void)state;
+	struct attack_expect x = {.must_finish = true};
+	struct attack_evidence e;
+	attack_evidence_init(&e);
+	e.marker_written = 0;
+	enum aj_status bad[] = {AJ_STATUS_ERROR, AJ_STATUS_TIMEOUT, AJ_STATUS_OUTPUT_LIMIT,
+				AJ_STATUS_KILLED, AJ_STATUS_MEMORY};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		e.status = bad[i];
+		assert_int_equal(judge(&x, &e), VERDICT_ERROR);
+		assert_true(strncmp(why, "did not finish", 14) == 0);
+	}
+	e.status = AJ_STATUS_OK;
+	assert_int_equal(judge(&x, &e), VERDICT_HELD);
+	assert_string_equal(why, "no marker on host");
+	/* But an escape is an escape, finished or not. */
+	e.status = AJ_STATUS_TIMEOUT;
+	e.marker_written = 1;
+	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED);
+}
+
+/* A check that was not made (-1) is not evidence either way. */
+static void unmade_checks_are_not_evidence(void **state)
+{
+	(void)state;
+	struct attack_expect x = {.max_procs = 66};
+	struct attack_evidence e;
+	attack_evidence_init(&e);
+	assert_int_equal(e.token_seen, -1);
+	assert_int_equal(e.max_procs, -1);
+	assert_int_equal(judge(&x, &e), VERDICT_HELD);
+	assert_string_equal(why, "ok");
+}
+
 static void unavailable_and_failed(void **state)
 {
 	(void)state;
@@ -141,6 +179,8 @@ int main(void)
 		cmocka_unit_test(dead_sentinel_is_escaped),
 		cmocka_unit_test(other_escapes),
 		cmocka_unit_test(limit_that_did_not_stop_it),
+		cmocka_unit_test(unfinished_is_not_held),
+		cmocka_unit_test(unmade_checks_are_not_evidence),
 		cmocka_unit_test(unavailable_and_failed),
 	};
 	return cmocka_run_group_tests_name("attack verdicts", tests, NULL, NULL);

@@ -62,6 +62,8 @@ enum attack_verdict attack_judge(const struct attack_expect *x, const struct att
 		return snprintf(why, n, "sandbox_error"), VERDICT_ERROR;
 	if (x->stopped_by && !(x->stopped_by & (1u << e->status)))
 		return snprintf(why, n, "not stopped: %s", aj_status_name(e->status)), VERDICT_ESCAPED;
+	if (x->must_finish && e->status != AJ_STATUS_OK)
+		return snprintf(why, n, "did not finish: %s", aj_status_name(e->status)), VERDICT_ERROR;
 	/* Held: say by what. */
 	if (e->listener_accepted == 0)
 		snprintf(why, n, "nothing accepted");
@@ -72,7 +74,7 @@ enum attack_verdict attack_judge(const struct attack_expect *x, const struct att
 	else if (e->marker_written == 0 && !x->stopped_by)
 		snprintf(why, n, "no marker on host");
 	else if (x->max_procs && e->max_procs >= 0)
-		snprintf(why, n, "at most %d processes", e->max_procs);
+		snprintf(why, n, "at most %d tasks", e->max_procs);
 	else if (e->mounts_changed == 0)
 		snprintf(why, n, "host mounts unchanged");
 	else

@@ -36,7 +36,11 @@ struct attack_expect {
 	 * stopped the program; any other (say ok: it ran to its end) is an
 	 * escape from that limit. */
 	uint32_t stopped_by;
-	uint32_t max_procs;       /* processes allowed at once (pids + init) */
+	/* The program must run to its own end (status ok): a program that
+	 * crashed or was stopped proved nothing, so that is an error, not a
+	 * pass. */
+	bool must_finish;
+	uint32_t max_procs;       /* tasks allowed at once (pids, init, a VMM) */
 	uint32_t max_disk_mb;     /* host free space the run may take */
 	size_t max_output;        /* bytes of either stream */
 };

@@ -26,6 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <linux/keyctl.h>
+#include <sys/mount.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 
 #include "../attack/verdict.h"
 #include "../core/internal.h"
+#include "../linux/report.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -64,15 +66,23 @@ enum {
 struct attack {
 	const char *name;
 	unsigned flags;
-	uint32_t stopped_by;  /* statuses that show the limit held */
+	/* Statuses that show a limit stopped the program. 0: none does; the
+	 * program must then run to its own end (status ok), or the run proves
+	 * nothing and is an error, not a pass. */
+	uint32_t stopped_by;
 	double wall_sec;      /* 0: the default */
 	uint32_t cpu_sec;
-	/* Placeholders: {TOKEN} {SECRET} {PORT} {SOCK} {CWD}. */
+	/* Placeholders, filled as Python string contents ('...' quoted, so
+	 * escaped): {TOKEN} {SECRET} {SOCK} {CWD} {MNT} {HOSTIP}; and numbers:
+	 * {PORT} {HOSTPORT} {SENTINEL}. */
 	const char *code;
 };
 
 #define S(x) (1u << AJ_STATUS_##x)
 
+/* Every program is bounded even if a tier failed to hold it: loops have
+ * counts or deadlines, only the first process forks, signals go to one
+ * sentinel of ours, mounts aim at a directory of ours. */
 static const struct attack attacks[] = {
 	{"cpu loop", SEED, S(TIMEOUT), 10, 1,
 	 "import time\nend = time.time() + 20\nwhile time.time() < end:\n    pass\n"},
@@ -80,11 +90,10 @@ static const struct attack attacks[] = {
 	 "b = bytearray(512 * 1024 * 1024)\n"
 	 "for i in range(0, len(b), 4096):\n    b[i] = 1\nprint('allocated')\n"},
 	{"fork bomb", SEED | SAMPLE, 0, 0, 0,
-	 "import os, time\nMAIN = os.getpid()\n"
-	 "for i in range(100):\n"
+	 "import os, time\n"
+	 "for i in range(200):\n"
 	 "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
-	 "    if pid == 0:\n        continue\n"
-	 "if os.getpid() != MAIN:\n    time.sleep(1)\n    os._exit(0)\n"},
+	 "    if pid == 0:\n        time.sleep(1)\n        os._exit(0)\n"},
 	{"disk fill", SEED | SAMPLE | CHECK_MARKERS, 0, 0, 0,
 	 "import os\n"
 	 "for d in ['.', '/tmp', '/var/tmp', '/dev/shm', '{CWD}']:\n"
@@ -98,9 +107,9 @@ static const struct attack attacks[] = {
 	 "    try:\n        print(p, open(p).read())\n    except OSError as e:\n        print(p, e)\n"},
 	{"network call", SEED | NEED_LISTENER, 0, 0, 0,
 	 "import socket\n"
-	 "for host in ['127.0.0.1', 'localhost']:\n"
+	 "for host, port in [('127.0.0.1', {PORT}), ('localhost', {PORT}), ('{HOSTIP}', {HOSTPORT})]:\n"
 	 "    try:\n"
-	 "        s = socket.create_connection((host, {PORT}), timeout=2)\n"
+	 "        s = socket.create_connection((host, port), timeout=2)\n"
 	 "        s.sendall(b'{TOKEN}')\n"
 	 "    except OSError as e:\n        print(host, e)\n"},
 	{"sleep forever", 0, S(TIMEOUT), 1, 0, "import time\ntime.sleep(3600)\n"},
@@ -119,13 +128,16 @@ static const struct attack attacks[] = {
 	 "            except OSError:\n                pass\n"
 	 "        os._exit(0)\n    os._exit(0)\n"
 	 "time.sleep(0.2)\n"},
-	{"kill(-1)", NEED_SENTINEL, 0, 0, 0,
-	 "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"},
+	{"kill a host process", NEED_SENTINEL, 0, 0, 0,
+	 "import os, signal\n"
+	 "for pid in [{SENTINEL}]:\n"
+	 "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as e:\n        print(e)\n"},
 	{"host processes", NEED_CMDLINE, 0, 0, 0,
 	 "import os\n"
 	 "for p in os.listdir('/proc'):\n"
 	 "    if p.isdigit():\n"
-	 "        try:\n            print(p, open('/proc/%s/cmdline' % p, 'rb').read())\n"
+	 "        try:\n            c = open('/proc/%s/cmdline' % p, 'rb').read()\n"
+	 "            if b'aj-sentinel' in c:\n                print(p, c)\n"
 	 "        except OSError:\n            pass\n"},
 	{"write everywhere", CHECK_MARKERS, 0, 0, 0,
 	 "import os\n"
@@ -139,11 +151,12 @@ static const struct attack attacks[] = {
 	 "            for i in range(4096):\n                f.write(b'x' * 1048576)\n"
 	 "    except OSError:\n        pass\n"},
 	{"caller's keyring", NEED_KEYRING, 0, 0, 0,
-	 "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+	 "import ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+	 "KEYCTL = {'x86_64': 250, 'aarch64': 219}[platform.machine()]\n"
 	 "print(open('/proc/keys').read())\n"
-	 "k = libc.syscall(250, 10, ctypes.c_long(-3), b'user', b'agentjail-attack-secret', 0)\n"
+	 "k = libc.syscall(KEYCTL, 10, ctypes.c_long(-3), b'user', b'agentjail-attack-secret', 0)\n"
 	 "buf = ctypes.create_string_buffer(256)\n"
-	 "if k > 0:\n    libc.syscall(250, 11, k, buf, 256)\n    print(buf.value)\n"},
+	 "if k > 0:\n    libc.syscall(KEYCTL, 11, k, buf, 256)\n    print(buf.value)\n"},
 	{"host unix socket", NEED_UNIX, 0, 0, 0,
 	 "import socket\n"
 	 "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.settimeout(2)\n    s.connect('{SOCK}')\n"
@@ -151,9 +164,9 @@ static const struct attack attacks[] = {
 	{"mount and unshare", CHECK_MOUNTS, 0, 0, 0,
 	 "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 	 "libc.unshare(0x10000000 | 0x20000)\n"
-	 "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)\n"
-	 "libc.mount(b'/', b'/tmp', None, 4096, None)\n"
-	 "libc.chroot(b'/tmp')\n"},
+	 "libc.mount(b'none', '{MNT}'.encode(), b'tmpfs', 0, None)\n"
+	 "libc.mount(b'/', '{MNT}'.encode(), None, 4096, None)\n"
+	 "libc.chroot('{MNT}'.encode())\n"},
 };
 
 #define N_ATTACKS (sizeof attacks / sizeof attacks[0])
@@ -165,10 +178,15 @@ struct host {
 	char dir[64];          /* 0700, holds the secret and the unix socket */
 	char secret[96];
 	char sock[96];
+	char mnt[80];          /* an empty directory of ours, for the mount attack */
 	char cwd[PATH_MAX];
-	int listener;          /* TCP, non-blocking */
+	int listener;          /* TCP on 127.0.0.1, non-blocking */
 	int port;
+	int host_listener;     /* TCP on the host's own address (-1: none) */
+	char host_ip[INET_ADDRSTRLEN];
+	int host_port;
 	int unix_listener;
+	pid_t sentinel;        /* for the program to aim at; 0: none */
 	uint32_t uid_lo, uid_hi;
 };
 
@@ -185,7 +203,9 @@ static void new_token(char *out)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-static int count_uid_procs(uint32_t lo, uint32_t hi)
+/* Tasks (threads included: a pids limit counts them) of the uids in
+ * [lo, hi), from /proc. */
+static int count_uid_tasks(uint32_t lo, uint32_t hi)
 {
 	DIR *d = opendir("/proc");
 	int n = 0;
@@ -198,13 +218,16 @@ static int count_uid_procs(uint32_t lo, uint32_t hi)
 		FILE *f = fopen(p, "re");
 		if (!f)
 			continue;
+		bool ours = false;
+		int threads = 1;
 		while (fgets(line, sizeof line, f)) {
 			unsigned uid;
-			if (sscanf(line, "Uid:\t%u", &uid) == 1) {
-				n += uid >= lo && uid < hi;
-				break;
-			}
+			if (sscanf(line, "Uid:\t%u", &uid) == 1)
+				ours = uid >= lo && uid < hi;
+			sscanf(line, "Threads:\t%d", &threads);
 		}
+		if (ours)
+			n += threads;
 		fclose(f);
 	}
 	if (d)
@@ -230,7 +253,7 @@ static void *sample_loop(void *arg)
 {
 	struct sampler *s = arg;
 	while (!s->stop) {
-		int n = count_uid_procs(s->lo, s->hi);
+		int n = count_uid_tasks(s->lo, s->hi);
 		if (n > s->max_procs)
 			s->max_procs = n;
 		int64_t r = free_mb("/"), t = free_mb("/tmp");
@@ -261,27 +284,44 @@ static char *read_mounts(void)
 	return buf;
 }
 
-/* The program with its placeholders filled in. */
+/* The program with its placeholders filled in. Strings go inside Python
+ * '...' literals: backslashes and quotes are escaped, so a cwd with a quote
+ * in its name cannot break the program (and turn an attack into a
+ * SyntaxError that would prove nothing). */
 static char *fill(const char *code, const struct host *h)
 {
-	char port[16];
+	char port[16], host_port[16], sentinel[16];
 	snprintf(port, sizeof port, "%d", h->port);
-	const char *keys[] = {"{TOKEN}", "{SECRET}", "{PORT}", "{SOCK}", "{CWD}"};
-	const char *vals[] = {h->token, h->secret, port, h->sock, h->cwd};
+	snprintf(host_port, sizeof host_port, "%d", h->host_port);
+	snprintf(sentinel, sizeof sentinel, "%d", (int)h->sentinel);
+	const char *keys[] = {"{TOKEN}", "{SECRET}", "{SOCK}", "{CWD}", "{MNT}", "{HOSTIP}",
+			      "{PORT}", "{HOSTPORT}", "{SENTINEL}"};
+	const char *vals[] = {h->token, h->secret, h->sock, h->cwd, h->mnt, h->host_ip,
+			      port, host_port, sentinel};
+	const size_t nk = sizeof keys / sizeof keys[0];
 	char *out = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&out, &len);
+	if (!m)
+		return NULL;
 	while (*code) {
 		size_t k = 0;
-		for (; k < 5; k++)
+		for (; k < nk; k++)
 			if (!strncmp(code, keys[k], strlen(keys[k])))
 				break;
-		if (k < 5) {
-			fputs(vals[k], m);
-			code += strlen(keys[k]);
-		} else {
+		if (k == nk) {
 			fputc(*code++, m);
+			continue;
 		}
+		for (const char *v = vals[k]; *v; v++) {
+			if (*v == '\\' || *v == '\'')
+				fputc('\\', m);
+			if (*v == '\n')
+				fputs("\\n", m);
+			else
+				fputc(*v, m);
+		}
+		code += strlen(keys[k]);
 	}
 	fclose(m);
 	return out;
@@ -290,37 +330,69 @@ static char *fill(const char *code, const struct host *h)
 static bool marker_on_host(const struct host *h)
 {
 	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/etc", "/root", "", h->cwd};
+	bool found = false;
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/aj-attack-%s", dirs[i], h->token);
 		struct stat st;
 		if (lstat(p, &st) == 0) {
-			unlink(p); /* evidence taken; leave the host clean */
-			return true;
+			unlink(p); /* evidence taken; leave the host clean, every copy */
+			found = true;
 		}
 	}
-	return false;
+	return found;
 }
 
-static pid_t start_sentinel(uid_t uid, const char *token, bool with_token)
+/* A process of the uid the run will get (as root; else the caller's), named
+ * "aj-sentinel-TOKEN" (its argv[0]), alive until killed. Returns once it
+ * has its uid and name, so the run cannot race it; -1 if it could not. */
+static pid_t start_sentinel(uid_t uid, const char *token)
 {
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
 	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	if (geteuid() == 0 && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
-		_exit(3);
-	/* The token as its command line (argv[0]), for a program listing
-	 * /proc to find; sleep(1) ignores its argv[0]. */
-	if (with_token)
-		execl("/bin/sleep", token, "30", (char *)NULL);
-	for (int i = 0; i < 300; i++) {
-		struct timespec ts = {0, 100 * 1000000L};
-		nanosleep(&ts, NULL);
+	if (pid == 0) {
+		close(p[0]);
+		if (geteuid() == 0 && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+			_exit(3);
+		char name[64];
+		snprintf(name, sizeof name, "aj-sentinel-%s", token);
+		/* sleep(1) ignores its argv[0]; exec closes p[1]: the signal. */
+		execl("/bin/sleep", name, "60", (char *)NULL);
+		_exit(4);
 	}
-	_exit(0);
+	close(p[1]);
+	char c;
+	while (pid > 0 && read(p[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	int ws;
+	if (pid > 0 && waitpid(pid, &ws, WNOHANG) != 0)
+		return -1; /* it failed its setup and is gone */
+	return pid;
 }
 
 /* ---- one attack in one tier ---- */
+
+/* Connections waiting on a listener: 1 if any (each is taken, so none is
+ * charged to the next run), else 0. */
+static int drain_listener(int fd)
+{
+	int got = 0, c;
+	while (fd >= 0 && (c = accept(fd, NULL, NULL)) >= 0) {
+		close(c);
+		got = 1;
+	}
+	return got;
+}
+
+static bool output_has(const struct aj_result *r, const char *token)
+{
+	size_t n = strlen(token);
+	return (r->stdout_buf && memmem(r->stdout_buf, r->stdout_len, token, n)) ||
+	       (r->stderr_buf && memmem(r->stderr_buf, r->stderr_len, token, n));
+}
 
 static void run_attack(const struct attack *a, const struct aj_config *base, struct host *h,
 		       struct attack_evidence *e, struct attack_expect *x, char *why, size_t wn,
@@ -336,13 +408,39 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 	attack_evidence_init(e);
 	memset(x, 0, sizeof *x);
 	x->stopped_by = a->stopped_by;
+	x->must_finish = !a->stopped_by;
 	x->max_output = (size_t)cfg.limits.output_kb * 1024;
+	/* Counting the run's tasks on the host needs its uids, which only
+	 * root's runs have: without root this check cannot be made, and the
+	 * attack is not judged on its status alone. */
+	if ((a->flags & SAMPLE) && geteuid() != 0) {
+		e->ran = false;
+		*v = VERDICT_NA;
+		snprintf(why, wn, "needs root to count");
+		return;
+	}
 	new_token(h->token);
+	h->sentinel = 0;
+	if (a->flags & (NEED_SENTINEL | NEED_CMDLINE)) {
+		h->sentinel = start_sentinel(cfg.uid_base, h->token);
+		if (h->sentinel <= 0) {
+			*v = VERDICT_ERROR;
+			snprintf(why, wn, "could not start the sentinel");
+			h->sentinel = 0;
+			return;
+		}
+	}
+	if ((a->flags & NEED_KEYRING) &&
+	    (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "agentjail-attack") < 0 ||
+	     syscall(SYS_add_key, "user", "agentjail-attack-secret", h->token, strlen(h->token),
+		     KEY_SPEC_SESSION_KEYRING) < 0)) {
+		/* Never into the caller's own keyring: a new one of ours, or
+		 * nothing. */
+		*v = VERDICT_ERROR;
+		snprintf(why, wn, "keyring: %s", errno_name(errno));
+		return;
+	}
 	char *code = fill(a->code, h);
-
-	pid_t sentinel = -1;
-	if (a->flags & (NEED_SENTINEL | NEED_CMDLINE))
-		sentinel = start_sentinel(cfg.uid_base, h->token, a->flags & NEED_CMDLINE);
 	if (a->flags & NEED_SECRET) {
 		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
@@ -351,24 +449,21 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		}
 		setenv("AJ_ATTACK_API_KEY", h->token, 1);
 	}
-	if (a->flags & NEED_KEYRING) {
-		/* A session keyring of the command's own holding the token, as a
-		 * login keyring holds a user's secrets. */
-		syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "agentjail-attack");
-		syscall(SYS_add_key, "user", "agentjail-attack-secret", h->token, strlen(h->token),
-			KEY_SPEC_SESSION_KEYRING);
-	}
+	drain_listener(h->listener);
+	drain_listener(h->host_listener);
+	drain_listener(h->unix_listener);
 	char *mounts = a->flags & CHECK_MOUNTS ? read_mounts() : NULL;
 	struct sampler s = {.lo = h->uid_lo, .hi = h->uid_hi, .root0 = free_mb("/"),
 			    .tmp0 = free_mb("/tmp")};
-	bool sampling = (a->flags & SAMPLE) && geteuid() == 0 &&
-			pthread_create(&s.thread, NULL, sample_loop, &s) == 0;
+	bool sampling = (a->flags & SAMPLE) && pthread_create(&s.thread, NULL, sample_loop, &s) == 0;
 
 	struct aj_sandbox *sb = NULL;
 	struct aj_error err = {0};
 	struct aj_result r;
 	result_init(&r);
-	if (aj_open(&cfg, &sb, &err) == 0) {
+	if (!code)
+		result_sandbox_error(&r, "out of memory");
+	else if (aj_open(&cfg, &sb, &err) == 0) {
 		aj_run(sb, code, strlen(code), &r);
 		aj_close(sb);
 	} else {
@@ -379,43 +474,40 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		pthread_join(s.thread, NULL);
 		e->max_procs = s.max_procs;
 		e->disk_drop_mb = s.drop;
-		x->max_procs = cfg.limits.pids + 2; /* the program's, its init, a VMM */
-		x->max_disk_mb = 64;  /* host disk the run itself may never take; slack for noise */
+		/* The run's tasks, its init and (a VM) the VMM's threads. */
+		x->max_procs = cfg.limits.pids + 16;
+		x->max_disk_mb = 64; /* host disk the run may never take; slack for noise */
 	}
 	if (a->flags & WAIT_AFTER)
 		sleep(2);
 	e->status = r.status;
 	e->output_bytes = r.stdout_len > r.stderr_len ? r.stdout_len : r.stderr_len;
-	e->token_seen = (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER | NEED_KEYRING))
-				? (r.stdout_buf && strstr(r.stdout_buf, h->token)) ||
-					  (r.stderr_buf && strstr(r.stderr_buf, h->token))
-				: -1;
+	if (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER | NEED_KEYRING))
+		e->token_seen = output_has(&r, h->token);
 	if (a->flags & NEED_SECRET)
 		unsetenv("AJ_ATTACK_API_KEY");
 	if (a->flags & CHECK_MARKERS)
 		e->marker_written = marker_on_host(h);
-	if (a->flags & NEED_LISTENER) {
-		int c = accept(h->listener, NULL, NULL);
-		e->listener_accepted = c >= 0;
-		if (c >= 0)
-			close(c);
-	}
-	if (a->flags & NEED_UNIX) {
-		int c = accept(h->unix_listener, NULL, NULL);
-		e->listener_accepted = c >= 0;
-		if (c >= 0)
-			close(c);
-	}
-	if (sentinel > 0) {
+	if (a->flags & NEED_LISTENER)
+		e->listener_accepted = drain_listener(h->listener) | drain_listener(h->host_listener);
+	if (a->flags & NEED_UNIX)
+		e->listener_accepted = drain_listener(h->unix_listener);
+	if (h->sentinel > 0) {
 		int ws;
 		if (a->flags & NEED_SENTINEL)
-			e->sentinel_alive = waitpid(sentinel, &ws, WNOHANG) == 0 && kill(sentinel, 0) == 0;
-		kill(sentinel, SIGKILL);
-		waitpid(sentinel, &ws, 0);
+			e->sentinel_alive =
+				waitpid(h->sentinel, &ws, WNOHANG) == 0 && kill(h->sentinel, 0) == 0;
+		kill(h->sentinel, SIGKILL);
+		waitpid(h->sentinel, &ws, 0);
+		h->sentinel = 0;
 	}
 	if (mounts) {
 		char *now = read_mounts();
 		e->mounts_changed = now && strcmp(now, mounts) != 0;
+		/* An escape would have mounted on our directory: undo it. */
+		if (e->mounts_changed)
+			while (umount2(h->mnt, MNT_DETACH) == 0)
+				;
 		free(now);
 		free(mounts);
 	}
@@ -424,7 +516,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		 * moment; the sentinel above was ours and is gone. */
 		int left = 0;
 		for (int i = 0; i < 20; i++) {
-			if (!(left = count_uid_procs(h->uid_lo, h->uid_hi)))
+			if (!(left = count_uid_tasks(h->uid_lo, h->uid_hi)))
 				break;
 			struct timespec ts = {0, 100 * 1000000L};
 			nanosleep(&ts, NULL);
@@ -432,7 +524,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		e->procs_left = left;
 	}
 	*v = attack_judge(x, e, why, wn);
-	if (*v == VERDICT_ERROR && r.message)
+	if (*v == VERDICT_ERROR && r.status == AJ_STATUS_SANDBOX_ERROR && r.message)
 		snprintf(why, wn, "%s", r.message);
 	aj_result_free(&r);
 	free(code);
@@ -440,9 +532,64 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 
 /* ---- the command ---- */
 
+/* Ctrl-C mid-matrix: the host's fixtures go, as after a complete run (only
+ * async-signal-safe calls). */
+static struct host *volatile cleanup_host;
+
+static void on_interrupt(int sig)
+{
+	struct host *h = cleanup_host;
+	if (h) {
+		if (h->sentinel > 0)
+			kill(h->sentinel, SIGKILL);
+		umount2(h->mnt, MNT_DETACH);
+		rmdir(h->mnt);
+		unlink(h->sock);
+		unlink(h->secret);
+		rmdir(h->dir);
+	}
+	_exit(128 + sig);
+}
+
+/* The host's own address on its default route (no packet is sent: a UDP
+ * connect only picks the source address). A sandbox with a network of its
+ * own but a route out could reach the host there, where 127.0.0.1 would be
+ * its own loopback. */
+static bool host_address(char *out, size_t n)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9)};
+	inet_pton(AF_INET, "192.0.2.1", &a.sin_addr); /* TEST-NET-1: never routed anywhere */
+	socklen_t al = sizeof a;
+	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+		  getsockname(fd, (struct sockaddr *)&a, &al) == 0 &&
+		  a.sin_addr.s_addr != htonl(INADDR_ANY) &&
+		  inet_ntop(AF_INET, &a.sin_addr, out, (socklen_t)n) != NULL;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static int tcp_listener(const char *ip, int *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	socklen_t al = sizeof a;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
+	    getsockname(fd, (struct sockaddr *)&a, &al)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
 static int setup_host(struct host *h, const struct aj_config *cfg)
 {
 	memset(h, 0, sizeof *h);
+	h->listener = h->host_listener = h->unix_listener = -1;
 	if (!getcwd(h->cwd, sizeof h->cwd))
 		return -1;
 	snprintf(h->dir, sizeof h->dir, "/run/agentjail-attack-XXXXXX");
@@ -456,13 +603,17 @@ static int setup_host(struct host *h, const struct aj_config *cfg)
 	chmod(h->dir, 0711);
 	snprintf(h->secret, sizeof h->secret, "%s/secret", h->dir);
 	snprintf(h->sock, sizeof h->sock, "%s/service.sock", h->dir);
-	h->listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof a;
-	if (h->listener < 0 || bind(h->listener, (struct sockaddr *)&a, sizeof a) ||
-	    listen(h->listener, 8) || getsockname(h->listener, (struct sockaddr *)&a, &al))
+	snprintf(h->mnt, sizeof h->mnt, "%s/mnt", h->dir);
+	if (mkdir(h->mnt, 0755) < 0)
 		return -1;
-	h->port = ntohs(a.sin_port);
+	if ((h->listener = tcp_listener("127.0.0.1", &h->port)) < 0)
+		return -1;
+	/* The host's own address, if it has one; else the loopback twice. */
+	if (!host_address(h->host_ip, sizeof h->host_ip) ||
+	    (h->host_listener = tcp_listener(h->host_ip, &h->host_port)) < 0) {
+		snprintf(h->host_ip, sizeof h->host_ip, "127.0.0.1");
+		h->host_port = h->port;
+	}
 	h->unix_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct sockaddr_un u = {.sun_family = AF_UNIX};
 	snprintf(u.sun_path, sizeof u.sun_path, "%s", h->sock);
@@ -478,6 +629,10 @@ static void teardown_host(struct host *h)
 {
 	if (h->listener >= 0)
 		close(h->listener);
+	if (h->host_listener >= 0)
+		close(h->host_listener);
+	if (h->mnt[0])
+		rmdir(h->mnt);
 	if (h->unix_listener >= 0)
 		close(h->unix_listener);
 	unlink(h->sock);
@@ -523,6 +678,9 @@ int cmd_attack(int argc, char **argv)
 		return done;
 	bool json = args.json, quick = args.quick, *chosen = choice.chosen, any = choice.any;
 	struct host h;
+	cleanup_host = &h;
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
 	if (setup_host(&h, &cfg)) {
 		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));
 		teardown_host(&h);
@@ -533,7 +691,7 @@ int cmd_attack(int argc, char **argv)
 	enum attack_verdict verdicts[AJ_TIER_COUNT][N_ATTACKS];
 	char reasons[AJ_TIER_COUNT][N_ATTACKS][48];
 	char na[AJ_TIER_COUNT][AJ_ERROR_MAX];
-	int tiers[AJ_TIER_COUNT], nt = 0, bad = 0;
+	int tiers[AJ_TIER_COUNT], nt = 0, bad = 0, tested = 0;
 	for (int t = 0; t < AJ_TIER_COUNT; t++) {
 		if (any && !chosen[t])
 			continue;
@@ -565,6 +723,7 @@ int cmd_attack(int argc, char **argv)
 			verdicts[t][i] = v;
 			total++;
 			held += v == VERDICT_HELD;
+			tested += v != VERDICT_NA;
 			bad |= v == VERDICT_ESCAPED || v == VERDICT_ERROR;
 			json_array_append_new(
 				jr, json_pack("{s:s, s:s, s:s?, s:s}", "attack", a->name, "verdict",
@@ -579,10 +738,14 @@ int cmd_attack(int argc, char **argv)
 						    total, "results", jr));
 	}
 	teardown_host(&h);
+	cleanup_host = NULL;
+	/* Nothing tested is no evidence that anything held. */
+	if (!tested)
+		bad = 1;
 
 	if (json) {
-		json_t *root = json_pack("{s:s, s:o, s:b}", "agentjail", AGENTJAIL_VERSION, "tiers",
-					 jt, "all_held", !bad);
+		json_t *root = json_pack("{s:s, s:o, s:i, s:b}", "agentjail", AGENTJAIL_VERSION,
+					 "tiers", jt, "tested", tested, "all_held", !bad);
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
 		free(s);
@@ -600,8 +763,10 @@ int cmd_attack(int argc, char **argv)
 		for (int k = 0; k < nt; k++) {
 			char cell[80];
 			enum attack_verdict v = verdicts[tiers[k]][i];
-			if (v == VERDICT_NA)
+			if (v == VERDICT_NA && !strcmp(reasons[tiers[k]][i], "tier not available"))
 				snprintf(cell, sizeof cell, "n/a");
+			else if (v == VERDICT_NA)
+				snprintf(cell, sizeof cell, "n/a (%.24s)", reasons[tiers[k]][i]);
 			else
 				snprintf(cell, sizeof cell, "%s (%.22s)", attack_verdict_name(v),
 					 reasons[tiers[k]][i]);
@@ -625,6 +790,8 @@ int cmd_attack(int argc, char **argv)
 	for (int k = 0; k < nt; k++)
 		if (na[tiers[k]][0])
 			printf("%s: n/a: %s\n", aj_tier_name((enum aj_tier)tiers[k]), na[tiers[k]]);
+	if (!tested)
+		printf("nothing could be tested here\n");
 	json_decref(jt);
 	return bad ? 1 : 0;
 }

@@ -40,7 +40,8 @@ static const char usage[] =
 	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
 	"flags): median, p95, p99 and the ratio to bare Python, interleaved after\n"
 	"warm-up; throughput at 1 and 2 x cores concurrent calls; for microvm, cold\n"
-	"boot, restore per run and a warm pool. --runs N rounds (default 50);\n"
+	"boot, restore per run and a warm pool. --runs N rounds (default 100; p95\n"
+	"needs 20 and p99 100, else they print as -);\n"
 	"--quick: 5 rounds and small throughput runs.\n";
 
 #define PROGRAM "print(1)\n"
@@ -182,24 +183,37 @@ static double throughput(struct aj_sandbox *sb, int conc, int per_thread)
 
 /* ---- microvm's regimes ---- */
 
-static void remove_snapshots(const struct aj_config *cfg, uint32_t memory_mb)
+/* The image's vm/ directory, where the microvm tier keeps its snapshots. */
+static void vm_dir(const struct aj_config *cfg, char *dir, size_t n)
 {
-	char dir[PATH_MAX];
 	const char *img = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
 	const char *base = getenv("AGENTJAIL_IMAGES");
 	if (img[0] == '/')
-		snprintf(dir, sizeof dir, "%s/vm", img);
+		snprintf(dir, n, "%s/vm", img);
 	else
-		snprintf(dir, sizeof dir, "%s/%s/vm", base && base[0] == '/' ? base
-						    : AJ_DEFAULT_IMAGES_DIR, img);
+		snprintf(dir, n, "%s/%s/vm", base && base[0] == '/' ? base : AJ_DEFAULT_IMAGES_DIR,
+			 img);
+}
+
+/* Snapshots for a guest of memory_mb (snapshot-ACCEL-MB): with remove,
+ * deletes them; returns how many there were. */
+static int snapshots(const struct aj_config *cfg, uint32_t memory_mb, bool remove)
+{
+	char dir[PATH_MAX];
+	vm_dir(cfg, dir, sizeof dir);
 	char suffix[32];
+	/* The guest gets the program's memory plus the VM's own 192 MiB. */
 	snprintf(suffix, sizeof suffix, "-%u", memory_mb + 192);
 	DIR *d = opendir(dir);
 	struct dirent *de;
+	int n = 0;
 	while (d && (de = readdir(d))) {
 		size_t l = strlen(de->d_name), sl = strlen(suffix);
 		if (strncmp(de->d_name, "snapshot-", 9) || l < sl ||
 		    strcmp(de->d_name + l - sl, suffix))
+			continue;
+		n++;
+		if (!remove)
 			continue;
 		char path[PATH_MAX + 300];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -208,6 +222,7 @@ static void remove_snapshots(const struct aj_config *cfg, uint32_t memory_mb)
 	}
 	if (d)
 		closedir(d);
+	return n;
 }
 
 struct regime {
@@ -220,11 +235,16 @@ static void microvm_regimes(const struct aj_config *base, int runs, struct regim
 			    struct regime *pool)
 {
 	int ncold = runs >= 20 ? 3 : 1;
+	uint32_t next = 200 + (uint32_t)(getpid() % 50);
 	for (int i = 0; i < ncold; i++) {
 		struct aj_config c = *base;
 		c.tier = AJ_TIER_MICROVM;
-		/* A memory size nobody uses: aj_open boots and saves anew. */
-		c.limits.memory_mb = 200 + (uint32_t)i + (uint32_t)(getpid() % 50);
+		/* A memory size with no snapshot yet: aj_open boots and saves
+		 * anew, and the snapshot removed afterwards is this run's own,
+		 * never a deployer's. */
+		do
+			c.limits.memory_mb = next++;
+		while (snapshots(&c, c.limits.memory_mb, false) && next < 1200);
 		struct aj_sandbox *sb;
 		struct aj_error err;
 		double s = now_ms();
@@ -232,7 +252,7 @@ static void microvm_regimes(const struct aj_config *base, int runs, struct regim
 			cold->v[cold->n++] = now_ms() - s;
 			aj_close(sb);
 		}
-		remove_snapshots(&c, c.limits.memory_mb);
+		snapshots(&c, c.limits.memory_mb, true);
 	}
 	struct aj_config c = *base;
 	c.tier = AJ_TIER_MICROVM;
@@ -252,17 +272,34 @@ static void microvm_regimes(const struct aj_config *base, int runs, struct regim
 	aj_close(sb);
 }
 
+/* Runs, median, p95, p99 and the ratio to bare. A percentile that n runs
+ * cannot tell apart from the maximum (p95 below 20 runs, p99 below 100) is
+ * null rather than a maximum under another name; so is a ratio to a bare
+ * row that has no runs. */
 static json_t *stats_json(const double *v, int n, double base)
 {
-	double *s = malloc(sizeof *s * (size_t)(n ? n : 1));
+	if (!n)
+		return json_pack("{s:i}", "runs", 0);
+	double *s = malloc(sizeof *s * (size_t)n);
+	if (!s)
+		return json_pack("{s:i}", "runs", 0);
 	memcpy(s, v, sizeof *s * (size_t)n);
 	qsort(s, (size_t)n, sizeof *s, cmp);
-	json_t *j = n ? json_pack("{s:i, s:f, s:f, s:f, s:f}", "runs", n, "median_ms", pct(s, n, 50),
-				  "p95_ms", pct(s, n, 95), "p99_ms", pct(s, n, 99), "vs_bare",
-				  base > 0 ? pct(s, n, 50) / base : 0.0)
-		      : json_pack("{s:i}", "runs", 0);
+	double med = pct(s, n, 50);
+	json_t *j = json_pack("{s:i, s:f, s:o, s:o, s:o}", "runs", n, "median_ms", med, "p95_ms",
+			      n >= 20 ? json_real(pct(s, n, 95)) : json_null(), "p99_ms",
+			      n >= 100 ? json_real(pct(s, n, 99)) : json_null(), "vs_bare",
+			      base > 0 ? json_real(med / base) : json_null());
 	free(s);
 	return j;
+}
+
+static void print_ms(json_t *v)
+{
+	if (json_is_real(v))
+		printf(" %9.1f", json_real_value(v));
+	else
+		printf(" %9s", "-");
 }
 
 enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_HELP };
@@ -303,7 +340,7 @@ int cmd_bench(int argc, char **argv)
 	aj_config_init(&cfg);
 	cfg.uid_base = 2060000000u;
 	cfg.state_dir = "/run/agentjail-bench";
-	struct bench_args args = {.peers = true, .runs = 50};
+	struct bench_args args = {.peers = true, .runs = 100};
 	struct tier_choice choice = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"quick", no_argument, NULL, OPT_QUICK},
@@ -392,7 +429,12 @@ int cmd_bench(int argc, char **argv)
 				img = image;
 			}
 			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: docker run (seed flags)");
-			rows[nr++].argv = argv_of(dk, "run", "--rm", "--network", "none", "--read-only",
+			char host_opt[140];
+			snprintf(host_opt, sizeof host_opt, "unix://%s", sock);
+			/* --pull never: a missing image is a failed row, never a
+			 * download from a registry. */
+			rows[nr++].argv = argv_of(dk, "-H", host_opt, "run", "--rm", "--pull", "never",
+						  "--network", "none", "--read-only",
 						  "--cap-drop", "ALL", "--security-opt",
 						  "no-new-privileges", "-m", "256m", "--memory-swap",
 						  "256m", "--cpus", "1", "--pids-limit", "64", "--user",
@@ -488,24 +530,32 @@ int cmd_bench(int argc, char **argv)
 				printf("%-32s %5d  (every run failed)\n", rows[i].name, 0);
 				continue;
 			}
-			printf("%-32s %5d %9.1f %9.1f %9.1f %7.2fx", rows[i].name, rows[i].n,
-			       json_real_value(json_object_get(j, "median_ms")),
-			       json_real_value(json_object_get(j, "p95_ms")),
-			       json_real_value(json_object_get(j, "p99_ms")),
-			       json_real_value(json_object_get(j, "vs_bare")));
+			printf("%-32s %5d", rows[i].name, rows[i].n);
+			print_ms(json_object_get(j, "median_ms"));
+			print_ms(json_object_get(j, "p95_ms"));
+			print_ms(json_object_get(j, "p99_ms"));
+			json_t *ratio = json_object_get(j, "vs_bare");
+			if (json_is_real(ratio))
+				printf(" %7.2fx", json_real_value(ratio));
+			else
+				printf(" %8s", "-");
 			if (rows[i].is_tier)
 				printf(" %10.1f %10.1f", rows[i].tput1, rows[i].tputn);
 			printf("%s\n", rows[i].failed ? "  (some runs failed)" : "");
 		}
-		printf("(ms; N = %d concurrent calls = 2 x cores)\n", conc);
+		printf("(ms; p95 needs 20 runs and p99 100, else -; N = %d concurrent calls: 2 x "
+		       "cores, at most 64)\n",
+		       conc);
 		if (have_microvm) {
 			struct regime *rg[2] = {&cold, &pool};
 			for (int k = 0; k < 2; k++) {
 				json_t *j = stats_json(rg[k]->v, rg[k]->n, 0);
-				if (rg[k]->n)
-					printf("microvm %-24s %5d %9.1f %9.1f\n", rg[k]->name, rg[k]->n,
-					       json_real_value(json_object_get(j, "median_ms")),
-					       json_real_value(json_object_get(j, "p95_ms")));
+				if (rg[k]->n) {
+					printf("microvm %-24s %5d", rg[k]->name, rg[k]->n);
+					print_ms(json_object_get(j, "median_ms"));
+					print_ms(json_object_get(j, "p95_ms"));
+					printf("\n");
+				}
 				json_decref(j);
 			}
 		}
