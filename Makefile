@@ -90,7 +90,7 @@ $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 
 TESTS := $(patsubst tests/%.c,$(T)/%,$(wildcard tests/test_*.c))
 
-$(B)/bench: bench/bench.c
+$(B)/bench: bench/bench.c src/cli/measure.h
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< -lm
 
@@ -132,7 +132,7 @@ bench: all $(B)/bench
 
 # The microvm tier's three regimes (cold boot, restore per run, warm pool),
 # through the library; slow under TCG, so a target of its own.
-$(B)/bench-microvm: bench/microvm.c bench/stats.h $(B)/libagentjail.a
+$(B)/bench-microvm: bench/microvm.c src/cli/measure.h $(B)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(B)/libagentjail.a $(PKG_LIBS) -lpthread
 
 bench-microvm: all $(B)/bench-microvm
@@ -140,7 +140,7 @@ bench-microvm: all $(B)/bench-microvm
 
 # The docker tier beside `docker run --rm` with the same flags, and where
 # its time goes; runs the default image, imported into the engine.
-$(B)/bench-docker: bench/docker.c bench/stats.h $(B)/libagentjail.a $(DOCKER_GEN)
+$(B)/bench-docker: bench/docker.c src/cli/measure.h $(B)/libagentjail.a $(DOCKER_GEN)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -I. -I$(B)/gen -o $@ $< $(B)/libagentjail.a $(PKG_LIBS) -lpthread
 
 bench-docker: all $(B)/bench-docker

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/cli/measure.h"
+
 extern char **environ;
 
 #define PYTHON "/usr/bin/python3"
@@ -262,46 +264,13 @@ static size_t build_commands(struct command *cmds, const char *agentjail, const 
 
 /* ---- timing ------------------------------------------------------------- */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Runs argv once with all three standard streams on /dev/null. Returns 0 and
- * the wait status, or -errno when it could not be spawned at all. */
-static int run_once(char *const argv[], double *ms, int *wstatus)
-{
-	posix_spawn_file_actions_t fa;
-	int rc = posix_spawn_file_actions_init(&fa);
-	if (rc)
-		return -rc;
-	for (int fd = 0; fd <= 2 && !rc; fd++)
-		rc = posix_spawn_file_actions_addopen(&fa, fd, "/dev/null",
-						      fd == 0 ? O_RDONLY : O_WRONLY, 0);
-	pid_t pid = -1;
-	double start = now_ms();
-	if (!rc)
-		rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -rc;
-	while (waitpid(pid, wstatus, 0) < 0) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	*ms = now_ms() - start;
-	return 0;
-}
-
 /* Runs c once; a failure of any kind drops it from all later rounds and
  * says why in its note. Records the time only when record is set. */
 static void run_round_for(struct command *c, bool record, const char *phase, long round)
 {
 	double ms = 0;
 	int ws = 0;
-	int rc = run_once(c->argv, &ms, &ws);
+	int rc = measure_spawn(c->argv, &ms, &ws);
 	if (rc < 0) {
 		c->skipped = true;
 		snprintf(c->note, NOTE_MAX, "cannot spawn %s: %s", c->argv[0], strerror(-rc));
@@ -330,34 +299,13 @@ static void run_round(struct command *cmds, size_t n, bool record, const char *p
 
 /* ---- statistics --------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array: the smallest sample with at
- * least p percent of the samples at or below it. It is always a measured
- * value, never an interpolation between two runs. */
-static double percentile(const double *sorted, size_t n, double p)
-{
-	if (n == 0)
-		return NAN;
-	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return sorted[rank - 1];
-}
-
 static struct stats summarize(struct command *c)
 {
-	qsort(c->samples, c->count, sizeof *c->samples, cmp_double);
+	measure_sort(c->samples, c->count);
 	return (struct stats){
-		.median = percentile(c->samples, c->count, 50),
-		.p95 = percentile(c->samples, c->count, 95),
-		.p99 = percentile(c->samples, c->count, 99),
+		.median = measure_percentile(c->samples, c->count, 50),
+		.p95 = measure_percentile(c->samples, c->count, 95),
+		.p99 = measure_percentile(c->samples, c->count, 99),
 	};
 }
 
@@ -370,36 +318,9 @@ struct machine {
 	char python[64];
 };
 
-/* CPUs this process may run on, as nproc(1) counts them. */
-static long usable_cpus(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0)
-		return CPU_COUNT(&set);
-	return sysconf(_SC_NPROCESSORS_ONLN);
-}
-
 static void strip_newline(char *s)
 {
 	s[strcspn(s, "\n")] = '\0';
-}
-
-static void read_cpu_model(char *out, size_t len)
-{
-	snprintf(out, len, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f)) {
-		char *colon = strchr(line, ':');
-		if (strncmp(line, "model name", 10) == 0 && colon) {
-			strip_newline(colon);
-			snprintf(out, len, "%s", colon + 1 + strspn(colon + 1, " \t"));
-			break;
-		}
-	}
-	fclose(f);
 }
 
 /* The version of the interpreter every row runs, asked of it once. */
@@ -420,8 +341,8 @@ static void describe_machine(struct machine *m)
 {
 	struct utsname u;
 	snprintf(m->kernel, sizeof m->kernel, "%s", uname(&u) == 0 ? u.release : "unknown");
-	m->cpus = usable_cpus();
-	read_cpu_model(m->cpu_model, sizeof m->cpu_model);
+	m->cpus = measure_usable_cpus();
+	measure_cpu_model(m->cpu_model, sizeof m->cpu_model);
 	read_python_version(m->python, sizeof m->python);
 }
 

@@ -25,31 +25,12 @@
 #include <unistd.h>
 
 #include "agentjail.h"
-#include "stats.h"
+#include "../src/cli/measure.h"
 #include "src/docker/phases.h"
 
 #include "docker_seccomp.inc"
 
 extern char **environ;
-
-/* Spawns argv with stdio on /dev/null; ms, or -1 if it failed. */
-static double time_command(char *const argv[])
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
-	pid_t pid;
-	double s = bench_now_ms();
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -1;
-	int ws;
-	waitpid(pid, &ws, 0);
-	double t = bench_now_ms() - s;
-	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? t : -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -121,12 +102,12 @@ int main(int argc, char **argv)
 	int warm = 3, failed[3] = {0};
 	for (int round = -warm; round < runs; round++) {
 		double t[3];
-		t[0] = time_command(cli);
-		t[1] = time_command(ajrun);
+		t[0] = measure_spawn_ok_ms(cli);
+		t[1] = measure_spawn_ok_ms(ajrun);
 		struct aj_result r;
-		double s = bench_now_ms();
+		double s = measure_now_ms();
 		aj_run(sb, "print(1)\n", 9, &r);
-		t[2] = r.status == AJ_STATUS_OK ? bench_now_ms() - s : -1;
+		t[2] = r.status == AJ_STATUS_OK ? measure_now_ms() - s : -1;
 		aj_result_free(&r);
 		if (round < 0)
 			continue;
@@ -147,17 +128,22 @@ int main(int argc, char **argv)
 	unlink(prof);
 	unlink(prog);
 
+	/* Sorted once, for the percentiles below; each phase on its own. */
+	for (int i = 0; i < 3; i++)
+		measure_sort(v[i], (size_t)n[i]);
+	for (int i = 0; i < 6; i++)
+		measure_sort(ph[i], (size_t)n[2]);
 	const char *names[3] = {"docker-cli", "agentjail", "library"};
 	printf("docker tier, print(1), %d runs after %d warm-up, image %s\n\n", runs, warm, image);
 	printf("%-11s %5s  %9s  %9s  %s\n", "row", "runs", "median ms", "p95 ms", "vs docker-cli");
-	double base = n[0] ? bench_pct(v[0], n[0], 50) : NAN;
+	double base = n[0] ? measure_percentile(v[0], (size_t)n[0], 50) : NAN;
 	for (int i = 0; i < 3; i++) {
 		if (!n[i]) {
 			printf("%-11s %5d  (every run failed)\n", names[i], 0);
 			continue;
 		}
-		double m = bench_pct(v[i], n[i], 50);
-		printf("%-11s %5d  %9.1f  %9.1f  %.2fx%s\n", names[i], n[i], m, bench_pct(v[i], n[i], 95),
+		double m = measure_percentile(v[i], (size_t)n[i], 50);
+		printf("%-11s %5d  %9.1f  %9.1f  %.2fx%s\n", names[i], n[i], m, measure_percentile(v[i], (size_t)n[i], 95),
 		       m / base, failed[i] ? "  (some runs failed)" : "");
 	}
 	if (n[2]) {
@@ -166,14 +152,14 @@ int main(int argc, char **argv)
 		printf("\nwhere the library's time goes (medians, ms):\n");
 		double pre = 0;
 		for (int i = 0; i < 6; i++) {
-			double m = bench_pct(ph[i], n[2], 50);
+			double m = measure_percentile(ph[i], (size_t)n[2], 50);
 			printf("  %-13s %7.1f\n", pn[i], m);
 			if (i < 2)
 				pre += m;
 		}
 		printf("a pool of pre-created, pre-attached containers would take %.1f ms (create + "
 		       "attach) off a %.1f ms run\n",
-		       pre, bench_pct(v[2], n[2], 50));
+		       pre, measure_percentile(v[2], (size_t)n[2], 50));
 	}
 	return 0;
 }

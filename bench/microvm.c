@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "agentjail.h"
-#include "stats.h"
+#include "../src/cli/measure.h"
 
 static void row(const char *name, double *v, int n)
 {
@@ -24,7 +24,9 @@ static void row(const char *name, double *v, int n)
 		printf("%-9s %5s  (no runs)\n", name, "-");
 		return;
 	}
-	double median = bench_pct(v, n, 50), p95 = bench_pct(v, n, 95);
+	measure_sort(v, (size_t)n);
+	double median = measure_percentile(v, (size_t)n, 50),
+	       p95 = measure_percentile(v, (size_t)n, 95);
 	printf("%-9s %5d  %9.1f  %9.1f\n", name, n, median, p95);
 }
 
@@ -35,9 +37,9 @@ static int time_runs(struct aj_sandbox *sb, double *v, int n, int pause_ms)
 	int got = 0;
 	for (int i = 0; i < n; i++) {
 		struct aj_result r;
-		double s = bench_now_ms();
+		double s = measure_now_ms();
 		aj_run(sb, "print(1)\n", 9, &r);
-		double t = bench_now_ms() - s;
+		double t = measure_now_ms() - s;
 		if (r.status == AJ_STATUS_OK)
 			v[got++] = t;
 		else
@@ -82,12 +84,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < cold_n; i++) {
 		struct aj_config c = cfg;
 		c.limits.memory_mb = 200 + (uint32_t)i + (uint32_t)(getpid() % 50);
-		double s = bench_now_ms();
+		double s = measure_now_ms();
 		if (aj_open(&c, &sb, &err)) {
 			fprintf(stderr, "bench-microvm: cold open: %s\n", err.message);
 			continue;
 		}
-		cold[cold_got++] = bench_now_ms() - s;
+		cold[cold_got++] = measure_now_ms() - s;
 		aj_close(sb);
 		/* Remove the snapshot this made: it is the benchmark's own. */
 		char cmd[256];

@@ -31,6 +31,7 @@
 #include "../core/internal.h"
 #include "../docker/api.h"
 #include "cli.h"
+#include "measure.h"
 
 static const char usage[] =
 	"usage: agentjail bench [--tier T ...] [--runs N] [--quick] [--no-peers] [--json]\n"
@@ -60,25 +61,6 @@ struct row {
 	double tput1, tputn;  /* runs/s; 0 if not measured */
 };
 
-static double spawn_ms(char **argv)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
-	pid_t pid;
-	double s = now_ms();
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -1;
-	int ws;
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	double t = now_ms() - s;
-	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? t : -1;
-}
-
 static double run_ms(struct aj_sandbox *sb)
 {
 	struct aj_result r;
@@ -92,19 +74,7 @@ static double run_ms(struct aj_sandbox *sb)
 
 static double once(struct row *r)
 {
-	return r->is_tier ? run_ms(r->sb) : spawn_ms(r->argv);
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, int n, double p)
-{
-	int k = (int)ceil(p / 100.0 * n);
-	return sorted[k < 1 ? 0 : k - 1];
+	return r->is_tier ? run_ms(r->sb) : measure_spawn_ok_ms(r->argv);
 }
 
 /* Absolute path of a program on PATH, or NULL. */
@@ -218,7 +188,7 @@ static int snapshots(const struct aj_config *cfg, uint32_t memory_mb, bool remov
 		char path[PATH_MAX + 300];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		char *argv[] = {"/bin/rm", "-rf", "--", path, NULL};
-		spawn_ms(argv);
+		measure_spawn_ok_ms(argv);
 	}
 	if (d)
 		closedir(d);
@@ -276,22 +246,16 @@ static void microvm_regimes(const struct aj_config *base, int runs, struct regim
  * cannot tell apart from the maximum (p95 below 20 runs, p99 below 100) is
  * null rather than a maximum under another name; so is a ratio to a bare
  * row that has no runs. */
-static json_t *stats_json(const double *v, int n, double base)
+static json_t *stats_json(const double *sorted, int n, double base)
 {
 	if (!n)
 		return json_pack("{s:i}", "runs", 0);
-	double *s = malloc(sizeof *s * (size_t)n);
-	if (!s)
-		return json_pack("{s:i}", "runs", 0);
-	memcpy(s, v, sizeof *s * (size_t)n);
-	qsort(s, (size_t)n, sizeof *s, cmp);
-	double med = pct(s, n, 50);
-	json_t *j = json_pack("{s:i, s:f, s:o, s:o, s:o}", "runs", n, "median_ms", med, "p95_ms",
-			      n >= 20 ? json_real(pct(s, n, 95)) : json_null(), "p99_ms",
-			      n >= 100 ? json_real(pct(s, n, 99)) : json_null(), "vs_bare",
-			      base > 0 ? json_real(med / base) : json_null());
-	free(s);
-	return j;
+	double med = measure_percentile(sorted, (size_t)n, 50);
+	return json_pack("{s:i, s:f, s:o, s:o, s:o}", "runs", n, "median_ms", med, "p95_ms",
+			 n >= 20 ? json_real(measure_percentile(sorted, (size_t)n, 95)) : json_null(),
+			 "p99_ms",
+			 n >= 100 ? json_real(measure_percentile(sorted, (size_t)n, 99)) : json_null(),
+			 "vs_bare", base > 0 ? json_real(med / base) : json_null());
 }
 
 static void print_ms(json_t *v)
@@ -358,17 +322,14 @@ int cmd_bench(int argc, char **argv)
 	if (quick)
 		runs = runs < 5 ? runs : 5;
 	int warm = quick ? 1 : 5;
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	if (cores < 1)
-		cores = 1;
+	long cores = measure_usable_cpus();
 	const char *python = cfg.python ? cfg.python : AJ_DEFAULT_PYTHON;
 
 	/* ---- the machine, at the top ---- */
 	struct utsname u;
 	uname(&u);
 	char cpu[160] = "", pyver[64] = "", qemu[128] = "", docker[128] = "";
-	first_line("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'", cpu,
-		   sizeof cpu);
+	measure_cpu_model(cpu, sizeof cpu);
 	char cmd[PATH_MAX + 64];
 	snprintf(cmd, sizeof cmd, "%s -I -c 'import platform; print(platform.python_version())'",
 		 python);
@@ -477,14 +438,12 @@ int cmd_bench(int argc, char **argv)
 		if (rows[i].sb)
 			aj_close(rows[i].sb);
 
-	double base = 0;
-	if (rows[0].n) {
-		double *s = malloc(sizeof *s * (size_t)rows[0].n);
-		memcpy(s, rows[0].v, sizeof *s * (size_t)rows[0].n);
-		qsort(s, (size_t)rows[0].n, sizeof *s, cmp);
-		base = pct(s, rows[0].n, 50);
-		free(s);
-	}
+	/* Each row's samples sorted once, in place, for its percentiles. */
+	for (int i = 0; i < nr; i++)
+		measure_sort(rows[i].v, (size_t)rows[i].n);
+	measure_sort(cold.v, (size_t)cold.n);
+	measure_sort(pool.v, (size_t)pool.n);
+	double base = rows[0].n ? measure_percentile(rows[0].v, (size_t)rows[0].n, 50) : 0;
 
 	json_t *jrows = json_array();
 	for (int i = 0; i < nr; i++) {
