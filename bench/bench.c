@@ -151,29 +151,6 @@ static char *default_agentjail(void)
 	return path;
 }
 
-/* Absolute path of an executable named on PATH, or NULL. Resolved here, not
- * by posix_spawnp, so that "not installed" can be told from "failed". */
-static char *find_in_path(const char *name)
-{
-	const char *env = getenv("PATH");
-	char *dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
-	if (!dirs)
-		return NULL;
-	char *found = NULL, *save = NULL;
-	for (char *d = strtok_r(dirs, ":", &save); d && !found;
-	     d = strtok_r(NULL, ":", &save)) {
-		char *p;
-		if (asprintf(&p, "%s/%s", *d ? d : ".", name) < 0)
-			break;
-		if (access(p, X_OK) == 0)
-			found = p;
-		else
-			free(p);
-	}
-	free(dirs);
-	return found;
-}
-
 /* Writes the program for agentjail, which takes a file, not -c. The file
  * stays on the host; agentjail reads it before the sandbox starts. */
 static char *write_program(void)
@@ -449,8 +426,8 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	char *unshare = find_in_path("unshare");
-	char *bwrap = find_in_path("bwrap");
+	char *unshare = measure_find_in_path("unshare");
+	char *bwrap = measure_find_in_path("bwrap");
 
 	struct command cmds[6] = {0};
 	size_t n = build_commands(cmds, agentjail, file, unshare, bwrap);

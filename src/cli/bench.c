@@ -77,21 +77,6 @@ static double once(struct row *r)
 	return r->is_tier ? run_ms(r->sb) : measure_spawn_ok_ms(r->argv);
 }
 
-/* Absolute path of a program on PATH, or NULL. */
-static char *which(const char *name)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
-		size_t l = strcspn(p, ":");
-		snprintf(buf, sizeof buf, "%.*s/%s", (int)l, p, name);
-		if (access(buf, X_OK) == 0)
-			return strdup(buf);
-		p += l + (p[l] == ':');
-	}
-	return NULL;
-}
-
 static char **argv_of(const char *first, ...)
 {
 	char **v = calloc(40, sizeof *v);
@@ -367,7 +352,9 @@ int cmd_bench(int argc, char **argv)
 		r->sb = sb;
 	}
 	if (peers) {
-		char *bwrap = which("bwrap"), *nsjail = which("nsjail"), *dk = which("docker");
+		char *bwrap = measure_find_in_path("bwrap");
+		char *nsjail = measure_find_in_path("nsjail");
+		char *dk = measure_find_in_path("docker");
 		if (bwrap) {
 			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: bwrap");
 			rows[nr++].argv = argv_of(bwrap, "--ro-bind", "/", "/", "--dev", "/dev",

@@ -1,7 +1,7 @@
 /* What every latency measurement here shares: `agentjail bench` and the
  * benchmark programs in bench/ (which include this header by path). A
- * monotonic clock, a command timed with its streams on /dev/null,
- * nearest-rank percentiles, and the machine's CPUs. Header-only and free of
+ * monotonic clock, a program found on PATH, a command timed with its
+ * streams on /dev/null, nearest-rank percentiles, and the machine's CPUs. Header-only and free of
  * the library, so a benchmark stays one program. */
 #ifndef AJ_MEASURE_H
 #define AJ_MEASURE_H
@@ -61,6 +61,29 @@ static inline double measure_spawn_ok_ms(char *const argv[])
 	int ws = 0;
 	return measure_spawn(argv, &ms, &ws) == 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? ms
 												: -1;
+}
+
+/* Absolute path of an executable named on PATH, or NULL. Resolved here, not
+ * by posix_spawnp, so that "not installed" can be told from "failed". */
+static inline char *measure_find_in_path(const char *name)
+{
+	const char *env = getenv("PATH");
+	char *dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
+	if (!dirs)
+		return NULL;
+	char *found = NULL, *save = NULL;
+	for (char *d = strtok_r(dirs, ":", &save); d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		char *p;
+		if (asprintf(&p, "%s/%s", *d ? d : ".", name) < 0)
+			break;
+		if (access(p, X_OK) == 0)
+			found = p;
+		else
+			free(p);
+	}
+	free(dirs);
+	return found;
 }
 
 static inline int measure_cmp(const void *a, const void *b)
