@@ -10,7 +10,7 @@ CFLAGS ?= -O2 -g
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
-LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/attack/*.c))
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/attack/*.c src/session/*.c))
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
@@ -50,6 +50,13 @@ $(BOOT_GEN): src/docker/boot.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
 
+# The session interpreter (src/session/repl.py), as a C string.
+REPL_GEN := $(B)/gen/session_repl.inc
+$(REPL_GEN): src/session/repl.py tools/c_string.py
+	@mkdir -p $(dir $@)
+	python3 tools/c_string.py session_repl_py < $< > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
 $(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
 

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define AGENTJAIL_VERSION "0.3.0"
+#define AGENTJAIL_VERSION "0.4.0"
 
 enum aj_tier {
 	AJ_TIER_PROCESS = 0,
@@ -77,6 +77,27 @@ struct aj_limits {
 #define AJ_DEFAULT_IMAGE "default"
 #define AJ_DEFAULT_IMAGES_DIR "/var/lib/agentjail/images"
 
+/* What bounds a session (aj_session_open) beyond each call's own limits.
+ * Memory, pids and disk (aj_limits) already hold for the session as a
+ * whole: its processes and its one workspace live as long as it does. */
+struct aj_session_limits {
+	double idle_sec;        /* closed after this long without a call */
+	double lifetime_sec;    /* closed this long after it opened, however busy */
+	uint32_t cpu_sec;       /* CPU seconds of every call together */
+	uint32_t max_sessions;  /* open at once in this process */
+	uint32_t transfer_mb;   /* largest file put into or got out of it */
+	uint32_t images;        /* most images one call returns */
+	uint32_t image_kb;      /* largest image a call returns */
+};
+
+#define AJ_DEFAULT_SESSION_IDLE_SEC 300.0
+#define AJ_DEFAULT_SESSION_LIFETIME_SEC 3600.0
+#define AJ_DEFAULT_SESSION_CPU_SEC 600
+#define AJ_DEFAULT_MAX_SESSIONS 16
+#define AJ_DEFAULT_TRANSFER_MB 16
+#define AJ_DEFAULT_IMAGES 8
+#define AJ_DEFAULT_IMAGE_KB 2048
+
 struct aj_config {
 	enum aj_tier tier;
 	struct aj_limits limits;
@@ -101,6 +122,7 @@ struct aj_config {
 	 * imports; any image with python3 on its PATH will do). */
 	const char *docker_socket;
 	const char *docker_image;
+	struct aj_session_limits session;
 };
 
 #define AJ_ERROR_MAX 512
@@ -124,6 +146,20 @@ struct aj_result {
 	double cpu_ms;
 	uint64_t memory_kb;     /* peak resident set */
 	char *message;          /* why: for sandbox_error, memory, timeout, output_limit; else NULL */
+	/* Sessions only: images the call produced (matplotlib figures it left
+	 * open, new images in the workspace's outputs/), at most
+	 * session.images of at most session.image_kb each; the rest are
+	 * counted in images_dropped. */
+	struct aj_image *images;
+	size_t image_count;
+	size_t images_dropped;
+};
+
+struct aj_image {
+	char *name;             /* "figure-1.png", "outputs/plot.png" */
+	char *mime;             /* "image/png", ... */
+	unsigned char *data;
+	size_t len;
 };
 
 struct aj_sandbox;
@@ -150,6 +186,57 @@ void aj_cancel_fire(struct aj_cancel *c);
 void aj_cancel_free(struct aj_cancel *c);
 int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 		       struct aj_cancel *cancel, struct aj_result *res);
+
+/* ---- Sessions: one sandbox that lives across calls ----
+ *
+ * A session keeps an interpreter alive inside one sandbox of the configured
+ * tier: globals, imports and workspace files persist from call to call. Each
+ * call gets the per-call limits (wall clock, CPU, output) and returns the
+ * same aj_result as aj_run, plus any images it produced. A call that ends
+ * the interpreter (a crash, a timeout, a limit) ends with the usual status;
+ * the next call gets a fresh interpreter in the same sandbox (files kept)
+ * and says in its message that the state was lost. The session closes on
+ * aj_session_close, its idle timeout or its lifetime; its sandbox is then
+ * destroyed completely and every later call fails with the reason.
+ *
+ * Files: paths are relative to the workspace (or absolute under
+ * AJ_SESSION_WORKSPACE); "..", symlinks and special files are refused. One
+ * session is used by one call at a time (calls from several threads wait
+ * their turn); sessions are independent of each other. */
+#define AJ_SESSION_WORKSPACE "/tmp/work"
+
+struct aj_session;
+
+enum aj_file_type { AJ_FILE_REGULAR = 0, AJ_FILE_DIRECTORY, AJ_FILE_SYMLINK, AJ_FILE_OTHER };
+
+struct aj_file_info {
+	char *name;             /* valid UTF-8 (invalid bytes shown as U+FFFD) */
+	enum aj_file_type type;
+	uint64_t size;
+};
+
+int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct aj_error *err);
+/* As aj_run: always fills *res; 0 when the code ran, -errno when it could
+ * not (an unknown or closed session: -ESHUTDOWN with the reason). */
+int aj_session_run(struct aj_session *s, const char *code, size_t len, struct aj_result *res);
+int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
+			       struct aj_cancel *cancel, struct aj_result *res);
+/* Writes (creates or replaces) a workspace file, making its directories. */
+int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
+		   struct aj_error *err);
+/* Reads a workspace file: *data is malloc'ed (NUL-terminated past len). */
+int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,
+		   struct aj_error *err);
+/* The entries of a workspace directory ("" or "." for the workspace). */
+int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
+		    size_t *count, struct aj_error *err);
+void aj_file_list_free(struct aj_file_info *entries, size_t count);
+/* An id naming the session (random, 32 hex digits), for front ends. */
+const char *aj_session_id(const struct aj_session *s);
+/* NULL while the session is open; else why it closed ("idle for 300 s"). */
+const char *aj_session_closed_reason(const struct aj_session *s);
+/* Destroys the sandbox (if a limit has not already) and frees s. */
+void aj_session_close(struct aj_session *s);
 
 /* Whether a tier can run on this machine; 0 if so, else -errno with the
  * precise reason in err ("network namespace: unshare: EPERM"). */

@@ -4,7 +4,9 @@
 #   install-deps.sh          what the build, tests and demo need
 #   install-deps.sh bench    and the peers the benchmark measures beside us
 set -eu
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 debootstrap qemu-system-x86 lz4 cpio binutils docker.io"
+# python3-matplotlib, -numpy, -pandas: the host-copied test image and the
+# process tier make charts in session tests with them.
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas debootstrap qemu-system-x86 lz4 cpio binutils docker.io"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

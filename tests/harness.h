@@ -41,6 +41,37 @@ static inline void make_token(char *out, size_t n)
 	out[2 * i] = '\0';
 }
 
+/* Set while the hostile table runs in session mode (session_cases.h):
+ * run_code then runs each program as a cell of a fresh session and checks
+ * that the session is still usable after it, or was closed cleanly. */
+static bool harness_via_session;
+
+static inline void run_in_session(const struct aj_config *cfg, struct aj_result *res,
+				  const char *code)
+{
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	if (aj_session_open(cfg, &s, &err))
+		fail_msg("aj_session_open: %s", err.message);
+	aj_session_run(s, code, strlen(code), res);
+	/* Usable after the cell (a fresh interpreter if the cell ended its
+	 * own), or closed with a reason: never a broken half-open session. */
+	struct aj_result after;
+	static const char probe[] = "print('session-alive')\n";
+	int rc = aj_session_run(s, probe, strlen(probe), &after);
+	if (rc == 0) {
+		if (after.status != AJ_STATUS_OK || !strstr(after.stdout_buf, "session-alive"))
+			fail_msg("session unusable after the cell: %s; %s; %s",
+				 aj_status_name(after.status), after.message ? after.message : "-",
+				 after.stderr_buf);
+	} else if (rc != -ESHUTDOWN || !aj_session_closed_reason(s)) {
+		fail_msg("session neither usable nor closed after the cell: %s",
+			 after.message ? after.message : "-");
+	}
+	aj_result_free(&after);
+	aj_session_close(s);
+}
+
 /* Runs printf-formatted code with cfg; asserts the sandbox itself worked
  * unless the caller expects otherwise. */
 static inline void run_code(const struct aj_config *cfg, struct aj_result *res, const char *fmt,
@@ -53,6 +84,11 @@ static inline void run_code(const struct aj_config *cfg, struct aj_result *res, 
 	va_start(ap, fmt);
 	assert_true(vasprintf(&code, fmt, ap) >= 0);
 	va_end(ap);
+	if (harness_via_session) {
+		run_in_session(cfg, res, code);
+		free(code);
+		return;
+	}
 	struct aj_sandbox *sb = NULL;
 	struct aj_error err = {0};
 	int rc = aj_open(cfg, &sb, &err);
@@ -107,18 +143,21 @@ static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
 	return n;
 }
 
-/* Cgroups of runs (agentjail/run-*) still present under /sys/fs/cgroup. */
+/* Cgroups of this process's runs (agentjail/run-PID-*) still present under
+ * /sys/fs/cgroup: another test program running beside this one has its own. */
 static inline int count_run_cgroups(void)
 {
 	static const char *const parents[] = {
 		"/sys/fs/cgroup/agentjail", "/sys/fs/cgroup/memory/agentjail",
 		"/sys/fs/cgroup/pids/agentjail", "/sys/fs/cgroup/cpu/agentjail"};
 	int n = 0;
+	char mine[32];
+	snprintf(mine, sizeof mine, "run-%d-", (int)getpid());
 	for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++) {
 		DIR *d = opendir(parents[i]);
 		struct dirent *de;
 		while (d && (de = readdir(d)))
-			if (strncmp(de->d_name, "run-", 4) == 0)
+			if (strncmp(de->d_name, mine, strlen(mine)) == 0)
 				n++;
 		if (d)
 			closedir(d);

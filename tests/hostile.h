@@ -74,6 +74,15 @@ static int case_setup(void **state)
 	 * leftovers, nor ours as theirs. */
 	f->cfg.uid_base = 2100000000u;
 	f->cfg.state_dir = "/run/agentjail-test";
+	/* Test programs run side by side (two checkouts on one machine) each
+	 * take a range of their own. */
+	const char *base = getenv("AJ_TEST_UID_BASE");
+	if (base && *base) {
+		static char dir[64];
+		f->cfg.uid_base = (uint32_t)strtoul(base, NULL, 10);
+		snprintf(dir, sizeof dir, "/run/agentjail-test-%s", base);
+		f->cfg.state_dir = dir;
+	}
 	f->cfg.image = f->image;
 	f->cfg.docker_image = f->docker_image;
 	/* Short limits keep the suite fast; each case widens what it needs. */
@@ -908,20 +917,19 @@ static void cancel_stops_the_run(void **state)
 
 #define HOSTILE_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
 
-/* The whole table, in the order a reader meets the threats. */
-#define HOSTILE_TABLE                                                                       \
-	HOSTILE_TEST(benign_hello), HOSTILE_TEST(benign_exit_code),                         \
-	HOSTILE_TEST(benign_exception), HOSTILE_TEST(hostile_cpu_loop),                     \
-	HOSTILE_TEST(hostile_memory_512mb), HOSTILE_TEST(hostile_fork_bomb),                \
-	HOSTILE_TEST(hostile_disk_fill), HOSTILE_TEST(hostile_read_secrets),                \
-	HOSTILE_TEST(hostile_network), HOSTILE_TEST(hostile_sleep_forever),                 \
-	HOSTILE_TEST(hostile_thread_bomb), HOSTILE_TEST(hostile_big_file),                  \
-	HOSTILE_TEST(hostile_fill_tmp_and_shm), HOSTILE_TEST(hostile_daemon),               \
-	HOSTILE_TEST(hostile_output_flood), HOSTILE_TEST(hostile_kill_all),                 \
-	HOSTILE_TEST(hostile_list_proc), HOSTILE_TEST(hostile_write_everywhere),            \
-	HOSTILE_TEST(isolation_concurrent_runs), HOSTILE_TEST(isolation_sequential_runs),      \
-	HOSTILE_TEST(hostile_host_unix_socket), HOSTILE_TEST(hostile_keyrings),               \
-	HOSTILE_TEST(hostile_devices), HOSTILE_TEST(hostile_denied_syscalls),                 \
-	HOSTILE_TEST(caller_signal_state_is_not_inherited), HOSTILE_TEST(cancel_stops_the_run)
+/* The whole table, in the order a reader meets the threats; T makes a
+ * cmocka test of each. */
+#define HOSTILE_CASES(T)                                                                    \
+	T(benign_hello), T(benign_exit_code), T(benign_exception), T(hostile_cpu_loop),     \
+	T(hostile_memory_512mb), T(hostile_fork_bomb), T(hostile_disk_fill),                \
+	T(hostile_read_secrets), T(hostile_network), T(hostile_sleep_forever),              \
+	T(hostile_thread_bomb), T(hostile_big_file), T(hostile_fill_tmp_and_shm),           \
+	T(hostile_daemon), T(hostile_output_flood), T(hostile_kill_all), T(hostile_list_proc), \
+	T(hostile_write_everywhere), T(isolation_concurrent_runs),                          \
+	T(isolation_sequential_runs), T(hostile_host_unix_socket), T(hostile_keyrings),     \
+	T(hostile_devices), T(hostile_denied_syscalls),                                     \
+	T(caller_signal_state_is_not_inherited), T(cancel_stops_the_run)
+
+#define HOSTILE_TABLE HOSTILE_CASES(HOSTILE_TEST)
 
 #endif

@@ -58,6 +58,15 @@ void aj_config_init(struct aj_config *cfg)
 	cfg->python = AJ_DEFAULT_PYTHON;
 	cfg->uid_base = AJ_DEFAULT_UID_BASE;
 	cfg->slots = AJ_DEFAULT_SLOTS;
+	cfg->session = (struct aj_session_limits){
+		.idle_sec = AJ_DEFAULT_SESSION_IDLE_SEC,
+		.lifetime_sec = AJ_DEFAULT_SESSION_LIFETIME_SEC,
+		.cpu_sec = AJ_DEFAULT_SESSION_CPU_SEC,
+		.max_sessions = AJ_DEFAULT_MAX_SESSIONS,
+		.transfer_mb = AJ_DEFAULT_TRANSFER_MB,
+		.images = AJ_DEFAULT_IMAGES,
+		.image_kb = AJ_DEFAULT_IMAGE_KB,
+	};
 }
 
 /* The allowed range of each limit. The lower bounds are what Python needs to
@@ -75,6 +84,12 @@ static const struct range disk_range = {"disk", "MiB", 1, 65536};
 static const struct range output_range = {"output", "KiB", 1, 1048576};
 static const struct range open_files_range = {"open-files", "files", 16, 65536};
 static const struct range slots_range = {"slots", "slots", 1, 65536};
+static const struct range session_cpu_range = {"session-cpu", "seconds", 1, 864000};
+static const struct range max_sessions_range = {"max-sessions", "sessions", 1, 4096};
+/* A transfer travels base64 in one frame: 256 MiB keeps that in memory. */
+static const struct range transfer_range = {"transfer", "MiB", 1, 256};
+static const struct range images_range = {"images", "images", 0, 64};
+static const struct range image_kb_range = {"image-size", "KiB", 1, 65536};
 
 static int check_range(const struct range *r, uint32_t v, struct aj_error *err)
 {
@@ -102,6 +117,20 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 	    (rc = check_range(&output_range, l->output_kb, err)) ||
 	    (rc = check_range(&open_files_range, l->open_files, err)) ||
 	    (rc = check_range(&slots_range, cfg->slots, err)))
+		return rc;
+	const struct aj_session_limits *sl = &cfg->session;
+	if (!(sl->idle_sec >= 1.0 && sl->idle_sec <= 864000.0))
+		return error_set(err, -EINVAL,
+				 "session-idle: %g is out of range (1 to 864000 seconds)", sl->idle_sec);
+	if (!(sl->lifetime_sec >= 1.0 && sl->lifetime_sec <= 864000.0))
+		return error_set(err, -EINVAL,
+				 "session-lifetime: %g is out of range (1 to 864000 seconds)",
+				 sl->lifetime_sec);
+	if ((rc = check_range(&session_cpu_range, sl->cpu_sec, err)) ||
+	    (rc = check_range(&max_sessions_range, sl->max_sessions, err)) ||
+	    (rc = check_range(&transfer_range, sl->transfer_mb, err)) ||
+	    (rc = check_range(&images_range, sl->images, err)) ||
+	    (rc = check_range(&image_kb_range, sl->image_kb, err)))
 		return rc;
 	if (cfg->python && cfg->python[0] != '/')
 		return error_set(err, -EINVAL, "python: '%s' is not an absolute path", cfg->python);

@@ -38,6 +38,19 @@ void capture_free(struct capture *c);
  * standard recommends) and NUL bytes are kept as is. NULL on ENOMEM. */
 char *utf8_repair(const char *s, size_t n, size_t *out_len);
 
+/* Whether s[0..n) is valid UTF-8 (NUL bytes count as valid). */
+bool utf8_valid(const char *s, size_t n);
+
+/* Whether a program's stderr ends with Python's last words on a failed
+ * allocation ("MemoryError"). Only the kind of ending is inferred from it,
+ * never a limit: a program that prints it itself merely labels its own
+ * failure. */
+bool stderr_ends_with_memory_error(const char *buf, size_t len);
+
+/* Code the sandbox refuses before starting anything (missing, too large, a
+ * NUL byte): 0, or -errno with res a sandbox_error naming why. */
+int code_check(const char *code, size_t len, struct aj_result *res);
+
 /* The contract's result object (DESIGN.md), for callers that embed it in
  * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */
 typedef struct json_t json_t;
@@ -54,6 +67,12 @@ void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
 /* Writes all n bytes, retrying short writes and EINTR: 0 or -errno. Only
  * write(2) inside, so a sandbox child may use it between clone and exec. */
 int write_full(int fd, const void *buf, size_t n);
+
+/* Base64 with padding. encode: malloc'ed, NUL-terminated, NULL on ENOMEM.
+ * decode: 0, -EINVAL for anything but canonical base64, or -ENOMEM; *out
+ * is malloc'ed and NUL-terminated past *out_len. */
+char *base64_encode(const void *data, size_t len, size_t *out_len);
+int base64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len);
 
 /* Monotonic clock in milliseconds. */
 double now_ms(void);

@@ -29,6 +29,24 @@ static json_t *ms(double v)
 	return json_real(round(v * 10.0) / 10.0);
 }
 
+/* [{"name", "mime", "data" (base64), "bytes"}]. */
+static json_t *images_to_json(const struct aj_result *res)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < res->image_count; i++) {
+		const struct aj_image *im = &res->images[i];
+		char *b64 = base64_encode(im->data, im->len, NULL);
+		json_t *e = json_pack("{s:o, s:s, s:s, s:I}", "name", text_or_null(im->name), "mime",
+				      im->mime, "data", b64 ? b64 : "", "bytes", (json_int_t)im->len);
+		free(b64);
+		if (!e || json_array_append_new(a, e)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 {
 	json_t *o = json_object();
@@ -49,6 +67,13 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 	bad |= json_object_set_new(o, "cpu_ms", ms(res->cpu_ms));
 	bad |= json_object_set_new(o, "memory_kb", json_integer((json_int_t)res->memory_kb));
 	bad |= json_object_set_new(o, "message", text_or_null(res->message));
+	/* Only a session's call can return images: a plain run's object keeps
+	 * the contract's keys exactly. */
+	if (res->image_count || res->images_dropped)
+		bad |= json_object_set_new(o, "images", images_to_json(res));
+	if (res->images_dropped)
+		bad |= json_object_set_new(o, "images_dropped",
+					   json_integer((json_int_t)res->images_dropped));
 	if (bad) {
 		json_decref(o);
 		return NULL;

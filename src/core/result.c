@@ -18,6 +18,12 @@ void aj_result_free(struct aj_result *res)
 	free(res->stdout_buf);
 	free(res->stderr_buf);
 	free(res->message);
+	for (size_t i = 0; i < res->image_count; i++) {
+		free(res->images[i].name);
+		free(res->images[i].mime);
+		free(res->images[i].data);
+	}
+	free(res->images);
 	memset(res, 0, sizeof *res);
 }
 
@@ -53,4 +59,18 @@ double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+bool stderr_ends_with_memory_error(const char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return false;
+	size_t end = len;
+	while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r'))
+		end--;
+	size_t start = end;
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	static const char tag[] = "MemoryError";
+	return end - start >= sizeof tag - 1 && memcmp(buf + start, tag, sizeof tag - 1) == 0;
 }

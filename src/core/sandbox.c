@@ -64,8 +64,7 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	return 0;
 }
 
-/* Code the sandbox refuses before starting anything, with the reason. */
-static int check_code(const char *code, size_t len, struct aj_result *res)
+int code_check(const char *code, size_t len, struct aj_result *res)
 {
 	if (!code) {
 		result_sandbox_error(res, "code: missing");
@@ -128,9 +127,9 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 	if (!sb) {
 		result_sandbox_error(res, "run: no sandbox");
 		rc = -EINVAL;
-	} else if (!(rc = check_code(code, len, res))) {
+	} else if (!(rc = code_check(code, len, res))) {
 		const struct run_request req = {.code = code, .len = len,
-						.cancel_fd = cancel ? cancel->fd : -1};
+						.cancel_fd = cancel_fd(cancel)};
 		rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
 	}
 	/* Every result carries both streams, even a refused one, so front
@@ -145,6 +144,26 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res)
 {
 	return aj_run_cancellable(sb, code, len, NULL, res);
+}
+
+const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb)
+{
+	return sb->ops;
+}
+
+void *sandbox_state(const struct aj_sandbox *sb)
+{
+	return sb->state;
+}
+
+const struct aj_config *sandbox_config(const struct aj_sandbox *sb)
+{
+	return &sb->cfg;
+}
+
+int cancel_fd(const struct aj_cancel *c)
+{
+	return c ? c->fd : -1;
 }
 
 void aj_close(struct aj_sandbox *sb)

@@ -70,3 +70,16 @@ char *utf8_repair(const char *in, size_t n, size_t *out_len)
 		*out_len = o;
 	return out;
 }
+
+bool utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, bad;
+	while (i < n) {
+		size_t k = sequence_length(p + i, n - i, &bad);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}

@@ -35,6 +35,22 @@
  * Any failed setup step is reported on the report pipe as "step: ERRNO" and
  * the run is refused (sandbox_error): nothing runs with less than promised.
  *
+ * Sessions
+ * --------
+ * A session's sandbox is built the same way (jail_session_start) and lives
+ * until the session closes. Init then does not wait for one "go": each 's'
+ * on the life pipe starts a session interpreter (src/session/repl.py as
+ * `python3 -I -u -c`) through exactly the inside steps above, with two more
+ * pipes as its fds 3 (requests) and 4 (replies). While it runs, init reaps
+ * orphans and watches the life pipe; when the interpreter ends (a crash, a
+ * limit, or the supervisor's stop signal at a call's wall clock), init kills
+ * whatever it left (its state is gone with it), reports its wait status and
+ * waits for the next 's'. EOF on the life pipe (the session closed, or its
+ * process died) ends init, and with it the whole sandbox. A session's init
+ * has no PDEATHSIG: that fires when the creating *thread* exits, and a
+ * session outlives the call that opened it; the life pipe's EOF stands in.
+ * The per-call supervision is src/linux/session_io.c.
+ *
  * Between clone and execve the code runs in a copy of a possibly
  * multi-threaded process: plain system calls only, no malloc, no locks, no
  * glibc wrapper that acts on "all threads" (see creds.c).
@@ -42,14 +58,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/keyctl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -75,22 +95,46 @@ static const unsigned long base_namespaces =
 struct plan {
 	const struct jail_spec *s;
 	int out_w, err_w, report_w, life_r;
-	char *argv[5];
-	char *envp[6];
+	int req_r, rep_w;           /* sessions: the interpreter's fds 3 and 4 */
+	struct aj_limits limits;    /* what the inside process gets */
+	char *argv[6];
+	char *envp[7];
 };
+
+/* Built from nothing: no variable of the caller's (API keys least of all)
+ * reaches the program. MALLOC_ARENA_MAX: glibc reserves 64 MiB of address
+ * space per malloc arena, which under RLIMIT_AS would make a handful of
+ * threads fail. */
+static char *const environment[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+				    "HOME=" JAIL_WORKSPACE, "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2",
+				    NULL};
+
+/* The session interpreter, as a C string (tools/c_string.py). */
+#include "session_repl.inc"
 
 /* ---- inside: the program's process ---- */
 
 static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 {
-	/* Lift the pipe ends above 2 first so no dup2 below can clobber one (a
-	 * caller whose own 0-2 were closed gets pipes there). */
-	int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 3);
-	int err = fcntl(p->err_w, F_DUPFD_CLOEXEC, 3);
-	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 3);
+	/* Lift the pipe ends above 4 first so no dup2 below can clobber one (a
+	 * caller whose own 0-2 were closed gets pipes there; a session's
+	 * interpreter gets its request and reply pipes at 3 and 4). */
+	int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 5);
+	int err = fcntl(p->err_w, F_DUPFD_CLOEXEC, 5);
+	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 5);
 	if (out < 0 || err < 0 || rep < 0)
 		return setup_fail(e, errno, "stdio: dup");
 	*report = rep;
+	if (p->s->session) {
+		/* The session interpreter's requests and replies at 3 and 4,
+		 * lifted first like the others; dup2 clears close-on-exec. */
+		int req = fcntl(p->req_r, F_DUPFD_CLOEXEC, 5);
+		int repl = fcntl(p->rep_w, F_DUPFD_CLOEXEC, 5);
+		if (req < 0 || repl < 0 || dup2(req, 3) < 0 || dup2(repl, 4) < 0)
+			return setup_fail(e, errno, "session pipes: dup");
+		close(req);
+		close(repl);
+	}
 	/* stdin is /dev/null: the program cannot wait on or read the caller's. */
 	int null = open("/dev/null", O_RDONLY);
 	if (null < 0)
@@ -98,7 +142,7 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		return setup_fail(e, errno, "stdio: dup2");
 	/* Nothing else crosses exec: the report pipe is already close-on-exec. */
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	if (close_range(p->s->session ? 5 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return setup_fail(e, errno, "stdio: close_range");
 	return 0;
 }
@@ -114,7 +158,7 @@ __attribute__((noreturn)) static void inside_main(const struct plan *p)
 	    /* RLIMIT_NPROC counts per uid: the run's own uid when root, and
 	     * per user namespace (kernel ucounts) otherwise, so one run's
 	     * count is its own either way. */
-	    (rc = rlimits_apply(&s->cfg->limits, true, s->address_space_limit, &e)) ||
+	    (rc = rlimits_apply(&p->limits, true, s->address_space_limit, &e)) ||
 	    (rc = creds_drop(s->uid, s->gid, s->userns, &e)))
 		goto fail;
 	if (chdir(JAIL_WORKSPACE) < 0) {
@@ -183,7 +227,7 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 	if ((rc = make_dir(p1, 0700, s->userns ? keep : s->uid, s->userns ? keep : s->gid, e)))
 		return rc;
 	snprintf(p1, sizeof p1, "%s/t/work/" JAIL_PROGRAM, tmp);
-	if ((rc = write_program(s, p1, e)))
+	if (!s->session && (rc = write_program(s, p1, e)))
 		return rc;
 	/* /var/tmp absent, or a symlink (to /tmp): nothing to shadow there. */
 	snprintf(p2, sizeof p2, "%s/var/tmp", root);
@@ -211,6 +255,97 @@ static bool wait_for_go(int life_r)
 	return n == 1;
 }
 
+/* A session's init, once the sandbox is built: one interpreter after
+ * another, each on the supervisor's 's', until the life pipe's EOF. */
+static void on_child(int sig)
+{
+	(void)sig; /* only interrupts ppoll */
+}
+
+/* Throws away what a dead interpreter left unread in the request pipe: a
+ * request it never answered must not run in the next one. */
+static void discard_pending(int fd)
+{
+	char buf[4096];
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	while (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN) && read(fd, buf, sizeof buf) > 0)
+		;
+}
+
+__attribute__((noreturn)) static void session_init_loop(const struct plan *p)
+{
+	struct setup_error e;
+	/* SIGCHLD is taken only inside ppoll: a child that ends between the
+	 * reaping below and ppoll still wakes it. */
+	sigset_t chld, during;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_child;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCHLD, &sa, NULL) < 0 || sigprocmask(SIG_BLOCK, &chld, &during) < 0) {
+		setup_fail(&e, errno, "signals: SIGCHLD");
+		report_setup_failed(p->report_w, &e);
+		_exit(1);
+	}
+	sigdelset(&during, SIGCHLD);
+	for (;;) {
+		char c;
+		ssize_t n;
+		while ((n = read(p->life_r, &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			_exit(0); /* the session is over: the kernel ends the rest */
+		int fd = -1;
+		pid_t pid = spawn_clone(0, &fd);
+		if (pid < 0) {
+			setup_fail(&e, -pid, "start the session interpreter");
+			report_setup_failed(p->report_w, &e);
+			continue;
+		}
+		if (pid == 0) {
+			sigprocmask(SIG_SETMASK, &during, NULL);
+			signal(SIGCHLD, SIG_DFL);
+			inside_main(p);
+		}
+		close(fd);
+		int main_status = 0;
+		bool done = false;
+		while (!done) {
+			int ws;
+			pid_t r;
+			while ((r = waitpid(-1, &ws, WNOHANG)) > 0) {
+				if (r == pid) {
+					main_status = ws;
+					done = true;
+				}
+			}
+			if (done)
+				break;
+			struct pollfd pf = {.fd = p->life_r, .events = POLLIN};
+			if (ppoll(&pf, 1, NULL, &during) == 1 && pf.revents) {
+				/* EOF (or a byte out of turn): the host is gone
+				 * or closed the session mid-call. */
+				kill(-1, SIGKILL);
+				_exit(0);
+			}
+		}
+		/* The interpreter's state is gone with it: so is what it left
+		 * running. Then every child is reaped before the report. */
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+		/* Before the report, so the supervisor writes no new request
+		 * until this is done; the tail of one it was still writing is
+		 * a broken line, which the next interpreter skips. */
+		discard_pending(p->req_r);
+		struct rusage ru;
+		getrusage(RUSAGE_CHILDREN, &ru);
+		report_exited(p->report_w, main_status, &ru);
+	}
+}
+
 __attribute__((noreturn)) static void init_main(const struct plan *p)
 {
 	const struct jail_spec *s = p->s;
@@ -220,7 +355,7 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	/* Die with the supervisor. (A supervisor that died before this line is
 	 * caught by wait_for_go: its end of the life pipe is closed.) Init's
 	 * death then ends the whole namespace. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	if (!s->session && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(1);
 	/* The application's signal mask and handlers are not init's. */
 	if ((rc = child_reset_signals())) {
@@ -231,10 +366,10 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	 * before anything is charged or forked. */
 	if ((rc = cgroup_join_self(s->join_cgroups, &e)))
 		goto fail;
-	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r};
+	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w};
 	/* A copy of every fd the supervisor's process had (another thread's
 	 * run, a server socket) must not stay open in here. */
-	close_fds_except(keep, 4);
+	close_fds_except(keep, s->session ? 6 : 4);
 
 	/* A caller that changed uids is not dumpable, which makes its
 	 * /proc/self files root's and the map unwritable: nothing runs in
@@ -275,6 +410,17 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 		setup_fail(&e, -rc, "signals: stop handler");
 		goto fail;
 	}
+	if (s->session) {
+		if (s->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0) {
+			setup_fail(&e, errno, "cgroup namespace: unshare");
+			goto fail;
+		}
+		/* Built: the supervisor's start waits for this. */
+		static const struct sandbox_report ready = {.kind = REPORT_READY};
+		if (write_full(p->report_w, &ready, sizeof ready))
+			_exit(1);
+		session_init_loop(p);
+	}
 	if (!wait_for_go(p->life_r))
 		_exit(1);
 	/* Joined to the run's cgroup by now: root the program's view of
@@ -314,14 +460,12 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 {
 	struct plan p = {
 		.s = s,
+		.limits = s->cfg->limits,
+		.req_r = -1,
+		.rep_w = -1,
 		.argv = {(char *)s->python, "-I", "-u", JAIL_PROGRAM, NULL},
-		/* Built from nothing: no variable of the caller's (API keys
-		 * least of all) reaches the program. MALLOC_ARENA_MAX: glibc
-		 * reserves 64 MiB of address space per malloc arena, which
-		 * under RLIMIT_AS would make a handful of threads fail. */
-		.envp = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-			 "HOME=" JAIL_WORKSPACE, "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", NULL},
 	};
+	memcpy(p.envp, environment, sizeof environment);
 	struct aj_error err = {0};
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1};
 	int pidfd = -1;
@@ -382,4 +526,131 @@ done:
 		close_fd(&life[i]);
 	}
 	return rc;
+}
+
+/* ---- sessions, supervisor side ---- */
+
+/* How long building a session's sandbox may take before it is refused. */
+#define SESSION_START_MS 30000
+
+/* Waits for init's first report: ready, or the protection it could not
+ * apply. */
+static int wait_ready(struct jail_session *js, struct aj_error *err)
+{
+	double until = now_ms() + SESSION_START_MS;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = js->report_r, .events = POLLIN},
+				      {.fd = js->pidfd, .events = POLLIN}};
+		int n = poll(p, 2, (int)(until - now_ms()) > 0 ? (int)(until - now_ms()) : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return error_set(err, -ETIMEDOUT, "session: the sandbox was not built "
+							  "within %d s", SESSION_START_MS / 1000);
+		struct sandbox_report r;
+		ssize_t got = read(js->report_r, &r, sizeof r);
+		if (got == (ssize_t)sizeof r && r.kind == REPORT_READY)
+			return 0;
+		if (got == (ssize_t)sizeof r && r.kind == REPORT_SETUP_FAILED) {
+			r.message[sizeof r.message - 1] = '\0';
+			return error_set(err, -EPERM, "%s", r.message);
+		}
+		if (got < 0 && errno == EAGAIN && !(p[1].revents & POLLIN))
+			continue;
+		return error_set(err, -EPIPE, "session: the sandbox's init ended while it was "
+					      "being built");
+	}
+}
+
+int jail_session_start(const struct jail_spec *s, struct jail_session *js, struct aj_error *err)
+{
+	struct plan p = {
+		.s = s,
+		.limits = s->cfg->limits,
+		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)session_repl_py, NULL},
+	};
+	memcpy(p.envp, environment, sizeof environment);
+	/* The interpreter's hard CPU limit is the session's total; it moves
+	 * the soft limit to each call's share itself (repl.py). */
+	p.limits.cpu_sec = s->cfg->session.cpu_sec;
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1},
+	    req[2] = {-1, -1}, ans[2] = {-1, -1};
+	int rc;
+
+	memset(js, 0, sizeof *js);
+	js->pidfd = -1;
+	if ((rc = pipe_cloexec(out, 1)) || (rc = pipe_cloexec(errp, 1)) ||
+	    (rc = pipe_cloexec(rep, 1)) || (rc = pipe_cloexec(life, 0)) ||
+	    (rc = pipe_cloexec(req, 0)) || (rc = pipe_cloexec(ans, 1))) {
+		error_set(err, rc, "session: pipes: %s", errno_name(-rc));
+		goto fail;
+	}
+	/* The host never blocks writing a request: the supervisor's loop
+	 * writes what the pipe takes while it keeps the clock. */
+	if (fcntl(req[1], F_SETFL, O_NONBLOCK) < 0) {
+		rc = error_set(err, -errno, "session: pipes: %s", errno_name(errno));
+		goto fail;
+	}
+	p.out_w = out[1];
+	p.err_w = errp[1];
+	p.report_w = rep[1];
+	p.life_r = life[0];
+	p.req_r = req[0];
+	p.rep_w = ans[1];
+	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
+	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, &js->pidfd)
+				   : spawn_clone(flags, &js->pidfd);
+	if (pid == 0)
+		init_main(&p);
+	if (pid < 0) {
+		rc = pid;
+		if (ns_probe(flags, err) == 0)
+			error_set(err, rc, "clone: %s", errno_name(-rc));
+		goto fail;
+	}
+	js->pid = pid;
+	js->out_r = out[0];
+	js->err_r = errp[0];
+	js->report_r = rep[0];
+	js->life_w = life[1];
+	js->req_w = req[1];
+	js->rep_r = ans[0];
+	out[0] = errp[0] = rep[0] = life[1] = req[1] = ans[0] = -1;
+	if ((rc = wait_ready(js, err)))
+		goto fail;
+fail:
+	/* The child's ends (and, on failure, ours not yet handed over). */
+	for (int i = 0; i < 2; i++) {
+		close_fd(&out[i]);
+		close_fd(&errp[i]);
+		close_fd(&rep[i]);
+		close_fd(&life[i]);
+		close_fd(&req[i]);
+		close_fd(&ans[i]);
+	}
+	if (rc)
+		jail_session_end(js);
+	return rc;
+}
+
+void jail_session_end(struct jail_session *js)
+{
+	if (js->pidfd >= 0) {
+		/* init's death takes the namespace, every process and mount of
+		 * the session with it. */
+		pidfd_send_signal(js->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)js->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+	}
+	close_fd(&js->pidfd);
+	if (js->pid) {
+		close_fd(&js->out_r);
+		close_fd(&js->err_r);
+		close_fd(&js->report_r);
+		close_fd(&js->life_w);
+		close_fd(&js->req_w);
+		close_fd(&js->rep_r);
+	}
+	js->pid = 0;
 }

@@ -34,11 +34,36 @@ struct jail_spec {
 	 * any more: stack buffers only. */
 	int (*setup_root)(const struct jail_spec *s, struct setup_error *e);
 	const void *tier;           /* the tier's own data for setup_root */
+	/* A session (jail_session_start): no program file; init stays and
+	 * starts the session interpreter (src/session/repl.py) on each
+	 * request, with the request and reply pipes as its fds 3 and 4. */
+	bool session;
 };
 
 /* One run. Fills res fully; returns 0 if the program ran, -errno if the
  * sandbox could not be built (res says why). */
 int jail_run(const struct jail_spec *s, struct aj_result *res);
+
+/* A session's sandbox: init alive between calls, and the host's ends of
+ * its pipes. See jail.c's theory of operation, "Sessions". */
+struct jail_session {
+	pid_t pid;
+	int pidfd;              /* init */
+	int out_r, err_r;       /* the interpreter's stdout and stderr */
+	int report_r;           /* init's reports: an interpreter ended */
+	int life_w;             /* 's': start an interpreter; EOF: end the sandbox */
+	int req_w, rep_r;       /* requests to and replies from the interpreter */
+	bool interpreter;       /* one is running (or was asked for) */
+	bool started_before;    /* an earlier interpreter ran: its state is gone */
+	int64_t cpu_us_reported;
+};
+
+/* Builds the session's sandbox (init, view, limits) and leaves it waiting
+ * for its first interpreter; 0, or -errno with the reason in err. */
+int jail_session_start(const struct jail_spec *s, struct jail_session *js, struct aj_error *err);
+/* Kills init (and so everything in the sandbox), reaps it, closes the
+ * pipes. The namespaces and mounts go with init. */
+void jail_session_end(struct jail_session *js);
 
 /* For setup_root: under `root` ("" for the host's /), mounts the run's own
  * /dev, one size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the

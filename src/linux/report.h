@@ -14,6 +14,7 @@
 enum report_kind {
 	REPORT_SETUP_FAILED = 1, /* a protection could not be applied: refuse */
 	REPORT_EXITED = 2,       /* the program ended; wstatus and usage follow */
+	REPORT_READY = 3,        /* a session's sandbox is built and waits for calls */
 };
 
 struct sandbox_report {

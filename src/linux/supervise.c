@@ -156,23 +156,6 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	o->init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 }
 
-/* Python's last words on a failed allocation. Only the kind of ending is
- * inferred from it, never a limit: a program that prints it itself merely
- * labels its own failure. */
-static bool ended_with_memory_error(const struct capture *err)
-{
-	if (!err->buf || err->len == 0)
-		return false;
-	size_t end = err->len;
-	while (end > 0 && (err->buf[end - 1] == '\n' || err->buf[end - 1] == '\r'))
-		end--;
-	size_t start = end;
-	while (start > 0 && err->buf[start - 1] != '\n')
-		start--;
-	static const char tag[] = "MemoryError";
-	return end - start >= sizeof tag - 1 && memcmp(err->buf + start, tag, sizeof tag - 1) == 0;
-}
-
 static double rusage_cpu_ms(const struct rusage *ru)
 {
 	return (double)ru->ru_utime.tv_sec * 1000.0 + (double)ru->ru_utime.tv_usec / 1000.0 +
@@ -194,7 +177,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	}
 	res->stdout_truncated = out->truncated;
 	res->stderr_truncated = err->truncated;
-	bool memory_error = ended_with_memory_error(err);
+	bool memory_error = stderr_ends_with_memory_error(err->buf, err->len);
 	res->stdout_buf = capture_take(out, &res->stdout_len);
 	res->stderr_buf = capture_take(err, &res->stderr_len);
 

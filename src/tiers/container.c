@@ -39,6 +39,7 @@
 #include "../linux/creds.h"
 #include "../linux/jail.h"
 #include "../linux/report.h"
+#include "../linux/session_io.h"
 #include "tier.h"
 
 struct container_state {
@@ -142,15 +143,13 @@ static void container_close(void *state)
 	free(state);
 }
 
-static int container_run(void *state, const struct aj_config *cfg, const struct run_request *req,
-			 struct aj_result *res)
+/* The spec every container sandbox shares, run or session. */
+static struct jail_spec container_spec(const struct aj_config *cfg, const struct container_state *st,
+				       const struct uid_slot *slot)
 {
-	struct container_state *st = state;
-	struct jail_spec s = {
+	return (struct jail_spec){
 		.cfg = cfg,
-		.code = req->code,
-		.code_len = req->len,
-		.cancel_fd = req->cancel_fd,
+		.cancel_fd = -1,
 		.python = cfg->python,
 		.cgroup_ns = true,
 		/* The memory cgroup bounds the whole run; RLIMIT_AS would
@@ -159,32 +158,71 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 		.address_space_limit = false,
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
+		.uid = slot->uid,
+		.gid = slot->gid,
 		.setup_root = image_setup_root,
 		.tier = st,
 	};
+}
+
+/* A uid slot and a cgroup for one sandbox; on failure neither is held. */
+static int take_slot_and_cgroup(const struct aj_config *cfg, const struct container_state *st,
+				struct uid_slot *slot, struct cgroup_run *cg, struct aj_error *err)
+{
+	int rc = slot_acquire(cfg, slot, err);
+	if (rc)
+		return rc;
+	if ((rc = cgroup_create(&st->cgroups, &cfg->limits, cg, err)))
+		slot_release(slot);
+	return rc;
+}
+
+/* cgroup v2: init is born in the sandbox's cgroup. v1 has no such thing:
+ * init moves its own thread there first (cgroup_join_self), which unlike
+ * moving another process takes no global lock. Returns the directory's fd
+ * (v2) or -1. */
+static int place_in_cgroup(struct jail_spec *s, const struct cgroup_run *cg)
+{
+	int cgfd = cgroup_open_dir(cg);
+	s->into_cgroup = cgfd >= 0;
+	s->cgroup_fd = cgfd;
+	s->join_cgroups = cg->version == 1 ? cg->tasks_files : NULL;
+	return cgfd;
+}
+
+/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
+static void label_oom(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l)
+{
+	if (oom_kills && res->status != AJ_STATUS_SANDBOX_ERROR &&
+	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT &&
+	    res->status != AJ_STATUS_OK) {
+		res->status = AJ_STATUS_MEMORY;
+		result_set_message(res,
+				   "memory limit of %u MiB reached: the kernel's OOM killer "
+				   "ended %llu process%s",
+				   l->memory_mb, (unsigned long long)oom_kills,
+				   oom_kills == 1 ? "" : "es");
+	}
+}
+
+static int container_run(void *state, const struct aj_config *cfg, const struct run_request *req,
+			 struct aj_result *res)
+{
+	struct container_state *st = state;
 	struct uid_slot slot = {.lock_fd = -1};
 	struct cgroup_run cg;
 	struct aj_error err = {0};
 	int rc;
 
-	if ((rc = slot_acquire(cfg, &slot, &err))) {
+	if ((rc = take_slot_and_cgroup(cfg, st, &slot, &cg, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		return rc;
 	}
-	s.uid = slot.uid;
-	s.gid = slot.gid;
-	if ((rc = cgroup_create(&st->cgroups, &cfg->limits, &cg, &err))) {
-		result_sandbox_error(res, "%s", err.message);
-		slot_release(&slot);
-		return rc;
-	}
-	/* cgroup v2: init is born in the run's cgroup. v1 has no such thing:
-	 * init moves its own thread there first (cgroup_join_self), which
-	 * unlike moving another process takes no global lock. */
-	int cgfd = cgroup_open_dir(&cg);
-	s.into_cgroup = cgfd >= 0;
-	s.cgroup_fd = cgfd;
-	s.join_cgroups = cg.version == 1 ? cg.tasks_files : NULL;
+	struct jail_spec s = container_spec(cfg, st, &slot);
+	s.code = req->code;
+	s.code_len = req->len;
+	s.cancel_fd = req->cancel_fd;
+	int cgfd = place_in_cgroup(&s, &cg);
 	rc = jail_run(&s, res);
 	if (cgfd >= 0)
 		close(cgfd);
@@ -193,17 +231,7 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	cgroup_usage(&cg, &oom_kills, &peak_kb);
 	if (peak_kb)
 		res->memory_kb = peak_kb; /* the whole run's, not one process's */
-	/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
-	if (oom_kills && res->status != AJ_STATUS_SANDBOX_ERROR &&
-	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT &&
-	    res->status != AJ_STATUS_OK) {
-		res->status = AJ_STATUS_MEMORY;
-		result_set_message(res,
-				   "memory limit of %u MiB reached: the kernel's OOM killer "
-				   "ended %llu process%s",
-				   cfg->limits.memory_mb, (unsigned long long)oom_kills,
-				   oom_kills == 1 ? "" : "es");
-	}
+	label_oom(res, oom_kills, &cfg->limits);
 	if (cgroup_destroy(&cg, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
 		/* The run itself went fine, but the host kept something: say so
 		 * rather than pretend nothing is left behind. */
@@ -212,6 +240,73 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	}
 	slot_release(&slot);
 	return rc;
+}
+
+/* A session: one sandbox, uid slot and cgroup for its whole life, so its
+ * memory, pids and CPU are counted together. */
+struct container_session {
+	struct jail_session js;
+	struct uid_slot slot;
+	struct cgroup_run cg;
+	uint64_t oom_kills;     /* seen so far: a call's own are the difference */
+};
+
+static int container_session_open(void *state, const struct aj_config *cfg, void **out,
+				  struct aj_error *err)
+{
+	struct container_state *st = state;
+	struct container_session *cs = calloc(1, sizeof *cs);
+	if (!cs)
+		return error_set(err, -ENOMEM, "session: out of memory");
+	cs->slot.lock_fd = -1;
+	int rc = take_slot_and_cgroup(cfg, st, &cs->slot, &cs->cg, err);
+	if (rc) {
+		free(cs);
+		return rc;
+	}
+	struct jail_spec s = container_spec(cfg, st, &cs->slot);
+	s.session = true;
+	int cgfd = place_in_cgroup(&s, &cs->cg);
+	rc = jail_session_start(&s, &cs->js, err);
+	if (cgfd >= 0)
+		close(cgfd);
+	if (rc) {
+		struct aj_error e2 = {0};
+		cgroup_destroy(&cs->cg, &e2);
+		slot_release(&cs->slot);
+		free(cs);
+		return rc;
+	}
+	*out = cs;
+	return 0;
+}
+
+static int container_session_call(void *session, const struct aj_config *cfg,
+				  const struct session_call *call, struct aj_result *res,
+				  struct session_answer *ans)
+{
+	struct container_session *cs = session;
+	int rc = jail_session_call(&cs->js, &cfg->limits, call, res, ans);
+	uint64_t oom_kills = 0, peak_kb = 0;
+	cgroup_usage(&cs->cg, &oom_kills, &peak_kb);
+	if (peak_kb)
+		res->memory_kb = peak_kb; /* the session's peak, all processes */
+	label_oom(res, oom_kills - cs->oom_kills, &cfg->limits);
+	cs->oom_kills = oom_kills;
+	return rc;
+}
+
+static void container_session_close(void *session)
+{
+	struct container_session *cs = session;
+	if (!cs)
+		return;
+	jail_session_end(&cs->js);
+	/* Reaped: the cgroup is empty and can go. */
+	struct aj_error err = {0};
+	cgroup_destroy(&cs->cg, &err);
+	slot_release(&cs->slot);
+	free(cs);
 }
 
 static int container_check(const struct aj_config *cfg, struct aj_error *err)
@@ -225,4 +320,7 @@ const struct tier_ops container_tier = {
 	.open = container_open,
 	.run = container_run,
 	.close = container_close,
+	.session_open = container_session_open,
+	.session_call = container_session_call,
+	.session_close = container_session_close,
 };

@@ -63,6 +63,7 @@
 #include "../linux/jail.h"
 #include "../linux/mounts.h"
 #include "../linux/ns.h"
+#include "../linux/session_io.h"
 #include "tier.h"
 
 /* What the process tier's view needs besides the spec. */
@@ -126,16 +127,13 @@ static void caller_home(char *out, size_t n, const char *python)
 	memcpy(out, h, hl + 1);
 }
 
-static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
-		       struct aj_result *res)
+/* The run's spec, uid and view: everything but the code. */
+static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_view *view,
+			struct uid_slot *slot, struct aj_error *err)
 {
-	(void)state;
-	struct host_view view;
-	struct jail_spec s = {
+	*s = (struct jail_spec){
 		.cfg = cfg,
-		.code = req->code,
-		.code_len = req->len,
-		.cancel_fd = req->cancel_fd,
+		.cancel_fd = -1,
 		.python = cfg->python,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */
@@ -143,28 +141,86 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
 		.setup_root = host_setup_root,
-		.tier = &view,
+		.tier = view,
 	};
+	view->home[0] = '\0';
+	if (s->userns) {
+		s->uid = s->outer_uid;
+		s->gid = s->outer_gid;
+		caller_home(view->home, sizeof view->home, cfg->python);
+		return 0;
+	}
+	int rc = slot_acquire(cfg, slot, err);
+	s->uid = slot->uid;
+	s->gid = slot->gid;
+	return rc;
+}
+
+static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
+		       struct aj_result *res)
+{
+	(void)state;
+	struct host_view view;
+	struct jail_spec s;
 	struct uid_slot slot = {.lock_fd = -1};
 	struct aj_error err = {0};
 	int rc;
 
-	view.home[0] = '\0';
-	if (s.userns) {
-		s.uid = s.outer_uid;
-		s.gid = s.outer_gid;
-		caller_home(view.home, sizeof view.home, cfg->python);
-	} else {
-		if ((rc = slot_acquire(cfg, &slot, &err))) {
-			result_sandbox_error(res, "%s", err.message);
-			return rc;
-		}
-		s.uid = slot.uid;
-		s.gid = slot.gid;
+	if ((rc = process_spec(cfg, &s, &view, &slot, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		return rc;
 	}
+	s.code = req->code;
+	s.code_len = req->len;
+	s.cancel_fd = req->cancel_fd;
 	rc = jail_run(&s, res);
 	slot_release(&slot);
 	return rc;
+}
+
+/* A session: the same sandbox, kept with its uid slot until it closes. */
+struct process_session {
+	struct jail_session js;
+	struct uid_slot slot;
+	struct host_view view;
+};
+
+static int process_session_open(void *state, const struct aj_config *cfg, void **out,
+				struct aj_error *err)
+{
+	(void)state;
+	struct process_session *ps = calloc(1, sizeof *ps);
+	if (!ps)
+		return error_set(err, -ENOMEM, "session: out of memory");
+	ps->slot.lock_fd = -1;
+	struct jail_spec s;
+	int rc = process_spec(cfg, &s, &ps->view, &ps->slot, err);
+	s.session = true;
+	if (rc || (rc = jail_session_start(&s, &ps->js, err))) {
+		slot_release(&ps->slot);
+		free(ps);
+		return rc;
+	}
+	*out = ps;
+	return 0;
+}
+
+static int process_session_call(void *session, const struct aj_config *cfg,
+				const struct session_call *call, struct aj_result *res,
+				struct session_answer *ans)
+{
+	struct process_session *ps = session;
+	return jail_session_call(&ps->js, &cfg->limits, call, res, ans);
+}
+
+static void process_session_close(void *session)
+{
+	struct process_session *ps = session;
+	if (!ps)
+		return;
+	jail_session_end(&ps->js);
+	slot_release(&ps->slot);
+	free(ps);
 }
 
 static int process_open(const struct aj_config *cfg, void **state, struct aj_error *err)
@@ -200,4 +256,7 @@ const struct tier_ops process_tier = {
 	.open = process_open,
 	.run = process_run,
 	.close = process_close,
+	.session_open = process_session_open,
+	.session_call = process_session_call,
+	.session_close = process_session_close,
 };

@@ -4,6 +4,7 @@
 #define AJ_TIER_H
 
 #include "../core/internal.h"
+#include "../session/call.h"
 
 /* What one run is asked to do. */
 struct run_request {
@@ -22,6 +23,18 @@ struct tier_ops {
 	int (*run)(void *state, const struct aj_config *cfg, const struct run_request *req,
 		   struct aj_result *res);
 	void (*close)(void *state);
+	/* Sessions (aj_session_open): one sandbox kept alive across calls,
+	 * over the state from open. NULL where a tier has none. */
+	int (*session_open)(void *state, const struct aj_config *cfg, void **session,
+			    struct aj_error *err);
+	/* One call. Fills res (status ok when a reply came, else how the
+	 * interpreter ended) and ans. 0, or -errno when the session's sandbox
+	 * itself is gone or broken (res says why): the session is closed. */
+	int (*session_call)(void *session, const struct aj_config *cfg,
+			    const struct session_call *call, struct aj_result *res,
+			    struct session_answer *ans);
+	/* Destroys the sandbox: nothing of it remains. */
+	void (*session_close)(void *session);
 };
 
 /* Opens the tier, runs an empty program, closes it: 0 if that ran with
@@ -31,6 +44,13 @@ int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct
 /* The configured image's directory (IMAGES/NAME or an absolute path); an
  * error naming how to build it if it is missing. */
 int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
+
+/* An open sandbox's tier, its state and its own copy of the config. */
+const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
+void *sandbox_state(const struct aj_sandbox *sb);
+const struct aj_config *sandbox_config(const struct aj_sandbox *sb);
+/* The fd a cancel token makes readable; -1 for none. */
+int cancel_fd(const struct aj_cancel *c);
 
 extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;

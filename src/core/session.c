@@ -1,0 +1,644 @@
+/* Sessions: aj_session_* over the tiers' session ops. This file owns what
+ * every tier shares: the session's limits (idle timeout, lifetime, how many
+ * at once), its id, one call at a time, the request and reply lines of
+ * src/session/repl.py, the checks on paths and sizes, and the words an
+ * agent reads when a session's state was lost or the session closed. It
+ * never branches on the tier.
+ *
+ * A session whose idle timeout or lifetime passes is closed by the first of
+ * its next call or the reaper thread (one per process, started with the
+ * first session, waking every second): its sandbox is destroyed then and
+ * there, and the handle stays valid (every call fails with the reason)
+ * until aj_session_close frees it. */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tiers/tier.h"
+#include "internal.h"
+
+/* Room in a reply line beyond its base64 payload. */
+#define REPLY_SLACK (64u << 10)
+/* A listing's reply: repl.py lists at most 10,000 entries. */
+#define LIST_REPLY_MAX (32u << 20)
+#define PATH_MAX_BYTES 4096
+
+struct aj_session {
+	pthread_mutex_t lock;       /* one call at a time */
+	struct aj_sandbox *sb;      /* the tier, opened for this session */
+	void *tier_session;         /* NULL once the sandbox is destroyed */
+	char id[33];
+	char *closed_reason;
+	double opened_ms, last_ms;
+	uint64_t seq;
+	bool state_lost;            /* the next call is told: its interpreter is fresh */
+	struct aj_session *next;    /* the registry */
+};
+
+/* ---- the registry: how many are open, and the reaper ---- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct aj_session *registry;
+static atomic_uint open_sessions;
+static pthread_once_t reaper_once = PTHREAD_ONCE_INIT;
+
+/* Destroys the sandbox, keeping the handle; s->lock held. */
+static void end_sandbox(struct aj_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void end_sandbox(struct aj_session *s, const char *fmt, ...)
+{
+	if (!s->tier_session)
+		return;
+	sandbox_ops(s->sb)->session_close(s->tier_session);
+	s->tier_session = NULL;
+	atomic_fetch_sub(&open_sessions, 1);
+	char buf[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	free(s->closed_reason);
+	s->closed_reason = strdup(buf);
+}
+
+/* Closes s if a session limit has passed; s->lock held. */
+static void enforce_limits(struct aj_session *s, double now)
+{
+	const struct aj_session_limits *sl = &sandbox_config(s->sb)->session;
+	if (!s->tier_session)
+		return;
+	if (now - s->opened_ms > sl->lifetime_sec * 1000.0)
+		end_sandbox(s, "its lifetime of %g s ended", sl->lifetime_sec);
+	else if (now - s->last_ms > sl->idle_sec * 1000.0)
+		end_sandbox(s, "it was idle for more than %g s", sl->idle_sec);
+}
+
+static void *reaper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec second = {1, 0};
+		nanosleep(&second, NULL);
+		pthread_mutex_lock(&registry_lock);
+		for (struct aj_session *s = registry; s; s = s->next) {
+			/* A session in a call is checked when the call ends (its
+			 * own wall clock bounds it) or on the next pass. */
+			if (pthread_mutex_trylock(&s->lock) == 0) {
+				enforce_limits(s, now_ms());
+				pthread_mutex_unlock(&s->lock);
+			}
+		}
+		pthread_mutex_unlock(&registry_lock);
+	}
+	return NULL;
+}
+
+static void start_reaper(void)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Without it, limits still hold at each call; only an abandoned
+	 * session would wait for its handle to be closed. */
+	(void)pthread_create(&t, &attr, reaper_main, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- open and close ---- */
+
+static void make_id(char *out)
+{
+	unsigned char b[16];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (size_t i = 0; i < sizeof b; i++)
+			b[i] = (unsigned char)((uint64_t)ts.tv_nsec >> (i % 8) ^ (uint64_t)getpid() >> i);
+	}
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct aj_error *err)
+{
+	int rc;
+
+	*out = NULL;
+	if ((rc = aj_config_validate(cfg, err)))
+		return rc;
+	unsigned now_open = atomic_fetch_add(&open_sessions, 1) + 1;
+	if (now_open > cfg->session.max_sessions) {
+		atomic_fetch_sub(&open_sessions, 1);
+		return error_set(err, -EMFILE,
+				 "session: %u sessions are open already, the most allowed "
+				 "(max-sessions); close one first",
+				 cfg->session.max_sessions);
+	}
+	struct aj_session *s = calloc(1, sizeof *s);
+	if (!s) {
+		atomic_fetch_sub(&open_sessions, 1);
+		return error_set(err, -ENOMEM, "session: out of memory");
+	}
+	if ((rc = aj_open(cfg, &s->sb, err))) {
+		atomic_fetch_sub(&open_sessions, 1);
+		free(s);
+		return rc;
+	}
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	if (!ops->session_open) {
+		rc = error_set(err, -ENOTSUP, "session: the %s tier does not offer sessions",
+			       ops->name);
+	} else {
+		rc = ops->session_open(sandbox_state(s->sb), sandbox_config(s->sb),
+				       &s->tier_session, err);
+	}
+	if (rc) {
+		atomic_fetch_sub(&open_sessions, 1);
+		aj_close(s->sb);
+		free(s);
+		return rc;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	make_id(s->id);
+	s->opened_ms = s->last_ms = now_ms();
+	pthread_once(&reaper_once, start_reaper);
+	pthread_mutex_lock(&registry_lock);
+	s->next = registry;
+	registry = s;
+	pthread_mutex_unlock(&registry_lock);
+	*out = s;
+	return 0;
+}
+
+void aj_session_close(struct aj_session *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&registry_lock);
+	for (struct aj_session **p = &registry; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
+	pthread_mutex_lock(&s->lock);
+	end_sandbox(s, "it was closed");
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_destroy(&s->lock);
+	aj_close(s->sb);
+	free(s->closed_reason);
+	free(s);
+}
+
+const char *aj_session_id(const struct aj_session *s)
+{
+	return s ? s->id : "";
+}
+
+const char *aj_session_closed_reason(const struct aj_session *s)
+{
+	return s ? s->closed_reason : "no session";
+}
+
+/* ---- one call ---- */
+
+/* Takes the lock and makes sure the session is open; on failure the lock
+ * is released and err (or res) says why. */
+static int enter(struct aj_session *s, struct aj_error *err)
+{
+	if (!s)
+		return error_set(err, -EINVAL, "session: no session given");
+	pthread_mutex_lock(&s->lock);
+	enforce_limits(s, now_ms());
+	if (!s->tier_session) {
+		int rc = error_set(err, -ESHUTDOWN, "session: closed, because %s",
+				   s->closed_reason ? s->closed_reason : "it was closed");
+		pthread_mutex_unlock(&s->lock);
+		return rc;
+	}
+	return 0;
+}
+
+/* Sends one request (a JSON object without "seq", which this adds first)
+ * and returns the parsed reply (NULL when the interpreter gave none: res
+ * says how the call ended). 0, or -errno when the session's sandbox failed
+ * (it is closed then). */
+static int call(struct aj_session *s, json_t *request, size_t reply_max, int cancel,
+		struct aj_result *res, json_t **reply, struct session_answer *ans)
+{
+	*reply = NULL;
+	uint64_t seq = ++s->seq;
+	json_t *o = json_object();
+	char *line = NULL;
+	if (!o || json_object_set_new(o, "seq", json_integer((json_int_t)seq)) ||
+	    json_object_update(o, request) ||
+	    !(line = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_ENSURE_ASCII))) {
+		json_decref(o);
+		result_sandbox_error(res, "session: out of memory");
+		return -ENOMEM;
+	}
+	json_decref(o);
+	size_t n = strlen(line);
+	char *req = realloc(line, n + 2);
+	if (!req) {
+		free(line);
+		result_sandbox_error(res, "session: out of memory");
+		return -ENOMEM;
+	}
+	req[n] = '\n';
+	req[n + 1] = '\0';
+	const struct session_call c = {.request = req, .len = n + 1, .seq = seq,
+				       .cancel_fd = cancel, .reply_max = reply_max};
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	int rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
+	free(req);
+	s->last_ms = now_ms();
+	if (rc) {
+		end_sandbox(s, "its sandbox failed: %s", res->message ? res->message : "?");
+		return rc;
+	}
+	if (ans->reply) {
+		json_error_t je;
+		*reply = json_loadb(ans->reply, ans->reply_len, JSON_REJECT_DUPLICATES, &je);
+		if (!*reply || !json_is_object(*reply)) {
+			json_decref(*reply);
+			*reply = NULL;
+			result_sandbox_error(res, "session: the interpreter's reply is not JSON: %s",
+					     je.text);
+		}
+	}
+	free(ans->reply);
+	ans->reply = NULL;
+	return 0;
+}
+
+/* What the agent reads when the state it built is gone. */
+#define STATE_LOST "the session's interpreter was restarted: variables and imports from " \
+		   "earlier calls are gone (workspace files are kept)"
+#define STATE_ENDING "the session's interpreter ended: the next call starts a fresh one " \
+		     "(workspace files are kept)"
+
+static void prefix_message(struct aj_result *res, const char *note)
+{
+	if (res->message) {
+		char *old = res->message;
+		res->message = NULL;
+		result_set_message(res, "%s; %s", note, old);
+		free(old);
+	} else {
+		result_set_message(res, "%s", note);
+	}
+}
+
+static void append_message(struct aj_result *res, const char *note)
+{
+	if (res->message) {
+		char *old = res->message;
+		res->message = NULL;
+		result_set_message(res, "%s; %s", old, note);
+		free(old);
+	} else {
+		result_set_message(res, "%s", note);
+	}
+}
+
+static int take_images(json_t *arr, struct aj_result *res, size_t limit)
+{
+	size_t n = json_array_size(arr);
+	if (!n)
+		return 0;
+	res->images = calloc(n, sizeof *res->images);
+	if (!res->images)
+		return -ENOMEM;
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *mime = json_string_value(json_object_get(e, "mime"));
+		json_t *d = json_object_get(e, "data");
+		struct aj_image *im = &res->images[res->image_count];
+		if (!name || !mime || !json_is_string(d) ||
+		    base64_decode(json_string_value(d), json_string_length(d), &im->data,
+				  &im->len) ||
+		    im->len > limit || strncmp(mime, "image/", 6)) {
+			/* Not an image the cap allows: counted, not kept. */
+			free(im->data);
+			im->data = NULL;
+			res->images_dropped++;
+			continue;
+		}
+		im->name = strdup(name);
+		im->mime = strdup(mime);
+		res->image_count++;
+	}
+	return 0;
+}
+
+int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
+			       struct aj_cancel *cancel, struct aj_result *res)
+{
+	struct aj_error err = {0};
+	int rc;
+
+	result_init(res);
+	if ((rc = code_check(code, len, res)))
+		goto out;
+	if ((rc = enter(s, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		goto out;
+	}
+	const struct aj_config *cfg = sandbox_config(s->sb);
+	const struct aj_session_limits *sl = &cfg->session;
+	char *b64 = base64_encode(code, len, NULL);
+	json_t *req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I}", "op", "run", "code", b64, "cpu",
+				      (int)cfg->limits.cpu_sec, "images", (int)sl->images,
+				      "image_bytes", (json_int_t)sl->image_kb * 1024)
+			  : NULL;
+	free(b64);
+	if (!req) {
+		result_sandbox_error(res, "session: out of memory");
+		rc = -ENOMEM;
+		pthread_mutex_unlock(&s->lock);
+		goto out;
+	}
+	size_t image_bytes = (size_t)sl->image_kb * 1024;
+	size_t reply_max = (size_t)sl->images * (image_bytes / 3 * 4 + 4 + 256) + REPLY_SLACK;
+	struct session_answer ans;
+	json_t *reply = NULL;
+	rc = call(s, req, reply_max, cancel_fd(cancel), res, &reply, &ans);
+	json_decref(req);
+	if (!rc && reply) {
+		json_t *exit = json_object_get(reply, "exit");
+		if (!json_is_integer(exit)) {
+			result_sandbox_error(res, "session: the interpreter's reply has no exit code");
+		} else {
+			res->has_exit_code = true;
+			res->exit_code = (int)json_integer_value(exit);
+			res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
+			res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
+			if (!res->memory_kb)
+				res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
+			if (res->exit_code != 0 &&
+			    stderr_ends_with_memory_error(res->stderr_buf, res->stderr_len)) {
+				res->status = AJ_STATUS_MEMORY;
+				result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
+						   cfg->limits.memory_mb);
+			}
+			if (take_images(json_object_get(reply, "images"), res, image_bytes))
+				result_sandbox_error(res, "session: out of memory");
+			res->images_dropped += (size_t)json_integer_value(json_object_get(reply, "dropped"));
+		}
+	}
+	json_decref(reply);
+	if (!rc) {
+		if (ans.restarted || s->state_lost)
+			prefix_message(res, STATE_LOST);
+		s->state_lost = false;
+		if (ans.ended) {
+			s->state_lost = true;
+			append_message(res, STATE_ENDING);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+out:
+	if (!res->stdout_buf)
+		res->stdout_buf = calloc(1, 1);
+	if (!res->stderr_buf)
+		res->stderr_buf = calloc(1, 1);
+	return rc;
+}
+
+int aj_session_run(struct aj_session *s, const char *code, size_t len, struct aj_result *res)
+{
+	return aj_session_run_cancellable(s, code, len, NULL, res);
+}
+
+/* ---- files ---- */
+
+/* A caller's path as one relative to the workspace: valid UTF-8, no "..",
+ * absolute only under the workspace. */
+static int workspace_path(const char *path, bool may_be_workspace, const char **rel,
+			  struct aj_error *err)
+{
+	static const char ws[] = AJ_SESSION_WORKSPACE;
+	if (!path)
+		return error_set(err, -EINVAL, "path: missing");
+	size_t n = strlen(path);
+	if (n > PATH_MAX_BYTES)
+		return error_set(err, -ENAMETOOLONG, "path: %zu bytes is longer than the %u allowed",
+				 n, PATH_MAX_BYTES);
+	if (!utf8_valid(path, n))
+		return error_set(err, -EILSEQ, "path: not valid UTF-8");
+	const char *p = path;
+	if (p[0] == '/') {
+		if (strncmp(p, ws, sizeof ws - 1) || (p[sizeof ws - 1] && p[sizeof ws - 1] != '/'))
+			return error_set(err, -EACCES,
+					 "path: %.300s is outside the workspace (%s); use a path "
+					 "relative to it",
+					 path, ws);
+		p += sizeof ws - 1;
+	}
+	for (const char *c = p; *c;) {
+		while (*c == '/')
+			c++;
+		size_t k = strcspn(c, "/");
+		if (k == 2 && c[0] == '.' && c[1] == '.')
+			return error_set(err, -EACCES, "path: %.300s: '..' is not allowed", path);
+		c += k;
+	}
+	bool empty = p[strspn(p, "/.")] == '\0' && !strstr(p, "..");
+	if (empty && !may_be_workspace)
+		return error_set(err, -EISDIR, "path: %.300s names the workspace itself, not a file",
+				 path);
+	*rel = p;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int code;
+} errnos[] = {{"ENOENT", ENOENT}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},
+	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
+	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG}};
+
+/* A file operation's call: 0 with *reply the interpreter's answer, or
+ * -errno with err saying why (the interpreter's own error included). */
+static int file_call(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+		     json_t **reply, struct aj_error *err)
+{
+	struct aj_result res;
+	struct session_answer ans;
+	result_init(&res);
+	int rc = call(s, req, reply_max, -1, &res, reply, &ans);
+	if (ans.restarted)
+		s->state_lost = true; /* told at the next run */
+	if (ans.ended)
+		s->state_lost = true;
+	if (rc || !*reply) {
+		if (!rc && res.status == AJ_STATUS_TIMEOUT)
+			rc = error_set(err, -ETIMEDOUT, "%s: the interpreter did not answer within the "
+							"wall-clock limit and was restarted",
+				       what);
+		else
+			rc = error_set(err, rc ? rc : -EIO, "%s: %s", what,
+				       res.message ? res.message : "the interpreter gave no answer");
+		json_decref(*reply);
+		*reply = NULL;
+		aj_result_free(&res);
+		return rc;
+	}
+	aj_result_free(&res);
+	const char *e = json_string_value(json_object_get(*reply, "error"));
+	if (e) {
+		const char *name = json_string_value(json_object_get(*reply, "errno"));
+		int code = EIO;
+		for (size_t i = 0; name && i < sizeof errnos / sizeof errnos[0]; i++)
+			if (!strcmp(name, errnos[i].name))
+				code = errnos[i].code;
+		rc = error_set(err, -code, "%s: %.400s", what, e);
+		json_decref(*reply);
+		*reply = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
+		   struct aj_error *err)
+{
+	const char *rel;
+	int rc = workspace_path(path, false, &rel, err);
+	if (rc)
+		return rc;
+	if (!data && len)
+		return error_set(err, -EINVAL, "put: no data");
+	if ((rc = enter(s, err)))
+		return rc;
+	size_t cap = (size_t)sandbox_config(s->sb)->session.transfer_mb << 20;
+	if (len > cap) {
+		pthread_mutex_unlock(&s->lock);
+		return error_set(err, -EFBIG, "put: %s: %zu bytes is more than the %zu MiB allowed "
+					      "(transfer limit)",
+				 path, len, cap >> 20);
+	}
+	char *b64 = base64_encode(data ? data : "", len, NULL);
+	json_t *req = b64 ? json_pack("{s:s, s:s, s:s}", "op", "put", "path", rel, "data", b64) : NULL;
+	free(b64);
+	json_t *reply = NULL;
+	if (!req)
+		rc = error_set(err, -ENOMEM, "put: out of memory");
+	else
+		rc = file_call(s, "put", req, REPLY_SLACK, &reply, err);
+	json_decref(req);
+	json_decref(reply);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,
+		   struct aj_error *err)
+{
+	const char *rel;
+	*data = NULL;
+	*len = 0;
+	int rc = workspace_path(path, false, &rel, err);
+	if (rc || (rc = enter(s, err)))
+		return rc;
+	size_t cap = (size_t)sandbox_config(s->sb)->session.transfer_mb << 20;
+	json_t *req = json_pack("{s:s, s:s, s:I}", "op", "get", "path", rel, "max", (json_int_t)cap);
+	json_t *reply = NULL;
+	if (!req)
+		rc = error_set(err, -ENOMEM, "get: out of memory");
+	else
+		rc = file_call(s, "get", req, cap / 3 * 4 + 4 + REPLY_SLACK, &reply, err);
+	json_decref(req);
+	if (!rc) {
+		json_t *d = json_object_get(reply, "data");
+		unsigned char *buf = NULL;
+		size_t n = 0;
+		if (!json_is_string(d) ||
+		    base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
+			rc = error_set(err, -EPROTO, "get: the interpreter's reply holds no data");
+		else if (n > cap) {
+			free(buf);
+			rc = error_set(err, -EFBIG, "get: %s is more than the %zu MiB allowed", path,
+				       cap >> 20);
+		} else {
+			*data = buf;
+			*len = n;
+		}
+	}
+	json_decref(reply);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static enum aj_file_type file_type(const char *t)
+{
+	if (t && !strcmp(t, "file"))
+		return AJ_FILE_REGULAR;
+	if (t && !strcmp(t, "directory"))
+		return AJ_FILE_DIRECTORY;
+	if (t && !strcmp(t, "symlink"))
+		return AJ_FILE_SYMLINK;
+	return AJ_FILE_OTHER;
+}
+
+int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
+		    size_t *count, struct aj_error *err)
+{
+	const char *rel;
+	*entries = NULL;
+	*count = 0;
+	int rc = workspace_path(dir ? dir : "", true, &rel, err);
+	if (rc || (rc = enter(s, err)))
+		return rc;
+	json_t *req = json_pack("{s:s, s:s}", "op", "list", "path", rel);
+	json_t *reply = NULL;
+	if (!req)
+		rc = error_set(err, -ENOMEM, "list: out of memory");
+	else
+		rc = file_call(s, "list", req, LIST_REPLY_MAX, &reply, err);
+	json_decref(req);
+	json_t *arr = json_object_get(reply, "entries");
+	if (!rc && !json_is_array(arr))
+		rc = error_set(err, -EPROTO, "list: the interpreter's reply holds no entries");
+	if (!rc && json_array_size(arr)) {
+		struct aj_file_info *v = calloc(json_array_size(arr), sizeof *v);
+		size_t i, n = 0;
+		json_t *e;
+		if (!v)
+			rc = error_set(err, -ENOMEM, "list: out of memory");
+		json_array_foreach(arr, i, e) {
+			if (!v)
+				break;
+			const char *name = json_string_value(json_object_get(e, "name"));
+			if (!name || !(v[n].name = strdup(name)))
+				continue;
+			v[n].type = file_type(json_string_value(json_object_get(e, "type")));
+			json_int_t size = json_integer_value(json_object_get(e, "size"));
+			v[n].size = size > 0 ? (uint64_t)size : 0;
+			n++;
+		}
+		*entries = v;
+		*count = n;
+	}
+	json_decref(reply);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void aj_file_list_free(struct aj_file_info *entries, size_t count)
+{
+	for (size_t i = 0; entries && i < count; i++)
+		free(entries[i].name);
+	free(entries);
+}

@@ -1,0 +1,31 @@
+/* One call into a session's interpreter (src/session/repl.py), as a tier
+ * carries it: a request line out, a reply line back, the interpreter's
+ * output captured in between. Tiers only move the lines; src/core/session.c
+ * writes and reads them. */
+#ifndef AJ_SESSION_CALL_H
+#define AJ_SESSION_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct session_call {
+	const char *request;    /* one JSON object ending in '\n' */
+	size_t len;
+	uint64_t seq;           /* the reply must start with {"seq":SEQ */
+	int cancel_fd;          /* readable: stop the call; -1: none */
+	size_t reply_max;       /* a longer reply is a protocol error */
+};
+
+struct session_answer {
+	char *reply;            /* the reply line (malloc'ed, NUL-terminated), or NULL */
+	size_t reply_len;
+	bool restarted;         /* a fresh interpreter took this call: earlier state is gone */
+	bool ended;             /* the interpreter ended during the call */
+};
+
+/* Whether line (len bytes, no newline) is the reply to seq: repl.py writes
+ * the sequence number first, so a prefix test is exact. */
+bool session_reply_matches(const char *line, size_t len, uint64_t seq);
+
+#endif

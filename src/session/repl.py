@@ -1,0 +1,412 @@
+# agentjail's session interpreter: the Python that stays alive inside a
+# session's sandbox, on every tier, run as `python3 -I -u -c <this file>`.
+#
+# fd 0 is /dev/null, fd 1 and 2 the session's stdout and stderr, fd 3 the
+# requests (one JSON object a line, from the host), fd 4 the replies (one
+# JSON object a line, to the host). Every request carries a sequence number
+# that its reply echoes, so a reply left over from an earlier call is never
+# taken for the answer to this one.
+#
+#   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n}
+#       -> {"seq", "exit": code, "images": [{name, mime, data}], "dropped": n,
+#           "cpu_us": n, "rss_kb": n}
+#   {"seq", "op": "put", "path": p, "data": b64} -> {"seq", "ok": true}
+#   {"seq", "op": "get", "path": p, "max": n}    -> {"seq", "data": b64}
+#   {"seq", "op": "list", "path": p}             -> {"seq", "entries": [...]}
+#   a file operation that fails                  -> {"seq", "error", "errno"}
+#
+# This file is not a protection: the cells run in this same interpreter and
+# may rewrite any of it. Whatever it answers, the host treats as the
+# session's own output: size-capped, parsed strictly, and able to mislabel
+# nothing but this session's own results. The limits that matter (uid,
+# namespaces, seccomp, rlimits, cgroups, the wall clock) were set before this
+# interpreter started, from outside.
+import ast
+import base64
+import errno
+import io
+import json
+import linecache
+import math
+import os
+import resource
+import stat
+import sys
+import traceback
+import types
+
+REQUESTS, REPLIES = 3, 4
+WORKSPACE = "/tmp/work"
+OUTPUTS = "outputs"
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".svg": "image/svg+xml",
+    ".webp": "image/webp",
+}
+LIST_MAX = 10000
+REPL_FILE = __file__ if "__file__" in globals() else "<string>"
+
+
+class FileOpError(Exception):
+    def __init__(self, number, message):
+        super().__init__(message)
+        self.errno_name = errno.errorcode.get(number, "EIO")
+
+
+def reply(obj):
+    data = (json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        n = os.write(REPLIES, view)
+        view = view[n:]
+
+
+def text(name):
+    """A file name as valid UTF-8: undecodable bytes show as U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+# ---- cells ----
+
+def trimmed(tb):
+    """The traceback without this file's frames, as `python3 main.py` shows it."""
+    while tb is not None and tb.tb_frame.f_code.co_filename == REPL_FILE:
+        tb = tb.tb_next
+    return tb
+
+
+def flush():
+    for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            f.flush()
+        except Exception:
+            pass
+
+
+def exit_code_of(e):
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def run_cell(source, number, namespace):
+    name = "<cell %d>" % number
+    lines = source.decode("utf-8", "replace").splitlines(True)
+    # Tracebacks show the cell's own lines, as they would a file's.
+    linecache.cache[name] = (len(source), None, lines, name)
+    try:
+        tree = ast.parse(source, name, "exec")
+        # A last bare expression is shown, as in any Python prompt.
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, name, "exec"), namespace)
+        if last is not None:
+            value = eval(compile(last, name, "eval"), namespace)
+            if value is not None:
+                namespace["_"] = value
+                print(repr(value))
+        return 0
+    except SystemExit as e:
+        return exit_code_of(e)
+    except BaseException as e:  # noqa: B902 - reported as Python would
+        tb = trimmed(e.__traceback__)
+        try:
+            traceback.print_exception(type(e), e, tb)
+        except Exception:
+            pass
+        del e, tb
+        return 1
+
+
+def set_cpu_limit(seconds):
+    """This call's CPU budget: the soft limit moves to what was used plus
+    the call's share. The hard limit, the session's total, was set from
+    outside and cannot be raised from in here."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = math.ceil(used.ru_utime + used.ru_stime)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    want = spent + seconds
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+
+
+def image_snapshot():
+    seen = {}
+    try:
+        with os.scandir(OUTPUTS) as it:
+            for entry in it:
+                ext = os.path.splitext(entry.name)[1].lower()
+                if ext in IMAGE_TYPES and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    seen[entry.name] = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        pass
+    return seen
+
+
+def read_image(name, limit):
+    fd = os.open(os.path.join(OUTPUTS, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+
+
+def collect_images(before, most, limit):
+    images, dropped = [], 0
+
+    def add(name, mime, data):
+        nonlocal dropped
+        if data is None or len(data) > limit or len(images) >= most:
+            dropped += 1
+        else:
+            images.append({"name": text(name), "mime": mime,
+                           "data": base64.b64encode(data).decode()})
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            numbers = list(plt.get_fignums())
+        except Exception:
+            numbers = []
+        for number in numbers:
+            try:
+                figure = plt.figure(number)
+                buf = io.BytesIO()
+                figure.savefig(buf, format="png")
+                add("figure-%d.png" % number, "image/png", buf.getvalue())
+            except Exception as e:
+                print("agentjail: figure %d could not be saved: %s" % (number, e),
+                      file=sys.stderr)
+            finally:
+                try:
+                    plt.close(number)
+                except Exception:
+                    pass
+    after = image_snapshot()
+    for name in sorted(after):
+        if before.get(name) != after[name]:
+            try:
+                data = read_image(name, limit)
+            except OSError:
+                data = None
+            add(OUTPUTS + "/" + name, IMAGE_TYPES[os.path.splitext(name)[1].lower()], data)
+    return images, dropped
+
+
+def usage():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+    return cpu, max(s.ru_maxrss, c.ru_maxrss)
+
+
+def op_run(req, state):
+    state["cells"] += 1
+    set_cpu_limit(int(req["cpu"]))
+    before = image_snapshot()
+    cpu0, _ = usage()
+    code = run_cell(base64.b64decode(req["code"]), state["cells"], state["namespace"])
+    flush()
+    images, dropped = collect_images(before, int(req["images"]), int(req["image_bytes"]))
+    flush()
+    cpu1, rss = usage()
+    return {"exit": code, "images": images, "dropped": dropped,
+            "cpu_us": int((cpu1 - cpu0) * 1e6), "rss_kb": rss}
+
+
+# ---- files: only inside the workspace, never through a symlink ----
+
+def parts_of(path):
+    # The host has already refused "..", absolute paths elsewhere, NUL and
+    # invalid UTF-8; this only splits what is left.
+    return [p for p in path.split("/") if p not in ("", ".")]
+
+
+def open_dir(parts, create):
+    """An fd for the directory parts name under the workspace, opened one
+    component at a time with O_NOFOLLOW: a symlink anywhere is refused."""
+    fd = os.open(WORKSPACE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise FileOpError(errno.ENOENT, "%s: no such directory in the workspace"
+                                      % "/".join(parts[:i + 1]))
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FileOpError(e.errno, "%s: is a symlink or not a directory"
+                                      % "/".join(parts[:i + 1]))
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def op_put(req, state):
+    parts = parts_of(req["path"])
+    if not parts:
+        raise FileOpError(errno.EISDIR, "the workspace itself is not a file")
+    data = base64.b64decode(req["data"])
+    dfd = open_dir(parts[:-1], True)
+    name = parts[-1]
+    tmp = ".agentjail-put-%d" % os.getpid()
+    try:
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileOpError(errno.EEXIST, "%s: exists and is not a regular file "
+                                  "(a directory, symlink or special file is never replaced)"
+                                  % req["path"])
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                     dir_fd=dfd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp, dir_fd=dfd)
+            raise
+        os.close(fd)
+        # Whole or not at all: a reader never sees half a file.
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    return {"ok": True}
+
+
+def op_get(req, state):
+    parts = parts_of(req["path"])
+    if not parts:
+        raise FileOpError(errno.EISDIR, "the workspace is a directory: list it")
+    limit = int(req["max"])
+    dfd = open_dir(parts[:-1], False)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+        except FileNotFoundError:
+            raise FileOpError(errno.ENOENT, "%s: no such file in the workspace" % req["path"])
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise FileOpError(e.errno, "%s: is a symlink" % req["path"])
+            raise
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileOpError(errno.EISDIR, "%s: is a directory" % req["path"])
+        if not stat.S_ISREG(st.st_mode):
+            raise FileOpError(errno.EINVAL, "%s: is not a regular file" % req["path"])
+        if st.st_size > limit:
+            raise FileOpError(errno.EFBIG, "%s: %d bytes is more than the %d allowed"
+                              % (req["path"], st.st_size, limit))
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise FileOpError(errno.EFBIG, "%s: grew past the %d bytes allowed"
+                                  % (req["path"], limit))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return {"data": base64.b64encode(b"".join(chunks)).decode()}
+
+
+def op_list(req, state):
+    dfd = open_dir(parts_of(req["path"]), False)
+    entries = []
+    try:
+        with os.scandir(dfd) as it:
+            for entry in it:
+                if len(entries) >= LIST_MAX:
+                    break
+                if entry.name.startswith(".agentjail-put-"):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    kind = "symlink"
+                elif stat.S_ISDIR(st.st_mode):
+                    kind = "directory"
+                elif stat.S_ISREG(st.st_mode):
+                    kind = "file"
+                else:
+                    kind = "other"
+                entries.append({"name": text(entry.name), "type": kind, "size": st.st_size})
+    finally:
+        os.close(dfd)
+    entries.sort(key=lambda e: e["name"])
+    return {"entries": entries}
+
+
+OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list}
+
+
+def serve():
+    os.environ["MPLBACKEND"] = "Agg"  # no display: figures render to images
+    # matplotlib's cache and config outside the workspace the agent lists.
+    os.environ.setdefault("MPLCONFIGDIR", "/tmp/.matplotlib")
+    try:
+        os.mkdir(OUTPUTS, 0o755)
+    except OSError:
+        pass
+    # The cells' own __main__: they see none of this file's names, and
+    # classes they define pickle as they would in a script.
+    main = types.ModuleType("__main__")
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    sys.argv[:] = [""]
+    state = {"cells": 0, "namespace": main.__dict__}
+    requests = io.open(REQUESTS, "rb", closefd=False)
+    while True:
+        line = requests.readline()
+        if not line:
+            os._exit(0)  # the host is gone or closed the session
+        try:
+            req = json.loads(line)
+            seq = req["seq"]
+        except Exception:
+            # The tail of a request the host was still sending when the
+            # last interpreter ended: not a request, never answered.
+            continue
+        try:
+            answer = OPS[req["op"]](req, state)
+        except KeyError as e:
+            answer = {"error": "bad request: no %s" % e, "errno": "EINVAL"}
+        except FileOpError as e:
+            answer = {"error": str(e), "errno": e.errno_name}
+        except OSError as e:
+            answer = {"error": "%s: %s" % (req.get("path", ""), os.strerror(e.errno or 5)),
+                      "errno": errno.errorcode.get(e.errno, "EIO")}
+        # The sequence number first: the host matches replies on it.
+        reply({"seq": seq, **answer})
+
+
+serve()
