@@ -32,6 +32,8 @@ struct fixture {
 	/* What a tier's /dev holds, when it is not the jail engine's own
 	 * (Docker adds tty and mqueue and cannot be told not to). */
 	const char *dev_listing;
+	/* How many open/run/close cycles session_cycles_leave_nothing takes. */
+	int session_cycles;
 	/* The tier offers no ptys at all, rather than a bounded pool. */
 	bool no_ptys;
 	/* Extra leftovers a tier can have (its engine's containers): counted

@@ -457,6 +457,95 @@ static void help_is_there(void **state)
 	assert_true(contains(res.out, "124 on timeout"));
 }
 
+/* agentjail repl --json: one request a line, one answer a line. */
+static void repl_json_session(void **state)
+{
+	(void)state;
+	CLI(&res,
+	    "{\"run\": \"x = 20\"}\n"
+	    "{\"run\": \"x * 2 + 2\"}\n"
+	    "{\"put\": \"in/a.txt\", \"data\": \"hello\"}\n"
+	    "{\"put\": \"in/b.bin\", \"base64\": \"AAEC\"}\n"
+	    "{\"run\": \"open('out.txt', 'w').write(open('in/a.txt').read().upper())\"}\n"
+	    "{\"get\": \"out.txt\"}\n"
+	    "{\"list\": \"in\"}\n"
+	    "{\"get\": \"../etc/passwd\"}\n"
+	    "{\"put\": \"x\", \"base64\": \"not base64!\"}\n"
+	    "[1]\n"
+	    "{\"run\": \"import os; os._exit(4)\"}\n"
+	    "{\"run\": \"print('x' in dir())\"}\n",
+	    "repl", "--json");
+	assert_int_equal(res.exit_code, 0);
+	const char *want[] = {
+		"\"status\":\"ok\"",
+		"\"stdout\":\"42\\n\"",
+		"{\"ok\":true}",
+		"{\"ok\":true}",
+		"\"status\":\"ok\"",
+		"{\"path\":\"out.txt\",\"base64\":\"SEVMTE8=\"}",
+		"{\"entries\":[{\"name\":\"a.txt\",\"type\":\"file\",\"size\":5},"
+		"{\"name\":\"b.bin\",\"type\":\"file\",\"size\":3}]}",
+		"{\"error\":\"path: ../etc/passwd: '..' is not allowed\"}",
+		"\"error\":\"put: give",
+		"\"error\":\"request: not a JSON object",
+		"\"exit_code\":4",
+		"the session's interpreter was restarted",
+	};
+	char *line = res.out;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		if (!contains(line, want[i]))
+			fail_msg("answer %zu: %s; want %s", i, line, want[i]);
+		line = nl + 1;
+	}
+	assert_string_equal(line, "");
+}
+
+/* From a pipe: '# %%' cells and % commands, as a person would script it. */
+static void repl_cells_from_a_pipe(void **state)
+{
+	(void)state;
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "%s/local.txt", program_dir);
+	FILE *f = fopen(cmd, "w");
+	assert_non_null(f);
+	fputs("from the host\n", f);
+	fclose(f);
+	char in[1200];
+	snprintf(in, sizeof in,
+		 "%%put %s/local.txt notes.txt\n"
+		 "total = 0\n"
+		 "for i in range(4):\n"
+		 "    total += i\n"
+		 "# %%%%\n"
+		 "print('total', total, open('notes.txt').read().strip())\n"
+		 "open('result.txt', 'w').write('done')\n"
+		 "%%get result.txt %s/result.txt\n"
+		 "%%ls\n"
+		 "%%frobnicate\n",
+		 program_dir, program_dir);
+	CLI(&res, in, "repl");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "total 6 from the host\n"));
+	assert_true(contains(res.out, "result.txt"));
+	assert_true(contains(res.err, "put notes.txt (14 bytes)"));
+	assert_true(contains(res.err, "%frobnicate: unknown command"));
+	snprintf(cmd, sizeof cmd, "%s/result.txt", program_dir);
+	f = fopen(cmd, "r");
+	assert_non_null(f);
+	char got[16] = "";
+	assert_non_null(fgets(got, sizeof got, f));
+	fclose(f);
+	assert_string_equal(got, "done");
+	CLI(&res, "", "repl", "--timeout", "0");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "timeout"));
+	CLI(&res, "", "repl", "extra");
+	assert_int_equal(res.exit_code, 2);
+}
+
 static int make_dir(void **state)
 {
 	(void)state;
@@ -489,6 +578,8 @@ int main(void)
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),
+		cmocka_unit_test(repl_json_session),
+		cmocka_unit_test(repl_cells_from_a_pipe),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }

@@ -4,7 +4,7 @@
  * builds with `agentjail image build --from-host --name test`. */
 #include <limits.h>
 
-#include "hostile.h"
+#include "session_cases.h"
 #include "src/linux/spawn.h"
 
 static char image_dir[PATH_MAX];
@@ -209,8 +209,11 @@ int main(void)
 	if (use_test_image(image_dir, sizeof image_dir))
 		return 1;
 	fixture.tier = AJ_TIER_CONTAINER;
+	fixture.session_cycles = 1000;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		SESSION_TABLE,
+		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(view_is_the_image),
 		HOSTILE_TEST(cgroup_stops_what_rlimits_would_not),
 		HOSTILE_TEST(missing_cgroup_controller_fails_closed),

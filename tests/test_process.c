@@ -5,7 +5,7 @@
 #include <seccomp.h>
 #include <sys/prctl.h>
 
-#include "hostile.h"
+#include "session_cases.h"
 
 static void identity_inside(void **state)
 {
@@ -270,10 +270,13 @@ static void unprivileged_caller_uses_userns(void **state)
 int main(void)
 {
 	fixture.tier = AJ_TIER_PROCESS;
+	fixture.session_cycles = 1000;
 	if (getenv("AJ_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		SESSION_TABLE,
+		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),

@@ -18,6 +18,7 @@ int cmd_image(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_attack(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_repl(int argc, char **argv);
 
 /* The options every command that runs code shares (--tier and the limits).
  * options_long() lists them for getopt_long; option_apply() takes one,

@@ -13,6 +13,7 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run FILE|-     run one program (agentjail run --help for the options)\n"
+	"  repl           a session: state, files and charts that last across cells\n"
 	"  check          which tiers work on this machine, and why the others don't\n"
 	"  image          build, list and remove the image roots the container tier runs\n"
 	"  mcp            serve run_python to an AI agent over MCP (stdio)\n"
@@ -23,7 +24,8 @@ static const char usage[] =
 	"  agentjail run hello.py\n"
 	"  echo 'print(6*7)' | agentjail run --json -\n"
 	"  agentjail run --timeout 2 --memory 128 --tier process job.py\n"
-	"  agentjail image build && agentjail run --tier container job.py\n";
+	"  agentjail image build && agentjail run --tier container job.py\n"
+	"  agentjail repl --tier container --images charts/\n";
 
 int main(int argc, char **argv)
 {
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "repl"))
+		return cmd_repl(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "image"))

@@ -106,6 +106,11 @@ def run_cell(source, number, namespace):
     linecache.cache[name] = (len(source), None, lines, name)
     try:
         tree = ast.parse(source, name, "exec")
+    except (SyntaxError, ValueError) as e:
+        # As Python reports a program that does not compile: no frames.
+        traceback.print_exception(type(e), e, None)
+        return 1
+    try:
         # A last bare expression is shown, as in any Python prompt.
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -252,10 +257,12 @@ def open_dir(parts, create):
                 os.mkdir(part, 0o755, dir_fd=fd)
                 nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise FileOpError(e.errno, "%s: is a symlink or not a directory"
-                                      % "/".join(parts[:i + 1]))
-                raise
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                where = "/".join(parts[:i + 1])
+                if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise FileOpError(errno.ELOOP, "%s: is a symlink (never followed)" % where)
+                raise FileOpError(errno.ENOTDIR, "%s: is not a directory" % where)
             os.close(fd)
             fd = nfd
         return fd
@@ -312,7 +319,7 @@ def op_get(req, state):
             raise FileOpError(errno.ENOENT, "%s: no such file in the workspace" % req["path"])
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise FileOpError(e.errno, "%s: is a symlink" % req["path"])
+                raise FileOpError(e.errno, "%s: is a symlink (never followed)" % req["path"])
             raise
     finally:
         os.close(dfd)

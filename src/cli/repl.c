@@ -1,0 +1,451 @@
+/* agentjail repl: a session a person (or a script) can drive: cells in,
+ * results out, files both ways, images saved where a person can open them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/internal.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agentjail repl [options]\n"
+	"\n"
+	"Opens a session: one sandbox whose interpreter stays alive, so variables,\n"
+	"imports and workspace files persist from cell to cell. Figures left open in\n"
+	"matplotlib, and images saved under outputs/, come back after each cell.\n"
+	"\n"
+	"From a terminal, a one-line statement runs at once and a block (a line\n"
+	"ending in ':') runs at an empty line. From a pipe, cells are separated by\n"
+	"lines that start with '# %%' (Jupyter's percent format). In both:\n"
+	"  %put LOCAL [PATH]   copy a host file into the workspace\n"
+	"  %get PATH [LOCAL]   copy a workspace file out (default: its base name)\n"
+	"  %ls [DIR]           list a workspace directory\n"
+	"  %quit               end the session (so does end of input)\n"
+	"\n"
+	"With --json, each input line is one request and each answer one line:\n"
+	"  {\"run\": CODE}                       the result object (\"images\" when any)\n"
+	"  {\"put\": PATH, \"data\": TEXT}         or \"base64\": B64 instead of \"data\"\n"
+	"  {\"get\": PATH}                       {\"path\": PATH, \"base64\": B64}\n"
+	"  {\"list\": DIR}                       {\"entries\": [{\"name\", \"type\", \"size\"}]}\n"
+	"  what fails                          {\"error\": MESSAGE}\n"
+	"\n"
+	"options:\n" LIMIT_OPTIONS_HELP
+	"  --images DIR      save every image a cell returns into DIR as N-NAME\n"
+	"  --json            JSON lines in and out, for scripts\n"
+	"  -h, --help        this help\n"
+	"\n"
+	"It exits 0 when the input ends, 125 when the session could not be opened or\n"
+	"a limit closed it, 2 on a usage error.\n";
+
+enum { OPT_JSON = 2000, OPT_IMAGES, OPT_HELP };
+
+struct repl {
+	struct aj_session *s;
+	enum aj_tier tier;
+	const char *images_dir;
+	unsigned images_saved;
+	unsigned cells;
+	bool closed;            /* a limit closed the session */
+};
+
+static const char *type_name(enum aj_file_type t)
+{
+	static const char *const names[] = {"file", "directory", "symlink", "other"};
+	return (unsigned)t < 4 ? names[t] : "other";
+}
+
+/* images_dir/N-NAME, with NAME's directories flattened. */
+static void save_image(struct repl *r, const struct aj_image *im, char *saved, size_t n)
+{
+	saved[0] = '\0';
+	if (!r->images_dir)
+		return;
+	if (mkdir(r->images_dir, 0755) < 0 && errno != EEXIST) {
+		cli_error("--images: %s: %s", r->images_dir, strerror(errno));
+		return;
+	}
+	char name[256];
+	snprintf(name, sizeof name, "%s", im->name);
+	for (char *p = name; *p; p++)
+		if (*p == '/')
+			*p = '-';
+	snprintf(saved, n, "%s/%u-%s", r->images_dir, ++r->images_saved, name);
+	int fd = open(saved, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write_full(fd, im->data, im->len)) {
+		cli_error("--images: %s: %s", saved, strerror(errno));
+		saved[0] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void report_cell(struct repl *r, const struct aj_result *res)
+{
+	(void)write_full(1, res->stdout_buf, res->stdout_len);
+	(void)write_full(2, res->stderr_buf, res->stderr_len);
+	if (res->status == AJ_STATUS_SANDBOX_ERROR)
+		cli_error("sandbox error: %s", res->message ? res->message : "unknown");
+	else if (res->status == AJ_STATUS_OK && res->message)
+		cli_error("note: %s", res->message);
+	else if (res->status != AJ_STATUS_OK && res->message)
+		cli_error("%s: %s", aj_status_name(res->status), res->message);
+	for (size_t i = 0; i < res->image_count; i++) {
+		char saved[4200];
+		save_image(r, &res->images[i], saved, sizeof saved);
+		if (saved[0])
+			cli_error("image %s (%s, %zu bytes) saved as %s", res->images[i].name,
+				  res->images[i].mime, res->images[i].len, saved);
+		else
+			cli_error("image %s (%s, %zu bytes); --images DIR saves it",
+				  res->images[i].name, res->images[i].mime, res->images[i].len);
+	}
+	if (res->images_dropped)
+		cli_error("%zu more image%s over the session's image limits", res->images_dropped,
+			  res->images_dropped == 1 ? "" : "s");
+}
+
+static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
+{
+	struct aj_result res;
+	int rc = aj_session_run(r->s, code, len, &res);
+	r->cells++;
+	if (rc == -ESHUTDOWN)
+		r->closed = true;
+	if (as_json)
+		*as_json = result_to_json_object(&res, r->tier);
+	else
+		report_cell(r, &res);
+	aj_result_free(&res);
+	return rc;
+}
+
+static int read_file(const char *path, char **data, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+	close(fd);
+	if (n != st.st_size) {
+		free(buf);
+		return -EIO;
+	}
+	*data = buf;
+	*len = (size_t)n;
+	return 0;
+}
+
+/* %put, %get, %ls, %quit. Returns 1 to quit, 0 to go on. */
+static int magic(struct repl *r, char *line)
+{
+	char *save = NULL;
+	char *cmd = strtok_r(line, " \t\n", &save);
+	char *a = strtok_r(NULL, " \t\n", &save);
+	char *b = strtok_r(NULL, " \t\n", &save);
+	struct aj_error err = {0};
+	if (!strcmp(cmd, "%quit") || !strcmp(cmd, "%exit"))
+		return 1;
+	if (!strcmp(cmd, "%put") && a) {
+		char *data = NULL;
+		size_t len = 0;
+		int rc = read_file(a, &data, &len);
+		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+		if (rc)
+			cli_error("%%put: %s: %s", a, strerror(-rc));
+		else if (aj_session_put(r->s, b ? b : base, data, len, &err))
+			cli_error("%s", err.message);
+		else
+			cli_error("put %s (%zu bytes)", b ? b : base, len);
+		free(data);
+	} else if (!strcmp(cmd, "%get") && a) {
+		void *data = NULL;
+		size_t len = 0;
+		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+		const char *to = b ? b : base;
+		if (aj_session_get(r->s, a, &data, &len, &err)) {
+			cli_error("%s", err.message);
+		} else {
+			int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fd < 0 || write_full(fd, data, len))
+				cli_error("%%get: %s: %s", to, strerror(errno));
+			else
+				cli_error("got %s (%zu bytes) into %s", a, len, to);
+			if (fd >= 0)
+				close(fd);
+		}
+		free(data);
+	} else if (!strcmp(cmd, "%ls")) {
+		struct aj_file_info *e = NULL;
+		size_t n = 0;
+		if (aj_session_list(r->s, a ? a : "", &e, &n, &err))
+			cli_error("%s", err.message);
+		for (size_t i = 0; i < n; i++)
+			printf("%-9s %10llu  %s\n", type_name(e[i].type),
+			       (unsigned long long)e[i].size, e[i].name);
+		fflush(stdout);
+		aj_file_list_free(e, n);
+	} else {
+		cli_error("%s: unknown command (%%put LOCAL [PATH], %%get PATH [LOCAL], %%ls [DIR], "
+			  "%%quit)",
+			  cmd);
+	}
+	if (err.code == -ESHUTDOWN)
+		r->closed = true;
+	return 0;
+}
+
+struct cell {
+	char *buf;
+	size_t len, alloc;
+};
+
+static int cell_add(struct cell *c, const char *line, size_t n)
+{
+	if (c->len + n + 1 > c->alloc) {
+		size_t alloc = (c->len + n + 1) * 2;
+		char *p = realloc(c->buf, alloc);
+		if (!p)
+			return -ENOMEM;
+		c->buf = p;
+		c->alloc = alloc;
+	}
+	memcpy(c->buf + c->len, line, n);
+	c->len += n;
+	c->buf[c->len] = '\0';
+	return 0;
+}
+
+static bool blank(const char *s)
+{
+	return s[strspn(s, " \t\r\n")] == '\0';
+}
+
+/* People and pipes: cells, % commands. */
+static void text_loop(struct repl *r)
+{
+	const bool tty = isatty(0);
+	struct cell c = {0};
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (tty)
+			fputs(c.len ? "... " : ">>> ", stderr);
+		n = getline(&line, &cap, stdin);
+		bool eof = n < 0;
+		bool boundary = eof;
+		if (!eof) {
+			if (tty) {
+				/* A one-line statement runs at once; a block runs at
+				 * the empty line that ends it. */
+				if (!c.len && line[0] == '%') {
+					if (magic(r, line))
+						break;
+					continue;
+				}
+				if (blank(line)) {
+					boundary = c.len > 0;
+				} else {
+					cell_add(&c, line, (size_t)n);
+					size_t k = strcspn(line, "\r\n");
+					boundary = !strchr(c.buf, '\n') ||
+						   (c.len == (size_t)n && k && line[k - 1] != ':' &&
+						    line[k - 1] != '\\');
+				}
+			} else if (!strncmp(line, "# %%", 4)) {
+				boundary = true;
+			} else if (line[0] == '%') {
+				/* A command ends the cell before it. */
+				if (c.len && !blank(c.buf))
+					run_cell(r, c.buf, c.len, NULL);
+				c.len = 0;
+				if (r->closed || magic(r, line))
+					break;
+			} else {
+				cell_add(&c, line, (size_t)n);
+			}
+		}
+		if (boundary && c.len && !blank(c.buf)) {
+			run_cell(r, c.buf, c.len, NULL);
+			c.len = 0;
+		} else if (boundary) {
+			c.len = 0;
+		}
+		if (eof || r->closed)
+			break;
+	}
+	if (tty && n < 0)
+		fputc('\n', stderr);
+	free(line);
+	free(c.buf);
+}
+
+static json_t *error_json(const char *msg)
+{
+	return json_pack("{s:s}", "error", msg);
+}
+
+static json_t *json_request(struct repl *r, json_t *req)
+{
+	struct aj_error err = {0};
+	const char *code = json_string_value(json_object_get(req, "run"));
+	const char *put = json_string_value(json_object_get(req, "put"));
+	const char *get = json_string_value(json_object_get(req, "get"));
+	json_t *list = json_object_get(req, "list");
+	json_t *out = NULL;
+	if (code) {
+		run_cell(r, code, json_string_length(json_object_get(req, "run")), &out);
+		return out ? out : error_json("out of memory");
+	}
+	if (put) {
+		json_t *text = json_object_get(req, "data"), *b64 = json_object_get(req, "base64");
+		unsigned char *bytes = NULL;
+		size_t len = 0;
+		if (json_is_string(text)) {
+			bytes = (unsigned char *)strndup(json_string_value(text), json_string_length(text));
+			len = json_string_length(text);
+		} else if (!json_is_string(b64) ||
+			   base64_decode(json_string_value(b64), json_string_length(b64), &bytes, &len)) {
+			return error_json("put: give \"data\" (text) or \"base64\" (valid base64)");
+		}
+		int rc = aj_session_put(r->s, put, bytes, len, &err);
+		free(bytes);
+		if (rc == -ESHUTDOWN)
+			r->closed = true;
+		return rc ? error_json(err.message) : json_pack("{s:b}", "ok", 1);
+	}
+	if (get) {
+		void *data = NULL;
+		size_t len = 0;
+		int rc = aj_session_get(r->s, get, &data, &len, &err);
+		if (rc) {
+			r->closed |= rc == -ESHUTDOWN;
+			return error_json(err.message);
+		}
+		char *b64 = base64_encode(data, len, NULL);
+		free(data);
+		out = b64 ? json_pack("{s:s, s:s}", "path", get, "base64", b64) : NULL;
+		free(b64);
+		return out ? out : error_json("out of memory");
+	}
+	if (json_is_string(list) || json_is_null(list)) {
+		struct aj_file_info *e = NULL;
+		size_t n = 0;
+		int rc = aj_session_list(r->s, json_string_value(list), &e, &n, &err);
+		if (rc) {
+			r->closed |= rc == -ESHUTDOWN;
+			return error_json(err.message);
+		}
+		json_t *arr = json_array();
+		for (size_t i = 0; arr && i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:I}", "name", e[i].name, "type",
+							     type_name(e[i].type), "size",
+							     (json_int_t)e[i].size));
+		aj_file_list_free(e, n);
+		return json_pack("{s:o}", "entries", arr);
+	}
+	return error_json("request: expected one of \"run\", \"put\", \"get\", \"list\"");
+}
+
+static void json_loop(struct repl *r)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	while (!r->closed && getline(&line, &cap, stdin) >= 0) {
+		if (blank(line))
+			continue;
+		json_error_t je;
+		json_t *req = json_loads(line, 0, &je);
+		json_t *out;
+		if (!json_is_object(req)) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "request: not a JSON object (%s)", je.text);
+			out = error_json(msg);
+		} else {
+			out = json_request(r, req);
+		}
+		json_decref(req);
+		/* As aj_result_to_json prints: one decimal stays one decimal. */
+		char *s = out ? json_dumps(out, JSON_PRESERVE_ORDER | JSON_COMPACT |
+						   JSON_REAL_PRECISION(12))
+			      : NULL;
+		puts(s ? s : "{\"error\":\"out of memory\"}");
+		fflush(stdout);
+		free(s);
+		json_decref(out);
+	}
+	free(line);
+}
+
+int cmd_repl(int argc, char **argv)
+{
+	struct aj_config cfg;
+	bool json = false;
+	struct repl r = {0};
+	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+					    {"images", required_argument, NULL, OPT_IMAGES},
+					    {"help", no_argument, NULL, OPT_HELP},
+					    {NULL, 0, NULL, 0}};
+	struct option opts[40];
+
+	aj_config_init(&cfg);
+	options_with(own, opts, 40);
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == OPT_JSON) {
+			json = true;
+		} else if (c == OPT_IMAGES) {
+			r.images_dir = optarg;
+		} else if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == '?' || option_apply(c, optarg, &cfg) < 0) {
+			fputs("try 'agentjail repl --help'\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_error("repl: unexpected argument '%s' (cells come on stdin)", argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err = {0};
+	if (aj_config_validate(&cfg, &err)) {
+		cli_error("%s", err.message);
+		return EXIT_USAGE;
+	}
+	if (aj_session_open(&cfg, &r.s, &err)) {
+		if (json) {
+			json_t *o = error_json(err.message);
+			char *s = json_dumps(o, JSON_COMPACT);
+			puts(s ? s : "{}");
+			free(s);
+			json_decref(o);
+		} else {
+			cli_error("sandbox error: %s", err.message);
+		}
+		return EXIT_SANDBOX;
+	}
+	r.tier = cfg.tier;
+	if (json)
+		json_loop(&r);
+	else
+		text_loop(&r);
+	int rc = r.closed ? EXIT_SANDBOX : 0;
+	if (r.closed && !json)
+		cli_error("the session was closed: %s", aj_session_closed_reason(r.s));
+	aj_session_close(r.s);
+	return rc;
+}

@@ -1,0 +1,523 @@
+/* The session cases every tier runs (include after hostile.h, then put
+ * SESSION_TABLE and HOSTILE_SESSION_TABLE in the tier's test list):
+ * state across calls, files in and out, charts, what ends a call or a
+ * session, and isolation between sessions. Nothing here names a tier; a
+ * tier sets fixture.session_cycles to how many open/run/close cycles its
+ * leak check may take. */
+#ifndef AJ_TEST_SESSION_CASES_H
+#define AJ_TEST_SESSION_CASES_H
+
+#include "hostile.h"
+
+static struct aj_session *open_session(const struct aj_config *cfg)
+{
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	if (aj_session_open(cfg, &s, &err))
+		fail_msg("aj_session_open: %s", err.message);
+	return s;
+}
+
+/* One cell; asserts the session itself took it (rc 0). */
+static void cell(struct aj_session *s, struct aj_result *r, const char *code)
+{
+	int rc = aj_session_run(s, code, strlen(code), r);
+	if (rc)
+		fail_msg("aj_session_run: %d: %s", rc, r->message ? r->message : "-");
+}
+
+static void cell_expect(struct aj_session *s, const char *code, enum aj_status want,
+			const char *out_has)
+{
+	struct aj_result r;
+	cell(s, &r, code);
+	assert_status(&r, want);
+	if (out_has && !contains(r.stdout_buf, out_has))
+		fail_msg("stdout lacks %s: %s / %s", out_has, r.stdout_buf, r.stderr_buf);
+	aj_result_free(&r);
+}
+
+static int count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	struct dirent *de;
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void session_state_persists(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "x = 41\nimport json\nopen('kept.txt', 'w').write('file-kept')\n",
+		    AJ_STATUS_OK, NULL);
+	/* A last bare expression is shown, as at any Python prompt. */
+	cell(s, &r, "x + 1");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "42\n");
+	assert_null(r.message);
+	aj_result_free(&r);
+	cell_expect(s, "print(json.dumps([x]), open('kept.txt').read())", AJ_STATUS_OK,
+		    "[41] file-kept");
+	/* An exception ends the cell as a program's would, and keeps state. */
+	cell(s, &r, "y = 1\n1 / 0\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 1);
+	assert_true(contains(r.stderr_buf, "ZeroDivisionError"));
+	assert_true(contains(r.stderr_buf, "<cell 4>"));
+	assert_false(contains(r.stderr_buf, "repl"));
+	aj_result_free(&r);
+	cell(s, &r, "import sys\nprint(y)\nsys.exit(7)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 7);
+	assert_string_equal(r.stdout_buf, "1\n");
+	aj_result_free(&r);
+	cell_expect(s, "print('y is', y)", AJ_STATUS_OK, "y is 1");
+	aj_session_close(s);
+}
+
+static void session_crash_restarts_interpreter(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "x = 1\nopen('survives', 'w').write('yes')\n", AJ_STATUS_OK, NULL);
+	cell(s, &r, "import os\nprint('bye', flush=True)\nos._exit(3)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	assert_true(contains(r.stdout_buf, "bye"));
+	assert_true(contains(r.message, "interpreter ended"));
+	aj_result_free(&r);
+	/* A fresh interpreter, the same workspace, and the agent is told. */
+	cell(s, &r, "print('x' in globals(), open('survives').read())");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "False yes\n");
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	cell(s, &r, "print('calm')");
+	assert_null(r.message);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+static void session_call_limits(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 2;
+	f->cfg.limits.output_kb = 64;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "keep = 5", AJ_STATUS_OK, NULL);
+	cell(s, &r, "import time\nprint('started', flush=True)\ntime.sleep(30)\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.stdout_buf, "started"));
+	assert_true(r.wall_ms < 8000);
+	aj_result_free(&r);
+	cell(s, &r, "import sys\nfor i in range(100000):\n    sys.stdout.write('z' * 1024)\n");
+	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	assert_int_equal(r.stdout_len, 64 * 1024);
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	/* Per call, not per session: each call has its own CPU budget. */
+	f->cfg.limits.cpu_sec = 1;
+	aj_session_close(s);
+	s = open_session(&f->cfg);
+	cell(s, &r, "while True:\n    pass\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	aj_result_free(&r);
+	cell_expect(s, "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n"
+		       "    pass\nprint('ok')", AJ_STATUS_OK, "ok");
+	cell_expect(s, "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n"
+		       "    pass\nprint('again')", AJ_STATUS_OK, "again");
+	aj_session_close(s);
+}
+
+struct cancel_ctx {
+	struct aj_session *s;
+	struct aj_cancel *cancel;
+	struct aj_result res;
+};
+
+static void *cancel_worker(void *arg)
+{
+	struct cancel_ctx *c = arg;
+	static const char code[] = "import time\ntime.sleep(20)\n";
+	aj_session_run_cancellable(c->s, code, strlen(code), c->cancel, &c->res);
+	return NULL;
+}
+
+static void session_cancel(void **state)
+{
+	struct fixture *f = *state;
+	struct cancel_ctx c = {.s = open_session(&f->cfg)};
+	assert_int_equal(aj_cancel_new(&c.cancel), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, cancel_worker, &c), 0);
+	sleep_ms(700);
+	aj_cancel_fire(c.cancel);
+	pthread_join(th, NULL);
+	aj_cancel_free(c.cancel);
+	assert_status(&c.res, AJ_STATUS_KILLED);
+	assert_true(contains(c.res.message, "cancelled"));
+	aj_result_free(&c.res);
+	cell_expect(c.s, "print('after cancel')", AJ_STATUS_OK, "after cancel");
+	aj_session_close(c.s);
+}
+
+static void session_files_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_error err = {0};
+	unsigned char bin[256];
+	for (int i = 0; i < 256; i++)
+		bin[i] = (unsigned char)i;
+	assert_int_equal(aj_session_put(s, "data/in/bytes.bin", bin, sizeof bin, &err), 0);
+	assert_int_equal(aj_session_put(s, "/tmp/work/data/note.txt", "a,b\n1,2\n", 8, &err), 0);
+	assert_int_equal(aj_session_put(s, "empty", "", 0, &err), 0);
+	/* Replacing a file is whole or nothing. */
+	assert_int_equal(aj_session_put(s, "empty", "", 0, &err), 0);
+	cell_expect(s,
+		    "b = open('data/in/bytes.bin', 'rb').read()\n"
+		    "print(len(b), b == bytes(range(256)), open('data/note.txt').read().split())\n"
+		    "open('data/out.csv', 'w').write('total,3\\n')\n",
+		    AJ_STATUS_OK, "256 True ['a,b', '1,2']");
+	void *data = NULL;
+	size_t len = 0;
+	assert_int_equal(aj_session_get(s, "data/out.csv", &data, &len, &err), 0);
+	assert_int_equal(len, 8);
+	assert_memory_equal(data, "total,3\n", 8);
+	free(data);
+	assert_int_equal(aj_session_get(s, "data/in/bytes.bin", &data, &len, &err), 0);
+	assert_int_equal(len, 256);
+	assert_memory_equal(data, bin, 256);
+	free(data);
+	struct aj_file_info *e = NULL;
+	size_t n = 0;
+	assert_int_equal(aj_session_list(s, "data", &e, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(e[0].name, "in");
+	assert_int_equal(e[0].type, AJ_FILE_DIRECTORY);
+	assert_string_equal(e[1].name, "note.txt");
+	assert_int_equal(e[1].type, AJ_FILE_REGULAR);
+	assert_int_equal(e[1].size, 8);
+	assert_string_equal(e[2].name, "out.csv");
+	aj_file_list_free(e, n);
+	assert_int_equal(aj_session_list(s, "", &e, &n, &err), 0);
+	bool saw_outputs = false;
+	for (size_t i = 0; i < n; i++)
+		saw_outputs |= !strcmp(e[i].name, "outputs") && e[i].type == AJ_FILE_DIRECTORY;
+	assert_true(saw_outputs);
+	aj_file_list_free(e, n);
+	aj_session_close(s);
+}
+
+/* Bad input: a clear error, and nothing lost (the session works after). */
+static void session_bad_paths(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.session.transfer_mb = 1;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_error err = {0};
+	void *data = NULL;
+	size_t len = 0;
+	cell_expect(s,
+		    "import os\n"
+		    "os.symlink('/etc/passwd', 'link')\n"
+		    "os.symlink('/etc', 'dirlink')\n"
+		    "os.mkfifo('fifo')\n"
+		    "open(b'bad-\\xff-name', 'w').write('x')\n"
+		    "open('secret', 'w').write('mine')\n",
+		    AJ_STATUS_OK, NULL);
+	const struct {
+		const char *path;
+		int code;
+		const char *says;
+	} bad[] = {
+		{"../x", -EACCES, "'..'"},
+		{"a/../../x", -EACCES, "'..'"},
+		{"/etc/passwd", -EACCES, "outside the workspace"},
+		{"/tmp/workshop", -EACCES, "outside the workspace"},
+		{"bad-\xff", -EILSEQ, "UTF-8"},
+		{"", -EISDIR, "workspace itself"},
+		{"link", -ELOOP, "symlink"},
+		{"dirlink/passwd", -ELOOP, "symlink"},
+		{"fifo", -EINVAL, "not a regular file"},
+		{"nothing-here", -ENOENT, "no such file"},
+		{"data", -ENOENT, "no such file"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = aj_session_get(s, bad[i].path, &data, &len, &err);
+		if (rc != bad[i].code || !contains(err.message, bad[i].says))
+			fail_msg("get %s: %d %s", bad[i].path, rc, err.message);
+		assert_null(data);
+	}
+	assert_int_equal(aj_session_put(s, "../escape", "x", 1, &err), -EACCES);
+	assert_int_equal(aj_session_put(s, "dirlink/x", "x", 1, &err), -ELOOP);
+	/* A symlink is never replaced (the write would land elsewhere). */
+	assert_int_equal(aj_session_put(s, "link", "x", 1, &err), -EEXIST);
+	/* Over the transfer cap, each way. */
+	size_t big = (1u << 20) + 1;
+	char *buf = calloc(1, big);
+	assert_int_equal(aj_session_put(s, "big", buf, big, &err), -EFBIG);
+	assert_true(contains(err.message, "transfer"));
+	free(buf);
+	cell_expect(s, "open('big-made', 'wb').write(b'x' * (2 << 20))", AJ_STATUS_OK, NULL);
+	assert_int_equal(aj_session_get(s, "big-made", &data, &len, &err), -EFBIG);
+	struct aj_file_info *e = NULL;
+	size_t n = 0;
+	assert_int_equal(aj_session_list(s, "../", &e, &n, &err), -EACCES);
+	assert_null(e);
+	/* A name that is not UTF-8 is listed readably, not dropped. */
+	assert_int_equal(aj_session_list(s, ".", &e, &n, &err), 0);
+	bool shown = false;
+	for (size_t i = 0; i < n; i++)
+		shown |= !strcmp(e[i].name, "bad-\xef\xbf\xbd-name");
+	assert_true(shown);
+	aj_file_list_free(e, n);
+	/* Nothing was lost on the way: the session and its files are intact. */
+	assert_int_equal(aj_session_get(s, "secret", &data, &len, &err), 0);
+	assert_memory_equal(data, "mine", 4);
+	free(data);
+	cell_expect(s, "print(open('secret').read())", AJ_STATUS_OK, "mine");
+	aj_session_close(s);
+	/* No session at all. */
+	struct aj_result r;
+	assert_int_equal(aj_session_run(NULL, "1", 1, &r), -EINVAL);
+	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+	aj_result_free(&r);
+	assert_int_equal(aj_session_put(NULL, "x", "x", 1, &err), -EINVAL);
+}
+
+static bool is_png(const struct aj_image *im)
+{
+	return im->len > 8 && !memcmp(im->data, "\x89PNG\r\n\x1a\n", 8) &&
+	       !strcmp(im->mime, "image/png");
+}
+
+static void session_charts(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.memory_mb = 512;
+	f->cfg.limits.wall_sec = 60;
+	f->cfg.session.images = 2;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell(s, &r, "import matplotlib\n");
+	if (r.status != AJ_STATUS_OK) {
+		aj_result_free(&r);
+		aj_session_close(s);
+		fail_msg("matplotlib is not in this tier's image: %s", r.stderr_buf);
+	}
+	aj_result_free(&r);
+	cell(s, &r,
+	     "import matplotlib.pyplot as plt\n"
+	     "plt.plot([1, 4, 9])\n"
+	     "plt.title('squares')\n"
+	     "print('drawn')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_int_equal(r.image_count, 1);
+	assert_string_equal(r.images[0].name, "figure-1.png");
+	assert_true(is_png(&r.images[0]));
+	aj_result_free(&r);
+	/* Returned once: the figure was closed. A saved image comes back too. */
+	cell(s, &r, "plt.figure(); plt.bar([1, 2], [3, 4]); plt.savefig('outputs/bars.png'); "
+		    "plt.close('all')");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_int_equal(r.image_count, 1);
+	assert_string_equal(r.images[0].name, "outputs/bars.png");
+	assert_true(is_png(&r.images[0]));
+	aj_result_free(&r);
+	/* The cap on count: two kept, the rest counted. */
+	cell(s, &r, "for i in range(4):\n    plt.figure(); plt.plot([i])\n");
+	assert_int_equal(r.image_count, 2);
+	assert_int_equal(r.images_dropped, 2);
+	char *json = aj_result_to_json(&r, f->tier);
+	assert_true(contains(json, "\"images\":[{\"name\":\"figure-"));
+	assert_true(contains(json, "\"data\":\"iVBORw0KGgo"));
+	assert_true(contains(json, "\"images_dropped\":2"));
+	free(json);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+static void session_idle_and_lifetime(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.session.idle_sec = 1;
+	struct aj_session *s = open_session(&f->cfg);
+	cell_expect(s, "import subprocess\np = subprocess.Popen(['sleep', '60'])\n", AJ_STATUS_OK,
+		    NULL);
+	/* The reaper closes it with nobody calling: its processes go. */
+	int left = -1;
+	for (int i = 0; i < 60 && left != 0; i++) {
+		sleep_ms(100);
+		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+	}
+	assert_int_equal(left, 0);
+	struct aj_result r;
+	assert_int_equal(aj_session_run(s, "1", 1, &r), -ESHUTDOWN);
+	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(r.message, "idle"));
+	aj_result_free(&r);
+	struct aj_error err = {0};
+	void *data;
+	size_t len;
+	assert_int_equal(aj_session_get(s, "x", &data, &len, &err), -ESHUTDOWN);
+	assert_true(contains(err.message, "closed"));
+	assert_true(contains(aj_session_closed_reason(s), "idle"));
+	aj_session_close(s);
+
+	f->cfg.session.idle_sec = 60;
+	f->cfg.session.lifetime_sec = 2;
+	s = open_session(&f->cfg);
+	int rc = 0;
+	for (int i = 0; i < 40 && rc == 0; i++) {
+		rc = aj_session_run(s, "1", 1, &r);
+		aj_result_free(&r);
+		sleep_ms(100);
+	}
+	assert_int_equal(rc, -ESHUTDOWN);
+	assert_true(contains(aj_session_closed_reason(s), "lifetime"));
+	aj_session_close(s);
+}
+
+static void session_max_sessions(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.session.max_sessions = 2;
+	struct aj_session *a = open_session(&f->cfg), *b = open_session(&f->cfg), *c = NULL;
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_open(&f->cfg, &c, &err), -EMFILE);
+	assert_null(c);
+	assert_true(contains(err.message, "max-sessions"));
+	assert_string_not_equal(aj_session_id(a), aj_session_id(b));
+	assert_int_equal(strlen(aj_session_id(a)), 32);
+	aj_session_close(a);
+	c = open_session(&f->cfg);
+	aj_session_close(b);
+	aj_session_close(c);
+}
+
+struct isolated {
+	struct aj_config cfg;
+	int index;
+	char failure[300];
+};
+
+/* Each session sets its own secret, file and process, and must see none of
+ * the others'. */
+static void *isolated_worker(void *arg)
+{
+	struct isolated *w = arg;
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	struct aj_result r;
+	char code[600];
+	if (aj_session_open(&w->cfg, &s, &err)) {
+		snprintf(w->failure, sizeof w->failure, "open: %.280s", err.message);
+		return NULL;
+	}
+	snprintf(code, sizeof code,
+		 "import subprocess, time\n"
+		 "secret = 'secret-%d'\n"
+		 "open('/tmp/own-%d', 'w').write(secret)\n"
+		 "p = subprocess.Popen(['sleep', '%d.5'])\n",
+		 w->index, w->index, 10 + w->index);
+	aj_session_run(s, code, strlen(code), &r);
+	if (r.status != AJ_STATUS_OK)
+		snprintf(w->failure, sizeof w->failure, "cell 1: %s %.200s",
+			 aj_status_name(r.status), r.stderr_buf);
+	aj_result_free(&r);
+	for (int round = 0; round < 3 && !w->failure[0]; round++) {
+		snprintf(code, sizeof code,
+			 "import os\n"
+			 "print(secret, sorted(f for f in os.listdir('/tmp') if f.startswith('own-')),\n"
+			 "      sorted(open('/proc/%%s/cmdline' %% p, 'rb').read().split(b'\\0')[1]\n"
+			 "             for p in os.listdir('/proc') if p.isdigit()\n"
+			 "             and b'sleep' in open('/proc/%%s/cmdline' %% p, 'rb').read()))\n");
+		aj_session_run(s, code, strlen(code), &r);
+		char want[200];
+		snprintf(want, sizeof want, "secret-%d ['own-%d'] [b'%d.5']\n", w->index, w->index,
+			 10 + w->index);
+		if (r.status != AJ_STATUS_OK || strcmp(r.stdout_buf, want))
+			snprintf(w->failure, sizeof w->failure, "round %d: %s: %.120s%.120s", round,
+				 aj_status_name(r.status), r.stdout_buf, r.stderr_buf);
+		aj_result_free(&r);
+	}
+	aj_session_close(s);
+	return NULL;
+}
+
+static void session_isolation_concurrent(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 4 };
+	struct isolated w[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].cfg = f->cfg;
+		w[i].index = i;
+		assert_int_equal(pthread_create(&th[i], NULL, isolated_worker, &w[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < N; i++)
+		if (w[i].failure[0])
+			fail_msg("session %d: %s", i, w[i].failure);
+}
+
+/* Open, run, close many times: no process, mount, cgroup (the teardown
+ * checks those), fd or tier leftover may accumulate. */
+static void session_cycles_leave_nothing(void **state)
+{
+	struct fixture *f = *state;
+	int cycles = f->session_cycles ? f->session_cycles : 20;
+	int fds = count_open_fds();
+	for (int i = 0; i < cycles; i++) {
+		struct aj_session *s = open_session(&f->cfg);
+		struct aj_result r;
+		cell(s, &r, "print(1)");
+		if (r.status != AJ_STATUS_OK)
+			fail_msg("cycle %d: %s %s", i, aj_status_name(r.status),
+				 r.message ? r.message : "");
+		aj_result_free(&r);
+		aj_session_close(s);
+	}
+	assert_int_equal(count_open_fds(), fds);
+	print_message("    %d session cycles\n", cycles);
+}
+
+static int session_setup(void **state)
+{
+	harness_via_session = true;
+	return case_setup(state);
+}
+
+static int session_teardown(void **state)
+{
+	harness_via_session = false;
+	return case_teardown(state);
+}
+
+#define SESSION_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
+/* The hostile table again, each program a cell of a fresh session. */
+#define HOSTILE_SESSION_TEST(fn)                                                           \
+	{"session: " #fn, fn, session_setup, session_teardown, NULL}
+#define HOSTILE_SESSION_TABLE HOSTILE_CASES(HOSTILE_SESSION_TEST)
+
+#define SESSION_TABLE                                                                       \
+	SESSION_TEST(session_state_persists), SESSION_TEST(session_crash_restarts_interpreter),  \
+	SESSION_TEST(session_call_limits), SESSION_TEST(session_cancel),                     \
+	SESSION_TEST(session_files_round_trip), SESSION_TEST(session_bad_paths),             \
+	SESSION_TEST(session_charts), SESSION_TEST(session_idle_and_lifetime),               \
+	SESSION_TEST(session_max_sessions), SESSION_TEST(session_isolation_concurrent),      \
+	SESSION_TEST(session_cycles_leave_nothing)
+
+#endif
