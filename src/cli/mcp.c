@@ -27,7 +27,8 @@ static const char usage[] =
 	"                    docker_socket, sessions, session_idle, session_lifetime,\n"
 	"                    max_sessions, transfer_mb; unknown keys are errors).\n"
 	"                    vm_pool: microVMs kept restored and ready\n"
-	"  --concurrency N   runs at once; more calls wait their turn (default 4)\n"
+	"  --concurrency N   runs at once; more calls wait their turn (default 4;\n"
+	"                    a session runs its calls one at a time)\n"
 	"  --sessions        one session per connection, and the file tools\n"
 	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP
 	"  -h, --help        this help\n";
