@@ -371,6 +371,45 @@ static void mcp_config_errors_name_the_problem(void **state)
 	assert_string_equal(res.out, "");
 }
 
+/* agentjail mcp --sessions: the session limits are checked at start, and a
+ * bad one is named as the user wrote it (flag or key). */
+static void mcp_session_options_name_the_problem(void **state)
+{
+	(void)state;
+	CLI(&res, "", "mcp", "--sessions", "--transfer-mb", "0");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "transfer-mb: 0 is out of range (1 to 256 MiB)"));
+	CLI(&res, "", "mcp", "--sessions", "--session-idle", "0.5");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "session-idle: 0.5 is out of range"));
+	CLI(&res, "", "mcp", "--sessions", "--session-lifetime", "soon");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--session-lifetime: expected seconds, got 'soon'"));
+	CLI(&res, "", "mcp", "--max-sessions", "0");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "max-sessions: 0 is out of range"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("s1.json", "{\"sessions\": \"yes\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "sessions: expected true or false"));
+	CLI(&res, "", "mcp", "--config",
+	    PROGRAM("s2.json", "{\"sessions\": true, \"transfer_mb\": 300}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "transfer-mb: 300 is out of range"));
+	/* One-shot runs have no session to bound. */
+	CLI(&res, NULL, "run", "--session-idle", "5", "-");
+	assert_int_equal(res.exit_code, 2);
+	/* Valid: the server starts (a session is opened and closed to check),
+	 * and at EOF it ends cleanly with nothing on stdout. */
+	CLI(&res, "", "mcp", "--sessions", "--tier", "process", "--session-idle", "60",
+	    "--session-lifetime", "600", "--max-sessions", "2", "--transfer-mb", "4");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "");
+	CLI(&res, NULL, "mcp", "--help");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "--sessions"));
+	assert_true(contains(res.out, "--transfer-mb N"));
+}
+
 /* agentjail attack in its quick mode: the seed's six in the process tier,
  * all held, as one JSON object; a tier that cannot run is n/a, not a pass
  * or a failure. */
@@ -575,6 +614,7 @@ int main(void)
 		cmocka_unit_test(check_lists_every_tier),
 		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
+		cmocka_unit_test(mcp_session_options_name_the_problem),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),

@@ -43,6 +43,22 @@ extern const struct option limit_options[];
 int option_apply(int opt, const char *arg, struct aj_config *cfg);
 /* limit_options followed by a command's own (NULL-terminated), into out[n]. */
 void options_with(const struct option *own, struct option *out, size_t n);
+/* Appends more to the NULL-terminated table out[n]. */
+void options_add(const struct option *more, struct option *out, size_t n);
+
+/* The session limits (cfg.session), for the commands that serve sessions;
+ * option_apply takes them too. */
+extern const struct option session_options[];
+#define SESSION_OPTIONS_HELP                                                              \
+	"  --session-idle SEC      close a session after this long without a call\n"       \
+	"                          (default 300; 1 to 864000)\n"                          \
+	"  --session-lifetime SEC  close a session this long after it opened\n"             \
+	"                          (default 3600; 1 to 864000)\n"                         \
+	"  --max-sessions N        sessions open at once (default 16)\n"                     \
+	"  --transfer-mb N         largest file uploaded or downloaded, MiB (default 16;\n"  \
+	"                          1 to 256)\n"
+/* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
+void cli_config_error(const char *command, const struct aj_error *err);
 
 /* The commands that make a table of tiers (attack, bench): which tiers
  * were asked for (every --tier is a column; none: all of them). */

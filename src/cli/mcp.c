@@ -8,32 +8,60 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: agentjail mcp [--config FILE] [options]\n"
+	"usage: agentjail mcp [--config FILE] [--sessions] [options]\n"
 	"\n"
 	"Serves the Model Context Protocol on stdin/stdout (one JSON-RPC message a line,\n"
 	"protocol versions 2025-11-25 and 2026-07-28) with one tool, run_python. The\n"
 	"tier and limits are fixed here, by the deployer: the agent sends only code.\n"
 	"Logs go to stderr. The server exits when stdin closes.\n"
 	"\n"
+	"With --sessions the connection keeps one sandbox session across calls\n"
+	"(variables, imports and workspace files persist; figures come back as\n"
+	"images), opened at the first call and closed when stdin closes, and the\n"
+	"tools upload_file, download_file and list_files join run_python.\n"
+	"\n"
 	"options (they override FILE's values):\n"
 	"  --config FILE     JSON: {\"tier\": \"container\", \"timeout\": 10, \"memory\": 256, ...}\n"
 	"                    (keys: tier, image, python, timeout, cpu, memory, pids,\n"
-	"                    file_size, disk, output, concurrency, vm_pool; unknown keys\n"
-	"                    are errors). vm_pool: microVMs kept restored and ready\n"
-	"  --concurrency N   runs at once; more calls wait their turn (default 4)\n" LIMIT_OPTIONS_HELP
+	"                    file_size, disk, output, concurrency, vm_pool, docker_image,\n"
+	"                    docker_socket, sessions, session_idle, session_lifetime,\n"
+	"                    max_sessions, transfer_mb; unknown keys are errors).\n"
+	"                    vm_pool: microVMs kept restored and ready\n"
+	"  --concurrency N   runs at once; more calls wait their turn (default 4;\n"
+	"                    a session runs its calls one at a time)\n"
+	"  --sessions        one session per connection, and the file tools\n"
+	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP
 	"  -h, --help        this help\n";
 
-enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_HELP };
+enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_SESSIONS, OPT_HELP };
+
+/* Fail at start, not at every call: a session is opened and closed once,
+ * so a tier without sessions, or one that cannot start them here, shows
+ * before the first client connects. */
+static int probe_sessions(const struct mcp_config *cfg)
+{
+	struct aj_error err = {0};
+	struct aj_session *s;
+	if (aj_session_open(&cfg->sandbox, &s, &err)) {
+		cli_error("mcp: --sessions: the %s tier cannot open a session here: %s",
+			  aj_tier_name(cfg->sandbox.tier), err.message);
+		return -1;
+	}
+	aj_session_close(s);
+	return 0;
+}
 
 int cmd_mcp(int argc, char **argv)
 {
 	static const struct option own[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+		{"sessions", no_argument, NULL, OPT_SESSIONS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	struct option opts[32];
 	options_with(own, opts, 32);
+	options_add(session_options, opts, 32);
 
 	struct mcp_config cfg;
 	mcp_config_init(&cfg);
@@ -58,6 +86,10 @@ int cmd_mcp(int argc, char **argv)
 			rc = 0;
 			goto out;
 		}
+		if (c == OPT_SESSIONS) {
+			cfg.sessions = true;
+			continue;
+		}
 		if (c == OPT_CONCURRENCY) {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -79,7 +111,7 @@ int cmd_mcp(int argc, char **argv)
 		goto out;
 	}
 	if (aj_config_validate(&cfg.sandbox, &err)) {
-		cli_error("mcp: %s", err.message);
+		cli_config_error("mcp", &err);
 		goto out;
 	}
 	/* Open the sandbox before serving: a deployer's mistake (no image, no
@@ -91,7 +123,14 @@ int cmd_mcp(int argc, char **argv)
 		rc = EXIT_SANDBOX;
 		goto out;
 	}
-	fprintf(stderr, "agentjail mcp: serving run_python on the %s tier\n",
+	if (cfg.sessions && probe_sessions(&cfg)) {
+		aj_close(sb);
+		rc = EXIT_SANDBOX;
+		goto out;
+	}
+	fprintf(stderr, "agentjail mcp: serving %s on the %s tier\n",
+		cfg.sessions ? "a session per connection (run_python and the file tools)"
+			     : "run_python",
 		aj_tier_name(cfg.sandbox.tier));
 	rc = mcp_serve(&cfg, sb, stdin, stdout);
 	aj_close(sb);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -19,6 +20,10 @@ enum {
 	OPT_IMAGE,
 	OPT_DOCKER_IMAGE,
 	OPT_DOCKER_SOCKET,
+	OPT_SESSION_IDLE,
+	OPT_SESSION_LIFETIME,
+	OPT_MAX_SESSIONS,
+	OPT_TRANSFER_MB,
 };
 
 const struct option limit_options[] = {
@@ -37,6 +42,16 @@ const struct option limit_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* Only the commands that serve sessions take these: a one-shot run has no
+ * session for them to bound. */
+const struct option session_options[] = {
+	{"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+	{"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
+	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+	{"transfer-mb", required_argument, NULL, OPT_TRANSFER_MB},
+	{NULL, 0, NULL, 0},
+};
+
 void options_with(const struct option *own, struct option *out, size_t n)
 {
 	size_t k = 0;
@@ -44,6 +59,16 @@ void options_with(const struct option *own, struct option *out, size_t n)
 		out[k++] = limit_options[i];
 	for (size_t i = 0; own[i].name && k + 1 < n; i++)
 		out[k++] = own[i];
+	out[k] = (struct option){0};
+}
+
+void options_add(const struct option *more, struct option *out, size_t n)
+{
+	size_t k = 0;
+	while (out[k].name)
+		k++;
+	for (size_t i = 0; more[i].name && k + 1 < n; i++)
+		out[k++] = more[i];
 	out[k] = (struct option){0};
 }
 
@@ -101,6 +126,36 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* aj_config_validate names a limit by its option, except where the option
+ * carries its unit: the user reads the name they typed. */
+void cli_config_error(const char *command, const struct aj_error *err)
+{
+	static const struct {
+		const char *limit, *option;
+	} renamed[] = {{"transfer: ", "transfer-mb: "}};
+	for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
+		size_t n = strlen(renamed[i].limit);
+		if (!strncmp(err->message, renamed[i].limit, n)) {
+			cli_error("%s: %s%s", command, renamed[i].option, err->message + n);
+			return;
+		}
+	}
+	cli_error("%s: %s", command, err->message);
+}
+
+static int parse_seconds(const char *name, const char *arg, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end) {
+		cli_error("--%s: expected seconds, got '%s'", name, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_uint(const char *name, const char *arg, uint32_t *out)
 {
 	char *end;
@@ -117,7 +172,7 @@ static int parse_uint(const char *name, const char *arg, uint32_t *out)
 int option_apply(int opt, const char *arg, struct aj_config *cfg)
 {
 	struct aj_limits *l = &cfg->limits;
-	char *end;
+	struct aj_session_limits *sl = &cfg->session;
 
 	switch (opt) {
 	case OPT_TIER:
@@ -128,13 +183,7 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		}
 		return 0;
 	case OPT_TIMEOUT:
-		errno = 0;
-		l->wall_sec = strtod(arg, &end);
-		if (errno || end == arg || *end) {
-			cli_error("--timeout: expected seconds, got '%s'", arg);
-			return -1;
-		}
-		return 0;
+		return parse_seconds("timeout", arg, &l->wall_sec);
 	case OPT_CPU:
 		return parse_uint("cpu", arg, &l->cpu_sec);
 	case OPT_MEMORY:
@@ -159,6 +208,15 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	case OPT_DOCKER_SOCKET:
 		cfg->docker_socket = arg;
 		return 0;
+	/* Only parsed here; aj_config_validate holds the ranges. */
+	case OPT_SESSION_IDLE:
+		return parse_seconds("session-idle", arg, &sl->idle_sec);
+	case OPT_SESSION_LIFETIME:
+		return parse_seconds("session-lifetime", arg, &sl->lifetime_sec);
+	case OPT_MAX_SESSIONS:
+		return parse_uint("max-sessions", arg, &sl->max_sessions);
+	case OPT_TRANSFER_MB:
+		return parse_uint("transfer-mb", arg, &sl->transfer_mb);
 	}
 	cli_error("unknown option");
 	return -1;

@@ -2,7 +2,9 @@
  *
  *   {"tier": "container", "image": "default", "timeout": 10, "cpu": 10,
  *    "memory": 256, "pids": 64, "file_size": 16, "disk": 64, "output": 1024,
- *    "python": "/usr/bin/python3", "concurrency": 4}
+ *    "python": "/usr/bin/python3", "concurrency": 4, "sessions": true,
+ *    "session_idle": 300, "session_lifetime": 3600, "max_sessions": 16,
+ *    "transfer_mb": 16}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -29,7 +31,7 @@ void mcp_config_free(struct mcp_config *c)
 	memset(c->strings, 0, sizeof c->strings);
 }
 
-enum kind { WHOLE, SECONDS, TEXT };
+enum kind { WHOLE, SECONDS, TEXT, FLAG };
 
 static const struct key {
 	const char *name;
@@ -39,10 +41,13 @@ static const struct key {
 	{"cpu", WHOLE},    {"memory", WHOLE},   {"pids", WHOLE},  {"file_size", WHOLE},
 	{"disk", WHOLE},   {"output", WHOLE},   {"concurrency", WHOLE}, {"vm_pool", WHOLE},
 	{"docker_image", TEXT}, {"docker_socket", TEXT},
+	{"sessions", FLAG}, {"session_idle", SECONDS}, {"session_lifetime", SECONDS},
+	{"max_sessions", WHOLE}, {"transfer_mb", WHOLE},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
-			    "output, concurrency, vm_pool, docker_image, docker_socket";
+			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
+			    "session_idle, session_lifetime, max_sessions, transfer_mb";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -62,6 +67,10 @@ static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struc
 		l->disk_mb = u;
 	else if (!strcmp(name, "output"))
 		l->output_kb = u;
+	else if (!strcmp(name, "max_sessions"))
+		c->sandbox.session.max_sessions = u;
+	else if (!strcmp(name, "transfer_mb"))
+		c->sandbox.session.transfer_mb = u;
 	else if (!strcmp(name, "vm_pool")) {
 		if (u > 64)
 			return error_set(err, -EINVAL, "vm_pool: %u is out of range (0 to 64)", u);
@@ -73,6 +82,17 @@ static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struc
 		c->concurrency = u;
 	}
 	return 0;
+}
+
+/* Ranges are aj_config_validate's, checked once everything is read. */
+static void set_seconds(struct mcp_config *c, const char *name, double v)
+{
+	if (!strcmp(name, "timeout"))
+		c->sandbox.limits.wall_sec = v;
+	else if (!strcmp(name, "session_idle"))
+		c->sandbox.session.idle_sec = v;
+	else if (!strcmp(name, "session_lifetime"))
+		c->sandbox.session.lifetime_sec = v;
 }
 
 static int set_text(struct mcp_config *c, const char *name, const char *v, struct aj_error *err)
@@ -127,11 +147,14 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 		else if (k->kind == WHOLE && json_is_integer(v))
 			rc = set_whole(c, name, json_integer_value(v), &why);
 		else if (k->kind == SECONDS && json_is_number(v) && isfinite(json_number_value(v)))
-			c->sandbox.limits.wall_sec = json_number_value(v);
+			set_seconds(c, name, json_number_value(v));
+		else if (k->kind == FLAG && json_is_boolean(v))
+			c->sessions = json_is_true(v);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
-				       k->kind == WHOLE ? "a whole number" : "a number of seconds");
+				       k->kind == WHOLE ? "a whole number" :
+				       k->kind == FLAG ? "true or false" : "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);
 			goto out;

@@ -9,6 +9,9 @@
 struct mcp_config {
 	struct aj_config sandbox;
 	unsigned concurrency;    /* runs at once; more calls wait their turn */
+	/* One session per connection (sandbox.session bounds it), and the
+	 * file tools beside run_python; false: every call a fresh sandbox. */
+	bool sessions;
 	char *strings[4];        /* owned copies of the file's strings */
 };
 

@@ -17,7 +17,12 @@
  * tools/call runs in a thread of its own, at most `concurrency` running at
  * once (the rest wait their turn), and can be cancelled. Every message is
  * written whole, under one lock, as one line. At EOF every run still going is
- * cancelled and waited for, so none outlives the server. */
+ * cancelled and waited for, so none outlives the server.
+ *
+ * Sessions (--sessions): the connection's one session (session.c) serves
+ * every call, one at a time, and the file tools (files.c) join run_python.
+ * It is closed at EOF, after the calls, so its sandbox does not outlive
+ * the server either. */
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -27,7 +32,9 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "files.h"
 #include "server.h"
+#include "session.h"
 #include "tool.h"
 
 #define MODERN_VERSION "2026-07-28"
@@ -58,7 +65,8 @@ struct server {
 	struct call *calls;        /* in flight */
 	unsigned pending;          /* threads not yet finished */
 	pthread_cond_t idle;       /* pending reached 0 */
-	json_t *tool;              /* the run_python Tool object */
+	json_t *tools;             /* the Tool objects of tools/list */
+	struct mcp_session session; /* with cfg->sessions */
 	bool initialized;
 };
 
@@ -66,6 +74,7 @@ struct call {
 	struct server *srv;
 	json_t *id;
 	json_t *args;
+	enum tool_kind tool;
 	bool modern;
 	bool cancelled;
 	struct aj_cancel *cancel;
@@ -121,19 +130,99 @@ static void send_result(struct server *s, json_t *id, json_t *result, bool moder
 
 /* ---- tools/call, in its own thread ---- */
 
+static bool is_cancelled(struct server *s, struct call *c)
+{
+	pthread_mutex_lock(&s->lock);
+	bool cancelled = c->cancelled;
+	pthread_mutex_unlock(&s->lock);
+	return cancelled;
+}
+
+/* A note for the model goes first in the result's message, which the text
+ * and structuredContent both carry. */
+static void add_note(struct aj_result *res, const char *note)
+{
+	if (!note)
+		return;
+	char *old = res->message;
+	res->message = NULL;
+	if (old)
+		result_set_message(res, "%s %s", note, old);
+	else
+		result_set_message(res, "%s", note);
+	free(old);
+}
+
+/* One call in the connection's session; NULL when it was cancelled before
+ * it started (it gets no response, and the session is left as it was). */
+static json_t *call_in_session(struct server *s, struct call *c)
+{
+	struct aj_session *ses;
+	char *note;
+	struct aj_error err = {0};
+	if (mcp_session_enter(&s->session, &ses, &note, &err)) {
+		fprintf(stderr, "agentjail mcp: cannot open a session: %s\n", err.message);
+		json_t *r = tool_error("%s%sThe sandbox session could not be opened: %s",
+				       note ? note : "", note ? "\n\n" : "", err.message);
+		free(note);
+		return r;
+	}
+	json_t *result = NULL;
+	/* A call cancelled while it waited its turn never starts: cancelling
+	 * a running one ends the interpreter, and its state with it. */
+	if (is_cancelled(s, c)) {
+		mcp_session_leave(&s->session);
+		free(note);
+		fprintf(stderr, "agentjail mcp: %s: cancelled before it started\n",
+			tool_name(c->tool));
+		return NULL;
+	}
+	if (c->tool == TOOL_RUN_PYTHON) {
+		const char *code;
+		size_t len;
+		char why[200];
+		struct aj_result res;
+		tool_arguments(c->args, &code, &len, why, sizeof why);
+		aj_session_run_cancellable(ses, code, len, c->cancel, &res);
+		add_note(&res, note);
+		fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms, %zu image(s)\n",
+			aj_status_name(res.status), res.wall_ms, res.image_count);
+		result = tool_result(&res, s->cfg->sandbox.tier);
+		aj_result_free(&res);
+	} else {
+		result = file_tool_call(c->tool, ses, c->args, note);
+		fprintf(stderr, "agentjail mcp: %s: %s\n", tool_name(c->tool),
+			result && json_is_true(json_object_get(result, "isError")) ? "error" : "ok");
+	}
+	mcp_session_leave(&s->session);
+	free(note);
+	return result;
+}
+
+static json_t *call_alone(struct server *s, struct call *c)
+{
+	const char *code;
+	size_t len;
+	char why[200];
+	struct aj_result res;
+
+	sem_wait(&s->slots);
+	tool_arguments(c->args, &code, &len, why, sizeof why);
+	aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
+	sem_post(&s->slots);
+	fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms\n", aj_status_name(res.status),
+		res.wall_ms);
+	json_t *result = tool_result(&res, s->cfg->sandbox.tier);
+	aj_result_free(&res);
+	return result;
+}
+
 static void *call_main(void *arg)
 {
 	struct call *c = arg;
 	struct server *s = c->srv;
-	const char *code;
-	size_t len;
-	char why[200];
 
-	sem_wait(&s->slots);
-	struct aj_result res;
-	tool_arguments(c->args, &code, &len, why, sizeof why);
-	aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
-	sem_post(&s->slots);
+	json_t *result = s->cfg->sessions ? call_in_session(s, c) : call_alone(s, c);
 
 	pthread_mutex_lock(&s->lock);
 	for (struct call **p = &s->calls; *p; p = &(*p)->next)
@@ -144,18 +233,14 @@ static void *call_main(void *arg)
 	bool cancelled = c->cancelled;
 	pthread_mutex_unlock(&s->lock);
 
-	fprintf(stderr, "agentjail mcp: run_python: %s%s, %.1f ms\n", aj_status_name(res.status),
-		cancelled ? " (cancelled)" : "", res.wall_ms);
 	/* A cancelled request gets no response. */
-	if (!cancelled) {
-		json_t *result = tool_result(&res, s->cfg->sandbox.tier);
-		if (result)
-			send_result(s, c->id, result, c->modern);
-		else
-			send_error(s, c->id, INTERNAL_ERROR, "out of memory building the result",
-				   NULL);
-	}
-	aj_result_free(&res);
+	if (cancelled)
+		fprintf(stderr, "agentjail mcp: the call was cancelled\n");
+	else if (result)
+		send_result(s, c->id, json_incref(result), c->modern);
+	else
+		send_error(s, c->id, INTERNAL_ERROR, "out of memory building the result", NULL);
+	json_decref(result);
 	aj_cancel_free(c->cancel);
 	json_decref(c->id);
 	json_decref(c->args);
@@ -175,7 +260,8 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 		send_error(s, id, INVALID_PARAMS, "tools/call needs params.name, a string", NULL);
 		return;
 	}
-	if (strcmp(json_string_value(name), TOOL_NAME) != 0) {
+	enum tool_kind tool;
+	if (tool_find(json_string_value(name), s->cfg->sessions, &tool)) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Unknown tool: %.120s", json_string_value(name));
 		send_error(s, id, INVALID_PARAMS, msg, NULL);
@@ -185,8 +271,11 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 	const char *code;
 	size_t len;
 	char why[200], msg[260];
-	if (tool_arguments(args, &code, &len, why, sizeof why)) {
-		snprintf(msg, sizeof msg, "Invalid arguments for run_python: %s", why);
+	int bad = tool == TOOL_RUN_PYTHON ? tool_arguments(args, &code, &len, why, sizeof why)
+					  : file_tool_arguments(tool, args, why, sizeof why);
+	if (bad) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s",
+			 json_string_value(name), why);
 		send_error(s, id, INVALID_PARAMS, msg, NULL);
 		return;
 	}
@@ -199,6 +288,7 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 	c->srv = s;
 	c->id = json_incref(id);
 	c->args = json_incref(args);
+	c->tool = tool;
 	c->modern = modern;
 	pthread_mutex_lock(&s->lock);
 	c->next = s->calls;
@@ -244,7 +334,7 @@ static void cancel_call(struct server *s, json_t *params)
 
 static json_t *tools_list_result(struct server *s, bool modern)
 {
-	json_t *r = json_pack("{s:[O]}", "tools", s->tool);
+	json_t *r = json_pack("{s:O}", "tools", s->tools);
 	if (modern) {
 		json_object_set_new(r, "ttlMs", json_integer(LIST_TTL_MS));
 		json_object_set_new(r, "cacheScope", json_string("public"));
@@ -252,9 +342,19 @@ static json_t *tools_list_result(struct server *s, bool modern)
 	return r;
 }
 
-static const char instructions[] =
+static const char instructions_alone[] =
 	"run_python runs a complete Python program in a fresh sandbox and returns what it "
 	"printed and how it ended. Nothing persists between calls.";
+static const char instructions_session[] =
+	"run_python runs Python in one sandbox session that lives across calls: variables, "
+	"imports and files in the workspace (" AJ_SESSION_WORKSPACE ") persist, like a "
+	"notebook. upload_file, download_file and list_files move files in and out of the "
+	"workspace. Figures and images under outputs/ come back as images.";
+
+static const char *instructions(const struct server *s)
+{
+	return s->cfg->sessions ? instructions_session : instructions_alone;
+}
 
 static void handle_legacy(struct server *s, json_t *id, const char *method, json_t *params)
 {
@@ -275,7 +375,7 @@ static void handle_legacy(struct server *s, json_t *id, const char *method, json
 		send_result(s, id,
 			    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", answer,
 				      "capabilities", "tools", "listChanged", 0, "serverInfo",
-				      server_info(), "instructions", instructions),
+				      server_info(), "instructions", instructions(s)),
 			    false);
 	} else if (!strcmp(method, "ping")) {
 		send_result(s, id, json_object(), false);
@@ -329,7 +429,7 @@ static void handle_modern(struct server *s, json_t *id, const char *method, json
 		send_result(s, id,
 			    json_pack("{s:o, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions",
 				      supported_versions(), "capabilities", "tools", "listChanged", 0,
-				      "instructions", instructions, "ttlMs", LIST_TTL_MS,
+				      "instructions", instructions(s), "ttlMs", LIST_TTL_MS,
 				      "cacheScope", "public"),
 			    true);
 	} else if (!strcmp(method, "tools/list")) {
@@ -450,11 +550,12 @@ int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.idle, NULL);
 	sem_init(&s.slots, 0, cfg->concurrency);
-	s.tool = tool_definition(&cfg->sandbox);
-	if (!s.tool) {
-		fprintf(stderr, "agentjail mcp: cannot build the tool definition\n");
+	s.tools = tool_list(&cfg->sandbox, cfg->sessions);
+	if (!s.tools) {
+		fprintf(stderr, "agentjail mcp: cannot build the tool definitions\n");
 		return 1;
 	}
+	mcp_session_init(&s.session, &cfg->sandbox);
 	char *line = NULL;
 	size_t cap = 0;
 	bool too_long;
@@ -481,7 +582,8 @@ int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in
 	while (s.pending > 0)
 		pthread_cond_wait(&s.idle, &s.lock);
 	pthread_mutex_unlock(&s.lock);
-	json_decref(s.tool);
+	mcp_session_end(&s.session);
+	json_decref(s.tools);
 	sem_destroy(&s.slots);
 	return 0;
 }

@@ -1,20 +1,31 @@
-/* run_python: its definition, argument checks and result content. */
+/* The tools: run_python (its definition, argument checks and result
+ * content) and what every tool shares. */
 #ifndef AJ_MCP_TOOL_H
 #define AJ_MCP_TOOL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "agentjail.h"
 
 #define TOOL_NAME "run_python"
 
-/* The Tool object for tools/list: schemas, annotations, and a description
- * that tells the model the limits it runs under. */
-json_t *tool_definition(const struct aj_config *cfg);
+enum tool_kind { TOOL_RUN_PYTHON = 0, TOOL_UPLOAD_FILE, TOOL_DOWNLOAD_FILE, TOOL_LIST_FILES };
+
+/* The Tool objects for tools/list: schemas, annotations, and descriptions
+ * that tell the model the limits it runs under. run_python alone, or with
+ * sessions its session form and the file tools. NULL on ENOMEM. */
+json_t *tool_list(const struct aj_config *cfg, bool sessions);
+const char *tool_name(enum tool_kind kind);
+/* 0 with *out, or -1 for a name that is not one of the list's tools. */
+int tool_find(const char *name, bool sessions, enum tool_kind *out);
+/* A CallToolResult with isError and one text block (printf-style). */
+json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0 with the code, or -1 with why (the arguments do not fit the schema). */
 int tool_arguments(json_t *args, const char **code, size_t *len, char *why, size_t n);
-/* A CallToolResult: a text block a model reads well, the contract's result
- * as structuredContent, isError unless the program exited 0. */
+/* A CallToolResult: a text block a model reads well, an image block for
+ * each image a session's call made, the contract's result as
+ * structuredContent, isError unless the program exited 0. */
 json_t *tool_result(const struct aj_result *res, enum aj_tier tier);
 
 #endif

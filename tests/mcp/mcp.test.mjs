@@ -213,6 +213,214 @@ describe('SDK v2 client, protocol 2026-07-28', () => {
   });
 });
 
+// ---- sessions: agentjail mcp --sessions ----
+
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+
+describe('sessions (--sessions), SDK v1 client', () => {
+  let client;
+  before(async () => {
+    client = new Client({ name: 'agentjail-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({
+      command: AGENTJAIL, args: ['mcp', '--sessions', ...LIMITS, '--transfer-mb', '1'],
+      stderr: 'ignore',
+    }));
+  });
+  after(async () => { await client.close(); });
+
+  const call = (name, args) => client.callTool({ name, arguments: args });
+  const run = (code) => call('run_python', { code });
+
+  test('lists run_python and the file tools, and says that state persists', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['run_python', 'upload_file', 'download_file', 'list_files']);
+    const rp = tools[0];
+    assert.deepEqual(Object.keys(rp.inputSchema.properties), ['code']);
+    assert.match(rp.description, /State persists between calls/);
+    assert.match(rp.description, /\/tmp\/work/);
+    assert.match(rp.description, /come back as images/);
+    assert.match(rp.description, /5 s of\s+wall-clock time/);
+    const up = tools[1];
+    assert.deepEqual(up.inputSchema.required, ['path', 'content']);
+    assert.deepEqual(up.inputSchema.properties.encoding.enum, ['utf-8', 'base64']);
+    assert.match(up.description, /At most 1 MiB/);
+    assert.equal(tools[2].annotations.readOnlyHint, true);
+    assert.equal(tools[3].inputSchema.required, undefined);
+  });
+
+  test('variables and imports persist from one call to the next', async () => {
+    let r = await run('import math\nx = 41');
+    assert.equal(r.isError, false);
+    r = await run('x += 1\nprint(x, math.floor(math.pi))');
+    assert.equal(r.isError, false);
+    assert.equal(r.structuredContent.stdout, '42 3\n');
+  });
+
+  test('upload a file, read it from code, download what the code wrote', async () => {
+    let r = await call('upload_file', { path: 'data/in.csv', content: 'a,b\n1,2\n3,4\n' });
+    assert.equal(r.isError, false, text(r));
+    assert.deepEqual(r.structuredContent, { path: 'data/in.csv', bytes: 12 });
+    r = await run([
+      'import csv, os', "rows = list(csv.DictReader(open('data/in.csv')))",
+      "os.makedirs('results', exist_ok=True)",
+      "open('results/sum.txt', 'w').write(str(sum(int(r['a']) + int(r['b']) for r in rows)))",
+      'print(os.getcwd())'].join('\n'));
+    assert.equal(r.isError, false, text(r));
+    assert.equal(r.structuredContent.stdout, '/tmp/work\n');
+    r = await call('download_file', { path: 'results/sum.txt' });
+    assert.equal(r.isError, false, text(r));
+    assert.equal(r.content[0].text, '10');
+    assert.equal(r.structuredContent.encoding, 'utf-8');
+    assert.equal(r.structuredContent.content, '10');
+  });
+
+  test('binary files travel base64 both ways', async () => {
+    const bytes = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x80]);
+    let r = await call('upload_file', { path: 'blob.bin', content: bytes.toString('base64'), encoding: 'base64' });
+    assert.equal(r.isError, false, text(r));
+    r = await run("print(list(open('blob.bin', 'rb').read()))");
+    assert.equal(r.structuredContent.stdout, '[0, 1, 2, 255, 254, 128]\n');
+    r = await call('download_file', { path: 'blob.bin' });
+    assert.equal(r.structuredContent.encoding, 'base64');
+    assert.deepEqual(Buffer.from(r.structuredContent.content, 'base64'), bytes);
+    assert.match(r.content[0].text, /not UTF-8 text/);
+  });
+
+  test('list_files shows the workspace, or a directory in it', async () => {
+    let r = await call('list_files', {});
+    assert.equal(r.isError, false, text(r));
+    const names = r.structuredContent.entries.map((e) => e.name);
+    for (const n of ['data', 'results', 'blob.bin']) assert.ok(names.includes(n), names.join(' '));
+    assert.equal(r.structuredContent.entries.find((e) => e.name === 'data').type, 'directory');
+    r = await call('list_files', { path: 'data' });
+    assert.deepEqual(r.structuredContent.entries, [{ name: 'in.csv', type: 'file', size: 12 }]);
+    assert.match(r.content[0].text, /in\.csv\s+\(12 bytes\)/);
+  });
+
+  test('what the library refuses is an isError result with its message, not a protocol error', async () => {
+    let r = await call('download_file', { path: '../../etc/passwd' });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /'\.\.' is not allowed/);
+    r = await call('upload_file', { path: '/etc/agentjail-test', content: 'x' });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /outside the workspace/);
+    r = await run("import os\nos.symlink('/etc/passwd', 'link')");
+    assert.equal(r.isError, false, text(r));
+    r = await call('download_file', { path: 'link' });
+    assert.equal(r.isError, true);
+    assert.ok(!text(r).includes('root:'), 'a symlink was followed out of the workspace');
+    r = await call('download_file', { path: 'missing.txt' });
+    assert.equal(r.isError, true);
+    r = await call('upload_file', { path: 'big.bin', content: 'x'.repeat(1024 * 1024 + 1) });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /transfer limit/);
+    // Arguments outside the schema stay protocol errors.
+    await assert.rejects(call('download_file', { path: 'a', mode: 'r' }), (e) => e.code === -32602);
+    await assert.rejects(call('upload_file', { path: 'a', content: 'x', encoding: 'hex' }), (e) => e.code === -32602);
+  });
+
+  test('a matplotlib figure comes back as an image content block with PNG bytes', async () => {
+    const r = await run([
+      'import matplotlib.pyplot as plt', 'fig, ax = plt.subplots()',
+      'ax.plot([1, 2, 3], [1, 4, 9])', "ax.set_title('squares')"].join('\n'));
+    assert.equal(r.isError, false, text(r));
+    const images = r.content.filter((c) => c.type === 'image');
+    assert.equal(images.length, 1);
+    assert.equal(images[0].mimeType, 'image/png');
+    const png = Buffer.from(images[0].data, 'base64');
+    assert.ok(png.subarray(0, 8).equals(PNG_MAGIC), 'not a PNG');
+    assert.equal(r.content[0].type, 'text');
+    assert.match(r.content[0].text, /--- images ---\n\S+\.png \(image\/png, \d+ bytes\)/);
+    assert.equal(r.structuredContent.images.length, 1);
+    assert.equal(r.structuredContent.images[0].data, images[0].data);
+  });
+
+  test('a crash ends the interpreter, and the next call says its state was lost', async () => {
+    let r = await run('kept = 1\nopen("survivor.txt", "w").write("still here")');
+    assert.equal(r.isError, false);
+    r = await run('import os; os._exit(3)');
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.exit_code, 3);
+    r = await run('print(open("survivor.txt").read())\nprint(kept)');
+    assert.equal(r.isError, true);
+    assert.match(text(r), /variables and imports from earlier calls are gone/);
+    assert.match(r.structuredContent.stdout, /still here/);
+    assert.match(r.structuredContent.stderr, /NameError/);
+  });
+});
+
+describe('sessions: limits, cancellation, the end of the connection', () => {
+  test('a session closed by its idle limit is replaced, and the text says the state is gone', async () => {
+    const client = new Client({ name: 'agentjail-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({
+      command: AGENTJAIL, args: ['mcp', '--sessions', ...LIMITS, '--session-idle', '1'], stderr: 'ignore',
+    }));
+    try {
+      let r = await client.callTool({ name: 'run_python', arguments: { code: 'y = 7' } });
+      assert.equal(r.isError, false);
+      await sleep(2500);
+      r = await client.callTool({ name: 'list_files', arguments: {} });
+      assert.equal(r.isError, false);
+      assert.match(r.content[0].text, /a new session was started, because the previous one closed \(it was idle/);
+      r = await client.callTool({ name: 'run_python', arguments: { code: 'print(y)' } });
+      assert.match(r.structuredContent.stderr, /NameError/);
+      assert.doesNotMatch(text(r), /new session/, 'said once, at the first call after');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('notifications/cancelled stops a session call; the next call runs, told the state was lost', async () => {
+    const s = rawServer(['--sessions', ...LIMITS]);
+    const callMsg = (id, code) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run_python', arguments: { code } } });
+    s.send(callMsg(1, 'z = 5'));
+    assert.equal((await s.next()).result.isError, false);
+    s.send(callMsg('slow', 'import time\ntime.sleep(4)'));
+    await sleep(700);
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'test' } });
+    const t0 = Date.now();
+    s.send(callMsg(2, 'print(globals().get("z"))'));
+    const m = await s.next();
+    assert.equal(m.id, 2, 'the cancelled request must get no response');
+    assert.ok(Date.now() - t0 < 3000, 'the cancelled call did not stop');
+    assert.equal(m.result.structuredContent.stdout, 'None\n');
+    assert.match(m.result.content[0].text, /variables and imports from earlier calls are gone/);
+    s.end();
+    assert.equal(await s.exited, 0);
+    assert.equal(sandboxProcesses(), 0, 'the session outlived the server');
+  });
+
+  test('without --sessions the tool list is unchanged and the file tools do not exist', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const m = await s.next();
+    assert.deepEqual(m.result.tools.map((t) => t.name), ['run_python']);
+    assert.match(m.result.tools[0].description, /nothing persists between calls/);
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_files', arguments: {} } });
+    const e = await s.next();
+    assert.equal(e.error.code, -32602);
+    assert.match(e.error.message, /Unknown tool: list_files/);
+    s.end();
+    await s.exited;
+  });
+
+  test('the 2026-07-28 client lists the session tools too', async () => {
+    const client = new ClientV2({ name: 'agentjail-test', version: '2.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new StdioV2({ command: AGENTJAIL, args: ['mcp', '--sessions', ...LIMITS], stderr: 'ignore' }));
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ['run_python', 'upload_file', 'download_file', 'list_files']);
+      await client.callTool({ name: 'run_python', arguments: { code: 'w = "modern"' } });
+      const r = await client.callTool({ name: 'run_python', arguments: { code: 'print(w)' } });
+      assert.equal(r.structuredContent.stdout, 'modern\n');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 // ---- raw lines: what a polite client never sends ----
 
 const servers = [];
