@@ -34,7 +34,7 @@ static const char usage[] =
 	"  {\"list\": DIR}                       {\"entries\": [{\"name\", \"type\", \"size\"}]}\n"
 	"  what fails                          {\"error\": MESSAGE}\n"
 	"\n"
-	"options:\n" LIMIT_OPTIONS_HELP
+	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP
 	"  --images DIR      save every image a cell returns into DIR as N-NAME\n"
 	"  --json            JSON lines in and out, for scripts\n"
 	"  -h, --help        this help\n"
@@ -402,6 +402,7 @@ int cmd_repl(int argc, char **argv)
 
 	aj_config_init(&cfg);
 	options_with(own, opts, 40);
+	options_add(session_options, opts, 40);
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -423,7 +424,7 @@ int cmd_repl(int argc, char **argv)
 	}
 	struct aj_error err = {0};
 	if (aj_config_validate(&cfg, &err)) {
-		cli_error("%s", err.message);
+		cli_config_error("repl", &err);
 		return EXIT_USAGE;
 	}
 	if (aj_session_open(&cfg, &r.s, &err)) {
