@@ -7,10 +7,14 @@
 #   build-root.sh debootstrap ROOT [PACKAGES]   Debian bookworm, minbase, with
 #                                               python3 (full stdlib) and the
 #                                               comma-separated PACKAGES
-#   build-root.sh host ROOT                     the host's /usr/bin/python3, its
+#   build-root.sh host ROOT [PACKAGES]          the host's /usr/bin/python3, its
 #                                               standard library and the
 #                                               libraries they link: no
-#                                               network, about a second
+#                                               network, about a second;
+#                                               and PACKAGES as the host has
+#                                               them installed (with their
+#                                               Python, data and font
+#                                               dependencies)
 #
 # Either way the root is then made fit to be mounted read-only: no setuid or
 # setgid bits, no password hashes, the mount points the tiers use present.
@@ -41,7 +45,6 @@ debootstrap)
 	rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
 	;;
 host)
-	[ -z "$packages" ] || die "--packages needs a debootstrap image, not --from-host"
 	py=$(readlink -f /usr/bin/python3)
 	ver=$(basename "$py")           # python3.11
 	mkdir -p "$root/usr/bin" "$root/usr/lib" "$root/etc" "$root/bin"
@@ -61,6 +64,51 @@ host)
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
+	# PACKAGES, from the host's own installation: each package's files and
+	# those of the Python, data and font packages it depends on (its C
+	# libraries come with the ldd pass below).
+	if [ -n "$packages" ]; then
+		want=$(echo "$packages" | tr ',' ' ')
+		for p in $want; do
+			dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+				die "$p is not installed on this host (apt-get install $p, or build from Debian without --from-host)"
+		done
+		# Python packages are followed one level down (what the named ones
+		# import); data, fonts and tzdata all the way. Deeper Python
+		# dependencies are optional extras of extras (fonttools would
+		# bring scipy and sympy): a user who needs them names them.
+		done_list=" "
+		depth=1
+		while [ -n "$want" ]; do
+			next=""
+			for p in $want; do
+				case "$done_list" in *" $p "*) continue ;; esac
+				case "$p" in python3*) [ "$depth" -le 2 ] || continue ;; esac
+				done_list="$done_list$p "
+				dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || continue
+				deps=$(dpkg-query -W -f='${Depends}' "$p" | tr ',|' '\n\n' |
+					sed 's/([^)]*)//g; s/:any//; s/[[:space:]]//g' |
+					grep -E '^(python3-|python-.*-data$|fonts-|tzdata$)' || true)
+				next="$next $deps"
+			done
+			want=$next
+			depth=$((depth + 1))
+		done
+		for p in $done_list; do
+			dpkg -L "$p" 2>/dev/null | while read -r f; do
+				[ -f "$f" ] || [ -L "$f" ] || continue
+				case "$f" in /usr/share/doc/* | /usr/share/man/*) continue ;; esac
+				echo "${f#/}"
+			done
+		done | sort -u | tar -C / -cf - -T - | tar -C "$root" -xf -
+		find "$root/usr/lib/python3" -name '*.so' -exec ldd {} \; 2>/dev/null |
+			awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
+			sort -u | while read -r lib; do
+			[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+	fi
 	# C.UTF-8, the locale the sandbox's environment names.
 	if [ -d /usr/lib/locale/C.utf8 ]; then
 		mkdir -p "$root/usr/lib/locale"
