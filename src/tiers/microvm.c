@@ -31,6 +31,22 @@
  *            connected and waiting, and replaces them after an idle lifetime;
  *            a run takes one, or makes its own when none is ready. A pooled
  *            VM is as fresh as any: it has run nothing.
+ *  session   one VM, restored or pooled like a run's, kept for the session's
+ *            whole life with its uid slot. VM_SESSION_START carries the
+ *            limits and the session interpreter (src/session/repl.py); the
+ *            guest (src/vm/guest/session.c) keeps that interpreter alive
+ *            across VM_CALLs with a run's protections, and stops a call on
+ *            its wall clock, a flood or a VM_CALL_STOP (the caller's cancel)
+ *            by killing every process in the VM but its agent; the next call
+ *            then starts a fresh interpreter, files kept. The guest sends
+ *            facts (flags, wait status, usage); the host reads them with the
+ *            jail tiers' outcome_to_result, so statuses and messages match.
+ *            The host keeps its own clock (wall + grace): a guest that does
+ *            not answer loses its VM, and the session closes. Closing
+ *            destroys the VM and its run directory and frees the slot. The
+ *            QEMU dies with the thread that made it (parent-death signal):
+ *            a session opened on a thread that then exits loses its VM, and
+ *            its next call closes it with the reason.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -631,6 +647,9 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
 	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
 	ans->restarted = r.flags & VM_CALL_RESTARTED;
+	/* A reply, and then the interpreter ended: the reply stands, and the
+	 * next call is told its state is gone. */
+	ans->ended = r.flags & VM_CALL_ENDED;
 	if (r.flags & VM_CALL_REPLIED) {
 		ans->reply = malloc((size_t)r.reply_len + 1);
 		if (ans->reply) {
@@ -672,7 +691,6 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
 						  "the call was stopped",
 					     call->reply_max);
-		ans->ended = true;
 	}
 	capture_free(&out);
 	capture_free(&errc);
@@ -714,8 +732,8 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	}
 	/* One frame holds both streams and the reply: a longer reply is cut
 	 * at what fits, and stops the call as too long. */
-	uint64_t room = VM_MAX_FRAME - sizeof(struct vm_call_result) - 4096 -
-			2 * (uint64_t)l->output_kb * 1024;
+	uint64_t fixed = sizeof(struct vm_call_result) + 4096 + 2 * (uint64_t)l->output_kb * 1024;
+	uint64_t room = fixed < VM_MAX_FRAME ? VM_MAX_FRAME - fixed : 0;
 	struct vm_call vc = {.seq = call->seq, .wall_ms = (uint32_t)(l->wall_sec * 1000.0),
 			     .reply_max = (uint32_t)(call->reply_max < room ? call->reply_max : room),
 			     .request_len = (uint32_t)call->len};

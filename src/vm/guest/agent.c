@@ -42,6 +42,10 @@
  *   When the program ends, whatever it left behind is killed too, everything
  *   is reaped, and one VM_RESULT goes back. Then the agent idles.
  *
+ * Once per session (VM_SESSION_START instead of VM_RUN): the zygote is
+ *   ended, and session.c keeps a session interpreter alive across calls in
+ *   the same /tmp, cgroup and protections; see its theory of operation.
+ *
  * Failures: before VM_READY they go to the console (PID 1's stdout/stderr)
  * and the VM powers off; if the interpreter is what failed and the port is
  * open, a VM_READY with python_ok 0 goes first so the host need not wait for

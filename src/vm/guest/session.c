@@ -327,9 +327,9 @@ static void supervise_call(struct session *s, struct call *c)
 			{.fd = c->port_open && !c->stopping ? port_fd : -1, .events = POLLIN},
 			/* Once stopping, output no longer matters: full pipes
 			 * left alone cannot spin this loop. */
-			{.fd = !c->stopping ? s->out_r : -1, .events = POLLIN},
-			{.fd = !c->stopping ? s->err_r : -1, .events = POLLIN},
-			{.fd = !c->stopping ? s->rep_r : -1, .events = POLLIN},
+			{.fd = c->out.open && !c->stopping ? s->out_r : -1, .events = POLLIN},
+			{.fd = c->err.open && !c->stopping ? s->err_r : -1, .events = POLLIN},
+			{.fd = c->rep.open && !c->stopping ? s->rep_r : -1, .events = POLLIN},
 			{.fd = writing ? s->req_w : -1, .events = POLLOUT},
 		};
 		int n = poll(p, 6, timeout);
@@ -348,7 +348,9 @@ static void supervise_call(struct session *s, struct call *c)
 			if (!p[2 + i].revents)
 				continue;
 			bool overflow = false;
-			stream_drain(i ? &c->err : &c->out, &overflow);
+			struct stream *st = i ? &c->err : &c->out;
+			/* At EOF (a closed stdout) it is polled no more. */
+			st->open = stream_drain(st, &overflow);
 			if (overflow && !c->stopping) {
 				c->overflow = true;
 				stop_call(c);
@@ -356,7 +358,7 @@ static void supervise_call(struct session *s, struct call *c)
 		}
 		if (n > 0 && p[4].revents && !c->stopping) {
 			bool too_long = false;
-			stream_drain(&c->rep, &too_long);
+			c->rep.open = stream_drain(&c->rep, &too_long);
 			take_reply(c);
 			if (!c->replied && too_long) {
 				c->bad_reply = true;
