@@ -393,6 +393,23 @@ static void session_cancel(void **state)
 	assert_int_equal(run_dirs_left(&f->cfg), 0);
 }
 
+/* The session's memory cgroup: the OOM killer's end is status memory, and
+ * the session goes on with a fresh interpreter. */
+static void session_memory_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = session_open(f);
+	struct aj_result r;
+	session_call(s, &r, "b = bytearray(512 << 20)\nprint(len(b))\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_true(contains(r.message, "memory limit of 256 MiB"));
+	aj_result_free(&r);
+	session_call(s, &r, "print('alive')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -411,6 +428,7 @@ int main(void)
 		HOSTILE_TEST(session_crash_restarts_interpreter),
 		HOSTILE_TEST(session_timeout_and_flood),
 		HOSTILE_TEST(session_cancel),
+		HOSTILE_TEST(session_memory_limit),
 	};
 	return cmocka_run_group_tests_name("microvm tier", tests, NULL, NULL);
 }
