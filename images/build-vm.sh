@@ -46,7 +46,7 @@ root=$image/root
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$here/../src/vm/guest
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
-for f in agent.c zygote.py ../protocol.h ../../../include/agentjail.h; do
+for f in agent.c agent.h session.c zygote.py ../protocol.h ../../../include/agentjail.h; do
 	[ -f "$guest/$f" ] || die "$guest/$f is missing"
 done
 
@@ -230,6 +230,8 @@ kernel_deb_sum() {
 print_inputs() {
 	echo "input.image_manifest=$(sha "$image/manifest.json")"
 	echo "input.agent_c=$(sha "$guest/agent.c")"
+	echo "input.agent_h=$(sha "$guest/agent.h")"
+	echo "input.session_c=$(sha "$guest/session.c")"
 	echo "input.seccomp_policy_c=$(sha "$here/../src/linux/seccomp_policy.c")"
 	echo "input.gen_filter_c=$(sha "$here/../tools/gen_filter.c")"
 	echo "input.protocol_h=$(sha "$guest/../protocol.h")"
@@ -317,7 +319,7 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_f
 
 # The agent: static, so /init needs no loader or library of the image.
 ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -Wall -Wextra -Werror -s -I"$gen" \
-	-o "$stage/init" "$guest/agent.c" || die "building the agent failed"
+	-o "$stage/init" "$guest/agent.c" "$guest/session.c" || die "building the agent failed"
 rm -rf "$gen"
 cp "$guest/zygote.py" "$stage/agent/zygote.py"
 

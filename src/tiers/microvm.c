@@ -31,10 +31,27 @@
  *            connected and waiting, and replaces them after an idle lifetime;
  *            a run takes one, or makes its own when none is ready. A pooled
  *            VM is as fresh as any: it has run nothing.
+ *  session   one VM, restored or pooled like a run's, kept for the session's
+ *            whole life with its uid slot. VM_SESSION_START carries the
+ *            limits and the session interpreter (src/session/repl.py); the
+ *            guest (src/vm/guest/session.c) keeps that interpreter alive
+ *            across VM_CALLs with a run's protections, and stops a call on
+ *            its wall clock, a flood or a VM_CALL_STOP (the caller's cancel)
+ *            by killing every process in the VM but its agent; the next call
+ *            then starts a fresh interpreter, files kept. The guest sends
+ *            facts (flags, wait status, usage); the host reads them with the
+ *            jail tiers' outcome_to_result, so statuses and messages match.
+ *            The host keeps its own clock (wall + grace): a guest that does
+ *            not answer loses its VM, and the session closes. Closing
+ *            destroys the VM and its run directory and frees the slot. The
+ *            QEMU dies with the thread that made it (parent-death signal):
+ *            a session opened on a thread that then exits loses its VM, and
+ *            its next call closes it with the reason.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +61,7 @@
 #include <unistd.h>
 
 #include "../linux/creds.h"
+#include "../linux/supervise.h"
 #include "../vm/channel.h"
 #include "../vm/protocol.h"
 #include "../vm/qemu.h"
@@ -506,10 +524,293 @@ static int microvm_check(const struct aj_config *cfg, struct aj_error *err)
 	return 0;
 }
 
+/* ---- sessions: one VM for the session's whole life ---- */
+
+/* The session interpreter, as a C string (tools/c_string.py). */
+#include "session_repl.inc"
+
+/* How long the guest may take to answer VM_SESSION_START (the interpreter's
+ * fork and exec, not its start-up) and to stop a cancelled call. */
+#define SESSION_START_MS 30000
+#define CANCEL_GRACE_MS 2000
+
+struct microvm_session {
+	struct microvm_state *st;
+	struct ready_vm vm;
+	bool gone;              /* the VM was destroyed: the session is over */
+};
+
+static void session_vm_end(struct microvm_session *ms)
+{
+	if (!ms->gone)
+		release_vm(&ms->vm);
+	ms->gone = true;
+}
+
+static int microvm_session_open(void *state, const struct aj_config *cfg, void **session,
+				struct aj_error *err)
+{
+	struct microvm_state *st = state;
+	const struct aj_limits *l = &cfg->limits;
+	*session = NULL;
+	struct microvm_session *ms = calloc(1, sizeof *ms);
+	if (!ms)
+		return error_set(err, -ENOMEM, "session: out of memory");
+	ms->st = st;
+	/* Restored (or pooled) as for a run; its uid slot is held until the
+	 * session closes, so no other VM shares the jailed QEMU's uid. */
+	int rc = 0;
+	if (!take_pooled(st, &ms->vm) &&
+	    (rc = prepare_vm(st, &ms->vm, now_ms() + SESSION_START_MS, err))) {
+		free(ms);
+		return rc;
+	}
+	struct vm_session_start start = {
+		/* The interpreter's hard CPU limit: every call together. */
+		.cpu_sec = cfg->session.cpu_sec, .memory_mb = l->memory_mb, .pids = l->pids,
+		.file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
+		.output_kb = l->output_kb, .repl_len = (uint32_t)strlen(session_repl_py)};
+	uint32_t type = 0, len = 0;
+	void *payload = NULL;
+	if ((rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, session_repl_py,
+			       start.repl_len))) {
+		error_set(err, rc, "microvm: session: send the start: %s", errno_name(-rc));
+		goto fail;
+	}
+	rc = channel_recv(ms->vm.ch, now_ms() + SESSION_START_MS, -1, &type, &payload, &len);
+	struct vm_session_ready ready;
+	if (rc) {
+		char words[600];
+		vm_last_words(ms->vm.run, words, sizeof words);
+		error_set(err, rc, "microvm: session: the guest did not answer the start (%s)%s%s",
+			  errno_name(-rc), words[0] ? "; QEMU: " : "", words);
+		goto fail;
+	}
+	if (type != VM_SESSION_READY || len < sizeof ready) {
+		rc = error_set(err, -EPROTO, "microvm: session: unexpected frame %u from the guest",
+			       type);
+		goto fail;
+	}
+	memcpy(&ready, payload, sizeof ready);
+	if (!ready.ok) {
+		/* A protection the guest could not apply: refused, never run
+		 * with less. */
+		uint32_t n = len - (uint32_t)sizeof ready;
+		rc = error_set(err, -EIO, "microvm: session: %.*s",
+			       (int)(ready.message_len < n ? ready.message_len : n),
+			       (const char *)payload + sizeof ready);
+		goto fail;
+	}
+	free(payload);
+	*session = ms;
+	return 0;
+fail:
+	free(payload);
+	session_vm_end(ms);
+	free(ms);
+	return rc;
+}
+
+/* The guest's facts about a call, read with the jail tiers' rules
+ * (outcome_to_result) and the memory cgroup's OOM rule of a microvm run. */
+static int call_from_guest(const void *payload, uint32_t len, const struct aj_config *cfg,
+			   const struct session_call *call, double wall_ms, struct aj_result *res,
+			   struct session_answer *ans)
+{
+	struct vm_call_result r;
+	if (len < sizeof r) {
+		result_sandbox_error(res, "microvm: the guest's answer is cut short (%u bytes)", len);
+		return -EPROTO;
+	}
+	memcpy(&r, payload, sizeof r);
+	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.reply_len +
+			r.message_len;
+	const size_t cap = (size_t)cfg->limits.output_kb * 1024;
+	if (need != len || r.stdout_len > cap || r.stderr_len > cap ||
+	    r.reply_len > call->reply_max) {
+		result_sandbox_error(res, "microvm: the guest's answer is malformed");
+		return -EPROTO;
+	}
+	const char *p = (const char *)payload + sizeof r;
+	const char *reply = p + r.stdout_len + r.stderr_len;
+	const char *message = reply + r.reply_len;
+	if (r.flags & VM_CALL_BROKEN) {
+		result_sandbox_error(res, "microvm: session: %.*s; the VM was destroyed",
+				     (int)r.message_len, message);
+		return -EPIPE;
+	}
+	struct capture out, errc;
+	capture_init(&out, cap);
+	capture_init(&errc, cap);
+	capture_append(&out, p, r.stdout_len);
+	capture_append(&errc, p + r.stdout_len, r.stderr_len);
+	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
+	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
+	ans->restarted = r.flags & VM_CALL_RESTARTED;
+	/* A reply, and then the interpreter ended: the reply stands, and the
+	 * next call is told its state is gone. */
+	ans->ended = r.flags & VM_CALL_ENDED;
+	if (r.flags & VM_CALL_REPLIED) {
+		ans->reply = malloc((size_t)r.reply_len + 1);
+		if (ans->reply) {
+			memcpy(ans->reply, reply, r.reply_len);
+			ans->reply[r.reply_len] = '\0';
+			ans->reply_len = r.reply_len;
+		}
+		res->status = AJ_STATUS_OK;
+		res->wall_ms = wall_ms;
+		res->stdout_truncated = out.truncated;
+		res->stderr_truncated = errc.truncated;
+		res->stdout_buf = capture_take(&out, &res->stdout_len);
+		res->stderr_buf = capture_take(&errc, &res->stderr_len);
+	} else {
+		struct outcome o;
+		memset(&o, 0, sizeof o);
+		o.timed_out = r.flags & VM_CALL_TIMED_OUT;
+		o.cancelled = r.flags & VM_CALL_CANCELLED;
+		o.output_overflow = r.flags & VM_CALL_OVERFLOW;
+		o.setup_failed = r.flags & VM_CALL_SETUP_FAILED;
+		o.exited_report = !o.setup_failed;
+		o.report.wstatus = r.wstatus;
+		o.report.cpu_us = (int64_t)r.cpu_us;
+		o.report.maxrss_kb = (int64_t)r.memory_kb;
+		snprintf(o.setup_message, sizeof o.setup_message, "%.*s", (int)r.message_len,
+			 message);
+		o.wall_ms = wall_ms;
+		outcome_to_result(&o, &cfg->limits, &out, &errc, res);
+		/* The OOM killer's SIGKILL is the memory limit at work. */
+		if (r.oom_kills && (res->status == AJ_STATUS_KILLED || res->status == AJ_STATUS_ERROR)) {
+			res->status = AJ_STATUS_MEMORY;
+			result_set_message(res,
+					   "memory limit of %u MiB reached: the kernel's OOM killer "
+					   "ended %llu process%s",
+					   cfg->limits.memory_mb, (unsigned long long)r.oom_kills,
+					   r.oom_kills == 1 ? "" : "es");
+		}
+		if (r.flags & VM_CALL_BAD_REPLY)
+			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
+						  "the call was stopped",
+					     call->reply_max);
+	}
+	capture_free(&out);
+	capture_free(&errc);
+	return 0;
+}
+
+/* Waits for the guest's frame until the deadline, or the caller's cancel:
+ * the cancel is read only between frames, so a frame is never cut. */
+static int await_frame(int ch, double deadline, int cancel_fd)
+{
+	for (;;) {
+		double left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p[2] = {{.fd = ch, .events = POLLIN},
+				      {.fd = cancel_fd, .events = POLLIN}};
+		int n = poll(p, 2, (int)left + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (p[0].revents)
+			return 0;
+		if (p[1].revents)
+			return -ECANCELED;
+	}
+}
+
+static int microvm_session_call(void *session, const struct aj_config *cfg,
+				const struct session_call *call, struct aj_result *res,
+				struct session_answer *ans)
+{
+	struct microvm_session *ms = session;
+	const struct aj_limits *l = &cfg->limits;
+	memset(ans, 0, sizeof *ans);
+	if (ms->gone) {
+		result_sandbox_error(res, "microvm: session: the VM is gone");
+		return -EPIPE;
+	}
+	/* One frame holds both streams and the reply: a longer reply is cut
+	 * at what fits, and stops the call as too long. */
+	uint64_t fixed = sizeof(struct vm_call_result) + 4096 + 2 * (uint64_t)l->output_kb * 1024;
+	uint64_t room = fixed < VM_MAX_FRAME ? VM_MAX_FRAME - fixed : 0;
+	struct vm_call vc = {.seq = call->seq, .wall_ms = (uint32_t)(l->wall_sec * 1000.0),
+			     .reply_max = (uint32_t)(call->reply_max < room ? call->reply_max : room),
+			     .request_len = (uint32_t)call->len};
+	double start = now_ms();
+	double deadline = start + l->wall_sec * 1000.0 + VM_GRACE_MS;
+	uint32_t type = 0, len = 0;
+	void *payload = NULL;
+	int rc;
+	if (call->len > VM_MAX_FRAME - sizeof vc) {
+		result_sandbox_error(res, "microvm: session: a request of %zu bytes is too large",
+				     call->len);
+		return -EFBIG;
+	}
+	if ((rc = channel_send(ms->vm.ch, VM_CALL, &vc, sizeof vc, call->request, call->len))) {
+		result_sandbox_error(res, "microvm: session: send the call: %s", errno_name(-rc));
+		goto broken;
+	}
+	rc = await_frame(ms->vm.ch, deadline, call->cancel_fd);
+	if (rc == -ECANCELED) {
+		/* The guest stops the call and reports it cancelled; one that
+		 * does not within the grace loses its VM. */
+		if ((rc = channel_send(ms->vm.ch, VM_CALL_STOP, NULL, 0, NULL, 0)) == 0) {
+			double grace = now_ms() + CANCEL_GRACE_MS;
+			rc = await_frame(ms->vm.ch, grace < deadline ? grace : deadline, -1);
+		}
+	}
+	if (rc == 0)
+		rc = channel_recv(ms->vm.ch, deadline, -1, &type, &payload, &len);
+	if (rc == -ETIMEDOUT) {
+		result_sandbox_error(res, "microvm: session: the guest did not answer within the "
+					  "wall-clock limit of %g s and its grace; the VM was destroyed",
+				     l->wall_sec);
+		goto broken;
+	}
+	if (rc) {
+		char words[600];
+		vm_last_words(ms->vm.run, words, sizeof words);
+		result_sandbox_error(res, "microvm: the VM ended during the call (%s)%s%s",
+				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
+		goto broken;
+	}
+	if (type != VM_CALL_RESULT) {
+		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
+		rc = -EPROTO;
+		goto broken;
+	}
+	rc = call_from_guest(payload, len, cfg, call, now_ms() - start, res, ans);
+	free(payload);
+	if (rc)
+		goto broken;
+	return 0;
+broken:
+	free(payload);
+	free(ans->reply);
+	ans->reply = NULL;
+	session_vm_end(ms);
+	res->wall_ms = now_ms() - start;
+	return rc == -ETIMEDOUT || rc == -ECANCELED || rc >= 0 ? -EPIPE : rc;
+}
+
+static void microvm_session_close(void *session)
+{
+	struct microvm_session *ms = session;
+	if (!ms)
+		return;
+	/* The VM, its run directory and its uid slot: nothing remains. */
+	session_vm_end(ms);
+	free(ms);
+}
+
 const struct tier_ops microvm_tier = {
 	.name = "microvm",
 	.check = microvm_check,
 	.open = microvm_open,
 	.run = microvm_run,
 	.close = microvm_close,
+	.session_open = microvm_session_open,
+	.session_call = microvm_session_call,
+	.session_close = microvm_session_close,
 };

@@ -7,13 +7,19 @@
  * it can take a run (before the snapshot is taken, so a restored VM is
  * ready at once); the host sends one VM_RUN; the guest answers one
  * VM_RESULT. A VM serves one run and is then destroyed, so no state can pass
- * from one run to the next. */
+ * from one run to the next.
+ *
+ * A session's VM instead gets one VM_SESSION_START (the limits and the
+ * session interpreter's source), answers VM_SESSION_READY, then serves any
+ * number of VM_CALL, one at a time, each answered by one VM_CALL_RESULT. A
+ * VM_CALL_STOP during a call stops it (the caller cancelled). The session's
+ * VM too is destroyed at its end and never serves anything else. */
 #ifndef AJ_VM_PROTOCOL_H
 #define AJ_VM_PROTOCOL_H
 
 #include <stdint.h>
 
-#define VM_PROTOCOL_VERSION 1
+#define VM_PROTOCOL_VERSION 2
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -29,6 +35,12 @@ enum vm_frame_type {
 	VM_READY = 1,   /* guest -> host: payload struct vm_ready */
 	VM_RUN = 2,     /* host -> guest: struct vm_run, then code_len bytes of code */
 	VM_RESULT = 3,  /* guest -> host: struct vm_result, then stdout, stderr, message */
+	VM_SESSION_START = 4, /* host -> guest: struct vm_session_start, then repl_len bytes */
+	VM_SESSION_READY = 5, /* guest -> host: struct vm_session_ready, then its message */
+	VM_CALL = 6,          /* host -> guest: struct vm_call, then request_len bytes */
+	VM_CALL_STOP = 7,     /* host -> guest, during a call, no payload: stop it */
+	VM_CALL_RESULT = 8,   /* guest -> host: struct vm_call_result, then stdout,
+			       * stderr, the reply line (no newline), message */
 };
 
 struct vm_frame_header {
@@ -69,8 +81,59 @@ struct vm_result {
 #define VM_STDOUT_TRUNCATED 1u
 #define VM_STDERR_TRUNCATED 2u
 
+struct vm_session_start {
+	uint32_t cpu_sec;       /* the session's total: the interpreter's hard RLIMIT_CPU */
+	uint32_t memory_mb;     /* the session's memory cgroup */
+	uint32_t pids;
+	uint32_t file_size_mb;
+	uint32_t disk_mb;       /* the one /tmp tmpfs the session keeps */
+	uint32_t output_kb;     /* cap on each stream, per call */
+	uint32_t repl_len;      /* src/session/repl.py, run as python3 -I -u -c */
+	uint32_t reserved;
+};
+
+struct vm_session_ready {
+	int32_t ok;             /* 1: the interpreter started; 0: message says why not */
+	uint32_t message_len;
+};
+
+struct vm_call {
+	uint64_t seq;           /* the reply line starts with {"seq":SEQ */
+	uint32_t wall_ms;       /* the guest's own clock; the host keeps one too */
+	uint32_t reply_max;     /* a longer reply line stops the call */
+	uint32_t request_len;   /* one JSON line, newline included */
+	uint32_t reserved;
+};
+
+/* The facts of a call, not their reading: the host turns them into a status
+ * with the same function as the process and container tiers. */
+struct vm_call_result {
+	uint32_t flags;         /* VM_CALL_* and VM_STDOUT/STDERR_TRUNCATED */
+	int32_t wstatus;        /* the interpreter's, when VM_CALL_ENDED */
+	uint64_t cpu_us;        /* VM_CALL_ENDED: the session's CPU since the last report */
+	uint64_t memory_kb;     /* the session's peak */
+	uint64_t oom_kills;     /* the memory cgroup's OOM kills during this call */
+	uint32_t stdout_len;
+	uint32_t stderr_len;
+	uint32_t reply_len;     /* 0 unless VM_CALL_REPLIED */
+	uint32_t message_len;   /* VM_CALL_SETUP_FAILED or VM_CALL_BROKEN: why */
+};
+
+#define VM_CALL_REPLIED 0x04u      /* this call's reply line came */
+#define VM_CALL_ENDED 0x08u        /* the interpreter ended; the next call starts another */
+#define VM_CALL_RESTARTED 0x10u    /* a fresh interpreter took this call */
+#define VM_CALL_TIMED_OUT 0x20u
+#define VM_CALL_OVERFLOW 0x40u     /* output passed its cap */
+#define VM_CALL_CANCELLED 0x80u    /* VM_CALL_STOP */
+#define VM_CALL_BAD_REPLY 0x100u   /* a reply line past reply_max */
+#define VM_CALL_SETUP_FAILED 0x200u /* a protection could not be applied: none ran */
+#define VM_CALL_BROKEN 0x400u      /* the guest cannot go on: the host ends the VM */
+
 _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
 _Static_assert(sizeof(struct vm_run) == 32, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
+_Static_assert(sizeof(struct vm_session_start) == 32, "vm_session_start has no padding");
+_Static_assert(sizeof(struct vm_call) == 24, "vm_call has no padding");
+_Static_assert(sizeof(struct vm_call_result) == 48, "vm_call_result has no padding");
 
 #endif

@@ -173,6 +173,13 @@ __attribute__((noreturn)) static void qemu_child(const struct vm_launch *l, int 
 	}
 	if (setsid() < 0 || (rc = creds_drop(l->uid, l->gid, false, &e)))
 		goto fail;
+	/* Again: changing the uid cleared the parent-death signal, and a VM
+	 * must not outlive the process that drives it (a session's VM lives
+	 * for many calls, and would otherwise survive its host's crash). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		setup_fail(&e, errno, "qemu jail: prctl after the uid change");
+		goto fail;
+	}
 	execve(QEMU_BINARY, b.argv, envp);
 	setup_fail(&e, errno, "qemu jail: exec %s", QEMU_BINARY);
 fail:

@@ -42,6 +42,10 @@
  *   When the program ends, whatever it left behind is killed too, everything
  *   is reaped, and one VM_RESULT goes back. Then the agent idles.
  *
+ * Once per session (VM_SESSION_START instead of VM_RUN): the zygote is
+ *   ended, and session.c keeps a session interpreter alive across calls in
+ *   the same /tmp, cgroup and protections; see its theory of operation.
+ *
  * Failures: before VM_READY they go to the console (PID 1's stdout/stderr)
  * and the VM powers off; if the interpreter is what failed and the port is
  * open, a VM_READY with python_ok 0 goes first so the host need not wait for
@@ -81,16 +85,13 @@
 
 #include "../../../include/agentjail.h"
 #include "../protocol.h"
+#include "agent.h"
 /* The host tiers' system-call policy, compiled to BPF by build-vm.sh from
  * src/linux/seccomp_policy.c: policy_insns[]. */
 #include "seccomp_filter.inc"
 
-#define PYTHON "/usr/bin/python3"
 #define ZYGOTE "/agent/zygote.py"
 #define MODULE_DIR "/lib/modules"
-#define CGROUP_ROOT "/sys/fs/cgroup"
-#define RUN_CGROUP CGROUP_ROOT "/run"
-#define WORKSPACE VM_GUEST_WORKSPACE
 #define PROGRAM WORKSPACE "/main.py"
 
 /* The zygote's fds, as zygote.py expects them. */
@@ -102,16 +103,8 @@
  * of hanging the host's boot. */
 #define PORT_WAIT_MS 5000
 #define ZYGOTE_READY_MS 60000
-/* After a kill, SIGKILL is repeated this often until everything is reaped,
- * and the agent waits at most this long before reporting anyway. */
-#define KILL_REPEAT_MS 100
+/* After a kill the agent waits at most this long before reporting anyway. */
 #define REAP_WAIT_MS 5000
-/* Reads per stream per wake-up: a flood cannot starve the clock check. */
-#define READS_PER_WAKE 16
-/* The program's open-file limit: vm_run carries none, so the default every
- * tier uses. */
-#define OPEN_FILES AJ_DEFAULT_OPEN_FILES
-#define MESSAGE_MAX 256
 
 static const char *const modules[] = {
 	/* The order is the dependency order: virtio_console needs virtio,
@@ -121,20 +114,14 @@ static const char *const modules[] = {
 
 /* ---- small helpers ---- */
 
-/* A failed step: "guest: STEP: ERRNO", the wording the host passes on. */
-struct failure {
-	char message[MESSAGE_MAX];
-};
-
-static const char *errname(int err)
+const char *errname(int err)
 {
 	const char *n = strerrorname_np(err);
 	return n ? n : "unknown error";
 }
 
 /* Fills f with "guest: " fmt [": " ERRNO] (cut to fit) and returns -err. */
-__attribute__((format(printf, 3, 4)))
-static int fail(struct failure *f, int err, const char *fmt, ...)
+int fail(struct failure *f, int err, const char *fmt, ...)
 {
 	static const char prefix[] = "guest: ";
 	size_t size = sizeof f->message;
@@ -149,21 +136,21 @@ static int fail(struct failure *f, int err, const char *fmt, ...)
 	return err ? -err : -EIO;
 }
 
-static int64_t now_us(void)
+int64_t now_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void sleep_ms(int ms)
+void sleep_ms(int ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+int write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
 	while (n > 0) {
@@ -179,7 +166,7 @@ static int write_all(int fd, const void *buf, size_t n)
 }
 
 /* Writes a short text (a cgroup knob) in one write, as the kernel wants it. */
-static int write_text(const char *path, const char *text)
+int write_text(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -190,7 +177,7 @@ static int write_text(const char *path, const char *text)
 }
 
 /* Reads a small text file; 0 or -errno. */
-static int read_text(const char *path, char *buf, size_t size)
+int read_text(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -207,7 +194,7 @@ static int read_text(const char *path, char *buf, size_t size)
 }
 
 /* "key value" lines (memory.events, cpu.stat): the value of key, 0 if none. */
-static uint64_t keyed_value(const char *text, const char *key)
+uint64_t keyed_value(const char *text, const char *key)
 {
 	size_t klen = strlen(key);
 	for (const char *line = text; *line;) {
@@ -223,13 +210,13 @@ static uint64_t keyed_value(const char *text, const char *key)
 
 /* ---- the channel to the host ---- */
 
-static int port_fd = -1;
+int port_fd = -1;
 
 /* Reads exactly n bytes from the port. A read of 0 means no host is
  * connected (virtio_console's answer while the host end is closed, as it is
  * between the snapshot and a restore's connect): wait and try again. The
  * agent has nothing to do but wait for the host, so no bound here. */
-static int port_read(void *buf, size_t n)
+int port_read(void *buf, size_t n)
 {
 	char *p = buf;
 	while (n > 0) {
@@ -250,7 +237,7 @@ static int port_read(void *buf, size_t n)
 
 /* One frame: header, then the parts. A write blocks while no host is
  * connected, which is what we want. */
-static int send_frame(uint32_t type, const struct iovec *parts, int count)
+int send_frame(uint32_t type, const struct iovec *parts, int count)
 {
 	struct vm_frame_header h = {.type = type, .length = 0};
 	for (int i = 0; i < count; i++)
@@ -418,6 +405,18 @@ static int minimal_dev(struct failure *f)
 	return 0;
 }
 
+int apply_policy(void)
+{
+	const struct sock_fprog prog = {
+		.len = sizeof policy_insns / sizeof policy_insns[0],
+		.filter = (struct sock_filter *)policy_insns,
+	};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return -errno;
+	return 0;
+}
+
 struct zygote {
 	pid_t pid;
 	int request_fd;   /* write end of its fd 3 */
@@ -465,12 +464,7 @@ static int start_zygote(struct zygote *z, struct failure *f)
 		 * ptrace, SysV IPC, memfds, or sockets but inet and routing
 		 * netlink. A guest kernel is one more boundary, not a reason to
 		 * offer it more surface. no_new_privs first, as the kernel asks. */
-		const struct sock_fprog prog = {
-			.len = sizeof policy_insns / sizeof policy_insns[0],
-			.filter = (struct sock_filter *)policy_insns,
-		};
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+		if (apply_policy() < 0) {
 			dprintf(ZYGOTE_CONTROL_FD, "fail seccomp: %s\n", errname(errno));
 			_exit(127);
 		}
@@ -555,15 +549,6 @@ static int await_zygote(struct zygote *z, struct failure *f)
 
 /* ---- a run ---- */
 
-/* One output stream, capped while it is read. */
-struct stream {
-	int fd;
-	bool open;
-	bool truncated;
-	char *buf;
-	size_t len, alloc, limit;
-};
-
 /* Appends what fits; true if anything had to be dropped. */
 static bool stream_append(struct stream *s, const char *data, size_t n)
 {
@@ -595,7 +580,7 @@ static bool stream_append(struct stream *s, const char *data, size_t n)
 
 /* Reads what is there now. Sets *overflow if the cap was passed; returns
  * false at EOF or on an error. */
-static bool stream_drain(struct stream *s, bool *overflow)
+bool stream_drain(struct stream *s, bool *overflow)
 {
 	char buf[65536];
 	for (int i = 0; i < READS_PER_WAKE; i++) {
@@ -634,12 +619,10 @@ struct run {
 	struct failure setup;
 };
 
-static int receive_run(struct run *r, struct failure *f)
+static int receive_run(const struct vm_frame_header *hp, struct run *r, struct failure *f)
 {
-	struct vm_frame_header h;
+	const struct vm_frame_header h = *hp;
 	int rc;
-	if ((rc = port_read(&h, sizeof h)))
-		return fail(f, -rc, "read VM_RUN header");
 	r->start_us = now_us();
 	/* The host is trusted, but a wrong frame is still refused rather than
 	 * half-read: every length is checked before it sizes anything. */
@@ -687,7 +670,7 @@ static int check_limits(const struct vm_run *l, struct failure *f)
 /* A restored copy wakes up with the snapshot's clock. The RTC (QEMU's
  * follows the host clock) says what time it really is; a second's
  * resolution is what a VM without a time service gets anyway. */
-static void refresh_clock(void)
+void refresh_clock(void)
 {
 	int fd = rtc_fd;
 	if (fd < 0)
@@ -707,25 +690,23 @@ static void refresh_clock(void)
  * secrets.token_hex(). Mix in what differs between copies (the cycle
  * counter, which under QEMU follows the host's, the clocks, the request) and
  * make the kernel reseed from its input pool, interrupts included, now. */
-static int refresh_entropy(const struct run *r, struct failure *f)
+int refresh_entropy(const void *request, size_t len, struct failure *f)
 {
 	struct {
 		uint64_t tsc;
 		struct timespec mono, real, boot;
-		struct vm_run lim;
 	} mix;
 	memset(&mix, 0, sizeof mix);
 	mix.tsc = __rdtsc();
 	clock_gettime(CLOCK_MONOTONIC, &mix.mono);
 	clock_gettime(CLOCK_REALTIME, &mix.real);
 	clock_gettime(CLOCK_BOOTTIME, &mix.boot);
-	mix.lim = r->lim;
 	int fd = urandom_fd;
 	if (fd < 0)
 		return fail(f, EBADF, "entropy: /dev/urandom was not opened at boot");
 	int rc = write_all(fd, &mix, sizeof mix);
 	if (rc == 0)
-		rc = write_all(fd, r->code, r->lim.code_len < 4096 ? r->lim.code_len : 4096);
+		rc = write_all(fd, request, len < 4096 ? len : 4096);
 	if (rc == 0 && ioctl(fd, RNDRESEEDCRNG) < 0)
 		rc = -errno;
 	if (rc)
@@ -735,15 +716,15 @@ static int refresh_entropy(const struct run *r, struct failure *f)
 
 /* /tmp: one size-limited tmpfs for all the program may write (/tmp, /var/tmp,
  * /dev/shm and the workspace), like the other tiers. */
-static int make_workspace(const struct run *r, struct failure *f)
+int make_workspace(uint32_t disk_mb, const char *code, size_t code_len, struct failure *f)
 {
 	char opts[96];
 	/* size= caps the bytes; nr_inodes caps the files, whose inodes would
 	 * otherwise cost kernel memory that size= does not count. nosuid and
 	 * nodev: nothing the program writes can raise privilege or reach a
 	 * device. */
-	snprintf(opts, sizeof opts, "size=%um,nr_inodes=%u,mode=1777", r->lim.disk_mb,
-		 r->lim.disk_mb * 256u + 64u);
+	snprintf(opts, sizeof opts, "size=%um,nr_inodes=%u,mode=1777", disk_mb,
+		 disk_mb * 256u + 64u);
 	if (mount("agentjail", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return fail(f, errno, "tmpfs on /tmp");
 	/* A directory of it for each writable place (distinct, as in the host
@@ -768,10 +749,12 @@ static int make_workspace(const struct run *r, struct failure *f)
 	/* 0700: the workspace is the program's alone. */
 	if (chown(WORKSPACE, VM_GUEST_UID, VM_GUEST_UID) < 0)
 		return fail(f, errno, "chown %s", WORKSPACE);
+	if (!code)
+		return 0; /* a session: files come through the interpreter */
 	int fd = open(PROGRAM, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fail(f, errno, "create %s", PROGRAM);
-	int rc = write_all(fd, r->code, r->lim.code_len);
+	int rc = write_all(fd, code, code_len);
 	if (rc == 0 && fchown(fd, VM_GUEST_UID, VM_GUEST_UID) < 0)
 		rc = -errno;
 	close(fd);
@@ -782,11 +765,11 @@ static int make_workspace(const struct run *r, struct failure *f)
 
 /* The cgroup bounds the whole run, every process the program makes included;
  * rlimits (set by the zygote) only bound each process. */
-static int set_cgroup_limits(const struct run *r, struct failure *f)
+int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f)
 {
 	char v[32];
 	int rc;
-	snprintf(v, sizeof v, "%llu", (unsigned long long)r->lim.memory_mb << 20);
+	snprintf(v, sizeof v, "%llu", (unsigned long long)memory_mb << 20);
 	if ((rc = write_text(RUN_CGROUP "/memory.max", v)))
 		return fail(f, -rc, "cgroup: memory.max");
 	/* No swap: the memory limit is the memory the run gets. The VM has no
@@ -794,7 +777,7 @@ static int set_cgroup_limits(const struct run *r, struct failure *f)
 	rc = write_text(RUN_CGROUP "/memory.swap.max", "0");
 	if (rc && rc != -ENOENT)
 		return fail(f, -rc, "cgroup: memory.swap.max");
-	snprintf(v, sizeof v, "%u", r->lim.pids);
+	snprintf(v, sizeof v, "%u", pids);
 	if ((rc = write_text(RUN_CGROUP "/pids.max", v)))
 		return fail(f, -rc, "cgroup: pids.max");
 	return 0;
@@ -1132,13 +1115,15 @@ static int prepare(struct run *r, struct failure *f)
 	if ((rc = check_limits(&r->lim, f)))
 		return rc;
 	refresh_clock();
-	if ((rc = refresh_entropy(r, f)) || (rc = make_workspace(r, f)) ||
-	    (rc = set_cgroup_limits(r, f)) || (rc = release_zygote(r, f)))
+	if ((rc = refresh_entropy(r->code, r->lim.code_len, f)) ||
+	    (rc = make_workspace(r->lim.disk_mb, r->code, r->lim.code_len, f)) ||
+	    (rc = set_cgroup_limits(r->lim.memory_mb, r->lim.pids, f)) ||
+	    (rc = release_zygote(r, f)))
 		return rc;
 	return 0;
 }
 
-static void serve_one_run(struct zygote *z, int sigfd)
+static void serve_one_run(const struct vm_frame_header *h, struct zygote *z, int sigfd)
 {
 	struct run r;
 	struct result res;
@@ -1150,7 +1135,7 @@ static void serve_one_run(struct zygote *z, int sigfd)
 	r.out = (struct stream){.fd = z->out_fd, .open = true};
 	r.err = (struct stream){.fd = z->err_fd, .open = true};
 
-	int rc = receive_run(&r, &f);
+	int rc = receive_run(h, &r, &f);
 	if (rc == 0) {
 		r.out.limit = r.err.limit = (size_t)r.lim.output_kb * 1024;
 		rc = prepare(&r, &f);
@@ -1226,8 +1211,25 @@ int main(void)
 		power_off(f.message);
 	}
 	/* The snapshot is taken here, while this reads. */
-	serve_one_run(&z, sigfd);
-	/* One run per VM: the host destroys it now. Idle, never exit. */
+	struct vm_frame_header h;
+	if ((rc = port_read(&h, sizeof h)))
+		power_off("guest: read the host's first frame");
+	if (h.type == VM_SESSION_START) {
+		/* A session: the zygote's one interpreter is not the session's
+		 * (see session.c); it goes, and calls follow until the host
+		 * destroys the VM. */
+		kill(z.pid, SIGKILL);
+		waitpid(z.pid, NULL, 0);
+		close(z.request_fd);
+		close(z.control_fd);
+		close(z.out_fd);
+		close(z.err_fd);
+		serve_session(&h, sigfd);
+	} else {
+		serve_one_run(&h, &z, sigfd);
+	}
+	/* One run (or session) per VM: the host destroys it now. Idle, never
+	 * exit. */
 	for (;;)
 		pause();
 }

@@ -1,0 +1,72 @@
+/* What the guest agent's files share: agent.c (boot, and one run) and
+ * session.c (a session's interpreter, across calls). */
+#ifndef AJ_GUEST_AGENT_H
+#define AJ_GUEST_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "../protocol.h"
+
+#define PYTHON "/usr/bin/python3"
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define RUN_CGROUP CGROUP_ROOT "/run"
+#define WORKSPACE VM_GUEST_WORKSPACE
+/* After a kill, SIGKILL is repeated this often until everything is reaped. */
+#define KILL_REPEAT_MS 100
+/* Reads per stream per wake-up: a flood cannot starve the clock check. */
+#define READS_PER_WAKE 16
+/* The program's open-file limit: the frames carry none, so the default
+ * every tier uses. */
+#define OPEN_FILES AJ_DEFAULT_OPEN_FILES
+#define MESSAGE_MAX 256
+
+/* A failed step: "guest: STEP: ERRNO", the wording the host passes on. */
+struct failure {
+	char message[MESSAGE_MAX];
+};
+
+const char *errname(int err);
+/* Fills f with "guest: " fmt [": " ERRNO] (cut to fit) and returns -err. */
+__attribute__((format(printf, 3, 4)))
+int fail(struct failure *f, int err, const char *fmt, ...);
+int64_t now_us(void);
+void sleep_ms(int ms);
+int write_all(int fd, const void *buf, size_t n);
+int write_text(const char *path, const char *text);
+int read_text(const char *path, char *buf, size_t size);
+uint64_t keyed_value(const char *text, const char *key);
+
+/* The channel to the host. */
+extern int port_fd;
+int port_read(void *buf, size_t n);
+int send_frame(uint32_t type, const struct iovec *parts, int count);
+
+/* One output stream, capped while it is read. */
+struct stream {
+	int fd;
+	bool open;
+	bool truncated;
+	char *buf;
+	size_t len, alloc, limit;
+};
+/* Reads what is there now. Sets *overflow if the cap was passed; returns
+ * false at EOF or on an error. */
+bool stream_drain(struct stream *s, bool *overflow);
+
+/* The steps a restored copy takes before anything of the host's runs. */
+void refresh_clock(void);
+int refresh_entropy(const void *request, size_t len, struct failure *f);
+/* /tmp and the workspace; code (or NULL) becomes the workspace's main.py. */
+int make_workspace(uint32_t disk_mb, const char *code, size_t code_len, struct failure *f);
+int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f);
+/* no_new_privs and the host tiers' seccomp policy: 0 or -errno. */
+int apply_policy(void);
+
+/* session.c: serves a session from its VM_SESSION_START (header read) until
+ * the host destroys the VM. */
+void serve_session(const struct vm_frame_header *h, int sigfd);
+
+#endif

@@ -1,0 +1,605 @@
+/* The guest's side of a session: one interpreter kept alive across calls.
+ *
+ * Theory of operation
+ * -------------------
+ * A session's VM gets VM_SESSION_START instead of VM_RUN. The agent (PID 1)
+ * then, once: refreshes the clock and the entropy of this restored copy,
+ * mounts the session's one /tmp (the disk limit; files live as long as the
+ * session), sets the run cgroup's limits (memory and pids bound the session
+ * as a whole), and starts the session interpreter. The zygote is not used:
+ * it can become one program, not a long-lived interpreter with two more
+ * pipes, and agent.c has already ended it.
+ *
+ * The interpreter is `python3 -I -u -c <repl.py>` (the source comes from
+ * the host in VM_SESSION_START), forked by the agent and so its child: its
+ * wait status comes from the kernel. Before execve the child takes exactly
+ * the steps zygote.py takes for a run, in the same order: joins the run
+ * cgroup, applies the rlimits (the hard CPU limit is the session's total;
+ * repl.py moves the soft one to each call's share), drops to uid/gid 1000
+ * with no groups, sets the umask, enters the workspace, and loads the same
+ * seccomp policy. Its fds: 0 /dev/null, 1 and 2 the output pipes, 3 the
+ * requests, 4 the replies; the agent holds the other ends. A step that fails
+ * is written on a close-on-exec pipe, so the agent knows before any request
+ * that the interpreter never ran, and the call says which protection and why.
+ *
+ * Each VM_CALL: start an interpreter if none is running (the call is then
+ * flagged restarted, past the first), write the request line without ever
+ * blocking, read and cap both output streams, take the reply line that
+ * starts with this call's sequence number, and keep the call's wall clock.
+ * A timeout, a flood, a reply past its cap or a VM_CALL_STOP from the host
+ * (a cancel) kills every process in the VM but the agent (kill(-1) from
+ * PID 1: a setsid() double fork escapes nothing), and so the interpreter.
+ * When the interpreter ends, for that reason or its own (a crash, os._exit,
+ * the OOM killer, SIGXCPU), whatever it left is killed too, everything is
+ * reaped, and the call's VM_CALL_RESULT carries the wait status and usage;
+ * the host reads them with the same rules as the jail tiers. Processes the
+ * interpreter leaves running after a reply live on, as they would in the
+ * jail tiers' sessions, inside the same cgroup and limits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../../include/agentjail.h"
+#include "agent.h"
+
+/* How long the processes may take to die after SIGKILL before the agent
+ * gives up on the session (the host then destroys the VM). */
+#define STOP_GIVE_UP_MS 2000
+#define MIB (1024ull * 1024ull)
+
+struct session {
+	struct vm_session_start lim;
+	char *repl;
+	int sigfd;
+	pid_t pid;              /* the interpreter; 0 when none runs */
+	int req_w, rep_r, out_r, err_r;
+	bool started_before;
+	uint64_t cpu_reported_us;
+	uint64_t oom_reported;
+};
+
+/* ---- the interpreter's start: the child's steps, in order ---- */
+
+/* In the child: says which step failed on the error pipe, and ends. */
+__attribute__((noreturn)) static void child_fail(int errp, const char *step, int err)
+{
+	dprintf(errp, "%s: %s", step, errname(err));
+	_exit(127);
+}
+
+static void child_limit(int errp, int resource, const char *name, rlim_t soft, rlim_t hard)
+{
+	struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+	if (setrlimit(resource, &rl) < 0)
+		child_fail(errp, name, errno);
+}
+
+__attribute__((noreturn)) static void child_main(const struct session *s, int errp,
+						 const int fds[5])
+{
+	const struct vm_session_start *l = &s->lim;
+	/* Clear of 0..4, which the dup2s below take. */
+	int moved = fcntl(errp, F_DUPFD_CLOEXEC, 32);
+	if (moved >= 0)
+		errp = moved;
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* exec keeps the mask */
+	signal(SIGPIPE, SIG_DFL);
+	/* Into the run cgroup first, as root (cgroup.procs is root's): from
+	 * here every process of the session counts against memory and pids. */
+	int rc = write_text(RUN_CGROUP "/cgroup.procs", "0");
+	if (rc)
+		child_fail(errp, "cgroup join", -rc);
+	/* CPU: the hard limit is the session's total, set here from outside;
+	 * repl.py moves the soft one (SIGXCPU) to each call's share and
+	 * cannot raise the hard one. */
+	child_limit(errp, RLIMIT_CPU, "rlimit cpu", l->cpu_sec, (rlim_t)l->cpu_sec + 1);
+	/* A write past the file size fails with EFBIG (Python ignores SIGXFSZ). */
+	child_limit(errp, RLIMIT_FSIZE, "rlimit file size", l->file_size_mb * MIB,
+		    l->file_size_mb * MIB);
+	child_limit(errp, RLIMIT_NOFILE, "rlimit open files", OPEN_FILES, OPEN_FILES);
+	/* No core dumps: they would write the interpreter's memory to disk. */
+	child_limit(errp, RLIMIT_CORE, "rlimit core", 0, 0);
+	child_limit(errp, RLIMIT_STACK, "rlimit stack", 8 * MIB, 8 * MIB);
+	child_limit(errp, RLIMIT_MEMLOCK, "rlimit memlock", 0, 0);
+	child_limit(errp, RLIMIT_MSGQUEUE, "rlimit msgqueue", 0, 0);
+	/* uid 1000's processes and threads: a fork bomb stops here (and at
+	 * pids.max). */
+	child_limit(errp, RLIMIT_NPROC, "rlimit processes", l->pids, l->pids);
+	/* Groups, gid, uid, all three ids each: leaving uid 0 clears every
+	 * capability, and nothing in the initramfs is setuid to regain one. */
+	if (setgroups(0, NULL) < 0)
+		child_fail(errp, "setgroups", errno);
+	if (setresgid(VM_GUEST_UID, VM_GUEST_UID, VM_GUEST_UID) < 0)
+		child_fail(errp, "setresgid", errno);
+	if (setresuid(VM_GUEST_UID, VM_GUEST_UID, VM_GUEST_UID) < 0)
+		child_fail(errp, "setresuid", errno);
+	umask(022);
+	if (chdir(WORKSPACE) < 0)
+		child_fail(errp, "chdir " WORKSPACE, errno);
+	/* fds 0..4 as repl.py expects them. Every other fd of the agent's
+	 * (the port above all) is close-on-exec. */
+	int keep[5];
+	for (int i = 0; i < 5; i++)
+		if ((keep[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16)) < 0)
+			child_fail(errp, "fds", errno);
+	for (int i = 0; i < 5; i++)
+		if (dup2(keep[i], i) < 0)
+			child_fail(errp, "fds", errno);
+	/* The same seccomp policy as every run, last, so the steps above are
+	 * not limited by it. */
+	if (apply_policy() < 0)
+		child_fail(errp, "seccomp", errno);
+	char *const argv[] = {PYTHON, "-I", "-u", "-c", s->repl, NULL};
+	/* From nothing: what the other tiers' interpreters get. */
+	char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" WORKSPACE,
+			      "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", NULL};
+	execve(argv[0], argv, envp);
+	child_fail(errp, "exec " PYTHON, errno);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int start_interpreter(struct session *s, struct failure *f)
+{
+	int req[2] = {-1, -1}, rep[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1},
+	    errp[2] = {-1, -1};
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+	if (null < 0 || pipe2(req, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
+	    pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		rc = fail(f, errno, "session interpreter: pipes");
+		goto out;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		rc = fail(f, errno, "session interpreter: fork");
+		goto out;
+	}
+	if (pid == 0) {
+		const int fds[5] = {null, out[1], err[1], req[0], rep[1]};
+		child_main(s, errp[1], fds);
+	}
+	close_fd(&errp[1]);
+	/* EOF once execve succeeded (the pipe is close-on-exec); the reason
+	 * otherwise. A short wait: the child only takes local steps. */
+	char why[200];
+	size_t got = 0;
+	ssize_t n;
+	while (got < sizeof why - 1 &&
+	       ((n = read(errp[0], why + got, sizeof why - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
+	why[got] = '\0';
+	if (got > 0) {
+		waitpid(pid, NULL, 0);
+		rc = fail(f, 0, "session interpreter: %s", why);
+		goto out;
+	}
+	s->pid = pid;
+	s->req_w = req[1];
+	s->rep_r = rep[0];
+	s->out_r = out[0];
+	s->err_r = err[0];
+	req[1] = rep[0] = out[0] = err[0] = -1;
+	fcntl(s->req_w, F_SETFL, O_NONBLOCK);
+	fcntl(s->rep_r, F_SETFL, O_NONBLOCK);
+	fcntl(s->out_r, F_SETFL, O_NONBLOCK);
+	fcntl(s->err_r, F_SETFL, O_NONBLOCK);
+out:
+	for (int i = 0; i < 2; i++) {
+		close_fd(&req[i]);
+		close_fd(&rep[i]);
+		close_fd(&out[i]);
+		close_fd(&err[i]);
+		close_fd(&errp[i]);
+	}
+	if (null >= 0)
+		close(null);
+	return rc;
+}
+
+/* ---- one call ---- */
+
+struct call {
+	struct vm_call req;
+	char *request;
+	size_t sent;
+	struct stream out, err, rep;
+	bool replied, ended, broken;
+	bool timed_out, overflow, cancelled, bad_reply, setup_failed, restarted;
+	bool stopping, port_open;
+	int64_t stop_us, next_kill_us;
+	int wstatus;
+	char reply_prefix[40];
+	size_t reply_len;       /* of the matched line, at the start of rep.buf */
+	struct failure why;
+};
+
+static void stop_call(struct call *c)
+{
+	if (c->stopping)
+		return;
+	kill(-1, SIGKILL);
+	c->stopping = true;
+	c->stop_us = now_us();
+	c->next_kill_us = c->stop_us + KILL_REPEAT_MS * 1000;
+}
+
+/* Reaps what has ended; notes the interpreter's status. */
+static void reap(struct session *s, struct call *c)
+{
+	int st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == s->pid) {
+			c->ended = true;
+			c->wstatus = st;
+			s->pid = 0;
+		}
+	}
+}
+
+/* A whole line in the reply buffer: this call's (kept at the buffer's
+ * start), or a stale or forged one (the session's own doing: dropped). */
+static void take_reply(struct call *c)
+{
+	size_t plen = strlen(c->reply_prefix);
+	for (;;) {
+		char *nl = c->rep.buf ? memchr(c->rep.buf, '\n', c->rep.len) : NULL;
+		if (!nl)
+			return;
+		size_t n = (size_t)(nl - c->rep.buf);
+		if (n > plen && memcmp(c->rep.buf, c->reply_prefix, plen) == 0 &&
+		    (c->rep.buf[plen] == ',' || c->rep.buf[plen] == '}')) {
+			c->replied = true;
+			c->reply_len = n;
+			return;
+		}
+		memmove(c->rep.buf, nl + 1, c->rep.len - n - 1);
+		c->rep.len -= n + 1;
+	}
+}
+
+/* A frame from the host during a call: a stop, whatever its type (the host
+ * sends nothing else while it waits). */
+static void read_host(struct call *c)
+{
+	struct vm_frame_header h;
+	if (port_read(&h, sizeof h)) {
+		c->port_open = false;
+		return;
+	}
+	char skip[256];
+	for (uint32_t left = h.length; left > 0;) {
+		uint32_t n = left < sizeof skip ? left : (uint32_t)sizeof skip;
+		if (port_read(skip, n)) {
+			c->port_open = false;
+			return;
+		}
+		left -= n;
+	}
+	c->cancelled = true;
+	stop_call(c);
+}
+
+static void supervise_call(struct session *s, struct call *c)
+{
+	const int64_t deadline = now_us() + (int64_t)c->req.wall_ms * 1000;
+	while (!c->replied && !c->ended && !c->broken) {
+		int64_t now = now_us();
+		if (!c->stopping && now >= deadline) {
+			c->timed_out = true;
+			stop_call(c);
+		}
+		if (c->stopping && now >= c->stop_us + STOP_GIVE_UP_MS * 1000) {
+			c->broken = true;
+			fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
+			     STOP_GIVE_UP_MS);
+			break;
+		}
+		if (c->stopping && now >= c->next_kill_us) {
+			/* Again, for anything forked while the last one ran. */
+			kill(-1, SIGKILL);
+			c->next_kill_us = now + KILL_REPEAT_MS * 1000;
+		}
+		int64_t until = c->stopping ? c->next_kill_us : deadline;
+		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
+		bool writing = c->sent < c->req.request_len && !c->stopping;
+		struct pollfd p[6] = {
+			{.fd = s->sigfd, .events = POLLIN},
+			{.fd = c->port_open && !c->stopping ? port_fd : -1, .events = POLLIN},
+			/* Once stopping, output no longer matters: full pipes
+			 * left alone cannot spin this loop. */
+			{.fd = c->out.open && !c->stopping ? s->out_r : -1, .events = POLLIN},
+			{.fd = c->err.open && !c->stopping ? s->err_r : -1, .events = POLLIN},
+			{.fd = c->rep.open && !c->stopping ? s->rep_r : -1, .events = POLLIN},
+			{.fd = writing ? s->req_w : -1, .events = POLLOUT},
+		};
+		int n = poll(p, 6, timeout);
+		if (n < 0 && errno != EINTR)
+			stop_call(c); /* never leave a call unwatched */
+		if (n > 0 && p[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+				;
+		}
+		if (n > 0 && (p[1].revents & POLLIN))
+			read_host(c);
+		else if (n > 0 && p[1].revents)
+			c->port_open = false; /* no host connected: nothing to hear */
+		for (int i = 0; n > 0 && i < 2; i++) {
+			if (!p[2 + i].revents)
+				continue;
+			bool overflow = false;
+			struct stream *st = i ? &c->err : &c->out;
+			/* At EOF (a closed stdout) it is polled no more. */
+			st->open = stream_drain(st, &overflow);
+			if (overflow && !c->stopping) {
+				c->overflow = true;
+				stop_call(c);
+			}
+		}
+		if (n > 0 && p[4].revents && !c->stopping) {
+			bool too_long = false;
+			c->rep.open = stream_drain(&c->rep, &too_long);
+			take_reply(c);
+			if (!c->replied && too_long) {
+				c->bad_reply = true;
+				stop_call(c);
+			}
+		}
+		if (n > 0 && (p[5].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t w = write(s->req_w, c->request + c->sent, c->req.request_len - c->sent);
+			if (w > 0)
+				c->sent += (size_t)w;
+			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+				c->sent = c->req.request_len; /* gone: its status says how */
+		}
+		reap(s, c);
+	}
+}
+
+/* The interpreter has ended: so does all it left, before the report. Once
+ * nothing but the agent is left, no write end of the pipes is open and the
+ * last reads end. */
+static void finish_interpreter(struct session *s, struct call *c)
+{
+	int64_t give_up = now_us() + (int64_t)STOP_GIVE_UP_MS * 1000;
+	for (;;) {
+		kill(-1, SIGKILL);
+		reap(s, c);
+		siginfo_t si;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
+			break;
+		if (now_us() >= give_up) {
+			c->broken = true;
+			fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
+			     STOP_GIVE_UP_MS);
+			return;
+		}
+		struct pollfd p = {.fd = s->sigfd, .events = POLLIN};
+		poll(&p, 1, KILL_REPEAT_MS);
+		struct signalfd_siginfo ssi;
+		while (read(s->sigfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi)
+			;
+	}
+	bool ignored = false;
+	bool *overflow = c->overflow ? &ignored : &c->overflow;
+	for (int i = 0; i < 64 && stream_drain(&c->out, overflow); i++)
+		;
+	for (int i = 0; i < 64 && stream_drain(&c->err, overflow); i++)
+		;
+	close_fd(&s->req_w);
+	close_fd(&s->rep_r);
+	close_fd(&s->out_r);
+	close_fd(&s->err_r);
+}
+
+static uint64_t cgroup_value(const char *file, const char *key)
+{
+	char buf[1024];
+	if (read_text(file, buf, sizeof buf))
+		return 0;
+	return key ? keyed_value(buf, key) : strtoull(buf, NULL, 10);
+}
+
+static void send_call_result(struct session *s, struct call *c)
+{
+	struct vm_call_result r;
+	memset(&r, 0, sizeof r);
+	r.flags = (c->replied ? VM_CALL_REPLIED : 0) | (c->ended ? VM_CALL_ENDED : 0) |
+		  (c->restarted ? VM_CALL_RESTARTED : 0) | (c->timed_out ? VM_CALL_TIMED_OUT : 0) |
+		  (c->overflow ? VM_CALL_OVERFLOW : 0) | (c->cancelled ? VM_CALL_CANCELLED : 0) |
+		  (c->bad_reply ? VM_CALL_BAD_REPLY : 0) |
+		  (c->setup_failed ? VM_CALL_SETUP_FAILED : 0) | (c->broken ? VM_CALL_BROKEN : 0) |
+		  (c->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
+		  (c->err.truncated ? VM_STDERR_TRUNCATED : 0);
+	r.wstatus = c->wstatus;
+	if (c->ended) {
+		/* The whole cgroup's CPU since the last report: the interpreter,
+		 * its children, killed ones included. */
+		uint64_t cpu = cgroup_value(RUN_CGROUP "/cpu.stat", "usage_usec");
+		r.cpu_us = cpu > s->cpu_reported_us ? cpu - s->cpu_reported_us : 0;
+		s->cpu_reported_us = cpu;
+		r.memory_kb = cgroup_value(RUN_CGROUP "/memory.peak", NULL) / 1024;
+	}
+	uint64_t ooms = cgroup_value(RUN_CGROUP "/memory.events", "oom_kill");
+	r.oom_kills = ooms > s->oom_reported ? ooms - s->oom_reported : 0;
+	s->oom_reported = ooms;
+	const char *message = c->setup_failed || c->broken ? c->why.message : "";
+	r.stdout_len = (uint32_t)c->out.len;
+	r.stderr_len = (uint32_t)c->err.len;
+	r.reply_len = c->replied ? (uint32_t)c->reply_len : 0;
+	r.message_len = (uint32_t)strlen(message);
+	struct iovec parts[5] = {
+		{.iov_base = &r, .iov_len = sizeof r},
+		{.iov_base = c->out.buf, .iov_len = c->out.len},
+		{.iov_base = c->err.buf, .iov_len = c->err.len},
+		{.iov_base = c->rep.buf, .iov_len = r.reply_len},
+		{.iov_base = (void *)message, .iov_len = r.message_len},
+	};
+	int rc = send_frame(VM_CALL_RESULT, parts, 5);
+	if (rc)
+		fprintf(stderr, "agentjail-guest: send VM_CALL_RESULT: %s\n", errname(-rc));
+}
+
+/* One VM_CALL (its header read): returns false when the session cannot go
+ * on (the host destroys the VM on the result's VM_CALL_BROKEN). */
+static bool serve_call(struct session *s, const struct vm_frame_header *h)
+{
+	struct call c;
+	memset(&c, 0, sizeof c);
+	c.port_open = true;
+	const size_t cap = (size_t)s->lim.output_kb * 1024;
+	bool ok = h->length >= sizeof c.req && h->length <= VM_MAX_FRAME &&
+		  port_read(&c.req, sizeof c.req) == 0 &&
+		  c.req.request_len == h->length - sizeof c.req;
+	if (ok && (c.request = malloc(c.req.request_len + 1)) != NULL)
+		ok = port_read(c.request, c.req.request_len) == 0;
+	if (!ok || !c.request || c.req.wall_ms == 0 ||
+	    (uint64_t)cap * 2 + c.req.reply_max + sizeof(struct vm_call_result) + MESSAGE_MAX >
+		    VM_MAX_FRAME) {
+		/* The host's mistake, or a stream out of step: neither is
+		 * recoverable, and nothing of the call has run. */
+		c.broken = true;
+		fail(&c.why, 0, "VM_CALL: malformed (length %u)", h->length);
+		send_call_result(s, &c);
+		free(c.request);
+		return false;
+	}
+	snprintf(c.reply_prefix, sizeof c.reply_prefix, "{\"seq\":%llu",
+		 (unsigned long long)c.req.seq);
+	if (s->pid == 0) {
+		/* The last one ended: a fresh interpreter, the files kept. */
+		if (start_interpreter(s, &c.why)) {
+			c.setup_failed = c.ended = true;
+			send_call_result(s, &c);
+			free(c.request);
+			return true;
+		}
+		c.restarted = s->started_before;
+		s->started_before = true;
+	}
+	c.out = (struct stream){.fd = s->out_r, .open = true, .limit = cap};
+	c.err = (struct stream){.fd = s->err_r, .open = true, .limit = cap};
+	c.rep = (struct stream){.fd = s->rep_r, .open = true, .limit = (size_t)c.req.reply_max + 1};
+	supervise_call(s, &c);
+	if (c.replied) {
+		/* All it printed before the reply is in the pipes now. */
+		bool ignored = false;
+		stream_drain(&c.out, &ignored);
+		stream_drain(&c.err, &ignored);
+		if (c.ended) /* and then it ended: nothing of it may stay */
+			finish_interpreter(s, &c);
+	} else if (!c.broken) {
+		if (!c.ended) /* stopped, not yet reaped: finish_interpreter waits */
+			stop_call(&c);
+		finish_interpreter(s, &c);
+		c.ended = true;
+	}
+	send_call_result(s, &c);
+	free(c.out.buf);
+	free(c.err.buf);
+	free(c.rep.buf);
+	free(c.request);
+	return !c.broken;
+}
+
+/* ---- the session ---- */
+
+static int receive_start(const struct vm_frame_header *h, struct session *s, struct failure *f)
+{
+	if (h->length < sizeof s->lim || h->length > VM_MAX_FRAME)
+		return fail(f, 0, "VM_SESSION_START: bad length %u", h->length);
+	int rc = port_read(&s->lim, sizeof s->lim);
+	if (rc)
+		return fail(f, -rc, "read VM_SESSION_START");
+	const struct vm_session_start *l = &s->lim;
+	if (l->repl_len != h->length - sizeof s->lim || l->repl_len == 0)
+		return fail(f, 0, "VM_SESSION_START: repl_len %u does not match the frame",
+			    l->repl_len);
+	if (!(s->repl = malloc((size_t)l->repl_len + 1)))
+		return fail(f, ENOMEM, "VM_SESSION_START: %u bytes", l->repl_len);
+	if ((rc = port_read(s->repl, l->repl_len)))
+		return fail(f, -rc, "read the session interpreter");
+	s->repl[l->repl_len] = '\0';
+	if (strlen(s->repl) != l->repl_len)
+		return fail(f, 0, "VM_SESSION_START: the interpreter's source holds a NUL");
+	/* Zero never means unlimited. */
+	const struct {
+		const char *name;
+		uint32_t value;
+	} required[] = {
+		{"cpu_sec", l->cpu_sec},     {"memory_mb", l->memory_mb},
+		{"pids", l->pids},           {"file_size_mb", l->file_size_mb},
+		{"disk_mb", l->disk_mb},     {"output_kb", l->output_kb},
+	};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (required[i].value == 0)
+			return fail(f, 0, "VM_SESSION_START: %s is 0", required[i].name);
+	if ((uint64_t)l->output_kb * 1024 * 2 > VM_MAX_FRAME / 2)
+		return fail(f, 0, "VM_SESSION_START: output_kb %u is too large", l->output_kb);
+	if (l->disk_mb > UINT32_MAX / 256 - 1)
+		return fail(f, 0, "VM_SESSION_START: disk_mb %u is too large", l->disk_mb);
+	return 0;
+}
+
+void serve_session(const struct vm_frame_header *h, int sigfd)
+{
+	struct session s;
+	struct failure f;
+	memset(&s, 0, sizeof s);
+	s.sigfd = sigfd;
+	s.req_w = s.rep_r = s.out_r = s.err_r = -1;
+	int rc = receive_start(h, &s, &f);
+	if (rc == 0) {
+		refresh_clock();
+		rc = refresh_entropy(&s.lim, sizeof s.lim, &f);
+	}
+	if (rc == 0)
+		rc = make_workspace(s.lim.disk_mb, NULL, 0, &f);
+	if (rc == 0)
+		rc = set_cgroup_limits(s.lim.memory_mb, s.lim.pids, &f);
+	/* Started now, so the first call does not wait for Python's start. */
+	if (rc == 0 && (rc = start_interpreter(&s, &f)) == 0)
+		s.started_before = true;
+	struct vm_session_ready ready = {.ok = rc == 0,
+					 .message_len = rc ? (uint32_t)strlen(f.message) : 0};
+	struct iovec parts[2] = {{.iov_base = &ready, .iov_len = sizeof ready},
+				 {.iov_base = f.message, .iov_len = ready.message_len}};
+	if (send_frame(VM_SESSION_READY, parts, 2) || rc) {
+		kill(-1, SIGKILL);
+		return;
+	}
+	for (;;) {
+		struct vm_frame_header next;
+		if (port_read(&next, sizeof next))
+			break;
+		if (next.type == VM_CALL) {
+			if (!serve_call(&s, &next))
+				break;
+			continue;
+		}
+		/* A stop for a call that had already ended: nothing to do. */
+		if (next.type != VM_CALL_STOP || next.length != 0)
+			break;
+	}
+	kill(-1, SIGKILL);
+}
