@@ -115,6 +115,7 @@ $(MCP_DEPS): tests/mcp/package.json
 # (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs

@@ -32,6 +32,10 @@ struct fixture {
 	/* What a tier's /dev holds, when it is not the jail engine's own
 	 * (Docker adds tty and mqueue and cannot be told not to). */
 	const char *dev_listing;
+	/* session_charts: an image (and engine image) with matplotlib, where
+	 * the tier's usual one lacks it; NULL: the usual one. */
+	const char *chart_image;
+	const char *chart_docker_image;
 	/* How many open/run/close cycles session_cycles_leave_nothing takes. */
 	int session_cycles;
 	/* The tier offers no ptys at all, rather than a bounded pool. */

@@ -306,6 +306,10 @@ static void session_charts(void **state)
 	f->cfg.limits.memory_mb = 512;
 	f->cfg.limits.wall_sec = 60;
 	f->cfg.session.images = 2;
+	if (f->chart_image)
+		f->cfg.image = f->chart_image;
+	if (f->chart_docker_image)
+		f->cfg.docker_image = f->chart_docker_image;
 	struct aj_session *s = open_session(&f->cfg);
 	struct aj_result r;
 	cell(s, &r, "import matplotlib\n");

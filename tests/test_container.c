@@ -7,7 +7,7 @@
 #include "session_cases.h"
 #include "src/linux/spawn.h"
 
-static char image_dir[PATH_MAX];
+static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
 
 /* The image's own copy of a file, as the test reads it from the host. */
 static char *image_file(const char *rel)
@@ -210,6 +210,10 @@ int main(void)
 		return 1;
 	fixture.tier = AJ_TIER_CONTAINER;
 	fixture.session_cycles = 1000;
+	/* Charts need matplotlib: the test image with the datascience
+	 * preset (make test builds it). */
+	snprintf(chart_dir, sizeof chart_dir, "%s-ds", image_dir);
+	fixture.chart_image = chart_dir;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
 		SESSION_TABLE,

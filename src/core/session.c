@@ -5,6 +5,11 @@
  * agent reads when a session's state was lost or the session closed. It
  * never branches on the tier.
  *
+ * Each session has a keeper thread that opens its sandbox, waits, and
+ * closes it: a parent-death signal (which the microvm tier's QEMU carries,
+ * so that it dies with its caller) fires when the *thread* that started the
+ * process exits, and a session must outlive the call that opened it.
+ *
  * A session whose idle timeout or lifetime passes is closed by the first of
  * its next call or the reaper thread (one per process, started with the
  * first session, waking every second): its sandbox is destroyed then and
@@ -30,8 +35,20 @@
 #define LIST_REPLY_MAX (32u << 20)
 #define PATH_MAX_BYTES 4096
 
+/* The thread that opens a session's sandbox and, when told, closes it. */
+struct keeper {
+	pthread_t thread;
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool opened, close_asked;
+	int rc;
+	struct aj_error err;
+	struct aj_session *s;
+};
+
 struct aj_session {
 	pthread_mutex_t lock;       /* one call at a time */
+	struct keeper keeper;
 	struct aj_sandbox *sb;      /* the tier, opened for this session */
 	void *tier_session;         /* NULL once the sandbox is destroyed */
 	char id[33];
@@ -49,6 +66,64 @@ static struct aj_session *registry;
 static atomic_uint open_sessions;
 static pthread_once_t reaper_once = PTHREAD_ONCE_INIT;
 
+static void *keeper_main(void *arg)
+{
+	struct keeper *k = arg;
+	struct aj_session *s = k->s;
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	void *ts = NULL;
+	int rc = ops->session_open(sandbox_state(s->sb), sandbox_config(s->sb), &ts, &k->err);
+	pthread_mutex_lock(&k->m);
+	k->rc = rc;
+	s->tier_session = rc ? NULL : ts;
+	k->opened = true;
+	pthread_cond_broadcast(&k->c);
+	while (!rc && !k->close_asked)
+		pthread_cond_wait(&k->c, &k->m);
+	pthread_mutex_unlock(&k->m);
+	if (!rc)
+		ops->session_close(ts);
+	return NULL;
+}
+
+/* Opens the tier's session on a keeper thread of its own. */
+static int keeper_start(struct aj_session *s, struct aj_error *err)
+{
+	struct keeper *k = &s->keeper;
+	k->s = s;
+	pthread_mutex_init(&k->m, NULL);
+	pthread_cond_init(&k->c, NULL);
+	if (pthread_create(&k->thread, NULL, keeper_main, k)) {
+		pthread_mutex_destroy(&k->m);
+		pthread_cond_destroy(&k->c);
+		return error_set(err, -EAGAIN, "session: cannot start its keeper thread");
+	}
+	pthread_mutex_lock(&k->m);
+	while (!k->opened)
+		pthread_cond_wait(&k->c, &k->m);
+	int rc = k->rc;
+	pthread_mutex_unlock(&k->m);
+	if (rc) {
+		pthread_join(k->thread, NULL);
+		pthread_mutex_destroy(&k->m);
+		pthread_cond_destroy(&k->c);
+		*err = k->err;
+	}
+	return rc;
+}
+
+/* The keeper closes the sandbox and ends; returns once it has. */
+static void keeper_stop(struct keeper *k)
+{
+	pthread_mutex_lock(&k->m);
+	k->close_asked = true;
+	pthread_cond_broadcast(&k->c);
+	pthread_mutex_unlock(&k->m);
+	pthread_join(k->thread, NULL);
+	pthread_mutex_destroy(&k->m);
+	pthread_cond_destroy(&k->c);
+}
+
 /* Destroys the sandbox, keeping the handle; s->lock held. */
 static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -56,7 +131,7 @@ static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 {
 	if (!s->tier_session)
 		return;
-	sandbox_ops(s->sb)->session_close(s->tier_session);
+	keeper_stop(&s->keeper);
 	s->tier_session = NULL;
 	atomic_fetch_sub(&open_sessions, 1);
 	char buf[600];
@@ -153,13 +228,11 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 		return rc;
 	}
 	const struct tier_ops *ops = sandbox_ops(s->sb);
-	if (!ops->session_open) {
+	if (!ops->session_open)
 		rc = error_set(err, -ENOTSUP, "session: the %s tier does not offer sessions",
 			       ops->name);
-	} else {
-		rc = ops->session_open(sandbox_state(s->sb), sandbox_config(s->sb),
-				       &s->tier_session, err);
-	}
+	else
+		rc = keeper_start(s, err);
 	if (rc) {
 		atomic_fetch_sub(&open_sessions, 1);
 		aj_close(s->sb);
