@@ -21,7 +21,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(T)/obj/%.o)
 TCLI_OBJ := $(CLI_SRC:%.c=$(T)/obj/%.o)
 
-.PHONY: all deps test unit demo bench bench-microvm bench-docker clean examples
+.PHONY: all deps test unit demo bench bench-microvm bench-docker bench-session clean examples
 all: $(B)/agentjail $(B)/libagentjail.a $(B)/examples/hello
 
 deps:
@@ -121,7 +121,8 @@ test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs
 
 # The demo runs every tier that works here; the container tier needs the
-# default image, built from the Debian repository the first time (~40 s).
+# default image, built from the Debian repository the first time (~40 s),
+# and the session demo the datascience image (numpy, pandas, matplotlib).
 # It ends with the attack matrix and the latency table (bench installs
 # bubblewrap, a peer); an escape is shown, not turned into a failed demo.
 demo: deps all
@@ -129,6 +130,10 @@ demo: deps all
 	@(./scripts/ensure-dockerd.sh && $(B)/agentjail image import >/dev/null) || \
 		echo "demo: no Docker Engine here; the docker tier is left out" >&2
 	@./scripts/demo.sh
+	@echo; echo "== a session: upload, load, compute, chart (agentjail repl --json)"
+	@$(B)/agentjail image build --preset datascience >/dev/null || \
+		echo "demo: the datascience image could not be built; the session runs on the process tier" >&2
+	@./scripts/demo-session.sh
 	@./scripts/install-deps.sh bench
 	@echo; echo "== agentjail attack: the hostile-program matrix"
 	-@$(B)/agentjail attack
@@ -156,6 +161,16 @@ bench-docker: all $(B)/bench-docker
 	@./scripts/ensure-dockerd.sh
 	@$(B)/agentjail image build --docker >/dev/null
 	@$(B)/bench-docker
+
+# What a session saves an agent: a later cell against a fresh run, and an
+# import-heavy cell, on the process and container tiers (the container
+# runs the datascience image, built from Debian the first time).
+$(B)/bench-session: bench/session.c src/cli/measure.h $(B)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(B)/libagentjail.a $(PKG_LIBS) -lpthread
+
+bench-session: all $(B)/bench-session
+	@$(B)/agentjail image build --preset datascience >/dev/null
+	@$(B)/bench-session
 
 clean:
 	rm -rf $(B)

@@ -355,8 +355,10 @@ static void session_idle_and_lifetime(void **state)
 	struct fixture *f = *state;
 	f->cfg.session.idle_sec = 1;
 	struct aj_session *s = open_session(&f->cfg);
-	cell_expect(s, "import subprocess\np = subprocess.Popen(['sleep', '60'])\n", AJ_STATUS_OK,
-		    NULL);
+	cell_expect(s,
+		    "import subprocess, sys\n"
+		    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n",
+		    AJ_STATUS_OK, NULL);
 	/* The reaper closes it with nobody calling: its processes go. */
 	int left = -1;
 	for (int i = 0; i < 60 && left != 0; i++) {
@@ -422,17 +424,18 @@ static void *isolated_worker(void *arg)
 	struct aj_session *s = NULL;
 	struct aj_error err = {0};
 	struct aj_result r;
-	char code[600];
+	char code[900];
 	if (aj_session_open(&w->cfg, &s, &err)) {
 		snprintf(w->failure, sizeof w->failure, "open: %.280s", err.message);
 		return NULL;
 	}
 	snprintf(code, sizeof code,
-		 "import subprocess, time\n"
+		 "import subprocess, sys\n"
 		 "secret = 'secret-%d'\n"
 		 "open('/tmp/own-%d', 'w').write(secret)\n"
-		 "p = subprocess.Popen(['sleep', '%d.5'])\n",
-		 w->index, w->index, 10 + w->index);
+		 "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)',\n"
+		 "                      'mark-%d'])\n",
+		 w->index, w->index, w->index);
 	aj_session_run(s, code, strlen(code), &r);
 	if (r.status != AJ_STATUS_OK)
 		snprintf(w->failure, sizeof w->failure, "cell 1: %s %.200s",
@@ -441,14 +444,23 @@ static void *isolated_worker(void *arg)
 	for (int round = 0; round < 3 && !w->failure[0]; round++) {
 		snprintf(code, sizeof code,
 			 "import os\n"
+			 "def marks():\n"
+			 "    for p in os.listdir('/proc'):\n"
+			 "        if p.isdigit():\n"
+			 "            args = open('/proc/%%s/cmdline' %% p, 'rb').read().split(b'\\0')\n"
+			 "            yield from (a for a in args if a.startswith(b'mark-'))\n"
+			 "import time\n"
+			 "for _ in range(20):  # its child may still be starting\n"
+			 "    seen = sorted(marks())\n"
+			 "    if seen:\n"
+			 "        break\n"
+			 "    time.sleep(0.1)\n"
 			 "print(secret, sorted(f for f in os.listdir('/tmp') if f.startswith('own-')),\n"
-			 "      sorted(open('/proc/%%s/cmdline' %% p, 'rb').read().split(b'\\0')[1]\n"
-			 "             for p in os.listdir('/proc') if p.isdigit()\n"
-			 "             and b'sleep' in open('/proc/%%s/cmdline' %% p, 'rb').read()))\n");
+			 "      seen, p.poll())\n");
 		aj_session_run(s, code, strlen(code), &r);
 		char want[200];
-		snprintf(want, sizeof want, "secret-%d ['own-%d'] [b'%d.5']\n", w->index, w->index,
-			 10 + w->index);
+		snprintf(want, sizeof want, "secret-%d ['own-%d'] [b'mark-%d'] None\n", w->index,
+			 w->index, w->index);
 		if (r.status != AJ_STATUS_OK || strcmp(r.stdout_buf, want))
 			snprintf(w->failure, sizeof w->failure, "round %d: %s: %.120s%.120s", round,
 				 aj_status_name(r.status), r.stdout_buf, r.stderr_buf);
