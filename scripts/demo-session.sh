@@ -15,8 +15,9 @@ OUT=build/demo-session
 mkdir -p "$OUT"
 
 TIER=(--tier process)
-if "$AJ" check 2>/dev/null | grep -q '^container *available' &&
-	"$AJ" image list 2>/dev/null | grep -q '^datascience '; then
+if "$AJ" image list 2>/dev/null | grep -q '^datascience ' &&
+	echo 'import pandas, matplotlib' |
+	"$AJ" run --tier container --image datascience --memory 1024 --timeout 60 - >/dev/null 2>&1; then
 	TIER=(--tier container --image datascience)
 fi
 
