@@ -60,6 +60,9 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
 void result_init(struct aj_result *res);
 void result_set_message(struct aj_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Every result carries both streams, even a refused one, so front ends
+ * never test for NULL: empty strings where nothing was captured. */
+void result_ensure_streams(struct aj_result *res);
 /* Marks res as a sandbox failure with a message, keeping nothing else. */
 void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -35,6 +35,14 @@ static void set_message_v(struct aj_result *res, const char *fmt, va_list ap)
 	res->message = strdup(buf);
 }
 
+void result_ensure_streams(struct aj_result *res)
+{
+	if (!res->stdout_buf)
+		res->stdout_buf = calloc(1, 1);
+	if (!res->stderr_buf)
+		res->stderr_buf = calloc(1, 1);
+}
+
 void result_set_message(struct aj_result *res, const char *fmt, ...)
 {
 	va_list ap;

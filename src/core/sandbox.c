@@ -132,12 +132,7 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 						.cancel_fd = cancel_fd(cancel)};
 		rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
 	}
-	/* Every result carries both streams, even a refused one, so front
-	 * ends never test for NULL. */
-	if (!res->stdout_buf)
-		res->stdout_buf = calloc(1, 1);
-	if (!res->stderr_buf)
-		res->stderr_buf = calloc(1, 1);
+	result_ensure_streams(res);
 	return rc;
 }
 

@@ -359,28 +359,16 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 #define STATE_ENDING "the session's interpreter ended: the next call starts a fresh one " \
 		     "(workspace files are kept)"
 
-static void prefix_message(struct aj_result *res, const char *note)
+/* Adds note to res's message, before or after what it says already. */
+static void add_note(struct aj_result *res, const char *note, bool before)
 {
-	if (res->message) {
-		char *old = res->message;
-		res->message = NULL;
-		result_set_message(res, "%s; %s", note, old);
-		free(old);
-	} else {
+	char *old = res->message;
+	res->message = NULL;
+	if (!old)
 		result_set_message(res, "%s", note);
-	}
-}
-
-static void append_message(struct aj_result *res, const char *note)
-{
-	if (res->message) {
-		char *old = res->message;
-		res->message = NULL;
-		result_set_message(res, "%s; %s", old, note);
-		free(old);
-	} else {
-		result_set_message(res, "%s", note);
-	}
+	else
+		result_set_message(res, "%s; %s", before ? note : old, before ? old : note);
+	free(old);
 }
 
 static int take_images(json_t *arr, struct aj_result *res, size_t limit)
@@ -473,19 +461,16 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 	json_decref(reply);
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
-			prefix_message(res, STATE_LOST);
+			add_note(res, STATE_LOST, true);
 		s->state_lost = false;
 		if (ans.ended) {
 			s->state_lost = true;
-			append_message(res, STATE_ENDING);
+			add_note(res, STATE_ENDING, false);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
 out:
-	if (!res->stdout_buf)
-		res->stdout_buf = calloc(1, 1);
-	if (!res->stderr_buf)
-		res->stderr_buf = calloc(1, 1);
+	result_ensure_streams(res);
 	return rc;
 }
 

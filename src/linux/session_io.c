@@ -25,7 +25,6 @@
 #include "supervise.h"
 
 #define STOP_GRACE_MS 1000.0
-#define READS_PER_WAKE 16
 
 bool session_reply_matches(const char *line, size_t len, uint64_t seq)
 {
@@ -33,24 +32,6 @@ bool session_reply_matches(const char *line, size_t len, uint64_t seq)
 	int n = snprintf(head, sizeof head, "{\"seq\":%llu", (unsigned long long)seq);
 	return len > (size_t)n && memcmp(line, head, (size_t)n) == 0 &&
 	       (line[n] == ',' || line[n] == '}');
-}
-
-/* Reads what is there now; false at EOF or on an error. */
-static bool drain(int fd, struct capture *c, bool *overflow)
-{
-	char buf[65536];
-	for (int i = 0; i < READS_PER_WAKE; i++) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n > 0) {
-			if (capture_append(c, buf, (size_t)n))
-				*overflow = true;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 && errno == EAGAIN;
-	}
-	return true;
 }
 
 /* What an earlier call's interpreter answered too late: never this call's. */
@@ -175,7 +156,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 			if (!p[2 + i].revents)
 				continue;
 			bool overflow = false;
-			drain(i ? js->err_r : js->out_r, i ? &err : &out, &overflow);
+			supervise_drain(i ? js->err_r : js->out_r, i ? &err : &out, &overflow);
 			if (overflow && !kill_at) {
 				o.output_overflow = true;
 				STOP_CALL();
@@ -183,7 +164,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		}
 		if (p[4].revents && !kill_at) {
 			bool too_long = false;
-			drain(js->rep_r, &rb, &too_long);
+			supervise_drain(js->rep_r, &rb, &too_long);
 			if (take_reply(&rb, c->seq, ans))
 				replied = true;
 			else if (too_long) {
@@ -222,8 +203,8 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	/* Everything the interpreter wrote before its reply (or its end) is in
 	 * the pipes now. */
 	bool ignored = false;
-	drain(js->out_r, &out, o.output_overflow ? &ignored : &o.output_overflow);
-	drain(js->err_r, &err, o.output_overflow ? &ignored : &o.output_overflow);
+	supervise_drain(js->out_r, &out, o.output_overflow ? &ignored : &o.output_overflow);
+	supervise_drain(js->err_r, &err, o.output_overflow ? &ignored : &o.output_overflow);
 	if (replied) {
 		res->wall_ms = o.wall_ms;
 		res->stdout_truncated = out.truncated;

@@ -37,8 +37,7 @@ static void read_report(int fd, struct outcome *o)
 	}
 }
 
-/* Reads what is there now. Returns false at EOF or on an error. */
-static bool drain(int fd, struct capture *c, bool *overflow)
+bool supervise_drain(int fd, struct capture *c, bool *overflow)
 {
 	char buf[65536];
 	for (int i = 0; i < READS_PER_WAKE; i++) {
@@ -110,7 +109,8 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 			if (!p[2 + i].revents)
 				continue;
 			bool overflow = false;
-			streams_open[i] = drain(i ? s->err_fd : s->out_fd, i ? err : out, &overflow);
+			streams_open[i] = supervise_drain(i ? s->err_fd : s->out_fd, i ? err : out,
+							  &overflow);
 			if (overflow && !kill_at) {
 				/* Stop a flood at once instead of reading (and
 				 * discarding) it until the wall clock runs out. */
@@ -137,12 +137,12 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	bool ignored = false;
 	if (!o->output_overflow) {
 		if (streams_open[0])
-			drain(s->out_fd, out, &o->output_overflow);
+			supervise_drain(s->out_fd, out, &o->output_overflow);
 		if (streams_open[1])
-			drain(s->err_fd, err, &o->output_overflow);
+			supervise_drain(s->err_fd, err, &o->output_overflow);
 	} else {
-		drain(s->out_fd, out, &ignored);
-		drain(s->err_fd, err, &ignored);
+		supervise_drain(s->out_fd, out, &ignored);
+		supervise_drain(s->err_fd, err, &ignored);
 	}
 	read_report(s->report_fd, o);
 	/* Reap through the pidfd, never by pid: if the application reaped it

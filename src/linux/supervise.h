@@ -42,6 +42,11 @@ struct outcome {
 void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
 	       struct capture *err, struct outcome *o);
 
+/* Reads what fd has now into c, a bounded number of reads (a flood cannot
+ * starve the caller's clock): sets *overflow when c's cap was passed;
+ * false at EOF or on an error. */
+bool supervise_drain(int fd, struct capture *c, bool *overflow);
+
 /* Fills res from the outcome (status, exit code or signal, usage, message)
  * and moves the captured streams into it. */
 void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,
