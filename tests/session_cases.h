@@ -137,6 +137,40 @@ static void session_call_limits(void **state)
 	aj_session_close(s);
 }
 
+/* The interpreter is the session's own: a cell can rewrite it, spam its
+ * reply pipe or close its request pipe. The session may lose its state,
+ * never its bounds, and other calls' answers stay their own. */
+static void session_interpreter_tampering(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 5;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s,
+		    "import os, threading\n"
+		    "def spam():\n"
+		    "    while True:\n"
+		    "        os.write(4, b'{\"seq\":1,\"exit\":0}\\n' * 64)\n"
+		    "threading.Thread(target=spam, daemon=True).start()\n",
+		    AJ_STATUS_OK, NULL);
+	/* Forged lines never pass for this call's answer. */
+	cell(s, &r, "import sys\nprint('real answer')\nsys.exit(3)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	assert_true(contains(r.stdout_buf, "real answer"));
+	aj_result_free(&r);
+	/* No reader of requests left: the interpreter ends, the next call is
+	 * fresh and told so. */
+	cell(s, &r, "import os\nos.close(3)\n");
+	aj_result_free(&r);
+	cell(s, &r, "print('spam' in dir())");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "False\n");
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
 struct cancel_ctx {
 	struct aj_session *s;
 	struct aj_cancel *cancel;
@@ -531,6 +565,7 @@ static int session_teardown(void **state)
 #define SESSION_TABLE                                                                       \
 	SESSION_TEST(session_state_persists), SESSION_TEST(session_crash_restarts_interpreter),  \
 	SESSION_TEST(session_call_limits), SESSION_TEST(session_cancel),                     \
+	SESSION_TEST(session_interpreter_tampering),                                         \
 	SESSION_TEST(session_files_round_trip), SESSION_TEST(session_bad_paths),             \
 	SESSION_TEST(session_charts), SESSION_TEST(session_idle_and_lifetime),               \
 	SESSION_TEST(session_max_sessions), SESSION_TEST(session_isolation_concurrent),      \

@@ -332,6 +332,15 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 				       .cancel_fd = cancel, .reply_max = reply_max};
 	const struct tier_ops *ops = sandbox_ops(s->sb);
 	int rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
+	if (!rc && ans->unread) {
+		/* The interpreter had ended before it took the request (a cell
+		 * closed its pipes, a thread it left crashed it): the code never
+		 * ran, so a fresh interpreter gets it, once. */
+		aj_result_free(res);
+		result_init(res);
+		rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
+		ans->restarted = true;
+	}
 	free(req);
 	s->last_ms = now_ms();
 	if (rc) {

@@ -34,23 +34,36 @@ bool session_reply_matches(const char *line, size_t len, uint64_t seq)
 	       (line[n] == ',' || line[n] == '}');
 }
 
-/* What an earlier call's interpreter answered too late: never this call's. */
+/* What an earlier call's interpreter answered too late: never this call's.
+ * A bounded number of reads: a thread the session left writing there must
+ * not hold the caller before its clock starts (lines it keeps writing are
+ * skipped by sequence number instead). */
 static void discard(int fd)
 {
 	char buf[65536];
-	while (read(fd, buf, sizeof buf) > 0)
+	for (int i = 0; i < 16 && read(fd, buf, sizeof buf) > 0; i++)
 		;
 }
 
-/* The reply pipe's bytes so far hold a whole line: take it if it is this
- * call's, drop it if not. Returns true once this call's reply is in. */
-static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans)
+bool session_ack_matches(const char *line, size_t len, uint64_t seq)
+{
+	char want[40];
+	int n = snprintf(want, sizeof want, "{\"ack\":%llu}", (unsigned long long)seq);
+	return len == (size_t)n && memcmp(line, want, len) == 0;
+}
+
+/* The reply pipe's bytes so far hold whole lines: note this call's ack,
+ * take its reply, drop the rest. Returns true once this call's reply is in. */
+static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans,
+		       bool *acked)
 {
 	for (;;) {
 		char *nl = rb->buf ? memchr(rb->buf, '\n', rb->len) : NULL;
 		if (!nl)
 			return false;
 		size_t n = (size_t)(nl - rb->buf);
+		if (session_ack_matches(rb->buf, n, seq))
+			*acked = true;
 		if (session_reply_matches(rb->buf, n, seq)) {
 			ans->reply = malloc(n + 1);
 			if (ans->reply) {
@@ -73,7 +86,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	struct capture out, err, rb;
 	struct outcome o;
 	const size_t cap = (size_t)l->output_kb * 1024;
-	bool replied = false, ended = false, broken = false, bad_reply = false;
+	bool replied = false, ended = false, broken = false, bad_reply = false, acked = false;
 	size_t sent = 0;
 	double kill_at = 0;
 
@@ -165,7 +178,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		if (p[4].revents && !kill_at) {
 			bool too_long = false;
 			supervise_drain(js->rep_r, &rb, &too_long);
-			if (take_reply(&rb, c->seq, ans))
+			if (take_reply(&rb, c->seq, ans, &acked))
 				replied = true;
 			else if (too_long) {
 				bad_reply = true;
@@ -188,8 +201,8 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	}
 #undef STOP_CALL
 	o.wall_ms = now_ms() - start;
-	capture_free(&rb);
 	if (broken) {
+		capture_free(&rb);
 		capture_free(&out);
 		capture_free(&err);
 		free(ans->reply);
@@ -214,14 +227,23 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		res->status = AJ_STATUS_OK;
 		capture_free(&out);
 		capture_free(&err);
+		capture_free(&rb);
 		return 0;
 	}
 	/* The interpreter ended: how, as a run's program would have. */
 	js->interpreter = false;
 	ans->ended = true;
+	/* A last look for an ack that came with its end. */
+	bool ignored_overflow = false;
+	supervise_drain(js->rep_r, &rb, &ignored_overflow);
+	take_reply(&rb, c->seq, ans, &acked);
+	free(ans->reply);
+	ans->reply = NULL;
+	ans->unread = !acked && !kill_at;
 	int64_t total = o.report.cpu_us;
 	o.report.cpu_us = total - js->cpu_us_reported;
 	js->cpu_us_reported = total;
+	capture_free(&rb);
 	outcome_to_result(&o, l, &out, &err, res);
 	capture_free(&out);
 	capture_free(&err);

@@ -22,10 +22,17 @@ struct session_answer {
 	size_t reply_len;
 	bool restarted;         /* a fresh interpreter took this call: earlier state is gone */
 	bool ended;             /* the interpreter ended during the call */
+	/* It ended by itself before it acknowledged the request: the code
+	 * never ran, so the call may be given to a fresh interpreter. (An
+	 * interpreter that dies between calls is only found out by the next
+	 * call.) Tiers that cannot tell leave it false. */
+	bool unread;
 };
 
 /* Whether line (len bytes, no newline) is the reply to seq: repl.py writes
  * the sequence number first, so a prefix test is exact. */
 bool session_reply_matches(const char *line, size_t len, uint64_t seq);
+/* Whether line is repl.py's {"ack":SEQ}: the request was taken. */
+bool session_ack_matches(const char *line, size_t len, uint64_t seq);
 
 #endif

@@ -15,6 +15,9 @@
 #   {"seq", "op": "list", "path": p}             -> {"seq", "entries": [...]}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
+# Before it acts on a request it answers {"ack": SEQ}: the host then knows
+# the request was taken (see "unread" in src/session/call.h).
+#
 # This file is not a protection: the cells run in this same interpreter and
 # may rewrite any of it. Whatever it answers, the host treats as the
 # session's own output: size-capped, parsed strictly, and able to mislabel
@@ -403,6 +406,10 @@ def serve():
             # The tail of a request the host was still sending when the
             # last interpreter ended: not a request, never answered.
             continue
+        # Taken: from here on the request may have run. An interpreter that
+        # ends before this line never ran it, and the host may hand it to a
+        # fresh one.
+        reply({"ack": seq})
         try:
             answer = OPS[req["op"]](req, state)
         except KeyError as e:
