@@ -143,26 +143,33 @@ static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
 	return n;
 }
 
-/* Cgroups of this process's runs (agentjail/run-PID-*) still present under
- * /sys/fs/cgroup: another test program running beside this one has its own. */
-static inline int count_run_cgroups(void)
+/* Run cgroups (agentjail/run-*) under /sys/fs/cgroup whose name starts
+ * with prefix. */
+static inline int count_cgroups_named(const char *prefix)
 {
 	static const char *const parents[] = {
 		"/sys/fs/cgroup/agentjail", "/sys/fs/cgroup/memory/agentjail",
 		"/sys/fs/cgroup/pids/agentjail", "/sys/fs/cgroup/cpu/agentjail"};
 	int n = 0;
-	char mine[32];
-	snprintf(mine, sizeof mine, "run-%d-", (int)getpid());
 	for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++) {
 		DIR *d = opendir(parents[i]);
 		struct dirent *de;
 		while (d && (de = readdir(d)))
-			if (strncmp(de->d_name, mine, strlen(mine)) == 0)
+			if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
 				n++;
 		if (d)
 			closedir(d);
 	}
 	return n;
+}
+
+/* Cgroups of this process's runs (agentjail/run-PID-*): another test
+ * program running beside this one has its own. */
+static inline int count_run_cgroups(void)
+{
+	char mine[32];
+	snprintf(mine, sizeof mine, "run-%d-", (int)getpid());
+	return count_cgroups_named(mine);
 }
 
 /* The host's mount table as this process sees it. */
@@ -185,6 +192,31 @@ static inline char *read_mountinfo(void)
 	buf[len] = '\0';
 	fclose(f);
 	return buf;
+}
+
+/* The lines of one mount table missing from the other, each way, for a
+ * failure message (a static buffer: tests run one at a time). */
+static inline const char *mountinfo_diff(const char *before, const char *after)
+{
+	static char out[4096];
+	size_t used = 0;
+	const char *tables[2] = {before, after}, *signs = "-+";
+	out[0] = '\0';
+	for (int t = 0; t < 2; t++) {
+		const char *p = tables[t], *other = tables[1 - t];
+		while (*p) {
+			size_t n = strcspn(p, "\n");
+			char line[600];
+			snprintf(line, sizeof line, "\n%.*s\n", (int)(n < 580 ? n : 580), p);
+			/* Whole-line match: the table's first line has no '\n' before it. */
+			bool found = strstr(other, line + 1) == other || strstr(other, line);
+			if (!found && used + n + 4 < sizeof out)
+				used += (size_t)snprintf(out + used, sizeof out - used, "%c %.*s\n",
+							 signs[t], (int)n, p);
+			p += n + (p[n] == '\n');
+		}
+	}
+	return out;
 }
 
 static inline bool path_exists(const char *path)

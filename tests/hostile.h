@@ -115,7 +115,8 @@ static int case_teardown(void **state)
 	}
 	assert_int_equal(left, 0);
 	char *now = read_mountinfo();
-	assert_string_equal(now, f->mountinfo);
+	if (strcmp(now, f->mountinfo))
+		fail_msg("the host's mount table changed:\n%s", mountinfo_diff(f->mountinfo, now));
 	/* No run's cgroup outlives it, on either cgroup version. */
 	assert_int_equal(count_run_cgroups(), 0);
 	if (f->count_leftovers)

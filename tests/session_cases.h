@@ -523,6 +523,68 @@ static void session_isolation_concurrent(void **state)
 			fail_msg("session %d: %s", i, w[i].failure);
 }
 
+/* The caller dies with a session open: nothing of the session outlives
+ * it (the jail's init sees its life pipe close, the microVM's QEMU and the
+ * container's PID 1 their caller's end). */
+static void session_caller_death_ends_sandbox(void **state)
+{
+	struct fixture *f = *state;
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* No cmocka in the child: it only reports on the pipe. */
+		struct aj_session *s = NULL;
+		struct aj_error err = {0};
+		struct aj_result r;
+		static const char code[] =
+			"import subprocess, sys\n"
+			"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+			"print('started')\n";
+		if (aj_session_open(&f->cfg, &s, &err) == 0) {
+			aj_session_run(s, code, strlen(code), &r);
+			(void)!write(ready[1], r.status == AJ_STATUS_OK ? "y" : "n", 1);
+		} else {
+			(void)!write(ready[1], "n", 1);
+		}
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	char c = 0;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	int left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+	kill(pid, SIGKILL);
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_int_equal(c, 'y');
+	/* The interpreter and its child were there, and then are not. */
+	assert_true(left >= 2);
+	for (int i = 0; i < 100 && left; i++) {
+		sleep_ms(100);
+		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+		if (!left && f->count_leftovers)
+			left = f->count_leftovers();
+	}
+	assert_int_equal(left, 0);
+	/* What only the host can remove (an empty cgroup) goes at the next
+	 * open of the tier, once it is ten seconds old. */
+	char cg[100];
+	snprintf(cg, sizeof cg, "run-%d-", (int)pid);
+	if (count_cgroups_named(cg)) {
+		struct aj_sandbox *sb;
+		struct aj_error err = {0};
+		for (int i = 0; i < 20 && count_cgroups_named(cg); i++) {
+			sleep_ms(1000);
+			if (aj_open(&f->cfg, &sb, &err) == 0)
+				aj_close(sb);
+		}
+		assert_int_equal(count_cgroups_named(cg), 0);
+	}
+}
+
 /* Open, run, close many times: no process, mount, cgroup (the teardown
  * checks those), fd or tier leftover may accumulate. */
 static void session_cycles_leave_nothing(void **state)
@@ -569,6 +631,7 @@ static int session_teardown(void **state)
 	SESSION_TEST(session_files_round_trip), SESSION_TEST(session_bad_paths),             \
 	SESSION_TEST(session_charts), SESSION_TEST(session_idle_and_lifetime),               \
 	SESSION_TEST(session_max_sessions), SESSION_TEST(session_isolation_concurrent),      \
+	SESSION_TEST(session_caller_death_ends_sandbox),                                     \
 	SESSION_TEST(session_cycles_leave_nothing)
 
 #endif

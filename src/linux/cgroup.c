@@ -1,4 +1,6 @@
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -140,6 +142,38 @@ static int prepare_v1(const char *root, struct cgroup_layout *lay, struct aj_err
 	return 0;
 }
 
+/* Run cgroups whose maker died before it could remove them (a caller
+ * SIGKILLed mid-run or with a session open): their processes died with the
+ * sandbox's init, and an empty cgroup left behind is removed here. Only
+ * directories at least ten seconds old, of a pid no process of this pid
+ * namespace has: a live run's cgroup is never touched (and rmdir refuses a
+ * cgroup that still has a process). Ten seconds is far more than the
+ * moment between a run making its cgroup and its init joining it. */
+static void sweep_orphans(const struct cgroup_layout *lay)
+{
+	int n = lay->version == 2 ? 1 : CG_COUNT;
+	time_t now = time(NULL);
+	for (int i = 0; i < n; i++) {
+		DIR *d = opendir(lay->parent[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			int pid = 0;
+			if (sscanf(de->d_name, "run-%d-", &pid) != 1 || pid <= 0)
+				continue;
+			char path[700];
+			struct stat st;
+			snprintf(path, sizeof path, "%.300s/%.300s", lay->parent[i], de->d_name);
+			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || now - st.st_mtime < 10)
+				continue;
+			if (kill(pid, 0) == 0 || errno != ESRCH)
+				continue;
+			rmdir(path);
+		}
+		if (d)
+			closedir(d);
+	}
+}
+
 int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error *err)
 {
 	if (!root)
@@ -150,9 +184,11 @@ int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error 
 				 "cgroup: creating cgroups needs root (running as uid %u)",
 				 (unsigned)geteuid());
 	/* A v2 mount's root always has cgroup.controllers; a v1 layout never. */
-	if (exists(root, "cgroup.controllers"))
-		return prepare_v2(root, lay, err);
-	return prepare_v1(root, lay, err);
+	int rc = exists(root, "cgroup.controllers") ? prepare_v2(root, lay, err)
+						     : prepare_v1(root, lay, err);
+	if (!rc)
+		sweep_orphans(lay);
+	return rc;
 }
 
 int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,

@@ -53,30 +53,38 @@ bool session_ack_matches(const char *line, size_t len, uint64_t seq)
 }
 
 /* The reply pipe's bytes so far hold whole lines: note this call's ack,
- * take its reply, drop the rest. Returns true once this call's reply is in. */
+ * take its reply, drop the rest (stale or forged: the session's own doing).
+ * One pass and one move, however many lines a flood brings. Returns true
+ * once this call's reply is in. */
 static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans,
 		       bool *acked)
 {
-	for (;;) {
-		char *nl = rb->buf ? memchr(rb->buf, '\n', rb->len) : NULL;
+	size_t pos = 0;
+	bool found = false;
+	while (rb->buf && pos < rb->len && !found) {
+		char *nl = memchr(rb->buf + pos, '\n', rb->len - pos);
 		if (!nl)
-			return false;
-		size_t n = (size_t)(nl - rb->buf);
-		if (session_ack_matches(rb->buf, n, seq))
+			break;
+		const char *line = rb->buf + pos;
+		size_t n = (size_t)(nl - line);
+		if (session_ack_matches(line, n, seq))
 			*acked = true;
-		if (session_reply_matches(rb->buf, n, seq)) {
+		if (session_reply_matches(line, n, seq)) {
 			ans->reply = malloc(n + 1);
 			if (ans->reply) {
-				memcpy(ans->reply, rb->buf, n);
+				memcpy(ans->reply, line, n);
 				ans->reply[n] = '\0';
 				ans->reply_len = n;
 			}
-			return true;
+			found = true;
 		}
-		/* A stale or forged line: the session's own doing; skip it. */
-		memmove(rb->buf, nl + 1, rb->len - n - 1);
-		rb->len -= n + 1;
+		pos += n + 1;
 	}
+	if (pos) {
+		memmove(rb->buf, rb->buf + pos, rb->len - pos);
+		rb->len -= pos;
+	}
+	return found;
 }
 
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,

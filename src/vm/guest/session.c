@@ -256,24 +256,29 @@ static void reap(struct session *s, struct call *c)
 	}
 }
 
-/* A whole line in the reply buffer: this call's (kept at the buffer's
- * start), or a stale or forged one (the session's own doing: dropped). */
+/* Whole lines in the reply buffer: this call's (kept at the buffer's
+ * start), or stale or forged ones (the session's own doing: dropped). One
+ * pass and one move, however many lines a flood brings. */
 static void take_reply(struct call *c)
 {
-	size_t plen = strlen(c->reply_prefix);
-	for (;;) {
-		char *nl = c->rep.buf ? memchr(c->rep.buf, '\n', c->rep.len) : NULL;
+	size_t plen = strlen(c->reply_prefix), pos = 0;
+	while (c->rep.buf && pos < c->rep.len) {
+		char *nl = memchr(c->rep.buf + pos, '\n', c->rep.len - pos);
 		if (!nl)
-			return;
-		size_t n = (size_t)(nl - c->rep.buf);
-		if (n > plen && memcmp(c->rep.buf, c->reply_prefix, plen) == 0 &&
-		    (c->rep.buf[plen] == ',' || c->rep.buf[plen] == '}')) {
+			break;
+		const char *line = c->rep.buf + pos;
+		size_t n = (size_t)(nl - line);
+		if (n > plen && memcmp(line, c->reply_prefix, plen) == 0 &&
+		    (line[plen] == ',' || line[plen] == '}')) {
 			c->replied = true;
 			c->reply_len = n;
-			return;
+			break;
 		}
-		memmove(c->rep.buf, nl + 1, c->rep.len - n - 1);
-		c->rep.len -= n + 1;
+		pos += n + 1;
+	}
+	if (pos) {
+		memmove(c->rep.buf, c->rep.buf + pos, c->rep.len - pos);
+		c->rep.len -= pos;
 	}
 }
 
