@@ -57,6 +57,7 @@ $(REPL_GEN): src/session/repl.py tools/c_string.py
 	python3 tools/c_string.py session_repl_py < $< > $@.tmp && mv $@.tmp $@
 
 $(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN)
+$(B)/obj/src/docker/session.o $(T)/obj/src/docker/session.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
 $(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
 
