@@ -108,12 +108,14 @@ struct frame {
 
 /* ---- the stream ---- */
 
-/* Reads what is there now (at most `reads` recvs) into ds->raw; false at
- * EOF or on an error or a protocol violation (ds->dead set). */
+/* Reads what is there now (at most `reads` recvs, and no more than ds->raw
+ * has room for: the caller takes the frames, then reads again) into
+ * ds->raw; false at EOF or on an error or a protocol violation (ds->dead
+ * set). */
 static bool pump(struct docker_session *ds, int reads)
 {
 	char buf[FRAME_CHUNK];
-	for (int i = 0; i < reads; i++) {
+	for (int i = 0; i < reads && ds->raw.len + sizeof buf <= RAW_MAX; i++) {
 		ssize_t n = recv(ds->at.fd, buf, sizeof buf, MSG_DONTWAIT);
 		if (n > 0) {
 			docker_demux_feed(&ds->demux, buf, (size_t)n, &ds->raw, &ds->boot_err);
@@ -228,6 +230,7 @@ static int wait_ready(struct docker_session *ds, struct aj_error *err)
 			return error_set(err, -EPROTO, "docker: session: boot said '%c' before "
 							"it was ready", f.kind);
 		}
+		size_t before = ds->raw.len;
 		if (ds->dead || !pump(ds, 16)) {
 			char why[200] = "";
 			if (ds->boot_err.len)
@@ -236,6 +239,8 @@ static int wait_ready(struct docker_session *ds, struct aj_error *err)
 			return error_set(err, -EPIPE, "docker: session: the container ended before "
 						      "it was ready%s", why);
 		}
+		if (ds->raw.len != before)
+			continue;
 		double left = until - now_ms();
 		if (left <= 0)
 			return error_set(err, -ETIMEDOUT, "docker: session: the container was not "
@@ -314,18 +319,22 @@ int docker_session_open(void *state, const struct aj_config *cfg, void **out,
 	if ((rc = docker_start(&api, ds->id, err)))
 		goto fail;
 	/* boot's header: session mode, its backstop, and the interpreter's
-	 * source, which follows. */
+	 * source, which follows; then "s": the first interpreter starts now,
+	 * so that Python's start (~0.1 s in a container) is not the first
+	 * call's. */
 	size_t repl_len = strlen(session_repl_py);
 	char head[96];
 	size_t hl = (size_t)snprintf(head, sizeof head, "session %.0f %zu\n",
 				     cfg->session.lifetime_sec + BACKSTOP_MARGIN_SEC, repl_len);
-	if (!(input = malloc(hl + repl_len))) {
+	if (!(input = malloc(hl + repl_len + 5))) {
 		rc = error_set(err, -ENOMEM, "docker: session: out of memory");
 		goto fail;
 	}
 	memcpy(input, head, hl);
 	memcpy(input + hl, session_repl_py, repl_len);
-	if ((rc = send_all(ds->at.fd, input, hl + repl_len, now_ms() + SESSION_START_MS))) {
+	frame_head(input + hl + repl_len, 's', 0);
+	ds->interpreter = ds->started_before = true;
+	if ((rc = send_all(ds->at.fd, input, hl + repl_len + 5, now_ms() + SESSION_START_MS))) {
 		error_set(err, rc, "docker: session: sending the interpreter: %s", errno_name(-rc));
 		goto fail;
 	}
@@ -460,12 +469,19 @@ static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *
  * calls belong to no call and are dropped. */
 static void take_leftovers(struct docker_session *ds)
 {
-	pump(ds, 64);
-	struct frame f;
-	while (next_frame(ds, &f)) {
-		if (f.kind == 'x' || f.kind == 'f')
-			ds->interpreter = false;
-		frame_done(ds, &f);
+	/* What is there now, up to a bound: a cell's thread may still be
+	 * printing, and the call must start. */
+	for (int i = 0; i < 64 && !ds->dead; i++) {
+		size_t before = ds->raw.len;
+		pump(ds, 1);
+		if (ds->raw.len == before)
+			break;
+		struct frame f;
+		while (next_frame(ds, &f)) {
+			if (f.kind == 'x' || f.kind == 'f')
+				ds->interpreter = false;
+			frame_done(ds, &f);
+		}
 	}
 }
 
