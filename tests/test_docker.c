@@ -321,6 +321,26 @@ static void session_timeout_and_flood(void **state)
 	assert_int_equal(count_labelled_containers(), 0);
 }
 
+/* Each call's CPU share: a busy loop ends at the per-call CPU limit (the
+ * soft RLIMIT_CPU repl.py sets under the session's total). */
+static void session_cpu_limit(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.cpu_sec = 1;
+	f->cfg.limits.wall_sec = 20;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "while True:\n    pass\n"), 0);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "CPU time limit"));
+	assert_true(r.wall_ms < 10000);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('again')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
 /* Files in and out of the workspace. */
 static void session_files(void **state)
 {
@@ -758,6 +778,7 @@ int main(void)
 		HOSTILE_TEST(session_keeps_state_in_one_container),
 		HOSTILE_TEST(session_crash_then_fresh),
 		HOSTILE_TEST(session_timeout_and_flood),
+		HOSTILE_TEST(session_cpu_limit),
 		HOSTILE_TEST(session_files),
 		HOSTILE_TEST(session_cancel),
 		HOSTILE_TEST(session_oom_is_memory),

@@ -190,11 +190,18 @@ class Session:
     def start_interpreter(self):
         if self.pid:
             return
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        pid = os.fork()
+        fds = []
+        try:
+            for _ in range(4):
+                fds += os.pipe()
+            out_r, out_w, err_r, err_w, req_r, req_w, rep_r, rep_w = fds
+            pid = os.fork()
+        except OSError as e:
+            # The pids limit, say: this call fails, the session stays.
+            for fd in fds:
+                os.close(fd)
+            self.send(b"f", str(e).encode()[:300])
+            return
         if pid == 0:
             start([sys.executable, "-I", "-u", "-c", self.repl],
                   {1: out_w, 2: err_w, 3: req_r, 4: rep_w})
