@@ -195,6 +195,367 @@ static void pid1_out_of_reach(void **state)
 	aj_result_free(&r);
 }
 
+/* ---- sessions: one container across calls ---- */
+
+static struct aj_session *open_session(struct fixture *f)
+{
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	int rc = aj_session_open(&f->cfg, &s, &err);
+	if (rc)
+		print_error("aj_session_open: %s\n", err.message);
+	assert_int_equal(rc, 0);
+	return s;
+}
+
+static int srun(struct aj_session *s, struct aj_result *r, const char *code)
+{
+	return aj_session_run(s, code, strlen(code), r);
+}
+
+/* Globals, imports and files persist; one container serves every call and
+ * is gone after close. */
+static void session_keeps_state_in_one_container(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(f);
+	assert_int_equal(count_labelled_containers(), 1);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "import math\nx = 41\nopen('f.txt', 'w').write('kept')\n"
+				     "print('one')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "one\n");
+	assert_null(r.message);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "import sys\nprint(x + 1, math.pi > 3, open('f.txt').read())\n"
+				     "print('err', file=sys.stderr)\nsys.exit(0)\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "42 True kept\n");
+	assert_string_equal(r.stderr_buf, "err\n");
+	aj_result_free(&r);
+	/* An exception is the cell's error, not the interpreter's end. */
+	assert_int_equal(srun(s, &r, "1 / 0\n"), 0);
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_true(contains(r.stderr_buf, "ZeroDivisionError"));
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print(x)\n"), 0);
+	assert_string_equal(r.stdout_buf, "41\n");
+	assert_null(r.message);
+	aj_result_free(&r);
+	assert_int_equal(count_labelled_containers(), 1);
+	aj_session_close(s);
+	assert_int_equal(count_labelled_containers(), 0);
+}
+
+/* The interpreter ends (a crash): the call says so, the next one gets a
+ * fresh interpreter in the same container, files kept, and says that. */
+static void session_crash_then_fresh(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "x = 1\nopen('f.txt', 'w').write('kept')\n"), 0);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "import os, subprocess, sys\n"
+				     "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)'])\n"
+				     "print('bye', flush=True)\nos._exit(3)\n"), 0);
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	assert_string_equal(r.stdout_buf, "bye\n");
+	assert_true(contains(r.message, "interpreter ended"));
+	aj_result_free(&r);
+	/* What the old interpreter left running went with it. */
+	assert_int_equal(srun(s, &r, "import os\n"
+				     "procs = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+				     "print(globals().get('x'), open('f.txt').read(), len(procs))\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	/* boot.py and this interpreter. */
+	assert_string_equal(r.stdout_buf, "None kept 2\n");
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	/* A signal ends it too. */
+	assert_int_equal(srun(s, &r, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"), 0);
+	assert_status(&r, AJ_STATUS_KILLED);
+	assert_int_equal(r.signal, SIGSEGV);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('fine')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+/* The wall clock and an output flood stop the call, not the session. */
+static void session_timeout_and_flood(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 1;
+	f->cfg.limits.output_kb = 64;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "import time\nprint('going', flush=True)\ntime.sleep(30)\n"), 0);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_string_equal(r.stdout_buf, "going\n");
+	assert_true(contains(r.message, "wall-clock"));
+	assert_true(r.wall_ms >= 1000 && r.wall_ms < 3000);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "import sys\nwhile True:\n    sys.stdout.write('y' * 65536)\n"), 0);
+	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(r.stdout_truncated);
+	assert_int_equal(r.stdout_len, 64 * 1024);
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	/* A flood from a thread that outlives its cell is the next call's
+	 * (or no call's): never a hang. */
+	assert_int_equal(srun(s, &r, "import threading, sys\n"
+				     "def spam():\n    while True:\n        sys.stderr.write('z' * 4096)\n"
+				     "threading.Thread(target=spam, daemon=True).start()\n"), 0);
+	aj_result_free(&r);
+	sleep_ms(300);
+	assert_int_equal(srun(s, &r, "print('after')\n"), 0);
+	assert_true(r.status == AJ_STATUS_OK || r.status == AJ_STATUS_OUTPUT_LIMIT);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('last')\n"), 0);
+	assert_true(r.status == AJ_STATUS_OK || r.status == AJ_STATUS_OUTPUT_LIMIT);
+	aj_result_free(&r);
+	aj_session_close(s);
+	assert_int_equal(count_labelled_containers(), 0);
+}
+
+/* Each call's CPU share: a busy loop ends at the per-call CPU limit (the
+ * soft RLIMIT_CPU repl.py sets under the session's total). */
+static void session_cpu_limit(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.cpu_sec = 1;
+	f->cfg.limits.wall_sec = 20;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "while True:\n    pass\n"), 0);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "CPU time limit"));
+	assert_true(r.wall_ms < 10000);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('again')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+/* Files in and out of the workspace. */
+static void session_files(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(f);
+	struct aj_error err = {0};
+	/* Larger than a frame: the request goes out in several. */
+	size_t n = 300000;
+	char *big = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)(i * 7);
+	assert_int_equal(aj_session_put(s, "data/in.bin", big, n, &err), 0);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "d = open('data/in.bin', 'rb').read()\n"
+				     "print(len(d))\n_ = open('out.txt', 'w').write('made inside')\n"), 0);
+	assert_string_equal(r.stdout_buf, "300000\n");
+	aj_result_free(&r);
+	void *data = NULL;
+	size_t len = 0;
+	assert_int_equal(aj_session_get(s, "data/in.bin", &data, &len, &err), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(data, big, n);
+	free(data);
+	assert_int_equal(aj_session_get(s, "out.txt", &data, &len, &err), 0);
+	assert_string_equal(data, "made inside");
+	free(data);
+	struct aj_file_info *e = NULL;
+	size_t count = 0;
+	assert_int_equal(aj_session_list(s, "", &e, &count, &err), 0);
+	bool seen_data = false, seen_out = false;
+	for (size_t i = 0; i < count; i++) {
+		seen_data |= !strcmp(e[i].name, "data") && e[i].type == AJ_FILE_DIRECTORY;
+		seen_out |= !strcmp(e[i].name, "out.txt") && e[i].size == strlen("made inside");
+	}
+	assert_true(seen_data && seen_out);
+	aj_file_list_free(e, count);
+	assert_int_equal(aj_session_get(s, "missing", &data, &len, &err), -ENOENT);
+	assert_int_equal(aj_session_get(s, "../etc/passwd", &data, &len, &err), -EACCES);
+	free(big);
+	aj_session_close(s);
+}
+
+struct canceller {
+	struct aj_cancel *c;
+	int after_ms;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *k = arg;
+	sleep_ms(k->after_ms);
+	aj_cancel_fire(k->c);
+	return NULL;
+}
+
+static void session_cancel(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(f);
+	struct canceller k = {.after_ms = 300};
+	assert_int_equal(aj_cancel_new(&k.c), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, cancel_later, &k);
+	struct aj_result r;
+	const char *code = "import time\ntime.sleep(30)\n";
+	double t0 = now_ms();
+	assert_int_equal(aj_session_run_cancellable(s, code, strlen(code), k.c, &r), 0);
+	pthread_join(t, NULL);
+	aj_cancel_free(k.c);
+	assert_status(&r, AJ_STATUS_KILLED);
+	assert_true(contains(r.message, "cancelled"));
+	assert_true(now_ms() - t0 < 5000);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print(7)\n"), 0);
+	assert_string_equal(r.stdout_buf, "7\n");
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+/* The memory limit holds for the session as a whole: the OOM killer's
+ * SIGKILL to the interpreter is status memory; the session goes on. */
+static void session_oom_is_memory(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.memory_mb = 64;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n"), 0);
+	assert_status(&r, AJ_STATUS_MEMORY);
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('alive')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+/* PID 1 stays out of the cells' reach in a session too: signals from
+ * inside are ignored, and its memory and stdout (where the frames go)
+ * cannot be opened. */
+static void session_pid1_out_of_reach(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(f);
+	struct aj_result r;
+	assert_int_equal(srun(s, &r,
+			      "import os, signal, time\n"
+			      "for sig in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGCHLD,\n"
+			      "            signal.SIGXCPU, signal.SIGKILL):\n"
+			      "    try:\n        os.kill(1, sig)\n    except OSError as e:\n        pass\n"
+			      "time.sleep(0.3)\n"
+			      "for p in ['/proc/1/mem', '/proc/1/fd/1', '/proc/1/fd/0']:\n"
+			      "    try:\n        open(p, 'wb').write(b'x')\n        print('OPENED', p)\n"
+			      "    except OSError as e:\n        print('refused', p)\n"
+			      "print('still here')\n"), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "still here"));
+	assert_false(contains(r.stdout_buf, "OPENED"));
+	aj_result_free(&r);
+	assert_int_equal(srun(s, &r, "print('next')\n"), 0);
+	assert_string_equal(r.stdout_buf, "next\n");
+	assert_null(r.message);
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+/* The caller dies with a session open (SIGKILL: no close). Docker closes
+ * the container's stdin, boot.py ends the container, and the next aj_open
+ * removes it. */
+static void session_caller_killed_leaves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct aj_session *s;
+		struct aj_error err;
+		if (aj_session_open(&f->cfg, &s, &err) == 0) {
+			struct aj_result r;
+			aj_session_run(s, "x = 1\n", 6, &r);
+			if (write(ready[1], "r", 1) < 0)
+				_exit(1);
+			aj_session_run(s, "import time\ntime.sleep(60)\n", 27, &r);
+		}
+		_exit(0);
+	}
+	close(ready[1]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(count_containers(false), 1);
+	kill(pid, SIGKILL);
+	int ws;
+	waitpid(pid, &ws, 0);
+	for (int i = 0; i < 100 && count_containers(false); i++)
+		sleep_ms(100);
+	assert_int_equal(count_containers(false), 0);
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	aj_close(sb);
+	assert_int_equal(count_containers(true), 0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Not a check: the figures for the report. A session's second print(1)
+ * against a fresh docker run of the same, medians of 10. */
+static void session_latency(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 10 };
+	double sess[N], fresh[N], open_ms[3];
+	struct aj_result r;
+	for (int i = 0; i < 3; i++) {
+		double t0 = now_ms();
+		struct aj_session *s = open_session(f);
+		open_ms[i] = now_ms() - t0;
+		aj_session_close(s);
+	}
+	struct aj_session *s = open_session(f);
+	assert_int_equal(srun(s, &r, "print(1)\n"), 0);
+	aj_result_free(&r);
+	for (int i = 0; i < N; i++) {
+		double t0 = now_ms();
+		assert_int_equal(srun(s, &r, "print(1)\n"), 0);
+		sess[i] = now_ms() - t0;
+		assert_string_equal(r.stdout_buf, "1\n");
+		aj_result_free(&r);
+	}
+	aj_session_close(s);
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	for (int i = 0; i < N; i++) {
+		double t0 = now_ms();
+		assert_int_equal(aj_run(sb, "print(1)\n", 9, &r), 0);
+		fresh[i] = now_ms() - t0;
+		aj_result_free(&r);
+	}
+	aj_close(sb);
+	qsort(sess, N, sizeof *sess, cmp_double);
+	qsort(fresh, N, sizeof *fresh, cmp_double);
+	qsort(open_ms, 3, sizeof *open_ms, cmp_double);
+	print_message("docker print(1): session call median %.1f ms (min %.1f, max %.1f); "
+		      "fresh run median %.1f ms (min %.1f, max %.1f); session open median %.1f ms\n",
+		      (sess[N / 2 - 1] + sess[N / 2]) / 2, sess[0], sess[N - 1],
+		      (fresh[N / 2 - 1] + fresh[N / 2]) / 2, fresh[0], fresh[N - 1], open_ms[1]);
+}
+
 /* ---- the engine is not there ---- */
 
 static void daemon_not_running_is_a_sandbox_error(void **state)
@@ -414,6 +775,16 @@ int main(void)
 		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),
+		HOSTILE_TEST(session_keeps_state_in_one_container),
+		HOSTILE_TEST(session_crash_then_fresh),
+		HOSTILE_TEST(session_timeout_and_flood),
+		HOSTILE_TEST(session_cpu_limit),
+		HOSTILE_TEST(session_files),
+		HOSTILE_TEST(session_cancel),
+		HOSTILE_TEST(session_oom_is_memory),
+		HOSTILE_TEST(session_pid1_out_of_reach),
+		HOSTILE_TEST(session_caller_killed_leaves_nothing),
+		HOSTILE_TEST(session_latency),
 		cmocka_unit_test(docker_host_is_honoured),
 		cmocka_unit_test(owners),
 		cmocka_unit_test(demux_in_any_split),

@@ -1,20 +1,36 @@
 # agentjail's docker tier: PID 1 of every container, run as
 # `python3 -I -S -c <this file>`.
 #
-# stdin carries one line with the run's nonce and a deadline in seconds,
-# then the program. This writes
-# the program into the workspace, runs it as a child with a clean environment
-# and stdin from /dev/null, reaps every orphan while it runs (python as PID 1
-# of a program would leave them as zombies), and when the program ends kills
-# whatever it left behind and reports, as the last bytes on stderr:
+# stdin starts with one header line; its first word says which of two jobs
+# this is.
+#
+# A run: "NONCE DEADLINE\n", then the program. This writes the program into
+# the workspace, runs it as a child with a clean environment and stdin from
+# /dev/null, reaps every orphan while it runs (python as PID 1 of a program
+# would leave them as zombies), and when the program ends kills whatever it
+# left behind and reports, as the last bytes on stderr:
 #
 #     \0agentjail-exit NONCE WSTATUS CPU_US MAXRSS_KB\n
 #
 # The host strips the report and checks it against Docker's own exit code,
 # so a program that prints a forged one can only mislabel its own figures.
+#
+# A session: "session DEADLINE LENGTH\n", then LENGTH bytes of the session
+# interpreter (src/session/repl.py), then frames for as long as the session
+# lives. A frame is a kind byte, a 32-bit big-endian length and that many
+# bytes. From the host: "s" start an interpreter, "q" request bytes for its
+# fd 3, "k" stop it (kill everything in the container but this process).
+# To the host, on stdout: "R" ready, "o" / "e" / "r" the interpreter's
+# stdout, stderr and reply bytes (fds 1, 2, 4), "x" it ended:
+# "WSTATUS CPU_US MAXRSS_KB", "f" it could not be started: why. Only this
+# process writes to its stdout (the interpreter's fds are pipes of its own),
+# so no frame needs a nonce: nothing inside can forge one.
 import ctypes
+import fcntl
 import os
+import select
 import signal
+import struct
 import sys
 import time
 
@@ -32,12 +48,23 @@ ENV = {
 }
 
 
-def start(python):
+def start(argv, fds=None):
+    """In the forked child: the program's fds, then exec. fds maps the
+    child's fd numbers to this process's (a session's pipes); without it,
+    the child keeps this process's stdout and stderr (a run)."""
     try:
         os.chdir(WORKSPACE)
         null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        # Every fd the child gets lifted above 4 first, so that no dup2
+        # below clobbers another (dup2 clears close-on-exec).
+        wanted = dict(fds or {})
+        wanted[0] = null
+        lifted = {n: fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, 5) for n, f in wanted.items()}
+        for n, f in lifted.items():
+            os.dup2(f, n)
+        # Nothing else crosses exec: in a session, not this process's own
+        # stdout (the attach stream), which only this process may write.
+        os.closerange(5 if fds else 3, 1 << 20)
         # Dumpable again (fork kept PID 1's setting), or its own /proc
         # files are root's and the line below is refused. Nothing else of
         # the sandbox runs yet, and exec replaces this memory.
@@ -46,23 +73,23 @@ def start(python):
         # reporter (raising one's own score needs no privilege).
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
-        # Python ignores SIGPIPE and SIGXFSZ itself, and SIGINT is ignored
-        # below; an ignored signal stays ignored across exec, and the
-        # program must start with the defaults.
-        for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+        # Python ignores SIGPIPE and SIGXFSZ itself, and SIGINT and SIGXCPU
+        # are ignored below; an ignored signal stays ignored across exec,
+        # and the program must start with the defaults.
+        for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGXCPU,
+                  signal.SIGCHLD, signal.SIGALRM):
             signal.signal(s, signal.SIG_DFL)
-        # -u: what the program printed before a timeout or a kill is not
-        # lost in its own buffers (as in every tier).
-        os.execve(python, [python, "-I", "-u", "main.py"], ENV)
+        signal.set_wakeup_fd(-1)
+        os.execve(argv[0], argv, ENV)
     except BaseException as e:
-        os.write(2, ("agentjail: cannot start %s: %s\n" % (python, e)).encode())
+        os.write(2, ("agentjail: cannot start %s: %s\n" % (argv[0], e)).encode())
     os._exit(127)
 
 
 def backstop(signum, frame):
-    # The host stops the container at the wall clock; this fires only if
-    # the host is gone: nothing outlives the deadline anyway. A SIGALRM the
-    # program sends before then is ignored.
+    # The host stops the container at the wall clock (a session: when it
+    # closes); this fires only if the host is gone: nothing outlives the
+    # deadline anyway. A SIGALRM the program sends before then is ignored.
     if time.monotonic() < DEADLINE[0]:
         return
     try:
@@ -71,26 +98,36 @@ def backstop(signum, frame):
         os._exit(137)
 
 
-def main():
-    # Python's SIGINT handler would let the program end this reporter
-    # with os.kill(1, SIGINT) (KeyboardInterrupt); PID 1 of the other
-    # tiers ignores what comes from inside.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Not dumpable: the program (same uid) cannot open /proc/1/mem to
-    # read the nonce or rewrite this reporter. exec makes the program
-    # dumpable again, as any process.
-    if LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        os.write(2, b"agentjail: prctl(PR_SET_DUMPABLE) failed\n")
-        os._exit(125)
-    data = sys.stdin.buffer.read()
-    head, _, code = data.partition(b"\n")
-    nonce, _, deadline = head.partition(b" ")
-    seconds = float(deadline or 3600)
-    DEADLINE[0] = time.monotonic() + seconds - 0.1
-    signal.signal(signal.SIGALRM, backstop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+def read_header():
+    """The first line of stdin, and the bytes read past it."""
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            os._exit(125)  # the host is gone before it said anything
+        data += chunk
+    head, _, rest = data.partition(b"\n")
+    return head, rest
+
+
+def make_workspace():
     try:
         os.mkdir(WORKSPACE, 0o700)
+    except OSError as e:
+        os.write(2, ("agentjail: cannot make the workspace: %s\n" % e).encode())
+        os._exit(125)
+
+
+def run(nonce, rest):
+    chunks = [rest]
+    while True:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    code = b"".join(chunks)
+    make_workspace()
+    try:
         fd = os.open(WORKSPACE + "/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with open(fd, "wb") as f:
             f.write(code)
@@ -99,7 +136,9 @@ def main():
         os._exit(125)
     pid = os.fork()
     if pid == 0:
-        start(sys.executable)
+        # -u: what the program printed before a timeout or a kill is not
+        # lost in its own buffers (as in every tier).
+        start([sys.executable, "-I", "-u", "main.py"])
     status, cpu, rss = None, 0.0, 0
     while True:
         try:
@@ -121,6 +160,248 @@ def main():
     if os.WIFEXITED(status):
         os._exit(os.WEXITSTATUS(status))
     os._exit(128 + os.WTERMSIG(status))
+
+
+# ---- a session ----
+
+CHUNK = 65536
+# The interpreter's output is read only while less than this waits for the
+# host (which reads during calls only): past it, the interpreter blocks on
+# its own pipes, as it would in the jail tiers, and this process still
+# reads its stdin (a stop must always get through).
+HIGH_WATER = 1 << 20
+
+
+class Session:
+    def __init__(self, repl):
+        self.repl = repl
+        self.inbox = bytearray()      # from the host, not yet parsed
+        self.outbox = bytearray()     # to the host, not yet written
+        self.requests = bytearray()   # for the interpreter's fd 3
+        self.pid = 0
+        self.pipes = {}               # our fd -> frame kind ("o", "e", "r")
+        self.req_w = -1
+        self.cpu = 0.0
+        self.rss = 0
+
+    def send(self, kind, payload=b""):
+        self.outbox += kind + struct.pack(">I", len(payload)) + payload
+
+    def start_interpreter(self):
+        if self.pid:
+            return
+        fds = []
+        try:
+            for _ in range(4):
+                fds += os.pipe()
+            out_r, out_w, err_r, err_w, req_r, req_w, rep_r, rep_w = fds
+            pid = os.fork()
+        except OSError as e:
+            # The pids limit, say: this call fails, the session stays.
+            for fd in fds:
+                os.close(fd)
+            self.send(b"f", str(e).encode()[:300])
+            return
+        if pid == 0:
+            start([sys.executable, "-I", "-u", "-c", self.repl],
+                  {1: out_w, 2: err_w, 3: req_r, 4: rep_w})
+        for fd in (out_w, err_w, req_r, rep_w):
+            os.close(fd)
+        for fd in (out_r, err_r, rep_r, req_w):
+            os.set_blocking(fd, False)
+        self.pid = pid
+        self.pipes = {out_r: b"o", err_r: b"e", rep_r: b"r"}
+        self.req_w = req_w
+        self.requests.clear()
+        self.cpu, self.rss = 0.0, 0
+
+    def read_pipe(self, fd):
+        """One read of what is there: all of it (a pipe holds at most
+        1 MiB). False once there is nothing (EOF closes the pipe)."""
+        try:
+            data = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return False
+        kind = self.pipes[fd]
+        if not data:
+            os.close(fd)
+            del self.pipes[fd]
+            return False
+        for i in range(0, len(data), CHUNK):
+            self.send(kind, data[i:i + CHUNK])
+        return True
+
+    def reap(self):
+        while True:
+            try:
+                p, ws, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if p == 0:
+                return
+            self.cpu += ru.ru_utime + ru.ru_stime
+            self.rss = max(self.rss, ru.ru_maxrss)
+            if p == self.pid:
+                self.ended(ws)
+
+    def ended(self, status):
+        # The interpreter's state is gone with it: so is what it left
+        # running. kill(-1) from PID 1 reaches everything else in the
+        # container; then every child is reaped before the report.
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:
+            try:
+                p, ws, ru = os.wait4(-1, 0)
+            except ChildProcessError:
+                break
+            self.cpu += ru.ru_utime + ru.ru_stime
+            self.rss = max(self.rss, ru.ru_maxrss)
+        # Every writer is dead: what the pipes hold goes out before the
+        # report, and then they are at EOF.
+        for fd in list(self.pipes):
+            while self.read_pipe(fd):
+                pass
+            if fd in self.pipes:
+                os.close(fd)  # a writer escaped the kill: not waited for
+        os.close(self.req_w)
+        self.pipes, self.req_w, self.pid = {}, -1, 0
+        # A request it never took must not reach the next interpreter.
+        self.requests.clear()
+        self.send(b"x", b"%d %d %d" % (status, int(self.cpu * 1e6), self.rss))
+
+    def stop(self):
+        if self.pid:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def take_frames(self):
+        while len(self.inbox) >= 5:
+            kind = bytes(self.inbox[:1])
+            n = struct.unpack(">I", self.inbox[1:5])[0]
+            if len(self.inbox) < 5 + n:
+                return
+            payload = bytes(self.inbox[5:5 + n])
+            del self.inbox[:5 + n]
+            if kind == b"s":
+                self.start_interpreter()
+            elif kind == b"q" and self.pid:
+                self.requests += payload
+            elif kind == b"k":
+                self.stop()
+
+    def serve(self, wake_r):
+        os.set_blocking(1, False)
+        self.send(b"R")
+        while True:
+            p = select.poll()
+            p.register(0, select.POLLIN)
+            p.register(wake_r, select.POLLIN)
+            if self.outbox:
+                p.register(1, select.POLLOUT)
+            if len(self.outbox) < HIGH_WATER:
+                for fd in self.pipes:
+                    p.register(fd, select.POLLIN)
+            if self.requests and self.req_w >= 0:
+                p.register(self.req_w, select.POLLOUT)
+            ready = dict(p.poll())
+            if ready.get(wake_r):
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+            if ready.get(0):
+                data = os.read(0, 1 << 20)
+                if not data:
+                    # The host is gone (its attach stream closed): the
+                    # session ends with it.
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    finally:
+                        os._exit(0)
+                self.inbox += data
+                self.take_frames()
+            if self.req_w >= 0 and ready.get(self.req_w):
+                try:
+                    n = os.write(self.req_w, self.requests[:CHUNK])
+                    del self.requests[:n]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.requests.clear()  # it closed fd 3: its end says how
+            reply = [fd for fd, k in self.pipes.items() if k == b"r" and ready.get(fd)]
+            # A reply goes out after the output the interpreter wrote
+            # before it: stdout and stderr are read first.
+            for fd, kind in sorted(self.pipes.items(), key=lambda i: i[1] == b"r"):
+                if ready.get(fd) or (reply and kind != b"r"):
+                    self.read_pipe(fd)
+            self.reap()
+            if self.outbox:
+                try:
+                    n = os.write(1, self.outbox)
+                    del self.outbox[:n]
+                except BlockingIOError:
+                    pass
+
+
+def session(deadline, length, rest):
+    repl = bytearray(rest)
+    while len(repl) < length:
+        chunk = os.read(0, length - len(repl))
+        if not chunk:
+            os._exit(125)
+        repl += chunk
+    s = Session(bytes(repl[:length]).decode())
+    s.inbox += repl[length:]
+    make_workspace()
+    # SIGCHLD wakes the loop through a pipe; the handler itself does
+    # nothing (Python runs it between bytecodes).
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    s.take_frames()
+    s.serve(wake_r)
+
+
+def main():
+    # Python's SIGINT handler would let the program end this reporter
+    # with os.kill(1, SIGINT) (KeyboardInterrupt); PID 1 of the other
+    # tiers ignores what comes from inside.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # kill(-1) below means "everything in the sandbox" only for PID 1 of
+    # a pid namespace of its own; anywhere else (started by hand on a host,
+    # as root) it would kill every process of the machine.
+    if os.getpid() != 1:
+        os.write(2, b"agentjail: boot.py runs only as PID 1 of a container\n")
+        os._exit(125)
+    # The CPU limit holds for every process of the container, this one
+    # too: its own seconds (a session's hour of relaying) must not end it.
+    # The hard limit still does, a second later.
+    signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+    # Not dumpable: the program (same uid) cannot open /proc/1/mem to
+    # read the nonce or rewrite this reporter, nor /proc/1/fd/1 to write
+    # frames of its own. exec makes the program dumpable again, as any
+    # process.
+    if LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        os.write(2, b"agentjail: prctl(PR_SET_DUMPABLE) failed\n")
+        os._exit(125)
+    head, rest = read_header()
+    words = head.split(b" ")
+    is_session = words[0] == b"session"
+    seconds = float((words[1] if len(words) > 1 else b"") or 3600)
+    DEADLINE[0] = time.monotonic() + seconds - 0.1
+    signal.signal(signal.SIGALRM, backstop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    if is_session:
+        session(seconds, int(words[2]), rest)
+    else:
+        run(words[0], rest)
 
 
 main()

@@ -36,8 +36,10 @@
 #include <unistd.h>
 
 #include "../docker/api.h"
+#include "../docker/container.h"
 #include "../docker/owner.h"
 #include "../docker/phases.h"
+#include "../docker/session.h"
 #include "../docker/spec.h"
 #include "../docker/stream.h"
 #include "../linux/creds.h"
@@ -45,11 +47,6 @@
 #include "tier.h"
 
 _Thread_local struct docker_phases docker_last_phases;
-
-struct docker_state {
-	char socket[108];
-	char image[256];
-};
 
 static int image_present(struct http_conn *c, const char *image, struct aj_error *err)
 {
@@ -196,58 +193,6 @@ static bool supervise_stream(struct stream_run *s, double start_ms, struct outco
 	}
 }
 
-static int kill_container(struct http_conn *c, const char *id, struct aj_error *err)
-{
-	char path[128];
-	snprintf(path, sizeof path, "/containers/%s/kill?signal=SIGKILL", id);
-	int status;
-	int rc = docker_call(c, "POST", path, NULL, "kill", &status, NULL, err);
-	/* 409: it had already stopped by itself. */
-	return rc && status == 409 ? 0 : rc;
-}
-
-/* Removes the container, whatever state it is in. */
-static int remove_container(struct http_conn *c, const char *id, struct aj_error *err)
-{
-	char path[128];
-	snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
-	int status;
-	int rc = docker_call(c, "DELETE", path, NULL, "remove", &status, NULL, err);
-	return rc && status == 404 ? 0 : rc;
-}
-
-static double unix_time(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Whether the engine logged an "oom" event for the container since it was
- * created. Needed beside inspect's OOMKilled, which Docker sets only when
- * the OOM killer took PID 1, not the program (boot.py's child). The query
- * ends at `until`, now: a past window, answered at once. */
-static int saw_oom_event(struct http_conn *c, const char *id, double since, bool *oom,
-			 struct aj_error *err)
-{
-	char path[400];
-	snprintf(path, sizeof path,
-		 "/events?since=%.3f&until=%.3f&filters=%%7B%%22container%%22%%3A%%5B%%22%s%%22%%5D"
-		 "%%2C%%22event%%22%%3A%%5B%%22oom%%22%%5D%%7D",
-		 since, unix_time(), id);
-	struct http_reply r;
-	struct aj_error e = {0};
-	int rc = http_call(c, "GET", path, NULL, 0, DOCKER_CALL_MS, &r, &e);
-	if (rc)
-		return error_set(err, rc, "%s (events)", e.message);
-	if (r.status != 200)
-		rc = error_set(err, -EPROTO, "docker: events: HTTP %d: %.200s", r.status, r.body);
-	else
-		*oom = strstr(r.body, "\"oom\"") != NULL;
-	http_reply_free(&r);
-	return rc;
-}
-
 /* Exit code and OOM flag from wait and inspect. */
 static int exit_state(struct http_conn *c, const char *id, int *exit_code, bool *oom,
 		      struct aj_error *err)
@@ -303,7 +248,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	struct http_conn api = {.fd = -1}, at = {.fd = -1};
 	char id[80] = "";
 	char *input = NULL;
-	json_t *spec = NULL, *reply = NULL;
+	json_t *spec = NULL;
 	struct outcome o = {0};
 	struct docker_phases *ph = &docker_last_phases;
 	memset(ph, 0, sizeof *ph);
@@ -315,47 +260,23 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	capture_init(&s.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
 	int rc;
 
-	/* The uid slots' locks: root's /run/agentjail, or for a member of
-	 * the docker group a directory of its own (its slots then guard
-	 * only its own runs). */
-	struct aj_config slot_cfg = *cfg;
-	char own_dir[PATH_MAX];
-	if (!cfg->state_dir && geteuid() != 0) {
-		const char *xdg = getenv("XDG_RUNTIME_DIR");
-		if (xdg && xdg[0] == '/')
-			snprintf(own_dir, sizeof own_dir, "%s/agentjail", xdg);
-		else
-			snprintf(own_dir, sizeof own_dir, "/tmp/agentjail-%u", (unsigned)geteuid());
-		slot_cfg.state_dir = own_dir;
-	}
 	char owner[160];
 	docker_owner_self(owner, sizeof owner);
-	if ((rc = slot_acquire(&slot_cfg, &slot, &err)) ||
+	if ((rc = docker_slot_acquire(cfg, &slot, &err)) ||
 	    (rc = http_connect(&api, st->socket, DOCKER_CALL_MS, &err)))
 		goto fail;
 	if (!(spec = docker_container_spec(cfg, st->image, slot.uid, slot.gid, owner))) {
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
-	double created_at = unix_time();
-	if ((rc = docker_call(&api, "POST", "/containers/create", spec, "create", NULL, &reply,
-			      &err)))
+	double created_at = docker_unix_time();
+	if ((rc = docker_create(&api, spec, id, sizeof id, &err)))
 		goto fail;
-	const char *cid = json_string_value(json_object_get(reply, "Id"));
-	if (!cid || strlen(cid) >= sizeof id || strspn(cid, "0123456789abcdef") != strlen(cid)) {
-		rc = error_set(&err, -EPROTO, "docker: create: no container id in the reply");
-		goto fail;
-	}
-	snprintf(id, sizeof id, "%s", cid);
 	ph->create = now_ms() - t;
 	t = now_ms();
 
 	/* Attach before start: output from the first instant is captured. */
-	char path[160];
-	snprintf(path, sizeof path, "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1",
-		 id);
-	if ((rc = http_connect(&at, st->socket, DOCKER_CALL_MS, &err)) ||
-	    (rc = http_upgrade(&at, path, DOCKER_CALL_MS, &err)))
+	if ((rc = docker_attach(st->socket, id, &at, &err)))
 		goto fail;
 	char nonce[32] = "", head[96];
 	make_nonce(nonce, sizeof nonce);
@@ -379,8 +300,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 
 	ph->attach = now_ms() - t;
 	t = now_ms();
-	snprintf(path, sizeof path, "/containers/%s/start", id);
-	if ((rc = docker_call(&api, "POST", path, NULL, "start", NULL, NULL, &err)))
+	if ((rc = docker_start(&api, id, &err)))
 		goto fail;
 	double start_ms = now_ms();
 	ph->start = start_ms - t;
@@ -396,7 +316,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	 * container's exit only once its output is copied out, and nobody
 	 * reads this stream any more (a flood would block the kill). */
 	http_close(&at);
-	if (must_kill && (rc = kill_container(&api, id, &err)))
+	if (must_kill && (rc = docker_kill(&api, id, &err)))
 		goto fail;
 	int exit_code = -1;
 	bool oom = false;
@@ -404,11 +324,11 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	/* A death by signal (128 + N) may be the OOM killer's. */
 	if (!oom && exit_code > 128 && !o.timed_out && !o.cancelled && !o.output_overflow &&
-	    (rc = saw_oom_event(&api, id, created_at - 1.0, &oom, &err)))
+	    (rc = docker_saw_oom(&api, id, created_at - 1.0, &oom, &err)))
 		goto fail;
 	ph->wait = now_ms() - t;
 	t = now_ms();
-	if ((rc = remove_container(&api, id, &err))) {
+	if ((rc = docker_remove(&api, id, &err))) {
 		id[0] = 0; /* the error says it is left; do not try twice */
 		goto fail;
 	}
@@ -453,7 +373,7 @@ fail:
 		struct aj_error e2 = {0};
 		http_close(&api);
 		http_connect(&api, st->socket, DOCKER_CALL_MS, &e2);
-		if (api.fd < 0 || remove_container(&api, id, &e2))
+		if (api.fd < 0 || docker_remove(&api, id, &e2))
 			result_sandbox_error(res, "%s; and the container %.12s could not be removed: "
 						  "%s",
 					     err.message, id, e2.message);
@@ -462,7 +382,6 @@ fail:
 	capture_free(&s.err);
 out:
 	json_decref(spec);
-	json_decref(reply);
 	free(input);
 	http_close(&at);
 	http_close(&api);
@@ -492,4 +411,7 @@ const struct tier_ops docker_tier = {
 	.open = docker_open,
 	.run = docker_run,
 	.close = docker_close,
+	.session_open = docker_session_open,
+	.session_call = docker_session_call,
+	.session_close = docker_session_close,
 };
