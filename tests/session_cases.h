@@ -9,13 +9,40 @@
 
 #include "hostile.h"
 
+/* Sessions a case opened and has not closed: a failed case's are closed by
+ * its teardown, so one failure does not fail the cases after it. */
+static struct aj_session *open_sessions[8];
+
 static struct aj_session *open_session(const struct aj_config *cfg)
 {
 	struct aj_session *s = NULL;
 	struct aj_error err = {0};
 	if (aj_session_open(cfg, &s, &err))
 		fail_msg("aj_session_open: %s", err.message);
+	for (size_t i = 0; i < sizeof open_sessions / sizeof open_sessions[0]; i++)
+		if (!open_sessions[i]) {
+			open_sessions[i] = s;
+			break;
+		}
 	return s;
+}
+
+static void close_session(struct aj_session *s)
+{
+	for (size_t i = 0; i < sizeof open_sessions / sizeof open_sessions[0]; i++)
+		if (open_sessions[i] == s)
+			open_sessions[i] = NULL;
+	aj_session_close(s);
+}
+
+static int session_case_teardown(void **state)
+{
+	for (size_t i = 0; i < sizeof open_sessions / sizeof open_sessions[0]; i++)
+		if (open_sessions[i]) {
+			aj_session_close(open_sessions[i]);
+			open_sessions[i] = NULL;
+		}
+	return case_teardown(state);
 }
 
 /* One cell; asserts the session itself took it (rc 0). */
@@ -78,7 +105,7 @@ static void session_state_persists(void **state)
 	assert_string_equal(r.stdout_buf, "1\n");
 	aj_result_free(&r);
 	cell_expect(s, "print('y is', y)", AJ_STATUS_OK, "y is 1");
-	aj_session_close(s);
+	close_session(s);
 }
 
 static void session_crash_restarts_interpreter(void **state)
@@ -102,7 +129,7 @@ static void session_crash_restarts_interpreter(void **state)
 	cell(s, &r, "print('calm')");
 	assert_null(r.message);
 	aj_result_free(&r);
-	aj_session_close(s);
+	close_session(s);
 }
 
 static void session_call_limits(void **state)
@@ -125,7 +152,7 @@ static void session_call_limits(void **state)
 	aj_result_free(&r);
 	/* Per call, not per session: each call has its own CPU budget. */
 	f->cfg.limits.cpu_sec = 1;
-	aj_session_close(s);
+	close_session(s);
 	s = open_session(&f->cfg);
 	cell(s, &r, "while True:\n    pass\n");
 	assert_status(&r, AJ_STATUS_TIMEOUT);
@@ -134,7 +161,7 @@ static void session_call_limits(void **state)
 		       "    pass\nprint('ok')", AJ_STATUS_OK, "ok");
 	cell_expect(s, "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n"
 		       "    pass\nprint('again')", AJ_STATUS_OK, "again");
-	aj_session_close(s);
+	close_session(s);
 }
 
 /* The interpreter is the session's own: a cell can rewrite it, spam its
@@ -168,7 +195,7 @@ static void session_interpreter_tampering(void **state)
 	assert_string_equal(r.stdout_buf, "False\n");
 	assert_true(contains(r.message, "restarted"));
 	aj_result_free(&r);
-	aj_session_close(s);
+	close_session(s);
 }
 
 struct cancel_ctx {
@@ -200,7 +227,7 @@ static void session_cancel(void **state)
 	assert_true(contains(c.res.message, "cancelled"));
 	aj_result_free(&c.res);
 	cell_expect(c.s, "print('after cancel')", AJ_STATUS_OK, "after cancel");
-	aj_session_close(c.s);
+	close_session(c.s);
 }
 
 static void session_files_round_trip(void **state)
@@ -248,7 +275,7 @@ static void session_files_round_trip(void **state)
 		saw_outputs |= !strcmp(e[i].name, "outputs") && e[i].type == AJ_FILE_DIRECTORY;
 	assert_true(saw_outputs);
 	aj_file_list_free(e, n);
-	aj_session_close(s);
+	close_session(s);
 }
 
 /* Bad input: a clear error, and nothing lost (the session works after). */
@@ -319,7 +346,7 @@ static void session_bad_paths(void **state)
 	assert_memory_equal(data, "mine", 4);
 	free(data);
 	cell_expect(s, "print(open('secret').read())", AJ_STATUS_OK, "mine");
-	aj_session_close(s);
+	close_session(s);
 	/* No session at all. */
 	struct aj_result r;
 	assert_int_equal(aj_session_run(NULL, "1", 1, &r), -EINVAL);
@@ -349,7 +376,7 @@ static void session_charts(void **state)
 	cell(s, &r, "import matplotlib\n");
 	if (r.status != AJ_STATUS_OK) {
 		aj_result_free(&r);
-		aj_session_close(s);
+		close_session(s);
 		fail_msg("matplotlib is not in this tier's image: %s", r.stderr_buf);
 	}
 	aj_result_free(&r);
@@ -381,7 +408,7 @@ static void session_charts(void **state)
 	assert_true(contains(json, "\"images_dropped\":2"));
 	free(json);
 	aj_result_free(&r);
-	aj_session_close(s);
+	close_session(s);
 }
 
 static void session_idle_and_lifetime(void **state)
@@ -411,7 +438,7 @@ static void session_idle_and_lifetime(void **state)
 	assert_int_equal(aj_session_get(s, "x", &data, &len, &err), -ESHUTDOWN);
 	assert_true(contains(err.message, "closed"));
 	assert_true(contains(aj_session_closed_reason(s), "idle"));
-	aj_session_close(s);
+	close_session(s);
 
 	f->cfg.session.idle_sec = 60;
 	f->cfg.session.lifetime_sec = 2;
@@ -424,7 +451,7 @@ static void session_idle_and_lifetime(void **state)
 	}
 	assert_int_equal(rc, -ESHUTDOWN);
 	assert_true(contains(aj_session_closed_reason(s), "lifetime"));
-	aj_session_close(s);
+	close_session(s);
 }
 
 static void session_max_sessions(void **state)
@@ -438,10 +465,10 @@ static void session_max_sessions(void **state)
 	assert_true(contains(err.message, "max-sessions"));
 	assert_string_not_equal(aj_session_id(a), aj_session_id(b));
 	assert_int_equal(strlen(aj_session_id(a)), 32);
-	aj_session_close(a);
+	close_session(a);
 	c = open_session(&f->cfg);
-	aj_session_close(b);
-	aj_session_close(c);
+	close_session(b);
+	close_session(c);
 }
 
 struct isolated {
@@ -600,7 +627,7 @@ static void session_cycles_leave_nothing(void **state)
 			fail_msg("cycle %d: %s %s", i, aj_status_name(r.status),
 				 r.message ? r.message : "");
 		aj_result_free(&r);
-		aj_session_close(s);
+		close_session(s);
 	}
 	assert_int_equal(count_open_fds(), fds);
 	print_message("    %d session cycles\n", cycles);
@@ -618,7 +645,7 @@ static int session_teardown(void **state)
 	return case_teardown(state);
 }
 
-#define SESSION_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
+#define SESSION_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, session_case_teardown)
 /* The hostile table again, each program a cell of a fresh session. */
 #define HOSTILE_SESSION_TEST(fn)                                                           \
 	{"session: " #fn, fn, session_setup, session_teardown, NULL}

@@ -396,9 +396,15 @@ def serve():
     state = {"cells": 0, "namespace": main.__dict__}
     requests = io.open(REQUESTS, "rb", closefd=False)
     while True:
-        line = requests.readline()
+        try:
+            line = requests.readline()
+        except OSError:
+            line = b""  # a cell closed the request pipe
         if not line:
-            os._exit(0)  # the host is gone or closed the session
+            # The host is gone or the pipe is: end now, without the
+            # interpreter's shutdown (daemon threads a cell left would
+            # make that abort).
+            os._exit(0)
         try:
             req = json.loads(line)
             seq = req["seq"]

@@ -225,9 +225,11 @@ struct call {
 	bool replied, ended, broken;
 	bool timed_out, overflow, cancelled, bad_reply, setup_failed, restarted;
 	bool stopping, port_open;
+	bool acked;             /* the interpreter took the request: it may have run */
 	int64_t stop_us, next_kill_us;
 	int wstatus;
 	char reply_prefix[40];
+	char ack_line[40];      /* {"ack":SEQ} */
 	size_t reply_len;       /* of the matched line, at the start of rep.buf */
 	struct failure why;
 };
@@ -268,6 +270,8 @@ static void take_reply(struct call *c)
 			break;
 		const char *line = c->rep.buf + pos;
 		size_t n = (size_t)(nl - line);
+		if (n == strlen(c->ack_line) && memcmp(line, c->ack_line, n) == 0)
+			c->acked = true;
 		if (n > plen && memcmp(line, c->reply_prefix, plen) == 0 &&
 		    (line[plen] == ',' || line[plen] == '}')) {
 			c->replied = true;
@@ -491,6 +495,9 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 	}
 	snprintf(c.reply_prefix, sizeof c.reply_prefix, "{\"seq\":%llu",
 		 (unsigned long long)c.req.seq);
+	snprintf(c.ack_line, sizeof c.ack_line, "{\"ack\":%llu}", (unsigned long long)c.req.seq);
+	bool retried = false;
+again:
 	if (s->pid == 0) {
 		/* The last one ended: a fresh interpreter, the files kept. */
 		if (start_interpreter(s, &c.why)) {
@@ -506,6 +513,23 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 	c.err = (struct stream){.fd = s->err_r, .open = true, .limit = cap};
 	c.rep = (struct stream){.fd = s->rep_r, .open = true, .limit = (size_t)c.req.reply_max + 1};
 	supervise_call(s, &c);
+	if (!c.replied && c.ended && !c.acked && !c.stopping && !c.broken && !retried) {
+		/* It ended by itself before it took the request (it died
+		 * between calls: a cell closed its pipes, a thread crashed it):
+		 * the code never ran, so a fresh interpreter gets it, once. */
+		take_reply(&c);
+		if (!c.acked) {
+			finish_interpreter(s, &c);
+			free(c.out.buf);
+			free(c.err.buf);
+			free(c.rep.buf);
+			c.ended = c.overflow = false;
+			c.sent = 0;
+			c.wstatus = 0;
+			retried = true;
+			goto again;
+		}
+	}
 	if (c.replied) {
 		/* All it printed before the reply is in the pipes now. */
 		bool ignored = false;
