@@ -119,6 +119,7 @@ test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
 	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs
 
 # The demo runs every tier that works here; the container tier needs the

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "hostile.h"
+#include "session_cases.h"
 #include "src/docker/api.h"
 #include "src/docker/owner.h"
 #include "src/docker/spec.h"
@@ -197,7 +197,7 @@ static void pid1_out_of_reach(void **state)
 
 /* ---- sessions: one container across calls ---- */
 
-static struct aj_session *open_session(struct fixture *f)
+static struct aj_session *docker_open_session(struct fixture *f)
 {
 	struct aj_session *s = NULL;
 	struct aj_error err = {0};
@@ -215,10 +215,10 @@ static int srun(struct aj_session *s, struct aj_result *r, const char *code)
 
 /* Globals, imports and files persist; one container serves every call and
  * is gone after close. */
-static void session_keeps_state_in_one_container(void **state)
+static void docker_session_keeps_state_in_one_container(void **state)
 {
 	struct fixture *f = *state;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	assert_int_equal(count_labelled_containers(), 1);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r, "import math\nx = 41\nopen('f.txt', 'w').write('kept')\n"
@@ -249,10 +249,10 @@ static void session_keeps_state_in_one_container(void **state)
 
 /* The interpreter ends (a crash): the call says so, the next one gets a
  * fresh interpreter in the same container, files kept, and says that. */
-static void session_crash_then_fresh(void **state)
+static void docker_session_crash_then_fresh(void **state)
 {
 	struct fixture *f = *state;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r, "x = 1\nopen('f.txt', 'w').write('kept')\n"), 0);
 	aj_result_free(&r);
@@ -285,12 +285,12 @@ static void session_crash_then_fresh(void **state)
 }
 
 /* The wall clock and an output flood stop the call, not the session. */
-static void session_timeout_and_flood(void **state)
+static void docker_session_timeout_and_flood(void **state)
 {
 	struct fixture *f = *state;
 	f->cfg.limits.wall_sec = 1;
 	f->cfg.limits.output_kb = 64;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r, "import time\nprint('going', flush=True)\ntime.sleep(30)\n"), 0);
 	assert_status(&r, AJ_STATUS_TIMEOUT);
@@ -323,12 +323,12 @@ static void session_timeout_and_flood(void **state)
 
 /* Each call's CPU share: a busy loop ends at the per-call CPU limit (the
  * soft RLIMIT_CPU repl.py sets under the session's total). */
-static void session_cpu_limit(void **state)
+static void docker_session_cpu_limit(void **state)
 {
 	struct fixture *f = *state;
 	f->cfg.limits.cpu_sec = 1;
 	f->cfg.limits.wall_sec = 20;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r, "while True:\n    pass\n"), 0);
 	assert_status(&r, AJ_STATUS_TIMEOUT);
@@ -342,10 +342,10 @@ static void session_cpu_limit(void **state)
 }
 
 /* Files in and out of the workspace. */
-static void session_files(void **state)
+static void docker_session_files(void **state)
 {
 	struct fixture *f = *state;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_error err = {0};
 	/* Larger than a frame: the request goes out in several. */
 	size_t n = 300000;
@@ -383,50 +383,13 @@ static void session_files(void **state)
 	aj_session_close(s);
 }
 
-struct canceller {
-	struct aj_cancel *c;
-	int after_ms;
-};
-
-static void *cancel_later(void *arg)
-{
-	struct canceller *k = arg;
-	sleep_ms(k->after_ms);
-	aj_cancel_fire(k->c);
-	return NULL;
-}
-
-static void session_cancel(void **state)
-{
-	struct fixture *f = *state;
-	struct aj_session *s = open_session(f);
-	struct canceller k = {.after_ms = 300};
-	assert_int_equal(aj_cancel_new(&k.c), 0);
-	pthread_t t;
-	pthread_create(&t, NULL, cancel_later, &k);
-	struct aj_result r;
-	const char *code = "import time\ntime.sleep(30)\n";
-	double t0 = now_ms();
-	assert_int_equal(aj_session_run_cancellable(s, code, strlen(code), k.c, &r), 0);
-	pthread_join(t, NULL);
-	aj_cancel_free(k.c);
-	assert_status(&r, AJ_STATUS_KILLED);
-	assert_true(contains(r.message, "cancelled"));
-	assert_true(now_ms() - t0 < 5000);
-	aj_result_free(&r);
-	assert_int_equal(srun(s, &r, "print(7)\n"), 0);
-	assert_string_equal(r.stdout_buf, "7\n");
-	aj_result_free(&r);
-	aj_session_close(s);
-}
-
 /* The memory limit holds for the session as a whole: the OOM killer's
  * SIGKILL to the interpreter is status memory; the session goes on. */
-static void session_oom_is_memory(void **state)
+static void docker_session_oom_is_memory(void **state)
 {
 	struct fixture *f = *state;
 	f->cfg.limits.memory_mb = 64;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n"), 0);
 	assert_status(&r, AJ_STATUS_MEMORY);
@@ -440,10 +403,10 @@ static void session_oom_is_memory(void **state)
 /* PID 1 stays out of the cells' reach in a session too: signals from
  * inside are ignored, and its memory and stdout (where the frames go)
  * cannot be opened. */
-static void session_pid1_out_of_reach(void **state)
+static void docker_session_pid1_out_of_reach(void **state)
 {
 	struct fixture *f = *state;
-	struct aj_session *s = open_session(f);
+	struct aj_session *s = docker_open_session(f);
 	struct aj_result r;
 	assert_int_equal(srun(s, &r,
 			      "import os, signal, time\n"
@@ -469,7 +432,7 @@ static void session_pid1_out_of_reach(void **state)
 /* The caller dies with a session open (SIGKILL: no close). Docker closes
  * the container's stdin, boot.py ends the container, and the next aj_open
  * removes it. */
-static void session_caller_killed_leaves_nothing(void **state)
+static void docker_session_caller_killed_leaves_nothing(void **state)
 {
 	struct fixture *f = *state;
 	int ready[2];
@@ -504,56 +467,6 @@ static void session_caller_killed_leaves_nothing(void **state)
 	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
 	aj_close(sb);
 	assert_int_equal(count_containers(true), 0);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Not a check: the figures for the report. A session's second print(1)
- * against a fresh docker run of the same, medians of 10. */
-static void session_latency(void **state)
-{
-	struct fixture *f = *state;
-	enum { N = 10 };
-	double sess[N], fresh[N], open_ms[3];
-	struct aj_result r;
-	for (int i = 0; i < 3; i++) {
-		double t0 = now_ms();
-		struct aj_session *s = open_session(f);
-		open_ms[i] = now_ms() - t0;
-		aj_session_close(s);
-	}
-	struct aj_session *s = open_session(f);
-	assert_int_equal(srun(s, &r, "print(1)\n"), 0);
-	aj_result_free(&r);
-	for (int i = 0; i < N; i++) {
-		double t0 = now_ms();
-		assert_int_equal(srun(s, &r, "print(1)\n"), 0);
-		sess[i] = now_ms() - t0;
-		assert_string_equal(r.stdout_buf, "1\n");
-		aj_result_free(&r);
-	}
-	aj_session_close(s);
-	struct aj_sandbox *sb;
-	struct aj_error err;
-	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
-	for (int i = 0; i < N; i++) {
-		double t0 = now_ms();
-		assert_int_equal(aj_run(sb, "print(1)\n", 9, &r), 0);
-		fresh[i] = now_ms() - t0;
-		aj_result_free(&r);
-	}
-	aj_close(sb);
-	qsort(sess, N, sizeof *sess, cmp_double);
-	qsort(fresh, N, sizeof *fresh, cmp_double);
-	qsort(open_ms, 3, sizeof *open_ms, cmp_double);
-	print_message("docker print(1): session call median %.1f ms (min %.1f, max %.1f); "
-		      "fresh run median %.1f ms (min %.1f, max %.1f); session open median %.1f ms\n",
-		      (sess[N / 2 - 1] + sess[N / 2]) / 2, sess[0], sess[N - 1],
-		      (fresh[N / 2 - 1] + fresh[N / 2]) / 2, fresh[0], fresh[N - 1], open_ms[1]);
 }
 
 /* ---- the engine is not there ---- */
@@ -765,8 +678,14 @@ int main(void)
 			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
 	fixture.no_ptys = true;
 	fixture.count_leftovers = count_labelled_containers;
+	fixture.session_cycles = 1000;
+	/* Charts need matplotlib: the test image with the datascience
+	 * preset, imported by make test. */
+	fixture.chart_docker_image = TEST_DOCKER_IMAGE "-ds";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		SESSION_TABLE,
+		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(gone_after_timeout_and_flood),
 		HOSTILE_TEST(oom_is_memory_with_a_report),
 		HOSTILE_TEST(forged_report_is_output),
@@ -775,16 +694,14 @@ int main(void)
 		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),
-		HOSTILE_TEST(session_keeps_state_in_one_container),
-		HOSTILE_TEST(session_crash_then_fresh),
-		HOSTILE_TEST(session_timeout_and_flood),
-		HOSTILE_TEST(session_cpu_limit),
-		HOSTILE_TEST(session_files),
-		HOSTILE_TEST(session_cancel),
-		HOSTILE_TEST(session_oom_is_memory),
-		HOSTILE_TEST(session_pid1_out_of_reach),
-		HOSTILE_TEST(session_caller_killed_leaves_nothing),
-		HOSTILE_TEST(session_latency),
+		HOSTILE_TEST(docker_session_keeps_state_in_one_container),
+		HOSTILE_TEST(docker_session_crash_then_fresh),
+		HOSTILE_TEST(docker_session_timeout_and_flood),
+		HOSTILE_TEST(docker_session_cpu_limit),
+		HOSTILE_TEST(docker_session_files),
+		HOSTILE_TEST(docker_session_oom_is_memory),
+		HOSTILE_TEST(docker_session_pid1_out_of_reach),
+		HOSTILE_TEST(docker_session_caller_killed_leaves_nothing),
 		cmocka_unit_test(docker_host_is_honoured),
 		cmocka_unit_test(owners),
 		cmocka_unit_test(demux_in_any_split),

@@ -334,11 +334,29 @@ class Session:
                 except OSError:
                     self.requests.clear()  # it closed fd 3: its end says how
             reply = [fd for fd, k in self.pipes.items() if k == b"r" and ready.get(fd)]
-            # A reply goes out after the output the interpreter wrote
-            # before it: stdout and stderr are read first.
-            for fd, kind in sorted(self.pipes.items(), key=lambda i: i[1] == b"r"):
-                if ready.get(fd) or (reply and kind != b"r"):
-                    self.read_pipe(fd)
+            # A reply goes out after all the output the interpreter wrote
+            # before it: the reply pipe is read first, then stdout and
+            # stderr to their end (everything written before the reply is
+            # in them by now), and only then is the reply sent.
+            held = []
+            for fd in reply:
+                try:
+                    held.append((fd, os.read(fd, 1 << 20)))
+                except BlockingIOError:
+                    pass
+            for fd, kind in list(self.pipes.items()):
+                if kind != b"r" and (ready.get(fd) or held):
+                    # Bounded: a thread left flooding must not hold the
+                    # loop (the host's cap stops it anyway).
+                    for _ in range(64 if held else 1):
+                        if fd not in self.pipes or not self.read_pipe(fd):
+                            break
+            for fd, data in held:
+                if not data:
+                    os.close(fd)
+                    del self.pipes[fd]
+                for i in range(0, len(data), CHUNK):
+                    self.send(b"r", data[i:i + CHUNK])
             self.reap()
             if self.outbox:
                 try:

@@ -68,6 +68,17 @@ int docker_kill(struct http_conn *api, const char *id, struct aj_error *err)
 	return rc && status == 409 ? 0 : rc;
 }
 
+int docker_wait_stopped(struct http_conn *api, const char *id, struct aj_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/containers/%s/wait", id);
+	int status;
+	json_t *j = NULL;
+	int rc = docker_call(api, "POST", path, NULL, "wait", &status, &j, err);
+	json_decref(j);
+	return rc && status == 404 ? 0 : rc;
+}
+
 int docker_remove(struct http_conn *api, const char *id, struct aj_error *err)
 {
 	char path[128];

@@ -35,6 +35,9 @@ int docker_start(struct http_conn *api, const char *id, struct aj_error *err);
 /* SIGKILL to PID 1; a container already stopped is no error. */
 int docker_kill(struct http_conn *api, const char *id, struct aj_error *err);
 
+/* Returns once the container has stopped (gone already: no error). */
+int docker_wait_stopped(struct http_conn *api, const char *id, struct aj_error *err);
+
 /* Removes the container, whatever state it is in (gone already: no error). */
 int docker_remove(struct http_conn *api, const char *id, struct aj_error *err);
 

@@ -255,11 +255,22 @@ static int wait_ready(struct docker_session *ds, struct aj_error *err)
  * copied out, and nobody reads it any more). */
 static int remove_now(struct docker_session *ds, struct aj_error *err)
 {
-	http_close(&ds->at);
-	if (!ds->id[0])
+	if (!ds->id[0]) {
+		http_close(&ds->at);
 		return 0;
+	}
 	struct http_conn api;
 	int rc = http_connect(&api, ds->socket, DOCKER_CALL_MS, err);
+	/* Stopped first, then the stream closed, then removed: a removal
+	 * racing the engine's own handling of the container's exit (which
+	 * closing the stream would set off) can leave it stuck in "Removal
+	 * In Progress" (unlinkat: directory not empty), seen here. */
+	if (!rc) {
+		struct aj_error e2 = {0};
+		if (!docker_kill(&api, ds->id, &e2))
+			docker_wait_stopped(&api, ds->id, &e2);
+	}
+	http_close(&ds->at);
 	if (!rc)
 		rc = docker_remove(&api, ds->id, err);
 	http_close(&api);
