@@ -259,20 +259,20 @@ static int remove_now(struct docker_session *ds, struct aj_error *err)
 		http_close(&ds->at);
 		return 0;
 	}
+	/* The stream closed first: the engine finishes a container's exit
+	 * only once its output is copied out, and nobody reads it any more.
+	 * Then killed and waited for before it is removed: a removal racing
+	 * the engine's own handling of the exit can leave it stuck in
+	 * "Removal In Progress" (unlinkat: directory not empty), seen here. */
+	http_close(&ds->at);
 	struct http_conn api;
 	int rc = http_connect(&api, ds->socket, DOCKER_CALL_MS, err);
-	/* Stopped first, then the stream closed, then removed: a removal
-	 * racing the engine's own handling of the container's exit (which
-	 * closing the stream would set off) can leave it stuck in "Removal
-	 * In Progress" (unlinkat: directory not empty), seen here. */
 	if (!rc) {
 		struct aj_error e2 = {0};
 		if (!docker_kill(&api, ds->id, &e2))
 			docker_wait_stopped(&api, ds->id, &e2);
-	}
-	http_close(&ds->at);
-	if (!rc)
 		rc = docker_remove(&api, ds->id, err);
+	}
 	http_close(&api);
 	if (!rc)
 		ds->id[0] = '\0';
@@ -450,30 +450,6 @@ static int outgoing_write(struct outgoing *g, int fd)
 	return 0;
 }
 
-/* The reply capture holds a whole line: take it if it is this call's,
- * drop it if not (a stale or forged line: the session's own doing).
- * True once this call's reply is in. */
-static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans)
-{
-	for (;;) {
-		char *nl = rb->buf ? memchr(rb->buf, '\n', rb->len) : NULL;
-		if (!nl)
-			return false;
-		size_t n = (size_t)(nl - rb->buf);
-		if (session_reply_matches(rb->buf, n, seq)) {
-			ans->reply = malloc(n + 1);
-			if (ans->reply) {
-				memcpy(ans->reply, rb->buf, n);
-				ans->reply[n] = '\0';
-				ans->reply_len = n;
-			}
-			return true;
-		}
-		memmove(rb->buf, nl + 1, rb->len - n - 1);
-		rb->len -= n + 1;
-	}
-}
-
 /* Before a call: what boot sent since the last one. An "x" means the
  * interpreter ended between calls (a thread of a cell's called os._exit,
  * say): this call starts a fresh one. Output and replies from between
@@ -483,16 +459,19 @@ static void take_leftovers(struct docker_session *ds)
 	/* What is there now, up to a bound: a cell's thread may still be
 	 * printing, and the call must start. */
 	for (int i = 0; i < 64 && !ds->dead; i++) {
-		size_t before = ds->raw.len;
-		pump(ds, 1);
-		if (ds->raw.len == before)
-			break;
+		/* Frames already read (the last call ended at its reply, and
+		 * boot's report of the interpreter's end may have come with
+		 * it), then what is new. */
 		struct frame f;
 		while (next_frame(ds, &f)) {
 			if (f.kind == 'x' || f.kind == 'f')
 				ds->interpreter = false;
 			frame_done(ds, &f);
 		}
+		size_t before = ds->raw.len;
+		pump(ds, 1);
+		if (ds->raw.len == before)
+			break;
 	}
 }
 
@@ -500,6 +479,7 @@ struct call {
 	struct capture out, err, rb;
 	struct outcome o;
 	bool replied, ended, bad_reply;
+	bool acked;     /* the interpreter took the request: it may have run */
 	double kill_at;
 	struct outgoing g;
 };
@@ -528,7 +508,7 @@ static void handle_frame(struct call *k, const struct frame *f, const struct ses
 		if (k->kill_at)
 			break;
 		bool too_long = capture_append(&k->rb, f->data, f->len);
-		if (take_reply(&k->rb, c->seq, ans)) {
+		if (session_take_reply(&k->rb, c->seq, ans, &k->acked)) {
 			k->replied = true;
 			k->g.closed = true;
 		} else if (too_long) {
@@ -698,6 +678,11 @@ int docker_session_call(void *session, const struct aj_config *cfg,
 		return -EPIPE;
 	}
 	if (k.replied) {
+		/* It may have ended right after its reply (a cell closed its
+		 * request pipe): boot's report came with it, and the next call
+		 * starts a fresh interpreter. */
+		if (k.ended)
+			ds->interpreter = false;
 		res->wall_ms = k.o.wall_ms;
 		res->stdout_truncated = k.out.truncated;
 		res->stderr_truncated = k.err.truncated;
@@ -708,9 +693,12 @@ int docker_session_call(void *session, const struct aj_config *cfg,
 		capture_free(&k.err);
 		return 0;
 	}
-	/* The interpreter ended: how, as a run's program would have. */
+	/* The interpreter ended: how, as a run's program would have. If it
+	 * did so by itself before it took the request, the core gives the
+	 * request to a fresh one. */
 	ds->interpreter = false;
 	ans->ended = true;
+	ans->unread = !k.acked && !k.kill_at;
 	outcome_to_result(&k.o, l, &k.out, &k.err, res);
 	capture_free(&k.out);
 	capture_free(&k.err);

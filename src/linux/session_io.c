@@ -26,14 +26,6 @@
 
 #define STOP_GRACE_MS 1000.0
 
-bool session_reply_matches(const char *line, size_t len, uint64_t seq)
-{
-	char head[40];
-	int n = snprintf(head, sizeof head, "{\"seq\":%llu", (unsigned long long)seq);
-	return len > (size_t)n && memcmp(line, head, (size_t)n) == 0 &&
-	       (line[n] == ',' || line[n] == '}');
-}
-
 /* What an earlier call's interpreter answered too late: never this call's.
  * A bounded number of reads: a thread the session left writing there must
  * not hold the caller before its clock starts (lines it keeps writing are
@@ -43,48 +35,6 @@ static void discard(int fd)
 	char buf[65536];
 	for (int i = 0; i < 16 && read(fd, buf, sizeof buf) > 0; i++)
 		;
-}
-
-bool session_ack_matches(const char *line, size_t len, uint64_t seq)
-{
-	char want[40];
-	int n = snprintf(want, sizeof want, "{\"ack\":%llu}", (unsigned long long)seq);
-	return len == (size_t)n && memcmp(line, want, len) == 0;
-}
-
-/* The reply pipe's bytes so far hold whole lines: note this call's ack,
- * take its reply, drop the rest (stale or forged: the session's own doing).
- * One pass and one move, however many lines a flood brings. Returns true
- * once this call's reply is in. */
-static bool take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans,
-		       bool *acked)
-{
-	size_t pos = 0;
-	bool found = false;
-	while (rb->buf && pos < rb->len && !found) {
-		char *nl = memchr(rb->buf + pos, '\n', rb->len - pos);
-		if (!nl)
-			break;
-		const char *line = rb->buf + pos;
-		size_t n = (size_t)(nl - line);
-		if (session_ack_matches(line, n, seq))
-			*acked = true;
-		if (session_reply_matches(line, n, seq)) {
-			ans->reply = malloc(n + 1);
-			if (ans->reply) {
-				memcpy(ans->reply, line, n);
-				ans->reply[n] = '\0';
-				ans->reply_len = n;
-			}
-			found = true;
-		}
-		pos += n + 1;
-	}
-	if (pos) {
-		memmove(rb->buf, rb->buf + pos, rb->len - pos);
-		rb->len -= pos;
-	}
-	return found;
 }
 
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,
@@ -186,7 +136,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		if (p[4].revents && !kill_at) {
 			bool too_long = false;
 			supervise_drain(js->rep_r, &rb, &too_long);
-			if (take_reply(&rb, c->seq, ans, &acked))
+			if (session_take_reply(&rb, c->seq, ans, &acked))
 				replied = true;
 			else if (too_long) {
 				bad_reply = true;
@@ -244,7 +194,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	/* A last look for an ack that came with its end. */
 	bool ignored_overflow = false;
 	supervise_drain(js->rep_r, &rb, &ignored_overflow);
-	take_reply(&rb, c->seq, ans, &acked);
+	session_take_reply(&rb, c->seq, ans, &acked);
 	free(ans->reply);
 	ans->reply = NULL;
 	ans->unread = !acked && !kill_at;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/internal.h"
+
 struct session_call {
 	const char *request;    /* one JSON object ending in '\n' */
 	size_t len;
@@ -34,5 +36,11 @@ struct session_answer {
 bool session_reply_matches(const char *line, size_t len, uint64_t seq);
 /* Whether line is repl.py's {"ack":SEQ}: the request was taken. */
 bool session_ack_matches(const char *line, size_t len, uint64_t seq);
+/* rb holds what the reply pipe carried so far: notes this call's ack in
+ * *acked, takes its reply into ans, and drops every other whole line
+ * (stale or forged: the session's own doing), in one pass and one move
+ * however many lines a flood brings. True once this call's reply is in. */
+bool session_take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans,
+			bool *acked);
 
 #endif
