@@ -16,7 +16,9 @@
 #                   modules in /lib/modules, and from the image only what
 #                   Python needs: python3, the libraries it and its extension
 #                   modules link, its standard library (no test suite, IDLE,
-#                   tkinter...), dist-packages, passwd, group, C.UTF-8
+#                   tkinter...), dist-packages and the data they read from
+#                   /usr/share (matplotlib, fonts, zoneinfo), passwd, group,
+#                   C.UTF-8
 #   manifest        key=value: the kernel version, sizes, and as input.* the
 #                   checksums of every input. `--inputs` prints those input.*
 #                   lines without building, so a caller rebuilds only when
@@ -173,7 +175,14 @@ copy_tree() {
 # host's files.) A dangling one stays dangling, as in the image.
 follow_links() {
 	find "$@" -type l 2>/dev/null | while read -r l; do
-		walk "${l#"$stage"}" copy || true
+		walk "${l#"$stage"}" copy || continue
+		# A directory (matplotlib's mpl-data -> /usr/share/matplotlib/)
+		# comes whole, and the links inside it are followed in turn
+		# (its fonts -> /usr/share/fonts/).
+		if [ -d "$root$resolved" ] && [ -z "$(ls -A "$stage$resolved")" ]; then
+			(cd "$root" && tar -cf - "${resolved#/}") | tar -C "$stage" -xf -
+			follow_links "$stage$resolved"
+		fi
 	done
 }
 
@@ -278,7 +287,14 @@ copy_tree /usr/lib/python3/dist-packages
 for d in "$root"/usr/local/lib/python3*/dist-packages; do
 	if [ -d "$d" ]; then copy_tree "${d#"$root"}"; fi
 done
-follow_links "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib"
+# Data Debian's Python packages read from outside dist-packages, where the
+# image has it: matplotlib's mpl-data (its fonts link to /usr/share/fonts)
+# and the time zones python3-tz and pandas look up.
+for d in /usr/share/matplotlib /usr/share/fonts /usr/share/zoneinfo; do
+	[ -d "$root$d" ] && copy_tree "$d"
+done
+follow_links "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \
+	"$stage/usr/share"
 {
 	echo "$python"
 	find "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \
@@ -289,7 +305,8 @@ follow_links "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/li
 # find libraries outside its default directories, as in the image.
 install /etc/passwd
 install /etc/group
-for f in /etc/ld.so.cache /etc/localtime; do
+# /etc/matplotlibrc: Debian's matplotlib reads its defaults there and nowhere else.
+for f in /etc/ld.so.cache /etc/localtime /etc/matplotlibrc; do
 	if walk "$f" check; then install "$f"; fi
 done
 copy_tree /usr/lib/locale/C.utf8

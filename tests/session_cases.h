@@ -365,7 +365,10 @@ static void session_charts(void **state)
 {
 	struct fixture *f = *state;
 	f->cfg.limits.memory_mb = 512;
-	f->cfg.limits.wall_sec = 60;
+	/* matplotlib's first import builds its font cache: seconds of CPU,
+	 * many more under a microVM's emulation. */
+	f->cfg.limits.wall_sec = 120;
+	f->cfg.limits.cpu_sec = 100;
 	f->cfg.session.images = 2;
 	if (f->chart_image)
 		f->cfg.image = f->chart_image;
@@ -374,11 +377,9 @@ static void session_charts(void **state)
 	struct aj_session *s = open_session(&f->cfg);
 	struct aj_result r;
 	cell(s, &r, "import matplotlib\n");
-	if (r.status != AJ_STATUS_OK) {
-		aj_result_free(&r);
-		close_session(s);
-		fail_msg("matplotlib is not in this tier's image: %s", r.stderr_buf);
-	}
+	if (r.status != AJ_STATUS_OK)
+		fail_msg("matplotlib is not in this tier's image: %s %s %s", aj_status_name(r.status),
+			 r.message ? r.message : "", r.stderr_buf);
 	aj_result_free(&r);
 	cell(s, &r,
 	     "import matplotlib.pyplot as plt\n"
@@ -587,8 +588,9 @@ static void session_caller_death_ends_sandbox(void **state)
 	int ws;
 	waitpid(pid, &ws, 0);
 	assert_int_equal(c, 'y');
-	/* The interpreter and its child were there, and then are not. */
-	assert_true(left >= 2);
+	/* The session's processes were there (in a microVM: its QEMU), and
+	 * then are not. */
+	assert_true(left >= 1);
 	for (int i = 0; i < 100 && left; i++) {
 		sleep_ms(100);
 		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);

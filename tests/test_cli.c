@@ -301,8 +301,14 @@ static void image_lifecycle(void **state)
 	CLI(&res, NULL, "image", "build", "--packages", "python3-numpy;reboot");
 	assert_int_equal(res.exit_code, 2);
 	assert_true(contains(res.err, "not a comma-separated list of Debian package names"));
-	CLI(&res, NULL, "image", "build", "--from-host", "--packages", "python3-numpy");
+	CLI(&res, NULL, "image", "build", "--preset", "nosuch");
 	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "unknown preset 'nosuch'"));
+	/* From the host, packages come from its own installation. */
+	CLI(&res, NULL, "image", "build", "--from-host", "--name", "pk", "--packages",
+	    "agentjail-no-such-package");
+	assert_int_equal(res.exit_code, 1);
+	assert_true(contains(res.err, "agentjail-no-such-package is not installed on this host"));
 	CLI(&res, NULL, "image", "rm", "nosuch");
 	assert_int_equal(res.exit_code, 1);
 	assert_true(contains(res.err, "no image 'nosuch'"));

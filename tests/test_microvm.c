@@ -161,6 +161,12 @@ static int run_dirs_left(const struct aj_config *cfg)
 	return left;
 }
 
+/* Leftovers counted after every case: run directories of this suite. */
+static int count_run_dirs(void)
+{
+	return run_dirs_left(&fixture.cfg);
+}
+
 static void no_run_directory_outlives_its_run(void **state)
 {
 	struct fixture *f = *state;
@@ -338,6 +344,7 @@ int main(void)
 		return 1;
 	fixture.tier = AJ_TIER_MICROVM;
 	fixture.session_cycles = 100;
+	fixture.count_leftovers = count_run_dirs;
 	/* Charts need matplotlib: the test image with the datascience
 	 * preset (make test builds it). */
 	snprintf(chart_dir, sizeof chart_dir, "%s-ds", image_dir);

@@ -14,7 +14,35 @@
 
 #define DEFAULT_STATE_DIR "/run/agentjail"
 
+/* Slot i's lock, taken without waiting: 0, -EBUSY when another holds it,
+ * or another -errno (err says why). dfd: the state directory. */
+static int slot_take(int dfd, const char *dir, const struct aj_config *cfg, uint32_t i,
+		     struct uid_slot *s, struct aj_error *err)
+{
+	char name[32];
+	snprintf(name, sizeof name, "slot-%u", i);
+	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return error_set(err, -errno, "uid slots: open %s/%s: %s", dir, name,
+				 errno_name(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -EBUSY;
+	}
+	s->slot = i;
+	s->uid = cfg->uid_base + i;
+	s->gid = cfg->uid_base + i;
+	s->lock_fd = fd;
+	return 0;
+}
+
 int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_error *err)
+{
+	return slot_acquire_nr(cfg, UINT32_MAX, s, err);
+}
+
+int slot_acquire_nr(const struct aj_config *cfg, uint32_t only, struct uid_slot *s,
+		    struct aj_error *err)
 {
 	const char *dir = cfg->state_dir ? cfg->state_dir : DEFAULT_STATE_DIR;
 
@@ -31,25 +59,13 @@ int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_erro
 				 "uid slots: %s must be a directory owned by uid %u and "
 				 "writable by no one else", dir, (unsigned)geteuid());
 	}
-	for (uint32_t i = 0; i < cfg->slots; i++) {
-		char name[32];
-		snprintf(name, sizeof name, "slot-%u", i);
-		int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			int e = errno;
+	for (uint32_t i = only == UINT32_MAX ? 0 : only; i < cfg->slots; i++) {
+		int rc = slot_take(dfd, dir, cfg, i, s, err);
+		if (rc != -EBUSY || only != UINT32_MAX) {
 			close(dfd);
-			return error_set(err, -e, "uid slots: open %s/%s: %s", dir, name,
-					 errno_name(e));
+			return rc == -EBUSY ? error_set(err, -EBUSY, "uid slots: slot %u is in use", i)
+					    : rc;
 		}
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			close(dfd);
-			s->slot = i;
-			s->uid = cfg->uid_base + i;
-			s->gid = cfg->uid_base + i;
-			s->lock_fd = fd;
-			return 0;
-		}
-		close(fd);
 	}
 	close(dfd);
 	return error_set(err, -EBUSY, "uid slots: all %u sandbox uids are in use", cfg->slots);

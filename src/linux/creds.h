@@ -20,6 +20,10 @@ struct uid_slot {
 	int lock_fd;
 };
 int slot_acquire(const struct aj_config *cfg, struct uid_slot *s, struct aj_error *err);
+/* Slot `only` and no other, without waiting: -EBUSY while another holds it.
+ * Holding it proves that nothing of that slot's last holder is running. */
+int slot_acquire_nr(const struct aj_config *cfg, uint32_t only, struct uid_slot *s,
+		    struct aj_error *err);
 void slot_release(struct uid_slot *s);
 
 /* In the child: become uid/gid with no supplementary groups and no

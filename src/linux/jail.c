@@ -154,6 +154,19 @@ __attribute__((noreturn)) static void inside_main(const struct plan *p)
 	int report = p->report_w;
 	int rc;
 
+	/* The OOM killer takes the program and what it forks, never init: an
+	 * init killed first ends the run as a sandbox failure instead of the
+	 * memory limit at work (init is a copy of the caller, whose resident
+	 * set can be large). Raising one's own score needs no privilege. */
+	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
+	if (adj >= 0)
+		close(adj);
+	if (arc) {
+		setup_fail(&e, -arc, "oom_score_adj");
+		report_setup_failed(report, &e);
+		_exit(127);
+	}
 	if ((rc = setup_fds(p, &report, &e)) ||
 	    /* RLIMIT_NPROC counts per uid: the run's own uid when root, and
 	     * per user namespace (kernel ucounts) otherwise, so one run's

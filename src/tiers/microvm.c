@@ -48,6 +48,7 @@
  *            a session opened on a thread that then exits loses its VM, and
  *            its next call closes it with the reason.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -414,6 +415,34 @@ out:
 	return rc;
 }
 
+/* Run directories whose maker died (a caller SIGKILLed with a run or a
+ * session in flight; its QEMU died with it): each belongs to a uid slot,
+ * and one whose slot's lock can be taken now has no holder left, so it is
+ * removed, under that lock. */
+static void sweep_run_dirs(const struct aj_config *cfg, const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "run-", 4))
+			continue;
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof path, "%.3000s/%.200s", base, de->d_name);
+		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid < cfg->uid_base ||
+		    st.st_uid - cfg->uid_base >= cfg->slots)
+			continue;
+		struct uid_slot slot = {.lock_fd = -1};
+		struct aj_error e = {0};
+		if (slot_acquire_nr(cfg, st.st_uid - cfg->uid_base, &slot, &e) == 0) {
+			vm_run_dir_remove(path);
+			slot_release(&slot);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
 static int microvm_open(const struct aj_config *cfg, void **state, struct aj_error *err)
 {
 	*state = NULL;
@@ -444,6 +473,7 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 	st->vm_mb = cfg->limits.memory_mb + VM_OVERHEAD_MB;
 	snprintf(st->run_base, sizeof st->run_base, "%.4000s-vm",
 		 cfg->state_dir ? cfg->state_dir : "/run/agentjail");
+	sweep_run_dirs(cfg, st->run_base);
 	/* The probe and the snapshot boot run jailed like any run: under a
 	 * slot's uid. */
 	struct uid_slot slot = {.lock_fd = -1};
