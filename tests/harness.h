@@ -195,7 +195,10 @@ static inline char *read_mountinfo(void)
 }
 
 /* The lines of one mount table missing from the other, each way, for a
- * failure message (a static buffer: tests run one at a time). */
+ * failure message (a static buffer: tests run one at a time); "" when the
+ * tables agree. The Docker Engine's own mounts (its containers' overlays,
+ * unmounted by the engine in its own time) are not a sandbox's: a tier's
+ * containers are counted by the docker tests themselves. */
 static inline const char *mountinfo_diff(const char *before, const char *after)
 {
 	static char out[4096];
@@ -209,7 +212,8 @@ static inline const char *mountinfo_diff(const char *before, const char *after)
 			char line[600];
 			snprintf(line, sizeof line, "\n%.*s\n", (int)(n < 580 ? n : 580), p);
 			/* Whole-line match: the table's first line has no '\n' before it. */
-			bool found = strstr(other, line + 1) == other || strstr(other, line);
+			bool found = strstr(other, line + 1) == other || strstr(other, line) ||
+				     strstr(line, " /var/lib/docker/") || strstr(line, " /run/docker/");
 			if (!found && used + n + 4 < sizeof out)
 				used += (size_t)snprintf(out + used, sizeof out - used, "%c %.*s\n",
 							 signs[t], (int)n, p);

@@ -550,9 +550,15 @@ static void label_oom(struct docker_session *ds, const struct call *k, double si
 	struct http_conn api;
 	struct aj_error e = {0};
 	bool oom = false;
-	if (http_connect(&api, ds->socket, DOCKER_CALL_MS, &e) == 0) {
-		docker_saw_oom(&api, ds->id, since, &oom, &e);
-		http_close(&api);
+	/* The engine logs the event a little after the kill: a SIGKILL that
+	 * none of ours sent is asked about a few times (this path only). */
+	for (int i = 0; i < 20 && !oom; i++) {
+		if (i)
+			usleep(100 * 1000);
+		if (http_connect(&api, ds->socket, DOCKER_CALL_MS, &e) == 0) {
+			docker_saw_oom(&api, ds->id, since - 1.0, &oom, &e);
+			http_close(&api);
+		}
 	}
 	if (oom) {
 		res->status = AJ_STATUS_MEMORY;
