@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define AGENTJAIL_VERSION "0.4.0"
+#define AGENTJAIL_VERSION "0.5.0"
 
 enum aj_tier {
 	AJ_TIER_PROCESS = 0,
@@ -242,6 +242,10 @@ void aj_session_close(struct aj_session *s);
  * precise reason in err ("network namespace: unshare: EPERM"). */
 int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);
 
+/* AGENTJAIL_VERSION of the library itself, for bindings that load it at
+ * run time and must know its structures are the ones they declare. */
+const char *aj_version(void);
+
 const char *aj_tier_name(enum aj_tier tier);
 int aj_tier_parse(const char *name, enum aj_tier *out);
 const char *aj_status_name(enum aj_status status);
@@ -249,6 +253,29 @@ const char *aj_status_name(enum aj_status status);
 /* One JSON object of the command-line contract (DESIGN.md), valid UTF-8,
  * malloc'ed; NULL on allocation failure. */
 char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier);
+
+/* ---- The run_python tool, worded once for every front end ----
+ *
+ * The MCP server and the language bindings give a model the same tool and
+ * the same words back. aj_tool_definition: the tool as an MCP Tool object
+ * (name, title, description with cfg's limits in it, inputSchema,
+ * outputSchema, annotations), its session form when session is true; JSON,
+ * malloc'ed, NULL on ENOMEM. cfg NULL: the defaults. */
+char *aj_tool_definition(const struct aj_config *cfg, bool session);
+/* A tool call's arguments (a JSON object) checked against the schema: 0
+ * with *code malloc'ed (NUL-terminated), or -EINVAL with err saying what
+ * does not fit, in words for the model. */
+int aj_tool_arguments(const char *args_json, size_t len, char **code, size_t *code_len,
+		      struct aj_error *err);
+/* The result as the text a model reads well: status, message, both
+ * streams labelled, the images' names. Malloc'ed, valid UTF-8. */
+char *aj_result_text(const struct aj_result *res);
+/* What a front end that opens a new session in place of a closed one
+ * (reason: aj_session_closed_reason) puts first in the next result's
+ * message. Malloc'ed; NULL on ENOMEM. */
+char *aj_session_replaced_note(const char *reason);
+/* Frees what the functions above and aj_result_to_json return. */
+void aj_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,14 @@ int code_check(const char *code, size_t len, struct aj_result *res);
 typedef struct json_t json_t;
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
 
+/* The run_python tool (tool.c): its definition as an MCP Tool object, the
+ * check of its arguments (0 with the code, or -1 with why), and the text a
+ * model reads back (malloc'ed, valid UTF-8). */
+#define AJ_TOOL_NAME "run_python"
+json_t *tool_definition_object(const struct aj_config *cfg, bool sessions);
+int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
+char *result_text(const struct aj_result *res, size_t *len);
+
 /* Result helpers. */
 void result_init(struct aj_result *res);
 void result_set_message(struct aj_result *res, const char *fmt, ...)

@@ -193,3 +193,8 @@ int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *er
 		return rc;
 	return tiers[tier]->check(&c, err);
 }
+
+const char *aj_version(void)
+{
+	return AGENTJAIL_VERSION;
+}

@@ -27,13 +27,7 @@ int mcp_session_enter(struct mcp_session *m, struct aj_session **s, char **note,
 	pthread_mutex_lock(&m->lock);
 	const char *reason = m->s ? aj_session_closed_reason(m->s) : NULL;
 	if (reason) {
-		/* The model built state it can no longer reach: say so before
-		 * it relies on a variable or a file that is gone. */
-		if (asprintf(note,
-			     "note: a new session was started, because the previous one closed (%s): "
-			     "its variables, imports and workspace files are gone.",
-			     reason) < 0)
-			*note = NULL;
+		*note = aj_session_replaced_note(reason);
 		fprintf(stderr, "agentjail mcp: session %s closed: %s\n", aj_session_id(m->s),
 			reason);
 		aj_session_close(m->s);

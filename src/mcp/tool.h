@@ -7,8 +7,9 @@
 #include <stdbool.h>
 
 #include "agentjail.h"
+#include "../core/internal.h"
 
-#define TOOL_NAME "run_python"
+#define TOOL_NAME AJ_TOOL_NAME
 
 enum tool_kind { TOOL_RUN_PYTHON = 0, TOOL_UPLOAD_FILE, TOOL_DOWNLOAD_FILE, TOOL_LIST_FILES };
 

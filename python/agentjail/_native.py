@@ -1,0 +1,151 @@
+"""The C library, loaded with cffi in ABI mode (no compiler needed).
+
+The declarations below are include/agentjail.h's, field for field; the
+layouts are checked against a compiled program in tests/test_abi.py, so a
+change to the header that is not made here fails the tests instead of
+reading the wrong bytes.
+
+Where the library is found, first match wins:
+  1. $AGENTJAIL_LIBRARY, a path to libagentjail.so
+  2. the copy installed inside this package (pip install ./python)
+  3. build/libagentjail.so of the source tree this package sits in
+  4. libagentjail.so.0 on the system's library path
+"""
+import os
+
+import cffi
+
+CDEF = """
+enum aj_tier { AJ_TIER_PROCESS = 0, AJ_TIER_CONTAINER, AJ_TIER_MICROVM, AJ_TIER_DOCKER,
+               AJ_TIER_COUNT };
+enum aj_status { AJ_STATUS_OK = 0, AJ_STATUS_ERROR, AJ_STATUS_TIMEOUT, AJ_STATUS_MEMORY,
+                 AJ_STATUS_OUTPUT_LIMIT, AJ_STATUS_KILLED, AJ_STATUS_SANDBOX_ERROR,
+                 AJ_STATUS_COUNT };
+struct aj_limits {
+    double wall_sec; uint32_t cpu_sec; uint32_t memory_mb; uint32_t pids;
+    uint32_t file_size_mb; uint32_t disk_mb; uint32_t output_kb; uint32_t open_files;
+};
+struct aj_session_limits {
+    double idle_sec; double lifetime_sec; uint32_t cpu_sec; uint32_t max_sessions;
+    uint32_t transfer_mb; uint32_t images; uint32_t image_kb;
+};
+struct aj_config {
+    enum aj_tier tier;
+    struct aj_limits limits;
+    const char *python;
+    uint32_t uid_base;
+    uint32_t slots;
+    const char *state_dir;
+    const char *image;
+    const char *cgroup_root;
+    const char *accel;
+    uint32_t vm_pool;
+    const char *docker_socket;
+    const char *docker_image;
+    struct aj_session_limits session;
+};
+struct aj_error { int code; char message[512]; };
+struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };
+struct aj_result {
+    enum aj_status status;
+    int exit_code;
+    bool has_exit_code;
+    int signal;
+    char *stdout_buf; size_t stdout_len; bool stdout_truncated;
+    char *stderr_buf; size_t stderr_len; bool stderr_truncated;
+    double wall_ms; double cpu_ms; uint64_t memory_kb;
+    char *message;
+    struct aj_image *images; size_t image_count; size_t images_dropped;
+};
+enum aj_file_type { AJ_FILE_REGULAR = 0, AJ_FILE_DIRECTORY, AJ_FILE_SYMLINK, AJ_FILE_OTHER };
+struct aj_file_info { char *name; enum aj_file_type type; uint64_t size; };
+struct aj_sandbox;
+struct aj_cancel;
+struct aj_session;
+
+void aj_config_init(struct aj_config *cfg);
+int aj_config_validate(const struct aj_config *cfg, struct aj_error *err);
+int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_error *err);
+int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res);
+void aj_close(struct aj_sandbox *sb);
+void aj_result_free(struct aj_result *res);
+int aj_cancel_new(struct aj_cancel **out);
+void aj_cancel_fire(struct aj_cancel *c);
+void aj_cancel_free(struct aj_cancel *c);
+int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
+                       struct aj_cancel *cancel, struct aj_result *res);
+int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct aj_error *err);
+int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
+                               struct aj_cancel *cancel, struct aj_result *res);
+int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
+                   struct aj_error *err);
+int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,
+                   struct aj_error *err);
+int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
+                    size_t *count, struct aj_error *err);
+void aj_file_list_free(struct aj_file_info *entries, size_t count);
+const char *aj_session_id(const struct aj_session *s);
+const char *aj_session_closed_reason(const struct aj_session *s);
+void aj_session_close(struct aj_session *s);
+int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);
+const char *aj_version(void);
+const char *aj_tier_name(enum aj_tier tier);
+int aj_tier_parse(const char *name, enum aj_tier *out);
+const char *aj_status_name(enum aj_status status);
+char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier);
+char *aj_tool_definition(const struct aj_config *cfg, bool session);
+int aj_tool_arguments(const char *args_json, size_t len, char **code, size_t *code_len,
+                      struct aj_error *err);
+char *aj_result_text(const struct aj_result *res);
+char *aj_session_replaced_note(const char *reason);
+void aj_free(void *p);
+"""
+
+# The library version these declarations were written from: a library of
+# another major.minor may lay its structures out differently.
+API_VERSION = "0.5"
+
+ffi = cffi.FFI()
+ffi.cdef(CDEF)
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    env = os.environ.get("AGENTJAIL_LIBRARY")
+    if env:
+        # An explicit choice is the only one: falling back would hide a typo.
+        return [env]
+    return [
+        os.path.join(_HERE, "_lib", "libagentjail.so.0"),
+        os.path.normpath(os.path.join(_HERE, "..", "..", "build", "libagentjail.so.0")),
+        "libagentjail.so.0",
+    ]
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (absent)")
+            continue
+        try:
+            return ffi.dlopen(path), path
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError(
+        "agentjail: libagentjail.so not found; build it with `make` in the agentjail "
+        "source tree, install the package with `pip install ./python`, or set "
+        "AGENTJAIL_LIBRARY to its path. Tried: " + "; ".join(tried))
+
+
+lib, LIBRARY_PATH = _load()
+
+try:
+    VERSION = ffi.string(lib.aj_version()).decode()
+except AttributeError:
+    VERSION = "older than 0.5"
+if VERSION.rsplit(".", 1)[0] != API_VERSION:
+    raise ImportError(
+        f"agentjail: {LIBRARY_PATH} is version {VERSION}; this package declares the "
+        f"structures of {API_VERSION}.x: rebuild the library or reinstall the package")

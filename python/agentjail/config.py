@@ -1,0 +1,100 @@
+"""Keyword arguments to a C struct aj_config, checked by the library itself
+(aj_config_validate) so that Python and C accept exactly the same values."""
+from ._native import ffi, lib
+from .errors import ConfigError
+
+TIERS = ("process", "container", "microvm", "docker")
+
+# keyword: (field of struct aj_config, type). Every limit the deployer sets;
+# the agent's code can change none of them.
+FIELDS = {
+    "timeout": ("limits.wall_sec", float),
+    "cpu_sec": ("limits.cpu_sec", int),
+    "memory_mb": ("limits.memory_mb", int),
+    "pids": ("limits.pids", int),
+    "file_size_mb": ("limits.file_size_mb", int),
+    "disk_mb": ("limits.disk_mb", int),
+    "output_kb": ("limits.output_kb", int),
+    "open_files": ("limits.open_files", int),
+    "uid_base": ("uid_base", int),
+    "slots": ("slots", int),
+    "vm_pool": ("vm_pool", int),
+    "session_idle_sec": ("session.idle_sec", float),
+    "session_lifetime_sec": ("session.lifetime_sec", float),
+    "session_cpu_sec": ("session.cpu_sec", int),
+    "max_sessions": ("session.max_sessions", int),
+    "transfer_mb": ("session.transfer_mb", int),
+    "max_images": ("session.images", int),
+    "image_kb": ("session.image_kb", int),
+    "python": ("python", str),
+    "state_dir": ("state_dir", str),
+    "image": ("image", str),
+    "cgroup_root": ("cgroup_root", str),
+    "accel": ("accel", str),
+    "docker_socket": ("docker_socket", str),
+    "docker_image": ("docker_image", str),
+}
+
+
+class Config:
+    """A validated struct aj_config and the strings it points into (kept
+    alive as long as it is)."""
+
+    def __init__(self, tier, options):
+        if not isinstance(tier, str) or tier not in TIERS:
+            raise ConfigError(f"tier: {tier!r} is not one of {', '.join(TIERS)}")
+        self.tier = tier
+        self.c = ffi.new("struct aj_config *")
+        lib.aj_config_init(self.c)
+        self.c.tier = TIERS.index(tier)
+        self._strings = []
+        for key, value in options.items():
+            if value is None:
+                continue  # the library's default
+            if key not in FIELDS:
+                raise TypeError(f"unexpected keyword argument {key!r}")
+            path, kind = FIELDS[key]
+            self._set(key, path, kind, value)
+        err = ffi.new("struct aj_error *")
+        if lib.aj_config_validate(self.c, err):
+            raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
+
+    def _set(self, key, path, kind, value):
+        if kind is str:
+            if not isinstance(value, (str, bytes)):
+                raise ConfigError(f"{key}: must be a string, not {type(value).__name__}")
+            b = value.encode() if isinstance(value, str) else value
+            if b"\0" in b:
+                raise ConfigError(f"{key}: contains a NUL byte")
+            value = ffi.new("char[]", b)
+            self._strings.append(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: must be a number, not {type(value).__name__}")
+        elif kind is int:
+            if value != int(value) or not 0 <= value <= 0xFFFFFFFF:
+                raise ConfigError(f"{key}: {value!r} is not a whole number from 0 to 4294967295")
+            value = int(value)
+        else:
+            value = float(value)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ConfigError(f"{key}: {value!r} is not a finite number")
+        obj = self.c
+        parts = path.split(".")
+        for p in parts[:-1]:
+            obj = getattr(obj, p)
+        setattr(obj, parts[-1], value)
+
+    def value(self, key):
+        obj = self.c
+        for p in FIELDS[key][0].split("."):
+            obj = getattr(obj, p)
+        if FIELDS[key][1] is str:
+            return ffi.string(obj).decode() if obj != ffi.NULL else None
+        return obj
+
+    def error_reason(self):
+        """`agentjail check`'s reason this tier cannot run, or None."""
+        err = ffi.new("struct aj_error *")
+        if lib.aj_check(self.c.tier, self.c, err):
+            return ffi.string(err.message).decode("utf-8", "replace")
+        return None

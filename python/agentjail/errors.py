@@ -1,0 +1,53 @@
+"""What the package raises. A program's own failure (an exception, a
+non-zero exit, a timeout, a limit) is never one of these: it is an
+Execution with a status. These are for the sandbox and the caller."""
+
+
+class AgentjailError(Exception):
+    """Base of every error the package raises."""
+
+
+class ConfigError(AgentjailError, ValueError):
+    """A limit or option out of range; the message names it and its range."""
+
+
+class SandboxUnavailable(AgentjailError):
+    """The tier cannot run here. `reason` is `agentjail check`'s reason
+    ("network namespace: unshare: EPERM"); `tier` the tier asked for."""
+
+    def __init__(self, tier, reason, message=None):
+        self.tier = tier
+        self.reason = reason
+        super().__init__(message or f"the {tier} tier cannot run here: {reason}")
+
+
+class SandboxError(AgentjailError):
+    """The sandbox itself failed during a run (status sandbox_error): never
+    the code's fault. `execution` holds the result, message included."""
+
+    def __init__(self, execution):
+        self.execution = execution
+        super().__init__(execution.message or "the sandbox failed")
+
+
+class InvalidCode(AgentjailError, ValueError):
+    """Code the sandbox refuses before starting anything: a NUL byte, or
+    more than the library accepts."""
+
+
+class SandboxClosed(AgentjailError, ValueError):
+    """The sandbox (or session) was closed; like I/O on a closed file."""
+
+
+class SessionClosed(SandboxClosed):
+    """The session ended (its idle timeout, its lifetime, its CPU budget, or
+    close()); `reason` says which. Its files and state are gone."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        super().__init__(f"the session is closed: {reason}")
+
+
+class FileTransferError(AgentjailError, OSError):
+    """A put, get or list refused or failed; `errno` says how (ENOENT,
+    EFBIG, EINVAL for a path outside the workspace...)."""

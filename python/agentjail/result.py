@@ -1,0 +1,186 @@
+"""Execution, Image and FileInfo: a run's result as Python values."""
+import enum
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from ._native import ffi, lib
+
+
+class Status(str, enum.Enum):
+    """How a run ended (DESIGN.md's contract). A str, so `== "ok"` works."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    OUTPUT_LIMIT = "output_limit"
+    KILLED = "killed"
+    SANDBOX_ERROR = "sandbox_error"
+
+    def __str__(self):
+        return self.value
+
+
+_STATUSES = [Status(ffi.string(lib.aj_status_name(i)).decode()) for i in range(lib.AJ_STATUS_COUNT)]
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a session's call produced: a matplotlib figure it left
+    open ("figure-1.png") or a new image under outputs/."""
+
+    name: str
+    mime: str
+    data: bytes
+
+    def __repr__(self):
+        return f"Image(name={self.name!r}, mime={self.mime!r}, {len(self.data)} bytes)"
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """An entry of a session's workspace directory."""
+
+    name: str
+    type: str  # "file", "directory", "symlink" or "other"
+    size: int
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a run printed and how it ended. Failures of the program are
+    here, as a status, never raised."""
+
+    status: Status
+    exit_code: Optional[int]
+    signal: Optional[int]
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    wall_ms: float
+    cpu_ms: float
+    memory_kb: int
+    message: Optional[str]
+    tier: str
+    images: List[Image] = field(default_factory=list)
+    images_dropped: int = 0
+
+    @property
+    def ok(self):
+        """True when the program exited 0."""
+        return self.status is Status.OK
+
+    @property
+    def stdout(self):
+        """stdout as text (invalid UTF-8 shown as U+FFFD)."""
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self):
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    def text(self):
+        """The result as the text a model reads well: the same words the
+        MCP server sends (the library's aj_result_text)."""
+        with _as_c_result(self) as res:
+            return _take_string(lib.aj_result_text(res))
+
+    def to_json(self):
+        """One JSON object of the command-line contract (`agentjail run
+        --json`), as a str."""
+        with _as_c_result(self) as res:
+            tier = ffi.new("enum aj_tier *")
+            if lib.aj_tier_parse(self.tier.encode(), tier):
+                tier[0] = 0
+            return _take_string(lib.aj_result_to_json(res, tier[0]))
+
+    def __repr__(self):
+        out = self.stdout
+        if len(out) > 60:
+            out = out[:57] + "..."
+        return (f"Execution(status={self.status.value!r}, exit_code={self.exit_code!r}, "
+                f"stdout={out!r}, wall_ms={self.wall_ms:.1f})")
+
+
+def _take_string(p):
+    if p == ffi.NULL:
+        raise MemoryError("agentjail: out of memory")
+    try:
+        return ffi.string(p).decode("utf-8", "replace")
+    finally:
+        lib.aj_free(p)
+
+
+class _as_c_result:
+    """A C aj_result borrowing an Execution's bytes, for the library's own
+    renderings of it; the buffers live as long as this object."""
+
+    def __init__(self, ex):
+        self._keep = []
+        res = ffi.new("struct aj_result *")
+        res.status = _STATUSES.index(ex.status)
+        res.has_exit_code = ex.exit_code is not None
+        res.exit_code = ex.exit_code or 0
+        res.signal = ex.signal or 0
+        res.stdout_buf = self._buf(ex.stdout_bytes)
+        res.stdout_len = len(ex.stdout_bytes)
+        res.stdout_truncated = ex.stdout_truncated
+        res.stderr_buf = self._buf(ex.stderr_bytes)
+        res.stderr_len = len(ex.stderr_bytes)
+        res.stderr_truncated = ex.stderr_truncated
+        res.wall_ms = ex.wall_ms
+        res.cpu_ms = ex.cpu_ms
+        res.memory_kb = ex.memory_kb
+        res.message = self._buf(ex.message.encode()) if ex.message is not None else ffi.NULL
+        if ex.images:
+            ims = ffi.new("struct aj_image[]", len(ex.images))
+            self._keep.append(ims)
+            for i, im in enumerate(ex.images):
+                ims[i].name = self._buf(im.name.encode())
+                ims[i].mime = self._buf(im.mime.encode())
+                ims[i].data = ffi.cast("unsigned char *", self._buf(im.data))
+                ims[i].len = len(im.data)
+            res.images = ims
+        res.image_count = len(ex.images)
+        res.images_dropped = ex.images_dropped
+        self.res = res
+
+    def _buf(self, b):
+        c = ffi.new("char[]", b)  # NUL-terminated past len, as the library's own
+        self._keep.append(c)
+        return c
+
+    def __enter__(self):
+        return self.res
+
+    def __exit__(self, *exc):
+        self._keep.clear()
+        return False
+
+
+def execution_from_c(res, tier):
+    """Copies a filled C aj_result into an Execution (the caller frees it)."""
+    images = []
+    for i in range(res.image_count):
+        im = res.images[i]
+        images.append(Image(ffi.string(im.name).decode("utf-8", "replace"),
+                            ffi.string(im.mime).decode("utf-8", "replace"),
+                            ffi.unpack(ffi.cast("char *", im.data), im.len)))
+    return Execution(
+        status=_STATUSES[res.status],
+        exit_code=res.exit_code if res.has_exit_code else None,
+        signal=res.signal or None,
+        stdout_bytes=ffi.unpack(res.stdout_buf, res.stdout_len) if res.stdout_buf else b"",
+        stderr_bytes=ffi.unpack(res.stderr_buf, res.stderr_len) if res.stderr_buf else b"",
+        stdout_truncated=bool(res.stdout_truncated),
+        stderr_truncated=bool(res.stderr_truncated),
+        wall_ms=res.wall_ms,
+        cpu_ms=res.cpu_ms,
+        memory_kb=res.memory_kb,
+        message=(ffi.string(res.message).decode("utf-8", "replace")
+                 if res.message != ffi.NULL else None),
+        tier=tier,
+        images=images,
+        images_dropped=res.images_dropped,
+    )

@@ -1,0 +1,185 @@
+"""Sandbox: run(code) -> Execution, the shape agent builders already write.
+
+    with Sandbox(tier="container", timeout=5) as sb:
+        ex = sb.run("print(6 * 7)")
+        ex.stdout, ex.status, ex.exit_code
+
+Each run is a fresh sandbox of the tier; nothing persists between runs (for
+that, sandbox.session()). One Sandbox may run from many threads at once,
+each run isolated from the others; the GIL is released while a run is in
+progress."""
+from ._calls import Calls, blocking
+from ._native import ffi, lib
+from .config import Config
+from .errors import InvalidCode, SandboxError, SandboxUnavailable
+from .result import Status, execution_from_c
+
+
+def code_bytes(code):
+    if isinstance(code, str):
+        try:
+            return code.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidCode(f"code: not encodable as UTF-8 ({e.reason} at {e.start})") from None
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    raise TypeError(f"code must be str or bytes, not {type(code).__name__}")
+
+
+def check_deadline(timeout, configured):
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout: {timeout!r} is not a positive number of seconds")
+    # The sandbox's own wall clock stops the run at the configured limit;
+    # a longer deadline could only be a mistake, never a wider limit.
+    return float(timeout) if timeout < configured else None
+
+
+def finish(call, res, tier, deadline):
+    """The C result as an Execution (res freed), with the caller's deadline
+    named when it was what stopped the run."""
+    try:
+        ex = execution_from_c(res, tier)
+    finally:
+        lib.aj_result_free(res)
+    if call.by_deadline and ex.status is Status.KILLED:
+        ex = _replace(ex, status=Status.TIMEOUT,
+                      message=f"the call's timeout of {deadline:g} s passed; the run was stopped")
+    if ex.status is Status.SANDBOX_ERROR:
+        if ex.message and ex.message.startswith("code:"):
+            raise InvalidCode(ex.message)
+        raise SandboxError(ex)
+    return ex
+
+
+def _replace(ex, **kw):
+    import dataclasses
+    return dataclasses.replace(ex, **kw)
+
+
+class Sandbox:
+    """A sandbox of one tier with the deployer's limits.
+
+    tier: "process", "container", "microvm" or "docker".
+    timeout (wall-clock seconds, 10), cpu_sec (10), memory_mb (256), pids
+    (64), file_size_mb (16), disk_mb (64), output_kb (1024 per stream),
+    open_files (256); image (container/microvm/docker: a name under
+    $AGENTJAIL_IMAGES or /var/lib/agentjail/images, or a path); accel
+    (microvm: "kvm", "tcg", or None to probe); vm_pool; docker_socket,
+    docker_image; uid_base, slots, state_dir, cgroup_root, python; and the
+    session limits session_idle_sec, session_lifetime_sec, session_cpu_sec,
+    max_sessions, transfer_mb, max_images, image_kb. None means the
+    library's default.
+
+    Raises ConfigError for a value out of range and SandboxUnavailable
+    when the tier cannot run here (with `agentjail check`'s reason)."""
+
+    tier_name = None  # the aliases fix it
+
+    def __init__(self, tier=None, **options):
+        tier = tier or self.tier_name or "process"
+        if self.tier_name and tier != self.tier_name:
+            raise TypeError(f"{type(self).__name__} is the {self.tier_name} tier, not {tier!r}")
+        self._config = Config(tier, options)
+        self._calls = Calls("sandbox")
+        self._sb = ffi.NULL
+        out = ffi.new("struct aj_sandbox **")
+        err = ffi.new("struct aj_error *")
+        if lib.aj_open(self._config.c, out, err):
+            message = ffi.string(err.message).decode("utf-8", "replace")
+            reason = self._config.error_reason() or message
+            raise SandboxUnavailable(tier, reason,
+                                     f"the {tier} tier cannot start: {message}"
+                                     + ("" if reason == message else f" (check: {reason})"))
+        self._sb = out[0]
+
+    @property
+    def tier(self):
+        return self._config.tier
+
+    @property
+    def timeout(self):
+        return self._config.c.limits.wall_sec
+
+    def limit(self, name):
+        """A configured value by its keyword ("memory_mb")."""
+        return self._config.value(name)
+
+    def run(self, code, timeout=None):
+        """Runs code (str or bytes) in a fresh sandbox and returns its
+        Execution. timeout: a deadline of this call's own, shorter than the
+        sandbox's; reaching it stops the run with status timeout."""
+        data = code_bytes(code)
+        deadline = check_deadline(timeout, self.timeout)
+        call = self._calls.begin(deadline)
+        try:
+            res = ffi.new("struct aj_result *")
+            blocking(call, lib.aj_run_cancellable, self._sb, data, len(data), call.token, res)
+            return finish(call, res, self.tier, deadline)
+        finally:
+            self._calls.end(call)
+
+    def cancel(self):
+        """Stops every run in progress on this sandbox (from any thread):
+        each ends with status killed, "cancelled by the caller". Returns how
+        many were stopped; later runs are not affected."""
+        return self._calls.cancel()
+
+    def session(self):
+        """A session of this sandbox's tier and limits: an interpreter that
+        keeps its state, files and imports across calls."""
+        from .session import Session
+        return Session(self._config)
+
+    def tool(self, session=False):
+        """The run_python tool for a model (see agentjail.tools)."""
+        from .tools import RunPythonTool
+        return RunPythonTool(self, session=session)
+
+    def close(self):
+        """Stops runs in progress, waits for them, and frees the sandbox.
+        Idempotent; later runs raise SandboxClosed."""
+        if self._calls.close() and self._sb != ffi.NULL:
+            lib.aj_close(self._sb)
+            self._sb = ffi.NULL
+
+    @property
+    def closed(self):
+        return self._calls.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        # A sandbox dropped without close(): free it, once no run holds it.
+        if getattr(self, "_calls", None) is not None and getattr(self, "_sb", ffi.NULL) != ffi.NULL:
+            self.close()
+
+    def __repr__(self):
+        state = "closed" if self.closed else "open"
+        return f"<{type(self).__name__} tier={self.tier} timeout={self.timeout:g}s {state}>"
+
+
+class ProcessSandbox(Sandbox):
+    """A restricted subprocess: rlimits, namespaces, no network."""
+    tier_name = "process"
+
+
+class ContainerSandbox(Sandbox):
+    """Namespaces, a read-only image root, cgroup limits, seccomp."""
+    tier_name = "container"
+
+
+class MicrovmSandbox(Sandbox):
+    """Its own kernel in a QEMU microVM (KVM where it works, else TCG)."""
+    tier_name = "microvm"
+
+
+class DockerSandbox(Sandbox):
+    """A Docker Engine container with hardened settings."""
+    tier_name = "docker"

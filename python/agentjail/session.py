@@ -1,0 +1,156 @@
+"""Session: one sandbox that lives across calls, as a notebook's kernel.
+
+    with Sandbox(tier="container", image="datascience").session() as s:
+        s.put_file("data.csv", csv_bytes)
+        s.run("import pandas as pd; df = pd.read_csv('data.csv')")
+        ex = s.run("df.plot(); df.describe()")
+        ex.images[0].data          # the chart, PNG bytes
+
+Globals, imports and workspace files persist; each call gets the per-call
+limits, the session as a whole its memory, pids and disk. A call that ends
+the interpreter loses its state (files stay) and the next call's message
+says so. The session closes on close(), its idle timeout or its lifetime;
+calls then raise SessionClosed with the reason."""
+from ._calls import Calls, blocking
+from ._native import ffi, lib
+from .errors import FileTransferError, SandboxUnavailable, SessionClosed
+from .result import FileInfo
+from .sandbox import check_deadline, code_bytes, finish
+
+_TYPES = {lib.AJ_FILE_REGULAR: "file", lib.AJ_FILE_DIRECTORY: "directory",
+          lib.AJ_FILE_SYMLINK: "symlink", lib.AJ_FILE_OTHER: "other"}
+_ESHUTDOWN = 108
+
+
+def _path_bytes(path):
+    if isinstance(path, bytes):
+        return path
+    if isinstance(path, str):
+        return path.encode("utf-8", "surrogateescape")
+    import os
+    return os.fsencode(path)
+
+
+class Session:
+    def __init__(self, config):
+        self._config = config
+        self._calls = Calls("session")
+        self._s = ffi.NULL
+        out = ffi.new("struct aj_session **")
+        err = ffi.new("struct aj_error *")
+        if lib.aj_session_open(config.c, out, err):
+            message = ffi.string(err.message).decode("utf-8", "replace")
+            reason = config.error_reason() or message
+            raise SandboxUnavailable(config.tier, reason,
+                                     f"a {config.tier} session cannot start: {message}")
+        self._s = out[0]
+        self.id = ffi.string(lib.aj_session_id(self._s)).decode()
+
+    @property
+    def tier(self):
+        return self._config.tier
+
+    @property
+    def closed_reason(self):
+        """None while the session is open; else why it closed."""
+        if self._s == ffi.NULL:
+            return "closed by the caller"
+        r = lib.aj_session_closed_reason(self._s)
+        return ffi.string(r).decode("utf-8", "replace") if r != ffi.NULL else None
+
+    def _check_open(self, rc, err_message=None):
+        if rc == -_ESHUTDOWN:
+            raise SessionClosed(self.closed_reason or err_message or "closed")
+
+    def run(self, code, timeout=None):
+        """Runs code in the session and returns its Execution, with the
+        images it made (figures left open, new images under outputs/)."""
+        data = code_bytes(code)
+        deadline = check_deadline(timeout, self._config.c.limits.wall_sec)
+        call = self._calls.begin(deadline)
+        try:
+            res = ffi.new("struct aj_result *")
+            rc = blocking(call, lib.aj_session_run_cancellable, self._s, data, len(data),
+                          call.token, res)
+            if rc == -_ESHUTDOWN:
+                lib.aj_result_free(res)
+                self._check_open(rc)
+            return finish(call, res, self.tier, deadline)
+        finally:
+            self._calls.end(call)
+
+    def _file_call(self, fn, *args):
+        err = ffi.new("struct aj_error *")
+        call = self._calls.begin()
+        try:
+            rc = blocking(call, fn, self._s, *args, err)
+        finally:
+            self._calls.end(call)
+        if rc:
+            message = ffi.string(err.message).decode("utf-8", "replace")
+            self._check_open(rc, message)
+            raise FileTransferError(-rc, message)
+
+    def put_file(self, path, data):
+        """Writes a workspace file (created or replaced, atomically; its
+        directories made). data: bytes, or str (written as UTF-8)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        data = bytes(data)
+        self._file_call(lib.aj_session_put, _path_bytes(path), data, len(data))
+
+    def get_file(self, path):
+        """The bytes of a workspace file."""
+        pdata = ffi.new("void **")
+        plen = ffi.new("size_t *")
+        self._file_call(lib.aj_session_get, _path_bytes(path), pdata, plen)
+        try:
+            return ffi.unpack(ffi.cast("char *", pdata[0]), plen[0])
+        finally:
+            lib.aj_free(pdata[0])
+
+    def list_files(self, directory=""):
+        """The entries of a workspace directory ("" for the workspace)."""
+        pentries = ffi.new("struct aj_file_info **")
+        pcount = ffi.new("size_t *")
+        self._file_call(lib.aj_session_list, _path_bytes(directory), pentries, pcount)
+        try:
+            return [FileInfo(ffi.string(e.name).decode("utf-8", "replace"),
+                             _TYPES.get(e.type, "other"), e.size)
+                    for e in (pentries[0][i] for i in range(pcount[0]))]
+        finally:
+            lib.aj_file_list_free(pentries[0], pcount[0])
+
+    def cancel(self):
+        """Stops the call in progress (its interpreter, and so its state;
+        files stay). Returns how many calls were stopped."""
+        return self._calls.cancel()
+
+    def tool(self):
+        """The run_python tool bound to this session (see agentjail.tools)."""
+        from .tools import RunPythonTool
+        return RunPythonTool(self, session=True)
+
+    def close(self):
+        """Destroys the session's sandbox, stopping a call in progress."""
+        if self._calls.close() and self._s != ffi.NULL:
+            lib.aj_session_close(self._s)
+            self._s = ffi.NULL
+
+    @property
+    def closed(self):
+        return self._calls.closed or self.closed_reason is not None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        if getattr(self, "_calls", None) is not None and getattr(self, "_s", ffi.NULL) != ffi.NULL:
+            self.close()
+
+    def __repr__(self):
+        return f"<Session {self.id} tier={self.tier}{' closed' if self.closed else ''}>"
