@@ -7,6 +7,10 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CFLAGS ?= -O2 -g
+# The Python of the binding's tests and bench: Debian's, which has the
+# python3-cffi and python3-pytest that install-deps.sh installs (a python3
+# earlier on PATH, pyenv's say, would not see them).
+PYTHON ?= /usr/bin/python3
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
@@ -132,7 +136,7 @@ test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs python/tests
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s),
@@ -185,6 +189,14 @@ $(B)/bench-session: bench/session.c src/cli/measure.h $(B)/libagentjail.a
 bench-session: all $(B)/bench-session
 	@$(B)/agentjail image build --preset datascience >/dev/null
 	@$(B)/bench-session
+
+# What the Python binding (python/) adds to a process-tier run of print(1),
+# against the same library calls made from C (bench/binding.c).
+$(B)/bench-binding-c: bench/binding.c src/cli/measure.h $(B)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(B)/libagentjail.a $(PKG_LIBS) -lpthread
+
+bench-python: all $(B)/bench-binding-c
+	@$(PYTHON) bench/binding.py
 
 clean:
 	rm -rf $(B)

@@ -5,8 +5,10 @@
 #   install-deps.sh bench    and the peers the benchmark measures beside us
 set -eu
 # python3-matplotlib, -numpy, -pandas: the host-copied test image and the
-# process tier make charts in session tests with them.
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas debootstrap qemu-system-x86 lz4 cpio binutils docker.io"
+# process tier make charts in session tests with them. python3-cffi: the
+# Python package's binding; python3-pytest its tests; python3-pip, -venv,
+# -setuptools, -wheel: the test that installs it with pip, offline.
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-venv python3-setuptools python3-wheel debootstrap qemu-system-x86 lz4 cpio binutils docker.io"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Runs each test program given, in order, and ends with one summary line.
-# A test program is a cmocka runner, or a .mjs file for node's test runner;
-# this only adds the totals and makes a crashed program count as a failure.
+# A test program is a cmocka runner, a .mjs file for node's test runner, or
+# a directory of pytest tests (run with $PYTHON, Debian's python3 by
+# default); this only adds the totals and makes a crashed program count as
+# a failure.
 set -u
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -17,6 +19,18 @@ for t in "$@"; do
 		printf '%s\n' "$out"
 		n=$(printf '%s\n' "$out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -n 1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -n 1)
+		;;
+	*/tests)
+		# pytest's summary: "== 3 failed, 97 passed in 60.1s ==".
+		out=$("${PYTHON:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider "$t" 2>&1)
+		rc=$?
+		printf '%s\n' "$out"
+		summary=$(printf '%s\n' "$out" | tail -n 1)
+		n=$(printf '%s\n' "$summary" | grep -o '[0-9]* passed' | cut -d' ' -f1)
+		f=$(printf '%s\n' "$summary" | grep -o '[0-9]* failed' | cut -d' ' -f1)
+		e=$(printf '%s\n' "$summary" | grep -o '[0-9]* error' | cut -d' ' -f1)
+		f=$(( ${f:-0} + ${e:-0} ))
+		[ "$f" -eq 0 ] && f=""
 		;;
 	*)
 		out=$("$t" 2>&1)

@@ -11,7 +11,7 @@ progress."""
 from ._calls import Calls, blocking
 from ._native import ffi, lib
 from .config import Config
-from .errors import InvalidCode, SandboxError, SandboxUnavailable
+from .errors import InvalidCode, SandboxClosed, SandboxError, SandboxUnavailable
 from .result import Status, execution_from_c
 
 
@@ -82,7 +82,7 @@ class Sandbox:
         if self.tier_name and tier != self.tier_name:
             raise TypeError(f"{type(self).__name__} is the {self.tier_name} tier, not {tier!r}")
         self._config = Config(tier, options)
-        self._calls = Calls("sandbox")
+        self._calls = Calls(lambda: SandboxClosed("agentjail: the sandbox is closed"))
         self._sb = ffi.NULL
         out = ffi.new("struct aj_sandbox **")
         err = ffi.new("struct aj_error *")
@@ -130,6 +130,8 @@ class Sandbox:
         """A session of this sandbox's tier and limits: an interpreter that
         keeps its state, files and imports across calls."""
         from .session import Session
+        if self.closed:
+            raise SandboxClosed("agentjail: the sandbox is closed")
         return Session(self._config)
 
     def tool(self, session=False):

@@ -34,7 +34,7 @@ def _path_bytes(path):
 class Session:
     def __init__(self, config):
         self._config = config
-        self._calls = Calls("session")
+        self._calls = Calls(lambda: SessionClosed("closed by the caller"))
         self._s = ffi.NULL
         out = ffi.new("struct aj_session **")
         err = ffi.new("struct aj_error *")

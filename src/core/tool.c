@@ -169,7 +169,11 @@ int aj_tool_arguments(const char *args_json, size_t len, char **code, size_t *co
 	*code = NULL;
 	*code_len = 0;
 	json_error_t jerr;
-	json_t *args = args_json ? json_loadb(args_json, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	/* JSON_ALLOW_NUL: a NUL in the code reaches the run's own check, which
+	 * tells the model at which offset it is. */
+	json_t *args = args_json ? json_loadb(args_json, len,
+					      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr)
+				 : NULL;
 	if (!args)
 		return error_set(err, -EINVAL,
 				 "Invalid arguments for " AJ_TOOL_NAME ": not a JSON object (%s)",

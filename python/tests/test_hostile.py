@@ -1,0 +1,136 @@
+"""The seed article's six hostile programs, through the binding, on every
+tier: the same programs and expectations as tests/hostile.h's first six,
+and the host checked afterwards (a token not printed, a listener that
+accepted nothing; conftest: no process, mount or cgroup left)."""
+import os
+import secrets
+import socket
+import tempfile
+
+import pytest
+
+from agentjail import Status
+from conftest import TIERS
+
+
+@pytest.fixture(params=TIERS)
+def tier(request):
+    return request.param
+
+
+def test_cpu_loop(sandbox_for, tier):
+    ex = sandbox_for(tier, cpu_sec=1).run("while True:\n    pass\n")
+    assert ex.status is Status.TIMEOUT and ex.exit_code is None
+    assert "CPU" in ex.message or "wall-clock" in ex.message
+
+
+def test_memory_512mb(sandbox_for, tier):
+    ex = sandbox_for(tier).run("b = bytearray(512 * 1024 * 1024)\n"
+                               "for i in range(0, len(b), 4096):\n    b[i] = 1\n"
+                               "print('allocated', len(b))\n")
+    assert ex.status is Status.MEMORY
+    assert "allocated" not in ex.stdout and "memory" in ex.message
+
+
+def test_fork_bomb(sandbox_for, tier):
+    sb = sandbox_for(tier)
+    # Every child forks on too; each process forks at most 100 times.
+    ex = sb.run("import os, time\n"
+                "MAIN = os.getpid()\n"
+                "made = 0\n"
+                "for i in range(100):\n"
+                "    try:\n"
+                "        pid = os.fork()\n"
+                "    except OSError:\n"
+                "        break\n"
+                "    if pid == 0:\n"
+                "        continue\n"
+                "    made += 1\n"
+                "if os.getpid() != MAIN:\n"
+                "    time.sleep(1)\n"
+                "    os._exit(0)\n"
+                "print('made', made, flush=True)\n")
+    assert ex.status is not Status.SANDBOX_ERROR
+    made = int(ex.stdout.split("made ")[1]) if "made " in ex.stdout else -1
+    # The first process alone can never fork past the pids limit.
+    assert 0 <= made < sb.limit("pids")
+
+
+def test_disk_fill(sandbox_for, tier):
+    # The disk limit, not the file-size limit, must stop it.
+    sb = sandbox_for(tier, file_size_mb=4096)
+    ex = sb.run("import errno\n"
+                "total = 0\n"
+                "try:\n"
+                "    with open('fill', 'wb') as fh:\n"
+                "        for i in range(4096):\n"
+                "            fh.write(b'x' * 1048576)\n"
+                "            total += 1\n"
+                "except OSError as e:\n"
+                "    print('stopped', total, errno.errorcode[e.errno])\n")
+    assert ex.status is Status.OK
+    words = ex.stdout.split()
+    assert words[0] == "stopped" and words[2] == "ENOSPC"
+    assert int(words[1]) <= sb.limit("disk_mb")
+
+
+def test_read_secrets(sandbox_for, tier):
+    token = secrets.token_hex(16)
+    os.makedirs("/var/lib", exist_ok=True)
+    # A caller's 0600 file in a 0700 directory, as ~/.ssh/id_rsa is, and
+    # the caller's environment holding the token, as an API key would.
+    with tempfile.TemporaryDirectory(prefix="agentjail-pytest-", dir="/var/lib") as d:
+        os.chmod(d, 0o700)
+        path = os.path.join(d, "secret")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, token.encode())
+        os.close(fd)
+        os.environ["AJ_TEST_API_KEY"] = token
+        try:
+            ex = sandbox_for(tier).run(
+                "import os\n"
+                "print(dict(os.environ))\n"
+                f"for p in [{path!r}, '/proc/1/environ', '/etc/shadow', "
+                "'/root/.bash_history']:\n"
+                "    try:\n"
+                "        print(p, open(p).read())\n"
+                "    except OSError as e:\n"
+                "        print(p, type(e).__name__)\n")
+        finally:
+            del os.environ["AJ_TEST_API_KEY"]
+    assert ex.status is Status.OK
+    assert path in ex.stdout  # it really tried the file, and got nothing
+    assert token not in ex.stdout and token not in ex.stderr
+    assert "AJ_TEST_API_KEY" not in ex.stdout
+
+
+def test_network(sandbox_for, tier):
+    token = secrets.token_hex(8)
+    # A listener of the test's own on loopback: the program must not reach
+    # it, nor anything else.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ls:
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(8)
+        ls.setblocking(False)
+        port = ls.getsockname()[1]
+        ex = sandbox_for(tier).run(
+            "import socket\n"
+            "for host in ['127.0.0.1', 'localhost']:\n"
+            "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+            "    s.settimeout(2)\n"
+            "    try:\n"
+            f"        s.connect((host, {port}))\n"
+            f"        s.sendall(b'{token}')\n"
+            "        print('CONNECTED', host)\n"
+            "    except OSError as e:\n"
+            "        print('blocked', host, e)\n"
+            "try:\n"
+            "    socket.getaddrinfo('deb.debian.org', 80)\n"
+            "    print('RESOLVED')\n"
+            "except OSError as e:\n"
+            "    print('no dns', e)\n")
+        with pytest.raises(BlockingIOError):
+            ls.accept()
+    assert ex.status is Status.OK
+    assert "CONNECTED" not in ex.stdout and "RESOLVED" not in ex.stdout
+    assert "blocked 127.0.0.1" in ex.stdout

@@ -1,0 +1,187 @@
+"""Sandbox.run through the binding: every field of Execution, every status,
+the typed errors, and the library's own renderings of a result."""
+import json
+import os
+import signal
+
+import pytest
+
+import agentjail
+from agentjail import (ConfigError, InvalidCode, SandboxClosed, SandboxError,
+                       SandboxUnavailable, Status)
+from conftest import tier_options
+
+
+def test_every_field_of_a_clean_run(sb):
+    ex = sb.run("import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
+    assert ex.status is Status.OK and ex.status == "ok" and ex.ok
+    assert ex.exit_code == 0 and ex.signal is None
+    assert ex.stdout == "out\n" and ex.stdout_bytes == b"out\n"
+    assert ex.stderr == "err\n" and ex.stderr_bytes == b"err\n"
+    assert ex.stdout_truncated is False and ex.stderr_truncated is False
+    assert ex.wall_ms > 0 and ex.cpu_ms >= 0 and ex.memory_kb > 0
+    assert ex.message is None
+    assert ex.tier == "process"
+    assert ex.images == [] and ex.images_dropped == 0
+
+
+def test_error_exit_code_and_exception(sb):
+    ex = sb.run("import sys\nsys.exit(3)\n")
+    assert (ex.status, ex.exit_code, ex.ok) == (Status.ERROR, 3, False)
+    ex = sb.run("1 / 0\n")
+    assert ex.status is Status.ERROR and ex.exit_code == 1
+    assert "ZeroDivisionError" in ex.stderr
+
+
+def test_cpu_timeout(sandbox_for):
+    ex = sandbox_for("process", cpu_sec=1).run("while True:\n    pass\n")
+    assert ex.status is Status.TIMEOUT and ex.exit_code is None
+    assert "CPU" in ex.message or "wall-clock" in ex.message
+
+
+def test_wall_clock_timeout(sandbox_for):
+    ex = sandbox_for("process", timeout=1).run("import time\ntime.sleep(30)\n")
+    assert ex.status is Status.TIMEOUT
+    assert "wall-clock limit of 1 s" in ex.message
+
+
+def test_the_calls_own_timeout(sb):
+    ex = sb.run("import time\ntime.sleep(30)\n", timeout=0.5)
+    assert ex.status is Status.TIMEOUT
+    assert "call's timeout of 0.5 s" in ex.message
+    # A deadline past the sandbox's own changes nothing; a bad one is refused.
+    assert sb.run("print(1)", timeout=999).ok
+    for bad in (0, -1, "1", True):
+        with pytest.raises(ValueError):
+            sb.run("print(1)", timeout=bad)
+
+
+def test_memory_limit(sb):
+    ex = sb.run("b = bytearray(512 * 1024 * 1024)\nprint('allocated')\n")
+    assert ex.status is Status.MEMORY
+    assert "allocated" not in ex.stdout and "memory" in ex.message
+
+
+def test_output_limit(sandbox_for):
+    ex = sandbox_for("process", output_kb=16).run("print('x' * 100000)\n")
+    assert ex.status is Status.OUTPUT_LIMIT and ex.stdout_truncated
+    assert len(ex.stdout_bytes) <= 16 * 1024
+    assert "16 KiB" in ex.message
+
+
+def test_killed_by_a_signal(sb):
+    ex = sb.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert ex.status is Status.KILLED
+    assert ex.signal == signal.SIGSEGV and ex.exit_code is None
+
+
+def test_a_failed_sandbox_raises_with_the_result(sandbox_for):
+    # Slot locks in a directory that cannot be made: the sandbox, not the
+    # code, fails, at run time.
+    sb = sandbox_for("process", state_dir="/proc/no-such-dir")
+    with pytest.raises(SandboxError) as e:
+        sb.run("print(1)")
+    assert e.value.execution.status is Status.SANDBOX_ERROR
+    assert e.value.execution.message == "uid slots: mkdir /proc/no-such-dir: ENOENT"
+    assert str(e.value) == e.value.execution.message
+
+
+def test_an_interpreter_that_is_not_there_is_refused_at_open():
+    with pytest.raises(SandboxUnavailable, match="python: /nonexistent/python3: ENOENT"):
+        agentjail.Sandbox(tier="process", python="/nonexistent/python3")
+
+
+def test_refused_code(sb):
+    with pytest.raises(InvalidCode, match="NUL byte at offset 5"):
+        sb.run("print\0(1)")
+    with pytest.raises(InvalidCode, match="more than"):
+        sb.run(b"#" * (5 << 20))
+    with pytest.raises(InvalidCode, match="UTF-8"):
+        sb.run("print('\udc80')")
+    with pytest.raises(TypeError):
+        sb.run(42)
+    assert sb.run(b"print('bytes ok')").stdout == "bytes ok\n"
+
+
+def test_invalid_utf8_output_is_kept_raw(sb):
+    ex = sb.run("import sys\nsys.stdout.buffer.write(b'a\\xffb')\n")
+    assert ex.stdout_bytes == b"a\xffb"
+    assert ex.stdout == "a\ufffdb"
+
+
+def test_text_and_json_are_the_librarys(sb):
+    ex = sb.run("import sys\nprint('hi')\nsys.exit(2)\n")
+    text = ex.text()
+    assert text.startswith("status: error (exit code 2)\n--- stdout ---\nhi\n")
+    assert "--- stderr ---\n(empty)" in text
+    j = json.loads(ex.to_json())
+    assert j["status"] == "error" and j["exit_code"] == 2 and j["stdout"] == "hi\n"
+    assert j["tier"] == "process" and j["signal"] is None
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(memory_mb=0), "memory"),
+    (dict(timeout=0), "timeout: 0 is out of range"),
+    (dict(pids=10**10), "pids"),
+    (dict(timeout=True), "timeout"),
+    (dict(memory_mb=1.5), "memory_mb"),
+    (dict(image="a\0b"), "NUL"),
+    (dict(timeout=float("nan")), "finite"),
+])
+def test_bad_limits_are_named(kw, words):
+    with pytest.raises(ConfigError, match=words):
+        agentjail.Sandbox(tier="process", **kw)
+
+
+def test_bad_tier_and_unknown_option():
+    with pytest.raises(ConfigError, match="not one of process, container"):
+        agentjail.Sandbox(tier="vm")
+    with pytest.raises(TypeError, match="memory"):
+        agentjail.Sandbox(tier="process", memory=256)
+    with pytest.raises(TypeError):
+        agentjail.ProcessSandbox(tier="docker")
+
+
+def test_unavailable_tier_says_why_as_check_does():
+    opts = tier_options("container", image="/nonexistent/image")
+    with pytest.raises(SandboxUnavailable) as e:
+        agentjail.Sandbox(tier="container", **opts)
+    assert e.value.tier == "container"
+    assert "image" in e.value.reason
+    assert e.value.reason == agentjail.check("container", **opts)["container"]
+    assert agentjail.check("process")["process"] is None
+
+
+def test_aliases():
+    for cls, tier in [(agentjail.ProcessSandbox, "process"),
+                      (agentjail.ContainerSandbox, "container")]:
+        with cls(**tier_options(tier)) as s:
+            assert s.tier == tier
+            assert s.run("print(7)").stdout == "7\n"
+
+
+def test_closed_sandbox_refuses_runs(sandbox_for):
+    sb = sandbox_for("process")
+    with sb:
+        assert sb.run("print(1)").ok
+    assert sb.closed
+    sb.close()  # idempotent
+    with pytest.raises(SandboxClosed):
+        sb.run("print(1)")
+
+
+def test_limits_reach_the_program(sandbox_for):
+    sb = sandbox_for("process", memory_mb=128, pids=32, file_size_mb=2)
+    assert sb.limit("memory_mb") == 128 and sb.timeout == 10
+    ex = sb.run("import resource\n"
+                "print(resource.getrlimit(resource.RLIMIT_FSIZE)[0] // 1048576)\n")
+    assert ex.stdout == "2\n"
+
+
+def test_environment_is_clean(sb):
+    os.environ["AJ_PYTEST_SECRET"] = "s3cr3t-token"
+    try:
+        ex = sb.run("import os\nprint(sorted(os.environ))\n")
+    finally:
+        del os.environ["AJ_PYTEST_SECRET"]
+    assert "AJ_PYTEST_SECRET" not in ex.stdout
