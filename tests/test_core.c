@@ -267,6 +267,88 @@ static void json_repairs_binary_output(void **state)
 
 /* ---- classifying an ending ---- */
 
+/* ---- the run_python tool's words (src/core/tool.c) ---- */
+
+static void tool_arguments_take_only_code(void **state)
+{
+	(void)state;
+	char *code;
+	size_t n;
+	struct aj_error err = {0};
+	const char *ok = "{\"code\": \"print(1)\\n\"}";
+	assert_int_equal(aj_tool_arguments(ok, strlen(ok), &code, &n, &err), 0);
+	assert_string_equal(code, "print(1)\n");
+	assert_int_equal(n, 9);
+	aj_free(code);
+	/* A NUL inside the code reaches the run, which names its offset. */
+	const char *nul = "{\"code\": \"a\\u0000b\"}";
+	assert_int_equal(aj_tool_arguments(nul, strlen(nul), &code, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(code[1], '\0');
+	aj_free(code);
+	static const char *const bad[][2] = {
+		{"{\"code\": 1}", "'code' must be a string"},
+		{"{\"code\": \"x\", \"timeout\": 99}", "unexpected argument 'timeout'"},
+		{"[1]", "must be an object"},
+		{"{\"code\": \"x\", \"code\": \"y\"}", "not a JSON object"},
+		{"not json", "not a JSON object"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		code = (char *)"untouched";
+		assert_int_equal(aj_tool_arguments(bad[i][0], strlen(bad[i][0]), &code, &n, &err),
+				 -EINVAL);
+		assert_null(code);
+		assert_non_null(strstr(err.message, "Invalid arguments for run_python: "));
+		assert_non_null(strstr(err.message, bad[i][1]));
+	}
+	assert_int_equal(aj_tool_arguments(NULL, 0, &code, &n, &err), -EINVAL);
+}
+
+static void result_text_reads_well(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	result_init(&r);
+	r.status = AJ_STATUS_ERROR;
+	r.has_exit_code = true;
+	r.exit_code = 2;
+	r.stdout_buf = strdup("a\xff\n");
+	r.stdout_len = 3;
+	r.stdout_truncated = true;
+	result_set_message(&r, "note: something");
+	char *t = aj_result_text(&r);
+	assert_string_equal(t, "status: error (exit code 2)\nnote: something\n"
+			       "--- stdout (cut at the output limit) ---\na\xef\xbf\xbd\n\n"
+			       "--- stderr ---\n(empty)");
+	aj_free(t);
+	aj_result_free(&r);
+}
+
+static void tool_definition_carries_the_limits(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	aj_config_init(&c);
+	c.limits.wall_sec = 7;
+	for (int session = 0; session < 2; session++) {
+		char *d = aj_tool_definition(&c, session);
+		json_error_t e;
+		json_t *def = json_loads(d, 0, &e);
+		assert_non_null(def);
+		assert_string_equal(json_string_value(json_object_get(def, "name")), "run_python");
+		const char *desc = json_string_value(json_object_get(def, "description"));
+		assert_non_null(strstr(desc, "7 s of wall-clock time"));
+		assert_non_null(strstr(desc, session ? "persistent" : "clean state"));
+		json_t *in = json_object_get(def, "inputSchema");
+		assert_true(json_is_false(json_object_get(in, "additionalProperties")));
+		json_decref(def);
+		aj_free(d);
+	}
+	char *note = aj_session_replaced_note("idle for 300 s");
+	assert_non_null(strstr(note, "(idle for 300 s)"));
+	aj_free(note);
+}
+
 static void classify(struct outcome *o, const char *err_text, struct aj_result *r)
 {
 	struct aj_limits l = {.wall_sec = 10, .cpu_sec = 10, .memory_mb = 256, .output_kb = 1};
@@ -426,6 +508,9 @@ int main(void)
 		cmocka_unit_test(utf8_invalid_becomes_replacement),
 		cmocka_unit_test(json_has_every_contract_field),
 		cmocka_unit_test(json_repairs_binary_output),
+		cmocka_unit_test(tool_arguments_take_only_code),
+		cmocka_unit_test(result_text_reads_well),
+		cmocka_unit_test(tool_definition_carries_the_limits),
 		cmocka_unit_test(classify_exits),
 		cmocka_unit_test(classify_signals),
 		cmocka_unit_test(classify_supervisor_verdicts),
