@@ -153,3 +153,28 @@ def blocking(call, fn, *args):
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
     return _main_runner.call(call, fn, args)
+
+
+class Handle:
+    """What Sandbox and Session share: a C handle (self._handle) freed by
+    self._free once close() has stopped and waited for the calls in
+    progress; a context manager; freed when dropped without close()."""
+
+    _handle = ffi.NULL
+
+    def close(self):
+        if self._calls.close() and self._handle != ffi.NULL:
+            self._free(self._handle)
+            self._handle = ffi.NULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        # Dropped without close(): no call holds it (a call holds self).
+        if getattr(self, "_calls", None) is not None and self._handle != ffi.NULL:
+            self.close()

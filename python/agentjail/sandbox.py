@@ -8,7 +8,7 @@ Each run is a fresh sandbox of the tier; nothing persists between runs (for
 that, sandbox.session()). One Sandbox may run from many threads at once,
 each run isolated from the others; the GIL is released while a run is in
 progress."""
-from ._calls import Calls, blocking
+from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from .config import Config
 from .errors import InvalidCode, SandboxClosed, SandboxError, SandboxUnavailable
@@ -58,7 +58,7 @@ def _replace(ex, **kw):
     return dataclasses.replace(ex, **kw)
 
 
-class Sandbox:
+class Sandbox(Handle):
     """A sandbox of one tier with the deployer's limits.
 
     tier: "process", "container", "microvm" or "docker".
@@ -83,7 +83,6 @@ class Sandbox:
             raise TypeError(f"{type(self).__name__} is the {self.tier_name} tier, not {tier!r}")
         self._config = Config(tier, options)
         self._calls = Calls(lambda: SandboxClosed("agentjail: the sandbox is closed"))
-        self._sb = ffi.NULL
         out = ffi.new("struct aj_sandbox **")
         err = ffi.new("struct aj_error *")
         if lib.aj_open(self._config.c, out, err):
@@ -92,7 +91,7 @@ class Sandbox:
             raise SandboxUnavailable(tier, reason,
                                      f"the {tier} tier cannot start: {message}"
                                      + ("" if reason == message else f" (check: {reason})"))
-        self._sb = out[0]
+        self._handle = out[0]
 
     @property
     def tier(self):
@@ -115,7 +114,7 @@ class Sandbox:
         call = self._calls.begin(deadline)
         try:
             res = ffi.new("struct aj_result *")
-            blocking(call, lib.aj_run_cancellable, self._sb, data, len(data), call.token, res)
+            blocking(call, lib.aj_run_cancellable, self._handle, data, len(data), call.token, res)
             return finish(call, res, self.tier, deadline)
         finally:
             self._calls.end(call)
@@ -139,28 +138,13 @@ class Sandbox:
         from .tools import RunPythonTool
         return RunPythonTool(self, session=session)
 
-    def close(self):
-        """Stops runs in progress, waits for them, and frees the sandbox.
-        Idempotent; later runs raise SandboxClosed."""
-        if self._calls.close() and self._sb != ffi.NULL:
-            lib.aj_close(self._sb)
-            self._sb = ffi.NULL
+    # close() (Handle): stops runs in progress, waits for them, and frees
+    # the sandbox. Idempotent; later runs raise SandboxClosed.
+    _free = staticmethod(lib.aj_close)
 
     @property
     def closed(self):
         return self._calls.closed
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        # A sandbox dropped without close(): free it, once no run holds it.
-        if getattr(self, "_calls", None) is not None and getattr(self, "_sb", ffi.NULL) != ffi.NULL:
-            self.close()
 
     def __repr__(self):
         state = "closed" if self.closed else "open"

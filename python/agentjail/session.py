@@ -11,7 +11,7 @@ limits, the session as a whole its memory, pids and disk. A call that ends
 the interpreter loses its state (files stay) and the next call's message
 says so. The session closes on close(), its idle timeout or its lifetime;
 calls then raise SessionClosed with the reason."""
-from ._calls import Calls, blocking
+from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from .errors import FileTransferError, SandboxUnavailable, SessionClosed
 from .result import FileInfo
@@ -31,11 +31,10 @@ def _path_bytes(path):
     return os.fsencode(path)
 
 
-class Session:
+class Session(Handle):
     def __init__(self, config):
         self._config = config
         self._calls = Calls(lambda: SessionClosed("closed by the caller"))
-        self._s = ffi.NULL
         out = ffi.new("struct aj_session **")
         err = ffi.new("struct aj_error *")
         if lib.aj_session_open(config.c, out, err):
@@ -43,8 +42,8 @@ class Session:
             reason = config.error_reason() or message
             raise SandboxUnavailable(config.tier, reason,
                                      f"a {config.tier} session cannot start: {message}")
-        self._s = out[0]
-        self.id = ffi.string(lib.aj_session_id(self._s)).decode()
+        self._handle = out[0]
+        self.id = ffi.string(lib.aj_session_id(self._handle)).decode()
 
     @property
     def tier(self):
@@ -53,9 +52,9 @@ class Session:
     @property
     def closed_reason(self):
         """None while the session is open; else why it closed."""
-        if self._s == ffi.NULL:
+        if self._handle == ffi.NULL:
             return "closed by the caller"
-        r = lib.aj_session_closed_reason(self._s)
+        r = lib.aj_session_closed_reason(self._handle)
         return ffi.string(r).decode("utf-8", "replace") if r != ffi.NULL else None
 
     def _check_open(self, rc, err_message=None):
@@ -70,7 +69,7 @@ class Session:
         call = self._calls.begin(deadline)
         try:
             res = ffi.new("struct aj_result *")
-            rc = blocking(call, lib.aj_session_run_cancellable, self._s, data, len(data),
+            rc = blocking(call, lib.aj_session_run_cancellable, self._handle, data, len(data),
                           call.token, res)
             if rc == -_ESHUTDOWN:
                 lib.aj_result_free(res)
@@ -83,7 +82,7 @@ class Session:
         err = ffi.new("struct aj_error *")
         call = self._calls.begin()
         try:
-            rc = blocking(call, fn, self._s, *args, err)
+            rc = blocking(call, fn, self._handle, *args, err)
         finally:
             self._calls.end(call)
         if rc:
@@ -131,26 +130,13 @@ class Session:
         from .tools import RunPythonTool
         return RunPythonTool(self, session=True)
 
-    def close(self):
-        """Destroys the session's sandbox, stopping a call in progress."""
-        if self._calls.close() and self._s != ffi.NULL:
-            lib.aj_session_close(self._s)
-            self._s = ffi.NULL
+    # close() (Handle): destroys the session's sandbox, stopping a call in
+    # progress.
+    _free = staticmethod(lib.aj_session_close)
 
     @property
     def closed(self):
         return self._calls.closed or self.closed_reason is not None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        if getattr(self, "_calls", None) is not None and getattr(self, "_s", ffi.NULL) != ffi.NULL:
-            self.close()
 
     def __repr__(self):
         return f"<Session {self.id} tier={self.tier}{' closed' if self.closed else ''}>"
