@@ -8,6 +8,8 @@ Each run is a fresh sandbox of the tier; nothing persists between runs (for
 that, sandbox.session()). One Sandbox may run from many threads at once,
 each run isolated from the others; the GIL is released while a run is in
 progress."""
+import dataclasses
+
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from .config import Config
@@ -44,18 +46,14 @@ def finish(call, res, tier, deadline):
     finally:
         lib.aj_result_free(res)
     if call.by_deadline and ex.status is Status.KILLED:
-        ex = _replace(ex, status=Status.TIMEOUT,
-                      message=f"the call's timeout of {deadline:g} s passed; the run was stopped")
+        ex = dataclasses.replace(
+            ex, status=Status.TIMEOUT,
+            message=f"the call's timeout of {deadline:g} s passed; the run was stopped")
     if ex.status is Status.SANDBOX_ERROR:
         if ex.message and ex.message.startswith("code:"):
             raise InvalidCode(ex.message)
         raise SandboxError(ex)
     return ex
-
-
-def _replace(ex, **kw):
-    import dataclasses
-    return dataclasses.replace(ex, **kw)
 
 
 class Sandbox(Handle):

@@ -14,6 +14,7 @@ server sends, so a model sees one tool however the sandbox is reached.
             results.append(tool.handle_anthropic(block))
 """
 import base64
+import dataclasses
 import json
 import threading
 from dataclasses import dataclass, field
@@ -145,7 +146,6 @@ class RunPythonTool:
         except (SessionClosed, SandboxClosed, AgentjailError) as e:
             return ToolResult(f"status: sandbox_error\n{e}", True)
         if note:
-            import dataclasses
             ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)
         return ToolResult(ex.text(), not ex.ok, list(ex.images), ex)
 
