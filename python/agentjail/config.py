@@ -92,6 +92,13 @@ class Config:
             return ffi.string(obj).decode() if obj != ffi.NULL else None
         return obj
 
+    def open_failure(self, err):
+        """Why an open failed: the library's message, and `agentjail
+        check`'s reason the tier cannot run (the message when check finds
+        nothing wrong with the tier itself)."""
+        message = ffi.string(err.message).decode("utf-8", "replace")
+        return message, self.error_reason() or message
+
     def error_reason(self):
         """`agentjail check`'s reason this tier cannot run, or None."""
         err = ffi.new("struct aj_error *")

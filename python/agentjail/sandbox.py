@@ -84,8 +84,7 @@ class Sandbox(Handle):
         out = ffi.new("struct aj_sandbox **")
         err = ffi.new("struct aj_error *")
         if lib.aj_open(self._config.c, out, err):
-            message = ffi.string(err.message).decode("utf-8", "replace")
-            reason = self._config.error_reason() or message
+            message, reason = self._config.open_failure(err)
             raise SandboxUnavailable(tier, reason,
                                      f"the {tier} tier cannot start: {message}"
                                      + ("" if reason == message else f" (check: {reason})"))

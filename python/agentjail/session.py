@@ -11,6 +11,9 @@ limits, the session as a whole its memory, pids and disk. A call that ends
 the interpreter loses its state (files stay) and the next call's message
 says so. The session closes on close(), its idle timeout or its lifetime;
 calls then raise SessionClosed with the reason."""
+import errno
+import os
+
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from .errors import FileTransferError, SandboxUnavailable, SessionClosed
@@ -19,16 +22,6 @@ from .sandbox import check_deadline, code_bytes, finish
 
 _TYPES = {lib.AJ_FILE_REGULAR: "file", lib.AJ_FILE_DIRECTORY: "directory",
           lib.AJ_FILE_SYMLINK: "symlink", lib.AJ_FILE_OTHER: "other"}
-_ESHUTDOWN = 108
-
-
-def _path_bytes(path):
-    if isinstance(path, bytes):
-        return path
-    if isinstance(path, str):
-        return path.encode("utf-8", "surrogateescape")
-    import os
-    return os.fsencode(path)
 
 
 class Session(Handle):
@@ -38,8 +31,7 @@ class Session(Handle):
         out = ffi.new("struct aj_session **")
         err = ffi.new("struct aj_error *")
         if lib.aj_session_open(config.c, out, err):
-            message = ffi.string(err.message).decode("utf-8", "replace")
-            reason = config.error_reason() or message
+            message, reason = config.open_failure(err)
             raise SandboxUnavailable(config.tier, reason,
                                      f"a {config.tier} session cannot start: {message}")
         self._handle = out[0]
@@ -58,7 +50,7 @@ class Session(Handle):
         return ffi.string(r).decode("utf-8", "replace") if r != ffi.NULL else None
 
     def _check_open(self, rc, err_message=None):
-        if rc == -_ESHUTDOWN:
+        if rc == -errno.ESHUTDOWN:
             raise SessionClosed(self.closed_reason or err_message or "closed")
 
     def run(self, code, timeout=None):
@@ -71,7 +63,7 @@ class Session(Handle):
             res = ffi.new("struct aj_result *")
             rc = blocking(call, lib.aj_session_run_cancellable, self._handle, data, len(data),
                           call.token, res)
-            if rc == -_ESHUTDOWN:
+            if rc == -errno.ESHUTDOWN:
                 lib.aj_result_free(res)
                 self._check_open(rc)
             return finish(call, res, self.tier, deadline)
@@ -96,13 +88,13 @@ class Session(Handle):
         if isinstance(data, str):
             data = data.encode("utf-8")
         data = bytes(data)
-        self._file_call(lib.aj_session_put, _path_bytes(path), data, len(data))
+        self._file_call(lib.aj_session_put, os.fsencode(path), data, len(data))
 
     def get_file(self, path):
         """The bytes of a workspace file."""
         pdata = ffi.new("void **")
         plen = ffi.new("size_t *")
-        self._file_call(lib.aj_session_get, _path_bytes(path), pdata, plen)
+        self._file_call(lib.aj_session_get, os.fsencode(path), pdata, plen)
         try:
             return ffi.unpack(ffi.cast("char *", pdata[0]), plen[0])
         finally:
@@ -112,7 +104,7 @@ class Session(Handle):
         """The entries of a workspace directory ("" for the workspace)."""
         pentries = ffi.new("struct aj_file_info **")
         pcount = ffi.new("size_t *")
-        self._file_call(lib.aj_session_list, _path_bytes(directory), pentries, pcount)
+        self._file_call(lib.aj_session_list, os.fsencode(directory), pentries, pcount)
         try:
             return [FileInfo(ffi.string(e.name).decode("utf-8", "replace"),
                              _TYPES.get(e.type, "other"), e.size)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ._native import ffi, lib
-from .errors import AgentjailError, SandboxClosed, SandboxError, SessionClosed
+from .errors import AgentjailError, SandboxClosed, SandboxError
 from .result import Execution, Image
 
 NAME = "run_python"
@@ -143,7 +143,7 @@ class RunPythonTool:
                 ex = target.run(code)
         except SandboxError as e:
             ex = e.execution
-        except (SessionClosed, SandboxClosed, AgentjailError) as e:
+        except AgentjailError as e:  # closed, unavailable, refused code
             return ToolResult(f"status: sandbox_error\n{e}", True)
         if note:
             ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)

@@ -182,7 +182,7 @@ static json_t *call_in_session(struct server *s, struct call *c)
 		size_t len;
 		char why[200];
 		struct aj_result res;
-		tool_arguments(c->args, &code, &len, why, sizeof why);
+		tool_code_argument(c->args, &code, &len, why, sizeof why);
 		aj_session_run_cancellable(ses, code, len, c->cancel, &res);
 		add_note(&res, note);
 		fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms, %zu image(s)\n",
@@ -207,7 +207,7 @@ static json_t *call_alone(struct server *s, struct call *c)
 	struct aj_result res;
 
 	sem_wait(&s->slots);
-	tool_arguments(c->args, &code, &len, why, sizeof why);
+	tool_code_argument(c->args, &code, &len, why, sizeof why);
 	aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
 	sem_post(&s->slots);
 	fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms\n", aj_status_name(res.status),
@@ -271,7 +271,7 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 	const char *code;
 	size_t len;
 	char why[200], msg[260];
-	int bad = tool == TOOL_RUN_PYTHON ? tool_arguments(args, &code, &len, why, sizeof why)
+	int bad = tool == TOOL_RUN_PYTHON ? tool_code_argument(args, &code, &len, why, sizeof why)
 					  : file_tool_arguments(tool, args, why, sizeof why);
 	if (bad) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s",

@@ -66,11 +66,6 @@ json_t *tool_error(const char *fmt, ...)
 	return out;
 }
 
-int tool_arguments(json_t *args, const char **code, size_t *len, char *why, size_t n)
-{
-	return tool_code_argument(args, code, len, why, n);
-}
-
 /* One MCP image content block for each image, after the text block. */
 static int append_images(json_t *content, const struct aj_result *res)
 {

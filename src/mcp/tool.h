@@ -1,5 +1,6 @@
-/* The tools: run_python (its definition, argument checks and result
- * content) and what every tool shares. */
+/* The tools: run_python's CallToolResult and what every tool shares.
+ * run_python's argument check is the library's tool_code_argument
+ * (src/core/internal.h). */
 #ifndef AJ_MCP_TOOL_H
 #define AJ_MCP_TOOL_H
 
@@ -22,8 +23,6 @@ const char *tool_name(enum tool_kind kind);
 int tool_find(const char *name, bool sessions, enum tool_kind *out);
 /* A CallToolResult with isError and one text block (printf-style). */
 json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* 0 with the code, or -1 with why (the arguments do not fit the schema). */
-int tool_arguments(json_t *args, const char **code, size_t *len, char *why, size_t n);
 /* A CallToolResult: a text block a model reads well, an image block for
  * each image a session's call made, the contract's result as
  * structuredContent, isError unless the program exited 0. */
