@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs each test program given, in order, and ends with one summary line.
 # A test program is a cmocka runner, a .mjs file for node's test runner, or
-# a directory of pytest tests (run with $PYTHON, Debian's python3 by
+# a directory of pytest tests (python/tests, or tests/NAME/ with its slash; run with $PYTHON, Debian's python3 by
 # default); this only adds the totals and makes a crashed program count as
 # a failure.
 set -u
@@ -20,7 +20,7 @@ for t in "$@"; do
 		n=$(printf '%s\n' "$out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -n 1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -n 1)
 		;;
-	*/tests)
+	*/tests|tests/*/)
 		# pytest's summary: "== 3 failed, 97 passed in 60.1s ==".
 		out=$("${PYTHON:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider "$t" 2>&1)
 		rc=$?
