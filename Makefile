@@ -16,6 +16,11 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 # seccomp_policy.c is compiled into the build-time generator, not the library.
 LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/attack/*.c src/session/*.c))
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
+# agentjail serve/keys/worker: a dynamically linked binary of its own (it
+# loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
+# option parsing and the MCP server.
+SERVE_SRC := $(wildcard src/serve/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
+SERVE_PKGS := libmicrohttpd hiredis libcrypto
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
 B := build
@@ -24,9 +29,13 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(T)/obj/%.o)
 TCLI_OBJ := $(CLI_SRC:%.c=$(T)/obj/%.o)
+SERVE_OBJ := $(SERVE_SRC:%.c=$(B)/obj/%.o)
+TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
+SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
+SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
 .PHONY: all deps test unit demo bench bench-microvm bench-docker bench-session bench-python clean examples
-all: $(B)/agentjail $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
+all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
 	@./scripts/install-deps.sh
@@ -69,12 +78,12 @@ $(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS_BASE) $(CFLAGS) -fPIC $(PKG_CFLAGS) -I$(B)/gen -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) $(CFLAGS) -fPIC $(PKG_CFLAGS) $(if $(findstring src/serve/,$<),$(SERVE_CFLAGS)) -I$(B)/gen -c $< -o $@
 
 $(T)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
-	@$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I$(B)/gen -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) $(if $(findstring src/serve/,$<),$(SERVE_CFLAGS)) -I$(B)/gen -c $< -o $@
 
 $(B)/libagentjail.a: $(LIB_OBJ)
 	@mkdir -p $(B)
@@ -97,6 +106,12 @@ $(B)/libagentjail.so: $(B)/libagentjail.so.0
 $(B)/agentjail: $(CLI_OBJ) $(B)/libagentjail.a
 	$(CC) $(CFLAGS) -static-pie -o $@ $(CLI_OBJ) $(B)/libagentjail.a $(PKG_LIBS) -lpthread
 
+# Linked dynamically: a daemon pays the loader once, and Debian keeps
+# libmicrohttpd's and libcrypto's security fixes coming through the .so.
+$(B)/agentjail-serve: $(SERVE_OBJ) $(B)/libagentjail.a
+	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -o $@ $(SERVE_OBJ) $(B)/libagentjail.a \
+		$(SERVE_LIBS) $(PKG_LIBS) -lpthread
+
 $(B)/examples/hello: examples/hello.c $(B)/libagentjail.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(B)/libagentjail.a $(PKG_LIBS)
@@ -108,6 +123,9 @@ $(T)/libagentjail.a: $(TLIB_OBJ)
 
 $(T)/agentjail: $(TCLI_OBJ) $(T)/libagentjail.a
 	$(CC) $(SAN) -o $@ $(TCLI_OBJ) $(T)/libagentjail.a $(PKG_LIBS) -lpthread
+
+$(T)/agentjail-serve: $(TSERVE_OBJ) $(T)/libagentjail.a
+	$(CC) $(SAN) -o $@ $(TSERVE_OBJ) $(T)/libagentjail.a $(SERVE_LIBS) $(PKG_LIBS) -lpthread
 
 $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I. $(shell pkg-config --cflags cmocka) \

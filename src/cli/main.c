@@ -1,6 +1,9 @@
 /* agentjail: run code an AI agent wrote, in a sandbox. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -27,6 +30,25 @@ static const char usage[] =
 	"  agentjail image build && agentjail run --tier container job.py\n"
 	"  agentjail repl --tier container --images charts/\n";
 
+/* serve and keys live in agentjail-serve, beside this binary: it links
+ * an HTTP server and libcrypto that a one-shot run should not load. */
+static int exec_service(char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0) {
+		cli_error("cannot find this program's own path: %s", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	*slash = '\0';
+	snprintf(path, sizeof path, "%s/agentjail-serve", self);
+	execv(path, argv);
+	cli_error("%s: %s (it is built beside agentjail: make)", path, strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -48,6 +70,8 @@ int main(int argc, char **argv)
 		return cmd_attack(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve") || !strcmp(cmd, "keys"))
+		return exec_service(argv);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;

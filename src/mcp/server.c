@@ -19,6 +19,11 @@
  * written whole, under one lock, as one line. At EOF every run still going is
  * cancelled and waited for, so none outlives the server.
  *
+ * Transports: the server reads and writes whole JSON-RPC messages through a
+ * link (server.h): stdio is one link for the process's life, each line a
+ * message; agentjail serve's /mcp makes a link for each HTTP POST. A call
+ * remembers its link, answers through it, and tells it when it is done.
+ *
  * Sessions (--sessions): the connection's one session (session.c) serves
  * every call, one at a time, and the file tools (files.c) join run_python.
  * It is closed at EOF, after the calls, so its sandbox does not outlive
@@ -56,10 +61,9 @@ enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601
 
 struct call;
 
-struct server {
+struct mcp_server {
 	const struct mcp_config *cfg;
 	struct aj_sandbox *sandbox;
-	FILE *out;
 	pthread_mutex_t lock;      /* output, the call list */
 	sem_t slots;               /* runs allowed at once */
 	struct call *calls;        /* in flight */
@@ -71,7 +75,8 @@ struct server {
 };
 
 struct call {
-	struct server *srv;
+	struct mcp_server *srv;
+	struct mcp_link *link;
 	json_t *id;
 	json_t *args;
 	enum tool_kind tool;
@@ -83,23 +88,22 @@ struct call {
 
 /* ---- output ---- */
 
-static void send_json(struct server *s, json_t *msg)
+static void send_json(struct mcp_server *s, struct mcp_link *link, json_t *msg)
 {
 	char *line = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	json_decref(msg);
 	if (!line)
 		return;
 	/* JSON_ENSURE_ASCII: no raw newline or invalid byte can break the
-	 * one-message-a-line framing. */
+	 * one-message-a-line framing. One message at a time: a link's
+	 * messages never interleave. */
 	pthread_mutex_lock(&s->lock);
-	fputs(line, s->out);
-	fputc('\n', s->out);
-	fflush(s->out);
+	link->emit(link, line);
 	pthread_mutex_unlock(&s->lock);
 	free(line);
 }
 
-static void send_error(struct server *s, json_t *id, int code, const char *message, json_t *data)
+static void send_error(struct mcp_server *s, struct mcp_link *link, json_t *id, int code, const char *message, json_t *data)
 {
 	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
 	if (data)
@@ -108,7 +112,7 @@ static void send_error(struct server *s, json_t *id, int code, const char *messa
 	/* An id that could not be read is left out, not sent as null. */
 	if (id)
 		json_object_set(msg, "id", id);
-	send_json(s, msg);
+	send_json(s, link, msg);
 }
 
 static json_t *server_info(void)
@@ -118,19 +122,21 @@ static json_t *server_info(void)
 }
 
 /* A result, with what the modern era adds to every one. */
-static void send_result(struct server *s, json_t *id, json_t *result, bool modern)
+static void send_result(struct mcp_server *s, struct mcp_link *link, json_t *id, json_t *result,
+			bool modern)
 {
 	if (modern) {
 		json_object_set_new(result, "resultType", json_string("complete"));
 		json_object_set_new(result, "_meta",
 				    json_pack("{s:o}", META_SERVER_INFO, server_info()));
 	}
-	send_json(s, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+	send_json(s, link,
+		  json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
 /* ---- tools/call, in its own thread ---- */
 
-static bool is_cancelled(struct server *s, struct call *c)
+static bool is_cancelled(struct mcp_server *s, struct call *c)
 {
 	pthread_mutex_lock(&s->lock);
 	bool cancelled = c->cancelled;
@@ -155,7 +161,7 @@ static void add_note(struct aj_result *res, const char *note)
 
 /* One call in the connection's session; NULL when it was cancelled before
  * it started (it gets no response, and the session is left as it was). */
-static json_t *call_in_session(struct server *s, struct call *c)
+static json_t *call_in_session(struct mcp_server *s, struct call *c)
 {
 	struct aj_session *ses;
 	char *note;
@@ -199,17 +205,21 @@ static json_t *call_in_session(struct server *s, struct call *c)
 	return result;
 }
 
-static json_t *call_alone(struct server *s, struct call *c)
+static json_t *call_alone(struct mcp_server *s, struct call *c)
 {
 	const char *code;
 	size_t len;
 	char why[200];
 	struct aj_result res;
 
-	sem_wait(&s->slots);
 	tool_code_argument(c->args, &code, &len, why, sizeof why);
-	aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
-	sem_post(&s->slots);
+	if (c->link->run) {
+		c->link->run(c->link, code, len, c->cancel, &res);
+	} else {
+		sem_wait(&s->slots);
+		aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
+		sem_post(&s->slots);
+	}
 	fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms\n", aj_status_name(res.status),
 		res.wall_ms);
 	json_t *result = tool_result(&res, s->cfg->sandbox.tier);
@@ -220,7 +230,7 @@ static json_t *call_alone(struct server *s, struct call *c)
 static void *call_main(void *arg)
 {
 	struct call *c = arg;
-	struct server *s = c->srv;
+	struct mcp_server *s = c->srv;
 
 	json_t *result = s->cfg->sessions ? call_in_session(s, c) : call_alone(s, c);
 
@@ -237,10 +247,14 @@ static void *call_main(void *arg)
 	if (cancelled)
 		fprintf(stderr, "agentjail mcp: the call was cancelled\n");
 	else if (result)
-		send_result(s, c->id, json_incref(result), c->modern);
+		send_result(s, c->link, c->id, json_incref(result), c->modern);
 	else
-		send_error(s, c->id, INTERNAL_ERROR, "out of memory building the result", NULL);
+		send_error(s, c->link, c->id, INTERNAL_ERROR, "out of memory building the result",
+			   NULL);
 	json_decref(result);
+	/* The link may go away once told: nothing of it is touched after. */
+	if (c->link->done)
+		c->link->done(c->link);
 	aj_cancel_free(c->cancel);
 	json_decref(c->id);
 	json_decref(c->args);
@@ -253,18 +267,19 @@ static void *call_main(void *arg)
 	return NULL;
 }
 
-static void start_call(struct server *s, json_t *id, json_t *params, bool modern)
+static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, json_t *params,
+		       bool modern)
 {
 	json_t *name = json_object_get(params, "name");
 	if (!json_is_string(name)) {
-		send_error(s, id, INVALID_PARAMS, "tools/call needs params.name, a string", NULL);
+		send_error(s, link, id, INVALID_PARAMS, "tools/call needs params.name, a string", NULL);
 		return;
 	}
 	enum tool_kind tool;
 	if (tool_find(json_string_value(name), s->cfg->sessions, &tool)) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Unknown tool: %.120s", json_string_value(name));
-		send_error(s, id, INVALID_PARAMS, msg, NULL);
+		send_error(s, link, id, INVALID_PARAMS, msg, NULL);
 		return;
 	}
 	json_t *args = json_object_get(params, "arguments");
@@ -276,16 +291,17 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 	if (bad) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s",
 			 json_string_value(name), why);
-		send_error(s, id, INVALID_PARAMS, msg, NULL);
+		send_error(s, link, id, INVALID_PARAMS, msg, NULL);
 		return;
 	}
 	struct call *c = calloc(1, sizeof *c);
 	if (!c || aj_cancel_new(&c->cancel)) {
 		free(c);
-		send_error(s, id, INTERNAL_ERROR, "out of memory", NULL);
+		send_error(s, link, id, INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
 	c->srv = s;
+	c->link = link;
 	c->id = json_incref(id);
 	c->args = json_incref(args);
 	c->tool = tool;
@@ -294,6 +310,7 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 	c->next = s->calls;
 	s->calls = c;
 	s->pending++;
+	link->calls_started++;
 	pthread_mutex_unlock(&s->lock);
 
 	pthread_t th;
@@ -304,26 +321,28 @@ static void start_call(struct server *s, json_t *id, json_t *params, bool modern
 		pthread_mutex_lock(&s->lock);
 		s->calls = c->next;
 		s->pending--;
+		link->calls_started--;
 		pthread_mutex_unlock(&s->lock);
 		aj_cancel_free(c->cancel);
 		json_decref(c->id);
 		json_decref(c->args);
 		free(c);
-		send_error(s, id, INTERNAL_ERROR, "cannot start a thread for the run", NULL);
+		send_error(s, link, id, INTERNAL_ERROR, "cannot start a thread for the run", NULL);
 	}
 	pthread_attr_destroy(&attr);
 }
 
 /* notifications/cancelled: stop the run; its thread then sends nothing.
  * Unknown or finished ids are ignored, as the spec says. */
-static void cancel_call(struct server *s, json_t *params)
+static void cancel_call(struct mcp_server *s, struct mcp_link *link, json_t *params)
 {
 	json_t *rid = json_object_get(params, "requestId");
 	if (!rid)
 		return;
 	pthread_mutex_lock(&s->lock);
 	for (struct call *c = s->calls; c; c = c->next)
-		if (json_equal(c->id, rid)) {
+		/* Only the same client's: ids are its own, and another's may match. */
+		if (c->link->owner == link->owner && json_equal(c->id, rid)) {
 			c->cancelled = true;
 			aj_cancel_fire(c->cancel);
 		}
@@ -332,7 +351,7 @@ static void cancel_call(struct server *s, json_t *params)
 
 /* ---- requests ---- */
 
-static json_t *tools_list_result(struct server *s, bool modern)
+static json_t *tools_list_result(struct mcp_server *s, bool modern)
 {
 	json_t *r = json_pack("{s:O}", "tools", s->tools);
 	if (modern) {
@@ -351,17 +370,17 @@ static const char instructions_session[] =
 	"notebook. upload_file, download_file and list_files move files in and out of the "
 	"workspace. Figures and images under outputs/ come back as images.";
 
-static const char *instructions(const struct server *s)
+static const char *instructions(const struct mcp_server *s)
 {
 	return s->cfg->sessions ? instructions_session : instructions_alone;
 }
 
-static void handle_legacy(struct server *s, json_t *id, const char *method, json_t *params)
+static void handle_legacy(struct mcp_server *s, struct mcp_link *link, json_t *id, const char *method, json_t *params)
 {
 	if (!strcmp(method, "initialize")) {
 		if (!json_is_object(params) ||
 		    !json_is_string(json_object_get(params, "protocolVersion"))) {
-			send_error(s, id, INVALID_PARAMS,
+			send_error(s, link, id, INVALID_PARAMS,
 				   "initialize needs params.protocolVersion, a string", NULL);
 			return;
 		}
@@ -372,29 +391,29 @@ static void handle_legacy(struct server *s, json_t *id, const char *method, json
 			if (!strcmp(asked, legacy_versions[i]))
 				answer = legacy_versions[i];
 		s->initialized = true;
-		send_result(s, id,
+		send_result(s, link, id,
 			    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", answer,
 				      "capabilities", "tools", "listChanged", 0, "serverInfo",
 				      server_info(), "instructions", instructions(s)),
 			    false);
 	} else if (!strcmp(method, "ping")) {
-		send_result(s, id, json_object(), false);
+		send_result(s, link, id, json_object(), false);
 	} else if (!strcmp(method, "tools/list")) {
-		send_result(s, id, tools_list_result(s, false), false);
+		send_result(s, link, id, tools_list_result(s, false), false);
 	} else if (!strcmp(method, "tools/call")) {
 		if (!json_is_object(params)) {
-			send_error(s, id, INVALID_PARAMS, "tools/call needs params, an object", NULL);
+			send_error(s, link, id, INVALID_PARAMS, "tools/call needs params, an object", NULL);
 			return;
 		}
-		start_call(s, id, params, false);
+		start_call(s, link, id, params, false);
 	} else if (!strcmp(method, "server/discover")) {
 		/* A 2026-07-28 method without the envelope it requires. */
-		send_error(s, id, INVALID_PARAMS,
+		send_error(s, link, id, INVALID_PARAMS,
 			   "server/discover needs params._meta with " META_VERSION " and "
 			   META_CAPABILITIES,
 			   NULL);
 	} else {
-		send_error(s, id, METHOD_NOT_FOUND, "Method not found", NULL);
+		send_error(s, link, id, METHOD_NOT_FOUND, "Method not found", NULL);
 	}
 }
 
@@ -406,53 +425,53 @@ static json_t *supported_versions(void)
 	return a;
 }
 
-static void handle_modern(struct server *s, json_t *id, const char *method, json_t *params,
+static void handle_modern(struct mcp_server *s, struct mcp_link *link, json_t *id, const char *method, json_t *params,
 			  json_t *meta)
 {
 	json_t *version = json_object_get(meta, META_VERSION);
 	if (!json_is_string(version)) {
-		send_error(s, id, INVALID_PARAMS, "_meta." META_VERSION " must be a string", NULL);
+		send_error(s, link, id, INVALID_PARAMS, "_meta." META_VERSION " must be a string", NULL);
 		return;
 	}
 	if (strcmp(json_string_value(version), MODERN_VERSION) != 0) {
-		send_error(s, id, UNSUPPORTED_VERSION, "Unsupported protocol version",
+		send_error(s, link, id, UNSUPPORTED_VERSION, "Unsupported protocol version",
 			   json_pack("{s:o, s:O}", "supported", supported_versions(), "requested",
 				     version));
 		return;
 	}
 	if (!json_is_object(json_object_get(meta, META_CAPABILITIES))) {
-		send_error(s, id, INVALID_PARAMS,
+		send_error(s, link, id, INVALID_PARAMS,
 			   "_meta." META_CAPABILITIES " is required (an object; {} for none)", NULL);
 		return;
 	}
 	if (!strcmp(method, "server/discover")) {
-		send_result(s, id,
+		send_result(s, link, id,
 			    json_pack("{s:o, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions",
 				      supported_versions(), "capabilities", "tools", "listChanged", 0,
 				      "instructions", instructions(s), "ttlMs", LIST_TTL_MS,
 				      "cacheScope", "public"),
 			    true);
 	} else if (!strcmp(method, "tools/list")) {
-		send_result(s, id, tools_list_result(s, true), true);
+		send_result(s, link, id, tools_list_result(s, true), true);
 	} else if (!strcmp(method, "tools/call")) {
-		start_call(s, id, params, true);
+		start_call(s, link, id, params, true);
 	} else {
-		send_error(s, id, METHOD_NOT_FOUND, "Method not found", NULL);
+		send_error(s, link, id, METHOD_NOT_FOUND, "Method not found", NULL);
 	}
 }
 
-static void handle_line(struct server *s, const char *line, size_t len)
+static void handle_line(struct mcp_server *s, struct mcp_link *link, const char *line, size_t len)
 {
 	json_error_t je;
 	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (!msg) {
 		char text[200];
 		snprintf(text, sizeof text, "Parse error: %s", je.text);
-		send_error(s, NULL, PARSE_ERROR, text, NULL);
+		send_error(s, link, NULL, PARSE_ERROR, text, NULL);
 		return;
 	}
 	if (json_is_array(msg)) {
-		send_error(s, NULL, INVALID_REQUEST, "Invalid Request: batches are not supported",
+		send_error(s, link, NULL, INVALID_REQUEST, "Invalid Request: batches are not supported",
 			   NULL);
 		json_decref(msg);
 		return;
@@ -466,19 +485,19 @@ static void handle_line(struct server *s, const char *line, size_t len)
 	if (!json_is_object(msg) ||
 	    !json_is_string(json_object_get(msg, "jsonrpc")) ||
 	    strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
-		send_error(s, id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message",
+		send_error(s, link, id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message",
 			   NULL);
 		goto out;
 	}
 	if (!method) {
 		/* A response (we send no requests) or nothing at all. */
 		if (!json_object_get(msg, "result") && !json_object_get(msg, "error"))
-			send_error(s, id, INVALID_REQUEST, "Invalid Request: no method", NULL);
+			send_error(s, link, id, INVALID_REQUEST, "Invalid Request: no method", NULL);
 		goto out;
 	}
 	if (!json_is_string(method) || (params && !json_is_object(params))) {
 		if (json_object_get(msg, "id"))
-			send_error(s, id, INVALID_REQUEST,
+			send_error(s, link, id, INVALID_REQUEST,
 				   "Invalid Request: method must be a string, params an object",
 				   NULL);
 		goto out;
@@ -487,20 +506,20 @@ static void handle_line(struct server *s, const char *line, size_t len)
 	if (!json_object_get(msg, "id")) {
 		/* Notifications: never a response. */
 		if (!strcmp(m, "notifications/cancelled"))
-			cancel_call(s, params);
+			cancel_call(s, link, params);
 		goto out;
 	}
 	if (!id) {
-		send_error(s, NULL, INVALID_REQUEST,
+		send_error(s, link, NULL, INVALID_REQUEST,
 			   "Invalid Request: id must be a string or an integer", NULL);
 		goto out;
 	}
 	json_t *meta = params ? json_object_get(params, "_meta") : NULL;
 	if (json_is_object(meta) && json_object_get(meta, META_VERSION) &&
 	    strcmp(m, "initialize") != 0)
-		handle_modern(s, id, m, params, meta);
+		handle_modern(s, link, id, m, params, meta);
 	else
-		handle_legacy(s, id, m, params);
+		handle_legacy(s, link, id, m, params);
 out:
 	json_decref(msg);
 }
@@ -541,49 +560,88 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap, bool *too_long)
 	return (ssize_t)len;
 }
 
-int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in, FILE *out)
+struct mcp_server *mcp_server_start(const struct mcp_config *cfg, struct aj_sandbox *sandbox)
 {
 	/* Static: a run's thread may still be leaving the lock's functions
-	 * when the last one wakes this one at EOF. One server per process. */
-	static struct server s;
-	s = (struct server){.cfg = cfg, .sandbox = sandbox, .out = out};
+	 * when the last one wakes mcp_server_stop. One server per process. */
+	static struct mcp_server s;
+	s = (struct mcp_server){.cfg = cfg, .sandbox = sandbox};
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.idle, NULL);
 	sem_init(&s.slots, 0, cfg->concurrency);
 	s.tools = tool_list(&cfg->sandbox, cfg->sessions);
 	if (!s.tools) {
 		fprintf(stderr, "agentjail mcp: cannot build the tool definitions\n");
-		return 1;
+		return NULL;
 	}
 	mcp_session_init(&s.session, &cfg->sandbox);
+	return &s;
+}
+
+void mcp_server_message(struct mcp_server *s, struct mcp_link *link, const char *msg, size_t len)
+{
+	handle_line(s, link, msg, len);
+}
+
+void mcp_server_too_long(struct mcp_server *s, struct mcp_link *link)
+{
+	send_error(s, link, NULL, PARSE_ERROR, "Parse error: message longer than the server accepts",
+		   NULL);
+}
+
+void mcp_server_stop(struct mcp_server *s)
+{
+	/* Stop every run still going and wait for them all, so no sandbox
+	 * outlives the server. */
+	pthread_mutex_lock(&s->lock);
+	for (struct call *c = s->calls; c; c = c->next) {
+		c->cancelled = true;
+		aj_cancel_fire(c->cancel);
+	}
+	while (s->pending > 0)
+		pthread_cond_wait(&s->idle, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	mcp_session_end(&s->session);
+	json_decref(s->tools);
+	sem_destroy(&s->slots);
+}
+
+/* The stdio link: a line on out per message. */
+struct stdio_link {
+	struct mcp_link link;
+	FILE *out;
+};
+
+static void stdio_emit(struct mcp_link *link, const char *msg)
+{
+	struct stdio_link *l = (struct stdio_link *)link;
+	fputs(msg, l->out);
+	fputc('\n', l->out);
+	fflush(l->out);
+}
+
+int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in, FILE *out)
+{
+	struct mcp_server *s = mcp_server_start(cfg, sandbox);
+	if (!s)
+		return 1;
+	struct stdio_link l = {.link = {.emit = stdio_emit}, .out = out};
+	l.link.owner = &l;
 	char *line = NULL;
 	size_t cap = 0;
 	bool too_long;
 	ssize_t n;
 	while ((n = read_line(in, &line, &cap, &too_long)) >= 0) {
 		if (too_long) {
-			send_error(&s, NULL, PARSE_ERROR,
-				   "Parse error: message longer than the server accepts", NULL);
+			mcp_server_too_long(s, &l.link);
 			continue;
 		}
 		if (n == 0)
 			continue; /* blank lines between messages are harmless */
-		handle_line(&s, line, (size_t)n);
+		handle_line(s, &l.link, line, (size_t)n);
 	}
 	free(line);
-
-	/* EOF: the client is gone. Stop every run still going and wait for
-	 * them all, so no sandbox outlives the server. */
-	pthread_mutex_lock(&s.lock);
-	for (struct call *c = s.calls; c; c = c->next) {
-		c->cancelled = true;
-		aj_cancel_fire(c->cancel);
-	}
-	while (s.pending > 0)
-		pthread_cond_wait(&s.idle, &s.lock);
-	pthread_mutex_unlock(&s.lock);
-	mcp_session_end(&s.session);
-	json_decref(s.tools);
-	sem_destroy(&s.slots);
+	/* EOF: the client is gone. */
+	mcp_server_stop(s);
 	return 0;
 }

@@ -3,10 +3,40 @@
 
 #include <stdio.h>
 
+#include "agentjail.h"
 #include "config.h"
 
 /* Serves MCP on in/out until EOF; every run goes through sandbox. Returns
  * the process exit code. */
 int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in, FILE *out);
+
+/* For other transports (agentjail serve's /mcp): a link carries one
+ * client's messages to the server and its answers back. */
+struct mcp_link {
+	/* One whole JSON-RPC message from the server, under its lock. */
+	void (*emit)(struct mcp_link *link, const char *msg);
+	/* A tools/call has ended, answered or cancelled (optional). */
+	void (*done)(struct mcp_link *link);
+	/* Runs run_python's code instead of the server's own sandbox and
+	 * concurrency (optional): must fill *res. */
+	void (*run)(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
+		    struct aj_result *res);
+	/* Whose messages these are: notifications/cancelled reaches only
+	 * calls whose link has the same owner. */
+	const void *owner;
+	/* tools/call threads started for this link (set by the server). */
+	unsigned calls_started;
+};
+
+struct mcp_server;
+/* The process's one server (NULL if the tool list cannot be built). */
+struct mcp_server *mcp_server_start(const struct mcp_config *cfg, struct aj_sandbox *sandbox);
+/* One message (without framing) from link's client. Answers that need no
+ * run are emitted before it returns; a tools/call's comes from its thread. */
+void mcp_server_message(struct mcp_server *s, struct mcp_link *link, const char *msg, size_t len);
+/* The parse error for a message longer than the transport accepts. */
+void mcp_server_too_long(struct mcp_server *s, struct mcp_link *link);
+/* Cancels every call, waits for them, ends the session. */
+void mcp_server_stop(struct mcp_server *s);
 
 #endif

@@ -1,0 +1,282 @@
+/* The HTTP server: libmicrohttpd, a thread per connection (a run blocks
+ * its handler for as long as it lasts, and admission bounds how many run),
+ * every request's body read whole under a cap that depends on its route,
+ * and the key checked before any of the body is read. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/internal.h"
+#include "mcp_http.h"
+#include "service.h"
+
+struct conn_state {
+	char *body;
+	size_t len, cap, limit;
+	bool too_big;
+	bool refused;     /* an answer is queued before the body was read */
+	const struct key *key;
+	struct timespec started;
+};
+
+static struct MHD_Daemon *daemon_handle;
+
+void respond_json(struct http_response *rs, int status, json_t *body)
+{
+	rs->code = status;
+	rs->content_type = "application/json";
+	rs->body = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER |
+						   JSON_REAL_PRECISION(12))
+			: NULL;
+	rs->len = rs->body ? strlen(rs->body) : 0;
+	json_decref(body);
+	if (!rs->body && status != 204) {
+		rs->code = 500;
+		rs->body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+		rs->len = rs->body ? strlen(rs->body) : 0;
+	}
+}
+
+void respond_error(struct http_response *rs, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	respond_json(rs, status,
+		     json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", msg,
+			       strlen(msg)));
+}
+
+static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
+			    struct http_response *rs)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		rs->len, rs->body ? rs->body : (char *)"", rs->body ? MHD_RESPMEM_MUST_FREE
+								   : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(rs->body);
+		return MHD_NO;
+	}
+	rs->body = NULL;
+	if (rs->content_type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rs->content_type);
+	if (rs->retry_after) {
+		char v[16];
+		snprintf(v, sizeof v, "%u", rs->retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+	}
+	if (rs->allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	if (rs->code == 401)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"agentjail\"");
+	/* Answers hold program output and session files: no cache keeps them. */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (atomic_load(&svc->draining))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->code, r);
+	MHD_destroy_response(r);
+	metrics_http(&svc->metrics, rs->code);
+	return ret;
+}
+
+/* "Bearer TOKEN" → the key, or NULL. */
+static const struct key *authenticate(struct service *svc, struct MHD_Connection *conn)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	const char *token = h + 7;
+	while (*token == ' ')
+		token++;
+	size_t n = strlen(token);
+	while (n && token[n - 1] == ' ')
+		n--;
+	return keys_find(&svc->keys, token, n);
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+				      const char *method, const char *version,
+				      const char *upload_data, size_t *upload_data_size,
+				      void **con_cls)
+{
+	(void)version;
+	struct service *svc = cls;
+	struct conn_state *st = *con_cls;
+	struct http_response rs = {0};
+
+	if (!st) {
+		/* The headers are in: decide now whether to read the body at all. */
+		st = calloc(1, sizeof *st);
+		if (!st)
+			return MHD_NO;
+		*con_cls = st;
+		clock_gettime(CLOCK_MONOTONIC, &st->started);
+		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
+						 : api_body_limit(svc, method, url);
+		bool needs_key = !strcmp(url, "/mcp") || api_needs_key(method, url);
+		if (needs_key && !(st->key = authenticate(svc, conn))) {
+			/* Nothing is read or run for a request without a valid key. */
+			metrics_auth_failure(&svc->metrics);
+			respond_error(&rs, 401, "unauthorized",
+				      "a valid key is required: Authorization: Bearer KEY");
+			st->refused = true;
+			return reply(svc, conn, &rs);
+		}
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > st->limit) {
+			respond_error(&rs, 413, "too_large",
+				      "the body is %s bytes; this route takes at most %zu", cl,
+				      st->limit);
+			st->refused = true;
+			return reply(svc, conn, &rs);
+		}
+		return MHD_YES;
+	}
+	if (st->refused) {
+		*upload_data_size = 0; /* the rest of the body is dropped */
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		/* A body dribbled in slowly holds a thread: it has request_sec
+		 * to arrive whole, whatever the idle timeout allows between
+		 * its bytes. */
+		if (since(&st->started) > svc->cfg.request_sec) {
+			respond_error(&rs, 408, "request_timeout",
+				      "the body did not arrive within %u s", svc->cfg.request_sec);
+			st->refused = true;
+			*upload_data_size = 0;
+			return reply(svc, conn, &rs);
+		}
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (st->too_big || st->len + n > st->limit) {
+			st->too_big = true;
+			return MHD_YES;
+		}
+		if (st->len + n + 1 > st->cap) {
+			size_t cap = st->cap ? st->cap : 65536;
+			while (cap < st->len + n + 1)
+				cap *= 2;
+			char *p = realloc(st->body, cap);
+			if (!p) {
+				st->too_big = true;
+				return MHD_YES;
+			}
+			st->body = p;
+			st->cap = cap;
+		}
+		memcpy(st->body + st->len, upload_data, n);
+		st->len += n;
+		st->body[st->len] = '\0';
+		return MHD_YES;
+	}
+	if (st->too_big) {
+		respond_error(&rs, 413, "too_large", "the body is more than the %zu bytes this "
+			      "route takes", st->limit);
+		return reply(svc, conn, &rs);
+	}
+	struct http_request rq = {
+		.method = method,
+		.path = url,
+		.query_dir = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "dir"),
+		.body = st->body ? st->body : "",
+		.body_len = st->len,
+		.key = st->key,
+		.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+		.origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
+		.protocol_version =
+			MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "MCP-Protocol-Version"),
+		.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							    MHD_HTTP_HEADER_CONTENT_TYPE),
+	};
+	if (!strcmp(url, "/mcp"))
+		mcp_http_handle(svc, &rq, &rs);
+	else
+		api_handle(svc, &rq, &rs);
+	return reply(svc, conn, &rs);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)conn, (void)toe;
+	struct conn_state *st = *con_cls;
+	if (st) {
+		free(st->body);
+		free(st);
+		*con_cls = NULL;
+	}
+}
+
+static void log_error(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	fputs("agentjail serve: http: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
+int http_start(struct service *svc, struct aj_error *err)
+{
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai;
+	char port[16];
+	snprintf(port, sizeof port, "%u", svc->cfg.port);
+	int gai = getaddrinfo(svc->cfg.host, port, &hints, &ai);
+	if (gai)
+		return error_set(err, -EINVAL, "--listen: '%s' is not a numeric address: %s",
+				 svc->cfg.host, gai_strerror(gai));
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_ERROR_LOG | MHD_USE_POLL;
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	daemon_handle = MHD_start_daemon(
+		flags, (uint16_t)svc->cfg.port, NULL, NULL, access_handler, svc,
+		/* First: the options after it log through it. */
+		MHD_OPTION_EXTERNAL_LOGGER, log_error, svc, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+		/* A client that goes quiet is cut off: it would hold a thread. */
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg.idle_sec,
+		/* Each connection is a thread: bounded, so a flood of them cannot
+		 * exhaust the machine. */
+		MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_connections,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, svc, MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!daemon_handle)
+		return error_set(err, -EADDRINUSE, "cannot listen on %s:%u (in use, or not an "
+				 "address of this machine)",
+				 svc->cfg.host, svc->cfg.port);
+	if (svc->cfg.port == 0) {
+		const union MHD_DaemonInfo *info =
+			MHD_get_daemon_info(daemon_handle, MHD_DAEMON_INFO_BIND_PORT);
+		if (info)
+			svc->cfg.port = info->port;
+	}
+	return 0;
+}
+
+void http_stop(struct service *svc)
+{
+	(void)svc;
+	if (daemon_handle)
+		MHD_stop_daemon(daemon_handle);
+	daemon_handle = NULL;
+}

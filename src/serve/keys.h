@@ -1,0 +1,57 @@
+/* API keys: who may call agentjail serve, and how much each may use.
+ *
+ * A key is a bearer token (aj_ + 43 base64url characters: 256 random bits)
+ * shown once when it is made. The keys file keeps only its SHA-256, so a
+ * copy of the file lets no one in; a slow password hash would add nothing
+ * to a 256-bit secret and would hand every client a way to burn our CPU.
+ *
+ * The file is JSON, written by `agentjail keys add`:
+ *   {"keys": [{"name": "alice", "sha256": "<64 hex>", "concurrency": 4,
+ *              "runs_per_minute": 120, "sessions": 4}]}
+ */
+#ifndef AJ_SERVE_KEYS_H
+#define AJ_SERVE_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentjail.h"
+
+#define KEY_NAME_MAX 64
+#define KEY_TOKEN_LEN 46 /* "aj_" + 43 */
+#define KEY_DEFAULT_CONCURRENCY 4
+#define KEY_DEFAULT_RUNS_PER_MINUTE 600
+#define KEY_DEFAULT_SESSIONS 4
+#define KEY_MAX_LIMIT 100000
+
+struct key {
+	char name[KEY_NAME_MAX + 1];
+	unsigned char hash[32];
+	uint32_t concurrency;     /* runs at once; more wait in the queue */
+	uint32_t runs_per_minute; /* runs started in any 60 s */
+	uint32_t sessions;        /* sessions open at once */
+};
+
+struct keyring {
+	struct key *keys;
+	size_t count;
+};
+
+/* Reads the keys file; 0, or -errno with err naming the file and the entry. */
+int keys_load(struct keyring *kr, const char *path, struct aj_error *err);
+/* Writes kr to path (mode 0600, through a temporary file and rename). */
+int keys_save(const struct keyring *kr, const char *path, struct aj_error *err);
+void keys_free(struct keyring *kr);
+
+/* A new token (NUL-terminated, KEY_TOKEN_LEN chars) from getrandom, and its
+ * hash into k->hash. */
+int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1]);
+/* The key whose hash matches token, or NULL. Every key is compared, in
+ * constant time, whatever matched earlier: the time taken tells nothing
+ * about which key, or how much of one, was right. */
+const struct key *keys_find(const struct keyring *kr, const char *token, size_t len);
+/* 0 when name may name a key: 1 to 64 of [A-Za-z0-9._-]. */
+int key_name_check(const char *name, struct aj_error *err);
+
+#endif

@@ -1,0 +1,177 @@
+/* agentjail keys: make, list and remove the keys agentjail serve takes. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../cli/cli.h"
+#include "keys.h"
+
+int cmd_keys(int argc, char **argv);
+
+static const char usage[] =
+	"usage: agentjail keys add --file FILE NAME [--concurrency N] [--runs-per-minute N]\n"
+	"                          [--sessions N]\n"
+	"       agentjail keys list --file FILE\n"
+	"       agentjail keys remove --file FILE NAME\n"
+	"\n"
+	"add makes a key, prints it once on stdout, and keeps only its SHA-256 in\n"
+	"FILE (made 0600 if missing). Its limits: runs at once (default 4), runs\n"
+	"started in any minute (default 600), sessions open (default 4).\n"
+	"agentjail serve reads FILE at start (--keys FILE).\n";
+
+enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_HELP };
+
+static int limit(const char *name, const char *arg, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < 1 || v > KEY_MAX_LIMIT) {
+		cli_error("keys: --%s: expected 1 to %d, got '%s'", name, KEY_MAX_LIMIT, arg);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cmd_keys(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"file", required_argument, NULL, OPT_FILE},
+		{"concurrency", required_argument, NULL, OPT_CONC},
+		{"runs-per-minute", required_argument, NULL, OPT_RPM},
+		{"sessions", required_argument, NULL, OPT_SESSIONS},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}};
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	const char *action = argv[1];
+	if (strcmp(action, "add") && strcmp(action, "list") && strcmp(action, "remove")) {
+		cli_error("keys: unknown action '%s' (add, list, remove)", action);
+		return EXIT_USAGE;
+	}
+	const char *file = NULL;
+	struct key nk = {.concurrency = KEY_DEFAULT_CONCURRENCY,
+			 .runs_per_minute = KEY_DEFAULT_RUNS_PER_MINUTE,
+			 .sessions = KEY_DEFAULT_SESSIONS};
+	int o;
+	optind = 2;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_FILE:
+			file = optarg;
+			break;
+		case OPT_CONC:
+			if (limit("concurrency", optarg, &nk.concurrency))
+				return EXIT_USAGE;
+			break;
+		case OPT_RPM:
+			if (limit("runs-per-minute", optarg, &nk.runs_per_minute))
+				return EXIT_USAGE;
+			break;
+		case OPT_SESSIONS:
+			if (limit("sessions", optarg, &nk.sessions))
+				return EXIT_USAGE;
+			break;
+		case 'h':
+		case OPT_HELP:
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!file) {
+		cli_error("keys: --file FILE is required");
+		return EXIT_USAGE;
+	}
+	bool needs_name = strcmp(action, "list") != 0;
+	if (needs_name ? optind + 1 != argc : optind != argc) {
+		cli_error("keys %s: %s", action, needs_name ? "give one NAME" : "takes no NAME");
+		return EXIT_USAGE;
+	}
+	const char *name = needs_name ? argv[optind] : NULL;
+	struct aj_error err = {0};
+	struct keyring kr = {0};
+	bool exists = access(file, F_OK) == 0;
+	if (exists && keys_load(&kr, file, &err)) {
+		cli_error("keys: %s", err.message);
+		return 1;
+	}
+	if (!exists && strcmp(action, "add")) {
+		cli_error("keys: %s: no such file", file);
+		return 1;
+	}
+	int rc = 0;
+	if (!strcmp(action, "list")) {
+		printf("%-24s %11s %15s %8s\n", "NAME", "CONCURRENCY", "RUNS/MINUTE", "SESSIONS");
+		for (size_t i = 0; i < kr.count; i++)
+			printf("%-24s %11u %15u %8u\n", kr.keys[i].name, kr.keys[i].concurrency,
+			       kr.keys[i].runs_per_minute, kr.keys[i].sessions);
+	} else if (!strcmp(action, "remove")) {
+		size_t i = 0;
+		while (i < kr.count && strcmp(kr.keys[i].name, name))
+			i++;
+		if (i == kr.count) {
+			cli_error("keys: %s holds no key named '%s'", file, name);
+			rc = 1;
+		} else {
+			memmove(&kr.keys[i], &kr.keys[i + 1], (kr.count - i - 1) * sizeof *kr.keys);
+			kr.count--;
+			if (keys_save(&kr, file, &err)) {
+				cli_error("keys: %s", err.message);
+				rc = 1;
+			} else {
+				fprintf(stderr, "agentjail: keys: removed '%s' (a running server "
+						"keeps it until restarted)\n",
+					name);
+			}
+		}
+	} else {
+		if (key_name_check(name, &err)) {
+			cli_error("keys: %s", err.message);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		for (size_t i = 0; i < kr.count; i++)
+			if (!strcmp(kr.keys[i].name, name)) {
+				cli_error("keys: %s already holds a key named '%s' (remove it first)",
+					  file, name);
+				rc = 1;
+				goto out;
+			}
+		struct key *grown = realloc(kr.keys, (kr.count + 1) * sizeof *kr.keys);
+		if (!grown) {
+			rc = 1;
+			goto out;
+		}
+		kr.keys = grown;
+		char token[KEY_TOKEN_LEN + 1];
+		snprintf(nk.name, sizeof nk.name, "%s", name);
+		if (key_generate(&nk, token)) {
+			cli_error("keys: cannot read random bytes");
+			rc = 1;
+			goto out;
+		}
+		kr.keys[kr.count++] = nk;
+		if (keys_save(&kr, file, &err)) {
+			cli_error("keys: %s", err.message);
+			rc = 1;
+			goto out;
+		}
+		/* The token itself is shown this once and kept nowhere. */
+		printf("%s\n", token);
+		fprintf(stderr, "agentjail: keys: added '%s' to %s; the key above is not kept: "
+				"save it now\n",
+			name, file);
+	}
+out:
+	keys_free(&kr);
+	return rc;
+}

@@ -1,0 +1,34 @@
+/* Runs on this machine: the deployer's sandbox, and one more for each set
+ * of narrowed limits a caller asks for (aj_open fixes a sandbox's limits),
+ * kept while used and reused when asked for again. */
+#ifndef AJ_SERVE_LOCAL_H
+#define AJ_SERVE_LOCAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "agentjail.h"
+
+#define LOCAL_SANDBOXES 8
+
+struct local_entry {
+	struct aj_limits limits;
+	struct aj_sandbox *sb;
+	unsigned refs;
+	uint64_t used; /* tick of its last use: the least recent goes first */
+};
+
+struct local {
+	struct aj_config base;
+	pthread_mutex_t lock;
+	struct local_entry entries[LOCAL_SANDBOXES]; /* [0]: the deployer's, kept */
+	uint64_t tick;
+};
+
+int local_open(struct local *l, const struct aj_config *base, struct aj_error *err);
+/* aj_run_cancellable under limits; fills *res whatever happens. */
+void local_run(struct local *l, const struct aj_limits *limits, const char *code, size_t len,
+	       struct aj_cancel *cancel, struct aj_result *res);
+void local_close(struct local *l);
+
+#endif

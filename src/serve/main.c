@@ -1,0 +1,329 @@
+/* agentjail-serve: the service commands, a binary of their own because they
+ * link an HTTP server, a Redis client and libcrypto that every one-shot
+ * `agentjail run` should not load (that one is static). `agentjail serve`,
+ * `agentjail keys` and `agentjail worker` run this.
+ *
+ *   agentjail serve [--listen HOST:PORT] [--keys FILE] [limits...]
+ *   agentjail keys add|list|remove --file FILE ...
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../cli/cli.h"
+#include "mcp_http.h"
+#include "service.h"
+
+int cmd_keys(int argc, char **argv);
+
+static const char serve_usage[] =
+	"usage: agentjail serve [options]\n"
+	"\n"
+	"Serves run_python to many agents over HTTP: a JSON API (/v1/...), MCP's\n"
+	"Streamable HTTP transport (/mcp) and Prometheus metrics (/metrics). Every\n"
+	"request but GET /v1/health needs a key (Authorization: Bearer KEY).\n"
+	"\n"
+	"  --listen HOST:PORT   address to listen on (default 127.0.0.1:8910; port 0\n"
+	"                       picks a free one, printed as AGENTJAIL_URL)\n"
+	"  --keys FILE          the keys file (agentjail keys add); without it one\n"
+	"                       key is made and printed once, as AGENTJAIL_KEY\n"
+	"  --concurrency N      runs at once, whatever the key (default: the CPUs)\n"
+	"  --queue-size N       runs waiting beyond those; more get 429 (default 64)\n"
+	"  --max-wait SEC       the longest a run waits for a slot (default 30)\n"
+	"  --max-body-kb N      largest JSON request body (default 8192)\n"
+	"  --idle-timeout SEC   close a connection silent this long (default 30)\n"
+	"  --origin ORIGIN      the one browser Origin /mcp accepts (default none)\n"
+	"  --uid-base N         first uid runs get when started as root (default\n"
+	"                       2000000000), and --state-dir DIR for their slot locks\n" SESSION_OPTIONS_HELP
+		LIMIT_OPTIONS_HELP
+	"\n"
+	"SIGTERM or SIGINT: runs in progress and queued finish, new ones get 503,\n"
+	"then the server exits.\n";
+
+enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
+       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_UID_BASE, OPT_STATE_DIR, OPT_HELP };
+
+static int parse_listen(const char *arg, struct serve_config *c)
+{
+	static char host[256];
+	const char *colon = strrchr(arg, ':');
+	if (!colon || colon == arg || (size_t)(colon - arg) >= sizeof host) {
+		cli_error("--listen: expected HOST:PORT, got '%s'", arg);
+		return -1;
+	}
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 0 || port > 65535) {
+		cli_error("--listen: '%s' is not a port (0 to 65535)", colon + 1);
+		return -1;
+	}
+	size_t n = (size_t)(colon - arg);
+	/* [::1]:8910 */
+	if (arg[0] == '[' && colon[-1] == ']')
+		memcpy(host, arg + 1, n - 2), host[n - 2] = '\0';
+	else
+		memcpy(host, arg, n), host[n] = '\0';
+	c->host = host;
+	c->port = (unsigned)port;
+	return 0;
+}
+
+static int parse_count(const char *name, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < lo || v > hi) {
+		cli_error("--%s: expected %ld to %ld, got '%s'", name, lo, hi, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_secs(const char *name, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	if (*end || end == arg || !(v >= lo && v <= hi)) {
+		cli_error("--%s: expected %g to %g seconds, got '%s'", name, lo, hi, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parses serve's options into c. Returns -1 to go on, else an exit code. */
+static int parse_serve(int argc, char **argv, struct serve_config *c)
+{
+	static const struct option own[] = {
+		{"listen", required_argument, NULL, OPT_LISTEN},
+		{"keys", required_argument, NULL, OPT_KEYS},
+		{"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+		{"queue-size", required_argument, NULL, OPT_QUEUE_SIZE},
+		{"max-wait", required_argument, NULL, OPT_MAX_WAIT},
+		{"max-body-kb", required_argument, NULL, OPT_MAX_BODY},
+		{"idle-timeout", required_argument, NULL, OPT_IDLE},
+		{"origin", required_argument, NULL, OPT_ORIGIN},
+		{"uid-base", required_argument, NULL, OPT_UID_BASE},
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}};
+	struct option opts[40];
+	options_with(own, opts, 40);
+	options_add(session_options, opts, 40);
+	int o;
+	long v;
+	double d;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+		case OPT_HELP:
+			fputs(serve_usage, stdout);
+			return 0;
+		case OPT_LISTEN:
+			if (parse_listen(optarg, c))
+				return EXIT_USAGE;
+			break;
+		case OPT_KEYS:
+			c->keys_path = optarg;
+			break;
+		case OPT_CONCURRENCY:
+			if (parse_count("concurrency", optarg, 1, 1024, &v))
+				return EXIT_USAGE;
+			c->concurrency = (unsigned)v;
+			break;
+		case OPT_QUEUE_SIZE:
+			if (parse_count("queue-size", optarg, 0, 100000, &v))
+				return EXIT_USAGE;
+			c->queue_size = (unsigned)v;
+			break;
+		case OPT_MAX_WAIT:
+			if (parse_secs("max-wait", optarg, 0.1, 3600, &d))
+				return EXIT_USAGE;
+			c->max_wait_sec = d;
+			break;
+		case OPT_MAX_BODY:
+			if (parse_count("max-body-kb", optarg, 1, 1 << 20, &v))
+				return EXIT_USAGE;
+			c->max_body = (size_t)v << 10;
+			break;
+		case OPT_IDLE:
+			if (parse_count("idle-timeout", optarg, 1, 3600, &v))
+				return EXIT_USAGE;
+			c->idle_sec = (unsigned)v;
+			break;
+		case OPT_ORIGIN:
+			c->origin = optarg;
+			break;
+		case OPT_UID_BASE:
+			/* Beside other agentjail users on the machine: runs take
+			 * uids from this base on, slot locks in --state-dir. */
+			if (parse_count("uid-base", optarg, 1000, 4000000000L, &v))
+				return EXIT_USAGE;
+			c->sandbox.uid_base = (uint32_t)v;
+			break;
+		case OPT_STATE_DIR:
+			c->sandbox.state_dir = optarg;
+			break;
+		case '?':
+			fputs("try 'agentjail serve --help'\n", stderr);
+			return EXIT_USAGE;
+		default:
+			if (option_apply(o, optarg, &c->sandbox))
+				return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_error("serve: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err;
+	if (aj_config_validate(&c->sandbox, &err)) {
+		cli_config_error("serve", &err);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+static void serve_config_init(struct serve_config *c)
+{
+	*c = (struct serve_config){.host = "127.0.0.1",
+				   .port = SERVE_DEFAULT_PORT,
+				   .queue_size = SERVE_DEFAULT_QUEUE,
+				   .max_wait_sec = SERVE_DEFAULT_MAX_WAIT_SEC,
+				   .max_body = (size_t)SERVE_DEFAULT_BODY_KB << 10,
+				   .idle_sec = SERVE_DEFAULT_IDLE_SEC,
+				   .request_sec = SERVE_DEFAULT_REQUEST_SEC,
+				   .max_connections = SERVE_MAX_CONNECTIONS};
+	aj_config_init(&c->sandbox);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	c->concurrency = cpus > 0 ? (unsigned)cpus : 1;
+}
+
+/* Without a keys file: one key, made now, known only to this process and
+ * to whoever reads its stdout. */
+static int one_time_key(struct keyring *kr)
+{
+	kr->keys = calloc(1, sizeof *kr->keys);
+	if (!kr->keys)
+		return -1;
+	struct key *k = &kr->keys[0];
+	char token[KEY_TOKEN_LEN + 1];
+	if (key_generate(k, token)) {
+		free(kr->keys);
+		return -1;
+	}
+	snprintf(k->name, sizeof k->name, "default");
+	k->concurrency = KEY_MAX_LIMIT; /* the server's own bound holds */
+	k->runs_per_minute = KEY_MAX_LIMIT;
+	k->sessions = KEY_MAX_LIMIT;
+	kr->count = 1;
+	printf("AGENTJAIL_KEY=%s\n", token);
+	return 0;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+	static struct service svc; /* connection threads may read it to the end */
+	serve_config_init(&svc.cfg);
+	int rc = parse_serve(argc, argv, &svc.cfg);
+	if (rc >= 0)
+		return rc;
+	struct aj_error err = {0};
+	if (svc.cfg.keys_path) {
+		if (keys_load(&svc.keys, svc.cfg.keys_path, &err)) {
+			cli_error("serve: --keys: %s", err.message);
+			return EXIT_USAGE;
+		}
+		if (!svc.keys.count) {
+			cli_error("serve: --keys: %s holds no key (agentjail keys add)",
+				  svc.cfg.keys_path);
+			return EXIT_USAGE;
+		}
+	}
+	/* SIGTERM and SIGINT are taken by sigwait below, in this thread only:
+	 * blocked before any thread starts, so every thread inherits it. */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	/* A client that hangs up mid-answer must not end the server. */
+	signal(SIGPIPE, SIG_IGN);
+
+	if (local_open(&svc.local, &svc.cfg.sandbox, &err)) {
+		cli_error("serve: the %s tier cannot run here: %s",
+			  aj_tier_name(svc.cfg.sandbox.tier), err.message);
+		return EXIT_SANDBOX;
+	}
+	if (!svc.cfg.keys_path && one_time_key(&svc.keys)) {
+		cli_error("serve: cannot make a key");
+		return 1;
+	}
+	rc = 1;
+	metrics_init(&svc.metrics);
+	sessions_init(&svc.sessions);
+	if (admission_init(&svc.adm, &svc.keys, svc.cfg.concurrency, svc.cfg.queue_size,
+			   svc.cfg.max_wait_sec) ||
+	    mcp_http_init(&svc)) {
+		cli_error("serve: out of memory");
+		return 1;
+	}
+	if (http_start(&svc, &err)) {
+		cli_error("serve: %s", err.message);
+		goto out;
+	}
+	const char *h = svc.cfg.host;
+	printf(strchr(h, ':') ? "AGENTJAIL_URL=http://[%s]:%u\n" : "AGENTJAIL_URL=http://%s:%u\n",
+	       h, svc.cfg.port);
+	fflush(stdout);
+	fprintf(stderr,
+		"agentjail serve: listening on %s:%u, tier %s, %u runs at once, %u queued, %zu "
+		"key(s)\n",
+		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier), svc.cfg.concurrency,
+		svc.cfg.queue_size, svc.keys.count);
+
+	int sig;
+	sigwait(&stop, &sig);
+	fprintf(stderr, "agentjail serve: %s: finishing the runs in progress, refusing new ones\n",
+		strsignal(sig));
+	/* Drain first, with the listener up: a request arriving now gets a
+	 * 503 that says why, not a refused connection. */
+	atomic_store(&svc.draining, true);
+	admission_drain(&svc.adm);
+	http_stop(&svc);
+	rc = 0;
+out:
+	mcp_http_stop(&svc);
+	sessions_close_all(&svc.sessions);
+	local_close(&svc.local);
+	admission_destroy(&svc.adm);
+	metrics_destroy(&svc.metrics);
+	keys_free(&svc.keys);
+	fprintf(stderr, "agentjail serve: stopped\n");
+	return rc;
+}
+
+static const char usage[] = "usage: agentjail-serve serve|keys [options]\n"
+			    "(run as agentjail serve, agentjail keys)\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "serve"))
+		return cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "keys"))
+		return cmd_keys(argc - 1, argv + 1);
+	cli_error("unknown command '%s'", argv[1]);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,214 @@
+/* The server is stateless over HTTP: it assigns no Mcp-Session-Id, so any
+ * replica behind a load balancer can take any POST, and GET (a stream the
+ * server would push on) is 405, as the transport allows. Requests of both
+ * protocol eras are served, as on stdio. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/internal.h"
+#include "../mcp/config.h"
+#include "../mcp/server.h"
+#include "mcp_http.h"
+
+struct mcp_http {
+	struct mcp_config cfg;
+	struct mcp_server *server;
+};
+
+/* One POST: the answer it collects, and whether its call has ended. */
+struct http_link {
+	struct mcp_link link;
+	struct service *svc;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	char *answer;
+	unsigned calls_done;
+	bool admitted;  /* a queue place is held for this POST's tools/call */
+	bool started;   /* ... and the run took it */
+	struct key_use *use;
+};
+
+static const char *const versions[] = {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26",
+				       "2024-11-05"};
+
+static void link_emit(struct mcp_link *link, const char *msg)
+{
+	struct http_link *l = (struct http_link *)link;
+	pthread_mutex_lock(&l->lock);
+	/* One message per POST gets an answer: a second cannot happen, and
+	 * is dropped rather than sent as a body of two documents. */
+	if (!l->answer)
+		l->answer = strdup(msg);
+	pthread_cond_broadcast(&l->changed);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void link_done(struct mcp_link *link)
+{
+	struct http_link *l = (struct http_link *)link;
+	pthread_mutex_lock(&l->lock);
+	l->calls_done++;
+	pthread_cond_broadcast(&l->changed);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static double now_sec(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void link_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
+		     struct aj_result *res)
+{
+	struct http_link *l = (struct http_link *)link;
+	struct service *svc = l->svc;
+	unsigned retry;
+	double t0 = now_sec();
+	if (admit_start(&svc->adm, l->use, &retry) != ADMIT_OK) {
+		l->started = true; /* the queue place is given up */
+		metrics_refused(&svc->metrics, ADMIT_WAITED);
+		result_init(res);
+		result_sandbox_error(res, "the server is busy: no run slot came free within %g s; "
+				     "try again shortly",
+				     svc->cfg.max_wait_sec);
+		return;
+	}
+	l->started = true;
+	local_run(&svc->local, &svc->cfg.sandbox.limits, code, len, cancel, res);
+	admit_finish(&svc->adm, l->use);
+	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_sec() - t0);
+}
+
+int mcp_http_init(struct service *svc)
+{
+	struct mcp_http *m = calloc(1, sizeof *m);
+	if (!m)
+		return -1;
+	mcp_config_init(&m->cfg);
+	m->cfg.sandbox = svc->cfg.sandbox;
+	m->cfg.concurrency = svc->cfg.concurrency;
+	m->server = mcp_server_start(&m->cfg, svc->local.entries[0].sb);
+	if (!m->server) {
+		free(m);
+		return -1;
+	}
+	svc->mcp = m;
+	return 0;
+}
+
+void mcp_http_stop(struct service *svc)
+{
+	if (!svc->mcp)
+		return;
+	mcp_server_stop(svc->mcp->server);
+	free(svc->mcp);
+	svc->mcp = NULL;
+}
+
+static bool accepts_json(const char *accept)
+{
+	/* The transport has clients list application/json and
+	 * text/event-stream; an answer here is always application/json. */
+	return !accept || strstr(accept, "application/json") || strstr(accept, "*/*");
+}
+
+/* A JSON-RPC error as the whole answer, for what fails before the server
+ * sees the message. */
+static void rpc_error(struct http_response *rs, int status, json_t *id, int code, const char *msg)
+{
+	json_t *o = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code,
+			      "message", msg);
+	if (id)
+		json_object_set(o, "id", id);
+	respond_json(rs, status, o);
+}
+
+void mcp_http_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
+{
+	if (!strcmp(rq->method, "GET") || !strcmp(rq->method, "DELETE")) {
+		/* No server-pushed stream and no session to end: stateless. */
+		respond_error(rs, 405, "method_not_allowed",
+			      "this server offers no SSE stream and no MCP session; POST messages");
+		rs->allow = "POST";
+		return;
+	}
+	if (strcmp(rq->method, "POST")) {
+		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
+		rs->allow = "POST";
+		return;
+	}
+	/* DNS rebinding: a web page the user opened must not reach a server
+	 * on their loopback. Browsers send Origin; other clients need not. */
+	if (rq->origin && (!svc->cfg.origin || strcmp(rq->origin, svc->cfg.origin))) {
+		respond_error(rs, 403, "forbidden_origin",
+			      "Origin %.200s is not allowed (agentjail serve --origin)", rq->origin);
+		return;
+	}
+	if (rq->protocol_version) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+			known |= !strcmp(rq->protocol_version, versions[i]);
+		if (!known) {
+			rpc_error(rs, 400, NULL, -32600, "Unsupported MCP-Protocol-Version header");
+			return;
+		}
+	}
+	if (!accepts_json(rq->accept)) {
+		respond_error(rs, 406, "not_acceptable", "answers are application/json");
+		return;
+	}
+	/* A tools/call takes its queue place here, so a full queue is a 429
+	 * the client's HTTP stack understands, before any thread starts. */
+	json_t *msg = json_loadb(rq->body, rq->body_len, 0, NULL);
+	bool is_call = json_is_object(msg) &&
+		       json_is_string(json_object_get(msg, "method")) &&
+		       !strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") &&
+		       json_object_get(msg, "id");
+	struct http_link l = {.link = {.emit = link_emit, .done = link_done, .run = link_run,
+				       .owner = rq->key},
+			      .svc = svc,
+			      .use = admission_use(&svc->adm, rq->key)};
+	if (is_call) {
+		unsigned retry = 0;
+		enum admit_verdict v = admit_enter(&svc->adm, l.use, &retry);
+		if (v != ADMIT_OK) {
+			metrics_refused(&svc->metrics, v);
+			rpc_error(rs, v == ADMIT_DRAINING ? 503 : 429, json_object_get(msg, "id"),
+				  -32000,
+				  v == ADMIT_RATE ? "Rate limited: this key used its runs per minute"
+				  : v == ADMIT_DRAINING ? "The server is shutting down"
+							: "The server's run queue is full");
+			rs->retry_after = retry;
+			json_decref(msg);
+			return;
+		}
+		l.admitted = true;
+	}
+	json_decref(msg);
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_cond_init(&l.changed, NULL);
+	mcp_server_message(svc->mcp->server, &l.link, rq->body, rq->body_len);
+	pthread_mutex_lock(&l.lock);
+	while (l.calls_done < l.link.calls_started)
+		pthread_cond_wait(&l.changed, &l.lock);
+	pthread_mutex_unlock(&l.lock);
+	/* A call refused by its arguments never took its place. */
+	if (l.admitted && !l.started)
+		admit_abandon(&svc->adm, l.use);
+	if (l.answer) {
+		rs->code = 200;
+		rs->body = l.answer;
+		rs->len = strlen(l.answer);
+		rs->content_type = "application/json";
+	} else {
+		/* A notification, a response, or a call cancelled meanwhile. */
+		rs->code = 202;
+	}
+	pthread_mutex_destroy(&l.lock);
+	pthread_cond_destroy(&l.changed);
+}

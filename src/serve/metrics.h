@@ -1,0 +1,45 @@
+/* What /metrics reports, in Prometheus' text format: runs by tier and
+ * status, a latency histogram, HTTP answers by code, refusals by reason,
+ * and the gauges the caller reads at scrape time. */
+#ifndef AJ_SERVE_METRICS_H
+#define AJ_SERVE_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "admit.h"
+#include "agentjail.h"
+
+#define METRICS_BUCKETS 12
+#define METRICS_CODES 24
+
+struct metrics {
+	pthread_mutex_t lock;
+	uint64_t runs[AJ_TIER_COUNT][AJ_STATUS_COUNT];
+	uint64_t buckets[METRICS_BUCKETS]; /* run wall time, cumulative at render */
+	uint64_t latency_count;
+	double latency_sum;
+	int codes[METRICS_CODES];          /* the HTTP codes seen, in order of first use */
+	uint64_t code_count[METRICS_CODES];
+	uint64_t refused[ADMIT_VERDICTS];
+	uint64_t auth_failures;
+};
+
+struct metrics_gauges {
+	unsigned running, waiting, sessions_open;
+	unsigned workers; /* with a Redis queue: workers alive; else 0 */
+	int draining;
+};
+
+void metrics_init(struct metrics *m);
+void metrics_destroy(struct metrics *m);
+/* A run ended: its wall time in seconds as the server saw it (queue, run,
+ * and the trip to a worker when there is one). */
+void metrics_run(struct metrics *m, enum aj_tier tier, enum aj_status status, double seconds);
+void metrics_http(struct metrics *m, int code);
+void metrics_refused(struct metrics *m, enum admit_verdict why);
+void metrics_auth_failure(struct metrics *m);
+/* The text for a scrape (malloc'ed), or NULL. */
+char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
+
+#endif

@@ -1,0 +1,94 @@
+/* agentjail serve: the state one server holds, shared by its HTTP API
+ * (api.c), its MCP endpoint (mcp_http.c) and its main loop (main.c). */
+#ifndef AJ_SERVE_SERVICE_H
+#define AJ_SERVE_SERVICE_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "admit.h"
+#include "agentjail.h"
+#include "keys.h"
+#include "local.h"
+#include "metrics.h"
+#include "sessions.h"
+
+#define SERVE_DEFAULT_PORT 8910
+#define SERVE_DEFAULT_QUEUE 64
+#define SERVE_DEFAULT_MAX_WAIT_SEC 30.0
+#define SERVE_DEFAULT_BODY_KB 8192
+#define SERVE_DEFAULT_IDLE_SEC 30
+#define SERVE_DEFAULT_REQUEST_SEC 60
+#define SERVE_MAX_CONNECTIONS 512
+
+struct serve_config {
+	struct aj_config sandbox;   /* the deployer's tier and limits */
+	const char *host;           /* 127.0.0.1 unless told */
+	unsigned port;
+	unsigned concurrency;       /* runs at once */
+	unsigned queue_size;        /* runs waiting beyond those */
+	double max_wait_sec;        /* longest wait in the queue */
+	size_t max_body;            /* bytes of a JSON request */
+	unsigned idle_sec;          /* a connection silent this long is closed */
+	unsigned request_sec;       /* a request body must arrive within this */
+	unsigned max_connections;
+	const char *keys_path;      /* NULL: one key, made at start, shown once */
+	const char *origin;         /* /mcp: the one Origin allowed besides none */
+};
+
+struct mcp_http;
+
+struct service {
+	struct serve_config cfg;
+	struct keyring keys;
+	struct admission adm;
+	struct metrics metrics;
+	struct local local;
+	struct session_table sessions;
+	struct mcp_http *mcp;
+	atomic_bool draining;
+};
+
+/* One HTTP exchange as the API sees it: the request, read whole (its body
+ * capped), and what to answer. */
+struct http_request {
+	const char *method;
+	const char *path;     /* decoded, without the query */
+	const char *query_dir; /* ?dir= of a file listing, or NULL */
+	const char *body;
+	size_t body_len;
+	const struct key *key; /* who, after auth; NULL where none is needed */
+	const char *accept;
+	const char *origin;
+	const char *protocol_version; /* MCP-Protocol-Version */
+	const char *content_type;
+};
+
+struct http_response {
+	int code;
+	char *body;           /* malloc'ed */
+	size_t len;
+	const char *content_type;
+	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
+	const char *allow;    /* for 405 */
+};
+
+/* The routes of the JSON API. */
+void api_handle(struct service *svc, const struct http_request *rq, struct http_response *rs);
+/* Which routes need a key (all but health). */
+bool api_needs_key(const char *method, const char *path);
+/* The largest body a route takes, decided from its method and path. */
+size_t api_body_limit(const struct service *svc, const char *method, const char *path);
+
+/* {"error": {"code": code, "message": ...}} with HTTP status. */
+void respond_error(struct http_response *rs, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A JSON body; takes the reference. */
+void respond_json(struct http_response *rs, int status, json_t *body);
+
+/* The HTTP server over svc: serves until stop_http. */
+int http_start(struct service *svc, struct aj_error *err);
+void http_stop(struct service *svc);
+
+#endif
