@@ -148,13 +148,13 @@ $(MCP_DEPS): tests/mcp/package.json
 
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
-test: deps $(TESTS) $(T)/agentjail all $(MCP_DEPS)
+test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs python/tests
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs python/tests tests/serve/
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s),

@@ -115,8 +115,18 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 	return true;
 }
 
-/* The code of a run request: a string, as bytes (a NUL reaches the
- * library's own check, which names its offset). */
+/* A queue place, then the run's turn: 0, or -1 with the refusal in rs. */
+static int admit(struct service *svc, struct key_use *u, struct http_response *rs)
+{
+	unsigned retry = 0;
+	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
+	if (v == ADMIT_OK)
+		v = admit_start(&svc->adm, u, &retry);
+	return refused(svc, v, retry, rs) ? -1 : 0;
+}
+
+/* The code of a run request: a string of source, which Python cannot hold
+ * a NUL in. */
 static int code_field(json_t *o, const char **code, size_t *len, struct http_response *rs)
 {
 	json_t *c = json_object_get(o, "code");
@@ -126,6 +136,12 @@ static int code_field(json_t *o, const char **code, size_t *len, struct http_res
 	}
 	*code = json_string_value(c);
 	*len = json_string_length(c);
+	const char *nul = memchr(*code, '\0', *len);
+	if (nul) {
+		respond_error(rs, 400, "bad_request", "code: contains a NUL byte at offset %zu",
+			      (size_t)(nul - *code));
+		return -1;
+	}
 	return 0;
 }
 
@@ -154,10 +170,8 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 		goto out;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	unsigned retry = 0;
 	double t0 = now_sec();
-	if (refused(svc, admit_enter(&svc->adm, u, &retry), retry, rs) ||
-	    refused(svc, admit_start(&svc->adm, u, &retry), retry, rs))
+	if (admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
 	local_run(&svc->local, &limits, code, len, NULL, &res);
@@ -230,10 +244,8 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	if (code_field(o, &code, &len, rs))
 		goto out;
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	unsigned retry = 0;
 	double t0 = now_sec();
-	if (refused(svc, admit_enter(&svc->adm, u, &retry), retry, rs) ||
-	    refused(svc, admit_start(&svc->adm, u, &retry), retry, rs))
+	if (admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
 	int rc = aj_session_run(h->s, code, len, &res);
@@ -268,7 +280,14 @@ static void file_error(struct http_response *rs, struct hsession *h, int rc,
 	case -EILSEQ:
 	case -EISDIR:
 	case -ENOTDIR:
+	case -ELOOP:  /* a symlink: never followed */
+	case -EPERM:
+	case -EEXIST:
 		respond_error(rs, 400, "bad_path", "%s", err->message);
+		break;
+	case -ENOSPC:
+	case -EDQUOT:
+		respond_error(rs, 507, "no_space", "%s", err->message);
 		break;
 	default:
 		respond_error(rs, 500, "session_error", "%s", err->message);

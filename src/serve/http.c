@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,13 @@ struct conn_state {
 };
 
 static struct MHD_Daemon *daemon_handle;
+
+/* Requests between their headers and the end of their answer's sending:
+ * shutdown waits for these, not only for the runs, so an answer that is
+ * ready is not cut off with its connection. */
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t inflight_done = PTHREAD_COND_INITIALIZER;
+static unsigned inflight;
 
 void respond_json(struct http_response *rs, int status, json_t *body)
 {
@@ -128,6 +136,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		if (!st)
 			return MHD_NO;
 		*con_cls = st;
+		pthread_mutex_lock(&inflight_lock);
+		inflight++;
+		pthread_mutex_unlock(&inflight_lock);
 		clock_gettime(CLOCK_MONOTONIC, &st->started);
 		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
 						 : api_body_limit(svc, method, url);
@@ -224,6 +235,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		free(st->body);
 		free(st);
 		*con_cls = NULL;
+		pthread_mutex_lock(&inflight_lock);
+		if (--inflight == 0)
+			pthread_cond_broadcast(&inflight_done);
+		pthread_mutex_unlock(&inflight_lock);
 	}
 }
 
@@ -271,6 +286,18 @@ int http_start(struct service *svc, struct aj_error *err)
 			svc->cfg.port = info->port;
 	}
 	return 0;
+}
+
+void http_quiesce(double timeout_sec)
+{
+	struct timespec end;
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += (time_t)timeout_sec;
+	pthread_mutex_lock(&inflight_lock);
+	while (inflight > 0)
+		if (pthread_cond_timedwait(&inflight_done, &inflight_lock, &end) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&inflight_lock);
 }
 
 void http_stop(struct service *svc)

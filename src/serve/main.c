@@ -297,6 +297,9 @@ static int cmd_serve(int argc, char **argv)
 	 * 503 that says why, not a refused connection. */
 	atomic_store(&svc.draining, true);
 	admission_drain(&svc.adm);
+	/* The last answers are sent before their connections close; a client
+	 * too slow to read one gets idle_sec. */
+	http_quiesce(svc.cfg.idle_sec);
 	http_stop(&svc);
 	rc = 0;
 out:

@@ -90,5 +90,8 @@ void respond_json(struct http_response *rs, int status, json_t *body);
 /* The HTTP server over svc: serves until stop_http. */
 int http_start(struct service *svc, struct aj_error *err);
 void http_stop(struct service *svc);
+/* Waits (at most timeout_sec) until no request is between its headers and
+ * the end of its answer: the answers of the last runs reach their clients. */
+void http_quiesce(double timeout_sec);
 
 #endif

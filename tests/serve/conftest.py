@@ -1,0 +1,160 @@
+"""agentjail serve under test: the sanitizer build (build/test/agentjail,
+which execs build/test/agentjail-serve beside it), started on a free
+loopback port, talked to over plain HTTP with urllib.
+
+Runs get uids from AJ_SERVE_UID_BASE (2150000000 unless set) so a process
+of that range after a test is a run left behind; the autouse fixture
+checks there is none."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+AGENTJAIL = os.environ.get("AJ_CLI", os.path.join(ROOT, "build", "test", "agentjail"))
+UID_BASE = int(os.environ.get("AJ_SERVE_UID_BASE", "2150000000"))
+STATE_DIR = f"/run/agentjail-serve-test-{UID_BASE}"
+SLOTS = 64
+
+
+def sandbox_pids():
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        uid = int(line.split()[1])
+                        if UID_BASE <= uid < UID_BASE + SLOTS:
+                            pids.append(int(p))
+                        break
+        except OSError:
+            pass
+    return pids
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    yield
+    deadline = time.monotonic() + 5
+    while sandbox_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandbox_pids() == [], "a run's process outlived its request"
+
+
+class Response:
+    def __init__(self, code, headers, body):
+        self.code, self.headers, self.body = code, headers, body
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class Server:
+    """One agentjail serve process."""
+
+    def __init__(self, *args, keys=None, env=None):
+        cmd = [AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
+               "--state-dir", STATE_DIR, *args]
+        if keys:
+            cmd += ["--keys", keys]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env, text=True)
+        self.key = None
+        self.url = None
+        while self.url is None:
+            line = self.proc.stdout.readline()
+            if not line:
+                err = self.proc.stderr.read()
+                raise RuntimeError(f"serve did not start: {err}")
+            if line.startswith("AGENTJAIL_KEY="):
+                self.key = line.strip().split("=", 1)[1]
+            elif line.startswith("AGENTJAIL_URL="):
+                self.url = line.strip().split("=", 1)[1]
+        self.stderr = []
+        # Keep draining stderr so the server never blocks writing it.
+        self._t = threading.Thread(target=self._drain, daemon=True)
+        self._t.start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def request(self, method, path, body=None, key="default", headers=None, raw=False,
+                timeout=60):
+        data = None
+        hdrs = dict(headers or {})
+        if body is not None:
+            data = body if raw else json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/octet-stream" if raw
+                            else "application/json")
+        k = self.key if key == "default" else key
+        if k:
+            hdrs["Authorization"] = f"Bearer {k}"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return Response(r.status, r.headers, r.read())
+        except urllib.error.HTTPError as e:
+            return Response(e.code, e.headers, e.read())
+
+    def run(self, code, key="default", **limits):
+        body = {"code": code}
+        if limits:
+            body["limits"] = limits
+        return self.request("POST", "/v1/runs", body, key=key)
+
+    def metrics(self, key="default"):
+        text = self.request("GET", "/metrics", key=key).body.decode()
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+
+@pytest.fixture
+def start():
+    servers = []
+
+    def _start(*args, **kw):
+        s = Server(*args, **kw)
+        servers.append(s)
+        return s
+
+    yield _start
+    for s in servers:
+        if s.proc.poll() is None:
+            s.stop()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--timeout", "5", "--cpu", "3", "--concurrency", "4")
+    yield s
+    assert s.stop() == 0
+
+
+def add_key(path, name, *args):
+    out = subprocess.run([AGENTJAIL, "keys", "add", "--file", str(path), name, *args],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()

@@ -1,0 +1,131 @@
+"""Sessions over HTTP: state that lasts, files in and out, charts back,
+and one key's sessions out of another's reach."""
+import base64
+
+from conftest import add_key
+
+
+def open_session(s, key="default", **body):
+    r = s.request("POST", "/v1/sessions", body or None, key=key)
+    assert r.code == 201, r.body
+    return r.json()["id"]
+
+
+def test_state_and_files_last_across_calls(server):
+    sid = open_session(server)
+    base = f"/v1/sessions/{sid}"
+    r = server.request("POST", base + "/runs", {"code": "x = 41"})
+    assert r.code == 200 and r.json()["status"] == "ok"
+    r = server.request("POST", base + "/runs", {"code": "print(x + 1)"})
+    assert r.json()["stdout"] == "42\n"
+    data = bytes(range(256)) * 4
+    r = server.request("PUT", base + "/files/in/data.bin", data, raw=True)
+    assert r.code == 201 and r.json() == {"path": "in/data.bin", "bytes": 1024}
+    r = server.request("POST", base + "/runs",
+                       {"code": "d = open('in/data.bin','rb').read(); print(len(d));"
+                                "_ = open('out.txt','w').write(str(sum(d)))"})
+    assert r.json()["stdout"] == "1024\n"
+    r = server.request("GET", base + "/files/out.txt")
+    assert r.code == 200 and r.body == str(sum(data)).encode()
+    assert r.headers["Content-Type"] == "application/octet-stream"
+    r = server.request("GET", base + "/files/in/data.bin")
+    assert r.body == data
+    r = server.request("GET", base + "/files")
+    names = {e["name"]: e for e in r.json()["entries"]}
+    assert names["out.txt"]["type"] == "file" and names["in"]["type"] == "directory"
+    r = server.request("GET", base + "/files?dir=in")
+    assert [e["name"] for e in r.json()["entries"]] == ["data.bin"]
+    assert server.request("DELETE", base).code == 204
+    assert server.request("POST", base + "/runs", {"code": "print(x)"}).code == 404
+
+
+def test_file_errors_are_the_callers(server):
+    sid = open_session(server)
+    base = f"/v1/sessions/{sid}"
+    r = server.request("GET", base + "/files/missing.txt")
+    assert r.code == 404 and "missing.txt" in r.json()["error"]["message"]
+    r = server.request("GET", base + "/files/a/%2E%2E/%2E%2E/etc/passwd")
+    assert r.code == 400 and "'..' is not allowed" in r.json()["error"]["message"]
+    r = server.request("PUT", base + "/files/%2Fetc%2Fx", b"x", raw=True)
+    assert r.code == 400
+    server.request("POST", base + "/runs",
+                   {"code": "import os; os.symlink('/etc/shadow', 'link')"})
+    r = server.request("GET", base + "/files/link")
+    assert r.code == 400
+    r = server.request("POST", base + "/files/x", b"x", raw=True)
+    assert r.code == 405
+    server.request("DELETE", base)
+
+
+def test_a_transfer_over_the_cap_is_413(start):
+    s = start("--transfer-mb", "1")
+    sid = open_session(s)
+    r = s.request("PUT", f"/v1/sessions/{sid}/files/big", b"x" * (2 << 20), raw=True)
+    assert r.code == 413
+    r = s.request("PUT", f"/v1/sessions/{sid}/files/ok", b"x" * 1000, raw=True)
+    assert r.code == 201
+
+
+def test_charts_come_back_as_images(server):
+    sid = open_session(server)
+    r = server.request("POST", f"/v1/sessions/{sid}/runs", {
+        "code": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                "plt.plot([1, 2, 3])\n"})
+    res = r.json()
+    assert res["status"] == "ok", res
+    assert len(res["images"]) == 1
+    img = res["images"][0]
+    assert img["mime"] == "image/png"
+    assert base64.b64decode(img["data"])[:8] == b"\x89PNG\r\n\x1a\n"
+    server.request("DELETE", f"/v1/sessions/{sid}")
+
+
+def test_sessions_belong_to_their_key(start, tmp_path):
+    keys = tmp_path / "keys.json"
+    alice = add_key(keys, "alice", "--sessions", "2")
+    bob = add_key(keys, "bob")
+    s = start(keys=str(keys))
+    sid = open_session(s, key=alice)
+    base = f"/v1/sessions/{sid}"
+    s.request("POST", base + "/runs", {"code": "secret = 'alice-only'"}, key=alice)
+    # Bob cannot run in it, read it, list it or close it: it does not exist for him.
+    assert s.request("POST", base + "/runs", {"code": "print(secret)"}, key=bob).code == 404
+    assert s.request("GET", base + "/files", key=bob).code == 404
+    assert s.request("DELETE", base, key=bob).code == 404
+    r = s.request("POST", base + "/runs", {"code": "print(secret)"}, key=alice)
+    assert r.json()["stdout"] == "alice-only\n"
+    # Alice's limit is two open sessions.
+    second = open_session(s, key=alice)
+    r = s.request("POST", "/v1/sessions", None, key=alice)
+    assert r.code == 429 and "its limit" in r.json()["error"]["message"]
+    assert r.headers["Retry-After"]
+    assert s.request("DELETE", f"/v1/sessions/{second}", key=alice).code == 204
+    third = open_session(s, key=alice)
+    for x in (sid, third):
+        s.request("DELETE", f"/v1/sessions/{x}", key=alice)
+
+
+def test_an_idle_session_closes_and_says_why(start):
+    s = start("--session-idle", "1")
+    sid = open_session(s)
+    import time
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = s.request("POST", f"/v1/sessions/{sid}/runs", {"code": "print(1)"})
+        if r.code == 410:
+            break
+        time.sleep(1.5)
+    assert r.code == 410
+    assert "idle" in r.json()["error"]["message"]
+
+
+def test_session_limits_narrow_like_runs(server):
+    r = server.request("POST", "/v1/sessions", {"limits": {"memory_mb": 1 << 20}})
+    assert r.code == 400 and "limits.memory_mb" in r.json()["error"]["message"]
+    r = server.request("POST", "/v1/sessions", {"limits": {"timeout_sec": 1}})
+    assert r.code == 201 and r.json()["limits"]["timeout_sec"] == 1
+    sid = r.json()["id"]
+    r = server.request("POST", f"/v1/sessions/{sid}/runs",
+                       {"code": "import time; time.sleep(3)"})
+    assert r.json()["status"] == "timeout"
+    server.request("DELETE", f"/v1/sessions/{sid}")
