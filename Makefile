@@ -154,7 +154,7 @@ test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs python/tests tests/serve/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s),
