@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 		return cmd_attack(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 1, argv + 1);
-	if (!strcmp(cmd, "serve") || !strcmp(cmd, "keys"))
+	if (!strcmp(cmd, "serve") || !strcmp(cmd, "keys") || !strcmp(cmd, "worker"))
 		return exec_service(argv);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);

@@ -174,8 +174,18 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 	if (admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
-	local_run(&svc->local, &limits, code, len, NULL, &res);
+	int rc = service_run(svc, &limits, code, len, NULL, &res, &err);
 	admit_finish(&svc->adm, u);
+	if (rc) {
+		aj_result_free(&res);
+		if (rc == -EINVAL)
+			respond_error(rs, 400, "bad_limits", "%s", err.message);
+		else
+			respond_error(rs, 503, rc == -EAGAIN ? "no_worker" : "queue_unavailable", "%s",
+				      err.message);
+		rs->retry_after = rc == -EINVAL ? 0 : 5;
+		goto out;
+	}
 	run_result(svc, rs, &res, t0);
 out:
 	json_decref(o);
@@ -197,6 +207,10 @@ static void post_session(struct service *svc, const struct http_request *rq,
 	}
 	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &cfg.limits, &err)) {
 		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		goto out;
+	}
+	if (svc->queue) {
+		remote_post_session(svc, rq, rs, &cfg.limits);
 		goto out;
 	}
 	struct hsession *h;
@@ -261,18 +275,14 @@ out:
 }
 
 /* A file operation's error as HTTP: the path's fault is the caller's. */
-static void file_error(struct http_response *rs, struct hsession *h, int rc,
-		       const struct aj_error *err)
+void respond_file_error(struct http_response *rs, int rc, const char *message)
 {
 	switch (rc) {
-	case -ESHUTDOWN:
-		session_gone(rs, h);
-		break;
 	case -ENOENT:
-		respond_error(rs, 404, "not_found", "%s", err->message);
+		respond_error(rs, 404, "not_found", "%s", message);
 		break;
 	case -EFBIG:
-		respond_error(rs, 413, "too_large", "%s", err->message);
+		respond_error(rs, 413, "too_large", "%s", message);
 		break;
 	case -EACCES:
 	case -EINVAL:
@@ -283,15 +293,24 @@ static void file_error(struct http_response *rs, struct hsession *h, int rc,
 	case -ELOOP:  /* a symlink: never followed */
 	case -EPERM:
 	case -EEXIST:
-		respond_error(rs, 400, "bad_path", "%s", err->message);
+		respond_error(rs, 400, "bad_path", "%s", message);
 		break;
 	case -ENOSPC:
 	case -EDQUOT:
-		respond_error(rs, 507, "no_space", "%s", err->message);
+		respond_error(rs, 507, "no_space", "%s", message);
 		break;
 	default:
-		respond_error(rs, 500, "session_error", "%s", err->message);
+		respond_error(rs, 500, "session_error", "%s", message);
 	}
+}
+
+static void file_error(struct http_response *rs, struct hsession *h, int rc,
+		       const struct aj_error *err)
+{
+	if (rc == -ESHUTDOWN)
+		session_gone(rs, h);
+	else
+		respond_file_error(rs, rc, err->message);
 }
 
 static const char *const type_names[] = {"file", "directory", "symlink", "other"};
@@ -347,6 +366,8 @@ static void session_route(struct service *svc, const struct http_request *rq,
 	memcpy(id, rest, n);
 	id[n] = '\0';
 	const char *tail = rest + n; /* "", "/runs", "/files", "/files/PATH" */
+	if (svc->queue)
+		return remote_session_route(svc, rq, rs, id, tail);
 	if (!*tail && !strcmp(rq->method, "DELETE")) {
 		if (sessions_delete(&svc->sessions, id, admission_use(&svc->adm, rq->key)))
 			respond_error(rs, 404, "not_found", "no such session");
@@ -380,6 +401,15 @@ static void session_route(struct service *svc, const struct http_request *rq,
 
 static void get_tiers(struct service *svc, struct http_response *rs)
 {
+	if (svc->queue) {
+		json_t *t = remote_tiers(svc);
+		if (t)
+			respond_json(rs, 200, t);
+		else
+			respond_error(rs, 503, "queue_unavailable", "cannot reach Redis at %s",
+				      svc->cfg.queue_url);
+		return;
+	}
 	json_t *a = json_array();
 	for (int t = 0; a && t < AJ_TIER_COUNT; t++) {
 		struct aj_config cfg = svc->cfg.sandbox;

@@ -16,9 +16,11 @@
 
 #include "../cli/cli.h"
 #include "mcp_http.h"
+#include "queue.h"
 #include "service.h"
 
 int cmd_keys(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 static const char serve_usage[] =
 	"usage: agentjail serve [options]\n"
@@ -37,6 +39,9 @@ static const char serve_usage[] =
 	"  --max-body-kb N      largest JSON request body (default 8192)\n"
 	"  --idle-timeout SEC   close a connection silent this long (default 30)\n"
 	"  --origin ORIGIN      the one browser Origin /mcp accepts (default none)\n"
+	"  --queue redis://HOST[:PORT][/DB]\n"
+	"                       run nothing here: put runs on Redis for agentjail\n"
+	"                       worker processes (any number, any machines) of --tier\n"
 	"  --uid-base N         first uid runs get when started as root (default\n"
 	"                       2000000000), and --state-dir DIR for their slot locks\n" SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP
@@ -45,7 +50,7 @@ static const char serve_usage[] =
 	"then the server exits.\n";
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
-       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_UID_BASE, OPT_STATE_DIR, OPT_HELP };
+       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_UID_BASE, OPT_STATE_DIR, OPT_QUEUE, OPT_HELP };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -111,6 +116,7 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"origin", required_argument, NULL, OPT_ORIGIN},
 		{"uid-base", required_argument, NULL, OPT_UID_BASE},
 		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"queue", required_argument, NULL, OPT_QUEUE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	struct option opts[40];
@@ -170,6 +176,9 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 			break;
 		case OPT_STATE_DIR:
 			c->sandbox.state_dir = optarg;
+			break;
+		case OPT_QUEUE:
+			c->queue_url = optarg;
 			break;
 		case '?':
 			fputs("try 'agentjail serve --help'\n", stderr);
@@ -257,7 +266,19 @@ static int cmd_serve(int argc, char **argv)
 	/* A client that hangs up mid-answer must not end the server. */
 	signal(SIGPIPE, SIG_IGN);
 
-	if (local_open(&svc.local, &svc.cfg.sandbox, &err)) {
+	static struct queue queue;
+	if (svc.cfg.queue_url) {
+		if (queue_init(&queue, svc.cfg.queue_url, &err)) {
+			cli_error("serve: %s", err.message);
+			return EXIT_USAGE;
+		}
+		svc.queue = &queue;
+		redisContext *c = queue_get(&queue, 2.0, &err);
+		if (!c)
+			fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
+				err.message);
+		queue_put(&queue, c, false);
+	} else if (local_open(&svc.local, &svc.cfg.sandbox, &err)) {
 		cli_error("serve: the %s tier cannot run here: %s",
 			  aj_tier_name(svc.cfg.sandbox.tier), err.message);
 		return EXIT_SANDBOX;
@@ -284,10 +305,11 @@ static int cmd_serve(int argc, char **argv)
 	       h, svc.cfg.port);
 	fflush(stdout);
 	fprintf(stderr,
-		"agentjail serve: listening on %s:%u, tier %s, %u runs at once, %u queued, %zu "
-		"key(s)\n",
-		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier), svc.cfg.concurrency,
-		svc.cfg.queue_size, svc.keys.count);
+		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once, %u queued, "
+		"%zu key(s)\n",
+		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier),
+		svc.queue ? " on the workers of " : "", svc.queue ? svc.cfg.queue_url : "",
+		svc.cfg.concurrency, svc.cfg.queue_size, svc.keys.count);
 
 	int sig;
 	sigwait(&stop, &sig);
@@ -305,7 +327,10 @@ static int cmd_serve(int argc, char **argv)
 out:
 	mcp_http_stop(&svc);
 	sessions_close_all(&svc.sessions);
-	local_close(&svc.local);
+	if (svc.queue)
+		queue_destroy(svc.queue);
+	else
+		local_close(&svc.local);
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);
@@ -313,8 +338,8 @@ out:
 	return rc;
 }
 
-static const char usage[] = "usage: agentjail-serve serve|keys [options]\n"
-			    "(run as agentjail serve, agentjail keys)\n";
+static const char usage[] = "usage: agentjail-serve serve|keys|worker [options]\n"
+			    "(run as agentjail serve, agentjail keys, agentjail worker)\n";
 
 int main(int argc, char **argv)
 {
@@ -326,6 +351,8 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keys"))
 		return cmd_keys(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "worker"))
+		return cmd_worker(argc - 1, argv + 1);
 	cli_error("unknown command '%s'", argv[1]);
 	fputs(usage, stderr);
 	return EXIT_USAGE;

@@ -79,7 +79,8 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 		return;
 	}
 	l->started = true;
-	local_run(&svc->local, &svc->cfg.sandbox.limits, code, len, cancel, res);
+	struct aj_error err;
+	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, res, &err);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_sec() - t0);
 }

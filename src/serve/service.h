@@ -12,6 +12,7 @@
 #include "keys.h"
 #include "local.h"
 #include "metrics.h"
+#include "queue.h"
 #include "sessions.h"
 
 #define SERVE_DEFAULT_PORT 8910
@@ -35,9 +36,12 @@ struct serve_config {
 	unsigned max_connections;
 	const char *keys_path;      /* NULL: one key, made at start, shown once */
 	const char *origin;         /* /mcp: the one Origin allowed besides none */
+	const char *queue_url;      /* redis://...: runs go to workers, not here */
 };
 
 struct mcp_http;
+struct http_request;
+struct http_response;
 
 struct service {
 	struct serve_config cfg;
@@ -47,8 +51,26 @@ struct service {
 	struct local local;
 	struct session_table sessions;
 	struct mcp_http *mcp;
+	struct queue *queue;        /* with queue_url; else runs are local */
 	atomic_bool draining;
 };
+
+/* Runs code under limits, here or on a worker. 0 with *res (a worker lost
+ * mid-run is a sandbox_error result saying so); or, with a queue, -EAGAIN
+ * (no worker took it in time: it never will) or -EIO (Redis unreachable),
+ * err saying which, and *res a sandbox_error with the same words. */
+int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
+		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
+
+/* Sessions when runs go through the queue (remote_api.c): the same
+ * routes, served by the worker that holds each session. */
+void remote_post_session(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct aj_limits *limits);
+void remote_session_route(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs, const char *id, const char *tail);
+json_t *remote_tiers(struct service *svc);
+/* A session file operation's -errno as its HTTP answer. */
+void respond_file_error(struct http_response *rs, int rc, const char *message);
 
 /* One HTTP exchange as the API sees it: the request, read whole (its body
  * capped), and what to answer. */

@@ -1,0 +1,253 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/internal.h"
+#include "remote.h"
+
+/* How long Redis may be unreachable while a caller waits before it is
+ * told: after that the run's outcome cannot be learnt. */
+#define REDIS_GRACE_SEC 10.0
+
+static double now_sec(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Sends the request. 0, or -1 with err. */
+static int send_request(redisContext *c, enum aj_tier tier, const char *worker,
+			const char *text, struct aj_error *err)
+{
+	redisReply *r;
+	if (worker) {
+		char list[128];
+		snprintf(list, sizeof list, "agentjail:worker:%s:ops", worker);
+		r = queue_cmd(c, err, "LPUSH %s %s", list, text);
+	} else {
+		char stream[64];
+		snprintf(stream, sizeof stream, "agentjail:runs:%s", aj_tier_name(tier));
+		r = queue_cmd(c, err, "XADD %s MAXLEN ~ %d * msg %s", stream, QUEUE_STREAM_MAX, text);
+	}
+	if (!r)
+		return -1;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* Makes the request unrunnable if no worker has taken it: 1 if that
+ * won, 0 if a worker took it first, -1 on a Redis error. */
+static int abandon(redisContext *c, const char *id, struct aj_error *err)
+{
+	redisReply *r = queue_cmd(c, err, "SET agentjail:claim:%s abandoned NX EX 3600", id);
+	if (!r)
+		return -1;
+	int won = r->type == REDIS_REPLY_STATUS;
+	freeReplyObject(r);
+	return won;
+}
+
+/* The worker that took id ("" if none yet) and whether it lives. */
+static int who(redisContext *c, const char *id, char *name, size_t n, bool *alive,
+	       struct aj_error *err)
+{
+	redisReply *r = queue_cmd(c, err, "GET agentjail:claim:%s", id);
+	if (!r)
+		return -1;
+	snprintf(name, n, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+	freeReplyObject(r);
+	*alive = false;
+	if (!*name)
+		return 0;
+	r = queue_cmd(c, err, "EXISTS agentjail:worker:%s:alive", name);
+	if (!r)
+		return -1;
+	*alive = r->integer == 1;
+	freeReplyObject(r);
+	return 0;
+}
+
+enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *worker,
+				json_t *request, double wait_sec, double run_sec, json_t **reply,
+				struct aj_error *err)
+{
+	*reply = NULL;
+	char id[33], reply_key[64];
+	queue_new_id(id);
+	snprintf(reply_key, sizeof reply_key, "agentjail:reply:%s", id);
+	json_object_set_new(request, "id", json_string(id));
+	json_object_set_new(request, "reply", json_string(reply_key));
+	json_object_set_new(request, "wait_ms", json_integer((json_int_t)(wait_sec * 1000)));
+	char *text = json_dumps(request, JSON_COMPACT);
+	if (!text) {
+		error_set(err, -ENOMEM, "queue: out of memory");
+		return REMOTE_REDIS;
+	}
+	enum remote_failure rc = REMOTE_REDIS;
+	/* Twice: a pooled connection may be to a Redis that has since
+	 * restarted. Should the first have landed after all, the request's
+	 * claim (SET NX on its id) still lets only one copy run. */
+	redisContext *c = NULL;
+	int sent = -1;
+	for (int attempt = 0; attempt < 2 && sent; attempt++) {
+		c = queue_get(q, 5.0, err);
+		if (!c)
+			break;
+		if ((sent = send_request(c, tier, worker, text, err))) {
+			queue_put(q, c, true);
+			c = NULL;
+		}
+	}
+	free(text);
+	if (sent) {
+		queue_put(q, c, true);
+		return REMOTE_REDIS;
+	}
+
+	double start = now_sec(), taken_at = 0, redis_down_since = 0;
+	char taker[128] = "";
+	for (;;) {
+		if (!c) {
+			c = queue_get(q, 5.0, err);
+			if (!c) {
+				if (!redis_down_since)
+					redis_down_since = now_sec();
+				if (now_sec() - redis_down_since > REDIS_GRACE_SEC) {
+					error_set(err, -EIO,
+						  "queue: lost Redis at %s while waiting for the answer "
+						  "(%s); whether the run happened is unknown",
+						  q->url, err->message);
+					return REMOTE_REDIS;
+				}
+				struct timespec ts = {0, 200 * 1000 * 1000};
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		redisReply *r = queue_cmd(c, err, "BRPOP %s 1", reply_key);
+		if (!r) {
+			queue_put(q, c, true);
+			c = NULL;
+			continue;
+		}
+		redis_down_since = 0;
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+			json_error_t je;
+			*reply = json_loadb(r->element[1]->str, r->element[1]->len, 0, &je);
+			freeReplyObject(r);
+			queue_put(q, c, false);
+			if (!json_is_object(*reply)) {
+				json_decref(*reply);
+				*reply = NULL;
+				error_set(err, -EPROTO, "queue: a worker's answer is not a JSON object");
+				return REMOTE_LOST;
+			}
+			if (json_is_true(json_object_get(*reply, "ok")))
+				return REMOTE_OK;
+			const char *code = json_string_value(json_object_get(*reply, "code"));
+			const char *why = json_string_value(json_object_get(*reply, "error"));
+			error_set(err, -EIO, "%s", why ? why : "the worker refused the request");
+			if (code && !strcmp(code, "worker_lost")) {
+				json_decref(*reply);
+				*reply = NULL;
+				return REMOTE_LOST;
+			}
+			return REMOTE_REFUSED;
+		}
+		freeReplyObject(r);
+		/* No answer this second: who has it, and are they alive? */
+		bool alive;
+		if (who(c, id, taker, sizeof taker, &alive, err)) {
+			queue_put(q, c, true);
+			c = NULL;
+			continue;
+		}
+		if (!strcmp(taker, "abandoned") || !strcmp(taker, "lost")) {
+			error_set(err, -ECONNRESET,
+				  "worker lost: the worker that took the run stopped; it is not run "
+				  "again (agent code is not idempotent)");
+			rc = REMOTE_LOST;
+			break;
+		}
+		if (*taker) {
+			if (!taken_at)
+				taken_at = now_sec();
+			if (!alive) {
+				error_set(err, -ECONNRESET,
+					  "worker lost: %s stopped answering while it held the run; it "
+					  "is not run again (agent code is not idempotent)",
+					  taker);
+				rc = REMOTE_LOST;
+				break;
+			}
+			if (now_sec() - taken_at > run_sec + 30.0) {
+				error_set(err, -ETIMEDOUT,
+					  "worker lost: %s gave no answer %g s after its limit", taker,
+					  run_sec);
+				rc = REMOTE_LOST;
+				break;
+			}
+			continue;
+		}
+		/* Nobody has it yet. A session's worker that is gone never
+		 * will; otherwise the wait is bounded by wait_sec. */
+		bool gone = false;
+		if (worker) {
+			redisReply *a = queue_cmd(c, err, "EXISTS agentjail:worker:%s:alive", worker);
+			gone = a && a->integer == 0;
+			if (a)
+				freeReplyObject(a);
+		}
+		if (gone || now_sec() - start > wait_sec) {
+			int won = abandon(c, id, err);
+			if (won < 0) {
+				queue_put(q, c, true);
+				c = NULL;
+				continue;
+			}
+			if (won) {
+				if (gone)
+					error_set(err, -ECONNRESET,
+						  "worker lost: %s, which holds the session, is gone",
+						  worker);
+				else
+					error_set(err, -ETIMEDOUT,
+						  "no %s worker took the run within %g s (is one running "
+						  "with --queue %s?)",
+						  aj_tier_name(tier), wait_sec, q->url);
+				rc = gone ? REMOTE_LOST : REMOTE_NO_WORKER;
+				break;
+			}
+		}
+	}
+	queue_put(q, c, false);
+	return rc;
+}
+
+json_t *remote_workers(struct queue *q, struct aj_error *err)
+{
+	redisContext *c = queue_get(q, 5.0, err);
+	if (!c)
+		return NULL;
+	redisReply *r = queue_cmd(c, err, "HGETALL agentjail:workers");
+	if (!r) {
+		queue_put(q, c, true);
+		return NULL;
+	}
+	json_t *a = json_array();
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		redisReply *alive = queue_cmd(c, err, "EXISTS agentjail:worker:%s:alive",
+					      r->element[i]->str);
+		if (alive && alive->integer == 1)
+			json_array_append_new(a, json_pack("{s:s, s:s}", "name", r->element[i]->str,
+							   "tier", r->element[i + 1]->str));
+		if (alive)
+			freeReplyObject(alive);
+	}
+	freeReplyObject(r);
+	queue_put(q, c, false);
+	return a;
+}

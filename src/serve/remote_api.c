@@ -1,0 +1,339 @@
+/* Sessions over the queue: a session lives on the worker that opened it,
+ * Redis says which (agentjail:session:ID) and whose, so any serve replica
+ * can route a call to it; the key's open sessions are counted in Redis
+ * too. The answers are those of api.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/internal.h"
+#include "narrow.h"
+#include "remote.h"
+#include "service.h"
+#include "wire.h"
+
+/* A session call's wait for a worker to take it: it is already running
+ * one, so not long. */
+#define SESSION_TAKE_SEC 30.0
+
+static double now_sec(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void queue_down(struct service *svc, struct http_response *rs, const char *why)
+{
+	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : svc->cfg.queue_url);
+	rs->retry_after = 5;
+}
+
+/* The key's sessions that are still open (closed and vanished ones are
+ * dropped from its set on the way). -1 when Redis cannot say. */
+static long open_sessions(struct service *svc, const char *owner, struct aj_error *err)
+{
+	redisContext *c = queue_get(svc->queue, 5.0, err);
+	if (!c)
+		return -1;
+	redisReply *m = queue_cmd(c, err, "SMEMBERS agentjail:key:%s:sessions", owner);
+	if (!m) {
+		queue_put(svc->queue, c, true);
+		return -1;
+	}
+	long n = 0;
+	for (size_t i = 0; i < m->elements; i++) {
+		redisReply *h = queue_cmd(c, err, "HMGET agentjail:session:%s worker closed",
+					  m->element[i]->str);
+		bool open = h && h->elements == 2 && h->element[0]->type == REDIS_REPLY_STRING &&
+			    h->element[1]->type == REDIS_REPLY_NIL;
+		if (h)
+			freeReplyObject(h);
+		if (open) {
+			n++;
+		} else {
+			redisReply *x = queue_cmd(c, err, "SREM agentjail:key:%s:sessions %s", owner,
+						  m->element[i]->str);
+			if (x)
+				freeReplyObject(x);
+		}
+	}
+	freeReplyObject(m);
+	queue_put(svc->queue, c, false);
+	return n;
+}
+
+void remote_post_session(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct aj_limits *limits)
+{
+	struct aj_error err = {0};
+	long held = open_sessions(svc, rq->key->name, &err);
+	if (held < 0)
+		return queue_down(svc, rs, err.message);
+	if ((unsigned long)held >= rq->key->sessions) {
+		respond_error(rs, 429, "session_limit",
+			      "key '%s' holds %ld open session(s), its limit; close one first",
+			      rq->key->name, held);
+		rs->retry_after = 5;
+		return;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:o}", "op", "session_open", "owner", rq->key->name,
+				"limits", limits_to_json(limits));
+	json_t *reply = NULL;
+	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, req,
+					    svc->cfg.max_wait_sec, 60.0, &reply, &err);
+	json_decref(req);
+	if (f == REMOTE_OK) {
+		const struct aj_session_limits *sl = &svc->cfg.sandbox.session;
+		respond_json(rs, 201,
+			     json_pack("{s:O, s:s, s:O, s:{s:f, s:f, s:i, s:i}, s:s, s:O}", "id",
+				       json_object_get(reply, "id"), "tier",
+				       aj_tier_name(svc->cfg.sandbox.tier), "limits",
+				       json_object_get(reply, "limits"), "session", "idle_sec",
+				       sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
+				       (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb,
+				       "workspace", AJ_SESSION_WORKSPACE, "worker",
+				       json_object_get(reply, "worker")));
+	} else if (f == REMOTE_REFUSED) {
+		const char *code = json_string_value(json_object_get(reply, "code"));
+		respond_error(rs, code && !strcmp(code, "bad_limits") ? 400 : 503,
+			      code ? code : "refused", "%s", err.message);
+	} else if (f == REMOTE_NO_WORKER) {
+		respond_error(rs, 503, "no_worker", "%s", err.message);
+		rs->retry_after = 5;
+	} else {
+		queue_down(svc, rs, err.message);
+	}
+	json_decref(reply);
+}
+
+/* The session's worker, if the key owns it: 0; -ENOENT (404), -ESHUTDOWN
+ * with *closed the reason (410), or -EIO. */
+static int lookup(struct service *svc, const char *id, const char *owner, char *worker, size_t n,
+		  char **closed, struct aj_error *err)
+{
+	*closed = NULL;
+	redisContext *c = queue_get(svc->queue, 5.0, err);
+	if (!c)
+		return -EIO;
+	redisReply *h = queue_cmd(c, err, "HMGET agentjail:session:%s worker owner closed", id);
+	if (!h) {
+		queue_put(svc->queue, c, true);
+		return -EIO;
+	}
+	int rc = 0;
+	if (h->elements != 3 || h->element[0]->type != REDIS_REPLY_STRING ||
+	    h->element[1]->type != REDIS_REPLY_STRING || strcmp(h->element[1]->str, owner))
+		rc = -ENOENT; /* another key's session answers as none at all */
+	else if (h->element[2]->type == REDIS_REPLY_STRING)
+		rc = -ESHUTDOWN, *closed = strdup(h->element[2]->str);
+	if (!rc || rc == -ESHUTDOWN)
+		snprintf(worker, n, "%s", h->element[0]->str);
+	freeReplyObject(h);
+	queue_put(svc->queue, c, false);
+	return rc;
+}
+
+static void forget(struct service *svc, const char *id, const char *owner)
+{
+	struct aj_error err;
+	redisContext *c = queue_get(svc->queue, 5.0, &err);
+	if (!c)
+		return;
+	redisReply *r = queue_cmd(c, &err, "DEL agentjail:session:%s", id);
+	if (r)
+		freeReplyObject(r);
+	if ((r = queue_cmd(c, &err, "SREM agentjail:key:%s:sessions %s", owner, id)))
+		freeReplyObject(r);
+	queue_put(svc->queue, c, false);
+}
+
+/* A session call: REMOTE_OK with *reply; otherwise the answer is in rs. */
+static int call(struct service *svc, struct http_response *rs, const char *worker, json_t *req,
+		double run_sec, json_t **reply)
+{
+	struct aj_error err = {0};
+	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, worker, req,
+					    SESSION_TAKE_SEC, run_sec, reply, &err);
+	if (f == REMOTE_OK)
+		return 0;
+	if (f == REMOTE_REFUSED) {
+		const char *code = json_string_value(json_object_get(*reply, "code"));
+		if (code && (!strcmp(code, "closed") || !strcmp(code, "not_found")))
+			respond_error(rs, 410, "session_closed", "the session is closed, because %s",
+				      !strcmp(code, "closed") ? err.message
+							      : "its worker no longer holds it");
+		else if (code && !strcmp(code, "file_error"))
+			respond_file_error(rs, -(int)json_integer_value(json_object_get(*reply, "errno")),
+					   err.message);
+		else
+			respond_error(rs, 400, code ? code : "refused", "%s", err.message);
+	} else if (f == REMOTE_LOST) {
+		respond_error(rs, 410, "session_closed", "the session is closed, because %s",
+			      err.message);
+	} else {
+		queue_down(svc, rs, err.message);
+	}
+	json_decref(*reply);
+	*reply = NULL;
+	return -1;
+}
+
+static void session_run(struct service *svc, const struct http_request *rq,
+			struct http_response *rs, const char *id, const char *worker)
+{
+	json_error_t je;
+	json_t *o = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+	json_t *code = json_object_get(o, "code");
+	if (!json_is_object(o) || !json_is_string(code) || json_object_size(o) != 1) {
+		respond_error(rs, 400, "bad_request",
+			      "the body must be {\"code\": \"...\"} (Python source)");
+		json_decref(o);
+		return;
+	}
+	if (memchr(json_string_value(code), '\0', json_string_length(code))) {
+		respond_error(rs, 400, "bad_request", "code: contains a NUL byte");
+		json_decref(o);
+		return;
+	}
+	struct key_use *u = admission_use(&svc->adm, rq->key);
+	unsigned retry = 0;
+	double t0 = now_sec();
+	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
+	if (v == ADMIT_OK)
+		v = admit_start(&svc->adm, u, &retry); /* not OK: it left the queue */
+	if (v != ADMIT_OK) {
+		metrics_refused(&svc->metrics, v);
+		respond_error(rs, v == ADMIT_QUEUE_FULL || v == ADMIT_RATE ? 429 : 503,
+			      v == ADMIT_RATE ? "rate_limited" : "busy",
+			      "the run was not admitted (retry after %u s)", retry);
+		rs->retry_after = retry;
+		json_decref(o);
+		return;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:O}", "op", "session_run", "session", id, "code", code);
+	json_t *reply = NULL;
+	int rc = call(svc, rs, worker, req, svc->cfg.sandbox.limits.wall_sec, &reply);
+	admit_finish(&svc->adm, u);
+	if (!rc) {
+		struct aj_result res;
+		result_from_json(json_object_get(reply, "result"), &res, NULL);
+		metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res.status, now_sec() - t0);
+		respond_json(rs, 200, result_to_json_object(&res, svc->cfg.sandbox.tier));
+		aj_result_free(&res);
+	}
+	json_decref(reply);
+	json_decref(req);
+	json_decref(o);
+}
+
+static void session_files(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs, const char *id, const char *worker,
+			  const char *path)
+{
+	json_t *req = NULL, *reply = NULL;
+	if (!strcmp(rq->method, "PUT") && path) {
+		char *b64 = base64_encode(rq->body, rq->body_len, NULL);
+		req = json_pack("{s:s, s:s, s:s, s:s}", "op", "put", "session", id, "path", path,
+				"data", b64 ? b64 : "");
+		free(b64);
+		if (!call(svc, rs, worker, req, 60.0, &reply))
+			respond_json(rs, 201, json_pack("{s:s, s:I}", "path", path, "bytes",
+							(json_int_t)rq->body_len));
+	} else if (!strcmp(rq->method, "GET") && path) {
+		req = json_pack("{s:s, s:s, s:s}", "op", "get", "session", id, "path", path);
+		if (!call(svc, rs, worker, req, 60.0, &reply)) {
+			json_t *d = json_object_get(reply, "data");
+			unsigned char *data = NULL;
+			size_t len = 0;
+			if (base64_decode(json_string_value(d) ?: "", json_string_length(d), &data,
+					  &len)) {
+				respond_error(rs, 500, "session_error", "the worker's file is garbled");
+			} else {
+				rs->code = 200;
+				rs->body = (char *)data;
+				rs->len = len;
+				rs->content_type = "application/octet-stream";
+			}
+		}
+	} else if (!strcmp(rq->method, "GET")) {
+		const char *dir = rq->query_dir ? rq->query_dir : ".";
+		req = json_pack("{s:s, s:s, s:s}", "op", "list", "session", id, "path", dir);
+		if (!call(svc, rs, worker, req, 60.0, &reply))
+			respond_json(rs, 200, json_pack("{s:s, s:O}", "dir", dir, "entries",
+							json_object_get(reply, "entries")));
+	} else {
+		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
+		rs->allow = path ? "GET, PUT" : "GET";
+	}
+	json_decref(req);
+	json_decref(reply);
+}
+
+void remote_session_route(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs, const char *id, const char *tail)
+{
+	bool runs = !strcmp(tail, "/runs");
+	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);
+	if (!runs && !files && *tail) {
+		respond_error(rs, 404, "not_found", "no such route: %.200s", rq->path);
+		return;
+	}
+	bool del = !*tail && !strcmp(rq->method, "DELETE");
+	if (!del && (!*tail || (runs && strcmp(rq->method, "POST")))) {
+		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
+		rs->allow = runs ? "POST" : "DELETE";
+		return;
+	}
+	char worker[128];
+	char *closed;
+	struct aj_error err = {0};
+	int rc = lookup(svc, id, rq->key->name, worker, sizeof worker, &closed, &err);
+	if (rc == -EIO)
+		return queue_down(svc, rs, err.message);
+	if (rc == -ENOENT) {
+		respond_error(rs, 404, "not_found", "no such session");
+		return;
+	}
+	if (rc == -ESHUTDOWN) {
+		if (del) {
+			forget(svc, id, rq->key->name);
+			respond_json(rs, 204, NULL);
+		} else {
+			respond_error(rs, 410, "session_closed", "the session is closed, because %s",
+				      closed);
+		}
+		free(closed);
+		return;
+	}
+	if (del) {
+		json_t *req = json_pack("{s:s, s:s}", "op", "close", "session", id), *reply = NULL;
+		if (!call(svc, rs, worker, req, 30.0, &reply))
+			respond_json(rs, 204, NULL);
+		else if (rs->code == 410) {
+			/* Its worker is gone: the session is too; forget it. */
+			free(rs->body);
+			rs->body = NULL;
+			forget(svc, id, rq->key->name);
+			respond_json(rs, 204, NULL);
+		}
+		json_decref(req);
+		json_decref(reply);
+	} else if (runs) {
+		session_run(svc, rq, rs, id, worker);
+	} else {
+		session_files(svc, rq, rs, id, worker, tail[6] == '/' && tail[7] ? tail + 7 : NULL);
+	}
+}
+
+json_t *remote_tiers(struct service *svc)
+{
+	struct aj_error err;
+	json_t *workers = remote_workers(svc->queue, &err);
+	if (!workers)
+		return NULL;
+	return json_pack("{s:s, s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
+			 "queue", svc->cfg.queue_url, "limits",
+			 limits_to_json(&svc->cfg.sandbox.limits), "workers", workers);
+}

@@ -1,0 +1,277 @@
+"""Scale-out on Redis: serve --queue puts runs on a stream, workers take
+them. A worker killed mid-run: its caller hears "worker lost" and the run
+never runs again; Redis restarted: clear errors, then recovery; sessions
+live on the worker that opened them."""
+import concurrent.futures
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import AGENTJAIL, STATE_DIR, UID_BASE, add_key
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Redis:
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = None
+        self.start()
+
+    def start(self):
+        # Loopback only, nothing kept on disk: a restart starts empty,
+        # the worst case for the workers' consumer group.
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    def claims(self):
+        """Who took each request (agentjail:claim:*)."""
+        cli = ["redis-cli", "-p", str(self.port)]
+        keys = subprocess.run(cli + ["--scan", "--pattern", "agentjail:claim:*"],
+                              capture_output=True, text=True).stdout.split()
+        return [subprocess.run(cli + ["GET", k], capture_output=True, text=True).stdout.strip()
+                for k in keys]
+
+
+class Worker:
+    def __init__(self, url, name, *args):
+        self.name = name
+        self.proc = subprocess.Popen(
+            [AGENTJAIL, "worker", "--queue", url, "--name", name, "--uid-base", str(UID_BASE),
+             "--state-dir", STATE_DIR, "--timeout", "5", "--cpu", "3", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("AGENTJAIL_WORKER="), self.proc.stderr.read()
+        self.log = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def runs(self):
+        return sum(1 for line in self.log if ": run: " in line)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(60)
+
+
+@pytest.fixture
+def redis():
+    r = Redis()
+    yield r
+    r.stop()
+
+
+@pytest.fixture
+def workers(redis):
+    started = []
+
+    def _start(name, *args):
+        w = Worker(redis.url, name, *args)
+        started.append(w)
+        return w
+
+    yield _start
+    for w in started:
+        w.stop()
+
+
+def wait_for(pred, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def serve(start, redis, *args, **kw):
+    return start("--queue", redis.url, "--timeout", "5", "--cpu", "3", *args, **kw)
+
+
+def test_runs_go_to_a_worker(start, redis, workers):
+    w = workers("w-a")
+    s = serve(start, redis)
+    r = s.run("print(6*7)")
+    assert r.code == 200 and r.json()["stdout"] == "42\n" and r.json()["tier"] == "process"
+    assert w.runs() == 1
+    r = s.run("import time; time.sleep(2)", timeout_sec=0.5)
+    assert r.json()["status"] == "timeout"
+    tiers = s.request("GET", "/v1/tiers").json()
+    assert tiers["workers"] == [{"name": "w-a", "tier": "process"}]
+    assert tiers["queue"] == redis.url
+
+
+def test_no_worker_is_503_and_the_run_never_runs_later(start, redis, workers):
+    s = serve(start, redis, "--max-wait", "1")
+    r = s.run("print('too late')")
+    assert r.code == 503 and r.json()["error"]["code"] == "no_worker"
+    assert "no process worker took the run within 1 s" in r.json()["error"]["message"]
+    w = workers("w-late")
+    time.sleep(2)  # the stream is read at once; give it time to (not) run
+    assert w.runs() == 0
+    assert s.run("print('now')").json()["stdout"] == "now\n"
+
+
+def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, workers):
+    doomed = workers("w-doomed", "--concurrency", "1")
+    s = serve(start, redis)
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(
+        s.run("import time; time.sleep(3); print('finished')")))
+    t.start()
+    # The worker has taken it once its claim is in Redis.
+    assert wait_for(lambda: redis.claims() == ["w-doomed"])
+    survivor = workers("w-survivor", "--concurrency", "1")
+    doomed.stop(signal.SIGKILL)
+    t.join(30)
+    r = answers[0]
+    assert r.code == 200
+    assert r.json()["status"] == "sandbox_error"
+    assert r.json()["message"].startswith("worker lost")
+    # The survivor buried what the dead one held, and ran none of it.
+    assert wait_for(lambda: any("is lost" in l for l in survivor.log))
+    assert survivor.runs() == 0
+    assert s.run("print('still served')").json()["stdout"] == "still served\n"
+    assert survivor.runs() == 1
+
+
+def test_redis_restart_gives_clear_errors_then_recovers(start, redis, workers):
+    workers("w-r")
+    s = serve(start, redis)
+    assert s.run("print(1)").code == 200
+    redis.stop()
+    t0 = time.monotonic()
+    r = s.run("print(2)")
+    assert r.code == 503 and r.json()["error"]["code"] == "queue_unavailable"
+    assert "Redis" in r.json()["error"]["message"]
+    assert r.headers["Retry-After"]
+    assert time.monotonic() - t0 < 30  # an answer, not a hang (a bound, not a timing)
+    redis.start()
+    assert wait_for(lambda: s.run("print('back')").code == 200, timeout=30)
+    assert s.run("print(3)").json()["stdout"] == "3\n"
+
+
+def test_sessions_live_on_their_worker(start, redis, workers, tmp_path):
+    workers("w-s1")
+    workers("w-s2")
+    keys = tmp_path / "keys.json"
+    alice = add_key(keys, "alice", "--sessions", "1")
+    bob = add_key(keys, "bob")
+    s = serve(start, redis, keys=str(keys))
+    r = s.request("POST", "/v1/sessions", None, key=alice)
+    assert r.code == 201
+    sid, worker = r.json()["id"], r.json()["worker"]
+    base = f"/v1/sessions/{sid}"
+    for i in range(6):
+        r = s.request("POST", base + "/runs", {"code": f"n = globals().get('n', 0) + 1"},
+                      key=alice)
+        assert r.json()["status"] == "ok"
+    assert s.request("POST", base + "/runs", {"code": "print(n)"}, key=alice).json()["stdout"] == "6\n"
+    assert s.request("PUT", base + "/files/a.txt", b"hello", raw=True, key=alice).code == 201
+    assert s.request("GET", base + "/files/a.txt", key=alice).body == b"hello"
+    names = [e["name"] for e in s.request("GET", base + "/files", key=alice).json()["entries"]]
+    assert "a.txt" in names
+    assert s.request("GET", base + "/files/nope", key=alice).code == 404
+    assert s.request("GET", base + "/files", key=bob).code == 404
+    r = s.request("POST", "/v1/sessions", None, key=alice)
+    assert r.code == 429
+    assert s.request("DELETE", base, key=alice).code == 204
+    assert s.request("GET", base + "/files", key=alice).code == 404
+    r = s.request("POST", "/v1/sessions", None, key=alice)
+    assert r.code == 201
+    s.request("DELETE", f"/v1/sessions/{r.json()['id']}", key=alice)
+    assert worker in ("w-s1", "w-s2")
+
+
+def test_a_session_whose_worker_dies_is_closed_with_why(start, redis, workers):
+    a = workers("w-x1")
+    s = serve(start, redis)
+    sid = s.request("POST", "/v1/sessions", None).json()["id"]
+    b = workers("w-x2")
+    a.stop(signal.SIGKILL)
+    r = s.request("POST", f"/v1/sessions/{sid}/runs", {"code": "print(1)"})
+    assert r.code == 410
+    assert "worker" in r.json()["error"]["message"]
+    assert s.request("DELETE", f"/v1/sessions/{sid}").code == 204
+    del b
+
+
+def test_two_workers_share_the_load(start, redis, workers):
+    w1 = workers("w-1", "--concurrency", "2")
+    w2 = workers("w-2", "--concurrency", "2")
+    s = serve(start, redis, "--concurrency", "8")
+    n = 60
+
+    def one(i):
+        return i, s.run(f"import time; time.sleep(0.05); print({i})")
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(n)))
+    assert all(r.code == 200 and r.json()["stdout"] == f"{i}\n" for i, r in answers)
+    assert w1.runs() + w2.runs() == n
+    assert w1.runs() > 0 and w2.runs() > 0
+
+
+def test_a_worker_stopping_finishes_its_run(start, redis, workers):
+    w = workers("w-term", "--concurrency", "1")
+    s = serve(start, redis)
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(
+        s.run("import time; time.sleep(1.5); print('done')")))
+    t.start()
+    assert wait_for(lambda: s.metrics()["agentjail_runs_running"] == 1)
+    time.sleep(0.4)
+    assert w.stop(signal.SIGTERM) == 0
+    t.join(30)
+    assert answers[0].json()["stdout"] == "done\n"
+
+
+def test_a_worker_never_widens_its_own_limits(start, redis, workers):
+    workers("w-narrow", "--memory", "128")
+    s = serve(start, redis, "--memory", "256")
+    r = s.run("print(1)")
+    assert r.code == 400
+    assert "this worker's limits are narrower" in r.json()["error"]["message"]
+    assert "memory_mb" in r.json()["error"]["message"]
+    assert s.run("print(1)", memory_mb=100).json()["stdout"] == "1\n"
+
+
+def test_bad_queue_urls_are_refused(tmp_path):
+    for url, expect in [("http://x", "expected redis://"), ("redis://", "names no host"),
+                        ("redis://h:99999", "port"), ("redis://h:1/99", "database")]:
+        r = subprocess.run([AGENTJAIL, "worker", "--queue", url], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 2 and expect in r.stderr, (url, r.stderr)
+        r = subprocess.run([AGENTJAIL, "serve", "--queue", url], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 2 and expect in r.stderr, (url, r.stderr)
+    r = subprocess.run([AGENTJAIL, "worker"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--queue" in r.stderr
