@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""bench/serve.py: what agentjail serve adds to a run, and how its queue
+scales from one worker to two. Figures only, never an assertion.
+
+Every run is print(1) on the process tier with the default limits, on
+this machine, all in this one program's run (the machine is shared and
+noisy: read ratios, not milliseconds).
+
+  direct          build/bench-binding-c N: aj_run_cancellable from C, one
+                  run after another (the library with nothing in front)
+  serve           POST /v1/runs to agentjail serve on 127.0.0.1, one after
+                  another, on one kept-alive connection
+  serve + queue   the same through serve --queue and one worker (Redis on
+                  loopback): HTTP, Redis stream, worker, reply list
+
+Latency rows interleave the three, round by round, so drift lands on each
+alike; "added" is a row's percentile minus direct's. Throughput rows send
+RUNS_T runs from 8 client threads and report runs/s: serve (runs here,
+--concurrency 2 = the CPUs), and serve --queue with 1 worker, then 2
+workers (each --concurrency 2). On this 2-core machine two workers share
+the same two cores, so the second worker shows what the queue costs, not
+what another machine would add.
+
+    bench/serve.py [RUNS] [RUNS_T]   (default 200, 400; make bench-serve)
+"""
+import concurrent.futures
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+AGENTJAIL = os.path.join(ROOT, "build", "agentjail")
+C_PROGRAM = os.path.join(ROOT, "build", "bench-binding-c")
+UID_BASE = 2160000000
+STATE_DIR = f"/run/agentjail-bench-serve-{UID_BASE}"
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
+             "--state-dir", STATE_DIR, "--queue-size", "1000", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.key = self.url = None
+        while not self.url:
+            line = self.proc.stdout.readline()
+            if not line:
+                sys.exit("bench/serve.py: agentjail serve did not start")
+            k, _, v = line.strip().partition("=")
+            if k == "AGENTJAIL_KEY":
+                self.key = v
+            elif k == "AGENTJAIL_URL":
+                self.url = v
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def connection(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+
+    def run(self, conn, code="print(1)"):
+        conn.request("POST", "/v1/runs", json.dumps({"code": code}),
+                     {"Authorization": f"Bearer {self.key}",
+                      "Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = r.read()
+        if r.status != 200 or json.loads(body)["status"] != "ok":
+            raise RuntimeError(f"serve answered {r.status}: {body[:200]!r}")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+
+
+def start_worker(url, name):
+    p = subprocess.Popen([AGENTJAIL, "worker", "--queue", url, "--name", name,
+                          "--concurrency", "2", "--uid-base", str(UID_BASE),
+                          "--state-dir", STATE_DIR],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    p.stdout.readline()
+    return p
+
+
+def direct_round(n):
+    out = subprocess.run([C_PROGRAM, str(n)], capture_output=True, text=True, check=True)
+    return [float(x) for x in out.stdout.split() if float(x) >= 0]
+
+
+def timed_serve(serve, conn, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        serve.run(conn)
+        ts.append((time.perf_counter() - t0) * 1000)
+    return ts
+
+
+def throughput(serve, n, threads=8):
+    def worker(count):
+        conn = serve.connection()
+        for _ in range(count):
+            serve.run(conn)
+        conn.close()
+
+    per = [n // threads + (1 if i < n % threads else 0) for i in range(threads)]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(worker, per))
+    return n / (time.perf_counter() - t0)
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    runs_t = int(sys.argv[2]) if len(sys.argv) > 2 else 400
+    for p in (AGENTJAIL, C_PROGRAM):
+        if not os.access(p, os.X_OK):
+            sys.exit(f"bench/serve.py: {p} is missing (make bench-serve builds it)")
+    rport = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rurl = f"redis://127.0.0.1:{rport}/0"
+    time.sleep(0.3)
+    local = Serve("--concurrency", "2")
+    queued = Serve("--concurrency", "16", "--queue", rurl)
+    workers = [start_worker(rurl, "bench-w1")]
+    try:
+        lconn, qconn = local.connection(), queued.connection()
+        # Warm-up: the first run of each pays for page cache and pools.
+        timed_serve(local, lconn, 5)
+        timed_serve(queued, qconn, 5)
+        direct_round(5)
+        rows = {"direct": [], "serve": [], "serve + queue": []}
+        rounds = 10
+        per = max(1, runs // rounds)
+        for r in range(rounds):
+            order = ["direct", "serve", "serve + queue"]
+            order = order[r % 3:] + order[:r % 3]
+            for name in order:
+                if name == "direct":
+                    rows[name] += direct_round(per)
+                elif name == "serve":
+                    rows[name] += timed_serve(local, lconn, per)
+                else:
+                    rows[name] += timed_serve(queued, qconn, per)
+        base50, base99 = pct(rows["direct"], 50), pct(rows["direct"], 99)
+        print(f"agentjail serve, print(1) on the process tier, {per * rounds} runs a row, "
+              f"{os.cpu_count()} CPUs\n")
+        print(f"{'':16} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} "
+              f"{'x direct':>9}")
+        for name, ts in rows.items():
+            p50, p99 = pct(ts, 50), pct(ts, 99)
+            added = "" if name == "direct" else f"{p50 - base50:+10.2f} {p99 - base99:+10.2f}"
+            print(f"{name:16} {p50:8.2f} {p99:8.2f} {added:>21} {p50 / base50:9.2f}")
+        print(f"\nthroughput, {runs_t} runs from 8 client threads:")
+        t_local = throughput(local, runs_t)
+        print(f"  serve (runs here, 2 at once)        {t_local:7.1f} runs/s")
+        t1 = throughput(queued, runs_t)
+        print(f"  serve --queue, 1 worker (2 at once) {t1:7.1f} runs/s")
+        workers.append(start_worker(rurl, "bench-w2"))
+        time.sleep(1.5)  # its heartbeat and group join
+        t2 = throughput(queued, runs_t)
+        print(f"  serve --queue, 2 workers            {t2:7.1f} runs/s  "
+              f"({t2 / t1:.2f}x one worker; both on these {os.cpu_count()} cores)")
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+            w.wait(60)
+        local.stop()
+        queued.stop()
+        redis.terminate()
+        redis.wait()
+
+
+if __name__ == "__main__":
+    main()
