@@ -159,3 +159,23 @@ def test_the_servers_secrets_do_not_reach_a_run(start):
               % int(s.url.rsplit(":", 1)[1]))
     assert r.json()["status"] == "error"
     assert "Error" in r.json()["stderr"]
+
+
+def test_a_silent_client_is_cut_off(start):
+    import socket
+    import time
+    s = start("--idle-timeout", "1")
+    port = int(s.url.rsplit(":", 1)[1])
+    c = socket.create_connection(("127.0.0.1", port), 5)
+    c.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: x\r\n")  # and then nothing
+    c.settimeout(20)
+    t0 = time.monotonic()
+    try:
+        data = c.recv(1024)
+    except ConnectionResetError:
+        data = b""
+    # Closed by the server (no answer, or a 408), long before our own 20 s.
+    assert data == b"" or data.startswith(b"HTTP/1.1 408")
+    assert time.monotonic() - t0 < 19
+    c.close()
+    assert s.run("print('others are served')").json()["stdout"] == "others are served\n"

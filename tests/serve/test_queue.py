@@ -275,3 +275,16 @@ def test_bad_queue_urls_are_refused(tmp_path):
         assert r.returncode == 2 and expect in r.stderr, (url, r.stderr)
     r = subprocess.run([AGENTJAIL, "worker"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "--queue" in r.stderr
+
+
+def test_mcp_tools_call_goes_through_the_queue(start, redis, workers):
+    w = workers("w-mcp")
+    s = serve(start, redis)
+    msg = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+           "params": {"name": "run_python", "arguments": {"code": "print('via worker')"}}}
+    r = s.request("POST", "/mcp", msg, headers={"Accept": "application/json, text/event-stream"})
+    assert r.code == 200
+    result = r.json()["result"]
+    assert result["isError"] is False
+    assert result["structuredContent"]["stdout"] == "via worker\n"
+    assert w.runs() == 1
