@@ -132,6 +132,40 @@ static void session_crash_restarts_interpreter(void **state)
 	close_session(s);
 }
 
+/* An interpreter that ends between calls (a thread a cell left ended it)
+ * is found out by the next call, which a fresh interpreter then runs: once,
+ * for agent code is not idempotent. (The jail tiers once gave that call to
+ * the fresh interpreter twice: the request written to the dead one was
+ * still in the pipe when it was sent again.) */
+static void session_call_runs_once(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s,
+		    "import os, threading, time\n"
+		    "def later():\n"
+		    "    time.sleep(0.2)\n"
+		    "    os._exit(0)\n"
+		    "threading.Thread(target=later).start()\n",
+		    AJ_STATUS_OK, NULL);
+	/* Well after its end, so that the sandbox has reported it before the
+	 * next call writes its request. */
+	sleep_ms(1000);
+	cell(s, &r, "open('runs', 'a').write('x')\nprint('once')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "once\n");
+	assert_true(contains(r.message, "restarted"));
+	aj_result_free(&r);
+	/* A second run would have come before this call, in the same
+	 * interpreter: its output in neither. */
+	cell(s, &r, "print(len(open('runs').read()))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "1\n");
+	aj_result_free(&r);
+	close_session(s);
+}
+
 static void session_call_limits(void **state)
 {
 	struct fixture *f = *state;
@@ -655,6 +689,7 @@ static int session_teardown(void **state)
 
 #define SESSION_TABLE                                                                       \
 	SESSION_TEST(session_state_persists), SESSION_TEST(session_crash_restarts_interpreter),  \
+	SESSION_TEST(session_call_runs_once),                                                \
 	SESSION_TEST(session_call_limits), SESSION_TEST(session_cancel),                     \
 	SESSION_TEST(session_interpreter_tampering),                                         \
 	SESSION_TEST(session_files_round_trip), SESSION_TEST(session_bad_paths),             \

@@ -275,16 +275,6 @@ static void on_child(int sig)
 	(void)sig; /* only interrupts ppoll */
 }
 
-/* Throws away what a dead interpreter left unread in the request pipe: a
- * request it never answered must not run in the next one. */
-static void discard_pending(int fd)
-{
-	char buf[4096];
-	struct pollfd pf = {.fd = fd, .events = POLLIN};
-	while (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN) && read(fd, buf, sizeof buf) > 0)
-		;
-}
-
 __attribute__((noreturn)) static void session_init_loop(const struct plan *p)
 {
 	struct setup_error e;
@@ -345,14 +335,17 @@ __attribute__((noreturn)) static void session_init_loop(const struct plan *p)
 			}
 		}
 		/* The interpreter's state is gone with it: so is what it left
-		 * running. Then every child is reaped before the report. */
+		 * running. Then every child is reaped before the report: once
+		 * the supervisor reads it, nothing in the sandbox reads the
+		 * request pipe (init never does). What is left there the
+		 * supervisor throws away before it asks for the next
+		 * interpreter (session_io.c), not init here: a request written
+		 * after init emptied the pipe and before the report was read
+		 * would stay for the next interpreter, which the supervisor
+		 * gives that request again: one call, run twice. */
 		kill(-1, SIGKILL);
 		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 			;
-		/* Before the report, so the supervisor writes no new request
-		 * until this is done; the tail of one it was still writing is
-		 * a broken line, which the next interpreter skips. */
-		discard_pending(p->req_r);
 		struct rusage ru;
 		getrusage(RUSAGE_CHILDREN, &ru);
 		report_exited(p->report_w, main_status, &ru);
@@ -592,6 +585,7 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 
 	memset(js, 0, sizeof *js);
 	js->pidfd = -1;
+	js->req_drain = -1;
 	if ((rc = pipe_cloexec(out, 1)) || (rc = pipe_cloexec(errp, 1)) ||
 	    (rc = pipe_cloexec(rep, 1)) || (rc = pipe_cloexec(life, 0)) ||
 	    (rc = pipe_cloexec(req, 0)) || (rc = pipe_cloexec(ans, 1))) {
@@ -629,6 +623,18 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 	js->req_w = req[1];
 	js->rep_r = ans[0];
 	out[0] = errp[0] = rep[0] = life[1] = req[1] = ans[0] = -1;
+	/* The host's own read side of the request pipe, to empty it between
+	 * interpreters. Opened anew through /proc, so that O_NONBLOCK is this
+	 * description's alone: set on req[0] it would reach the interpreter's
+	 * fd 3, whose reads must block. */
+	char self_fd[40];
+	snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", req[0]);
+	js->req_drain = open(self_fd, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (js->req_drain < 0) {
+		rc = error_set(err, -errno, "session: pipes: reopen the request pipe: %s",
+			       errno_name(errno));
+		goto fail;
+	}
 	if ((rc = wait_ready(js, err)))
 		goto fail;
 fail:
@@ -657,6 +663,7 @@ void jail_session_end(struct jail_session *js)
 			;
 	}
 	close_fd(&js->pidfd);
+	close_fd(&js->req_drain);
 	if (js->pid) {
 		close_fd(&js->out_r);
 		close_fd(&js->err_r);

@@ -53,6 +53,12 @@ struct jail_session {
 	int report_r;           /* init's reports: an interpreter ended */
 	int life_w;             /* 's': start an interpreter; EOF: end the sandbox */
 	int req_w, rep_r;       /* requests to and replies from the interpreter */
+	/* The request pipe's read side, non-blocking and the host's own (a
+	 * description of its own: the interpreter's fd 3 stays blocking).
+	 * Before each fresh interpreter the supervisor empties the pipe
+	 * through it: a request no interpreter took must not run in the
+	 * next one, which is given it again (session_io.c). */
+	int req_drain;
 	bool interpreter;       /* one is running (or was asked for) */
 	bool started_before;    /* an earlier interpreter ran: its state is gone */
 	int64_t cpu_us_reported;

@@ -37,6 +37,15 @@ static void discard(int fd)
 		;
 }
 
+/* Empties the request pipe through the host's non-blocking read side.
+ * Bounded by what the pipe holds: no writer but the host is left. */
+static void drain(int fd)
+{
+	char buf[65536];
+	while (read(fd, buf, sizeof buf) > 0)
+		;
+}
+
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		      const struct session_call *c, struct aj_result *res,
 		      struct session_answer *ans)
@@ -57,6 +66,14 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	}
 	discard(js->rep_r);
 	if (!js->interpreter) {
+		/* What the last interpreter left unread (a request it never
+		 * took, or the rest of one) goes before the next starts: the
+		 * core gives an untaken request to the fresh interpreter again
+		 * (session.c, "unread"), and code must never run twice. Exact
+		 * here, and only here: the last one's end was reported, so
+		 * every process that could read the pipe is gone, and this
+		 * call's request is not written yet. */
+		drain(js->req_drain);
 		if (write_full(js->life_w, "s", 1)) {
 			result_sandbox_error(res, "session: the sandbox's init is gone");
 			return -EPIPE;
@@ -177,6 +194,19 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	supervise_drain(js->out_r, &out, o.output_overflow ? &ignored : &o.output_overflow);
 	supervise_drain(js->err_r, &err, o.output_overflow ? &ignored : &o.output_overflow);
 	if (replied) {
+		if (ended) {
+			/* Its end was read in the same pass as its reply (a cell
+			 * closed its request pipe, so it ended right after): the
+			 * reply stands, and the next call starts a fresh
+			 * interpreter and says so. The report is read once: not
+			 * noted here, the next call would wait for an interpreter
+			 * that is gone until its wall clock, and the session
+			 * would then close as broken. */
+			js->interpreter = false;
+			ans->ended = true;
+			if (o.exited_report)
+				js->cpu_us_reported = o.report.cpu_us;
+		}
 		res->wall_ms = o.wall_ms;
 		res->stdout_truncated = out.truncated;
 		res->stderr_truncated = err.truncated;

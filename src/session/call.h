@@ -27,7 +27,9 @@ struct session_answer {
 	/* It ended by itself before it acknowledged the request: the code
 	 * never ran, so the call may be given to a fresh interpreter. (An
 	 * interpreter that dies between calls is only found out by the next
-	 * call.) Tiers that cannot tell leave it false. */
+	 * call.) A tier that sets it makes sure the fresh interpreter never
+	 * sees the first copy of the request too: it would run twice. Tiers
+	 * that cannot tell leave it false. */
 	bool unread;
 };
 

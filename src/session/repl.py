@@ -409,8 +409,9 @@ def serve():
             req = json.loads(line)
             seq = req["seq"]
         except Exception:
-            # The tail of a request the host was still sending when the
-            # last interpreter ended: not a request, never answered.
+            # Not a request: never answered. (Each interpreter starts on
+            # an empty request pipe, so only a cell writing into it could
+            # bring one.)
             continue
         # Taken: from here on the request may have run. An interpreter that
         # ends before this line never ran it, and the host may hand it to a
