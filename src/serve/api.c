@@ -115,8 +115,7 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 	return true;
 }
 
-/* A queue place, then the run's turn: 0, or -1 with the refusal in rs. */
-static int admit(struct service *svc, struct key_use *u, struct http_response *rs)
+int service_admit(struct service *svc, struct key_use *u, struct http_response *rs)
 {
 	unsigned retry = 0;
 	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
@@ -171,7 +170,7 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_sec();
-	if (admit(svc, u, rs))
+	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
 	int rc = service_run(svc, &limits, code, len, NULL, &res, &err);
@@ -259,7 +258,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		goto out;
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_sec();
-	if (admit(svc, u, rs))
+	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
 	int rc = aj_session_run(h->s, code, len, &res);

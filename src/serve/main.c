@@ -16,6 +16,7 @@
 
 #include "../cli/cli.h"
 #include "mcp_http.h"
+#include "options.h"
 #include "queue.h"
 #include "service.h"
 
@@ -42,15 +43,14 @@ static const char serve_usage[] =
 	"  --queue redis://HOST[:PORT][/DB]\n"
 	"                       run nothing here: put runs on Redis for agentjail\n"
 	"                       worker processes (any number, any machines) of --tier\n"
-	"  --uid-base N         first uid runs get when started as root (default\n"
-	"                       2000000000), and --state-dir DIR for their slot locks\n" SESSION_OPTIONS_HELP
+	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP
 	"\n"
 	"SIGTERM or SIGINT: runs in progress and queued finish, new ones get 503,\n"
 	"then the server exits.\n";
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
-       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_UID_BASE, OPT_STATE_DIR, OPT_QUEUE, OPT_HELP };
+       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_HELP };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -114,19 +114,22 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"max-body-kb", required_argument, NULL, OPT_MAX_BODY},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
 		{"origin", required_argument, NULL, OPT_ORIGIN},
-		{"uid-base", required_argument, NULL, OPT_UID_BASE},
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 		{"queue", required_argument, NULL, OPT_QUEUE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	struct option opts[40];
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
-	int o;
+	options_add(service_options, opts, 40);
+	int o, r;
 	long v;
 	double d;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if ((r = service_option_apply(o, optarg, &c->sandbox)) < 0)
+			return EXIT_USAGE;
+		if (r)
+			continue;
 		switch (o) {
 		case 'h':
 		case OPT_HELP:
@@ -166,16 +169,6 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 			break;
 		case OPT_ORIGIN:
 			c->origin = optarg;
-			break;
-		case OPT_UID_BASE:
-			/* Beside other agentjail users on the machine: runs take
-			 * uids from this base on, slot locks in --state-dir. */
-			if (parse_count("uid-base", optarg, 1000, 4000000000L, &v))
-				return EXIT_USAGE;
-			c->sandbox.uid_base = (uint32_t)v;
-			break;
-		case OPT_STATE_DIR:
-			c->sandbox.state_dir = optarg;
 			break;
 		case OPT_QUEUE:
 			c->queue_url = optarg;

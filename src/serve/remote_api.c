@@ -198,17 +198,8 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		return;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	unsigned retry = 0;
 	double t0 = now_sec();
-	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
-	if (v == ADMIT_OK)
-		v = admit_start(&svc->adm, u, &retry); /* not OK: it left the queue */
-	if (v != ADMIT_OK) {
-		metrics_refused(&svc->metrics, v);
-		respond_error(rs, v == ADMIT_QUEUE_FULL || v == ADMIT_RATE ? 429 : 503,
-			      v == ADMIT_RATE ? "rate_limited" : "busy",
-			      "the run was not admitted (retry after %u s)", retry);
-		rs->retry_after = retry;
+	if (service_admit(svc, u, rs)) {
 		json_decref(o);
 		return;
 	}

@@ -62,6 +62,10 @@ struct service {
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
 		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
 
+/* A queue place, then the run's turn (admit.h): 0, or -1 with the
+ * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */
+int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
+
 /* Sessions when runs go through the queue (remote_api.c): the same
  * routes, served by the worker that holds each session. */
 void remote_post_session(struct service *svc, const struct http_request *rq,

@@ -24,6 +24,7 @@
 #include "../core/internal.h"
 #include "keys.h"
 #include "local.h"
+#include "options.h"
 #include "narrow.h"
 #include "queue.h"
 #include "wire.h"
@@ -64,7 +65,7 @@ static const char usage[] =
 	"  --queue URL        the Redis (required)\n"
 	"  --name NAME        this worker's name (default: HOSTNAME-PID); unique\n"
 	"  --concurrency N    runs at once (default: the CPUs)\n"
-	"  --uid-base N, --state-dir DIR   as for agentjail serve\n" SESSION_OPTIONS_HELP
+	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP;
 
 static void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -614,7 +615,7 @@ static void *keeper_loop(void *arg)
 	return NULL;
 }
 
-enum { OPT_QUEUE = 6000, OPT_NAME, OPT_CONC, OPT_UID_BASE, OPT_STATE_DIR, OPT_HELP };
+enum { OPT_QUEUE = 6000, OPT_NAME, OPT_CONC, OPT_HELP };
 
 int cmd_worker(int argc, char **argv)
 {
@@ -622,21 +623,24 @@ int cmd_worker(int argc, char **argv)
 		{"queue", required_argument, NULL, OPT_QUEUE},
 		{"name", required_argument, NULL, OPT_NAME},
 		{"concurrency", required_argument, NULL, OPT_CONC},
-		{"uid-base", required_argument, NULL, OPT_UID_BASE},
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	struct option opts[40];
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
+	options_add(service_options, opts, 40);
 	aj_config_init(&w.cfg);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	w.concurrency = cpus > 0 ? (unsigned)cpus : 1;
 	const char *url = NULL, *name = NULL;
-	int o;
+	int o, applied;
 	char *end;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if ((applied = service_option_apply(o, optarg, &w.cfg)) < 0)
+			return EXIT_USAGE;
+		if (applied)
+			continue;
 		switch (o) {
 		case 'h':
 		case OPT_HELP:
@@ -658,19 +662,6 @@ int cmd_worker(int argc, char **argv)
 			w.concurrency = (unsigned)v;
 			break;
 		}
-		case OPT_UID_BASE: {
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v < 1000 || v > 4000000000UL) {
-				cli_error("worker: --uid-base: expected 1000 to 4000000000, got '%s'",
-					  optarg);
-				return EXIT_USAGE;
-			}
-			w.cfg.uid_base = (uint32_t)v;
-			break;
-		}
-		case OPT_STATE_DIR:
-			w.cfg.state_dir = optarg;
-			break;
 		case '?':
 			fputs("try 'agentjail worker --help'\n", stderr);
 			return EXIT_USAGE;

@@ -8,7 +8,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync, chmodSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, chmodSync } from 'node:fs';
+import { sandboxProcesses as countProcesses, sleep } from './procs.mjs';
 import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -27,18 +28,7 @@ const UID_BASE = 2000000000;
 const LIMITS = ['--timeout', '5', '--cpu', '2'];
 const token = randomBytes(16).toString('hex');
 
-function sandboxProcesses() {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
-    } catch { /* gone meanwhile */ }
-  }
-  return n;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sandboxProcesses = () => countProcesses(UID_BASE);
 
 describe('SDK v1 client, protocol 2025-11-25', () => {
   let client, secretDir;

@@ -12,7 +12,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { sandboxProcesses as countProcesses, sleep } from './procs.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,18 +30,7 @@ const UID_BASE = 2140000000;
 const SERVE_ARGS = ['--listen', '127.0.0.1:0', '--uid-base', String(UID_BASE),
   '--state-dir', '/run/agentjail-mcphttp-test', '--timeout', '5', '--cpu', '2'];
 
-function sandboxProcesses() {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
-    } catch { /* gone meanwhile */ }
-  }
-  return n;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sandboxProcesses = () => countProcesses(UID_BASE);
 
 // Every server started here; the file-level `after` kills what is still up.
 const servers = [];

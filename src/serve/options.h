@@ -1,0 +1,20 @@
+/* The options agentjail serve and agentjail worker share beyond the run
+ * limits: where runs take their uids and keep their slot locks, so a
+ * service can run beside other agentjail users on the machine. */
+#ifndef AJ_SERVE_OPTIONS_H
+#define AJ_SERVE_OPTIONS_H
+
+#include <getopt.h>
+
+#include "agentjail.h"
+
+#define SERVICE_OPTIONS_HELP                                                              \
+	"  --uid-base N         first uid runs get when started as root (default\n"       \
+	"                       2000000000), and --state-dir DIR for their slot locks\n"
+
+extern const struct option service_options[];
+/* 1 if opt is one of service_options (applied to cfg), 0 if it is not,
+ * -1 after saying what is wrong with its value. */
+int service_option_apply(int opt, const char *arg, struct aj_config *cfg);
+
+#endif
