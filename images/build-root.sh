@@ -55,9 +55,14 @@ host)
 		-cf - "usr/lib/$ver" | tar -C "$root" -xf -
 	# Every shared library the interpreter and its extension modules link,
 	# at the same paths (the loader's own included).
+	# And libgcc_s, which no ldd lists: glibc dlopens it to unwind a
+	# thread's stack in pthread_exit, so without it any Python thread that
+	# ends while the program runs aborts it ("libgcc_s.so.1 must be
+	# installed for pthread_exit to work").
 	{
 		ldd "$py"
 		find "/usr/lib/$ver/lib-dynload" -name '*.so' -exec ldd {} \;
+		/sbin/ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ {print "=> " $NF; exit}'
 	} 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
 		sort -u | while read -r lib; do
 		[ -e "$lib" ] || continue

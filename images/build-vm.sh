@@ -295,6 +295,15 @@ for d in /usr/share/matplotlib /usr/share/fonts /usr/share/zoneinfo; do
 done
 follow_links "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \
 	"$stage/usr/share"
+# libgcc_s, which no ELF names: glibc dlopens it to unwind a thread in
+# pthread_exit (a daemon thread ended at interpreter exit, say), and aborts
+# the program without it.
+for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
+	if walk "$d/libgcc_s.so.1" check; then
+		install "$d/libgcc_s.so.1"
+		break
+	fi
+done
 {
 	echo "$python"
 	find "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \

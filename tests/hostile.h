@@ -384,6 +384,27 @@ static void hostile_thread_bomb(void **state)
 	aj_result_free(&r);
 }
 
+/* Not hostile: a daemon thread that wakes while the interpreter tears
+ * down (a __del__ sleeping at exit) is ended with pthread_exit, which
+ * glibc unwinds through a dlopened libgcc_s: an image without it aborts
+ * the program (SIGABRT), as the thread bomb's threads once showed. */
+static void benign_thread_ends(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import threading, time\n"
+		 "class Slow:\n"
+		 "    def __del__(self, sleep=time.sleep):\n"
+		 "        sleep(0.5)\n"
+		 "keep = Slow()\n"
+		 "threading.Thread(target=time.sleep, args=(0.1,), daemon=True).start()\n"
+		 "print('started')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "started\n");
+	aj_result_free(&r);
+}
+
 static void hostile_big_file(void **state)
 {
 	struct fixture *f = *state;
@@ -931,7 +952,7 @@ static void cancel_stops_the_run(void **state)
 	T(benign_hello), T(benign_exit_code), T(benign_exception), T(hostile_cpu_loop),     \
 	T(hostile_memory_512mb), T(hostile_fork_bomb), T(hostile_disk_fill),                \
 	T(hostile_read_secrets), T(hostile_network), T(hostile_sleep_forever),              \
-	T(hostile_thread_bomb), T(hostile_big_file), T(hostile_fill_tmp_and_shm),           \
+	T(hostile_thread_bomb), T(benign_thread_ends), T(hostile_big_file), T(hostile_fill_tmp_and_shm),           \
 	T(hostile_daemon), T(hostile_output_flood), T(hostile_kill_all), T(hostile_list_proc), \
 	T(hostile_write_everywhere), T(isolation_concurrent_runs),                          \
 	T(isolation_sequential_runs), T(hostile_host_unix_socket), T(hostile_keyrings),     \
