@@ -768,7 +768,9 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 			     .reply_max = (uint32_t)(call->reply_max < room ? call->reply_max : room),
 			     .request_len = (uint32_t)call->len};
 	double start = now_ms();
-	double deadline = start + l->wall_sec * 1000.0 + VM_GRACE_MS;
+	/* The guest starts the call's clock at the interpreter's ack
+	 * (VM_SESSION_START_MS), so the host waits that much longer. */
+	double deadline = start + l->wall_sec * 1000.0 + VM_SESSION_START_MS + VM_GRACE_MS;
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
 	int rc;

@@ -54,7 +54,7 @@ struct vm_ready {
 };
 
 struct vm_run {
-	uint32_t wall_ms;       /* the guest's own clock; the host keeps one too */
+	uint32_t wall_ms;       /* the guest's own clock, from the ack; the host keeps one too */
 	uint32_t cpu_sec;
 	uint32_t memory_mb;     /* for the guest's memory cgroup */
 	uint32_t pids;
@@ -97,9 +97,15 @@ struct vm_session_ready {
 	uint32_t message_len;
 };
 
+/* A session call's wall clock starts when the interpreter takes the request
+ * (its ack line): a fresh interpreter's start, most of a second under TCG,
+ * is not the code's time. Until the ack, the start has this much beyond
+ * the wall clock; the host waits for it too. */
+#define VM_SESSION_START_MS 10000
+
 struct vm_call {
 	uint64_t seq;           /* the reply line starts with {"seq":SEQ */
-	uint32_t wall_ms;       /* the guest's own clock; the host keeps one too */
+	uint32_t wall_ms;       /* the guest's own clock, from the ack; the host keeps one too */
 	uint32_t reply_max;     /* a longer reply line stops the call */
 	uint32_t request_len;   /* one JSON line, newline included */
 	uint32_t reserved;

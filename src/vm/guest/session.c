@@ -310,9 +310,16 @@ static void read_host(struct call *c)
 
 static void supervise_call(struct session *s, struct call *c)
 {
-	const int64_t deadline = now_us() + (int64_t)c->req.wall_ms * 1000;
+	/* Until the interpreter takes the request, its start has its own
+	 * allowance; from the ack, the call has its wall clock. */
+	int64_t deadline = now_us() + ((int64_t)c->req.wall_ms + VM_SESSION_START_MS) * 1000;
+	bool clock_started = false;
 	while (!c->replied && !c->ended && !c->broken) {
 		int64_t now = now_us();
+		if (c->acked && !clock_started) {
+			clock_started = true;
+			deadline = now + (int64_t)c->req.wall_ms * 1000;
+		}
 		if (!c->stopping && now >= deadline) {
 			c->timed_out = true;
 			stop_call(c);
