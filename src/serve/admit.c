@@ -3,14 +3,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../core/internal.h"
 #include "admit.h"
-
-static double now_sec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int admission_init(struct admission *a, const struct keyring *kr, unsigned concurrency,
 		   unsigned queue_size, double max_wait_sec)
@@ -22,7 +16,7 @@ int admission_init(struct admission *a, const struct keyring *kr, unsigned concu
 	a->uses = calloc(kr->count ? kr->count : 1, sizeof *a->uses);
 	if (!a->uses)
 		return -ENOMEM;
-	double now = now_sec();
+	double now = now_ms() / 1e3;
 	for (size_t i = 0; i < kr->count; i++)
 		a->uses[i] = (struct key_use){.key = &kr->keys[i],
 					      .tokens = kr->keys[i].runs_per_minute,
@@ -67,7 +61,7 @@ enum admit_verdict admit_enter(struct admission *a, struct key_use *u, unsigned 
 {
 	enum admit_verdict v = ADMIT_OK;
 	pthread_mutex_lock(&a->lock);
-	double now = now_sec();
+	double now = now_ms() / 1e3;
 	refill(u, now);
 	if (a->draining) {
 		v = ADMIT_DRAINING;

@@ -27,15 +27,9 @@
 #include "../core/internal.h"
 #include "narrow.h"
 #include "service.h"
+#include "wire.h"
 
 #define SESSIONS_PREFIX "/v1/sessions/"
-
-static double now_sec(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 bool api_needs_key(const char *method, const char *path)
 {
@@ -52,7 +46,7 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 }
 
 /* The body as a JSON object whose keys are all in allowed (NULL-ended). */
-static json_t *body_object(const struct http_request *rq, struct http_response *rs,
+json_t *request_body(const struct http_request *rq, struct http_response *rs,
 			   const char *const *allowed)
 {
 	json_error_t je;
@@ -126,7 +120,7 @@ int service_admit(struct service *svc, struct key_use *u, struct http_response *
 
 /* The code of a run request: a string of source, which Python cannot hold
  * a NUL in. */
-static int code_field(json_t *o, const char **code, size_t *len, struct http_response *rs)
+int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs)
 {
 	json_t *c = json_object_get(o, "code");
 	if (!json_is_string(c)) {
@@ -144,10 +138,10 @@ static int code_field(json_t *o, const char **code, size_t *len, struct http_res
 	return 0;
 }
 
-static void run_result(struct service *svc, struct http_response *rs, struct aj_result *res,
+void respond_run(struct service *svc, struct http_response *rs, struct aj_result *res,
 		       double t0)
 {
-	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_sec() - t0);
+	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 	respond_json(rs, 200, result_to_json_object(res, svc->cfg.sandbox.tier));
 	aj_result_free(res);
 }
@@ -155,21 +149,21 @@ static void run_result(struct service *svc, struct http_response *rs, struct aj_
 static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	static const char *const allowed[] = {"code", "limits", NULL};
-	json_t *o = body_object(rq, rs, allowed);
+	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	const char *code;
 	size_t len;
 	struct aj_limits limits;
 	struct aj_error err;
-	if (code_field(o, &code, &len, rs))
+	if (request_code(o, &code, &len, rs))
 		goto out;
 	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &limits, &err)) {
 		respond_error(rs, 400, "bad_limits", "%s", err.message);
 		goto out;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	double t0 = now_sec();
+	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
@@ -185,7 +179,7 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 		rs->retry_after = rc == -EINVAL ? 0 : 5;
 		goto out;
 	}
-	run_result(svc, rs, &res, t0);
+	respond_run(svc, rs, &res, t0);
 out:
 	json_decref(o);
 }
@@ -194,7 +188,7 @@ static void post_session(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs)
 {
 	static const char *const allowed[] = {"limits", NULL};
-	json_t *o = body_object(rq, rs, allowed);
+	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	struct aj_config cfg = svc->cfg.sandbox;
@@ -249,15 +243,15 @@ static void session_run(struct service *svc, const struct http_request *rq,
 			struct http_response *rs, struct hsession *h)
 {
 	static const char *const allowed[] = {"code", NULL};
-	json_t *o = body_object(rq, rs, allowed);
+	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	const char *code;
 	size_t len;
-	if (code_field(o, &code, &len, rs))
+	if (request_code(o, &code, &len, rs))
 		goto out;
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	double t0 = now_sec();
+	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
@@ -268,7 +262,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		session_gone(rs, h);
 		goto out;
 	}
-	run_result(svc, rs, &res, t0);
+	respond_run(svc, rs, &res, t0);
 out:
 	json_decref(o);
 }
@@ -312,8 +306,6 @@ static void file_error(struct http_response *rs, struct hsession *h, int rc,
 		respond_file_error(rs, rc, err->message);
 }
 
-static const char *const type_names[] = {"file", "directory", "symlink", "other"};
-
 static void session_files(const struct http_request *rq, struct http_response *rs,
 			  struct hsession *h, const char *path)
 {
@@ -339,13 +331,8 @@ static void session_files(const struct http_request *rq, struct http_response *r
 		const char *dir = rq->query_dir ? rq->query_dir : ".";
 		if ((rc = aj_session_list(h->s, dir, &e, &n, &err)))
 			return file_error(rs, h, rc, &err);
-		json_t *a = json_array();
-		for (size_t i = 0; a && i < n; i++)
-			json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", e[i].name,
-							   "type", type_names[e[i].type], "size",
-							   (json_int_t)e[i].size));
-		aj_file_list_free(e, n);
-		respond_json(rs, 200, json_pack("{s:s, s:o}", "dir", dir, "entries", a));
+		respond_json(rs, 200,
+			     json_pack("{s:s, s:o}", "dir", dir, "entries", file_list_to_json(e, n)));
 	} else {
 		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
 		rs->allow = path ? "GET, PUT" : "GET";

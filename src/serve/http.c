@@ -23,7 +23,7 @@ struct conn_state {
 	bool too_big;
 	bool refused;     /* an answer is queued before the body was read */
 	const struct key *key;
-	struct timespec started;
+	double started_ms;     /* when its headers came (now_ms) */
 };
 
 static struct MHD_Daemon *daemon_handle;
@@ -113,13 +113,6 @@ static const struct key *authenticate(struct service *svc, struct MHD_Connection
 	return keys_find(&svc->keys, token, n);
 }
 
-static double since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 				      const char *method, const char *version,
 				      const char *upload_data, size_t *upload_data_size,
@@ -139,7 +132,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		pthread_mutex_lock(&inflight_lock);
 		inflight++;
 		pthread_mutex_unlock(&inflight_lock);
-		clock_gettime(CLOCK_MONOTONIC, &st->started);
+		st->started_ms = now_ms();
 		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
 						 : api_body_limit(svc, method, url);
 		bool needs_key = !strcmp(url, "/mcp") || api_needs_key(method, url);
@@ -170,7 +163,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		/* A body dribbled in slowly holds a thread: it has request_sec
 		 * to arrive whole, whatever the idle timeout allows between
 		 * its bytes. */
-		if (since(&st->started) > svc->cfg.request_sec) {
+		if (now_ms() - st->started_ms > svc->cfg.request_sec * 1000.0) {
 			respond_error(&rs, 408, "request_timeout",
 				      "the body did not arrive within %u s", svc->cfg.request_sec);
 			st->refused = true;

@@ -77,19 +77,6 @@ static int parse_listen(const char *arg, struct serve_config *c)
 	return 0;
 }
 
-static int parse_count(const char *name, const char *arg, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || v < lo || v > hi) {
-		cli_error("--%s: expected %ld to %ld, got '%s'", name, lo, hi, arg);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_secs(const char *name, const char *arg, double lo, double hi, double *out)
 {
 	char *end;

@@ -55,20 +55,13 @@ static void link_done(struct mcp_link *link)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static double now_sec(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void link_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
 		     struct aj_result *res)
 {
 	struct http_link *l = (struct http_link *)link;
 	struct service *svc = l->svc;
 	unsigned retry;
-	double t0 = now_sec();
+	double t0 = now_ms() / 1e3;
 	if (admit_start(&svc->adm, l->use, &retry) != ADMIT_OK) {
 		l->started = true; /* the queue place is given up */
 		metrics_refused(&svc->metrics, ADMIT_WAITED);
@@ -82,7 +75,7 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	struct aj_error err;
 	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, res, &err);
 	admit_finish(&svc->adm, l->use);
-	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_sec() - t0);
+	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 }
 
 int mcp_http_init(struct service *svc)

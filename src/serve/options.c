@@ -1,9 +1,23 @@
+#include <errno.h>
 #include <stdlib.h>
 
 #include "../cli/cli.h"
 #include "options.h"
 
 enum { OPT_UID_BASE = 7000, OPT_STATE_DIR };
+
+int parse_count(const char *name, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < lo || v > hi) {
+		cli_error("--%s: expected %ld to %ld, got '%s'", name, lo, hi, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 const struct option service_options[] = {
 	{"uid-base", required_argument, NULL, OPT_UID_BASE},
@@ -13,16 +27,13 @@ const struct option service_options[] = {
 
 int service_option_apply(int opt, const char *arg, struct aj_config *cfg)
 {
-	char *end;
 	switch (opt) {
 	case OPT_UID_BASE: {
 		/* Beside other agentjail users on the machine: runs take uids
 		 * from this base on, slot locks in --state-dir. */
-		unsigned long v = strtoul(arg, &end, 10);
-		if (*end || end == arg || arg[0] == '-' || v < 1000 || v > 4000000000UL) {
-			cli_error("--uid-base: expected 1000 to 4000000000, got '%s'", arg);
+		long v;
+		if (parse_count("uid-base", arg, 1000, 4000000000L, &v))
 			return -1;
-		}
 		cfg->uid_base = (uint32_t)v;
 		return 1;
 	}

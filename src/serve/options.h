@@ -17,4 +17,8 @@ extern const struct option service_options[];
  * -1 after saying what is wrong with its value. */
 int service_option_apply(int opt, const char *arg, struct aj_config *cfg);
 
+/* --NAME's whole number from lo to hi into *out: 0, or -1 after saying
+ * what is wrong with it. */
+int parse_count(const char *name, const char *arg, long lo, long hi, long *out);
+
 #endif

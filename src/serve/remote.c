@@ -11,13 +11,6 @@
  * told: after that the run's outcome cannot be learnt. */
 #define REDIS_GRACE_SEC 10.0
 
-static double now_sec(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Sends the request. 0, or -1 with err. */
 static int send_request(redisContext *c, enum aj_tier tier, const char *worker,
 			const char *text, struct aj_error *err)
@@ -107,15 +100,15 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 		return REMOTE_REDIS;
 	}
 
-	double start = now_sec(), taken_at = 0, redis_down_since = 0;
+	double start = now_ms() / 1e3, taken_at = 0, redis_down_since = 0;
 	char taker[128] = "";
 	for (;;) {
 		if (!c) {
 			c = queue_get(q, 5.0, err);
 			if (!c) {
 				if (!redis_down_since)
-					redis_down_since = now_sec();
-				if (now_sec() - redis_down_since > REDIS_GRACE_SEC) {
+					redis_down_since = now_ms() / 1e3;
+				if (now_ms() / 1e3 - redis_down_since > REDIS_GRACE_SEC) {
 					error_set(err, -EIO,
 						  "queue: lost Redis at %s while waiting for the answer "
 						  "(%s); whether the run happened is unknown",
@@ -174,7 +167,7 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 		}
 		if (*taker) {
 			if (!taken_at)
-				taken_at = now_sec();
+				taken_at = now_ms() / 1e3;
 			if (!alive) {
 				error_set(err, -ECONNRESET,
 					  "worker lost: %s stopped answering while it held the run; it "
@@ -183,7 +176,7 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 				rc = REMOTE_LOST;
 				break;
 			}
-			if (now_sec() - taken_at > run_sec + 30.0) {
+			if (now_ms() / 1e3 - taken_at > run_sec + 30.0) {
 				error_set(err, -ETIMEDOUT,
 					  "worker lost: %s gave no answer %g s after its limit", taker,
 					  run_sec);
@@ -201,7 +194,7 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 			if (a)
 				freeReplyObject(a);
 		}
-		if (gone || now_sec() - start > wait_sec) {
+		if (gone || now_ms() / 1e3 - start > wait_sec) {
 			int won = abandon(c, id, err);
 			if (won < 0) {
 				queue_put(q, c, true);

@@ -17,13 +17,6 @@
  * one, so not long. */
 #define SESSION_TAKE_SEC 30.0
 
-static double now_sec(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void queue_down(struct service *svc, struct http_response *rs, const char *why)
 {
 	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : svc->cfg.queue_url);
@@ -183,36 +176,29 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 static void session_run(struct service *svc, const struct http_request *rq,
 			struct http_response *rs, const char *id, const char *worker)
 {
-	json_error_t je;
-	json_t *o = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-	json_t *code = json_object_get(o, "code");
-	if (!json_is_object(o) || !json_is_string(code) || json_object_size(o) != 1) {
-		respond_error(rs, 400, "bad_request",
-			      "the body must be {\"code\": \"...\"} (Python source)");
-		json_decref(o);
-		return;
-	}
-	if (memchr(json_string_value(code), '\0', json_string_length(code))) {
-		respond_error(rs, 400, "bad_request", "code: contains a NUL byte");
+	static const char *const allowed[] = {"code", NULL};
+	json_t *o = request_body(rq, rs, allowed);
+	const char *code;
+	size_t len;
+	if (!o || request_code(o, &code, &len, rs)) {
 		json_decref(o);
 		return;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
-	double t0 = now_sec();
+	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs)) {
 		json_decref(o);
 		return;
 	}
-	json_t *req = json_pack("{s:s, s:s, s:O}", "op", "session_run", "session", id, "code", code);
+	json_t *req = json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session", id, "code", code,
+				len);
 	json_t *reply = NULL;
 	int rc = call(svc, rs, worker, req, svc->cfg.sandbox.limits.wall_sec, &reply);
 	admit_finish(&svc->adm, u);
 	if (!rc) {
 		struct aj_result res;
 		result_from_json(json_object_get(reply, "result"), &res, NULL);
-		metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res.status, now_sec() - t0);
-		respond_json(rs, 200, result_to_json_object(&res, svc->cfg.sandbox.tier));
-		aj_result_free(&res);
+		respond_run(svc, rs, &res, t0);
 	}
 	json_decref(reply);
 	json_decref(req);

@@ -62,6 +62,17 @@ struct service {
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
 		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
 
+/* The body as a JSON object whose keys are all in allowed (NULL-ended), or
+ * NULL with the 400 in rs. */
+json_t *request_body(const struct http_request *rq, struct http_response *rs,
+		     const char *const *allowed);
+/* Its "code": a string of Python source (no NUL): 0, or -1 with the 400. */
+int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
+/* A run's result as the 200 answer, counted in the metrics (t0: when it was
+ * admitted, now_ms() / 1e3); frees res. */
+void respond_run(struct service *svc, struct http_response *rs, struct aj_result *res,
+		 double t0);
+
 /* A queue place, then the run's turn (admit.h): 0, or -1 with the
  * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */
 int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);

@@ -84,3 +84,15 @@ int result_from_json(json_t *o, struct aj_result *res, enum aj_tier *tier)
 	res->images_dropped = (size_t)json_integer_value(json_object_get(o, "images_dropped"));
 	return 0;
 }
+
+json_t *file_list_to_json(struct aj_file_info *entries, size_t count)
+{
+	static const char *const types[] = {"file", "directory", "symlink", "other"};
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < count; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", entries[i].name,
+						   "type", types[entries[i].type], "size",
+						   (json_int_t)entries[i].size));
+	aj_file_list_free(entries, count);
+	return a;
+}

@@ -12,4 +12,9 @@
 /* 0, or -EPROTO with res a sandbox_error saying what was malformed. */
 int result_from_json(json_t *o, struct aj_result *res, enum aj_tier *tier);
 
+/* A session listing as [{"name", "type", "size"}] (type: file, directory,
+ * symlink, other), as the API answers it and a worker sends it. Frees
+ * entries. NULL on ENOMEM. */
+json_t *file_list_to_json(struct aj_file_info *entries, size_t count);
+
 #endif

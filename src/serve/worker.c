@@ -79,13 +79,6 @@ static void log_msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static double now_sec(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void pause_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -268,14 +261,7 @@ static json_t *session_op(json_t *req, const char *op)
 		size_t n;
 		if ((rc = aj_session_list(s->s, path ? path : ".", &e, &n, &err)))
 			return errno_refusal(rc, &err);
-		static const char *const types[] = {"file", "directory", "symlink", "other"};
-		json_t *a = json_array();
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", e[i].name, "type",
-							   types[e[i].type], "size",
-							   (json_int_t)e[i].size));
-		aj_file_list_free(e, n);
-		return json_pack("{s:b, s:o}", "ok", 1, "entries", a);
+		return json_pack("{s:b, s:o}", "ok", 1, "entries", file_list_to_json(e, n));
 	}
 	return refusal("bad_request", "unknown op '%.40s'", op);
 }
@@ -589,9 +575,9 @@ static void *keeper_loop(void *arg)
 			if (!s->closed_reported && aj_session_closed_reason(s->s))
 				report_closed(c, s, aj_session_closed_reason(s->s));
 		pthread_mutex_unlock(&w.lock);
-		if (now_sec() - last_reap > 2.0) {
+		if (now_ms() / 1e3 - last_reap > 2.0) {
 			reap(c);
-			last_reap = now_sec();
+			last_reap = now_ms() / 1e3;
 		}
 		pause_ms(1000);
 	}
@@ -634,7 +620,6 @@ int cmd_worker(int argc, char **argv)
 	w.concurrency = cpus > 0 ? (unsigned)cpus : 1;
 	const char *url = NULL, *name = NULL;
 	int o, applied;
-	char *end;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if ((applied = service_option_apply(o, optarg, &w.cfg)) < 0)
@@ -653,12 +638,9 @@ int cmd_worker(int argc, char **argv)
 			name = optarg;
 			break;
 		case OPT_CONC: {
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > MAX_THREADS / 2) {
-				cli_error("worker: --concurrency: expected 1 to %d, got '%s'",
-					  MAX_THREADS / 2, optarg);
+			long v;
+			if (parse_count("concurrency", optarg, 1, MAX_THREADS / 2, &v))
 				return EXIT_USAGE;
-			}
 			w.concurrency = (unsigned)v;
 			break;
 		}

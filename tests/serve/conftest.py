@@ -154,6 +154,17 @@ def server():
     assert s.stop() == 0
 
 
+def wait_for(pred, timeout=20):
+    """Polls pred until it holds (True) or timeout seconds pass (False):
+    a state to reach, never a duration to assert."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def add_key(path, name, *args):
     out = subprocess.run([AGENTJAIL, "keys", "add", "--file", str(path), name, *args],
                          capture_output=True, text=True, check=True)

@@ -2,18 +2,9 @@
 bounded queue that answers 429 with Retry-After, and keys that do not
 share each other's budget."""
 import threading
-import time
 
-from conftest import add_key
+from conftest import wait_for, add_key
 
-
-def wait_for(pred, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_runs_per_minute(start, tmp_path):

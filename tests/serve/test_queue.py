@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import AGENTJAIL, STATE_DIR, UID_BASE, add_key
+from conftest import wait_for, AGENTJAIL, STATE_DIR, UID_BASE, add_key
 
 
 def free_port():
@@ -102,14 +102,6 @@ def workers(redis):
     for w in started:
         w.stop()
 
-
-def wait_for(pred, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def serve(start, redis, *args, **kw):
