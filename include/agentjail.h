@@ -34,6 +34,7 @@ enum aj_tier {
 	AJ_TIER_CONTAINER,
 	AJ_TIER_MICROVM,
 	AJ_TIER_DOCKER,
+	AJ_TIER_GVISOR,
 	AJ_TIER_COUNT
 };
 
@@ -105,13 +106,15 @@ struct aj_config {
 	uint32_t uid_base;      /* first sandbox uid when started as root */
 	uint32_t slots;         /* how many runs may hold their own uid at once */
 	const char *state_dir;  /* slot locks; NULL = /run/agentjail */
-	/* container tier: the image, by name (in AJ_DEFAULT_IMAGES_DIR or
+	/* container, microvm and gvisor tiers: the image, by name (in AJ_DEFAULT_IMAGES_DIR or
 	 * $AGENTJAIL_IMAGES) or as an absolute path to an image directory;
 	 * NULL = "default". */
 	const char *image;
 	const char *cgroup_root; /* NULL = /sys/fs/cgroup */
 	/* microvm tier: "kvm", "tcg", or NULL to use KVM where a probe boot
-	 * succeeds (the verdict is cached) and TCG elsewhere. */
+	 * succeeds (the verdict is cached) and TCG elsewhere. gvisor tier:
+	 * the platform, "kvm" or "ptrace", or NULL for KVM where a probe run
+	 * succeeds (cached) and ptrace elsewhere. */
 	const char *accel;
 	/* microvm tier: VMs kept restored and ready, so a run skips QEMU's
 	 * start and the restore (0: none). Each still serves one run. */

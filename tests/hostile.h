@@ -40,6 +40,9 @@ struct fixture {
 	int session_cycles;
 	/* The tier offers no ptys at all, rather than a bounded pool. */
 	bool no_ptys;
+	/* Its ptys are its own kernel's (gVisor's sentry), not the host's
+	 * shared pool: nothing of the host's to bound (RLIMIT_NOFILE does). */
+	bool guest_ptys;
 	/* Extra leftovers a tier can have (its engine's containers): counted
 	 * after every case, which must leave none. NULL: none to count. */
 	int (*count_leftovers)(void);
@@ -744,7 +747,10 @@ static void hostile_keyrings(void **state)
 	const char *code =
 		"import ctypes, os\n"
 		"libc = ctypes.CDLL(None, use_errno=True)\n"
-		"print(open('/proc/keys').read())\n"
+		"try:\n"
+		"    print(open('/proc/keys').read())\n"
+		"except FileNotFoundError:\n"
+		"    print('no /proc/keys')\n"
 		"r = libc.syscall(248, b'user', b'planted', b'x', 1, ctypes.c_long(-4))\n"
 		"print('add_key', r, ctypes.get_errno())\n"
 		"r = libc.syscall(250, 0, ctypes.c_long(-3), 0, 0, 0)\n"
@@ -800,7 +806,8 @@ static void hostile_devices(void **state)
 	} else {
 		assert_true(contains(r.stdout_buf, "pty b'typed\\n'"));
 		/* A private devpts, with a bound on the host's global pty pool. */
-		assert_true(contains(r.stdout_buf, "ptys stopped at"));
+		if (!f->guest_ptys)
+			assert_true(contains(r.stdout_buf, "ptys stopped at"));
 	}
 	/* No device of the host's; /dev/tty may be there (Docker's), but with no
 	 * controlling terminal it cannot be opened. */

@@ -8,6 +8,7 @@ static const char *const tier_names[AJ_TIER_COUNT] = {
 	[AJ_TIER_CONTAINER] = "container",
 	[AJ_TIER_MICROVM] = "microvm",
 	[AJ_TIER_DOCKER] = "docker",
+	[AJ_TIER_GVISOR] = "gvisor",
 };
 
 static const char *const status_names[AJ_STATUS_COUNT] = {

@@ -15,6 +15,7 @@ static const struct tier_ops *const tiers[AJ_TIER_COUNT] = {
 	[AJ_TIER_CONTAINER] = &container_tier,
 	[AJ_TIER_MICROVM] = &microvm_tier,
 	[AJ_TIER_DOCKER] = &docker_tier,
+	[AJ_TIER_GVISOR] = &gvisor_tier,
 };
 
 struct aj_sandbox {

@@ -40,6 +40,16 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 	return valid_reference(out, err);
 }
 
+const char *docker_boot_source(void)
+{
+	return docker_boot_py;
+}
+
+const char *docker_seccomp_json(void)
+{
+	return docker_seccomp_profile;
+}
+
 void docker_disk_split(uint32_t disk_mb, struct docker_disk *d)
 {
 	uint64_t total = (uint64_t)disk_mb * 1024;

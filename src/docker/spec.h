@@ -20,6 +20,11 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
 			      gid_t gid, const char *owner);
 
+/* boot.py (PID 1 of a container, src/docker/boot.py) and the seccomp
+ * policy as an OCI/Docker profile (JSON): also the gvisor tier's. */
+const char *docker_boot_source(void);
+const char *docker_seccomp_json(void);
+
 /* How the limit on writable space is shared among the container's three
  * tmpfs mounts (Docker mounts each on its own), in KiB; they sum to
  * disk_mb. */

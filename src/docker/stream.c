@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "stream.h"
 
@@ -76,4 +77,26 @@ bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_r
 	err->len = start;
 	err->buf[start] = 0;
 	return true;
+}
+
+bool docker_report_matches(const struct sandbox_report *r, int exit_code)
+{
+	int ws = r->wstatus;
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws) == exit_code;
+	return WIFSIGNALED(ws) && 128 + WTERMSIG(ws) == exit_code;
+}
+
+void docker_last_line(const struct capture *c, char *out, size_t n)
+{
+	out[0] = 0;
+	if (!c->len)
+		return;
+	size_t end = c->len;
+	while (end > 0 && c->buf[end - 1] == '\n')
+		end--;
+	size_t start = end;
+	while (start > 0 && c->buf[start - 1] != '\n')
+		start--;
+	snprintf(out, n, "%.*s", (int)(end - start), c->buf + start);
 }

@@ -31,4 +31,12 @@ bool docker_demux_feed(struct docker_demux *d, const char *p, size_t n, struct c
  * program's own printing and is left alone. */
 bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_report *r);
 
+/* Whether boot.py's report agrees with the exit code its container (docker
+ * or gvisor) ended with: the program's code, or 128 + the signal that ended
+ * it. */
+bool docker_report_matches(const struct sandbox_report *r, int exit_code);
+
+/* The last non-empty line of c (boot's or the runtime's last words). */
+void docker_last_line(const struct capture *c, char *out, size_t n);
+
 #endif

@@ -314,6 +314,38 @@ void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *p
 		*peak_kb = strtoull(buf, NULL, 10) / 1024;
 }
 
+int cgroup_kill_all(const struct cgroup_run *run)
+{
+	/* The pids hierarchy (v1) or the one directory (v2) lists them all. */
+	const char *dir = run->dir[run->version == 2 ? 0 : CG_PIDS];
+	if (run->version == 2 && exists(dir, "cgroup.kill")) {
+		/* Linux 5.14+: one write, and a fork racing it cannot escape. */
+		struct aj_error e = {0};
+		write_text(dir, "cgroup.kill", "1", &e);
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/cgroup.procs", dir);
+	/* A process forked between the read and the kill is in the cgroup
+	 * too (children are born in their parent's) and is caught by the
+	 * next pass; SIGKILL cannot be caught or ignored. */
+	for (int pass = 0; pass < 400; pass++) {
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return errno == ENOENT ? 0 : -errno;
+		int pid, alive = 0;
+		while (fscanf(f, "%d", &pid) == 1) {
+			alive++;
+			kill(pid, SIGKILL);
+		}
+		fclose(f);
+		if (!alive)
+			return 0;
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err)
 {
 	int rc = 0;

@@ -55,6 +55,11 @@ int cgroup_join_self(const char *const *files, struct setup_error *e);
 int cgroup_open_dir(const struct cgroup_run *run);
 /* After the run: how often the OOM killer struck in it, and its peak memory. */
 void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb);
+/* SIGKILLs every process in the run's cgroup until none is left (or 2 s
+ * have passed): for a sandbox whose processes are not under an init of
+ * ours (the gvisor tier's runsc, sentry and gofer). 0, or -EBUSY if some
+ * process would not go. */
+int cgroup_kill_all(const struct cgroup_run *run);
 /* Removes the run's cgroup; it must be empty (the run has been reaped). */
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err);
 

@@ -26,6 +26,23 @@ pid_t spawn_clone(unsigned long flags, int *pidfd)
 	return (pid_t)pid;
 }
 
+pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd)
+{
+	int fd = -1;
+	struct clone_args args = {
+		.flags = CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+		.pidfd = (uint64_t)(uintptr_t)&fd,
+		.exit_signal = 0,
+		.cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0,
+	};
+	long pid = syscall(SYS_clone3, &args, sizeof args);
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		*pidfd = fd;
+	return (pid_t)pid;
+}
+
 pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd)
 {
 	int fd = -1;

@@ -16,6 +16,13 @@ pid_t spawn_clone(unsigned long flags, int *pidfd);
  * kernel's global cgroup lock and can wait for an RCU grace period. */
 pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd);
 
+/* A child with no exit signal, born in cgroup_fd (v2) unless it is -1: the
+ * kernel never reaps it on its own, even in an application that ignores
+ * SIGCHLD, so its exit status is always there to collect (waitid on the
+ * pidfd with __WALL). Only while it does not exec: exec resets the exit
+ * signal to SIGCHLD. For a keeper whose status is the answer (gvisor). */
+pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd);
+
 /* Closes every fd except those in keep[0..n) (n <= 8). */
 void close_fds_except(const int *keep, int n);
 

@@ -64,28 +64,6 @@ static int image_root(const struct aj_config *cfg, char *out, size_t n, struct a
 	return 0;
 }
 
-/* The interpreter must be in the image. Resolved inside the image root only
- * (RESOLVE_IN_ROOT), as it will be after pivot_root: an absolute symlink in
- * the image must not be checked against the host. */
-static int check_python(const char *root, const char *python, struct aj_error *err)
-{
-	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return error_set(err, -errno, "image: open %s: %s", root, errno_name(errno));
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
-	int fd = (int)syscall(SYS_openat2, rfd, python, &how, sizeof how);
-	int e = errno;
-	close(rfd);
-	if (fd < 0)
-		return error_set(err, -e, "image: no %s in %s: %s", python, root, errno_name(e));
-	struct stat st;
-	int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -ENOEXEC;
-	close(fd);
-	if (rc)
-		return error_set(err, rc, "image: %s in %s is not an executable file", python, root);
-	return 0;
-}
-
 /* In init: the image becomes the root. */
 static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 {
@@ -129,7 +107,7 @@ static int container_open(const struct aj_config *cfg, void **state, struct aj_e
 		return error_set(err, -ENOMEM, "open: out of memory");
 	int rc;
 	if ((rc = image_root(cfg, st->root, sizeof st->root, err)) ||
-	    (rc = check_python(st->root, cfg->python, err)) ||
+	    (rc = image_check_python(st->root, cfg->python, err)) ||
 	    (rc = cgroup_prepare(cfg->cgroup_root, &st->cgroups, err))) {
 		free(st);
 		return rc;

@@ -214,30 +214,6 @@ static int exit_state(struct http_conn *c, const char *id, int *exit_code, bool 
 	return 0;
 }
 
-/* The wait status a container's exit code stands for: boot.py exits with
- * the program's code, or 128 + the signal that ended it. */
-static bool report_matches(const struct sandbox_report *r, int exit_code)
-{
-	int ws = r->wstatus;
-	if (WIFEXITED(ws))
-		return WEXITSTATUS(ws) == exit_code;
-	return WIFSIGNALED(ws) && 128 + WTERMSIG(ws) == exit_code;
-}
-
-static void last_line(const struct capture *c, char *out, size_t n)
-{
-	out[0] = 0;
-	if (!c->len)
-		return;
-	size_t end = c->len;
-	while (end > 0 && c->buf[end - 1] == '\n')
-		end--;
-	size_t start = end;
-	while (start > 0 && c->buf[start - 1] != '\n')
-		start--;
-	snprintf(out, n, "%.*s", (int)(end - start), c->buf + start);
-}
-
 static int docker_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		      struct aj_result *res)
 {
@@ -336,7 +312,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	ph->remove = now_ms() - t;
 
 	o.exited_report = docker_take_report(&s.err, nonce, &o.report) &&
-			  report_matches(&o.report, exit_code);
+			  docker_report_matches(&o.report, exit_code);
 	/* The program's own stderr is capped like stdout. */
 	if (s.err.len > (size_t)l->output_kb * 1024) {
 		s.err.len = (size_t)l->output_kb * 1024;
@@ -348,7 +324,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	}
 	o.init_wstatus = exit_code << 8;
 	char why[200];
-	last_line(&s.err, why, sizeof why);
+	docker_last_line(&s.err, why, sizeof why);
 	outcome_to_result(&o, l, &s.out, &s.err, res);
 	if (oom && !o.cancelled && res->status != AJ_STATUS_OK &&
 	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {

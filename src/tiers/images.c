@@ -1,9 +1,15 @@
-/* Where a configured image lives: IMAGES/NAME, or the absolute path given. */
+/* Where a configured image lives (IMAGES/NAME, or the absolute path given),
+ * and whether its interpreter is there. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "../linux/report.h"
 #include "tier.h"
 
 int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
@@ -22,5 +28,27 @@ int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error 
 				 "image: no image '%s' (%s missing); build it with "
 				 "'agentjail image build%s%s'",
 				 image, out, cfg->image ? " --name " : "", cfg->image ? image : "");
+	return 0;
+}
+
+/* The interpreter must be in the image. Resolved inside the image root only
+ * (RESOLVE_IN_ROOT), as it will be after pivot_root: an absolute symlink in
+ * the image must not be checked against the host. */
+int image_check_python(const char *root, const char *python, struct aj_error *err)
+{
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return error_set(err, -errno, "image: open %s: %s", root, errno_name(errno));
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+	int fd = (int)syscall(SYS_openat2, rfd, python, &how, sizeof how);
+	int e = errno;
+	close(rfd);
+	if (fd < 0)
+		return error_set(err, -e, "image: no %s in %s: %s", python, root, errno_name(e));
+	struct stat st;
+	int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -ENOEXEC;
+	close(fd);
+	if (rc)
+		return error_set(err, rc, "image: %s in %s is not an executable file", python, root);
 	return 0;
 }

@@ -45,6 +45,11 @@ int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct
  * error naming how to build it if it is missing. */
 int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
 
+/* The interpreter is an executable file in the image root, resolved inside
+ * it (as it will be once the root is the image's): an error naming which
+ * and where if not. */
+int image_check_python(const char *root, const char *python, struct aj_error *err);
+
 /* An open sandbox's tier, its state and its own copy of the config. */
 const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
 void *sandbox_state(const struct aj_sandbox *sb);
@@ -56,5 +61,6 @@ extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;
 extern const struct tier_ops microvm_tier;
 extern const struct tier_ops docker_tier;
+extern const struct tier_ops gvisor_tier;
 
 #endif

@@ -1,0 +1,144 @@
+/* config.json for runsc. What each field keeps out is said beside it; the
+ * sentry (gVisor's kernel) enforces everything here except the memory,
+ * pids and CPU limits, which the host's cgroup around the whole sandbox
+ * holds (src/tiers/gvisor.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../docker/spec.h"
+#include "../linux/report.h"
+#include "bundle.h"
+
+static json_t *rlimit(const char *type, uint64_t soft, uint64_t hard)
+{
+	return json_pack("{s:s, s:I, s:I}", "type", type, "soft", (json_int_t)soft, "hard",
+			 (json_int_t)hard);
+}
+
+static json_t *tmpfs(const char *where, uint64_t kb)
+{
+	char size[48];
+	snprintf(size, sizeof size, "size=%lluk", (unsigned long long)kb);
+	/* Scratch space holds data, not programs or devices; its size is
+	 * the run's share of disk_mb (runsc's log calls size= unknown, but
+	 * the sentry's tmpfs enforces it: ENOSPC at exactly the size). */
+	return json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination", where, "type",
+			 "tmpfs", "source", "tmpfs", "options", "nosuid", "nodev", "noexec",
+			 "mode=1777", size);
+}
+
+static json_t *spec_json(const struct gvisor_bundle *b)
+{
+	const struct aj_limits *l = b->limits;
+	const uint64_t mib = 1024 * 1024;
+	struct docker_disk disk;
+	docker_disk_split(l->disk_mb, &disk);
+	/* The same policy as every other tier's filter, applied by the sentry
+	 * to the program's calls (runsc --oci-seccomp): the gVisor kernel
+	 * would refuse most of them anyway, but memfd, SysV IPC and the
+	 * others the policy names stay as unavailable as elsewhere. */
+	json_t *seccomp = json_loads(docker_seccomp_json(), 0, NULL);
+	json_t *rules = json_object_get(seccomp, "syscalls");
+	if (!json_is_array(rules)) {
+		json_decref(seccomp);
+		return NULL;
+	}
+	/* runsc of Debian 12 ignores errnoRet and answers EPERM: the one
+	 * rule that asks for another errno (clone3: ENOSYS, so that glibc
+	 * falls back to clone) would break every thread. gVisor's kernel of
+	 * that release has no clone3 and answers ENOSYS itself. */
+	for (size_t i = json_array_size(rules); i-- > 0;) {
+		json_t *e = json_object_get(json_array_get(rules, i), "errnoRet");
+		if (e && json_integer_value(e) != EPERM)
+			json_array_remove(rules, i);
+	}
+	return json_pack(
+		"{s:s, s:{s:s, s:b}, s:s,"
+		" s:{s:{s:I, s:I}, s:[s, s, s, s, s], s:[s, s, s, s, s, s], s:s,"
+		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:[o, o, o, o, o, o, o, o]},"
+		" s:[{s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
+		"    {s:s, s:s, s:s, s:[s, s, s, s, s]}, o, o, o],"
+		" s:{s:[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}], s:o}}",
+		"ociVersion", "1.0.2",
+		/* The image, read-only: nothing the program does reaches the
+		 * next run. The image directory itself is only read. */
+		"root", "path", b->root, "readonly", 1,
+		"hostname", "sandbox",
+		"process",
+		/* A uid of the run's own, not root even in gVisor's kernel. */
+		"user", "uid", (json_int_t)b->uid, "gid", (json_int_t)b->gid,
+		/* PID 1 is boot.py (the docker tier's): it takes the program on
+		 * stdin, runs it as its child, reaps orphans and reports the
+		 * program's end at the end of stderr. -I -S: no environment,
+		 * user site or site-packages decides what it imports. */
+		"args", b->python, "-I", "-S", "-c", docker_boot_source(),
+		/* Nothing of the deployer's environment. */
+		"env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/work",
+		"TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",
+		"cwd", "/",
+		/* No capability in any set, and none to gain (no_new_privs). */
+		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",
+		"noNewPrivileges", 1,
+		"rlimits",
+		/* gVisor does not enforce RLIMIT_CPU; the supervisor's wall
+		 * clock stops a CPU loop. Set anyway: a program reading its
+		 * limits sees the deployer's. */
+		rlimit("RLIMIT_CPU", l->cpu_sec, (uint64_t)l->cpu_sec + 1),
+		rlimit("RLIMIT_FSIZE", l->file_size_mb * mib, l->file_size_mb * mib),
+		rlimit("RLIMIT_NOFILE", l->open_files, l->open_files),
+		/* The program's processes, counted by the sentry: the host's
+		 * pids cgroup counts gVisor's own threads too, so it cannot be
+		 * the program's bound (tiers/gvisor.c). */
+		rlimit("RLIMIT_NPROC", l->pids, l->pids),
+		rlimit("RLIMIT_CORE", 0, 0),
+		rlimit("RLIMIT_MEMLOCK", 0, 0),
+		rlimit("RLIMIT_MSGQUEUE", 0, 0),
+		rlimit("RLIMIT_STACK", 8 * mib, 8 * mib),
+		"mounts",
+		/* gVisor's own /proc: the sandbox's processes only. No /sys. */
+		"destination", "/proc", "type", "proc", "source", "proc", "options", "nosuid",
+		"nodev", "noexec",
+		/* A /dev of gVisor's (null, zero, random, urandom, tty, pts). */
+		"destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+		"noexec", "mode=755", "size=64k",
+		/* gVisor mounts a sysfs of its own where the spec has none; an
+		 * empty read-only tmpfs instead keeps the view every tier
+		 * gives (no /sys to learn the machine from). */
+		"destination", "/sys", "type", "tmpfs", "source", "tmpfs", "options", "ro",
+		"nosuid", "nodev", "noexec", "size=4k",
+		tmpfs("/tmp", disk.tmp_kb), tmpfs("/var/tmp", disk.var_tmp_kb),
+		tmpfs("/dev/shm", disk.shm_kb),
+		"linux",
+		/* Its own pid, ipc, uts and mount namespaces in the sentry, and
+		 * a network namespace with loopback only (runsc
+		 * --network=none). */
+		"namespaces", "type", "pid", "type", "ipc", "type", "uts", "type", "mount", "type",
+		"network",
+		"seccomp", seccomp);
+}
+
+int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err)
+{
+	json_t *spec = spec_json(b);
+	if (!spec)
+		return error_set(err, -ENOMEM, "gvisor: building config.json: out of memory");
+	char path[4200];
+	snprintf(path, sizeof path, "%.4000s/config.json", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+		json_decref(spec);
+		return error_set(err, -e, "gvisor: create %s: %s", path, errno_name(e));
+	}
+	int rc = json_dumpfd(spec, fd, JSON_COMPACT) ? -EIO : 0;
+	json_decref(spec);
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc)
+		return error_set(err, rc, "gvisor: write %s: %s", path, errno_name(-rc));
+	return 0;
+}

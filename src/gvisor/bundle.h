@@ -1,0 +1,22 @@
+/* The OCI bundle of one gVisor sandbox: the config.json runsc reads,
+ * built from the run's limits. */
+#ifndef AJ_GVISOR_BUNDLE_H
+#define AJ_GVISOR_BUNDLE_H
+
+#include <sys/types.h>
+
+#include "../core/internal.h"
+
+struct gvisor_bundle {
+	const char *root;        /* the image's root directory on the host */
+	const char *python;      /* the interpreter, inside the image */
+	uid_t uid;               /* the run's own (a uid slot) */
+	gid_t gid;
+	const struct aj_limits *limits;
+};
+
+/* Writes DIR/config.json (DIR exists, empty). 0 or -errno with err naming
+ * the step. */
+int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err);
+
+#endif

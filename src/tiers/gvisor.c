@@ -1,0 +1,585 @@
+/* The gvisor tier: a kernel boundary without a hypervisor. Each run is one
+ * gVisor sandbox (Debian's runsc): the program's system calls go to the
+ * sentry, gVisor's kernel in user space, not to the host's; the host kernel
+ * sees only the sentry's own narrow set of calls under runsc's seccomp
+ * filter. It needs no KVM: the ptrace platform works on any Linux host, and
+ * KVM is used where a probe run shows it works (on this machine's PVM
+ * /dev/kvm the sentry spins at start: docs/gvisor-on-this-machine.md).
+ *
+ * One run:
+ *
+ *   slot      a uid of the run's own (the program's user inside gVisor)
+ *   cgroup    memory (no swap), pids and one CPU, made by us, as the
+ *             container tier's (cgroup.c, v1 or v2), with room on top for
+ *             gVisor itself: runsc, the sentry and the gofer are born in it
+ *             (runsc --ignore-cgroups: it makes none of its own), so the
+ *             limits hold the whole sandbox and one kill takes all of it
+ *   bundle    config.json (gvisor/bundle.c): the image root read-only, no
+ *             capabilities, no_new_privs, our seccomp policy applied by the
+ *             sentry, rlimits, gVisor's own /proc, size-limited tmpfs for
+ *             /tmp, /var/tmp and /dev/shm, no /sys, loopback-only network
+ *   run       `runsc run` with the run's pipes as its stdio: PID 1 inside is
+ *             boot.py (the docker tier's): the program arrives on stdin,
+ *             and the program's wait status and usage at the end of stderr
+ *   watch     the supervisor here enforces the wall clock and the output
+ *             caps; a timeout, a flood or a cancel SIGKILLs every process in
+ *             the cgroup (runsc included), which ends the sandbox at once
+ *   after     the OOM killer's count in the cgroup (status memory), then the
+ *             cgroup, the bundle and runsc's state directory are removed
+ *
+ * A caller that dies mid-run takes runsc with it (PDEATHSIG) and runsc its
+ * sandbox; the next open of the tier removes the run directory, and the
+ * cgroup sweep the empty cgroup. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../docker/stream.h"
+#include "../gvisor/bundle.h"
+#include "../gvisor/runsc.h"
+#include "../linux/creds.h"
+#include "../linux/spawn.h"
+#include "../linux/supervise.h"
+#include "tier.h"
+
+/* Memory the cgroup allows beyond the program's limit: runsc, the sentry
+ * and the gofer themselves (about 45 MiB for print(1) here). */
+#define GVISOR_RUNTIME_MB 64
+/* The host's pids cgroup counts gVisor's threads and, on ptrace, about five
+ * host tasks per guest process: it only backstops the sentry (RLIMIT_NPROC
+ * inside bounds the program). A limit near the program's own kills the
+ * sentry itself (64 did). */
+#define GVISOR_HOST_TASKS 128
+#define GVISOR_TASKS_PER_PROCESS 8
+/* How long a KVM probe run may take before KVM is judged unusable. */
+#define KVM_PROBE_SEC 15.0
+#define PLATFORM_CACHE "/var/lib/agentjail/gvisor-platform"
+
+struct gvisor_state {
+	char runsc[PATH_MAX];
+	char version[128];
+	char platform[16];      /* "ptrace" or "kvm" */
+	char why[400];          /* why that platform */
+	char root[PATH_MAX];    /* the image's root directory */
+	char run_base[PATH_MAX];
+	struct cgroup_layout cgroups;
+};
+
+/* ---- run directories ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int remove_tree(const char *path)
+{
+	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT
+		       ? -errno
+		       : 0;
+}
+
+/* Run directories whose maker died: its runsc died with it (PDEATHSIG) and
+ * its sandbox with runsc, so only runsc's state files are left. Named
+ * run-PID-...; only those at least ten seconds old whose pid is gone. */
+static void sweep_run_dirs(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	time_t now = time(NULL);
+	while (d && (de = readdir(d))) {
+		int pid = 0;
+		if (sscanf(de->d_name, "run-%d-", &pid) != 1 || pid <= 0)
+			continue;
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof path, "%.3000s/%.200s", base, de->d_name);
+		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || now - st.st_mtime < 10)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		remove_tree(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* ---- one sandbox ---- */
+
+struct sandbox {
+	struct uid_slot slot;
+	struct cgroup_run cg;
+	bool have_cg;
+	char dir[PATH_MAX];     /* run_base/NAME: bundle/ and state/ */
+	char id[96];
+};
+
+static int sandbox_make(const struct gvisor_state *st, const struct aj_config *cfg,
+			struct sandbox *sb, struct aj_error *err)
+{
+	memset(sb, 0, sizeof *sb);
+	sb->slot.lock_fd = -1;
+	int rc = slot_acquire(cfg, &sb->slot, err);
+	if (rc)
+		return rc;
+	struct aj_limits host = cfg->limits;
+	host.memory_mb += GVISOR_RUNTIME_MB;
+	host.pids = GVISOR_HOST_TASKS + GVISOR_TASKS_PER_PROCESS * cfg->limits.pids;
+	if ((rc = cgroup_create(&st->cgroups, &host, &sb->cg, err)))
+		return rc;
+	sb->have_cg = true;
+	/* The cgroup's name is unique on the machine (pid, counter, time):
+	 * so are the run directory and runsc's container id, which must be
+	 * (its control socket's name is global). */
+	const char *name = strrchr(sb->cg.dir[0], '/');
+	name = name ? name + 1 : sb->cg.dir[0];
+	snprintf(sb->id, sizeof sb->id, "agentjail-%.80s", name);
+	snprintf(sb->dir, sizeof sb->dir, "%.3000s/%.200s", st->run_base, name);
+	char sub[PATH_MAX + 16];
+	if (mkdir(sb->dir, 0700) < 0)
+		return error_set(err, -errno, "gvisor: mkdir %s: %s", sb->dir, errno_name(errno));
+	snprintf(sub, sizeof sub, "%s/bundle", sb->dir);
+	if (mkdir(sub, 0700) < 0)
+		return error_set(err, -errno, "gvisor: mkdir %s: %s", sub, errno_name(errno));
+	struct gvisor_bundle b = {.root = st->root, .python = cfg->python, .uid = sb->slot.uid,
+				  .gid = sb->slot.gid, .limits = &cfg->limits};
+	if ((rc = gvisor_bundle_write(sub, &b, err)))
+		return rc;
+	snprintf(sub, sizeof sub, "%s/state", sb->dir);
+	if (mkdir(sub, 0700) < 0)
+		return error_set(err, -errno, "gvisor: mkdir %s: %s", sub, errno_name(errno));
+	return 0;
+}
+
+/* Nothing of the sandbox remains: its processes, cgroup, bundle and
+ * runsc's state. 0, or -errno with err naming what is left. */
+static int sandbox_destroy(struct sandbox *sb, struct aj_error *err)
+{
+	int rc = 0;
+	if (sb->have_cg) {
+		if (cgroup_kill_all(&sb->cg) < 0)
+			rc = error_set(err, -EBUSY, "gvisor: processes of %s would not die", sb->id);
+		struct aj_error e = {0};
+		if (cgroup_destroy(&sb->cg, &e) && !rc)
+			rc = error_set(err, e.code, "%s", e.message);
+		sb->have_cg = false;
+	}
+	if (sb->dir[0]) {
+		int r = remove_tree(sb->dir);
+		if (r && !rc)
+			rc = error_set(err, r, "gvisor: removing %s: %s", sb->dir, errno_name(-r));
+		sb->dir[0] = 0;
+	}
+	slot_release(&sb->slot);
+	return rc;
+}
+
+struct watch {
+	int pidfd, in_fd, out_fd, err_fd, cancel_fd;
+	const char *input;
+	size_t input_len, input_sent;
+	struct capture out, err;
+};
+
+/* From runsc's start until it has ended; a timeout, a flood or a cancel
+ * kills the whole cgroup. Fills o's flags and wall_ms. */
+static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj_limits *l,
+		      double start_ms, struct outcome *o)
+{
+	const double deadline = start_ms + l->wall_sec * 1000.0;
+	bool open_fds[2] = {true, true}, stopping = false;
+	for (;;) {
+		if (!stopping && now_ms() >= deadline) {
+			o->timed_out = true;
+			stopping = true;
+		}
+		if (stopping) {
+			/* runsc, sentry, gofer and the program: all of them, at
+			 * once. runsc's state is removed with the run directory. */
+			cgroup_kill_all(&sb->cg);
+		}
+		bool writing = !stopping && w->input_sent < w->input_len;
+		struct pollfd p[5] = {
+			{.fd = w->pidfd, .events = POLLIN},
+			{.fd = writing ? w->in_fd : -1, .events = POLLOUT},
+			{.fd = open_fds[0] && !stopping ? w->out_fd : -1, .events = POLLIN},
+			{.fd = open_fds[1] && !stopping ? w->err_fd : -1, .events = POLLIN},
+			{.fd = !stopping ? w->cancel_fd : -1, .events = POLLIN},
+		};
+		double left = stopping ? 50 : deadline - now_ms();
+		int n = poll(p, 5, left < 0 ? 0 : (int)left + 1);
+		if (n < 0 && errno != EINTR) {
+			stopping = true; /* never run unwatched */
+			continue;
+		}
+		if (n <= 0)
+			continue;
+		if (p[1].revents) {
+			ssize_t wr = write(w->in_fd, w->input + w->input_sent,
+					   w->input_len - w->input_sent);
+			if (wr > 0)
+				w->input_sent += (size_t)wr;
+			else if (wr < 0 && errno != EAGAIN && errno != EINTR)
+				w->input_sent = w->input_len; /* stdin gone: the end says why */
+			if (w->input_sent == w->input_len) {
+				/* The whole program is in: boot.py reads to EOF. */
+				close(w->in_fd);
+				w->in_fd = -1;
+			}
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!p[2 + i].revents)
+				continue;
+			bool overflow = false;
+			open_fds[i] = supervise_drain(i ? w->err_fd : w->out_fd, i ? &w->err : &w->out,
+						      &overflow);
+			if (overflow && !stopping) {
+				o->output_overflow = true;
+				stopping = true;
+			}
+		}
+		if (p[4].revents & POLLIN) {
+			o->cancelled = true;
+			stopping = true;
+		} else if (p[4].revents) {
+			w->cancel_fd = -1; /* hung up: can never fire */
+		}
+		if (p[0].revents)
+			break;
+	}
+	o->wall_ms = now_ms() - start_ms;
+	/* Everything has ended (runsc waits for its sandbox): what it wrote
+	 * is in the pipes. Non-blocking reads stop at EAGAIN. */
+	bool ignored = false;
+	supervise_drain(w->out_fd, &w->out, o->output_overflow ? &ignored : &o->output_overflow);
+	supervise_drain(w->err_fd, &w->err, o->output_overflow ? &ignored : &o->output_overflow);
+}
+
+/* A fresh nonce per run, for boot.py's report. */
+static void make_nonce(char *out, size_t n)
+{
+	unsigned char b[12] = {0};
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (read(fd, b, sizeof b) != (ssize_t)sizeof b)
+			memset(b, 0, sizeof b);
+		close(fd);
+	}
+	for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static int run_with(const struct gvisor_state *st, const char *platform,
+		    const struct aj_config *cfg, const struct run_request *req,
+		    struct aj_result *res)
+{
+	const struct aj_limits *l = &cfg->limits;
+	struct aj_error err = {0};
+	struct sandbox sb;
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, pidfd = -1;
+	char *input = NULL;
+	struct watch w = {.pidfd = -1, .in_fd = -1, .cancel_fd = req->cancel_fd};
+	capture_init(&w.out, (size_t)l->output_kb * 1024);
+	/* Room past the cap for boot.py's report; the cap is applied to the
+	 * program's own bytes once the report is stripped. */
+	capture_init(&w.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	double start_ms = now_ms();
+	int rc = sandbox_make(st, cfg, &sb, &err);
+	if (rc)
+		goto fail;
+
+	char nonce[32] = "", head[96];
+	make_nonce(nonce, sizeof nonce);
+	/* boot.py's header: the nonce, and its own backstop deadline a
+	 * little past the wall clock enforced here. */
+	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, l->wall_sec + 10);
+	if (!(input = malloc(hl + req->len))) {
+		rc = error_set(&err, -ENOMEM, "gvisor: out of memory");
+		goto fail;
+	}
+	memcpy(input, head, hl);
+	memcpy(input + hl, req->code, req->len);
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe_cloexec(out, 1) < 0 || pipe_cloexec(errp, 1) < 0) {
+		rc = error_set(&err, -errno, "gvisor: pipe: %s", errno_name(errno));
+		goto fail;
+	}
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	char bundle[PATH_MAX + 16], state[PATH_MAX + 16];
+	snprintf(bundle, sizeof bundle, "%s/bundle", sb.dir);
+	snprintf(state, sizeof state, "%s/state", sb.dir);
+	struct runsc_launch launch = {.runsc = st->runsc, .platform = platform, .state = state,
+				      .bundle = bundle, .id = sb.id, .cg = &sb.cg, .in_fd = in[0],
+				      .out_fd = out[1], .err_fd = errp[1]};
+	pid_t pid = runsc_spawn(&launch, &pidfd, &err);
+	close(in[0]), close(out[1]), close(errp[1]);
+	in[0] = out[1] = errp[1] = -1;
+	if (pid < 0) {
+		rc = (int)pid;
+		goto fail;
+	}
+	w.pidfd = pidfd;
+	w.in_fd = in[1];
+	in[1] = -1;
+	w.out_fd = out[0];
+	w.err_fd = errp[0];
+	w.input = input;
+	w.input_len = hl + req->len;
+	watch_run(&w, &sb, l, start_ms, &o);
+
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	/* runsc exits with the program's code, or 128 + the signal that ended
+	 * it; killed here, it has none. */
+	int exit_code = si.si_code == CLD_EXITED ? si.si_status : -1;
+	o.init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+	uint64_t oom_kills = 0, peak_kb = 0;
+	cgroup_usage(&sb.cg, &oom_kills, &peak_kb);
+
+	o.exited_report = docker_take_report(&w.err, nonce, &o.report) &&
+			  docker_report_matches(&o.report, exit_code);
+	/* The program's own stderr is capped like stdout. */
+	if (w.err.len > (size_t)l->output_kb * 1024) {
+		w.err.len = (size_t)l->output_kb * 1024;
+		w.err.buf[w.err.len] = 0;
+		w.err.truncated = true;
+		o.output_overflow = true;
+	} else if (w.err.truncated) {
+		w.err.truncated = false; /* only the report's room was passed */
+	}
+	char why[200];
+	docker_last_line(&w.err, why, sizeof why);
+	outcome_to_result(&o, l, &w.out, &w.err, res);
+	if (!o.exited_report && peak_kb)
+		res->memory_kb = peak_kb;
+	if (oom_kills && !o.cancelled && res->status != AJ_STATUS_OK &&
+	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
+		/* The kernel's OOM killer in the sandbox's cgroup: the program
+		 * (and gVisor's memory for it) passed the limit. */
+		res->status = AJ_STATUS_MEMORY;
+		res->has_exit_code = false;
+		res->exit_code = 0;
+		res->signal = SIGKILL;
+		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
+					"ended the sandbox",
+				   l->memory_mb);
+	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
+		result_sandbox_error(res, "gvisor: the sandbox ended without a report (runsc %s %d)%s%s",
+				     exit_code >= 0 ? "exit code" : "killed by signal",
+				     exit_code >= 0 ? exit_code : si.si_status, why[0] ? ": " : "", why);
+	}
+	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
+	if (sandbox_destroy(&sb, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
+		/* The run went fine but the host kept something: say so. */
+		result_sandbox_error(res, "%s", err.message);
+		rc = -EBUSY;
+	}
+	goto out;
+
+fail:
+	result_sandbox_error(res, "%s", err.message);
+	{
+		struct aj_error e2 = {0};
+		if (sandbox_destroy(&sb, &e2))
+			result_sandbox_error(res, "%s; and %s", err.message, e2.message);
+	}
+	capture_free(&w.out);
+	capture_free(&w.err);
+	res->wall_ms = now_ms() - start_ms;
+out:
+	free(input);
+	int fds[] = {in[0], in[1], out[0], out[1], errp[0], errp[1], w.in_fd, pidfd};
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
+static int gvisor_run(void *state, const struct aj_config *cfg, const struct run_request *req,
+		      struct aj_result *res)
+{
+	const struct gvisor_state *st = state;
+	return run_with(st, st->platform, cfg, req, res);
+}
+
+/* ---- the platform ---- */
+
+/* The cache's key: a verdict holds for this runsc on this boot. */
+static void cache_key(const struct gvisor_state *st, char *out, size_t n)
+{
+	char boot[64] = "";
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, boot, sizeof boot - 1);
+		boot[r > 0 ? r : 0] = 0;
+		boot[strcspn(boot, "\n")] = 0;
+		close(fd);
+	}
+	snprintf(out, n, "%s %s", st->version, boot);
+}
+
+/* KVM where a probe run finishes and succeeds, else ptrace (which works on
+ * any host); the verdict is cached per runsc version and boot. */
+static void choose_platform(struct gvisor_state *st, const struct aj_config *cfg)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(st->platform, sizeof st->platform, "ptrace");
+		snprintf(st->why, sizeof st->why, "no usable /dev/kvm (%s)", errno_name(errno));
+		return;
+	}
+	close(fd);
+	char key[256], cached[1024] = "";
+	cache_key(st, key, sizeof key);
+	if ((fd = open(PLATFORM_CACHE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		ssize_t r = read(fd, cached, sizeof cached - 1);
+		cached[r > 0 ? r : 0] = 0;
+		close(fd);
+		/* key, platform, why: a line each. */
+		char *plat = strchr(cached, '\n');
+		char *why = plat ? strchr(plat + 1, '\n') : NULL;
+		if (plat && why) {
+			*plat++ = 0;
+			*why++ = 0;
+			why[strcspn(why, "\n")] = 0;
+			if (!strcmp(cached, key) && (!strcmp(plat, "kvm") || !strcmp(plat, "ptrace"))) {
+				snprintf(st->platform, sizeof st->platform, "%s", plat);
+				snprintf(st->why, sizeof st->why, "%s", why);
+				return;
+			}
+		}
+	}
+	struct aj_config probe = *cfg;
+	probe.limits.wall_sec = KVM_PROBE_SEC;
+	struct aj_result res;
+	result_init(&res);
+	const struct run_request req = {.code = "print(1)", .len = 8, .cancel_fd = -1};
+	run_with(st, "kvm", &probe, &req, &res);
+	if (res.status == AJ_STATUS_OK && res.stdout_len == 2) {
+		snprintf(st->platform, sizeof st->platform, "kvm");
+		snprintf(st->why, sizeof st->why, "a probe run under /dev/kvm succeeded");
+	} else {
+		snprintf(st->platform, sizeof st->platform, "ptrace");
+		if (res.status == AJ_STATUS_TIMEOUT)
+			snprintf(st->why, sizeof st->why,
+				 "kvm: a probe run under /dev/kvm did not finish in %.0f s (a nested or "
+				 "paravirtual KVM the sentry cannot use)",
+				 KVM_PROBE_SEC);
+		else
+			snprintf(st->why, sizeof st->why, "kvm: a probe run under /dev/kvm failed: %.300s",
+				 res.message ? res.message : aj_status_name(res.status));
+	}
+	aj_result_free(&res);
+	mkdir("/var/lib/agentjail", 0755);
+	if ((fd = open(PLATFORM_CACHE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		       0644)) >= 0) {
+		dprintf(fd, "%s\n%s\n%s\n", key, st->platform, st->why);
+		close(fd);
+		rename(PLATFORM_CACHE ".tmp", PLATFORM_CACHE);
+	}
+}
+
+/* ---- ops ---- */
+
+static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_error *err)
+{
+	*state = NULL;
+	if (geteuid() != 0)
+		return error_set(err, -EPERM,
+				 "gvisor: needs root, for runsc and the run's cgroups (running as "
+				 "uid %u)",
+				 (unsigned)geteuid());
+	if (cfg->accel && strcmp(cfg->accel, "kvm") && strcmp(cfg->accel, "ptrace"))
+		return error_set(err, -EINVAL,
+				 "gvisor: accel '%s' is not a gVisor platform (kvm or ptrace; unset: "
+				 "kvm where a probe run works, else ptrace)",
+				 cfg->accel);
+	struct gvisor_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	char dir[PATH_MAX];
+	struct stat sst;
+	int rc;
+	if ((rc = runsc_find(st->runsc, sizeof st->runsc, err)) ||
+	    (rc = runsc_version(st->runsc, st->version, sizeof st->version, err)) ||
+	    (rc = image_dir(cfg, dir, sizeof dir, err)))
+		goto fail;
+	snprintf(st->root, sizeof st->root, "%.4000s/root", dir);
+	if (lstat(st->root, &sst) < 0 || !S_ISDIR(sst.st_mode)) {
+		rc = error_set(err, -ENOENT, "image: %s has no root/ (rebuild it with 'agentjail image "
+					     "build --force')",
+			       dir);
+		goto fail;
+	}
+	if ((rc = image_check_python(st->root, cfg->python, err)) ||
+	    (rc = cgroup_prepare(cfg->cgroup_root, &st->cgroups, err)))
+		goto fail;
+	snprintf(st->run_base, sizeof st->run_base, "%.4000s-gvisor",
+		 cfg->state_dir ? cfg->state_dir : "/run/agentjail");
+	if (mkdir(st->run_base, 0700) < 0 && errno != EEXIST) {
+		rc = error_set(err, -errno, "gvisor: mkdir %s: %s", st->run_base, errno_name(errno));
+		goto fail;
+	}
+	sweep_run_dirs(st->run_base);
+	if (cfg->accel) {
+		snprintf(st->platform, sizeof st->platform, "%s", cfg->accel);
+		snprintf(st->why, sizeof st->why, "as configured");
+	} else {
+		choose_platform(st, cfg);
+	}
+	*state = st;
+	return 0;
+fail:
+	free(st);
+	return rc;
+}
+
+static void gvisor_close(void *state)
+{
+	free(state);
+}
+
+static int gvisor_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	void *state;
+	int rc = gvisor_open(cfg, &state, err);
+	if (rc)
+		return rc;
+	struct gvisor_state *st = state;
+	struct aj_result res;
+	result_init(&res);
+	const struct run_request empty = {.code = "", .len = 0, .cancel_fd = -1};
+	rc = gvisor_run(st, cfg, &empty, &res);
+	if (res.status != AJ_STATUS_OK)
+		rc = error_set(err, rc ? rc : -EIO, "%s, platform %s, but a trial run failed: %s",
+			       st->version, st->platform,
+			       res.message ? res.message : aj_status_name(res.status));
+	else
+		error_set(err, 0, "%s, platform %s: %s", st->version, st->platform, st->why);
+	aj_result_free(&res);
+	gvisor_close(st);
+	return rc;
+}
+
+const struct tier_ops gvisor_tier = {
+	.name = "gvisor",
+	.check = gvisor_check,
+	.open = gvisor_open,
+	.run = gvisor_run,
+	.close = gvisor_close,
+};

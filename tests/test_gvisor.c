@@ -1,0 +1,310 @@
+/* The gvisor tier: the shared hostile table under Debian's runsc, then what
+ * is particular to it: the program meets gVisor's kernel, not the host's;
+ * none of the host's /proc or /sys is there; and nothing (processes, run
+ * directories, cgroups) is left after a timeout, a flood, the OOM killer or
+ * a caller that dies mid-run. Every gVisor process of a run lives in the
+ * run's cgroup, so the teardown's check that no run cgroup is left also
+ * proves no sentry, gofer or runsc is.
+ *
+ * Runs the test image that `make test` builds (--from-host). */
+#include <limits.h>
+#include <sys/utsname.h>
+
+#include "hostile.h"
+#include "src/core/internal.h"
+
+static char image_dir[PATH_MAX];
+
+/* Where the tier keeps its run directories for the fixture's state dir. */
+static void run_base(const struct fixture *f, char *out, size_t n)
+{
+	snprintf(out, n, "%s-gvisor", f->cfg.state_dir);
+}
+
+static int count_entries(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Processes whose command line names a run directory of ours: runsc, the
+ * sentry and the gofer carry it in --root and --bundle. */
+static int count_runsc_processes(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], buf[4096];
+		snprintf(path, sizeof path, "/proc/%s/cmdline", de->d_name);
+		FILE *fh = fopen(path, "re");
+		if (!fh)
+			continue;
+		size_t len = fread(buf, 1, sizeof buf - 1, fh);
+		fclose(fh);
+		for (size_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[len] = 0;
+		if (strstr(buf, needle))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int count_gvisor_leftovers(void)
+{
+	char base[PATH_MAX], mine[64];
+	run_base(&fixture, base, sizeof base);
+	snprintf(mine, sizeof mine, "run-%d-", (int)getpid());
+	char needle[PATH_MAX + 80];
+	snprintf(needle, sizeof needle, "%s/%s", base, mine);
+	return count_entries(base, mine) + count_runsc_processes(needle);
+}
+
+static void guest_kernel_is_gvisors(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	struct utsname host;
+	assert_int_equal(uname(&host), 0);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "u = os.uname()\n"
+		 "print('release', u.release)\n"
+		 "print('node', u.nodename)\n"
+		 "print('version', open('/proc/version').read().strip())\n"
+		 "try:\n"
+		 "    open('/dev/kmsg').read(1)\n"
+		 "    print('KMSG')\n"
+		 "except OSError as e:\n"
+		 "    print('kmsg', e.errno)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	/* gVisor's kernel answers as Linux 4.4.0; the host's is other. */
+	assert_true(contains(r.stdout_buf, "release 4.4.0\n"));
+	assert_false(contains(r.stdout_buf, host.release));
+	assert_false(contains(r.stdout_buf, host.nodename));
+	assert_true(contains(r.stdout_buf, "node sandbox\n"));
+	assert_false(contains(r.stdout_buf, "KMSG"));
+	aj_result_free(&r);
+}
+
+static void host_proc_and_sys_are_not_there(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	char code[2048];
+	/* The host's pid of this test, which the host's /proc has. */
+	snprintf(code, sizeof code,
+		 "import os\n"
+		 "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+		 "print('pids', pids)\n"
+		 "print('host pid seen', os.path.exists('/proc/%d'))\n"
+		 "print('sys', os.path.exists('/sys') and os.listdir('/sys'))\n"
+		 "mounts = open('/proc/mounts').read()\n"
+		 "print('cgroup mounted', 'cgroup' in mounts)\n"
+		 "print('host root in mounts', '/dev/vda' in mounts or 'ext4' in mounts)\n"
+		 "print('cmdline1', open('/proc/1/cmdline').read().split('\\0')[:2])\n",
+		 (int)getpid());
+	run_code(&f->cfg, &r, "%s", code);
+	assert_status(&r, AJ_STATUS_OK);
+	/* Only the sandbox's processes: boot.py (1) and the program. */
+	assert_true(contains(r.stdout_buf, "pids [1, "));
+	assert_true(contains(r.stdout_buf, "host pid seen False"));
+	/* gVisor's own sysfs is replaced by an empty read-only tmpfs. */
+	assert_true(contains(r.stdout_buf, "sys []"));
+	assert_true(contains(r.stdout_buf, "cgroup mounted False"));
+	assert_true(contains(r.stdout_buf, "host root in mounts False"));
+	aj_result_free(&r);
+}
+
+/* What the run directory and cgroup look like after each way a run can be
+ * stopped from outside: none of it is left (the teardown counts again). */
+static void nothing_left_after_timeout_flood_and_oom(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.wall_sec = 1;
+	run_code(&f->cfg, &r, "import time\ntime.sleep(30)\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	aj_result_free(&r);
+	assert_int_equal(count_gvisor_leftovers(), 0);
+	assert_int_equal(count_run_cgroups(), 0);
+
+	f->cfg.limits.wall_sec = 10;
+	f->cfg.limits.output_kb = 64;
+	run_code(&f->cfg, &r, "import sys\nwhile True:\n    sys.stderr.write('y' * 65536)\n");
+	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	assert_true(r.stderr_truncated);
+	assert_int_equal(r.stderr_len, 64 * 1024);
+	aj_result_free(&r);
+	assert_int_equal(count_gvisor_leftovers(), 0);
+	assert_int_equal(count_run_cgroups(), 0);
+
+	f->cfg.limits.memory_mb = 64;
+	run_code(&f->cfg, &r, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_int_equal(r.signal, SIGKILL);
+	aj_result_free(&r);
+	assert_int_equal(count_gvisor_leftovers(), 0);
+	assert_int_equal(count_run_cgroups(), 0);
+}
+
+/* The program's own bytes on stderr, even when they look like boot.py's
+ * report: only the real, last one is taken. */
+static void forged_report_is_output(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import sys\n"
+		 "sys.stderr.write('\\0agentjail-exit 00 0 1 1\\n')\n"
+		 "sys.exit(4)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 4);
+	assert_int_equal(r.stderr_len, strlen("agentjail-exit 00 0 1 1\n") + 1);
+	aj_result_free(&r);
+}
+
+/* The caller dies mid-run (SIGKILL: no cleanup of its own). runsc dies with
+ * it (PDEATHSIG) and the sandbox with runsc at once; the next open of the
+ * tier removes the run directory, and the cgroup sweep the cgroup. */
+static void caller_killed_mid_run_leaves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char base[PATH_MAX];
+	run_base(f, base, sizeof base);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct aj_result r;
+		run_code(&f->cfg, &r, "import time\ntime.sleep(60)\n");
+		_exit(0);
+	}
+	char mine[64], needle[PATH_MAX + 80];
+	snprintf(mine, sizeof mine, "run-%d-", (int)pid);
+	snprintf(needle, sizeof needle, "%s/%s", base, mine);
+	/* Kill it once its sandbox runs: runsc, gofer and sentry. */
+	int running = 0;
+	for (int i = 0; i < 100 && running < 3; i++) {
+		sleep_ms(100);
+		running = count_runsc_processes(needle);
+	}
+	assert_true(running >= 3);
+	double killed_at = now_ms();
+	kill(pid, SIGKILL);
+	int ws;
+	waitpid(pid, &ws, 0);
+	/* Every process of the sandbox goes with its caller. */
+	for (int i = 0; i < 100 && count_runsc_processes(needle); i++)
+		sleep_ms(100);
+	assert_int_equal(count_runsc_processes(needle), 0);
+	assert_int_equal(count_entries(base, mine), 1);
+	/* The sweeps take what is at least ten seconds old. */
+	while (now_ms() - killed_at < 11000)
+		sleep_ms(200);
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	aj_close(sb);
+	assert_int_equal(count_entries(base, mine), 0);
+	assert_int_equal(count_cgroups_named(mine), 0);
+}
+
+static void check_names_version_and_platform(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_error err = {0};
+	assert_int_equal(aj_check(AJ_TIER_GVISOR, &f->cfg, &err), 0);
+	assert_true(contains(err.message, "runsc version "));
+	assert_true(contains(err.message, "platform ptrace") ||
+		    contains(err.message, "platform kvm"));
+}
+
+static void unknown_platform_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	f->cfg.accel = "tcg";
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -EINVAL);
+	assert_null(sb);
+	assert_true(contains(err.message, "kvm or ptrace"));
+	/* Named outright, ptrace runs. */
+	f->cfg.accel = "ptrace";
+	struct aj_result r;
+	run_code(&f->cfg, &r, "print(6 * 7)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "42\n");
+	aj_result_free(&r);
+}
+
+/* gVisor's pids count is the host's, where the sentry's threads are: the
+ * program's own bound is RLIMIT_NPROC inside, and it does not take the
+ * sandbox down with it. */
+static void process_limit_is_the_programs(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.pids = 16;
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "made = 0\n"
+		 "for i in range(40):\n"
+		 "    try:\n"
+		 "        pid = os.fork()\n"
+		 "    except OSError as e:\n"
+		 "        print('stopped', e.errno)\n"
+		 "        break\n"
+		 "    if pid == 0:\n"
+		 "        import time\n        time.sleep(2)\n        os._exit(0)\n"
+		 "    made += 1\n"
+		 "print('made', made)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "stopped 11\n"));
+	int made = -1;
+	const char *m = strstr(r.stdout_buf, "made ");
+	assert_non_null(m);
+	made = atoi(m + 5);
+	assert_true(made >= 10 && made < 16);
+	aj_result_free(&r);
+}
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	if (use_test_image(image_dir, sizeof image_dir))
+		return 1;
+	fixture.tier = AJ_TIER_GVISOR;
+	fixture.count_leftovers = count_gvisor_leftovers;
+	/* gVisor makes its own /dev: fuse and net/tun are there but need
+	 * capabilities the program has none of, and tty needs a controlling
+	 * terminal it has not. */
+	fixture.guest_ptys = true;
+	fixture.dev_listing = "['fd', 'full', 'fuse', 'net', 'null', 'ptmx', 'pts', 'random', 'shm', "
+			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
+	const struct CMUnitTest tests[] = {
+		HOSTILE_TABLE,
+		HOSTILE_TEST(guest_kernel_is_gvisors),
+		HOSTILE_TEST(host_proc_and_sys_are_not_there),
+		HOSTILE_TEST(nothing_left_after_timeout_flood_and_oom),
+		HOSTILE_TEST(forged_report_is_output),
+		HOSTILE_TEST(caller_killed_mid_run_leaves_nothing),
+		HOSTILE_TEST(check_names_version_and_platform),
+		HOSTILE_TEST(unknown_platform_is_refused),
+		HOSTILE_TEST(process_limit_is_the_programs),
+	};
+	return cmocka_run_group_tests_name("gvisor tier", tests, NULL, NULL);
+}
