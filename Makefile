@@ -71,7 +71,7 @@ $(REPL_GEN): src/session/repl.py tools/c_string.py
 
 $(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
-$(B)/obj/src/docker/session.o $(T)/obj/src/docker/session.o: $(REPL_GEN)
+$(B)/obj/src/session/boot.o $(T)/obj/src/session/boot.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
 $(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
 

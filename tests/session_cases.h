@@ -459,7 +459,7 @@ static void session_idle_and_lifetime(void **state)
 	int left = -1;
 	for (int i = 0; i < 60 && left != 0; i++) {
 		sleep_ms(100);
-		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+		left = sandbox_processes(f);
 	}
 	assert_int_equal(left, 0);
 	struct aj_result r;
@@ -617,7 +617,7 @@ static void session_caller_death_ends_sandbox(void **state)
 	char c = 0;
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	close(ready[0]);
-	int left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+	int left = sandbox_processes(f);
 	kill(pid, SIGKILL);
 	int ws;
 	waitpid(pid, &ws, 0);
@@ -627,7 +627,7 @@ static void session_caller_death_ends_sandbox(void **state)
 	assert_true(left >= 1);
 	for (int i = 0; i < 100 && left; i++) {
 		sleep_ms(100);
-		left = count_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots);
+		left = sandbox_processes(f);
 	}
 	assert_int_equal(left, 0);
 	/* What only the host can remove (an empty cgroup, a stopped

@@ -10,10 +10,10 @@
 #include <limits.h>
 #include <sys/utsname.h>
 
-#include "hostile.h"
+#include "session_cases.h"
 #include "src/core/internal.h"
 
-static char image_dir[PATH_MAX];
+static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
 
 /* Where the tier keeps its run directories for the fixture's state dir. */
 static void run_base(const struct fixture *f, char *out, size_t n)
@@ -71,6 +71,16 @@ static int count_gvisor_leftovers(void)
 	char needle[PATH_MAX + 80];
 	snprintf(needle, sizeof needle, "%s/%s", base, mine);
 	return count_entries(base, mine) + count_runsc_processes(needle);
+}
+
+/* Any run's or session's runsc, gofer or sentry of this suite (a session
+ * made in a forked child included). */
+static int count_gvisor_processes(void)
+{
+	char base[PATH_MAX], needle[PATH_MAX + 8];
+	run_base(&fixture, base, sizeof base);
+	snprintf(needle, sizeof needle, "%s/run-", base);
+	return count_runsc_processes(needle);
 }
 
 static void guest_kernel_is_gvisors(void **state)
@@ -152,10 +162,28 @@ static void nothing_left_after_timeout_flood_and_oom(void **state)
 	assert_int_equal(count_gvisor_leftovers(), 0);
 	assert_int_equal(count_run_cgroups(), 0);
 
+	/* One process meets RLIMIT_AS (MemoryError); eight of them together
+	 * meet the cgroup, whose OOM killer takes the sentry: the whole
+	 * sandbox ends, and that is status memory too. */
 	f->cfg.limits.memory_mb = 64;
 	run_code(&f->cfg, &r, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n");
 	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_true(contains(r.stderr_buf, "MemoryError"));
+	aj_result_free(&r);
+	run_code(&f->cfg, &r,
+		 "import os, time\n"
+		 "for i in range(8):\n"
+		 "    if os.fork() == 0:\n"
+		 "        b = bytearray(40 << 20)\n"
+		 "        for j in range(0, len(b), 4096):\n"
+		 "            b[j] = 1\n"
+		 "        time.sleep(5)\n"
+		 "        os._exit(0)\n"
+		 "time.sleep(6)\n"
+		 "print('all of them fitted')\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
 	assert_int_equal(r.signal, SIGKILL);
+	assert_true(contains(r.message, "OOM killer"));
 	aj_result_free(&r);
 	assert_int_equal(count_gvisor_leftovers(), 0);
 	assert_int_equal(count_run_cgroups(), 0);
@@ -289,14 +317,23 @@ int main(void)
 		return 1;
 	fixture.tier = AJ_TIER_GVISOR;
 	fixture.count_leftovers = count_gvisor_leftovers;
+	fixture.count_sandbox_processes = count_gvisor_processes;
 	/* gVisor makes its own /dev: fuse and net/tun are there but need
 	 * capabilities the program has none of, and tty needs a controlling
 	 * terminal it has not. */
 	fixture.guest_ptys = true;
+	/* A session's sandbox takes a few tenths of a second to make. */
+	fixture.session_cycles = 40;
+	/* Charts need matplotlib: the test image with the datascience
+	 * preset (make test builds it). */
+	snprintf(chart_dir, sizeof chart_dir, "%s-ds", image_dir);
+	fixture.chart_image = chart_dir;
 	fixture.dev_listing = "['fd', 'full', 'fuse', 'net', 'null', 'ptmx', 'pts', 'random', 'shm', "
 			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		SESSION_TABLE,
+		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(guest_kernel_is_gvisors),
 		HOSTILE_TEST(host_proc_and_sys_are_not_there),
 		HOSTILE_TEST(nothing_left_after_timeout_flood_and_oom),

@@ -25,7 +25,7 @@ int cmd_repl(int argc, char **argv);
  * returning 0, or -1 after printing what is wrong with it. */
 extern const struct option limit_options[];
 #define LIMIT_OPTIONS_HELP                                                                \
-	"  --tier T          process (default), container, microvm or docker\n"         \
+	"  --tier T          process (default), container, microvm, docker or gvisor\n"         \
 	"  --timeout SEC     wall-clock limit (default 10; 0.1 to 86400)\n"             \
 	"  --cpu SEC         CPU time limit (default 10)\n"                             \
 	"  --memory MB       memory limit in MiB (default 256)\n"                       \

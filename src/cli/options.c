@@ -177,7 +177,7 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	switch (opt) {
 	case OPT_TIER:
 		if (aj_tier_parse(arg, &cfg->tier) < 0) {
-			cli_error("--tier: unknown tier '%s' (process, container, microvm, docker)",
+			cli_error("--tier: unknown tier '%s' (process, container, microvm, docker, gvisor)",
 				  arg);
 			return -1;
 		}

@@ -59,7 +59,7 @@ static json_t *spec_json(const struct gvisor_bundle *b)
 	return json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
 		" s:{s:{s:I, s:I}, s:[s, s, s, s, s], s:[s, s, s, s, s, s], s:s,"
-		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:[o, o, o, o, o, o, o, o]},"
+		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:[o, o, o, o, o, o, o, o, o]},"
 		" s:[{s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
 		"    {s:s, s:s, s:s, s:[s, s, s, s, s]}, o, o, o],"
 		" s:{s:[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}], s:o}}",
@@ -88,6 +88,12 @@ static json_t *spec_json(const struct gvisor_bundle *b)
 		 * clock stops a CPU loop. Set anyway: a program reading its
 		 * limits sees the deployer's. */
 		rlimit("RLIMIT_CPU", l->cpu_sec, (uint64_t)l->cpu_sec + 1),
+		/* Address space, per process, as on the process tier: an
+		 * allocation past the limit is Python's MemoryError inside the
+		 * sandbox, where the host's OOM killer (the cgroup, the whole
+		 * sandbox's backstop) would take gVisor's sentry and so the
+		 * whole sandbox, a session's included. */
+		rlimit("RLIMIT_AS", l->memory_mb * mib, l->memory_mb * mib),
 		rlimit("RLIMIT_FSIZE", l->file_size_mb * mib, l->file_size_mb * mib),
 		rlimit("RLIMIT_NOFILE", l->open_files, l->open_files),
 		/* The program's processes, counted by the sentry: the host's

@@ -100,7 +100,7 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 	if (!strcmp(name, "tier")) {
 		if (aj_tier_parse(v, &c->sandbox.tier) < 0)
 			return error_set(err, -EINVAL,
-					 "tier: unknown tier '%s' (process, container, microvm, docker)",
+					 "tier: unknown tier '%s' (process, container, microvm, docker, gvisor)",
 					 v);
 		return 0;
 	}

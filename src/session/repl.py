@@ -266,6 +266,15 @@ def open_dir(parts, create):
                 if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
                     raise FileOpError(errno.ELOOP, "%s: is a symlink (never followed)" % where)
                 raise FileOpError(errno.ENOTDIR, "%s: is not a directory" % where)
+            # gVisor (Debian 12's runsc) follows a symlink to a directory
+            # despite O_NOFOLLOW when O_DIRECTORY is given: what was opened
+            # must be the entry itself, not where a link points.
+            st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            got = os.fstat(nfd)
+            if stat.S_ISLNK(st.st_mode) or (st.st_dev, st.st_ino) != (got.st_dev, got.st_ino):
+                os.close(nfd)
+                raise FileOpError(errno.ELOOP, "%s: is a symlink (never followed)"
+                                  % "/".join(parts[:i + 1]))
             os.close(fd)
             fd = nfd
         return fd

@@ -11,9 +11,11 @@
  *   slot      a uid of the run's own (the program's user inside gVisor)
  *   cgroup    memory (no swap), pids and one CPU, made by us, as the
  *             container tier's (cgroup.c, v1 or v2), with room on top for
- *             gVisor itself: runsc, the sentry and the gofer are born in it
- *             (runsc --ignore-cgroups: it makes none of its own), so the
- *             limits hold the whole sandbox and one kill takes all of it
+ *             gVisor itself (the figures below): runsc, the sentry and the
+ *             gofer are born in it (runsc --ignore-cgroups: it makes none
+ *             of its own), so the limits hold the whole sandbox and one
+ *             kill takes all of it. The program's own bounds are inside:
+ *             RLIMIT_AS per process (MemoryError) and RLIMIT_NPROC
  *   bundle    config.json (gvisor/bundle.c): the image root read-only, no
  *             capabilities, no_new_privs, our seccomp policy applied by the
  *             sentry, rlimits, gVisor's own /proc, size-limited tmpfs for
@@ -40,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,20 +51,30 @@
 #include "../docker/stream.h"
 #include "../gvisor/bundle.h"
 #include "../gvisor/runsc.h"
+#include "../session/boot.h"
 #include "../linux/creds.h"
 #include "../linux/spawn.h"
 #include "../linux/supervise.h"
 #include "tier.h"
 
-/* Memory the cgroup allows beyond the program's limit: runsc, the sentry
- * and the gofer themselves (about 45 MiB for print(1) here). */
+/* Memory: each process's address space is memory_mb (RLIMIT_AS, enforced
+ * by the sentry: MemoryError, as on the process tier). The cgroup around
+ * the whole sandbox is the backstop, and its OOM killer can only take the
+ * sentry (all guest memory is the sentry's), which ends the sandbox, a
+ * session's too. So it allows twice the limit, plus runsc, sentry and
+ * gofer themselves (about 45 MiB for print(1) here): gVisor copies more on
+ * fork than Linux does, and a bomb of 64 Python processes held by
+ * RLIMIT_NPROC took 335 MiB (at 256 + 64 the sentry was killed). */
+#define GVISOR_MEMORY_FACTOR 2
 #define GVISOR_RUNTIME_MB 64
-/* The host's pids cgroup counts gVisor's threads and, on ptrace, about five
- * host tasks per guest process: it only backstops the sentry (RLIMIT_NPROC
- * inside bounds the program). A limit near the program's own kills the
- * sentry itself (64 did). */
-#define GVISOR_HOST_TASKS 128
-#define GVISOR_TASKS_PER_PROCESS 8
+/* The host's pids cgroup counts gVisor's own threads (about 30 for runsc,
+ * gofer and sentry) and, on ptrace, about ten host tasks per guest process
+ * (a fork bomb held at 64 by RLIMIT_NPROC peaked at 627 here): it only
+ * backstops the sentry, and RLIMIT_NPROC inside bounds the program. A limit
+ * near the program's own kills the sentry itself (640 did, under a fork
+ * bomb: runsc exits 2 without a word). */
+#define GVISOR_HOST_TASKS 256
+#define GVISOR_TASKS_PER_PROCESS 32
 /* How long a KVM probe run may take before KVM is judged unusable. */
 #define KVM_PROBE_SEC 15.0
 #define PLATFORM_CACHE "/var/lib/agentjail/gvisor-platform"
@@ -135,7 +148,7 @@ static int sandbox_make(const struct gvisor_state *st, const struct aj_config *c
 	if (rc)
 		return rc;
 	struct aj_limits host = cfg->limits;
-	host.memory_mb += GVISOR_RUNTIME_MB;
+	host.memory_mb = GVISOR_MEMORY_FACTOR * host.memory_mb + GVISOR_RUNTIME_MB;
 	host.pids = GVISOR_HOST_TASKS + GVISOR_TASKS_PER_PROCESS * cfg->limits.pids;
 	if ((rc = cgroup_create(&st->cgroups, &host, &sb->cg, err)))
 		return rc;
@@ -227,8 +240,8 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 		if (n <= 0)
 			continue;
 		if (p[1].revents) {
-			ssize_t wr = write(w->in_fd, w->input + w->input_sent,
-					   w->input_len - w->input_sent);
+			ssize_t wr = send(w->in_fd, w->input + w->input_sent,
+					  w->input_len - w->input_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (wr > 0)
 				w->input_sent += (size_t)wr;
 			else if (wr < 0 && errno != EAGAIN && errno != EINTR)
@@ -313,7 +326,11 @@ static int run_with(const struct gvisor_state *st, const char *platform,
 	}
 	memcpy(input, head, hl);
 	memcpy(input + hl, req->code, req->len);
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe_cloexec(out, 1) < 0 || pipe_cloexec(errp, 1) < 0) {
+	/* stdin is a socket: a send to a sandbox that is gone fails with
+	 * EPIPE (MSG_NOSIGNAL), where a pipe would raise SIGPIPE in the
+	 * caller. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 || pipe_cloexec(out, 1) < 0 ||
+	    pipe_cloexec(errp, 1) < 0) {
 		rc = error_set(&err, -errno, "gvisor: pipe: %s", errno_name(errno));
 		goto fail;
 	}
@@ -494,6 +511,133 @@ static void choose_platform(struct gvisor_state *st, const struct aj_config *cfg
 	}
 }
 
+/* ---- sessions: one sandbox for the session's life ---- */
+
+/* boot.py's own backstop: this long past the session's lifetime (which the
+ * core enforces) the sandbox ends even if the host never closes it. */
+#define BACKSTOP_MARGIN_SEC 60.0
+
+/* One gVisor sandbox with boot.py in its session mode; the calls are
+ * src/session/boot.c's, over a socket that is runsc's stdin and stdout
+ * (a socket, not pipes: frames go both ways, and a send to a sandbox that
+ * is gone must fail with EPIPE, never raise SIGPIPE in the caller). */
+struct gvisor_session {
+	struct boot_session bs;     /* first: boot.c's hooks get it back */
+	struct sandbox sb;
+	int keeper_pidfd;
+	uint64_t oom_before;        /* the cgroup's OOM kills when the call began */
+	bool destroyed;
+};
+
+static void session_destroy(struct boot_session *bs)
+{
+	struct gvisor_session *gs = (struct gvisor_session *)bs;
+	if (gs->destroyed)
+		return;
+	gs->destroyed = true;
+	cgroup_kill_all(&gs->sb.cg);
+	if (gs->keeper_pidfd >= 0) {
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)gs->keeper_pidfd, &si, WEXITED | __WALL) < 0 &&
+		       errno == EINTR)
+			;
+		close(gs->keeper_pidfd);
+		gs->keeper_pidfd = -1;
+	}
+	if (bs->fd >= 0)
+		close(bs->fd);
+	if (bs->err_fd >= 0)
+		close(bs->err_fd);
+	bs->fd = bs->err_fd = -1;
+	struct aj_error e = {0};
+	sandbox_destroy(&gs->sb, &e);
+}
+
+static bool session_oom_since(struct boot_session *bs, double since)
+{
+	(void)since; /* the count at the call's start stands for it */
+	struct gvisor_session *gs = (struct gvisor_session *)bs;
+	uint64_t kills = 0, peak = 0;
+	cgroup_usage(&gs->sb.cg, &kills, &peak);
+	return kills > gs->oom_before;
+}
+
+static void gvisor_session_close(void *session)
+{
+	struct gvisor_session *gs = session;
+	if (!gs)
+		return;
+	session_destroy(&gs->bs);
+	boot_session_free(&gs->bs);
+	free(gs);
+}
+
+static int gvisor_session_open(void *state, const struct aj_config *cfg, void **out,
+			       struct aj_error *err)
+{
+	const struct gvisor_state *st = state;
+	struct gvisor_session *gs = calloc(1, sizeof *gs);
+	if (!gs)
+		return error_set(err, -ENOMEM, "gvisor: session: out of memory");
+	gs->keeper_pidfd = -1;
+	boot_session_init(&gs->bs);
+	gs->bs.tier = "gvisor";
+	gs->bs.fd = gs->bs.err_fd = -1;
+	gs->bs.destroy = session_destroy;
+	gs->bs.oom_since = session_oom_since;
+	/* The limits of a run, with the session's total CPU as the sandbox's
+	 * RLIMIT_CPU: the interpreter's hard limit, under which repl.py sets
+	 * each call's soft one. */
+	struct aj_config scfg = *cfg;
+	scfg.limits.cpu_sec = cfg->session.cpu_sec;
+	int sv[2] = {-1, -1}, errp[2] = {-1, -1};
+	int rc = sandbox_make(st, &scfg, &gs->sb, err);
+	if (rc)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe_cloexec(errp, 1) < 0) {
+		rc = error_set(err, -errno, "gvisor: session: socketpair: %s", errno_name(errno));
+		goto fail;
+	}
+	char bundle[PATH_MAX + 16], rstate[PATH_MAX + 16];
+	snprintf(bundle, sizeof bundle, "%s/bundle", gs->sb.dir);
+	snprintf(rstate, sizeof rstate, "%s/state", gs->sb.dir);
+	struct runsc_launch launch = {.runsc = st->runsc, .platform = st->platform,
+				      .state = rstate, .bundle = bundle, .id = gs->sb.id,
+				      .cg = &gs->sb.cg, .in_fd = sv[1], .out_fd = sv[1],
+				      .err_fd = errp[1]};
+	pid_t pid = runsc_spawn(&launch, &gs->keeper_pidfd, err);
+	close(sv[1]);
+	close(errp[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		close(errp[0]);
+		rc = (int)pid;
+		goto fail;
+	}
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	gs->bs.fd = sv[0];
+	gs->bs.err_fd = errp[0];
+	if ((rc = boot_session_start(&gs->bs, cfg->session.lifetime_sec + BACKSTOP_MARGIN_SEC,
+				     err)))
+		goto fail;
+	*out = gs;
+	return 0;
+fail:
+	gvisor_session_close(gs);
+	return rc;
+}
+
+static int gvisor_session_call(void *session, const struct aj_config *cfg,
+			       const struct session_call *call, struct aj_result *res,
+			       struct session_answer *ans)
+{
+	struct gvisor_session *gs = session;
+	uint64_t peak = 0;
+	cgroup_usage(&gs->sb.cg, &gs->oom_before, &peak);
+	return boot_session_call(&gs->bs, cfg, call, res, ans);
+}
+
 /* ---- ops ---- */
 
 static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_error *err)
@@ -582,4 +726,7 @@ const struct tier_ops gvisor_tier = {
 	.open = gvisor_open,
 	.run = gvisor_run,
 	.close = gvisor_close,
+	.session_open = gvisor_session_open,
+	.session_call = gvisor_session_call,
+	.session_close = gvisor_session_close,
 };

@@ -1,0 +1,616 @@
+/* The host side of boot.py's session mode, shared by the docker and gvisor
+ * tiers.
+ *
+ * Theory of operation
+ * -------------------
+ * A session is one sandbox (a Docker container, a gVisor sandbox) whose
+ * PID 1 is boot.py in its session mode (the word "session" in its stdin's
+ * header), under a uid slot held until the session closes. Two processes
+ * matter inside:
+ *
+ *  boot.py      PID 1. It never runs code of the agent's: it starts the
+ *               interpreter, relays its streams, and kills what it leaves.
+ *               Not dumpable, SIGINT and SIGXCPU ignored, so the code inside
+ *               (same uid) can neither signal it off nor open its memory or
+ *               its stdout.
+ *  interpreter  boot's child, src/session/repl.py as `python3 -I -u -c`,
+ *               with fd 0 /dev/null, 1 and 2 pipes to boot, 3 the requests,
+ *               4 the replies. Its hard RLIMIT_CPU is the session's total
+ *               (the sandbox's rlimit); repl.py moves the soft limit to each
+ *               call's share.
+ *
+ * The host holds one stream for the session's life. Boot's stdin carries
+ * the header, repl.py's source and then frames (kind byte, 32-bit
+ * big-endian length, bytes): "s" start an interpreter, "q" request bytes,
+ * "k" stop. boot's stdout carries frames back: "R" ready, "o" / "e" / "r"
+ * the interpreter's stdout, stderr and reply bytes, "x" the interpreter
+ * ended (wait status and usage), "f" it could not start. Only boot writes
+ * its stdout (the interpreter's fds are pipes of boot's), so nothing inside
+ * can forge a frame; what the interpreter writes on its own pipes is its own
+ * output, capped here and parsed strictly by the core.
+ *
+ * A call (boot_session_call) is supervised as jail_session_call does it
+ * (src/linux/session_io.c): the request goes out without ever blocking, in
+ * frames of at most 64 KiB so that a stop can follow any of them; stdout and
+ * stderr are capped as they arrive; the reply whose seq is the call's ends
+ * it; the wall clock, a flood, a reply past its cap or the caller's cancel
+ * stop it with "k": boot kills every process in the sandbox but itself,
+ * reaps them, and sends "x" with the interpreter's wait status, which
+ * becomes the status (outcome_to_result), memory where the tier saw the OOM
+ * killer at work. The next call starts a fresh interpreter in the same
+ * sandbox (its files kept) and says so. A boot that does not confirm a stop
+ * within the grace, or a stream that ends, means the sandbox is broken: the
+ * call fails with -EPIPE, the tier destroys the sandbox, and the session is
+ * closed. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../linux/supervise.h"
+#include "boot.h"
+
+/* The session interpreter, as a C string (tools/c_string.py). */
+#include "session_repl.inc"
+
+/* How long boot may take to stop a call and report before the sandbox is
+ * taken for broken (the stop is a frame; boot is Python on a possibly
+ * loaded machine). */
+#define STOP_GRACE_MS 2000.0
+/* How long the sandbox may take to come up before open gives up. */
+#define SESSION_START_MS 30000.0
+/* The largest request frame; boot's frames are no larger. */
+#define FRAME_CHUNK 65536u
+/* Room for boot's frames read but not yet parsed: one recv is at most
+ * 64 KiB, and whole frames are taken after each. */
+#define RAW_MAX (4u * FRAME_CHUNK)
+/* boot's own stderr: only its last words matter (why it failed). */
+#define BOOT_ERR_MAX 4096u
+
+/* One frame from boot. */
+struct frame {
+	char kind;
+	const char *data;
+	size_t len;
+};
+
+void boot_session_init(struct boot_session *bs)
+{
+	capture_init(&bs->raw, RAW_MAX);
+	capture_init(&bs->boot_err, BOOT_ERR_MAX);
+}
+
+void boot_session_free(struct boot_session *bs)
+{
+	capture_free(&bs->raw);
+	capture_free(&bs->boot_err);
+}
+
+/* ---- the stream ---- */
+
+/* boot's own stderr, where it is a pipe of its own: what is there now. */
+static void drain_boot_err(struct boot_session *ds)
+{
+	char buf[4096];
+	for (int i = 0; ds->err_fd >= 0 && i < 16; i++) {
+		ssize_t n = read(ds->err_fd, buf, sizeof buf);
+		if (n <= 0)
+			return;
+		capture_append(&ds->boot_err, buf, (size_t)n);
+		ds->boot_err.truncated = false; /* its tail is dropped, as intended */
+	}
+}
+
+static void take_bytes(struct boot_session *ds, const char *p, size_t n)
+{
+	if (ds->multiplexed) {
+		docker_demux_feed(&ds->demux, p, n, &ds->raw, &ds->boot_err);
+		ds->boot_err.truncated = false;
+	} else {
+		capture_append(&ds->raw, p, n);
+	}
+}
+
+void boot_session_feed(struct boot_session *bs, const char *p, size_t n)
+{
+	take_bytes(bs, p, n);
+}
+
+/* Reads what is there now (at most `reads` recvs, and no more than ds->raw
+ * has room for: the caller takes the frames, then reads again) into
+ * ds->raw; false at EOF or on an error or a protocol violation (ds->dead
+ * set). */
+static bool pump(struct boot_session *ds, int reads)
+{
+	char buf[FRAME_CHUNK];
+	drain_boot_err(ds);
+	for (int i = 0; i < reads && ds->raw.len + sizeof buf <= RAW_MAX; i++) {
+		ssize_t n = recv(ds->fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n > 0) {
+			take_bytes(ds, buf, (size_t)n);
+			/* A frame larger than boot ever sends: not boot talking. */
+			if (ds->raw.truncated) {
+				ds->dead = true;
+				return false;
+			}
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		drain_boot_err(ds);
+		ds->dead = true;
+		return false;
+	}
+	return true;
+}
+
+/* The next whole frame in ds->raw, if any; the caller drops it with
+ * frame_done once handled. */
+static bool next_frame(struct boot_session *ds, struct frame *f)
+{
+	if (ds->raw.len < 5)
+		return false;
+	const unsigned char *h = (const unsigned char *)ds->raw.buf;
+	size_t n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+	if (n > FRAME_CHUNK) {
+		ds->dead = true; /* boot never sends one so large */
+		return false;
+	}
+	if (ds->raw.len < 5 + n)
+		return false;
+	f->kind = (char)h[0];
+	f->data = ds->raw.buf + 5;
+	f->len = n;
+	return true;
+}
+
+static void frame_done(struct boot_session *ds, const struct frame *f)
+{
+	size_t used = 5 + f->len;
+	memmove(ds->raw.buf, ds->raw.buf + used, ds->raw.len - used);
+	ds->raw.len -= used;
+}
+
+/* boot's "x" payload: "WSTATUS CPU_US MAXRSS_KB". */
+static bool parse_exit(const struct frame *f, struct sandbox_report *r)
+{
+	char line[96];
+	if (f->len >= sizeof line)
+		return false;
+	memcpy(line, f->data, f->len);
+	line[f->len] = '\0';
+	int ws;
+	long long cpu, rss;
+	char end;
+	if (sscanf(line, "%d %lld %lld%c", &ws, &cpu, &rss, &end) != 3 || cpu < 0 || rss < 0)
+		return false;
+	memset(r, 0, sizeof *r);
+	r->kind = REPORT_EXITED;
+	r->wstatus = ws;
+	r->cpu_us = cpu;
+	r->maxrss_kb = rss;
+	return true;
+}
+
+/* Sends all of buf on the (non-blocking) stream by the deadline. */
+static int send_all(int fd, const char *buf, size_t n, double until)
+{
+	while (n) {
+		ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			buf += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		double left = until - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		poll(&p, 1, (int)ceil(left));
+	}
+	return 0;
+}
+
+static void frame_head(char head[5], char kind, size_t len)
+{
+	head[0] = kind;
+	head[1] = (char)(len >> 24);
+	head[2] = (char)(len >> 16);
+	head[3] = (char)(len >> 8);
+	head[4] = (char)len;
+}
+
+/* ---- start ---- */
+
+/* Waits for boot's "R": the sandbox is up and the interpreter's source
+ * arrived. */
+static int wait_ready(struct boot_session *ds, struct aj_error *err)
+{
+	double until = now_ms() + SESSION_START_MS;
+	for (;;) {
+		struct frame f;
+		if (next_frame(ds, &f)) {
+			if (f.kind == 'R') {
+				frame_done(ds, &f);
+				return 0;
+			}
+			return error_set(err, -EPROTO,
+					 "%s: session: boot said '%c' before it was ready", ds->tier,
+					 f.kind);
+		}
+		size_t before = ds->raw.len;
+		if (ds->dead || !pump(ds, 16)) {
+			char why[200] = "";
+			if (ds->boot_err.len)
+				snprintf(why, sizeof why, ": %.*s", (int)strcspn(ds->boot_err.buf, "\n"),
+					 ds->boot_err.buf);
+			return error_set(err, -EPIPE,
+					 "%s: session: the sandbox ended before it was ready%s", ds->tier,
+					 why);
+		}
+		if (ds->raw.len != before)
+			continue;
+		double left = until - now_ms();
+		if (left <= 0)
+			return error_set(err, -ETIMEDOUT,
+					 "%s: session: the sandbox was not ready within %.0f s", ds->tier,
+					 SESSION_START_MS / 1000);
+		struct pollfd p = {.fd = ds->fd, .events = POLLIN};
+		poll(&p, 1, (int)ceil(left));
+	}
+}
+
+int boot_session_start(struct boot_session *ds, double lifetime_sec, struct aj_error *err)
+{
+	/* boot's header: session mode, its backstop, and the interpreter's
+	 * source, which follows; then "s": the first interpreter starts now,
+	 * so that Python's start is not the first call's. */
+	size_t repl_len = strlen(session_repl_py);
+	char head[96];
+	size_t hl = (size_t)snprintf(head, sizeof head, "session %.0f %zu\n", lifetime_sec, repl_len);
+	char *input = malloc(hl + repl_len + 5);
+	if (!input)
+		return error_set(err, -ENOMEM, "%s: session: out of memory", ds->tier);
+	memcpy(input, head, hl);
+	memcpy(input + hl, session_repl_py, repl_len);
+	frame_head(input + hl + repl_len, 's', 0);
+	ds->interpreter = ds->started_before = true;
+	int rc = send_all(ds->fd, input, hl + repl_len + 5, now_ms() + SESSION_START_MS);
+	free(input);
+	if (rc)
+		return error_set(err, rc, "%s: session: sending the interpreter: %s", ds->tier,
+				 errno_name(-rc));
+	return wait_ready(ds, err);
+}
+
+/* ---- one call ---- */
+
+/* What the host still has to send in this call: whole frames only, so
+ * that a stop can always follow. */
+struct outgoing {
+	const struct session_call *c;
+	bool start;             /* an "s" first */
+	bool stop;              /* a "k" is wanted: no more request frames */
+	bool stop_sent;
+	bool closed;            /* the call is over: only the current frame is finished */
+	size_t req_off;         /* request bytes put in frames so far */
+	char head[5];
+	const char *payload;
+	size_t len, sent;       /* of the current frame: head + payload */
+};
+
+static bool outgoing_pending(struct outgoing *g)
+{
+	if (g->sent < g->len)
+		return true;
+	if (g->closed)
+		return false;
+	g->sent = g->len = 0;
+	g->payload = NULL;
+	size_t n = 0;
+	char kind;
+	if (g->start) {
+		kind = 's';
+		g->start = false;
+	} else if (g->stop) {
+		if (g->stop_sent)
+			return false;
+		kind = 'k';
+		g->stop_sent = true;
+	} else if (g->req_off < g->c->len) {
+		kind = 'q';
+		n = g->c->len - g->req_off;
+		if (n > FRAME_CHUNK)
+			n = FRAME_CHUNK;
+		g->payload = g->c->request + g->req_off;
+		g->req_off += n;
+	} else {
+		return false;
+	}
+	frame_head(g->head, kind, n);
+	g->len = 5 + n;
+	return true;
+}
+
+/* Writes what the stream takes now; -errno when it is gone. */
+static int outgoing_write(struct outgoing *g, int fd)
+{
+	while (outgoing_pending(g)) {
+		struct iovec v[2];
+		int k = 0;
+		if (g->sent < 5)
+			v[k++] = (struct iovec){.iov_base = g->head + g->sent, .iov_len = 5 - g->sent};
+		size_t off = g->sent > 5 ? g->sent - 5 : 0;
+		if (g->len - 5 > off)
+			v[k++] = (struct iovec){.iov_base = (char *)g->payload + off,
+						.iov_len = g->len - 5 - off};
+		struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)k};
+		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			g->sent += (size_t)w;
+			continue;
+		}
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		return w < 0 ? -errno : -EPIPE;
+	}
+	return 0;
+}
+
+/* Before a call: what boot sent since the last one. An "x" means the
+ * interpreter ended between calls (a thread of a cell's called os._exit,
+ * say): this call starts a fresh one. Output and replies from between
+ * calls belong to no call and are dropped. */
+static void take_leftovers(struct boot_session *ds)
+{
+	/* What is there now, up to a bound: a cell's thread may still be
+	 * printing, and the call must start. */
+	for (int i = 0; i < 64 && !ds->dead; i++) {
+		/* Frames already read (the last call ended at its reply, and
+		 * boot's report of the interpreter's end may have come with
+		 * it), then what is new. */
+		struct frame f;
+		while (next_frame(ds, &f)) {
+			if (f.kind == 'x' || f.kind == 'f')
+				ds->interpreter = false;
+			frame_done(ds, &f);
+		}
+		size_t before = ds->raw.len;
+		pump(ds, 1);
+		if (ds->raw.len == before)
+			break;
+	}
+}
+
+struct call {
+	struct capture out, err, rb;
+	struct outcome o;
+	bool replied, ended, bad_reply;
+	bool acked;     /* the interpreter took the request: it may have run */
+	double kill_at;
+	struct outgoing g;
+};
+
+static void stop_call(struct call *k)
+{
+	if (k->kill_at)
+		return;
+	k->kill_at = now_ms() + STOP_GRACE_MS;
+	k->g.stop = true;
+}
+
+static void handle_frame(struct call *k, const struct frame *f, const struct session_call *c,
+			 struct session_answer *ans)
+{
+	switch (f->kind) {
+	case 'o':
+	case 'e':
+		if (capture_append(f->kind == 'o' ? &k->out : &k->err, f->data, f->len) &&
+		    !k->kill_at) {
+			k->o.output_overflow = true;
+			stop_call(k);
+		}
+		break;
+	case 'r':
+		if (k->kill_at)
+			break;
+		bool too_long = capture_append(&k->rb, f->data, f->len);
+		if (session_take_reply(&k->rb, c->seq, ans, &k->acked)) {
+			k->replied = true;
+			k->g.closed = true;
+		} else if (too_long) {
+			k->bad_reply = true;
+			stop_call(k);
+		}
+		break;
+	case 'x':
+		k->ended = true;
+		k->g.closed = true;
+		k->o.exited_report = parse_exit(f, &k->o.report);
+		if (!k->o.exited_report) {
+			k->o.setup_failed = true;
+			snprintf(k->o.setup_message, sizeof k->o.setup_message,
+				 "session: boot's report is malformed");
+		}
+		break;
+	case 'f':
+		k->ended = true;
+		k->g.closed = true;
+		k->o.setup_failed = true;
+		snprintf(k->o.setup_message, sizeof k->o.setup_message,
+			 "session: the interpreter could not be started: %.*s",
+			 (int)(f->len < 300 ? f->len : 300), f->data);
+		break;
+	default:
+		break; /* "R" or a kind of a later boot: nothing to do */
+	}
+}
+
+/* Whether the OOM killer ended the interpreter: labels res as a run would. */
+static void label_oom(struct boot_session *ds, const struct call *k, double since,
+		      const struct aj_limits *l, struct aj_result *res)
+{
+	if (k->o.timed_out || k->o.cancelled || k->o.output_overflow ||
+	    res->status == AJ_STATUS_OK || res->status == AJ_STATUS_OUTPUT_LIMIT ||
+	    res->status == AJ_STATUS_TIMEOUT || res->signal != SIGKILL || !ds->oom_since)
+		return;
+	if (ds->oom_since(ds, since)) {
+		res->status = AJ_STATUS_MEMORY;
+		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
+					"ended the program",
+				   l->memory_mb);
+	}
+}
+
+int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
+		      const struct session_call *c, struct aj_result *res,
+		      struct session_answer *ans)
+{
+	const struct aj_limits *l = &cfg->limits;
+	const size_t cap = (size_t)l->output_kb * 1024;
+	bool broken = false;
+
+	memset(ans, 0, sizeof *ans);
+	if (ds->dead) {
+		result_sandbox_error(res, "%s: session: the sandbox has ended", ds->tier);
+		return -EPIPE;
+	}
+	take_leftovers(ds);
+	if (ds->dead) {
+		result_sandbox_error(res, "%s: session: the sandbox has ended; the session is closed",
+				     ds->tier);
+		return -EPIPE;
+	}
+	struct call k;
+	memset(&k, 0, sizeof k);
+	k.g.c = c;
+	if (!ds->interpreter) {
+		k.g.start = true;
+		ds->interpreter = true;
+		ans->restarted = ds->started_before;
+		ds->started_before = true;
+	}
+	capture_init(&k.out, cap);
+	capture_init(&k.err, cap);
+	capture_init(&k.rb, c->reply_max + 1);
+	const double since = now_ms();
+	const double start = now_ms();
+	const double deadline = start + l->wall_sec * 1000.0;
+	int cancel = c->cancel_fd;
+
+	/* Until the reply or the interpreter's end, and the frame being sent
+	 * is whole (the stream's framing must survive into the next call). */
+	while (!broken && (!(k.replied || k.ended) || k.g.sent < k.g.len)) {
+		double now = now_ms();
+		if (!k.kill_at && !k.replied && !k.ended && now >= deadline) {
+			k.o.timed_out = true;
+			stop_call(&k);
+		}
+		if (k.kill_at && now >= k.kill_at) {
+			broken = true;
+			break;
+		}
+		if (outgoing_write(&k.g, ds->fd) < 0) {
+			ds->dead = true; /* its end on the stream tells the rest */
+			broken = true;
+			break;
+		}
+		double until = k.kill_at ? k.kill_at : deadline;
+		if (k.replied || k.ended)
+			until = now + STOP_GRACE_MS; /* only finishing a frame */
+		int timeout = (int)ceil(until - now);
+		if (timeout < 0)
+			timeout = 0;
+		bool writing = outgoing_pending(&k.g);
+		struct pollfd p[2] = {
+			{.fd = ds->fd, .events = POLLIN | (writing ? POLLOUT : 0)},
+			{.fd = !k.kill_at ? cancel : -1, .events = POLLIN},
+		};
+		int n = poll(p, 2, timeout);
+		if (n < 0 && errno != EINTR) {
+			broken = true;
+			break;
+		}
+		if (n <= 0) {
+			if (k.replied || k.ended)
+				broken = true; /* a frame that could not be finished */
+			continue;
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			bool alive = pump(ds, 16);
+			struct frame f;
+			while (!k.replied && !k.ended && next_frame(ds, &f)) {
+				handle_frame(&k, &f, c, ans);
+				frame_done(ds, &f);
+			}
+			if (!alive || ds->dead) {
+				broken = true;
+				break;
+			}
+		}
+		if (p[1].revents & POLLIN) {
+			k.o.cancelled = true;
+			stop_call(&k);
+		} else if (p[1].revents) {
+			/* A cancel fd that can never be readable must not make
+			 * poll spin: stop watching it. */
+			cancel = -1;
+		}
+	}
+	k.o.wall_ms = now_ms() - start;
+	capture_free(&k.rb);
+	if (broken) {
+		capture_free(&k.out);
+		capture_free(&k.err);
+		free(ans->reply);
+		ans->reply = NULL;
+		result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed",
+				     ds->tier, ds->dead ? "ended (its stream closed)"
+				     : k.kill_at ? "did not stop the call within 2 s"
+						 : "stopped taking requests");
+		ds->dead = true;
+		res->wall_ms = k.o.wall_ms;
+		/* The sandbox goes now (the core's close would do it too). */
+		ds->destroy(ds);
+		return -EPIPE;
+	}
+	if (k.replied) {
+		/* It may have ended right after its reply (a cell closed its
+		 * request pipe): boot's report came with it, and the next call
+		 * starts a fresh interpreter. */
+		if (k.ended)
+			ds->interpreter = false;
+		res->wall_ms = k.o.wall_ms;
+		res->stdout_truncated = k.out.truncated;
+		res->stderr_truncated = k.err.truncated;
+		res->stdout_buf = capture_take(&k.out, &res->stdout_len);
+		res->stderr_buf = capture_take(&k.err, &res->stderr_len);
+		res->status = AJ_STATUS_OK;
+		capture_free(&k.out);
+		capture_free(&k.err);
+		return 0;
+	}
+	/* The interpreter ended: how, as a run's program would have. If it
+	 * did so by itself before it took the request, the core gives the
+	 * request to a fresh one. */
+	ds->interpreter = false;
+	ans->ended = true;
+	ans->unread = !k.acked && !k.kill_at;
+	outcome_to_result(&k.o, l, &k.out, &k.err, res);
+	capture_free(&k.out);
+	capture_free(&k.err);
+	label_oom(ds, &k, since, l, res);
+	if (k.bad_reply)
+		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
+					  "call was stopped",
+				     c->reply_max);
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* The host side of boot.py's session mode (src/docker/boot.py), over one
+ * stream: the docker tier's attach stream, or the gvisor tier's socket to
+ * runsc's stdio. The theory of operation is at the top of boot.c; a tier
+ * supplies the stream, how to end its sandbox, and how to ask whether the
+ * OOM killer struck. */
+#ifndef AJ_SESSION_BOOT_H
+#define AJ_SESSION_BOOT_H
+
+#include <stdbool.h>
+
+#include "../docker/stream.h"
+#include "call.h"
+
+struct boot_session {
+	const char *tier;           /* "docker", "gvisor": messages name it */
+	int fd;                     /* non-blocking socket: frames out and in */
+	/* The docker attach stream multiplexes boot's stdout and stderr;
+	 * elsewhere fd carries stdout alone and err_fd boot's stderr. */
+	bool multiplexed;
+	int err_fd;                 /* -1 when multiplexed */
+	struct docker_demux demux;
+	struct capture raw;         /* boot's stdout: frames not yet parsed */
+	struct capture boot_err;    /* boot's own stderr */
+	bool interpreter;           /* one runs (boot started it and it has not ended) */
+	bool started_before;
+	bool dead;                  /* the stream ended: the sandbox is gone */
+	/* The tier's: end the sandbox now, nothing of it left (called once
+	 * the session is broken, and again on close: must be idempotent). */
+	void (*destroy)(struct boot_session *bs);
+	/* Whether the OOM killer struck in the sandbox since `since` (now_ms
+	 * of the call's start); NULL: it cannot be told. */
+	bool (*oom_since)(struct boot_session *bs, double since);
+};
+
+/* Sets up the buffers (fd, err_fd, multiplexed, tier and the two hooks are
+ * the caller's to fill). */
+void boot_session_init(struct boot_session *bs);
+/* Feeds bytes that arrived before the stream was handed over (Docker's,
+ * with its 101 reply). */
+void boot_session_feed(struct boot_session *bs, const char *p, size_t n);
+/* Sends the header (session mode, boot's backstop of lifetime_sec, the
+ * interpreter's source) and starts the first interpreter; waits for boot's
+ * "ready". */
+int boot_session_start(struct boot_session *bs, double lifetime_sec, struct aj_error *err);
+/* One call (tier.h's session_call). */
+int boot_session_call(struct boot_session *bs, const struct aj_config *cfg,
+		      const struct session_call *c, struct aj_result *res,
+		      struct session_answer *ans);
+/* Frees the buffers (the tier has destroyed the sandbox). */
+void boot_session_free(struct boot_session *bs);
+
+#endif
