@@ -4,7 +4,7 @@ reads the result and carries on. There is no model here, so FakeModel replays
 the assistant turns of a recorded conversation; the tool calls in them run for
 real, in the sandbox, and the results printed are this run's own.
 
-    python3 examples/agent_loop.py [--tier process|container|microvm|docker]
+    python3 examples/agent_loop.py [--tier process|container|microvm|docker|gvisor]
         [--image NAME] [--api anthropic|openai] [--transcript FILE] [--session]
 
 The shape is the seed article's: the model's code goes to a sandbox object
@@ -34,7 +34,7 @@ except ImportError as e:
     sys.exit(f"agent_loop.py: cannot import agentjail ({e}); run `make` in the agentjail "
              "source tree, or `pip install ./python`")
 
-TIERS = ("process", "container", "microvm", "docker")
+TIERS = ("process", "container", "microvm", "docker", "gvisor")
 APIS = ("anthropic", "openai")
 MAX_TURNS = 10  # a real loop's guard against a model that never stops calling tools
 

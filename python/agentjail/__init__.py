@@ -6,15 +6,15 @@ it printed and how it ended.
         ex = sb.run("print(6 * 7)")
         print(ex.stdout, ex.status, ex.exit_code)
 
-Tiers: "process", "container", "microvm", "docker" (ProcessSandbox, ...),
+Tiers: "process", "container", "microvm", "docker", "gvisor" (ProcessSandbox, ...),
 swappable without touching the agent. Sessions keep state across calls
 (sandbox.session()); sandbox.tool() gives a model the run_python tool."""
 from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
 from .errors import (AgentjailError, ConfigError, FileTransferError, InvalidCode,
                      SandboxClosed, SandboxError, SandboxUnavailable, SessionClosed)
 from .result import Execution, FileInfo, Image, Status
-from .sandbox import (ContainerSandbox, DockerSandbox, MicrovmSandbox, ProcessSandbox,
-                      Sandbox)
+from .sandbox import (ContainerSandbox, DockerSandbox, GvisorSandbox, MicrovmSandbox,
+                      ProcessSandbox, Sandbox)
 from .session import Session
 from .tools import RunPythonTool, ToolResult, run_python_tool
 from .check import check
@@ -23,6 +23,7 @@ __version__ = "0.5.0"
 
 __all__ = [
     "Sandbox", "ProcessSandbox", "ContainerSandbox", "MicrovmSandbox", "DockerSandbox",
+    "GvisorSandbox",
     "Session", "Execution", "Image", "FileInfo", "Status", "RunPythonTool", "ToolResult",
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
     "SandboxError", "InvalidCode", "SandboxClosed", "SessionClosed", "FileTransferError",

@@ -3,7 +3,7 @@
 from ._native import ffi, lib
 from .errors import ConfigError
 
-TIERS = ("process", "container", "microvm", "docker")
+TIERS = ("process", "container", "microvm", "docker", "gvisor")
 
 # keyword: (field of struct aj_config, type). Every limit the deployer sets;
 # the agent's code can change none of them.

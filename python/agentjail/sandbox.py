@@ -59,7 +59,7 @@ def finish(call, res, tier, deadline):
 class Sandbox(Handle):
     """A sandbox of one tier with the deployer's limits.
 
-    tier: "process", "container", "microvm" or "docker".
+    tier: "process", "container", "microvm", "docker" or "gvisor".
     timeout (wall-clock seconds, 10), cpu_sec (10), memory_mb (256), pids
     (64), file_size_mb (16), disk_mb (64), output_kb (1024 per stream),
     open_files (256); image (container/microvm/docker: a name under
@@ -166,3 +166,8 @@ class MicrovmSandbox(Sandbox):
 class DockerSandbox(Sandbox):
     """A Docker Engine container with hardened settings."""
     tier_name = "docker"
+
+
+class GvisorSandbox(Sandbox):
+    """gVisor's user-space kernel (Debian's runsc), no hypervisor needed."""
+    tier_name = "gvisor"

@@ -22,13 +22,13 @@ import agentjail  # noqa: E402
 UID_BASE = int(os.environ.get("AJ_PYTEST_UID_BASE", "2110000000"))
 SLOTS = 64
 STATE_DIR = f"/run/agentjail-pytest-{UID_BASE}"
-TIERS = ["process", "container", "microvm", "docker"]
+TIERS = ["process", "container", "microvm", "docker", "gvisor"]
 
 
 def tier_options(tier, **extra):
     """Sandbox keyword arguments for a tier in this suite."""
     opts = dict(uid_base=UID_BASE, slots=SLOTS, state_dir=STATE_DIR, timeout=10, cpu_sec=5)
-    if tier in ("container", "microvm"):
+    if tier in ("container", "microvm", "gvisor"):
         opts["image"] = "test"
     if tier == "docker":
         opts["docker_image"] = "agentjail/test"
@@ -105,3 +105,8 @@ def leaves_nothing_behind():
     assert left == 0, f"{left} process(es) of the sandbox uids left behind"
     assert mounts() == before, "the host's mount table changed"
     assert run_cgroups() == 0, "a run's cgroup was left behind"
+    # gVisor's runsc, gofer and sentry are not the sandbox uid's: their
+    # run directories (named in their command lines) must be gone too.
+    gvisor_runs = STATE_DIR + "-gvisor"
+    left = os.listdir(gvisor_runs) if os.path.isdir(gvisor_runs) else []
+    assert not left, f"gvisor run directories left behind: {left}"

@@ -59,7 +59,7 @@ def test_the_library_is_the_version_declared():
 def test_enum_values_match():
     from agentjail._native import lib
     assert [lib.AJ_TIER_PROCESS, lib.AJ_TIER_CONTAINER, lib.AJ_TIER_MICROVM,
-            lib.AJ_TIER_DOCKER, lib.AJ_TIER_COUNT] == [0, 1, 2, 3, 4]
+            lib.AJ_TIER_DOCKER, lib.AJ_TIER_GVISOR, lib.AJ_TIER_COUNT] == [0, 1, 2, 3, 4, 5]
     names = [ffi.string(lib.aj_status_name(i)).decode() for i in range(lib.AJ_STATUS_COUNT)]
     assert names == ["ok", "error", "timeout", "memory", "output_limit", "killed",
                      "sandbox_error"]

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 KUBE = DEPLOY / "kubernetes"
 SYSTEMD = DEPLOY / "systemd"
-TIERS = {"process", "container", "microvm", "docker"}
+TIERS = {"process", "container", "microvm", "docker", "gvisor"}
 # What `agentjail run` uses when --timeout is not given.
 DEFAULT_TIMEOUT = 10.0
 # serve's default --max-wait: how long a run may wait for a slot or worker.

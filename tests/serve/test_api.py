@@ -123,7 +123,7 @@ def test_tiers_say_what_check_says(server):
     assert r.code == 200
     body = r.json()
     assert body["serving"] == "process"
-    assert [t["tier"] for t in body["tiers"]] == ["process", "container", "microvm", "docker"]
+    assert [t["tier"] for t in body["tiers"]] == ["process", "container", "microvm", "docker", "gvisor"]
     process = body["tiers"][0]
     assert process["available"] is True and process["reason"] is None
     for t in body["tiers"]:
