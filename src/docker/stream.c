@@ -1,7 +1,9 @@
 /* The attach stream (see stream.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 
 #include "stream.h"
@@ -99,4 +101,40 @@ void docker_last_line(const struct capture *c, char *out, size_t n)
 	while (start > 0 && c->buf[start - 1] != '\n')
 		start--;
 	snprintf(out, n, "%.*s", (int)(end - start), c->buf + start);
+}
+
+char *docker_run_input(const char *code, size_t len, double wall_sec, char *nonce,
+		       size_t nonce_size, size_t *out_len)
+{
+	unsigned char b[12];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		for (size_t i = 0; i < sizeof b; i++)
+			b[i] = (unsigned char)rand();
+	nonce[0] = 0;
+	for (size_t i = 0; i < sizeof b && 2 * i + 2 < nonce_size; i++)
+		snprintf(nonce + 2 * i, 3, "%02x", b[i]);
+	char head[96];
+	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, wall_sec + 10);
+	char *input = malloc(hl + len);
+	if (!input)
+		return NULL;
+	memcpy(input, head, hl);
+	memcpy(input + hl, code, len);
+	*out_len = hl + len;
+	return input;
+}
+
+void docker_finish_run(struct capture *err, const char *nonce, int exit_code, size_t cap,
+		       struct outcome *o)
+{
+	o->exited_report = docker_take_report(err, nonce, &o->report) &&
+			   docker_report_matches(&o->report, exit_code);
+	if (err->len > cap) {
+		err->len = cap;
+		err->buf[err->len] = 0;
+		err->truncated = true;
+		o->output_overflow = true;
+	} else if (err->truncated) {
+		err->truncated = false; /* only the report's room was passed */
+	}
 }

@@ -99,17 +99,6 @@ static void docker_close(void *state)
 	free(state);
 }
 
-/* A fresh nonce per run, for boot.py's report. */
-static void make_nonce(char *out, size_t n)
-{
-	unsigned char b[12];
-	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-		for (size_t i = 0; i < sizeof b; i++)
-			b[i] = (unsigned char)rand();
-	for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 struct stream_run {
 	const struct aj_limits *limits;
 	int fd;                 /* the attach stream, non-blocking */
@@ -254,21 +243,16 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	/* Attach before start: output from the first instant is captured. */
 	if ((rc = docker_attach(st->socket, id, &at, &err)))
 		goto fail;
-	char nonce[32] = "", head[96];
-	make_nonce(nonce, sizeof nonce);
-	/* boot.py's header: the nonce, and its own backstop deadline, a
-	 * little past the wall clock the host enforces: should this process
-	 * die mid-run, the container still stops. */
-	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, l->wall_sec + 10);
-	if (!(input = malloc(hl + req->len))) {
+	char nonce[32];
+	size_t input_len = 0;
+	if (!(input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				       &input_len))) {
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
-	memcpy(input, head, hl);
-	memcpy(input + hl, req->code, req->len);
 	s.fd = at.fd;
 	s.input = input;
-	s.input_len = hl + req->len;
+	s.input_len = input_len;
 	/* Stream bytes that came with the 101 reply. */
 	if (at.len > at.pos &&
 	    docker_demux_feed(&s.demux, at.buf + at.pos, at.len - at.pos, &s.out, &s.err))
@@ -311,17 +295,8 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	id[0] = 0;
 	ph->remove = now_ms() - t;
 
-	o.exited_report = docker_take_report(&s.err, nonce, &o.report) &&
-			  docker_report_matches(&o.report, exit_code);
 	/* The program's own stderr is capped like stdout. */
-	if (s.err.len > (size_t)l->output_kb * 1024) {
-		s.err.len = (size_t)l->output_kb * 1024;
-		s.err.buf[s.err.len] = 0;
-		s.err.truncated = true;
-		o.output_overflow = true;
-	} else if (s.err.truncated) {
-		s.err.truncated = false; /* only the report's room was passed */
-	}
+	docker_finish_run(&s.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	o.init_wstatus = exit_code << 8;
 	char why[200];
 	docker_last_line(&s.err, why, sizeof why);

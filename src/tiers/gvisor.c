@@ -280,20 +280,6 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 	supervise_drain(w->err_fd, &w->err, o->output_overflow ? &ignored : &o->output_overflow);
 }
 
-/* A fresh nonce per run, for boot.py's report. */
-static void make_nonce(char *out, size_t n)
-{
-	unsigned char b[12] = {0};
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (read(fd, b, sizeof b) != (ssize_t)sizeof b)
-			memset(b, 0, sizeof b);
-		close(fd);
-	}
-	for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 static int run_with(const struct gvisor_state *st, const char *platform,
 		    const struct aj_config *cfg, const struct run_request *req,
 		    struct aj_result *res)
@@ -315,17 +301,13 @@ static int run_with(const struct gvisor_state *st, const char *platform,
 	if (rc)
 		goto fail;
 
-	char nonce[32] = "", head[96];
-	make_nonce(nonce, sizeof nonce);
-	/* boot.py's header: the nonce, and its own backstop deadline a
-	 * little past the wall clock enforced here. */
-	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, l->wall_sec + 10);
-	if (!(input = malloc(hl + req->len))) {
+	char nonce[32];
+	size_t input_len = 0;
+	if (!(input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				       &input_len))) {
 		rc = error_set(&err, -ENOMEM, "gvisor: out of memory");
 		goto fail;
 	}
-	memcpy(input, head, hl);
-	memcpy(input + hl, req->code, req->len);
 	/* stdin is a socket: a send to a sandbox that is gone fails with
 	 * EPIPE (MSG_NOSIGNAL), where a pipe would raise SIGPIPE in the
 	 * caller. */
@@ -354,7 +336,7 @@ static int run_with(const struct gvisor_state *st, const char *platform,
 	w.out_fd = out[0];
 	w.err_fd = errp[0];
 	w.input = input;
-	w.input_len = hl + req->len;
+	w.input_len = input_len;
 	watch_run(&w, &sb, l, start_ms, &o);
 
 	siginfo_t si;
@@ -368,17 +350,8 @@ static int run_with(const struct gvisor_state *st, const char *platform,
 	uint64_t oom_kills = 0, peak_kb = 0;
 	cgroup_usage(&sb.cg, &oom_kills, &peak_kb);
 
-	o.exited_report = docker_take_report(&w.err, nonce, &o.report) &&
-			  docker_report_matches(&o.report, exit_code);
 	/* The program's own stderr is capped like stdout. */
-	if (w.err.len > (size_t)l->output_kb * 1024) {
-		w.err.len = (size_t)l->output_kb * 1024;
-		w.err.buf[w.err.len] = 0;
-		w.err.truncated = true;
-		o.output_overflow = true;
-	} else if (w.err.truncated) {
-		w.err.truncated = false; /* only the report's room was passed */
-	}
+	docker_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	char why[200];
 	docker_last_line(&w.err, why, sizeof why);
 	outcome_to_result(&o, l, &w.out, &w.err, res);
