@@ -117,7 +117,9 @@ struct aj_config {
 	 * succeeds (cached) and ptrace elsewhere. */
 	const char *accel;
 	/* microvm tier: VMs kept restored and ready, so a run skips QEMU's
-	 * start and the restore (0: none). Each still serves one run. */
+	 * start and the restore; gvisor tier: sandboxes started ahead, boot.py
+	 * in each waiting for its program, so a run skips runsc's start (0:
+	 * none). Each still serves one run. */
 	uint32_t vm_pool;
 	/* docker tier: the engine's unix socket (NULL: $DOCKER_HOST when it is
 	 * unix://PATH, else /var/run/docker.sock), and the engine image to run

@@ -309,6 +309,43 @@ static void process_limit_is_the_programs(void **state)
 	aj_result_free(&r);
 }
 
+/* vm_pool: sandboxes started ahead, each serving one run: a run sees
+ * nothing of another, and closing leaves nothing (the teardown counts
+ * processes, run directories and cgroups). */
+static void pool_runs_are_fresh(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.vm_pool = 2;
+	f->cfg.limits.wall_sec = 3;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	const char *code = "import os\n"
+			   "print('seen', os.path.exists('/tmp/mark'))\n"
+			   "open('/tmp/mark', 'w').write('x')\n";
+	for (int i = 0; i < 4; i++) {
+		if (i == 2)
+			sleep_ms(3000); /* the pool refills: these come from it */
+		struct aj_result r;
+		aj_run(sb, code, strlen(code), &r);
+		assert_status(&r, AJ_STATUS_OK);
+		assert_string_equal(r.stdout_buf, "seen False\n");
+		aj_result_free(&r);
+	}
+	/* A run the wall clock stops, from the pool, then one more. */
+	sleep_ms(2000);
+	struct aj_result r;
+	const char *sleeper = "import time\ntime.sleep(30)\n";
+	aj_run(sb, sleeper, strlen(sleeper), &r);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	aj_result_free(&r);
+	aj_run(sb, "print(2)\n", strlen("print(2)\n"), &r);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	aj_close(sb);
+	assert_int_equal(count_gvisor_leftovers(), 0);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -342,6 +379,7 @@ int main(void)
 		HOSTILE_TEST(check_names_version_and_platform),
 		HOSTILE_TEST(unknown_platform_is_refused),
 		HOSTILE_TEST(process_limit_is_the_programs),
+		HOSTILE_TEST(pool_runs_are_fresh),
 	};
 	return cmocka_run_group_tests_name("gvisor tier", tests, NULL, NULL);
 }

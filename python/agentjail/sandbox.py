@@ -64,7 +64,8 @@ class Sandbox(Handle):
     (64), file_size_mb (16), disk_mb (64), output_kb (1024 per stream),
     open_files (256); image (container/microvm/docker: a name under
     $AGENTJAIL_IMAGES or /var/lib/agentjail/images, or a path); accel
-    (microvm: "kvm", "tcg", or None to probe); vm_pool; docker_socket,
+    (microvm: "kvm", "tcg", or None to probe; gvisor: "kvm", "ptrace" or None);
+    vm_pool (microvm, gvisor: sandboxes ready ahead); docker_socket,
     docker_image; uid_base, slots, state_dir, cgroup_root, python; and the
     session limits session_idle_sec, session_lifetime_sec, session_cpu_sec,
     max_sessions, transfer_mb, max_images, image_kb. None means the

@@ -11,6 +11,8 @@
  *   throughput   runs per second with 1 and with 2 x cores calls at once.
  *   microvm      cold boot + snapshot (a memory size of its own), a restore
  *                per run (the latency row), and a warm pool of 2.
+ *   gvisor       a sandbox started per run (the latency row), and a warm
+ *                pool of 2 started ahead (vm_pool).
  *
  * Figures only, never a verdict: latency depends on the machine. */
 #include <errno.h>
@@ -41,8 +43,8 @@ static const char usage[] =
 	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
 	"flags): median, p95, p99 and the ratio to bare Python, interleaved after\n"
 	"warm-up; throughput at 1 and 2 x cores concurrent calls; for microvm, cold\n"
-	"boot, restore per run and a warm pool. --runs N rounds (default 100; p95\n"
-	"needs 20 and p99 100, else they print as -);\n"
+	"boot, restore per run and a warm pool; for gvisor, a warm pool. --runs N\n"
+	"rounds (default 100; p95 needs 20 and p99 100, else they print as -);\n"
 	"--quick: 5 rounds and small throughput runs.\n";
 
 #define PROGRAM "print(1)\n"
@@ -186,6 +188,9 @@ struct regime {
 	int n;
 };
 
+static void pool_regime(const struct aj_config *base, enum aj_tier tier, int runs,
+			struct regime *pool);
+
 static void microvm_regimes(const struct aj_config *base, int runs, struct regime *cold,
 			    struct regime *pool)
 {
@@ -209,8 +214,16 @@ static void microvm_regimes(const struct aj_config *base, int runs, struct regim
 		}
 		snapshots(&c, c.limits.memory_mb, true);
 	}
+	pool_regime(base, AJ_TIER_MICROVM, runs, pool);
+}
+
+/* A tier's warm pool of 2 (vm_pool): runs spaced as an agent's calls are,
+ * so the pool refills between them. */
+static void pool_regime(const struct aj_config *base, enum aj_tier tier, int runs,
+			struct regime *pool)
+{
 	struct aj_config c = *base;
-	c.tier = AJ_TIER_MICROVM;
+	c.tier = tier;
 	c.vm_pool = 2;
 	struct aj_sandbox *sb;
 	struct aj_error err;
@@ -332,7 +345,7 @@ int cmd_bench(int argc, char **argv)
 	snprintf(rows[nr].name, sizeof rows[nr].name, "bare python3 -I");
 	rows[nr++].argv = argv_of(python, "-I", "-c", "print(1)", NULL);
 	char unavailable[AJ_TIER_COUNT][AJ_ERROR_MAX] = {{0}};
-	bool have_microvm = false;
+	bool have_microvm = false, have_gvisor = false;
 	for (int t = 0; t < AJ_TIER_COUNT; t++) {
 		if (any && !chosen[t])
 			continue;
@@ -344,6 +357,7 @@ int cmd_bench(int argc, char **argv)
 			continue;
 		}
 		have_microvm |= t == AJ_TIER_MICROVM;
+		have_gvisor |= t == AJ_TIER_GVISOR;
 		struct row *r = &rows[nr++];
 		snprintf(r->name, sizeof r->name, "agentjail %s%s", aj_tier_name((enum aj_tier)t),
 			 t == AJ_TIER_MICROVM ? " (restore)" : "");
@@ -421,6 +435,9 @@ int cmd_bench(int argc, char **argv)
 	struct regime cold = {.name = "cold boot + snapshot"}, pool = {.name = "warm pool (2)"};
 	if (have_microvm)
 		microvm_regimes(&cfg, (int)runs, &cold, &pool);
+	struct regime gpool = {.name = "warm pool (2)"};
+	if (have_gvisor)
+		pool_regime(&cfg, AJ_TIER_GVISOR, (int)runs, &gpool);
 	for (int i = 0; i < nr; i++)
 		if (rows[i].sb)
 			aj_close(rows[i].sb);
@@ -430,6 +447,7 @@ int cmd_bench(int argc, char **argv)
 		measure_sort(rows[i].v, (size_t)rows[i].n);
 	measure_sort(cold.v, (size_t)cold.n);
 	measure_sort(pool.v, (size_t)pool.n);
+	measure_sort(gpool.v, (size_t)gpool.n);
 	double base = rows[0].n ? measure_percentile(rows[0].v, (size_t)rows[0].n, 50) : 0;
 
 	json_t *jrows = json_array();
@@ -458,6 +476,8 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(root, "microvm_cold", stats_json(cold.v, cold.n, 0));
 		json_object_set_new(root, "microvm_pool", stats_json(pool.v, pool.n, 0));
 	}
+	if (have_gvisor)
+		json_object_set_new(root, "gvisor_pool", stats_json(gpool.v, gpool.n, 0));
 	if (json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
@@ -504,6 +524,14 @@ int cmd_bench(int argc, char **argv)
 				}
 				json_decref(j);
 			}
+		}
+		if (gpool.n) {
+			json_t *j = stats_json(gpool.v, gpool.n, 0);
+			printf("gvisor %-25s %5d", gpool.name, gpool.n);
+			print_ms(json_object_get(j, "median_ms"));
+			print_ms(json_object_get(j, "p95_ms"));
+			printf("\n");
+			json_decref(j);
 		}
 		for (int t = 0; t < AJ_TIER_COUNT; t++)
 			if (unavailable[t][0])

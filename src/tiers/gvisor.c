@@ -38,6 +38,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,8 @@
 #define KVM_PROBE_SEC 15.0
 #define PLATFORM_CACHE "/var/lib/agentjail/gvisor-platform"
 
+struct started;
+
 struct gvisor_state {
 	char runsc[PATH_MAX];
 	char version[128];
@@ -87,6 +90,16 @@ struct gvisor_state {
 	char root[PATH_MAX];    /* the image's root directory */
 	char run_base[PATH_MAX];
 	struct cgroup_layout cgroups;
+	/* The pool (cfg->vm_pool): sandboxes started ahead, boot.py in each
+	 * waiting for a program; each serves one run and is replaced. */
+	const struct aj_config *cfg;
+	unsigned want;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t filler;
+	bool filling, stopping;
+	struct started *ready;
+	unsigned nready;
 };
 
 /* ---- run directories ---- */
@@ -280,75 +293,130 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 	supervise_drain(w->err_fd, &w->err, o->output_overflow ? &ignored : &o->output_overflow);
 }
 
-static int run_with(const struct gvisor_state *st, const char *platform,
-		    const struct aj_config *cfg, const struct run_request *req,
-		    struct aj_result *res)
-{
-	const struct aj_limits *l = &cfg->limits;
-	struct aj_error err = {0};
+/* A sandbox started: runsc running under its keeper, boot.py inside
+ * waiting for its program on stdin. */
+struct started {
 	struct sandbox sb;
-	struct outcome o;
-	memset(&o, 0, sizeof o);
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, pidfd = -1;
-	char *input = NULL;
-	struct watch w = {.pidfd = -1, .in_fd = -1, .cancel_fd = req->cancel_fd};
-	capture_init(&w.out, (size_t)l->output_kb * 1024);
-	/* Room past the cap for boot.py's report; the cap is applied to the
-	 * program's own bytes once the report is stripped. */
-	capture_init(&w.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
-	double start_ms = now_ms();
-	int rc = sandbox_make(st, cfg, &sb, &err);
+	int keeper_pidfd;
+	int in_fd;              /* runsc's stdin (a socket): ours, non-blocking */
+	int out_fd, err_fd;     /* runsc's stdout and stderr: ours, non-blocking */
+};
+
+static void started_close_fds(struct started *s)
+{
+	int *fds[] = {&s->keeper_pidfd, &s->in_fd, &s->out_fd, &s->err_fd};
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+/* Ends a started sandbox that never ran (or whose run is over): nothing of
+ * it is left. */
+static int started_destroy(struct started *s, struct aj_error *err)
+{
+	if (s->sb.have_cg)
+		cgroup_kill_all(&s->sb.cg);
+	if (s->keeper_pidfd >= 0) {
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)s->keeper_pidfd, &si, WEXITED | __WALL) < 0 &&
+		       errno == EINTR)
+			;
+	}
+	started_close_fds(s);
+	return sandbox_destroy(&s->sb, err);
+}
+
+static int start_sandbox(const struct gvisor_state *st, const char *platform,
+			 const struct aj_config *cfg, struct started *s, struct aj_error *err)
+{
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+	s->keeper_pidfd = s->in_fd = s->out_fd = s->err_fd = -1;
+	int rc = sandbox_make(st, cfg, &s->sb, err);
 	if (rc)
 		goto fail;
-
-	char nonce[32];
-	size_t input_len = 0;
-	if (!(input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
-				       &input_len))) {
-		rc = error_set(&err, -ENOMEM, "gvisor: out of memory");
-		goto fail;
-	}
 	/* stdin is a socket: a send to a sandbox that is gone fails with
 	 * EPIPE (MSG_NOSIGNAL), where a pipe would raise SIGPIPE in the
 	 * caller. */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 || pipe_cloexec(out, 1) < 0 ||
 	    pipe_cloexec(errp, 1) < 0) {
-		rc = error_set(&err, -errno, "gvisor: pipe: %s", errno_name(errno));
+		rc = error_set(err, -errno, "gvisor: pipe: %s", errno_name(errno));
 		goto fail;
 	}
 	fcntl(in[1], F_SETFL, O_NONBLOCK);
 	char bundle[PATH_MAX + 16], state[PATH_MAX + 16];
-	snprintf(bundle, sizeof bundle, "%s/bundle", sb.dir);
-	snprintf(state, sizeof state, "%s/state", sb.dir);
+	snprintf(bundle, sizeof bundle, "%s/bundle", s->sb.dir);
+	snprintf(state, sizeof state, "%s/state", s->sb.dir);
 	struct runsc_launch launch = {.runsc = st->runsc, .platform = platform, .state = state,
-				      .bundle = bundle, .id = sb.id, .cg = &sb.cg, .in_fd = in[0],
-				      .out_fd = out[1], .err_fd = errp[1]};
-	pid_t pid = runsc_spawn(&launch, &pidfd, &err);
-	close(in[0]), close(out[1]), close(errp[1]);
-	in[0] = out[1] = errp[1] = -1;
+				      .bundle = bundle, .id = s->sb.id, .cg = &s->sb.cg,
+				      .in_fd = in[0], .out_fd = out[1], .err_fd = errp[1]};
+	pid_t pid = runsc_spawn(&launch, &s->keeper_pidfd, err);
 	if (pid < 0) {
 		rc = (int)pid;
 		goto fail;
 	}
-	w.pidfd = pidfd;
-	w.in_fd = in[1];
-	in[1] = -1;
-	w.out_fd = out[0];
-	w.err_fd = errp[0];
-	w.input = input;
-	w.input_len = input_len;
-	watch_run(&w, &sb, l, start_ms, &o);
+	close(in[0]), close(out[1]), close(errp[1]);
+	s->in_fd = in[1];
+	s->out_fd = out[0];
+	s->err_fd = errp[0];
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	struct aj_error e2 = {0};
+	if (started_destroy(s, &e2))
+		error_set(err, err->code, "%s; and %s", err->message, e2.message);
+	return rc;
+}
+
+/* The program, in a started sandbox, under the wall clock from start_ms;
+ * the sandbox is destroyed after. Fills res fully. */
+static int run_in(struct started *s, const struct aj_config *cfg, const struct run_request *req,
+		  double start_ms, struct aj_result *res)
+{
+	const struct aj_limits *l = &cfg->limits;
+	struct aj_error err = {0};
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	char nonce[32];
+	size_t input_len = 0;
+	char *input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				       &input_len);
+	if (!input) {
+		result_sandbox_error(res, "gvisor: out of memory");
+		res->wall_ms = now_ms() - start_ms;
+		started_destroy(s, &err);
+		return -ENOMEM;
+	}
+	struct watch w = {.pidfd = s->keeper_pidfd, .in_fd = s->in_fd, .out_fd = s->out_fd,
+			  .err_fd = s->err_fd, .cancel_fd = req->cancel_fd, .input = input,
+			  .input_len = input_len};
+	capture_init(&w.out, (size_t)l->output_kb * 1024);
+	/* Room past the cap for boot.py's report; the cap is applied to the
+	 * program's own bytes once the report is stripped. */
+	capture_init(&w.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	watch_run(&w, &s->sb, l, start_ms, &o);
+	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
 
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
-	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+	while (waitid(P_PIDFD, (id_t)s->keeper_pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 		;
+	close(s->keeper_pidfd);
+	s->keeper_pidfd = -1;
 	/* runsc exits with the program's code, or 128 + the signal that ended
 	 * it; killed here, it has none. */
 	int exit_code = si.si_code == CLD_EXITED ? si.si_status : -1;
 	o.init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 	uint64_t oom_kills = 0, peak_kb = 0;
-	cgroup_usage(&sb.cg, &oom_kills, &peak_kb);
+	cgroup_usage(&s->sb.cg, &oom_kills, &peak_kb);
 
 	/* The program's own stderr is capped like stdout. */
 	docker_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
@@ -373,37 +441,116 @@ static int run_with(const struct gvisor_state *st, const char *platform,
 				     exit_code >= 0 ? "exit code" : "killed by signal",
 				     exit_code >= 0 ? exit_code : si.si_status, why[0] ? ": " : "", why);
 	}
-	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
-	if (sandbox_destroy(&sb, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
+	free(input);
+	int rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
+	if (started_destroy(s, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
 		/* The run went fine but the host kept something: say so. */
 		result_sandbox_error(res, "%s", err.message);
 		rc = -EBUSY;
 	}
-	goto out;
-
-fail:
-	result_sandbox_error(res, "%s", err.message);
-	{
-		struct aj_error e2 = {0};
-		if (sandbox_destroy(&sb, &e2))
-			result_sandbox_error(res, "%s; and %s", err.message, e2.message);
-	}
-	capture_free(&w.out);
-	capture_free(&w.err);
-	res->wall_ms = now_ms() - start_ms;
-out:
-	free(input);
-	int fds[] = {in[0], in[1], out[0], out[1], errp[0], errp[1], w.in_fd, pidfd};
-	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
 	return rc;
+}
+
+static int run_with(const struct gvisor_state *st, const char *platform,
+		    const struct aj_config *cfg, const struct run_request *req,
+		    struct aj_result *res)
+{
+	struct started s;
+	struct aj_error err = {0};
+	double start_ms = now_ms();
+	int rc = start_sandbox(st, platform, cfg, &s, &err);
+	if (rc) {
+		result_sandbox_error(res, "%s", err.message);
+		res->wall_ms = now_ms() - start_ms;
+		return rc;
+	}
+	return run_in(&s, cfg, req, start_ms, res);
+}
+
+/* ---- the pool ---- */
+
+/* Keeps st->want sandboxes started. The keepers are this thread's children:
+ * they die with it (PDEATHSIG), which is only at close. */
+static void *pool_filler(void *arg)
+{
+	struct gvisor_state *st = arg;
+	pthread_mutex_lock(&st->mu);
+	while (!st->stopping) {
+		if (st->nready >= st->want) {
+			pthread_cond_wait(&st->cv, &st->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&st->mu);
+		struct started s;
+		struct aj_error e = {0};
+		int rc = start_sandbox(st, st->platform, st->cfg, &s, &e);
+		pthread_mutex_lock(&st->mu);
+		if (rc) {
+			/* A run starts its own meanwhile; try again in a second. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&st->cv, &st->mu, &until);
+			continue;
+		}
+		if (st->stopping || st->nready >= st->want) {
+			pthread_mutex_unlock(&st->mu);
+			started_destroy(&s, &e);
+			pthread_mutex_lock(&st->mu);
+			continue;
+		}
+		st->ready[st->nready++] = s;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return NULL;
+}
+
+/* A started sandbox from the pool, still alive; false when none is ready
+ * (the run starts its own rather than wait). */
+static bool pool_take(struct gvisor_state *st, struct started *out)
+{
+	pthread_mutex_lock(&st->mu);
+	while (st->nready) {
+		*out = st->ready[--st->nready];
+		pthread_cond_signal(&st->cv);
+		struct pollfd p = {.fd = out->keeper_pidfd, .events = POLLIN};
+		if (poll(&p, 1, 0) == 0) {
+			pthread_mutex_unlock(&st->mu);
+			return true;
+		}
+		/* It ended while it waited (runsc failed): never used. */
+		pthread_mutex_unlock(&st->mu);
+		struct aj_error e = {0};
+		started_destroy(out, &e);
+		pthread_mutex_lock(&st->mu);
+	}
+	pthread_mutex_unlock(&st->mu);
+	return false;
+}
+
+static void pool_stop(struct gvisor_state *st)
+{
+	if (!st->filling)
+		return;
+	pthread_mutex_lock(&st->mu);
+	st->stopping = true;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+	pthread_join(st->filler, NULL);
+	st->filling = false;
+	struct aj_error e = {0};
+	while (st->nready)
+		started_destroy(&st->ready[--st->nready], &e);
 }
 
 static int gvisor_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		      struct aj_result *res)
 {
-	const struct gvisor_state *st = state;
+	struct gvisor_state *st = state;
+	struct started s;
+	/* Pooled: the wall clock starts as the program goes in. */
+	if (st->want && pool_take(st, &s))
+		return run_in(&s, cfg, req, now_ms(), res);
 	return run_with(st, st->platform, cfg, req, res);
 }
 
@@ -659,6 +806,22 @@ static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_erro
 	} else {
 		choose_platform(st, cfg);
 	}
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	st->cfg = cfg;
+	if (cfg->vm_pool) {
+		if (!(st->ready = calloc(cfg->vm_pool, sizeof *st->ready))) {
+			rc = error_set(err, -ENOMEM, "open: out of memory");
+			goto fail;
+		}
+		st->want = cfg->vm_pool;
+		if ((rc = -pthread_create(&st->filler, NULL, pool_filler, st))) {
+			free(st->ready);
+			error_set(err, rc, "gvisor: starting the pool: %s", errno_name(-rc));
+			goto fail;
+		}
+		st->filling = true;
+	}
 	*state = st;
 	return 0;
 fail:
@@ -668,7 +831,14 @@ fail:
 
 static void gvisor_close(void *state)
 {
-	free(state);
+	struct gvisor_state *st = state;
+	if (!st)
+		return;
+	pool_stop(st);
+	free(st->ready);
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st);
 }
 
 static int gvisor_check(const struct aj_config *cfg, struct aj_error *err)
