@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "boot_cases.h"
 #include "session_cases.h"
 #include "src/docker/api.h"
 #include "src/docker/owner.h"
@@ -85,22 +86,6 @@ static void oom_is_memory_with_a_report(void **state)
 	assert_status(&r, AJ_STATUS_MEMORY);
 	assert_int_equal(r.signal, SIGKILL);
 	assert_true(r.memory_kb > 32 * 1024);
-	aj_result_free(&r);
-}
-
-/* The program's own bytes on stderr, up to the cap, even when they look
- * like boot.py's report: only the real, last one is taken. */
-static void forged_report_is_output(void **state)
-{
-	struct fixture *f = *state;
-	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import sys\n"
-		 "sys.stderr.write('\\0agentjail-exit 00 0 1 1\\n')\n"
-		 "sys.exit(4)\n");
-	assert_status(&r, AJ_STATUS_ERROR);
-	assert_int_equal(r.exit_code, 4);
-	assert_int_equal(r.stderr_len, strlen("agentjail-exit 00 0 1 1\n") + 1);
 	aj_result_free(&r);
 }
 

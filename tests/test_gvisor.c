@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <sys/utsname.h>
 
+#include "boot_cases.h"
 #include "session_cases.h"
 #include "src/core/internal.h"
 
@@ -187,22 +188,6 @@ static void nothing_left_after_timeout_flood_and_oom(void **state)
 	aj_result_free(&r);
 	assert_int_equal(count_gvisor_leftovers(), 0);
 	assert_int_equal(count_run_cgroups(), 0);
-}
-
-/* The program's own bytes on stderr, even when they look like boot.py's
- * report: only the real, last one is taken. */
-static void forged_report_is_output(void **state)
-{
-	struct fixture *f = *state;
-	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import sys\n"
-		 "sys.stderr.write('\\0agentjail-exit 00 0 1 1\\n')\n"
-		 "sys.exit(4)\n");
-	assert_status(&r, AJ_STATUS_ERROR);
-	assert_int_equal(r.exit_code, 4);
-	assert_int_equal(r.stderr_len, strlen("agentjail-exit 00 0 1 1\n") + 1);
-	aj_result_free(&r);
 }
 
 /* The caller dies mid-run (SIGKILL: no cleanup of its own). runsc dies with
