@@ -294,6 +294,36 @@ static void process_limit_is_the_programs(void **state)
 	aj_result_free(&r);
 }
 
+/* gVisor ignores RLIMIT_CPU: the supervisor reads the sandbox cgroup's CPU
+ * time and stops a run, or a session's call, past the limit (plus an
+ * allowance for gVisor's own), well before a long wall clock. */
+static void cpu_limit_is_watched_from_the_host(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	f->cfg.limits.cpu_sec = 1;
+	f->cfg.limits.wall_sec = 60;
+	run_code(&f->cfg, &r, "while True:\n    pass\n");
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "CPU time limit of 1 s"));
+	assert_int_equal(r.signal, SIGKILL);
+	aj_result_free(&r);
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_open(&f->cfg, &s, &err), 0);
+	const char *loop = "while True:\n    pass\n";
+	aj_session_run(s, loop, strlen(loop), &r);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "CPU time limit of 1 s"));
+	aj_result_free(&r);
+	/* The session goes on, with a fresh interpreter. */
+	aj_session_run(s, "print(3)\n", strlen("print(3)\n"), &r);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "3\n");
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
 /* vm_pool: sandboxes started ahead, each serving one run: a run sees
  * nothing of another, and closing leaves nothing (the teardown counts
  * processes, run directories and cgroups). */
@@ -365,6 +395,7 @@ int main(void)
 		HOSTILE_TEST(unknown_platform_is_refused),
 		HOSTILE_TEST(process_limit_is_the_programs),
 		HOSTILE_TEST(pool_runs_are_fresh),
+		HOSTILE_TEST(cpu_limit_is_watched_from_the_host),
 	};
 	return cmocka_run_group_tests_name("gvisor tier", tests, NULL, NULL);
 }

@@ -314,6 +314,50 @@ void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *p
 		*peak_kb = strtoull(buf, NULL, 10) / 1024;
 }
 
+/* utime + stime + cutime + cstime of one process, in clock ticks. */
+static long long proc_cpu_ticks(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* gone meanwhile */
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The command name may hold spaces and parentheses: fields start
+	 * after the last ')'. utime is field 14, so the 12th after it. */
+	char *p = strrchr(buf, ')');
+	long long v[4] = {0};
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld",
+			 &v[0], &v[1], &v[2], &v[3]) != 4)
+		return 0;
+	return v[0] + v[1] + v[2] + v[3];
+}
+
+double cgroup_cpu_ms(const struct cgroup_run *run)
+{
+	char buf[1024];
+	if (run->version == 2) {
+		if (read_text(run->dir[0], "cpu.stat", buf, sizeof buf))
+			return -1;
+		return (double)keyed_value(buf, "usage_usec") / 1000.0;
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/cgroup.procs", run->dir[CG_PIDS]);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	long long ticks = 0;
+	int pid;
+	while (fscanf(f, "%d", &pid) == 1)
+		ticks += proc_cpu_ticks(pid);
+	fclose(f);
+	return (double)ticks * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
 int cgroup_kill_all(const struct cgroup_run *run)
 {
 	/* The pids hierarchy (v1) or the one directory (v2) lists them all. */

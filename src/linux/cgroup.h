@@ -55,6 +55,11 @@ int cgroup_join_self(const char *const *files, struct setup_error *e);
 int cgroup_open_dir(const struct cgroup_run *run);
 /* After the run: how often the OOM killer struck in it, and its peak memory. */
 void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb);
+/* CPU time used in the run's cgroup so far, in ms: v2's cpu.stat (every
+ * task that ever ran there); v1, whose cpu hierarchy keeps no usage, the
+ * sum of the user and system time of the processes in it now and of the
+ * children they reaped (/proc/PID/stat). -1 if it cannot be read. */
+double cgroup_cpu_ms(const struct cgroup_run *run);
 /* SIGKILLs every process in the run's cgroup until none is left (or 2 s
  * have passed): for a sandbox whose processes are not under an init of
  * ours (the gvisor tier's runsc, sentry and gofer). 0, or -EBUSY if some

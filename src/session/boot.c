@@ -70,6 +70,8 @@
 /* Room for boot's frames read but not yet parsed: one recv is at most
  * 64 KiB, and whole frames are taken after each. */
 #define RAW_MAX (4u * FRAME_CHUNK)
+/* How often a sandbox's CPU time is read where the tier watches it. */
+#define BOOT_CPU_CHECK_MS 200.0
 /* boot's own stderr: only its last words matter (why it failed). */
 #define BOOT_ERR_MAX 4096u
 
@@ -505,6 +507,12 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	const double start = now_ms();
 	const double deadline = start + l->wall_sec * 1000.0;
 	int cancel = c->cancel_fd;
+	/* Where the sandbox does not enforce RLIMIT_CPU (gVisor), its CPU
+	 * time is watched from here instead. */
+	const double cpu_base = ds->cpu_ms ? ds->cpu_ms(ds) : -1;
+	const double cpu_limit = (double)l->cpu_sec * 1000.0 + ds->cpu_allowance_ms;
+	double next_cpu = cpu_base >= 0 ? start + BOOT_CPU_CHECK_MS : INFINITY;
+	bool cpu_exceeded = false;
 
 	/* Until the reply or the interpreter's end, and the frame being sent
 	 * is whole (the stream's framing must survive into the next call). */
@@ -513,6 +521,14 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		if (!k.kill_at && !k.replied && !k.ended && now >= deadline) {
 			k.o.timed_out = true;
 			stop_call(&k);
+		}
+		if (!k.kill_at && !k.replied && !k.ended && now >= next_cpu) {
+			next_cpu = now + BOOT_CPU_CHECK_MS;
+			if (ds->cpu_ms(ds) - cpu_base > cpu_limit) {
+				k.o.timed_out = true;
+				cpu_exceeded = true;
+				stop_call(&k);
+			}
 		}
 		if (k.kill_at && now >= k.kill_at) {
 			broken = true;
@@ -523,7 +539,7 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 			broken = true;
 			break;
 		}
-		double until = k.kill_at ? k.kill_at : deadline;
+		double until = k.kill_at ? k.kill_at : deadline < next_cpu ? deadline : next_cpu;
 		if (k.replied || k.ended)
 			until = now + STOP_GRACE_MS; /* only finishing a frame */
 		int timeout = (int)ceil(until - now);
@@ -607,6 +623,10 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	outcome_to_result(&k.o, l, &k.out, &k.err, res);
 	capture_free(&k.out);
 	capture_free(&k.err);
+	if (cpu_exceeded && res->status == AJ_STATUS_TIMEOUT)
+		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
+					"its runtime's own included)",
+				   l->cpu_sec);
 	label_oom(ds, &k, since, l, res);
 	if (k.bad_reply)
 		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "

@@ -30,6 +30,11 @@ struct boot_session {
 	/* Whether the OOM killer struck in the sandbox since `since` (now_ms
 	 * of the call's start); NULL: it cannot be told. */
 	bool (*oom_since)(struct boot_session *bs, double since);
+	/* Where the sandbox does not enforce RLIMIT_CPU itself (gVisor): the
+	 * CPU time its whole sandbox has used, in ms (-1: unknown), watched
+	 * against each call's limit plus cpu_allowance_ms; NULL: not needed. */
+	double (*cpu_ms)(struct boot_session *bs);
+	double cpu_allowance_ms;
 };
 
 /* Sets up the buffers (fd, err_fd, multiplexed, tier and the two hooks are

@@ -76,6 +76,13 @@
  * bomb: runsc exits 2 without a word). */
 #define GVISOR_HOST_TASKS 256
 #define GVISOR_TASKS_PER_PROCESS 32
+/* gVisor does not enforce RLIMIT_CPU: the supervisor reads the CPU time of
+ * the run's cgroup every CPU_CHECK_MS and stops the sandbox past the limit.
+ * The cgroup's time includes runsc's, the gofer's and the sentry's own
+ * (starting them and the interpreter takes 0.3-0.6 s of CPU here), hence
+ * the allowance on top of the program's limit. */
+#define CPU_CHECK_MS 200.0
+#define CPU_ALLOWANCE_MS 1500.0
 /* How long a KVM probe run may take before KVM is judged unusable. */
 #define KVM_PROBE_SEC 15.0
 #define PLATFORM_CACHE "/var/lib/agentjail/gvisor-platform"
@@ -214,6 +221,8 @@ static int sandbox_destroy(struct sandbox *sb, struct aj_error *err)
 
 struct watch {
 	int pidfd, in_fd, out_fd, err_fd, cancel_fd;
+	bool cpu_exceeded;      /* the cgroup's CPU time passed the limit */
+	double cpu_used;        /* its CPU time since the program went in, last read */
 	const char *input;
 	size_t input_len, input_sent;
 	struct capture out, err;
@@ -225,11 +234,24 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 		      double start_ms, struct outcome *o)
 {
 	const double deadline = start_ms + l->wall_sec * 1000.0;
+	/* The CPU the sandbox used before the program went in (a pooled one
+	 * started earlier) is not the program's. */
+	double cpu_base = cgroup_cpu_ms(&sb->cg);
+	const double cpu_limit = (double)l->cpu_sec * 1000.0 + CPU_ALLOWANCE_MS;
+	double next_cpu_check = now_ms() + CPU_CHECK_MS;
 	bool open_fds[2] = {true, true}, stopping = false;
 	for (;;) {
 		if (!stopping && now_ms() >= deadline) {
 			o->timed_out = true;
 			stopping = true;
+		}
+		if (!stopping && cpu_base >= 0 && now_ms() >= next_cpu_check) {
+			next_cpu_check = now_ms() + CPU_CHECK_MS;
+			w->cpu_used = cgroup_cpu_ms(&sb->cg) - cpu_base;
+			if (w->cpu_used > cpu_limit) {
+				w->cpu_exceeded = true;
+				stopping = true;
+			}
 		}
 		if (stopping) {
 			/* runsc, sentry, gofer and the program: all of them, at
@@ -244,7 +266,8 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 			{.fd = open_fds[1] && !stopping ? w->err_fd : -1, .events = POLLIN},
 			{.fd = !stopping ? w->cancel_fd : -1, .events = POLLIN},
 		};
-		double left = stopping ? 50 : deadline - now_ms();
+		double until = deadline < next_cpu_check ? deadline : next_cpu_check;
+		double left = stopping ? 50 : until - now_ms();
 		int n = poll(p, 5, left < 0 ? 0 : (int)left + 1);
 		if (n < 0 && errno != EINTR) {
 			stopping = true; /* never run unwatched */
@@ -425,7 +448,19 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	outcome_to_result(&o, l, &w.out, &w.err, res);
 	if (!o.exited_report && peak_kb)
 		res->memory_kb = peak_kb;
-	if (oom_kills && !o.cancelled && res->status != AJ_STATUS_OK &&
+	if (!o.exited_report && w.cpu_used > 0)
+		res->cpu_ms = w.cpu_used; /* the sandbox's, as last read */
+	if (w.cpu_exceeded && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT) {
+		/* Stopped here for its CPU time, as RLIMIT_CPU's hard limit
+		 * would have stopped it on another tier. */
+		res->status = AJ_STATUS_TIMEOUT;
+		res->has_exit_code = false;
+		res->exit_code = 0;
+		res->signal = SIGKILL;
+		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
+					"gVisor's own included, counted by its cgroup)",
+				   l->cpu_sec);
+	} else if (oom_kills && !o.cancelled && res->status != AJ_STATUS_OK &&
 	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
 		/* The kernel's OOM killer in the sandbox's cgroup: the program
 		 * (and gVisor's memory for it) passed the limit. */
@@ -682,6 +717,11 @@ static bool session_oom_since(struct boot_session *bs, double since)
 	return kills > gs->oom_before;
 }
 
+static double session_cpu_ms(struct boot_session *bs)
+{
+	return cgroup_cpu_ms(&((struct gvisor_session *)bs)->sb.cg);
+}
+
 static void gvisor_session_close(void *session)
 {
 	struct gvisor_session *gs = session;
@@ -705,6 +745,8 @@ static int gvisor_session_open(void *state, const struct aj_config *cfg, void **
 	gs->bs.fd = gs->bs.err_fd = -1;
 	gs->bs.destroy = session_destroy;
 	gs->bs.oom_since = session_oom_since;
+	gs->bs.cpu_ms = session_cpu_ms;
+	gs->bs.cpu_allowance_ms = CPU_ALLOWANCE_MS;
 	/* The limits of a run, with the session's total CPU as the sandbox's
 	 * RLIMIT_CPU: the interpreter's hard limit, under which repl.py sets
 	 * each call's soft one. */
