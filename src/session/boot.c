@@ -84,6 +84,7 @@ struct frame {
 
 void boot_session_init(struct boot_session *bs)
 {
+	bs->out_fd = -1;
 	capture_init(&bs->raw, RAW_MAX);
 	capture_init(&bs->boot_err, BOOT_ERR_MAX);
 }
@@ -124,6 +125,12 @@ void boot_session_feed(struct boot_session *bs, const char *p, size_t n)
 	take_bytes(bs, p, n);
 }
 
+/* Where boot's frames are read: fd, or a pipe of their own (non-blocking). */
+static int in_fd(const struct boot_session *ds)
+{
+	return ds->out_fd >= 0 ? ds->out_fd : ds->fd;
+}
+
 /* Reads what is there now (at most `reads` recvs, and no more than ds->raw
  * has room for: the caller takes the frames, then reads again) into
  * ds->raw; false at EOF or on an error or a protocol violation (ds->dead
@@ -133,7 +140,10 @@ static bool pump(struct boot_session *ds, int reads)
 	char buf[FRAME_CHUNK];
 	drain_boot_err(ds);
 	for (int i = 0; i < reads && ds->raw.len + sizeof buf <= RAW_MAX; i++) {
-		ssize_t n = recv(ds->fd, buf, sizeof buf, MSG_DONTWAIT);
+		/* A socket may be a blocking one (Docker's attach stream); the
+		 * pipe is non-blocking. */
+		ssize_t n = ds->out_fd >= 0 ? read(ds->out_fd, buf, sizeof buf)
+					    : recv(ds->fd, buf, sizeof buf, MSG_DONTWAIT);
 		if (n > 0) {
 			take_bytes(ds, buf, (size_t)n);
 			/* A frame larger than boot ever sends: not boot talking. */
@@ -265,7 +275,7 @@ static int wait_ready(struct boot_session *ds, struct aj_error *err)
 			return error_set(err, -ETIMEDOUT,
 					 "%s: session: the sandbox was not ready within %.0f s", ds->tier,
 					 SESSION_START_MS / 1000);
-		struct pollfd p = {.fd = ds->fd, .events = POLLIN};
+		struct pollfd p = {.fd = in_fd(ds), .events = POLLIN};
 		poll(&p, 1, (int)ceil(left));
 	}
 }
@@ -546,11 +556,13 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		if (timeout < 0)
 			timeout = 0;
 		bool writing = outgoing_pending(&k.g);
-		struct pollfd p[2] = {
-			{.fd = ds->fd, .events = POLLIN | (writing ? POLLOUT : 0)},
+		bool apart = ds->out_fd >= 0;
+		struct pollfd p[3] = {
+			{.fd = in_fd(ds), .events = POLLIN | (writing && !apart ? POLLOUT : 0)},
 			{.fd = !k.kill_at ? cancel : -1, .events = POLLIN},
+			{.fd = writing && apart ? ds->fd : -1, .events = POLLOUT},
 		};
-		int n = poll(p, 2, timeout);
+		int n = poll(p, 3, timeout);
 		if (n < 0 && errno != EINTR) {
 			broken = true;
 			break;

@@ -13,7 +13,9 @@
 
 struct boot_session {
 	const char *tier;           /* "docker", "gvisor": messages name it */
-	int fd;                     /* non-blocking socket: frames out and in */
+	int fd;                     /* non-blocking socket: frames out (and in) */
+	/* Where boot's stdout is read, when it is not fd (a pipe): -1 for fd. */
+	int out_fd;
 	/* The docker attach stream multiplexes boot's stdout and stderr;
 	 * elsewhere fd carries stdout alone and err_fd boot's stderr. */
 	bool multiplexed;
@@ -37,8 +39,8 @@ struct boot_session {
 	double cpu_allowance_ms;
 };
 
-/* Sets up the buffers (fd, err_fd, multiplexed, tier and the two hooks are
- * the caller's to fill). */
+/* Sets up the buffers, and out_fd -1 (fd, out_fd, err_fd, multiplexed, tier
+ * and the hooks are the caller's to fill). */
 void boot_session_init(struct boot_session *bs);
 /* Feeds bytes that arrived before the stream was handed over (Docker's,
  * with its 101 reply). */

@@ -673,13 +673,14 @@ static void choose_platform(struct gvisor_state *st, const struct aj_config *cfg
 #define BACKSTOP_MARGIN_SEC 60.0
 
 /* One gVisor sandbox with boot.py in its session mode; the calls are
- * src/session/boot.c's, over a socket that is runsc's stdin and stdout
- * (a socket, not pipes: frames go both ways, and a send to a sandbox that
- * is gone must fail with EPIPE, never raise SIGPIPE in the caller). */
+ * src/session/boot.c's: frames go in on runsc's stdin (a socket: a send to
+ * a sandbox that is gone fails with EPIPE, never SIGPIPE in the caller)
+ * and come back on its stdout. The sandbox is started as a run's is, or
+ * taken from the pool: boot.py there waits for a header, which says
+ * "session" here. */
 struct gvisor_session {
 	struct boot_session bs;     /* first: boot.c's hooks get it back */
-	struct sandbox sb;
-	int keeper_pidfd;
+	struct started s;
 	uint64_t oom_before;        /* the cgroup's OOM kills when the call began */
 	bool destroyed;
 };
@@ -690,22 +691,10 @@ static void session_destroy(struct boot_session *bs)
 	if (gs->destroyed)
 		return;
 	gs->destroyed = true;
-	cgroup_kill_all(&gs->sb.cg);
-	if (gs->keeper_pidfd >= 0) {
-		siginfo_t si;
-		while (waitid(P_PIDFD, (id_t)gs->keeper_pidfd, &si, WEXITED | __WALL) < 0 &&
-		       errno == EINTR)
-			;
-		close(gs->keeper_pidfd);
-		gs->keeper_pidfd = -1;
-	}
-	if (bs->fd >= 0)
-		close(bs->fd);
-	if (bs->err_fd >= 0)
-		close(bs->err_fd);
-	bs->fd = bs->err_fd = -1;
+	/* The stream's fds are the started sandbox's: closed with it. */
+	bs->fd = bs->out_fd = bs->err_fd = -1;
 	struct aj_error e = {0};
-	sandbox_destroy(&gs->sb, &e);
+	started_destroy(&gs->s, &e);
 }
 
 static bool session_oom_since(struct boot_session *bs, double since)
@@ -713,13 +702,13 @@ static bool session_oom_since(struct boot_session *bs, double since)
 	(void)since; /* the count at the call's start stands for it */
 	struct gvisor_session *gs = (struct gvisor_session *)bs;
 	uint64_t kills = 0, peak = 0;
-	cgroup_usage(&gs->sb.cg, &kills, &peak);
+	cgroup_usage(&gs->s.sb.cg, &kills, &peak);
 	return kills > gs->oom_before;
 }
 
 static double session_cpu_ms(struct boot_session *bs)
 {
-	return cgroup_cpu_ms(&((struct gvisor_session *)bs)->sb.cg);
+	return cgroup_cpu_ms(&((struct gvisor_session *)bs)->s.sb.cg);
 }
 
 static void gvisor_session_close(void *session)
@@ -735,11 +724,10 @@ static void gvisor_session_close(void *session)
 static int gvisor_session_open(void *state, const struct aj_config *cfg, void **out,
 			       struct aj_error *err)
 {
-	const struct gvisor_state *st = state;
+	struct gvisor_state *st = state;
 	struct gvisor_session *gs = calloc(1, sizeof *gs);
 	if (!gs)
 		return error_set(err, -ENOMEM, "gvisor: session: out of memory");
-	gs->keeper_pidfd = -1;
 	boot_session_init(&gs->bs);
 	gs->bs.tier = "gvisor";
 	gs->bs.fd = gs->bs.err_fd = -1;
@@ -747,39 +735,18 @@ static int gvisor_session_open(void *state, const struct aj_config *cfg, void **
 	gs->bs.oom_since = session_oom_since;
 	gs->bs.cpu_ms = session_cpu_ms;
 	gs->bs.cpu_allowance_ms = CPU_ALLOWANCE_MS;
-	/* The limits of a run, with the session's total CPU as the sandbox's
-	 * RLIMIT_CPU: the interpreter's hard limit, under which repl.py sets
-	 * each call's soft one. */
-	struct aj_config scfg = *cfg;
-	scfg.limits.cpu_sec = cfg->session.cpu_sec;
-	int sv[2] = {-1, -1}, errp[2] = {-1, -1};
-	int rc = sandbox_make(st, &scfg, &gs->sb, err);
-	if (rc)
-		goto fail;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe_cloexec(errp, 1) < 0) {
-		rc = error_set(err, -errno, "gvisor: session: socketpair: %s", errno_name(errno));
+	/* RLIMIT_CPU, the interpreter's hard limit under which repl.py sets
+	 * each call's soft one, is not enforced by gVisor: each call's CPU is
+	 * watched from here (boot.c), so a run's sandbox serves as well. */
+	int rc = 0;
+	if (!(st->want && pool_take(st, &gs->s)) &&
+	    (rc = start_sandbox(st, st->platform, cfg, &gs->s, err))) {
+		gs->destroyed = true; /* start_sandbox left nothing */
 		goto fail;
 	}
-	char bundle[PATH_MAX + 16], rstate[PATH_MAX + 16];
-	snprintf(bundle, sizeof bundle, "%s/bundle", gs->sb.dir);
-	snprintf(rstate, sizeof rstate, "%s/state", gs->sb.dir);
-	struct runsc_launch launch = {.runsc = st->runsc, .platform = st->platform,
-				      .state = rstate, .bundle = bundle, .id = gs->sb.id,
-				      .cg = &gs->sb.cg, .in_fd = sv[1], .out_fd = sv[1],
-				      .err_fd = errp[1]};
-	pid_t pid = runsc_spawn(&launch, &gs->keeper_pidfd, err);
-	close(sv[1]);
-	close(errp[1]);
-	if (pid < 0) {
-		close(sv[0]);
-		close(errp[0]);
-		rc = (int)pid;
-		goto fail;
-	}
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	gs->bs.fd = sv[0];
-	gs->bs.err_fd = errp[0];
+	gs->bs.fd = gs->s.in_fd;
+	gs->bs.out_fd = gs->s.out_fd;
+	gs->bs.err_fd = gs->s.err_fd;
 	if ((rc = boot_session_start(&gs->bs, cfg->session.lifetime_sec + BACKSTOP_MARGIN_SEC,
 				     err)))
 		goto fail;
@@ -796,7 +763,7 @@ static int gvisor_session_call(void *session, const struct aj_config *cfg,
 {
 	struct gvisor_session *gs = session;
 	uint64_t peak = 0;
-	cgroup_usage(&gs->sb.cg, &gs->oom_before, &peak);
+	cgroup_usage(&gs->s.sb.cg, &gs->oom_before, &peak);
 	return boot_session_call(&gs->bs, cfg, call, res, ans);
 }
 
