@@ -456,13 +456,13 @@ def test_privileges_match_each_tier():
         caps = sec.get("capabilities", {})
         host_paths = {v["hostPath"]["path"] for v in pod_spec(w)["volumes"] if "hostPath" in v}
         assert sec.get("readOnlyRootFilesystem") is True, f"{path.name}: writable root"
-        if tier == "container":
+        if tier in ("container", "gvisor"):
             # cgroups in /sys/fs/cgroup: writable only to a privileged container.
             assert sec.get("privileged") is True
             mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
             assert mounts["/var/lib/agentjail/images"].get("readOnly") is True
         else:
-            # Only the container tier is privileged.
+            # Only the container and gvisor tiers are privileged.
             assert not sec.get("privileged"), f"{path.name}: {tier} worker is privileged"
             assert "ALL" in caps.get("drop", []), f"{path.name}: keeps default capabilities"
         if tier in ("process", "microvm"):
