@@ -357,14 +357,19 @@ static void pool_runs_are_fresh(void **state)
 	aj_run(sb, "print(2)\n", strlen("print(2)\n"), &r);
 	assert_status(&r, AJ_STATUS_OK);
 	aj_result_free(&r);
-	/* A session can take a pooled sandbox too: boot.py there waits for
-	 * whichever header comes. */
-	sleep_ms(2000);
+	/* A session under the same config works, and starts no pool of
+	 * its own (the teardown would count its sandboxes). */
 	struct aj_session *s = NULL;
 	assert_int_equal(aj_session_open(&f->cfg, &s, &err), 0);
 	aj_session_run(s, "x = 6 * 7\n", strlen("x = 6 * 7\n"), &r);
 	assert_status(&r, AJ_STATUS_OK);
 	aj_result_free(&r);
+	sleep_ms(2000);
+	char base[PATH_MAX];
+	run_base(f, base, sizeof base);
+	/* The sandbox's pool (2, refilled) and the session's one sandbox. */
+	int dirs = count_entries(base, "run-");
+	assert_true(dirs <= 3);
 	aj_session_run(s, "print(x)\n", strlen("print(x)\n"), &r);
 	assert_status(&r, AJ_STATUS_OK);
 	assert_string_equal(r.stdout_buf, "42\n");

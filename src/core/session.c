@@ -222,7 +222,13 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 		atomic_fetch_sub(&open_sessions, 1);
 		return error_set(err, -ENOMEM, "session: out of memory");
 	}
-	if ((rc = aj_open(cfg, &s->sb, err))) {
+	/* The tier's state opened here serves this one session: a pool of
+	 * sandboxes started ahead (vm_pool) would fill only after the session
+	 * took its own, and then wait, holding uid slots and memory, for runs
+	 * that never come. */
+	struct aj_config scfg = *cfg;
+	scfg.vm_pool = 0;
+	if ((rc = aj_open(&scfg, &s->sb, err))) {
 		atomic_fetch_sub(&open_sessions, 1);
 		free(s);
 		return rc;

@@ -675,9 +675,7 @@ static void choose_platform(struct gvisor_state *st, const struct aj_config *cfg
 /* One gVisor sandbox with boot.py in its session mode; the calls are
  * src/session/boot.c's: frames go in on runsc's stdin (a socket: a send to
  * a sandbox that is gone fails with EPIPE, never SIGPIPE in the caller)
- * and come back on its stdout. The sandbox is started as a run's is, or
- * taken from the pool: boot.py there waits for a header, which says
- * "session" here. */
+ * and come back on its stdout. The sandbox is started as a run's is. */
 struct gvisor_session {
 	struct boot_session bs;     /* first: boot.c's hooks get it back */
 	struct started s;
@@ -724,7 +722,7 @@ static void gvisor_session_close(void *session)
 static int gvisor_session_open(void *state, const struct aj_config *cfg, void **out,
 			       struct aj_error *err)
 {
-	struct gvisor_state *st = state;
+	const struct gvisor_state *st = state;
 	struct gvisor_session *gs = calloc(1, sizeof *gs);
 	if (!gs)
 		return error_set(err, -ENOMEM, "gvisor: session: out of memory");
@@ -738,9 +736,8 @@ static int gvisor_session_open(void *state, const struct aj_config *cfg, void **
 	/* RLIMIT_CPU, the interpreter's hard limit under which repl.py sets
 	 * each call's soft one, is not enforced by gVisor: each call's CPU is
 	 * watched from here (boot.c), so a run's sandbox serves as well. */
-	int rc = 0;
-	if (!(st->want && pool_take(st, &gs->s)) &&
-	    (rc = start_sandbox(st, st->platform, cfg, &gs->s, err))) {
+	int rc = start_sandbox(st, st->platform, cfg, &gs->s, err);
+	if (rc) {
 		gs->destroyed = true; /* start_sandbox left nothing */
 		goto fail;
 	}

@@ -31,7 +31,8 @@
  *            connected and waiting, and replaces them after an idle lifetime;
  *            a run takes one, or makes its own when none is ready. A pooled
  *            VM is as fresh as any: it has run nothing.
- *  session   one VM, restored or pooled like a run's, kept for the session's
+ *  session   one VM, restored like a run's (the core opens a session's tier
+ *            state with no pool), kept for the session's
  *            whole life with its uid slot. VM_SESSION_START carries the
  *            limits and the session interpreter (src/session/repl.py); the
  *            guest (src/vm/guest/session.c) keeps that interpreter alive
