@@ -179,10 +179,12 @@ static int sandbox_make(const struct gvisor_state *st, const struct aj_config *c
 	const char *name = strrchr(sb->cg.dir[0], '/');
 	name = name ? name + 1 : sb->cg.dir[0];
 	snprintf(sb->id, sizeof sb->id, "agentjail-%.80s", name);
-	snprintf(sb->dir, sizeof sb->dir, "%.3000s/%.200s", st->run_base, name);
-	char sub[PATH_MAX + 16];
-	if (mkdir(sb->dir, 0700) < 0)
-		return error_set(err, -errno, "gvisor: mkdir %s: %s", sb->dir, errno_name(errno));
+	char dir[PATH_MAX], sub[PATH_MAX + 16];
+	snprintf(dir, sizeof dir, "%.3000s/%.200s", st->run_base, name);
+	if (mkdir(dir, 0700) < 0)
+		return error_set(err, -errno, "gvisor: mkdir %s: %s", dir, errno_name(errno));
+	/* Only now the run's to remove: never a directory it did not make. */
+	memcpy(sb->dir, dir, sizeof dir);
 	snprintf(sub, sizeof sub, "%s/bundle", sb->dir);
 	if (mkdir(sub, 0700) < 0)
 		return error_set(err, -errno, "gvisor: mkdir %s: %s", sub, errno_name(errno));

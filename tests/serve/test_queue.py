@@ -113,6 +113,7 @@ def test_runs_go_to_a_worker(start, redis, workers):
     s = serve(start, redis)
     r = s.run("print(6*7)")
     assert r.code == 200 and r.json()["stdout"] == "42\n" and r.json()["tier"] == "process"
+    wait_for(lambda: w.runs() >= 1)  # the log line comes through a reader thread
     assert w.runs() == 1
     r = s.run("import time; time.sleep(2)", timeout_sec=0.5)
     assert r.json()["status"] == "timeout"
@@ -152,6 +153,7 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
     assert wait_for(lambda: any("is lost" in l for l in survivor.log))
     assert survivor.runs() == 0
     assert s.run("print('still served')").json()["stdout"] == "still served\n"
+    wait_for(lambda: survivor.runs() >= 1)
     assert survivor.runs() == 1
 
 
@@ -228,6 +230,10 @@ def test_two_workers_share_the_load(start, redis, workers):
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(one, range(n)))
     assert all(r.code == 200 and r.json()["stdout"] == f"{i}\n" for i, r in answers)
+    # A worker logs each run before it answers, but the lines reach this
+    # test through a reader thread of its own: wait for them to arrive,
+    # then count (a run done twice would make more than n).
+    wait_for(lambda: w1.runs() + w2.runs() >= n)
     assert w1.runs() + w2.runs() == n
     assert w1.runs() > 0 and w2.runs() > 0
 
@@ -279,4 +285,5 @@ def test_mcp_tools_call_goes_through_the_queue(start, redis, workers):
     result = r.json()["result"]
     assert result["isError"] is False
     assert result["structuredContent"]["stdout"] == "via worker\n"
+    wait_for(lambda: w.runs() >= 1)
     assert w.runs() == 1
