@@ -81,9 +81,7 @@ int runsc_version(const char *runsc, char *out, size_t n, struct aj_error *err)
 	/* It answers at once or it is broken: either way it ends now. */
 	pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
 	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
-		;
+	spawn_reap(pidfd, &si);
 	close(pidfd);
 	buf[len] = 0;
 	buf[strcspn(buf, "\n")] = 0;
@@ -166,10 +164,8 @@ static void keeper(const struct runsc_launch *l)
 	if (pid < 0)
 		_exit(127);
 	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	while (waitid(P_PIDFD, (id_t)fd, &si, WEXITED) < 0)
-		if (errno != EINTR)
-			_exit(127);
+	if (spawn_reap(fd, &si) < 0)
+		_exit(127);
 	if (si.si_code == CLD_EXITED)
 		_exit(si.si_status);
 	signal(si.si_status, SIG_DFL);

@@ -142,6 +142,19 @@ static int prepare_v1(const char *root, struct cgroup_layout *lay, struct aj_err
 	return 0;
 }
 
+bool cgroup_run_orphaned(const char *dir, const char *name, char *path, size_t n)
+{
+	int pid = 0;
+	struct stat st;
+	if (sscanf(name, "run-%d-", &pid) != 1 || pid <= 0)
+		return false;
+	if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n)
+		return false;
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime < 10)
+		return false;
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
 /* Run cgroups whose maker died before it could remove them (a caller
  * SIGKILLed mid-run or with a session open): their processes died with the
  * sandbox's init, and an empty cgroup left behind is removed here. Only
@@ -152,23 +165,13 @@ static int prepare_v1(const char *root, struct cgroup_layout *lay, struct aj_err
 static void sweep_orphans(const struct cgroup_layout *lay)
 {
 	int n = lay->version == 2 ? 1 : CG_COUNT;
-	time_t now = time(NULL);
 	for (int i = 0; i < n; i++) {
 		DIR *d = opendir(lay->parent[i]);
 		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			int pid = 0;
-			if (sscanf(de->d_name, "run-%d-", &pid) != 1 || pid <= 0)
-				continue;
-			char path[700];
-			struct stat st;
-			snprintf(path, sizeof path, "%.300s/%.300s", lay->parent[i], de->d_name);
-			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || now - st.st_mtime < 10)
-				continue;
-			if (kill(pid, 0) == 0 || errno != ESRCH)
-				continue;
-			rmdir(path);
-		}
+		char path[700];
+		while (d && (de = readdir(d)))
+			if (cgroup_run_orphaned(lay->parent[i], de->d_name, path, sizeof path))
+				rmdir(path);
 		if (d)
 			closedir(d);
 	}

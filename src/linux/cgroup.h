@@ -40,6 +40,12 @@ struct cgroup_run {
  * /sys/fs/cgroup/cgroup.subtree_control: ..."). */
 int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error *err);
 
+/* Whether dir/name is what a run named after its cgroup (run-PID-...) left
+ * when its maker died: a directory at least ten seconds old (far more than
+ * the moment between making it and using it) of a pid no process of this
+ * pid namespace has. Fills path (n bytes) with dir/name. */
+bool cgroup_run_orphaned(const char *dir, const char *name, char *path, size_t n);
+
 /* A new cgroup for one run with the run's limits: memory and swap, pids, one
  * CPU's worth of quota. */
 int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -26,13 +27,15 @@ pid_t spawn_clone(unsigned long flags, int *pidfd)
 	return (pid_t)pid;
 }
 
-pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd)
+/* clone3 with a pidfd, exit_signal, and born in cgroup_fd unless it is -1.
+ * stack 0: the child runs on a copy of ours, as with fork(). */
+static pid_t clone3_pidfd(unsigned long flags, int cgroup_fd, int exit_signal, int *pidfd)
 {
 	int fd = -1;
 	struct clone_args args = {
-		.flags = CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+		.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
 		.pidfd = (uint64_t)(uintptr_t)&fd,
-		.exit_signal = 0,
+		.exit_signal = (uint64_t)exit_signal,
 		.cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0,
 	};
 	long pid = syscall(SYS_clone3, &args, sizeof args);
@@ -43,22 +46,23 @@ pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd)
 	return (pid_t)pid;
 }
 
+pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd)
+{
+	return clone3_pidfd(0, cgroup_fd, 0, pidfd);
+}
+
 pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd)
 {
-	int fd = -1;
-	/* stack 0: the child runs on a copy of ours, as with fork(). */
-	struct clone_args args = {
-		.flags = flags | CLONE_PIDFD | CLONE_INTO_CGROUP,
-		.pidfd = (uint64_t)(uintptr_t)&fd,
-		.exit_signal = SIGCHLD,
-		.cgroup = (uint64_t)cgroup_fd,
-	};
-	long pid = syscall(SYS_clone3, &args, sizeof args);
-	if (pid < 0)
-		return -errno;
-	if (pid > 0)
-		*pidfd = fd;
-	return (pid_t)pid;
+	return clone3_pidfd(flags, cgroup_fd, SIGCHLD, pidfd);
+}
+
+int spawn_reap(int pidfd, siginfo_t *si)
+{
+	memset(si, 0, sizeof *si);
+	while (waitid(P_PIDFD, (id_t)pidfd, si, WEXITED | __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
 }
 
 void close_fds_except(const int *keep, int n)

@@ -2,6 +2,7 @@
 #ifndef AJ_SPAWN_H
 #define AJ_SPAWN_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 /* fork-like clone with namespace flags. In the parent returns the child's pid
@@ -22,6 +23,11 @@ pid_t spawn_clone_into_cgroup(unsigned long flags, int cgroup_fd, int *pidfd);
  * pidfd with __WALL). Only while it does not exec: exec resets the exit
  * signal to SIGCHLD. For a keeper whose status is the answer (gvisor). */
 pid_t spawn_clone_quiet(int cgroup_fd, int *pidfd);
+
+/* Waits (through EINTR) for the child behind pidfd to end, whatever its
+ * exit signal (__WALL), and reaps it: 0 with *si filled, or -errno (si
+ * zeroed) if it cannot be waited for. */
+int spawn_reap(int pidfd, siginfo_t *si);
 
 /* Closes every fd except those in keep[0..n) (n <= 8). */
 void close_fds_except(const int *keep, int n);

@@ -131,20 +131,10 @@ static void sweep_run_dirs(const char *base)
 {
 	DIR *d = opendir(base);
 	struct dirent *de;
-	time_t now = time(NULL);
-	while (d && (de = readdir(d))) {
-		int pid = 0;
-		if (sscanf(de->d_name, "run-%d-", &pid) != 1 || pid <= 0)
-			continue;
-		char path[PATH_MAX];
-		struct stat st;
-		snprintf(path, sizeof path, "%.3000s/%.200s", base, de->d_name);
-		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || now - st.st_mtime < 10)
-			continue;
-		if (kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		remove_tree(path);
-	}
+	char path[PATH_MAX];
+	while (d && (de = readdir(d)))
+		if (cgroup_run_orphaned(base, de->d_name, path, sizeof path))
+			remove_tree(path);
 	if (d)
 		closedir(d);
 }
@@ -343,12 +333,9 @@ static int started_destroy(struct started *s, struct aj_error *err)
 {
 	if (s->sb.have_cg)
 		cgroup_kill_all(&s->sb.cg);
-	if (s->keeper_pidfd >= 0) {
-		siginfo_t si;
-		while (waitid(P_PIDFD, (id_t)s->keeper_pidfd, &si, WEXITED | __WALL) < 0 &&
-		       errno == EINTR)
-			;
-	}
+	siginfo_t si;
+	if (s->keeper_pidfd >= 0)
+		spawn_reap(s->keeper_pidfd, &si);
 	started_close_fds(s);
 	return sandbox_destroy(&s->sb, err);
 }
@@ -401,6 +388,16 @@ fail:
 	return rc;
 }
 
+/* The sandbox was ended from the host (SIGKILL to its cgroup, or the OOM
+ * killer's to the sentry): the program has no exit code of its own. */
+static void killed_by_host(struct aj_result *res, enum aj_status status)
+{
+	res->status = status;
+	res->has_exit_code = false;
+	res->exit_code = 0;
+	res->signal = SIGKILL;
+}
+
 /* The program, in a started sandbox, under the wall clock from start_ms;
  * the sandbox is destroyed after. Fills res fully. */
 static int run_in(struct started *s, const struct aj_config *cfg, const struct run_request *req,
@@ -431,9 +428,7 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
 
 	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	while (waitid(P_PIDFD, (id_t)s->keeper_pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-		;
+	spawn_reap(s->keeper_pidfd, &si);
 	close(s->keeper_pidfd);
 	s->keeper_pidfd = -1;
 	/* runsc exits with the program's code, or 128 + the signal that ended
@@ -455,10 +450,7 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	if (w.cpu_exceeded && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT) {
 		/* Stopped here for its CPU time, as RLIMIT_CPU's hard limit
 		 * would have stopped it on another tier. */
-		res->status = AJ_STATUS_TIMEOUT;
-		res->has_exit_code = false;
-		res->exit_code = 0;
-		res->signal = SIGKILL;
+		killed_by_host(res, AJ_STATUS_TIMEOUT);
 		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
 					"gVisor's own included, counted by its cgroup)",
 				   l->cpu_sec);
@@ -466,10 +458,7 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
 		/* The kernel's OOM killer in the sandbox's cgroup: the program
 		 * (and gVisor's memory for it) passed the limit. */
-		res->status = AJ_STATUS_MEMORY;
-		res->has_exit_code = false;
-		res->exit_code = 0;
-		res->signal = SIGKILL;
+		killed_by_host(res, AJ_STATUS_MEMORY);
 		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
 					"ended the sandbox",
 				   l->memory_mb);
