@@ -145,21 +145,28 @@ static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
 
 /* Run cgroups (agentjail/run-*) under /sys/fs/cgroup whose name starts
  * with prefix. */
+/* Entries of dir whose name starts with prefix (0 if dir is missing). */
+static inline int count_dir_entries(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static inline int count_cgroups_named(const char *prefix)
 {
 	static const char *const parents[] = {
 		"/sys/fs/cgroup/agentjail", "/sys/fs/cgroup/memory/agentjail",
 		"/sys/fs/cgroup/pids/agentjail", "/sys/fs/cgroup/cpu/agentjail"};
 	int n = 0;
-	for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++) {
-		DIR *d = opendir(parents[i]);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
-				n++;
-		if (d)
-			closedir(d);
-	}
+	for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++)
+		n += count_dir_entries(parents[i], prefix);
 	return n;
 }
 

@@ -56,25 +56,6 @@ static int count_labelled_containers(void)
 
 /* ---- the container is gone, whatever way the run ended ---- */
 
-static void gone_after_timeout_and_flood(void **state)
-{
-	struct fixture *f = *state;
-	struct aj_result r;
-	f->cfg.limits.wall_sec = 1;
-	run_code(&f->cfg, &r, "import time\ntime.sleep(30)\n");
-	assert_status(&r, AJ_STATUS_TIMEOUT);
-	aj_result_free(&r);
-	assert_int_equal(count_labelled_containers(), 0);
-	f->cfg.limits.wall_sec = 10;
-	f->cfg.limits.output_kb = 64;
-	run_code(&f->cfg, &r, "import sys\nwhile True:\n    sys.stderr.write('y' * 65536)\n");
-	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
-	assert_true(r.stderr_truncated);
-	assert_int_equal(r.stderr_len, 64 * 1024);
-	aj_result_free(&r);
-	assert_int_equal(count_labelled_containers(), 0);
-}
-
 /* The OOM killer's SIGKILL to the program is status memory, from Docker's
  * OOMKilled flag, with boot.py (PID 1) still there to report. */
 static void oom_is_memory_with_a_report(void **state)
