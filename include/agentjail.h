@@ -128,6 +128,14 @@ struct aj_config {
 	const char *docker_socket;
 	const char *docker_image;
 	struct aj_session_limits session;
+	/* process and container tiers: warm mode. Each run is a fork of an
+	 * interpreter started once (a zygote, src/linux/warm.c), still with
+	 * its own namespaces, uid, tmpfs, limits and filter; the zygote is
+	 * replaced after a number of runs or when it dies. preload: modules
+	 * the zygote imports before its first run, comma-separated
+	 * ("numpy,pandas"); NULL or "" for none. Only with warm. */
+	bool warm;
+	const char *preload;
 };
 
 #define AJ_ERROR_MAX 512
