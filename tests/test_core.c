@@ -77,6 +77,93 @@ static void config_rejects_out_of_range(void **state)
 	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
 }
 
+/* Warm mode is for the tiers that fork runs from a zygote on this host, and
+ * preload is refused unless it is a list of plain module names; each
+ * refusal names the problem. */
+static void config_checks_warm_and_preload(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	struct aj_error e;
+	aj_config_init(&c);
+	assert_false(c.warm);
+	assert_null(c.preload);
+
+	for (int t = 0; t < AJ_TIER_COUNT; t++) {
+		aj_config_init(&c);
+		c.tier = (enum aj_tier)t;
+		c.warm = true;
+		if (t == AJ_TIER_PROCESS || t == AJ_TIER_CONTAINER) {
+			assert_int_equal(aj_config_validate(&c, &e), 0);
+			continue;
+		}
+		assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+		char want[160];
+		snprintf(want, sizeof want,
+			 "warm: the %s tier has no warm mode (the process and container tiers have)",
+			 aj_tier_name((enum aj_tier)t));
+		assert_string_equal(e.message, want);
+	}
+
+	aj_config_init(&c);
+	c.preload = "numpy";
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "preload: needs warm mode (--warm)");
+	c.preload = ""; /* none: nothing to need warm mode for */
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+
+	static const char *const good[] = {"numpy", "numpy,pandas", "os.path,_json,a1.b_2",
+					   "matplotlib.pyplot"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		aj_config_init(&c);
+		c.warm = true;
+		c.preload = good[i];
+		assert_int_equal(aj_config_validate(&c, &e), 0);
+	}
+
+	static const struct {
+		const char *preload, *message;
+	} bad[] = {
+		{"num py", "preload: 'num py' is not a module name"},
+		{"numpy, pandas", "preload: ' pandas' is not a module name"},
+		{"numpy,1pandas", "preload: '1pandas' is not a module name"},
+		{"os..path", "preload: 'os..path' is not a module name"},
+		{".os", "preload: '.os' is not a module name"},
+		{"os.", "preload: 'os.' is not a module name"},
+		{"os/path", "preload: 'os/path' is not a module name"},
+		{"os;import sys", "preload: 'os;import sys' is not a module name"},
+		{"caf\xc3\xa9", "preload: 'caf\xc3\xa9' is not a module name"},
+		{"numpy,,pandas", "preload: 'numpy,,pandas' has an empty module name (a stray comma)"},
+		{"numpy,", "preload: 'numpy,' has an empty module name (a stray comma)"},
+		{",numpy", "preload: ',numpy' has an empty module name (a stray comma)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		aj_config_init(&c);
+		c.warm = true;
+		c.preload = bad[i].preload;
+		assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+		assert_string_equal(e.message, bad[i].message);
+	}
+
+	/* 32 modules are allowed, 33 are not; nor more than 1024 characters. */
+	char list[1100] = "";
+	for (int i = 0; i < 32; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%sm%d", i ? "," : "", i);
+	aj_config_init(&c);
+	c.warm = true;
+	c.preload = list;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	strcat(list, ",m32");
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "preload: more than 32 modules");
+	memset(list, 'a', 1024);
+	list[1024] = '\0';
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	strcat(list, "a");
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "preload: 1025 characters is too long (at most 1024)");
+}
+
 static void names_round_trip(void **state)
 {
 	(void)state;
@@ -499,6 +586,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_defaults_follow_design),
 		cmocka_unit_test(config_rejects_out_of_range),
+		cmocka_unit_test(config_checks_warm_and_preload),
 		cmocka_unit_test(names_round_trip),
 		cmocka_unit_test(unavailable_tier_says_why),
 		cmocka_unit_test(capture_caps_and_flags),

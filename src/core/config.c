@@ -100,6 +100,56 @@ static int check_range(const struct range *r, uint32_t v, struct aj_error *err)
 	return 0;
 }
 
+/* preload is handed to the zygote as the modules it imports before its
+ * first run. Only a plain dotted name (ASCII [A-Za-z_][A-Za-z0-9_]* parts
+ * joined by '.') is accepted: that is all `import` takes, so a space, a
+ * path or a fragment of code is refused here, with the item named, rather
+ * than reaching the interpreter. The bounds keep a pasted list from making
+ * a zygote that takes minutes to start. */
+#define PRELOAD_MAX_MODULES 32
+#define PRELOAD_MAX_CHARS 1024
+
+static bool is_module_name(const char *s, size_t n)
+{
+	bool start = true; /* at the first character of a dotted part */
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+		bool digit = c >= '0' && c <= '9';
+		if (c == '.' && !start)
+			start = true;
+		else if (letter || (digit && !start))
+			start = false;
+		else
+			return false;
+	}
+	return n > 0 && !start;
+}
+
+static int check_preload(const char *list, struct aj_error *err)
+{
+	size_t len = strlen(list);
+	if (len > PRELOAD_MAX_CHARS)
+		return error_set(err, -EINVAL, "preload: %zu characters is too long (at most %d)",
+				 len, PRELOAD_MAX_CHARS);
+	unsigned modules = 0;
+	for (const char *p = list;; p++) {
+		size_t n = strcspn(p, ",");
+		if (n == 0)
+			return error_set(err, -EINVAL,
+					 "preload: '%s' has an empty module name (a stray comma)", list);
+		if (!is_module_name(p, n))
+			return error_set(err, -EINVAL, "preload: '%.*s' is not a module name", (int)n,
+					 p);
+		if (++modules > PRELOAD_MAX_MODULES)
+			return error_set(err, -EINVAL, "preload: more than %d modules",
+					 PRELOAD_MAX_MODULES);
+		p += n;
+		if (!*p)
+			return 0;
+	}
+}
+
 int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 {
 	const struct aj_limits *l = &cfg->limits;
@@ -141,6 +191,21 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 			   strcmp(cfg->image, ".") == 0 || strcmp(cfg->image, "..") == 0))
 		return error_set(err, -EINVAL,
 				 "image: '%s' is neither a name nor an absolute path", cfg->image);
+	/* Warm mode forks each run from a zygote on this host: only the tiers
+	 * whose runs are host processes (process, container) can do that. A
+	 * warm flag the tier would ignore is refused, not silently dropped: the
+	 * deployer asked for something this tier does not give. */
+	if (cfg->warm && cfg->tier != AJ_TIER_PROCESS && cfg->tier != AJ_TIER_CONTAINER)
+		return error_set(err, -EINVAL,
+				 "warm: the %s tier has no warm mode (the process and container tiers have)",
+				 aj_tier_name(cfg->tier));
+	if (cfg->preload && cfg->preload[0]) {
+		/* Without a zygote nothing would import them: say so. */
+		if (!cfg->warm)
+			return error_set(err, -EINVAL, "preload: needs warm mode (--warm)");
+		if ((rc = check_preload(cfg->preload, err)))
+			return rc;
+	}
 	/* uid 0 must never be a sandbox uid, and the range must not wrap into
 	 * (uid_t)-1, which the kernel treats as "no change". */
 	if (cfg->uid_base < 1000 || (uint64_t)cfg->uid_base + cfg->slots >= 0xFFFFFFFEull)
