@@ -416,6 +416,72 @@ static void mcp_session_options_name_the_problem(void **state)
 	assert_true(contains(res.out, "--transfer-mb N"));
 }
 
+/* --warm and --preload, on every command that runs one tier: a missing
+ * list, a bad module name and a tier without warm mode are usage errors
+ * naming the problem, found before anything starts. */
+static void warm_options_name_the_problem(void **state)
+{
+	(void)state;
+	const char *hello = PROGRAM("warm.py", "print('hi')\n");
+	const char *no_warm =
+		"warm: the docker tier has no warm mode (the process and container tiers have)";
+	CLI(&res, NULL, "run", "--preload");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "option '--preload' requires an argument"));
+	CLI(&res, NULL, "run", "--preload", "num py", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "preload: 'num py' is not a module name"));
+	CLI(&res, NULL, "run", "--warm", "--tier", "docker", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, no_warm));
+	assert_string_equal(res.out, "");
+	/* --preload asks for warm mode: the tier is what is refused, not a
+	 * preload without --warm. */
+	CLI(&res, NULL, "run", "--tier", "docker", "--preload", "numpy", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, no_warm));
+
+	CLI(&res, "", "mcp", "--preload");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "option '--preload' requires an argument"));
+	CLI(&res, "", "mcp", "--tier", "docker", "--warm");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: warm: the docker tier has no warm mode"));
+	CLI(&res, "", "mcp", "--preload", "numpy,,pandas");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "preload: 'numpy,,pandas' has an empty module name"));
+	assert_string_equal(res.out, "");
+
+	CLI(&res, NULL, "serve", "--preload");
+	assert_int_equal(res.exit_code, 2);
+	CLI(&res, NULL, "serve", "--tier", "docker", "--warm");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "serve: warm: the docker tier has no warm mode"));
+	CLI(&res, NULL, "serve", "--preload", "os;import sys");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "serve: preload: 'os;import sys' is not a module name"));
+	CLI(&res, NULL, "worker", "--queue", "redis://127.0.0.1:1", "--tier", "docker", "--warm");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "worker: warm: the docker tier has no warm mode"));
+	CLI(&res, NULL, "worker", "--queue", "redis://127.0.0.1:1", "--preload", "1x");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "worker: preload: '1x' is not a module name"));
+
+	/* Each of them lists the options; attack and bench, which make a column
+	 * of every tier, take neither. */
+	static const char *const commands[] = {"run", "mcp", "serve", "worker"};
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		CLI(&res, NULL, commands[i], "--warm", "--preload", "numpy,os.path", "--help");
+		assert_int_equal(res.exit_code, 0);
+		assert_true(contains(res.out, "--warm "));
+		assert_true(contains(res.out, "--preload LIST"));
+	}
+	CLI(&res, NULL, "attack", "--warm");
+	assert_int_equal(res.exit_code, 2);
+	CLI(&res, NULL, "bench", "--preload", "numpy");
+	assert_int_equal(res.exit_code, 2);
+}
+
 /* agentjail attack in its quick mode: the seed's six in the process tier,
  * all held, as one JSON object; a tier that cannot run is n/a, not a pass
  * or a failure. */
@@ -621,6 +687,7 @@ int main(void)
 		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
 		cmocka_unit_test(mcp_session_options_name_the_problem),
+		cmocka_unit_test(warm_options_name_the_problem),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),

@@ -57,6 +57,14 @@ extern const struct option session_options[];
 	"  --max-sessions N        sessions open at once (default 16)\n"                     \
 	"  --transfer-mb N         largest file uploaded or downloaded, MiB (default 16;\n"  \
 	"                          1 to 256)\n"
+/* Warm mode (cfg.warm, cfg.preload), for the commands that run one tier
+ * (run, mcp, serve, worker); option_apply takes them too. */
+extern const struct option warm_options[];
+#define WARM_OPTIONS_HELP                                                                 \
+	"  --warm            process and container tiers: fork each run from an\n"     \
+	"                    interpreter started ahead (warm mode)\n"                  \
+	"  --preload LIST    modules warm mode imports once, comma-separated\n"        \
+	"                    (numpy,pandas); implies --warm\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 

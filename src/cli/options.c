@@ -24,6 +24,8 @@ enum {
 	OPT_SESSION_LIFETIME,
 	OPT_MAX_SESSIONS,
 	OPT_TRANSFER_MB,
+	OPT_WARM,
+	OPT_PRELOAD,
 };
 
 const struct option limit_options[] = {
@@ -49,6 +51,15 @@ const struct option session_options[] = {
 	{"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
 	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
 	{"transfer-mb", required_argument, NULL, OPT_TRANSFER_MB},
+	{NULL, 0, NULL, 0},
+};
+
+/* Only the commands that run one tier take these: attack and bench make a
+ * column of every tier, and warm mode is two tiers' (aj_config_validate
+ * refuses it for the others). */
+const struct option warm_options[] = {
+	{"warm", no_argument, NULL, OPT_WARM},
+	{"preload", required_argument, NULL, OPT_PRELOAD},
 	{NULL, 0, NULL, 0},
 };
 
@@ -217,6 +228,16 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return parse_uint("max-sessions", arg, &sl->max_sessions);
 	case OPT_TRANSFER_MB:
 		return parse_uint("transfer-mb", arg, &sl->transfer_mb);
+	case OPT_WARM:
+		cfg->warm = true;
+		return 0;
+	/* A list of modules to preload means nothing without a zygote to
+	 * import them: asking for one asks for warm mode. The names are
+	 * aj_config_validate's to check. */
+	case OPT_PRELOAD:
+		cfg->preload = arg;
+		cfg->warm = true;
+		return 0;
 	}
 	cli_error("unknown option");
 	return -1;
