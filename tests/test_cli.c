@@ -367,6 +367,40 @@ static void mcp_config_errors_name_the_problem(void **state)
 	assert_true(contains(res.err, "concurrency: 0 is out of range"));
 	CLI(&res, NULL, "mcp", "--config", "/nonexistent.json");
 	assert_int_equal(res.exit_code, 2);
+	/* warm and preload: the shapes here, the names and tiers by
+	 * aj_config_validate; an array is the comma-separated list. */
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("w1.json", "{\"warm\": \"yes\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "w1.json: warm: expected true or false"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("w2.json", "{\"warm\": true, \"preload\": 3}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "preload: expected a string (\"numpy,pandas\") or an array "
+				      "of strings"));
+	CLI(&res, NULL, "mcp", "--config",
+	    PROGRAM("w3.json", "{\"warm\": true, \"preload\": [\"numpy\", 1]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "preload: item 2 of the array is not a string"));
+	CLI(&res, NULL, "mcp", "--config",
+	    PROGRAM("w4.json", "{\"tier\": \"docker\", \"warm\": true}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: warm: the docker tier has no warm mode (the process and "
+				      "container tiers have)"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("w5.json", "{\"preload\": \"numpy\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: preload: needs warm mode (--warm)"));
+	CLI(&res, NULL, "mcp", "--config",
+	    PROGRAM("w6.json", "{\"warm\": true, \"preload\": [\"numpy\", \"num py\"]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: preload: 'num py' is not a module name"));
+	CLI(&res, NULL, "mcp", "--config",
+	    PROGRAM("w7.json", "{\"warm\": true, \"preload\": [\"numpy\", \"os.path\", \"\"]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: preload: 'numpy,os.path,' has an empty module name"));
+	/* A flag overrides the file's tier; the file's warm stays. */
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("w8.json", "{\"warm\": true}"), "--tier",
+	    "gvisor");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "warm: the gvisor tier has no warm mode"));
 	/* A flag overrides the file; a tier that cannot run is refused at start. */
 	CLI(&res, "", "mcp", "--config",
 	    PROGRAM("c5.json", "{\"tier\": \"process\", \"docker_socket\": \"" NO_ENGINE "\"}"),

@@ -4,7 +4,7 @@
  *    "memory": 256, "pids": 64, "file_size": 16, "disk": 64, "output": 1024,
  *    "python": "/usr/bin/python3", "concurrency": 4, "sessions": true,
  *    "session_idle": 300, "session_lifetime": 3600, "max_sessions": 16,
- *    "transfer_mb": 16}
+ *    "transfer_mb": 16, "warm": true, "preload": ["numpy", "pandas"]}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -31,7 +31,7 @@ void mcp_config_free(struct mcp_config *c)
 	memset(c->strings, 0, sizeof c->strings);
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES };
 
 static const struct key {
 	const char *name;
@@ -43,11 +43,13 @@ static const struct key {
 	{"docker_image", TEXT}, {"docker_socket", TEXT},
 	{"sessions", FLAG}, {"session_idle", SECONDS}, {"session_lifetime", SECONDS},
 	{"max_sessions", WHOLE}, {"transfer_mb", WHOLE},
+	{"warm", FLAG}, {"preload", MODULES},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
-			    "session_idle, session_lifetime, max_sessions, transfer_mb";
+			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
+			    "preload";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -118,6 +120,47 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 	return 0;
 }
 
+/* preload: "numpy,pandas", or the same as ["numpy", "pandas"], kept as the
+ * one comma-separated string cfg.preload is. Only the shape is checked
+ * here; the names are aj_config_validate's, so every front end refuses
+ * the same ones with the same words. */
+static int set_modules(struct mcp_config *c, json_t *v, struct aj_error *err)
+{
+	char *list;
+	if (json_is_string(v)) {
+		list = strdup(json_string_value(v));
+	} else {
+		size_t len = 1, i;
+		json_t *item;
+		json_array_foreach(v, i, item) {
+			if (!json_is_string(item))
+				return error_set(err, -EINVAL,
+						 "preload: item %zu of the array is not a string", i + 1);
+			len += json_string_length(item) + 1;
+		}
+		list = malloc(len);
+		if (list) {
+			char *p = list;
+			*p = '\0';
+			json_array_foreach(v, i, item) {
+				size_t n = json_string_length(item);
+				if (i)
+					*p++ = ',';
+				memcpy(p, json_string_value(item), n);
+				p += n;
+				*p = '\0';
+			}
+		}
+	}
+	if (!list)
+		return error_set(err, -ENOMEM, "out of memory");
+	/* strings[4]: after set_text's four, freed with them. */
+	free(c->strings[4]);
+	c->strings[4] = list;
+	c->sandbox.preload = list;
+	return 0;
+}
+
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
 {
 	json_error_t je;
@@ -149,12 +192,17 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 		else if (k->kind == SECONDS && json_is_number(v) && isfinite(json_number_value(v)))
 			set_seconds(c, name, json_number_value(v));
 		else if (k->kind == FLAG && json_is_boolean(v))
-			c->sessions = json_is_true(v);
+			*(strcmp(name, "warm") ? &c->sessions : &c->sandbox.warm) = json_is_true(v);
+		else if (k->kind == MODULES && (json_is_string(v) || json_is_array(v)))
+			rc = set_modules(c, v, &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
 				       k->kind == WHOLE ? "a whole number" :
-				       k->kind == FLAG ? "true or false" : "a number of seconds");
+				       k->kind == FLAG ? "true or false" :
+				       k->kind == MODULES ? "a string (\"numpy,pandas\") or an array "
+							    "of strings" :
+				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);
 			goto out;

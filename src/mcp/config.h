@@ -12,7 +12,9 @@ struct mcp_config {
 	/* One session per connection (sandbox.session bounds it), and the
 	 * file tools beside run_python; false: every call a fresh sandbox. */
 	bool sessions;
-	char *strings[4];        /* owned copies of the file's strings */
+	/* owned copies of the file's strings: image, python, docker_image,
+	 * docker_socket, preload */
+	char *strings[5];
 };
 
 #define MCP_DEFAULT_CONCURRENCY 4
