@@ -43,6 +43,8 @@ struct aj_config {
     const char *docker_socket;
     const char *docker_image;
     struct aj_session_limits session;
+    bool warm;
+    const char *preload;
 };
 struct aj_error { int code; char message[512]; };
 struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };

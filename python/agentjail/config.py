@@ -5,6 +5,11 @@ from .errors import ConfigError
 
 TIERS = ("process", "container", "microvm", "docker", "gvisor")
 
+# preload's kind: "numpy,pandas" or ["numpy", "pandas"], one comma-separated
+# string in the struct. The names are aj_config_validate's to check, so
+# Python refuses the same ones as the flags, in the same words.
+MODULES = "modules"
+
 # keyword: (field of struct aj_config, type). Every limit the deployer sets;
 # the agent's code can change none of them.
 FIELDS = {
@@ -33,6 +38,8 @@ FIELDS = {
     "accel": ("accel", str),
     "docker_socket": ("docker_socket", str),
     "docker_image": ("docker_image", str),
+    "warm": ("warm", bool),
+    "preload": ("preload", MODULES),
 }
 
 
@@ -60,7 +67,20 @@ class Config:
             raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
 
     def _set(self, key, path, kind, value):
-        if kind is str:
+        if kind is MODULES:
+            if isinstance(value, (list, tuple)):
+                if not all(isinstance(v, str) for v in value):
+                    raise ConfigError(f"{key}: every module name must be a string")
+                value = ",".join(value)
+            elif not isinstance(value, str):
+                raise ConfigError(f"{key}: must be a string or a list of strings, "
+                                  f"not {type(value).__name__}")
+            kind = str
+        if kind is bool:
+            # Strictly a bool: 0, 1 or "no" would say something else by accident.
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key}: must be True or False, not {type(value).__name__}")
+        elif kind is str:
             if not isinstance(value, (str, bytes)):
                 raise ConfigError(f"{key}: must be a string, not {type(value).__name__}")
             b = value.encode() if isinstance(value, str) else value
@@ -88,7 +108,7 @@ class Config:
         obj = self.c
         for p in FIELDS[key][0].split("."):
             obj = getattr(obj, p)
-        if FIELDS[key][1] is str:
+        if FIELDS[key][1] in (str, MODULES):
             return ffi.string(obj).decode() if obj != ffi.NULL else None
         return obj
 

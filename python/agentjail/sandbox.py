@@ -66,10 +66,12 @@ class Sandbox(Handle):
     $AGENTJAIL_IMAGES or /var/lib/agentjail/images, or a path); accel
     (microvm: "kvm", "tcg", or None to probe; gvisor: "kvm", "ptrace" or None);
     vm_pool (microvm, gvisor: sandboxes ready ahead); docker_socket,
-    docker_image; uid_base, slots, state_dir, cgroup_root, python; and the
-    session limits session_idle_sec, session_lifetime_sec, session_cpu_sec,
-    max_sessions, transfer_mb, max_images, image_kb. None means the
-    library's default.
+    docker_image; warm (process, container: each run a fork of an
+    interpreter started ahead, False) and preload (the modules it imports
+    first: "numpy,pandas" or ["numpy", "pandas"]; needs warm=True); uid_base,
+    slots, state_dir, cgroup_root, python; and the session limits
+    session_idle_sec, session_lifetime_sec, session_cpu_sec, max_sessions,
+    transfer_mb, max_images, image_kb. None means the library's default.
 
     Raises ConfigError for a value out of range and SandboxUnavailable
     when the tier cannot run here (with `agentjail check`'s reason)."""

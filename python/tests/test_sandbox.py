@@ -142,6 +142,40 @@ def test_bad_tier_and_unknown_option():
         agentjail.ProcessSandbox(tier="docker")
 
 
+@pytest.mark.parametrize("tier", ["microvm", "docker", "gvisor"])
+def test_warm_is_refused_where_the_tier_has_none(tier):
+    with pytest.raises(ConfigError) as e:
+        agentjail.Sandbox(tier=tier, warm=True)
+    assert str(e.value) == (f"warm: the {tier} tier has no warm mode "
+                            "(the process and container tiers have)")
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(warm=True, preload="num py"), "preload: 'num py' is not a module name"),
+    (dict(warm=True, preload=["numpy", "os;import sys"]),
+     "preload: 'os;import sys' is not a module name"),
+    (dict(warm=True, preload=("numpy", "")),
+     "preload: 'numpy,' has an empty module name (a stray comma)"),
+    (dict(preload="numpy"), "preload: needs warm mode (--warm)"),
+    (dict(warm=True, preload=["numpy", 3]), "preload: every module name must be a string"),
+    (dict(warm=True, preload=3), "preload: must be a string or a list of strings, not int"),
+    (dict(warm=1), "warm: must be True or False, not int"),
+])
+def test_warm_preload_is_checked_by_the_library(kw, message):
+    with pytest.raises(ConfigError) as e:
+        agentjail.Sandbox(tier="process", **kw)
+    assert str(e.value) == message
+
+
+def test_warm_options_are_kept():
+    from agentjail.config import Config
+    c = Config("container", dict(warm=True, preload=["numpy", "os.path"]))
+    assert c.value("warm") is True
+    assert c.value("preload") == "numpy,os.path"
+    c = Config("process", {})
+    assert c.value("warm") is False and c.value("preload") is None
+
+
 def test_unavailable_tier_says_why_as_check_does():
     opts = tier_options("container", image="/nonexistent/image")
     with pytest.raises(SandboxUnavailable) as e:
