@@ -14,7 +14,7 @@ PYTHON ?= /usr/bin/python3
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
-LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/session/*.c))
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/session/*.c)) src/warm/warm.c
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
 # loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
@@ -69,7 +69,34 @@ $(REPL_GEN): src/session/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py session_repl_py < $< > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN)
+# Warm mode: the zygote (src/warm/zygote.py) as a C string, and the helper
+# library it loads (src/warm/helper.c with the jail's code, libc only) as
+# bytes. The helper is never built with the sanitizers: it is loaded into
+# the zygote's Python, which has no sanitizer runtime.
+ZYGOTE_GEN := $(B)/gen/warm_zygote.inc
+$(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
+	@mkdir -p $(dir $@)
+	python3 tools/c_string.py warm_zygote_py < $< > $@.tmp && mv $@.tmp $@
+
+HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/mounts.c src/linux/creds.c \
+	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
+	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
+	src/core/capture.c src/core/result.c src/core/utf8.c
+HELPER_OBJ := $(HELPER_SRC:%.c=$(B)/helper-obj/%.o)
+$(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(ZYGOTE_GEN)
+	@mkdir -p $(dir $@)
+	@echo "  CC/so   $<"
+	@$(CC) $(CFLAGS_BASE) -O2 -g -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections \
+		$(PKG_CFLAGS) -I$(B)/gen -c $< -o $@
+$(B)/warm-helper.so: $(HELPER_OBJ)
+	$(CC) -shared -nodefaultlibs -Wl,--gc-sections -Wl,-z,defs -Wl,-z,relro,-z,now \
+		-o $@ $(HELPER_OBJ) -lc
+HELPER_GEN := $(B)/gen/warm_helper.inc
+$(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
+	python3 tools/c_bytes.py warm_helper_so < $< > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(ZYGOTE_GEN)
+$(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
 $(B)/obj/src/session/boot.o $(T)/obj/src/session/boot.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)

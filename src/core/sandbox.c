@@ -25,6 +25,7 @@ struct aj_sandbox {
 	char *image;
 	char *cgroup_root;
 	char *accel;
+	char *preload;
 	const struct tier_ops *ops;
 	void *state;
 };
@@ -45,8 +46,10 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->image = cfg->image ? strdup(cfg->image) : NULL;
 	sb->cgroup_root = cfg->cgroup_root ? strdup(cfg->cgroup_root) : NULL;
 	sb->accel = cfg->accel ? strdup(cfg->accel) : NULL;
+	sb->preload = cfg->preload ? strdup(cfg->preload) : NULL;
 	if (!sb->python || (cfg->state_dir && !sb->state_dir) || (cfg->image && !sb->image) ||
-	    (cfg->cgroup_root && !sb->cgroup_root) || (cfg->accel && !sb->accel)) {
+	    (cfg->cgroup_root && !sb->cgroup_root) || (cfg->accel && !sb->accel) ||
+	    (cfg->preload && !sb->preload)) {
 		aj_close(sb);
 		return error_set(err, -ENOMEM, "open: out of memory");
 	}
@@ -55,6 +58,7 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.image = sb->image;
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
+	sb->cfg.preload = sb->preload;
 	sb->ops = tiers[cfg->tier];
 	if ((rc = sb->ops->open(&sb->cfg, &sb->state, err))) {
 		sb->ops = NULL;
@@ -173,6 +177,7 @@ void aj_close(struct aj_sandbox *sb)
 	free(sb->image);
 	free(sb->cgroup_root);
 	free(sb->accel);
+	free(sb->preload);
 	free(sb);
 }
 

@@ -228,6 +228,9 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 	 * that never come. */
 	struct aj_config scfg = *cfg;
 	scfg.vm_pool = 0;
+	/* Nor a zygote: a session keeps one interpreter of its own. */
+	scfg.warm = false;
+	scfg.preload = NULL;
 	if ((rc = aj_open(&scfg, &s->sb, err))) {
 		atomic_fetch_sub(&open_sessions, 1);
 		free(s);

@@ -97,7 +97,7 @@ struct plan {
 	int out_w, err_w, report_w, life_r;
 	int req_r, rep_w;           /* sessions: the interpreter's fds 3 and 4 */
 	struct aj_limits limits;    /* what the inside process gets */
-	char *argv[6];
+	char *argv[8];
 	char *envp[7];
 };
 
@@ -125,9 +125,10 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	if (out < 0 || err < 0 || rep < 0)
 		return setup_fail(e, errno, "stdio: dup");
 	*report = rep;
-	if (p->s->session) {
-		/* The session interpreter's requests and replies at 3 and 4,
-		 * lifted first like the others; dup2 clears close-on-exec. */
+	if (p->req_r >= 0) {
+		/* The session interpreter's requests and replies at 3 and 4
+		 * (the zygote's socket and helper library), lifted first like
+		 * the others; dup2 clears close-on-exec. */
 		int req = fcntl(p->req_r, F_DUPFD_CLOEXEC, 5);
 		int repl = fcntl(p->rep_w, F_DUPFD_CLOEXEC, 5);
 		if (req < 0 || repl < 0 || dup2(req, 3) < 0 || dup2(repl, 4) < 0)
@@ -141,17 +142,18 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 		return setup_fail(e, errno, "stdio: open /dev/null");
 	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		return setup_fail(e, errno, "stdio: dup2");
-	/* Nothing else crosses exec: the report pipe is already close-on-exec. */
-	if (close_range(p->s->session ? 5 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	/* Nothing else crosses exec: the report pipe is already close-on-exec.
+	 * (A warm run has no exec: its process closes them all once set up.) */
+	if (close_range(p->req_r >= 0 ? 5 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return setup_fail(e, errno, "stdio: close_range");
 	return 0;
 }
 
-__attribute__((noreturn)) static void inside_main(const struct plan *p)
+/* The inside steps up to the program: 0 with *report the lifted report
+ * fd, or -errno with e filled (report it on *report). */
+static int inside_prepare(const struct plan *p, int *report, struct setup_error *e)
 {
 	const struct jail_spec *s = p->s;
-	struct setup_error e;
-	int report = p->report_w;
 	int rc;
 
 	/* The OOM killer takes the program and what it forks, never init: an
@@ -162,40 +164,78 @@ __attribute__((noreturn)) static void inside_main(const struct plan *p)
 	int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
 	if (adj >= 0)
 		close(adj);
-	if (arc) {
-		setup_fail(&e, -arc, "oom_score_adj");
-		report_setup_failed(report, &e);
-		_exit(127);
+	if (arc)
+		return setup_fail(e, -arc, "oom_score_adj");
+	if ((rc = setup_fds(p, report, e)))
+		return rc;
+	if (s->zygote) {
+		/* The zygote keeps root and its capabilities: it makes each
+		 * run's namespaces and mounts and gives the run its uid. Each
+		 * run then applies every step below itself (warm.c). It
+		 * execs nothing but its own Python, and never will. */
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			return setup_fail(e, errno, "zygote: no_new_privs");
+		return chdir("/") < 0 ? setup_fail(e, errno, "chdir /") : 0;
 	}
-	if ((rc = setup_fds(p, &report, &e)) ||
-	    /* RLIMIT_NPROC counts per uid: the run's own uid when root, and
-	     * per user namespace (kernel ucounts) otherwise, so one run's
-	     * count is its own either way. */
-	    (rc = rlimits_apply(&p->limits, true, s->address_space_limit, &e)) ||
-	    (rc = creds_drop(s->uid, s->gid, s->userns, &e)))
-		goto fail;
-	if (chdir(JAIL_WORKSPACE) < 0) {
-		setup_fail(&e, errno, "chdir %s", JAIL_WORKSPACE);
-		goto fail;
-	}
+	/* RLIMIT_NPROC counts per uid: the run's own uid when root, and
+	 * per user namespace (kernel ucounts) otherwise, so one run's
+	 * count is its own either way. */
+	if ((rc = rlimits_apply(&p->limits, true, s->address_space_limit, e)) ||
+	    (rc = creds_drop(s->uid, s->gid, s->userns, e)))
+		return rc;
+	/* A warm run's process changed uid without exec, which left it not
+	 * dumpable: its /proc/self would be root's, so it could not list its
+	 * own fds. Dumpable again, as exec would make a cold run's; its
+	 * memory is a copy of the zygote's, which holds nothing of another
+	 * run's (warm.c), and the filter below denies ptrace anyway. */
+	if (s->warm_child && prctl(PR_SET_DUMPABLE, 1) < 0)
+		return setup_fail(e, errno, "prctl dumpable");
+	if (chdir(JAIL_WORKSPACE) < 0)
+		return setup_fail(e, errno, "chdir %s", JAIL_WORKSPACE);
 	/* Last, so that everything above could still use what it denies. */
-	if ((rc = syscall_filter_apply(&e)))
-		goto fail;
-	execve(p->argv[0], p->argv, p->envp);
-	setup_fail(&e, errno, "exec %s", p->argv[0]);
-fail:
+	return syscall_filter_apply(e);
+}
+
+__attribute__((noreturn)) static void inside_main(const struct plan *p)
+{
+	struct setup_error e;
+	int report = p->report_w;
+	if (inside_prepare(p, &report, &e) == 0) {
+		execve(p->argv[0], p->argv, p->envp);
+		setup_fail(&e, errno, "exec %s", p->argv[0]);
+	}
 	report_setup_failed(report, &e);
 	_exit(127);
 }
 
 /* ---- init: PID 1 of the sandbox ---- */
 
+/* A warm run's program, from the host's file (a stack buffer: init may not
+ * allocate). The zygote never reads it: no run's code is ever in the
+ * zygote's memory, which every later run gets a copy of. */
+static int copy_code(int from, int to)
+{
+	char buf[16384];
+	for (;;) {
+		ssize_t n = read(from, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		int rc = write_full(to, buf, (size_t)n);
+		if (rc)
+			return rc;
+	}
+}
+
 static int write_program(const struct jail_spec *s, const char *path, struct setup_error *e)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return setup_fail(e, errno, "workspace: create %s", JAIL_PROGRAM);
-	int rc = write_full(fd, s->code, s->code_len);
+	int rc = s->warm_child ? copy_code(s->code_fd, fd) : write_full(fd, s->code, s->code_len);
 	if (rc) {
 		close(fd);
 		return setup_fail(e, -rc, "workspace: write %s", JAIL_PROGRAM);
@@ -352,75 +392,91 @@ __attribute__((noreturn)) static void session_init_loop(const struct plan *p)
 	}
 }
 
-__attribute__((noreturn)) static void init_main(const struct plan *p)
+/* init's steps up to a built sandbox, shared by every kind of init. */
+static int init_build(const struct plan *p, struct setup_error *e)
 {
 	const struct jail_spec *s = p->s;
-	struct setup_error e;
 	int rc;
 
-	/* Die with the supervisor. (A supervisor that died before this line is
-	 * caught by wait_for_go: its end of the life pipe is closed.) Init's
-	 * death then ends the whole namespace. */
-	if (!s->session && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	/* Die with the supervisor (a warm run's: with the zygote, which dies
+	 * with the host). (A supervisor that died before this line is caught
+	 * by wait_for_go: its end of the life pipe is closed.) Init's death
+	 * then ends the whole namespace. A session's or a zygote's sandbox
+	 * outlives the thread that made it: its life pipe or socket stands in. */
+	if (!s->session && !s->zygote && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(1);
 	/* The application's signal mask and handlers are not init's. */
-	if ((rc = child_reset_signals())) {
-		setup_fail(&e, -rc, "signals: reset");
-		goto fail;
-	}
+	if ((rc = child_reset_signals()))
+		return setup_fail(e, -rc, "signals: reset");
 	/* Into the run's cgroups (v1) while the host's cgroupfs is in view,
-	 * before anything is charged or forked. */
-	if ((rc = cgroup_join_self(s->join_cgroups, &e)))
-		goto fail;
-	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w};
+	 * before anything is charged or forked (a warm run: through the
+	 * files the host opened). */
+	if ((rc = cgroup_join_self(s->join_cgroups, e)))
+		return rc;
+	for (int i = 0; i < s->n_join_cgroup_fds; i++)
+		if ((rc = write_full(s->join_cgroup_fds[i], "0", 1)))
+			return setup_fail(e, -rc, "cgroup: join");
+	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w,
+		      s->warm_child ? s->code_fd : -1};
 	/* A copy of every fd the supervisor's process had (another thread's
-	 * run, a server socket) must not stay open in here. */
-	close_fds_except(keep, s->session ? 6 : 4);
+	 * run, a server socket; in a warm run, the zygote's socket) must not
+	 * stay open in here. */
+	close_fds_except(keep, 7);
 
 	/* A caller that changed uids is not dumpable, which makes its
 	 * /proc/self files root's and the map unwritable: nothing runs in
 	 * here yet, so being dumpable for the next three writes is safe. */
 	if (s->userns) {
 		prctl(PR_SET_DUMPABLE, 1);
-		if ((rc = userns_map_self(s->outer_uid, s->outer_gid, &e)))
-			goto fail;
+		if ((rc = userns_map_self(s->outer_uid, s->outer_gid, e)))
+			return rc;
 	}
 	/* init holds a copy of the supervisor's memory: a program sharing its
 	 * uid (the user-namespace case) must not read it through ptrace or
 	 * /proc/1/mem; and its command line, which anyone in the namespace can
-	 * read, is the application's. */
-	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
-		setup_fail(&e, errno, "prctl dumpable");
-		goto fail;
-	}
-	child_scrub_args_and_env();
+	 * read, is the application's. (A warm run's init is a copy of the
+	 * zygote, whose command line and environment are the run's own and
+	 * which its program process inherits: left as they are.) */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		return setup_fail(e, errno, "prctl dumpable");
+	if (!s->warm_child)
+		child_scrub_args_and_env();
 	/* A session keyring of its own: the caller's (and the secrets in it)
 	 * is out of reach even before the filter denies keyctl. */
-	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0) {
-		setup_fail(&e, errno, "keyring: join a new session keyring");
-		goto fail;
-	}
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+		return setup_fail(e, errno, "keyring: join a new session keyring");
 	/* A session of its own: no controlling terminal to inject keystrokes
 	 * into (TIOCSTI) or to send signals to the caller's job. */
-	if (setsid() < 0) {
-		setup_fail(&e, errno, "setsid");
+	if (setsid() < 0)
+		return setup_fail(e, errno, "setsid");
+	if (sethostname("sandbox", 7) < 0)
+		return setup_fail(e, errno, "uts namespace: sethostname");
+	if ((rc = mount_make_private(e)) || (rc = s->setup_root(s, e)))
+		return rc;
+	if ((rc = init_install_stop_handler()))
+		return setup_fail(e, -rc, "signals: stop handler");
+	return 0;
+}
+
+/* Joined to the run's cgroup by now: root the program's view of cgroups
+ * there, so /proc/self/cgroup shows no host path. */
+static int init_cgroup_ns(const struct jail_spec *s, struct setup_error *e)
+{
+	if (s->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		return setup_fail(e, errno, "cgroup namespace: unshare");
+	return 0;
+}
+
+__attribute__((noreturn)) static void init_main(const struct plan *p)
+{
+	const struct jail_spec *s = p->s;
+	struct setup_error e;
+
+	if (init_build(p, &e))
 		goto fail;
-	}
-	if (sethostname("sandbox", 7) < 0) {
-		setup_fail(&e, errno, "uts namespace: sethostname");
-		goto fail;
-	}
-	if ((rc = mount_make_private(&e)) || (rc = s->setup_root(s, &e)))
-		goto fail;
-	if ((rc = init_install_stop_handler())) {
-		setup_fail(&e, -rc, "signals: stop handler");
-		goto fail;
-	}
 	if (s->session) {
-		if (s->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0) {
-			setup_fail(&e, errno, "cgroup namespace: unshare");
+		if (init_cgroup_ns(s, &e))
 			goto fail;
-		}
 		/* Built: the supervisor's start waits for this. */
 		static const struct sandbox_report ready = {.kind = REPORT_READY};
 		if (write_full(p->report_w, &ready, sizeof ready))
@@ -429,12 +485,8 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 	}
 	if (!wait_for_go(p->life_r))
 		_exit(1);
-	/* Joined to the run's cgroup by now: root the program's view of
-	 * cgroups there, so /proc/self/cgroup shows no host path. */
-	if (s->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0) {
-		setup_fail(&e, errno, "cgroup namespace: unshare");
+	if (init_cgroup_ns(s, &e))
 		goto fail;
-	}
 
 	int fd = -1;
 	pid_t pid = spawn_clone(0, &fd);
@@ -451,6 +503,61 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 fail:
 	report_setup_failed(p->report_w, &e);
 	_exit(1);
+}
+
+/* A warm run's init (jail_warm_spawn): as init_main, but the program's
+ * process returns (0) to the zygote's Python instead of exec'ing. Never
+ * returns in init. */
+static int warm_init(const struct plan *p)
+{
+	struct setup_error e;
+	if (init_build(p, &e) || init_cgroup_ns(p->s, &e))
+		goto fail;
+	close(p->s->code_fd); /* written to the workspace */
+	/* _Fork, not a raw clone: the program's process goes on running
+	 * Python, and glibc's own record of the thread (its tid, which
+	 * raise() and abort() use) must be this process's. It runs no atfork
+	 * handler and takes no lock: init is single-threaded. */
+	pid_t pid = _Fork();
+	if (pid < 0) {
+		setup_fail(&e, errno, "fork the program");
+		goto fail;
+	}
+	if (pid == 0) {
+		int report = p->report_w;
+		if (inside_prepare(p, &report, &e)) {
+			report_setup_failed(report, &e);
+			_exit(127);
+		}
+		/* No exec to close them: every fd above stdio goes now. */
+		close_range(3, ~0U, 0);
+		return 0;
+	}
+	close(p->out_w);
+	close(p->err_w);
+	init_wait_and_report(pid, p->report_w);
+fail:
+	report_setup_failed(p->report_w, &e);
+	_exit(1);
+}
+
+pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int report_w, int *pidfd)
+{
+	struct plan p = {
+		.s = s,
+		.limits = s->cfg->limits,
+		.out_w = out_w,
+		.err_w = err_w,
+		.report_w = report_w,
+		.life_r = -1,
+		.req_r = -1,
+		.rep_w = -1,
+	};
+	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(base_namespaces, s->cgroup_fd, pidfd)
+				   : spawn_clone(base_namespaces, pidfd);
+	if (pid == 0)
+		return warm_init(&p);
+	return pid;
 }
 
 /* ---- supervisor side ---- */
@@ -530,6 +637,72 @@ done:
 		close_fd(&errp[i]);
 		close_fd(&rep[i]);
 		close_fd(&life[i]);
+	}
+	return rc;
+}
+
+/* ---- warm mode: the zygote's sandbox, supervisor side ---- */
+
+/* The zygote, as a C string (tools/c_string.py). */
+#include "warm_zygote.inc"
+
+int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct aj_error *err)
+{
+	struct plan p = {
+		.s = s,
+		.limits = s->cfg->limits,
+		.req_r = s->zygote_fd,
+		.rep_w = s->helper_fd,
+		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)warm_zygote_py,
+			 (char *)(s->preload ? s->preload : ""), NULL},
+	};
+	memcpy(p.envp, environment, sizeof environment);
+	int log[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1};
+	int rc;
+
+	memset(z, 0, sizeof *z);
+	z->pidfd = z->log_r = z->report_r = -1;
+	if ((rc = pipe_cloexec(log, 1)) || (rc = pipe_cloexec(rep, 1)) ||
+	    (rc = pipe_cloexec(life, 0))) {
+		error_set(err, rc, "warm: pipes: %s", errno_name(-rc));
+		goto done;
+	}
+	/* The zygote's stdout and stderr are one pipe: what it says before it
+	 * is ready (an import that failed) goes into the host's error. */
+	p.out_w = p.err_w = log[1];
+	p.report_w = rep[1];
+	p.life_r = life[0];
+	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
+	pid_t pid = spawn_clone(flags, &z->pidfd);
+	if (pid == 0)
+		init_main(&p);
+	if (pid < 0) {
+		rc = pid;
+		if (ns_probe(flags, err) == 0)
+			error_set(err, rc, "warm: clone: %s", errno_name(-rc));
+		goto done;
+	}
+	z->pid = pid;
+	/* Its init starts the zygote at once: nothing to wait for. */
+	if ((rc = write_full(life[1], "g", 1))) {
+		error_set(err, rc, "warm: the zygote's sandbox ended while it was being built");
+		goto done;
+	}
+	z->log_r = log[0];
+	z->report_r = rep[0];
+	log[0] = rep[0] = -1;
+done:
+	for (int i = 0; i < 2; i++) {
+		close_fd(&log[i]);
+		close_fd(&rep[i]);
+		close_fd(&life[i]);
+	}
+	if (rc && z->pidfd >= 0) {
+		pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)z->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+		close_fd(&z->pidfd);
 	}
 	return rc;
 }

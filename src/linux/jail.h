@@ -38,6 +38,23 @@ struct jail_spec {
 	 * starts the session interpreter (src/session/repl.py) on each
 	 * request, with the request and reply pipes as its fds 3 and 4. */
 	bool session;
+	/* Warm mode (src/linux/warm.c). zygote: the inside process is a
+	 * zygote, not a program: it keeps root and its capabilities and no
+	 * filter (it makes each run's namespaces), and execs
+	 * `python3 -I -u -c zygote.py PRELOAD` with zygote_fd (its socket to
+	 * the host) at fd 3 and helper_fd (the warm helper library) at fd 4. */
+	bool zygote;
+	int zygote_fd, helper_fd;
+	const char *preload;
+	/* warm_child: a run made by the zygote (jail_warm_spawn). The program
+	 * is read from code_fd; init joins the run's v1 cgroups through
+	 * join_cgroup_fds (opened by the host: the zygote's view has no
+	 * cgroupfs); the inside process returns to the zygote's Python,
+	 * which runs the program, instead of exec'ing. */
+	bool warm_child;
+	int code_fd;
+	const int *join_cgroup_fds;
+	int n_join_cgroup_fds;
 };
 
 /* One run. Fills res fully; returns 0 if the program ran, -errno if the
@@ -70,6 +87,27 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 /* Kills init (and so everything in the sandbox), reaps it, closes the
  * pipes. The namespaces and mounts go with init. */
 void jail_session_end(struct jail_session *js);
+
+/* The host side of a zygote's sandbox (warm.c): its init (pid, pidfd),
+ * the zygote's stdout and stderr (one pipe), init's reports. */
+struct jail_zygote {
+	pid_t pid;
+	int pidfd;
+	int log_r;
+	int report_r;
+};
+/* Builds the zygote's sandbox (s->zygote) and starts the zygote in it;
+ * its socket is s->zygote_fd, handed over. 0, or -errno with err. */
+int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct aj_error *err);
+
+/* In the zygote (s->warm_child): clones one run's init, which builds the
+ * run's sandbox and forks the program's process. Returns init's pid (with
+ * *pidfd) in the zygote; 0 in the program's process, which is then in the
+ * run's namespaces with its uid, rlimits and filter applied, fds 0-2 set
+ * and no other fd open, ready to run the program; -errno in the zygote
+ * when the clone failed. A step that fails in init or in the program's
+ * process is reported on report_w, as in a cold run. */
+pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int report_w, int *pidfd);
 
 /* For setup_root: under `root` ("" for the host's /), mounts the run's own
  * /dev, one size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the

@@ -40,11 +40,13 @@
 #include "../linux/jail.h"
 #include "../linux/report.h"
 #include "../linux/session_io.h"
+#include "../warm/warm.h"
 #include "tier.h"
 
 struct container_state {
 	struct cgroup_layout cgroups;
 	char root[PATH_MAX];    /* the image's root directory on the host */
+	struct warm *warm;      /* warm mode (cfg.warm): the zygote, in the image */
 };
 
 /* The image's root/. */
@@ -94,6 +96,9 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 	return 0;
 }
 
+static int container_warm_open(const struct aj_config *cfg, struct container_state *st,
+			       struct aj_error *err);
+
 static int container_open(const struct aj_config *cfg, void **state, struct aj_error *err)
 {
 	*state = NULL;
@@ -112,12 +117,21 @@ static int container_open(const struct aj_config *cfg, void **state, struct aj_e
 		free(st);
 		return rc;
 	}
+	if (cfg->warm && (rc = container_warm_open(cfg, st, err))) {
+		free(st);
+		return rc;
+	}
 	*state = st;
 	return 0;
 }
 
 static void container_close(void *state)
 {
+	struct container_state *st = state;
+	if (st && st->warm) {
+		warm_destroy(st->warm);
+		free(st->warm);
+	}
 	free(state);
 }
 
@@ -141,6 +155,28 @@ static struct jail_spec container_spec(const struct aj_config *cfg, const struct
 		.setup_root = image_setup_root,
 		.tier = st,
 	};
+}
+
+/* Warm mode: the zygote's sandbox is a container of the image like a
+ * run's (no uid slot or cgroup: it is not a run, and runs are limited by
+ * their own). Started now, so that a preload that cannot be imported
+ * refuses the open rather than every run. */
+static int container_warm_open(const struct aj_config *cfg, struct container_state *st,
+			       struct aj_error *err)
+{
+	struct uid_slot none = {.lock_fd = -1};
+	struct jail_spec base = container_spec(cfg, st, &none);
+	base.preload = cfg->preload;
+	if (!(st->warm = calloc(1, sizeof *st->warm)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	warm_init(st->warm, &base);
+	int rc = warm_prestart(st->warm, err);
+	if (rc) {
+		warm_destroy(st->warm);
+		free(st->warm);
+		st->warm = NULL;
+	}
+	return rc;
 }
 
 /* A uid slot and a cgroup for one sandbox; on failure neither is held. */
@@ -201,7 +237,7 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
 	int cgfd = place_in_cgroup(&s, &cg);
-	rc = jail_run(&s, res);
+	rc = st->warm ? warm_run(st->warm, &s, res) : jail_run(&s, res);
 	if (cgfd >= 0)
 		close(cgfd);
 

@@ -64,6 +64,7 @@
 #include "../linux/mounts.h"
 #include "../linux/ns.h"
 #include "../linux/session_io.h"
+#include "../warm/warm.h"
 #include "tier.h"
 
 /* What the process tier's view needs besides the spec. */
@@ -127,9 +128,9 @@ static void caller_home(char *out, size_t n, const char *python)
 	memcpy(out, h, hl + 1);
 }
 
-/* The run's spec, uid and view: everything but the code. */
-static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_view *view,
-			struct uid_slot *slot, struct aj_error *err)
+/* The spec and view every sandbox of this tier shares (a zygote's too). */
+static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
+			      struct host_view *view)
 {
 	*s = (struct jail_spec){
 		.cfg = cfg,
@@ -144,10 +145,18 @@ static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct
 		.tier = view,
 	};
 	view->home[0] = '\0';
+	if (s->userns)
+		caller_home(view->home, sizeof view->home, cfg->python);
+}
+
+/* The run's spec, uid and view: everything but the code. */
+static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_view *view,
+			struct uid_slot *slot, struct aj_error *err)
+{
+	process_spec_view(cfg, s, view);
 	if (s->userns) {
 		s->uid = s->outer_uid;
 		s->gid = s->outer_gid;
-		caller_home(view->home, sizeof view->home, cfg->python);
 		return 0;
 	}
 	int rc = slot_acquire(cfg, slot, err);
@@ -156,10 +165,17 @@ static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct
 	return rc;
 }
 
+/* Warm mode's state (cfg.warm): the zygote, in the same view as a cold
+ * run's. */
+struct process_state {
+	struct host_view view;
+	struct warm warm;
+};
+
 static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
-	(void)state;
+	struct process_state *ps = state;
 	struct host_view view;
 	struct jail_spec s;
 	struct uid_slot slot = {.lock_fd = -1};
@@ -173,7 +189,7 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code = req->code;
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
-	rc = jail_run(&s, res);
+	rc = ps ? warm_run(&ps->warm, &s, res) : jail_run(&s, res);
 	slot_release(&slot);
 	return rc;
 }
@@ -228,12 +244,40 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	*state = NULL;
 	if (access(cfg->python, X_OK) < 0)
 		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
+	if (!cfg->warm)
+		return 0;
+	/* The zygote makes each run's namespaces and gives it a uid of its
+	 * own: both need root. */
+	if (geteuid() != 0)
+		return error_set(err, -EPERM, "warm: needs root, for the zygote to give each run "
+					      "its own namespaces and uid (running as uid %u)",
+				 (unsigned)geteuid());
+	struct process_state *ps = calloc(1, sizeof *ps);
+	if (!ps)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	struct jail_spec base;
+	process_spec_view(cfg, &base, &ps->view);
+	base.preload = cfg->preload;
+	warm_init(&ps->warm, &base);
+	/* Started now, so that a preload that cannot be imported refuses the
+	 * open rather than every run. */
+	int rc = warm_prestart(&ps->warm, err);
+	if (rc) {
+		warm_destroy(&ps->warm);
+		free(ps);
+		return rc;
+	}
+	*state = ps;
 	return 0;
 }
 
 static void process_close(void *state)
 {
-	(void)state;
+	struct process_state *ps = state;
+	if (!ps)
+		return;
+	warm_destroy(&ps->warm);
+	free(ps);
 }
 
 static int process_check(const struct aj_config *cfg, struct aj_error *err)

@@ -1,0 +1,93 @@
+/* The warm helper: the C a zygote (zygote.py) loads to start each run. It is
+ * a shared library of its own (build/warm-helper.so, linked from the jail's
+ * objects and libc only), which the host embeds and hands the zygote as a
+ * memfd, so it works in any view: the host's (process tier) or an image's
+ * (container tier), wherever agentjail is installed.
+ *
+ * agentjail_warm_spawn checks the request and gives it to jail.c's
+ * jail_warm_spawn, the same init and inside steps as a cold run's (see
+ * jail.c and warm.c for what differs). Nothing here allocates: it runs in
+ * the zygote, whose memory every later run copies, and in the run's init. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../linux/jail.h"
+#include "protocol.h"
+
+/* A warm run's view: the zygote's own (the host's read-only, or the image
+ * pivoted to), with the run's own /dev, tmpfs and /proc over it. */
+static int warm_setup_root(const struct jail_spec *s, struct setup_error *e)
+{
+	return jail_populate_root(s, "", e);
+}
+
+static void reply_error(struct warm_reply *r, int err, const char *what)
+{
+	r->err = err;
+	snprintf(r->message, sizeof r->message, "warm: %s", what);
+}
+
+int agentjail_warm_spawn(const void *msg, size_t len, const int *fds, int nfds, int *pidfd,
+			 void *reply, size_t reply_len);
+
+/* Returns init's pid (> 0, with *pidfd) in the zygote, 0 in the run's
+ * program process, or -errno in the zygote; reply (a struct warm_reply) is
+ * filled in the zygote. */
+__attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg, size_t len,
+								const int *fds, int nfds,
+								int *pidfd, void *reply,
+								size_t reply_len)
+{
+	struct warm_request q;
+	struct warm_reply r = {.magic = WARM_MAGIC};
+	if (reply_len != sizeof r)
+		return -EINVAL;
+	*pidfd = -1;
+	if (len != sizeof q) {
+		reply_error(&r, -EPROTO, "a request of the wrong size");
+		goto out;
+	}
+	memcpy(&q, msg, sizeof q);
+	r.seq = q.seq;
+	if (q.magic != WARM_MAGIC || q.n_cgroup_fds > WARM_MAX_CGROUP_FDS ||
+	    nfds != WARM_FD_CGROUP + q.n_cgroup_fds || (q.cgroup_v2 && q.n_cgroup_fds != 1) ||
+	    q.uid == 0 || q.gid == 0) {
+		reply_error(&r, -EPROTO, "a malformed request");
+		goto out;
+	}
+	struct aj_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.limits = q.limits;
+	struct jail_spec s = {
+		.cfg = &cfg,
+		.cancel_fd = -1,
+		.uid = q.uid,
+		.gid = q.gid,
+		.outer_uid = geteuid(),
+		.outer_gid = getegid(),
+		.address_space_limit = q.address_space_limit,
+		.cgroup_ns = q.cgroup_ns,
+		.into_cgroup = q.cgroup_v2,
+		.cgroup_fd = q.cgroup_v2 ? fds[WARM_FD_CGROUP] : -1,
+		.join_cgroup_fds = q.cgroup_v2 ? NULL : fds + WARM_FD_CGROUP,
+		.n_join_cgroup_fds = q.cgroup_v2 ? 0 : q.n_cgroup_fds,
+		.setup_root = warm_setup_root,
+		.warm_child = true,
+		.code_fd = fds[WARM_FD_CODE],
+		.zygote_fd = -1,
+		.helper_fd = -1,
+	};
+	pid_t pid = jail_warm_spawn(&s, fds[WARM_FD_OUT], fds[WARM_FD_ERR], fds[WARM_FD_REPORT],
+				    pidfd);
+	if (pid == 0)
+		return 0; /* the run's program process */
+	if (pid < 0)
+		reply_error(&r, pid, "clone the run's init");
+	else
+		r.err = 0;
+out:
+	memcpy(reply, &r, sizeof r);
+	return r.err ? r.err : 1;
+}

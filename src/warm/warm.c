@@ -1,0 +1,498 @@
+/* Warm mode (cfg.warm) for the process and container tiers.
+ *
+ * Theory of operation
+ * -------------------
+ * A cold run starts Python for every run: 10-30 ms here, and hundreds more
+ * for a program that imports numpy or pandas. In warm mode one interpreter,
+ * the zygote, is started ahead and imports the deployer's preload list once;
+ * each run is then a fork of it, which has all of that already.
+ *
+ *  host      the caller of aj_run. It starts the zygote on the first run
+ *            (or at open, with a preload list, so that an import that
+ *            fails refuses the open), and for each run makes the pipes, a
+ *            memfd holding the program, and the run's uid slot and cgroup
+ *            as for a cold run, and sends the zygote one request with
+ *            those fds (protocol.h). The zygote answers with the run's
+ *            init's pidfd; from there the host supervises exactly as in a
+ *            cold run (supervise.c: wall clock, output caps, cancel, kill).
+ *
+ *  zygote    zygote.py, in a sandbox of its own built by jail.c like a
+ *            cold run's (the tier's view: the host's / read-only, or the
+ *            image as root; an empty network namespace; a clean
+ *            environment; no fd of the caller's) but keeping root and its
+ *            capabilities, which it needs to make each run's namespaces.
+ *            It runs no code but its own and the preload imports, and
+ *            never reads anything of a run's.
+ *
+ *  init      cloned by the zygote (helper.c, jail_warm_spawn) into new pid,
+ *            mount, network, ipc and uts namespaces, born in the run's
+ *            cgroup (v2) or joining it (v1, through the tasks files the
+ *            host opened). It does a cold init's steps (jail.c: signals,
+ *            fds, keyring, session, hostname, the run's own /dev, tmpfs and
+ *            /proc over the zygote's view, the program copied into the
+ *            workspace, the cgroup namespace), forks the program's process
+ *            and reaps and reports exactly as a cold init does. It dies
+ *            with the zygote (PDEATHSIG), which dies with the host.
+ *
+ *  program   init's child, a copy of the zygote. It takes a cold run's
+ *            inside steps (stdio, rlimits, the run's uid with no groups or
+ *            capabilities, no_new_privs, the seccomp filter), closes every
+ *            other fd, and returns into the zygote's Python, which runs
+ *            main.py as `python3 -I -u main.py` would.
+ *
+ * What a run gets is a cold run's: its own pid, mount, net, ipc and uts
+ * namespaces, uid, tmpfs, /dev and /proc, filter, rlimits, cgroup limits,
+ * clean environment, and the same result contract. What it shares with the
+ * zygote, and why nothing of a run reaches the zygote or a later run:
+ *
+ *  - memory: the program's process is a copy-on-write copy. What it writes
+ *    (a monkey-patched module, a changed global) is its own page; the
+ *    zygote's and every later run's copy are untouched. The zygote never
+ *    holds a run's data (the program goes from the host's memfd straight
+ *    into the run's tmpfs, copied by the run's init), so a run cannot find
+ *    an earlier run's code or output in the memory it copied.
+ *  - files: every writable place is the run's own tmpfs, in its own mount
+ *    namespace, gone with it; the view under it is read-only.
+ *  - processes: the run's pid namespace ends with its init, taking every
+ *    process the program left (a setsid daemon included). The zygote is
+ *    not in it: the program cannot see, signal or trace it (other uid, not
+ *    dumpable, filter denies ptrace and process_vm_*).
+ *  - fds: init closes every fd the zygote had (its socket above all), and
+ *    the program's process closes all above stdio.
+ *  - randomness: random is reseeded at fork (and again before main.py),
+ *    numpy's global generator too; os.urandom and secrets read the kernel
+ *    per call. The hash secret (PYTHONHASHSEED) cannot change in a forked
+ *    interpreter (every str caches its hash), nor the address-space layout
+ *    of what the zygote had mapped: both are shared by the runs of one
+ *    zygote. That is bounded by replacing the zygote after WARM_RUNS runs
+ *    or WARM_AGE_MS, and by the README.
+ *
+ * A zygote that dies, stops answering within WARM_REPLY_MS, or answers out
+ * of protocol is killed (its sandbox, with any run on it) and replaced, and
+ * the run is given to the new zygote once; if that fails too the run is a
+ * sandbox_error. A warm run never falls back to a cold one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../linux/spawn.h"
+#include "../linux/supervise.h"
+#include "protocol.h"
+#include "warm.h"
+
+/* The helper library the zygote loads, as bytes (tools/c_bytes.py). */
+#include "warm_helper.inc"
+
+/* A zygote serves at most this many runs, and for at most this long, so
+ * that the hash secret and address-space layout runs share are those of
+ * a bounded set of runs. */
+#define WARM_RUNS 100
+#define WARM_AGE_MS (600.0 * 1000.0)
+/* Starting the zygote: a preload of numpy and pandas takes about a second
+ * here; a slow machine (a microvm under TCG) many. */
+#define WARM_START_MS 120000
+/* Answering a request is a clone: milliseconds. */
+#define WARM_REPLY_MS 10000
+
+struct warm_zygote {
+	struct jail_zygote jz;
+	int sock;
+	uint32_t runs;          /* requests it was given */
+	double started_ms;
+	uint32_t refs;          /* runs going on it, and the current pointer */
+	bool broken;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Kills the zygote's sandbox (everything in it) and frees it. */
+static void zygote_free(struct warm_zygote *z)
+{
+	close_fd(&z->sock);
+	if (z->jz.pidfd >= 0) {
+		pidfd_send_signal(z->jz.pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)z->jz.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+	}
+	close_fd(&z->jz.pidfd);
+	close_fd(&z->jz.log_r);
+	close_fd(&z->jz.report_r);
+	free(z);
+}
+
+static void zygote_put(struct warm_zygote *z)
+{
+	if (--z->refs == 0)
+		zygote_free(z);
+}
+
+/* As much of text as fits in out[n]. */
+static void copy_text(char *out, size_t n, const char *text)
+{
+	size_t k = strnlen(text, n - 1);
+	memcpy(out, text, k);
+	out[k] = '\0';
+}
+
+/* What the zygote said before it failed: its last line, for the error. */
+static void zygote_last_words(struct warm_zygote *z, char *out, size_t n)
+{
+	char buf[2048];
+	ssize_t len = 0, got;
+	out[0] = '\0';
+	while (len < (ssize_t)sizeof buf - 1 &&
+	       (got = read(z->jz.log_r, buf + len, sizeof buf - 1 - (size_t)len)) > 0)
+		len += got;
+	struct sandbox_report r;
+	if (read(z->jz.report_r, &r, sizeof r) == (ssize_t)sizeof r && r.kind == REPORT_SETUP_FAILED) {
+		r.message[sizeof r.message - 1] = '\0';
+		copy_text(out, n, r.message);
+		return;
+	}
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	char *last = strrchr(buf, '\n');
+	copy_text(out, n, last ? last + 1 : buf);
+}
+
+/* The helper library as a sealed memfd: the zygote loads it from its fd 4,
+ * in whatever view it has. */
+static int helper_memfd(struct aj_error *err)
+{
+	int fd = memfd_create("agentjail-warm-helper", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return error_set(err, -errno, "warm: memfd: %s", errno_name(errno));
+	int rc = write_full(fd, warm_helper_so, sizeof warm_helper_so);
+	if (!rc && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		rc = -errno;
+	if (rc) {
+		close(fd);
+		return error_set(err, rc, "warm: the helper library: %s", errno_name(-rc));
+	}
+	return fd;
+}
+
+static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_error *err)
+{
+	struct warm_zygote *z = calloc(1, sizeof *z);
+	if (!z)
+		return error_set(err, -ENOMEM, "warm: out of memory");
+	z->sock = -1;
+	z->jz.pidfd = z->jz.log_r = z->jz.report_r = -1;
+	int sv[2] = {-1, -1};
+	int helper = helper_memfd(err);
+	int rc = helper < 0 ? helper : 0;
+	if (!rc && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		rc = error_set(err, -errno, "warm: socketpair: %s", errno_name(errno));
+	if (!rc) {
+		struct jail_spec s = w->base;
+		s.zygote = true;
+		s.zygote_fd = sv[1];
+		s.helper_fd = helper;
+		rc = jail_zygote_start(&s, &z->jz, err);
+	}
+	close_fd(&sv[1]);
+	if (helper >= 0)
+		close(helper);
+	z->sock = sv[0];
+	if (rc) {
+		zygote_free(z);
+		return rc;
+	}
+	/* Ready ("R"), or why not ("E..."), or the end of the zygote. */
+	double until = now_ms() + WARM_START_MS;
+	char msg[4096];
+	for (;;) {
+		struct pollfd p = {.fd = z->sock, .events = POLLIN};
+		int left = (int)(until - now_ms());
+		int n = poll(&p, 1, left > 0 ? left : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			rc = error_set(err, -ETIMEDOUT, "warm: the zygote was not ready within %d s",
+				       WARM_START_MS / 1000);
+			break;
+		}
+		ssize_t got = recv(z->sock, msg, sizeof msg - 1, 0);
+		if (got == 1 && msg[0] == 'R')
+			break;
+		if (got > 1 && msg[0] == 'E') {
+			msg[got] = '\0';
+			rc = error_set(err, -EINVAL, "warm: %s", msg + 1);
+			break;
+		}
+		char why[400];
+		zygote_last_words(z, why, sizeof why);
+		rc = error_set(err, -EPIPE, "warm: the zygote ended before it was ready%s%s",
+			       why[0] ? ": " : "", why);
+		break;
+	}
+	if (rc) {
+		zygote_free(z);
+		return rc;
+	}
+	/* It says nothing more: what it would say now would only fill a pipe. */
+	close_fd(&z->jz.log_r);
+	z->started_ms = now_ms();
+	z->refs = 1; /* w->current's */
+	w->started++;
+	*out = z;
+	return 0;
+}
+
+void warm_init(struct warm *w, const struct jail_spec *base)
+{
+	memset(w, 0, sizeof *w);
+	pthread_mutex_init(&w->lock, NULL);
+	w->base = *base;
+}
+
+void warm_destroy(struct warm *w)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->current)
+		zygote_put(w->current);
+	w->current = NULL;
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_destroy(&w->lock);
+}
+
+/* Under w->lock: the zygote a run goes to, with a reference for it. */
+static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error *err)
+{
+	struct warm_zygote *z = w->current;
+	if (z && (z->broken || z->runs >= WARM_RUNS || now_ms() - z->started_ms >= WARM_AGE_MS)) {
+		/* Retired: it ends once its last run has. */
+		w->current = NULL;
+		zygote_put(z);
+		z = NULL;
+	}
+	if (!z) {
+		int rc = zygote_start(w, &z, err);
+		if (rc)
+			return rc;
+		w->current = z;
+	}
+	z->refs++;
+	*out = z;
+	return 0;
+}
+
+int warm_prestart(struct warm *w, struct aj_error *err)
+{
+	struct warm_zygote *z;
+	pthread_mutex_lock(&w->lock);
+	int rc = zygote_get(w, &z, err);
+	if (!rc)
+		zygote_put(z);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* Under w->lock: one request and its reply. 0 with *pidfd, -EAGAIN if the
+ * zygote failed (it is marked broken: the caller may retry on a new one),
+ * or another -errno for the run's own fault. */
+static int zygote_ask(struct warm *w, struct warm_zygote *z, const struct warm_request *q,
+		      const int *fds, int nfds, int *pidfd, struct aj_error *err)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * WARM_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct iovec iov = {.iov_base = (void *)q, .iov_len = sizeof *q};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			   .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	z->runs++;
+	if (sendmsg(z->sock, &m, MSG_NOSIGNAL) != (ssize_t)sizeof *q) {
+		error_set(err, -EPIPE, "warm: the zygote is gone (%s)", errno_name(errno));
+		goto broken;
+	}
+	(void)w;
+	double until = now_ms() + WARM_REPLY_MS;
+	for (;;) {
+		struct pollfd p = {.fd = z->sock, .events = POLLIN};
+		int left = (int)(until - now_ms());
+		int n = poll(&p, 1, left > 0 ? left : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			error_set(err, -ETIMEDOUT, "warm: the zygote did not answer within %d s",
+				  WARM_REPLY_MS / 1000);
+			goto broken;
+		}
+		break;
+	}
+	struct warm_reply r;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} rctl;
+	iov = (struct iovec){.iov_base = &r, .iov_len = sizeof r};
+	m = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1, .msg_control = rctl.buf,
+			    .msg_controllen = sizeof rctl.buf};
+	ssize_t got = recvmsg(z->sock, &m, MSG_CMSG_CLOEXEC);
+	int fd = -1;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	if (got <= 0) {
+		error_set(err, -EPIPE, "warm: the zygote is gone");
+		goto broken;
+	}
+	if (got != (ssize_t)sizeof r || r.magic != WARM_MAGIC || r.seq != q->seq ||
+	    (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r.err == 0) != (fd >= 0)) {
+		/* Out of protocol: whatever it is now, it is not ours. */
+		error_set(err, -EPROTO, "warm: the zygote answered out of protocol");
+		close_fd(&fd);
+		goto broken;
+	}
+	if (r.err) {
+		r.message[sizeof r.message - 1] = '\0';
+		return error_set(err, r.err, "%s: %s", r.message, errno_name(-r.err));
+	}
+	*pidfd = fd;
+	return 0;
+broken:
+	z->broken = true;
+	return -EAGAIN;
+}
+
+int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
+{
+	struct aj_error err = {0};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1};
+	int code = -1, pidfd = -1;
+	struct warm_zygote *z = NULL;
+	int opened = 0;
+	double start;
+	int rc;
+
+	if ((rc = pipe_cloexec(out, 1)) || (rc = pipe_cloexec(errp, 1)) ||
+	    (rc = pipe_cloexec(rep, 1))) {
+		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
+		goto done;
+	}
+	/* The program travels as a file the run's init copies: never through
+	 * the zygote's memory. */
+	code = memfd_create("agentjail-program", MFD_CLOEXEC);
+	if (code < 0 || (rc = write_full(code, s->code, s->code_len)) ||
+	    lseek(code, 0, SEEK_SET) < 0) {
+		rc = rc ? rc : -errno;
+		result_sandbox_error(res, "warm: the program's file: %s", errno_name(-rc));
+		goto done;
+	}
+	struct warm_request q = {
+		.magic = WARM_MAGIC,
+		.uid = s->uid,
+		.gid = s->gid,
+		.limits = s->cfg->limits,
+		.address_space_limit = s->address_space_limit,
+		.cgroup_ns = s->cgroup_ns,
+		.cgroup_v2 = s->into_cgroup,
+	};
+	int fds[WARM_MAX_FDS] = {out[1], errp[1], rep[1], code};
+	int nfds = WARM_FD_CGROUP;
+	if (s->into_cgroup) {
+		fds[nfds++] = s->cgroup_fd;
+	} else {
+		for (const char *const *f = s->join_cgroups; f && *f; f++) {
+			if (nfds == WARM_MAX_FDS) {
+				rc = -E2BIG;
+				result_sandbox_error(res, "warm: more cgroup hierarchies than %d",
+						     WARM_MAX_CGROUP_FDS);
+				goto close_cgroups;
+			}
+			int fd = open(*f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0) {
+				rc = -errno;
+				result_sandbox_error(res, "cgroup: open %s: %s", *f, errno_name(errno));
+				goto close_cgroups;
+			}
+			fds[nfds++] = fd;
+			opened++;
+		}
+	}
+	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
+
+	start = now_ms();
+	pthread_mutex_lock(&w->lock);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if ((rc = zygote_get(w, &z, &err)))
+			break;
+		q.seq = ++w->seq;
+		rc = zygote_ask(w, z, &q, fds, nfds, &pidfd, &err);
+		if (rc != -EAGAIN)
+			break;
+		/* The zygote broke: it ends with its last run, and this run
+		 * goes to a new one. */
+		w->replaced++;
+		zygote_put(z);
+		z = NULL;
+	}
+	pthread_mutex_unlock(&w->lock);
+close_cgroups:
+	for (int i = 0; i < opened; i++)
+		close(fds[WARM_FD_CGROUP + i]);
+	if (rc) {
+		result_sandbox_error(res, "%s", err.message[0] ? err.message : "warm: no zygote");
+		if (z) {
+			pthread_mutex_lock(&w->lock);
+			zygote_put(z);
+			pthread_mutex_unlock(&w->lock);
+		}
+		goto done;
+	}
+	close_fd(&out[1]);
+	close_fd(&errp[1]);
+	close_fd(&rep[1]);
+	close_fd(&code);
+
+	struct capture cout, cerr;
+	size_t cap = (size_t)s->cfg->limits.output_kb * 1024;
+	capture_init(&cout, cap);
+	capture_init(&cerr, cap);
+	struct supervised sv = {.pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
+				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
+	struct outcome o;
+	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
+	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);
+	capture_free(&cout);
+	capture_free(&cerr);
+	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
+	pthread_mutex_lock(&w->lock);
+	zygote_put(z);
+	pthread_mutex_unlock(&w->lock);
+done:
+	close_fd(&pidfd);
+	close_fd(&code);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&out[i]);
+		close_fd(&errp[i]);
+		close_fd(&rep[i]);
+	}
+	return rc;
+}

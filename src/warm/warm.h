@@ -1,0 +1,40 @@
+/* Warm mode, host side: one zygote per open sandbox of the process or
+ * container tier, and the runs forked from it. See warm.c. */
+#ifndef AJ_WARM_H
+#define AJ_WARM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/internal.h"
+#include "../linux/jail.h"
+
+struct warm_zygote;
+
+struct warm {
+	pthread_mutex_t lock;
+	struct warm_zygote *current;   /* NULL: none yet, or retired */
+	struct jail_spec base;         /* the zygote's sandbox: view, python, preload */
+	uint32_t seq;
+	/* For tests and bench (agentjail's own): zygotes started, and how
+	 * many of them were replaced because they died or broke. */
+	uint32_t started, replaced;
+};
+
+/* The zygote's sandbox is built from base (its setup_root and tier data
+ * must outlive w); none is started until the first run. */
+void warm_init(struct warm *w, const struct jail_spec *base);
+/* Ends the zygote (and any run still going on it). */
+void warm_destroy(struct warm *w);
+
+/* Starts the zygote now (an open that must fail early if the preload
+ * cannot be imported): 0, or -errno with err. */
+int warm_prestart(struct warm *w, struct aj_error *err);
+
+/* One warm run of s->code, with s's uid, limits and cgroup (join_cgroups
+ * for v1 or cgroup_fd for v2): fills res fully; 0 if the program ran,
+ * -errno if the sandbox could not be built. */
+int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res);
+
+#endif

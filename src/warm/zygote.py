@@ -1,0 +1,205 @@
+# The agentjail zygote (warm mode; src/warm/warm.c has the whole design).
+#
+# Started by the host as `python3 -I -u -c <this> PRELOAD`, root in a sandbox
+# of its own (the tier's view, an empty network, a clean environment), with
+# its socket to the host at fd 3 and the warm helper library at fd 4. It
+# imports the deployer's PRELOAD modules once, says "R" (ready), and then for
+# each request calls the helper, which clones the run's init (new
+# namespaces, the run's cgroup, tmpfs and /proc); init forks the program's
+# process, which drops to the run's uid, limits and filter and comes back
+# here, in run_program, to run main.py. The zygote itself only answers with
+# the init's pidfd: the host supervises the run as it does a cold one.
+#
+# The zygote never reads a program, an output or anything else of a run:
+# every later run gets a copy of its memory, so nothing of one run may ever
+# be in it.
+import atexit
+import builtins
+import ctypes
+import importlib
+import importlib.machinery
+import os
+import random
+import signal
+import socket
+import sys
+import types
+from array import array
+
+# Everything a run's process uses before main.py is imported here, once: an
+# import in each run would cost it a millisecond or more.
+
+SOL_SOCKET, SCM_RIGHTS = socket.SOL_SOCKET, socket.SCM_RIGHTS
+MAX_FDS = 8
+REPLY_LEN = 256
+WORKSPACE_PROGRAM = "/tmp/work/main.py"
+
+# Native libraries that start worker threads when they load (OpenBLAS under
+# numpy, OpenMP, MKL, numexpr) are held to one thread while the zygote
+# imports: a fork copies only the calling thread, so another thread's
+# locks would stay held for ever in every run. Unset afterwards: a run's
+# environment is a cold run's.
+THREAD_PINS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "NUMEXPR_NUM_THREADS", "GOTO_NUM_THREADS")
+
+
+def say(sock, text):
+    sock.send(text.encode("utf-8", "replace")[:4000])
+
+
+def preload(sock, names):
+    for key in THREAD_PINS:
+        os.environ[key] = "1"
+    try:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except BaseException as e:  # noqa: BLE001 - reported to the host
+                say(sock, "Epreload: import %s: %s: %s" % (name, type(e).__name__, e))
+                os._exit(1)
+    finally:
+        for key in THREAD_PINS:
+            os.environ.pop(key, None)
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        say(sock, "Epreload: the zygote has %d threads after importing %s; a fork would "
+            "copy one of them, so warm mode needs modules that start none"
+            % (threads, ",".join(names) or "nothing"))
+        os._exit(1)
+    # The preloaded objects move to the permanent generation: a run's
+    # garbage collector then never walks (and so never copies) them.
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
+def exit_code(e):
+    """What `python3 main.py` exits with for a SystemExit."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (code,))
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+def run_program(sock):
+    """In the run's program process: run main.py as `python3 -I -u main.py`
+    would, then exit. Never returns."""
+    # Python's own state after a fork it did not see: the lock and thread
+    # records, and the at-fork hooks (random reseeds itself there).
+    ctypes.pythonapi.PyOS_AfterFork_Child()
+    sock.detach()  # its fd was closed in the run's init
+    # init reset every signal to its default; these are Python's own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # Randomness of the run's own. random reseeds itself at fork (and
+    # again here); numpy's global generator does not.
+    random.seed()
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        np_random.seed()
+    sys.argv = ["main.py"]
+    sys.orig_argv = [sys.orig_argv[0], "-I", "-u", "main.py"]
+    main = types.ModuleType("__main__")
+    main.__file__ = WORKSPACE_PROGRAM
+    main.__cached__ = None
+    main.__builtins__ = builtins
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", WORKSPACE_PROGRAM)
+    sys.modules["__main__"] = main
+    code = 0
+    try:
+        with open(WORKSPACE_PROGRAM, "rb") as f:
+            source = f.read()
+        exec(compile(source, WORKSPACE_PROGRAM, "exec", dont_inherit=True), main.__dict__)
+    except SystemExit as e:
+        code = exit_code(e)
+    except BaseException as e:  # noqa: BLE001 - reported as Python would
+        # Without this frame: the traceback starts at main.py, as cold
+        # (and a SyntaxError has none at all).
+        e.__traceback__ = e.__traceback__.tb_next
+        sys.excepthook(type(e), e, e.__traceback__)
+        code = 1
+        if isinstance(e, KeyboardInterrupt):
+            # Python ends by SIGINT for an uncaught KeyboardInterrupt.
+            code = -signal.SIGINT
+    finish(code)
+
+
+def finish(code):
+    """Python's exit: threads joined, atexit, streams flushed; then the
+    status (a negative code: that signal, as Python does for SIGINT)."""
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None:
+            threading._shutdown()  # waits for non-daemon threads, as at exit
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code & 0xFF)
+
+
+def reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main():
+    sock = socket.socket(fileno=3)
+    helper = ctypes.PyDLL("/proc/self/fd/4")  # the GIL stays held in its calls
+    os.close(4)
+    spawn = helper.agentjail_warm_spawn
+    spawn.restype = ctypes.c_int
+    spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int),
+                      ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
+                      ctypes.c_size_t]
+    names = [n for n in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if n]
+    preload(sock, names)
+    say(sock, "R")
+    reply = ctypes.create_string_buffer(REPLY_LEN)
+    fd_array = (ctypes.c_int * MAX_FDS)()
+    pidfd = ctypes.c_int(-1)
+    while True:
+        reap()
+        msg, anc, flags, _ = sock.recvmsg(4096, socket.CMSG_SPACE(MAX_FDS * 4))
+        if not msg:
+            # The host closed its end, or is gone: runs still going end
+            # with this process (their inits' PDEATHSIG).
+            os._exit(0)
+        fds = array("i")
+        for level, kind, data in anc:
+            if level == SOL_SOCKET and kind == SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        nfds = len(fds) if len(fds) <= MAX_FDS and not flags & socket.MSG_CTRUNC else -1
+        for i in range(min(len(fds), MAX_FDS)):
+            fd_array[i] = fds[i]
+        pidfd.value = -1
+        rc = spawn(msg, len(msg), fd_array, nfds, ctypes.byref(pidfd), reply, REPLY_LEN)
+        if rc == 0:
+            run_program(sock)
+        for fd in fds:
+            os.close(fd)
+        anc_out = [(SOL_SOCKET, SCM_RIGHTS, array("i", [pidfd.value]))] if rc > 0 else []
+        sock.sendmsg([reply.raw], anc_out)
+        if pidfd.value >= 0:
+            os.close(pidfd.value)
+
+
+main()
