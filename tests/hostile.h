@@ -50,6 +50,8 @@ struct fixture {
 	 * the slot's uid (gVisor's runsc, gofer and sentry); NULL: those of
 	 * the slot uids. */
 	int (*count_sandbox_processes)(void);
+	/* Warm mode (test_warm.c): every case's runs are forks of a zygote. */
+	bool warm;
 	struct aj_config cfg;
 	char *mountinfo;        /* the host's mounts before the case */
 	char token[40];         /* fresh per case */
@@ -106,6 +108,7 @@ static int case_setup(void **state)
 	}
 	f->cfg.image = f->image;
 	f->cfg.docker_image = f->docker_image;
+	f->cfg.warm = f->warm;
 	/* Short limits keep the suite fast; each case widens what it needs. */
 	f->cfg.limits.wall_sec = 10;
 	f->cfg.limits.cpu_sec = 5;

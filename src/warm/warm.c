@@ -102,7 +102,7 @@
  * here; a slow machine (a microvm under TCG) many. */
 #define WARM_START_MS 120000
 /* Answering a request is a clone: milliseconds. */
-#define WARM_REPLY_MS 10000
+#define WARM_REPLY_MS 5000
 
 struct warm_zygote {
 	struct jail_zygote jz;
@@ -120,8 +120,9 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Kills the zygote's sandbox (everything in it) and frees it. */
-static void zygote_free(struct warm_zygote *z)
+/* Kills the zygote's sandbox: its init's death takes every process in it,
+ * the runs' nested namespaces included. Reaped before this returns. */
+static void zygote_kill(struct warm_zygote *z)
 {
 	close_fd(&z->sock);
 	if (z->jz.pidfd >= 0) {
@@ -131,6 +132,11 @@ static void zygote_free(struct warm_zygote *z)
 			;
 	}
 	close_fd(&z->jz.pidfd);
+}
+
+static void zygote_free(struct warm_zygote *z)
+{
+	zygote_kill(z);
 	close_fd(&z->jz.log_r);
 	close_fd(&z->jz.report_r);
 	free(z);
@@ -307,7 +313,8 @@ int warm_prestart(struct warm *w, struct aj_error *err)
 }
 
 /* Under w->lock: one request and its reply. 0 with *pidfd, -EAGAIN if the
- * zygote failed (it is marked broken: the caller may retry on a new one),
+ * zygote failed (it is killed and marked broken: the caller may retry on a
+ * new one),
  * or another -errno for the run's own fault. */
 static int zygote_ask(struct warm *w, struct warm_zygote *z, const struct warm_request *q,
 		      const int *fds, int nfds, int *pidfd, struct aj_error *err)
@@ -377,34 +384,86 @@ static int zygote_ask(struct warm *w, struct warm_zygote *z, const struct warm_r
 	*pidfd = fd;
 	return 0;
 broken:
+	/* Killed now, with whatever it started (a run it did not answer for
+	 * included: its whole sandbox goes), and reaped, so nothing of it is
+	 * running when the run is given to a new one. */
 	z->broken = true;
+	zygote_kill(z);
 	return -EAGAIN;
+}
+
+/* One attempt's fds: the pipes' both ends and the program's memfd. */
+struct run_fds {
+	int out[2], err[2], rep[2];
+	int code;
+};
+
+static void run_fds_close(struct run_fds *f)
+{
+	for (int i = 0; i < 2; i++) {
+		close_fd(&f->out[i]);
+		close_fd(&f->err[i]);
+		close_fd(&f->rep[i]);
+	}
+	close_fd(&f->code);
+}
+
+static int run_fds_make(struct run_fds *f, const struct jail_spec *s, struct aj_result *res)
+{
+	int rc;
+	if ((rc = pipe_cloexec(f->out, 1)) || (rc = pipe_cloexec(f->err, 1)) ||
+	    (rc = pipe_cloexec(f->rep, 1))) {
+		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
+		return rc;
+	}
+	/* The program travels as a file the run's init copies: never through
+	 * the zygote's memory. */
+	f->code = memfd_create("agentjail-program", MFD_CLOEXEC);
+	if (f->code < 0 || (rc = write_full(f->code, s->code, s->code_len)) ||
+	    lseek(f->code, 0, SEEK_SET) < 0) {
+		rc = rc ? rc : -errno;
+		result_sandbox_error(res, "warm: the program's file: %s", errno_name(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* The run's cgroup, as the zygote's view cannot name it: the v2 directory's
+ * fd (the caller's), or each v1 hierarchy's tasks file opened here. */
+static int cgroup_fds(const struct jail_spec *s, int *fds, int *nfds, int *opened,
+		      struct aj_result *res)
+{
+	*opened = 0;
+	if (s->into_cgroup) {
+		fds[(*nfds)++] = s->cgroup_fd;
+		return 0;
+	}
+	for (const char *const *f = s->join_cgroups; f && *f; f++) {
+		if (*nfds == WARM_MAX_FDS) {
+			result_sandbox_error(res, "warm: more cgroup hierarchies than %d",
+					     WARM_MAX_CGROUP_FDS);
+			return -E2BIG;
+		}
+		int fd = open(*f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			int rc = -errno;
+			result_sandbox_error(res, "cgroup: open %s: %s", *f, errno_name(errno));
+			return rc;
+		}
+		fds[(*nfds)++] = fd;
+		(*opened)++;
+	}
+	return 0;
 }
 
 int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 {
 	struct aj_error err = {0};
-	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1};
-	int code = -1, pidfd = -1;
+	struct run_fds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1};
+	int pidfd = -1, fds[WARM_MAX_FDS], nfds = WARM_FD_CGROUP, opened = 0;
 	struct warm_zygote *z = NULL;
-	int opened = 0;
-	double start;
 	int rc;
 
-	if ((rc = pipe_cloexec(out, 1)) || (rc = pipe_cloexec(errp, 1)) ||
-	    (rc = pipe_cloexec(rep, 1))) {
-		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
-		goto done;
-	}
-	/* The program travels as a file the run's init copies: never through
-	 * the zygote's memory. */
-	code = memfd_create("agentjail-program", MFD_CLOEXEC);
-	if (code < 0 || (rc = write_full(code, s->code, s->code_len)) ||
-	    lseek(code, 0, SEEK_SET) < 0) {
-		rc = rc ? rc : -errno;
-		result_sandbox_error(res, "warm: the program's file: %s", errno_name(-rc));
-		goto done;
-	}
 	struct warm_request q = {
 		.magic = WARM_MAGIC,
 		.uid = s->uid,
@@ -414,85 +473,67 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 		.cgroup_ns = s->cgroup_ns,
 		.cgroup_v2 = s->into_cgroup,
 	};
-	int fds[WARM_MAX_FDS] = {out[1], errp[1], rep[1], code};
-	int nfds = WARM_FD_CGROUP;
-	if (s->into_cgroup) {
-		fds[nfds++] = s->cgroup_fd;
-	} else {
-		for (const char *const *f = s->join_cgroups; f && *f; f++) {
-			if (nfds == WARM_MAX_FDS) {
-				rc = -E2BIG;
-				result_sandbox_error(res, "warm: more cgroup hierarchies than %d",
-						     WARM_MAX_CGROUP_FDS);
-				goto close_cgroups;
-			}
-			int fd = open(*f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0) {
-				rc = -errno;
-				result_sandbox_error(res, "cgroup: open %s: %s", *f, errno_name(errno));
-				goto close_cgroups;
-			}
-			fds[nfds++] = fd;
-			opened++;
-		}
-	}
+	if ((rc = cgroup_fds(s, fds, &nfds, &opened, res)))
+		goto done;
 	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
 
-	start = now_ms();
-	pthread_mutex_lock(&w->lock);
+	double start = now_ms();
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if ((rc = zygote_get(w, &z, &err)))
-			break;
-		q.seq = ++w->seq;
-		rc = zygote_ask(w, z, &q, fds, nfds, &pidfd, &err);
+		/* Fresh pipes and program file for each attempt: a broken
+		 * zygote may have started the run it did not answer for. */
+		run_fds_close(&f);
+		if ((rc = run_fds_make(&f, s, res)))
+			goto done;
+		fds[WARM_FD_OUT] = f.out[1];
+		fds[WARM_FD_ERR] = f.err[1];
+		fds[WARM_FD_REPORT] = f.rep[1];
+		fds[WARM_FD_CODE] = f.code;
+		pthread_mutex_lock(&w->lock);
+		if (!(rc = zygote_get(w, &z, &err))) {
+			q.seq = ++w->seq;
+			rc = zygote_ask(w, z, &q, fds, nfds, &pidfd, &err);
+			if (rc == -EAGAIN) {
+				/* Broken (zygote_ask killed it): this run goes to
+				 * a new one. */
+				w->replaced++;
+				zygote_put(z);
+				z = NULL;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
 		if (rc != -EAGAIN)
 			break;
-		/* The zygote broke: it ends with its last run, and this run
-		 * goes to a new one. */
-		w->replaced++;
-		zygote_put(z);
-		z = NULL;
 	}
-	pthread_mutex_unlock(&w->lock);
-close_cgroups:
-	for (int i = 0; i < opened; i++)
-		close(fds[WARM_FD_CGROUP + i]);
 	if (rc) {
 		result_sandbox_error(res, "%s", err.message[0] ? err.message : "warm: no zygote");
-		if (z) {
-			pthread_mutex_lock(&w->lock);
-			zygote_put(z);
-			pthread_mutex_unlock(&w->lock);
-		}
 		goto done;
 	}
-	close_fd(&out[1]);
-	close_fd(&errp[1]);
-	close_fd(&rep[1]);
-	close_fd(&code);
+	close_fd(&f.out[1]);
+	close_fd(&f.err[1]);
+	close_fd(&f.rep[1]);
+	close_fd(&f.code);
 
 	struct capture cout, cerr;
 	size_t cap = (size_t)s->cfg->limits.output_kb * 1024;
 	capture_init(&cout, cap);
 	capture_init(&cerr, cap);
-	struct supervised sv = {.pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
-				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
+	struct supervised sv = {.pidfd = pidfd, .out_fd = f.out[0], .err_fd = f.err[0],
+				.report_fd = f.rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
 	struct outcome o;
 	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
 	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);
 	capture_free(&cout);
 	capture_free(&cerr);
 	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
-	pthread_mutex_lock(&w->lock);
-	zygote_put(z);
-	pthread_mutex_unlock(&w->lock);
 done:
-	close_fd(&pidfd);
-	close_fd(&code);
-	for (int i = 0; i < 2; i++) {
-		close_fd(&out[i]);
-		close_fd(&errp[i]);
-		close_fd(&rep[i]);
+	if (z) {
+		pthread_mutex_lock(&w->lock);
+		zygote_put(z);
+		pthread_mutex_unlock(&w->lock);
 	}
+	for (int i = 0; i < opened; i++)
+		close(fds[WARM_FD_CGROUP + i]);
+	close_fd(&pidfd);
+	run_fds_close(&f);
 	return rc;
 }

@@ -1,0 +1,522 @@
+/* Warm mode (src/warm/warm.c) on the process and container tiers: the shared
+ * hostile table with every run forked from a zygote, then what warm mode
+ * promises besides: a run is a cold run's equal (identity, output, exit),
+ * nothing of one run reaches the zygote or a later run (files, patched
+ * modules, memory, processes), randomness of each run's own, and a zygote
+ * that dies, hangs or is tampered with is replaced, never fallen back from.
+ * Runs the test images `make test` builds. */
+#include <limits.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+
+#include "hostile.h"
+#include "src/warm/protocol.h"
+
+static char image_dir[PATH_MAX], ds_dir[PATH_MAX + 4];
+
+static const char zygote_mark[] = "# The agentjail zygote";
+
+/* Whether pid's command line is the zygote's (its runs' inits and
+ * programs, forks of it, share it). */
+static bool zygote_cmdline(pid_t pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, zygote_mark) != NULL;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	int pp = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "PPid: %d", &pp) == 1)
+			break;
+	fclose(f);
+	return pp;
+}
+
+/* The zygotes on the host: that command line, under a parent without it
+ * (the zygote's own sandbox init). Fills pids[0..n). */
+static int find_zygotes(pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = atoi(de->d_name);
+		if (zygote_cmdline(pid) && !zygote_cmdline(parent_of(pid))) {
+			if (n < max)
+				pids[n] = pid;
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static int count_zygotes(void)
+{
+	pid_t p[16];
+	return find_zygotes(p, 16);
+}
+
+static pid_t the_zygote(void)
+{
+	pid_t p[4];
+	int n = find_zygotes(p, 4);
+	if (n != 1)
+		fail_msg("%d zygotes on the host, want 1", n);
+	return p[0];
+}
+
+static struct aj_sandbox *open_warm(const struct aj_config *cfg)
+{
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	return sb;
+}
+
+static void run_in(struct aj_sandbox *sb, struct aj_result *r, const char *code)
+{
+	aj_run(sb, code, strlen(code), r);
+}
+
+/* ---- a warm run is a cold run's equal ---- */
+
+static void identity_like_cold(void **state)
+{
+	struct fixture *f = *state;
+	static const char code[] =
+		"import os, socket, sys\n"
+		"st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+		"print('uid', os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
+		"print('caps', st['CapEff'].strip(), st['CapPrm'].strip(), st['CapBnd'].strip(),\n"
+		"      st['CapAmb'].strip())\n"
+		"print('nnp', st['NoNewPrivs'].strip(), 'seccomp', st['Seccomp'].strip())\n"
+		"print('pid', os.getpid(), 'host', socket.gethostname(), 'cwd', os.getcwd())\n"
+		"print('env', sorted(os.environ.items()))\n"
+		"print('argv', sys.argv, __name__, __file__, sys.path)\n"
+		"print('fds', sorted(os.listdir('/proc/self/fd')))\n"
+		"print('ifaces', socket.if_nameindex())\n"
+		"print('stdin', repr(os.read(0, 10)))\n"
+		"print('files', os.listdir('/tmp'), os.listdir('/tmp/work'))\n"
+		"print('procs', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n";
+	struct aj_result cold, warm;
+	struct aj_config c = f->cfg;
+	c.warm = false;
+	run_code(&c, &cold, "%s", code);
+	run_code(&f->cfg, &warm, "%s", code);
+	assert_status(&cold, AJ_STATUS_OK);
+	assert_status(&warm, AJ_STATUS_OK);
+	/* Line for line the same, but the uid (another slot may be free)
+	 * and the first line's figures are the same shape. */
+	const char *cl = strstr(cold.stdout_buf, "\ncaps"), *wl = strstr(warm.stdout_buf, "\ncaps");
+	assert_non_null(cl);
+	assert_non_null(wl);
+	if (strcmp(cl, wl))
+		fail_msg("warm run differs from cold:\ncold: %s\nwarm: %s", cold.stdout_buf,
+			 warm.stdout_buf);
+	assert_true(contains(warm.stdout_buf, "caps 0000000000000000 0000000000000000 "
+					      "0000000000000000 0000000000000000"));
+	assert_true(contains(warm.stdout_buf, "nnp 1 seccomp 2"));
+	assert_true(contains(warm.stdout_buf, "pid 2 host sandbox cwd /tmp/work"));
+	assert_true(contains(warm.stdout_buf, "fds ['0', '1', '2', '3']"));
+	aj_result_free(&cold);
+	aj_result_free(&warm);
+}
+
+/* What the agent sees of a failing program, byte for byte a cold run's. */
+static void output_and_exit_like_cold(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const programs[] = {
+		"1/0\n",
+		"def f():\n    raise ValueError('deep')\nf()\n",
+		"syntax error here\n",
+		"import sys\nprint('out')\nsys.exit(3)\n",
+		"raise SystemExit('bye')\n",
+		"import sys\nsys.exit(None)\n",
+		"import os, sys\nprint('x', flush=True)\nos._exit(7)\n",
+		"import atexit\natexit.register(lambda: print('at exit'))\nprint('main')\n",
+		"import threading, time\n"
+		"threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
+		"print('main ends')\n",
+		"raise KeyboardInterrupt\n",
+		"import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n",
+		"import signal\nprint(signal.getsignal(signal.SIGPIPE), signal.getsignal(signal.SIGINT))\n",
+		"print(input())\n",
+		"import warnings\nwarnings.warn('careful')\n",
+		"print(__builtins__.__name__, __loader__.name, __spec__)\n",
+	};
+	struct aj_config c = f->cfg;
+	c.warm = false;
+	struct aj_sandbox *cold = open_warm(&c), *warm = open_warm(&f->cfg);
+	for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+		struct aj_result a, b;
+		run_in(cold, &a, programs[i]);
+		run_in(warm, &b, programs[i]);
+		if (a.status != b.status || a.has_exit_code != b.has_exit_code ||
+		    a.exit_code != b.exit_code || a.signal != b.signal ||
+		    strcmp(a.stdout_buf, b.stdout_buf) || strcmp(a.stderr_buf, b.stderr_buf))
+			fail_msg("program %zu:\n%s\ncold: %s exit %d signal %d\nout %s\nerr %s\n"
+				 "warm: %s exit %d signal %d\nout %s\nerr %s",
+				 i, programs[i], aj_status_name(a.status), a.exit_code, a.signal,
+				 a.stdout_buf, a.stderr_buf, aj_status_name(b.status), b.exit_code,
+				 b.signal, b.stdout_buf, b.stderr_buf);
+		aj_result_free(&a);
+		aj_result_free(&b);
+	}
+	aj_close(cold);
+	aj_close(warm);
+}
+
+/* ---- nothing of a run reaches the zygote or a later run ---- */
+
+static void runs_share_nothing(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 5;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t zygote = the_zygote();
+	struct aj_result r;
+	/* The first run changes all it can reach: files, modules, builtins,
+	 * the memory behind a string every run shares, its cwd; it leaves a
+	 * daemon behind and tries to reach the zygote. */
+	run_in(sb, &r,
+	       "import builtins, ctypes, json, os, random, sys\n"
+	       "for p in ['/tmp/left', '/tmp/work/left', '/dev/shm/left', '/var/tmp/left']:\n"
+	       "    open(p, 'w').write('x')\n"
+	       "json.dumps = lambda *a, **k: 'patched'\n"
+	       "builtins.leaked = 'L'\n"
+	       "sys.path.insert(0, '/tmp/evil')\n"
+	       "sys.modules['evil'] = json\n"
+	       "os.environ['LEAK'] = '1'\n"
+	       "random.seed(1)\n"
+	       "# overwrite sys.version's characters in place (CPython 3.11 str layout)\n"
+	       "ctypes.memmove(id(sys.version) + 48, b'HACKED', 6)\n"
+	       "print('patched', sys.version[:6])\n"
+	       "if os.fork() == 0:\n"
+	       "    os.setsid()\n"
+	       "    if os.fork() == 0:\n"
+	       "        import time\n"
+	       "        time.sleep(20)\n"
+	       "    os._exit(0)\n"
+	       "print('procs', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "patched HACKED"));
+	aj_result_free(&r);
+	/* Its processes went with it. */
+	assert_int_equal(sandbox_processes(f), 0);
+	/* The zygote is the same one, still there. */
+	assert_int_equal(the_zygote(), zygote);
+	run_in(sb, &r,
+	       "import builtins, json, os, random, sys\n"
+	       "print('files', [p for p in ['/tmp/left', '/tmp/work/left', '/dev/shm/left',\n"
+	       "                            '/var/tmp/left'] if os.path.exists(p)])\n"
+	       "print('json', json.dumps([1]))\n"
+	       "print('builtin', hasattr(builtins, 'leaked'))\n"
+	       "print('path', '/tmp/evil' in sys.path, 'evil' in sys.modules)\n"
+	       "print('env', 'LEAK' in os.environ)\n"
+	       "print('version', sys.version[:6] != 'HACKED')\n"
+	       "print('random', random.random() != __import__('random').Random(1).random())\n"
+	       "print('procs', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "files []\n"));
+	assert_true(contains(r.stdout_buf, "json [1]\n"));
+	assert_true(contains(r.stdout_buf, "builtin False\n"));
+	assert_true(contains(r.stdout_buf, "path False False\n"));
+	assert_true(contains(r.stdout_buf, "env False\n"));
+	assert_true(contains(r.stdout_buf, "version True\n"));
+	assert_true(contains(r.stdout_buf, "random True\n"));
+	/* Its own init and itself: nothing of the first run, no zygote. */
+	assert_true(contains(r.stdout_buf, "procs [1, 2]\n"));
+	aj_result_free(&r);
+	assert_int_equal(the_zygote(), zygote);
+	aj_close(sb);
+	assert_int_equal(count_zygotes(), 0);
+}
+
+/* The zygote's fds, memory and process are out of a run's reach. */
+static void zygote_out_of_reach(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	struct aj_result r;
+	run_in(sb, &r,
+	       "import ctypes, os, socket\n"
+	       "# fds 3 and 4 were the zygote's socket and helper library\n"
+	       "for fd in (3, 4, 5):\n"
+	       "    try:\n"
+	       "        os.fstat(fd)\n"
+	       "        print('OPEN', fd)\n"
+	       "    except OSError as e:\n"
+	       "        print('closed', fd, e.errno)\n"
+	       "# its parent (init) and the zygote: other pid namespace, other uid\n"
+	       "try:\n"
+	       "    os.kill(1, 9)\n"
+	       "    print('KILLED init')\n"
+	       "except OSError as e:\n"
+	       "    print('init', e.errno)\n"
+	       "libc = ctypes.CDLL(None, use_errno=True)\n"
+	       "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\n"
+	       "print('unshare', libc.unshare(0x20000000), ctypes.get_errno())\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "closed 3 9\nclosed 4 9\nclosed 5 9\n"));
+	assert_false(contains(r.stdout_buf, "OPEN"));
+	assert_false(contains(r.stdout_buf, "KILLED"));
+	assert_true(contains(r.stdout_buf, "init 1\n"));        /* EPERM */
+	assert_true(contains(r.stdout_buf, "ptrace -1 1\n"));   /* the filter */
+	assert_true(contains(r.stdout_buf, "unshare -1 1\n"));
+	aj_result_free(&r);
+	/* And the zygote still serves. */
+	run_in(sb, &r, "print('next')\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "next\n");
+	aj_result_free(&r);
+	aj_close(sb);
+}
+
+/* ---- randomness ---- */
+
+static void randomness_is_each_runs_own(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.preload = "numpy";
+	f->cfg.image = ds_dir[0] ? ds_dir : f->cfg.image;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	static const char code[] =
+		"import os, random, secrets, uuid, numpy\n"
+		"print(random.random(), random.getrandbits(64), os.urandom(16).hex(),\n"
+		"      secrets.token_hex(16), uuid.uuid4(), numpy.random.random(),\n"
+		"      numpy.random.randint(1 << 30))\n"
+		"print('hash', hash('agentjail'))\n";
+	char first[2][512], hash1[64];
+	struct aj_result r;
+	for (int i = 0; i < 2; i++) {
+		run_in(sb, &r, code);
+		assert_status(&r, AJ_STATUS_OK);
+		const char *h = strstr(r.stdout_buf, "hash ");
+		assert_non_null(h);
+		snprintf(first[i], sizeof first[i], "%.*s", (int)(h - r.stdout_buf), r.stdout_buf);
+		if (i == 0)
+			snprintf(hash1, sizeof hash1, "%s", h);
+		else /* one zygote's runs share its hash secret (README) */
+			assert_string_equal(hash1, h);
+		aj_result_free(&r);
+	}
+	/* Every draw differs: not one number of the first run's repeats. */
+	char *save = NULL, *tok;
+	for (tok = strtok_r(first[0], " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+		if (strstr(first[1], tok))
+			fail_msg("run 2 drew %s again:\n%s", tok, first[1]);
+	aj_close(sb);
+}
+
+/* A zygote serves a bounded number of runs (WARM_RUNS): the hash secret
+ * and address-space layout they share change with the next one. */
+static void zygote_is_rotated(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t first = the_zygote();
+	char hash1[64] = "";
+	bool changed = false;
+	int runs = 0;
+	for (; runs < 130 && !changed; runs++) {
+		struct aj_result r;
+		run_in(sb, &r, "print(hash('agentjail'), id(None))\n");
+		assert_status(&r, AJ_STATUS_OK);
+		if (!hash1[0])
+			snprintf(hash1, sizeof hash1, "%s", r.stdout_buf);
+		else
+			changed = strcmp(hash1, r.stdout_buf) != 0;
+		aj_result_free(&r);
+	}
+	assert_true(changed);
+	assert_true(runs > 90 && runs <= 101); /* about WARM_RUNS, never more */
+	assert_int_not_equal(the_zygote(), first);
+	aj_close(sb);
+	assert_int_equal(count_zygotes(), 0);
+}
+
+/* ---- a broken zygote is replaced, never fallen back from ---- */
+
+static void check_replaced(struct aj_sandbox *sb, pid_t old)
+{
+	struct aj_result r;
+	run_in(sb, &r, "print('warm', b'agentjail zygote' in open('/proc/self/cmdline', 'rb').read())\n");
+	assert_status(&r, AJ_STATUS_OK);
+	/* Still a warm run (a cold run's argv is python3 -I -u main.py). */
+	assert_string_equal(r.stdout_buf, "warm True\n");
+	aj_result_free(&r);
+	pid_t now = the_zygote();
+	assert_int_not_equal(now, old);
+	assert_int_not_equal(kill(old, 0), 0);
+}
+
+static void dead_zygote_is_replaced(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t z = the_zygote();
+	assert_int_equal(kill(z, SIGKILL), 0);
+	for (int i = 0; i < 100 && zygote_cmdline(z); i++)
+		sleep_ms(10);
+	check_replaced(sb, z);
+	aj_close(sb);
+	assert_int_equal(count_zygotes(), 0);
+}
+
+static void hung_zygote_is_replaced(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t z = the_zygote();
+	assert_int_equal(kill(z, SIGSTOP), 0);
+	check_replaced(sb, z);
+	aj_close(sb);
+	assert_int_equal(count_zygotes(), 0);
+}
+
+/* Someone with the zygote's socket in hand (root on the host: nothing in a
+ * run can) answers for it: the host sees a reply out of protocol and
+ * replaces the zygote. */
+static void tampered_zygote_is_replaced(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t z = the_zygote();
+	int pidfd = (int)syscall(SYS_pidfd_open, z, 0);
+	assert_true(pidfd >= 0);
+	int sock = (int)syscall(SYS_pidfd_getfd, pidfd, 3, 0);
+	assert_true(sock >= 0);
+	struct warm_reply forged = {.magic = WARM_MAGIC, .seq = 12345, .err = 0};
+	assert_int_equal(send(sock, &forged, sizeof forged, 0), (ssize_t)sizeof forged);
+	close(sock);
+	close(pidfd);
+	check_replaced(sb, z);
+	aj_close(sb);
+	assert_int_equal(count_zygotes(), 0);
+}
+
+static void preload_failure_refuses_open(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.preload = "json,agentjail_no_such_module";
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	assert_int_not_equal(aj_open(&f->cfg, &sb, &err), 0);
+	assert_null(sb);
+	assert_true(contains(err.message, "import agentjail_no_such_module: ModuleNotFoundError"));
+	assert_int_equal(count_zygotes(), 0);
+}
+
+/* Many runs at once on one zygote: each its own. */
+struct conc {
+	struct aj_sandbox *sb;
+	int id, ok;
+};
+
+static void *conc_worker(void *arg)
+{
+	struct conc *c = arg;
+	for (int i = 0; i < 10; i++) {
+		char code[200];
+		snprintf(code, sizeof code,
+			 "import os\nopen('/tmp/mine', 'x').write('%d')\n"
+			 "print('%d-%d', open('/tmp/mine').read(), os.getpid())\n",
+			 c->id, c->id, i);
+		struct aj_result r;
+		aj_run(c->sb, code, strlen(code), &r);
+		char want[64];
+		snprintf(want, sizeof want, "%d-%d %d 2\n", c->id, i, c->id);
+		c->ok += r.status == AJ_STATUS_OK && !strcmp(r.stdout_buf, want);
+		aj_result_free(&r);
+	}
+	return NULL;
+}
+
+static void concurrent_runs_on_one_zygote(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pthread_t th[4];
+	struct conc c[4];
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct conc){.sb = sb, .id = i};
+		assert_int_equal(pthread_create(&th[i], NULL, conc_worker, &c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(c[i].ok, 10);
+	}
+	assert_int_equal(count_zygotes(), 1);
+	aj_close(sb);
+}
+
+/* A session on a warm sandbox keeps its own interpreter: no zygote. */
+static void sessions_start_no_zygote(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_open(&f->cfg, &s, &err), 0);
+	assert_int_equal(count_zygotes(), 0);
+	struct aj_result r;
+	assert_int_equal(aj_session_run(s, "x = 41\n", 7, &r), 0);
+	aj_result_free(&r);
+	assert_int_equal(aj_session_run(s, "print(x + 1)\n", 13, &r), 0);
+	assert_string_equal(r.stdout_buf, "42\n");
+	aj_result_free(&r);
+	aj_session_close(s);
+}
+
+#define WARM_CASES(T)                                                                       \
+	T(identity_like_cold), T(output_and_exit_like_cold), T(runs_share_nothing),         \
+	T(zygote_out_of_reach), T(randomness_is_each_runs_own), T(zygote_is_rotated),       \
+	T(dead_zygote_is_replaced), T(hung_zygote_is_replaced),                             \
+	T(tampered_zygote_is_replaced), T(preload_failure_refuses_open),                    \
+	T(concurrent_runs_on_one_zygote), T(sessions_start_no_zygote)
+
+int main(void)
+{
+	if (getenv("AJ_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
+	if (use_test_image(image_dir, sizeof image_dir))
+		return 1;
+	snprintf(ds_dir, sizeof ds_dir, "%s-ds", image_dir);
+	/* After every case: no zygote left (besides the table's own checks). */
+	fixture.count_leftovers = count_zygotes;
+	fixture.warm = true;
+	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST)};
+
+	fixture.tier = AJ_TIER_PROCESS;
+	/* The process tier's view is the host's: numpy is the host's. */
+	ds_dir[0] = '\0';
+	int failed = cmocka_run_group_tests_name("process tier, warm", tests, NULL, NULL);
+	fixture.tier = AJ_TIER_CONTAINER;
+	snprintf(ds_dir, sizeof ds_dir, "%s-ds", image_dir);
+	failed += cmocka_run_group_tests_name("container tier, warm", tests, NULL, NULL);
+	return failed;
+}
