@@ -475,6 +475,63 @@ static void concurrent_runs_on_one_zygote(void **state)
 	aj_close(sb);
 }
 
+/* Three runs alive at once: each in namespaces of its own (the network,
+ * ipc and uts ones the zygote made ahead included), none the host's. */
+struct ns_run {
+	struct aj_sandbox *sb;
+	struct aj_result r;
+};
+
+static void *ns_worker(void *arg)
+{
+	struct ns_run *n = arg;
+	static const char code[] =
+		"import os, time\n"
+		"for t in ('net', 'ipc', 'uts', 'mnt', 'pid', 'cgroup'):\n"
+		"    print(t, os.readlink('/proc/self/ns/' + t))\n"
+		"time.sleep(0.5)\n";
+	aj_run(n->sb, code, strlen(code), &n->r);
+	return NULL;
+}
+
+static void namespaces_are_each_runs_own(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	struct ns_run n[3];
+	pthread_t th[3];
+	for (int i = 0; i < 3; i++) {
+		n[i].sb = sb;
+		assert_int_equal(pthread_create(&th[i], NULL, ns_worker, &n[i]), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		assert_status(&n[i].r, AJ_STATUS_OK);
+	}
+	static const char *const types[] = {"net", "ipc", "uts", "mnt", "pid"};
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+		char host[64], path[64], line[80];
+		snprintf(path, sizeof path, "/proc/self/ns/%s", types[t]);
+		ssize_t len = readlink(path, host, sizeof host - 1);
+		assert_true(len > 0);
+		host[len] = '\0';
+		snprintf(line, sizeof line, "%s %s\n", types[t], host);
+		for (int i = 0; i < 3; i++) {
+			assert_false(contains(n[i].r.stdout_buf, line));
+			const char *mine = strstr(n[i].r.stdout_buf, types[t]);
+			assert_non_null(mine);
+			char want[80];
+			snprintf(want, sizeof want, "%.*s", (int)(strchr(mine, '\n') - mine + 1), mine);
+			for (int j = 0; j < 3; j++)
+				if (j != i && contains(n[j].r.stdout_buf, want))
+					fail_msg("runs %d and %d share %s", i, j, want);
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		aj_result_free(&n[i].r);
+	aj_close(sb);
+}
+
 /* A session on a warm sandbox keeps its own interpreter: no zygote. */
 static void sessions_start_no_zygote(void **state)
 {
@@ -497,7 +554,8 @@ static void sessions_start_no_zygote(void **state)
 	T(zygote_out_of_reach), T(randomness_is_each_runs_own), T(zygote_is_rotated),       \
 	T(dead_zygote_is_replaced), T(hung_zygote_is_replaced),                             \
 	T(tampered_zygote_is_replaced), T(preload_failure_refuses_open),                    \
-	T(concurrent_runs_on_one_zygote), T(sessions_start_no_zygote)
+	T(concurrent_runs_on_one_zygote), T(namespaces_are_each_runs_own),                  \
+	T(sessions_start_no_zygote)
 
 int main(void)
 {

@@ -13,6 +13,11 @@
  *                per run (the latency row), and a warm pool of 2.
  *   gvisor       a sandbox started per run (the latency row), and a warm
  *                pool of 2 started ahead (vm_pool).
+ *   warm         process and container in warm mode (a fork of a zygote per
+ *                run) as latency rows beside their cold ones; and a program
+ *                importing numpy and pandas: bare, a cold run and a warm run
+ *                with those preloaded, interleaved, with the ratio of the
+ *                warm run to the cold one.
  *
  * Figures only, never a verdict: latency depends on the machine. */
 #include <errno.h>
@@ -48,7 +53,8 @@ static const char usage[] =
 	"--quick: 5 rounds and small throughput runs.\n";
 
 #define PROGRAM "print(1)\n"
-#define MAX_ROWS 12
+#define MAX_ROWS 14
+#define IMPORTS "import numpy, pandas\nprint(1)\n"
 
 extern char **environ;
 
@@ -63,15 +69,20 @@ struct row {
 	double tput1, tputn;  /* runs/s; 0 if not measured */
 };
 
-static double run_ms(struct aj_sandbox *sb)
+static double run_code_ms(struct aj_sandbox *sb, const char *code)
 {
 	struct aj_result r;
 	double s = now_ms();
-	aj_run(sb, PROGRAM, strlen(PROGRAM), &r);
+	aj_run(sb, code, strlen(code), &r);
 	double t = now_ms() - s;
 	bool ok = r.status == AJ_STATUS_OK;
 	aj_result_free(&r);
 	return ok ? t : -1;
+}
+
+static double run_ms(struct aj_sandbox *sb)
+{
+	return run_code_ms(sb, PROGRAM);
 }
 
 static double once(struct row *r)
@@ -244,6 +255,54 @@ static void pool_regime(const struct aj_config *base, enum aj_tier tier, int run
  * cannot tell apart from the maximum (p95 below 20 runs, p99 below 100) is
  * null rather than a maximum under another name; so is a ratio to a bare
  * row that has no runs. */
+/* A program importing numpy and pandas on a tier: bare Python, a cold run
+ * and a warm run with both preloaded, interleaved after one warm-up round.
+ * v[0..2] get the samples; *why says why it was not measured. */
+struct imports {
+	enum aj_tier tier;
+	struct regime r[3];     /* bare, cold, warm */
+	char why[AJ_ERROR_MAX];
+};
+
+static void imports_regime(const struct aj_config *base, const char *python, int runs,
+			   struct imports *im)
+{
+	struct aj_config cold = *base, warm = *base;
+	cold.tier = warm.tier = im->tier;
+	warm.warm = true;
+	warm.preload = "numpy,pandas";
+	struct aj_sandbox *cs = NULL, *ws = NULL;
+	struct aj_error err;
+	im->r[0].name = "bare python3 -I";
+	im->r[1].name = "cold run";
+	im->r[2].name = "warm run, preloaded";
+	if (aj_open(&cold, &cs, &err) || aj_open(&warm, &ws, &err)) {
+		snprintf(im->why, sizeof im->why, "%s", err.message);
+		if (cs)
+			aj_close(cs);
+		return;
+	}
+	char **bare = argv_of(python, "-I", "-c", IMPORTS, NULL);
+	if (runs > 64)
+		runs = 64;
+	for (int round = -1; round < runs; round++) {
+		double t[3] = {measure_spawn_ok_ms(bare), run_code_ms(cs, IMPORTS),
+			       run_code_ms(ws, IMPORTS)};
+		for (int k = 0; k < 3 && round >= 0; k++)
+			if (t[k] >= 0)
+				im->r[k].v[im->r[k].n++] = t[k];
+	}
+	for (char **a = bare; *a; a++)
+		free(*a);
+	free(bare);
+	aj_close(cs);
+	aj_close(ws);
+	for (int k = 0; k < 3; k++)
+		measure_sort(im->r[k].v, (size_t)im->r[k].n);
+	if (!im->r[2].n)
+		snprintf(im->why, sizeof im->why, "every warm run failed");
+}
+
 static json_t *stats_json(const double *sorted, int n, double base)
 {
 	if (!n)
@@ -364,6 +423,21 @@ int cmd_bench(int argc, char **argv)
 		r->is_tier = true;
 		r->tier = (enum aj_tier)t;
 		r->sb = sb;
+		if (t != AJ_TIER_PROCESS && t != AJ_TIER_CONTAINER)
+			continue;
+		/* The same tier in warm mode: a fork of a zygote per run. */
+		tc.warm = true;
+		if (aj_open(&tc, &sb, &err)) {
+			fprintf(stderr, "bench: %s warm: %s\n", aj_tier_name((enum aj_tier)t),
+				err.message);
+			continue;
+		}
+		r = &rows[nr++];
+		snprintf(r->name, sizeof r->name, "agentjail %s (warm)",
+			 aj_tier_name((enum aj_tier)t));
+		r->is_tier = true;
+		r->tier = (enum aj_tier)t;
+		r->sb = sb;
 	}
 	if (peers) {
 		char *bwrap = measure_find_in_path("bwrap");
@@ -438,6 +512,19 @@ int cmd_bench(int argc, char **argv)
 	struct regime gpool = {.name = "warm pool (2)"};
 	if (have_gvisor)
 		pool_regime(&cfg, AJ_TIER_GVISOR, (int)runs, &gpool);
+	/* numpy + pandas, cold and warm, on the tiers with a warm mode. */
+	struct imports imp[2] = {{.tier = AJ_TIER_PROCESS}, {.tier = AJ_TIER_CONTAINER}};
+	int import_runs = quick ? 3 : (int)(runs < 10 ? runs : 10);
+	for (int k = 0; k < 2; k++) {
+		if ((any && !chosen[imp[k].tier]) || unavailable[imp[k].tier][0]) {
+			snprintf(imp[k].why, sizeof imp[k].why, "tier not measured");
+			continue;
+		}
+		if (!json)
+			fprintf(stderr, "bench: numpy + pandas on %s, cold and warm...\n",
+				aj_tier_name(imp[k].tier));
+		imports_regime(&cfg, python, import_runs, &imp[k]);
+	}
 	for (int i = 0; i < nr; i++)
 		if (rows[i].sb)
 			aj_close(rows[i].sb);
@@ -478,6 +565,27 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (have_gvisor)
 		json_object_set_new(root, "gvisor_pool", stats_json(gpool.v, gpool.n, 0));
+	json_t *jimp = json_object();
+	for (int k = 0; k < 2; k++) {
+		json_t *j = json_object();
+		if (imp[k].why[0]) {
+			json_object_set_new(j, "unavailable", json_string(imp[k].why));
+		} else {
+			double bare_med = measure_percentile(imp[k].r[0].v, (size_t)imp[k].r[0].n, 50);
+			double cold_med = measure_percentile(imp[k].r[1].v, (size_t)imp[k].r[1].n, 50);
+			json_object_set_new(j, "bare", stats_json(imp[k].r[0].v, imp[k].r[0].n, 0));
+			json_object_set_new(j, "cold", stats_json(imp[k].r[1].v, imp[k].r[1].n, bare_med));
+			json_t *w = stats_json(imp[k].r[2].v, imp[k].r[2].n, bare_med);
+			if (cold_med > 0)
+				json_object_set_new(w, "vs_cold",
+						    json_real(measure_percentile(imp[k].r[2].v,
+										 (size_t)imp[k].r[2].n, 50) /
+							      cold_med));
+			json_object_set_new(j, "warm", w);
+		}
+		json_object_set_new(jimp, aj_tier_name(imp[k].tier), j);
+	}
+	json_object_set_new(root, "imports_numpy_pandas", jimp);
 	if (json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
@@ -532,6 +640,28 @@ int cmd_bench(int argc, char **argv)
 			print_ms(json_object_get(j, "p95_ms"));
 			printf("\n");
 			json_decref(j);
+		}
+		printf("\n`import numpy, pandas; print(1)` (ms, median of %d; x bare and x cold "
+		       "are ratios of medians):\n",
+		       import_runs);
+		for (int k = 0; k < 2; k++) {
+			json_t *j = json_object_get(jimp, aj_tier_name(imp[k].tier));
+			if (imp[k].why[0]) {
+				printf("  %-10s not measured: %s\n", aj_tier_name(imp[k].tier),
+				       imp[k].why);
+				continue;
+			}
+			json_t *b = json_object_get(j, "bare"), *c = json_object_get(j, "cold"),
+			       *w = json_object_get(j, "warm");
+			printf("  %-10s bare %8.1f   cold run %8.1f (%.2fx bare)   warm run %7.1f "
+			       "(%.3fx cold, %.3fx bare)\n",
+			       aj_tier_name(imp[k].tier),
+			       json_real_value(json_object_get(b, "median_ms")),
+			       json_real_value(json_object_get(c, "median_ms")),
+			       json_real_value(json_object_get(c, "vs_bare")),
+			       json_real_value(json_object_get(w, "median_ms")),
+			       json_real_value(json_object_get(w, "vs_cold")),
+			       json_real_value(json_object_get(w, "vs_bare")));
 		}
 		for (int t = 0; t < AJ_TIER_COUNT; t++)
 			if (unavailable[t][0])

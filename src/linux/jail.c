@@ -90,6 +90,11 @@ static const unsigned long base_namespaces =
 	CLONE_NEWIPC |  /* SysV IPC and POSIX queues apart from the host and other runs */
 	CLONE_NEWUTS;   /* its own hostname */
 
+/* The namespaces a zygote makes ahead of a warm run, in jail_spec.spare_ns
+ * order. */
+static const int spare_ns_types[3] = {CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS};
+static const char *const spare_ns_names[3] = {"net", "ipc", "uts"};
+
 /* Everything init and inside need, prepared before clone: after it they may
  * not allocate. */
 struct plan {
@@ -97,6 +102,10 @@ struct plan {
 	int out_w, err_w, report_w, life_r;
 	int req_r, rep_w;           /* sessions: the interpreter's fds 3 and 4 */
 	struct aj_limits limits;    /* what the inside process gets */
+	/* A warm run's: the zygote's Python's own handlers for these (as a
+	 * cold Python sets them), which init's reset must not take from the
+	 * program's process. */
+	struct sigaction python_sigs[3];
 	char *argv[8];
 	char *envp[7];
 };
@@ -416,6 +425,13 @@ static int init_build(const struct plan *p, struct setup_error *e)
 	for (int i = 0; i < s->n_join_cgroup_fds; i++)
 		if ((rc = write_full(s->join_cgroup_fds[i], "0", 1)))
 			return setup_fail(e, -rc, "cgroup: join");
+	/* A warm run's network, ipc and uts namespaces, made ahead by the
+	 * zygote (jail_warm_prepare_ns) and joined here, before anything
+	 * uses them. */
+	for (int i = 0; s->warm_child && i < 3; i++)
+		if (s->spare_ns[i] >= 0 && setns(s->spare_ns[i], spare_ns_types[i]) < 0)
+			return setup_fail(e, errno, "join the run's %s namespace",
+					  spare_ns_names[i]);
 	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w,
 		      s->warm_child ? s->code_fd : -1};
 	/* A copy of every fd the supervisor's process had (another thread's
@@ -505,6 +521,10 @@ fail:
 	_exit(1);
 }
 
+/* The signals whose handling CPython sets up at start: SIGINT raises
+ * KeyboardInterrupt, SIGPIPE and SIGXFSZ are ignored (errors instead). */
+static const int python_signals[3] = {SIGINT, SIGPIPE, SIGXFSZ};
+
 /* A warm run's init (jail_warm_spawn): as init_main, but the program's
  * process returns (0) to the zygote's Python instead of exec'ing. Never
  * returns in init. */
@@ -525,6 +545,8 @@ static int warm_init(const struct plan *p)
 	}
 	if (pid == 0) {
 		int report = p->report_w;
+		for (int i = 0; i < 3; i++)
+			sigaction(python_signals[i], &p->python_sigs[i], NULL);
 		if (inside_prepare(p, &report, &e)) {
 			report_setup_failed(report, &e);
 			_exit(127);
@@ -541,6 +563,35 @@ fail:
 	_exit(1);
 }
 
+int jail_warm_prepare_ns(int fds[3])
+{
+	static int own[3] = {-1, -1, -1}; /* the zygote's own, to go back to */
+	static const char *const paths[3] = {"/proc/self/ns/net", "/proc/self/ns/ipc",
+					     "/proc/self/ns/uts"};
+	int rc = 0;
+	for (int i = 0; i < 3; i++) {
+		fds[i] = -1;
+		if (own[i] < 0 && (own[i] = open(paths[i], O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+	}
+	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+		return -errno;
+	for (int i = 0; i < 3 && !rc; i++)
+		if ((fds[i] = open(paths[i], O_RDONLY | O_CLOEXEC)) < 0)
+			rc = -errno;
+	/* Back to its own: the zygote itself never stays in a run's. */
+	for (int i = 0; i < 3; i++)
+		if (setns(own[i], spare_ns_types[i]) < 0)
+			_exit(125); /* a zygote in the wrong namespace must not go on */
+	if (rc)
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+	return rc;
+}
+
 pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int report_w, int *pidfd)
 {
 	struct plan p = {
@@ -553,8 +604,14 @@ pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int repor
 		.req_r = -1,
 		.rep_w = -1,
 	};
-	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(base_namespaces, s->cgroup_fd, pidfd)
-				   : spawn_clone(base_namespaces, pidfd);
+	for (int i = 0; i < 3; i++)
+		sigaction(python_signals[i], NULL, &p.python_sigs[i]);
+	unsigned long flags = base_namespaces;
+	for (int i = 0; i < 3; i++)
+		if (s->spare_ns[i] >= 0)
+			flags &= ~(unsigned long)spare_ns_types[i];
+	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
+				   : spawn_clone(flags, pidfd);
 	if (pid == 0)
 		return warm_init(&p);
 	return pid;

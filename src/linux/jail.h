@@ -53,6 +53,11 @@ struct jail_spec {
 	 * which runs the program, instead of exec'ing. */
 	bool warm_child;
 	int code_fd;
+	/* Network, ipc and uts namespaces the zygote made ahead, while idle
+	 * (jail_warm_prepare_ns), for init to join instead of making them
+	 * in the clone: fresh and never used, and off the run's clock (a
+	 * network namespace takes half a millisecond here). -1: none. */
+	int spare_ns[3];
 	const int *join_cgroup_fds;
 	int n_join_cgroup_fds;
 };
@@ -108,6 +113,11 @@ int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct a
  * when the clone failed. A step that fails in init or in the program's
  * process is reported on report_w, as in a cold run. */
 pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int report_w, int *pidfd);
+
+/* In the zygote, between runs: makes fresh network, ipc and uts namespaces
+ * and returns to its own, leaving an fd for each in fds[3] (net, ipc, uts).
+ * 0, or -errno (none made). */
+int jail_warm_prepare_ns(int fds[3]);
 
 /* For setup_root: under `root` ("" for the host's /), mounts the run's own
  * /dev, one size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the

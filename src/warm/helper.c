@@ -8,6 +8,7 @@
  * jail_warm_spawn, the same init and inside steps as a cold run's (see
  * jail.c and warm.c for what differs). Nothing here allocates: it runs in
  * the zygote, whose memory every later run copies, and in the run's init. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +31,16 @@ static void reply_error(struct warm_reply *r, int err, const char *what)
 }
 
 int agentjail_warm_spawn(const void *msg, size_t len, const int *fds, int nfds, int *pidfd,
-			 void *reply, size_t reply_len);
+			 void *reply, size_t reply_len, const int *spare_ns);
+int agentjail_warm_prepare(int *spare_ns);
+
+/* Between runs: the next run's network, ipc and uts namespaces, made now
+ * so that making them is off that run's clock. 0, or -errno (the run then
+ * makes its own in the clone, as a cold run does). */
+__attribute__((visibility("default"))) int agentjail_warm_prepare(int *spare_ns)
+{
+	return jail_warm_prepare_ns(spare_ns);
+}
 
 /* Returns init's pid (> 0, with *pidfd) in the zygote, 0 in the run's
  * program process, or -errno in the zygote; reply (a struct warm_reply) is
@@ -38,7 +48,8 @@ int agentjail_warm_spawn(const void *msg, size_t len, const int *fds, int nfds, 
 __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg, size_t len,
 								const int *fds, int nfds,
 								int *pidfd, void *reply,
-								size_t reply_len)
+								size_t reply_len,
+								const int *spare_ns)
 {
 	struct warm_request q;
 	struct warm_reply r = {.magic = WARM_MAGIC};
@@ -55,6 +66,15 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 	    nfds != WARM_FD_CGROUP + q.n_cgroup_fds || (q.cgroup_v2 && q.n_cgroup_fds != 1) ||
 	    q.uid == 0 || q.gid == 0) {
 		reply_error(&r, -EPROTO, "a malformed request");
+		goto out;
+	}
+	/* CPython's own repair of its state after a fork it did not make (its
+	 * locks, thread records and at-fork hooks: random reseeds there),
+	 * called here in the program's process, which holds the GIL: the
+	 * zygote calls this through ctypes.PyDLL. */
+	void (*after_fork)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
+	if (!after_fork) {
+		reply_error(&r, -ENOSYS, "the zygote's Python has no PyOS_AfterFork_Child");
 		goto out;
 	}
 	struct aj_config cfg;
@@ -78,11 +98,14 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 		.code_fd = fds[WARM_FD_CODE],
 		.zygote_fd = -1,
 		.helper_fd = -1,
+		.spare_ns = {spare_ns[0], spare_ns[1], spare_ns[2]},
 	};
 	pid_t pid = jail_warm_spawn(&s, fds[WARM_FD_OUT], fds[WARM_FD_ERR], fds[WARM_FD_REPORT],
 				    pidfd);
-	if (pid == 0)
+	if (pid == 0) {
+		after_fork();
 		return 0; /* the run's program process */
+	}
 	if (pid < 0)
 		reply_error(&r, pid, "clone the run's init");
 	else

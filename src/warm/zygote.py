@@ -39,6 +39,18 @@ WORKSPACE_PROGRAM = "/tmp/work/main.py"
 # imports: a fork copies only the calling thread, so another thread's
 # locks would stay held for ever in every run. Unset afterwards: a run's
 # environment is a cold run's.
+# Every page a run's process writes is a copy (a fault, several
+# microseconds here): what each run would otherwise set up itself is made
+# once, here, and every run gets its own pristine copy. The program's
+# __main__, as `python3 -I -u main.py` makes it, and its argv:
+MAIN = types.ModuleType("__main__")
+MAIN.__file__ = WORKSPACE_PROGRAM
+MAIN.__cached__ = None
+MAIN.__builtins__ = builtins
+MAIN.__loader__ = importlib.machinery.SourceFileLoader("__main__", WORKSPACE_PROGRAM)
+RUN_ARGV = ["main.py"]
+RUN_ORIG_ARGV = [sys.orig_argv[0], "-I", "-u", "main.py"]
+
 THREAD_PINS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "GOTO_NUM_THREADS")
 
@@ -90,27 +102,17 @@ def exit_code(e):
 def run_program(sock):
     """In the run's program process: run main.py as `python3 -I -u main.py`
     would, then exit. Never returns."""
-    # Python's own state after a fork it did not see: the lock and thread
-    # records, and the at-fork hooks (random reseeds itself there).
-    ctypes.pythonapi.PyOS_AfterFork_Child()
+    # The helper has run CPython's after-fork repair (random reseeded
+    # itself in its at-fork hook) and kept Python's signal handlers.
     sock.detach()  # its fd was closed in the run's init
-    # init reset every signal to its default; these are Python's own.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    # Randomness of the run's own. random reseeds itself at fork (and
-    # again here); numpy's global generator does not.
-    random.seed()
+    # Randomness of the run's own: numpy's global generator does not
+    # reseed itself at fork.
     np_random = sys.modules.get("numpy.random")
     if np_random is not None:
         np_random.seed()
-    sys.argv = ["main.py"]
-    sys.orig_argv = [sys.orig_argv[0], "-I", "-u", "main.py"]
-    main = types.ModuleType("__main__")
-    main.__file__ = WORKSPACE_PROGRAM
-    main.__cached__ = None
-    main.__builtins__ = builtins
-    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", WORKSPACE_PROGRAM)
+    sys.argv = RUN_ARGV
+    sys.orig_argv = RUN_ORIG_ARGV
+    main = MAIN
     sys.modules["__main__"] = main
     code = 0
     try:
@@ -169,15 +171,21 @@ def main():
     spawn.restype = ctypes.c_int
     spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int),
                       ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
-                      ctypes.c_size_t]
+                      ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]
+    prepare = helper.agentjail_warm_prepare
+    prepare.restype = ctypes.c_int
+    prepare.argtypes = [ctypes.POINTER(ctypes.c_int)]
     names = [n for n in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if n]
     preload(sock, names)
     say(sock, "R")
     reply = ctypes.create_string_buffer(REPLY_LEN)
     fd_array = (ctypes.c_int * MAX_FDS)()
     pidfd = ctypes.c_int(-1)
+    spare = (ctypes.c_int * 3)(-1, -1, -1)
     while True:
         reap()
+        if spare[0] < 0 and prepare(spare) < 0:
+            spare[0] = spare[1] = spare[2] = -1
         msg, anc, flags, _ = sock.recvmsg(4096, socket.CMSG_SPACE(MAX_FDS * 4))
         if not msg:
             # The host closed its end, or is gone: runs still going end
@@ -191,11 +199,17 @@ def main():
         for i in range(min(len(fds), MAX_FDS)):
             fd_array[i] = fds[i]
         pidfd.value = -1
-        rc = spawn(msg, len(msg), fd_array, nfds, ctypes.byref(pidfd), reply, REPLY_LEN)
+        rc = spawn(msg, len(msg), fd_array, nfds, ctypes.byref(pidfd), reply, REPLY_LEN, spare)
         if rc == 0:
             run_program(sock)
         for fd in fds:
             os.close(fd)
+        # The namespaces are the run's now (or, if it never started,
+        # nobody's): the next run gets new ones.
+        for i in range(3):
+            if spare[i] >= 0:
+                os.close(spare[i])
+                spare[i] = -1
         anc_out = [(SOL_SOCKET, SCM_RIGHTS, array("i", [pidfd.value]))] if rc > 0 else []
         sock.sendmsg([reply.raw], anc_out)
         if pidfd.value >= 0:
