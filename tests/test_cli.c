@@ -501,8 +501,9 @@ static void warm_options_name_the_problem(void **state)
 	assert_int_equal(res.exit_code, 2);
 	assert_true(contains(res.err, "worker: preload: '1x' is not a module name"));
 
-	/* Each of them lists the options; attack and bench, which make a column
-	 * of every tier, take neither. */
+	/* Each of them lists the options; bench, which makes a column of
+	 * every tier, takes neither (it measures warm mode itself), and
+	 * attack takes --warm for the tiers that have it (attack_warm). */
 	static const char *const commands[] = {"run", "mcp", "serve", "worker"};
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		CLI(&res, NULL, commands[i], "--warm", "--preload", "numpy,os.path", "--help");
@@ -510,10 +511,25 @@ static void warm_options_name_the_problem(void **state)
 		assert_true(contains(res.out, "--warm "));
 		assert_true(contains(res.out, "--preload LIST"));
 	}
-	CLI(&res, NULL, "attack", "--warm");
+	CLI(&res, NULL, "attack", "--preload", "numpy");
 	assert_int_equal(res.exit_code, 2);
 	CLI(&res, NULL, "bench", "--preload", "numpy");
 	assert_int_equal(res.exit_code, 2);
+}
+
+/* agentjail attack --warm: the seed's six in the process tier's warm mode,
+ * all held, and the column says warm. */
+static void attack_warm(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "attack", "--quick", "--json", "--warm", "--tier", "process");
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	assert_true(json_is_true(json_object_get(j, "all_held")));
+	assert_int_equal(json_integer_value(json_object_get(j, "tested")), 6);
+	json_t *t = json_array_get(json_object_get(j, "tiers"), 0);
+	assert_true(json_is_true(json_object_get(t, "warm")));
+	json_decref(j);
 }
 
 /* agentjail attack in its quick mode: the seed's six in the process tier,
@@ -723,6 +739,7 @@ int main(void)
 		cmocka_unit_test(mcp_session_options_name_the_problem),
 		cmocka_unit_test(warm_options_name_the_problem),
 		cmocka_unit_test(attack_quick),
+		cmocka_unit_test(attack_warm),
 		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),

@@ -38,15 +38,16 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: agentjail attack [--tier T ...] [--quick] [--json] [--image NAME|DIR]\n"
+	"usage: agentjail attack [--tier T ...] [--quick] [--json] [--warm] [--image NAME|DIR]\n"
 	"                        [--docker-image I] [--docker-socket P]\n"
 	"\n"
 	"Runs the hostile-program matrix: the seed article's six (CPU loop, 512 MB,\n"
 	"fork bomb, disk fill, reading a host secret, a network call), then the rest\n"
 	"of the table, in every tier available here (or each --tier). Each cell is\n"
 	"held, ESCAPED, n/a (tier not available) or error, judged from checks on the\n"
-	"host after the run. --quick runs the six only. Exits 1 if anything escaped\n"
-	"or a sandbox failed, 0 otherwise.\n";
+	"host after the run. --quick runs the six only. --warm runs the tiers that\n"
+	"have a warm mode (process, container) in it: each attack a fork of a zygote.\n"
+	"Exits 1 if anything escaped or a sandbox failed, 0 otherwise.\n";
 
 /* What an attack needs set up on the host, and what is checked after. */
 enum {
@@ -641,10 +642,10 @@ static void teardown_host(struct host *h)
 	rmdir(h->dir);
 }
 
-enum { OPT_JSON = 3000, OPT_QUICK, OPT_HELP };
+enum { OPT_JSON = 3000, OPT_QUICK, OPT_WARM_TIERS, OPT_HELP };
 
 struct attack_args {
-	bool json, quick;
+	bool json, quick, warm;
 };
 
 static int attack_opt(int opt, const char *arg, void *ctx)
@@ -655,6 +656,8 @@ static int attack_opt(int opt, const char *arg, void *ctx)
 		a->json = true;
 	else if (opt == OPT_QUICK)
 		a->quick = true;
+	else if (opt == OPT_WARM_TIERS)
+		a->warm = true;
 	return opt == OPT_HELP;
 }
 
@@ -671,6 +674,7 @@ int cmd_attack(int argc, char **argv)
 	struct tier_choice choice = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"quick", no_argument, NULL, OPT_QUICK},
+					    {"warm", no_argument, NULL, OPT_WARM_TIERS},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "attack", usage, own, &cfg, &choice, attack_opt,
@@ -699,6 +703,9 @@ int cmd_attack(int argc, char **argv)
 		tiers[nt++] = t;
 		struct aj_config tc = cfg;
 		tc.tier = (enum aj_tier)t;
+		/* --warm: the tiers with a warm mode run in it; the others as
+		 * always (their column says which). */
+		tc.warm = args.warm && (t == AJ_TIER_PROCESS || t == AJ_TIER_CONTAINER);
 		struct aj_error why = {0};
 		bool available = aj_check((enum aj_tier)t, &tc, &why) == 0;
 		snprintf(na[t], sizeof na[t], "%s", available ? "" : why.message);
@@ -732,8 +739,9 @@ int cmd_attack(int argc, char **argv)
 					      e.ran ? aj_status_name(e.status) : NULL, "reason",
 					      reasons[t][i]));
 		}
-		json_array_append_new(jt, json_pack("{s:s, s:b, s:s?, s:i, s:i, s:o}", "tier",
-						    aj_tier_name((enum aj_tier)t), "available",
+		json_array_append_new(jt, json_pack("{s:s, s:b, s:b, s:s?, s:i, s:i, s:o}", "tier",
+						    aj_tier_name((enum aj_tier)t), "warm", tc.warm,
+						    "available",
 						    available, "unavailable_reason",
 						    available ? NULL : na[t], "held", held, "total",
 						    total, "results", jr));
@@ -754,8 +762,13 @@ int cmd_attack(int argc, char **argv)
 		return bad ? 1 : 0;
 	}
 	printf("%-20s", "attack");
-	for (int k = 0; k < nt; k++)
-		printf(" %-30s", aj_tier_name((enum aj_tier)tiers[k]));
+	for (int k = 0; k < nt; k++) {
+		bool warm = args.warm && (tiers[k] == AJ_TIER_PROCESS || tiers[k] == AJ_TIER_CONTAINER);
+		char head[48];
+		snprintf(head, sizeof head, "%s%s", aj_tier_name((enum aj_tier)tiers[k]),
+			 warm ? " (warm)" : "");
+		printf(" %-30s", head);
+	}
 	printf("\n");
 	for (size_t i = 0; i < N_ATTACKS; i++) {
 		if (quick && !(attacks[i].flags & SEED))
