@@ -23,6 +23,9 @@ UID_BASE = int(os.environ.get("AJ_PYTEST_UID_BASE", "2110000000"))
 SLOTS = 64
 STATE_DIR = f"/run/agentjail-pytest-{UID_BASE}"
 TIERS = ["process", "container", "microvm", "docker", "gvisor"]
+# The tiers with a warm mode, as "TIER-warm": sandbox_for opens TIER with
+# warm=True (each run a fork of a zygote).
+WARM_TIERS = ["process-warm", "container-warm"]
 
 
 def tier_options(tier, **extra):
@@ -42,6 +45,9 @@ def sandbox_for():
     made = []
 
     def make(tier="process", **extra):
+        if tier.endswith("-warm"):
+            tier = tier[: -len("-warm")]
+            extra.setdefault("warm", True)
         sb = agentjail.Sandbox(tier=tier, **tier_options(tier, **extra))
         made.append(sb)
         return sb
@@ -79,6 +85,26 @@ def mounts():
                 if " /var/lib/docker/" not in line and " /run/docker/" not in line}
 
 
+def zygotes():
+    """Warm mode's zygotes on the host (their command line says so)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read(200)
+            with open(f"/proc/{pid}/status") as f:
+                root = any(line.startswith("Uid:\t0\t") for line in f)
+        except OSError:
+            continue
+        # The zygote and its runs' inits are root; its runs' programs are
+        # the sandbox uids (counted above).
+        if b"# The agentjail zygote" in cmd and root:
+            n += 1
+    return n
+
+
 def run_cgroups():
     mine = f"run-{os.getpid()}-"
     n = 0
@@ -105,6 +131,13 @@ def leaves_nothing_behind():
     assert left == 0, f"{left} process(es) of the sandbox uids left behind"
     assert mounts() == before, "the host's mount table changed"
     assert run_cgroups() == 0, "a run's cgroup was left behind"
+    left = 0
+    for _ in range(50):
+        left = zygotes()
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == 0, f"{left} warm-mode zygote process(es) left behind"
     # gVisor's runsc, gofer and sentry are not the sandbox uid's: their
     # run directories (named in their command lines) must be gone too.
     gvisor_runs = STATE_DIR + "-gvisor"

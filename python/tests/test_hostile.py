@@ -1,5 +1,5 @@
 """The seed article's six hostile programs, through the binding, on every
-tier: the same programs and expectations as tests/hostile.h's first six,
+tier and in the warm mode of those that have one: the same programs and expectations as tests/hostile.h's first six,
 and the host checked afterwards (a token not printed, a listener that
 accepted nothing; conftest: no process, mount or cgroup left)."""
 import os
@@ -10,10 +10,10 @@ import tempfile
 import pytest
 
 from agentjail import Status
-from conftest import TIERS
+from conftest import TIERS, WARM_TIERS
 
 
-@pytest.fixture(params=TIERS)
+@pytest.fixture(params=TIERS + WARM_TIERS)
 def tier(request):
     return request.param
 

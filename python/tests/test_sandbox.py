@@ -219,3 +219,20 @@ def test_environment_is_clean(sb):
     finally:
         del os.environ["AJ_PYTEST_SECRET"]
     assert "AJ_PYTEST_SECRET" not in ex.stdout
+
+
+@pytest.mark.parametrize("tier", ["process", "container"])
+def test_warm_runs_with_preloaded_modules(sandbox_for, tier):
+    """Warm mode through the binding: numpy preloaded in the zygote, each
+    run its own draws, and an import that fails refuses the open."""
+    extra = dict(image="test-ds") if tier == "container" else {}
+    sb = sandbox_for(tier, warm=True, preload=["numpy"], **extra)
+    code = ("import sys, numpy\n"
+            "print('numpy' in sys.modules, numpy.random.random())\n")
+    first, second = sb.run(code), sb.run(code)
+    assert first.ok and second.ok, (first.stderr, second.stderr)
+    assert first.stdout.startswith("True ") and second.stdout.startswith("True ")
+    assert first.stdout != second.stdout
+    with pytest.raises(agentjail.SandboxUnavailable) as e:
+        sandbox_for(tier, warm=True, preload="agentjail_no_such_module", **extra)
+    assert "import agentjail_no_such_module: ModuleNotFoundError" in str(e.value)
