@@ -179,3 +179,23 @@ def test_a_silent_client_is_cut_off(start):
     assert time.monotonic() - t0 < 19
     c.close()
     assert s.run("print('others are served')").json()["stdout"] == "others are served\n"
+
+
+def test_warm_mode_serves_runs(start):
+    """serve --warm: runs are forks of a zygote (their command line says
+    so), each with its own files, and narrowed limits get a zygote of their
+    own."""
+    s = start("--warm", "--preload", "json", "--timeout", "5")
+    code = ("import os, sys\n"
+            "print(b'agentjail zygote' in open('/proc/self/cmdline', 'rb').read(),\n"
+            "      'json' in sys.modules, os.path.exists('/tmp/left'))\n"
+            "open('/tmp/left', 'w').write('x')\n")
+    for _ in range(3):
+        r = s.run(code)
+        assert r.code == 200, r.body
+        assert r.json()["status"] == "ok", r.json()
+        assert r.json()["stdout"] == "True True False\n"
+    r = s.run(code, timeout_sec=2)
+    assert r.code == 200, r.body
+    assert r.json()["stdout"] == "True True False\n"
+    assert s.stop() == 0
