@@ -200,6 +200,8 @@ demo: deps all
 	@./scripts/install-deps.sh bench
 	@echo; echo "== agentjail attack: the hostile-program matrix"
 	-@$(B)/agentjail attack
+	@echo; echo "== agentjail attack --warm: the same, each run a fork of a zygote (warm mode)"
+	-@$(B)/agentjail attack --warm --tier process --tier container
 	@echo; echo "== agentjail bench: what each tier costs"
 	@$(B)/agentjail bench --runs 20
 

@@ -432,6 +432,59 @@ static void preload_failure_refuses_open(void **state)
 	assert_int_equal(count_zygotes(), 0);
 }
 
+/* A preloaded module that leaves a thread running would leave every run
+ * a copy of its locks held by a thread that is not there: refused at open.
+ * The module goes where the view's Python finds it (the host's, or the
+ * image's, site directory) for the length of the case. */
+static void thread_starting_preload_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	char site[PATH_MAX] = "", dir[PATH_MAX * 2], path[PATH_MAX * 3];
+	FILE *p = popen("/usr/bin/python3 -I -c 'import site; print(site.getsitepackages()[0])'",
+			"r");
+	assert_non_null(p);
+	assert_non_null(fgets(site, sizeof site, p));
+	pclose(p);
+	site[strcspn(site, "\n")] = '\0';
+	snprintf(dir, sizeof dir, "%s%s", f->tier == AJ_TIER_CONTAINER ? image_dir : "",
+		 f->tier == AJ_TIER_CONTAINER ? "/root" : "");
+	strncat(dir, site, sizeof dir - strlen(dir) - 1);
+	/* mkdir -p, remembering what it made to remove it after. */
+	char made[16][PATH_MAX * 2];
+	int nmade = 0;
+	for (char *c = dir + 1; nmade < 16; c++) {
+		if (*c != '/' && *c)
+			continue;
+		char keep = *c;
+		*c = '\0';
+		if (mkdir(dir, 0755) == 0)
+			snprintf(made[nmade++], sizeof made[0], "%s", dir);
+		*c = keep;
+		if (!keep)
+			break;
+	}
+	char name[64];
+	snprintf(name, sizeof name, "aj_threads_%s", f->token);
+	snprintf(path, sizeof path, "%s/%s.py", dir, name);
+	FILE *m = fopen(path, "we");
+	assert_non_null(m);
+	fputs("import threading, time\n"
+	      "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n", m);
+	fclose(m);
+	f->cfg.preload = name;
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	int rc = aj_open(&f->cfg, &sb, &err);
+	unlink(path);
+	while (nmade > 0)
+		rmdir(made[--nmade]);
+	assert_int_not_equal(rc, 0);
+	assert_null(sb);
+	if (!contains(err.message, "preload: the zygote has 2 threads after importing"))
+		fail_msg("%s", err.message);
+	assert_int_equal(count_zygotes(), 0);
+}
+
 /* Many runs at once on one zygote: each its own. */
 struct conc {
 	struct aj_sandbox *sb;
@@ -554,6 +607,7 @@ static void sessions_start_no_zygote(void **state)
 	T(zygote_out_of_reach), T(randomness_is_each_runs_own), T(zygote_is_rotated),       \
 	T(dead_zygote_is_replaced), T(hung_zygote_is_replaced),                             \
 	T(tampered_zygote_is_replaced), T(preload_failure_refuses_open),                    \
+	T(thread_starting_preload_is_refused),                                              \
 	T(concurrent_runs_on_one_zygote), T(namespaces_are_each_runs_own),                  \
 	T(sessions_start_no_zygote)
 
