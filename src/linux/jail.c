@@ -619,6 +619,23 @@ pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int repor
 
 /* ---- supervisor side ---- */
 
+/* Clones a sandbox's init with flags (born in the run's v2 cgroup where
+ * the spec has one); init_main(p) in the child. Returns the pid, or -errno
+ * with err naming the namespace this machine refuses. */
+static pid_t clone_init(const struct plan *p, unsigned long flags, int *pidfd, struct aj_error *err)
+{
+	const struct jail_spec *s = p->s;
+	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
+				   : spawn_clone(flags, pidfd);
+	if (pid == 0)
+		init_main(p);
+	/* clone names no culprit when it fails: find out which namespace this
+	 * machine refuses. */
+	if (pid < 0 && ns_probe(flags, err) == 0)
+		error_set(err, pid, "clone: %s", errno_name(-pid));
+	return pid;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -653,16 +670,9 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 
 	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
 	double start = now_ms();
-	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, &pidfd)
-				   : spawn_clone(flags, &pidfd);
-	if (pid == 0)
-		init_main(&p);
+	pid_t pid = clone_init(&p, flags, &pidfd, &err);
 	if (pid < 0) {
 		rc = pid;
-		/* clone names no culprit when it fails: find out which
-		 * namespace this machine refuses. */
-		if (ns_probe(flags, &err) == 0)
-			snprintf(err.message, sizeof err.message, "clone: %s", errno_name(-rc));
 		result_sandbox_error(res, "%s", err.message);
 		goto done;
 	}
@@ -675,18 +685,9 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 		/* init is gone already; supervise() reports how. */
 	}
 
-	struct capture cout, cerr;
-	size_t cap = (size_t)s->cfg->limits.output_kb * 1024;
-	capture_init(&cout, cap);
-	capture_init(&cerr, cap);
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
 				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
-	struct outcome o;
-	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
-	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);
-	capture_free(&cout);
-	capture_free(&cerr);
-	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
+	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	close_fd(&pidfd);
 	for (int i = 0; i < 2; i++) {
@@ -730,13 +731,9 @@ int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct a
 	p.report_w = rep[1];
 	p.life_r = life[0];
 	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
-	pid_t pid = spawn_clone(flags, &z->pidfd);
-	if (pid == 0)
-		init_main(&p);
+	pid_t pid = clone_init(&p, flags, &z->pidfd, err);
 	if (pid < 0) {
 		rc = pid;
-		if (ns_probe(flags, err) == 0)
-			error_set(err, rc, "warm: clone: %s", errno_name(-rc));
 		goto done;
 	}
 	z->pid = pid;
@@ -835,14 +832,9 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 	p.req_r = req[0];
 	p.rep_w = ans[1];
 	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
-	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, &js->pidfd)
-				   : spawn_clone(flags, &js->pidfd);
-	if (pid == 0)
-		init_main(&p);
+	pid_t pid = clone_init(&p, flags, &js->pidfd, err);
 	if (pid < 0) {
 		rc = pid;
-		if (ns_probe(flags, err) == 0)
-			error_set(err, rc, "clone: %s", errno_name(-rc));
 		goto fail;
 	}
 	js->pid = pid;

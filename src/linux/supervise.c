@@ -156,6 +156,20 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	o->init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 }
 
+int supervise_run(const struct supervised *s, const struct aj_limits *l, struct aj_result *res)
+{
+	struct capture cout, cerr;
+	size_t cap = (size_t)l->output_kb * 1024;
+	capture_init(&cout, cap);
+	capture_init(&cerr, cap);
+	struct outcome o;
+	supervise(s, l, &cout, &cerr, &o);
+	outcome_to_result(&o, l, &cout, &cerr, res);
+	capture_free(&cout);
+	capture_free(&cerr);
+	return res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
+}
+
 static double rusage_cpu_ms(const struct rusage *ru)
 {
 	return (double)ru->ru_utime.tv_sec * 1000.0 + (double)ru->ru_utime.tv_usec / 1000.0 +

@@ -52,6 +52,11 @@ bool supervise_drain(int fd, struct capture *c, bool *overflow);
 void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,
 		       struct capture *err, struct aj_result *res);
 
+/* A whole run's supervision: captures capped at the limits, supervise,
+ * then res filled from the outcome. 0 if the program ran, -EPERM if res is
+ * a sandbox_error. */
+int supervise_run(const struct supervised *s, const struct aj_limits *l, struct aj_result *res);
+
 /* The signal a supervisor sends init to stop the sandbox and report. */
 #define STOP_SIGNAL SIGUSR1
 

@@ -167,6 +167,11 @@ static int container_warm_open(const struct aj_config *cfg, struct container_sta
 	struct uid_slot none = {.lock_fd = -1};
 	struct jail_spec base = container_spec(cfg, st, &none);
 	base.preload = cfg->preload;
+	/* No cgroup namespace for the zygote: each run's init must move into
+	 * its run's cgroup, which a cgroup namespace rooted at the caller's
+	 * cgroup would put out of reach (v2 refuses a move outside the
+	 * namespace's root). Each run's init makes its own once it is in. */
+	base.cgroup_ns = false;
 	if (!(st->warm = calloc(1, sizeof *st->warm)))
 		return error_set(err, -ENOMEM, "open: out of memory");
 	warm_init(st->warm, &base);

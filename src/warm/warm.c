@@ -148,6 +148,20 @@ static void zygote_put(struct warm_zygote *z)
 		zygote_free(z);
 }
 
+/* Waits until fd is readable or ms pass: true if readable. */
+static bool wait_readable(int fd, double ms)
+{
+	double until = now_ms() + ms;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)(until - now_ms());
+		int n = poll(&p, 1, left > 0 ? left : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0;
+	}
+}
+
 /* As much of text as fits in out[n]. */
 static void copy_text(char *out, size_t n, const char *text)
 {
@@ -223,32 +237,19 @@ static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_erro
 		return rc;
 	}
 	/* Ready ("R"), or why not ("E..."), or the end of the zygote. */
-	double until = now_ms() + WARM_START_MS;
 	char msg[4096];
-	for (;;) {
-		struct pollfd p = {.fd = z->sock, .events = POLLIN};
-		int left = (int)(until - now_ms());
-		int n = poll(&p, 1, left > 0 ? left : 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0) {
-			rc = error_set(err, -ETIMEDOUT, "warm: the zygote was not ready within %d s",
-				       WARM_START_MS / 1000);
-			break;
-		}
-		ssize_t got = recv(z->sock, msg, sizeof msg - 1, 0);
-		if (got == 1 && msg[0] == 'R')
-			break;
-		if (got > 1 && msg[0] == 'E') {
-			msg[got] = '\0';
-			rc = error_set(err, -EINVAL, "warm: %s", msg + 1);
-			break;
-		}
+	ssize_t got = 0;
+	if (!wait_readable(z->sock, WARM_START_MS)) {
+		rc = error_set(err, -ETIMEDOUT, "warm: the zygote was not ready within %d s",
+			       WARM_START_MS / 1000);
+	} else if ((got = recv(z->sock, msg, sizeof msg - 1, 0)) > 1 && msg[0] == 'E') {
+		msg[got] = '\0';
+		rc = error_set(err, -EINVAL, "warm: %s", msg + 1);
+	} else if (got != 1 || msg[0] != 'R') {
 		char why[400];
 		zygote_last_words(z, why, sizeof why);
 		rc = error_set(err, -EPIPE, "warm: the zygote ended before it was ready%s%s",
 			       why[0] ? ": " : "", why);
-		break;
 	}
 	if (rc) {
 		zygote_free(z);
@@ -316,7 +317,7 @@ int warm_prestart(struct warm *w, struct aj_error *err)
  * zygote failed (it is killed and marked broken: the caller may retry on a
  * new one),
  * or another -errno for the run's own fault. */
-static int zygote_ask(struct warm *w, struct warm_zygote *z, const struct warm_request *q,
+static int zygote_ask(struct warm_zygote *z, const struct warm_request *q,
 		      const int *fds, int nfds, int *pidfd, struct aj_error *err)
 {
 	union {
@@ -337,20 +338,10 @@ static int zygote_ask(struct warm *w, struct warm_zygote *z, const struct warm_r
 		error_set(err, -EPIPE, "warm: the zygote is gone (%s)", errno_name(errno));
 		goto broken;
 	}
-	(void)w;
-	double until = now_ms() + WARM_REPLY_MS;
-	for (;;) {
-		struct pollfd p = {.fd = z->sock, .events = POLLIN};
-		int left = (int)(until - now_ms());
-		int n = poll(&p, 1, left > 0 ? left : 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0) {
-			error_set(err, -ETIMEDOUT, "warm: the zygote did not answer within %d s",
-				  WARM_REPLY_MS / 1000);
-			goto broken;
-		}
-		break;
+	if (!wait_readable(z->sock, WARM_REPLY_MS)) {
+		error_set(err, -ETIMEDOUT, "warm: the zygote did not answer within %d s",
+			  WARM_REPLY_MS / 1000);
+		goto broken;
 	}
 	struct warm_reply r;
 	union {
@@ -491,7 +482,7 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 		pthread_mutex_lock(&w->lock);
 		if (!(rc = zygote_get(w, &z, &err))) {
 			q.seq = ++w->seq;
-			rc = zygote_ask(w, z, &q, fds, nfds, &pidfd, &err);
+			rc = zygote_ask(z, &q, fds, nfds, &pidfd, &err);
 			if (rc == -EAGAIN) {
 				/* Broken (zygote_ask killed it): this run goes to
 				 * a new one. */
@@ -513,18 +504,9 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	close_fd(&f.rep[1]);
 	close_fd(&f.code);
 
-	struct capture cout, cerr;
-	size_t cap = (size_t)s->cfg->limits.output_kb * 1024;
-	capture_init(&cout, cap);
-	capture_init(&cerr, cap);
 	struct supervised sv = {.pidfd = pidfd, .out_fd = f.out[0], .err_fd = f.err[0],
 				.report_fd = f.rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
-	struct outcome o;
-	supervise(&sv, &s->cfg->limits, &cout, &cerr, &o);
-	outcome_to_result(&o, &s->cfg->limits, &cout, &cerr, res);
-	capture_free(&cout);
-	capture_free(&cerr);
-	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EPERM : 0;
+	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	if (z) {
 		pthread_mutex_lock(&w->lock);
