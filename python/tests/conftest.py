@@ -85,8 +85,20 @@ def mounts():
                 if " /var/lib/docker/" not in line and " /run/docker/" not in line}
 
 
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def zygotes():
-    """Warm mode's zygotes on the host (their command line says so)."""
+    """This process's warm-mode zygotes (their command line says so; their
+    parent is their sandbox's init, whose parent is this process)."""
     n = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -94,13 +106,9 @@ def zygotes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read(200)
-            with open(f"/proc/{pid}/status") as f:
-                root = any(line.startswith("Uid:\t0\t") for line in f)
         except OSError:
             continue
-        # The zygote and its runs' inits are root; its runs' programs are
-        # the sandbox uids (counted above).
-        if b"# The agentjail zygote" in cmd and root:
+        if b"# The agentjail zygote" in cmd and parent_of(parent_of(pid)) == os.getpid():
             n += 1
     return n
 

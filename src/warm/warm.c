@@ -98,6 +98,11 @@
  * a bounded set of runs. */
 #define WARM_RUNS 100
 #define WARM_AGE_MS (600.0 * 1000.0)
+/* The replacement is started this many runs, or this long, before the
+ * current zygote retires (a start with numpy and pandas takes about a
+ * second here). */
+#define WARM_AHEAD_RUNS 10
+#define WARM_AHEAD_MS (60.0 * 1000.0)
 /* Starting the zygote: a preload of numpy and pandas takes about a second
  * here; a slow machine (a microvm under TCG) many. */
 #define WARM_START_MS 120000
@@ -258,26 +263,88 @@ static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_erro
 	/* It says nothing more: what it would say now would only fill a pipe. */
 	close_fd(&z->jz.log_r);
 	z->started_ms = now_ms();
-	z->refs = 1; /* w->current's */
-	w->started++;
+	z->refs = 1; /* w->current's (or w->next's) */
 	*out = z;
 	return 0;
+}
+
+/* Under w->lock: whether z is past its span (or broken), and whether it is
+ * near enough the end that its replacement should start. */
+static bool zygote_retired(const struct warm_zygote *z)
+{
+	return z->broken || z->runs >= WARM_RUNS || now_ms() - z->started_ms >= WARM_AGE_MS;
+}
+
+static bool zygote_ending(const struct warm_zygote *z)
+{
+	/* (A broken one is replaced by the run that found it, at once.) */
+	return z->runs + WARM_AHEAD_RUNS >= WARM_RUNS ||
+	       now_ms() - z->started_ms + WARM_AHEAD_MS >= WARM_AGE_MS;
+}
+
+/* The filler: starts the next zygote while the current one still serves,
+ * outside the lock (a start takes tens of milliseconds to seconds). A start
+ * that fails is left to the run that needs the zygote, which then starts
+ * one itself and reports why it could not. */
+static void *filler_main(void *arg)
+{
+	struct warm *w = arg;
+	pthread_mutex_lock(&w->lock);
+	while (!w->stopping) {
+		if (w->next || !w->current || !zygote_ending(w->current)) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&w->wake, &w->lock, &until);
+			continue;
+		}
+		pthread_mutex_unlock(&w->lock);
+		struct warm_zygote *z = NULL;
+		struct aj_error err = {0};
+		int rc = zygote_start(w, &z, &err);
+		pthread_mutex_lock(&w->lock);
+		if (rc) {
+			/* Not again for a while: the run will say why. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 5;
+			pthread_cond_timedwait(&w->wake, &w->lock, &until);
+			continue;
+		}
+		w->started++;
+		if (w->stopping)
+			zygote_put(z);
+		else
+			w->next = z;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
 }
 
 void warm_init(struct warm *w, const struct jail_spec *base)
 {
 	memset(w, 0, sizeof *w);
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
 	w->base = *base;
 }
 
 void warm_destroy(struct warm *w)
 {
 	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	if (w->filler_running)
+		pthread_join(w->filler, NULL);
+	pthread_mutex_lock(&w->lock);
 	if (w->current)
 		zygote_put(w->current);
-	w->current = NULL;
+	if (w->next)
+		zygote_put(w->next);
+	w->current = w->next = NULL;
 	pthread_mutex_unlock(&w->lock);
+	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -285,18 +352,31 @@ void warm_destroy(struct warm *w)
 static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error *err)
 {
 	struct warm_zygote *z = w->current;
-	if (z && (z->broken || z->runs >= WARM_RUNS || now_ms() - z->started_ms >= WARM_AGE_MS)) {
+	if (z && zygote_retired(z)) {
 		/* Retired: it ends once its last run has. */
 		w->current = NULL;
 		zygote_put(z);
 		z = NULL;
 	}
+	if (!z && w->next) {
+		z = w->next; /* started ahead by the filler */
+		w->next = NULL;
+		if (zygote_retired(z)) {
+			zygote_put(z);
+			z = NULL;
+		} else {
+			w->current = z;
+		}
+	}
 	if (!z) {
 		int rc = zygote_start(w, &z, err);
 		if (rc)
 			return rc;
+		w->started++;
 		w->current = z;
 	}
+	if (zygote_ending(z))
+		pthread_cond_signal(&w->wake);
 	z->refs++;
 	*out = z;
 	return 0;
@@ -309,6 +389,9 @@ int warm_prestart(struct warm *w, struct aj_error *err)
 	int rc = zygote_get(w, &z, err);
 	if (!rc)
 		zygote_put(z);
+	/* The filler replaces it ahead of its retirement from now on. */
+	if (!rc && !w->filler_running)
+		w->filler_running = pthread_create(&w->filler, NULL, filler_main, w) == 0;
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
@@ -484,9 +567,13 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 			q.seq = ++w->seq;
 			rc = zygote_ask(z, &q, fds, nfds, &pidfd, &err);
 			if (rc == -EAGAIN) {
-				/* Broken (zygote_ask killed it): this run goes to
-				 * a new one. */
+				/* Broken (zygote_ask killed it): no run goes to it
+				 * again, and this one goes to a new one. */
 				w->replaced++;
+				if (w->current == z) {
+					w->current = NULL;
+					zygote_put(z);
+				}
 				zygote_put(z);
 				z = NULL;
 			}

@@ -15,6 +15,12 @@ struct warm_zygote;
 struct warm {
 	pthread_mutex_t lock;
 	struct warm_zygote *current;   /* NULL: none yet, or retired */
+	/* The one that replaces current when it retires, started ahead by
+	 * the filler thread so that no run waits for a zygote to start. */
+	struct warm_zygote *next;
+	pthread_t filler;
+	bool filler_running, stopping;
+	pthread_cond_t wake;
 	struct jail_spec base;         /* the zygote's sandbox: view, python, preload */
 	uint32_t seq;
 	/* For tests and bench (agentjail's own): zygotes started, and how
