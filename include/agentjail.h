@@ -129,7 +129,7 @@ struct aj_config {
 	const char *docker_image;
 	struct aj_session_limits session;
 	/* process and container tiers: warm mode. Each run is a fork of an
-	 * interpreter started once (a zygote, src/linux/warm.c), still with
+	 * interpreter started once (a zygote, src/warm/warm.c), still with
 	 * its own namespaces, uid, tmpfs, limits and filter; the zygote is
 	 * replaced after a number of runs or when it dies. preload: modules
 	 * the zygote imports before its first run, comma-separated

@@ -587,9 +587,23 @@ static void bench_quick(void **state)
 	assert_true(json_integer_value(json_object_get(m, "cores")) >= 1);
 	assert_non_null(json_string_value(json_object_get(m, "python")));
 	json_t *rows = json_object_get(j, "rows");
-	assert_int_equal(json_array_size(rows), 2);
+	assert_int_equal(json_array_size(rows), 3);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "row")),
 			    "bare python3 -I");
+	/* The process tier, then its warm mode. */
+	json_t *w = json_array_get(rows, 2);
+	assert_string_equal(json_string_value(json_object_get(w, "row")),
+			    "agentjail process (warm)");
+	assert_int_equal(json_integer_value(json_object_get(w, "runs")), 5);
+	assert_true(json_real_value(json_object_get(w, "vs_bare")) > 0);
+	/* numpy + pandas: bare, cold and warm on the process tier (the test
+	 * machine has both); the container tier was not asked for. */
+	json_t *imp = json_object_get(j, "imports_numpy_pandas");
+	json_t *ip = json_object_get(imp, "process");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(ip, "cold"), "runs")), 3);
+	assert_true(json_real_value(json_object_get(json_object_get(ip, "warm"), "vs_cold")) > 0);
+	assert_non_null(json_string_value(
+		json_object_get(json_object_get(imp, "container"), "unavailable")));
 	json_t *p = json_array_get(rows, 1);
 	assert_string_equal(json_string_value(json_object_get(p, "row")), "agentjail process");
 	assert_int_equal(json_integer_value(json_object_get(p, "runs")), 5);

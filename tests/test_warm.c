@@ -54,7 +54,14 @@ static pid_t parent_of(pid_t pid)
 /* This test's zygotes: that command line, under a parent without it (the
  * zygote's own sandbox init) whose parent is this process (another suite's
  * zygotes are not ours to count). Fills pids[0..n). */
+static int find_zygotes_of(pid_t host, pid_t *pids, int max);
+
 static int find_zygotes(pid_t *pids, int max)
+{
+	return find_zygotes_of(getpid(), pids, max);
+}
+
+static int find_zygotes_of(pid_t host, pid_t *pids, int max)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -65,7 +72,7 @@ static int find_zygotes(pid_t *pids, int max)
 			continue;
 		pid_t pid = atoi(de->d_name);
 		pid_t init = parent_of(pid);
-		if (zygote_cmdline(pid) && !zygote_cmdline(init) && parent_of(init) == getpid()) {
+		if (zygote_cmdline(pid) && !zygote_cmdline(init) && parent_of(init) == host) {
 			if (n < max)
 				pids[n] = pid;
 			n++;
@@ -170,6 +177,11 @@ static void output_and_exit_like_cold(void **state)
 		"print(input())\n",
 		"import warnings\nwarnings.warn('careful')\n",
 		"print(__builtins__.__name__, __loader__.name, __spec__)\n",
+		/* What only the interpreter's end releases: a buffered file
+		 * left open on stdout, a __del__. */
+		"f = open('/dev/stdout', 'w')\nf.write('left buffered\\n')\n",
+		"class A:\n    def __del__(self):\n        print('deleted')\na = A()\nprint('made')\n",
+		"import sys\nsys.excepthook = lambda *a: 1 / 0\nraise ValueError('x')\n",
 	};
 	struct aj_config c = f->cfg;
 	c.warm = false;
@@ -296,6 +308,87 @@ static void zygote_out_of_reach(void **state)
 	assert_status(&r, AJ_STATUS_OK);
 	assert_string_equal(r.stdout_buf, "next\n");
 	aj_result_free(&r);
+	aj_close(sb);
+}
+
+/* A host that dies leaves no zygote, even one that is stopped (and so
+ * never reads its closed socket): its sandbox's init sees the host's end of
+ * its life pipe close and ends it. */
+static void zygote_dies_with_its_host(void **state)
+{
+	struct fixture *f = *state;
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t host = fork();
+	assert_true(host >= 0);
+	if (host == 0) {
+		struct aj_sandbox *sb = NULL;
+		struct aj_error err = {0};
+		if (aj_open(&f->cfg, &sb, &err))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	pid_t z[4];
+	assert_int_equal(find_zygotes_of(host, z, 4), 1);
+	assert_int_equal(kill(z[0], SIGSTOP), 0);
+	assert_int_equal(kill(host, SIGKILL), 0);
+	assert_int_equal(waitpid(host, NULL, 0), host);
+	bool gone = false;
+	for (int i = 0; i < 250 && !gone; i++) {
+		gone = !zygote_cmdline(z[0]);
+		if (!gone)
+			sleep_ms(20);
+	}
+	assert_true(gone);
+}
+
+/* The zygote itself, from the host: root, but with only the capabilities
+ * a run's setup needs, no_new_privs, the kernel's knobs read-only in its
+ * view, and not pid 2 (every run's program is). */
+static void zygote_is_confined(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = open_warm(&f->cfg);
+	pid_t z = the_zygote();
+	char path[64], line[512];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)z);
+	FILE *st = fopen(path, "re");
+	assert_non_null(st);
+	unsigned long long bnd = ~0ULL, eff = ~0ULL;
+	int nnp = -1, nspid = -1;
+	while (fgets(line, sizeof line, st)) {
+		sscanf(line, "CapBnd: %llx", &bnd);
+		sscanf(line, "CapEff: %llx", &eff);
+		sscanf(line, "NoNewPrivs: %d", &nnp);
+		if (!strncmp(line, "NSpid:", 6))
+			nspid = atoi(strrchr(line, '\t') ? strrchr(line, '\t') + 1 : line + 6);
+	}
+	fclose(st);
+	/* CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID, SETPCAP,
+	 * SYS_ADMIN, MKNOD. */
+	const unsigned long long want = (1ULL << 0) | (1ULL << 1) | (1ULL << 3) | (1ULL << 5) |
+					(1ULL << 6) | (1ULL << 7) | (1ULL << 8) | (1ULL << 21) |
+					(1ULL << 27);
+	assert_int_equal(bnd, want);
+	assert_int_equal(eff, want);
+	assert_int_equal(nnp, 1);
+	assert_true(nspid > 2);
+	snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)z);
+	FILE *mi = fopen(path, "re");
+	assert_non_null(mi);
+	bool sys_ro = false;
+	while (fgets(line, sizeof line, mi))
+		if (strstr(line, " /proc/sys ") && strstr(line, " ro,"))
+			sys_ro = true;
+	fclose(mi);
+	assert_true(sys_ro);
 	aj_close(sb);
 }
 
@@ -618,7 +711,9 @@ static void sessions_start_no_zygote(void **state)
 
 #define WARM_CASES(T)                                                                       \
 	T(identity_like_cold), T(output_and_exit_like_cold), T(runs_share_nothing),         \
-	T(zygote_out_of_reach), T(randomness_is_each_runs_own), T(zygote_is_rotated),       \
+	T(zygote_out_of_reach), T(zygote_is_confined), T(zygote_dies_with_its_host),        \
+	T(randomness_is_each_runs_own),                                                     \
+	T(zygote_is_rotated),                                                               \
 	T(dead_zygote_is_replaced), T(hung_zygote_is_replaced),                             \
 	T(tampered_zygote_is_replaced), T(preload_failure_refuses_open),                    \
 	T(thread_starting_preload_is_refused),                                              \

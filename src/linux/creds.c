@@ -98,18 +98,26 @@ static int raw_setresuid(uid_t u)
 	return (int)syscall(SYS_setresuid, u, u, u);
 }
 
+int creds_limit_bounding_set(const int *keep, size_t n, struct setup_error *e)
+{
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
+			break; /* past the last capability this kernel knows */
+		bool kept = false;
+		for (size_t i = 0; i < n; i++)
+			kept |= keep[i] == cap;
+		if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return setup_fail(e, errno, "credentials: drop bounding capability %d", cap);
+	}
+	return 0;
+}
+
 /* Empties the capability bounding set: nothing exec'd later, setuid binary or
  * file capability, can bring a capability back. Needs CAP_SETPCAP, so it goes
  * before the uid changes. */
 static int drop_bounding_set(struct setup_error *e)
 {
-	for (int cap = 0; cap <= 63; cap++) {
-		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
-			break; /* past the last capability this kernel knows */
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			return setup_fail(e, errno, "credentials: drop bounding capability %d", cap);
-	}
-	return 0;
+	return creds_limit_bounding_set(NULL, 0, e);
 }
 
 /* Clears effective, permitted and inheritable sets outright (the uid change

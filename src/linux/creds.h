@@ -3,6 +3,7 @@
 #define AJ_CREDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -30,6 +31,10 @@ void slot_release(struct uid_slot *s);
  * capabilities, and set no_new_privs. In a user namespace (in_userns) the
  * caller's groups cannot be dropped (setgroups is denied there) and stay. */
 int creds_drop(uid_t uid, gid_t gid, bool in_userns, struct setup_error *e);
+
+/* Drops every capability but keep[0..n) from the bounding set (needs
+ * CAP_SETPCAP): what the process execs can hold no other. */
+int creds_limit_bounding_set(const int *keep, size_t n, struct setup_error *e);
 
 /* In a child that has just entered a new user namespace: map the caller's
  * own uid and gid to themselves (the one mapping an unprivileged user may

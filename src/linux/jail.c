@@ -57,6 +57,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/keyctl.h>
 #include <poll.h>
 #include <sched.h>
@@ -158,6 +159,22 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	return 0;
 }
 
+/* What the zygote (root, in the host's user namespace) keeps of root's
+ * capabilities, each for a step of a run's init or program process; the
+ * rest (modules, raw I/O, ptrace, open_by_handle_at, the clock, ...) leave
+ * its bounding set, so nothing it runs can gain them. */
+static const int zygote_caps[] = {
+	CAP_SYS_ADMIN, /* namespaces, mounts, sethostname */
+	CAP_MKNOD,     /* the run's /dev nodes */
+	CAP_CHOWN,     /* the workspace and program for the run's uid */
+	CAP_DAC_OVERRIDE, /* writing the program into the run's 0700 workspace */
+	CAP_FOWNER,    /* their modes */
+	CAP_SETUID,    /* the program's uid */
+	CAP_SETGID,    /* its gid and groups */
+	CAP_SETPCAP,   /* emptying the program's bounding set */
+	CAP_KILL,      /* init stopping a program of another uid */
+};
+
 /* The inside steps up to the program: 0 with *report the lifted report
  * fd, or -errno with e filled (report it on *report). */
 static int inside_prepare(const struct plan *p, int *report, struct setup_error *e)
@@ -168,20 +185,27 @@ static int inside_prepare(const struct plan *p, int *report, struct setup_error 
 	/* The OOM killer takes the program and what it forks, never init: an
 	 * init killed first ends the run as a sandbox failure instead of the
 	 * memory limit at work (init is a copy of the caller, whose resident
-	 * set can be large). Raising one's own score needs no privilege. */
-	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
-	if (adj >= 0)
-		close(adj);
-	if (arc)
-		return setup_fail(e, -arc, "oom_score_adj");
+	 * set can be large). Raising one's own score needs no privilege. (Not
+	 * the zygote: every run's init is a copy of it, and its death would
+	 * take every run on it.) */
+	if (!s->zygote) {
+		int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
+		if (adj >= 0)
+			close(adj);
+		if (arc)
+			return setup_fail(e, -arc, "oom_score_adj");
+	}
 	if ((rc = setup_fds(p, report, e)))
 		return rc;
 	if (s->zygote) {
-		/* The zygote keeps root and its capabilities: it makes each
-		 * run's namespaces and mounts and gives the run its uid. Each
-		 * run then applies every step below itself (warm.c). It
+		/* The zygote keeps root and the capabilities it needs to make
+		 * each run's namespaces and mounts and give the run its uid;
+		 * each run then applies every step below itself (warm.c). It
 		 * execs nothing but its own Python, and never will. */
+		if ((rc = creds_limit_bounding_set(zygote_caps, sizeof zygote_caps /
+								     sizeof zygote_caps[0], e)))
+			return rc;
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			return setup_fail(e, errno, "zygote: no_new_privs");
 		return chdir("/") < 0 ? setup_fail(e, errno, "chdir /") : 0;
@@ -483,6 +507,80 @@ static int init_cgroup_ns(const struct jail_spec *s, struct setup_error *e)
 	return 0;
 }
 
+/* The zygote's sandbox's init, once the view is built. */
+__attribute__((noreturn)) static void zygote_init(const struct plan *p)
+{
+	struct setup_error e;
+	int rc;
+	/* The kernel's knobs stay the host's: the zygote is root in the host's
+	 * user namespace, and /proc/sys and sysrq are writable by root. (Each
+	 * run mounts a /proc of its own, whose init never writes there.) */
+	struct stat st;
+	bool sysrq = lstat("/proc/sysrq-trigger", &st) == 0; /* a kernel option */
+	if ((rc = mount_bind("/proc/sys", "/proc/sys", &e)) ||
+	    (rc = mount_tree_readonly("/proc/sys", &e)) ||
+	    (sysrq && ((rc = mount_bind("/proc/sysrq-trigger", "/proc/sysrq-trigger", &e)) ||
+		       (rc = mount_tree_readonly("/proc/sysrq-trigger", &e)))))
+		goto fail;
+	/* A throwaway first child, so the zygote is not pid 2: every run's
+	 * program is pid 2 of its own namespace, and code that notices a fork
+	 * by a change of pid (OpenSSL's random generator, tempfile's names)
+	 * must see one between the zygote and a run. */
+	int fd = -1;
+	pid_t pid = spawn_clone(0, &fd);
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0) {
+		setup_fail(&e, -pid, "fork");
+		goto fail;
+	}
+	siginfo_t si;
+	spawn_reap(fd, &si);
+	close(fd);
+	if ((pid = spawn_clone(0, &fd)) < 0) {
+		setup_fail(&e, -pid, "fork the zygote");
+		goto fail;
+	}
+	if (pid == 0)
+		inside_main(p);
+	close(fd);
+	close(p->out_w);
+	/* Until the zygote ends, or the host does (the life pipe's EOF: the
+	 * zygote notices a closed socket only when it reads it, and a stopped
+	 * or importing zygote does not read). */
+	sigset_t chld, during;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_child;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCHLD, &sa, NULL) < 0 || sigprocmask(SIG_BLOCK, &chld, &during) < 0) {
+		kill(-1, SIGKILL);
+		_exit(1);
+	}
+	sigdelset(&during, SIGCHLD);
+	for (;;) {
+		int ws;
+		pid_t r;
+		while ((r = waitpid(-1, &ws, WNOHANG)) > 0)
+			if (r == pid) {
+				struct rusage ru;
+				getrusage(RUSAGE_CHILDREN, &ru);
+				report_exited(p->report_w, ws, &ru);
+				_exit(0); /* the kernel ends the rest */
+			}
+		struct pollfd pf = {.fd = p->life_r, .events = POLLIN};
+		if (ppoll(&pf, 1, NULL, &during) == 1 && pf.revents) {
+			kill(-1, SIGKILL);
+			_exit(0);
+		}
+	}
+fail:
+	report_setup_failed(p->report_w, &e);
+	_exit(1);
+}
+
 __attribute__((noreturn)) static void init_main(const struct plan *p)
 {
 	const struct jail_spec *s = p->s;
@@ -503,6 +601,8 @@ __attribute__((noreturn)) static void init_main(const struct plan *p)
 		_exit(1);
 	if (init_cgroup_ns(s, &e))
 		goto fail;
+	if (s->zygote)
+		zygote_init(p);
 
 	int fd = -1;
 	pid_t pid = spawn_clone(0, &fd);
@@ -551,8 +651,10 @@ static int warm_init(const struct plan *p)
 			report_setup_failed(report, &e);
 			_exit(127);
 		}
-		/* No exec to close them: every fd above stdio goes now. */
-		close_range(3, ~0U, 0);
+		/* No exec to close them: every fd above stdio goes now (the
+		 * report pipe too: the program must not forge its result). */
+		if (close_range(3, ~0U, 0) < 0)
+			_exit(127);
 		return 0;
 	}
 	close(p->out_w);
@@ -719,7 +821,7 @@ int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct a
 	int rc;
 
 	memset(z, 0, sizeof *z);
-	z->pidfd = z->log_r = z->report_r = -1;
+	z->pidfd = z->log_r = z->report_r = z->life_w = -1;
 	if ((rc = pipe_cloexec(log, 1)) || (rc = pipe_cloexec(rep, 1)) ||
 	    (rc = pipe_cloexec(life, 0))) {
 		error_set(err, rc, "warm: pipes: %s", errno_name(-rc));
@@ -737,14 +839,16 @@ int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct a
 		goto done;
 	}
 	z->pid = pid;
-	/* Its init starts the zygote at once: nothing to wait for. */
+	/* Its init starts the zygote at once: nothing to wait for. The pipe
+	 * stays open: its EOF (the host gone) ends the zygote's sandbox. */
 	if ((rc = write_full(life[1], "g", 1))) {
 		error_set(err, rc, "warm: the zygote's sandbox ended while it was being built");
 		goto done;
 	}
 	z->log_r = log[0];
 	z->report_r = rep[0];
-	log[0] = rep[0] = -1;
+	z->life_w = life[1];
+	log[0] = rep[0] = life[1] = -1;
 done:
 	for (int i = 0; i < 2; i++) {
 		close_fd(&log[i]);

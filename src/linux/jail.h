@@ -38,7 +38,7 @@ struct jail_spec {
 	 * starts the session interpreter (src/session/repl.py) on each
 	 * request, with the request and reply pipes as its fds 3 and 4. */
 	bool session;
-	/* Warm mode (src/linux/warm.c). zygote: the inside process is a
+	/* Warm mode (src/warm/warm.c). zygote: the inside process is a
 	 * zygote, not a program: it keeps root and its capabilities and no
 	 * filter (it makes each run's namespaces), and execs
 	 * `python3 -I -u -c zygote.py PRELOAD` with zygote_fd (its socket to
@@ -100,6 +100,7 @@ struct jail_zygote {
 	int pidfd;
 	int log_r;
 	int report_r;
+	int life_w;     /* its EOF ends the zygote's sandbox */
 };
 /* Builds the zygote's sandbox (s->zygote) and starts the zygote in it;
  * its socket is s->zygote_fd, handed over. 0, or -errno with err. */

@@ -148,11 +148,15 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	/* Reap through the pidfd, never by pid: if the application reaped it
 	 * first (a SIGCHLD handler of its own), a recycled pid could name an
 	 * unrelated child. The raw call, because only it returns the usage. */
+	/* (A warm run's init is the zygote's child, which reaps it: ECHILD
+	 * here, and no status or usage but what init reported.) */
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
-	while (syscall(SYS_waitid, P_PIDFD, s->pidfd, &si, WEXITED, &o->init_rusage) < 0 &&
+	long wrc;
+	while ((wrc = syscall(SYS_waitid, P_PIDFD, s->pidfd, &si, WEXITED, &o->init_rusage)) < 0 &&
 	       errno == EINTR)
 		;
+	o->init_reaped = wrc == 0;
 	o->init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 }
 
@@ -229,8 +233,12 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		return;
 	}
 	if (!o->exited_report) {
-		result_sandbox_error(res, "sandbox init ended without reporting (wait status 0x%x)",
-				     o->init_wstatus);
+		if (o->init_reaped)
+			result_sandbox_error(res,
+					     "sandbox init ended without reporting (wait status 0x%x)",
+					     o->init_wstatus);
+		else
+			result_sandbox_error(res, "sandbox init ended without reporting");
 		return;
 	}
 	if (WIFEXITED(ws)) {

@@ -33,6 +33,7 @@ struct outcome {
 	struct sandbox_report report;
 	char setup_message[sizeof(struct sandbox_report){0}.message];
 	int init_wstatus;
+	bool init_reaped;           /* init was ours to reap (not a warm run's) */
 	struct rusage init_rusage;
 	double wall_ms;
 };

@@ -68,13 +68,23 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 		reply_error(&r, -EPROTO, "a malformed request");
 		goto out;
 	}
-	/* CPython's own repair of its state after a fork it did not make (its
-	 * locks, thread records and at-fork hooks: random reseeds there),
-	 * called here in the program's process, which holds the GIL: the
-	 * zygote calls this through ctypes.PyDLL. */
-	void (*after_fork)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
-	if (!after_fork) {
-		reply_error(&r, -ENOSYS, "the zygote's Python has no PyOS_AfterFork_Child");
+	/* CPython's own fork protocol around a fork it does not make itself,
+	 * as os.fork() does: before it (the import lock taken, before-fork
+	 * hooks), after it in the zygote, and after it in the program's process
+	 * (its locks and thread records repaired, at-fork hooks: random
+	 * reseeds there). Each is called holding the GIL: the zygote calls
+	 * this through ctypes.PyDLL. (Python 3.13 aborts an after-fork that
+	 * had no before-fork.) */
+	static void (*before_fork)(void), (*after_parent)(void), (*after_child)(void);
+	if (!before_fork) {
+		before_fork = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_BeforeFork");
+		after_parent = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent");
+		after_child = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
+	}
+	if (!before_fork || !after_parent || !after_child) {
+		before_fork = NULL;
+		reply_error(&r, -ENOSYS, "the zygote's Python has no PyOS_BeforeFork and "
+					 "PyOS_AfterFork_Parent/_Child");
 		goto out;
 	}
 	struct aj_config cfg;
@@ -100,12 +110,14 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 		.helper_fd = -1,
 		.spare_ns = {spare_ns[0], spare_ns[1], spare_ns[2]},
 	};
+	before_fork();
 	pid_t pid = jail_warm_spawn(&s, fds[WARM_FD_OUT], fds[WARM_FD_ERR], fds[WARM_FD_REPORT],
 				    pidfd);
 	if (pid == 0) {
-		after_fork();
+		after_child();
 		return 0; /* the run's program process */
 	}
+	after_parent();
 	if (pid < 0)
 		reply_error(&r, pid, "clone the run's init");
 	else

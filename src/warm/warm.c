@@ -59,9 +59,10 @@
  *    dumpable, filter denies ptrace and process_vm_*).
  *  - fds: init closes every fd the zygote had (its socket above all), and
  *    the program's process closes all above stdio.
- *  - randomness: random is reseeded at fork (and again before main.py),
- *    numpy's global generator too; os.urandom and secrets read the kernel
- *    per call. The hash secret (PYTHONHASHSEED) cannot change in a forked
+ *  - randomness: random is reseeded in CPython's after-fork hook, numpy's
+ *    global generator before main.py; os.urandom and secrets read the
+ *    kernel per call; and the zygote is not pid 2, as every run's program
+ *    is, so code that notices a fork by a change of pid (OpenSSL) does. The hash secret (PYTHONHASHSEED) cannot change in a forked
  *    interpreter (every str caches its hash), nor the address-space layout
  *    of what the zygote had mapped: both are shared by the runs of one
  *    zygote. That is bounded by replacing the zygote after WARM_RUNS runs
@@ -137,6 +138,7 @@ static void zygote_kill(struct warm_zygote *z)
 			;
 	}
 	close_fd(&z->jz.pidfd);
+	close_fd(&z->jz.life_w);
 }
 
 static void zygote_free(struct warm_zygote *z)
@@ -390,16 +392,25 @@ int warm_prestart(struct warm *w, struct aj_error *err)
 	if (!rc)
 		zygote_put(z);
 	/* The filler replaces it ahead of its retirement from now on. */
-	if (!rc && !w->filler_running)
+	if (!rc && !w->filler_running) {
+		/* The application's signals are not the filler's to take. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		w->filler_running = pthread_create(&w->filler, NULL, filler_main, w) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
 
-/* Under w->lock: one request and its reply. 0 with *pidfd, -EAGAIN if the
- * zygote failed (it is killed and marked broken: the caller may retry on a
- * new one),
- * or another -errno for the run's own fault. */
+/* zygote_ask's answer for a zygote that failed (not an errno: the zygote's
+ * own -EAGAIN from a clone under pid pressure is the run's failure). */
+#define ZYGOTE_BROKEN 1
+
+/* Under w->lock: one request and its reply. 0 with *pidfd, ZYGOTE_BROKEN if
+ * the zygote failed (it is killed and marked broken: the caller may retry on
+ * a new one), or -errno for the run's own failure. */
 static int zygote_ask(struct warm_zygote *z, const struct warm_request *q,
 		      const int *fds, int nfds, int *pidfd, struct aj_error *err)
 {
@@ -441,11 +452,13 @@ static int zygote_ask(struct warm_zygote *z, const struct warm_request *q,
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&fd, CMSG_DATA(c), sizeof fd);
 	if (got <= 0) {
+		close_fd(&fd);
 		error_set(err, -EPIPE, "warm: the zygote is gone");
 		goto broken;
 	}
 	if (got != (ssize_t)sizeof r || r.magic != WARM_MAGIC || r.seq != q->seq ||
-	    (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r.err == 0) != (fd >= 0)) {
+	    (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r.err == 0) != (fd >= 0) ||
+	    r.err > 0 || r.err < -4095) {
 		/* Out of protocol: whatever it is now, it is not ours. */
 		error_set(err, -EPROTO, "warm: the zygote answered out of protocol");
 		close_fd(&fd);
@@ -463,7 +476,7 @@ broken:
 	 * running when the run is given to a new one. */
 	z->broken = true;
 	zygote_kill(z);
-	return -EAGAIN;
+	return ZYGOTE_BROKEN;
 }
 
 /* One attempt's fds: the pipes' both ends and the program's memfd. */
@@ -538,20 +551,22 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	struct warm_zygote *z = NULL;
 	int rc;
 
-	struct warm_request q = {
-		.magic = WARM_MAGIC,
-		.uid = s->uid,
-		.gid = s->gid,
-		.limits = s->cfg->limits,
-		.address_space_limit = s->address_space_limit,
-		.cgroup_ns = s->cgroup_ns,
-		.cgroup_v2 = s->into_cgroup,
-	};
+	/* Zeroed padding and all: no byte of the host's stack goes to the
+	 * zygote, whose memory every later run copies. */
+	struct warm_request q;
+	memset(&q, 0, sizeof q);
+	q.magic = WARM_MAGIC;
+	q.uid = s->uid;
+	q.gid = s->gid;
+	q.limits = s->cfg->limits;
+	q.address_space_limit = s->address_space_limit;
+	q.cgroup_ns = s->cgroup_ns;
+	q.cgroup_v2 = s->into_cgroup;
 	if ((rc = cgroup_fds(s, fds, &nfds, &opened, res)))
 		goto done;
 	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
 
-	double start = now_ms();
+	double start = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		/* Fresh pipes and program file for each attempt: a broken
 		 * zygote may have started the run it did not answer for. */
@@ -565,8 +580,12 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 		pthread_mutex_lock(&w->lock);
 		if (!(rc = zygote_get(w, &z, &err))) {
 			q.seq = ++w->seq;
+			/* The run's clock starts as its init is asked for: a
+			 * zygote's start or a broken one's replacement is not
+			 * the program's time. */
+			start = now_ms();
 			rc = zygote_ask(z, &q, fds, nfds, &pidfd, &err);
-			if (rc == -EAGAIN) {
+			if (rc == ZYGOTE_BROKEN) {
 				/* Broken (zygote_ask killed it): no run goes to it
 				 * again, and this one goes to a new one. */
 				w->replaced++;
@@ -579,9 +598,11 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 			}
 		}
 		pthread_mutex_unlock(&w->lock);
-		if (rc != -EAGAIN)
+		if (rc != ZYGOTE_BROKEN)
 			break;
 	}
+	if (rc == ZYGOTE_BROKEN)
+		rc = -EPIPE;
 	if (rc) {
 		result_sandbox_error(res, "%s", err.message[0] ? err.message : "warm: no zygote");
 		goto done;

@@ -16,6 +16,7 @@
 import atexit
 import builtins
 import ctypes
+import gc
 import importlib
 import importlib.machinery
 import os
@@ -23,6 +24,7 @@ import random
 import signal
 import socket
 import sys
+import traceback
 import types
 from array import array
 
@@ -80,7 +82,6 @@ def preload(sock, names):
         os._exit(1)
     # The preloaded objects move to the permanent generation: a run's
     # garbage collector then never walks (and so never copies) them.
-    import gc
     gc.collect()
     gc.freeze()
 
@@ -125,7 +126,7 @@ def run_program(sock):
         # Without this frame: the traceback starts at main.py, as cold
         # (and a SyntaxError has none at all).
         e.__traceback__ = e.__traceback__.tb_next
-        sys.excepthook(type(e), e, e.__traceback__)
+        report_uncaught(e)
         code = 1
         if isinstance(e, KeyboardInterrupt):
             # Python ends by SIGINT for an uncaught KeyboardInterrupt.
@@ -133,20 +134,50 @@ def run_program(sock):
     finish(code)
 
 
+def report_uncaught(e):
+    """sys.excepthook, and what CPython prints when the hook itself fails."""
+    try:
+        sys.excepthook(type(e), e, e.__traceback__)
+    except BaseException as hook_error:  # noqa: BLE001
+        try:
+            sys.stderr.write("Error in sys.excepthook:\n")
+            tb = hook_error.__traceback__.tb_next  # from the hook, as CPython
+            traceback.print_exception(type(hook_error), hook_error, tb, chain=False)
+            sys.stderr.write("\nOriginal exception was:\n")
+            traceback.print_exception(type(e), e, e.__traceback__)
+        except BaseException:  # noqa: BLE001
+            pass
+
+
 def finish(code):
-    """Python's exit: threads joined, atexit, streams flushed; then the
-    status (a negative code: that signal, as Python does for SIGINT)."""
+    """Python's exit as far as a run can tell: threads joined, atexit, what
+    __main__ holds released (a file it left open is flushed and closed, a
+    __del__ runs), streams flushed (120 if stdout cannot be, as CPython);
+    then the status (a negative code: that signal, as Python does for
+    SIGINT)."""
     threading = sys.modules.get("threading")
     try:
-        if threading is not None:
-            threading._shutdown()  # waits for non-daemon threads, as at exit
+        try:
+            if threading is not None:
+                threading._shutdown()  # waits for non-daemon threads, as at exit
+        except KeyboardInterrupt:
+            pass
         atexit._run_exitfuncs()
+        globals_ = MAIN.__dict__
+        builtins_ = globals_.get("__builtins__")
+        globals_.clear()
+        globals_["__builtins__"] = builtins_
+        gc.collect()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            if code >= 0:
+                code = 120
+        try:
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
         if code < 0:
             signal.signal(-code, signal.SIG_DFL)
             os.kill(os.getpid(), -code)
