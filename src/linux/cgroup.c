@@ -194,6 +194,14 @@ int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error 
 	return rc;
 }
 
+void cgroup_run_copy(struct cgroup_run *dst, const struct cgroup_run *src)
+{
+	*dst = *src;
+	for (int i = 0; i < CG_COUNT; i++)
+		if (src->tasks_files[i])
+			dst->tasks_files[i] = dst->tasks_file[i];
+}
+
 int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 		  struct cgroup_run *run, struct aj_error *err)
 {

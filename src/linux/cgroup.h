@@ -34,6 +34,10 @@ struct cgroup_run {
 	const char *tasks_files[CG_COUNT + 1];
 };
 
+/* Copies a cgroup_run (its tasks_files point into its own storage, so a
+ * plain assignment would point into the source's). */
+void cgroup_run_copy(struct cgroup_run *dst, const struct cgroup_run *src);
+
 /* Finds the controllers under root (NULL: /sys/fs/cgroup) and makes sure
  * agentjail's parent cgroup exists with them enabled. Fails with the exact
  * reason ("cgroup v2: the memory controller is not enabled in

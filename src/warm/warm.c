@@ -293,6 +293,13 @@ static void *filler_main(void *arg)
 	struct warm *w = arg;
 	pthread_mutex_lock(&w->lock);
 	while (!w->stopping) {
+		if (w->idle) {
+			pthread_mutex_unlock(&w->lock);
+			w->idle(w->idle_ctx);
+			pthread_mutex_lock(&w->lock);
+			if (w->stopping)
+				break;
+		}
 		if (w->next || !w->current || !zygote_ending(w->current)) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
@@ -321,6 +328,13 @@ static void *filler_main(void *arg)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
+}
+
+void warm_kick(struct warm *w)
+{
+	pthread_mutex_lock(&w->lock);
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
 }
 
 void warm_init(struct warm *w, const struct jail_spec *base)

@@ -21,6 +21,12 @@ struct warm {
 	pthread_t filler;
 	bool filler_running, stopping;
 	pthread_cond_t wake;
+	/* The tier's own work ahead of the next run (the container tier's
+	 * next cgroup): called by the filler thread, outside the lock, each
+	 * time it wakes (warm_kick, or once a second). NULL: none. Set
+	 * before warm_prestart. */
+	void (*idle)(void *ctx);
+	void *idle_ctx;
 	struct jail_spec base;         /* the zygote's sandbox: view, python, preload */
 	uint32_t seq;
 	/* For tests and bench (agentjail's own): zygotes started, and how
@@ -37,6 +43,9 @@ void warm_destroy(struct warm *w);
 /* Starts the zygote now (an open that must fail early if the preload
  * cannot be imported): 0, or -errno with err. */
 int warm_prestart(struct warm *w, struct aj_error *err);
+
+/* Wakes the filler: a run has ended, so the tier's idle work may be due. */
+void warm_kick(struct warm *w);
 
 /* One warm run of s->code, with s's uid, limits and cgroup (join_cgroups
  * for v1 or cgroup_fd for v2): fills res fully; 0 if the program ran,
