@@ -203,6 +203,29 @@ describe('SDK v2 client, protocol 2026-07-28', () => {
   });
 });
 
+describe('warm mode (--preload json), SDK v2 client', () => {
+  let client;
+  before(async () => {
+    client = new ClientV2({ name: 'agentjail-test', version: '2.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new StdioV2({ command: AGENTJAIL,
+      args: ['mcp', ...LIMITS, '--preload', 'json'], stderr: 'ignore' }));
+  });
+  after(async () => { await client.close(); });
+
+  test('each call is a fork of the zygote, with its own files', async () => {
+    const code = 'import os, sys\n' +
+      'print("json" in sys.modules, b"agentjail zygote" in open("/proc/self/cmdline", "rb").read(),\n' +
+      '      os.path.exists("/tmp/left"))\n' +
+      'open("/tmp/left", "w").write("x")\n';
+    for (let i = 0; i < 3; i++) {
+      const r = await client.callTool({ name: 'run_python', arguments: { code } });
+      assert.equal(r.isError, false);
+      assert.equal(r.structuredContent.stdout, 'True True False\n');
+    }
+  });
+});
+
 // ---- sessions: agentjail mcp --sessions ----
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
