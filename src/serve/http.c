@@ -238,8 +238,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void log_error(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
+	flockfile(stderr); /* one message at a time from the server's threads */
 	fputs("agentjail serve: http: ", stderr);
 	vfprintf(stderr, fmt, ap);
+	funlockfile(stderr);
 }
 
 int http_start(struct service *svc, struct aj_error *err)

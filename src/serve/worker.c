@@ -73,9 +73,14 @@ static void log_msg(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	/* One line at a time: runs log from several threads, and stderr is
+	 * unbuffered, so without the lock the three writes of two lines could
+	 * interleave (a log reader counting "run:" lines missed one). */
+	flockfile(stderr);
 	fprintf(stderr, "agentjail worker %s: ", w.name);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 	va_end(ap);
 }
 
