@@ -721,12 +721,14 @@ pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int repor
 
 /* ---- supervisor side ---- */
 
-/* Clones a sandbox's init with flags (born in the run's v2 cgroup where
- * the spec has one); init_main(p) in the child. Returns the pid, or -errno
- * with err naming the namespace this machine refuses. */
-static pid_t clone_init(const struct plan *p, unsigned long flags, int *pidfd, struct aj_error *err)
+/* Clones a sandbox's init into new namespaces (a user namespace too when
+ * not root), born in the run's v2 cgroup where the spec has one;
+ * init_main(p) in the child. Returns the pid, or -errno with err naming the
+ * namespace this machine refuses. */
+static pid_t clone_init(const struct plan *p, int *pidfd, struct aj_error *err)
 {
 	const struct jail_spec *s = p->s;
+	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
 	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
 				   : spawn_clone(flags, pidfd);
 	if (pid == 0)
@@ -770,9 +772,8 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	p.report_w = rep[1];
 	p.life_r = life[0];
 
-	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
 	double start = now_ms();
-	pid_t pid = clone_init(&p, flags, &pidfd, &err);
+	pid_t pid = clone_init(&p, &pidfd, &err);
 	if (pid < 0) {
 		rc = pid;
 		result_sandbox_error(res, "%s", err.message);
@@ -832,8 +833,7 @@ int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct a
 	p.out_w = p.err_w = log[1];
 	p.report_w = rep[1];
 	p.life_r = life[0];
-	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
-	pid_t pid = clone_init(&p, flags, &z->pidfd, err);
+	pid_t pid = clone_init(&p, &z->pidfd, err);
 	if (pid < 0) {
 		rc = pid;
 		goto done;
@@ -935,8 +935,7 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 	p.life_r = life[0];
 	p.req_r = req[0];
 	p.rep_w = ans[1];
-	unsigned long flags = base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
-	pid_t pid = clone_init(&p, flags, &js->pidfd, err);
+	pid_t pid = clone_init(&p, &js->pidfd, err);
 	if (pid < 0) {
 		rc = pid;
 		goto fail;
