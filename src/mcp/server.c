@@ -108,10 +108,10 @@ static void send_error(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
 	if (data)
 		json_object_set_new(err, "data", data);
-	json_t *msg = json_pack("{s:s, s:o}", "jsonrpc", "2.0", "error", err);
-	/* An id that could not be read is left out, not sent as null. */
-	if (id)
-		json_object_set(msg, "id", id);
+	/* An id that could not be read (a parse error, an invalid request) is
+	 * null: JSON-RPC 2.0, section 5. */
+	json_t *msg = json_pack("{s:s, s:o, s:O}", "jsonrpc", "2.0", "error", err, "id",
+				id ? id : json_null());
 	send_json(s, link, msg);
 }
 
@@ -496,10 +496,10 @@ static void handle_line(struct mcp_server *s, struct mcp_link *link, const char 
 		goto out;
 	}
 	if (!json_is_string(method) || (params && !json_is_object(params))) {
-		if (json_object_get(msg, "id"))
-			send_error(s, link, id, INVALID_REQUEST,
-				   "Invalid Request: method must be a string, params an object",
-				   NULL);
+		/* Not a valid notification either: it is answered, with a
+		 * null id if it has none (the specification's own example). */
+		send_error(s, link, id, INVALID_REQUEST,
+			   "Invalid Request: method must be a string, params an object", NULL);
 		goto out;
 	}
 	const char *m = json_string_value(method);

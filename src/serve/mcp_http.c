@@ -115,10 +115,9 @@ static bool accepts_json(const char *accept)
  * sees the message. */
 static void rpc_error(struct http_response *rs, int status, json_t *id, int code, const char *msg)
 {
-	json_t *o = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code,
-			      "message", msg);
-	if (id)
-		json_object_set(o, "id", id);
+	/* An id that could not be read is null (JSON-RPC 2.0, section 5). */
+	json_t *o = json_pack("{s:s, s:{s:i, s:s}, s:O}", "jsonrpc", "2.0", "error", "code", code,
+			      "message", msg, "id", id ? id : json_null());
 	respond_json(rs, status, o);
 }
 

@@ -474,9 +474,25 @@ describe('raw protocol', () => {
     s.send('{"jsonrpc": "2.0", "id": 1, "method": ');
     let m = await s.next();
     assert.equal(m.error.code, -32700);
-    assert.ok(!('id' in m), 'an unreadable id is left out, not null');
+    assert.strictEqual(m.id, null, 'an id that could not be read is null (JSON-RPC 2.0 section 5)');
     s.send([{ jsonrpc: '2.0', id: 2, method: 'ping' }]);
-    assert.equal((await s.next()).error.code, -32600);
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
+    // The specification's own examples: an invalid request without an id
+    // is answered (it is no valid notification), with a null id.
+    s.send({ jsonrpc: '2.0', method: 1, params: 'bar' });
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
+    s.send({ foo: 'boo' });
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
+    s.send([]);
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
     s.send({ jsonrpc: '1.0', id: 3, method: 'ping' });
     m = await s.next();
     assert.equal(m.error.code, -32600);
@@ -488,7 +504,13 @@ describe('raw protocol', () => {
     s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'run_python', arguments: { code: ['x'] } } });
     assert.equal((await s.next()).error.code, -32602);
     s.send({ jsonrpc: '2.0', id: null, method: 'ping' });
-    assert.equal((await s.next()).error.code, -32600);
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
+    s.send({ jsonrpc: '2.0', id: { a: 1 }, method: 'ping' }); // an id of the wrong type
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    assert.strictEqual(m.id, null);
     s.send({ jsonrpc: '2.0', method: 'notifications/unknown' }); // no answer, ever
     s.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
     assert.deepEqual(await s.next(), { jsonrpc: '2.0', id: 7, result: {} });
@@ -502,6 +524,7 @@ describe('raw protocol', () => {
     const m = await s.next();
     assert.equal(m.error.code, -32700);
     assert.match(m.error.message, /longer than the server accepts/);
+    assert.strictEqual(m.id, null);
     s.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
     assert.equal((await s.next()).id, 2);
     s.end();

@@ -237,7 +237,7 @@ describe('raw HTTP on /mcp', () => {
     assert.equal(await res.text(), '');
   });
 
-  test('malformed JSON is answered with a JSON-RPC parse error (-32700), without an id', async () => {
+  test('malformed JSON is answered with a JSON-RPC parse error (-32700) and a null id', async () => {
     // The server answers 200 with the error as the body, as on stdio. (The
     // transport spec also allows 400 here; the SDK's own servers send 400.)
     const res = await post(s, '{"jsonrpc": "2.0", "id": 1, "method": ');
@@ -246,7 +246,7 @@ describe('raw HTTP on /mcp', () => {
     const m = await res.json();
     assert.equal(m.jsonrpc, '2.0');
     assert.equal(m.error.code, -32700);
-    assert.ok(!('id' in m), 'an unreadable id is left out');
+    assert.strictEqual(m.id, null, 'an id that could not be read is null (JSON-RPC 2.0 section 5)');
   });
 
   test('a plain tools/call POST is answered with application/json and no Mcp-Session-Id', async () => {
