@@ -488,10 +488,53 @@ static void spec_is_hardened(void **state)
 	struct docker_disk d;
 	docker_disk_split(80, &d);
 	assert_int_equal(d.tmp_kb + d.var_tmp_kb + d.shm_kb, 80 * 1024);
-	assert_int_equal(json_integer_value(json_object_get(h, "ShmSize")), d.shm_kb * 1024);
-	assert_true(contains(json_string_value(json_object_get(json_object_get(h, "Tmpfs"), "/tmp")),
-			     "size="));
+	/* Every writable place a tmpfs with a size and an inode cap, /dev/shm
+	 * one of them (Docker's own would take no inode cap). */
+	json_t *tmpfs = json_object_get(h, "Tmpfs");
+	static const char *const places[] = {"/tmp", "/var/tmp", "/dev/shm"};
+	for (size_t i = 0; i < 3; i++) {
+		const char *o = json_string_value(json_object_get(tmpfs, places[i]));
+		assert_non_null(o);
+		assert_true(contains(o, "size="));
+		assert_true(contains(o, "nr_inodes="));
+	}
+	char want[64];
+	snprintf(want, sizeof want, "size=%lluk,nr_inodes=%llu,", (unsigned long long)d.shm_kb,
+		 (unsigned long long)(d.shm_kb / 4 + 64));
+	assert_true(contains(json_string_value(json_object_get(tmpfs, "/dev/shm")), want));
+	assert_null(json_object_get(h, "ShmSize"));
+	assert_string_equal(json_string_value(json_object_get(h, "IpcMode")), "none");
 	json_decref(s);
+}
+
+/* 100,000 empty files (no bytes for size= to count) are stopped by the
+ * tmpfs inode cap, in each writable place; a few thousand still fit. */
+static void many_empty_files_are_stopped(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.wall_sec = 60;
+	f->cfg.limits.cpu_sec = 30;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import errno, os\n"
+		 "for place in ('/tmp', '/var/tmp', '/dev/shm'):\n"
+		 "    d = os.path.join(place, 'many')\n"
+		 "    os.mkdir(d)\n"
+		 "    made = 0\n"
+		 "    try:\n"
+		 "        for i in range(100000):\n"
+		 "            open(os.path.join(d, str(i)), 'w').close()\n"
+		 "            made += 1\n"
+		 "    except OSError as e:\n"
+		 "        print(place, 'stopped', errno.errorcode[e.errno], made > 2000)\n"
+		 "    else:\n"
+		 "        print(place, 'MADE', made)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "/tmp stopped ENOSPC True\n"));
+	assert_true(contains(r.stdout_buf, "/var/tmp stopped ENOSPC True\n"));
+	assert_true(contains(r.stdout_buf, "/dev/shm stopped ENOSPC True\n"));
+	assert_false(contains(r.stdout_buf, "MADE"));
+	aj_result_free(&r);
 }
 
 /* ---- the attach stream and the report, byte by byte ---- */
@@ -603,6 +646,7 @@ int main(void)
 		HOSTILE_TEST(daemon_not_running_is_a_sandbox_error),
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),
+		HOSTILE_TEST(many_empty_files_are_stopped),
 		HOSTILE_TEST(docker_session_keeps_state_in_one_container),
 		HOSTILE_TEST(docker_session_crash_then_fresh),
 		HOSTILE_TEST(docker_session_files),

@@ -68,9 +68,12 @@ static json_t *ulimit(const char *name, uint64_t soft, uint64_t hard)
 
 static json_t *tmpfs_opts(uint64_t kb)
 {
-	char o[96];
-	/* nosuid, nodev, noexec: scratch space holds data, not programs. */
-	snprintf(o, sizeof o, "rw,nosuid,nodev,noexec,size=%lluk,mode=1777", (unsigned long long)kb);
+	char o[128];
+	/* nosuid, nodev, noexec: scratch space holds data, not programs.
+	 * nr_inodes caps the files, whose inodes cost kernel memory that
+	 * size= does not count (one per 4 KiB, as the other tiers). */
+	snprintf(o, sizeof o, "rw,nosuid,nodev,noexec,size=%lluk,nr_inodes=%llu,mode=1777",
+		 (unsigned long long)kb, (unsigned long long)(kb / 4 + 64));
 	return json_string(o);
 }
 
@@ -91,8 +94,8 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 	json_t *seccomp = json_sprintf("seccomp=%s", docker_seccomp_profile);
 
 	json_t *host = json_pack(
-		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I, s:I,"
-		" s:[o, o, o, o, o, o, o, o], s:{s:o, s:o}, s:{s:s, s:{}},"
+		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I,"
+		" s:[o, o, o, o, o, o, o, o], s:{s:o, s:o, s:o}, s:{s:s, s:{}},"
 		" s:[s, s, s, s, s, s, s, s, s, s, s, s, s, s], s:s, s:s, s:b, s:b}",
 		/* No network at all: only a loopback of its own. */
 		"NetworkMode", "none",
@@ -112,8 +115,6 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		/* One CPU's worth of time, as the seed's --cpus 1. */
 		"NanoCpus", (json_int_t)1000000000,
 		"PidsLimit", (json_int_t)l->pids,
-		/* /dev/shm's share of the writable space. */
-		"ShmSize", (json_int_t)(disk.shm_kb * 1024),
 		"Ulimits",
 		/* CPU seconds; the hard limit a second later kills a program
 		 * that ignores SIGXCPU. */
@@ -127,7 +128,11 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		ulimit("memlock", 0, 0),
 		ulimit("msgqueue", 0, 0),
 		ulimit("stack", 8 * mib, 8 * mib),
+		/* Each writable place with its share of the disk limit and an
+		 * inode cap; /dev/shm is one of them (IpcMode none below), since
+		 * Docker's own takes a size but no inode cap. */
 		"Tmpfs", "/tmp", tmpfs_opts(disk.tmp_kb), "/var/tmp", tmpfs_opts(disk.var_tmp_kb),
+		"/dev/shm", tmpfs_opts(disk.shm_kb),
 		/* Docker keeps every byte a container prints in its log,
 		 * unbounded: the output goes only to the attach stream, where
 		 * the supervisor caps it. */
@@ -139,7 +144,9 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"MaskedPaths", "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
 		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
 		"/proc/scsi", "/sys", "/sys/firmware", "/dev/mqueue", "/dev/pts/ptmx", "/dev/ptmx",
-		"IpcMode", "private",
+		/* A private IPC namespace all the same, without Docker's own
+		 * /dev/shm (the Tmpfs above is the run's). */
+		"IpcMode", "none",
 		"CgroupnsMode", "private",
 		/* Removed by the tier after it has read the exit state. */
 		"AutoRemove", 0,
