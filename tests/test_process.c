@@ -267,6 +267,69 @@ static void unprivileged_caller_uses_userns(void **state)
 	assert_false(contains(buf, f->token));
 }
 
+/* What people keep private by habit is not readable by the program even
+ * where its mode lets anyone read it: a world-readable file in each place,
+ * and in the directory agentjail was started from; and /sys is empty. */
+static void private_places_are_masked(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const places[] = {"/home", "/root", "/var/mail", "/srv", "/mnt",
+					     "/media", "/opt"};
+	char made_dir[8][160], file[8][200], cwd[PATH_MAX];
+	bool made[8] = {false};
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	for (size_t i = 0; i < 7; i++) {
+		made[i] = mkdir(places[i], 0755) == 0;
+		snprintf(made_dir[i], sizeof made_dir[i], "%s/agentjail-test-%s", places[i], f->token);
+		assert_int_equal(mkdir(made_dir[i], 0755), 0);
+		snprintf(file[i], sizeof file[i], "%s/readable", made_dir[i]);
+		FILE *fh = fopen(file[i], "we");
+		assert_non_null(fh);
+		fprintf(fh, "%s\n", f->token);
+		fclose(fh);
+		chmod(file[i], 0644);
+	}
+	/* agentjail started from a project directory (the last one, in /opt,
+	 * which is not a private place of its own). */
+	assert_int_equal(chdir(made_dir[6]), 0);
+	struct aj_result r;
+	char list[2048] = "[";
+	for (size_t i = 0; i < 7; i++) {
+		strncat(list, "'", sizeof list - strlen(list) - 1);
+		strncat(list, file[i], sizeof list - strlen(list) - 1);
+		strncat(list, "',", sizeof list - strlen(list) - 1);
+	}
+	strncat(list, "]", sizeof list - strlen(list) - 1);
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "for p in %s:\n"
+		 "    try:\n"
+		 "        print('READ', p, open(p).read().strip())\n"
+		 "    except OSError as e:\n"
+		 "        print('hidden', p, e.errno)\n"
+		 "print('sys', os.listdir('/sys'))\n"
+		 "print('opt', os.path.isdir('/opt'))\n",
+		 list);
+	assert_int_equal(chdir(cwd), 0);
+	for (size_t i = 0; i < 7; i++) {
+		unlink(file[i]);
+		rmdir(made_dir[i]);
+		if (made[i])
+			rmdir(places[i]);
+	}
+	assert_status(&r, AJ_STATUS_OK);
+	assert_false(contains(r.stdout_buf, "READ")); /* no file's content */
+	for (size_t i = 0; i < 7; i++) {
+		char want[256];
+		snprintf(want, sizeof want, "hidden %s 2\n", file[i]); /* ENOENT */
+		assert_true(contains(r.stdout_buf, want));
+	}
+	assert_true(contains(r.stdout_buf, "sys []\n"));
+	/* The system's own /opt stays: only the project below it is hidden. */
+	assert_true(contains(r.stdout_buf, "opt True\n"));
+	aj_result_free(&r);
+}
+
 int main(void)
 {
 	fixture.tier = AJ_TIER_PROCESS;
@@ -278,6 +341,7 @@ int main(void)
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(identity_inside),
+		HOSTILE_TEST(private_places_are_masked),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

@@ -41,15 +41,20 @@
  * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
  * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
  * network namespace with only a down loopback; hostname "sandbox"; a fresh
- * session keyring. It can
- * read what the host lets any user read: this tier hides no world-readable
- * file (the container tier does).
+ * session keyring. What people keep private by habit is covered with an
+ * empty read-only tmpfs even where its mode is world-readable: /home, /root,
+ * /run/user, /var/mail, /srv, /mnt, /media, the directory agentjail was
+ * started from (unless it is the system's, or holds the interpreter), and
+ * /sys (the host's devices and kernel state; no tier shows them). The
+ * host's /tmp, /var/tmp and /dev/shm, where other users' temporary files
+ * are, are the run's own tmpfs. Elsewhere the program can read what the
+ * host lets any user read (the container tier shows only its image).
  *
  * Started by a normal user there is no other uid to run as: the program has
  * the caller's uid inside a user namespace, so it could read the caller's
- * own files. The places those usually live (/home, /root, /run/user and the
- * caller's $HOME) are covered with empty read-only tmpfs; a file the caller
- * owns elsewhere stays readable. Run as root for a uid of the run's own.
+ * own files. The caller's $HOME is covered too, wherever it is; a file the
+ * caller owns elsewhere stays readable. Run as root for a uid of the run's
+ * own.
  */
 #include <errno.h>
 #include <sched.h>
@@ -70,7 +75,15 @@
 /* What the process tier's view needs besides the spec. */
 struct host_view {
 	char home[256];         /* the caller's $HOME, hidden in user-namespace mode */
+	char cwd[256];          /* the caller's working directory, hidden */
 };
+
+/* Where people keep what is theirs, world-readable or not by habit: each is
+ * covered with an empty read-only tmpfs, for every run (root or not). /sys
+ * too: the host's devices, firmware and kernel state are no program's
+ * business, and no other tier shows them. */
+static const char *const private_places[] = {"/home", "/root", "/run/user", "/var/mail",
+					      "/srv",  "/mnt",  "/media",    "/sys"};
 
 /* A real directory (not a symlink, which mount would follow) that exists. */
 static bool is_plain_dir(const char *path)
@@ -99,20 +112,23 @@ static int host_setup_root(const struct jail_spec *s, struct setup_error *e)
 
 	if ((rc = mount_tree_readonly("/", e)))
 		return rc;
-	/* Sharing the caller's uid, the program could read the caller's own
-	 * files: cover where they usually are. */
-	if (s->userns &&
-	    ((rc = hide_if_present("/home", py, e)) || (rc = hide_if_present("/root", py, e)) ||
-	     (rc = hide_if_present("/run/user", py, e)) || (rc = hide_if_present(v->home, py, e))))
+	for (size_t i = 0; i < sizeof private_places / sizeof private_places[0]; i++)
+		if ((rc = hide_if_present(private_places[i], py, e)))
+			return rc;
+	/* The directory agentjail was started from (a project, with its
+	 * keys and data), and, sharing the caller's uid in a user namespace,
+	 * the caller's $HOME wherever it is. */
+	if ((rc = hide_if_present(v->cwd, py, e)) ||
+	    (s->userns && (rc = hide_if_present(v->home, py, e))))
 		return rc;
 	return jail_populate_root(s, "", e);
 }
 
-/* The caller's $HOME, if hiding it cannot hide the system: an absolute path
- * of its own, not /, and not above the interpreter or the libraries. */
-static void caller_home(char *out, size_t n, const char *python)
+/* A directory of the caller's (its $HOME, its cwd), if hiding it cannot hide
+ * the system: an absolute path of its own, not /, and not above the
+ * interpreter or the libraries. */
+static void caller_dir(char *out, size_t n, const char *h, const char *python)
 {
-	const char *h = getenv("HOME");
 	static const char *const system_dirs[] = {"/usr/", "/lib", "/bin/", "/sbin/", "/etc/",
 						  "/proc/", "/dev/", "/sys/", "/tmp/"};
 	out[0] = '\0';
@@ -124,6 +140,9 @@ static void caller_home(char *out, size_t n, const char *python)
 		    strncmp(h, system_dirs[i], strlen(system_dirs[i])) == 0)
 			return;
 	if (strncmp(python, h, hl) == 0)
+		return;
+	/* Not a top-level directory (/var, /opt, /run): the system's, too. */
+	if (!strchr(h + 1, '/'))
 		return;
 	memcpy(out, h, hl + 1);
 }
@@ -146,7 +165,9 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 	};
 	view->home[0] = '\0';
 	if (s->userns)
-		caller_home(view->home, sizeof view->home, cfg->python);
+		caller_dir(view->home, sizeof view->home, getenv("HOME"), cfg->python);
+	char cwd[256];
+	caller_dir(view->cwd, sizeof view->cwd, getcwd(cwd, sizeof cwd), cfg->python);
 }
 
 /* The run's spec, uid and view: everything but the code. */
