@@ -164,6 +164,40 @@ $(B)/bench: bench/bench.c src/cli/measure.h
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< -lm
 
+# Fuzzing (clang's libFuzzer, with ASan/UBSan): `make fuzz FUZZ_S=60` runs
+# each target for FUZZ_S seconds over its corpus in fuzz/corpus/TARGET (seeded
+# from the tests; what libFuzzer finds new is kept in build/fuzz/corpus, not
+# in the repo). A crash stops the target and fails the make.
+FUZZ_S ?= 10
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_LIB_SRC := $(LIB_SRC) src/mcp/config.c
+FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+$(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN)
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(CFLAGS_BASE) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) \
+		-I$(B)/gen -c $< -o $@
+$(B)/fuzz/%: fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CFLAGS_BASE) -O1 -g -I. -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $< $(FUZZ_OBJ) $(PKG_LIBS) -lpthread
+
+# (clang warns of vsnprintf in printf-like helpers that gcc, the build's
+# -Werror gate, accepts with their format attributes.)
+.SECONDARY: $(FUZZ_OBJ)
+.PHONY: fuzz
+fuzz: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(B)/fuzz/corpus/$$t; \
+		echo "== fuzz $$t ($(FUZZ_S) s)"; \
+		$(B)/fuzz/$$t -max_total_time=$(FUZZ_S) -print_final_stats=1 \
+			-artifact_prefix=$(B)/fuzz/$$t- $(B)/fuzz/corpus/$$t fuzz/corpus/$$t \
+			2>&1 | grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|ERROR|SUMMARY' \
+			|| exit 1; \
+		ls $(B)/fuzz/$$t-crash-* $(B)/fuzz/$$t-leak-* $(B)/fuzz/$$t-timeout-* >/dev/null 2>&1 && exit 1; \
+	done; true
+
 # The container tier's tests run an image copied from this host's Python
 # (no network); agentjail image build leaves an existing one as it is.
 TEST_IMAGES := $(CURDIR)/build/images
@@ -182,6 +216,8 @@ test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
 	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/
+	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
+	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 
 # The demo runs every tier that works here; the container tier needs the
 # default image, built from the Debian repository the first time (~40 s),
