@@ -348,24 +348,33 @@ static void on_child(int sig)
 	(void)sig; /* only interrupts ppoll */
 }
 
-__attribute__((noreturn)) static void session_init_loop(const struct plan *p)
+/* SIGCHLD is taken only inside ppoll(..., during): a child that ends between
+ * a reaping loop and ppoll still wakes it. 0, or -errno. */
+static int sigchld_only_in_ppoll(sigset_t *during)
 {
-	struct setup_error e;
-	/* SIGCHLD is taken only inside ppoll: a child that ends between the
-	 * reaping below and ppoll still wakes it. */
-	sigset_t chld, during;
+	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_child;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGCHLD, &sa, NULL) < 0 || sigprocmask(SIG_BLOCK, &chld, &during) < 0) {
-		setup_fail(&e, errno, "signals: SIGCHLD");
+	if (sigaction(SIGCHLD, &sa, NULL) < 0 || sigprocmask(SIG_BLOCK, &chld, during) < 0)
+		return -errno;
+	sigdelset(during, SIGCHLD);
+	return 0;
+}
+
+__attribute__((noreturn)) static void session_init_loop(const struct plan *p)
+{
+	struct setup_error e;
+	sigset_t during;
+	int rc = sigchld_only_in_ppoll(&during);
+	if (rc) {
+		setup_fail(&e, -rc, "signals: SIGCHLD");
 		report_setup_failed(p->report_w, &e);
 		_exit(1);
 	}
-	sigdelset(&during, SIGCHLD);
 	for (;;) {
 		char c;
 		ssize_t n;
@@ -548,18 +557,11 @@ __attribute__((noreturn)) static void zygote_init(const struct plan *p)
 	/* Until the zygote ends, or the host does (the life pipe's EOF: the
 	 * zygote notices a closed socket only when it reads it, and a stopped
 	 * or importing zygote does not read). */
-	sigset_t chld, during;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_child;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGCHLD, &sa, NULL) < 0 || sigprocmask(SIG_BLOCK, &chld, &during) < 0) {
+	sigset_t during;
+	if (sigchld_only_in_ppoll(&during)) {
 		kill(-1, SIGKILL);
 		_exit(1);
 	}
-	sigdelset(&during, SIGCHLD);
 	for (;;) {
 		int ws;
 		pid_t r;
