@@ -129,7 +129,9 @@ host)
 esac
 
 # Mount points every tier mounts on (the root itself is read-only by then).
-for d in tmp proc dev var/tmp sys; do
+# /mnt: empty, where a deployer's --ro-bind paths go (nothing of the image
+# is covered by the mount points made there).
+for d in tmp proc dev var/tmp sys mnt; do
 	mkdir -p "$root/$d"
 done
 chmod 1777 "$root/tmp" "$root/var/tmp"

@@ -136,7 +136,20 @@ struct aj_config {
 	 * ("numpy,pandas"); NULL or "" for none. Only with warm. */
 	bool warm;
 	const char *preload;
+	/* Host paths every run sees read-only (also nosuid and nodev), each
+	 * "HOST" (shown at the same path) or "HOST:SANDBOX", both absolute;
+	 * at most AJ_MAX_RO_BINDS. process, container, gvisor and docker
+	 * tiers (the microvm guest has no host path to show). SANDBOX must
+	 * be outside /proc, /dev, /sys, /tmp and /var/tmp (the run's own), and
+	 * either exist in the tier's view or lie under an empty directory of
+	 * it (such as /mnt), which then holds only the mount point. HOST must
+	 * exist when the sandbox opens, and stays what it named then (its
+	 * symlinks are resolved once). */
+	const char *const *ro_binds;
+	uint32_t ro_bind_count;
 };
+
+#define AJ_MAX_RO_BINDS 16
 
 #define AJ_ERROR_MAX 512
 struct aj_error {

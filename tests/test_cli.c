@@ -453,7 +453,7 @@ static void mcp_session_options_name_the_problem(void **state)
 /* --warm and --preload, on every command that runs one tier: a missing
  * list, a bad module name and a tier without warm mode are usage errors
  * naming the problem, found before anything starts. */
-static void warm_options_name_the_problem(void **state)
+static void one_tier_options_name_the_problem(void **state)
 {
 	(void)state;
 	const char *hello = PROGRAM("warm.py", "print('hi')\n");
@@ -751,7 +751,7 @@ int main(void)
 		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
 		cmocka_unit_test(mcp_session_options_name_the_problem),
-		cmocka_unit_test(warm_options_name_the_problem),
+		cmocka_unit_test(one_tier_options_name_the_problem),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(attack_warm),
 		cmocka_unit_test(bench_quick),

@@ -57,14 +57,18 @@ extern const struct option session_options[];
 	"  --max-sessions N        sessions open at once (default 16)\n"                     \
 	"  --transfer-mb N         largest file uploaded or downloaded, MiB (default 16;\n"  \
 	"                          1 to 256)\n"
-/* Warm mode (cfg.warm, cfg.preload), for the commands that run one tier
+/* Warm mode (cfg.warm, cfg.preload) and host paths (cfg.ro_binds), for the
+ * commands that run one tier
  * (run, mcp, serve, worker); option_apply takes them too. */
-extern const struct option warm_options[];
-#define WARM_OPTIONS_HELP                                                                 \
+extern const struct option one_tier_options[];
+#define ONE_TIER_OPTIONS_HELP                                                                 \
 	"  --warm            process and container tiers: fork each run from an\n"     \
 	"                    interpreter started ahead (warm mode)\n"                  \
 	"  --preload LIST    modules warm mode imports once, comma-separated\n"        \
-	"                    (numpy,pandas); implies --warm\n"
+	"                    (numpy,pandas); implies --warm\n" \
+	"  --ro-bind HOST[:SANDBOX]  show a host file or directory read-only at\n"  \
+	"                    SANDBOX (default: the same path); repeatable, up to 16.\n" \
+	"                    process, container, gvisor and docker tiers\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 

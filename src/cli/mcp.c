@@ -33,7 +33,7 @@ static const char usage[] =
 	"  --concurrency N   runs at once; more calls wait their turn (default 4;\n"
 	"                    a session runs its calls one at a time)\n"
 	"  --sessions        one session per connection, and the file tools\n"
-	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP WARM_OPTIONS_HELP
+	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
 	"  -h, --help        this help\n";
 
 enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_SESSIONS, OPT_HELP };
@@ -65,7 +65,7 @@ int cmd_mcp(int argc, char **argv)
 	struct option opts[32];
 	options_with(own, opts, 32);
 	options_add(session_options, opts, 32);
-	options_add(warm_options, opts, 32);
+	options_add(one_tier_options, opts, 32);
 
 	struct mcp_config cfg;
 	mcp_config_init(&cfg);

@@ -26,6 +26,7 @@ enum {
 	OPT_TRANSFER_MB,
 	OPT_WARM,
 	OPT_PRELOAD,
+	OPT_RO_BIND,
 };
 
 const struct option limit_options[] = {
@@ -55,11 +56,12 @@ const struct option session_options[] = {
 };
 
 /* Only the commands that run one tier take these: attack and bench make a
- * column of every tier, and warm mode is two tiers' (aj_config_validate
- * refuses it for the others). */
-const struct option warm_options[] = {
+ * column of every tier, warm mode is two tiers' and host paths four tiers'
+ * (aj_config_validate refuses them for the others). */
+const struct option one_tier_options[] = {
 	{"warm", no_argument, NULL, OPT_WARM},
 	{"preload", required_argument, NULL, OPT_PRELOAD},
+	{"ro-bind", required_argument, NULL, OPT_RO_BIND},
 	{NULL, 0, NULL, 0},
 };
 
@@ -143,7 +145,7 @@ void cli_config_error(const char *command, const struct aj_error *err)
 {
 	static const struct {
 		const char *limit, *option;
-	} renamed[] = {{"transfer: ", "transfer-mb: "}};
+	} renamed[] = {{"transfer: ", "transfer-mb: "}, {"ro_bind: ", "ro-bind: "}};
 	for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
 		size_t n = strlen(renamed[i].limit);
 		if (!strncmp(err->message, renamed[i].limit, n)) {
@@ -177,6 +179,23 @@ static int parse_uint(const char *name, const char *arg, uint32_t *out)
 		return -1;
 	}
 	*out = (uint32_t)v;
+	return 0;
+}
+
+/* --ro-bind, once per path: added to what cfg holds (an MCP config file's
+ * list, say), in a list of this process's; aj_config_validate checks them. */
+static int add_ro_bind(const char *arg, struct aj_config *cfg)
+{
+	static const char *list[AJ_MAX_RO_BINDS];
+	if (cfg->ro_bind_count >= AJ_MAX_RO_BINDS) {
+		cli_error("--ro-bind: more than %d paths", AJ_MAX_RO_BINDS);
+		return -1;
+	}
+	if (cfg->ro_binds != list)
+		for (uint32_t i = 0; i < cfg->ro_bind_count; i++)
+			list[i] = cfg->ro_binds[i];
+	list[cfg->ro_bind_count++] = arg;
+	cfg->ro_binds = list;
 	return 0;
 }
 
@@ -238,6 +257,8 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		cfg->preload = arg;
 		cfg->warm = true;
 		return 0;
+	case OPT_RO_BIND:
+		return add_ro_bind(arg, cfg);
 	}
 	cli_error("unknown option");
 	return -1;

@@ -18,7 +18,7 @@ static const char usage[] =
 	"its exit code: 124 on timeout, 128+N when signal N ended it (output limit:\n"
 	"137), 125 when the sandbox itself failed, 2 on a usage error.\n"
 	"\n"
-	"options:\n" LIMIT_OPTIONS_HELP WARM_OPTIONS_HELP
+	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
 	"  --json            print one JSON object with the result instead\n"
 	"  -h, --help        this help\n";
 
@@ -119,7 +119,7 @@ int cmd_run(int argc, char **argv)
 
 	aj_config_init(&cfg);
 	options_with(own, opts, 32);
-	options_add(warm_options, opts, 32);
+	options_add(one_tier_options, opts, 32);
 
 	optind = 1;
 	int c;

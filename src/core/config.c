@@ -206,6 +206,8 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 		if ((rc = check_preload(cfg->preload, err)))
 			return rc;
 	}
+	if ((rc = ro_bind_check(cfg, err)))
+		return rc;
 	/* uid 0 must never be a sandbox uid, and the range must not wrap into
 	 * (uid_t)-1, which the kernel treats as "no change". */
 	if (cfg->uid_base < 1000 || (uint64_t)cfg->uid_base + cfg->slots >= 0xFFFFFFFEull)

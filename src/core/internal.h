@@ -47,6 +47,20 @@ bool utf8_valid(const char *s, size_t n);
  * failure. */
 bool stderr_ends_with_memory_error(const char *buf, size_t len);
 
+/* cfg.ro_binds (ro_bind.c). A path in one is shorter than this. */
+#define RO_BIND_PATH_MAX 256
+/* Their syntax and bounds, for aj_config_validate: 0, or -EINVAL naming
+ * the entry and what is wrong with it. */
+int ro_bind_check(const struct aj_config *cfg, struct aj_error *err);
+/* When a sandbox opens: a malloc'ed "REALHOST:SANDBOX" for a checked
+ * entry, HOST resolved and found to be a directory or a regular file. */
+int ro_bind_resolve(const char *spec, char **out, struct aj_error *err);
+/* A checked or resolved entry's two paths (SANDBOX = HOST when only HOST
+ * is given); -ENAMETOOLONG if either does not fit. */
+int ro_bind_split(const char *spec, char host[RO_BIND_PATH_MAX], char target[RO_BIND_PATH_MAX]);
+/* Whether a resolved entry's HOST is a directory (else a regular file). */
+bool ro_bind_is_dir(const char *spec);
+
 /* Code the sandbox refuses before starting anything (missing, too large, a
  * NUL byte): 0, or -errno with res a sandbox_error naming why. */
 int code_check(const char *code, size_t len, struct aj_result *res);

@@ -26,9 +26,30 @@ struct aj_sandbox {
 	char *cgroup_root;
 	char *accel;
 	char *preload;
+	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
 	const struct tier_ops *ops;
 	void *state;
 };
+
+/* The host paths, resolved now (ro_bind.c): what the runs are shown is
+ * what they named when the sandbox opened. */
+static int own_ro_binds(struct aj_sandbox *sb, struct aj_error *err)
+{
+	uint32_t n = sb->cfg.ro_bind_count;
+	if (n == 0) {
+		sb->cfg.ro_binds = NULL;
+		return 0;
+	}
+	if (!(sb->ro_binds = calloc(n, sizeof *sb->ro_binds)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = ro_bind_resolve(sb->cfg.ro_binds[i], &sb->ro_binds[i], err);
+		if (rc)
+			return rc;
+	}
+	sb->cfg.ro_binds = (const char *const *)sb->ro_binds;
+	return 0;
+}
 
 int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_error *err)
 {
@@ -59,6 +80,10 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
 	sb->cfg.preload = sb->preload;
+	if ((rc = own_ro_binds(sb, err))) {
+		aj_close(sb);
+		return rc;
+	}
 	sb->ops = tiers[cfg->tier];
 	if ((rc = sb->ops->open(&sb->cfg, &sb->state, err))) {
 		sb->ops = NULL;
@@ -172,6 +197,9 @@ void aj_close(struct aj_sandbox *sb)
 		return;
 	if (sb->ops)
 		sb->ops->close(sb->state);
+	for (uint32_t i = 0; sb->ro_binds && i < sb->cfg.ro_bind_count; i++)
+		free(sb->ro_binds[i]);
+	free(sb->ro_binds);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/internal.h"
 #include "owner.h"
 #include "spec.h"
 
@@ -75,6 +76,32 @@ static json_t *tmpfs_opts(uint64_t kb)
 	snprintf(o, sizeof o, "rw,nosuid,nodev,noexec,size=%lluk,nr_inodes=%llu,mode=1777",
 		 (unsigned long long)kb, (unsigned long long)(kb / 4 + 64));
 	return json_string(o);
+}
+
+
+/* The deployer's host paths (cfg.ro_binds, resolved when the sandbox
+ * opened): bind mounts, read-only. NonRecursive: a mount below HOST is not
+ * carried along, because the engine would leave it writable (its ReadOnly
+ * covers the top mount only). Docker makes the mount point in the
+ * container's own layer, so SANDBOX need not exist in the image. */
+static int add_ro_binds(json_t *host, const struct aj_config *cfg)
+{
+	if (cfg->ro_bind_count == 0)
+		return 0;
+	json_t *mounts = json_array();
+	if (!mounts || json_object_set_new(host, "Mounts", mounts))
+		return -1;
+	for (uint32_t i = 0; i < cfg->ro_bind_count; i++) {
+		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
+		if (ro_bind_split(cfg->ro_binds[i], from, to))
+			return -1;
+		json_t *m = json_pack("{s:s, s:s, s:s, s:b, s:{s:s, s:b}}", "Type", "bind", "Source",
+				      from, "Target", to, "ReadOnly", 1, "BindOptions",
+				      "Propagation", "rprivate", "NonRecursive", 1);
+		if (!m || json_array_append_new(mounts, m))
+			return -1;
+	}
+	return 0;
 }
 
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
@@ -151,8 +178,10 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		/* Removed by the tier after it has read the exit state. */
 		"AutoRemove", 0,
 		"Privileged", 0);
-	if (!host)
+	if (!host || add_ro_binds(host, cfg)) {
+		json_decref(host);
 		return NULL;
+	}
 
 	json_t *spec = json_pack(
 		"{s:s, s:[s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"

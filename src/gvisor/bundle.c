@@ -31,7 +31,7 @@ static json_t *tmpfs(const char *where, uint64_t kb)
 			 "mode=1777", size);
 }
 
-static json_t *spec_json(const struct gvisor_bundle *b)
+static json_t *spec_base(const struct gvisor_bundle *b)
 {
 	const struct aj_limits *l = b->limits;
 	const uint64_t mib = 1024 * 1024;
@@ -125,6 +125,27 @@ static json_t *spec_json(const struct gvisor_bundle *b)
 		"namespaces", "type", "pid", "type", "ipc", "type", "uts", "type", "mount", "type",
 		"network",
 		"seccomp", seccomp);
+}
+
+/* The deployer's host paths (cfg.ro_binds): bind mounts the sentry's gofer
+ * serves read-only; nosuid and nodev as everywhere. */
+static json_t *spec_json(const struct gvisor_bundle *b)
+{
+	json_t *spec = spec_base(b);
+	json_t *mounts = json_object_get(spec, "mounts");
+	for (uint32_t i = 0; spec && i < b->ro_bind_count; i++) {
+		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
+		json_t *m = NULL;
+		if (!ro_bind_split(b->ro_binds[i], from, to))
+			m = json_pack("{s:s, s:s, s:s, s:[s, s, s, s]}", "destination", to, "type",
+				      "bind", "source", from, "options", "bind", "ro", "nosuid",
+				      "nodev");
+		if (!m || json_array_append_new(mounts, m)) {
+			json_decref(spec);
+			return NULL;
+		}
+	}
+	return spec;
 }
 
 int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err)

@@ -13,6 +13,8 @@ struct gvisor_bundle {
 	uid_t uid;               /* the run's own (a uid slot) */
 	gid_t gid;
 	const struct aj_limits *limits;
+	const char *const *ro_binds; /* cfg.ro_binds, resolved */
+	uint32_t ro_bind_count;
 };
 
 /* Writes DIR/config.json (DIR exists, empty). 0 or -errno with err naming

@@ -44,7 +44,7 @@ static const char serve_usage[] =
 	"                       run nothing here: put runs on Redis for agentjail\n"
 	"                       worker processes (any number, any machines) of --tier\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
-		LIMIT_OPTIONS_HELP WARM_OPTIONS_HELP
+		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
 	"\n"
 	"SIGTERM or SIGINT: runs in progress and queued finish, new ones get 503,\n"
 	"then the server exits.\n";
@@ -108,7 +108,7 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
 	options_add(service_options, opts, 40);
-	options_add(warm_options, opts, 40);
+	options_add(one_tier_options, opts, 40);
 	int o, r;
 	long v;
 	double d;

@@ -66,7 +66,7 @@ static const char usage[] =
 	"  --name NAME        this worker's name (default: HOSTNAME-PID); unique\n"
 	"  --concurrency N    runs at once (default: the CPUs)\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
-		LIMIT_OPTIONS_HELP WARM_OPTIONS_HELP;
+		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP;
 
 static void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void log_msg(const char *fmt, ...)
@@ -620,7 +620,7 @@ int cmd_worker(int argc, char **argv)
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
 	options_add(service_options, opts, 40);
-	options_add(warm_options, opts, 40);
+	options_add(one_tier_options, opts, 40);
 	aj_config_init(&w.cfg);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	w.concurrency = cpus > 0 ? (unsigned)cpus : 1;

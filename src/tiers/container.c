@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../linux/binds.h"
 #include "../linux/cgroup.h"
 #include "../linux/creds.h"
 #include "../linux/jail.h"
@@ -78,17 +79,27 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 {
 	const struct container_state *st = s->tier;
 	const char *root = st->root;
+	struct bind_trees binds;
 	int rc;
 
+	/* The deployer's host paths, taken while the host is still in view. */
+	if ((rc = binds_open(s->cfg, &binds, e))) {
+		binds_close(&binds);
+		return rc;
+	}
 	/* A mount of its own, so it can be made read-only and pivoted to. */
-	if (mount(root, root, NULL, MS_BIND, NULL) < 0)
+	if (mount(root, root, NULL, MS_BIND, NULL) < 0) {
+		binds_close(&binds);
 		return setup_fail(e, errno, "image: bind %s", root);
+	}
 	/* Read-only: the program changes nothing of the image the next run
 	 * gets. nosuid, nodev: no setuid binary or device node in it counts. */
 	if (mount("none", root, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		  NULL) < 0)
+		  NULL) < 0) {
+		binds_close(&binds);
 		return setup_fail(e, errno, "image: remount %s read-only", root);
-	if ((rc = jail_populate_root(s, root, e)))
+	}
+	if ((rc = binds_attach(root, s->cfg, &binds, e)) || (rc = jail_populate_root(s, root, e)))
 		return rc;
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching
 	 * it then leaves no path back to the host. */

@@ -179,7 +179,8 @@ static int sandbox_make(const struct gvisor_state *st, const struct aj_config *c
 	if (mkdir(sub, 0700) < 0)
 		return error_set(err, -errno, "gvisor: mkdir %s: %s", sub, errno_name(errno));
 	struct gvisor_bundle b = {.root = st->root, .python = cfg->python, .uid = sb->slot.uid,
-				  .gid = sb->slot.gid, .limits = &cfg->limits};
+				  .gid = sb->slot.gid, .limits = &cfg->limits,
+				  .ro_binds = cfg->ro_binds, .ro_bind_count = cfg->ro_bind_count};
 	if ((rc = gvisor_bundle_write(sub, &b, err)))
 		return rc;
 	snprintf(sub, sizeof sub, "%s/state", sb->dir);

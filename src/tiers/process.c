@@ -64,6 +64,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../linux/binds.h"
 #include "../linux/creds.h"
 #include "../linux/jail.h"
 #include "../linux/mounts.h"
@@ -108,20 +109,29 @@ static int host_setup_root(const struct jail_spec *s, struct setup_error *e)
 {
 	const struct host_view *v = s->tier;
 	const char *py = s->python;
+	struct bind_trees binds;
 	int rc;
 
+	/* The deployer's paths first: one may lie in a place hidden below. */
+	if ((rc = binds_open(s->cfg, &binds, e)))
+		goto fail;
 	if ((rc = mount_tree_readonly("/", e)))
-		return rc;
+		goto fail;
 	for (size_t i = 0; i < sizeof private_places / sizeof private_places[0]; i++)
 		if ((rc = hide_if_present(private_places[i], py, e)))
-			return rc;
+			goto fail;
 	/* The directory agentjail was started from (a project, with its
 	 * keys and data), and, sharing the caller's uid in a user namespace,
 	 * the caller's $HOME wherever it is. */
 	if ((rc = hide_if_present(v->cwd, py, e)) ||
 	    (s->userns && (rc = hide_if_present(v->home, py, e))))
+		goto fail;
+	if ((rc = binds_attach("", s->cfg, &binds, e)))
 		return rc;
 	return jail_populate_root(s, "", e);
+fail:
+	binds_close(&binds);
+	return rc;
 }
 
 /* A directory of the caller's (its $HOME, its cwd), if hiding it cannot hide

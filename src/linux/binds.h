@@ -1,0 +1,25 @@
+/* The deployer's read-only host paths (cfg.ro_binds) in a jail's view:
+ * binds_open while the host's paths still resolve, binds_attach once the
+ * view is built (binds.c says why two steps). */
+#ifndef AJ_BINDS_H
+#define AJ_BINDS_H
+
+#include <stdint.h>
+
+#include "agentjail.h"
+#include "report.h"
+
+struct bind_trees {
+	int fd[AJ_MAX_RO_BINDS]; /* detached read-only clones, in cfg order */
+	uint32_t n;
+};
+
+/* Clones each HOST as a detached, read-only, nosuid, nodev mount tree. */
+int binds_open(const struct aj_config *cfg, struct bind_trees *t, struct setup_error *e);
+/* Mounts each clone at root + SANDBOX, making its mount point where the
+ * view allows (binds.c), and closes the clones. */
+int binds_attach(const char *root, const struct aj_config *cfg, struct bind_trees *t,
+		 struct setup_error *e);
+void binds_close(struct bind_trees *t);
+
+#endif
