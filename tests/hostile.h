@@ -52,6 +52,9 @@ struct fixture {
 	int (*count_sandbox_processes)(void);
 	/* Warm mode (test_warm.c): every case's runs are forks of a zygote. */
 	bool warm;
+	/* cfg.ro_binds' SANDBOX paths must exist in the image already (the
+	 * gvisor tier, whose runsc would make them in the image itself). */
+	bool ro_bind_in_image_only;
 	struct aj_config cfg;
 	char *mountinfo;        /* the host's mounts before the case */
 	char token[40];         /* fresh per case */
@@ -964,6 +967,112 @@ static void cancel_stops_the_run(void **state)
 	assert_status(&c.res, AJ_STATUS_KILLED);
 	assert_true(contains(c.res.message, "cancelled"));
 	aj_result_free(&c.res);
+}
+
+/* ---- the deployer's read-only host paths (cfg.ro_binds) ----
+ * Not in the table: the microvm tier refuses them (no host path reaches
+ * its guest). A directory and a file of the host's, under /var/tmp (which
+ * no tier otherwise shows), appear at their SANDBOX paths, with mount
+ * points made under /mnt (on the gvisor tier: the directory on the
+ * image's empty /mnt itself, and no file); nothing in them can be written,
+ * even a world-writable directory, and the host's copies are unchanged. */
+__attribute__((unused)) /* test_microvm.c has no use for it */
+static void ro_bind_shows_host_paths_read_only(void **state)
+{
+	struct fixture *f = *state;
+	char dir[128], sub[160], file[160], single[160], d_bind[400], f_bind[400];
+	char d_at[128], f_at[128];
+	bool with_file = !f->ro_bind_in_image_only;
+	snprintf(dir, sizeof dir, "/var/tmp/agentjail-robind-%s", f->token);
+	snprintf(sub, sizeof sub, "%s/open", dir);
+	snprintf(file, sizeof file, "%s/f", dir);
+	snprintf(single, sizeof single, "/var/tmp/agentjail-robind-%s.txt", f->token);
+	if (with_file)
+		snprintf(d_at, sizeof d_at, "/mnt/aj-%s/data", f->token);
+	else
+		snprintf(d_at, sizeof d_at, "/mnt");
+	snprintf(f_at, sizeof f_at, "/mnt/aj-%s-file", f->token);
+	snprintf(d_bind, sizeof d_bind, "%s:%s", dir, d_at);
+	snprintf(f_bind, sizeof f_bind, "%s:%s", single, f_at);
+	bool made_mnt = mkdir("/mnt", 0755) == 0;
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(mkdir(sub, 0777), 0);
+	assert_int_equal(chmod(sub, 0777), 0);
+	FILE *fh = fopen(file, "we");
+	assert_non_null(fh);
+	fprintf(fh, "dir-%s\n", f->token);
+	fclose(fh);
+	assert_non_null(fh = fopen(single, "we"));
+	fprintf(fh, "file-%s\n", f->token);
+	fclose(fh);
+	chmod(file, 0666);
+	chmod(single, 0666);
+
+	const char *binds[] = {d_bind, f_bind};
+	f->cfg.ro_binds = binds;
+	f->cfg.ro_bind_count = with_file ? 2 : 1;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "d, fp = '%s', '%s' if %d else None\n"
+		 "print('mnt', sorted(x for x in os.listdir('/mnt') if x.startswith('aj-')))\n"
+		 "print('data', sorted(os.listdir(d)))\n"
+		 "print(open(d + '/f').read().strip(), fp and open(fp).read().strip())\n"
+		 "def tried(what, fn, *a):\n"
+		 "    try:\n"
+		 "        fn(*a)\n"
+		 "        print('CHANGED', what)\n"
+		 "    except OSError as e:\n"
+		 "        print('refused', what)\n"
+		 "tried('create', lambda: open(d + '/open/new', 'w'))\n"
+		 "tried('write', lambda: open(d + '/f', 'a'))\n"
+		 "tried('write-file', lambda: open(fp or d + '/f', 'w'))\n"
+		 "tried('unlink', os.unlink, d + '/f')\n"
+		 "tried('rename', os.rename, d + '/f', d + '/g')\n"
+		 "tried('chmod', os.chmod, d + '/f', 0o777)\n"
+		 "tried('mkdir', os.mkdir, '/mnt/new')\n"
+		 "tried('mkdir-in', os.mkdir, d + '/other')\n",
+		 d_at, f_at, with_file);
+	char line[128] = "", line2[128] = "", newp[200];
+	assert_non_null(fh = fopen(file, "re"));
+	(void)!fgets(line, sizeof line, fh);
+	fclose(fh);
+	assert_non_null(fh = fopen(single, "re"));
+	(void)!fgets(line2, sizeof line2, fh);
+	fclose(fh);
+	snprintf(newp, sizeof newp, "%s/new", sub);
+	bool new_file = access(newp, F_OK) == 0;
+	unlink(newp);
+	unlink(file);
+	rmdir(sub);
+	rmdir(dir);
+	unlink(single);
+	if (made_mnt)
+		rmdir("/mnt");
+	assert_status(&r, AJ_STATUS_OK);
+	char want[256];
+	if (with_file)
+		snprintf(want, sizeof want, "mnt ['aj-%s', 'aj-%s-file']\n", f->token, f->token);
+	else
+		snprintf(want, sizeof want, "mnt []\n");
+	assert_true(contains(r.stdout_buf, want));
+	assert_true(contains(r.stdout_buf, "data ['f', 'open']\n"));
+	snprintf(want, sizeof want, "dir-%s %s%s\n", f->token, with_file ? "file-" : "None",
+		 with_file ? f->token : "");
+	assert_true(contains(r.stdout_buf, want));
+	assert_false(contains(r.stdout_buf, "CHANGED"));
+	static const char *const tries[] = {"create", "write", "write-file", "unlink", "rename",
+					    "chmod", "mkdir", "mkdir-in"};
+	for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+		snprintf(want, sizeof want, "refused %s\n", tries[i]);
+		assert_true(contains(r.stdout_buf, want));
+	}
+	snprintf(want, sizeof want, "dir-%s\n", f->token);
+	assert_string_equal(line, want);
+	snprintf(want, sizeof want, "file-%s\n", f->token);
+	assert_string_equal(line2, want);
+	assert_false(new_file);
+	aj_result_free(&r);
 }
 
 #define HOSTILE_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)

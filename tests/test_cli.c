@@ -411,6 +411,63 @@ static void mcp_config_errors_name_the_problem(void **state)
 	assert_string_equal(res.out, "");
 }
 
+/* --ro-bind on run (several), and ro_bind in an MCP config file with the
+ * flags adding to it; shapes and paths are refused naming the problem. */
+static void ro_bind_flags_and_config_key(void **state)
+{
+	(void)state;
+	char dir[64], file[96], bind1[128], bind2[128];
+	snprintf(dir, sizeof dir, "/var/tmp/agentjail-cli-robind-%d", (int)getpid());
+	snprintf(file, sizeof file, "%s/data.txt", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	FILE *fh = fopen(file, "we");
+	assert_non_null(fh);
+	fputs("from the host\n", fh);
+	fclose(fh);
+	chmod(file, 0644);
+	snprintf(bind1, sizeof bind1, "%s:/mnt/a", dir);
+	snprintf(bind2, sizeof bind2, "%s:/mnt/b.txt", file);
+	CLI(&res, "print(open('/mnt/a/data.txt').read(), open('/mnt/b.txt').read(), end='')\n",
+	    "run", "--ro-bind", bind1, "--ro-bind", bind2, "-");
+	int run_exit = res.exit_code;
+	bool run_out = contains(res.out, "from the host\n from the host\n");
+	CLI(&res, "", "run", "--ro-bind", "/var/tmp:/proc/x", "-");
+	int bad_exit = res.exit_code;
+	bool bad_err = contains(res.err, "ro_bind: '/var/tmp:/proc/x': SANDBOX is under /proc");
+	CLI(&res, "", "run", "--tier", "microvm", "--ro-bind", dir, "-");
+	int vm_exit = res.exit_code;
+	bool vm_err = contains(res.err, "ro_bind: the microvm tier shows no host path");
+	unlink(file);
+	rmdir(dir);
+	assert_int_equal(run_exit, 0);
+	assert_true(run_out);
+	assert_int_equal(bad_exit, 2);
+	assert_true(bad_err);
+	assert_int_equal(vm_exit, 2);
+	assert_true(vm_err);
+
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("r1.json", "{\"ro_bind\": 3}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "r1.json: ro_bind: expected a string (\"HOST[:SANDBOX]\") or "
+				      "an array of strings"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("r2.json", "{\"ro_bind\": [\"/srv\", 1]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "ro_bind: item 2 of the array is not a string"));
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("r3.json", "{\"ro_bind\": \"srv\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: ro-bind: 'srv': HOST is not an absolute path"));
+	/* The flags add to the file's list: the two go to one place. */
+	CLI(&res, NULL, "mcp", "--config", PROGRAM("r4.json", "{\"ro_bind\": [\"/srv:/mnt/x\"]}"),
+	    "--ro-bind", "/usr:/mnt/x");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "ro-bind: '/srv:/mnt/x' and '/usr:/mnt/x' both go to /mnt/x"));
+	/* A HOST that is not there is refused at start, named. */
+	CLI(&res, "", "mcp", "--ro-bind", "/nonexistent-agentjail:/mnt/x");
+	assert_int_equal(res.exit_code, 125);
+	assert_true(contains(res.err, "/nonexistent-agentjail: No such file or directory"));
+	assert_string_equal(res.out, "");
+}
+
 /* agentjail mcp --sessions: the session limits are checked at start, and a
  * bad one is named as the user wrote it (flag or key). */
 static void mcp_session_options_name_the_problem(void **state)
@@ -758,6 +815,7 @@ int main(void)
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),
+		cmocka_unit_test(ro_bind_flags_and_config_key),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }

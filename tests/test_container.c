@@ -216,6 +216,7 @@ int main(void)
 	fixture.chart_image = chart_dir;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(view_is_the_image),

@@ -164,6 +164,114 @@ static void config_checks_warm_and_preload(void **state)
 	assert_string_equal(e.message, "preload: 1025 characters is too long (at most 1024)");
 }
 
+/* ro_bind: two absolute paths in plain form, SANDBOX outside what each run
+ * makes for itself, no two to one place, at most 16, never on microvm; a
+ * HOST that does not exist is found when the sandbox opens. */
+static void config_checks_ro_binds(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	struct aj_error e;
+	const char *one[1];
+	aj_config_init(&c);
+	assert_null(c.ro_binds);
+	assert_int_equal(c.ro_bind_count, 0);
+	c.ro_binds = one;
+	c.ro_bind_count = 1;
+	static const char *const good[] = {"/srv/data", "/srv/data:/mnt/data", "/etc/hostname:/mnt/h",
+					   "/usr/share/doc:/opt/doc", "/srv:/var/lib/x"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		one[0] = good[i];
+		assert_int_equal(aj_config_validate(&c, &e), 0);
+	}
+	static const struct {
+		const char *bind, *message;
+	} bad[] = {
+		{"data", "ro_bind: 'data': HOST is not an absolute path"},
+		{"", "ro_bind: '': HOST is not an absolute path"},
+		{":/mnt/x", "ro_bind: ':/mnt/x': HOST is not an absolute path"},
+		{"/srv/data:", "ro_bind: '/srv/data:': SANDBOX is not an absolute path"},
+		{"/srv/data:mnt", "ro_bind: '/srv/data:mnt': SANDBOX is not an absolute path"},
+		{"/srv/../etc:/mnt/x", "ro_bind: '/srv/../etc:/mnt/x': HOST is not in plain form (an "
+				       "empty, '.' or '..' part, or a trailing '/')"},
+		{"/srv/data:/mnt/../proc", "ro_bind: '/srv/data:/mnt/../proc': SANDBOX is not in plain "
+					   "form (an empty, '.' or '..' part, or a trailing '/')"},
+		{"/srv//data", "ro_bind: '/srv//data': HOST is not in plain form (an empty, '.' or "
+			       "'..' part, or a trailing '/')"},
+		{"/srv/data/", "ro_bind: '/srv/data/': HOST is not in plain form (an empty, '.' or "
+			       "'..' part, or a trailing '/')"},
+		{"/srv/./data", "ro_bind: '/srv/./data': HOST is not in plain form (an empty, '.' or "
+				"'..' part, or a trailing '/')"},
+		{"/a:/b:/c", "ro_bind: '/a:/b:/c': SANDBOX has a colon (one separates HOST from "
+			     "SANDBOX)"},
+		{"/srv:/", "ro_bind: '/srv:/': SANDBOX cannot be / (the whole view)"},
+		{"/", "ro_bind: '/': SANDBOX cannot be / (the whole view)"},
+		{"/srv:/proc", "ro_bind: '/srv:/proc': SANDBOX is under /proc, which each run makes "
+			       "for itself (choose a path such as /mnt/NAME)"},
+		{"/srv:/proc/1", "ro_bind: '/srv:/proc/1': SANDBOX is under /proc, which each run "
+				 "makes for itself (choose a path such as /mnt/NAME)"},
+		{"/dev/kvm", "ro_bind: '/dev/kvm': SANDBOX is under /dev, which each run makes for "
+			     "itself (choose a path such as /mnt/NAME)"},
+		{"/sys", "ro_bind: '/sys': SANDBOX is under /sys, which each run makes for itself "
+			 "(choose a path such as /mnt/NAME)"},
+		{"/srv:/tmp/work/data", "ro_bind: '/srv:/tmp/work/data': SANDBOX is under /tmp, which "
+					"each run makes for itself (choose a path such as /mnt/NAME)"},
+		{"/var/tmp", "ro_bind: '/var/tmp': SANDBOX is under /var/tmp, which each run makes "
+			     "for itself (choose a path such as /mnt/NAME)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		one[0] = bad[i].bind;
+		assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+		assert_string_equal(e.message, bad[i].message);
+	}
+	/* /tmpfoo is not /tmp. */
+	one[0] = "/srv:/tmpfoo";
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+
+	const char *two[] = {"/srv/a:/mnt/x", "/srv/b:/mnt/x"};
+	c.ro_binds = two;
+	c.ro_bind_count = 2;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "ro_bind: '/srv/a:/mnt/x' and '/srv/b:/mnt/x' both go to /mnt/x");
+	c.ro_bind_count = 1;
+	c.ro_binds = NULL;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "ro_bind: 1 entries given but no list");
+
+	const char *many[AJ_MAX_RO_BINDS + 1];
+	char names[AJ_MAX_RO_BINDS + 1][32];
+	for (int i = 0; i <= AJ_MAX_RO_BINDS; i++) {
+		snprintf(names[i], sizeof names[i], "/srv:/mnt/%d", i);
+		many[i] = names[i];
+	}
+	c.ro_binds = many;
+	c.ro_bind_count = AJ_MAX_RO_BINDS;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	c.ro_bind_count = AJ_MAX_RO_BINDS + 1;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "ro_bind: 17 paths is more than 16");
+
+	c.ro_binds = one;
+	c.ro_bind_count = 1;
+	one[0] = "/srv";
+	c.tier = AJ_TIER_MICROVM;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "ro_bind: the microvm tier shows no host path (its guest "
+				       "sees only its image; put files into a session instead)");
+
+	/* A HOST that is not there: the open says so, before any tier. */
+	c.tier = AJ_TIER_PROCESS;
+	one[0] = "/nonexistent-agentjail-path:/mnt/x";
+	struct aj_sandbox *sb = NULL;
+	assert_int_equal(aj_open(&c, &sb, &e), -ENOENT);
+	assert_null(sb);
+	assert_string_equal(e.message,
+			    "ro_bind: /nonexistent-agentjail-path: No such file or directory");
+	one[0] = "/dev/null:/mnt/x";
+	assert_int_equal(aj_open(&c, &sb, &e), -EINVAL);
+	assert_string_equal(e.message, "ro_bind: /dev/null is neither a directory nor a regular file");
+}
+
 static void names_round_trip(void **state)
 {
 	(void)state;
@@ -602,6 +710,7 @@ int main(void)
 		cmocka_unit_test(classify_exits),
 		cmocka_unit_test(classify_signals),
 		cmocka_unit_test(classify_supervisor_verdicts),
+		cmocka_unit_test(config_checks_ro_binds),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -636,6 +636,7 @@ int main(void)
 	fixture.chart_docker_image = TEST_DOCKER_IMAGE "-ds";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(gone_after_timeout_and_flood),

@@ -348,6 +348,32 @@ static void pool_runs_are_fresh(void **state)
 	assert_int_equal(count_gvisor_leftovers(), 0);
 }
 
+/* runsc's gofer would make a missing mount point in the image directory
+ * itself, so a SANDBOX the image lacks is refused when the sandbox opens,
+ * naming it, and the image is left as it was. */
+static void ro_bind_mount_point_must_be_in_the_image(void **state)
+{
+	struct fixture *f = *state;
+	char target[96], made[4200], bind[200];
+	snprintf(target, sizeof target, "/mnt/aj-%s", f->token);
+	snprintf(bind, sizeof bind, "/usr/share:%s", target);
+	snprintf(made, sizeof made, "%s/root%s", f->image, target);
+	const char *binds[] = {bind};
+	f->cfg.ro_binds = binds;
+	f->cfg.ro_bind_count = 1;
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err;
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), -ENOENT);
+	assert_null(sb);
+	char want[300];
+	snprintf(want, sizeof want,
+		 "ro_bind: %s is not in the image, and the gvisor tier cannot make it (runsc "
+		 "would write it into the image); choose a path the image has, such as /mnt",
+		 target);
+	assert_string_equal(err.message, want);
+	assert_int_equal(access(made, F_OK), -1);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -361,6 +387,7 @@ int main(void)
 	 * capabilities the program has none of, and tty needs a controlling
 	 * terminal it has not. */
 	fixture.guest_ptys = true;
+	fixture.ro_bind_in_image_only = true;
 	/* A session's sandbox takes a few tenths of a second to make. */
 	fixture.session_cycles = 40;
 	/* Charts need matplotlib: the test image with the datascience
@@ -371,6 +398,8 @@ int main(void)
 			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
+		HOSTILE_TEST(ro_bind_mount_point_must_be_in_the_image),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(guest_kernel_is_gvisors),

@@ -330,6 +330,64 @@ static void private_places_are_masked(void **state)
 	aj_result_free(&r);
 }
 
+/* A deployer's path inside a place the tier hides (/home) is shown at its
+ * own path while the rest stays hidden; a SANDBOX whose mount point would
+ * have to be made among the host's own files is refused, naming it. */
+static void ro_bind_reaches_into_hidden_places(void **state)
+{
+	struct fixture *f = *state;
+	char home_dir[160], other[160], shown[200], hidden[200], want[400];
+	bool made_home = mkdir("/home", 0755) == 0;
+	snprintf(home_dir, sizeof home_dir, "/home/agentjail-robind-%s", f->token);
+	snprintf(other, sizeof other, "/home/agentjail-other-%s", f->token);
+	assert_int_equal(mkdir(home_dir, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	snprintf(shown, sizeof shown, "%s/shown", home_dir);
+	snprintf(hidden, sizeof hidden, "%s/hidden", other);
+	FILE *fh = fopen(shown, "we");
+	assert_non_null(fh);
+	fputs("shown\n", fh);
+	fclose(fh);
+	assert_non_null(fh = fopen(hidden, "we"));
+	fputs("hidden\n", fh);
+	fclose(fh);
+	chmod(shown, 0644);
+	chmod(hidden, 0644);
+	const char *binds[] = {home_dir};
+	f->cfg.ro_binds = binds;
+	f->cfg.ro_bind_count = 1;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os\n"
+		 "print(open('%s').read().strip())\n"
+		 "print('home', os.listdir('/home'))\n"
+		 "print('other', os.path.exists('%s'))\n",
+		 shown, hidden);
+	char bad[260];
+	snprintf(bad, sizeof bad, "%s:/usr/share/agentjail-%s", home_dir, f->token);
+	binds[0] = bad;
+	struct aj_result r2;
+	run_code(&f->cfg, &r2, "print('ran')\n");
+	unlink(shown);
+	unlink(hidden);
+	rmdir(home_dir);
+	rmdir(other);
+	if (made_home)
+		rmdir("/home");
+	assert_status(&r, AJ_STATUS_OK);
+	snprintf(want, sizeof want, "shown\nhome ['agentjail-robind-%s']\nother False\n", f->token);
+	assert_string_equal(r.stdout_buf, want);
+	assert_status(&r2, AJ_STATUS_SANDBOX_ERROR);
+	snprintf(want, sizeof want,
+		 "ro_bind: /usr/share/agentjail-%s is not in the view, and /usr/share holds files of "
+		 "its own (choose a path that exists there, or one under an empty directory such "
+		 "as /mnt)",
+		 f->token);
+	assert_true(contains(r2.message, want));
+	aj_result_free(&r);
+	aj_result_free(&r2);
+}
+
 int main(void)
 {
 	fixture.tier = AJ_TIER_PROCESS;
@@ -338,6 +396,8 @@ int main(void)
 		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
+		HOSTILE_TEST(ro_bind_reaches_into_hidden_places),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(identity_inside),

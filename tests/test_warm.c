@@ -730,7 +730,8 @@ int main(void)
 	/* After every case: no zygote left (besides the table's own checks). */
 	fixture.count_leftovers = count_zygotes;
 	fixture.warm = true;
-	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST)};
+	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST),
+					   HOSTILE_TEST(ro_bind_shows_host_paths_read_only)};
 
 	fixture.tier = AJ_TIER_PROCESS;
 	/* The process tier's view is the host's: numpy is the host's. */

@@ -45,6 +45,8 @@ struct aj_config {
     struct aj_session_limits session;
     bool warm;
     const char *preload;
+    const char *const *ro_binds;
+    uint32_t ro_bind_count;
 };
 struct aj_error { int code; char message[512]; };
 struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };

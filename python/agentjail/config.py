@@ -9,6 +9,9 @@ TIERS = ("process", "container", "microvm", "docker", "gvisor")
 # string in the struct. The names are aj_config_validate's to check, so
 # Python refuses the same ones as the flags, in the same words.
 MODULES = "modules"
+# ro_bind's kind: "HOST[:SANDBOX]" or a list of them; the paths are
+# aj_config_validate's to check, as for preload.
+PATHS = "paths"
 
 # keyword: (field of struct aj_config, type). Every limit the deployer sets;
 # the agent's code can change none of them.
@@ -40,6 +43,7 @@ FIELDS = {
     "docker_image": ("docker_image", str),
     "warm": ("warm", bool),
     "preload": ("preload", MODULES),
+    "ro_bind": ("ro_binds", PATHS),
 }
 
 
@@ -67,6 +71,9 @@ class Config:
             raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
 
     def _set(self, key, path, kind, value):
+        if kind is PATHS:
+            self._set_paths(key, value)
+            return
         if kind is MODULES:
             if isinstance(value, (list, tuple)):
                 if not all(isinstance(v, str) for v in value):
@@ -104,8 +111,32 @@ class Config:
             obj = getattr(obj, p)
         setattr(obj, parts[-1], value)
 
+    def _set_paths(self, key, value):
+        if isinstance(value, (str, bytes)):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: must be a string or a list of strings, "
+                              f"not {type(value).__name__}")
+        items = []
+        for v in value:
+            if not isinstance(v, (str, bytes)):
+                raise ConfigError(f"{key}: every path must be a string, not {type(v).__name__}")
+            b = v.encode() if isinstance(v, str) else v
+            if b"\0" in b:
+                raise ConfigError(f"{key}: {v!r} contains a NUL byte")
+            items.append(ffi.new("char[]", b))
+        array = ffi.new("const char *[]", max(len(items), 1))
+        for i, item in enumerate(items):
+            array[i] = item
+        self._strings.extend(items)
+        self._strings.append(array)
+        self.c.ro_binds = array
+        self.c.ro_bind_count = len(items)
+
     def value(self, key):
         obj = self.c
+        if FIELDS[key][1] is PATHS:
+            return [ffi.string(obj.ro_binds[i]).decode() for i in range(obj.ro_bind_count)]
         for p in FIELDS[key][0].split("."):
             obj = getattr(obj, p)
         if FIELDS[key][1] in (str, MODULES):

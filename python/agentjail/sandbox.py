@@ -68,7 +68,9 @@ class Sandbox(Handle):
     vm_pool (microvm, gvisor: sandboxes ready ahead); docker_socket,
     docker_image; warm (process, container: each run a fork of an
     interpreter started ahead, False) and preload (the modules it imports
-    first: "numpy,pandas" or ["numpy", "pandas"]; needs warm=True); uid_base,
+    first: "numpy,pandas" or ["numpy", "pandas"]; needs warm=True); ro_bind
+    (process, container, gvisor, docker: host paths every run sees
+    read-only, "HOST" or "HOST:SANDBOX", or a list of them); uid_base,
     slots, state_dir, cgroup_root, python; and the session limits
     session_idle_sec, session_lifetime_sec, session_cpu_sec, max_sessions,
     transfer_mb, max_images, image_kb. None means the library's default.

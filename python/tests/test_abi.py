@@ -14,7 +14,7 @@ STRUCTS = {
                           "transfer_mb", "images", "image_kb"],
     "aj_config": ["tier", "limits", "python", "uid_base", "slots", "state_dir", "image",
                   "cgroup_root", "accel", "vm_pool", "docker_socket", "docker_image",
-                  "session", "warm", "preload"],
+                  "session", "warm", "preload", "ro_binds", "ro_bind_count"],
     "aj_error": ["code", "message"],
     "aj_result": ["status", "exit_code", "has_exit_code", "signal", "stdout_buf",
                   "stdout_len", "stdout_truncated", "stderr_buf", "stderr_len",

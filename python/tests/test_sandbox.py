@@ -176,6 +176,41 @@ def test_warm_options_are_kept():
     assert c.value("warm") is False and c.value("preload") is None
 
 
+def test_ro_bind_shows_a_host_path_read_only(tmp_path):
+    # tmp_path is under /tmp, which no tier shows: only the bind does.
+    (tmp_path / "data.txt").write_text("from the host\n")
+    tmp_path.chmod(0o755)
+    (tmp_path / "data.txt").chmod(0o644)
+    with agentjail.Sandbox(**tier_options("process", ro_bind=[f"{tmp_path}:/mnt/in"])) as s:
+        r = s.run("print(open('/mnt/in/data.txt').read(), end='')\n"
+                  "open('/mnt/in/new', 'w')\n")
+    assert r.stdout == "from the host\n"
+    assert r.exit_code == 1 and "Read-only file system" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt"]
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(ro_bind="data"), "ro_bind: 'data': HOST is not an absolute path"),
+    (dict(ro_bind=["/srv", "/srv:/tmp/x"]),
+     "ro_bind: '/srv:/tmp/x': SANDBOX is under /tmp, which each run makes for itself "
+     "(choose a path such as /mnt/NAME)"),
+    (dict(ro_bind=["/srv", 3]), "ro_bind: every path must be a string, not int"),
+    (dict(ro_bind=3), "ro_bind: must be a string or a list of strings, not int"),
+])
+def test_ro_bind_is_checked_by_the_library(kw, message):
+    with pytest.raises(ConfigError) as e:
+        agentjail.Sandbox(tier="process", **kw)
+    assert str(e.value) == message
+
+
+def test_ro_bind_is_refused_on_microvm():
+    with pytest.raises(ConfigError) as e:
+        agentjail.Sandbox(tier="microvm", ro_bind="/srv")
+    assert str(e.value).startswith("ro_bind: the microvm tier shows no host path")
+    from agentjail.config import Config
+    assert Config("process", dict(ro_bind="/srv")).value("ro_bind") == ["/srv"]
+
+
 def test_unavailable_tier_says_why_as_check_does():
     opts = tier_options("container", image="/nonexistent/image")
     with pytest.raises(SandboxUnavailable) as e:

@@ -138,11 +138,14 @@ int ro_bind_resolve(const char *spec, char **out, struct aj_error *err)
 				 "ro_bind: %s is neither a directory nor a regular file", host);
 	if (strlen(real) >= RO_BIND_PATH_MAX || strchr(real, ':'))
 		return error_set(err, -EINVAL,
-				 "ro_bind: %s resolves to %s, too long or holding a colon", host, real);
-	size_t n = strlen(real) + 1 + strlen(target) + 1;
-	if (!(*out = malloc(n)))
+				 "ro_bind: %s resolves to %.300s, too long or holding a colon", host,
+				 real);
+	size_t rn = strlen(real), tn = strlen(target);
+	if (!(*out = malloc(rn + 1 + tn + 1)))
 		return error_set(err, -ENOMEM, "ro_bind: out of memory");
-	snprintf(*out, n, "%s:%s", real, target);
+	memcpy(*out, real, rn);
+	(*out)[rn] = ':';
+	memcpy(*out + rn + 1, target, tn + 1);
 	return 0;
 }
 

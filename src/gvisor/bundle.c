@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../docker/spec.h"
@@ -127,32 +128,90 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		"seccomp", seccomp);
 }
 
-/* The deployer's host paths (cfg.ro_binds): bind mounts the sentry's gofer
- * serves read-only; nosuid and nodev as everywhere. */
-static json_t *spec_json(const struct gvisor_bundle *b)
+/* SANDBOX must exist in the image (root), as a directory or file like
+ * HOST, reached through no symlink: runsc's gofer makes a missing mount
+ * point in the image directory itself, on the host (the read-only root
+ * binds the sentry, not the gofer), which would change the image every
+ * later run and tier sees. The jail tiers make one in an empty directory
+ * of the run's own view (src/linux/binds.c); this tier cannot. */
+static int check_mount_point(const char *root, const char *target, bool dir,
+			     struct aj_error *err)
+{
+	char path[RO_BIND_PATH_MAX + 4200];
+	size_t rl = (size_t)snprintf(path, sizeof path, "%.4000s", root);
+	for (const char *c = target; *c;) {
+		const char *next = strchr(c + 1, '/');
+		size_t len = next ? (size_t)(next - c) : strlen(c);
+		size_t pl = strlen(path);
+		struct stat st;
+		memcpy(path + pl, c, len);
+		path[pl + len] = '\0';
+		c += len;
+		if (lstat(path, &st) < 0)
+			return error_set(err, -ENOENT,
+					 "ro_bind: %s is not in the image, and the gvisor tier "
+					 "cannot make it (runsc would write it into the image); "
+					 "choose a path the image has, such as /mnt",
+					 target);
+		if (S_ISLNK(st.st_mode) || (*c && !S_ISDIR(st.st_mode)) ||
+		    (!*c && dir != S_ISDIR(st.st_mode)))
+			return error_set(err, -EINVAL,
+					 "ro_bind: %s: %s in the image is a symlink or not a %s",
+					 target, path + rl, (*c || dir) ? "directory" : "file");
+	}
+	return 0;
+}
+
+/* The deployer's host paths (cfg.ro_binds): bind mounts the gofer serves
+ * read-only; nosuid and nodev as everywhere. */
+int gvisor_bundle_check_binds(const struct gvisor_bundle *b, struct aj_error *err)
+{
+	for (uint32_t i = 0; i < b->ro_bind_count; i++) {
+		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
+		struct stat st;
+		ro_bind_split(b->ro_binds[i], from, to);
+		if (stat(from, &st) < 0)
+			return error_set(err, -errno, "ro_bind: %s: %s", from, strerror(errno));
+		int rc = check_mount_point(b->root, to, S_ISDIR(st.st_mode), err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int add_ro_binds(json_t *mounts, const struct gvisor_bundle *b, struct aj_error *err)
+{
+	int rc = gvisor_bundle_check_binds(b, err);
+	for (uint32_t i = 0; !rc && i < b->ro_bind_count; i++) {
+		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
+		ro_bind_split(b->ro_binds[i], from, to);
+		json_t *m = json_pack("{s:s, s:s, s:s, s:[s, s, s, s]}", "destination", to, "type",
+				      "bind", "source", from, "options", "bind", "ro", "nosuid", "nodev");
+		if (!m || json_array_append_new(mounts, m))
+			return error_set(err, -ENOMEM, "gvisor: out of memory");
+	}
+	return rc;
+}
+
+static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
 {
 	json_t *spec = spec_base(b);
-	json_t *mounts = json_object_get(spec, "mounts");
-	for (uint32_t i = 0; spec && i < b->ro_bind_count; i++) {
-		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
-		json_t *m = NULL;
-		if (!ro_bind_split(b->ro_binds[i], from, to))
-			m = json_pack("{s:s, s:s, s:s, s:[s, s, s, s]}", "destination", to, "type",
-				      "bind", "source", from, "options", "bind", "ro", "nosuid",
-				      "nodev");
-		if (!m || json_array_append_new(mounts, m)) {
-			json_decref(spec);
-			return NULL;
-		}
+	if (!spec) {
+		error_set(err, -ENOMEM, "gvisor: building config.json: out of memory");
+		return NULL;
+	}
+	if (add_ro_binds(json_object_get(spec, "mounts"), b, err)) {
+		json_decref(spec);
+		return NULL;
 	}
 	return spec;
 }
 
 int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err)
 {
-	json_t *spec = spec_json(b);
+	json_t *spec = spec_json(b, err);
 	if (!spec)
-		return error_set(err, -ENOMEM, "gvisor: building config.json: out of memory");
+		return err->code;
 	char path[4200];
 	snprintf(path, sizeof path, "%.4000s/config.json", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

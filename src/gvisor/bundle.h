@@ -17,6 +17,9 @@ struct gvisor_bundle {
 	uint32_t ro_bind_count;
 };
 
+/* Whether each of b's ro_binds can be mounted in b's image (its SANDBOX
+ * there already): 0, or -errno with err naming the path. */
+int gvisor_bundle_check_binds(const struct gvisor_bundle *b, struct aj_error *err);
 /* Writes DIR/config.json (DIR exists, empty). 0 or -errno with err naming
  * the step. */
 int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err);

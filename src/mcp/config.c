@@ -4,7 +4,8 @@
  *    "memory": 256, "pids": 64, "file_size": 16, "disk": 64, "output": 1024,
  *    "python": "/usr/bin/python3", "concurrency": 4, "sessions": true,
  *    "session_idle": 300, "session_lifetime": 3600, "max_sessions": 16,
- *    "transfer_mb": 16, "warm": true, "preload": ["numpy", "pandas"]}
+ *    "transfer_mb": 16, "warm": true, "preload": ["numpy", "pandas"],
+ *    "ro_bind": ["/srv/data:/mnt/data"]}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -29,9 +30,14 @@ void mcp_config_free(struct mcp_config *c)
 	for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++)
 		free(c->strings[i]);
 	memset(c->strings, 0, sizeof c->strings);
+	for (size_t i = 0; i < AJ_MAX_RO_BINDS; i++)
+		free(c->ro_binds[i]);
+	memset(c->ro_binds, 0, sizeof c->ro_binds);
+	c->sandbox.ro_binds = NULL;
+	c->sandbox.ro_bind_count = 0;
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS };
 
 static const struct key {
 	const char *name;
@@ -43,13 +49,13 @@ static const struct key {
 	{"docker_image", TEXT}, {"docker_socket", TEXT},
 	{"sessions", FLAG}, {"session_idle", SECONDS}, {"session_lifetime", SECONDS},
 	{"max_sessions", WHOLE}, {"transfer_mb", WHOLE},
-	{"warm", FLAG}, {"preload", MODULES},
+	{"warm", FLAG}, {"preload", MODULES}, {"ro_bind", PATHS},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
-			    "preload";
+			    "preload, ro_bind";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -161,6 +167,36 @@ static int set_modules(struct mcp_config *c, json_t *v, struct aj_error *err)
 	return 0;
 }
 
+/* ro_bind: "HOST[:SANDBOX]" or a list of them, kept as cfg.ro_binds is.
+ * As for preload, the paths are aj_config_validate's to check. */
+static int set_paths(struct mcp_config *c, json_t *v, struct aj_error *err)
+{
+	size_t n = json_is_string(v) ? 1 : json_array_size(v);
+	if (n > AJ_MAX_RO_BINDS)
+		return error_set(err, -EINVAL, "ro_bind: %zu paths is more than %d", n,
+				 AJ_MAX_RO_BINDS);
+	for (size_t i = 0; i < n; i++) {
+		json_t *item = json_is_string(v) ? v : json_array_get(v, i);
+		if (!json_is_string(item))
+			return error_set(err, -EINVAL, "ro_bind: item %zu of the array is not a string",
+					 i + 1);
+	}
+	for (size_t i = 0; i < AJ_MAX_RO_BINDS; i++) {
+		free(c->ro_binds[i]);
+		c->ro_binds[i] = NULL;
+	}
+	c->sandbox.ro_bind_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *item = json_is_string(v) ? v : json_array_get(v, i);
+		if (!(c->ro_binds[i] = strdup(json_string_value(item))))
+			return error_set(err, -ENOMEM, "out of memory");
+		c->ro_bind_list[i] = c->ro_binds[i];
+		c->sandbox.ro_bind_count = (uint32_t)i + 1;
+	}
+	c->sandbox.ro_binds = c->ro_bind_list;
+	return 0;
+}
+
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
 {
 	json_error_t je;
@@ -195,6 +231,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 			*(strcmp(name, "warm") ? &c->sessions : &c->sandbox.warm) = json_is_true(v);
 		else if (k->kind == MODULES && (json_is_string(v) || json_is_array(v)))
 			rc = set_modules(c, v, &why);
+		else if (k->kind == PATHS && (json_is_string(v) || json_is_array(v)))
+			rc = set_paths(c, v, &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
@@ -202,6 +240,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 				       k->kind == FLAG ? "true or false" :
 				       k->kind == MODULES ? "a string (\"numpy,pandas\") or an array "
 							    "of strings" :
+				       k->kind == PATHS ? "a string (\"HOST[:SANDBOX]\") or an array "
+							  "of strings" :
 				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);

@@ -15,6 +15,9 @@ struct mcp_config {
 	/* owned copies of the file's strings: image, python, docker_image,
 	 * docker_socket, preload */
 	char *strings[5];
+	/* ro_bind's entries, owned (sandbox.ro_binds points here) */
+	char *ro_binds[AJ_MAX_RO_BINDS];
+	const char *ro_bind_list[AJ_MAX_RO_BINDS];
 };
 
 #define MCP_DEFAULT_CONCURRENCY 4

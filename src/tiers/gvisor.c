@@ -788,7 +788,11 @@ static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_erro
 			       dir);
 		goto fail;
 	}
+	/* The deployer's paths, said now rather than at the first run. */
+	struct gvisor_bundle check = {.root = st->root, .ro_binds = cfg->ro_binds,
+				      .ro_bind_count = cfg->ro_bind_count};
 	if ((rc = image_check_python(st->root, cfg->python, err)) ||
+	    (rc = gvisor_bundle_check_binds(&check, err)) ||
 	    (rc = cgroup_prepare(cfg->cgroup_root, &st->cgroups, err)))
 		goto fail;
 	snprintf(st->run_base, sizeof st->run_base, "%.4000s-gvisor",
