@@ -556,7 +556,10 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap, bool *too_long)
 		}
 		(*buf)[len++] = (char)ch;
 	}
-	(*buf)[len] = '\0';
+	/* A blank first line (or a first one no buffer could be allocated
+	 * for) leaves *buf NULL: there is nothing to terminate. */
+	if (*buf)
+		(*buf)[len] = '\0';
 	return (ssize_t)len;
 }
 
