@@ -172,7 +172,7 @@ FUZZ_S ?= 10
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_LIB_SRC := $(LIB_SRC) src/mcp/config.c
+FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c)
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
 $(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN)
 	@mkdir -p $(dir $@)
