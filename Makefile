@@ -167,12 +167,14 @@ $(B)/bench: bench/bench.c src/cli/measure.h
 # Fuzzing (clang's libFuzzer, with ASan/UBSan): `make fuzz FUZZ_S=60` runs
 # each target for FUZZ_S seconds over its corpus in fuzz/corpus/TARGET (seeded
 # from the tests; what libFuzzer finds new is kept in build/fuzz/corpus, not
-# in the repo). A crash stops the target and fails the make.
+# in the repo). A crash stops the target and fails the make. The paths are
+# absolute: a target may change directory (fuzz_cli_options does).
 FUZZ_S ?= 10
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c)
+FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c) src/cli/options.c src/cli/run.c src/cli/repl.c \
+	src/cli/mcp.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
 $(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN)
 	@mkdir -p $(dir $@)
@@ -192,7 +194,8 @@ fuzz: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 		mkdir -p $(B)/fuzz/corpus/$$t; \
 		echo "== fuzz $$t ($(FUZZ_S) s)"; \
 		$(B)/fuzz/$$t -max_total_time=$(FUZZ_S) -print_final_stats=1 \
-			-artifact_prefix=$(B)/fuzz/$$t- $(B)/fuzz/corpus/$$t fuzz/corpus/$$t \
+			-artifact_prefix=$(CURDIR)/$(B)/fuzz/$$t- $(CURDIR)/$(B)/fuzz/corpus/$$t \
+			$(CURDIR)/fuzz/corpus/$$t \
 			2>&1 | grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|ERROR|SUMMARY' \
 			|| exit 1; \
 		ls $(B)/fuzz/$$t-crash-* $(B)/fuzz/$$t-leak-* $(B)/fuzz/$$t-timeout-* >/dev/null 2>&1 && exit 1; \
