@@ -15,7 +15,9 @@
  * (good, bad, sessions, warm), and an mcp input with a '/' in any argument is
  * skipped, so no path outside it (a FIFO, /dev/stdin, /proc/kcore) is ever
  * opened. (A crash while there writes its input to a relative
- * -artifact_prefix in that directory: make fuzz gives absolute paths.) */
+ * -artifact_prefix in that directory: make fuzz gives absolute paths. The
+ * directory, /tmp/agentjail-fuzz-cli-*, is removed at exit, but not when
+ * libFuzzer dies of a crash or an out-of-memory.) */
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
