@@ -167,13 +167,20 @@ $(B)/bench: bench/bench.c src/cli/measure.h
 # Fuzzing (clang's libFuzzer, with ASan/UBSan): `make fuzz FUZZ_S=60` runs
 # each target for FUZZ_S seconds over its corpus in fuzz/corpus/TARGET (seeded
 # from the tests; what libFuzzer finds new is kept in build/fuzz/corpus, not
-# in the repo). A crash stops the target and fails the make.
+# in the repo). A crash, leak, timeout or out-of-memory stops the target and
+# fails the make (its artifact is kept beside it, its log in
+# build/fuzz/TARGET.log), and so does an artifact an earlier run left there.
+# FUZZ_FLAGS go to every target. The paths are absolute: a target may change
+# directory (fuzz_cli_options does).
 FUZZ_S ?= 10
+FUZZ_FLAGS ?=
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_LIB_SRC := $(LIB_SRC) src/mcp/config.c
+FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c) src/cli/options.c src/cli/run.c src/cli/repl.c \
+	src/cli/mcp.c src/vm/guest/frame.c src/vm/guest/failure.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+$(B)/fuzz/obj/src/vm/guest/frame.o $(B)/fuzz/obj/src/vm/guest/failure.o: src/vm/guest/agent.h
 $(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN)
 	@mkdir -p $(dir $@)
 	@$(FUZZ_CC) $(CFLAGS_BASE) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) \
@@ -191,12 +198,17 @@ fuzz: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(B)/fuzz/corpus/$$t; \
 		echo "== fuzz $$t ($(FUZZ_S) s)"; \
-		$(B)/fuzz/$$t -max_total_time=$(FUZZ_S) -print_final_stats=1 \
-			-artifact_prefix=$(B)/fuzz/$$t- $(B)/fuzz/corpus/$$t fuzz/corpus/$$t \
-			2>&1 | grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|ERROR|SUMMARY' \
-			|| exit 1; \
-		ls $(B)/fuzz/$$t-crash-* $(B)/fuzz/$$t-leak-* $(B)/fuzz/$$t-timeout-* >/dev/null 2>&1 && exit 1; \
-	done; true
+		$(B)/fuzz/$$t -max_total_time=$(FUZZ_S) -print_final_stats=1 $(FUZZ_FLAGS) \
+			-artifact_prefix=$(CURDIR)/$(B)/fuzz/$$t- $(CURDIR)/$(B)/fuzz/corpus/$$t \
+			$(CURDIR)/fuzz/corpus/$$t >$(B)/fuzz/$$t.log 2>&1; rc=$$?; \
+		grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|ERROR|SUMMARY' \
+			$(B)/fuzz/$$t.log; \
+		for f in $(B)/fuzz/$$t-crash-* $(B)/fuzz/$$t-leak-* $(B)/fuzz/$$t-timeout-* \
+			$(B)/fuzz/$$t-oom-*; do \
+			if [ -e "$$f" ]; then echo "fuzz: $$t: $$f (see $(B)/fuzz/$$t.log)"; exit 1; fi; \
+		done; \
+		if [ $$rc -ne 0 ]; then echo "fuzz: $$t exited $$rc (see $(B)/fuzz/$$t.log)"; exit 1; fi; \
+	done
 
 # The container tier's tests run an image copied from this host's Python
 # (no network); agentjail image build leaves an existing one as it is.

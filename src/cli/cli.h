@@ -72,6 +72,17 @@ extern const struct option one_tier_options[];
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 
+/* The argument parsing of run, repl and mcp, apart from what the command
+ * then does (fuzz/fuzz_cli_options.c drives them): the config filled and
+ * validated, then -1 to go on, or the exit status to return with (the help
+ * printed, or what is wrong said on stderr). run's program is the FILE or
+ * "-"; mcp's cfg is mcp_config_init'ed by the caller (it reads --config). */
+int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program);
+int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
+		   const char **images_dir);
+struct mcp_config;
+int mcp_arguments(int argc, char **argv, struct mcp_config *cfg);
+
 /* The commands that make a table of tiers (attack, bench): which tiers
  * were asked for (every --tier is a column; none: all of them). */
 struct tier_choice {

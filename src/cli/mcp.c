@@ -56,7 +56,7 @@ static int probe_sessions(const struct mcp_config *cfg)
 	return 0;
 }
 
-int cmd_mcp(int argc, char **argv)
+int mcp_arguments(int argc, char **argv, struct mcp_config *cfg)
 {
 	static const struct option own[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
@@ -69,18 +69,16 @@ int cmd_mcp(int argc, char **argv)
 	options_add(session_options, opts, 32);
 	options_add(one_tier_options, opts, 32);
 
-	struct mcp_config cfg;
-	mcp_config_init(&cfg);
 	struct aj_error err = {0};
-	int c, rc = EXIT_USAGE;
+	int c;
 
 	/* The file first, wherever --config stands; then the flags over it. */
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
-		if (c == OPT_CONFIG && mcp_config_load(&cfg, optarg, &err)) {
+		if (c == OPT_CONFIG && mcp_config_load(cfg, optarg, &err)) {
 			cli_error("mcp: %s", err.message);
-			goto out;
+			return EXIT_USAGE;
 		}
 	optind = 1;
 	opterr = 1;
@@ -89,11 +87,10 @@ int cmd_mcp(int argc, char **argv)
 			continue;
 		if (c == OPT_HELP || c == 'h') {
 			fputs(usage, stdout);
-			rc = 0;
-			goto out;
+			return 0;
 		}
 		if (c == OPT_SESSIONS) {
-			cfg.sessions = true;
+			cfg->sessions = true;
 			continue;
 		}
 		if (c == OPT_CONCURRENCY) {
@@ -102,24 +99,35 @@ int cmd_mcp(int argc, char **argv)
 			if (*end || end == optarg || v < 1 || v > MCP_MAX_CONCURRENCY) {
 				cli_error("--concurrency: expected 1 to %d, got '%s'",
 					  MCP_MAX_CONCURRENCY, optarg);
-				goto out;
+				return EXIT_USAGE;
 			}
-			cfg.concurrency = (unsigned)v;
+			cfg->concurrency = (unsigned)v;
 			continue;
 		}
-		if (c == '?' || option_apply(c, optarg, &cfg.sandbox) < 0) {
+		if (c == '?' || option_apply(c, optarg, &cfg->sandbox) < 0) {
 			fputs("try 'agentjail mcp --help'\n", stderr);
-			goto out;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc) {
 		cli_error("mcp: unexpected argument '%s'", argv[optind]);
-		goto out;
+		return EXIT_USAGE;
 	}
-	if (aj_config_validate(&cfg.sandbox, &err)) {
+	if (aj_config_validate(&cfg->sandbox, &err)) {
 		cli_config_error("mcp", &err);
-		goto out;
+		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+int cmd_mcp(int argc, char **argv)
+{
+	struct mcp_config cfg;
+	mcp_config_init(&cfg);
+	struct aj_error err = {0};
+	int rc = mcp_arguments(argc, argv, &cfg);
+	if (rc >= 0)
+		goto out;
 	/* Open the sandbox before serving: a deployer's mistake (no image, no
 	 * cgroups) shows at start, not as every call failing. */
 	struct aj_sandbox *sb;

@@ -389,31 +389,31 @@ static void json_loop(struct repl *r)
 	free(line);
 }
 
-int cmd_repl(int argc, char **argv)
+int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
+		   const char **images_dir)
 {
-	struct aj_config cfg;
-	bool json = false;
-	struct repl r = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"images", required_argument, NULL, OPT_IMAGES},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	struct option opts[40];
 
-	aj_config_init(&cfg);
+	aj_config_init(cfg);
+	*json = false;
+	*images_dir = NULL;
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == OPT_JSON) {
-			json = true;
+			*json = true;
 		} else if (c == OPT_IMAGES) {
-			r.images_dir = optarg;
+			*images_dir = optarg;
 		} else if (c == OPT_HELP || c == 'h') {
 			fputs(usage, stdout);
 			return 0;
-		} else if (c == '?' || option_apply(c, optarg, &cfg) < 0) {
+		} else if (c == '?' || option_apply(c, optarg, cfg) < 0) {
 			fputs("try 'agentjail repl --help'\n", stderr);
 			return EXIT_USAGE;
 		}
@@ -423,10 +423,22 @@ int cmd_repl(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct aj_error err = {0};
-	if (aj_config_validate(&cfg, &err)) {
+	if (aj_config_validate(cfg, &err)) {
 		cli_config_error("repl", &err);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+int cmd_repl(int argc, char **argv)
+{
+	struct aj_config cfg;
+	bool json;
+	struct repl r = {0};
+	int done = repl_arguments(argc, argv, &cfg, &json, &r.images_dir);
+	if (done >= 0)
+		return done;
+	struct aj_error err = {0};
 	if (aj_session_open(&cfg, &r.s, &err)) {
 		if (json) {
 			json_t *o = error_json(err.message);

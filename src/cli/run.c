@@ -108,16 +108,15 @@ static int exit_code_for(const struct aj_result *r)
 	}
 }
 
-int cmd_run(int argc, char **argv)
+int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
 {
-	struct aj_config cfg;
-	bool json = false;
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	struct option opts[32];
 
-	aj_config_init(&cfg);
+	aj_config_init(cfg);
+	*json = false;
 	options_with(own, opts, 32);
 	options_add(one_tier_options, opts, 32);
 
@@ -125,11 +124,11 @@ int cmd_run(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == OPT_JSON)
-			json = true;
+			*json = true;
 		else if (c == OPT_HELP || c == 'h') {
 			fputs(usage, stdout);
 			return 0;
-		} else if (c == '?' || option_apply(c, optarg, &cfg) < 0) {
+		} else if (c == '?' || option_apply(c, optarg, cfg) < 0) {
 			fputs("try 'agentjail run --help'\n", stderr);
 			return EXIT_USAGE;
 		}
@@ -141,13 +140,26 @@ int cmd_run(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct aj_error err = {0};
-	if (aj_config_validate(&cfg, &err)) {
+	if (aj_config_validate(cfg, &err)) {
 		cli_error("%s", err.message);
 		return EXIT_USAGE;
 	}
+	*program = argv[optind];
+	return -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct aj_config cfg;
+	bool json;
+	const char *program;
+	int done = run_arguments(argc, argv, &cfg, &json, &program);
+	if (done >= 0)
+		return done;
+	struct aj_error err = {0};
 	char *code = NULL;
 	size_t len = 0;
-	if (load_program(argv[optind], &code, &len) < 0)
+	if (load_program(program, &code, &len) < 0)
 		return EXIT_USAGE;
 
 	struct aj_sandbox *sb;

@@ -556,7 +556,10 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap, bool *too_long)
 		}
 		(*buf)[len++] = (char)ch;
 	}
-	(*buf)[len] = '\0';
+	/* A blank first line (or a first one no buffer could be allocated
+	 * for) leaves *buf NULL: there is nothing to terminate. */
+	if (*buf)
+		(*buf)[len] = '\0';
 	return (ssize_t)len;
 }
 
@@ -620,6 +623,24 @@ static void stdio_emit(struct mcp_link *link, const char *msg)
 	fflush(l->out);
 }
 
+void mcp_server_read(struct mcp_server *s, struct mcp_link *link, FILE *in)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	bool too_long;
+	ssize_t n;
+	while ((n = read_line(in, &line, &cap, &too_long)) >= 0) {
+		if (too_long) {
+			mcp_server_too_long(s, link);
+			continue;
+		}
+		if (n == 0)
+			continue; /* blank lines between messages are harmless */
+		handle_line(s, link, line, (size_t)n);
+	}
+	free(line);
+}
+
 int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in, FILE *out)
 {
 	struct mcp_server *s = mcp_server_start(cfg, sandbox);
@@ -627,20 +648,7 @@ int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in
 		return 1;
 	struct stdio_link l = {.link = {.emit = stdio_emit}, .out = out};
 	l.link.owner = &l;
-	char *line = NULL;
-	size_t cap = 0;
-	bool too_long;
-	ssize_t n;
-	while ((n = read_line(in, &line, &cap, &too_long)) >= 0) {
-		if (too_long) {
-			mcp_server_too_long(s, &l.link);
-			continue;
-		}
-		if (n == 0)
-			continue; /* blank lines between messages are harmless */
-		handle_line(s, &l.link, line, (size_t)n);
-	}
-	free(line);
+	mcp_server_read(s, &l.link, in);
 	/* EOF: the client is gone. */
 	mcp_server_stop(s);
 	return 0;

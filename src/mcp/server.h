@@ -34,6 +34,10 @@ struct mcp_server *mcp_server_start(const struct mcp_config *cfg, struct aj_sand
 /* One message (without framing) from link's client. Answers that need no
  * run are emitted before it returns; a tools/call's comes from its thread. */
 void mcp_server_message(struct mcp_server *s, struct mcp_link *link, const char *msg, size_t len);
+/* Reads messages from in, one a line, until EOF, and serves each through
+ * link: the stdio transport's loop (fuzz/fuzz_mcp_request.c drives it with a
+ * link of its own). */
+void mcp_server_read(struct mcp_server *s, struct mcp_link *link, FILE *in);
 /* The parse error for a message longer than the transport accepts. */
 void mcp_server_too_long(struct mcp_server *s, struct mcp_link *link);
 /* Cancels every call, waits for them, ends the session. */

@@ -518,6 +518,21 @@ describe('raw protocol', () => {
     assert.equal(await s.exited, 0);
   });
 
+  test('a blank line before the first message is skipped, not a crash', async () => {
+    // Found by fuzz/fuzz_mcp_request.c: the line buffer did not exist yet
+    // and its terminator was written through NULL (SIGSEGV).
+    const s = rawServer();
+    s.send('');
+    s.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    const first = await Promise.race([s.next(), s.exited.then((code) => ({ exited: code }))]);
+    assert.deepEqual(first, { jsonrpc: '2.0', id: 1, result: {} });
+    s.send('');
+    s.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.equal((await s.next()).id, 2);
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
   test('a line past the size limit is refused whole, and the next one is served', async () => {
     const s = rawServer();
     s.send('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + 'x'.repeat(26 * 1024 * 1024) + '"}}');

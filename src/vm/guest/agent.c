@@ -114,28 +114,6 @@ static const char *const modules[] = {
 
 /* ---- small helpers ---- */
 
-const char *errname(int err)
-{
-	const char *n = strerrorname_np(err);
-	return n ? n : "unknown error";
-}
-
-/* Fills f with "guest: " fmt [": " ERRNO] (cut to fit) and returns -err. */
-int fail(struct failure *f, int err, const char *fmt, ...)
-{
-	static const char prefix[] = "guest: ";
-	size_t size = sizeof f->message;
-	memcpy(f->message, prefix, sizeof prefix);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(f->message + sizeof prefix - 1, size - (sizeof prefix - 1), fmt, ap);
-	va_end(ap);
-	size_t len = strlen(f->message);
-	if (err && len < size)
-		snprintf(f->message + len, size - len, ": %s", errname(err));
-	return err ? -err : -EIO;
-}
-
 int64_t now_us(void)
 {
 	struct timespec ts;
@@ -619,52 +597,11 @@ struct run {
 	struct failure setup;
 };
 
-static int receive_run(const struct vm_frame_header *hp, struct run *r, struct failure *f)
+/* The run's clock starts as its frame is read. */
+static int receive(const struct vm_frame_header *h, struct run *r, struct failure *f)
 {
-	const struct vm_frame_header h = *hp;
-	int rc;
 	r->start_us = now_us();
-	/* The host is trusted, but a wrong frame is still refused rather than
-	 * half-read: every length is checked before it sizes anything. */
-	if (h.type != VM_RUN || h.length < sizeof r->lim || h.length > VM_MAX_FRAME)
-		return fail(f, 0, "bad frame (type %u, length %u), expected VM_RUN", h.type,
-			    h.length);
-	if ((rc = port_read(&r->lim, sizeof r->lim)))
-		return fail(f, -rc, "read VM_RUN");
-	if (r->lim.code_len != h.length - sizeof r->lim)
-		return fail(f, 0, "VM_RUN: code_len %u does not match the frame length %u",
-			    r->lim.code_len, h.length);
-	r->code = malloc((size_t)r->lim.code_len + 1);
-	if (!r->code)
-		return fail(f, ENOMEM, "VM_RUN: %u bytes of code", r->lim.code_len);
-	if ((rc = port_read(r->code, r->lim.code_len)))
-		return fail(f, -rc, "read the code");
-	return 0;
-}
-
-/* Zero never means unlimited: a zero limit is the host's mistake and is
- * refused. The output caps must fit one VM_RESULT frame. */
-static int check_limits(const struct vm_run *l, struct failure *f)
-{
-	const struct {
-		const char *name;
-		uint32_t value;
-	} required[] = {
-		{"wall_ms", l->wall_ms},         {"cpu_sec", l->cpu_sec},
-		{"memory_mb", l->memory_mb},     {"pids", l->pids},
-		{"file_size_mb", l->file_size_mb}, {"disk_mb", l->disk_mb},
-		{"output_kb", l->output_kb},
-	};
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (required[i].value == 0)
-			return fail(f, 0, "VM_RUN: %s is 0", required[i].name);
-	if ((uint64_t)l->output_kb * 1024 * 2 + sizeof(struct vm_result) + MESSAGE_MAX >
-	    VM_MAX_FRAME)
-		return fail(f, 0, "VM_RUN: output_kb %u: two streams that size exceed one frame",
-			    l->output_kb);
-	if (l->disk_mb > UINT32_MAX / 256 - 1)
-		return fail(f, 0, "VM_RUN: disk_mb %u is too large", l->disk_mb);
-	return 0;
+	return receive_run(port_read, h, &r->lim, &r->code, f);
 }
 
 /* A restored copy wakes up with the snapshot's clock. The RTC (QEMU's
@@ -1112,7 +1049,7 @@ static void send_result(const struct run *r, struct result *res)
 static int prepare(struct run *r, struct failure *f)
 {
 	int rc;
-	if ((rc = check_limits(&r->lim, f)))
+	if ((rc = check_run_limits(&r->lim, f)))
 		return rc;
 	refresh_clock();
 	if ((rc = refresh_entropy(r->code, r->lim.code_len, f)) ||
@@ -1135,7 +1072,7 @@ static void serve_one_run(const struct vm_frame_header *h, struct zygote *z, int
 	r.out = (struct stream){.fd = z->out_fd, .open = true};
 	r.err = (struct stream){.fd = z->err_fd, .open = true};
 
-	int rc = receive_run(h, &r, &f);
+	int rc = receive(h, &r, &f);
 	if (rc == 0) {
 		r.out.limit = r.err.limit = (size_t)r.lim.output_kb * 1024;
 		rc = prepare(&r, &f);

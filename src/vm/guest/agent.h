@@ -1,5 +1,6 @@
-/* What the guest agent's files share: agent.c (boot, and one run) and
- * session.c (a session's interpreter, across calls). */
+/* What the guest agent's files share: agent.c (boot, and one run),
+ * session.c (a session's interpreter, across calls), frame.c (the host's
+ * frames, decoded) and failure.c (the wording of a failed step). */
 #ifndef AJ_GUEST_AGENT_H
 #define AJ_GUEST_AGENT_H
 
@@ -64,6 +65,25 @@ int make_workspace(uint32_t disk_mb, const char *code, size_t code_len, struct f
 int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f);
 /* no_new_privs and the host tiers' seccomp policy: 0 or -errno. */
 int apply_policy(void);
+
+/* frame.c: the host's frames, the header already read, the rest read
+ * through read_fn (port_read; the fuzz target's own input). Each returns 0,
+ * or -errno with f saying what is wrong; what it allocated (*code, *repl,
+ * *request: code_len, repl_len or request_len bytes and one more) is the
+ * caller's to free, on a refusal too. */
+typedef int frame_read(void *buf, size_t n);
+int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_run *lim,
+		char **code, struct failure *f);
+/* VM_RUN's limits: none zero, the output caps within one VM_RESULT. */
+int check_run_limits(const struct vm_run *l, struct failure *f);
+/* The limits checked too; *repl NUL-terminated, and holds no other NUL. */
+int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
+			  struct vm_session_start *l, char **repl, struct failure *f);
+/* A session's VM_CALL, its streams capped at output_kb each. */
+int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t output_kb,
+		 struct vm_call *req, char **request, struct failure *f);
+/* Reads past a frame's payload: 0, or read_fn's -errno. */
+int skip_frame(frame_read *read_fn, const struct vm_frame_header *h);
 
 /* session.c: serves a session from its VM_SESSION_START (header read) until
  * the host destroys the VM. */

@@ -291,18 +291,9 @@ static void take_reply(struct call *c)
 static void read_host(struct call *c)
 {
 	struct vm_frame_header h;
-	if (port_read(&h, sizeof h)) {
+	if (port_read(&h, sizeof h) || skip_frame(port_read, &h)) {
 		c->port_open = false;
 		return;
-	}
-	char skip[256];
-	for (uint32_t left = h.length; left > 0;) {
-		uint32_t n = left < sizeof skip ? left : (uint32_t)sizeof skip;
-		if (port_read(skip, n)) {
-			c->port_open = false;
-			return;
-		}
-		left -= n;
 	}
 	c->cancelled = true;
 	stop_call(c);
@@ -484,18 +475,9 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 	memset(&c, 0, sizeof c);
 	c.port_open = true;
 	const size_t cap = (size_t)s->lim.output_kb * 1024;
-	bool ok = h->length >= sizeof c.req && h->length <= VM_MAX_FRAME &&
-		  port_read(&c.req, sizeof c.req) == 0 &&
-		  c.req.request_len == h->length - sizeof c.req;
-	if (ok && (c.request = malloc(c.req.request_len + 1)) != NULL)
-		ok = port_read(c.request, c.req.request_len) == 0;
-	if (!ok || !c.request || c.req.wall_ms == 0 ||
-	    (uint64_t)cap * 2 + c.req.reply_max + sizeof(struct vm_call_result) + MESSAGE_MAX >
-		    VM_MAX_FRAME) {
-		/* The host's mistake, or a stream out of step: neither is
-		 * recoverable, and nothing of the call has run. */
+	if (receive_call(port_read, h, s->lim.output_kb, &c.req, &c.request, &c.why)) {
+		/* Unrecoverable (frame.c), and nothing of the call has run. */
 		c.broken = true;
-		fail(&c.why, 0, "VM_CALL: malformed (length %u)", h->length);
 		send_call_result(s, &c);
 		free(c.request);
 		return false;
@@ -560,43 +542,6 @@ again:
 
 /* ---- the session ---- */
 
-static int receive_start(const struct vm_frame_header *h, struct session *s, struct failure *f)
-{
-	if (h->length < sizeof s->lim || h->length > VM_MAX_FRAME)
-		return fail(f, 0, "VM_SESSION_START: bad length %u", h->length);
-	int rc = port_read(&s->lim, sizeof s->lim);
-	if (rc)
-		return fail(f, -rc, "read VM_SESSION_START");
-	const struct vm_session_start *l = &s->lim;
-	if (l->repl_len != h->length - sizeof s->lim || l->repl_len == 0)
-		return fail(f, 0, "VM_SESSION_START: repl_len %u does not match the frame",
-			    l->repl_len);
-	if (!(s->repl = malloc((size_t)l->repl_len + 1)))
-		return fail(f, ENOMEM, "VM_SESSION_START: %u bytes", l->repl_len);
-	if ((rc = port_read(s->repl, l->repl_len)))
-		return fail(f, -rc, "read the session interpreter");
-	s->repl[l->repl_len] = '\0';
-	if (strlen(s->repl) != l->repl_len)
-		return fail(f, 0, "VM_SESSION_START: the interpreter's source holds a NUL");
-	/* Zero never means unlimited. */
-	const struct {
-		const char *name;
-		uint32_t value;
-	} required[] = {
-		{"cpu_sec", l->cpu_sec},     {"memory_mb", l->memory_mb},
-		{"pids", l->pids},           {"file_size_mb", l->file_size_mb},
-		{"disk_mb", l->disk_mb},     {"output_kb", l->output_kb},
-	};
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (required[i].value == 0)
-			return fail(f, 0, "VM_SESSION_START: %s is 0", required[i].name);
-	if ((uint64_t)l->output_kb * 1024 * 2 > VM_MAX_FRAME / 2)
-		return fail(f, 0, "VM_SESSION_START: output_kb %u is too large", l->output_kb);
-	if (l->disk_mb > UINT32_MAX / 256 - 1)
-		return fail(f, 0, "VM_SESSION_START: disk_mb %u is too large", l->disk_mb);
-	return 0;
-}
-
 void serve_session(const struct vm_frame_header *h, int sigfd)
 {
 	struct session s;
@@ -604,7 +549,7 @@ void serve_session(const struct vm_frame_header *h, int sigfd)
 	memset(&s, 0, sizeof s);
 	s.sigfd = sigfd;
 	s.req_w = s.rep_r = s.out_r = s.err_r = -1;
-	int rc = receive_start(h, &s, &f);
+	int rc = receive_session_start(port_read, h, &s.lim, &s.repl, &f);
 	if (rc == 0) {
 		refresh_clock();
 		rc = refresh_entropy(&s.lim, sizeof s.lim, &f);

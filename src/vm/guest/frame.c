@@ -1,0 +1,129 @@
+/* The host's frames as the guest reads them (../protocol.h): VM_RUN,
+ * VM_SESSION_START, VM_CALL, and the payload of a frame that is only skipped
+ * (a VM_CALL_STOP during a call). The frame's header has been read; the rest
+ * comes through a read function, port_read in the VM, so the decoding can be
+ * driven without a port too (fuzz/fuzz_guest_frames.c).
+ *
+ * The host is trusted, but a wrong frame is still refused rather than half
+ * read: every length is checked against the header before it sizes an
+ * allocation or a read, and zero never means unlimited. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_run *lim,
+		char **code, struct failure *f)
+{
+	int rc;
+	*code = NULL;
+	if (h->type != VM_RUN || h->length < sizeof *lim || h->length > VM_MAX_FRAME)
+		return fail(f, 0, "bad frame (type %u, length %u), expected VM_RUN", h->type,
+			    h->length);
+	if ((rc = read_fn(lim, sizeof *lim)))
+		return fail(f, -rc, "read VM_RUN");
+	if (lim->code_len != h->length - sizeof *lim)
+		return fail(f, 0, "VM_RUN: code_len %u does not match the frame length %u",
+			    lim->code_len, h->length);
+	*code = malloc((size_t)lim->code_len + 1);
+	if (!*code)
+		return fail(f, ENOMEM, "VM_RUN: %u bytes of code", lim->code_len);
+	if ((rc = read_fn(*code, lim->code_len)))
+		return fail(f, -rc, "read the code");
+	return 0;
+}
+
+/* Zero never means unlimited: a zero limit is the host's mistake and is
+ * refused. The output caps must fit one VM_RESULT frame. */
+int check_run_limits(const struct vm_run *l, struct failure *f)
+{
+	const struct {
+		const char *name;
+		uint32_t value;
+	} required[] = {
+		{"wall_ms", l->wall_ms},         {"cpu_sec", l->cpu_sec},
+		{"memory_mb", l->memory_mb},     {"pids", l->pids},
+		{"file_size_mb", l->file_size_mb}, {"disk_mb", l->disk_mb},
+		{"output_kb", l->output_kb},
+	};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (required[i].value == 0)
+			return fail(f, 0, "VM_RUN: %s is 0", required[i].name);
+	if ((uint64_t)l->output_kb * 1024 * 2 + sizeof(struct vm_result) + MESSAGE_MAX >
+	    VM_MAX_FRAME)
+		return fail(f, 0, "VM_RUN: output_kb %u: two streams that size exceed one frame",
+			    l->output_kb);
+	if (l->disk_mb > UINT32_MAX / 256 - 1)
+		return fail(f, 0, "VM_RUN: disk_mb %u is too large", l->disk_mb);
+	return 0;
+}
+
+int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
+			  struct vm_session_start *l, char **repl, struct failure *f)
+{
+	*repl = NULL;
+	if (h->length < sizeof *l || h->length > VM_MAX_FRAME)
+		return fail(f, 0, "VM_SESSION_START: bad length %u", h->length);
+	int rc = read_fn(l, sizeof *l);
+	if (rc)
+		return fail(f, -rc, "read VM_SESSION_START");
+	if (l->repl_len != h->length - sizeof *l || l->repl_len == 0)
+		return fail(f, 0, "VM_SESSION_START: repl_len %u does not match the frame",
+			    l->repl_len);
+	if (!(*repl = malloc((size_t)l->repl_len + 1)))
+		return fail(f, ENOMEM, "VM_SESSION_START: %u bytes", l->repl_len);
+	if ((rc = read_fn(*repl, l->repl_len)))
+		return fail(f, -rc, "read the session interpreter");
+	(*repl)[l->repl_len] = '\0';
+	if (strlen(*repl) != l->repl_len)
+		return fail(f, 0, "VM_SESSION_START: the interpreter's source holds a NUL");
+	/* Zero never means unlimited. */
+	const struct {
+		const char *name;
+		uint32_t value;
+	} required[] = {
+		{"cpu_sec", l->cpu_sec},     {"memory_mb", l->memory_mb},
+		{"pids", l->pids},           {"file_size_mb", l->file_size_mb},
+		{"disk_mb", l->disk_mb},     {"output_kb", l->output_kb},
+	};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (required[i].value == 0)
+			return fail(f, 0, "VM_SESSION_START: %s is 0", required[i].name);
+	if ((uint64_t)l->output_kb * 1024 * 2 > VM_MAX_FRAME / 2)
+		return fail(f, 0, "VM_SESSION_START: output_kb %u is too large", l->output_kb);
+	if (l->disk_mb > UINT32_MAX / 256 - 1)
+		return fail(f, 0, "VM_SESSION_START: disk_mb %u is too large", l->disk_mb);
+	return 0;
+}
+
+int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t output_kb,
+		 struct vm_call *req, char **request, struct failure *f)
+{
+	const size_t cap = (size_t)output_kb * 1024;
+	*request = NULL;
+	bool ok = h->length >= sizeof *req && h->length <= VM_MAX_FRAME &&
+		  read_fn(req, sizeof *req) == 0 && req->request_len == h->length - sizeof *req;
+	if (ok && (*request = malloc(req->request_len + 1)) != NULL)
+		ok = read_fn(*request, req->request_len) == 0;
+	/* The host's mistake, or a stream out of step: neither is
+	 * recoverable, and nothing of the call has run. */
+	if (!ok || !*request || req->wall_ms == 0 ||
+	    (uint64_t)cap * 2 + req->reply_max + sizeof(struct vm_call_result) + MESSAGE_MAX >
+		    VM_MAX_FRAME)
+		return fail(f, 0, "VM_CALL: malformed (length %u)", h->length);
+	return 0;
+}
+
+int skip_frame(frame_read *read_fn, const struct vm_frame_header *h)
+{
+	char skip[256];
+	for (uint32_t left = h->length; left > 0;) {
+		uint32_t n = left < sizeof skip ? left : (uint32_t)sizeof skip;
+		int rc = read_fn(skip, n);
+		if (rc)
+			return rc;
+		left -= n;
+	}
+	return 0;
+}
