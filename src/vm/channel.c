@@ -47,15 +47,23 @@ int channel_send(int fd, uint32_t type, const void *a, size_t alen, const void *
 	return 0;
 }
 
-/* Reads exactly n bytes before the deadline. */
-static int read_exact(int fd, void *buf, size_t n, double deadline_ms, int cancel_fd)
+/* One read from QEMU's socket before the deadline: what read() gave (at
+ * least one byte), 0 at the end of the stream, or -errno. */
+struct socket_reader {
+	int fd;
+	double deadline_ms;
+	int cancel_fd;
+};
+
+static ssize_t read_socket(void *ctx, void *buf, size_t n)
 {
-	char *p = buf;
-	while (n > 0) {
-		double left = deadline_ms - now_ms();
+	const struct socket_reader *s = ctx;
+	for (;;) {
+		double left = s->deadline_ms - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
-		struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
+		struct pollfd pfd[2] = {{.fd = s->fd, .events = POLLIN},
+					{.fd = s->cancel_fd, .events = POLLIN}};
 		int r = poll(pfd, 2, (int)left + 1);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -65,11 +73,23 @@ static int read_exact(int fd, void *buf, size_t n, double deadline_ms, int cance
 			return -ECANCELED;
 		if (r == 0)
 			continue;
-		ssize_t got = read(fd, p, n);
+		ssize_t got = read(s->fd, buf, n);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (got < 0)
 			return -errno;
+		return got;
+	}
+}
+
+/* Reads exactly n bytes, in as many pieces as the reads bring. */
+static int read_exact(channel_read_fn *read_some, void *ctx, void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t got = read_some(ctx, p, n);
+		if (got < 0)
+			return (int)got;
 		if (got == 0)
 			return -EPIPE;
 		p += got;
@@ -78,19 +98,21 @@ static int read_exact(int fd, void *buf, size_t n, double deadline_ms, int cance
 	return 0;
 }
 
-int channel_recv(int fd, double deadline_ms, int cancel_fd, uint32_t *type, void **payload,
-		 uint32_t *len)
+int channel_decode(channel_read_fn *read_some, void *ctx, uint32_t *type, void **payload,
+		   uint32_t *len)
 {
 	struct vm_frame_header h;
-	int rc = read_exact(fd, &h, sizeof h, deadline_ms, cancel_fd);
+	int rc = read_exact(read_some, ctx, &h, sizeof h);
 	if (rc)
 		return rc;
+	/* The guest is not trusted: a length it claims is only allocated
+	 * up to the largest frame either side ever sends. */
 	if (h.length > VM_MAX_FRAME)
 		return -EPROTO;
 	char *buf = malloc(h.length + 1);
 	if (!buf)
 		return -ENOMEM;
-	if ((rc = read_exact(fd, buf, h.length, deadline_ms, cancel_fd))) {
+	if ((rc = read_exact(read_some, ctx, buf, h.length))) {
 		free(buf);
 		return rc;
 	}
@@ -99,4 +121,11 @@ int channel_recv(int fd, double deadline_ms, int cancel_fd, uint32_t *type, void
 	*payload = buf;
 	*len = h.length;
 	return 0;
+}
+
+int channel_recv(int fd, double deadline_ms, int cancel_fd, uint32_t *type, void **payload,
+		 uint32_t *len)
+{
+	struct socket_reader s = {.fd = fd, .deadline_ms = deadline_ms, .cancel_fd = cancel_fd};
+	return channel_decode(read_socket, &s, type, payload, len);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../linux/report.h"
+#include "answer.h"
 #include "channel.h"
 #include "protocol.h"
 #include "qemu.h"
@@ -66,18 +67,9 @@ static int wait_ready(int chan, double deadline_ms, struct aj_error *err)
 	if (rc)
 		return error_set(err, rc, "microvm: the guest never became ready (%s)",
 				 rc == -ETIMEDOUT ? "timed out" : errno_name(-rc));
-	struct vm_ready r = {0};
-	memcpy(&r, payload, len < sizeof r ? len : sizeof r);
+	rc = vm_ready_answer(type, payload, len, err);
 	free(payload);
-	if (type != VM_READY || r.version != VM_PROTOCOL_VERSION)
-		return error_set(err, -EPROTO, "microvm: the guest agent speaks another protocol "
-					      "(frame %u, version %u)",
-				 type, r.version);
-	/* Never snapshot a VM whose interpreter did not come up. */
-	if (!r.python_ok)
-		return error_set(err, -EIO, "microvm: the guest's Python did not start (its console "
-					   "says why)");
-	return 0;
+	return rc;
 }
 
 int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *accel, uid_t uid,

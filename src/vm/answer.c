@@ -1,0 +1,190 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../linux/supervise.h"
+#include "answer.h"
+#include "protocol.h"
+
+int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_error *err)
+{
+	struct vm_ready r = {0};
+	memcpy(&r, payload, len < sizeof r ? len : sizeof r);
+	if (type != VM_READY || r.version != VM_PROTOCOL_VERSION)
+		return error_set(err, -EPROTO, "microvm: the guest agent speaks another protocol "
+					      "(frame %u, version %u)",
+				 type, r.version);
+	/* Never snapshot a VM whose interpreter did not come up. */
+	if (!r.python_ok)
+		return error_set(err, -EIO, "microvm: the guest's Python did not start (its console "
+					   "says why)");
+	return 0;
+}
+
+/* The guest's answer as the contract's result. */
+static void result_from_guest(const void *payload, uint32_t len, struct aj_result *res)
+{
+	struct vm_result r;
+	if (len < sizeof r) {
+		result_sandbox_error(res, "microvm: the guest's answer is cut short (%u bytes)", len);
+		return;
+	}
+	memcpy(&r, payload, sizeof r);
+	const char *p = (const char *)payload + sizeof r;
+	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.message_len;
+	if (need != len || (unsigned)r.status >= AJ_STATUS_COUNT) {
+		result_sandbox_error(res, "microvm: the guest's answer is malformed");
+		return;
+	}
+	res->status = (enum aj_status)r.status;
+	res->has_exit_code = r.has_exit_code != 0;
+	res->exit_code = r.exit_code;
+	res->signal = r.signal;
+	res->stdout_buf = malloc(r.stdout_len + 1);
+	res->stderr_buf = malloc(r.stderr_len + 1);
+	if (res->stdout_buf) {
+		memcpy(res->stdout_buf, p, r.stdout_len);
+		res->stdout_buf[r.stdout_len] = '\0';
+		res->stdout_len = r.stdout_len;
+	}
+	p += r.stdout_len;
+	if (res->stderr_buf) {
+		memcpy(res->stderr_buf, p, r.stderr_len);
+		res->stderr_buf[r.stderr_len] = '\0';
+		res->stderr_len = r.stderr_len;
+	}
+	p += r.stderr_len;
+	res->stdout_truncated = r.flags & VM_STDOUT_TRUNCATED;
+	res->stderr_truncated = r.flags & VM_STDERR_TRUNCATED;
+	res->cpu_ms = (double)r.cpu_us / 1000.0;
+	res->memory_kb = r.memory_kb;
+	if (r.message_len)
+		result_set_message(res, "%.*s", (int)r.message_len, p);
+}
+
+int vm_run_answer(uint32_t type, const void *payload, uint32_t len, struct aj_result *res)
+{
+	if (type != VM_RESULT) {
+		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
+		return -EPROTO;
+	}
+	result_from_guest(payload, len, res);
+	return 0;
+}
+
+int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
+			    struct aj_error *err)
+{
+	struct vm_session_ready ready;
+	if (type != VM_SESSION_READY || len < sizeof ready)
+		return error_set(err, -EPROTO, "microvm: session: unexpected frame %u from the guest",
+				 type);
+	memcpy(&ready, payload, sizeof ready);
+	if (!ready.ok) {
+		/* A protection the guest could not apply: refused, never run
+		 * with less. */
+		uint32_t n = len - (uint32_t)sizeof ready;
+		return error_set(err, -EIO, "microvm: session: %.*s",
+				 (int)(ready.message_len < n ? ready.message_len : n),
+				 (const char *)payload + sizeof ready);
+	}
+	return 0;
+}
+
+/* The guest's facts about a call, read with the jail tiers' rules
+ * (outcome_to_result) and the memory cgroup's OOM rule of a microvm run. */
+static int call_from_guest(const void *payload, uint32_t len, const struct aj_config *cfg,
+			   const struct session_call *call, double wall_ms, struct aj_result *res,
+			   struct session_answer *ans)
+{
+	struct vm_call_result r;
+	if (len < sizeof r) {
+		result_sandbox_error(res, "microvm: the guest's answer is cut short (%u bytes)", len);
+		return -EPROTO;
+	}
+	memcpy(&r, payload, sizeof r);
+	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.reply_len +
+			r.message_len;
+	const size_t cap = (size_t)cfg->limits.output_kb * 1024;
+	if (need != len || r.stdout_len > cap || r.stderr_len > cap ||
+	    r.reply_len > call->reply_max) {
+		result_sandbox_error(res, "microvm: the guest's answer is malformed");
+		return -EPROTO;
+	}
+	const char *p = (const char *)payload + sizeof r;
+	const char *reply = p + r.stdout_len + r.stderr_len;
+	const char *message = reply + r.reply_len;
+	if (r.flags & VM_CALL_BROKEN) {
+		result_sandbox_error(res, "microvm: session: %.*s; the VM was destroyed",
+				     (int)r.message_len, message);
+		return -EPIPE;
+	}
+	struct capture out, errc;
+	capture_init(&out, cap);
+	capture_init(&errc, cap);
+	capture_append(&out, p, r.stdout_len);
+	capture_append(&errc, p + r.stdout_len, r.stderr_len);
+	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
+	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
+	ans->restarted = r.flags & VM_CALL_RESTARTED;
+	/* A reply, and then the interpreter ended: the reply stands, and the
+	 * next call is told its state is gone. */
+	ans->ended = r.flags & VM_CALL_ENDED;
+	if (r.flags & VM_CALL_REPLIED) {
+		ans->reply = malloc((size_t)r.reply_len + 1);
+		if (ans->reply) {
+			memcpy(ans->reply, reply, r.reply_len);
+			ans->reply[r.reply_len] = '\0';
+			ans->reply_len = r.reply_len;
+		}
+		res->status = AJ_STATUS_OK;
+		res->wall_ms = wall_ms;
+		res->stdout_truncated = out.truncated;
+		res->stderr_truncated = errc.truncated;
+		res->stdout_buf = capture_take(&out, &res->stdout_len);
+		res->stderr_buf = capture_take(&errc, &res->stderr_len);
+	} else {
+		struct outcome o;
+		memset(&o, 0, sizeof o);
+		o.timed_out = r.flags & VM_CALL_TIMED_OUT;
+		o.cancelled = r.flags & VM_CALL_CANCELLED;
+		o.output_overflow = r.flags & VM_CALL_OVERFLOW;
+		o.setup_failed = r.flags & VM_CALL_SETUP_FAILED;
+		o.exited_report = !o.setup_failed;
+		o.report.wstatus = r.wstatus;
+		o.report.cpu_us = (int64_t)r.cpu_us;
+		o.report.maxrss_kb = (int64_t)r.memory_kb;
+		snprintf(o.setup_message, sizeof o.setup_message, "%.*s", (int)r.message_len,
+			 message);
+		o.wall_ms = wall_ms;
+		outcome_to_result(&o, &cfg->limits, &out, &errc, res);
+		/* The OOM killer's SIGKILL is the memory limit at work. */
+		if (r.oom_kills && (res->status == AJ_STATUS_KILLED || res->status == AJ_STATUS_ERROR)) {
+			res->status = AJ_STATUS_MEMORY;
+			result_set_message(res,
+					   "memory limit of %u MiB reached: the kernel's OOM killer "
+					   "ended %llu process%s",
+					   cfg->limits.memory_mb, (unsigned long long)r.oom_kills,
+					   r.oom_kills == 1 ? "" : "es");
+		}
+		if (r.flags & VM_CALL_BAD_REPLY)
+			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
+						  "the call was stopped",
+					     call->reply_max);
+	}
+	capture_free(&out);
+	capture_free(&errc);
+	return 0;
+}
+
+int vm_call_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_config *cfg,
+		   const struct session_call *call, double wall_ms, struct aj_result *res,
+		   struct session_answer *ans)
+{
+	if (type != VM_CALL_RESULT) {
+		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
+		return -EPROTO;
+	}
+	return call_from_guest(payload, len, cfg, call, wall_ms, res, ans);
+}
