@@ -70,6 +70,23 @@ int code_check(const char *code, size_t len, struct aj_result *res);
 typedef struct json_t json_t;
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
 
+/* The session interpreter's reply line (session_reply.c), which the code in
+ * the session can forge: each reader checks every field it takes.
+ * session_reply_json: the line as a JSON object, or NULL with res a sandbox
+ * error. session_run_reply: a run's reply into res (exit code, usage, the
+ * images within cfg's caps). session_file_reply_error: 0, or the file
+ * operation's own error as -errno with err "WHAT: why". session_get_reply:
+ * the data (malloc'ed, at most cap bytes) or -EPROTO / -EFBIG with err.
+ * session_list_reply: the entries (aj_file_list_free) or -EPROTO / -ENOMEM
+ * with err. */
+json_t *session_reply_json(const char *line, size_t len, struct aj_result *res);
+void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
+int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err);
+int session_get_reply(json_t *reply, size_t cap, const char *path, void **data, size_t *len,
+		      struct aj_error *err);
+int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *count,
+		       struct aj_error *err);
+
 /* The run_python tool (tool.c): its definition as an MCP Tool object, the
  * check of its arguments (0 with the code, or -1 with why), and the text a
  * model reads back (malloc'ed, valid UTF-8). */

@@ -356,16 +356,8 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 		end_sandbox(s, "its sandbox failed: %s", res->message ? res->message : "?");
 		return rc;
 	}
-	if (ans->reply) {
-		json_error_t je;
-		*reply = json_loadb(ans->reply, ans->reply_len, JSON_REJECT_DUPLICATES, &je);
-		if (!*reply || !json_is_object(*reply)) {
-			json_decref(*reply);
-			*reply = NULL;
-			result_sandbox_error(res, "session: the interpreter's reply is not JSON: %s",
-					     je.text);
-		}
-	}
+	if (ans->reply)
+		*reply = session_reply_json(ans->reply, ans->reply_len, res);
 	free(ans->reply);
 	ans->reply = NULL;
 	return 0;
@@ -387,38 +379,6 @@ static void add_note(struct aj_result *res, const char *note, bool before)
 	else
 		result_set_message(res, "%s; %s", before ? note : old, before ? old : note);
 	free(old);
-}
-
-static int take_images(json_t *arr, struct aj_result *res, size_t limit)
-{
-	size_t n = json_array_size(arr);
-	if (!n)
-		return 0;
-	res->images = calloc(n, sizeof *res->images);
-	if (!res->images)
-		return -ENOMEM;
-	size_t i;
-	json_t *e;
-	json_array_foreach(arr, i, e) {
-		const char *name = json_string_value(json_object_get(e, "name"));
-		const char *mime = json_string_value(json_object_get(e, "mime"));
-		json_t *d = json_object_get(e, "data");
-		struct aj_image *im = &res->images[res->image_count];
-		if (!name || !mime || !json_is_string(d) ||
-		    base64_decode(json_string_value(d), json_string_length(d), &im->data,
-				  &im->len) ||
-		    im->len > limit || strncmp(mime, "image/", 6)) {
-			/* Not an image the cap allows: counted, not kept. */
-			free(im->data);
-			im->data = NULL;
-			res->images_dropped++;
-			continue;
-		}
-		im->name = strdup(name);
-		im->mime = strdup(mime);
-		res->image_count++;
-	}
-	return 0;
 }
 
 int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
@@ -454,28 +414,8 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 	json_t *reply = NULL;
 	rc = call(s, req, reply_max, cancel_fd(cancel), res, &reply, &ans);
 	json_decref(req);
-	if (!rc && reply) {
-		json_t *exit = json_object_get(reply, "exit");
-		if (!json_is_integer(exit)) {
-			result_sandbox_error(res, "session: the interpreter's reply has no exit code");
-		} else {
-			res->has_exit_code = true;
-			res->exit_code = (int)json_integer_value(exit);
-			res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
-			res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
-			if (!res->memory_kb)
-				res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
-			if (res->exit_code != 0 &&
-			    stderr_ends_with_memory_error(res->stderr_buf, res->stderr_len)) {
-				res->status = AJ_STATUS_MEMORY;
-				result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
-						   cfg->limits.memory_mb);
-			}
-			if (take_images(json_object_get(reply, "images"), res, image_bytes))
-				result_sandbox_error(res, "session: out of memory");
-			res->images_dropped += (size_t)json_integer_value(json_object_get(reply, "dropped"));
-		}
-	}
+	if (!rc && reply)
+		session_run_reply(reply, cfg, res);
 	json_decref(reply);
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
@@ -538,13 +478,6 @@ static int workspace_path(const char *path, bool may_be_workspace, const char **
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int code;
-} errnos[] = {{"ENOENT", ENOENT}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},
-	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
-	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG}};
-
 /* A file operation's call: 0 with *reply the interpreter's answer, or
  * -errno with err saying why (the interpreter's own error included). */
 static int file_call(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
@@ -572,19 +505,11 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 		return rc;
 	}
 	aj_result_free(&res);
-	const char *e = json_string_value(json_object_get(*reply, "error"));
-	if (e) {
-		const char *name = json_string_value(json_object_get(*reply, "errno"));
-		int code = EIO;
-		for (size_t i = 0; name && i < sizeof errnos / sizeof errnos[0]; i++)
-			if (!strcmp(name, errnos[i].name))
-				code = errnos[i].code;
-		rc = error_set(err, -code, "%s: %.400s", what, e);
+	if ((rc = session_file_reply_error(what, *reply, err))) {
 		json_decref(*reply);
 		*reply = NULL;
-		return rc;
 	}
-	return 0;
+	return rc;
 }
 
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
@@ -636,36 +561,11 @@ int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *
 	else
 		rc = file_call(s, "get", req, cap / 3 * 4 + 4 + REPLY_SLACK, &reply, err);
 	json_decref(req);
-	if (!rc) {
-		json_t *d = json_object_get(reply, "data");
-		unsigned char *buf = NULL;
-		size_t n = 0;
-		if (!json_is_string(d) ||
-		    base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
-			rc = error_set(err, -EPROTO, "get: the interpreter's reply holds no data");
-		else if (n > cap) {
-			free(buf);
-			rc = error_set(err, -EFBIG, "get: %s is more than the %zu MiB allowed", path,
-				       cap >> 20);
-		} else {
-			*data = buf;
-			*len = n;
-		}
-	}
+	if (!rc)
+		rc = session_get_reply(reply, cap, path, data, len, err);
 	json_decref(reply);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
-}
-
-static enum aj_file_type file_type(const char *t)
-{
-	if (t && !strcmp(t, "file"))
-		return AJ_FILE_REGULAR;
-	if (t && !strcmp(t, "directory"))
-		return AJ_FILE_DIRECTORY;
-	if (t && !strcmp(t, "symlink"))
-		return AJ_FILE_SYMLINK;
-	return AJ_FILE_OTHER;
 }
 
 int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
@@ -684,29 +584,8 @@ int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info *
 	else
 		rc = file_call(s, "list", req, LIST_REPLY_MAX, &reply, err);
 	json_decref(req);
-	json_t *arr = json_object_get(reply, "entries");
-	if (!rc && !json_is_array(arr))
-		rc = error_set(err, -EPROTO, "list: the interpreter's reply holds no entries");
-	if (!rc && json_array_size(arr)) {
-		struct aj_file_info *v = calloc(json_array_size(arr), sizeof *v);
-		size_t i, n = 0;
-		json_t *e;
-		if (!v)
-			rc = error_set(err, -ENOMEM, "list: out of memory");
-		json_array_foreach(arr, i, e) {
-			if (!v)
-				break;
-			const char *name = json_string_value(json_object_get(e, "name"));
-			if (!name || !(v[n].name = strdup(name)))
-				continue;
-			v[n].type = file_type(json_string_value(json_object_get(e, "type")));
-			json_int_t size = json_integer_value(json_object_get(e, "size"));
-			v[n].size = size > 0 ? (uint64_t)size : 0;
-			n++;
-		}
-		*entries = v;
-		*count = n;
-	}
+	if (!rc)
+		rc = session_list_reply(reply, entries, count, err);
 	json_decref(reply);
 	pthread_mutex_unlock(&s->lock);
 	return rc;

@@ -1,0 +1,165 @@
+/* What the session interpreter's reply line says (src/session/repl.py's
+ * answers), read by the host for every tier. The line is the session's own
+ * output: the code in the session can write any line it likes on the reply
+ * pipe, so each field is checked for its type and each size against its
+ * cap here, and a reply that is not what repl.py sends is at worst a wrong
+ * answer about this session's own call, never more. The lines come from
+ * the tiers (session_take_reply, a microvm guest's VM_CALL_RESULT) through
+ * src/core/session.c, or from fuzz/fuzz_session_reply.c. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+json_t *session_reply_json(const char *line, size_t len, struct aj_result *res)
+{
+	json_error_t je;
+	json_t *reply = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!reply || !json_is_object(reply)) {
+		json_decref(reply);
+		reply = NULL;
+		result_sandbox_error(res, "session: the interpreter's reply is not JSON: %s", je.text);
+	}
+	return reply;
+}
+
+static int take_images(json_t *arr, struct aj_result *res, size_t limit)
+{
+	size_t n = json_array_size(arr);
+	if (!n)
+		return 0;
+	res->images = calloc(n, sizeof *res->images);
+	if (!res->images)
+		return -ENOMEM;
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *mime = json_string_value(json_object_get(e, "mime"));
+		json_t *d = json_object_get(e, "data");
+		struct aj_image *im = &res->images[res->image_count];
+		if (!name || !mime || !json_is_string(d) ||
+		    base64_decode(json_string_value(d), json_string_length(d), &im->data,
+				  &im->len) ||
+		    im->len > limit || strncmp(mime, "image/", 6)) {
+			/* Not an image the cap allows: counted, not kept. */
+			free(im->data);
+			im->data = NULL;
+			res->images_dropped++;
+			continue;
+		}
+		im->name = strdup(name);
+		im->mime = strdup(mime);
+		res->image_count++;
+	}
+	return 0;
+}
+
+void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res)
+{
+	size_t image_bytes = (size_t)cfg->session.image_kb * 1024;
+	json_t *exit = json_object_get(reply, "exit");
+	if (!json_is_integer(exit)) {
+		result_sandbox_error(res, "session: the interpreter's reply has no exit code");
+	} else {
+		res->has_exit_code = true;
+		res->exit_code = (int)json_integer_value(exit);
+		res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
+		res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
+		if (!res->memory_kb)
+			res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
+		if (res->exit_code != 0 &&
+		    stderr_ends_with_memory_error(res->stderr_buf, res->stderr_len)) {
+			res->status = AJ_STATUS_MEMORY;
+			result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
+					   cfg->limits.memory_mb);
+		}
+		if (take_images(json_object_get(reply, "images"), res, image_bytes))
+			result_sandbox_error(res, "session: out of memory");
+		res->images_dropped += (size_t)json_integer_value(json_object_get(reply, "dropped"));
+	}
+}
+
+static const struct {
+	const char *name;
+	int code;
+} errnos[] = {{"ENOENT", ENOENT}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},
+	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
+	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG}};
+
+int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err)
+{
+	const char *e = json_string_value(json_object_get(reply, "error"));
+	if (!e)
+		return 0;
+	const char *name = json_string_value(json_object_get(reply, "errno"));
+	int code = EIO;
+	for (size_t i = 0; name && i < sizeof errnos / sizeof errnos[0]; i++)
+		if (!strcmp(name, errnos[i].name))
+			code = errnos[i].code;
+	return error_set(err, -code, "%s: %.400s", what, e);
+}
+
+int session_get_reply(json_t *reply, size_t cap, const char *path, void **data, size_t *len,
+		      struct aj_error *err)
+{
+	int rc = 0;
+	json_t *d = json_object_get(reply, "data");
+	unsigned char *buf = NULL;
+	size_t n = 0;
+	if (!json_is_string(d) ||
+	    base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
+		rc = error_set(err, -EPROTO, "get: the interpreter's reply holds no data");
+	else if (n > cap) {
+		free(buf);
+		rc = error_set(err, -EFBIG, "get: %s is more than the %zu MiB allowed", path,
+			       cap >> 20);
+	} else {
+		*data = buf;
+		*len = n;
+	}
+	return rc;
+}
+
+static enum aj_file_type file_type(const char *t)
+{
+	if (t && !strcmp(t, "file"))
+		return AJ_FILE_REGULAR;
+	if (t && !strcmp(t, "directory"))
+		return AJ_FILE_DIRECTORY;
+	if (t && !strcmp(t, "symlink"))
+		return AJ_FILE_SYMLINK;
+	return AJ_FILE_OTHER;
+}
+
+int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *count,
+		       struct aj_error *err)
+{
+	int rc = 0;
+	json_t *arr = json_object_get(reply, "entries");
+	if (!json_is_array(arr))
+		rc = error_set(err, -EPROTO, "list: the interpreter's reply holds no entries");
+	if (!rc && json_array_size(arr)) {
+		struct aj_file_info *v = calloc(json_array_size(arr), sizeof *v);
+		size_t i, n = 0;
+		json_t *e;
+		if (!v)
+			rc = error_set(err, -ENOMEM, "list: out of memory");
+		json_array_foreach(arr, i, e) {
+			if (!v)
+				break;
+			const char *name = json_string_value(json_object_get(e, "name"));
+			if (!name || !(v[n].name = strdup(name)))
+				continue;
+			v[n].type = file_type(json_string_value(json_object_get(e, "type")));
+			json_int_t size = json_integer_value(json_object_get(e, "size"));
+			v[n].size = size > 0 ? (uint64_t)size : 0;
+			n++;
+		}
+		*entries = v;
+		*count = n;
+	}
+	return rc;
+}
