@@ -8,6 +8,8 @@
 #include "harness.h"
 #include "src/core/internal.h"
 #include "src/linux/supervise.h"
+#include "src/vm/answer.h"
+#include "src/vm/protocol.h"
 
 /* ---- limits ---- */
 
@@ -689,6 +691,74 @@ static void classify_supervisor_verdicts(void **state)
 	aj_result_free(&r);
 }
 
+/* ---- what a sandbox's inside can forge ---- */
+
+/* A session's reply line is the session's own to write: one that claims
+ * more images than session.images, or a negative count of dropped ones,
+ * still gets the caps (found by fuzz/fuzz_session_reply.c). */
+static void session_reply_holds_the_image_caps(void **state)
+{
+	(void)state;
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	cfg.session.images = 1;
+	cfg.session.image_kb = 1;
+	static const char line[] =
+		"{\"seq\":1,\"exit\":0,\"dropped\":4,\"images\":["
+		"{\"name\":\"a.png\",\"mime\":\"image/png\",\"data\":\"aGVsbG8=\"},"
+		"{\"name\":\"b.png\",\"mime\":\"image/png\",\"data\":\"aGVsbG8=\"},"
+		"{\"name\":\"c.png\",\"mime\":\"image/png\",\"data\":\"aGVsbG8=\"}]}";
+	struct aj_result res;
+	result_init(&res);
+	json_t *reply = session_reply_json(line, sizeof line - 1, &res);
+	assert_non_null(reply);
+	session_run_reply(reply, &cfg, &res);
+	json_decref(reply);
+	assert_int_equal(res.status, AJ_STATUS_OK);
+	assert_int_equal(res.image_count, 1);
+	assert_string_equal(res.images[0].name, "a.png");
+	assert_int_equal(res.images_dropped, 2 + 4);
+	aj_result_free(&res);
+
+	static const char negative[] = "{\"seq\":2,\"exit\":0,\"images\":[],\"dropped\":-1}";
+	result_init(&res);
+	reply = session_reply_json(negative, sizeof negative - 1, &res);
+	session_run_reply(reply, &cfg, &res);
+	json_decref(reply);
+	assert_int_equal(res.images_dropped, 0);
+	aj_result_free(&res);
+}
+
+/* A microvm guest taken over by its program could answer a run with more
+ * output than the cap its agent holds: the host refuses it. */
+static void microvm_answer_past_the_output_cap_is_refused(void **state)
+{
+	(void)state;
+	struct aj_limits l = {.output_kb = 1};
+	for (size_t out = 1024; out <= 1025; out++) {
+		struct vm_result r = {.status = AJ_STATUS_OK, .has_exit_code = 1,
+				      .stdout_len = (uint32_t)out};
+		size_t len = sizeof r + out;
+		char *frame = calloc(1, len);
+		assert_non_null(frame);
+		memcpy(frame, &r, sizeof r);
+		memset(frame + sizeof r, 'x', out);
+		struct aj_result res;
+		result_init(&res);
+		assert_int_equal(vm_run_answer(VM_RESULT, frame, (uint32_t)len, &l, &res), 0);
+		if (out == 1024) {
+			assert_int_equal(res.status, AJ_STATUS_OK);
+			assert_int_equal(res.stdout_len, 1024);
+		} else {
+			assert_int_equal(res.status, AJ_STATUS_SANDBOX_ERROR);
+			assert_string_equal(res.message, "microvm: the guest's answer is malformed");
+			assert_true(res.stdout_len == 0);
+		}
+		aj_result_free(&res);
+		free(frame);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +781,8 @@ int main(void)
 		cmocka_unit_test(classify_signals),
 		cmocka_unit_test(classify_supervisor_verdicts),
 		cmocka_unit_test(config_checks_ro_binds),
+		cmocka_unit_test(session_reply_holds_the_image_caps),
+		cmocka_unit_test(microvm_answer_past_the_output_cap_is_refused),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -25,7 +25,10 @@ json_t *session_reply_json(const char *line, size_t len, struct aj_result *res)
 	return reply;
 }
 
-static int take_images(json_t *arr, struct aj_result *res, size_t limit)
+/* At most max images of at most limit bytes each: repl.py stops at both,
+ * but the reply may not be repl.py's (any cell can write it), so the host
+ * holds the session's contract itself. */
+static int take_images(json_t *arr, struct aj_result *res, size_t max, size_t limit)
 {
 	size_t n = json_array_size(arr);
 	if (!n)
@@ -40,11 +43,11 @@ static int take_images(json_t *arr, struct aj_result *res, size_t limit)
 		const char *mime = json_string_value(json_object_get(e, "mime"));
 		json_t *d = json_object_get(e, "data");
 		struct aj_image *im = &res->images[res->image_count];
-		if (!name || !mime || !json_is_string(d) ||
+		if (res->image_count >= max || !name || !mime || !json_is_string(d) ||
 		    base64_decode(json_string_value(d), json_string_length(d), &im->data,
 				  &im->len) ||
 		    im->len > limit || strncmp(mime, "image/", 6)) {
-			/* Not an image the cap allows: counted, not kept. */
+			/* Not an image the caps allow: counted, not kept. */
 			free(im->data);
 			im->data = NULL;
 			res->images_dropped++;
@@ -76,9 +79,13 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 			result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
 					   cfg->limits.memory_mb);
 		}
-		if (take_images(json_object_get(reply, "images"), res, image_bytes))
+		if (take_images(json_object_get(reply, "images"), res, cfg->session.images,
+				image_bytes))
 			result_sandbox_error(res, "session: out of memory");
-		res->images_dropped += (size_t)json_integer_value(json_object_get(reply, "dropped"));
+		/* A count, never negative: a forged -1 would read as 2^64 - 1. */
+		json_int_t dropped = json_integer_value(json_object_get(reply, "dropped"));
+		if (dropped > 0)
+			res->images_dropped += (size_t)dropped;
 	}
 }
 

@@ -364,7 +364,7 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		result_sandbox_error(res, "microvm: the VM ended before answering (%s)%s%s",
 				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
 	} else {
-		rc = vm_run_answer(type, payload, len, res);
+		rc = vm_run_answer(type, payload, len, l, res);
 	}
 out:
 	free(payload);

@@ -23,7 +23,8 @@ int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_
 }
 
 /* The guest's answer as the contract's result. */
-static void result_from_guest(const void *payload, uint32_t len, struct aj_result *res)
+static void result_from_guest(const void *payload, uint32_t len, const struct aj_limits *l,
+			      struct aj_result *res)
 {
 	struct vm_result r;
 	if (len < sizeof r) {
@@ -33,7 +34,12 @@ static void result_from_guest(const void *payload, uint32_t len, struct aj_resul
 	memcpy(&r, payload, sizeof r);
 	const char *p = (const char *)payload + sizeof r;
 	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.message_len;
-	if (need != len || (unsigned)r.status >= AJ_STATUS_COUNT) {
+	/* The guest's agent caps each stream at output_kb, but a guest taken
+	 * over by its program could send up to VM_MAX_FRAME: the host holds
+	 * the cap itself, as it does for a session's call. */
+	const size_t cap = (size_t)l->output_kb * 1024;
+	if (need != len || (unsigned)r.status >= AJ_STATUS_COUNT || r.stdout_len > cap ||
+	    r.stderr_len > cap) {
 		result_sandbox_error(res, "microvm: the guest's answer is malformed");
 		return;
 	}
@@ -63,13 +69,14 @@ static void result_from_guest(const void *payload, uint32_t len, struct aj_resul
 		result_set_message(res, "%.*s", (int)r.message_len, p);
 }
 
-int vm_run_answer(uint32_t type, const void *payload, uint32_t len, struct aj_result *res)
+int vm_run_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_limits *l,
+		  struct aj_result *res)
 {
 	if (type != VM_RESULT) {
 		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
 		return -EPROTO;
 	}
-	result_from_guest(payload, len, res);
+	result_from_guest(payload, len, l, res);
 	return 0;
 }
 

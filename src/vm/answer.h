@@ -16,9 +16,11 @@
  * version), -EIO (its Python did not start), with err saying so. */
 int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_error *err);
 /* A run's answer as its result: 0, with res the guest's result or a
- * sandbox error when the VM_RESULT is malformed; -EPROTO for another frame
+ * sandbox error when the VM_RESULT is malformed (its lengths disagree with
+ * the frame, or a stream passes l's output cap); -EPROTO for another frame
  * (res says which). */
-int vm_run_answer(uint32_t type, const void *payload, uint32_t len, struct aj_result *res);
+int vm_run_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_limits *l,
+		  struct aj_result *res);
 /* The answer to VM_SESSION_START: 0 when the interpreter started; -EPROTO
  * (another frame, or one cut short) or -EIO (the guest's reason) with err. */
 int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
