@@ -1,0 +1,177 @@
+/* libFuzzer target: the host's reading of what the microVM guest sends
+ * (src/vm/channel.c's channel_decode, the frames; src/vm/answer.c, what the
+ * host makes of each). A guest taken over by the program it runs can write
+ * any bytes on the virtio-serial port, so this is the microvm tier's trust
+ * boundary.
+ *
+ * The input: a byte choosing the size of every read (1..64, as QEMU's
+ * socket may split a frame anywhere), a byte choosing the host's state, a
+ * byte for the output cap (1..16 KiB, small so that answers pass it), a
+ * byte for a call's reply cap, then the stream the host reads, in the host's
+ * order: the booting guest's VM_READY (src/vm/snapshot.c), or a run's one
+ * answer (microvm_run), or a session's VM_SESSION_READY and then one
+ * VM_CALL_RESULT per call until an answer ends the VM
+ * (microvm_session_open, microvm_session_call). The end of the input is the
+ * end of the stream.
+ *
+ * What must hold: no crash, leak or undefined behaviour (ASan/UBSan); a
+ * frame is decoded with its length within VM_MAX_FRAME and its payload
+ * NUL-terminated, or refused (-EPIPE, -EPROTO); every answer ends in a
+ * result or a refusal whose message says "microvm: ..."; a result's
+ * streams are NUL-terminated and never longer than the output cap (the
+ * guest is not trusted to have capped them), a call's reply never longer
+ * than its cap. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/linux/supervise.h"
+#include "src/vm/answer.h"
+#include "src/vm/channel.h"
+#include "src/vm/protocol.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct input {
+	const uint8_t *p;
+	size_t left, step;
+};
+
+/* channel_read_fn over the input: at most step bytes a read, 0 at its end. */
+static ssize_t input_read(void *ctx, void *buf, size_t n)
+{
+	struct input *in = ctx;
+	if (n > in->step)
+		n = in->step;
+	if (n > in->left)
+		n = in->left;
+	memcpy(buf, in->p, n);
+	in->p += n;
+	in->left -= n;
+	return (ssize_t)n;
+}
+
+static int next_frame(struct input *in, uint32_t *type, void **payload, uint32_t *len)
+{
+	*payload = NULL;
+	int rc = channel_decode(input_read, in, type, payload, len);
+	if (rc == 0 && (*len > VM_MAX_FRAME || ((char *)*payload)[*len] != '\0'))
+		__builtin_trap();
+	if (rc && (rc != -EPIPE && rc != -EPROTO))
+		__builtin_trap();
+	return rc;
+}
+
+static void check_refusal(const char *message)
+{
+	if (!message || strncmp(message, "microvm: ", 9) != 0)
+		__builtin_trap();
+}
+
+static void check_result(const struct aj_result *res, size_t cap)
+{
+	if ((unsigned)res->status >= AJ_STATUS_COUNT)
+		__builtin_trap();
+	if (res->status == AJ_STATUS_SANDBOX_ERROR && !res->message)
+		__builtin_trap();
+	if (res->stdout_len > cap || res->stderr_len > cap)
+		__builtin_trap();
+	if ((res->stdout_buf && res->stdout_buf[res->stdout_len]) ||
+	    (res->stderr_buf && res->stderr_buf[res->stderr_len]))
+		__builtin_trap();
+}
+
+static void one_ready(struct input *in)
+{
+	uint32_t type, len;
+	void *payload;
+	if (next_frame(in, &type, &payload, &len))
+		return;
+	struct aj_error err = {0};
+	int rc = vm_ready_answer(type, payload, len, &err);
+	free(payload);
+	if (rc && (rc != -EPROTO && rc != -EIO))
+		__builtin_trap();
+	if (rc)
+		check_refusal(err.message);
+}
+
+static void one_run(struct input *in, const struct aj_config *cfg)
+{
+	uint32_t type, len;
+	void *payload;
+	if (next_frame(in, &type, &payload, &len))
+		return; /* the VM ended before answering: a sandbox error */
+	struct aj_result res;
+	result_init(&res);
+	int rc = vm_run_answer(type, payload, len, &cfg->limits, &res);
+	free(payload);
+	if (rc && rc != -EPROTO)
+		__builtin_trap();
+	if (rc || res.status == AJ_STATUS_SANDBOX_ERROR)
+		check_refusal(res.message);
+	check_result(&res, (size_t)cfg->limits.output_kb * 1024);
+	aj_result_free(&res);
+}
+
+static void one_session(struct input *in, const struct aj_config *cfg, size_t reply_max)
+{
+	uint32_t type, len;
+	void *payload;
+	if (next_frame(in, &type, &payload, &len))
+		return;
+	struct aj_error err = {0};
+	int rc = vm_session_ready_answer(type, payload, len, &err);
+	free(payload);
+	if (rc) {
+		if (rc != -EPROTO && rc != -EIO)
+			__builtin_trap();
+		check_refusal(err.message);
+		return; /* the session does not open; its VM is destroyed */
+	}
+	const struct session_call call = {.request = "{}\n", .len = 3, .seq = 1, .cancel_fd = -1,
+					  .reply_max = reply_max};
+	while (next_frame(in, &type, &payload, &len) == 0) {
+		struct aj_result res;
+		struct session_answer ans;
+		result_init(&res);
+		memset(&ans, 0, sizeof ans);
+		rc = vm_call_answer(type, payload, len, cfg, &call, 1.0, &res, &ans);
+		free(payload);
+		if (rc) {
+			if ((rc != -EPROTO && rc != -EPIPE) || ans.reply)
+				__builtin_trap();
+			check_refusal(res.message);
+		} else if (ans.reply && (ans.reply_len > reply_max || ans.reply[ans.reply_len])) {
+			__builtin_trap();
+		}
+		check_result(&res, (size_t)cfg->limits.output_kb * 1024);
+		free(ans.reply);
+		aj_result_free(&res);
+		if (rc)
+			return; /* the host ends the VM */
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 4)
+		return 0;
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	cfg.limits.output_kb = data[2] % 16 + 1;
+	size_t reply_max = (size_t)data[3] * 64;
+	struct input in = {.p = data + 4, .left = size - 4, .step = data[0] % 64 + 1};
+	switch (data[1] % 3) {
+	case 0:
+		one_ready(&in);
+		break;
+	case 1:
+		one_run(&in, &cfg);
+		break;
+	default:
+		one_session(&in, &cfg, reply_max);
+	}
+	return 0;
+}
