@@ -48,7 +48,7 @@ root=$image/root
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$here/../src/vm/guest
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
-for f in agent.c agent.h session.c frame.c failure.c zygote.py ../protocol.h \
+for f in agent.c agent.h session.c frame.c stream.c failure.c zygote.py ../protocol.h \
 	../../../include/agentjail.h; do
 	[ -f "$guest/$f" ] || die "$guest/$f is missing"
 done
@@ -243,6 +243,7 @@ print_inputs() {
 	echo "input.agent_h=$(sha "$guest/agent.h")"
 	echo "input.session_c=$(sha "$guest/session.c")"
 	echo "input.frame_c=$(sha "$guest/frame.c")"
+	echo "input.stream_c=$(sha "$guest/stream.c")"
 	echo "input.failure_c=$(sha "$guest/failure.c")"
 	echo "input.seccomp_policy_c=$(sha "$here/../src/linux/seccomp_policy.c")"
 	echo "input.gen_filter_c=$(sha "$here/../tools/gen_filter.c")"
@@ -348,7 +349,8 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_f
 
 # The agent: static, so /init needs no loader or library of the image.
 ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -Wall -Wextra -Werror -s -I"$gen" \
-	-o "$stage/init" "$guest/agent.c" "$guest/session.c" "$guest/frame.c" "$guest/failure.c" ||
+	-o "$stage/init" "$guest/agent.c" "$guest/session.c" "$guest/frame.c" \
+	"$guest/stream.c" "$guest/failure.c" ||
 	die "building the agent failed"
 rm -rf "$gen"
 cp "$guest/zygote.py" "$stage/agent/zygote.py"

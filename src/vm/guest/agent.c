@@ -527,35 +527,6 @@ static int await_zygote(struct zygote *z, struct failure *f)
 
 /* ---- a run ---- */
 
-/* Appends what fits; true if anything had to be dropped. */
-static bool stream_append(struct stream *s, const char *data, size_t n)
-{
-	size_t take = n < s->limit - s->len ? n : s->limit - s->len;
-	if (take > 0 && s->len + take > s->alloc) {
-		/* Grow geometrically, never past the cap: a flood costs the
-		 * agent at most `limit` bytes. */
-		size_t want = s->alloc ? s->alloc * 2 : 16384;
-		while (want < s->len + take)
-			want *= 2;
-		if (want > s->limit)
-			want = s->limit;
-		char *p = realloc(s->buf, want);
-		if (!p) {
-			s->truncated = true;
-			return true;
-		}
-		s->buf = p;
-		s->alloc = want;
-	}
-	if (take > 0) {
-		memcpy(s->buf + s->len, data, take);
-		s->len += take;
-	}
-	if (take < n)
-		s->truncated = true;
-	return take < n;
-}
-
 /* Reads what is there now. Sets *overflow if the cap was passed; returns
  * false at EOF or on an error. */
 bool stream_drain(struct stream *s, bool *overflow)

@@ -1,6 +1,7 @@
 /* What the guest agent's files share: agent.c (boot, and one run),
  * session.c (a session's interpreter, across calls), frame.c (the host's
- * frames, decoded) and failure.c (the wording of a failed step). */
+ * frames, decoded), stream.c (capped streams, the reply lines) and
+ * failure.c (the wording of a failed step). */
 #ifndef AJ_GUEST_AGENT_H
 #define AJ_GUEST_AGENT_H
 
@@ -56,6 +57,17 @@ struct stream {
 /* Reads what is there now. Sets *overflow if the cap was passed; returns
  * false at EOF or on an error. */
 bool stream_drain(struct stream *s, bool *overflow);
+/* stream.c: appends what fits under the cap; true when anything had to be
+ * dropped. */
+bool stream_append(struct stream *s, const char *data, size_t n);
+/* stream.c: the whole lines in a session call's reply stream. Notes the
+ * call's ack line in *acked; stops at the line that starts with
+ * reply_prefix followed by ',' or '}' (the reply: *replied, its length in
+ * *reply_len, kept at the buffer's start); drops every other whole line
+ * (stale or forged: the session's own doing), in one pass and one move
+ * however many a flood brings. */
+void scan_reply(struct stream *rep, const char *reply_prefix, const char *ack_line, bool *acked,
+		bool *replied, size_t *reply_len);
 
 /* The steps a restored copy takes before anything of the host's runs. */
 void refresh_clock(void);

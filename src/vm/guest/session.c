@@ -258,32 +258,10 @@ static void reap(struct session *s, struct call *c)
 	}
 }
 
-/* Whole lines in the reply buffer: this call's (kept at the buffer's
- * start), or stale or forged ones (the session's own doing: dropped). One
- * pass and one move, however many lines a flood brings. */
+/* The reply stream's whole lines, as stream.c scans them. */
 static void take_reply(struct call *c)
 {
-	size_t plen = strlen(c->reply_prefix), pos = 0;
-	while (c->rep.buf && pos < c->rep.len) {
-		char *nl = memchr(c->rep.buf + pos, '\n', c->rep.len - pos);
-		if (!nl)
-			break;
-		const char *line = c->rep.buf + pos;
-		size_t n = (size_t)(nl - line);
-		if (n == strlen(c->ack_line) && memcmp(line, c->ack_line, n) == 0)
-			c->acked = true;
-		if (n > plen && memcmp(line, c->reply_prefix, plen) == 0 &&
-		    (line[plen] == ',' || line[plen] == '}')) {
-			c->replied = true;
-			c->reply_len = n;
-			break;
-		}
-		pos += n + 1;
-	}
-	if (pos) {
-		memmove(c->rep.buf, c->rep.buf + pos, c->rep.len - pos);
-		c->rep.len -= pos;
-	}
+	scan_reply(&c->rep, c->reply_prefix, c->ack_line, &c->acked, &c->replied, &c->reply_len);
 }
 
 /* A frame from the host during a call: a stop, whatever its type (the host
