@@ -9,7 +9,10 @@
  *         bytes, as src/linux/session_io.c and src/session/boot.c keep it;
  *         the scan runs after each read. A read that passes the cap without
  *         the call's reply stops the call (its reply is too long); the end
- *         of the input is the interpreter's end, with a last scan.
+ *         of the input is the interpreter's end, with a last scan. The same
+ *         reads go through the microvm guest's own scan (scan_reply and
+ *         stream_append, src/vm/guest/stream.c, as session.c drives them),
+ *         which must agree: the same reply, the same ack.
  *  reply  the reply line found, read by src/core/session_reply.c as the op
  *         the input chose would read it: a run's (exit code, usage, images),
  *         or a file operation's (its error, get's data, list's entries).
@@ -19,7 +22,7 @@
  * the pipe's bytes.
  *
  * What must hold: no crash, leak or undefined behaviour (ASan/UBSan); the
- * buffer never holds more than its cap; a reply taken is one whole line, no
+ * buffers never hold more than their cap; a reply taken is one whole line, no
  * newline in it, that starts with {"seq":SEQ followed by ',' or '}', and is
  * within reply_max; what it says ends in a result or a refusal with a
  * message: a run's images no more than session.images, each within the
@@ -27,12 +30,14 @@
  * get's data within its cap, every list entry named. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/core/internal.h"
 #include "src/session/call.h"
+#include "src/vm/guest/agent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,6 +60,36 @@ static void check_reply_line(const struct session_answer *ans, uint64_t seq, siz
 	    memchr(ans->reply, '\n', ans->reply_len) ||
 	    !session_reply_matches(ans->reply, ans->reply_len, seq))
 		__builtin_trap();
+}
+
+/* The microvm guest's scan over the same reads, as session.c's
+ * supervise_call drives it: it must take what the host's takes. */
+static void check_guest_agrees(const uint8_t *data, size_t size, size_t step, uint64_t seq,
+			       size_t reply_max, const struct session_answer *ans, bool replied,
+			       bool acked)
+{
+	char prefix[40], ack_line[40];
+	snprintf(prefix, sizeof prefix, "{\"seq\":%llu", (unsigned long long)seq);
+	snprintf(ack_line, sizeof ack_line, "{\"ack\":%llu}", (unsigned long long)seq);
+	struct stream rep = {.fd = -1, .open = true, .limit = reply_max + 1};
+	bool g_acked = false, g_replied = false, too_long = false;
+	size_t g_len = 0, off = 0;
+	while (off < size && !g_replied && !too_long) {
+		size_t n = size - off < step ? size - off : step;
+		too_long = stream_append(&rep, (const char *)data + off, n);
+		off += n;
+		if (rep.len > reply_max + 1)
+			__builtin_trap();
+		scan_reply(&rep, prefix, ack_line, &g_acked, &g_replied, &g_len);
+	}
+	if (!g_replied && !too_long)
+		scan_reply(&rep, prefix, ack_line, &g_acked, &g_replied, &g_len);
+	if (g_replied != replied || g_acked != acked)
+		__builtin_trap();
+	if (replied && (!ans->reply || g_len != ans->reply_len || g_len > rep.len ||
+			memcmp(rep.buf, ans->reply, g_len) != 0))
+		__builtin_trap();
+	free(rep.buf);
 }
 
 static void check_refusal(int rc, const struct aj_error *err, const char *what)
@@ -145,6 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	capture_free(&rb);
 	check_reply_line(&ans, seq, reply_max);
+	check_guest_agrees(data, size, step, seq, reply_max, &ans, replied, acked);
 	if (!replied) {
 		free(ans.reply);
 		return 0;
