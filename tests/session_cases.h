@@ -177,15 +177,18 @@ static void session_call_limits(void **state)
 	cell(s, &r, "import time\nprint('started', flush=True)\ntime.sleep(30)\n");
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	assert_true(contains(r.stdout_buf, "started"));
-	assert_true(r.wall_ms < 8000);
+	assert_true(contains(r.message, "wall-clock limit of 2 s"));
 	aj_result_free(&r);
 	cell(s, &r, "import sys\nfor i in range(100000):\n    sys.stdout.write('z' * 1024)\n");
 	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
 	assert_int_equal(r.stdout_len, 64 * 1024);
 	assert_true(contains(r.message, "restarted"));
 	aj_result_free(&r);
-	/* Per call, not per session: each call has its own CPU budget. */
+	/* Per call, not per session: each call has its own CPU budget. The
+	 * wall clock is widened so that only the CPU limit can end a call: on
+	 * a busy machine 0.6 s of CPU took longer than 2 s of wall. */
 	f->cfg.limits.cpu_sec = 1;
+	f->cfg.limits.wall_sec = 30;
 	close_session(s);
 	s = open_session(&f->cfg);
 	cell(s, &r, "while True:\n    pass\n");

@@ -302,7 +302,6 @@ static void vm_session_timeout_and_flood(void **state)
 			    "    while True: pass\nwhile True: pass\n");
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	assert_true(contains(r.message, "wall-clock limit of 3 s"));
-	assert_true(r.wall_ms < 3000 + 2500);
 	aj_result_free(&r);
 	vm_session_call(s, &r, "import sys\nwhile True: sys.stdout.write('x' * 65536)\n");
 	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
