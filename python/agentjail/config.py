@@ -90,11 +90,7 @@ class Config:
         elif kind is str:
             if not isinstance(value, (str, bytes)):
                 raise ConfigError(f"{key}: must be a string, not {type(value).__name__}")
-            b = value.encode() if isinstance(value, str) else value
-            if b"\0" in b:
-                raise ConfigError(f"{key}: contains a NUL byte")
-            value = ffi.new("char[]", b)
-            self._strings.append(value)
+            value = self._c_string(key, value)
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: must be a number, not {type(value).__name__}")
         elif kind is int:
@@ -111,6 +107,15 @@ class Config:
             obj = getattr(obj, p)
         setattr(obj, parts[-1], value)
 
+    def _c_string(self, key, value):
+        """A C copy of a str or bytes value, kept alive with the config."""
+        b = value.encode() if isinstance(value, str) else value
+        if b"\0" in b:
+            raise ConfigError(f"{key}: contains a NUL byte")
+        c = ffi.new("char[]", b)
+        self._strings.append(c)
+        return c
+
     def _set_paths(self, key, value):
         if isinstance(value, (str, bytes)):
             value = [value]
@@ -121,14 +126,10 @@ class Config:
         for v in value:
             if not isinstance(v, (str, bytes)):
                 raise ConfigError(f"{key}: every path must be a string, not {type(v).__name__}")
-            b = v.encode() if isinstance(v, str) else v
-            if b"\0" in b:
-                raise ConfigError(f"{key}: {v!r} contains a NUL byte")
-            items.append(ffi.new("char[]", b))
+            items.append(self._c_string(key, v))
         array = ffi.new("const char *[]", max(len(items), 1))
         for i, item in enumerate(items):
             array[i] = item
-        self._strings.extend(items)
         self._strings.append(array)
         self.c.ro_binds = array
         self.c.ro_bind_count = len(items)
