@@ -299,6 +299,8 @@ SOAK_CONC ?= 1000
 SOAK_MCP ?= 2000
 SOAK_TIERS ?=
 SOAK_UID_BASE ?= 2150000000
+# The Docker Engine takes uids up to 2147483647 only.
+SOAK_DOCKER_UID_BASE ?= 2145000000
 SOAK_SRC := bench/soak.c bench/soak_programs.c bench/soak_census.c bench/soak_mcp.c
 $(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(SOAK_SRC) $(B)/libagentjail.a \
@@ -311,7 +313,7 @@ soak: all $(B)/soak
 		$(B)/agentjail image import test >/dev/null) || \
 		echo "soak: no Docker Engine here; the docker tier is left out" >&2
 	@$(B)/soak --seq $(SOAK_SEQ) --conc $(SOAK_CONC) --mcp $(SOAK_MCP) \
-		--uid-base $(SOAK_UID_BASE) --tiers '$(SOAK_TIERS)' \
+		--uid-base $(SOAK_UID_BASE) --docker-uid-base $(SOAK_DOCKER_UID_BASE) --tiers '$(SOAK_TIERS)' \
 		--image $(TEST_IMAGES)/test --docker-image agentjail/test --agentjail $(B)/agentjail
 
 clean:

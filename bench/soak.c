@@ -62,6 +62,7 @@ struct tier_spec {
 struct options {
 	long seq, conc, mcp, mcp_warm;
 	uint32_t uid_base;
+	uint32_t docker_uid_base;
 	const char *image;
 	const char *docker_image;
 	const char *agentjail;
@@ -128,6 +129,9 @@ static void *worker(void *arg)
 		}
 		if (i == 199)
 			ph->rss_at_200 = census_rss_kb(getpid());
+		if ((i + 1) % 1000 == 0)
+			fprintf(stderr, "soak: %s: %ld of %ld runs, %ld mismatches\n", ph->name, i + 1,
+				ph->runs, (long)ph->mismatches);
 		pthread_mutex_unlock(&ph->mu);
 		aj_result_free(&r);
 	}
@@ -198,7 +202,7 @@ static int settle_and_compare(const char *title, const struct census_scope_def *
 		census_take(s, &after);
 		int g = 0;
 		for (size_t k = 0; k < after.count && k < before->count; k++)
-			if (after.item[k].scope == SCOPE_OURS &&
+			if (before->item[k].scope == SCOPE_OURS &&
 			    after.item[k].value > before->item[k].value)
 				g++;
 		if (!g || i == 19)
@@ -218,22 +222,30 @@ static int soak_tier(const struct options *o, const struct tier_spec *t, struct 
 	aj_config_init(&cfg);
 	cfg.tier = t->tier;
 	cfg.warm = t->warm;
-	cfg.uid_base = o->uid_base;
+	/* The Docker Engine takes uids up to 2^31 - 1 only: the docker tier
+	 * gets a range of its own below that. */
+	cfg.uid_base = t->tier == AJ_TIER_DOCKER ? o->docker_uid_base : o->uid_base;
 	cfg.slots = SOAK_SENTINELS;
 	static char state_dir[64];
-	snprintf(state_dir, sizeof state_dir, "/run/agentjail-soak-%u", o->uid_base);
+	snprintf(state_dir, sizeof state_dir, "/run/agentjail-soak-%u", cfg.uid_base);
 	cfg.state_dir = state_dir;
 	cfg.image = o->image;
 	cfg.docker_image = o->docker_image;
 	/* CPU 1 s: the CPU loop ends quickly. Wall: room for the slowest
-	 * tier's start inside it, so that only the sleeping program meets
-	 * it. Output 256 KiB: the flood is stopped without moving 1 MiB. */
-	cfg.limits.cpu_sec = 1;
-	cfg.limits.wall_sec = (t->tier == AJ_TIER_PROCESS || t->tier == AJ_TIER_CONTAINER) ? 2 : 5;
+	 * program, so that only the sleeping one meets it. Output 256 KiB:
+	 * the flood is stopped without moving 1 MiB. gVisor's CPU limit
+	 * counts its sentry's time, and the microVM's its whole VM's, under
+	 * TCG an emulated CPU: print('hello') there takes more than 1 s, so
+	 * they get 5 s of CPU and 10 of wall. */
+	bool emulated = t->tier == AJ_TIER_GVISOR || t->tier == AJ_TIER_MICROVM;
+	cfg.limits.cpu_sec = emulated ? 5 : 1;
+	cfg.limits.wall_sec = emulated ? 10 : (t->tier == AJ_TIER_DOCKER ? 5 : 2);
 	cfg.limits.output_kb = 256;
 
-	printf("\n== %s: %ld sequential runs, %ld at concurrency %d, on one sandbox\n", t->name,
-	       t->seq, t->conc, THREADS);
+	printf("\n== %s: %ld sequential runs, %ld at concurrency %d, on one sandbox (uid base %u, "
+	       "CPU %u s, wall %.0f s)\n",
+	       t->name, t->seq, t->conc, THREADS, cfg.uid_base, cfg.limits.cpu_sec,
+	       cfg.limits.wall_sec);
 	fflush(stdout);
 	struct census_scope_def scope = scope_for(&cfg, t->tier == AJ_TIER_DOCKER);
 	struct census before;
@@ -246,6 +258,7 @@ static int soak_tier(const struct options *o, const struct tier_spec *t, struct 
 		census_free(&before);
 		return 1;
 	}
+	h->uid_base = cfg.uid_base;
 	if (soak_sentinels_start(h)) {
 		printf("  could not start the sentinels: %s\n", strerror(errno));
 		aj_close(sb);
@@ -266,6 +279,7 @@ static int soak_tier(const struct options *o, const struct tier_spec *t, struct 
 	char report[4096];
 	int evidence = soak_host_evidence(h, report, sizeof report);
 	int sentinels_dead = soak_sentinels_stop(h);
+	h->uid_base = o->uid_base;
 	aj_close(sb);
 
 	printf("  %-10s %7s %3s %9s %8s %9s %8s %9s %9s\n", "phase", "runs", "thr", "mismatch",
@@ -333,7 +347,8 @@ static int soak_mcp_phase(const struct options *o, struct soak_host *h)
 	sleep(2);
 	char report[4096];
 	int evidence = soak_host_evidence(h, report, sizeof report);
-	scope.owner = getpid();
+	/* Its runs' cgroups are named for it: run-SERVERPID-*. */
+	scope.owner = m.pid;
 	int grew = settle_and_compare("mcp", &scope, &before);
 	census_free(&before);
 	/* Reap what was re-parented here (counted above), then stop being a
@@ -375,6 +390,8 @@ static const char usage[] =
 	"                 and warm mode of process and container)\n"
 	"  --uid-base N   first sandbox uid (default 2150000000); state in\n"
 	"                 /run/agentjail-soak-N\n"
+	"  --docker-uid-base N  the docker tier's (default 2145000000: the engine\n"
+	"                 takes uids up to 2147483647 only)\n"
 	"  --mcp N        tools/call run_python calls to agentjail mcp (default 2000;\n"
 	"                 0: none); VmRSS sampled after 200 and at the end\n"
 	"  --image DIR    the container, microvm and gvisor tiers' image\n"
@@ -419,7 +436,8 @@ static int parse_tier(const char *s, struct tier_spec *t, long seq, long conc)
 static void parse(int argc, char **argv, struct options *o)
 {
 	*o = (struct options){.seq = 10000, .conc = 1000, .mcp = 2000, .mcp_warm = 200,
-			      .uid_base = 2150000000u, .agentjail = "build/agentjail"};
+			      .uid_base = 2150000000u, .docker_uid_base = 2145000000u,
+			      .agentjail = "build/agentjail"};
 	const char *tiers = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -440,6 +458,8 @@ static void parse(int argc, char **argv, struct options *o)
 			o->mcp = number(v, a);
 		else if (!strcmp(a, "--uid-base"))
 			o->uid_base = (uint32_t)number(v, a);
+		else if (!strcmp(a, "--docker-uid-base"))
+			o->docker_uid_base = (uint32_t)number(v, a);
 		else if (!strcmp(a, "--tiers"))
 			tiers = *v ? v : NULL;
 		else if (!strcmp(a, "--image"))
