@@ -239,7 +239,7 @@ static int soak_tier(const struct options *o, const struct tier_spec *t, struct 
 	 * they get 5 s of CPU and 10 of wall. */
 	bool emulated = t->tier == AJ_TIER_GVISOR || t->tier == AJ_TIER_MICROVM;
 	cfg.limits.cpu_sec = emulated ? 5 : 1;
-	cfg.limits.wall_sec = emulated ? 10 : (t->tier == AJ_TIER_DOCKER ? 5 : 2);
+	cfg.limits.wall_sec = emulated ? 10 : 4;
 	cfg.limits.output_kb = 256;
 
 	printf("\n== %s: %ld sequential runs, %ld at concurrency %d, on one sandbox (uid base %u, "
@@ -387,7 +387,8 @@ static const char usage[] =
 	"  --tiers LIST   comma-separated: process, container, microvm, docker, gvisor,\n"
 	"                 process-warm, container-warm; each may carry its own counts,\n"
 	"                 docker:500:200 (default: every tier aj_check finds available,\n"
-	"                 and warm mode of process and container)\n"
+	"                 and warm mode of process and container; none: the MCP\n"
+	"                 server alone)\n"
 	"  --uid-base N   first sandbox uid (default 2150000000); state in\n"
 	"                 /run/agentjail-soak-N\n"
 	"  --docker-uid-base N  the docker tier's (default 2145000000: the engine\n"
@@ -475,7 +476,9 @@ static void parse(int argc, char **argv, struct options *o)
 	}
 	if (o->mcp_warm >= o->mcp)
 		o->mcp_warm = o->mcp / 10;
-	if (tiers) {
+	if (tiers && !strcmp(tiers, "none")) {
+		o->tiers_given = true; /* the MCP server alone */
+	} else if (tiers) {
 		char *list = strdup(tiers), *save = NULL;
 		for (char *t = strtok_r(list, ", ", &save); t && o->ntiers < MAX_TIERS;
 		     t = strtok_r(NULL, ", ", &save)) {

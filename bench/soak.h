@@ -111,6 +111,7 @@ long census_rss_kb(pid_t pid);
 /* ---- the MCP server (soak_mcp.c) ---- */
 
 struct soak_mcp_result {
+	pid_t pid;               /* the server's */
 	long calls;
 	long mismatches;
 	long rss_warm_kb, rss_end_kb;

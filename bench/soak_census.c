@@ -411,10 +411,12 @@ int census_compare(const char *title, const struct census *before, const struct 
 	printf("  census %s:\n", title);
 	printf("    %-48s %8s %8s\n", "", "before", "after");
 	for (size_t i = 0; i < after->count && i < before->count; i++) {
+		/* The scope is the before census's: a caller may have marked a
+		 * row shared (another agentjail's range) there. */
 		const struct census_item *b = &before->item[i], *a = &after->item[i];
-		bool bad = a->scope == SCOPE_OURS && a->value > b->value;
+		bool bad = b->scope == SCOPE_OURS && a->value > b->value;
 		printf("    %-48s %8ld %8ld%s\n", a->name, b->value, a->value,
-		       bad ? "  LEFT OVER" : a->scope == SCOPE_SHARED ? "  (shared)" : "");
+		       bad ? "  LEFT OVER" : b->scope == SCOPE_SHARED ? "  (shared)" : "");
 		if (bad) {
 			grew++;
 			if (a->detail[0])

@@ -93,10 +93,11 @@ int soak_mcp(const char *agentjail, struct soak_host *h, long calls, long warm,
 		int log = open("build/soak-mcp.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (log >= 0)
 			dup2(log, 2);
-		execl(agentjail, agentjail, "mcp", "--tier", "process", "--timeout", "2", "--cpu",
+		execl(agentjail, agentjail, "mcp", "--tier", "process", "--timeout", "4", "--cpu",
 		      "1", "--output", "256", "--concurrency", "4", (char *)NULL);
 		_exit(127);
 	}
+	out->pid = pid;
 	close(in[0]);
 	close(outp[1]);
 	FILE *to = fdopen(in[1], "w");
@@ -106,7 +107,7 @@ int soak_mcp(const char *agentjail, struct soak_host *h, long calls, long warm,
 	/* The limits the server was given, for the checks. */
 	struct aj_config cfg;
 	aj_config_init(&cfg);
-	cfg.limits.wall_sec = 2;
+	cfg.limits.wall_sec = 4;
 	cfg.limits.cpu_sec = 1;
 	cfg.limits.output_kb = 256;
 

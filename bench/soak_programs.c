@@ -3,7 +3,7 @@
  * promises (status, exit code, what it printed), checked on every run.
  *
  * The hostile programs are tests/hostile.h's, made to run many times on one
- * open sandbox with one configuration (the soak's: CPU 1 s, wall 2 s or
+ * open sandbox with one configuration (the soak's: CPU 1 s, wall 4 s or
  * more, output 256 KiB, the other limits the defaults); the evidence an
  * escape would leave on the host (a listener that accepted, a marker file,
  * a dead sentinel) is looked for after each phase, since it does not go
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -360,7 +361,7 @@ static bool check_devices(const struct aj_result *r, const struct aj_config *cfg
  * programs (a CPU loop and a sleep that end on a limit, a second or more
  * each) are rare, so the soak measures the sandbox, not waiting. */
 const struct soak_program soak_programs[] = {
-	{"hello", false, 123, "print('hello soak')\n", check_hello},
+	{"hello", false, 124, "print('hello soak')\n", check_hello},
 	{"compute", false, 100,
 	 "import math\n"
 	 "print(sum(i * i for i in range(100000)), round(math.pi, 5))\n",
@@ -562,7 +563,7 @@ const struct soak_program soak_programs[] = {
 	 "    os._exit(7)\n"
 	 "print('fork still works', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n",
 	 check_syscalls},
-	{"sleep-forever", true, 3, "import time\nprint('going to sleep')\ntime.sleep(3600)\n",
+	{"sleep-forever", true, 2, "import time\nprint('going to sleep')\ntime.sleep(3600)\n",
 	 check_sleep},
 	{"devices", true, 30,
 	 "import os\n"
@@ -691,6 +692,7 @@ int soak_host_setup(struct soak_host *h, uint32_t uid_base)
 
 int soak_sentinels_start(struct soak_host *h)
 {
+	pid_t parent = getpid();
 	for (int i = 0; i < SOAK_SENTINELS; i++) {
 		pid_t pid = fork();
 		if (pid < 0)
@@ -700,6 +702,11 @@ int soak_sentinels_start(struct soak_host *h)
 			if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(u, u, u) ||
 					       setresuid(u, u, u)))
 				_exit(3);
+			/* A soak stopped midway takes its sentinels with it (set
+			 * after the uid change, which clears it). */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
 			/* Bounded: an hour, far past any phase. */
 			for (int s = 0; s < 3600; s++)
 				sleep(1);
