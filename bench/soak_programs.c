@@ -3,7 +3,7 @@
  * promises (status, exit code, what it printed), checked on every run.
  *
  * The hostile programs are tests/hostile.h's, made to run many times on one
- * open sandbox with one configuration (the soak's: CPU 1 s, wall 4 s or
+ * open sandbox with one configuration (the soak's: CPU 1 s, wall 8 s or
  * more, output 256 KiB, the other limits the defaults); the evidence an
  * escape would leave on the host (a listener that accepted, a marker file,
  * a dead sentinel) is looked for after each phase, since it does not go
@@ -361,7 +361,7 @@ static bool check_devices(const struct aj_result *r, const struct aj_config *cfg
  * programs (a CPU loop and a sleep that end on a limit, a second or more
  * each) are rare, so the soak measures the sandbox, not waiting. */
 const struct soak_program soak_programs[] = {
-	{"hello", false, 124, "print('hello soak')\n", check_hello},
+	{"hello", false, 125, "print('hello soak')\n", check_hello},
 	{"compute", false, 100,
 	 "import math\n"
 	 "print(sum(i * i for i in range(100000)), round(math.pi, 5))\n",
@@ -563,7 +563,7 @@ const struct soak_program soak_programs[] = {
 	 "    os._exit(7)\n"
 	 "print('fork still works', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n",
 	 check_syscalls},
-	{"sleep-forever", true, 2, "import time\nprint('going to sleep')\ntime.sleep(3600)\n",
+	{"sleep-forever", true, 1, "import time\nprint('going to sleep')\ntime.sleep(3600)\n",
 	 check_sleep},
 	{"devices", true, 30,
 	 "import os\n"
