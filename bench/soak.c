@@ -261,12 +261,14 @@ static int soak_tier(const struct options *o, const struct tier_spec *t, struct 
 	 * the flood is stopped without moving 1 MiB. Wall 8 s: on a machine
 	 * shared with other work (load 20 on 2 cores here) 512 MB reaching
 	 * the memory limit, or 16,000 files, took past 4 s. gVisor's CPU limit
-	 * counts its sentry's time, and the microVM's its whole VM's, under
-	 * TCG an emulated CPU: print('hello') there takes more than 1 s, so
-	 * they get 5 s of CPU and 10 of wall. */
+	 * counts its sentry's time (every system call a trip through ptrace
+	 * here), and the microVM's its whole VM's, under TCG an emulated CPU:
+	 * print('hello') there takes more than 1 s, and 16,000 files or 64 MiB
+	 * of writes more than 5 s of CPU and 10 of wall on a busy machine, so
+	 * they get 15 s of CPU and 30 of wall. */
 	bool emulated = t->tier == AJ_TIER_GVISOR || t->tier == AJ_TIER_MICROVM;
-	cfg.limits.cpu_sec = emulated ? 5 : 1;
-	cfg.limits.wall_sec = emulated ? 10 : 8;
+	cfg.limits.cpu_sec = emulated ? 15 : 1;
+	cfg.limits.wall_sec = emulated ? 30 : 8;
 	cfg.limits.output_kb = 256;
 
 	printf("\n== %s: %ld sequential runs, %ld at concurrency %d, on one sandbox (uid base %u, "
