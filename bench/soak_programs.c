@@ -4,7 +4,8 @@
  *
  * The hostile programs are tests/hostile.h's, made to run many times on one
  * open sandbox with one configuration (the soak's: CPU 1 s, wall 8 s or
- * more, output 256 KiB, the other limits the defaults); the evidence an
+ * more, output 256 KiB, disk 16 MiB, files 8 MiB, the other limits the
+ * defaults); the evidence an
  * escape would leave on the host (a listener that accepted, a marker file,
  * a dead sentinel) is looked for after each phase, since it does not go
  * away. Every program is bounded, and only ever runs inside a sandbox.
@@ -416,7 +417,7 @@ const struct soak_program soak_programs[] = {
 	 "try:\n"
 	 "    for n in range(1024):\n"
 	 "        with open('fill%d' % n, 'wb') as fh:\n"
-	 "            for i in range(8):\n"
+	 "            for i in range(4):\n"
 	 "                fh.write(b'x' * 1048576)\n"
 	 "                total += 1\n"
 	 "except OSError as e:\n"
