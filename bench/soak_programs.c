@@ -196,11 +196,18 @@ static bool check_big_file(const struct aj_result *r, const struct aj_config *cf
 }
 
 /* The inode cap: one per 4 KiB of writable space, and 64 for the
- * directories every tier makes in it (src/linux/mounts.c). */
+ * directories every tier makes in it (src/linux/mounts.c). gVisor's
+ * tmpfs has none (runsc 20221219 ignores nr_inodes: 52,069 empty files in
+ * 20 s in a 16 MiB /tmp, measured here); its files live in the sentry's
+ * memory, which the sandbox's memory limit counts, and the program ends on
+ * the CPU limit instead. */
 static bool check_many_files(const struct aj_result *r, const struct aj_config *cfg,
 			     const struct soak_host *h, char *why, size_t n)
 {
 	(void)h;
+	if (cfg->tier == AJ_TIER_GVISOR && r->status == AJ_STATUS_TIMEOUT &&
+	    (has(r->message, "CPU") || has(r->message, "wall-clock")))
+		return true;
 	return check_stopped(r, "ENOSPC", cfg->limits.disk_mb * 256 + 64, "files", why, n);
 }
 
