@@ -299,5 +299,35 @@ bench-python: all $(B)/bench-binding-c
 bench-serve: all $(B)/bench-binding-c
 	@$(PYTHON) bench/serve.py
 
+# The soak (bench/soak*.c): SOAK_SEQ sequential runs and SOAK_CONC at
+# concurrency 4 on one sandbox per tier, benign and hostile mixed, every
+# outcome checked; then a census of what is left (processes, mounts,
+# cgroups, containers, run directories, uid slot locks, the caller's fds),
+# and the MCP server's memory over SOAK_MCP calls. Not part of make test.
+# SOAK_TIERS: e.g. process,container,docker:500:200 (NAME[:SEQ[:CONC]]);
+# empty: every tier available here, and warm mode of process and container.
+# It runs the test image (built from this host's Python, as make test does).
+SOAK_SEQ ?= 10000
+SOAK_CONC ?= 1000
+SOAK_MCP ?= 2000
+SOAK_TIERS ?=
+SOAK_UID_BASE ?= 2150000000
+# The Docker Engine takes uids up to 2147483647 only.
+SOAK_DOCKER_UID_BASE ?= 2145000000
+SOAK_SRC := bench/soak.c bench/soak_programs.c bench/soak_census.c bench/soak_mcp.c
+$(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(SOAK_SRC) $(B)/libagentjail.a \
+		$(PKG_LIBS) -lpthread
+
+.PHONY: soak
+soak: all $(B)/soak
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
+	@(./scripts/ensure-dockerd.sh && AGENTJAIL_IMAGES=$(TEST_IMAGES) \
+		$(B)/agentjail image import test >/dev/null) || \
+		echo "soak: no Docker Engine here; the docker tier is left out" >&2
+	@$(B)/soak --seq $(SOAK_SEQ) --conc $(SOAK_CONC) --mcp $(SOAK_MCP) \
+		--uid-base $(SOAK_UID_BASE) --docker-uid-base $(SOAK_DOCKER_UID_BASE) --tiers '$(SOAK_TIERS)' \
+		--image $(TEST_IMAGES)/test --docker-image agentjail/test --agentjail $(B)/agentjail
+
 clean:
 	rm -rf $(B)

@@ -74,6 +74,22 @@ static void config_rejects_out_of_range(void **state)
 	c.uid_base = 4294967290u;
 	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
 
+	/* The docker tier's uids end at 2^31 - 1, the engine's limit (the
+	 * soak's uid base, 2150000000, made every docker run a
+	 * sandbox_error); the other tiers take the whole range. */
+	aj_config_init(&c);
+	c.tier = AJ_TIER_DOCKER;
+	c.uid_base = 2150000000u;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(contains(e.message, "2147483647, the highest the Docker Engine accepts"));
+	c.uid_base = 2147483648u - c.slots;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	c.uid_base++;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	c.tier = AJ_TIER_GVISOR;
+	c.uid_base = 2150000000u;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+
 	aj_config_init(&c);
 	c.tier = (enum aj_tier)42;
 	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);

@@ -214,5 +214,14 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 		return error_set(err, -EINVAL,
 				 "uid-base: %u with %u slots is out of range (1000 to 4294967293)",
 				 cfg->uid_base, cfg->slots);
+	/* The Docker Engine refuses a container user past 2^31 - 1 (its
+	 * runtime keeps uids as int32: "uids and gids must be in range
+	 * 0-2147483647"): every run of such a range would be a sandbox_error,
+	 * so the configuration is refused at open, with the reason. */
+	if (cfg->tier == AJ_TIER_DOCKER && (uint64_t)cfg->uid_base + cfg->slots > 2147483648ull)
+		return error_set(err, -EINVAL,
+				 "uid-base: %u with %u slots passes uid 2147483647, the highest "
+				 "the Docker Engine accepts",
+				 cfg->uid_base, cfg->slots);
 	return 0;
 }
