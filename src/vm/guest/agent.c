@@ -19,10 +19,10 @@
  *           run cgroup's directory (O_PATH).
  *
  * Once per image (the host boots one VM, then snapshots it):
- *   mount /proc, /dev -> load the virtio modules -> open the port -> make
- *   the run cgroup (in a cgroup2 hierarchy mounted nowhere) -> start the
- *   zygote and wait for "ready" -> / read-only -> VM_READY -> block reading
- *   VM_RUN.
+ *   mount /proc, /dev (and no sysfs) -> load the virtio modules -> open the
+ *   port -> make the run cgroup (in a cgroup2 hierarchy mounted nowhere) ->
+ *   start the zygote and wait for "ready" -> / read-only -> VM_READY ->
+ *   block reading VM_RUN.
  * The host snapshots the VM in that read and restores a copy per run, so
  * everything after VM_READY happens in a copy that wakes up with the clock,
  * the kernel's random generator and every address exactly as they were at
@@ -266,6 +266,14 @@ __attribute__((noreturn)) static void power_off(const char *message)
 	_exit(1);
 }
 
+/* No sysfs, ever: nothing the agent does needs it (finit_module takes an fd,
+ * devtmpfs makes the port's node, the cgroup hierarchy is held by fd), and
+ * it would show the program the machine it runs on (devices, CPUs, firmware,
+ * the kernel's modules and tunables), which no other tier shows. /sys stays
+ * the initramfs's empty directory, read-only with the rest of / from before
+ * VM_READY: the view the other tiers' empty read-only /sys gives. The program
+ * cannot mount one there, nor remount / writable: as uid 1000 it has no
+ * capability, and the seccomp policy refuses mount, fsopen and the rest. */
 static int mount_filesystems(struct failure *f)
 {
 	static const struct {
@@ -276,7 +284,6 @@ static int mount_filesystems(struct failure *f)
 		/* hidepid=invisible: the program (uid 1000) sees only its own
 		 * processes, as it would in the other tiers' pid namespace. */
 		{"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible"},
-		{"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
 		/* devtmpfs: the kernel makes the nodes (the port among them)
 		 * with root-only modes unless a driver says otherwise, so the
 		 * program cannot open the channel to the host. */
