@@ -192,6 +192,82 @@ static void its_own_kernel(void **state)
 	aj_result_free(&r);
 }
 
+/* What a program sees of /sys, in a run and in a session call: it should see
+ * nothing, as on every other tier (the guest kernel's sysfs names the
+ * machine: its devices, DMI, CPUs, the cgroup tree). It tries to mount its
+ * way back too. */
+static const char sys_probe[] =
+	"import os, ctypes\n"
+	"print('sys', os.listdir('/sys'))\n"
+	"for p in ['/sys/kernel/notes', '/sys/devices/system/cpu/online',\n"
+	"          '/sys/class/dmi/id/sys_vendor', '/sys/fs/cgroup/cgroup.procs']:\n"
+	"    try:\n"
+	"        open(p, 'rb').read()\n"
+	"        print('READ', p)\n"
+	"    except OSError as e:\n"
+	"        print('absent', p, e.errno)\n"
+	"print('read-only', bool(os.statvfs('/sys').f_flag & os.ST_RDONLY))\n"
+	"try:\n"
+	"    open('/sys/x', 'w')\n"
+	"    print('WROTE')\n"
+	"except OSError as e:\n"
+	"    print('refused', e.errno)\n"
+	"mounts = open('/proc/self/mountinfo').read()\n"
+	"print('sysfs mounted', ' - sysfs ' in mounts)\n"
+	"print('cgroup mounted', 'cgroup' in mounts)\n"
+	"print('in', open('/proc/self/cgroup').read().strip())\n"
+	"links = []\n"
+	"for d in os.listdir('/proc/self/fd'):\n"
+	"    try:\n"
+	"        links.append(os.readlink('/proc/self/fd/' + d))\n"
+	"    except OSError:\n"
+	"        pass\n"
+	"print('other fds', [l for l in links if l != '/dev/null' and not l.startswith('pipe:')])\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"os.makedirs('/tmp/m', exist_ok=True)\n"
+	"for fs in (b'sysfs', b'cgroup2'):\n"
+	"    rc = libc.mount(fs, b'/tmp/m', fs, 0, None)\n"
+	"    print('mount', fs.decode(), rc, ctypes.get_errno(), os.listdir('/tmp/m'))\n";
+
+static void assert_sys_is_empty(const char *out)
+{
+	static const char *const wanted[] = {
+		"sys []\n",
+		"absent /sys/kernel/notes 2\n", /* ENOENT */
+		"absent /sys/devices/system/cpu/online 2\n",
+		"absent /sys/class/dmi/id/sys_vendor 2\n",
+		"absent /sys/fs/cgroup/cgroup.procs 2\n",
+		"read-only True\n",
+		/* No hierarchy of the guest's is mounted where the program
+		 * could look. */
+		"sysfs mounted False\n",
+		"cgroup mounted False\n",
+		/* Yet the program is in the run's cgroup, whose limits hold
+		 * (the hostile table's memory and fork cases). */
+		"in 0::/run\n",
+		/* Nor holds an fd of it: stdio and the session's pipes only. */
+		"other fds []\n",
+		/* EPERM: no capability, and the seccomp policy refuses mount. */
+		"mount sysfs -1 1 []\n",
+		"mount cgroup2 -1 1 []\n",
+	};
+	for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+		if (!contains(out, wanted[i]))
+			fail_msg("no \"%s\" in what the program printed:\n%s", wanted[i], out);
+	if (contains(out, "READ") || contains(out, "WROTE"))
+		fail_msg("the program read or wrote in /sys:\n%s", out);
+}
+
+static void guest_sys_is_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "%s", sys_probe);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_sys_is_empty(r.stdout_buf);
+	aj_result_free(&r);
+}
+
 static void warm_pool_serves_fresh_vms(void **state)
 {
 	struct fixture *f = *state;
@@ -335,6 +411,20 @@ static void vm_session_memory_limit(void **state)
 	aj_session_close(s);
 }
 
+/* The session interpreter sees the same empty /sys. */
+static void vm_session_sys_is_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = vm_session_open(f);
+	struct aj_result r;
+	vm_session_call(s, &r, sys_probe);
+	/* Closed before the checks, so a failing one leaves no VM behind. */
+	aj_session_close(s);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_sys_is_empty(r.stdout_buf);
+	aj_result_free(&r);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -353,6 +443,7 @@ int main(void)
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(its_own_kernel),
+		HOSTILE_TEST(guest_sys_is_empty),
 		HOSTILE_TEST(vmm_is_jailed),
 		HOSTILE_TEST(killed_vmm_is_a_sandbox_error),
 		HOSTILE_TEST(no_run_directory_outlives_its_run),
@@ -360,6 +451,7 @@ int main(void)
 		HOSTILE_TEST(vm_session_keeps_state_and_files),
 		HOSTILE_TEST(vm_session_timeout_and_flood),
 		HOSTILE_TEST(vm_session_memory_limit),
+		HOSTILE_TEST(vm_session_sys_is_empty),
 	};
 	return cmocka_run_group_tests_name("microvm tier", tests, NULL, NULL);
 }

@@ -15,12 +15,14 @@
  *           already imported, waiting for one request. Its fds: 0 /dev/null,
  *           1 and 2 the stdout and stderr pipes (the agent holds the read
  *           ends), 3 the request pipe (agent -> zygote), 4 the control pipe
- *           (zygote -> agent: "ready", "pid N", "fail STEP: ERRNO").
+ *           (zygote -> agent: "ready", "pid N", "fail STEP: ERRNO"), 5 the
+ *           run cgroup's directory (O_PATH).
  *
  * Once per image (the host boots one VM, then snapshots it):
- *   mount /proc, /sys, /dev, cgroup2 -> load the virtio modules -> open the
- *   port -> make the run cgroup -> start the zygote and wait for "ready" ->
- *   / read-only -> VM_READY -> block reading VM_RUN.
+ *   mount /proc, /dev (and no sysfs) -> load the virtio modules -> open the
+ *   port -> make the run cgroup (in a cgroup2 hierarchy mounted nowhere) ->
+ *   start the zygote and wait for "ready" -> / read-only -> VM_READY ->
+ *   block reading VM_RUN.
  * The host snapshots the VM in that read and restores a copy per run, so
  * everything after VM_READY happens in a copy that wakes up with the clock,
  * the kernel's random generator and every address exactly as they were at
@@ -97,6 +99,8 @@
 /* The zygote's fds, as zygote.py expects them. */
 #define ZYGOTE_REQUEST_FD 3
 #define ZYGOTE_CONTROL_FD 4
+#define ZYGOTE_CGROUP_FD 5
+#define ZYGOTE_FDS 6
 
 /* Boot bounds. Under TCG module probing and Python's imports are slow, so
  * these are generous; they only exist so a broken image powers off instead
@@ -143,10 +147,11 @@ int write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
-/* Writes a short text (a cgroup knob) in one write, as the kernel wants it. */
-int write_text(const char *path, const char *text)
+/* Writes a short text (a cgroup knob: name in the directory dir) in one
+ * write, as the kernel wants it. */
+int write_text(int dir, const char *name, const char *text)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dir, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	int rc = write_all(fd, text, strlen(text));
@@ -154,10 +159,10 @@ int write_text(const char *path, const char *text)
 	return rc;
 }
 
-/* Reads a small text file; 0 or -errno. */
-int read_text(const char *path, char *buf, size_t size)
+/* Reads a small text file (name in the directory dir); 0 or -errno. */
+int read_text(int dir, const char *name, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	ssize_t n;
@@ -239,6 +244,14 @@ __attribute__((noreturn)) static void power_off(const char *message)
 	_exit(1);
 }
 
+/* No sysfs, ever: nothing the agent does needs it (finit_module takes an fd,
+ * devtmpfs makes the port's node, the cgroup hierarchy is held by fd), and
+ * it would show the program the machine it runs on (devices, CPUs, firmware,
+ * the kernel's modules and tunables), which no other tier shows. /sys stays
+ * the initramfs's empty directory, read-only with the rest of / from before
+ * VM_READY: the view the other tiers' empty read-only /sys gives. The program
+ * cannot mount one there, nor remount / writable: as uid 1000 it has no
+ * capability, and the seccomp policy refuses mount, fsopen and the rest. */
 static int mount_filesystems(struct failure *f)
 {
 	static const struct {
@@ -249,12 +262,10 @@ static int mount_filesystems(struct failure *f)
 		/* hidepid=invisible: the program (uid 1000) sees only its own
 		 * processes, as it would in the other tiers' pid namespace. */
 		{"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible"},
-		{"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
 		/* devtmpfs: the kernel makes the nodes (the port among them)
 		 * with root-only modes unless a driver says otherwise, so the
 		 * program cannot open the channel to the host. */
 		{"devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"},
-		{"cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
 	};
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		if (mount(table[i].source, table[i].target, table[i].type, table[i].flags,
@@ -320,15 +331,49 @@ static int open_port(struct failure *f)
 	}
 }
 
+int run_cgroup = -1;
+
 /* The run's cgroup, made at boot: only its limits depend on the request.
- * Enabling the controllers in the root hands them to children. */
+ * The cgroup2 hierarchy is mounted nowhere: fsmount gives a mount attached
+ * to no directory, reached only through the agent's fds, so no path in the
+ * guest leads to it and the program (which could read a mounted one, every
+ * process's cgroup and every knob) sees none, as on the other tiers. The
+ * agent keeps the run cgroup's directory open, close-on-exec; the zygote gets
+ * it as its fd 5 and closes it once its child has joined. Enabling the
+ * controllers in the root hands them to children. */
 static int make_run_cgroup(struct failure *f)
 {
 	int rc;
-	if ((rc = write_text(CGROUP_ROOT "/cgroup.subtree_control", "+memory +pids")))
+	int fs = fsopen("cgroup2", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(f, errno, "cgroup: fsopen cgroup2");
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		rc = errno;
+		close(fs);
+		return fail(f, rc, "cgroup: create the cgroup2 superblock");
+	}
+	int root = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						       MOUNT_ATTR_NOEXEC);
+	rc = errno;
+	close(fs);
+	if (root < 0)
+		return fail(f, rc, "cgroup: fsmount cgroup2");
+	if ((rc = write_text(root, "cgroup.subtree_control", "+memory +pids"))) {
+		close(root);
 		return fail(f, -rc, "cgroup: enable +memory +pids");
-	if (mkdir(RUN_CGROUP, 0755) < 0 && errno != EEXIST)
-		return fail(f, errno, "cgroup: mkdir %s", RUN_CGROUP);
+	}
+	if (mkdirat(root, RUN_CGROUP, 0755) < 0 && errno != EEXIST) {
+		rc = errno;
+		close(root);
+		return fail(f, rc, "cgroup: mkdir %s", RUN_CGROUP);
+	}
+	/* O_PATH: only a place to open the knobs from. Holding it holds the
+	 * mount, which the root's close would otherwise take down. */
+	run_cgroup = openat(root, RUN_CGROUP, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rc = errno;
+	close(root);
+	if (run_cgroup < 0)
+		return fail(f, rc, "cgroup: open %s", RUN_CGROUP);
 	/* No oom_score_adj for the agent: the OOM killer never picks PID 1,
 	 * and a value set here would be inherited by the zygote and so the
 	 * program, which the memory cgroup's OOM killer must be able to kill
@@ -421,15 +466,21 @@ static int start_zygote(struct zygote *z, struct failure *f)
 	if (pid < 0)
 		return fail(f, errno, "zygote: fork");
 	if (pid == 0) {
-		/* Move the ends the zygote keeps clear of 0..4 before
-		 * placing them, so no dup2 overwrites another. */
-		int keep[5] = {open("/dev/null", O_RDONLY | O_CLOEXEC), out[1], err[1], req[0],
-			       ctl[1]};
-		for (int i = 0; i < 5; i++)
+		/* Move the fds the zygote keeps clear of 0..5 before
+		 * placing them, so no dup2 overwrites another. The run
+		 * cgroup's directory is how its child joins that cgroup,
+		 * which no path leads to; the child closes it. */
+		int keep[ZYGOTE_FDS] = {
+			[0] = open("/dev/null", O_RDONLY | O_CLOEXEC), [1] = out[1], [2] = err[1],
+			[ZYGOTE_REQUEST_FD] = req[0], [ZYGOTE_CONTROL_FD] = ctl[1],
+			[ZYGOTE_CGROUP_FD] = run_cgroup,
+		};
+		for (int i = 0; i < ZYGOTE_FDS; i++)
 			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 16);
-		for (int i = 0; i < 5; i++) {
+		for (int i = 0; i < ZYGOTE_FDS; i++) {
 			if (keep[i] < 0 || dup2(keep[i], i) < 0) {
-				dprintf(keep[4], "fail zygote fd %d: %s\n", i, errname(errno));
+				dprintf(keep[ZYGOTE_CONTROL_FD], "fail zygote fd %d: %s\n", i,
+					errname(errno));
 				_exit(127);
 			}
 		}
@@ -678,15 +729,15 @@ int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f)
 	char v[32];
 	int rc;
 	snprintf(v, sizeof v, "%llu", (unsigned long long)memory_mb << 20);
-	if ((rc = write_text(RUN_CGROUP "/memory.max", v)))
+	if ((rc = write_text(run_cgroup, "memory.max", v)))
 		return fail(f, -rc, "cgroup: memory.max");
 	/* No swap: the memory limit is the memory the run gets. The VM has no
 	 * swap device, but a kernel that grows one must not loosen this. */
-	rc = write_text(RUN_CGROUP "/memory.swap.max", "0");
+	rc = write_text(run_cgroup, "memory.swap.max", "0");
 	if (rc && rc != -ENOENT)
 		return fail(f, -rc, "cgroup: memory.swap.max");
 	snprintf(v, sizeof v, "%u", pids);
-	if ((rc = write_text(RUN_CGROUP "/pids.max", v)))
+	if ((rc = write_text(run_cgroup, "pids.max", v)))
 		return fail(f, -rc, "cgroup: pids.max");
 	return 0;
 }
@@ -905,17 +956,17 @@ static void usage(const struct run *r, struct result *res, uint64_t *oom_kills)
 	res->head.cpu_us = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
 			   (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
 	res->head.memory_kb = (uint64_t)ru->ru_maxrss;
-	if (read_text(RUN_CGROUP "/cpu.stat", buf, sizeof buf) == 0 &&
+	if (read_text(run_cgroup, "cpu.stat", buf, sizeof buf) == 0 &&
 	    keyed_value(buf, "usage_usec") > res->head.cpu_us)
 		res->head.cpu_us = keyed_value(buf, "usage_usec");
 	/* The larger of the biggest process's resident set (which counts the
 	 * interpreter's pages it shares with the zygote, as a fresh python3's
 	 * would) and the whole tree's charge to the cgroup (which does not). */
-	if (read_text(RUN_CGROUP "/memory.peak", buf, sizeof buf) == 0 &&
+	if (read_text(run_cgroup, "memory.peak", buf, sizeof buf) == 0 &&
 	    strtoull(buf, NULL, 10) / 1024 > res->head.memory_kb)
 		res->head.memory_kb = strtoull(buf, NULL, 10) / 1024;
 	*oom_kills = 0;
-	if (read_text(RUN_CGROUP "/memory.events", buf, sizeof buf) == 0)
+	if (read_text(run_cgroup, "memory.events", buf, sizeof buf) == 0)
 		*oom_kills = keyed_value(buf, "oom_kill");
 }
 

@@ -13,8 +13,9 @@
 #include "../protocol.h"
 
 #define PYTHON "/usr/bin/python3"
-#define CGROUP_ROOT "/sys/fs/cgroup"
-#define RUN_CGROUP CGROUP_ROOT "/run"
+/* The run's cgroup: this directory of a cgroup2 hierarchy that is mounted
+ * nowhere (agent.c make_run_cgroup); run_cgroup is its fd. */
+#define RUN_CGROUP "run"
 #define WORKSPACE VM_GUEST_WORKSPACE
 /* After a kill, SIGKILL is repeated this often until everything is reaped. */
 #define KILL_REPEAT_MS 100
@@ -37,9 +38,12 @@ int fail(struct failure *f, int err, const char *fmt, ...);
 int64_t now_us(void);
 void sleep_ms(int ms);
 int write_all(int fd, const void *buf, size_t n);
-int write_text(const char *path, const char *text);
-int read_text(const char *path, char *buf, size_t size);
+int write_text(int dir, const char *name, const char *text);
+int read_text(int dir, const char *name, char *buf, size_t size);
 uint64_t keyed_value(const char *text, const char *key);
+
+/* The run cgroup's directory (O_PATH, close-on-exec), opened at boot. */
+extern int run_cgroup;
 
 /* The channel to the host. */
 extern int port_fd;

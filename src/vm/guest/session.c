@@ -99,7 +99,7 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	signal(SIGPIPE, SIG_DFL);
 	/* Into the run cgroup first, as root (cgroup.procs is root's): from
 	 * here every process of the session counts against memory and pids. */
-	int rc = write_text(RUN_CGROUP "/cgroup.procs", "0");
+	int rc = write_text(run_cgroup, "cgroup.procs", "0");
 	if (rc)
 		child_fail(errp, "cgroup join", -rc);
 	/* CPU: the hard limit is the session's total, set here from outside;
@@ -400,7 +400,7 @@ static void finish_interpreter(struct session *s, struct call *c)
 static uint64_t cgroup_value(const char *file, const char *key)
 {
 	char buf[1024];
-	if (read_text(file, buf, sizeof buf))
+	if (read_text(run_cgroup, file, buf, sizeof buf))
 		return 0;
 	return key ? keyed_value(buf, key) : strtoull(buf, NULL, 10);
 }
@@ -420,12 +420,12 @@ static void send_call_result(struct session *s, struct call *c)
 	if (c->ended) {
 		/* The whole cgroup's CPU since the last report: the interpreter,
 		 * its children, killed ones included. */
-		uint64_t cpu = cgroup_value(RUN_CGROUP "/cpu.stat", "usage_usec");
+		uint64_t cpu = cgroup_value("cpu.stat", "usage_usec");
 		r.cpu_us = cpu > s->cpu_reported_us ? cpu - s->cpu_reported_us : 0;
 		s->cpu_reported_us = cpu;
-		r.memory_kb = cgroup_value(RUN_CGROUP "/memory.peak", NULL) / 1024;
+		r.memory_kb = cgroup_value("memory.peak", NULL) / 1024;
 	}
-	uint64_t ooms = cgroup_value(RUN_CGROUP "/memory.events", "oom_kill");
+	uint64_t ooms = cgroup_value("memory.events", "oom_kill");
 	r.oom_kills = ooms > s->oom_reported ? ooms - s->oom_reported : 0;
 	s->oom_reported = ooms;
 	const char *message = c->setup_failed || c->broken ? c->why.message : "";

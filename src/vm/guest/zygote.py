@@ -5,10 +5,11 @@ Started at boot by the guest agent (agent.c, PID 1) as root:
     /usr/bin/python3 -I -u /agent/zygote.py
 
 with fd 0 /dev/null, fd 1 and 2 the pipes the agent reads as the program's
-stdout and stderr, fd 3 the request pipe (agent -> zygote) and fd 4 the
-control pipe (zygote -> agent). The same flags and environment as the other
-tiers' `python3 -I -u main.py`, so sys.flags, sys.path and the stdio encoding
-are the ones a program gets there.
+stdout and stderr, fd 3 the request pipe (agent -> zygote), fd 4 the
+control pipe (zygote -> agent) and fd 5 the run cgroup's directory (O_PATH:
+the cgroup2 hierarchy is mounted nowhere the program could look). The same
+flags and environment as the other tiers' `python3 -I -u main.py`, so
+sys.flags, sys.path and the stdio encoding are the ones a program gets there.
 
 At boot it imports what agent code commonly uses, says "ready" on fd 4 and
 blocks reading one request line from fd 3. The host snapshots the VM in that
@@ -20,10 +21,10 @@ On the request ("cpu=S fsize=MB pids=N nofile=N") it forks. The parent says
 waits for the program itself and has its status from the kernel. The child's
 CPU clock starts at zero, so RLIMIT_CPU counts the program's time, not the
 imports'. The child then, in this order: joins the run's cgroup (memory and
-pids bound the whole tree), applies the rlimits, drops to uid/gid 1000 with no
-groups (and so no capabilities), sets the umask, enters the workspace, sets
-the environment from nothing, closes fd 4 and runs /tmp/work/main.py as the
-__main__ module. A step it cannot apply is reported as "fail STEP: ERRNO" on
+pids bound the whole tree) and closes fd 5, applies the rlimits, drops to
+uid/gid 1000 with no groups (and so no capabilities), sets the umask, enters
+the workspace, sets the environment from nothing, closes fd 4 and runs
+/tmp/work/main.py as the __main__ module. A step it cannot apply is reported as "fail STEP: ERRNO" on
 fd 4 and the run is refused: the program never runs with less than asked.
 """
 import os
@@ -58,7 +59,7 @@ CONTROL_FD = 4
 UID = GID = 1000
 WORKSPACE = "/tmp/work"
 PROGRAM = WORKSPACE + "/main.py"
-RUN_CGROUP = "/sys/fs/cgroup/run/cgroup.procs"
+CGROUP_FD = 5
 ENVIRONMENT = {
     "PATH": "/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -103,7 +104,7 @@ def apply_limits(req):
     # Into the run's cgroup first, as root: cgroup.procs is root's to write,
     # and from here on every process of the program is counted against the
     # memory and pids limits.
-    step("cgroup join", write_text, RUN_CGROUP, "0")
+    step("cgroup join", join_cgroup)
     # CPU: SIGXCPU at the soft limit, SIGKILL one second later at the hard
     # one, for a program that catches or ignores SIGXCPU.
     step("rlimit cpu", set_limit, resource.RLIMIT_CPU, req["cpu"], req["cpu"] + 1)
@@ -122,12 +123,15 @@ def apply_limits(req):
     step("rlimit processes", set_limit, resource.RLIMIT_NPROC, req["pids"])
 
 
-def write_text(path, text):
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+def join_cgroup():
+    fd = os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=CGROUP_FD)
     try:
-        os.write(fd, text.encode())
+        os.write(fd, b"0")
     finally:
         os.close(fd)
+    # The program gets no handle on the cgroup tree: its knobs are root's,
+    # but what it could read there the other tiers do not show either.
+    os.close(CGROUP_FD)
 
 
 def drop_privileges():
