@@ -58,8 +58,8 @@ int ro_bind_resolve(const char *spec, char **out, struct aj_error *err);
 /* A checked or resolved entry's two paths (SANDBOX = HOST when only HOST
  * is given); -ENAMETOOLONG if either does not fit. */
 int ro_bind_split(const char *spec, char host[RO_BIND_PATH_MAX], char target[RO_BIND_PATH_MAX]);
-/* Whether a resolved entry's HOST is a directory (else a regular file). */
-bool ro_bind_is_dir(const char *spec);
+/* Whether path p is dir or lies below it ("/tmpfoo" is not under "/tmp"). */
+bool path_is_under(const char *p, const char *dir);
 
 /* Code the sandbox refuses before starting anything (missing, too large, a
  * NUL byte): 0, or -errno with res a sandbox_error naming why. */

@@ -42,7 +42,7 @@ static const char *path_problem(const char *p, size_t n)
 	return NULL;
 }
 
-static bool is_under(const char *p, const char *dir)
+bool path_is_under(const char *p, const char *dir)
 {
 	size_t n = strlen(dir);
 	return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
@@ -78,7 +78,7 @@ static int check_one(const char *spec, struct aj_error *err)
 		return error_set(err, -EINVAL, "ro_bind: '%s': SANDBOX cannot be / (the whole view)",
 				 spec);
 	for (size_t i = 0; i < sizeof run_owned / sizeof run_owned[0]; i++)
-		if (is_under(t, run_owned[i]))
+		if (path_is_under(t, run_owned[i]))
 			return error_set(err, -EINVAL,
 					 "ro_bind: '%s': SANDBOX is under %s, which each run makes "
 					 "for itself (choose a path such as /mnt/NAME)",
@@ -147,12 +147,4 @@ int ro_bind_resolve(const char *spec, char **out, struct aj_error *err)
 	(*out)[rn] = ':';
 	memcpy(*out + rn + 1, target, tn + 1);
 	return 0;
-}
-
-bool ro_bind_is_dir(const char *spec)
-{
-	char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX];
-	struct stat st;
-	ro_bind_split(spec, host, target);
-	return stat(host, &st) == 0 && S_ISDIR(st.st_mode);
 }

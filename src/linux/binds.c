@@ -49,12 +49,6 @@ void binds_close(struct bind_trees *t)
 	t->n = 0;
 }
 
-static bool is_under(const char *p, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
-}
-
 static bool dir_is_empty(const char *path)
 {
 	DIR *d = opendir(path);
@@ -79,7 +73,7 @@ struct staging {
 static bool is_staged(const struct staging *s, const char *path)
 {
 	for (uint32_t i = 0; i < s->n; i++)
-		if (is_under(path, s->dir[i]))
+		if (path_is_under(path, s->dir[i]))
 			return true;
 	return false;
 }

@@ -83,22 +83,21 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 	int rc;
 
 	/* The deployer's host paths, taken while the host is still in view. */
-	if ((rc = binds_open(s->cfg, &binds, e))) {
-		binds_close(&binds);
-		return rc;
-	}
+	if ((rc = binds_open(s->cfg, &binds, e)))
+		goto fail;
 	/* A mount of its own, so it can be made read-only and pivoted to. */
 	if (mount(root, root, NULL, MS_BIND, NULL) < 0) {
-		binds_close(&binds);
-		return setup_fail(e, errno, "image: bind %s", root);
+		rc = setup_fail(e, errno, "image: bind %s", root);
+		goto fail;
 	}
 	/* Read-only: the program changes nothing of the image the next run
 	 * gets. nosuid, nodev: no setuid binary or device node in it counts. */
 	if (mount("none", root, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
 		  NULL) < 0) {
-		binds_close(&binds);
-		return setup_fail(e, errno, "image: remount %s read-only", root);
+		rc = setup_fail(e, errno, "image: remount %s read-only", root);
+		goto fail;
 	}
+	/* binds_attach closes the clones, attached or not. */
 	if ((rc = binds_attach(root, s->cfg, &binds, e)) || (rc = jail_populate_root(s, root, e)))
 		return rc;
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching
@@ -112,6 +111,9 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 	if (chdir("/") < 0)
 		return setup_fail(e, errno, "image: chdir /");
 	return 0;
+fail:
+	binds_close(&binds);
+	return rc;
 }
 
 static int container_warm_open(const struct aj_config *cfg, struct container_state *st,
