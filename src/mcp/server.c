@@ -10,8 +10,9 @@
  *
  * A request whose _meta names a protocol version is served by the modern
  * rules, anything else by the legacy ones; the spec lets one process serve
- * both. Protocol problems are JSON-RPC errors; a program that fails is a
- * tool result with isError, so the model can correct itself.
+ * both. Protocol problems (a malformed request, an unknown tool) are
+ * JSON-RPC errors; arguments that do not fit a tool's schema, and a program
+ * that fails, are tool results with isError, so the model can correct itself.
  *
  * Threads: this one reads stdin and answers everything but tools/call; each
  * tools/call runs in a thread of its own, at most `concurrency` running at
@@ -283,20 +284,42 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 		return;
 	}
 	json_t *args = json_object_get(params, "arguments");
+	if (args && !json_is_object(args)) {
+		/* A CallToolRequest that does not fit its own schema is a
+		 * malformed request, not something the model wrote wrong. */
+		send_error(s, link, id, INVALID_PARAMS, "tools/call: params.arguments must be an object",
+			   NULL);
+		return;
+	}
+	/* Arguments may be left out (the schema makes them optional): the
+	 * tool's own check then names what is missing. */
+	json_t *none = args ? NULL : json_object();
+	if (!args)
+		args = none;
 	const char *code;
 	size_t len;
-	char why[200], msg[260];
+	char why[200];
 	int bad = tool == TOOL_RUN_PYTHON ? tool_code_argument(args, &code, &len, why, sizeof why)
 					  : file_tool_arguments(tool, args, why, sizeof why);
 	if (bad) {
-		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s",
-			 json_string_value(name), why);
-		send_error(s, link, id, INVALID_PARAMS, msg, NULL);
+		/* Arguments that do not fit the tool's inputSchema are a tool
+		 * execution error (MCP 2025-11-25, SEP-1303), not a protocol
+		 * error: the model reads the words and corrects its call, where
+		 * a JSON-RPC error would make the client throw instead. */
+		json_t *r = tool_error("Invalid arguments for %s: %s (the tool's inputSchema "
+				       "says what it takes)",
+				       json_string_value(name), why);
+		json_decref(none);
+		if (r)
+			send_result(s, link, id, r, modern);
+		else
+			send_error(s, link, id, INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
 	struct call *c = calloc(1, sizeof *c);
 	if (!c || aj_cancel_new(&c->cancel)) {
 		free(c);
+		json_decref(none);
 		send_error(s, link, id, INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
@@ -304,6 +327,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	c->link = link;
 	c->id = json_incref(id);
 	c->args = json_incref(args);
+	json_decref(none);
 	c->tool = tool;
 	c->modern = modern;
 	pthread_mutex_lock(&s->lock);

@@ -149,10 +149,26 @@ describe('SDK v1 client, protocol 2025-11-25', () => {
   test('an unknown tool is a protocol error, and the server keeps serving', async () => {
     await assert.rejects(client.callTool({ name: 'run_bash', arguments: { code: 'ls' } }),
       (e) => e.code === -32602 && /Unknown tool: run_bash/.test(e.message));
-    await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 'print(1)', timeout: 3600 } }),
-      (e) => e.code === -32602 && /only 'code'/.test(e.message));
-    await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 42 } }),
-      (e) => e.code === -32602);
+    const r = await run('print("still here")');
+    assert.equal(r.structuredContent.stdout, 'still here\n');
+  });
+
+  test('arguments outside the schema are an isError result the model can read (SEP-1303)', async () => {
+    // MCP 2025-11-25: input validation failures are tool execution
+    // errors, so callTool resolves and the model sees what to correct.
+    const cases = [
+      [{ code: 'print(1)', timeout: 3600 }, /unexpected argument 'timeout': run_python takes only 'code'/],
+      [{ code: 42 }, /'code' must be a string/],
+      [{}, /'code' must be a string/],
+      [undefined, /'code' must be a string/],
+    ];
+    for (const [args, words] of cases) {
+      const r = await client.callTool({ name: 'run_python', arguments: args });
+      assert.equal(r.isError, true);
+      assert.equal(r.content[0].type, 'text');
+      assert.match(r.content[0].text, /^Invalid arguments for run_python: /);
+      assert.match(r.content[0].text, words);
+    }
     const r = await run('print("still here")');
     assert.equal(r.structuredContent.stdout, 'still here\n');
   });
@@ -328,9 +344,24 @@ describe('sessions (--sessions), SDK v1 client', () => {
     r = await call('upload_file', { path: 'big.bin', content: 'x'.repeat(1024 * 1024 + 1) });
     assert.equal(r.isError, true);
     assert.match(r.content[0].text, /transfer limit/);
-    // Arguments outside the schema stay protocol errors.
-    await assert.rejects(call('download_file', { path: 'a', mode: 'r' }), (e) => e.code === -32602);
-    await assert.rejects(call('upload_file', { path: 'a', content: 'x', encoding: 'hex' }), (e) => e.code === -32602);
+  });
+
+  test('the file tools\' arguments outside the schema are isError results too (SEP-1303)', async () => {
+    const cases = [
+      ['download_file', { path: 'a', mode: 'r' }, /unexpected argument 'mode'/],
+      ['upload_file', { path: 'a', content: 'x', encoding: 'hex' }, /'encoding' must be "utf-8" or "base64"/],
+      ['upload_file', { path: 'a' }, /'content' is required/],
+      ['download_file', {}, /'path' is required/],
+      ['list_files', { path: 7 }, /'path' must be a string/],
+      ['run_python', { source: 'print(1)' }, /unexpected argument 'source'/],
+    ];
+    for (const [name, args, words] of cases) {
+      const r = await call(name, args);
+      assert.equal(r.isError, true, name);
+      assert.match(r.content[0].text, new RegExp(`^Invalid arguments for ${name}: `));
+      assert.match(r.content[0].text, words);
+    }
+    await assert.rejects(call('run_bash', { code: 'ls' }), (e) => e.code === -32602);
   });
 
   test('a matplotlib figure comes back as an image content block with PNG bytes', async () => {
@@ -502,7 +533,13 @@ describe('raw protocol', () => {
     s.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 'run_python' });
     assert.equal((await s.next()).error.code, -32600);
     s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'run_python', arguments: { code: ['x'] } } });
-    assert.equal((await s.next()).error.code, -32602);
+    m = await s.next();
+    assert.equal(m.result.isError, true, 'a wrong argument is the model\'s to correct');
+    assert.match(m.result.content[0].text, /'code' must be a string/);
+    s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'run_python', arguments: 'print(1)' } });
+    m = await s.next();
+    assert.equal(m.error.code, -32602, 'arguments that are not an object make a malformed request');
+    assert.match(m.error.message, /params.arguments must be an object/);
     s.send({ jsonrpc: '2.0', id: null, method: 'ping' });
     m = await s.next();
     assert.equal(m.error.code, -32600);
@@ -573,6 +610,11 @@ describe('raw protocol', () => {
     m = await s.next();
     assert.equal(m.result.resultType, 'complete');
     assert.equal(m.result.structuredContent.stdout, '1\n');
+    s.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { _meta: modernMeta, name: 'run_python', arguments: { code: 1 } } });
+    m = await s.next();
+    assert.equal(m.result.resultType, 'complete');
+    assert.equal(m.result.isError, true);
+    assert.match(m.result.content[0].text, /'code' must be a string/);
     s.end();
     await s.exited;
   });

@@ -144,6 +144,22 @@ describe('SDK v1 client over Streamable HTTP, protocol 2025-11-25', () => {
     assert.equal(r.structuredContent.exit_code, 3);
   });
 
+  test('arguments outside the schema are an isError result (SEP-1303), and no run is spent', async () => {
+    const before = await counters(s);
+    for (const [args, words] of [[{ code: 7 }, /'code' must be a string/],
+      [{ code: 'print(1)', memory: 4096 }, /unexpected argument 'memory'/], [{}, /'code' must be a string/]]) {
+      const r = await client.callTool({ name: 'run_python', arguments: args });
+      assert.equal(r.isError, true);
+      assert.match(r.content[0].text, /^Invalid arguments for run_python: /);
+      assert.match(r.content[0].text, words);
+    }
+    await assert.rejects(client.callTool({ name: 'run_shell', arguments: { code: 'ls' } }),
+      (e) => e.code === -32602 && /Unknown tool: run_shell/.test(e.message));
+    assert.equal((await counters(s)).runs, before.runs);
+    const r = await run('print("after")');
+    assert.equal(r.structuredContent.stdout, 'after\n');
+  });
+
   test('six concurrent calls are each answered with their own output', async () => {
     const ids = [1, 2, 3, 4, 5, 6];
     const rs = await Promise.all(ids.map((i) =>
