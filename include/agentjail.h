@@ -288,6 +288,21 @@ char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier);
  * outputSchema, annotations), its session form when session is true; JSON,
  * malloc'ed, NULL on ENOMEM. cfg NULL: the defaults. */
 char *aj_tool_definition(const struct aj_config *cfg, bool session);
+/* The tools to offer a model for sb, as a JSON array of MCP Tool objects
+ * (what `agentjail mcp` lists): run_python, and with session its session
+ * form and the file tools upload_file, download_file and list_files. Unlike
+ * aj_tool_definition, run_python's description names the notable packages
+ * (numpy, pandas, ...) sb's interpreter has, found by one probe run in sb
+ * the first time (kept for sb's life). Malloc'ed; NULL on ENOMEM. */
+char *aj_tool_list(struct aj_sandbox *sb, bool session);
+/* One call of a session's file tool (name: upload_file, download_file or
+ * list_files; args_json: its arguments) on s, as an MCP CallToolResult in
+ * JSON: content (text, and an image block for an image downloaded),
+ * structuredContent, isError. An unknown tool, arguments outside the
+ * schema and what the library refuses are isError results with words for
+ * the model. Malloc'ed; NULL on ENOMEM. */
+char *aj_session_tool_call(struct aj_session *s, const char *name, const char *args_json,
+			   size_t len);
 /* A tool call's arguments (a JSON object) checked against the schema: 0
  * with *code malloc'ed (NUL-terminated), or -EINVAL with err saying what
  * does not fit, in words for the model. */

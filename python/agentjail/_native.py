@@ -98,6 +98,9 @@ int aj_tier_parse(const char *name, enum aj_tier *out);
 const char *aj_status_name(enum aj_status status);
 char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier);
 char *aj_tool_definition(const struct aj_config *cfg, bool session);
+char *aj_tool_list(struct aj_sandbox *sb, bool session);
+char *aj_session_tool_call(struct aj_session *s, const char *name, const char *args_json,
+                           size_t len);
 int aj_tool_arguments(const char *args_json, size_t len, char **code, size_t *code_len,
                       struct aj_error *err);
 char *aj_result_text(const struct aj_result *res);

@@ -1,14 +1,16 @@
-"""The run_python tool for a model: its definition in the shapes the big
-model APIs take, and a handler that turns a tool call into the text a model
-reads well. The words are the library's (src/core/tool.c), the same the MCP
-server sends, so a model sees one tool however the sandbox is reached.
+"""The tools for a model: run_python (and, over a session, the file tools
+upload_file, download_file and list_files), their definitions in the shapes
+the big model APIs take, and handlers that turn a tool call into what a
+model reads. The words are the library's (src/core/tool.c, tool_files.c),
+the same the MCP server sends, so a model sees one set of tools however the
+sandbox is reached; run_python's description names the notable packages the
+sandbox really has (probed once per sandbox).
 
     tool = sandbox.tool()
-    client.chat.completions.create(..., tools=[tool.openai()])
-    for call in message.tool_calls:
-        messages.append(tool.handle_openai(call))
+    client.chat.completions.create(..., tools=tool.openai_tools())
+    messages += tool.handle_openai_calls(message.tool_calls)   # images too
 
-    client.messages.create(..., tools=[tool.anthropic()])
+    client.messages.create(..., tools=tool.anthropic_tools())
     for block in response.content:
         if block.type == "tool_use":
             results.append(tool.handle_anthropic(block))
@@ -20,6 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ._calls import blocking
 from ._native import ffi, lib
 from .errors import AgentjailError, SandboxClosed, SandboxError
 from .result import Execution, Image
@@ -64,13 +67,8 @@ class RunPythonTool:
         else:
             raise TypeError(f"a tool runs on a Sandbox or a Session, not {type(target).__name__}")
         self._config = target._config
-        p = lib.aj_tool_definition(self._config.c, self.session)
-        if p == ffi.NULL:
-            raise MemoryError("agentjail: out of memory")
-        try:
-            self._definition = json.loads(ffi.string(p).decode())
-        finally:
-            lib.aj_free(p)
+        self._definitions = _tool_list(self._sandbox, self._config, self.session)
+        self._definition = self._definitions[0]
 
     # ---- definitions ----
 
@@ -106,6 +104,34 @@ class RunPythonTool:
         """For Anthropic's Messages API `tools`."""
         return {"name": self.name, "description": self.description,
                 "input_schema": self.parameters}
+
+    # Every tool: run_python, and over a session the file tools too.
+
+    @property
+    def names(self):
+        return [d["name"] for d in self._definitions]
+
+    def mcp_tools(self):
+        """The MCP Tool objects, as `agentjail mcp` (--sessions) lists them."""
+        return json.loads(json.dumps(self._definitions))
+
+    def openai_tools(self):
+        """Chat completions' `tools`: run_python, and a session's file tools."""
+        return [{"type": "function",
+                 "function": {"name": d["name"], "description": d["description"],
+                              "parameters": d["inputSchema"], "strict": _strict(d)}}
+                for d in self.mcp_tools()]
+
+    def openai_responses_tools(self):
+        """The Responses API's `tools`: run_python, and a session's file tools."""
+        return [{"type": "function", "name": d["name"], "description": d["description"],
+                 "parameters": d["inputSchema"], "strict": _strict(d)}
+                for d in self.mcp_tools()]
+
+    def anthropic_tools(self):
+        """Anthropic's `tools`: run_python, and a session's file tools."""
+        return [{"name": d["name"], "description": d["description"],
+                 "input_schema": d["inputSchema"]} for d in self.mcp_tools()]
 
     # ---- calls ----
 
@@ -184,31 +210,98 @@ class RunPythonTool:
 
     # ---- the APIs' message shapes ----
 
-    def _unknown(self, name):
+    def handle(self, name, arguments):
+        """Runs a call of any of this tool's tools by name (run_python, or a
+        session's upload_file, download_file, list_files) and returns its
+        ToolResult. An unknown name is a result the model reads."""
+        if name == self.name:
+            return self.call(arguments)
+        if self.session and name in self.names:
+            return self._file_call(name, arguments)
         return ToolResult(f"Unknown tool: {name}", True)
+
+    def _file_call(self, name, arguments):
+        if isinstance(arguments, (bytes, bytearray)):
+            arguments = bytes(arguments).decode("utf-8", "replace")
+        if not isinstance(arguments, str):
+            try:
+                arguments = json.dumps(arguments)
+            except (TypeError, ValueError) as e:
+                return ToolResult(f"Invalid arguments for {name}: {e}", True)
+        data = arguments.encode("utf-8", "replace")
+        try:
+            session, note = self._current_session()
+        except AgentjailError as e:
+            return ToolResult(f"{name}: {e}", True)
+        # The session's own bookkeeping, as its put_file does: close() waits
+        # for this call before the handle is freed.
+        call = session._calls.begin()
+        try:
+            p = blocking(call, lib.aj_session_tool_call, session._handle, name.encode(), data,
+                         len(data))
+        finally:
+            session._calls.end(call)
+        if p == ffi.NULL:
+            raise MemoryError("agentjail: out of memory")
+        try:
+            result = json.loads(ffi.string(p).decode())
+        finally:
+            lib.aj_free(p)
+        texts = [b["text"] for b in result["content"] if b["type"] == "text"]
+        images = [Image(name=f"{name}-{i + 1}", mime=b["mimeType"], data=base64.b64decode(b["data"]))
+                  for i, b in enumerate(b for b in result["content"] if b["type"] == "image")]
+        text = "\n".join(texts)
+        if note:
+            text = f"{note}\n\n{text}"
+        return ToolResult(text, bool(result.get("isError")), images)
 
     def handle_openai(self, tool_call):
         """A chat-completions tool call (dict or SDK object) -> the "tool"
-        message to append. Chat tool messages carry text only: the images'
-        names are in it, and the bytes in the ToolResult (handle()) for a
-        caller that forwards them."""
+        message to append. Chat tool messages carry text only, so the
+        images are not in it (their names are): handle_openai_calls returns
+        them too, in a user message after the tool messages."""
+        return self._openai_call(tool_call)[0]
+
+    def _openai_call(self, tool_call):
         fn = _get(tool_call, "function", {})
-        name = _get(fn, "name")
-        r = self.call(_get(fn, "arguments", "{}")) if name == self.name else self._unknown(name)
-        return {"role": "tool", "tool_call_id": _get(tool_call, "id"), "content": r.text}
+        r = self.handle(_get(fn, "name"), _get(fn, "arguments", "{}"))
+        return {"role": "tool", "tool_call_id": _get(tool_call, "id"), "content": r.text}, r
+
+    def handle_openai_calls(self, tool_calls):
+        """All the tool calls of one chat-completions assistant message ->
+        the messages to append: a "tool" message for each, in order, then,
+        if any call made images, one "user" message carrying them as
+        image_url parts (data: URLs). Chat completions take images only in
+        user messages, and a user message may not come between the tool
+        messages that answer one assistant message, so it comes after."""
+        messages, parts = [], []
+        for tc in tool_calls or []:
+            msg, r = self._openai_call(tc)
+            messages.append(msg)
+            for im in r.images:
+                parts.append({"type": "text",
+                              "text": f"Image {im.name} from tool call {msg['tool_call_id']}:"})
+                parts.append({"type": "image_url", "image_url": {"url": _data_url(im)}})
+        if parts:
+            messages.append({"role": "user", "content": parts})
+        return messages
 
     def handle_openai_response(self, item):
-        """A Responses API function_call item -> its function_call_output."""
-        name = _get(item, "name")
-        r = self.call(_get(item, "arguments", "{}")) if name == self.name else self._unknown(name)
+        """A Responses API function_call item -> its function_call_output.
+        With images, output is a list: the text as input_text, then each
+        image as input_image with a data: URL; without, the text alone."""
+        r = self.handle(_get(item, "name"), _get(item, "arguments", "{}"))
+        output = r.text
+        if r.images:
+            output = [{"type": "input_text", "text": r.text}] + [
+                {"type": "input_image", "image_url": _data_url(im)} for im in r.images]
         return {"type": "function_call_output", "call_id": _get(item, "call_id"),
-                "output": r.text}
+                "output": output}
 
     def handle_anthropic(self, block):
         """An Anthropic tool_use block -> its tool_result block, with the
         images as image blocks and is_error unless the program exited 0."""
-        name = _get(block, "name")
-        r = self.call(_get(block, "input", {})) if name == self.name else self._unknown(name)
+        r = self.handle(_get(block, "name"), _get(block, "input", {}))
         content = [{"type": "text", "text": r.text}]
         for im in r.images:
             content.append({"type": "image",
@@ -216,6 +309,56 @@ class RunPythonTool:
                                        "data": base64.b64encode(im.data).decode()}})
         return {"type": "tool_result", "tool_use_id": _get(block, "id"), "content": content,
                 "is_error": r.is_error}
+
+
+def _data_url(im):
+    return f"data:{im.mime};base64,{base64.b64encode(im.data).decode()}"
+
+
+def _strict(definition):
+    """OpenAI's strict mode needs every property required: list_files'
+    optional path is not, so that tool is offered without it."""
+    schema = definition["inputSchema"]
+    return set(schema.get("required", [])) == set(schema.get("properties", {}))
+
+
+def _tool_list(sandbox, config, session):
+    """The library's tool list for this sandbox (run_python's description
+    naming the packages it has, probed once per sandbox). A tool over a
+    Session alone opens a sandbox of the same configuration for the probe
+    and closes it."""
+    if sandbox is not None and not sandbox.closed:
+        # As a run would: close() waits for the probe before freeing it.
+        call = sandbox._calls.begin()
+        try:
+            p = blocking(call, lib.aj_tool_list, sandbox._handle, session)
+        finally:
+            sandbox._calls.end(call)
+    else:
+        out = ffi.new("struct aj_sandbox **")
+        err = ffi.new("struct aj_error *")
+        if lib.aj_open(config.c, out, err):
+            # Nothing to probe with: run_python alone, in the library's
+            # words for a sandbox not known (only the standard library).
+            return [_definition(config, session)]
+        try:
+            p = lib.aj_tool_list(out[0], session)
+        finally:
+            lib.aj_close(out[0])
+    return _take_json(p)
+
+
+def _definition(config, session):
+    return _take_json(lib.aj_tool_definition(config.c, session))
+
+
+def _take_json(p):
+    if p == ffi.NULL:
+        raise MemoryError("agentjail: out of memory")
+    try:
+        return json.loads(ffi.string(p).decode())
+    finally:
+        lib.aj_free(p)
 
 
 def run_python_tool(target, session=False):

@@ -4,6 +4,7 @@ that turn a tool call into what the model reads."""
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -143,3 +144,115 @@ def test_a_closed_sandbox_is_a_result_not_a_crash():
     sb.close()
     r = tool.call({"code": "print(1)"})
     assert r.is_error and "closed" in r.text
+
+
+NOTABLE = ["numpy", "pandas", "scipy", "matplotlib", "sklearn", "polars", "requests"]
+
+
+def importable(sb, modules):
+    """Which of modules the sandbox's own interpreter can import: the
+    truth the description is judged against."""
+    ex = sb.run("import importlib.util\n"
+                f"print([m for m in {modules!r} if importlib.util.find_spec(m)])")
+    assert ex.ok, ex.stderr
+    return set(eval(ex.stdout))
+
+
+@pytest.mark.parametrize("tier,image", [("process", None), ("container", "test"),
+                                        ("container", "test-ds")])
+def test_the_description_names_what_the_sandbox_has_and_nothing_it_lacks(sandbox_for, tier, image):
+    opts = tier_options(tier, **({"image": image} if image else {}))
+    opts.pop("timeout"), opts.pop("cpu_sec")
+    why = agentjail.check(tier, **opts)[tier]
+    if why:
+        pytest.skip(f"the {tier} tier cannot run here: {why}")
+    sb = sandbox_for(tier, **({"image": image} if image else {}))
+    has = importable(sb, NOTABLE)
+    for session in (False, True):
+        desc = sb.tool(session=session).description
+        named = re.search(r"Installed besides the Python standard library: (.*?)\. ", desc)
+        named = {n.split(" ")[0] for n in named.group(1).split(", ")} if named else set()
+        assert named & set(NOTABLE) == has, desc
+        if not has:
+            assert "Only the Python standard library is available" in desc
+        assert "no network" in desc
+
+
+def test_a_session_tool_offers_the_file_tools_it_names(sb):
+    plain = sb.tool()
+    assert plain.names == ["run_python"]
+    with sb.tool(session=True) as tool:
+        assert tool.names == ["run_python", "upload_file", "download_file", "list_files"]
+        served = mcp_tools("--tier", "process", "--sessions")
+        assert [t["name"] for t in tool.mcp_tools()] == list(served)
+        assert tool.mcp_tools()[1:] == [served[n] for n in tool.names[1:]]
+        # No description names a tool that is not offered.
+        for defs, offered in ((plain.mcp_tools(), plain.names), (tool.mcp_tools(), tool.names)):
+            for d in defs:
+                for other in ("upload_file", "download_file", "list_files"):
+                    assert other not in d["description"] or other in offered
+        assert [t["function"]["name"] for t in tool.openai_tools()] == tool.names
+        assert [t["name"] for t in tool.openai_responses_tools()] == tool.names
+        assert [t["name"] for t in tool.anthropic_tools()] == tool.names
+        assert tool.anthropic_tools()[1]["input_schema"]["required"] == ["path", "content"]
+
+        up = tool.handle_openai({"id": "c1", "function": {
+            "name": "upload_file", "arguments": json.dumps({"path": "d/in.txt", "content": "hi"})}})
+        assert up == {"role": "tool", "tool_call_id": "c1", "content": "wrote d/in.txt (2 bytes)"}
+        r = tool.call({"code": "print(open('d/in.txt').read())"})
+        assert "--- stdout ---\nhi\n" in r.text
+        r = tool.handle("list_files", {"path": "d"})
+        assert not r.is_error and "in.txt  (2 bytes)" in r.text
+        r = tool.handle_anthropic({"id": "t", "name": "download_file", "input": {"path": "d/in.txt"}})
+        assert r["is_error"] is False and r["content"][0]["text"] == "hi"
+        # What the library refuses, and arguments outside the schema: words.
+        r = tool.handle("download_file", {"path": "../../etc/passwd"})
+        assert r.is_error and "'..' is not allowed" in r.text
+        r = tool.handle("upload_file", {"path": "a"})
+        assert r.is_error and "'content' is required" in r.text
+        r = tool.handle("rm_rf", {})
+        assert r.is_error and r.text == "Unknown tool: rm_rf"
+    # Without a session the file tools are not there to call.
+    assert plain.handle("list_files", {}).text == "Unknown tool: list_files"
+
+
+PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\n"
+
+
+def png(data_url):
+    head, b64 = data_url.split(",", 1)
+    assert head == "data:image/png;base64"
+    return base64.b64decode(b64)
+
+
+def test_openai_handlers_return_images_in_shapes_the_apis_take(sb):
+    with sb.tool(session=True) as tool:
+        if not tool.call({"code": "import matplotlib"}).execution.ok:
+            pytest.skip("matplotlib is not installed for the sandbox's interpreter")
+        calls = [{"id": "a", "function": {"name": "run_python", "arguments": json.dumps({"code": PLOT})}},
+                 {"id": "b", "function": {"name": "run_python", "arguments": '{"code": "print(2)"}'}}]
+        msgs = tool.handle_openai_calls(calls)
+        # Chat completions: the tool messages first, in order, then one
+        # user message with the image as an image_url part.
+        assert [m["role"] for m in msgs] == ["tool", "tool", "user"]
+        assert [m["tool_call_id"] for m in msgs[:2]] == ["a", "b"]
+        assert "figure-1.png (image/png" in msgs[0]["content"]
+        parts = msgs[2]["content"]
+        assert parts[0] == {"type": "text", "text": "Image figure-1.png from tool call a:"}
+        assert parts[1]["type"] == "image_url"
+        assert png(parts[1]["image_url"]["url"]).startswith(b"\x89PNG")
+        assert tool.handle_openai_calls(calls[1:]) == [
+            {"role": "tool", "tool_call_id": "b", "content": tool.call({"code": "print(2)"}).text}]
+        # The Responses API: the image inside the function_call_output.
+        out = tool.handle_openai_response({"type": "function_call", "call_id": "c",
+                                           "name": "run_python",
+                                           "arguments": json.dumps({"code": PLOT})})
+        assert out["type"] == "function_call_output" and out["call_id"] == "c"
+        assert out["output"][0]["type"] == "input_text"
+        assert out["output"][0]["text"].startswith("status: ok")
+        assert out["output"][1]["type"] == "input_image"
+        assert png(out["output"][1]["image_url"]).startswith(b"\x89PNG")
+        # Anthropic: an image block in the tool_result.
+        r = tool.handle_anthropic({"id": "t", "name": "run_python", "input": {"code": PLOT}})
+        assert r["content"][1]["type"] == "image"
+        assert base64.b64decode(r["content"][1]["source"]["data"]).startswith(b"\x89PNG")

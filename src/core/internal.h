@@ -2,6 +2,7 @@
 #ifndef AJ_INTERNAL_H
 #define AJ_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -91,7 +92,23 @@ int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *cou
  * check of its arguments (0 with the code, or -1 with why), and the text a
  * model reads back (malloc'ed, valid UTF-8). */
 #define AJ_TOOL_NAME "run_python"
-json_t *tool_definition_object(const struct aj_config *cfg, bool sessions);
+/* Which notable packages (numpy, pandas, ...) a sandbox's interpreter has,
+ * probed once per sandbox (tool.c) and kept in it: names, in the probe's
+ * order, comma-separated; known is false until a probe succeeded. */
+struct tool_packages {
+	pthread_mutex_t lock;
+	bool probed;
+	bool known;
+	uint32_t found;  /* a bit for each package of tool.c's list */
+	char names[512];
+};
+struct tool_packages *sandbox_packages(struct aj_sandbox *sb);
+/* packages: what the description names as installed; NULL when nothing
+ * was probed (the words then promise only the standard library). */
+json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
+			       const struct tool_packages *packages);
+/* The probe's verdict for sb (probing it on first use); NULL if unknown. */
+const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
 int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
 char *result_text(const struct aj_result *res, size_t *len);
 

@@ -29,6 +29,7 @@ struct aj_sandbox {
 	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
 	const struct tier_ops *ops;
 	void *state;
+	struct tool_packages packages; /* tool.c's probe, run once */
 };
 
 /* The host paths, resolved now (ro_bind.c): what the runs are shown is
@@ -61,6 +62,7 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	struct aj_sandbox *sb = calloc(1, sizeof *sb);
 	if (!sb)
 		return error_set(err, -ENOMEM, "open: out of memory");
+	pthread_mutex_init(&sb->packages.lock, NULL);
 	sb->cfg = *cfg;
 	sb->python = strdup(cfg->python ? cfg->python : AJ_DEFAULT_PYTHON);
 	sb->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
@@ -181,6 +183,11 @@ void *sandbox_state(const struct aj_sandbox *sb)
 	return sb->state;
 }
 
+struct tool_packages *sandbox_packages(struct aj_sandbox *sb)
+{
+	return &sb->packages;
+}
+
 const struct aj_config *sandbox_config(const struct aj_sandbox *sb)
 {
 	return &sb->cfg;
@@ -206,6 +213,7 @@ void aj_close(struct aj_sandbox *sb)
 	free(sb->cgroup_root);
 	free(sb->accel);
 	free(sb->preload);
+	pthread_mutex_destroy(&sb->packages.lock);
 	free(sb);
 }
 

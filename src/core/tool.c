@@ -5,27 +5,143 @@
  * the sandbox is reached. */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* The packages a model most often reaches for, by the name it imports, and
+ * the name it is known by when that differs. */
+static const struct notable {
+	const char *module;
+	const char *label;
+} notable[] = {
+	{"numpy", NULL},         {"pandas", NULL},        {"scipy", NULL},
+	{"matplotlib", NULL},    {"seaborn", NULL},       {"sklearn", "scikit-learn"},
+	{"statsmodels", NULL},   {"sympy", NULL},         {"networkx", NULL},
+	{"PIL", "Pillow"},       {"polars", NULL},        {"pyarrow", NULL},
+	{"bs4", "beautifulsoup4"}, {"lxml", NULL},        {"yaml", "PyYAML"},
+	{"requests", NULL},
+};
+#define NOTABLE (sizeof notable / sizeof notable[0])
+_Static_assert(NOTABLE <= 32, "tool_packages.found has a bit for each");
+
+/* find_spec locates a module without importing it: the probe runs none of
+ * the packages' code and costs one interpreter start. */
+static const char probe_code[] =
+	"import importlib.util\n"
+	"for m in %s:\n"
+	"    try:\n"
+	"        if importlib.util.find_spec(m):\n"
+	"            print(m)\n"
+	"    except Exception:\n"
+	"        pass\n";
+
+/* Runs the probe in a fresh run of sb and fills p. Why its answer can be
+ * put in front of a model: it runs before the agent's first call, in a run
+ * of its own (a fresh sandbox, as every aj_run is), so what it sees is what
+ * the deployer installed (the host interpreter as the process tier shows
+ * it, the image of the other tiers), not anything an agent's code left
+ * behind. Only names from the list above are taken from its output, so an
+ * interpreter that printed anything else could not put words of its own
+ * into the description. */
+static void probe(struct aj_sandbox *sb, struct tool_packages *p)
+{
+	char list[600] = "(", code[1200];
+	for (size_t i = 0; i < NOTABLE; i++) {
+		strcat(list, "'");
+		strcat(list, notable[i].module);
+		strcat(list, "',");
+	}
+	strcat(list, ")");
+	snprintf(code, sizeof code, probe_code, list);
+	struct aj_result res;
+	aj_run(sb, code, strlen(code), &res);
+	if (res.status == AJ_STATUS_OK) {
+		bool found[NOTABLE] = {0};
+		for (char *line = res.stdout_buf; line && *line;) {
+			char *nl = strchr(line, '\n');
+			size_t len = nl ? (size_t)(nl - line) : strlen(line);
+			for (size_t i = 0; i < NOTABLE; i++)
+				if (strlen(notable[i].module) == len &&
+				    !memcmp(notable[i].module, line, len))
+					found[i] = true;
+			line = nl ? nl + 1 : NULL;
+		}
+		p->names[0] = '\0';
+		for (size_t i = 0; i < NOTABLE; i++) {
+			if (!found[i])
+				continue;
+			p->found |= 1u << i;
+			size_t used = strlen(p->names);
+			snprintf(p->names + used, sizeof p->names - used, "%s%s%s%s%s",
+				 used ? ", " : "", notable[i].module,
+				 notable[i].label ? " (" : "",
+				 notable[i].label ? notable[i].label : "",
+				 notable[i].label ? ")" : "");
+		}
+		p->known = true;
+	}
+	aj_result_free(&res);
+}
+
+const struct tool_packages *tool_packages_of(struct aj_sandbox *sb)
+{
+	if (!sb)
+		return NULL;
+	struct tool_packages *p = sandbox_packages(sb);
+	pthread_mutex_lock(&p->lock);
+	/* Once per sandbox: its interpreter or image does not change while it
+	 * is open. A probe that failed is not retried on every list. */
+	if (!p->probed) {
+		probe(sb, p);
+		p->probed = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return p->known ? p : NULL;
+}
+
+static bool has_package(const struct tool_packages *p, const char *module)
+{
+	for (size_t i = 0; i < NOTABLE; i++)
+		if (!strcmp(notable[i].module, module))
+			return p->found & (1u << i);
+	return false;
+}
+
+/* What the model can import: the probe's findings, and only those. */
+static void packages_sentence(const struct tool_packages *p, char *out, size_t n)
+{
+	if (!p)
+		snprintf(out, n, "The Python standard library is available; whether other packages "
+			 "are depends on the deployment (import one to find out). There is no "
+			 "network, so nothing can be installed.");
+	else if (!p->names[0])
+		snprintf(out, n, "Only the Python standard library is available (no numpy, pandas, "
+			 "matplotlib or scipy); there is no network, so nothing can be installed.");
+	else
+		snprintf(out, n, "Installed besides the Python standard library: %s. There is no "
+			 "network, so nothing else can be installed.", p->names);
+}
+
 /* In a session the model must know what it can count on keeping, and what
  * can take it away (a crash, a limit, the session's end). */
-static void session_description(const struct aj_config *cfg, char *desc, size_t n)
+static void session_description(const struct aj_config *cfg, const struct tool_packages *p,
+				char *desc, size_t n)
 {
 	const struct aj_limits *l = &cfg->limits;
 	const struct aj_session_limits *sl = &cfg->session;
+	char packages[700];
+	packages_sentence(p, packages, sizeof packages);
 	snprintf(desc, n,
 		 "Run Python 3 code in a persistent sandbox session and get back its stdout, "
 		 "stderr and exit status. State persists between calls, like cells of a notebook: "
 		 "variables, functions, imports, and files in the workspace " AJ_SESSION_WORKSPACE
 		 " (the working directory) are there for the next call, so send only the new "
-		 "code. Matplotlib figures left open and images saved under outputs/ in the "
-		 "workspace come back as images (at most %u per call). Move files in and out "
-		 "with upload_file, download_file and list_files. Only the Python standard "
-		 "library%s is available; there is no network. Limits per call: %g s of "
+		 "code. %s saved under outputs/ in the workspace come back as images (at most %u "
+		 "per call). %s Limits per call: %g s of "
 		 "wall-clock time, %u s of CPU, %u KiB of output per stream (more is cut and "
 		 "stops the call). For the whole session: %u MiB of memory, %u processes and "
 		 "threads, %u MiB of disk, files up to %u MiB. A call that crashes the "
@@ -34,26 +150,29 @@ static void session_description(const struct aj_config *cfg, char *desc, size_t 
 		 "a call or %g s in all; everything in it is then gone, and the next call starts "
 		 "a new one and says so. Read the result's status: ok, error (non-zero exit or an "
 		 "exception; see stderr), timeout, memory or output_limit.",
-		 sl->images, cfg->tier == AJ_TIER_CONTAINER ? " and the packages of the image" : "",
-		 l->wall_sec, l->cpu_sec, l->output_kb, l->memory_mb, l->pids, l->disk_mb,
-		 l->file_size_mb, sl->idle_sec, sl->lifetime_sec);
+		 /* Figures only where matplotlib is, or may be. */
+		 !p || has_package(p, "matplotlib") ? "Matplotlib figures left open and images"
+						     : "Images",
+		 sl->images, packages, l->wall_sec, l->cpu_sec, l->output_kb, l->memory_mb,
+		 l->pids, l->disk_mb, l->file_size_mb, sl->idle_sec, sl->lifetime_sec);
 }
 
-static void run_description(const struct aj_config *cfg, char *desc, size_t n)
+static void run_description(const struct aj_config *cfg, const struct tool_packages *p,
+			    char *desc, size_t n)
 {
 	const struct aj_limits *l = &cfg->limits;
+	char packages[700];
+	packages_sentence(p, packages, sizeof packages);
 	snprintf(desc, n,
 		 "Run a Python 3 program in an isolated sandbox and get back its stdout, stderr "
 		 "and exit status. Every call starts from a clean state: nothing persists between "
-		 "calls, so include everything the program needs. Only the Python standard "
-		 "library%s is available; there is no network. Limits: %g s of wall-clock time, "
-		 "%u s of CPU, %u MiB of memory, %u processes and threads, %u MiB of disk "
+		 "calls, so include everything the program needs. %s Limits: %g s of wall-clock "
+		 "time, %u s of CPU, %u MiB of memory, %u processes and threads, %u MiB of disk "
 		 "(the working directory and /tmp), files up to %u MiB, %u KiB of output per "
 		 "stream (more is cut and stops the run). Read the result's status: ok, error "
 		 "(non-zero exit; see stderr), timeout, memory or output_limit.",
-		 cfg->tier == AJ_TIER_CONTAINER ? " and the packages of the image" : "",
-		 l->wall_sec, l->cpu_sec, l->memory_mb, l->pids, l->disk_mb, l->file_size_mb,
-		 l->output_kb);
+		 packages, l->wall_sec, l->cpu_sec, l->memory_mb, l->pids, l->disk_mb,
+		 l->file_size_mb, l->output_kb);
 }
 
 static json_t *output_schema(bool sessions)
@@ -94,15 +213,16 @@ static json_t *output_schema(bool sessions)
 	return output;
 }
 
-json_t *tool_definition_object(const struct aj_config *cfg, bool sessions)
+json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
+			       const struct tool_packages *packages)
 {
-	char desc[2000];
+	char desc[2600];
 	/* The limits in the description, so the model writes code that fits
 	 * them instead of learning them by failing. */
 	if (sessions)
-		session_description(cfg, desc, sizeof desc);
+		session_description(cfg, packages, desc, sizeof desc);
 	else
-		run_description(cfg, desc, sizeof desc);
+		run_description(cfg, packages, desc, sizeof desc);
 	json_t *input = json_pack(
 		"{s:s, s:{s:{s:s, s:s}}, s:[s], s:b}", "type", "object", "properties", "code", "type",
 		"string", "description",
@@ -132,7 +252,7 @@ char *aj_tool_definition(const struct aj_config *cfg, bool session)
 		c = *cfg;
 	else
 		aj_config_init(&c);
-	json_t *def = tool_definition_object(&c, session);
+	json_t *def = tool_definition_object(&c, session, NULL);
 	char *out = def ? json_dumps(def, JSON_COMPACT) : NULL;
 	json_decref(def);
 	return out;

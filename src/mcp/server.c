@@ -38,7 +38,6 @@
 #include <string.h>
 
 #include "../core/internal.h"
-#include "files.h"
 #include "server.h"
 #include "session.h"
 #include "tool.h"
@@ -596,7 +595,10 @@ struct mcp_server *mcp_server_start(const struct mcp_config *cfg, struct aj_sand
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.idle, NULL);
 	sem_init(&s.slots, 0, cfg->concurrency);
-	s.tools = tool_list(&cfg->sandbox, cfg->sessions);
+	/* What the description names as installed is probed once, through
+	 * the sandbox the calls will use (none with a queue: then it is not
+	 * known here, and the words promise only the standard library). */
+	s.tools = tool_list(&cfg->sandbox, cfg->sessions, tool_packages_of(sandbox));
 	if (!s.tools) {
 		fprintf(stderr, "agentjail mcp: cannot build the tool definitions\n");
 		return NULL;

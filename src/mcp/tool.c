@@ -1,70 +1,13 @@
-/* The tools' list, finding a tool by name, an error result, and run_python's
- * CallToolResult. run_python's definition, argument check and text are the
- * library's (src/core/tool.c), shared with every other front end. */
+/* run_python's CallToolResult. The tools' definitions, argument checks and
+ * text are the library's (src/core/tool.c, tool_files.c), shared with every
+ * other front end. */
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
-#include "files.h"
 #include "tool.h"
-
-json_t *tool_list(const struct aj_config *cfg, bool sessions)
-{
-	json_t *list = json_array();
-	if (!list || json_array_append_new(list, tool_definition_object(cfg, sessions))) {
-		json_decref(list);
-		return NULL;
-	}
-	if (sessions && file_tools_append(list, cfg)) {
-		json_decref(list);
-		return NULL;
-	}
-	return list;
-}
-
-static const char *const names[] = {
-	[TOOL_RUN_PYTHON] = TOOL_NAME,
-	[TOOL_UPLOAD_FILE] = "upload_file",
-	[TOOL_DOWNLOAD_FILE] = "download_file",
-	[TOOL_LIST_FILES] = "list_files",
-};
-
-const char *tool_name(enum tool_kind kind)
-{
-	return names[kind];
-}
-
-int tool_find(const char *name, bool sessions, enum tool_kind *out)
-{
-	/* Without sessions the file tools do not exist: there is no sandbox
-	 * that outlives a call to hold the files. */
-	size_t n = sessions ? sizeof names / sizeof names[0] : 1;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(name, names[i])) {
-			*out = (enum tool_kind)i;
-			return 0;
-		}
-	return -1;
-}
-
-json_t *tool_error(const char *fmt, ...)
-{
-	char text[1200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof text, fmt, ap);
-	va_end(ap);
-	size_t len;
-	char *fixed = utf8_repair(text, strlen(text), &len);
-	json_t *out = fixed ? json_pack("{s:[{s:s, s:s%}], s:b}", "content", "type", "text", "text",
-					fixed, len, "isError", 1)
-			    : NULL;
-	free(fixed);
-	return out;
-}
 
 /* One MCP image content block for each image, after the text block. */
 static int append_images(json_t *content, const struct aj_result *res)

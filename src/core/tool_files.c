@@ -5,12 +5,14 @@
  * adds none of its own to get wrong, and passes the library's refusals to
  * the model word for word so it can correct the path. */
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
-#include "files.h"
+#include "../tiers/tier.h"
+#include "internal.h"
+#include "tool_files.h"
 
 #define WS AJ_SESSION_WORKSPACE
 
@@ -90,13 +92,70 @@ static json_t *list_definition(void)
 			 "openWorldHint", 0);
 }
 
-int file_tools_append(json_t *list, const struct aj_config *cfg)
+static int file_tools_append(json_t *list, const struct aj_config *cfg)
 {
 	json_t *tools[] = {upload_definition(cfg), download_definition(cfg), list_definition()};
 	int bad = 0;
 	for (size_t i = 0; i < 3; i++)
 		bad |= !tools[i] || json_array_append_new(list, tools[i]);
 	return bad ? -1 : 0;
+}
+
+json_t *tool_list(const struct aj_config *cfg, bool sessions,
+		  const struct tool_packages *packages)
+{
+	json_t *list = json_array();
+	if (!list ||
+	    json_array_append_new(list, tool_definition_object(cfg, sessions, packages))) {
+		json_decref(list);
+		return NULL;
+	}
+	if (sessions && file_tools_append(list, cfg)) {
+		json_decref(list);
+		return NULL;
+	}
+	return list;
+}
+
+static const char *const names[] = {
+	[TOOL_RUN_PYTHON] = AJ_TOOL_NAME,
+	[TOOL_UPLOAD_FILE] = "upload_file",
+	[TOOL_DOWNLOAD_FILE] = "download_file",
+	[TOOL_LIST_FILES] = "list_files",
+};
+
+const char *tool_name(enum tool_kind kind)
+{
+	return names[kind];
+}
+
+int tool_find(const char *name, bool sessions, enum tool_kind *out)
+{
+	/* Without sessions the file tools do not exist: there is no sandbox
+	 * that outlives a call to hold the files. */
+	size_t n = sessions ? sizeof names / sizeof names[0] : 1;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, names[i])) {
+			*out = (enum tool_kind)i;
+			return 0;
+		}
+	return -1;
+}
+
+json_t *tool_error(const char *fmt, ...)
+{
+	char text[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	size_t len;
+	char *fixed = utf8_repair(text, strlen(text), &len);
+	json_t *out = fixed ? json_pack("{s:[{s:s, s:s%}], s:b}", "content", "type", "text", "text",
+					fixed, len, "isError", 1)
+			    : NULL;
+	free(fixed);
+	return out;
 }
 
 int file_tool_arguments(enum tool_kind kind, json_t *args, char *why, size_t n)
@@ -337,4 +396,40 @@ json_t *file_tool_call(enum tool_kind kind, struct aj_session *s, json_t *args,
 		break;
 	}
 	return tool_error("not a file tool");
+}
+
+char *aj_tool_list(struct aj_sandbox *sb, bool session)
+{
+	if (!sb)
+		return NULL;
+	json_t *list = tool_list(sandbox_config(sb), session, tool_packages_of(sb));
+	char *out = list ? json_dumps(list, JSON_COMPACT) : NULL;
+	json_decref(list);
+	return out;
+}
+
+char *aj_session_tool_call(struct aj_session *s, const char *name, const char *args_json,
+			   size_t len)
+{
+	enum tool_kind kind;
+	json_t *result;
+	json_error_t jerr;
+	json_t *args = args_json ? json_loadb(args_json, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	char why[200];
+	/* Every refusal is a result the model reads, as on the MCP server. */
+	if (!s || !name || tool_find(name, true, &kind) || kind == TOOL_RUN_PYTHON)
+		result = tool_error("Unknown tool: %.120s (the file tools are upload_file, "
+				    "download_file and list_files)", name ? name : "(none)");
+	else if (!args)
+		result = tool_error("Invalid arguments for %s: not a JSON object (%s)", name,
+				    args_json ? jerr.text : "missing");
+	else if (file_tool_arguments(kind, args, why, sizeof why))
+		result = tool_error("Invalid arguments for %s: %s (the tool's inputSchema says "
+				    "what it takes)", name, why);
+	else
+		result = file_tool_call(kind, s, args, NULL);
+	json_decref(args);
+	char *out = result ? json_dumps(result, JSON_COMPACT) : NULL;
+	json_decref(result);
+	return out;
 }

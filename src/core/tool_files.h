@@ -1,0 +1,34 @@
+/* The tools a model is offered, as MCP Tool objects, and the session's file
+ * tools (upload_file, download_file, list_files) with their calls: in the
+ * library, so that `agentjail mcp`, serve's /mcp and the language bindings
+ * offer the same tools with the same words. */
+#ifndef AJ_CORE_TOOL_FILES_H
+#define AJ_CORE_TOOL_FILES_H
+
+#include <jansson.h>
+
+#include "internal.h"
+
+enum tool_kind { TOOL_RUN_PYTHON = 0, TOOL_UPLOAD_FILE, TOOL_DOWNLOAD_FILE, TOOL_LIST_FILES };
+
+/* The Tool objects for tools/list: run_python alone, or with sessions its
+ * session form and the file tools. packages: tool_packages_of's verdict
+ * (NULL: not known). NULL on ENOMEM. */
+json_t *tool_list(const struct aj_config *cfg, bool sessions,
+		  const struct tool_packages *packages);
+const char *tool_name(enum tool_kind kind);
+/* 0 with *out, or -1 for a name that is not one of the list's tools. */
+int tool_find(const char *name, bool sessions, enum tool_kind *out);
+/* A CallToolResult with isError and one text block (printf-style). */
+json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 0, or -1 with why (the arguments do not fit the tool's schema). */
+int file_tool_arguments(enum tool_kind kind, json_t *args, char *why, size_t n);
+/* Does the call on s and returns its CallToolResult. What the library
+ * refuses (a path outside the workspace, a file too large, a closed
+ * session) is a result with isError and the library's message. note, if
+ * not NULL, opens the text (a new session replaced one that closed). NULL
+ * on ENOMEM. */
+json_t *file_tool_call(enum tool_kind kind, struct aj_session *s, json_t *args,
+		       const char *note);
+
+#endif
