@@ -146,6 +146,17 @@ describe('SDK v1 client, protocol 2025-11-25', () => {
     assert.match(r.structuredContent.stdout, /^blocked/);
   });
 
+  test('the description names the notable packages the sandbox really has, and no others', async () => {
+    const mods = ['numpy', 'pandas', 'scipy', 'matplotlib', 'sklearn', 'polars'];
+    const r = await run(`import importlib.util, json\nprint(json.dumps([m for m in ${JSON.stringify(mods)} if importlib.util.find_spec(m)]))`);
+    const has = JSON.parse(r.structuredContent.stdout);
+    const { tools } = await client.listTools();
+    const m = /Installed besides the Python standard library: (.*?)\. /.exec(tools[0].description);
+    const named = m ? m[1].split(', ').map((n) => n.split(' ')[0]).filter((n) => mods.includes(n)) : [];
+    assert.deepEqual(named.sort(), [...has].sort(), tools[0].description);
+    if (has.length === 0) assert.match(tools[0].description, /Only the Python standard library is available/);
+  });
+
   test('an unknown tool is a protocol error, and the server keeps serving', async () => {
     await assert.rejects(client.callTool({ name: 'run_bash', arguments: { code: 'ls' } }),
       (e) => e.code === -32602 && /Unknown tool: run_bash/.test(e.message));
