@@ -284,8 +284,9 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
-	/* With a queue the fleet sizes admission, not this machine's CPUs:
-	 * the deployer's --concurrency, when given, stays a cap over it. */
+	/* With a queue the fleet sizes admission (fleet.h), not this machine's
+	 * CPUs: the deployer's --concurrency, when given, stays a cap over it;
+	 * without one, while Redis cannot say, only the connections bound it. */
 	if (svc.queue && fleet_start(&svc.fleet, svc.queue, svc.cfg.sandbox.tier, &svc.adm,
 				     svc.cfg.concurrency_set ? svc.cfg.concurrency : (unsigned)-1,
 				     svc.cfg.concurrency_set ? svc.cfg.concurrency

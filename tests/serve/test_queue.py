@@ -339,9 +339,24 @@ def test_a_lost_run_no_worker_took_is_safe_to_retry(start, redis, workers):
     assert survivor.runs() == 0
 
 
-def test_admission_follows_the_live_workers_slots(start, redis, workers):
+def run_via(s, front, code):
+    """A run's stdout and status, through the JSON API or /mcp."""
+    if front == "api":
+        r = s.run(code)
+        assert r.code == 200
+        return r.json()["stdout"], r.json()["status"]
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "run_python", "arguments": {"code": code}}}
+    r = s.request("POST", "/mcp", msg, headers={"Accept": "application/json, text/event-stream"})
+    assert r.code == 200
+    out = r.json()["result"]["structuredContent"]
+    return out["stdout"], out["status"]
+
+
+@pytest.mark.parametrize("front", ["api", "mcp"])
+def test_admission_follows_the_live_workers_slots(start, redis, workers, front):
     # More slots across the fleet than serve's machine has CPUs: serve's
-    # own CPU count must not cap them.
+    # own CPU count must not cap them, through either front end.
     each = max(2, os.cpu_count() // 2 + 1)
     w1 = workers("w-f1", "--concurrency", str(each))
     w2 = workers("w-f2", "--concurrency", str(each))
@@ -353,9 +368,9 @@ def test_admission_follows_the_live_workers_slots(start, redis, workers):
     # start comes before any end (an order, not a duration).
     code = "import time; print(time.time()); time.sleep(3); print(time.time())"
     with concurrent.futures.ThreadPoolExecutor(n) as pool:
-        answers = list(pool.map(lambda _: s.run(code), range(n)))
-    assert all(r.code == 200 and r.json()["status"] == "ok" for r in answers)
-    spans = [tuple(map(float, r.json()["stdout"].split())) for r in answers]
+        answers = list(pool.map(lambda _: run_via(s, front, code), range(n)))
+    assert all(status == "ok" for _, status in answers)
+    spans = [tuple(map(float, out.split())) for out, _ in answers]
     assert max(b for b, _ in spans) < min(e for _, e in spans)
     wait_for(lambda: w1.runs() + w2.runs() >= n)
     assert w1.runs() == each and w2.runs() == each
