@@ -176,6 +176,7 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
     assert s.run("print('still served')").json()["stdout"] == "still served\n"
     wait_for(lambda: survivor.runs() >= 1)
     assert survivor.runs() == 1
+    assert s.stop() == 0  # the sanitizer build: nothing leaked on the way
 
 
 def test_redis_restart_gives_clear_errors_then_recovers(start, redis, workers):
@@ -337,6 +338,7 @@ def test_a_lost_run_no_worker_took_is_safe_to_retry(start, redis, workers):
     assert redis.cli("GET", f"agentjail:claim:{sent['id']}") == "abandoned"
     assert s.metrics()['agentjail_runs_lost_total{may_have_started="false"}'] == 1
     assert survivor.runs() == 0
+    assert s.stop() == 0  # the sanitizer build: nothing leaked on the way
 
 
 def run_via(s, front, code):
