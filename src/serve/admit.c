@@ -100,10 +100,13 @@ enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned 
 		    !(a->running < a->concurrency && u->running < u->key->concurrency)) {
 			a->waiting--;
 			u->waiting--;
+			/* With no slot at all (a queue whose workers are all
+			 * gone) the wait was for a worker, and the answer says so. */
+			enum admit_verdict v = a->concurrency ? ADMIT_WAITED : ADMIT_NO_WORKER;
 			pthread_cond_broadcast(&a->changed);
 			pthread_mutex_unlock(&a->lock);
 			*retry_after = 5;
-			return ADMIT_WAITED;
+			return v;
 		}
 	}
 	a->waiting--;
@@ -130,6 +133,24 @@ void admit_abandon(struct admission *a, struct key_use *u)
 	u->waiting--;
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
+}
+
+void admission_set_concurrency(struct admission *a, unsigned concurrency)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->concurrency != concurrency) {
+		a->concurrency = concurrency;
+		pthread_cond_broadcast(&a->changed);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+unsigned admission_concurrency(struct admission *a)
+{
+	pthread_mutex_lock(&a->lock);
+	unsigned n = a->concurrency;
+	pthread_mutex_unlock(&a->lock);
+	return n;
 }
 
 void admission_drain(struct admission *a)

@@ -26,7 +26,8 @@ struct key_use {
 struct admission {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
-	unsigned concurrency; /* runs at once, whatever the key */
+	unsigned concurrency; /* runs at once, whatever the key; with a queue,
+			       * the live workers' slots (admission_set_concurrency) */
 	unsigned queue_size;  /* runs waiting, whatever the key */
 	double max_wait_sec;  /* the longest a run waits in the queue */
 	unsigned running;
@@ -42,6 +43,7 @@ enum admit_verdict {
 	ADMIT_RATE,       /* 429: the key's runs per minute */
 	ADMIT_DRAINING,   /* 503: the server is shutting down */
 	ADMIT_WAITED,     /* 503: no slot came free within max_wait_sec */
+	ADMIT_NO_WORKER,  /* 503: the wait ended with no worker offering a slot */
 	ADMIT_VERDICTS
 };
 
@@ -61,6 +63,12 @@ enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned 
 void admit_finish(struct admission *a, struct key_use *u);
 /* Leaves the queue without running (after admit_enter, not admit_start). */
 void admit_abandon(struct admission *a, struct key_use *u);
+
+/* A new bound on runs at once (the fleet grew or shrank): runs waiting
+ * start if it grew; runs over it finish, and no new one starts until it
+ * is under. */
+void admission_set_concurrency(struct admission *a, unsigned concurrency);
+unsigned admission_concurrency(struct admission *a);
 
 /* Stops admitting, then waits until nothing runs or waits. */
 void admission_drain(struct admission *a);

@@ -15,8 +15,9 @@
  * HTTP 200 whatever the program did: a program that fails is an answer,
  * not an HTTP error. HTTP errors are the API's own: 400 a bad request
  * (naming the field), 401 no valid key, 404, 405, 410 a closed session
- * (with why), 413 too large, 429 over a limit (Retry-After), 503 shutting
- * down or no slot in time. */
+ * (with why), 413 too large, 429 over a limit (Retry-After), 502 a run
+ * lost with its worker (may_have_started, retry_safe), 503 shutting down,
+ * no slot or no worker in time. Every run's answer carries its run_id. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -91,7 +92,7 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 		respond_error(rs, 429, "queue_full",
 			      "%u runs are running and %u waiting, the most this server queues; "
 			      "retry after %u s",
-			      svc->cfg.concurrency, svc->cfg.queue_size, retry);
+			      admission_concurrency(&svc->adm), svc->cfg.queue_size, retry);
 		break;
 	case ADMIT_RATE:
 		respond_error(rs, 429, "rate_limited", "this key used its runs per minute; retry "
@@ -99,6 +100,13 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 		break;
 	case ADMIT_DRAINING:
 		respond_error(rs, 503, "shutting_down", "the server is shutting down");
+		break;
+	case ADMIT_NO_WORKER:
+		respond_error(rs, 503, "no_worker",
+			      "no live %s worker offered a run slot within %g s (start one: "
+			      "agentjail worker --queue %s --tier %s)",
+			      aj_tier_name(svc->cfg.sandbox.tier), svc->cfg.max_wait_sec,
+			      svc->cfg.queue_url, aj_tier_name(svc->cfg.sandbox.tier));
 		break;
 	default:
 		respond_error(rs, 503, "queue_timeout", "no run slot came free within %g s",
@@ -138,11 +146,14 @@ int request_code(json_t *o, const char **code, size_t *len, struct http_response
 	return 0;
 }
 
-void respond_run(struct service *svc, struct http_response *rs, struct aj_result *res,
-		       double t0)
+void respond_run(struct service *svc, struct http_response *rs, const char *id,
+		 struct aj_result *res, double t0)
 {
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
-	respond_json(rs, 200, result_to_json_object(res, svc->cfg.sandbox.tier));
+	json_t *o = result_to_json_object(res, svc->cfg.sandbox.tier);
+	if (o)
+		json_object_set_new(o, "run_id", json_string(id));
+	respond_json(rs, 200, o);
 	aj_result_free(res);
 }
 
@@ -167,19 +178,26 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
-	int rc = service_run(svc, &limits, code, len, NULL, &res, &err);
+	struct run_fate fate;
+	queue_new_id(fate.id);
+	int rc = service_run_fate(svc, &limits, code, len, NULL, &fate, &res, &err);
 	admit_finish(&svc->adm, u);
-	if (rc) {
-		aj_result_free(&res);
-		if (rc == -EINVAL)
-			respond_error(rs, 400, "bad_limits", "%s", err.message);
-		else
-			respond_error(rs, 503, rc == -EAGAIN ? "no_worker" : "queue_unavailable", "%s",
-				      err.message);
+	if (rc == -ECONNRESET) {
+		/* 502: the worker it went to failed, as a gateway's upstream. */
+		respond_run_failure(rs, 502, "run_lost", fate.id, true, fate.may_have_started,
+				    err.message);
+	} else if (rc) {
+		respond_run_failure(rs, rc == -EINVAL ? 400 : 503,
+				    rc == -EINVAL   ? "bad_limits"
+				    : rc == -EAGAIN ? "no_worker"
+						    : "queue_unavailable",
+				    fate.id, false, false, err.message);
 		rs->retry_after = rc == -EINVAL ? 0 : 5;
+	} else {
+		respond_run(svc, rs, fate.id, &res, t0);
 		goto out;
 	}
-	respond_run(svc, rs, &res, t0);
+	aj_result_free(&res);
 out:
 	json_decref(o);
 }
@@ -262,7 +280,9 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		session_gone(rs, h);
 		goto out;
 	}
-	respond_run(svc, rs, &res, t0);
+	char id[33];
+	queue_new_id(id);
+	respond_run(svc, rs, id, &res, t0);
 out:
 	json_decref(o);
 }
@@ -416,6 +436,11 @@ static void get_metrics(struct service *svc, struct http_response *rs)
 	struct metrics_gauges g = {.sessions_open = sessions_open(&svc->sessions),
 				   .draining = atomic_load(&svc->draining)};
 	admission_counts(&svc->adm, &g.running, &g.waiting);
+	g.slots = admission_concurrency(&svc->adm);
+	if (svc->queue) {
+		unsigned slots;
+		fleet_counts(&svc->fleet, &slots, &g.workers);
+	}
 	rs->body = metrics_render(&svc->metrics, &g);
 	if (!rs->body) {
 		respond_error(rs, 500, "internal", "out of memory");

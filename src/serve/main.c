@@ -34,7 +34,8 @@ static const char serve_usage[] =
 	"                       picks a free one, printed as AGENTJAIL_URL)\n"
 	"  --keys FILE          the keys file (agentjail keys add); without it one\n"
 	"                       key is made and printed once, as AGENTJAIL_KEY\n"
-	"  --concurrency N      runs at once, whatever the key (default: the CPUs)\n"
+	"  --concurrency N      runs at once, whatever the key (default: the CPUs;\n"
+	"                       with --queue, the live workers' slots, below)\n"
 	"  --queue-size N       runs waiting beyond those; more get 429 (default 64)\n"
 	"  --max-wait SEC       the longest a run waits for a slot (default 30)\n"
 	"  --max-body-kb N      largest JSON request body (default 8192)\n"
@@ -42,7 +43,12 @@ static const char serve_usage[] =
 	"  --origin ORIGIN      the one browser Origin /mcp accepts (default none)\n"
 	"  --queue redis://HOST[:PORT][/DB]\n"
 	"                       run nothing here: put runs on Redis for agentjail\n"
-	"                       worker processes (any number, any machines) of --tier\n"
+	"                       worker processes (any number, any machines) of --tier.\n"
+	"                       Runs at once are then the sum of the slots the live\n"
+	"                       workers advertise (each its --concurrency), re-counted\n"
+	"                       every second, and at most --concurrency if given; with\n"
+	"                       no live worker a run waits up to --max-wait for one,\n"
+	"                       then gets 503 no_worker\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
 	"\n"
@@ -134,6 +140,7 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 			if (parse_count("concurrency", optarg, 1, 1024, &v))
 				return EXIT_USAGE;
 			c->concurrency = (unsigned)v;
+			c->concurrency_set = true;
 			break;
 		case OPT_QUEUE_SIZE:
 			if (parse_count("queue-size", optarg, 0, 100000, &v))
@@ -277,6 +284,16 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
+	/* With a queue the fleet sizes admission (fleet.h), not this machine's
+	 * CPUs: the deployer's --concurrency, when given, stays a cap over it;
+	 * without one, while Redis cannot say, only the connections bound it. */
+	if (svc.queue && fleet_start(&svc.fleet, svc.queue, svc.cfg.sandbox.tier, &svc.adm,
+				     svc.cfg.concurrency_set ? svc.cfg.concurrency : (unsigned)-1,
+				     svc.cfg.concurrency_set ? svc.cfg.concurrency
+							     : SERVE_MAX_CONNECTIONS)) {
+		cli_error("serve: cannot start the thread that counts the workers");
+		goto out;
+	}
 	if (http_start(&svc, &err)) {
 		cli_error("serve: %s", err.message);
 		goto out;
@@ -286,11 +303,13 @@ static int cmd_serve(int argc, char **argv)
 	       h, svc.cfg.port);
 	fflush(stdout);
 	fprintf(stderr,
-		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once, %u queued, "
+		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once%s, %u queued, "
 		"%zu key(s)\n",
 		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier),
 		svc.queue ? " on the workers of " : "", svc.queue ? svc.cfg.queue_url : "",
-		svc.cfg.concurrency, svc.cfg.queue_size, svc.keys.count);
+		admission_concurrency(&svc.adm),
+		svc.queue ? " (the live workers' slots, counted every second)" : "",
+		svc.cfg.queue_size, svc.keys.count);
 
 	int sig;
 	sigwait(&stop, &sig);
@@ -306,6 +325,8 @@ static int cmd_serve(int argc, char **argv)
 	http_stop(&svc);
 	rc = 0;
 out:
+	if (svc.queue)
+		fleet_stop(&svc.fleet);
 	mcp_http_stop(&svc);
 	sessions_close_all(&svc.sessions);
 	if (svc.queue)

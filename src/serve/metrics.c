@@ -14,6 +14,7 @@ static const char *const refusal_names[ADMIT_VERDICTS] = {
 	[ADMIT_RATE] = "rate_limit",
 	[ADMIT_DRAINING] = "shutting_down",
 	[ADMIT_WAITED] = "queue_wait",
+	[ADMIT_NO_WORKER] = "no_worker",
 };
 
 void metrics_init(struct metrics *m)
@@ -72,6 +73,13 @@ void metrics_auth_failure(struct metrics *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_lost(struct metrics *m, bool may_have_started)
+{
+	pthread_mutex_lock(&m->lock);
+	m->lost[may_have_started]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 {
 	char *buf = NULL;
@@ -120,7 +128,21 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"# TYPE agentjail_auth_failures_total counter\n"
 		"agentjail_auth_failures_total %llu\n",
 		(unsigned long long)m->auth_failures);
+	fprintf(f,
+		"# HELP agentjail_runs_lost_total Runs lost with their worker, by whether "
+		"they may have started.\n"
+		"# TYPE agentjail_runs_lost_total counter\n"
+		"agentjail_runs_lost_total{may_have_started=\"true\"} %llu\n"
+		"agentjail_runs_lost_total{may_have_started=\"false\"} %llu\n",
+		(unsigned long long)m->lost[1], (unsigned long long)m->lost[0]);
 	pthread_mutex_unlock(&m->lock);
+	fprintf(f,
+		"# HELP agentjail_run_slots Runs admitted at once now (with a queue: the live "
+		"workers' slots, capped by --concurrency).\n"
+		"# TYPE agentjail_run_slots gauge\nagentjail_run_slots %u\n"
+		"# HELP agentjail_workers_alive Live workers of the served tier (with a queue).\n"
+		"# TYPE agentjail_workers_alive gauge\nagentjail_workers_alive %u\n",
+		g->slots, g->workers);
 	fprintf(f,
 		"# HELP agentjail_runs_running Runs in a sandbox now.\n"
 		"# TYPE agentjail_runs_running gauge\nagentjail_runs_running %u\n"

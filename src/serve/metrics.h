@@ -5,6 +5,7 @@
 #define AJ_SERVE_METRICS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "admit.h"
@@ -23,11 +24,13 @@ struct metrics {
 	uint64_t code_count[METRICS_CODES];
 	uint64_t refused[ADMIT_VERDICTS];
 	uint64_t auth_failures;
+	uint64_t lost[2]; /* runs lost with their worker: [may_have_started] */
 };
 
 struct metrics_gauges {
 	unsigned running, waiting, sessions_open;
 	unsigned workers; /* with a Redis queue: workers alive; else 0 */
+	unsigned slots;   /* runs admitted at once now (with a queue: the fleet's) */
 	int draining;
 };
 
@@ -39,6 +42,8 @@ void metrics_run(struct metrics *m, enum aj_tier tier, enum aj_status status, do
 void metrics_http(struct metrics *m, int code);
 void metrics_refused(struct metrics *m, enum admit_verdict why);
 void metrics_auth_failure(struct metrics *m);
+/* A run lost with its worker (no result): whether it may have started. */
+void metrics_lost(struct metrics *m, bool may_have_started);
 /* The text for a scrape (malloc'ed), or NULL. */
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
 

@@ -9,7 +9,10 @@
  *                                run is never started twice, nor after its
  *                                caller gave up)
  *   agentjail:reply:ID           a list the answer is pushed to
- *   agentjail:worker:W:alive     set every second with a 3 s expiry: W lives
+ *   agentjail:worker:W:alive     set every second with a 3 s expiry: W lives;
+ *                                its value is the run slots W offers (0
+ *                                while it stops), which serve's admission
+ *                                sums: a dead worker's go with its key
  *   agentjail:workers            a hash, worker name -> tier
  *   agentjail:session:SID        a hash: worker, owner (key name), closed
  *   agentjail:key:NAME:sessions  a set of the key's open sessions

@@ -64,12 +64,18 @@ static int who(redisContext *c, const char *id, char *name, size_t n, bool *aliv
 }
 
 enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *worker,
-				json_t *request, double wait_sec, double run_sec, json_t **reply,
-				struct aj_error *err)
+				const char *run_id, json_t *request, double wait_sec, double run_sec,
+				json_t **reply, bool *taken, struct aj_error *err)
 {
 	*reply = NULL;
+	/* Until known otherwise, a lost request may have started: the answer
+	 * that says "safe to send again" must be sure of it. */
+	*taken = true;
 	char id[33], reply_key[64];
-	queue_new_id(id);
+	if (run_id)
+		snprintf(id, sizeof id, "%s", run_id);
+	else
+		queue_new_id(id);
 	snprintf(reply_key, sizeof reply_key, "agentjail:reply:%s", id);
 	json_object_set_new(request, "id", json_string(id));
 	json_object_set_new(request, "reply", json_string(reply_key));
@@ -113,7 +119,7 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 						  "queue: lost Redis at %s while waiting for the answer "
 						  "(%s); whether the run happened is unknown",
 						  q->url, err->message);
-					return REMOTE_REDIS;
+					return REMOTE_UNKNOWN;
 				}
 				struct timespec ts = {0, 200 * 1000 * 1000};
 				nanosleep(&ts, NULL);
@@ -144,6 +150,9 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 			const char *why = json_string_value(json_object_get(*reply, "error"));
 			error_set(err, -EIO, "%s", why ? why : "the worker refused the request");
 			if (code && !strcmp(code, "worker_lost")) {
+				/* The survivor that buried the dead worker knows
+				 * whether that one had claimed it. */
+				*taken = !json_is_false(json_object_get(*reply, "taken"));
 				json_decref(*reply);
 				*reply = NULL;
 				return REMOTE_LOST;
@@ -158,10 +167,13 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 			c = NULL;
 			continue;
 		}
-		if (!strcmp(taker, "abandoned") || !strcmp(taker, "lost")) {
+		if (!strcmp(taker, "abandoned")) {
+			/* A survivor closed it for a dead worker that had read
+			 * it but not claimed it: it never started. */
 			error_set(err, -ECONNRESET,
-				  "worker lost: the worker that took the run stopped; it is not run "
-				  "again (agent code is not idempotent)");
+				  "worker lost: the worker that read the run stopped before it "
+				  "started it; it is not run again, and is safe to send again");
+			*taken = false;
 			rc = REMOTE_LOST;
 			break;
 		}
@@ -212,12 +224,33 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 						  "with --queue %s?)",
 						  aj_tier_name(tier), wait_sec, q->url);
 				rc = gone ? REMOTE_LOST : REMOTE_NO_WORKER;
+				*taken = false;
 				break;
 			}
 		}
 	}
 	queue_put(q, c, false);
 	return rc;
+}
+
+/* The slots a live worker advertises (its alive key's value), or -1 when
+ * it is not alive. */
+static long slots_of(redisContext *c, const char *name, struct aj_error *err)
+{
+	redisReply *r = queue_cmd(c, err, "GET agentjail:worker:%s:alive", name);
+	if (!r)
+		return -1;
+	long n = -1;
+	if (r->type == REDIS_REPLY_STRING) {
+		char *end;
+		n = strtol(r->str, &end, 10);
+		/* A worker that advertises no number (an older one: its value
+		 * was its tier) takes one run at a time at least. */
+		if (*end || end == r->str || n < 0)
+			n = 1;
+	}
+	freeReplyObject(r);
+	return n;
 }
 
 json_t *remote_workers(struct queue *q, struct aj_error *err)
@@ -232,15 +265,44 @@ json_t *remote_workers(struct queue *q, struct aj_error *err)
 	}
 	json_t *a = json_array();
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
-		redisReply *alive = queue_cmd(c, err, "EXISTS agentjail:worker:%s:alive",
-					      r->element[i]->str);
-		if (alive && alive->integer == 1)
-			json_array_append_new(a, json_pack("{s:s, s:s}", "name", r->element[i]->str,
-							   "tier", r->element[i + 1]->str));
-		if (alive)
-			freeReplyObject(alive);
+		long slots = slots_of(c, r->element[i]->str, err);
+		if (slots >= 0)
+			json_array_append_new(a, json_pack("{s:s, s:s, s:i}", "name",
+							   r->element[i]->str, "tier",
+							   r->element[i + 1]->str, "slots", (int)slots));
 	}
 	freeReplyObject(r);
 	queue_put(q, c, false);
 	return a;
+}
+
+int remote_slots(struct queue *q, enum aj_tier tier, unsigned *slots, unsigned *workers,
+		 struct aj_error *err)
+{
+	*slots = *workers = 0;
+	redisContext *c = queue_get(q, 2.0, err);
+	if (!c)
+		return -1;
+	redisReply *r = queue_cmd(c, err, "HGETALL agentjail:workers");
+	if (!r) {
+		queue_put(q, c, true);
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i + 1 < r->elements && !rc; i += 2) {
+		if (strcmp(r->element[i + 1]->str, aj_tier_name(tier)))
+			continue; /* another tier's stream: not ours to count */
+		struct aj_error e = {0};
+		long n = slots_of(c, r->element[i]->str, &e);
+		if (n < 0 && c->err) {
+			*err = e;
+			rc = -1;
+		} else if (n >= 0) {
+			(*workers)++;
+			*slots += (unsigned)n;
+		}
+	}
+	freeReplyObject(r);
+	queue_put(q, c, rc != 0);
+	return rc;
 }

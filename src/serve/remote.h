@@ -1,7 +1,9 @@
 /* The server's side of the queue: a request goes to Redis, a worker takes
  * it, and the answer comes back; the caller always learns how it ended:
- * the answer, "no worker took it" (and then none ever will), "worker
- * lost" (it took it and died: never run again), or Redis unreachable. */
+ * the answer, "no worker took it" (and then none ever will), "lost" (its
+ * worker died, or the answer cannot be learnt: never run again, and the
+ * caller is told whether a worker may have started it), or Redis
+ * unreachable before it was sent. */
 #ifndef AJ_SERVE_REMOTE_H
 #define AJ_SERVE_REMOTE_H
 
@@ -13,19 +15,30 @@
 enum remote_failure {
 	REMOTE_OK = 0,
 	REMOTE_NO_WORKER,  /* nobody took it within the wait: 503 */
-	REMOTE_LOST,       /* the worker died with it: never retried */
-	REMOTE_REDIS,      /* Redis unreachable: 503 */
+	REMOTE_LOST,       /* its worker died, or its answer cannot be learnt:
+			    * never run again (*taken: whether it may have started) */
+	REMOTE_REDIS,      /* Redis unreachable before it was sent: 503 */
+	REMOTE_UNKNOWN,    /* Redis lost after it was sent: whether a worker
+			    * ran it cannot be learnt */
 	REMOTE_REFUSED,    /* the worker answered ok:false (*reply holds why) */
 };
 
-/* Sends request (its "id" and "reply" are added) to the tier's stream, or
- * to worker's session list when worker is set, and waits: up to wait_sec
- * for a worker to take it, then as long as the worker lives and for at
- * most run_sec more. REMOTE_OK or REMOTE_REFUSED with *reply; else err. */
+/* Sends request (its "id" and "reply" are added: id, the caller's run id,
+ * or a new one when NULL) to the tier's stream, or to worker's session
+ * list when worker is set, and waits: up to wait_sec for a worker to take
+ * it, then as long as the worker lives and for at most run_sec more.
+ * REMOTE_OK or REMOTE_REFUSED with *reply; else err, and with REMOTE_LOST
+ * *taken: true when a worker took it or nobody can tell (it may have
+ * started), false when none ever did (safe to send again). */
 enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *worker,
-				json_t *request, double wait_sec, double run_sec, json_t **reply,
-				struct aj_error *err);
-/* Workers alive now: [{"name", "tier"}]. NULL when Redis cannot say. */
+				const char *id, json_t *request, double wait_sec, double run_sec,
+				json_t **reply, bool *taken, struct aj_error *err);
+/* Workers alive now: [{"name", "tier", "slots"}]. NULL when Redis cannot
+ * say. */
 json_t *remote_workers(struct queue *q, struct aj_error *err);
+/* The run slots the live workers of tier advertise, summed (*workers: how
+ * many): 0, or -1 with err when Redis cannot say. */
+int remote_slots(struct queue *q, enum aj_tier tier, unsigned *slots, unsigned *workers,
+		 struct aj_error *err);
 
 #endif

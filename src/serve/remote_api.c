@@ -74,8 +74,9 @@ void remote_post_session(struct service *svc, const struct http_request *rq,
 	json_t *req = json_pack("{s:s, s:s, s:o}", "op", "session_open", "owner", rq->key->name,
 				"limits", limits_to_json(limits));
 	json_t *reply = NULL;
-	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, req,
-					    svc->cfg.max_wait_sec, 60.0, &reply, &err);
+	bool taken;
+	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, NULL, req,
+					    svc->cfg.max_wait_sec, 60.0, &reply, &taken, &err);
 	json_decref(req);
 	if (f == REMOTE_OK) {
 		const struct aj_session_limits *sl = &svc->cfg.sandbox.session;
@@ -142,13 +143,15 @@ static void forget(struct service *svc, const char *id, const char *owner)
 	queue_put(svc->queue, c, false);
 }
 
-/* A session call: REMOTE_OK with *reply; otherwise the answer is in rs. */
-static int call(struct service *svc, struct http_response *rs, const char *worker, json_t *req,
-		double run_sec, json_t **reply)
+/* A session call (run_id: a run's id, else NULL): REMOTE_OK with *reply;
+ * otherwise the answer is in rs. */
+static int call(struct service *svc, struct http_response *rs, const char *worker,
+		const char *run_id, json_t *req, double run_sec, json_t **reply)
 {
 	struct aj_error err = {0};
-	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, worker, req,
-					    SESSION_TAKE_SEC, run_sec, reply, &err);
+	bool taken;
+	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, worker, run_id, req,
+					    SESSION_TAKE_SEC, run_sec, reply, &taken, &err);
 	if (f == REMOTE_OK)
 		return 0;
 	if (f == REMOTE_REFUSED) {
@@ -162,6 +165,14 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 					   err.message);
 		else
 			respond_error(rs, 400, code ? code : "refused", "%s", err.message);
+	} else if (f == REMOTE_LOST && run_id) {
+		/* The session went with its worker (410), and the run with it:
+		 * its caller learns, as for any lost run, whether it may have
+		 * started. */
+		metrics_lost(&svc->metrics, taken);
+		char msg[1100];
+		snprintf(msg, sizeof msg, "the session is closed, because %s", err.message);
+		respond_run_failure(rs, 410, "session_closed", run_id, true, taken, msg);
 	} else if (f == REMOTE_LOST) {
 		respond_error(rs, 410, "session_closed", "the session is closed, because %s",
 			      err.message);
@@ -193,12 +204,14 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	json_t *req = json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session", id, "code", code,
 				len);
 	json_t *reply = NULL;
-	int rc = call(svc, rs, worker, req, svc->cfg.sandbox.limits.wall_sec, &reply);
+	char run_id[33];
+	queue_new_id(run_id);
+	int rc = call(svc, rs, worker, run_id, req, svc->cfg.sandbox.limits.wall_sec, &reply);
 	admit_finish(&svc->adm, u);
 	if (!rc) {
 		struct aj_result res;
 		result_from_json(json_object_get(reply, "result"), &res, NULL);
-		respond_run(svc, rs, &res, t0);
+		respond_run(svc, rs, run_id, &res, t0);
 	}
 	json_decref(reply);
 	json_decref(req);
@@ -215,12 +228,12 @@ static void session_files(struct service *svc, const struct http_request *rq,
 		req = json_pack("{s:s, s:s, s:s, s:s}", "op", "put", "session", id, "path", path,
 				"data", b64 ? b64 : "");
 		free(b64);
-		if (!call(svc, rs, worker, req, 60.0, &reply))
+		if (!call(svc, rs, worker, NULL, req, 60.0, &reply))
 			respond_json(rs, 201, json_pack("{s:s, s:I}", "path", path, "bytes",
 							(json_int_t)rq->body_len));
 	} else if (!strcmp(rq->method, "GET") && path) {
 		req = json_pack("{s:s, s:s, s:s}", "op", "get", "session", id, "path", path);
-		if (!call(svc, rs, worker, req, 60.0, &reply)) {
+		if (!call(svc, rs, worker, NULL, req, 60.0, &reply)) {
 			json_t *d = json_object_get(reply, "data");
 			unsigned char *data = NULL;
 			size_t len = 0;
@@ -237,7 +250,7 @@ static void session_files(struct service *svc, const struct http_request *rq,
 	} else if (!strcmp(rq->method, "GET")) {
 		const char *dir = rq->query_dir ? rq->query_dir : ".";
 		req = json_pack("{s:s, s:s, s:s}", "op", "list", "session", id, "path", dir);
-		if (!call(svc, rs, worker, req, 60.0, &reply))
+		if (!call(svc, rs, worker, NULL, req, 60.0, &reply))
 			respond_json(rs, 200, json_pack("{s:s, s:O}", "dir", dir, "entries",
 							json_object_get(reply, "entries")));
 	} else {
@@ -286,7 +299,7 @@ void remote_session_route(struct service *svc, const struct http_request *rq,
 	}
 	if (del) {
 		json_t *req = json_pack("{s:s, s:s}", "op", "close", "session", id), *reply = NULL;
-		if (!call(svc, rs, worker, req, 30.0, &reply))
+		if (!call(svc, rs, worker, NULL, req, 30.0, &reply))
 			respond_json(rs, 204, NULL);
 		else if (rs->code == 410) {
 			/* Its worker is gone: the session is too; forget it. */

@@ -9,6 +9,7 @@
 
 #include "admit.h"
 #include "agentjail.h"
+#include "fleet.h"
 #include "keys.h"
 #include "local.h"
 #include "metrics.h"
@@ -27,7 +28,8 @@ struct serve_config {
 	struct aj_config sandbox;   /* the deployer's tier and limits */
 	const char *host;           /* 127.0.0.1 unless told */
 	unsigned port;
-	unsigned concurrency;       /* runs at once */
+	unsigned concurrency;       /* runs at once; with a queue, a cap on the fleet's slots */
+	bool concurrency_set;       /* --concurrency given (with a queue: the cap holds) */
 	unsigned queue_size;        /* runs waiting beyond those */
 	double max_wait_sec;        /* longest wait in the queue */
 	size_t max_body;            /* bytes of a JSON request */
@@ -52,6 +54,7 @@ struct service {
 	struct session_table sessions;
 	struct mcp_http *mcp;
 	struct queue *queue;        /* with queue_url; else runs are local */
+	struct fleet fleet;         /* with queue_url: what the workers offer */
 	atomic_bool draining;
 };
 
@@ -62,16 +65,35 @@ struct service {
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
 		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
 
+/* What a run's caller learns beside its result. */
+struct run_fate {
+	char id[33];           /* the run's id (queue_new_id): in its answer, and
+				* in its worker's log and Redis claim */
+	bool may_have_started; /* when lost: a worker took it, or none can tell */
+};
+/* service_run under the caller's run id (fate->id, set before), telling a
+ * lost run apart: -ECONNRESET (its worker died or its answer cannot be
+ * learnt; fate->may_have_started says whether it may have run; counted in
+ * the metrics), besides service_run's answers. */
+int service_run_fate(struct service *svc, const struct aj_limits *limits, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err);
+/* The answer for a run that has an id but no result: status and code as
+ * the API's errors, with "run_id", and for a lost run "lost": true,
+ * "may_have_started" and "retry_safe" (true only if no worker ever took it). */
+void respond_run_failure(struct http_response *rs, int status, const char *code,
+			 const char *id, bool lost, bool may_have_started, const char *message);
+
 /* The body as a JSON object whose keys are all in allowed (NULL-ended), or
  * NULL with the 400 in rs. */
 json_t *request_body(const struct http_request *rq, struct http_response *rs,
 		     const char *const *allowed);
 /* Its "code": a string of Python source (no NUL): 0, or -1 with the 400. */
 int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
-/* A run's result as the 200 answer, counted in the metrics (t0: when it was
- * admitted, now_ms() / 1e3); frees res. */
-void respond_run(struct service *svc, struct http_response *rs, struct aj_result *res,
-		 double t0);
+/* A run's result as the 200 answer with its "run_id", counted in the
+ * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. */
+void respond_run(struct service *svc, struct http_response *rs, const char *id,
+		 struct aj_result *res, double t0);
 
 /* A queue place, then the run's turn (admit.h): 0, or -1 with the
  * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */

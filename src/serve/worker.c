@@ -64,7 +64,8 @@ static const char usage[] =
 	"\n"
 	"  --queue URL        the Redis (required)\n"
 	"  --name NAME        this worker's name (default: HOSTNAME-PID); unique\n"
-	"  --concurrency N    runs at once (default: the CPUs)\n"
+	"  --concurrency N    runs at once (default: the CPUs), advertised as this\n"
+	"                     worker's slots: serve admits up to the live workers' sum\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP;
 
@@ -313,7 +314,10 @@ static json_t *handle(redisContext *c, json_t *req)
 		struct aj_result res;
 		local_run(&w.local, &limits, json_string_value(code) ?: "", json_string_length(code),
 			  NULL, &res);
-		log_msg("run: %s, %.1f ms", aj_status_name(res.status), res.wall_ms);
+		/* The run's id, the one its caller's answer carries: an operator
+		 * can find the run here from what the client holds. */
+		log_msg("run: %s, %.1f ms, id %s", aj_status_name(res.status), res.wall_ms,
+			json_string_value(json_object_get(req, "id")) ?: "?");
 		return result_answer(&res);
 	}
 	if (!strcmp(op, "session_open"))
@@ -462,13 +466,18 @@ static void bury(redisContext *c, const char *dead, const char *tier)
 							       "SET agentjail:claim:%s abandoned NX EX 3600",
 							       id)
 						   : NULL;
+				/* Won: the dead worker had read it but never claimed
+				 * it, so it never started and its caller may send it
+				 * again; lost (or unknown): it may have started. */
+				bool never_taken = s && s->type == REDIS_REPLY_STATUS;
 				if (s)
 					freeReplyObject(s);
-				answer(c, req,
-				       refusal("worker_lost",
-					       "worker lost: %s stopped while it held the run; it is not "
-					       "run again (agent code is not idempotent)",
-					       dead));
+				json_t *lost = refusal("worker_lost",
+						       "worker lost: %s stopped while it held the run; it "
+						       "is not run again (agent code is not idempotent)",
+						       dead);
+				json_object_set_new(lost, "taken", json_boolean(!never_taken));
+				answer(c, req, lost);
 				json_decref(req);
 			}
 		}
@@ -563,8 +572,12 @@ static void *keeper_loop(void *arg)
 		if (was_down)
 			log_msg("Redis at %s is back", w.q.url);
 		was_down = false;
-		redisReply *r = queue_cmd(c, &err, "SET agentjail:worker:%s:alive %s PX %d", w.name,
-					  aj_tier_name(w.cfg.tier), QUEUE_ALIVE_MS);
+		/* The heartbeat is also the offer: serve admits up to the sum of
+		 * the live workers' slots, so a dead worker's leave with its key,
+		 * and a stopping one offers none while it finishes. */
+		redisReply *r = queue_cmd(c, &err, "SET agentjail:worker:%s:alive %u PX %d", w.name,
+					  atomic_load(&w.stopping) ? 0u : w.concurrency,
+					  QUEUE_ALIVE_MS);
 		if (!r) {
 			queue_put(&w.q, c, true);
 			c = NULL;

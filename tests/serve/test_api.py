@@ -43,7 +43,8 @@ def test_run_answers_the_cli_contract(server):
     assert r.headers["Content-Type"] == "application/json"
     assert r.headers["Cache-Control"] == "no-store"
     res = r.json()
-    assert list(res) == CONTRACT_KEYS
+    # The CLI's object, and the run's id (the one thing serve adds).
+    assert list(res) == CONTRACT_KEYS + ["run_id"]
     assert res["status"] == "ok" and res["exit_code"] == 0
     assert res["stdout"] == "42\n" and res["stderr"] == "warn\n"
     assert res["tier"] == "process"

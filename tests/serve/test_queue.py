@@ -3,7 +3,9 @@ them. A worker killed mid-run: its caller hears "worker lost" and the run
 never runs again; Redis restarted: clear errors, then recovery; sessions
 live on the worker that opened them."""
 import concurrent.futures
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -47,6 +49,10 @@ class Redis:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
+
+    def cli(self, *args):
+        return subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True,
+                              text=True, check=True).stdout.strip()
 
     def claims(self):
         """Who took each request (agentjail:claim:*)."""
@@ -115,10 +121,15 @@ def test_runs_go_to_a_worker(start, redis, workers):
     assert r.code == 200 and r.json()["stdout"] == "42\n" and r.json()["tier"] == "process"
     wait_for(lambda: w.runs() >= 1)  # the log line comes through a reader thread
     assert w.runs() == 1
+    # The answer's id is the one the worker logged and Redis claimed.
+    run_id = r.json()["run_id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", run_id)
+    assert any(f"id {run_id}" in line for line in w.log)
+    assert redis.cli("GET", f"agentjail:claim:{run_id}") == "w-a"
     r = s.run("import time; time.sleep(2)", timeout_sec=0.5)
     assert r.json()["status"] == "timeout"
     tiers = s.request("GET", "/v1/tiers").json()
-    assert tiers["workers"] == [{"name": "w-a", "tier": "process"}]
+    assert tiers["workers"] == [{"name": "w-a", "tier": "process", "slots": os.cpu_count()}]
     assert tiers["queue"] == redis.url
 
 
@@ -126,7 +137,9 @@ def test_no_worker_is_503_and_the_run_never_runs_later(start, redis, workers):
     s = serve(start, redis, "--max-wait", "1")
     r = s.run("print('too late')")
     assert r.code == 503 and r.json()["error"]["code"] == "no_worker"
-    assert "no process worker took the run within 1 s" in r.json()["error"]["message"]
+    assert "no live process worker offered a run slot within 1 s" in r.json()["error"]["message"]
+    assert r.headers["Retry-After"]
+    assert s.metrics()['agentjail_refused_total{reason="no_worker"}'] == 1
     w = workers("w-late")
     time.sleep(2)  # the stream is read at once; give it time to (not) run
     assert w.runs() == 0
@@ -143,18 +156,27 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
     # The worker has taken it once its claim is in Redis.
     assert wait_for(lambda: redis.claims() == ["w-doomed"])
     survivor = workers("w-survivor", "--concurrency", "1")
-    doomed.stop(signal.SIGKILL)
+    doomed.stop(signal.SIGKILL)  # by its pid: the process this test started
     t.join(30)
     r = answers[0]
-    assert r.code == 200
-    assert r.json()["status"] == "sandbox_error"
-    assert r.json()["message"].startswith("worker lost")
+    # Lost, not a result: 502, and the fields say what a client may do.
+    assert r.code == 502
+    body = r.json()
+    assert body["error"]["code"] == "run_lost"
+    assert body["error"]["message"].startswith("worker lost")
+    assert body["lost"] is True
+    assert body["may_have_started"] is True and body["retry_safe"] is False
+    assert redis.cli("GET", f"agentjail:claim:{body['run_id']}") == "w-doomed"
+    m = s.metrics()
+    assert m['agentjail_runs_lost_total{may_have_started="true"}'] == 1
+    assert m['agentjail_runs_lost_total{may_have_started="false"}'] == 0
     # The survivor buried what the dead one held, and ran none of it.
     assert wait_for(lambda: any("is lost" in l for l in survivor.log))
     assert survivor.runs() == 0
     assert s.run("print('still served')").json()["stdout"] == "still served\n"
     wait_for(lambda: survivor.runs() >= 1)
     assert survivor.runs() == 1
+    assert s.stop() == 0  # the sanitizer build: nothing leaked on the way
 
 
 def test_redis_restart_gives_clear_errors_then_recovers(start, redis, workers):
@@ -287,3 +309,99 @@ def test_mcp_tools_call_goes_through_the_queue(start, redis, workers):
     assert result["structuredContent"]["stdout"] == "via worker\n"
     wait_for(lambda: w.runs() >= 1)
     assert w.runs() == 1
+
+
+def test_a_lost_run_no_worker_took_is_safe_to_retry(start, redis, workers):
+    # A worker that read the run from the stream and died before it
+    # claimed it, played by this test on Redis: "w-fake" offers a slot,
+    # reads the entry as a consumer of the group, and its heartbeat ends.
+    s = serve(start, redis, "--max-wait", "30")
+    redis.cli("XGROUP", "CREATE", "agentjail:runs:process", "workers", "0", "MKSTREAM")
+    redis.cli("HSET", "agentjail:workers", "w-fake", "process")
+    redis.cli("SET", "agentjail:worker:w-fake:alive", "1", "PX", "30000")
+    assert wait_for(lambda: s.metrics()["agentjail_run_slots"] == 1)
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(s.run("print('never')")))
+    t.start()
+    read = redis.cli("--raw", "XREADGROUP", "GROUP", "workers", "w-fake", "COUNT", "1",
+                     "BLOCK", "20000", "STREAMS", "agentjail:runs:process", ">")
+    sent = json.loads(read.splitlines()[-1])  # stream, entry id, "msg", then the request
+    redis.cli("DEL", "agentjail:worker:w-fake:alive")
+    survivor = workers("w-survivor", "--concurrency", "1")
+    t.join(60)
+    r = answers[0]
+    assert r.code == 502
+    body = r.json()
+    assert body["run_id"] == sent["id"]
+    assert body["lost"] is True
+    assert body["may_have_started"] is False and body["retry_safe"] is True
+    assert redis.cli("GET", f"agentjail:claim:{sent['id']}") == "abandoned"
+    assert s.metrics()['agentjail_runs_lost_total{may_have_started="false"}'] == 1
+    assert survivor.runs() == 0
+    assert s.stop() == 0  # the sanitizer build: nothing leaked on the way
+
+
+def run_via(s, front, code):
+    """A run's stdout and status, through the JSON API or /mcp."""
+    if front == "api":
+        r = s.run(code)
+        assert r.code == 200
+        return r.json()["stdout"], r.json()["status"]
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "run_python", "arguments": {"code": code}}}
+    r = s.request("POST", "/mcp", msg, headers={"Accept": "application/json, text/event-stream"})
+    assert r.code == 200
+    out = r.json()["result"]["structuredContent"]
+    return out["stdout"], out["status"]
+
+
+@pytest.mark.parametrize("front", ["api", "mcp"])
+def test_admission_follows_the_live_workers_slots(start, redis, workers, front):
+    # More slots across the fleet than serve's machine has CPUs: serve's
+    # own CPU count must not cap them, through either front end.
+    each = max(2, os.cpu_count() // 2 + 1)
+    w1 = workers("w-f1", "--concurrency", str(each))
+    w2 = workers("w-f2", "--concurrency", str(each))
+    s = serve(start, redis)
+    assert wait_for(lambda: s.metrics()["agentjail_run_slots"] == 2 * each)
+    assert s.metrics()["agentjail_workers_alive"] == 2
+    n = 2 * each
+    # Each run says when it started and ended; all n at once means every
+    # start comes before any end (an order, not a duration).
+    code = "import time; print(time.time()); time.sleep(3); print(time.time())"
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        answers = list(pool.map(lambda _: run_via(s, front, code), range(n)))
+    assert all(status == "ok" for _, status in answers)
+    spans = [tuple(map(float, out.split())) for out, _ in answers]
+    assert max(b for b, _ in spans) < min(e for _, e in spans)
+    wait_for(lambda: w1.runs() + w2.runs() >= n)
+    assert w1.runs() == each and w2.runs() == each
+    # A dead worker's slots go with its heartbeat.
+    w2.stop(signal.SIGKILL)
+    assert wait_for(lambda: s.metrics()["agentjail_run_slots"] == each)
+    assert s.metrics()["agentjail_workers_alive"] == 1
+
+
+def test_a_run_waits_for_a_worker_when_none_is_alive(start, redis, workers):
+    s = serve(start, redis, "--max-wait", "60")
+    assert s.metrics()["agentjail_run_slots"] == 0
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(s.run("print('served late')")))
+    t.start()
+    assert wait_for(lambda: s.metrics()["agentjail_queue_depth"] == 1)
+    workers("w-late", "--concurrency", "1")
+    t.join(60)
+    assert answers[0].code == 200 and answers[0].json()["stdout"] == "served late\n"
+
+
+def test_an_explicit_concurrency_caps_the_fleet(start, redis, workers):
+    workers("w-c", "--concurrency", "3")
+    s = serve(start, redis, "--concurrency", "2")
+    assert wait_for(lambda: any("offer 3 run slot(s); admitting 2" in l for l in s.stderr))
+    assert s.metrics()["agentjail_run_slots"] == 2
+
+
+def test_help_says_how_admission_is_sized():
+    out = subprocess.run([AGENTJAIL, "serve", "--help"], capture_output=True, text=True,
+                         timeout=30).stdout
+    assert "the sum of the slots the live" in out and "503 no_worker" in out
