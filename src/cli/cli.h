@@ -97,7 +97,29 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
 			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx);
 
-/* "agentjail: " + message on stderr. */
+/* "agentjail: " + message on stderr (but see cli_usage_begin). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "NAME VERSION" on stdout, for --version: AGENTJAIL_VERSION (agentjail.h)
+ * is the one place the version is written. Returns 0. */
+int cli_version(const char *name);
+
+/* A command given --json says its usage errors as one JSON object on stdout,
+ * {"status":"usage_error","message":...}, and nothing on stderr: a script
+ * that asked for JSON never has to parse a second format. cli_asks_json
+ * finds --json among argv as getopt_long will read it (not as another
+ * option's value). Between cli_usage_begin(true) and cli_usage_end,
+ * cli_error keeps its first message instead of printing it;
+ * cli_usage_end(rc) prints that object when rc is EXIT_USAGE, and returns
+ * rc. */
+bool cli_asks_json(int argc, char **argv, const struct option *opts, const char *optstring);
+void cli_usage_begin(bool json);
+int cli_usage_end(int rc);
+/* What getopt_long's '?' or ':' (OPTSTRING's leading ':', opterr 0) was
+ * about, said with cli_error, then "try 'agentjail COMMAND --help'". */
+void cli_bad_option(const char *command, int c, int argc, char **argv,
+		    const struct option *opts);
+/* "try 'agentjail COMMAND --help'" on stderr, unless errors go out as JSON. */
+void cli_try_help(const char *command);
 
 #endif

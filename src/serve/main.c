@@ -320,6 +320,7 @@ out:
 }
 
 static const char usage[] = "usage: agentjail-serve serve|keys|worker [options]\n"
+			    "       agentjail-serve --version\n"
 			    "(run as agentjail serve, agentjail keys, agentjail worker)\n";
 
 int main(int argc, char **argv)
@@ -328,6 +329,10 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
+	/* agentjail-serve --version, and agentjail serve|keys|worker --version
+	 * (agentjail runs this binary for them). */
+	if (!strcmp(argv[1], "--version") || (argc == 3 && !strcmp(argv[2], "--version")))
+		return cli_version("agentjail-serve");
 	if (!strcmp(argv[1], "serve"))
 		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keys"))
