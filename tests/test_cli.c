@@ -20,6 +20,9 @@ struct cli_result {
 	char err[1 << 16];
 };
 
+/* How long the command may stay silent. */
+static int cli_silence_ms = 60000;
+
 /* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
  * both streams and the exit code. */
 static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
@@ -54,7 +57,7 @@ static void cli(struct cli_result *r, const char *stdin_text, const char *const 
 	size_t no = 0, ne = 0;
 	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		assert_true(poll(p, 2, 60000) > 0);
+		assert_true(poll(p, 2, cli_silence_ms) > 0);
 		for (int i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !p[i].revents)
 				continue;
@@ -957,9 +960,12 @@ static void bench_numpy_row_finds_its_image(void **state)
 	snprintf(images, sizeof images, "%s/build/images", cwd);
 	snprintf(test_image, sizeof test_image, "%s/test", images);
 
+	/* bench --json says nothing until its end, and numpy's import in a
+	 * cold container is slow on a busy machine. */
+	cli_silence_ms = 600000;
 	setenv("AGENTJAIL_IMAGES", program_dir, 1);
-	CLI(&res, NULL, "bench", "--quick", "--no-peers", "--json", "--tier", "container",
-	    "--image", test_image);
+	CLI(&res, NULL, "bench", "--quick", "--runs", "1", "--no-peers", "--json", "--tier",
+	    "container", "--image", test_image);
 	assert_int_equal(res.exit_code, 0);
 	json_t *j = one_json_object(res.out);
 	json_t *c = json_object_get(json_object_get(j, "imports_numpy_pandas"), "container");
@@ -970,9 +976,10 @@ static void bench_numpy_row_finds_its_image(void **state)
 	json_decref(j);
 
 	setenv("AGENTJAIL_IMAGES", images, 1);
-	CLI(&res, NULL, "bench", "--quick", "--no-peers", "--json", "--tier", "container",
-	    "--image", "test");
+	CLI(&res, NULL, "bench", "--quick", "--runs", "1", "--no-peers", "--json", "--tier",
+	    "container", "--image", "test", "--timeout", "300", "--cpu", "300");
 	unsetenv("AGENTJAIL_IMAGES");
+	cli_silence_ms = 60000;
 	assert_int_equal(res.exit_code, 0);
 	j = one_json_object(res.out);
 	c = json_object_get(json_object_get(j, "imports_numpy_pandas"), "container");
@@ -980,7 +987,8 @@ static void bench_numpy_row_finds_its_image(void **state)
 		fail_msg("container numpy row: %s",
 			 json_string_value(json_object_get(c, "unavailable")));
 	assert_string_equal(json_string_value(json_object_get(c, "image")), "test-ds");
-	/* Every cold and warm run imported both (failed runs are not counted). */
+	/* Every cold and warm run imported both (failed runs are not counted;
+	 * the limits are wide, so that only a failed import fails one). */
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "cold"), "runs")), 3);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "warm"), "runs")), 3);
 	json_decref(j);
