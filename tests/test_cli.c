@@ -916,9 +916,9 @@ static void json_usage_errors_are_json(void **state)
 	CLI(&res, NULL, "run", "--json", "--memory", "1", hello);
 	expect_usage_error_json("memory: 1 is out of range");
 	CLI(&res, NULL, "run", "--json", "--frobnicate", hello);
-	expect_usage_error_json("unknown option '--frobnicate'");
+	expect_usage_error_json("unrecognized option '--frobnicate'");
 	CLI(&res, NULL, "run", "--json", hello, "--timeout");
-	expect_usage_error_json("--timeout needs a value");
+	expect_usage_error_json("option '--timeout' requires an argument");
 	CLI(&res, NULL, "run", "--json");
 	expect_usage_error_json("which program");
 	CLI(&res, NULL, "run", "--json", hello, hello);

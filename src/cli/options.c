@@ -238,11 +238,13 @@ void cli_bad_option(const char *command, int c, int argc, char **argv,
 {
 	const char *arg = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
 	bool is_long = !strncmp(arg, "--", 2);
+	/* In getopt's own words, as the commands that let it speak say them. */
 	if (c == ':') {
-		cli_error("%s: %s needs a value", command, arg);
+		cli_error("%s: option '%s' requires an argument", command, arg);
 	} else if (is_long && optopt) {
 		/* A known option that takes no value, given one (--json=1). */
-		cli_error("%s: '%s': that option takes no value", command, arg);
+		cli_error("%s: option '%.*s' doesn't allow an argument", command,
+			  (int)strcspn(arg, "="), arg);
 	} else if (is_long) {
 		size_t len = strcspn(arg + 2, "="), matches = 0;
 		char list[512] = "";
@@ -254,11 +256,11 @@ void cli_bad_option(const char *command, int c, int argc, char **argv,
 				matches++;
 			}
 		if (matches > 1 && len)
-			cli_error("%s: '%s' is ambiguous: %s", command, arg, list);
+			cli_error("%s: option '%s' is ambiguous: %s", command, arg, list);
 		else
-			cli_error("%s: unknown option '%s'", command, arg);
+			cli_error("%s: unrecognized option '%s'", command, arg);
 	} else {
-		cli_error("%s: unknown option '-%c'", command, optopt);
+		cli_error("%s: invalid option -- '%c'", command, optopt);
 	}
 	cli_try_help(command);
 }

@@ -143,7 +143,7 @@ static int parse_run(int argc, char **argv, const struct option *opts, struct aj
 	}
 	struct aj_error err = {0};
 	if (aj_config_validate(cfg, &err)) {
-		cli_config_error("run", &err);
+		cli_error("%s", err.message);
 		return EXIT_USAGE;
 	}
 	*program = argv[optind];
