@@ -75,7 +75,8 @@ void cli_config_error(const char *command, const struct aj_error *err);
 /* The argument parsing of run, repl and mcp, apart from what the command
  * then does (fuzz/fuzz_cli_options.c drives them): the config filled and
  * validated, then -1 to go on, or the exit status to return with (the help
- * printed, or what is wrong said on stderr). run's program is the FILE or
+ * printed, or what is wrong said on stderr, or with --json as one object on
+ * stdout: cli_usage_begin). run's program is the FILE or
  * "-"; mcp's cfg is mcp_config_init'ed by the caller (it reads --config). */
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program);
 int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
