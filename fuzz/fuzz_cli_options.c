@@ -8,7 +8,10 @@
  * What must hold: no crash, leak or undefined behaviour (ASan/UBSan), and
  * every outcome one of three: the parser goes on with a config that
  * aj_config_validate accepts; or it refuses with exit status 2 having said
- * why on stderr; or it printed the help on stdout and returns 0.
+ * why, either on stderr alone or (asked for --json) as one JSON object
+ * {"status": "usage_error", "message": ...} on stdout alone; or it printed
+ * the help on stdout and returns 0. And errors said after the parse go to
+ * stderr again: keeping them for JSON never outlives the parse.
  *
  * Nothing the commands do after parsing runs. mcp's --config reads a file:
  * its parse runs in a directory of the target's own holding a few configs
@@ -20,6 +23,7 @@
  * libFuzzer dies of a crash or an out-of-memory.) */
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,13 +113,13 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 	int rc;
 	switch (command) {
 	case 0:
-		fresh_getopt("+h");
+		fresh_getopt(":h");
 		rc = run_arguments(argc, argv, &cfg, &json, &program);
 		if (rc == -1)
 			*validated = program && aj_config_validate(&cfg, &err) == 0;
 		return rc;
 	case 1:
-		fresh_getopt("+h");
+		fresh_getopt(":h");
 		rc = repl_arguments(argc, argv, &cfg, &json, &images);
 		if (rc == -1)
 			*validated = aj_config_validate(&cfg, &err) == 0;
@@ -142,7 +146,7 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 		struct tier_choice tiers = {0};
 		int flags = 0;
 		aj_config_init(&cfg);
-		fresh_getopt("h");
+		fresh_getopt(":h");
 		rc = parse_matrix_command(argc, argv, "matrix", usage, own, &cfg, &tiers,
 					  matrix_opt, &flags);
 		if (rc == -1)
@@ -150,6 +154,20 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 		return rc;
 	}
 	}
+}
+
+/* One line: {"status": "usage_error", "message": a non-empty string}. */
+static bool is_usage_error_json(const char *text, size_t len)
+{
+	if (!len || text[len - 1] != '\n' || memchr(text, '\n', len - 1))
+		return false;
+	json_t *j = json_loadb(text, len, 0, NULL);
+	const char *status = json_string_value(json_object_get(j, "status"));
+	const char *message = json_string_value(json_object_get(j, "message"));
+	bool ok = json_object_size(j) == 2 && status && !strcmp(status, "usage_error") &&
+		  message && message[0];
+	json_decref(j);
+	return ok;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -183,6 +201,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stderr = err;
 	bool validated = false;
 	int rc = parse(command, argc, argv, &validated);
+	fflush(out);
+	fflush(err);
+	size_t err_parse = err_len;
+	cli_error("after");
+	fflush(err);
+	bool error_after_is_said = err_len > err_parse;
 	stdout = saved_out;
 	stderr = saved_err;
 	fclose(out);
@@ -193,8 +217,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * has its program). */
 		if (rc == -1 && !validated)
 			__builtin_trap();
-		/* Refused: and said why. */
-		if (rc == EXIT_USAGE && err_len == 0)
+		/* Refused: and said why, in one format. */
+		if (rc == EXIT_USAGE && !(err_parse && !out_len) &&
+		    !(!err_parse && is_usage_error_json(out_text, out_len)))
+			__builtin_trap();
+		if (!error_after_is_said)
 			__builtin_trap();
 		/* The help: printed. */
 		if (rc == 0 && out_len == 0)

@@ -1,6 +1,7 @@
 /* The agentjail command as a user meets it: flags, errors, exit codes, and
  * the one-JSON-object contract. Runs the sanitizer build of the binary. */
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +19,9 @@ struct cli_result {
 	char out[1 << 16];
 	char err[1 << 16];
 };
+
+/* How long the command may stay silent. */
+static int cli_silence_ms = 60000;
 
 /* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
  * both streams and the exit code. */
@@ -53,7 +57,7 @@ static void cli(struct cli_result *r, const char *stdin_text, const char *const 
 	size_t no = 0, ne = 0;
 	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		assert_true(poll(p, 2, 60000) > 0);
+		assert_true(poll(p, 2, cli_silence_ms) > 0);
 		for (int i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !p[i].revents)
 				continue;
@@ -778,6 +782,218 @@ static void repl_cells_from_a_pipe(void **state)
 	assert_int_equal(res.exit_code, 2);
 }
 
+/* ---- issue 24, item 12: the small cuts of the command line ---- */
+
+/* A file of the repository (the tests run from its top), whole. */
+static char *repo_file(const char *path)
+{
+	static char text[1 << 16];
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: %s", path, strerror(errno));
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	return text;
+}
+
+/* One version, AGENTJAIL_VERSION: what --version prints, for agentjail and
+ * agentjail-serve (run by agentjail for serve), and what the Python
+ * package declares. */
+static void version_is_one(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "--version");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "agentjail " AGENTJAIL_VERSION "\n");
+	CLI(&res, NULL, "serve", "--version");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "agentjail-serve " AGENTJAIL_VERSION "\n");
+	assert_true(contains(repo_file("python/pyproject.toml"),
+			     "\nversion = \"" AGENTJAIL_VERSION "\"\n"));
+	assert_true(contains(repo_file("python/agentjail/__init__.py"),
+			     "\n__version__ = \"" AGENTJAIL_VERSION "\"\n"));
+}
+
+/* agentjail --help names every command, those agentjail-serve runs too,
+ * and each one's own --help answers. */
+static void help_lists_every_command(void **state)
+{
+	(void)state;
+	static const char *const commands[] = {"run",    "repl",  "check", "image", "mcp",
+					       "attack", "bench", "serve", "keys",  "worker"};
+	CLI(&res, NULL, "--help");
+	assert_int_equal(res.exit_code, 0);
+	char help[sizeof res.out];
+	snprintf(help, sizeof help, "%s", res.out);
+	assert_true(contains(help, "--version"));
+	assert_true(contains(help, "agentjail-serve"));
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "\n  %s ", commands[i]);
+		if (!contains(help, line))
+			fail_msg("agentjail --help does not list %s:\n%s", commands[i], help);
+		CLI(&res, NULL, commands[i], "--help");
+		if (res.exit_code != 0 || !contains(res.out, "usage: agentjail"))
+			fail_msg("agentjail %s --help: exit %d\n%s%s", commands[i], res.exit_code,
+				 res.out, res.err);
+	}
+}
+
+/* Options after FILE, as most commands take them; -- still ends them, so a
+ * file whose name starts with '-' can be run. */
+static void options_after_the_file(void **state)
+{
+	(void)state;
+	char hello[200];
+	snprintf(hello, sizeof hello, "%s", PROGRAM("after.py", "print('after')\n"));
+	CLI(&res, NULL, "run", hello, "--timeout", "5", "--memory", "128");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "after\n");
+
+	CLI(&res, NULL, "run", PROGRAM("after2.py", "import time\ntime.sleep(60)\n"), "--timeout",
+	    "0.5");
+	assert_int_equal(res.exit_code, 124);
+
+	CLI(&res, NULL, "run", "--tier", "process", hello, "--json");
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "stdout")), "after\n");
+	json_decref(j);
+
+	CLI(&res, NULL, "run", hello, hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "one program at a time"));
+
+	/* "--dash.py", in the program directory, run from there. */
+	char cli_abs[PATH_MAX], cwd[PATH_MAX];
+	assert_non_null(realpath(cli_path(), cli_abs));
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	PROGRAM("--dash.py", "print('dash')\n");
+	setenv("AJ_CLI", cli_abs, 1);
+	assert_int_equal(chdir(program_dir), 0);
+	CLI(&res, NULL, "run", "--timeout", "5", "--", "--dash.py");
+	assert_int_equal(chdir(cwd), 0);
+	unsetenv("AJ_CLI");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "dash\n");
+}
+
+/* The NUL-byte refusal says the whole of why. */
+static void nul_byte_message_is_whole(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "run", PROGRAM("nul2.py", "print(1)\0\n"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "nul2.py contains a NUL byte, which Python source cannot "
+				      "hold (is it a binary file?)\n"));
+}
+
+/* With --json, a usage error is one JSON object on stdout naming the
+ * problem, nothing on stderr, exit 2: wherever --json stands. */
+static void expect_usage_error_json(const char *want)
+{
+	assert_int_equal(res.exit_code, 2);
+	json_t *j = one_json_object(res.out);
+	assert_int_equal(json_object_size(j), 2);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "usage_error");
+	const char *m = json_string_value(json_object_get(j, "message"));
+	if (!m || !contains(m, want))
+		fail_msg("message %s, wanted %s", m ? m : "(none)", want);
+	json_decref(j);
+	assert_string_equal(res.err, "");
+}
+
+static void json_usage_errors_are_json(void **state)
+{
+	(void)state;
+	char hello[200];
+	snprintf(hello, sizeof hello, "%s", PROGRAM("hello.py", "print('hi')\n"));
+	CLI(&res, NULL, "run", "--json", "--memory", "abc", hello);
+	expect_usage_error_json("--memory: expected a whole number, got 'abc'");
+	CLI(&res, NULL, "run", "--memory", "abc", hello, "--json");
+	expect_usage_error_json("--memory: expected a whole number, got 'abc'");
+	CLI(&res, NULL, "run", "--json", "--memory", "1", hello);
+	expect_usage_error_json("memory: 1 is out of range");
+	CLI(&res, NULL, "run", "--json", "--frobnicate", hello);
+	expect_usage_error_json("unrecognized option '--frobnicate'");
+	CLI(&res, NULL, "run", "--json", hello, "--timeout");
+	expect_usage_error_json("option '--timeout' requires an argument");
+	CLI(&res, NULL, "run", "--json");
+	expect_usage_error_json("which program");
+	CLI(&res, NULL, "run", "--json", hello, hello);
+	expect_usage_error_json("one program at a time");
+	CLI(&res, NULL, "run", "--json", PROGRAM("nul3.py", "print(1)\0\n"));
+	expect_usage_error_json("contains a NUL byte");
+	CLI(&res, NULL, "run", "--json", "/nonexistent/prog.py");
+	expect_usage_error_json("/nonexistent/prog.py: cannot open");
+	CLI(&res, "", "run", "--json", "-");
+	expect_usage_error_json("stdin is empty");
+	/* Bytes that are not UTF-8 come back inside valid JSON. */
+	CLI(&res, NULL, "run", "--json", "--tier", "\xff\xfe", hello);
+	expect_usage_error_json("unknown tier '\xEF\xBF\xBD\xEF\xBF\xBD'");
+	CLI(&res, NULL, "repl", "--json", "--session-idle", "0");
+	expect_usage_error_json("session");
+	CLI(&res, NULL, "bench", "--runs", "0", "--json");
+	expect_usage_error_json("--runs: expected 1 to 10000");
+	CLI(&res, NULL, "attack", "--json", "--tier", "vm");
+	expect_usage_error_json("unknown tier 'vm'");
+	CLI(&res, NULL, "launch", "--json");
+	expect_usage_error_json("unknown command 'launch'");
+	/* "--python --json": a value, not the flag; the error stays text. */
+	CLI(&res, NULL, "run", "--python", "--json", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_string_equal(res.out, "");
+	assert_true(contains(res.err, "python"));
+}
+
+/* ---- issue 24, item 14: bench's numpy + pandas row on the container tier ---- */
+
+/* The row needs an image with numpy and pandas. With none (only the test
+ * image, which has neither), it says how to make one; with one (test-ds,
+ * the datascience preset, which make test builds), it runs there. */
+static void bench_numpy_row_finds_its_image(void **state)
+{
+	(void)state;
+	char cwd[PATH_MAX], images[PATH_MAX + 16], test_image[PATH_MAX + 32];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(images, sizeof images, "%s/build/images", cwd);
+	snprintf(test_image, sizeof test_image, "%s/test", images);
+
+	/* bench --json says nothing until its end, and numpy's import in a
+	 * cold container is slow on a busy machine. */
+	cli_silence_ms = 600000;
+	setenv("AGENTJAIL_IMAGES", program_dir, 1);
+	CLI(&res, NULL, "bench", "--quick", "--runs", "1", "--no-peers", "--json", "--tier",
+	    "container", "--image", test_image);
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	json_t *c = json_object_get(json_object_get(j, "imports_numpy_pandas"), "container");
+	assert_null(json_object_get(c, "image"));
+	const char *why = json_string_value(json_object_get(c, "unavailable"));
+	if (!why || !contains(why, "agentjail image build --preset datascience"))
+		fail_msg("container numpy row: %s", why ? why : "(measured)");
+	json_decref(j);
+
+	setenv("AGENTJAIL_IMAGES", images, 1);
+	CLI(&res, NULL, "bench", "--quick", "--runs", "1", "--no-peers", "--json", "--tier",
+	    "container", "--image", "test", "--timeout", "300", "--cpu", "300");
+	unsetenv("AGENTJAIL_IMAGES");
+	cli_silence_ms = 60000;
+	assert_int_equal(res.exit_code, 0);
+	j = one_json_object(res.out);
+	c = json_object_get(json_object_get(j, "imports_numpy_pandas"), "container");
+	if (json_object_get(c, "unavailable"))
+		fail_msg("container numpy row: %s",
+			 json_string_value(json_object_get(c, "unavailable")));
+	assert_string_equal(json_string_value(json_object_get(c, "image")), "test-ds");
+	/* Every cold and warm run imported both (failed runs are not counted;
+	 * the limits are wide, so that only a failed import fails one). */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "cold"), "runs")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "warm"), "runs")), 3);
+	json_decref(j);
+}
+
 static int make_dir(void **state)
 {
 	(void)state;
@@ -816,6 +1032,12 @@ int main(void)
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),
 		cmocka_unit_test(ro_bind_flags_and_config_key),
+		cmocka_unit_test(version_is_one),
+		cmocka_unit_test(help_lists_every_command),
+		cmocka_unit_test(options_after_the_file),
+		cmocka_unit_test(nul_byte_message_is_whole),
+		cmocka_unit_test(json_usage_errors_are_json),
+		cmocka_unit_test(bench_numpy_row_finds_its_image),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }

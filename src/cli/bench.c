@@ -37,6 +37,7 @@
 
 #include "../core/internal.h"
 #include "../docker/api.h"
+#include "../tiers/tier.h"
 #include "cli.h"
 #include "measure.h"
 
@@ -50,7 +51,10 @@ static const char usage[] =
 	"warm-up; throughput at 1 and 2 x cores concurrent calls; for microvm, cold\n"
 	"boot, restore per run and a warm pool; for gvisor, a warm pool. --runs N\n"
 	"rounds (default 100; p95 needs 20 and p99 100, else they print as -);\n"
-	"--quick: 5 rounds and small throughput runs.\n";
+	"--quick: 5 rounds and small throughput runs.\n"
+	"Then import numpy, pandas: bare, cold and warm, on process and container;\n"
+	"the container runs --image if it has them, else the datascience image\n"
+	"(agentjail image build --preset datascience), else another that has them.\n";
 
 #define PROGRAM "print(1)\n"
 #define MAX_ROWS 14
@@ -260,15 +264,70 @@ static void pool_regime(const struct aj_config *base, enum aj_tier tier, int run
  * v[0..2] get the samples; *why says why it was not measured. */
 struct imports {
 	enum aj_tier tier;
+	const char *image;      /* container: the image with numpy; NULL: cfg's */
 	struct regime r[3];     /* bare, cold, warm */
 	char why[AJ_ERROR_MAX];
 };
+
+/* Whether image (a name, or an absolute path) lists numpy and pandas among
+ * the packages its manifest says it was built with. */
+static bool image_has_numpy(const struct aj_config *cfg, const char *image)
+{
+	struct aj_config c = *cfg;
+	c.image = image;
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct aj_error err;
+	if (image_dir(&c, dir, sizeof dir, &err))
+		return false;
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	json_t *m = json_load_file(path, 0, NULL);
+	json_t *pkgs = json_object_get(m, "packages"), *p;
+	size_t i;
+	int found = 0;
+	json_array_foreach(pkgs, i, p) {
+		const char *name = json_string_value(p);
+		found |= name && !strcmp(name, "python3-numpy") ? 1 : 0;
+		found |= name && !strcmp(name, "python3-pandas") ? 2 : 0;
+	}
+	json_decref(m);
+	return found == 3;
+}
+
+/* The numpy + pandas row of the container tier needs an image that has
+ * them, which the default one does not: --image if it has, else the
+ * datascience preset's, else the first other image here that has them.
+ * NULL if none: the row then says how to make one. */
+static const char *numpy_image(const struct aj_config *cfg, char *name, size_t n)
+{
+	const char *given = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
+	name[0] = '\0';
+	if (image_has_numpy(cfg, given))
+		snprintf(name, n, "%s", given);
+	else if (image_has_numpy(cfg, "datascience"))
+		snprintf(name, n, "datascience");
+	if (name[0])
+		return name;
+	const char *base = getenv("AGENTJAIL_IMAGES");
+	struct dirent **list;
+	int k = scandir(base && base[0] == '/' ? base : AJ_DEFAULT_IMAGES_DIR, &list, NULL,
+			alphasort);
+	for (int i = 0; i < k; i++) {
+		if (!name[0] && list[i]->d_name[0] != '.' && image_has_numpy(cfg, list[i]->d_name))
+			snprintf(name, n, "%s", list[i]->d_name);
+		free(list[i]);
+	}
+	if (k >= 0)
+		free(list);
+	return name[0] ? name : NULL;
+}
 
 static void imports_regime(const struct aj_config *base, const char *python, int runs,
 			   struct imports *im)
 {
 	struct aj_config cold = *base, warm = *base;
 	cold.tier = warm.tier = im->tier;
+	if (im->image)
+		cold.image = warm.image = im->image;
 	warm.warm = true;
 	warm.preload = "numpy,pandas";
 	struct aj_sandbox *cs = NULL, *ws = NULL;
@@ -514,10 +573,18 @@ int cmd_bench(int argc, char **argv)
 		pool_regime(&cfg, AJ_TIER_GVISOR, (int)runs, &gpool);
 	/* numpy + pandas, cold and warm, on the tiers with a warm mode. */
 	struct imports imp[2] = {{.tier = AJ_TIER_PROCESS}, {.tier = AJ_TIER_CONTAINER}};
+	char numpy_name[256];
 	int import_runs = quick ? 3 : (int)(runs < 10 ? runs : 10);
 	for (int k = 0; k < 2; k++) {
 		if ((any && !chosen[imp[k].tier]) || unavailable[imp[k].tier][0]) {
 			snprintf(imp[k].why, sizeof imp[k].why, "tier not measured");
+			continue;
+		}
+		if (imp[k].tier == AJ_TIER_CONTAINER &&
+		    !(imp[k].image = numpy_image(&cfg, numpy_name, sizeof numpy_name))) {
+			snprintf(imp[k].why, sizeof imp[k].why,
+				 "no image here has numpy and pandas; make one with "
+				 "'agentjail image build --preset datascience'");
 			continue;
 		}
 		if (!json)
@@ -568,6 +635,8 @@ int cmd_bench(int argc, char **argv)
 	json_t *jimp = json_object();
 	for (int k = 0; k < 2; k++) {
 		json_t *j = json_object();
+		if (imp[k].image)
+			json_object_set_new(j, "image", json_string(imp[k].image));
 		if (imp[k].why[0]) {
 			json_object_set_new(j, "unavailable", json_string(imp[k].why));
 		} else {
@@ -654,7 +723,7 @@ int cmd_bench(int argc, char **argv)
 			json_t *b = json_object_get(j, "bare"), *c = json_object_get(j, "cold"),
 			       *w = json_object_get(j, "warm");
 			printf("  %-10s bare %8.1f   cold run %8.1f (%.2fx bare)   warm run %7.1f "
-			       "(%.3fx cold, %.3fx bare)\n",
+			       "(%.3fx cold, %.3fx bare)",
 			       aj_tier_name(imp[k].tier),
 			       json_real_value(json_object_get(b, "median_ms")),
 			       json_real_value(json_object_get(c, "median_ms")),
@@ -662,6 +731,9 @@ int cmd_bench(int argc, char **argv)
 			       json_real_value(json_object_get(w, "median_ms")),
 			       json_real_value(json_object_get(w, "vs_cold")),
 			       json_real_value(json_object_get(w, "vs_bare")));
+			if (imp[k].image)
+				printf("   [image %s]", imp[k].image);
+			printf("\n");
 		}
 		for (int t = 0; t < AJ_TIER_COUNT; t++)
 			if (unavailable[t][0])

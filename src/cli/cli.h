@@ -75,7 +75,8 @@ void cli_config_error(const char *command, const struct aj_error *err);
 /* The argument parsing of run, repl and mcp, apart from what the command
  * then does (fuzz/fuzz_cli_options.c drives them): the config filled and
  * validated, then -1 to go on, or the exit status to return with (the help
- * printed, or what is wrong said on stderr). run's program is the FILE or
+ * printed, or what is wrong said on stderr, or with --json as one object on
+ * stdout: cli_usage_begin). run's program is the FILE or
  * "-"; mcp's cfg is mcp_config_init'ed by the caller (it reads --config). */
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program);
 int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
@@ -97,7 +98,29 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
 			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx);
 
-/* "agentjail: " + message on stderr. */
+/* "agentjail: " + message on stderr (but see cli_usage_begin). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "NAME VERSION" on stdout, for --version: AGENTJAIL_VERSION (agentjail.h)
+ * is the one place the version is written. Returns 0. */
+int cli_version(const char *name);
+
+/* A command given --json says its usage errors as one JSON object on stdout,
+ * {"status":"usage_error","message":...}, and nothing on stderr: a script
+ * that asked for JSON never has to parse a second format. cli_asks_json
+ * finds --json among argv as getopt_long will read it (not as another
+ * option's value). Between cli_usage_begin(true) and cli_usage_end,
+ * cli_error keeps its first message instead of printing it;
+ * cli_usage_end(rc) prints that object when rc is EXIT_USAGE, and returns
+ * rc. */
+bool cli_asks_json(int argc, char **argv, const struct option *opts, const char *optstring);
+void cli_usage_begin(bool json);
+int cli_usage_end(int rc);
+/* What getopt_long's '?' or ':' (OPTSTRING's leading ':', opterr 0) was
+ * about, said with cli_error, then "try 'agentjail COMMAND --help'". */
+void cli_bad_option(const char *command, int c, int argc, char **argv,
+		    const struct option *opts);
+/* "try 'agentjail COMMAND --help'" on stderr, unless errors go out as JSON. */
+void cli_try_help(const char *command);
 
 #endif

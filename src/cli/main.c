@@ -8,25 +8,36 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: agentjail COMMAND [options]\n"
+	"usage: agentjail COMMAND [options]     (agentjail COMMAND --help for its options)\n"
+	"       agentjail --version\n"
 	"\n"
 	"Runs untrusted Python in a sandbox and reports what it printed and how it\n"
 	"ended. The deployer chooses the tier and the limits; the code cannot widen\n"
 	"them.\n"
 	"\n"
 	"commands:\n"
-	"  run FILE|-     run one program (agentjail run --help for the options)\n"
+	"  run FILE|-     run one program\n"
 	"  repl           a session: state, files and charts that last across cells\n"
 	"  check          which tiers work on this machine, and why the others don't\n"
 	"  image          build, list and remove the image roots the container tier runs\n"
 	"  mcp            serve run_python to an AI agent over MCP (stdio)\n"
 	"  attack         the hostile-program matrix: which tier held what\n"
 	"  bench          what each tier costs in latency, beside bare python and peers\n"
+	"  serve          serve run_python to many agents over HTTP: a JSON API, MCP\n"
+	"                 (/mcp) and metrics, with keys; --queue puts runs on Redis\n"
+	"  keys           add, list and remove the keys serve accepts\n"
+	"  worker         take runs from serve's Redis queue and run them here\n"
+	"(serve, keys and worker are in agentjail-serve, built and installed beside\n"
+	"agentjail, which runs it for them.)\n"
+	"\n"
+	"options:\n"
+	"  -h, --help     this help\n"
+	"  --version      print agentjail's version\n"
 	"\n"
 	"examples:\n"
 	"  agentjail run hello.py\n"
 	"  echo 'print(6*7)' | agentjail run --json -\n"
-	"  agentjail run --timeout 2 --memory 128 --tier process job.py\n"
+	"  agentjail run job.py --timeout 2 --memory 128 --tier process\n"
 	"  agentjail image build && agentjail run --tier container job.py\n"
 	"  agentjail repl --tier container --images charts/\n";
 
@@ -76,7 +87,15 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	cli_error("unknown command '%s'", cmd);
-	fputs(usage, stderr);
-	return EXIT_USAGE;
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version"))
+		return cli_version("agentjail");
+	/* No command's parser ran: --json anywhere asked for JSON. */
+	bool json = false;
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		json |= !strcmp(argv[i], "--json");
+	cli_usage_begin(json);
+	cli_error("unknown command '%s' (agentjail --help lists them)", cmd);
+	if (!json)
+		fputs(usage, stderr);
+	return cli_usage_end(EXIT_USAGE);
 }

@@ -1,10 +1,12 @@
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/internal.h"
 #include "cli.h"
 
 enum {
@@ -85,17 +87,17 @@ void options_add(const struct option *more, struct option *out, size_t n)
 	out[k] = (struct option){0};
 }
 
-int parse_matrix_command(int argc, char **argv, const char *name, const char *usage,
-			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
-			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
+#define MATRIX_OPTSTRING ":h"
+
+static int parse_matrix(int argc, char **argv, const char *name, const char *usage,
+			const struct option *opts, struct aj_config *cfg,
+			struct tier_choice *tiers,
+			int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
 {
-	struct option opts[32];
-	options_with(own, opts, 32);
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == '?') {
-			fputs(usage, stderr);
+	while ((c = getopt_long(argc, argv, MATRIX_OPTSTRING, opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cli_bad_option(name, c, argc, argv, opts);
 			return EXIT_USAGE;
 		}
 		bool is_limit = false;
@@ -129,14 +131,138 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 	return -1;
 }
 
+int parse_matrix_command(int argc, char **argv, const char *name, const char *usage,
+			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
+			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
+{
+	struct option opts[32];
+	options_with(own, opts, 32);
+	cli_usage_begin(cli_asks_json(argc, argv, opts, MATRIX_OPTSTRING));
+	return cli_usage_end(
+		parse_matrix(argc, argv, name, usage, opts, cfg, tiers, own_opt, ctx));
+}
+
+/* --json's usage errors (cli.h): the first message, kept for the object. */
+static struct {
+	bool on;
+	char message[1024];
+} usage_json;
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("agentjail: ", stderr);
 	va_start(ap, fmt);
+	if (usage_json.on) {
+		/* The first says what went wrong; later ones follow from it. */
+		if (!usage_json.message[0])
+			vsnprintf(usage_json.message, sizeof usage_json.message, fmt, ap);
+		va_end(ap);
+		return;
+	}
+	fputs("agentjail: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int cli_version(const char *name)
+{
+	printf("%s %s\n", name, AGENTJAIL_VERSION);
+	return 0;
+}
+
+bool cli_asks_json(int argc, char **argv, const struct option *opts, const char *optstring)
+{
+	int json_val = 0;
+	for (size_t i = 0; opts[i].name; i++)
+		if (!strcmp(opts[i].name, "json"))
+			json_val = opts[i].val;
+	/* A pass of getopt's own, silent: --json may stand after the option
+	 * that is wrong, and "--python --json" is a value, not the flag. On a
+	 * copy of argv: getopt moves the operands it passes, and a second
+	 * pass over moved ones would read "FILE --timeout" as --timeout FILE. */
+	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+	if (!copy)
+		return false;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+	bool json = false;
+	int c, saved = opterr;
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, copy, optstring, opts, NULL)) != -1)
+		json |= json_val && c == json_val;
+	opterr = saved;
+	optind = 0;
+	free(copy);
+	return json;
+}
+
+void cli_usage_begin(bool json)
+{
+	usage_json.on = json;
+	usage_json.message[0] = '\0';
+}
+
+int cli_usage_end(int rc)
+{
+	bool json = usage_json.on;
+	usage_json.on = false;
+	if (!json || rc != EXIT_USAGE)
+		return rc;
+	/* What the user typed may be any bytes; JSON takes UTF-8 only. */
+	const char *m = usage_json.message[0] ? usage_json.message : "usage error";
+	size_t n;
+	char *text = utf8_repair(m, strlen(m), &n);
+	json_t *o = json_object();
+	if (o && text) {
+		json_object_set_new(o, "status", json_string("usage_error"));
+		json_object_set_new(o, "message", json_stringn_nocheck(text, n));
+	}
+	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+	puts(s ? s : "{\"status\":\"usage_error\",\"message\":\"out of memory\"}");
+	fflush(stdout);
+	free(s);
+	free(text);
+	json_decref(o);
+	return rc;
+}
+
+void cli_try_help(const char *command)
+{
+	if (!usage_json.on)
+		fprintf(stderr, "try 'agentjail %s --help'\n", command);
+}
+
+void cli_bad_option(const char *command, int c, int argc, char **argv,
+		    const struct option *opts)
+{
+	const char *arg = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+	bool is_long = !strncmp(arg, "--", 2);
+	/* In getopt's own words, as the commands that let it speak say them. */
+	if (c == ':') {
+		cli_error("%s: option '%s' requires an argument", command, arg);
+	} else if (is_long && optopt) {
+		/* A known option that takes no value, given one (--json=1). */
+		cli_error("%s: option '%.*s' doesn't allow an argument", command,
+			  (int)strcspn(arg, "="), arg);
+	} else if (is_long) {
+		size_t len = strcspn(arg + 2, "="), matches = 0;
+		char list[512] = "";
+		for (size_t i = 0; opts[i].name; i++)
+			if (!strncmp(opts[i].name, arg + 2, len)) {
+				size_t k = strlen(list);
+				snprintf(list + k, sizeof list - k, "%s--%s", matches ? ", " : "",
+					 opts[i].name);
+				matches++;
+			}
+		if (matches > 1 && len)
+			cli_error("%s: option '%s' is ambiguous: %s", command, arg, list);
+		else
+			cli_error("%s: unrecognized option '%s'", command, arg);
+	} else {
+		cli_error("%s: invalid option -- '%c'", command, optopt);
+	}
+	cli_try_help(command);
 }
 
 /* aj_config_validate names a limit by its option, except where the option

@@ -36,7 +36,8 @@ static const char usage[] =
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP
 	"  --images DIR      save every image a cell returns into DIR as N-NAME\n"
-	"  --json            JSON lines in and out, for scripts\n"
+	"  --json            JSON lines in and out, for scripts (a usage error:\n"
+	"                    {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  -h, --help        this help\n"
 	"\n"
 	"It exits 0 when the input ends, 125 when the session could not be opened or\n"
@@ -389,6 +390,40 @@ static void json_loop(struct repl *r)
 	free(line);
 }
 
+#define REPL_OPTSTRING ":h"
+
+static int parse_repl(int argc, char **argv, const struct option *opts, struct aj_config *cfg,
+		      bool *json, const char **images_dir)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, REPL_OPTSTRING, opts, NULL)) != -1) {
+		if (c == OPT_JSON) {
+			*json = true;
+		} else if (c == OPT_IMAGES) {
+			*images_dir = optarg;
+		} else if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == '?' || c == ':') {
+			cli_bad_option("repl", c, argc, argv, opts);
+			return EXIT_USAGE;
+		} else if (option_apply(c, optarg, cfg) < 0) {
+			cli_try_help("repl");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_error("repl: unexpected argument '%s' (cells come on stdin)", argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err = {0};
+	if (aj_config_validate(cfg, &err)) {
+		cli_config_error("repl", &err);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
 int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
 		   const char **images_dir)
 {
@@ -403,31 +438,8 @@ int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
 	*images_dir = NULL;
 	options_with(own, opts, 40);
 	options_add(session_options, opts, 40);
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == OPT_JSON) {
-			*json = true;
-		} else if (c == OPT_IMAGES) {
-			*images_dir = optarg;
-		} else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?' || option_apply(c, optarg, cfg) < 0) {
-			fputs("try 'agentjail repl --help'\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		cli_error("repl: unexpected argument '%s' (cells come on stdin)", argv[optind]);
-		return EXIT_USAGE;
-	}
-	struct aj_error err = {0};
-	if (aj_config_validate(cfg, &err)) {
-		cli_config_error("repl", &err);
-		return EXIT_USAGE;
-	}
-	return -1;
+	cli_usage_begin(cli_asks_json(argc, argv, opts, REPL_OPTSTRING));
+	return cli_usage_end(parse_repl(argc, argv, opts, cfg, json, images_dir));
 }
 
 int cmd_repl(int argc, char **argv)

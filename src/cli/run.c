@@ -11,15 +11,17 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: agentjail run [options] FILE|-\n"
+	"usage: agentjail run [options] FILE|- [options]\n"
 	"\n"
 	"Runs the Python program in FILE (or read from stdin with -) in a sandbox.\n"
+	"Options may come before or after FILE; -- ends them (agentjail run -- -x.py).\n"
 	"Without --json its stdout and stderr pass through and agentjail exits with\n"
 	"its exit code: 124 on timeout, 128+N when signal N ended it (output limit:\n"
 	"137), 125 when the sandbox itself failed, 2 on a usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
-	"  --json            print one JSON object with the result instead\n"
+	"  --json            print one JSON object with the result instead (a usage\n"
+	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  -h, --help        this help\n";
 
 enum { OPT_JSON = 2000, OPT_HELP };
@@ -83,7 +85,7 @@ static int load_program(const char *path, char **code, size_t *len)
 	else if (*len > AJ_MAX_CODE_BYTES)
 		why = "is larger than the 4 MiB a program may be";
 	else if (memchr(*code, '\0', *len))
-		why = "contains a NUL byte: Python source cannot";
+		why = "contains a NUL byte, which Python source cannot hold (is it a binary file?)";
 	if (why) {
 		cli_error("%s %s", name, why);
 		free(*code);
@@ -108,6 +110,46 @@ static int exit_code_for(const struct aj_result *r)
 	}
 }
 
+/* Options before or after FILE (getopt permutes; -- ends them), so that
+ * `run job.py --timeout 1` means what it says. */
+#define RUN_OPTSTRING ":h"
+
+static int parse_run(int argc, char **argv, const struct option *opts, struct aj_config *cfg,
+		     bool *json, const char **program)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, RUN_OPTSTRING, opts, NULL)) != -1) {
+		if (c == OPT_JSON) {
+			*json = true;
+		} else if (c == OPT_HELP || c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == '?' || c == ':') {
+			cli_bad_option("run", c, argc, argv, opts);
+			return EXIT_USAGE;
+		} else if (option_apply(c, optarg, cfg) < 0) {
+			cli_try_help("run");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		if (optind == argc)
+			cli_error("run: which program? give a FILE, or - for stdin");
+		else
+			cli_error("run: one program at a time ('%s', then '%s')", argv[optind],
+				  argv[optind + 1]);
+		cli_try_help("run");
+		return EXIT_USAGE;
+	}
+	struct aj_error err = {0};
+	if (aj_config_validate(cfg, &err)) {
+		cli_error("%s", err.message);
+		return EXIT_USAGE;
+	}
+	*program = argv[optind];
+	return -1;
+}
+
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
@@ -119,33 +161,8 @@ int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, cons
 	*json = false;
 	options_with(own, opts, 32);
 	options_add(one_tier_options, opts, 32);
-
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == OPT_JSON)
-			*json = true;
-		else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?' || option_apply(c, optarg, cfg) < 0) {
-			fputs("try 'agentjail run --help'\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		cli_error(optind == argc ? "run: which program? give a FILE, or - for stdin"
-					 : "run: one program at a time");
-		fputs("try 'agentjail run --help'\n", stderr);
-		return EXIT_USAGE;
-	}
-	struct aj_error err = {0};
-	if (aj_config_validate(cfg, &err)) {
-		cli_error("%s", err.message);
-		return EXIT_USAGE;
-	}
-	*program = argv[optind];
-	return -1;
+	cli_usage_begin(cli_asks_json(argc, argv, opts, RUN_OPTSTRING));
+	return cli_usage_end(parse_run(argc, argv, opts, cfg, json, program));
 }
 
 int cmd_run(int argc, char **argv)
@@ -159,8 +176,11 @@ int cmd_run(int argc, char **argv)
 	struct aj_error err = {0};
 	char *code = NULL;
 	size_t len = 0;
+	/* A program that cannot be read is a usage error too, said as one. */
+	cli_usage_begin(json);
 	if (load_program(program, &code, &len) < 0)
-		return EXIT_USAGE;
+		return cli_usage_end(EXIT_USAGE);
+	cli_usage_end(-1);
 
 	struct aj_sandbox *sb;
 	struct aj_result res;

@@ -341,13 +341,23 @@ out:
 }
 
 static const char usage[] = "usage: agentjail-serve serve|keys|worker [options]\n"
-			    "(run as agentjail serve, agentjail keys, agentjail worker)\n";
+			    "       agentjail-serve --version\n"
+			    "(run as agentjail serve, agentjail keys, agentjail worker; each\n"
+			    "COMMAND --help gives its options)\n";
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
+	}
+	/* agentjail-serve --version, and agentjail serve|keys|worker --version
+	 * (agentjail runs this binary for them). */
+	if (!strcmp(argv[1], "--version") || (argc == 3 && !strcmp(argv[2], "--version")))
+		return cli_version("agentjail-serve");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage, stdout);
+		return 0;
 	}
 	if (!strcmp(argv[1], "serve"))
 		return cmd_serve(argc - 1, argv + 1);
