@@ -2,7 +2,7 @@
  * and how it ended.
  *
  *   struct aj_config cfg;
- *   aj_config_init(&cfg);                 // the defaults of DESIGN.md
+ *   aj_config_init(&cfg);                 // the defaults of docs/design.md
  *   cfg.tier = AJ_TIER_PROCESS;
  *   struct aj_sandbox *sb;
  *   struct aj_error err;
@@ -276,7 +276,7 @@ const char *aj_tier_name(enum aj_tier tier);
 int aj_tier_parse(const char *name, enum aj_tier *out);
 const char *aj_status_name(enum aj_status status);
 
-/* One JSON object of the command-line contract (DESIGN.md), valid UTF-8,
+/* One JSON object of the command-line contract (docs/design.md), valid UTF-8,
  * malloc'ed; NULL on allocation failure. */
 char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier);
 

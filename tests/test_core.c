@@ -444,7 +444,7 @@ static void json_has_every_contract_field(void **state)
 	r.memory_kb = 9120;
 	char *s = aj_result_to_json(&r, AJ_TIER_PROCESS);
 	assert_non_null(s);
-	/* The exact shape DESIGN.md shows, in its order. */
+	/* The exact shape docs/design.md shows, in its order. */
 	assert_string_equal(s, "{\"tier\":\"process\",\"status\":\"error\",\"exit_code\":3,"
 			       "\"signal\":null,\"stdout\":\"out\\n\",\"stderr\":\"err\\n\","
 			       "\"stdout_truncated\":false,\"stderr_truncated\":false,"

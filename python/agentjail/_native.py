@@ -1,9 +1,13 @@
-"""The C library, loaded with cffi in ABI mode (no compiler needed).
+"""The C library, loaded with cffi in ABI mode (no compiler needed), or
+with ctypes from the standard library where cffi is not installed (a Python
+that is not Debian's; _ctypes_ffi.py offers the same calls).
+$AGENTJAIL_BINDING=cffi or =ctypes picks one; a missing cffi is then an
+error, not a fallback.
 
 The declarations below are include/agentjail.h's, field for field; the
-layouts are checked against a compiled program in tests/test_abi.py, so a
-change to the header that is not made here fails the tests instead of
-reading the wrong bytes.
+layouts are checked against a compiled program in tests/test_abi.py, for
+both backends, so a change to the header that is not made here fails the
+tests instead of reading the wrong bytes.
 
 Where the library is found, first match wins:
   1. $AGENTJAIL_LIBRARY, a path to libagentjail.so
@@ -12,8 +16,6 @@ Where the library is found, first match wins:
   4. libagentjail.so.0 on the system's library path
 """
 import os
-
-import cffi
 
 CDEF = """
 enum aj_tier { AJ_TIER_PROCESS = 0, AJ_TIER_CONTAINER, AJ_TIER_MICROVM, AJ_TIER_DOCKER,
@@ -112,7 +114,25 @@ void aj_free(void *p);
 # another major.minor may lay its structures out differently.
 API_VERSION = "0.5"
 
-ffi = cffi.FFI()
+
+def _ffi():
+    """(ffi, "cffi" or "ctypes"): cffi where it is installed."""
+    choice = os.environ.get("AGENTJAIL_BINDING", "")
+    if choice not in ("", "cffi", "ctypes"):
+        raise ImportError(f"agentjail: AGENTJAIL_BINDING={choice!r} is neither cffi nor ctypes")
+    if choice != "ctypes":
+        try:
+            import cffi
+        except ImportError:
+            if choice == "cffi":
+                raise
+        else:
+            return cffi.FFI(), "cffi"
+    from . import _ctypes_ffi
+    return _ctypes_ffi.FFI(), "ctypes"
+
+
+ffi, BINDING = _ffi()
 ffi.cdef(CDEF)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,11 +1,29 @@
 """The binding's declarations (agentjail/_native.py) against the header the
 library was built from: every structure's size and every field's offset, as
-a compiler lays them out."""
+a compiler lays them out, read through both backends (cffi, and the ctypes
+one used where cffi is not installed)."""
 import os
 import subprocess
 
-from agentjail._native import ffi
+import pytest
+
+from agentjail import _ctypes_ffi
+from agentjail._native import CDEF, ffi
 from conftest import ROOT
+
+
+def backends():
+    out = {}
+    try:
+        import cffi
+    except ImportError:  # a Python without it: the ctypes backend alone
+        pass
+    else:
+        out["cffi"] = cffi.FFI()
+    out["ctypes"] = _ctypes_ffi.FFI()
+    for f in out.values():
+        f.cdef(CDEF)
+    return out
 
 STRUCTS = {
     "aj_limits": ["wall_sec", "cpu_sec", "memory_mb", "pids", "file_size_mb", "disk_mb",
@@ -25,7 +43,9 @@ STRUCTS = {
 }
 
 
-def test_layouts_match_the_header(tmp_path):
+@pytest.mark.parametrize("backend", sorted(backends()))
+def test_layouts_match_the_header(tmp_path, backend):
+    ffi = backends()[backend]
     lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "agentjail.h"',
              "int main(void) {"]
     for s, fields in STRUCTS.items():

@@ -7,7 +7,7 @@
 
 #include "agentjail.h"
 
-/* Exit codes of the command-line contract (DESIGN.md). */
+/* Exit codes of the command-line contract (docs/design.md rules X1-X5). */
 #define EXIT_USAGE 2
 #define EXIT_SANDBOX 125
 #define EXIT_TIMEOUT 124

@@ -1,4 +1,4 @@
-/* agentjail run: one program, as DESIGN.md's command-line contract says. */
+/* agentjail run: one program, as docs/design.md's command-line contract says. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -66,7 +66,7 @@ bool path_is_under(const char *p, const char *dir);
  * NUL byte): 0, or -errno with res a sandbox_error naming why. */
 int code_check(const char *code, size_t len, struct aj_result *res);
 
-/* The contract's result object (DESIGN.md), for callers that embed it in
+/* The contract's result object (docs/design.md), for callers that embed it in
  * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */
 typedef struct json_t json_t;
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);

@@ -11,7 +11,7 @@
  *   GET    /v1/sessions/ID/files/PATH       the file
  *   GET    /v1/sessions/ID/files[?dir=D]    a listing
  *
- * A run's result is the command line's --json object (DESIGN.md) with
+ * A run's result is the command line's --json object (docs/design.md) with
  * HTTP 200 whatever the program did: a program that fails is an answer,
  * not an HTTP error. HTTP errors are the API's own: 400 a bad request
  * (naming the field), 401 no valid key, 404, 405, 410 a closed session
