@@ -2,9 +2,10 @@
  * is particular to it: the program meets gVisor's kernel, not the host's;
  * none of the host's /proc or /sys is there; and nothing (processes, run
  * directories, cgroups) is left after a timeout, a flood, the OOM killer or
- * a caller that dies mid-run. Every gVisor process of a run lives in the
- * run's cgroup, so the teardown's check that no run cgroup is left also
- * proves no sentry, gofer or runsc is.
+ * a caller that dies mid-run. Every gVisor process of a run is born in the
+ * run's cgroup, but a dead one (a zombie stub of the ptrace platform) is no
+ * longer listed there: nothing_alive_when_the_result_returns counts them as
+ * the test's own orphans.
  *
  * Runs the test image that `make test` builds (--from-host). */
 #include <limits.h>
