@@ -2,12 +2,14 @@
  * is particular to it: the program meets gVisor's kernel, not the host's;
  * none of the host's /proc or /sys is there; and nothing (processes, run
  * directories, cgroups) is left after a timeout, a flood, the OOM killer or
- * a caller that dies mid-run. Every gVisor process of a run lives in the
- * run's cgroup, so the teardown's check that no run cgroup is left also
- * proves no sentry, gofer or runsc is.
+ * a caller that dies mid-run. Every gVisor process of a run is born in the
+ * run's cgroup, but a dead one (a zombie stub of the ptrace platform) is no
+ * longer listed there: nothing_alive_when_the_result_returns counts them as
+ * the test's own orphans.
  *
  * Runs the test image that `make test` builds (--from-host). */
 #include <limits.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 
 #include "boot_cases.h"
@@ -69,6 +71,124 @@ static int count_gvisor_processes(void)
 	run_base(&fixture, base, sizeof base);
 	snprintf(needle, sizeof needle, "%s/run-", base);
 	return count_runsc_processes(needle);
+}
+
+/* This test process's children, whatever their state (a zombie is a
+ * process not yet gone), but for the nold in old (left by an earlier case
+ * that failed): their pids, up to n, and how many. */
+static int list_children(const pid_t *old, int nold, pid_t *pids, int n)
+{
+	DIR *d = opendir("/proc");
+	int count = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], buf[1024];
+		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+		FILE *fh = fopen(path, "re");
+		if (!fh)
+			continue;
+		size_t len = fread(buf, 1, sizeof buf - 1, fh);
+		fclose(fh);
+		buf[len] = 0;
+		/* "pid (comm) state ppid": comm may hold anything but its
+		 * last ')'. */
+		const char *rp = strrchr(buf, ')');
+		char st;
+		int ppid;
+		if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2 || ppid != (int)getpid())
+			continue;
+		pid_t pid = atoi(de->d_name);
+		bool known = false;
+		for (int i = 0; i < nold; i++)
+			known |= old[i] == pid;
+		if (known)
+			continue;
+		if (count < n)
+			pids[count] = pid;
+		count++;
+	}
+	if (d)
+		closedir(d);
+	return count;
+}
+
+/* What this test's runs left at one moment: processes (children of the
+ * test, the sandboxes' subreaper), run cgroups, and run directories or
+ * runsc command lines of ours. */
+struct census {
+	int processes, cgroups, leftovers;
+};
+
+static struct census take_census(const pid_t *old, int nold)
+{
+	return (struct census){.processes = list_children(old, nold, NULL, 0),
+			       .cgroups = count_run_cgroups(),
+			       .leftovers = count_gvisor_leftovers()};
+}
+
+/* A result means its sandbox is gone: every process of it (runsc, sentry,
+ * gofer and the ptrace platform's stubs), its cgroup and its run
+ * directory, at the moment the result returns, with no wait. The stubs are
+ * orphans (on the host, children of PID 1, where another suite's could
+ * not be told from ours): for this case the test is its own descendants'
+ * subreaper, so a process of the sandbox that outlives what ran it comes
+ * here, as a child of the test, zombie or not. A fork bomb's timeout, a
+ * plain run, and a session's close. */
+static void nothing_alive_when_the_result_returns(void **state)
+{
+	struct fixture *f = *state;
+	pid_t old[64];
+	int nold = list_children(NULL, 0, old, 64);
+	assert_true(nold <= 64);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	struct census at[3];
+	struct aj_result bomb, plain, cell;
+	f->cfg.limits.wall_sec = 2;
+	run_code(&f->cfg, &bomb,
+		 "import os\n"
+		 "while True:\n"
+		 "    try:\n"
+		 "        os.fork()\n"
+		 "    except OSError:\n"
+		 "        pass\n");
+	at[0] = take_census(old, nold);
+	f->cfg.limits.wall_sec = 10;
+	run_code(&f->cfg, &plain, "print(6 * 7)\n");
+	at[1] = take_census(old, nold);
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	int opened = aj_session_open(&f->cfg, &s, &err);
+	if (opened == 0) {
+		aj_session_run(s, "print(7)\n", strlen("print(7)\n"), &cell);
+		aj_session_close(s);
+	}
+	at[2] = take_census(old, nold);
+	/* What came here is ours to end and reap, before any assertion
+	 * leaves the case. */
+	pid_t pids[256];
+	int n = list_children(old, nold, pids, 256);
+	for (int i = 0; i < n && i < 256; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, __WALL);
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	assert_status(&bomb, AJ_STATUS_TIMEOUT);
+	assert_status(&plain, AJ_STATUS_OK);
+	assert_string_equal(plain.stdout_buf, "42\n");
+	assert_int_equal(opened, 0);
+	assert_status(&cell, AJ_STATUS_OK);
+	assert_string_equal(cell.stdout_buf, "7\n");
+	aj_result_free(&bomb);
+	aj_result_free(&plain);
+	aj_result_free(&cell);
+	const char *after[] = {"the fork bomb's timeout", "a plain run", "the session's close"};
+	for (int i = 0; i < 3; i++)
+		if (at[i].processes || at[i].cgroups || at[i].leftovers)
+			fail_msg("after %s: %d processes, %d run cgroups, %d run directories or "
+				 "runsc processes left",
+				 after[i], at[i].processes, at[i].cgroups, at[i].leftovers);
 }
 
 static void guest_kernel_is_gvisors(void **state)
@@ -405,6 +525,7 @@ int main(void)
 		HOSTILE_TEST(guest_kernel_is_gvisors),
 		HOSTILE_TEST(host_proc_and_sys_are_not_there),
 		HOSTILE_TEST(gone_after_timeout_and_flood),
+		HOSTILE_TEST(nothing_alive_when_the_result_returns),
 		HOSTILE_TEST(nothing_left_after_memory_limits),
 		HOSTILE_TEST(forged_report_is_output),
 		HOSTILE_TEST(caller_killed_mid_run_leaves_nothing),

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../linux/report.h"
@@ -133,12 +135,72 @@ static void exec_runsc(const struct runsc_launch *l)
 	_exit(127);
 }
 
+/* The paths the keeper ends the sandbox through, made before the clone so
+ * that the keeper itself only opens, reads and writes. */
+struct cgroup_files {
+	char procs[440];           /* every process of the sandbox */
+	char kill[440];            /* v2's cgroup.kill; empty on v1 */
+};
+
+/* SIGKILLs every process listed in f->procs, once each. Whether any was
+ * listed. Async-signal-safe: the keeper is a copy of a threaded caller. */
+static bool kill_listed(const struct cgroup_files *f)
+{
+	int fd = open(f->procs, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char buf[4096];
+	ssize_t r;
+	long pid = 0;
+	bool any = false;
+	while ((r = read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+				continue;
+			}
+			if (pid > 0) {
+				kill((pid_t)pid, SIGKILL);
+				any = true;
+			}
+			pid = 0;
+		}
+	if (pid > 0) {
+		kill((pid_t)pid, SIGKILL);
+		any = true;
+	}
+	close(fd);
+	return any;
+}
+
+/* The sandbox is over once runsc is: whatever of it is still running is
+ * ended (a fork racing a pass is in the cgroup too, for the next pass). */
+static void kill_sandbox(const struct cgroup_files *f)
+{
+	if (f->kill[0]) {
+		/* Linux 5.14+: one write, and no fork can escape it. */
+		int fd = open(f->kill, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t w = write(fd, "1", 1);
+			(void)w; /* the listing below is the fallback */
+			close(fd);
+		}
+	}
+	kill_listed(f);
+}
+
 /* The keeper: a copy of the caller that never execs, so it keeps the exit
  * signal 0 it was born with (exec resets it to SIGCHLD) and the kernel
  * never reaps it behind the caller's back, even where the application
- * ignores SIGCHLD. It starts runsc, waits, and ends as runsc ended: the
- * same exit code, or the same signal. Async-signal-safe calls only. */
-static void keeper(const struct runsc_launch *l)
+ * ignores SIGCHLD. It stays outside the run's cgroup, which a kill of the
+ * sandbox empties, and is the sandbox's subreaper: every process of it
+ * whose parent dies comes to the keeper (the ptrace platform's stubs are
+ * orphans from birth), not to the host's PID 1, which reaps when it likes
+ * (seconds on this machine). It starts runsc, reaps everything below it,
+ * ends what is left once runsc has ended, and ends only when nothing of
+ * the sandbox is left: as runsc ended, the same exit code or signal. So
+ * the keeper's end is the sandbox's. Async-signal-safe calls only. */
+static void keeper(const struct runsc_launch *l, int cgfd, const struct cgroup_files *files)
 {
 	struct setup_error e = {{0}};
 	if (child_reset_signals() < 0)
@@ -146,49 +208,87 @@ static void keeper(const struct runsc_launch *l)
 	/* Gone with the caller's thread, and runsc with it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(127);
-	/* v1: into the run's memory, pids and cpu cgroups first, so that
-	 * everything runsc starts is born there. */
-	if (l->cg->version == 1 && cgroup_join_self(l->cg->tasks_files, &e) < 0) {
-		dprintf(l->err_fd, "agentjail: %s\n", e.message);
+	/* Orphans of the sandbox are the keeper's to reap, not PID 1's. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		dprintf(l->err_fd, "agentjail: PR_SET_CHILD_SUBREAPER: %s\n", errno_name(errno));
 		_exit(127);
 	}
-	/* Nothing of the caller's but the sandbox's stdio: the keeper never
-	 * execs, so close-on-exec would not close the rest (the write end
-	 * of the program's stdin among them, and boot.py reads to EOF). */
-	int keep[] = {l->in_fd, l->out_fd, l->err_fd};
-	close_fds_except(keep, 3);
+	/* Nothing of the caller's but the sandbox's stdio (and the cgroup to
+	 * start runsc in): the keeper never execs, so close-on-exec would not
+	 * close the rest (the write end of the program's stdin among them,
+	 * and boot.py reads to EOF). */
+	int keep[] = {l->in_fd, l->out_fd, l->err_fd, cgfd};
+	close_fds_except(keep, cgfd >= 0 ? 4 : 3);
 	int fd = -1;
-	pid_t pid = spawn_clone(0, &fd);
-	if (pid == 0)
+	/* v2: runsc born in the run's cgroup, with nothing to move. */
+	pid_t pid = cgfd >= 0 ? spawn_clone_into_cgroup(0, cgfd, &fd) : spawn_clone(0, &fd);
+	if (pid == 0) {
+		/* v1: into the run's memory, pids and cpu cgroups before the
+		 * exec, so that everything runsc starts is born there. */
+		if (l->cg->version == 1 && cgroup_join_self(l->cg->tasks_files, &e) < 0) {
+			dprintf(l->err_fd, "agentjail: %s\n", e.message);
+			_exit(127);
+		}
 		exec_runsc(l);
-	if (pid < 0)
+	}
+	if (pid < 0) {
+		dprintf(l->err_fd, "agentjail: starting runsc: %s\n", errno_name(-pid));
 		_exit(127);
-	siginfo_t si;
-	if (spawn_reap(fd, &si) < 0)
+	}
+	if (cgfd >= 0)
+		close(cgfd);
+	siginfo_t si, runsc = {0};
+	bool runsc_ended = false;
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		/* Until runsc ends, wait; after, end the rest and take them as
+		 * they go. */
+		int flags = WEXITED | __WALL | (runsc_ended ? WNOHANG : 0);
+		if (waitid(P_ALL, 0, &si, flags) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: nothing of the sandbox is left */
+		}
+		if (si.si_pid == pid) {
+			runsc = si;
+			runsc_ended = true;
+		}
+		if (runsc_ended && !si.si_pid) {
+			kill_sandbox(files);
+			struct timespec ts = {0, 5000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (!runsc_ended)
 		_exit(127);
-	if (si.si_code == CLD_EXITED)
-		_exit(si.si_status);
-	signal(si.si_status, SIG_DFL);
-	kill(getpid(), si.si_status);
-	_exit(128 + si.si_status);
+	if (runsc.si_code == CLD_EXITED)
+		_exit(runsc.si_status);
+	signal(runsc.si_status, SIG_DFL);
+	kill(getpid(), runsc.si_status);
+	_exit(128 + runsc.si_status);
 }
 
 pid_t runsc_spawn(const struct runsc_launch *l, int *pidfd, struct aj_error *err)
 {
-	pid_t pid;
 	int cgfd = -1;
+	/* The pids hierarchy (v1) or the one directory (v2) lists them all. */
+	struct cgroup_files files;
+	memset(&files, 0, sizeof files);
+	const char *dir = l->cg->dir[l->cg->version == 2 ? 0 : CG_PIDS];
+	snprintf(files.procs, sizeof files.procs, "%.400s/cgroup.procs", dir);
 	if (l->cg->version == 2) {
-		/* v2: born in the cgroup, with nothing to move afterwards. */
+		snprintf(files.kill, sizeof files.kill, "%.400s/cgroup.kill", dir);
 		if ((cgfd = cgroup_open_dir(l->cg)) < 0)
 			return error_set(err, cgfd, "gvisor: open the run's cgroup: %s",
 					 errno_name(-cgfd));
 	}
 	/* No exit signal, and no exec: runsc's exit code is the program's,
 	 * and an application ignoring SIGCHLD must not have the kernel reap
-	 * the process that carries it. */
-	pid = spawn_clone_quiet(cgfd, pidfd);
+	 * the process that carries it. Outside the run's cgroup: a kill of
+	 * the sandbox must leave its reaper. */
+	pid_t pid = spawn_clone_quiet(-1, pidfd);
 	if (pid == 0)
-		keeper(l);
+		keeper(l, cgfd, &files);
 	if (cgfd >= 0)
 		close(cgfd);
 	if (pid < 0)

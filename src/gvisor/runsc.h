@@ -25,13 +25,16 @@ struct runsc_launch {
 	int in_fd, out_fd, err_fd; /* the sandbox's stdio */
 };
 
-/* Starts `runsc run` under a keeper process born in (v2) or moved into (v1)
- * the run's cgroup, so that runsc, its sandbox and its gofer are all
- * counted and killed there. The keeper ends as runsc ends (its exit code
- * or its signal) and is never reaped by the kernel on its own: wait for it
- * with waitid(P_PIDFD, ..., WEXITED | __WALL). Everything dies with the
- * calling thread (PDEATHSIG). Returns the keeper's pid and a pidfd, or
- * -errno with err set. */
+/* Starts `runsc run` under a keeper process, runsc born in (v2) or moved
+ * into (v1) the run's cgroup, so that runsc, its sandbox and its gofer are
+ * all counted and killed there. The keeper stays outside the cgroup as the
+ * sandbox's subreaper: it reaps every process of the sandbox, ends what is
+ * left once runsc has ended, and itself ends only when nothing of the
+ * sandbox is left, as runsc ended (its exit code or its signal). It is
+ * never reaped by the kernel on its own: wait for it with waitid(P_PIDFD,
+ * ..., WEXITED | __WALL). Everything dies with the calling thread
+ * (PDEATHSIG). Returns the keeper's pid and a pidfd, or -errno with err
+ * set. */
 pid_t runsc_spawn(const struct runsc_launch *l, int *pidfd, struct aj_error *err);
 
 #endif

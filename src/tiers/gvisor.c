@@ -26,6 +26,11 @@
  *   watch     the supervisor here enforces the wall clock and the output
  *             caps; a timeout, a flood or a cancel SIGKILLs every process in
  *             the cgroup (runsc included), which ends the sandbox at once
+ *   end       runsc's keeper, outside the cgroup, is the sandbox's
+ *             subreaper (gvisor/runsc.c): it ends only once every process
+ *             of the sandbox has ended and been reaped, so the result waits
+ *             for it, within END_BOUND_MS; past that the result is a
+ *             sandbox_error naming what was left, never a quiet return
  *   after     the OOM killer's count in the cgroup (status memory), then the
  *             cgroup, the bundle and runsc's state directory are removed
  *
@@ -45,6 +50,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +92,12 @@
 /* How long a KVM probe run may take before KVM is judged unusable. */
 #define KVM_PROBE_SEC 15.0
 #define PLATFORM_CACHE "/var/lib/agentjail/gvisor-platform"
+/* How long the end of a sandbox may take: SIGKILL to each of its processes
+ * and its keeper reaping them all (a fork bomb's 600 ptrace tasks take well
+ * under a second here, more under load). A result means the sandbox is
+ * gone; one that cannot be ended in this time is reported, not waited for
+ * without end. */
+#define END_BOUND_MS 10000.0
 
 struct started;
 
@@ -248,19 +260,21 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 		}
 		if (stopping) {
 			/* runsc, sentry, gofer and the program: all of them, at
-			 * once. runsc's state is removed with the run directory. */
+			 * once; the end (started_end) waits for them, bounded.
+			 * runsc's state is removed with the run directory. */
 			cgroup_kill_all(&sb->cg);
+			break;
 		}
-		bool writing = !stopping && w->input_sent < w->input_len;
+		bool writing = w->input_sent < w->input_len;
 		struct pollfd p[5] = {
 			{.fd = w->pidfd, .events = POLLIN},
 			{.fd = writing ? w->in_fd : -1, .events = POLLOUT},
-			{.fd = open_fds[0] && !stopping ? w->out_fd : -1, .events = POLLIN},
-			{.fd = open_fds[1] && !stopping ? w->err_fd : -1, .events = POLLIN},
-			{.fd = !stopping ? w->cancel_fd : -1, .events = POLLIN},
+			{.fd = open_fds[0] ? w->out_fd : -1, .events = POLLIN},
+			{.fd = open_fds[1] ? w->err_fd : -1, .events = POLLIN},
+			{.fd = w->cancel_fd, .events = POLLIN},
 		};
 		double until = deadline < next_cpu_check ? deadline : next_cpu_check;
-		double left = stopping ? 50 : until - now_ms();
+		double left = until - now_ms();
 		int n = poll(p, 5, left < 0 ? 0 : (int)left + 1);
 		if (n < 0 && errno != EINTR) {
 			stopping = true; /* never run unwatched */
@@ -287,7 +301,7 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 			bool overflow = false;
 			open_fds[i] = supervise_drain(i ? w->err_fd : w->out_fd, i ? &w->err : &w->out,
 						      &overflow);
-			if (overflow && !stopping) {
+			if (overflow) {
 				o->output_overflow = true;
 				stopping = true;
 			}
@@ -302,8 +316,12 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 			break;
 	}
 	o->wall_ms = now_ms() - start_ms;
-	/* Everything has ended (runsc waits for its sandbox): what it wrote
-	 * is in the pipes. Non-blocking reads stop at EAGAIN. */
+}
+
+/* Once the sandbox has ended: what it wrote is in the pipes. Non-blocking
+ * reads stop at EAGAIN. */
+static void watch_drain(struct watch *w, struct outcome *o)
+{
 	bool ignored = false;
 	supervise_drain(w->out_fd, &w->out, o->output_overflow ? &ignored : &o->output_overflow);
 	supervise_drain(w->err_fd, &w->err, o->output_overflow ? &ignored : &o->output_overflow);
@@ -313,6 +331,7 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
  * waiting for its program on stdin. */
 struct started {
 	struct sandbox sb;
+	pid_t keeper_pid;
 	int keeper_pidfd;
 	int in_fd;              /* runsc's stdin (a socket): ours, non-blocking */
 	int out_fd, err_fd;     /* runsc's stdout and stderr: ours, non-blocking */
@@ -328,17 +347,85 @@ static void started_close_fds(struct started *s)
 		}
 }
 
+/* What is left of a sandbox that would not end, for the message: the
+ * processes its cgroup still lists (a few of them by name). */
+static void describe_left(const struct sandbox *sb, pid_t keeper, char *out, size_t n)
+{
+	const struct cgroup_run *cg = &sb->cg;
+	char path[512];
+	snprintf(path, sizeof path, "%.400s/cgroup.procs", cg->dir[cg->version == 2 ? 0 : CG_PIDS]);
+	FILE *f = sb->have_cg ? fopen(path, "re") : NULL;
+	int pid, count = 0;
+	size_t used = 0;
+	char named[300] = "";
+	while (f && fscanf(f, "%d", &pid) == 1) {
+		if (count++ >= 4)
+			continue;
+		char comm_path[64], comm[32] = "?";
+		snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", pid);
+		FILE *c = fopen(comm_path, "re");
+		if (c && fgets(comm, sizeof comm, c))
+			comm[strcspn(comm, "\n")] = 0;
+		if (c)
+			fclose(c);
+		int w = snprintf(named + used, sizeof named - used, "%s%d (%s)", used ? ", " : "",
+				 pid, comm);
+		if (w > 0 && (size_t)w < sizeof named - used)
+			used += (size_t)w;
+	}
+	if (f)
+		fclose(f);
+	snprintf(out, n, "%d process%s in its cgroup%s%s%s, and its keeper (pid %d) still reaping",
+		 count, count == 1 ? "" : "es", count ? ": " : "", named, count > 4 ? ", ..." : "",
+		 (int)keeper);
+}
+
+/* Ends every process of a started sandbox and reaps its keeper, within
+ * END_BOUND_MS. The keeper ends only once nothing of the sandbox is left
+ * (gvisor/runsc.c), so its end is the proof that the sandbox is gone.
+ * 0 with *si how the keeper ended (as runsc did), or -EBUSY with err
+ * naming what was left, the keeper killed (its orphans go to PID 1). */
+static int started_end(struct started *s, siginfo_t *si, struct aj_error *err)
+{
+	memset(si, 0, sizeof *si);
+	if (s->keeper_pidfd < 0)
+		return 0;
+	const double until = now_ms() + END_BOUND_MS;
+	struct pollfd p = {.fd = s->keeper_pidfd, .events = POLLIN};
+	while (poll(&p, 1, 0) <= 0) {
+		if (now_ms() >= until) {
+			char left[400];
+			describe_left(&s->sb, s->keeper_pid, left, sizeof left);
+			error_set(err, -EBUSY, "gvisor: the sandbox %s did not end within %.0f s: %s",
+				  s->sb.id, END_BOUND_MS / 1000.0, left);
+			pidfd_send_signal(s->keeper_pidfd, SIGKILL, NULL, 0);
+			spawn_reap(s->keeper_pidfd, si);
+			close(s->keeper_pidfd);
+			s->keeper_pidfd = -1;
+			return -EBUSY;
+		}
+		/* Again and again: a process forked as a pass read the list
+		 * is in the cgroup for the next. */
+		if (s->sb.have_cg)
+			cgroup_kill_all(&s->sb.cg);
+		poll(&p, 1, 20);
+	}
+	spawn_reap(s->keeper_pidfd, si);
+	close(s->keeper_pidfd);
+	s->keeper_pidfd = -1;
+	return 0;
+}
+
 /* Ends a started sandbox that never ran (or whose run is over): nothing of
- * it is left. */
+ * it is left, or err says what is. */
 static int started_destroy(struct started *s, struct aj_error *err)
 {
-	if (s->sb.have_cg)
-		cgroup_kill_all(&s->sb.cg);
 	siginfo_t si;
-	if (s->keeper_pidfd >= 0)
-		spawn_reap(s->keeper_pidfd, &si);
+	int rc = started_end(s, &si, err);
 	started_close_fds(s);
-	return sandbox_destroy(&s->sb, err);
+	struct aj_error e = {0};
+	int rc2 = sandbox_destroy(&s->sb, rc ? &e : err);
+	return rc ? rc : rc2;
 }
 
 static int start_sandbox(const struct gvisor_state *st, const char *platform,
@@ -369,6 +456,7 @@ static int start_sandbox(const struct gvisor_state *st, const char *platform,
 		rc = (int)pid;
 		goto fail;
 	}
+	s->keeper_pid = pid;
 	close(in[0]), close(out[1]), close(errp[1]);
 	s->in_fd = in[1];
 	s->out_fd = out[0];
@@ -428,10 +516,10 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	watch_run(&w, &s->sb, l, start_ms, &o);
 	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
 
+	/* The result waits for the sandbox's end: a result means it is gone. */
 	siginfo_t si;
-	spawn_reap(s->keeper_pidfd, &si);
-	close(s->keeper_pidfd);
-	s->keeper_pidfd = -1;
+	int ended = started_end(s, &si, &err);
+	watch_drain(&w, &o);
 	/* runsc exits with the program's code, or 128 + the signal that ended
 	 * it; killed here, it has none. */
 	int exit_code = si.si_code == CLD_EXITED ? si.si_status : -1;
@@ -470,9 +558,16 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	}
 	free(input);
 	int rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
-	if (started_destroy(s, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
-		/* The run went fine but the host kept something: say so. */
-		result_sandbox_error(res, "%s", err.message);
+	struct aj_error left = {0};
+	if (ended)
+		left = err;
+	if (started_destroy(s, &left) || ended) {
+		/* Whatever the program's verdict, the host kept something of
+		 * its sandbox: the result says so, never returns quietly. */
+		if (res->status == AJ_STATUS_SANDBOX_ERROR && res->message)
+			result_sandbox_error(res, "%s; and %s", res->message, left.message);
+		else
+			result_sandbox_error(res, "%s", left.message);
 		rc = -EBUSY;
 	}
 	return rc;
