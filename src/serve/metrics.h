@@ -22,6 +22,7 @@ struct metrics {
 	int codes[METRICS_CODES];          /* the HTTP codes seen, in order of first use */
 	uint64_t code_count[METRICS_CODES];
 	uint64_t refused[ADMIT_VERDICTS];
+	uint64_t too_large;                /* 413s: a body or code over its cap */
 	uint64_t auth_failures;
 };
 
@@ -38,6 +39,8 @@ void metrics_destroy(struct metrics *m);
 void metrics_run(struct metrics *m, enum aj_tier tier, enum aj_status status, double seconds);
 void metrics_http(struct metrics *m, int code);
 void metrics_refused(struct metrics *m, enum admit_verdict why);
+/* A request refused as too large (HTTP 413): nothing ran. */
+void metrics_too_large(struct metrics *m);
 void metrics_auth_failure(struct metrics *m);
 /* The text for a scrape (malloc'ed), or NULL. */
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
