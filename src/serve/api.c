@@ -15,9 +15,10 @@
  * HTTP 200 whatever the program did: a program that fails is an answer,
  * not an HTTP error. HTTP errors are the API's own: 400 a bad request
  * (naming the field), 401 no valid key, 404, 405, 410 a closed session
- * (with why), 413 too large, 429 over a limit (Retry-After), 502 a run
- * lost with its worker (may_have_started, retry_safe), 503 shutting down,
- * no slot or no worker in time. Every run's answer carries its run_id. */
+ * (with why), 413 too large (a body over its route's cap, or code over
+ * 4 MiB), 429 over a limit (Retry-After), 502 a run lost with its worker
+ * (may_have_started, retry_safe), 503 shutting down, no slot or no worker
+ * in time. Every run's answer carries its run_id. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -137,6 +138,14 @@ int request_code(json_t *o, const char **code, size_t *len, struct http_response
 	}
 	*code = json_string_value(c);
 	*len = json_string_length(c);
+	if (*len > AJ_MAX_CODE_BYTES) {
+		/* The client's error, refused before any sandbox is asked: a
+		 * 413 (counted as a refusal), not a sandbox_error. */
+		respond_error(rs, 413, "too_large",
+			      "code: %zu bytes is more than the %u (4 MiB) a program may be", *len,
+			      AJ_MAX_CODE_BYTES);
+		return -1;
+	}
 	const char *nul = memchr(*code, '\0', *len);
 	if (nul) {
 		respond_error(rs, 400, "bad_request", "code: contains a NUL byte at offset %zu",

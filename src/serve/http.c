@@ -1,27 +1,51 @@
 /* The HTTP server: libmicrohttpd, a thread per connection (a run blocks
  * its handler for as long as it lasts, and admission bounds how many run),
  * every request's body read whole under a cap that depends on its route,
- * and the key checked before any of the body is read. */
+ * and the key checked before any of the body is read.
+ *
+ * A request refused before its body is read (no key, or a Content-Length
+ * over the cap) is answered at once, and the client may still be sending:
+ * libmicrohttpd then closes the socket with the body unread, and a close
+ * with unread data makes the kernel send a reset, which makes the client's
+ * send fail before it reads the answer (urllib reads only once all is
+ * sent). So after such an answer the server half-closes and drains what
+ * still comes, bounded in bytes and time (drain_after_refusal). A refusal
+ * found only mid-body (a chunked body past the cap) cannot be answered
+ * until the body ends (libmicrohttpd queues no answer mid-body): the rest
+ * is read and dropped under the same bounds, then answered. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "../core/internal.h"
 #include "mcp_http.h"
 #include "service.h"
 
+/* What a refused client's body may still cost once it is refused: the
+ * bytes read and dropped, and the time, at most the idle timeout (a
+ * client is never kept longer than a silent one would be). Past either,
+ * the connection is closed, and a client still sending may see a reset
+ * instead of its answer: the price of not reading its body for ever. */
+#define DRAIN_BYTES ((size_t)64 << 20)
+#define DRAIN_SEC 10u
+
 struct conn_state {
 	char *body;
 	size_t len, cap, limit;
 	bool too_big;
 	bool refused;     /* an answer is queued before the body was read */
+	bool has_body;    /* the request announced a body (length or chunked) */
+	size_t dropped;   /* body bytes read and dropped after the refusal */
+	double refused_ms; /* when it was refused (now_ms); 0: not refused */
 	const struct key *key;
 	double started_ms;     /* when its headers came (now_ms) */
 };
@@ -93,8 +117,52 @@ static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->code, r);
 	MHD_destroy_response(r);
-	metrics_http(&svc->metrics, rs->code);
+	/* Counted only when it will go out: libmicrohttpd takes no answer
+	 * mid-body, and closes the connection instead. */
+	if (ret == MHD_YES) {
+		metrics_http(&svc->metrics, rs->code);
+		/* Whatever was too large, a body or the code in it, nothing ran:
+		 * a refusal, never a sandbox's failure. */
+		if (rs->code == 413)
+			metrics_too_large(&svc->metrics);
+	}
 	return ret;
+}
+
+/* The drain's time: the idle timeout when that is shorter. */
+static double drain_ms(const struct service *svc)
+{
+	return (svc->cfg.idle_sec < DRAIN_SEC ? svc->cfg.idle_sec : DRAIN_SEC) * 1000.0;
+}
+
+/* Whether a refused request's body may still be read and dropped. */
+static bool drain_allows(const struct service *svc, const struct conn_state *st)
+{
+	return st->dropped <= DRAIN_BYTES && now_ms() - st->refused_ms < drain_ms(svc);
+}
+
+/* After an answer sent before the body was read (the connection's last):
+ * the FIN goes after the answer, then what the client still sends is read
+ * and dropped until it closes or a bound is reached, so that the close
+ * after it is no reset that would destroy the answer unread. */
+static void drain_after_refusal(const struct service *svc, struct conn_state *st, int fd)
+{
+	shutdown(fd, SHUT_WR);
+	char buf[16384];
+	while (drain_allows(svc, st)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n = poll(&p, 1, (int)(drain_ms(svc) - (now_ms() - st->refused_ms)) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (r <= 0)
+			break; /* the client closed, or is gone */
+		st->dropped += (size_t)r;
+	}
 }
 
 /* "Bearer TOKEN" → the key, or NULL. */
@@ -133,6 +201,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		inflight++;
 		pthread_mutex_unlock(&inflight_lock);
 		st->started_ms = now_ms();
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		st->has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
+			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
 						 : api_body_limit(svc, method, url);
 		bool needs_key = !strcmp(url, "/mcp") || api_needs_key(method, url);
@@ -142,15 +215,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			respond_error(&rs, 401, "unauthorized",
 				      "a valid key is required: Authorization: Bearer KEY");
 			st->refused = true;
+			st->refused_ms = now_ms();
 			return reply(svc, conn, &rs);
 		}
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > st->limit) {
 			respond_error(&rs, 413, "too_large",
 				      "the body is %s bytes; this route takes at most %zu", cl,
 				      st->limit);
 			st->refused = true;
+			st->refused_ms = now_ms();
 			return reply(svc, conn, &rs);
 		}
 		return MHD_YES;
@@ -162,7 +235,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 	if (*upload_data_size) {
 		/* A body dribbled in slowly holds a thread: it has request_sec
 		 * to arrive whole, whatever the idle timeout allows between
-		 * its bytes. */
+		 * its bytes. libmicrohttpd takes no answer mid-body, so the
+		 * 408 is offered and the connection closed: waiting for the
+		 * body's end to answer would defeat the bound. */
 		if (now_ms() - st->started_ms > svc->cfg.request_sec * 1000.0) {
 			respond_error(&rs, 408, "request_timeout",
 				      "the body did not arrive within %u s", svc->cfg.request_sec);
@@ -173,8 +248,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
 		if (st->too_big || st->len + n > st->limit) {
+			/* Past the cap mid-body (chunked, no length to refuse at the
+			 * headers): the answer waits for the body's end, the rest
+			 * dropped under the drain's bounds, past which the
+			 * connection is closed. */
+			if (!st->too_big)
+				st->refused_ms = now_ms();
 			st->too_big = true;
-			return MHD_YES;
+			st->dropped += n;
+			return drain_allows(svc, st) ? MHD_YES : MHD_NO;
 		}
 		if (st->len + n + 1 > st->cap) {
 			size_t cap = st->cap ? st->cap : 65536;
@@ -183,6 +265,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			char *p = realloc(st->body, cap);
 			if (!p) {
 				st->too_big = true;
+				st->refused_ms = now_ms();
 				return MHD_YES;
 			}
 			st->body = p;
@@ -222,17 +305,26 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
-	(void)cls, (void)conn, (void)toe;
+	struct service *svc = cls;
 	struct conn_state *st = *con_cls;
-	if (st) {
-		free(st->body);
-		free(st);
-		*con_cls = NULL;
-		pthread_mutex_lock(&inflight_lock);
-		if (--inflight == 0)
-			pthread_cond_broadcast(&inflight_done);
-		pthread_mutex_unlock(&inflight_lock);
+	if (!st)
+		return;
+	*con_cls = NULL;
+	pthread_mutex_lock(&inflight_lock);
+	if (--inflight == 0)
+		pthread_cond_broadcast(&inflight_done);
+	pthread_mutex_unlock(&inflight_lock);
+	/* The answer went out before a body the client may still be sending.
+	 * This runs on the connection's own thread before libmicrohttpd closes
+	 * the socket, and nothing else reads it now. */
+	if (st->refused && st->has_body && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci)
+			drain_after_refusal(svc, st, ci->connect_fd);
 	}
+	free(st->body);
+	free(st);
 }
 
 static void log_error(void *cls, const char *fmt, va_list ap)

@@ -66,6 +66,13 @@ void metrics_refused(struct metrics *m, enum admit_verdict why)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_too_large(struct metrics *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->too_large++;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_auth_failure(struct metrics *m)
 {
 	pthread_mutex_lock(&m->lock);
@@ -117,12 +124,14 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 	for (int i = 0; i < METRICS_CODES && m->codes[i]; i++)
 		fprintf(f, "agentjail_http_responses_total{code=\"%d\"} %llu\n", m->codes[i],
 			(unsigned long long)m->code_count[i]);
-	fputs("# HELP agentjail_refused_total Runs refused before they started, by reason.\n"
+	fputs("# HELP agentjail_refused_total Requests refused before anything ran, by reason.\n"
 	      "# TYPE agentjail_refused_total counter\n",
 	      f);
 	for (int i = 1; i < ADMIT_VERDICTS; i++)
 		fprintf(f, "agentjail_refused_total{reason=\"%s\"} %llu\n", refusal_names[i],
 			(unsigned long long)m->refused[i]);
+	fprintf(f, "agentjail_refused_total{reason=\"too_large\"} %llu\n",
+		(unsigned long long)m->too_large);
 	fprintf(f,
 		"# HELP agentjail_auth_failures_total Requests with a missing or wrong key.\n"
 		"# TYPE agentjail_auth_failures_total counter\n"

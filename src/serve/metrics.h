@@ -23,6 +23,7 @@ struct metrics {
 	int codes[METRICS_CODES];          /* the HTTP codes seen, in order of first use */
 	uint64_t code_count[METRICS_CODES];
 	uint64_t refused[ADMIT_VERDICTS];
+	uint64_t too_large;                /* 413s: a body or code over its cap */
 	uint64_t auth_failures;
 	uint64_t lost[2]; /* runs lost with their worker: [may_have_started] */
 };
@@ -41,6 +42,8 @@ void metrics_destroy(struct metrics *m);
 void metrics_run(struct metrics *m, enum aj_tier tier, enum aj_status status, double seconds);
 void metrics_http(struct metrics *m, int code);
 void metrics_refused(struct metrics *m, enum admit_verdict why);
+/* A request refused as too large (HTTP 413): nothing ran. */
+void metrics_too_large(struct metrics *m);
 void metrics_auth_failure(struct metrics *m);
 /* A run lost with its worker (no result): whether it may have started. */
 void metrics_lost(struct metrics *m, bool may_have_started);

@@ -88,7 +88,8 @@ void respond_run_failure(struct http_response *rs, int status, const char *code,
  * NULL with the 400 in rs. */
 json_t *request_body(const struct http_request *rq, struct http_response *rs,
 		     const char *const *allowed);
-/* Its "code": a string of Python source (no NUL): 0, or -1 with the 400. */
+/* Its "code": a string of Python source (no NUL, at most 4 MiB): 0, or -1
+ * with the 400 or the 413. */
 int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
 /* A run's result as the 200 answer with its "run_id", counted in the
  * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. */

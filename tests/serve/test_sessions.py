@@ -57,15 +57,6 @@ def test_file_errors_are_the_callers(server):
     server.request("DELETE", base)
 
 
-def test_a_transfer_over_the_cap_is_413(start):
-    s = start("--transfer-mb", "1")
-    sid = open_session(s)
-    r = s.request("PUT", f"/v1/sessions/{sid}/files/big", b"x" * (2 << 20), raw=True)
-    assert r.code == 413
-    r = s.request("PUT", f"/v1/sessions/{sid}/files/ok", b"x" * 1000, raw=True)
-    assert r.code == 201
-
-
 def test_charts_come_back_as_images(server):
     sid = open_session(server)
     r = server.request("POST", f"/v1/sessions/{sid}/runs", {
