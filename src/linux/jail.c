@@ -791,7 +791,8 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	}
 
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
-				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
+				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start,
+				.cgroup = s->cgroup};
 	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	close_fd(&pidfd);
