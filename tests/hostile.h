@@ -199,8 +199,10 @@ static void hostile_numpy_memory_error(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	run_code(&f->cfg, &r, "import numpy\n");
-	if (r.status == AJ_STATUS_ERROR && contains(r.stderr_buf, "ModuleNotFoundError")) {
+	/* A working numpy: some images carry a bare numpy directory only. */
+	run_code(&f->cfg, &r, "import numpy\nnumpy.zeros(1)\n");
+	if (r.status == AJ_STATUS_ERROR &&
+	    (contains(r.stderr_buf, "ModuleNotFoundError") || contains(r.stderr_buf, "AttributeError"))) {
 		aj_result_free(&r);
 		skip();
 	}
