@@ -63,6 +63,13 @@ $(BOOT_GEN): src/docker/boot.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
 
+# The program's launcher (src/core/launch.py), as a C string: process,
+# container (jail.c), docker and gvisor (boot.py's argv) start main.py with it.
+LAUNCH_GEN := $(B)/gen/launch.inc
+$(LAUNCH_GEN): src/core/launch.py tools/c_string.py
+	@mkdir -p $(dir $@)
+	python3 tools/c_string.py launch_py < $< > $@.tmp && mv $@.tmp $@
+
 # The session interpreter (src/session/repl.py), as a C string.
 REPL_GEN := $(B)/gen/session_repl.inc
 $(REPL_GEN): src/session/repl.py tools/c_string.py
@@ -81,9 +88,9 @@ $(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
 HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/mounts.c src/linux/creds.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
 	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
-	src/core/capture.c src/core/result.c src/core/utf8.c
+	src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c
 HELPER_OBJ := $(HELPER_SRC:%.c=$(B)/helper-obj/%.o)
-$(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(ZYGOTE_GEN)
+$(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(LAUNCH_GEN)
 	@mkdir -p $(dir $@)
 	@echo "  CC/so   $<"
 	@$(CC) $(CFLAGS_BASE) -O2 -g -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections \
@@ -95,12 +102,12 @@ HELPER_GEN := $(B)/gen/warm_helper.inc
 $(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
 	python3 tools/c_bytes.py warm_helper_so < $< > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(ZYGOTE_GEN)
+$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(ZYGOTE_GEN) $(LAUNCH_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
 $(B)/obj/src/session/boot.o $(T)/obj/src/session/boot.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
-$(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN)
+$(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN) $(LAUNCH_GEN)
 
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -182,7 +189,7 @@ FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c) src/cli/options.c src/cli/run
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
 $(B)/fuzz/obj/src/vm/guest/frame.o $(B)/fuzz/obj/src/vm/guest/stream.o \
 	$(B)/fuzz/obj/src/vm/guest/failure.o: src/vm/guest/agent.h
-$(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN)
+$(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN) $(LAUNCH_GEN)
 	@mkdir -p $(dir $@)
 	@$(FUZZ_CC) $(CFLAGS_BASE) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) \
 		-I$(B)/gen -c $< -o $@

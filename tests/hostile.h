@@ -177,6 +177,44 @@ static void hostile_memory_512mb(void **state)
 	aj_result_free(&r);
 }
 
+/* Any MemoryError that ends the program is memory, a subclass too (issue
+ * 24 item 11): the interpreter's exit code says so on every tier
+ * (AJ_MEMORY_ERROR_EXIT, src/core/launch.py), not the traceback's words. */
+static void hostile_memory_error_subclass(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "class E(MemoryError):\n    pass\nraise E('mine')\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 121);
+	assert_true(contains(r.stderr_buf, "E: mine"));
+	assert_false(contains(r.stderr_buf, "<string>")); /* the launcher's frame is not shown */
+	aj_result_free(&r);
+}
+
+/* numpy's own: numpy.zeros(10**10) raises _ArrayMemoryError. Where the
+ * sandbox has no numpy (probed there), there is nothing to judge. */
+static void hostile_numpy_memory_error(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	/* A working numpy: some images carry a bare numpy directory only. */
+	run_code(&f->cfg, &r, "import numpy\nnumpy.zeros(1)\n");
+	if (r.status == AJ_STATUS_ERROR &&
+	    (contains(r.stderr_buf, "ModuleNotFoundError") || contains(r.stderr_buf, "AttributeError"))) {
+		aj_result_free(&r);
+		skip();
+	}
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	run_code(&f->cfg, &r, "import numpy\nnumpy.zeros(10**10)\nprint('allocated')\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_false(contains(r.stdout_buf, "allocated"));
+	assert_true(contains(r.stderr_buf, "MemoryError"));
+	aj_result_free(&r);
+}
+
 static void hostile_fork_bomb(void **state)
 {
 	struct fixture *f = *state;
@@ -1081,7 +1119,8 @@ static void ro_bind_shows_host_paths_read_only(void **state)
  * cmocka test of each. */
 #define HOSTILE_CASES(T)                                                                    \
 	T(benign_hello), T(benign_exit_code), T(benign_exception), T(hostile_cpu_loop),     \
-	T(hostile_memory_512mb), T(hostile_fork_bomb), T(hostile_disk_fill),                \
+	T(hostile_memory_512mb), T(hostile_memory_error_subclass),                           \
+	T(hostile_numpy_memory_error), T(hostile_fork_bomb), T(hostile_disk_fill),          \
 	T(hostile_read_secrets), T(hostile_network), T(hostile_sleep_forever),              \
 	T(hostile_thread_bomb), T(benign_thread_ends), T(hostile_big_file), T(hostile_fill_tmp_and_shm),           \
 	T(hostile_daemon), T(hostile_output_flood), T(hostile_kill_all), T(hostile_list_proc), \

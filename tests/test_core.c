@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "src/core/internal.h"
+#include "src/core/status.h"
 #include "src/linux/supervise.h"
 #include "src/vm/answer.h"
 #include "src/vm/protocol.h"
@@ -611,16 +612,62 @@ static void classify_exits(void **state)
 	assert_int_equal(r.exit_code, 3);
 	aj_result_free(&r);
 
-	o = exited(1 << 8, 0);
-	classify(&o, "Traceback (most recent call last):\n  ...\nMemoryError\n", &r);
+	/* A MemoryError, any subclass, ends the interpreter with
+	 * AJ_MEMORY_ERROR_EXIT (src/core/launch.py): memory. */
+	o = exited(AJ_MEMORY_ERROR_EXIT << 8, 0);
+	classify(&o, "Traceback (most recent call last):\n  ...\n_ArrayMemoryError: x\n", &r);
 	assert_int_equal(r.status, AJ_STATUS_MEMORY);
+	assert_int_equal(r.exit_code, AJ_MEMORY_ERROR_EXIT);
 	assert_true(contains(r.message, "256 MiB"));
 	aj_result_free(&r);
 
-	/* MemoryError that is not the last word is not the ending. */
+	/* The words on stderr decide nothing: exit 1 is an error. */
 	o = exited(1 << 8, 0);
-	classify(&o, "MemoryError\nthen ValueError: y\n", &r);
+	classify(&o, "Traceback (most recent call last):\n  ...\nMemoryError\n", &r);
 	assert_int_equal(r.status, AJ_STATUS_ERROR);
+	aj_result_free(&r);
+}
+
+/* The one memory rule: the kernel's OOM kills make any end but exit 0
+ * memory; a stop by the host stays the host's; no OOM kill is hidden by
+ * an exit code. */
+static void classify_oom_kills(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	struct outcome o = exited(SIGKILL, 0);
+	o.oom_kills = 2;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_MEMORY);
+	assert_true(contains(r.message, "OOM killer ended 2 processes"));
+	aj_result_free(&r);
+
+	o = exited(3 << 8, 0);
+	o.oom_kills = 1;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_MEMORY);
+	assert_int_equal(r.exit_code, 3);
+	aj_result_free(&r);
+
+	o = exited(0, 0);
+	o.oom_kills = 1;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OK);
+	aj_result_free(&r);
+
+	o = exited(SIGKILL, 0);
+	o.oom_kills = 1;
+	o.cancelled = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_KILLED);
+	aj_result_free(&r);
+
+	/* No word from init, and the OOM killer at work: memory, not a
+	 * sandbox_error (gVisor's sentry, docker's PID 1). */
+	memset(&o, 0, sizeof o);
+	o.oom_kills = 1;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_MEMORY);
 	aj_result_free(&r);
 }
 
@@ -752,7 +799,7 @@ static void microvm_answer_past_the_output_cap_is_refused(void **state)
 	(void)state;
 	struct aj_limits l = {.output_kb = 1};
 	for (size_t out = 1024; out <= 1025; out++) {
-		struct vm_result r = {.status = AJ_STATUS_OK, .has_exit_code = 1,
+		struct vm_result r = {.flags = VM_RUN_ENDED, .wstatus = 0,
 				      .stdout_len = (uint32_t)out};
 		size_t len = sizeof r + out;
 		char *frame = calloc(1, len);
@@ -775,6 +822,68 @@ static void microvm_answer_past_the_output_cap_is_refused(void **state)
 	}
 }
 
+/* issue 24 item 5, fuzz/corpus/fuzz_vm_channel/regression_guest_chooses_sandbox_error:
+ * a guest taken over by its program answered a run with a status of its own
+ * choosing (sandbox_error, with no words). The host decides the status from
+ * the guest's facts; a sandbox_error only ever carries the host's prefix. */
+static void microvm_guest_cannot_choose_the_status(void **state)
+{
+	(void)state;
+	static const unsigned char stream[] = {
+		0x03, 0x00, 0x00, 0x00, 0x38, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0xe9, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x84, 0x03, 0x00, 0x00,
+		0x00, 0x00, 0xff, 0xff, 0x28, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+	struct aj_limits l = {.output_kb = 16, .memory_mb = 256, .wall_sec = 10, .cpu_sec = 10};
+	struct aj_result res;
+	result_init(&res);
+	vm_run_answer(VM_RESULT, stream + 8, 0x38, &l, &res);
+	if (res.status == AJ_STATUS_SANDBOX_ERROR) {
+		assert_non_null(res.message);
+		assert_true(strncmp(res.message, "microvm: ", 9) == 0);
+	}
+	aj_result_free(&res);
+
+	/* A guest's words for a failed setup are quoted, under the host's
+	 * prefix, never the message on their own. */
+	const char words[] = "killed by signal 9 (KILL)";
+	struct vm_result r = {.flags = VM_RUN_SETUP_FAILED, .message_len = sizeof words - 1};
+	char frame[sizeof r + sizeof words];
+	memcpy(frame, &r, sizeof r);
+	memcpy(frame + sizeof r, words, sizeof words - 1);
+	result_init(&res);
+	vm_run_answer(VM_RESULT, frame, (uint32_t)(sizeof r + sizeof words - 1), &l, &res);
+	assert_int_equal(res.status, AJ_STATUS_SANDBOX_ERROR);
+	assert_string_equal(res.message,
+			    "microvm: the guest could not prepare the run: killed by signal 9 (KILL)");
+	aj_result_free(&res);
+
+	/* The program's exit code is a fact: 121 is memory, as on every tier. */
+	struct vm_result m = {.flags = VM_RUN_ENDED, .wstatus = AJ_MEMORY_ERROR_EXIT << 8};
+	result_init(&res);
+	vm_run_answer(VM_RESULT, &m, sizeof m, &l, &res);
+	assert_int_equal(res.status, AJ_STATUS_MEMORY);
+	aj_result_free(&res);
+}
+
+/* A session cell's exit code is read with the same memory rule. */
+static void session_reply_memory_error_exit(void **state)
+{
+	(void)state;
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	static const char line[] = "{\"seq\":1,\"exit\":121,\"images\":[]}";
+	struct aj_result res;
+	result_init(&res);
+	json_t *reply = session_reply_json(line, sizeof line - 1, &res);
+	assert_non_null(reply);
+	session_run_reply(reply, &cfg, &res);
+	json_decref(reply);
+	assert_int_equal(res.status, AJ_STATUS_MEMORY);
+	aj_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +904,9 @@ int main(void)
 		cmocka_unit_test(tool_definition_carries_the_limits),
 		cmocka_unit_test(classify_exits),
 		cmocka_unit_test(classify_signals),
+		cmocka_unit_test(classify_oom_kills),
+		cmocka_unit_test(microvm_guest_cannot_choose_the_status),
+		cmocka_unit_test(session_reply_memory_error_exit),
 		cmocka_unit_test(classify_supervisor_verdicts),
 		cmocka_unit_test(config_checks_ro_binds),
 		cmocka_unit_test(session_reply_holds_the_image_caps),

@@ -42,12 +42,6 @@ char *utf8_repair(const char *s, size_t n, size_t *out_len);
 /* Whether s[0..n) is valid UTF-8 (NUL bytes count as valid). */
 bool utf8_valid(const char *s, size_t n);
 
-/* Whether a program's stderr ends with Python's last words on a failed
- * allocation ("MemoryError"). Only the kind of ending is inferred from it,
- * never a limit: a program that prints it itself merely labels its own
- * failure. */
-bool stderr_ends_with_memory_error(const char *buf, size_t len);
-
 /* cfg.ro_binds (ro_bind.c). A path in one is shorter than this. */
 #define RO_BIND_PATH_MAX 256
 /* Their syntax and bounds, for aj_config_validate: 0, or -EINVAL naming

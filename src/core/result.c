@@ -68,17 +68,3 @@ double now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
-
-bool stderr_ends_with_memory_error(const char *buf, size_t len)
-{
-	if (!buf || len == 0)
-		return false;
-	size_t end = len;
-	while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r'))
-		end--;
-	size_t start = end;
-	while (start > 0 && buf[start - 1] != '\n')
-		start--;
-	static const char tag[] = "MemoryError";
-	return end - start >= sizeof tag - 1 && memcmp(buf + start, tag, sizeof tag - 1) == 0;
-}

@@ -10,8 +10,10 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "internal.h"
+#include "status.h"
 
 json_t *session_reply_json(const char *line, size_t len, struct aj_result *res)
 {
@@ -73,12 +75,11 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 		res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
 		if (!res->memory_kb)
 			res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
-		if (res->exit_code != 0 &&
-		    stderr_ends_with_memory_error(res->stderr_buf, res->stderr_len)) {
-			res->status = AJ_STATUS_MEMORY;
-			result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
-					   cfg->limits.memory_mb);
-		}
+		/* The cell's exit code, as the interpreter's would be: the
+		 * status rules' memory rule (a MemoryError ended the cell). */
+		if (res->exit_code >= 0 && res->exit_code <= 255 &&
+		    status_is_memory(W_EXITCODE(res->exit_code, 0), 0))
+			status_set_memory(res, 0, &cfg->limits);
 		if (take_images(json_object_get(reply, "images"), res, cfg->session.images,
 				image_bytes))
 			result_sandbox_error(res, "session: out of memory");

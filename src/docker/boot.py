@@ -35,6 +35,8 @@ import sys
 import time
 
 WORKSPACE = "/tmp/work"
+# src/core/launch.py, given by the host as this script's argument.
+LAUNCH = sys.argv[1] if len(sys.argv) > 1 else ""
 DEADLINE = [0.0]
 LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE = 4
@@ -138,7 +140,9 @@ def run(nonce, rest):
     if pid == 0:
         # -u: what the program printed before a timeout or a kill is not
         # lost in its own buffers (as in every tier).
-        start([sys.executable, "-I", "-u", "main.py"])
+        # main.py through the launcher (argv[1], src/core/launch.py): as
+        # `python3 -I -u main.py`, but for a MemoryError's exit code.
+        start([sys.executable, "-I", "-u", "-c", LAUNCH])
     status, cpu, rss = None, 0.0, 0
     while True:
         try:

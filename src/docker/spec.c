@@ -11,6 +11,7 @@
 #include "spec.h"
 
 #include "docker_boot.inc"     /* docker_boot_py: src/docker/boot.py */
+#include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
 #include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 
 /* An image reference goes into request paths: only the characters
@@ -44,6 +45,11 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 const char *docker_boot_source(void)
 {
 	return docker_boot_py;
+}
+
+const char *docker_launch_source(void)
+{
+	return launch_py;
 }
 
 const char *docker_seccomp_json(void)
@@ -184,11 +190,11 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 	}
 
 	json_t *spec = json_pack(
-		"{s:s, s:[s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
+		"{s:s, s:[s, s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
 		" s:[s, s, s], s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
-		"Entrypoint", python, "-I", "-S", "-c", docker_boot_py,
+		"Entrypoint", python, "-I", "-S", "-c", docker_boot_py, launch_py,
 		"Cmd",
 		/* A non-root uid of the run's own (a slot, as in every tier). */
 		"User", user,

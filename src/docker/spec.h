@@ -23,6 +23,8 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 /* boot.py (PID 1 of a container, src/docker/boot.py) and the seccomp
  * policy as an OCI/Docker profile (JSON): also the gvisor tier's. */
 const char *docker_boot_source(void);
+/* src/core/launch.py, which boot.py (its argv[1]) starts main.py with. */
+const char *docker_launch_source(void);
 const char *docker_seccomp_json(void);
 
 /* How the limit on writable space is shared among the container's three

@@ -59,7 +59,7 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 	}
 	return json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
-		" s:{s:{s:I, s:I}, s:[s, s, s, s, s], s:[s, s, s, s, s, s], s:s,"
+		" s:{s:{s:I, s:I}, s:[s, s, s, s, s, s], s:[s, s, s, s, s, s], s:s,"
 		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:[o, o, o, o, o, o, o, o, o]},"
 		" s:[{s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
 		"    {s:s, s:s, s:s, s:[s, s, s, s, s]}, o, o, o],"
@@ -76,7 +76,7 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		 * stdin, runs it as its child, reaps orphans and reports the
 		 * program's end at the end of stderr. -I -S: no environment,
 		 * user site or site-packages decides what it imports. */
-		"args", b->python, "-I", "-S", "-c", docker_boot_source(),
+		"args", b->python, "-I", "-S", "-c", docker_boot_source(), docker_launch_source(),
 		/* Nothing of the deployer's environment. */
 		"env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/work",
 		"TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",

@@ -120,6 +120,7 @@ static char *const environment[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C
 				    NULL};
 
 /* The session interpreter, as a C string (tools/c_string.py). */
+#include "launch.inc"       /* launch_py: src/core/launch.py */
 #include "session_repl.inc"
 
 /* ---- inside: the program's process ---- */
@@ -756,7 +757,9 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 		.limits = s->cfg->limits,
 		.req_r = -1,
 		.rep_w = -1,
-		.argv = {(char *)s->python, "-I", "-u", JAIL_PROGRAM, NULL},
+		/* main.py through the launcher, as `python3 -I -u main.py`
+		 * but for a MemoryError's exit code (src/core/launch.py). */
+		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)launch_py, NULL},
 	};
 	memcpy(p.envp, environment, sizeof environment);
 	struct aj_error err = {0};
@@ -791,7 +794,8 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	}
 
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = out[0], .err_fd = errp[0],
-				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start};
+				.report_fd = rep[0], .cancel_fd = s->cancel_fd, .start_ms = start,
+				.cgroup = s->cgroup};
 	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	close_fd(&pidfd);

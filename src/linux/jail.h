@@ -11,6 +11,8 @@
 #include "../core/internal.h"
 #include "report.h"
 
+struct cgroup_run;
+
 /* Where the program runs and what it runs, as seen inside the sandbox. */
 #define JAIL_WORKSPACE "/tmp/work"
 #define JAIL_PROGRAM "main.py"
@@ -27,6 +29,7 @@ struct jail_spec {
 	bool into_cgroup;           /* init is born in the cgroup v2 dir cgroup_fd */
 	int cgroup_fd;
 	const char *const *join_cgroups; /* v1 tasks files init joins first */
+	const struct cgroup_run *cgroup; /* whose OOM kills decide `memory`; NULL: none */
 	uid_t uid, outer_uid;       /* the program's uid; the caller's */
 	gid_t gid, outer_gid;
 	/* Builds the filesystem view, in init, in its own mount namespace, and
@@ -84,6 +87,7 @@ struct jail_session {
 	bool interpreter;       /* one is running (or was asked for) */
 	bool started_before;    /* an earlier interpreter ran: its state is gone */
 	int64_t cpu_us_reported;
+	const struct cgroup_run *cgroup; /* whose OOM kills decide `memory`; NULL: none */
 };
 
 /* Builds the session's sandbox (init, view, limits) and leaves it waiting

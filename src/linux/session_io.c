@@ -20,6 +20,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "jail.h"
 #include "session_io.h"
 #include "supervise.h"
@@ -59,6 +60,10 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 
 	memset(ans, 0, sizeof *ans);
 	memset(&o, 0, sizeof o);
+	/* The OOM kills before the call: the call's own are the difference. */
+	uint64_t oom_before = 0, peak_kb = 0;
+	if (js->cgroup)
+		cgroup_usage(js->cgroup, &oom_before, &peak_kb);
 	struct pollfd alive = {.fd = js->pidfd, .events = POLLIN};
 	if (poll(&alive, 1, 0) == 1) {
 		result_sandbox_error(res, "session: the sandbox's init has ended");
@@ -232,6 +237,10 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	o.report.cpu_us = total - js->cpu_us_reported;
 	js->cpu_us_reported = total;
 	capture_free(&rb);
+	if (js->cgroup) {
+		cgroup_usage(js->cgroup, &o.oom_kills, &peak_kb);
+		o.oom_kills = o.oom_kills > oom_before ? o.oom_kills - oom_before : 0;
+	}
 	outcome_to_result(&o, l, &out, &err, res);
 	capture_free(&out);
 	capture_free(&err);

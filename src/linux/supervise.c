@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../core/status.h"
+#include "cgroup.h"
 #include "supervise.h"
 
 /* How long init gets to stop the sandbox and report before it is SIGKILLed
@@ -168,6 +170,11 @@ int supervise_run(const struct supervised *s, const struct aj_limits *l, struct 
 	capture_init(&cerr, cap);
 	struct outcome o;
 	supervise(s, l, &cout, &cerr, &o);
+	if (s->cgroup) {
+		/* The memory cgroup's word on the run, before its status. */
+		uint64_t peak_kb = 0;
+		cgroup_usage(s->cgroup, &o.oom_kills, &peak_kb);
+	}
 	outcome_to_result(&o, l, &cout, &cerr, res);
 	capture_free(&cout);
 	capture_free(&cerr);
@@ -184,7 +191,6 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		       struct capture *err, struct aj_result *res)
 {
 	const struct sandbox_report *r = &o->report;
-	int ws = r->wstatus;
 
 	res->wall_ms = o->wall_ms;
 	if (o->exited_report) {
@@ -195,77 +201,28 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	}
 	res->stdout_truncated = out->truncated;
 	res->stderr_truncated = err->truncated;
-	bool memory_error = stderr_ends_with_memory_error(err->buf, err->len);
 	res->stdout_buf = capture_take(out, &res->stdout_len);
 	res->stderr_buf = capture_take(err, &res->stderr_len);
 
-	if (o->setup_failed) {
-		result_sandbox_error(res, "%s", o->setup_message);
-		return;
-	}
-	/* Stopped by the supervisor: init killed the program with SIGKILL (or
-	 * init itself was SIGKILLed, taking the namespace with it). A program
-	 * that had already exited keeps its own exit code. */
-	if (o->output_overflow || o->timed_out || o->cancelled) {
-		if (o->exited_report && WIFEXITED(ws)) {
-			res->has_exit_code = true;
-			res->exit_code = WEXITSTATUS(ws);
-		} else {
-			res->signal = o->exited_report && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
-		}
-	}
-	if (o->output_overflow) {
-		res->status = AJ_STATUS_OUTPUT_LIMIT;
-		result_set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
-				   l->output_kb,
-				   res->stdout_truncated ? "stdout" : "stderr");
-		return;
-	}
-	if (o->cancelled) {
-		res->status = AJ_STATUS_KILLED;
-		result_set_message(res, "cancelled by the caller; the run was stopped");
-		return;
-	}
-	if (o->timed_out) {
-		res->status = AJ_STATUS_TIMEOUT;
-		result_set_message(res, "wall-clock limit of %g s reached; the run was stopped",
-				   l->wall_sec);
-		return;
-	}
-	if (!o->exited_report) {
-		if (o->init_reaped)
-			result_sandbox_error(res,
-					     "sandbox init ended without reporting (wait status 0x%x)",
-					     o->init_wstatus);
-		else
-			result_sandbox_error(res, "sandbox init ended without reporting");
-		return;
-	}
-	if (WIFEXITED(ws)) {
-		res->has_exit_code = true;
-		res->exit_code = WEXITSTATUS(ws);
-		res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
-		if (res->exit_code != 0 && memory_error) {
-			res->status = AJ_STATUS_MEMORY;
-			result_set_message(res, "memory limit of %u MiB reached (MemoryError)",
-					   l->memory_mb);
-		}
-		return;
-	}
-	res->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-	/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one (soft + 1
-	 * s) for a program that ignored SIGXCPU. The figure is the whole
-	 * tree's, so a program could earn this label for a SIGKILL it sent
-	 * itself: it only mislabels its own run. */
-	if (res->signal == SIGXCPU ||
-	    (res->signal == SIGKILL && res->cpu_ms >= (double)(l->cpu_sec + 1) * 1000.0)) {
-		res->status = AJ_STATUS_TIMEOUT;
-		result_set_message(res, "CPU time limit of %u s reached", l->cpu_sec);
-		return;
-	}
-	res->status = AJ_STATUS_KILLED;
-	result_set_message(res, "killed by signal %d (%s)", res->signal,
-			   sigabbrev_np(res->signal) ? sigabbrev_np(res->signal) : "?");
+	char unknown[96];
+	if (o->init_reaped)
+		snprintf(unknown, sizeof unknown,
+			 "sandbox init ended without reporting (wait status 0x%x)", o->init_wstatus);
+	else
+		snprintf(unknown, sizeof unknown, "sandbox init ended without reporting");
+	struct end_facts f = {
+		.setup_failed = o->setup_failed,
+		.setup_message = o->setup_message,
+		.output_overflow = o->output_overflow,
+		.cancelled = o->cancelled,
+		.timed_out = o->timed_out,
+		.ended = o->exited_report,
+		.wstatus = r->wstatus,
+		.unknown_end = unknown,
+		.cpu_ms = res->cpu_ms,
+		.oom_kills = o->oom_kills,
+	};
+	status_decide(&f, l, res);
 }
 
 /* ---- init side ---- */

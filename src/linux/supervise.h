@@ -13,6 +13,8 @@
 #include "../core/internal.h"
 #include "report.h"
 
+struct cgroup_run;
+
 struct supervised {
 	pid_t pid;       /* the sandbox's init (PID 1 of its pid namespace) */
 	int pidfd;
@@ -21,6 +23,9 @@ struct supervised {
 	int report_fd;
 	int cancel_fd;   /* readable when the caller cancels; -1: none */
 	double start_ms;
+	/* The run's cgroup, whose OOM kills the status rules read; NULL:
+	 * none (the process tier). */
+	const struct cgroup_run *cgroup;
 };
 
 struct outcome {
@@ -36,6 +41,7 @@ struct outcome {
 	bool init_reaped;           /* init was ours to reap (not a warm run's) */
 	struct rusage init_rusage;
 	double wall_ms;
+	uint64_t oom_kills;         /* the kernel's, in the run's memory cgroup */
 };
 
 /* Runs until the sandbox's init has ended and been reaped. Never fails:

@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../linux/supervise.h"
@@ -466,22 +467,6 @@ static void handle_frame(struct call *k, const struct frame *f, const struct ses
 	}
 }
 
-/* Whether the OOM killer ended the interpreter: labels res as a run would. */
-static void label_oom(struct boot_session *ds, const struct call *k, double since,
-		      const struct aj_limits *l, struct aj_result *res)
-{
-	if (k->o.timed_out || k->o.cancelled || k->o.output_overflow ||
-	    res->status == AJ_STATUS_OK || res->status == AJ_STATUS_OUTPUT_LIMIT ||
-	    res->status == AJ_STATUS_TIMEOUT || res->signal != SIGKILL || !ds->oom_since)
-		return;
-	if (ds->oom_since(ds, since)) {
-		res->status = AJ_STATUS_MEMORY;
-		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
-					"ended the program",
-				   l->memory_mb);
-	}
-}
-
 int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		      const struct session_call *c, struct aj_result *res,
 		      struct session_answer *ans)
@@ -632,6 +617,15 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	ds->interpreter = false;
 	ans->ended = true;
 	ans->unread = !k.acked && !k.kill_at;
+	/* The tier's word on its memory cgroup's OOM killer (a flag: one
+	 * process at least); the status rules decide (src/core/status.h).
+	 * Asked only when the end could be the OOM killer's (a SIGKILL none
+	 * of ours sent, or no word at all): docker's answer takes a while. */
+	const int ws = k.o.report.wstatus;
+	if (ds->oom_since && !k.o.timed_out && !k.o.cancelled && !k.o.output_overflow &&
+	    (!k.o.exited_report || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL)) &&
+	    ds->oom_since(ds, since))
+		k.o.oom_kills = 1;
 	outcome_to_result(&k.o, l, &k.out, &k.err, res);
 	capture_free(&k.out);
 	capture_free(&k.err);
@@ -639,7 +633,6 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
 					"its runtime's own included)",
 				   l->cpu_sec);
-	label_oom(ds, &k, since, l, res);
 	if (k.bad_reply)
 		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
 					  "call was stopped",

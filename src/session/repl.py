@@ -50,6 +50,7 @@ IMAGE_TYPES = {
     ".webp": "image/webp",
 }
 LIST_MAX = 10000
+MEMORY_ERROR_EXIT = 121  # AJ_MEMORY_ERROR_EXIT, src/core/status.h
 REPL_FILE = __file__ if "__file__" in globals() else "<string>"
 
 
@@ -133,8 +134,12 @@ def run_cell(source, number, namespace):
             traceback.print_exception(type(e), e, tb)
         except Exception:
             pass
+        # Any MemoryError subclass too: the status rules' fact that a
+        # MemoryError ended the cell (AJ_MEMORY_ERROR_EXIT,
+        # src/core/status.h; src/core/launch.py for runs).
+        code = MEMORY_ERROR_EXIT if isinstance(e, MemoryError) else 1
         del e, tb
-        return 1
+        return code
 
 
 def set_cpu_limit(seconds):

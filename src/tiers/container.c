@@ -282,21 +282,6 @@ static int place_in_cgroup(struct jail_spec *s, const struct cgroup_run *cg)
 	return cgfd;
 }
 
-/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
-static void label_oom(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l)
-{
-	if (oom_kills && res->status != AJ_STATUS_SANDBOX_ERROR &&
-	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT &&
-	    res->status != AJ_STATUS_OK) {
-		res->status = AJ_STATUS_MEMORY;
-		result_set_message(res,
-				   "memory limit of %u MiB reached: the kernel's OOM killer "
-				   "ended %llu process%s",
-				   l->memory_mb, (unsigned long long)oom_kills,
-				   oom_kills == 1 ? "" : "es");
-	}
-}
-
 static int container_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 			 struct aj_result *res)
 {
@@ -322,6 +307,7 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
 	int cgfd = place_in_cgroup(&s, &cg);
+	s.cgroup = &cg; /* its OOM kills: status memory (src/core/status.h) */
 	rc = st->warm ? warm_run(st->warm, &s, res) : jail_run(&s, res);
 	if (cgfd >= 0)
 		close(cgfd);
@@ -330,7 +316,6 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	cgroup_usage(&cg, &oom_kills, &peak_kb);
 	if (peak_kb)
 		res->memory_kb = peak_kb; /* the whole run's, not one process's */
-	label_oom(res, oom_kills, &cfg->limits);
 	if (cgroup_destroy(&cg, &err) && res->status != AJ_STATUS_SANDBOX_ERROR) {
 		/* The run itself went fine, but the host kept something: say so
 		 * rather than pretend nothing is left behind. */
@@ -349,7 +334,6 @@ struct container_session {
 	struct jail_session js;
 	struct uid_slot slot;
 	struct cgroup_run cg;
-	uint64_t oom_kills;     /* seen so far: a call's own are the difference */
 };
 
 static int container_session_open(void *state, const struct aj_config *cfg, void **out,
@@ -378,6 +362,7 @@ static int container_session_open(void *state, const struct aj_config *cfg, void
 		free(cs);
 		return rc;
 	}
+	cs->js.cgroup = &cs->cg; /* its OOM kills: status memory (src/core/status.h) */
 	*out = cs;
 	return 0;
 }
@@ -392,8 +377,6 @@ static int container_session_call(void *session, const struct aj_config *cfg,
 	cgroup_usage(&cs->cg, &oom_kills, &peak_kb);
 	if (peak_kb)
 		res->memory_kb = peak_kb; /* the session's peak, all processes */
-	label_oom(res, oom_kills - cs->oom_kills, &cfg->limits);
-	cs->oom_kills = oom_kills;
 	return rc;
 }
 

@@ -300,15 +300,11 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	o.init_wstatus = exit_code << 8;
 	char why[200];
 	docker_last_line(&s.err, why, sizeof why);
+	/* Docker saw the memory cgroup's OOM killer at work (a flag, not a
+	 * count: one process at least). */
+	o.oom_kills = oom ? 1 : 0;
 	outcome_to_result(&o, l, &s.out, &s.err, res);
-	if (oom && !o.cancelled && res->status != AJ_STATUS_OK &&
-	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
-		/* Docker saw the memory cgroup's OOM killer at work. */
-		res->status = AJ_STATUS_MEMORY;
-		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
-					"ended the program",
-				   l->memory_mb);
-	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
+	if (res->status == AJ_STATUS_SANDBOX_ERROR) {
 		result_sandbox_error(res, "docker: the container's PID 1 ended without a report "
 					  "(exit code %d)%s%s",
 				     exit_code, why[0] ? ": " : "", why);

@@ -531,6 +531,7 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 	docker_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	char why[200];
 	docker_last_line(&w.err, why, sizeof why);
+	o.oom_kills = oom_kills; /* status memory: src/core/status.h */
 	outcome_to_result(&o, l, &w.out, &w.err, res);
 	if (!o.exited_report && peak_kb)
 		res->memory_kb = peak_kb;
@@ -543,14 +544,6 @@ static int run_in(struct started *s, const struct aj_config *cfg, const struct r
 		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
 					"gVisor's own included, counted by its cgroup)",
 				   l->cpu_sec);
-	} else if (oom_kills && !o.cancelled && res->status != AJ_STATUS_OK &&
-	    res->status != AJ_STATUS_OUTPUT_LIMIT && res->status != AJ_STATUS_TIMEOUT) {
-		/* The kernel's OOM killer in the sandbox's cgroup: the program
-		 * (and gVisor's memory for it) passed the limit. */
-		killed_by_host(res, AJ_STATUS_MEMORY);
-		result_set_message(res, "memory limit of %u MiB reached: the kernel's OOM killer "
-					"ended the sandbox",
-				   l->memory_mb);
 	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
 		result_sandbox_error(res, "gvisor: the sandbox ended without a report (runsc %s %d)%s%s",
 				     exit_code >= 0 ? "exit code" : "killed by signal",

@@ -22,7 +22,9 @@ int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_
 	return 0;
 }
 
-/* The guest's answer as the contract's result. */
+/* The guest's facts about a run, read with the status rules of every tier
+ * (src/core/status.h, through outcome_to_result). The guest's words are
+ * only ever quoted under the host's own "microvm: " prefix. */
 static void result_from_guest(const void *payload, uint32_t len, const struct aj_limits *l,
 			      struct aj_result *res)
 {
@@ -38,35 +40,41 @@ static void result_from_guest(const void *payload, uint32_t len, const struct aj
 	 * over by its program could send up to VM_MAX_FRAME: the host holds
 	 * the cap itself, as it does for a session's call. */
 	const size_t cap = (size_t)l->output_kb * 1024;
-	if (need != len || (unsigned)r.status >= AJ_STATUS_COUNT || r.stdout_len > cap ||
-	    r.stderr_len > cap) {
+	if (need != len || r.stdout_len > cap || r.stderr_len > cap) {
 		result_sandbox_error(res, "microvm: the guest's answer is malformed");
 		return;
 	}
-	res->status = (enum aj_status)r.status;
-	res->has_exit_code = r.has_exit_code != 0;
-	res->exit_code = r.exit_code;
-	res->signal = r.signal;
-	res->stdout_buf = malloc(r.stdout_len + 1);
-	res->stderr_buf = malloc(r.stderr_len + 1);
-	if (res->stdout_buf) {
-		memcpy(res->stdout_buf, p, r.stdout_len);
-		res->stdout_buf[r.stdout_len] = '\0';
-		res->stdout_len = r.stdout_len;
-	}
-	p += r.stdout_len;
-	if (res->stderr_buf) {
-		memcpy(res->stderr_buf, p, r.stderr_len);
-		res->stderr_buf[r.stderr_len] = '\0';
-		res->stderr_len = r.stderr_len;
-	}
-	p += r.stderr_len;
-	res->stdout_truncated = r.flags & VM_STDOUT_TRUNCATED;
-	res->stderr_truncated = r.flags & VM_STDERR_TRUNCATED;
-	res->cpu_ms = (double)r.cpu_us / 1000.0;
-	res->memory_kb = r.memory_kb;
-	if (r.message_len)
-		result_set_message(res, "%.*s", (int)r.message_len, p);
+	const char *message = p + r.stdout_len + r.stderr_len;
+	struct capture out, errc;
+	capture_init(&out, cap);
+	capture_init(&errc, cap);
+	capture_append(&out, p, r.stdout_len);
+	capture_append(&errc, p + r.stdout_len, r.stderr_len);
+	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
+	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	o.timed_out = r.flags & VM_RUN_TIMED_OUT;
+	o.output_overflow = r.flags & VM_RUN_OVERFLOW;
+	o.setup_failed = r.flags & VM_RUN_SETUP_FAILED;
+	o.exited_report = !o.setup_failed && (r.flags & VM_RUN_ENDED);
+	o.report.wstatus = r.wstatus;
+	o.report.cpu_us = (int64_t)r.cpu_us;
+	o.report.maxrss_kb = (int64_t)r.memory_kb;
+	o.oom_kills = r.oom_kills;
+	o.wall_ms = (double)r.wall_us / 1000.0;
+	/* Without a word of the program's end (or with a setup failure): a
+	 * sandbox_error in the guest's quoted words. */
+	snprintf(o.setup_message, sizeof o.setup_message, "microvm: %s: %.*s",
+		 o.setup_failed ? "the guest could not prepare the run"
+				: "the program's end is unknown",
+		 (int)(r.message_len < 300 ? r.message_len : 300), message);
+	if (!o.setup_failed && !o.exited_report && !o.timed_out && !o.output_overflow &&
+	    !o.oom_kills)
+		o.setup_failed = true; /* its end unknown: the guest's why, quoted */
+	outcome_to_result(&o, l, &out, &errc, res);
+	capture_free(&out);
+	capture_free(&errc);
 }
 
 int vm_run_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_limits *l,
@@ -99,8 +107,8 @@ int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
 	return 0;
 }
 
-/* The guest's facts about a call, read with the jail tiers' rules
- * (outcome_to_result) and the memory cgroup's OOM rule of a microvm run. */
+/* The guest's facts about a call, read with the status rules of every tier
+ * (src/core/status.h, through outcome_to_result). */
 static int call_from_guest(const void *payload, uint32_t len, const struct aj_config *cfg,
 			   const struct session_call *call, double wall_ms, struct aj_result *res,
 			   struct session_answer *ans)
@@ -162,19 +170,12 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 		o.report.wstatus = r.wstatus;
 		o.report.cpu_us = (int64_t)r.cpu_us;
 		o.report.maxrss_kb = (int64_t)r.memory_kb;
-		snprintf(o.setup_message, sizeof o.setup_message, "%.*s", (int)r.message_len,
-			 message);
+		snprintf(o.setup_message, sizeof o.setup_message,
+			 "microvm: session: the guest could not prepare the call: %.*s",
+			 (int)(r.message_len < 300 ? r.message_len : 300), message);
 		o.wall_ms = wall_ms;
+		o.oom_kills = r.oom_kills; /* status memory: src/core/status.h */
 		outcome_to_result(&o, &cfg->limits, &out, &errc, res);
-		/* The OOM killer's SIGKILL is the memory limit at work. */
-		if (r.oom_kills && (res->status == AJ_STATUS_KILLED || res->status == AJ_STATUS_ERROR)) {
-			res->status = AJ_STATUS_MEMORY;
-			result_set_message(res,
-					   "memory limit of %u MiB reached: the kernel's OOM killer "
-					   "ended %llu process%s",
-					   cfg->limits.memory_mb, (unsigned long long)r.oom_kills,
-					   r.oom_kills == 1 ? "" : "es");
-		}
 		if (r.flags & VM_CALL_BAD_REPLY)
 			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
 						  "the call was stopped",

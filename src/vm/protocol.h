@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#define VM_PROTOCOL_VERSION 2
+#define VM_PROTOCOL_VERSION 3
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -64,22 +64,29 @@ struct vm_run {
 	uint32_t code_len;
 };
 
+/* The facts of a run, not their reading: the host decides the status with
+ * the status rules every tier uses (src/core/status.h), as it does for a
+ * session's call. A guest taken over by its program can lie about these
+ * facts, but no fact is a status or a message of its choosing. */
 struct vm_result {
-	int32_t status;         /* enum aj_status */
-	int32_t exit_code;
-	int32_t has_exit_code;
-	int32_t signal;
+	uint32_t flags;         /* VM_RUN_* and VM_STDOUT/STDERR_TRUNCATED */
+	int32_t wstatus;        /* the program's, when VM_RUN_ENDED */
 	uint32_t stdout_len;
 	uint32_t stderr_len;
-	uint32_t message_len;   /* 0: no message */
-	uint32_t flags;         /* VM_STDOUT_TRUNCATED | VM_STDERR_TRUNCATED */
+	uint32_t message_len;   /* VM_RUN_SETUP_FAILED or no VM_RUN_ENDED: why (quoted by the host) */
+	uint32_t reserved;
 	uint64_t wall_us;       /* inside the guest, request to result */
 	uint64_t cpu_us;
 	uint64_t memory_kb;     /* peak */
+	uint64_t oom_kills;     /* the run's memory cgroup's OOM kills */
 };
 
 #define VM_STDOUT_TRUNCATED 1u
 #define VM_STDERR_TRUNCATED 2u
+#define VM_RUN_ENDED 0x04u         /* the program was reaped: wstatus is its */
+#define VM_RUN_TIMED_OUT 0x20u     /* the guest's wall clock stopped it */
+#define VM_RUN_OVERFLOW 0x40u      /* output passed its cap */
+#define VM_RUN_SETUP_FAILED 0x200u /* a protection could not be applied: nothing ran */
 
 struct vm_session_start {
 	uint32_t cpu_sec;       /* the session's total: the interpreter's hard RLIMIT_CPU */

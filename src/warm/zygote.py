@@ -35,6 +35,9 @@ SOL_SOCKET, SCM_RIGHTS = socket.SOL_SOCKET, socket.SCM_RIGHTS
 MAX_FDS = 8
 REPLY_LEN = 256
 WORKSPACE_PROGRAM = "/tmp/work/main.py"
+# The exit code of a program an uncaught MemoryError ended, on every tier
+# (AJ_MEMORY_ERROR_EXIT, src/core/status.h; src/core/launch.py).
+MEMORY_ERROR_EXIT = 121
 
 # Native libraries that start worker threads when they load (OpenBLAS under
 # numpy, OpenMP, MKL, numexpr) are held to one thread while the zygote
@@ -128,6 +131,10 @@ def run_program(sock):
         e.__traceback__ = e.__traceback__.tb_next
         report_uncaught(e)
         code = 1
+        if isinstance(e, MemoryError):
+            # Any subclass too: the status rules' fact that a MemoryError
+            # ended the program (src/core/launch.py, src/core/status.h).
+            code = MEMORY_ERROR_EXIT
         if isinstance(e, KeyboardInterrupt):
             # Python ends by SIGINT for an uncaught KeyboardInterrupt.
             code = -signal.SIGINT

@@ -52,8 +52,10 @@
  * and the VM powers off; if the interpreter is what failed and the port is
  * open, a VM_READY with python_ok 0 goes first so the host need not wait for
  * a timeout to know. During a run any step that fails is reported as a
- * VM_RESULT with status sandbox_error and "guest: STEP: ERRNO", and nothing
- * runs with less than was asked.
+ * VM_RESULT with VM_RUN_SETUP_FAILED and "guest: STEP: ERRNO" (the host
+ * makes it a sandbox_error, quoting it), and nothing runs with less than
+ * was asked. A run's VM_RESULT carries facts only (how the program ended,
+ * its usage, the OOM kills): the host decides its status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -908,48 +910,22 @@ static void finish(struct run *r)
 	read_control(r);
 }
 
-/* Python's last words on a failed allocation. Only the kind of ending is
- * inferred from it, never a limit: a program that prints it itself merely
- * labels its own failure. */
-static bool ended_with_memory_error(const struct stream *err)
-{
-	size_t end = err->len;
-	while (end > 0 && (err->buf[end - 1] == '\n' || err->buf[end - 1] == '\r'))
-		end--;
-	size_t start = end;
-	while (start > 0 && err->buf[start - 1] != '\n')
-		start--;
-	static const char tag[] = "MemoryError";
-	return end - start >= sizeof tag - 1 && memcmp(err->buf + start, tag, sizeof tag - 1) == 0;
-}
-
 struct result {
 	struct vm_result head;
 	char message[MESSAGE_MAX];
 };
 
-__attribute__((format(printf, 2, 3)))
-static void set_message(struct result *res, const char *fmt, ...)
+/* Nothing of the program ran: the step that failed, for the host to quote. */
+static void setup_failed(struct result *res, const char *message)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(res->message, sizeof res->message, fmt, ap);
-	va_end(ap);
-}
-
-static void sandbox_error(struct result *res, const char *message)
-{
-	res->head.status = AJ_STATUS_SANDBOX_ERROR;
-	res->head.has_exit_code = 0;
-	res->head.exit_code = 0;
-	res->head.signal = 0;
+	res->head.flags |= VM_RUN_SETUP_FAILED;
 	snprintf(res->message, sizeof res->message, "%s", message);
 }
 
 /* CPU from the run's cgroup: the whole tree's, killed processes included,
  * and none of the zygote's import time (spent before the child joined); the
  * program's own figure where that is larger. */
-static void usage(const struct run *r, struct result *res, uint64_t *oom_kills)
+static void usage(const struct run *r, struct result *res)
 {
 	char buf[1024];
 	const struct rusage *ru = &r->program_usage;
@@ -965,89 +941,32 @@ static void usage(const struct run *r, struct result *res, uint64_t *oom_kills)
 	if (read_text(run_cgroup, "memory.peak", buf, sizeof buf) == 0 &&
 	    strtoull(buf, NULL, 10) / 1024 > res->head.memory_kb)
 		res->head.memory_kb = strtoull(buf, NULL, 10) / 1024;
-	*oom_kills = 0;
 	if (read_text(run_cgroup, "memory.events", buf, sizeof buf) == 0)
-		*oom_kills = keyed_value(buf, "oom_kill");
+		res->head.oom_kills = keyed_value(buf, "oom_kill");
 }
 
-/* The same rules, in the same order and words, as the host's process and
- * container tiers (src/linux/supervise.c outcome_to_result, and the OOM rule
- * of src/tiers/container.c). */
-static void classify(const struct run *r, struct result *res)
+/* The run's facts, never their reading: the host decides the status with
+ * the rules every tier shares (src/core/status.h). */
+static void gather_facts(const struct run *r, struct result *res)
 {
-	const struct vm_run *l = &r->lim;
-	int ws = r->program_status;
-	uint64_t oom_kills;
-
-	usage(r, res, &oom_kills);
-	res->head.flags = (r->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
-			  (r->err.truncated ? VM_STDERR_TRUNCATED : 0);
+	usage(r, res);
+	res->head.flags |= (r->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
+			   (r->err.truncated ? VM_STDERR_TRUNCATED : 0) |
+			   (r->overflow ? VM_RUN_OVERFLOW : 0) | (r->timed_out ? VM_RUN_TIMED_OUT : 0);
 	if (r->setup_failed) {
-		sandbox_error(res, r->setup.message);
+		setup_failed(res, r->setup.message);
 		return;
 	}
-	/* Stopped by us: a program that had already exited keeps its code. */
-	if (r->overflow || r->timed_out) {
-		if (r->program_reaped && WIFEXITED(ws)) {
-			res->head.has_exit_code = 1;
-			res->head.exit_code = WEXITSTATUS(ws);
-		} else {
-			res->head.signal = r->program_reaped && WIFSIGNALED(ws) ? WTERMSIG(ws) : SIGKILL;
-		}
-	}
-	if (r->overflow) {
-		res->head.status = AJ_STATUS_OUTPUT_LIMIT;
-		set_message(res, "output passed the %u KiB limit on %s; the run was stopped",
-			    l->output_kb, r->out.truncated ? "stdout" : "stderr");
+	if (r->program_reaped) {
+		res->head.flags |= VM_RUN_ENDED;
+		res->head.wstatus = r->program_status;
 		return;
 	}
-	if (r->timed_out) {
-		res->head.status = AJ_STATUS_TIMEOUT;
-		set_message(res, "wall-clock limit of %g s reached; the run was stopped",
-			    (double)l->wall_ms / 1000.0);
-		return;
-	}
-	if (!r->program_reaped) {
-		char why[MESSAGE_MAX];
-		int zs = r->zygote_status;
-		snprintf(why, sizeof why,
-			 "guest: zygote ended without starting the program (%s %d)",
-			 WIFEXITED(zs) ? "exit status" : "signal",
-			 WIFEXITED(zs) ? WEXITSTATUS(zs) : WTERMSIG(zs));
-		sandbox_error(res, why);
-		return;
-	}
-	if (WIFEXITED(ws)) {
-		res->head.has_exit_code = 1;
-		res->head.exit_code = WEXITSTATUS(ws);
-		res->head.status = res->head.exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
-		if (res->head.exit_code != 0 && ended_with_memory_error(&r->err)) {
-			res->head.status = AJ_STATUS_MEMORY;
-			set_message(res, "memory limit of %u MiB reached (MemoryError)", l->memory_mb);
-		}
-	} else {
-		res->head.signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-		/* SIGXCPU at the soft CPU limit, or SIGKILL at the hard one
-		 * (soft + 1 s) for a program that ignored SIGXCPU. */
-		if (res->head.signal == SIGXCPU ||
-		    (res->head.signal == SIGKILL &&
-		     res->head.cpu_us >= (uint64_t)(l->cpu_sec + 1) * 1000000)) {
-			res->head.status = AJ_STATUS_TIMEOUT;
-			set_message(res, "CPU time limit of %u s reached", l->cpu_sec);
-			return;
-		}
-		res->head.status = AJ_STATUS_KILLED;
-		const char *abbrev = sigabbrev_np(res->head.signal);
-		set_message(res, "killed by signal %d (%s)", res->head.signal, abbrev ? abbrev : "?");
-	}
-	/* The OOM killer's SIGKILL is the memory limit at work, not a crash. */
-	if (oom_kills && res->head.status != AJ_STATUS_OK) {
-		res->head.status = AJ_STATUS_MEMORY;
-		set_message(res,
-			    "memory limit of %u MiB reached: the kernel's OOM killer ended %llu "
-			    "process%s",
-			    l->memory_mb, (unsigned long long)oom_kills, oom_kills == 1 ? "" : "es");
-	}
+	int zs = r->zygote_status;
+	snprintf(res->message, sizeof res->message,
+		 "guest: zygote ended without starting the program (%s %d)",
+		 WIFEXITED(zs) ? "exit status" : "signal",
+		 WIFEXITED(zs) ? WEXITSTATUS(zs) : WTERMSIG(zs));
 }
 
 static void send_result(const struct run *r, struct result *res)
@@ -1102,13 +1021,13 @@ static void serve_one_run(const struct vm_frame_header *h, struct zygote *z, int
 	if (rc) {
 		/* Nothing of the program has run; make sure nothing will. */
 		kill(-1, SIGKILL);
-		sandbox_error(&res, f.message);
+		setup_failed(&res, f.message);
 		if (r.start_us == 0)
 			r.start_us = now_us();
 	} else {
 		supervise(&r);
 		finish(&r);
-		classify(&r, &res);
+		gather_facts(&r, &res);
 	}
 	send_result(&r, &res);
 	free(r.code);

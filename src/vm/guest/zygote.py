@@ -69,6 +69,7 @@ ENVIRONMENT = {
     "MALLOC_ARENA_MAX": "2",
 }
 MIB = 1024 * 1024
+MEMORY_ERROR_EXIT = 121
 
 
 class SetupFailed(Exception):
@@ -223,7 +224,11 @@ except SystemExit:
 except BaseException as e:  # noqa: B902 - an uncaught exception, as Python reports it
     tb = trimmed(e.__traceback__)
     sys.excepthook(type(e), e.with_traceback(tb), tb)
+    # Any MemoryError subclass too: the status rules' fact that a
+    # MemoryError ended the program (AJ_MEMORY_ERROR_EXIT,
+    # src/core/status.h; src/core/launch.py, the other tiers' launcher).
+    code = MEMORY_ERROR_EXIT if isinstance(e, MemoryError) else 1
     del e, tb
-    # Exit 1 the ordinary way: threads joined, atexit handlers run, streams
+    # Exit the ordinary way: threads joined, atexit handlers run, streams
     # flushed, as after an uncaught exception.
-    sys.exit(1)
+    sys.exit(code)

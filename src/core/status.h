@@ -1,0 +1,69 @@
+/* The status ladder: the one place where the raw facts of a program's end
+ * become its status and message, for every tier, runs and session calls.
+ *
+ * A tier (or the microvm's guest) only gathers facts: what the host saw
+ * (its own clock, its output caps, a cancel), how the program ended (a
+ * wait status), the CPU time it used, and the kernel's OOM kills in its
+ * memory cgroup. Nothing a program says decides its status, except that it
+ * may make its own end look like a MemoryError (rule 7 below), which it
+ * could do by raising one anyway.
+ *
+ * The rules, in order; the first that applies decides:
+ *   1. a protection could not be applied            sandbox_error
+ *   2. the host stopped it: output cap passed        output_limit
+ *   3.                      the caller cancelled     killed
+ *   4.                      its wall clock ran out   timeout
+ *   5. the end is unknown (no report) and the kernel's OOM killer ended
+ *      something in its cgroup                       memory
+ *      the end is unknown otherwise                  sandbox_error
+ *   6. ended by SIGXCPU, or by SIGKILL with the CPU limit's hard second
+ *      used                                          timeout
+ *   7. the memory rule (status_is_memory): the OOM killer ended something
+ *      in its cgroup and it did not exit 0, or it exited with
+ *      AJ_MEMORY_ERROR_EXIT (every tier's interpreter ends so when an
+ *      uncaught MemoryError, any subclass, ends the program)   memory
+ *   8. exit 0                                        ok
+ *      any other exit                                error
+ *      any other signal                              killed */
+#ifndef AJ_STATUS_H
+#define AJ_STATUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agentjail.h"
+
+/* The exit code every tier's interpreter ends with when an uncaught
+ * MemoryError (or a subclass: numpy's _ArrayMemoryError) ends the program.
+ * The same number is in src/core/launch.py, src/warm/zygote.py,
+ * src/vm/guest/zygote.py and src/session/repl.py. Next to 120, CPython's
+ * own code for a failed flush at exit; a program that exits with it itself
+ * only labels its own run. */
+#define AJ_MEMORY_ERROR_EXIT 121
+
+struct end_facts {
+	bool setup_failed;          /* rule 1 */
+	const char *setup_message;
+	bool output_overflow;       /* rule 2: which stream is res's *_truncated */
+	bool cancelled;             /* rule 3 */
+	bool timed_out;             /* rule 4 */
+	bool ended;                 /* wstatus is the program's (else rule 5) */
+	int wstatus;
+	const char *unknown_end;    /* rule 5's sandbox_error message */
+	double cpu_ms;              /* the program's, for rule 6 */
+	uint64_t oom_kills;         /* the kernel's, in the run's cgroup; 0 without one */
+};
+
+/* Sets res's status, exit code or signal and message from the facts, by
+ * the rules above. Leaves streams and usage figures alone. */
+void status_decide(const struct end_facts *f, const struct aj_limits *l, struct aj_result *res);
+
+/* Rule 7 on its own: whether a program that ended (not stopped by the host,
+ * not by the CPU limit) ended by running out of memory. */
+bool status_is_memory(int wstatus, uint64_t oom_kills);
+
+/* Status memory, and the message that says why: the OOM killer's count,
+ * or (none) a MemoryError. */
+void status_set_memory(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l);
+
+#endif
