@@ -7,7 +7,7 @@ from ._native import ffi, lib
 
 
 class Status(str, enum.Enum):
-    """How a run ended (docs/design.md rules S1-S10). A str, so `== "ok"` works."""
+    """How a run ended (docs/design.md rules S1-S8). A str, so `== "ok"` works."""
 
     OK = "ok"
     ERROR = "error"
