@@ -189,8 +189,24 @@ static int inside_prepare(const struct plan *p, int *report, struct setup_error 
 	 * the zygote: every run's init is a copy of it, and its death would
 	 * take every run on it.) */
 	if (!s->zygote) {
+		/* Opened while dumpable, then written. init made itself not
+		 * dumpable (init_build), and this process inherited that: its
+		 * /proc/self files then belong to the host's root, whom a
+		 * user namespace does not map, so even its own
+		 * oom_score_adj is EACCES to open there. The open is the only
+		 * check (the write asks only that the score go up), so the
+		 * process is dumpable for the open alone: nothing of the
+		 * run's uid but init exists in the sandbox yet, and it is
+		 * not dumpable again before anything of the program runs. */
+		bool reopen = s->userns && prctl(PR_SET_DUMPABLE, 1) == 0;
 		int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-		int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
+		int oerr = errno;
+		if (reopen && prctl(PR_SET_DUMPABLE, 0) < 0) {
+			if (adj >= 0)
+				close(adj);
+			return setup_fail(e, errno, "prctl dumpable");
+		}
+		int arc = adj < 0 ? -oerr : write_full(adj, "1000", 4);
 		if (adj >= 0)
 			close(adj);
 		if (arc)
