@@ -168,6 +168,8 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */
 		.address_space_limit = true,
+		/* The view is the host's, whose passwd and group name its users. */
+		.own_users = true,
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
 		.setup_root = host_setup_root,
