@@ -41,7 +41,8 @@
  * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
  * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
  * network namespace with only a down loopback; hostname "sandbox"; a fresh
- * session keyring. What people keep private by habit is covered with an
+ * session keyring; a passwd and group of its own (root, nobody, its uid as
+ * "sandbox"), read-only over the host's, which name the host's users. What people keep private by habit is covered with an
  * empty read-only tmpfs even where its mode is world-readable: /home, /root,
  * /run/user, /var/mail, /srv, /mnt, /media, the directory agentjail was
  * started from (unless it is the system's, or holds the interpreter), and
