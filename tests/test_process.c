@@ -1,6 +1,7 @@
 /* The process tier: the shared hostile table, then what is particular to it
  * (its identity inside, failing closed, dying with its supervisor). */
 #include <grp.h>
+#include <sched.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
@@ -216,16 +217,52 @@ static int become_unprivileged(void *ctx)
 	return 0;
 }
 
+/* The machine fact an unprivileged run depends on: may uid 65534 make a user
+ * namespace, and in it the run's others? Probed with an unshare of the
+ * test's own, never judged from the tier's answer. */
+static bool nobody_may_make_namespaces(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const uid_t nobody = 65534;
+		if (setgroups(0, NULL) || setresgid(nobody, nobody, nobody) ||
+		    setresuid(nobody, nobody, nobody))
+			_exit(2);
+		if (unshare(CLONE_NEWUSER) < 0 ||
+		    unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) != 2); /* the probe's own setup */
+	return WEXITSTATUS(ws) == 0;
+}
+
+/* Run as uid 65534 needs root to become it, and a kernel that lets it make
+ * user namespaces: both probed, nothing else skips. */
+static void skip_unless_nobody_may_run(void)
+{
+	if (geteuid() != 0) {
+		print_message("skipped: becoming uid 65534 needs root\n");
+		skip();
+	}
+	if (!nobody_may_make_namespaces()) {
+		print_message("skipped: this kernel refuses uid 65534 a user namespace\n");
+		skip();
+	}
+}
+
 static void unprivileged_caller_uses_userns(void **state)
 {
 	struct fixture *f = *state;
-	if (geteuid() != 0)
-		skip();
+	skip_unless_nobody_may_run();
 	const uid_t nobody = 65534;
 	/* The caller's home, holding a 0600 secret of the caller's: with no
 	 * other uid to run as, the sandbox must hide it. */
 	char home[64] = "/home/agentjail-test-XXXXXX", secret[96];
-	mkdir("/home", 0755);
+	bool made_home = mkdir("/home", 0755) == 0;
 	assert_non_null(mkdtemp(home));
 	snprintf(secret, sizeof secret, "%s/id_rsa", home);
 	int sfd = open(secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -235,28 +272,29 @@ static void unprivileged_caller_uses_userns(void **state)
 	assert_int_equal(chown(secret, nobody, nobody), 0);
 	assert_int_equal(chown(home, nobody, nobody), 0);
 
-	char code[600], buf[800];
+	char code[700], buf[800];
 	snprintf(code, sizeof code,
-		 "import os, socket\n"
+		 "import os, socket, pwd\n"
 		 "print(os.getuid(), socket.if_nameindex())\n"
 		 "for p in ['%s', '/proc/1/environ']:\n"
 		 "    try:\n"
 		 "        print(p, open(p).read())\n"
 		 "    except OSError as e:\n"
 		 "        print(p, type(e).__name__)\n"
-		 "print(os.listdir('/home'))\n",
+		 "print(os.listdir('/home'))\n"
+		 "print('oom', open('/proc/self/oom_score_adj').read().strip())\n"
+		 "print('user', pwd.getpwuid(os.getuid()).pw_name)\n"
+		 "try:\n"
+		 "    open('/etc/passwd', 'a').write('x:x:0:0::/:/bin/sh\\n')\n"
+		 "except OSError as e:\n"
+		 "    print('passwd', e.strerror)\n",
 		 secret);
 	struct unprivileged u = {.home = home, .token = f->token};
 	run_in_child(become_unprivileged, &u, &f->cfg, code, buf, sizeof buf);
 	unlink(secret);
 	rmdir(home);
-	if (strncmp(buf, "sandbox_error|", 14) == 0) {
-		/* The tier may refuse (no user namespaces here), but only with
-		 * a reason that names the step. */
-		assert_true(strlen(buf) > 20);
-		print_message("unprivileged mode refused here: %s\n", buf);
-		return;
-	}
+	if (made_home)
+		rmdir("/home");
 	if (!contains(buf, "ok||65534 [(1, 'lo')]"))
 		fail_msg("%s", buf);
 	assert_true(contains(buf, "id_rsa FileNotFoundError"));
@@ -264,7 +302,154 @@ static void unprivileged_caller_uses_userns(void **state)
 	/* init's environment (the caller's, API keys and all) is not readable
 	 * even by a program of the same uid: init is not dumpable. */
 	assert_true(contains(buf, "/proc/1/environ PermissionError"));
+	/* The OOM killer's first pick is the program, in this mode too. */
+	assert_true(contains(buf, "oom 1000\n"));
+	/* Its own passwd, which the program's uid owns here, read-only all the
+	 * same. */
+	assert_true(contains(buf, "user nobody\npasswd Read-only file system\n"));
 	assert_false(contains(buf, f->token));
+}
+
+/* The rest of the unprivileged path: the tier's check, a session that keeps
+ * its state between calls, and warm mode refused naming why. */
+static void unprivileged_check_session_and_warm(void **state)
+{
+	struct fixture *f = *state;
+	skip_unless_nobody_may_run();
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char line[900];
+		struct aj_error err = {0}, werr = {0};
+		struct aj_session *s = NULL;
+		struct aj_result a = {0}, b = {0};
+		struct aj_sandbox *sb = NULL;
+		struct unprivileged u = {.home = "/nonexistent", .token = f->token};
+		if (become_unprivileged(&u)) {
+			snprintf(line, sizeof line, "prepare failed");
+		} else if (aj_check(AJ_TIER_PROCESS, &f->cfg, &err)) {
+			snprintf(line, sizeof line, "check failed: %s", err.message);
+		} else if (aj_session_open(&f->cfg, &s, &err)) {
+			snprintf(line, sizeof line, "session failed: %s", err.message);
+		} else {
+			aj_session_run(s, "x = 41\n", 7, &a);
+			aj_session_run(s, "import os\nprint(x + 1, os.getuid())\n", 36, &b);
+			struct aj_config w = f->cfg;
+			w.warm = true;
+			int wrc = aj_open(&w, &sb, &werr);
+			snprintf(line, sizeof line, "%s %s|%s|warm %s %s", aj_status_name(a.status),
+				 aj_status_name(b.status), b.stdout_buf,
+				 wrc == -EPERM ? "EPERM" : "not EPERM", werr.message);
+			if (sb)
+				aj_close(sb);
+			aj_result_free(&a);
+			aj_result_free(&b);
+			aj_session_close(s);
+		}
+		(void)!write(fds[1], line, strlen(line));
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[1000] = {0};
+	assert_true(read(fds[0], buf, sizeof buf - 1) > 0);
+	close(fds[0]);
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	if (!contains(buf, "ok ok|42 65534\n|warm EPERM warm: needs root, for the zygote to give "
+			   "each run its own namespaces and uid (running as uid 65534)"))
+		fail_msg("%s", buf);
+}
+
+/* The names in a host file of name:...: lines, but those the run's own
+ * files share by design, as a Python list literal. */
+static void host_names(const char *path, char *out, size_t n)
+{
+	FILE *fh = fopen(path, "re");
+	snprintf(out, n, "[");
+	char line[512];
+	while (fh && fgets(line, sizeof line, fh)) {
+		char *colon = strchr(line, ':');
+		if (!colon || colon == line)
+			continue;
+		*colon = '\0';
+		if (!strcmp(line, "root") || !strcmp(line, "nobody") || !strcmp(line, "nogroup") ||
+		    !strcmp(line, "sandbox"))
+			continue;
+		size_t used = strlen(out);
+		snprintf(out + used, n - used, "'%s',", line);
+	}
+	if (fh)
+		fclose(fh);
+	size_t used = strlen(out);
+	snprintf(out + used, n - used, "]");
+}
+
+/* The program's view of who is who is the run's own, in an image's words:
+ * root, nobody and its own uid as "sandbox". Not one of the host's names
+ * (its login users, its services) is in the files or resolves, and the
+ * files cannot be rewritten. Through a one-shot run and a session. */
+static void users_are_the_runs_own(void **state)
+{
+	struct fixture *f = *state;
+	static char users[8192], groups[8192], code[20000];
+	host_names("/etc/passwd", users, sizeof users);
+	host_names("/etc/group", groups, sizeof groups);
+	/* The premise: the host has names of its own to leak. */
+	assert_true(strlen(users) > 3);
+	snprintf(code, sizeof code,
+		 "import errno, os, pwd, grp\n"
+		 "uid, gid = os.getuid(), os.getgid()\n"
+		 "print('ids', uid, gid)\n"
+		 "print(open('/etc/passwd').read() + '--\\n' + open('/etc/group').read() + '--')\n"
+		 "print('me', pwd.getpwuid(uid).pw_name, grp.getgrgid(gid).gr_name,\n"
+		 "      pwd.getpwuid(uid).pw_dir)\n"
+		 "files = ''.join(open(p).read() for p in ['/etc/passwd', '/etc/group', '/etc/passwd-',\n"
+		 "                '/etc/group-', '/etc/subuid', '/etc/subgid'] if os.path.exists(p))\n"
+		 "for kind, names, look in [('user', %s, pwd.getpwnam), ('group', %s, grp.getgrnam)]:\n"
+		 "    for n in names:\n"
+		 "        if n + ':' in files:\n"
+		 "            print('LEAK in a file', kind, n)\n"
+		 "        try:\n"
+		 "            look(n)\n"
+		 "            print('LEAK resolves', kind, n)\n"
+		 "        except KeyError:\n"
+		 "            pass\n"
+		 "for p in ['/etc/passwd', '/etc/group']:\n"
+		 "    try:\n"
+		 "        open(p, 'a').write('x:x:0:0::/:/bin/sh\\n')\n"
+		 "        print('WROTE', p)\n"
+		 "    except OSError as e:\n"
+		 "        print('refused', p, e.errno in (errno.EACCES, errno.EROFS))\n",
+		 users, groups);
+	for (int via_session = 0; via_session < 2; via_session++) {
+		struct aj_result r;
+		harness_via_session = via_session;
+		run_code(&f->cfg, &r, "%s", code);
+		harness_via_session = false;
+		assert_status(&r, AJ_STATUS_OK);
+		unsigned uid = 0, gid = 0;
+		assert_int_equal(sscanf(r.stdout_buf, "ids %u %u", &uid, &gid), 2);
+		char want[1024];
+		snprintf(want, sizeof want,
+			 "ids %u %u\n"
+			 "root:x:0:0:root:/root:/bin/sh\n"
+			 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+			 "sandbox:x:%u:%u:sandbox:/tmp/work:/bin/sh\n"
+			 "--\n"
+			 "root:x:0:\n"
+			 "nogroup:x:65534:\n"
+			 "sandbox:x:%u:\n"
+			 "--\n"
+			 "me sandbox sandbox /tmp/work\n"
+			 "refused /etc/passwd True\n"
+			 "refused /etc/group True\n",
+			 uid, gid, uid, gid, gid);
+		assert_string_equal(r.stdout_buf, want);
+		aj_result_free(&r);
+	}
 }
 
 /* What people keep private by habit is not readable by the program even
@@ -401,6 +586,7 @@ int main(void)
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(identity_inside),
+		HOSTILE_TEST(users_are_the_runs_own),
 		HOSTILE_TEST(private_places_are_masked),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
@@ -408,6 +594,7 @@ int main(void)
 		HOSTILE_TEST(bad_code_is_refused),
 		HOSTILE_TEST(missing_python_is_refused),
 		HOSTILE_TEST(unprivileged_caller_uses_userns),
+		HOSTILE_TEST(unprivileged_check_session_and_warm),
 	};
 	return cmocka_run_group_tests_name("process tier", tests, NULL, NULL);
 }

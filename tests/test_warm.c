@@ -130,7 +130,10 @@ static void identity_like_cold(void **state)
 		"print('ifaces', socket.if_nameindex())\n"
 		"print('stdin', repr(os.read(0, 10)))\n"
 		"print('files', os.listdir('/tmp'), os.listdir('/tmp/work'))\n"
-		"print('procs', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n";
+		"print('procs', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+		"me = str(os.getuid())\n"
+		"print('users', (open('/etc/passwd').read() + open('/etc/group').read())\n"
+		"      .replace(me, 'UID').splitlines())\n";
 	struct aj_result cold, warm;
 	struct aj_config c = f->cfg;
 	c.warm = false;
@@ -151,6 +154,15 @@ static void identity_like_cold(void **state)
 	assert_true(contains(warm.stdout_buf, "nnp 1 seccomp 2"));
 	assert_true(contains(warm.stdout_buf, "pid 2 host sandbox cwd /tmp/work"));
 	assert_true(contains(warm.stdout_buf, "fds ['0', '1', '2', '3']"));
+	/* The process tier's view is the host's, but for who is who: the
+	 * run's own passwd and group, as a cold run's (the container tier's
+	 * are its image's). */
+	if (f->tier == AJ_TIER_PROCESS)
+		assert_true(contains(warm.stdout_buf,
+				     "users ['root:x:0:0:root:/root:/bin/sh', "
+				     "'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin', "
+				     "'sandbox:x:UID:UID:sandbox:/tmp/work:/bin/sh', 'root:x:0:', "
+				     "'nogroup:x:65534:', 'sandbox:x:UID:']"));
 	aj_result_free(&cold);
 	aj_result_free(&warm);
 }

@@ -190,8 +190,24 @@ static int inside_prepare(const struct plan *p, int *report, struct setup_error 
 	 * the zygote: every run's init is a copy of it, and its death would
 	 * take every run on it.) */
 	if (!s->zygote) {
+		/* Opened while dumpable, then written. init made itself not
+		 * dumpable (init_build), and this process inherited that: its
+		 * /proc/self files then belong to the host's root, whom a
+		 * user namespace does not map, so even its own
+		 * oom_score_adj is EACCES to open there. The open is the only
+		 * check (the write asks only that the score go up), so the
+		 * process is dumpable for the open alone: nothing of the
+		 * run's uid but init exists in the sandbox yet, and it is
+		 * not dumpable again before anything of the program runs. */
+		bool reopen = s->userns && prctl(PR_SET_DUMPABLE, 1) == 0;
 		int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-		int arc = adj < 0 ? -errno : write_full(adj, "1000", 4);
+		int oerr = errno;
+		if (reopen && prctl(PR_SET_DUMPABLE, 0) < 0) {
+			if (adj >= 0)
+				close(adj);
+			return setup_fail(e, errno, "prctl dumpable");
+		}
+		int arc = adj < 0 ? -oerr : write_full(adj, "1000", 4);
 		if (adj >= 0)
 			close(adj);
 		if (arc)
@@ -287,6 +303,69 @@ static bool is_plain_dir(const char *path)
 	return path[0] && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Who is who in the run, in an image's words (images/build-root.sh): root,
+ * nobody, and the run's uid and gid as "sandbox", so that the program's
+ * getpwuid and `id` resolve and ls shows a name. */
+static void users_text(const struct jail_spec *s, char *passwd, size_t pn, char *group,
+		       size_t gn)
+{
+	int n = snprintf(passwd, pn, "root:x:0:0:root:/root:/bin/sh\n"
+				     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	if (s->uid != 0 && s->uid != 65534)
+		snprintf(passwd + n, pn - (size_t)n, "sandbox:x:%u:%u:sandbox:" JAIL_WORKSPACE
+			 ":/bin/sh\n", (unsigned)s->uid, (unsigned)s->gid);
+	n = snprintf(group, gn, "root:x:0:\nnogroup:x:65534:\n");
+	if (s->gid != 0 && s->gid != 65534)
+		snprintf(group + n, gn - (size_t)n, "sandbox:x:%u:\n", (unsigned)s->gid);
+}
+
+static int write_new_file(const char *path, const char *text, struct setup_error *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return setup_fail(e, errno, "create %s", path);
+	int rc = write_full(fd, text, strlen(text));
+	close(fd);
+	return rc ? setup_fail(e, -rc, "write %s", path) : 0;
+}
+
+/* The host's user and group files name its users (a login name is half of
+ * a credential, and says whose machine this is): each is covered,
+ * read-only, with the run's own, written to the run's tmpfs at `tmp`
+ * (whose root the program never sees). The backups (passwd-, group-) are
+ * as readable and get the same; subuid and subgid, naming users too, are
+ * covered with an empty file. Absent ones stay absent. */
+static int cover_user_files(const struct jail_spec *s, const char *root, const char *tmp,
+			    struct setup_error *e)
+{
+	static const struct {
+		const char *name;
+		int text; /* 0 passwd, 1 group, 2 empty */
+	} files[] = {{"passwd", 0}, {"passwd-", 0}, {"group", 1},
+		     {"group-", 1}, {"subuid", 2},  {"subgid", 2}};
+	static const char *const sources[] = {"users-passwd", "users-group", "users-empty"};
+	char passwd[256], group[128], src[3][300], dst[300];
+	users_text(s, passwd, sizeof passwd, group, sizeof group);
+	const char *const texts[] = {passwd, group, ""};
+	int rc;
+	for (int i = 0; i < 3; i++) {
+		snprintf(src[i], sizeof src[i], "%s/%s", tmp, sources[i]);
+		if ((rc = write_new_file(src[i], texts[i], e)))
+			return rc;
+	}
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct stat st;
+		snprintf(dst, sizeof dst, "%s/etc/%s", root, files[i].name);
+		/* stat, not lstat: a symlinked file is covered at its target,
+		 * which is what reading the link gives. */
+		if (stat(dst, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if ((rc = mount_file_readonly(src[files[i].text], dst, e)))
+			return rc;
+	}
+	return 0;
+}
+
 int jail_populate_root(const struct jail_spec *s, const char *root, struct setup_error *e)
 {
 	const uint32_t disk = s->cfg->limits.disk_mb;
@@ -315,6 +394,8 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 		return rc;
 	snprintf(p1, sizeof p1, "%s/t/work/" JAIL_PROGRAM, tmp);
 	if (!s->session && (rc = write_program(s, p1, e)))
+		return rc;
+	if (s->own_users && (rc = cover_user_files(s, root, tmp, e)))
 		return rc;
 	/* /var/tmp absent, or a symlink (to /tmp): nothing to shadow there. */
 	snprintf(p2, sizeof p2, "%s/var/tmp", root);

@@ -25,6 +25,9 @@ struct jail_spec {
 	const char *python;         /* the interpreter's path inside the view */
 	bool userns;                /* not root: a user namespace provides the privilege */
 	bool cgroup_ns;             /* a cgroup namespace rooted at the run's cgroup */
+	/* The view's /etc/passwd and /etc/group are the host's: cover them
+	 * with the run's own (jail_populate_root). */
+	bool own_users;
 	bool address_space_limit;   /* RLIMIT_AS is the memory limit (no cgroup) */
 	bool into_cgroup;           /* init is born in the cgroup v2 dir cgroup_fd */
 	int cgroup_fd;
@@ -126,8 +129,8 @@ int jail_warm_prepare_ns(int fds[3]);
 
 /* For setup_root: under `root` ("" for the host's /), mounts the run's own
  * /dev, one size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the
- * workspace (with the program written into it), and a /proc of the run's
- * pid namespace. */
+ * workspace (with the program written into it), a /proc of the run's pid
+ * namespace, and (own_users) the run's own passwd and group. */
 int jail_populate_root(const struct jail_spec *s, const char *root, struct setup_error *e);
 
 #endif

@@ -62,6 +62,18 @@ int mount_bind(const char *src, const char *dst, struct setup_error *e)
 	return 0;
 }
 
+int mount_file_readonly(const char *src, const char *dst, struct setup_error *e)
+{
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return setup_fail(e, errno, "bind %s on %s", src, dst);
+	/* Read-only: the program may not rewrite who it is (its source lies
+	 * in the run's writable tmpfs). */
+	if (mount("none", dst, "none",
+		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return setup_fail(e, errno, "remount %s read-only", dst);
+	return 0;
+}
+
 static int bind_device(const char *name, const char *staging, struct setup_error *e)
 {
 	char host[64], dst[128];

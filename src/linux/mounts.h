@@ -14,6 +14,8 @@ int mount_tmpfs(const char *path, uint32_t size_mb, uint32_t mode, struct setup_
 /* An empty read-only tmpfs over path: what was there is out of reach. */
 int mount_hide(const char *path, struct setup_error *e);
 int mount_bind(const char *src, const char *dst, struct setup_error *e);
+/* The file src over the file dst, read-only, nosuid, nodev, noexec. */
+int mount_file_readonly(const char *src, const char *dst, struct setup_error *e);
 int mount_proc(const char *path, struct setup_error *e);
 /* A /dev of its own on a read-only tmpfs at `target`: null, zero, full,
  * random and urandom from the host, a private devpts instance (ptmx) and an

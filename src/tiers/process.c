@@ -41,7 +41,8 @@
  * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
  * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
  * network namespace with only a down loopback; hostname "sandbox"; a fresh
- * session keyring. What people keep private by habit is covered with an
+ * session keyring; a passwd and group of its own (root, nobody, its uid as
+ * "sandbox"), read-only over the host's, which name the host's users. What people keep private by habit is covered with an
  * empty read-only tmpfs even where its mode is world-readable: /home, /root,
  * /run/user, /var/mail, /srv, /mnt, /media, the directory agentjail was
  * started from (unless it is the system's, or holds the interpreter), and
@@ -168,6 +169,8 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */
 		.address_space_limit = true,
+		/* The view is the host's, whose passwd and group name its users. */
+		.own_users = true,
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
 		.setup_root = host_setup_root,

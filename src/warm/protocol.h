@@ -30,6 +30,7 @@ struct warm_request {
 	uint8_t cgroup_ns;            /* a cgroup namespace at the run's cgroup */
 	uint8_t cgroup_v2;            /* the cgroup fd is a v2 directory to be born in */
 	uint8_t n_cgroup_fds;
+	uint8_t own_users;            /* the run's own passwd and group (process tier) */
 };
 
 struct warm_reply {

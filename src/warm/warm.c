@@ -576,6 +576,7 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	q.address_space_limit = s->address_space_limit;
 	q.cgroup_ns = s->cgroup_ns;
 	q.cgroup_v2 = s->into_cgroup;
+	q.own_users = s->own_users;
 	if ((rc = cgroup_fds(s, fds, &nfds, &opened, res)))
 		goto done;
 	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
