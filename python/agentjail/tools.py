@@ -139,14 +139,9 @@ class RunPythonTool:
         """Runs one call. arguments: the call's arguments as a dict or as
         the JSON text the model wrote. Never raises for what the model sent
         or what its code did: those are results the model reads."""
-        if isinstance(arguments, (bytes, bytearray)):
-            arguments = bytes(arguments).decode("utf-8", "replace")
-        if not isinstance(arguments, str):
-            try:
-                arguments = json.dumps(arguments)
-            except (TypeError, ValueError) as e:
-                return ToolResult(f"Invalid arguments for {NAME}: {e}", True)
-        data = arguments.encode("utf-8", "replace")
+        data, refused = _arguments_bytes(NAME, arguments)
+        if refused:
+            return refused
         code = ffi.new("char **")
         code_len = ffi.new("size_t *")
         err = ffi.new("struct aj_error *")
@@ -221,14 +216,9 @@ class RunPythonTool:
         return ToolResult(f"Unknown tool: {name}", True)
 
     def _file_call(self, name, arguments):
-        if isinstance(arguments, (bytes, bytearray)):
-            arguments = bytes(arguments).decode("utf-8", "replace")
-        if not isinstance(arguments, str):
-            try:
-                arguments = json.dumps(arguments)
-            except (TypeError, ValueError) as e:
-                return ToolResult(f"Invalid arguments for {name}: {e}", True)
-        data = arguments.encode("utf-8", "replace")
+        data, refused = _arguments_bytes(name, arguments)
+        if refused:
+            return refused
         try:
             session, note = self._current_session()
         except AgentjailError as e:
@@ -364,3 +354,17 @@ def _take_json(p):
 def run_python_tool(target, session=False):
     """The run_python tool over a Sandbox or a Session (see RunPythonTool)."""
     return RunPythonTool(target, session=session)
+
+
+def _arguments_bytes(name, arguments):
+    """A call's arguments as the UTF-8 JSON text the library reads: the
+    model's own text as it came, or a dict made into JSON. Returns (data,
+    None), or (None, a ToolResult the model reads) for what is not JSON."""
+    if isinstance(arguments, (bytes, bytearray)):
+        arguments = bytes(arguments).decode("utf-8", "replace")
+    if not isinstance(arguments, str):
+        try:
+            arguments = json.dumps(arguments)
+        except (TypeError, ValueError) as e:
+            return None, ToolResult(f"Invalid arguments for {name}: {e}", True)
+    return arguments.encode("utf-8", "replace"), None

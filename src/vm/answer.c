@@ -22,6 +22,19 @@ int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_
 	return 0;
 }
 
+/* A frame's two streams, held to the host's own cap (the caller checked
+ * their lengths against it), with the guest's word on what it cut. */
+static void take_streams(const char *p, uint32_t stdout_len, uint32_t stderr_len, uint32_t flags,
+			 size_t cap, struct capture *out, struct capture *errc)
+{
+	capture_init(out, cap);
+	capture_init(errc, cap);
+	capture_append(out, p, stdout_len);
+	capture_append(errc, p + stdout_len, stderr_len);
+	out->truncated = flags & VM_STDOUT_TRUNCATED;
+	errc->truncated = flags & VM_STDERR_TRUNCATED;
+}
+
 /* The guest's facts about a run, read with the status rules of every tier
  * (src/core/status.h, through outcome_to_result). The guest's words are
  * only ever quoted under the host's own "microvm: " prefix. */
@@ -46,12 +59,7 @@ static void result_from_guest(const void *payload, uint32_t len, const struct aj
 	}
 	const char *message = p + r.stdout_len + r.stderr_len;
 	struct capture out, errc;
-	capture_init(&out, cap);
-	capture_init(&errc, cap);
-	capture_append(&out, p, r.stdout_len);
-	capture_append(&errc, p + r.stdout_len, r.stderr_len);
-	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
-	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
+	take_streams(p, r.stdout_len, r.stderr_len, r.flags, cap, &out, &errc);
 	struct outcome o;
 	memset(&o, 0, sizeof o);
 	o.timed_out = r.flags & VM_RUN_TIMED_OUT;
@@ -136,12 +144,7 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 		return -EPIPE;
 	}
 	struct capture out, errc;
-	capture_init(&out, cap);
-	capture_init(&errc, cap);
-	capture_append(&out, p, r.stdout_len);
-	capture_append(&errc, p + r.stdout_len, r.stderr_len);
-	out.truncated = r.flags & VM_STDOUT_TRUNCATED;
-	errc.truncated = r.flags & VM_STDERR_TRUNCATED;
+	take_streams(p, r.stdout_len, r.stderr_len, r.flags, cap, &out, &errc);
 	ans->restarted = r.flags & VM_CALL_RESTARTED;
 	/* A reply, and then the interpreter ended: the reply stands, and the
 	 * next call is told its state is gone. */
