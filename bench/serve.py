@@ -21,7 +21,13 @@ workers (each --concurrency 2). On this 2-core machine two workers share
 the same two cores, so the second worker shows what the queue costs, not
 what another machine would add.
 
+Fleet admission: serve --queue with no --concurrency admits what the live
+workers advertise (issue 24 item 6): 8 runs of time.sleep(1) from 8 client
+threads through 2 workers of 2 slots each; the wall time beside the ideal
+(8 runs / 4 slots x 1 s) and beside what serve's own 2 CPUs would allow.
+
     bench/serve.py [RUNS] [RUNS_T]   (default 200, 400; make bench-serve)
+    bench/serve.py fleet             (the fleet admission row alone)
 """
 import concurrent.futures
 import http.client
@@ -89,9 +95,9 @@ class Serve:
         self.proc.wait(60)
 
 
-def start_worker(url, name):
+def start_worker(url, name, slots=2):
     p = subprocess.Popen([AGENTJAIL, "worker", "--queue", url, "--name", name,
-                          "--concurrency", "2", "--uid-base", str(UID_BASE),
+                          "--concurrency", str(slots), "--uid-base", str(UID_BASE),
                           "--state-dir", STATE_DIR],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     p.stdout.readline()
@@ -126,18 +132,62 @@ def throughput(serve, n, threads=8):
     return n / (time.perf_counter() - t0)
 
 
+def start_redis():
+    rport = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    return redis, f"redis://127.0.0.1:{rport}/0"
+
+
+def fleet_admission(runs=8, sleep_s=1, workers=2, slots=2):
+    """Wall time of `runs` concurrent sleeps through serve --queue sized by
+    its workers alone (no --concurrency)."""
+    redis, rurl = start_redis()
+    serve = Serve("--queue", rurl, "--timeout", "10")
+    ws = [start_worker(rurl, f"bench-fleet-w{i + 1}", slots) for i in range(workers)]
+    try:
+        # The fleet's slots reach serve's admission within a second of
+        # the workers' heartbeats.
+        time.sleep(2)
+        code = f"import time\ntime.sleep({sleep_s})\n"
+
+        def one(_):
+            conn = serve.connection()
+            serve.run(conn, code)
+            conn.close()
+
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(runs) as pool:
+            list(pool.map(one, range(runs)))
+        wall = time.perf_counter() - t0
+        total = workers * slots
+        ideal = -(-runs // total) * sleep_s
+        capped = -(-runs // (os.cpu_count() or 1)) * sleep_s
+        print(f"fleet admission: {runs} runs of time.sleep({sleep_s}) from {runs} clients, "
+              f"serve --queue without --concurrency, {workers} workers x {slots} slots:\n"
+              f"  {wall:.2f} s  (ideal {ideal:.1f} s for {total} slots; "
+              f"{capped:.1f} s if capped at serve's {os.cpu_count()} CPUs)")
+    finally:
+        for w in ws:
+            w.send_signal(signal.SIGTERM)
+            w.wait(60)
+        serve.stop()
+        redis.terminate()
+        redis.wait()
+
+
 def main():
+    if sys.argv[1:] == ["fleet"]:
+        fleet_admission()
+        return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     runs_t = int(sys.argv[2]) if len(sys.argv) > 2 else 400
     for p in (AGENTJAIL, C_PROGRAM):
         if not os.access(p, os.X_OK):
             sys.exit(f"bench/serve.py: {p} is missing (make bench-serve builds it)")
-    rport = free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rurl = f"redis://127.0.0.1:{rport}/0"
-    time.sleep(0.3)
+    redis, rurl = start_redis()
     local = Serve("--concurrency", "2")
     queued = Serve("--concurrency", "16", "--queue", rurl)
     workers = [start_worker(rurl, "bench-w1")]
@@ -187,6 +237,8 @@ def main():
         queued.stop()
         redis.terminate()
         redis.wait()
+    print()
+    fleet_admission()
 
 
 if __name__ == "__main__":
