@@ -97,7 +97,10 @@ def test_ctrl_c_on_the_main_thread_stops_the_run(sb):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            sb.run(SLEEP)
+            ex = sb.run(SLEEP)
+            # Reached only if the run ended without the Ctrl-C: say how.
+            pytest.fail(f"the run returned {ex.status} ({ex.message}) before Ctrl-C reached "
+                        f"the main thread; stderr: {ex.stderr[-300:]!r}")
     finally:
         timer.cancel()
     # The run was stopped, not left running (conftest counts its processes).

@@ -39,8 +39,20 @@ def _agentjail_run():
         tb = e.__traceback__.tb_next
         try:
             sys.excepthook(type(e), e.with_traceback(tb), tb)
-        except BaseException:  # noqa: B902
-            pass
+        except BaseException as hook_error:  # noqa: B902
+            # What CPython prints when the hook itself fails (as the warm
+            # zygote's report_uncaught does): the hook's error from the
+            # hook's own frame, then the original.
+            try:
+                import traceback
+                sys.stderr.write("Error in sys.excepthook:\n")
+                traceback.print_exception(type(hook_error), hook_error,
+                                          hook_error.__traceback__.tb_next, chain=False)
+                sys.stderr.write("\nOriginal exception was:\n")
+                traceback.print_exception(type(e), e, tb)
+            except BaseException:  # noqa: B902
+                pass
+            del hook_error
         code = memory_error_exit if isinstance(e, MemoryError) else 1
         interrupted = isinstance(e, KeyboardInterrupt)
         del e, tb
