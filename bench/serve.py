@@ -141,6 +141,17 @@ def start_redis():
     return redis, f"redis://127.0.0.1:{rport}/0"
 
 
+def stop_all(workers, serves, redis):
+    """Workers first (SIGTERM: they finish what they hold), then serve, then Redis."""
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+        w.wait(60)
+    for s in serves:
+        s.stop()
+    redis.terminate()
+    redis.wait()
+
+
 def fleet_admission(runs=8, sleep_s=1, workers=2, slots=2):
     """Wall time of `runs` concurrent sleeps through serve --queue sized by
     its workers alone (no --concurrency)."""
@@ -170,12 +181,7 @@ def fleet_admission(runs=8, sleep_s=1, workers=2, slots=2):
               f"  {wall:.2f} s  (ideal {ideal:.1f} s for {total} slots; "
               f"{capped:.1f} s if capped at serve's {os.cpu_count()} CPUs)")
     finally:
-        for w in ws:
-            w.send_signal(signal.SIGTERM)
-            w.wait(60)
-        serve.stop()
-        redis.terminate()
-        redis.wait()
+        stop_all(ws, [serve], redis)
 
 
 def main():
@@ -230,13 +236,7 @@ def main():
         print(f"  serve --queue, 2 workers            {t2:7.1f} runs/s  "
               f"({t2 / t1:.2f}x one worker; both on these {os.cpu_count()} cores)")
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-            w.wait(60)
-        local.stop()
-        queued.stop()
-        redis.terminate()
-        redis.wait()
+        stop_all(workers, [local, queued], redis)
     print()
     fleet_admission()
 
