@@ -93,6 +93,10 @@ def test_close_stops_runs_in_progress(sandbox_for):
 def test_ctrl_c_on_the_main_thread_stops_the_run(sb):
     assert threading.current_thread() is threading.main_thread()
     main = threading.main_thread().ident
+    # Python's own Ctrl-C handler, whatever this process inherited: a
+    # shell's background job starts with SIGINT ignored, and Python then
+    # installs none (so Ctrl-C could not reach any program of its).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT))
     timer.start()
     try:
@@ -103,6 +107,7 @@ def test_ctrl_c_on_the_main_thread_stops_the_run(sb):
                         f"the main thread; stderr: {ex.stderr[-300:]!r}")
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     # The run was stopped, not left running (conftest counts its processes).
     assert sb.run("print('after')").stdout == "after\n"
 
