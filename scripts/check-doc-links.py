@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that the documentation points only at what the repository holds.
 
-In README.md, docs/*.md and every */README.md: each relative link or image
+In README.md, docs/**/*.md and every */README.md: each relative link or image
 ([text](target)), and each path in backticks that names a document
 (`docs/x.md`, `../shared/DESIGN.md`), must resolve to a file inside the
 repository; a #fragment must name a heading of its file (GitHub's anchor
@@ -25,7 +25,7 @@ EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)  # https:, mailto:, ...
 
 
 def documents():
-    names = ["README.md"] + sorted(glob.glob("docs/*.md", root_dir=ROOT)) + \
+    names = ["README.md"] + sorted(glob.glob("docs/**/*.md", root_dir=ROOT, recursive=True)) + \
         sorted(glob.glob("*/README.md", root_dir=ROOT))
     return [n for n in names if os.path.isfile(os.path.join(ROOT, n))]
 

@@ -15,8 +15,8 @@ import zipfile
 
 from conftest import ROOT, tier_options
 
-# The README's recipe, word for word (test_the_recipe_is_the_readmes holds
-# the README to it).
+# The documented recipe, word for word (test_the_recipe_is_the_documented_one
+# holds docs/python.md and the README's tour to it).
 RECIPE = ["python3 -m venv venv", "venv/bin/pip install ./python"]
 
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -96,12 +96,16 @@ def test_the_recipe_works_on_a_python_that_is_not_debians(tmp_path):
     assert out.stdout.split() == ["ctypes", "ok", "1"]
 
 
-def test_the_recipe_is_the_readmes():
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    section = readme.split("## Python: `import agentjail`", 1)[1].split("\n## ", 1)[0]
+def test_the_recipe_is_the_documented_one():
+    page = open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8").read()
+    section = page.split("# Python: `import agentjail`", 1)[1].split("\n## ", 1)[0]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
     assert [c for c in commands if c] == RECIPE
+    # The README's tour gives it on one line, the same commands in order.
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    tour = readme.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    assert "`" + " && ".join(RECIPE) + "`" in tour.replace("\n", " ")
 
 
 def test_the_wheel_follows_the_wheel_spec(tmp_path):
