@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "../cli/cli.h"
+#include "api.h"
+#include "http.h"
 #include "mcp_http.h"
 #include "options.h"
 #include "queue.h"
@@ -261,6 +263,7 @@ static int cmd_serve(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		svc.queue = &queue;
+		svc.backend = &queue_backend;
 		redisContext *c = queue_get(&queue, 2.0, &err);
 		if (!c)
 			fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
@@ -270,6 +273,8 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: the %s tier cannot run here: %s",
 			  aj_tier_name(svc.cfg.sandbox.tier), err.message);
 		return EXIT_SANDBOX;
+	} else {
+		svc.backend = &local_backend;
 	}
 	if (!svc.cfg.keys_path && one_time_key(&svc.keys)) {
 		cli_error("serve: cannot make a key");
@@ -294,7 +299,12 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
 	}
-	if (http_start(&svc, &err)) {
+	/* The server reaches the routes only through these. */
+	static const struct http_handlers routes = {.api = api_handle,
+						    .api_needs_key = api_needs_key,
+						    .api_body_limit = api_body_limit,
+						    .mcp = mcp_http_handle};
+	if (http_start(&svc, &routes, &err)) {
 		cli_error("serve: %s", err.message);
 		goto out;
 	}
