@@ -22,6 +22,13 @@ struct run_fate {
 };
 
 struct backend_ops {
+	/* Once the admission is ready: what the backend runs beside the
+	 * requests (the queue's fleet count). 0, or -1 if it cannot. */
+	int (*start)(struct service *svc);
+	/* Ends what start began, whether or not it succeeded. */
+	void (*stop)(struct service *svc);
+	/* Last: the sandboxes, or the queue's connections. */
+	void (*close)(struct service *svc);
 	/* Runs code under limits as fate->id: service_run_fate's answers. */
 	int (*run)(struct service *svc, const struct aj_limits *limits, const char *code,
 		   size_t len, struct aj_cancel *cancel, struct run_fate *fate,

@@ -171,7 +171,26 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
 	g->sessions_open = sessions_open(&svc->sessions);
 }
 
+static int start(struct service *svc)
+{
+	(void)svc;
+	return 0;
+}
+
+static void stop(struct service *svc)
+{
+	(void)svc;
+}
+
+static void close_backend(struct service *svc)
+{
+	local_close(&svc->local);
+}
+
 const struct backend_ops local_backend = {
+	.start = start,
+	.stop = stop,
+	.close = close_backend,
 	.run = local_backend_run,
 	.session_open = session_open,
 	.session_call = session_call,

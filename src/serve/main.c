@@ -289,13 +289,7 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
-	/* With a queue the fleet sizes admission (fleet.h), not this machine's
-	 * CPUs: the deployer's --concurrency, when given, stays a cap over it;
-	 * without one, while Redis cannot say, only the connections bound it. */
-	if (svc.queue && fleet_start(&svc.fleet, svc.queue, svc.cfg.sandbox.tier, &svc.adm,
-				     svc.cfg.concurrency_set ? svc.cfg.concurrency : (unsigned)-1,
-				     svc.cfg.concurrency_set ? svc.cfg.concurrency
-							     : SERVE_MAX_CONNECTIONS)) {
+	if (svc.backend->start(&svc)) {
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
 	}
@@ -316,9 +310,10 @@ static int cmd_serve(int argc, char **argv)
 		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once%s, %u queued, "
 		"%zu key(s)\n",
 		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier),
-		svc.queue ? " on the workers of " : "", svc.queue ? svc.cfg.queue_url : "",
+		svc.cfg.queue_url ? " on the workers of " : "",
+		svc.cfg.queue_url ? svc.cfg.queue_url : "",
 		admission_concurrency(&svc.adm),
-		svc.queue ? " (the live workers' slots, counted every second)" : "",
+		svc.cfg.queue_url ? " (the live workers' slots, counted every second)" : "",
 		svc.cfg.queue_size, svc.keys.count);
 
 	int sig;
@@ -335,14 +330,10 @@ static int cmd_serve(int argc, char **argv)
 	http_stop(&svc);
 	rc = 0;
 out:
-	if (svc.queue)
-		fleet_stop(&svc.fleet);
+	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
 	sessions_close_all(&svc.sessions);
-	if (svc.queue)
-		queue_destroy(svc.queue);
-	else
-		local_close(&svc.local);
+	svc.backend->close(&svc);
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);

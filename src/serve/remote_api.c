@@ -372,7 +372,30 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
 	fleet_counts(&svc->fleet, &slots, &g->workers);
 }
 
+/* The fleet sizes admission (fleet.h), not this machine's CPUs: the
+ * deployer's --concurrency, when given, stays a cap over it; without one,
+ * while Redis cannot say, only the connections bound it. */
+static int start(struct service *svc)
+{
+	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
+			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
+			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);
+}
+
+static void stop(struct service *svc)
+{
+	fleet_stop(&svc->fleet);
+}
+
+static void close_backend(struct service *svc)
+{
+	queue_destroy(svc->queue);
+}
+
 const struct backend_ops queue_backend = {
+	.start = start,
+	.stop = stop,
+	.close = close_backend,
 	.run = queue_run,
 	.session_open = session_open,
 	.session_call = session_call,
