@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "../core/internal.h"
-#include "mcp_http.h"
+#include "http.h"
 #include "service.h"
 
 /* What a refused client's body may still cost once it is refused: the
@@ -51,6 +51,8 @@ struct conn_state {
 };
 
 static struct MHD_Daemon *daemon_handle;
+/* The routes, given at start (http_start). */
+static const struct http_handlers *routes;
 
 /* Requests between their headers and the end of their answer's sending:
  * shutdown waits for these, not only for the runs, so an answer that is
@@ -58,34 +60,6 @@ static struct MHD_Daemon *daemon_handle;
 static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t inflight_done = PTHREAD_COND_INITIALIZER;
 static unsigned inflight;
-
-void respond_json(struct http_response *rs, int status, json_t *body)
-{
-	rs->code = status;
-	rs->content_type = "application/json";
-	rs->body = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER |
-						   JSON_REAL_PRECISION(12))
-			: NULL;
-	rs->len = rs->body ? strlen(rs->body) : 0;
-	json_decref(body);
-	if (!rs->body && status != 204) {
-		rs->code = 500;
-		rs->body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
-		rs->len = rs->body ? strlen(rs->body) : 0;
-	}
-}
-
-void respond_error(struct http_response *rs, int status, const char *code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	respond_json(rs, status,
-		     json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", msg,
-			       strlen(msg)));
-}
 
 static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
 			    struct http_response *rs)
@@ -207,8 +181,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
-						 : api_body_limit(svc, method, url);
-		bool needs_key = !strcmp(url, "/mcp") || api_needs_key(method, url);
+						 : routes->api_body_limit(svc, method, url);
+		bool needs_key = !strcmp(url, "/mcp") || routes->api_needs_key(method, url);
 		if (needs_key && !(st->key = authenticate(svc, conn))) {
 			/* Nothing is read or run for a request without a valid key. */
 			metrics_auth_failure(&svc->metrics);
@@ -296,9 +270,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 							    MHD_HTTP_HEADER_CONTENT_TYPE),
 	};
 	if (!strcmp(url, "/mcp"))
-		mcp_http_handle(svc, &rq, &rs);
+		routes->mcp(svc, &rq, &rs);
 	else
-		api_handle(svc, &rq, &rs);
+		routes->api(svc, &rq, &rs);
 	return reply(svc, conn, &rs);
 }
 
@@ -336,8 +310,9 @@ static void log_error(void *cls, const char *fmt, va_list ap)
 	funlockfile(stderr);
 }
 
-int http_start(struct service *svc, struct aj_error *err)
+int http_start(struct service *svc, const struct http_handlers *h, struct aj_error *err)
 {
+	routes = h;
 	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
 				 .ai_socktype = SOCK_STREAM};
 	struct addrinfo *ai;

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "../cli/cli.h"
+#include "api.h"
+#include "http.h"
 #include "mcp_http.h"
 #include "options.h"
 #include "queue.h"
@@ -261,6 +263,7 @@ static int cmd_serve(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		svc.queue = &queue;
+		svc.backend = &queue_backend;
 		redisContext *c = queue_get(&queue, 2.0, &err);
 		if (!c)
 			fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
@@ -270,6 +273,8 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: the %s tier cannot run here: %s",
 			  aj_tier_name(svc.cfg.sandbox.tier), err.message);
 		return EXIT_SANDBOX;
+	} else {
+		svc.backend = &local_backend;
 	}
 	if (!svc.cfg.keys_path && one_time_key(&svc.keys)) {
 		cli_error("serve: cannot make a key");
@@ -284,17 +289,16 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
-	/* With a queue the fleet sizes admission (fleet.h), not this machine's
-	 * CPUs: the deployer's --concurrency, when given, stays a cap over it;
-	 * without one, while Redis cannot say, only the connections bound it. */
-	if (svc.queue && fleet_start(&svc.fleet, svc.queue, svc.cfg.sandbox.tier, &svc.adm,
-				     svc.cfg.concurrency_set ? svc.cfg.concurrency : (unsigned)-1,
-				     svc.cfg.concurrency_set ? svc.cfg.concurrency
-							     : SERVE_MAX_CONNECTIONS)) {
+	if (svc.backend->start(&svc)) {
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
 	}
-	if (http_start(&svc, &err)) {
+	/* The server reaches the routes only through these. */
+	static const struct http_handlers routes = {.api = api_handle,
+						    .api_needs_key = api_needs_key,
+						    .api_body_limit = api_body_limit,
+						    .mcp = mcp_http_handle};
+	if (http_start(&svc, &routes, &err)) {
 		cli_error("serve: %s", err.message);
 		goto out;
 	}
@@ -306,9 +310,10 @@ static int cmd_serve(int argc, char **argv)
 		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once%s, %u queued, "
 		"%zu key(s)\n",
 		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier),
-		svc.queue ? " on the workers of " : "", svc.queue ? svc.cfg.queue_url : "",
+		svc.cfg.queue_url ? " on the workers of " : "",
+		svc.cfg.queue_url ? svc.cfg.queue_url : "",
 		admission_concurrency(&svc.adm),
-		svc.queue ? " (the live workers' slots, counted every second)" : "",
+		svc.cfg.queue_url ? " (the live workers' slots, counted every second)" : "",
 		svc.cfg.queue_size, svc.keys.count);
 
 	int sig;
@@ -325,14 +330,10 @@ static int cmd_serve(int argc, char **argv)
 	http_stop(&svc);
 	rc = 0;
 out:
-	if (svc.queue)
-		fleet_stop(&svc.fleet);
+	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
 	sessions_close_all(&svc.sessions);
-	if (svc.queue)
-		queue_destroy(svc.queue);
-	else
-		local_close(&svc.local);
+	svc.backend->close(&svc);
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);

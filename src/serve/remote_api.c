@@ -1,8 +1,9 @@
-/* Sessions over the queue: a session lives on the worker that opened it,
- * Redis says which (agentjail:session:ID) and whose, so any serve replica
+/* The queue backend. A run goes to any worker of the tier. A session
+ * lives on the worker that opened it, Redis says which (agentjail:session:ID) and whose, so any serve replica
  * can route a call to it; the key's open sessions are counted in Redis
- * too. The answers are those of api.c. */
+ * too. The answers are those of the local backend (local_api.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,45 @@ static void queue_down(struct service *svc, struct http_response *rs, const char
 {
 	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : svc->cfg.queue_url);
 	rs->retry_after = 5;
+}
+
+/* A run goes to any worker of the tier; whether it may have started is
+ * the caller's to learn when it is lost. A queued run is not cancelled. */
+static int queue_run(struct service *svc, const struct aj_limits *limits, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err)
+{
+	(void)cancel;
+	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
+				limits_to_json(limits));
+	json_t *reply = NULL;
+	bool taken = true;
+	enum remote_failure f =
+		req ? remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, fate->id, req,
+				  svc->cfg.max_wait_sec, limits->wall_sec, &reply, &taken, err)
+		    : REMOTE_REDIS;
+	json_decref(req);
+	int rc = 0;
+	if (f == REMOTE_OK) {
+		result_from_json(json_object_get(reply, "result"), res, NULL);
+	} else {
+		result_init(res);
+		result_sandbox_error(res, "%s", err->message);
+		rc = f == REMOTE_NO_WORKER ? -EAGAIN : f == REMOTE_REFUSED ? -EINVAL : -EIO;
+		/* Lost: no result will come. Not a sandbox's failure nor the
+		 * service's refusal, but a third answer: whether the code may
+		 * have run is what its caller needs to decide on a retry. */
+		if (f == REMOTE_LOST || f == REMOTE_UNKNOWN) {
+			fate->may_have_started = f == REMOTE_UNKNOWN || taken;
+			metrics_lost(&svc->metrics, fate->may_have_started);
+			fprintf(stderr, "agentjail serve: run %s lost (%s): %s\n", fate->id,
+				fate->may_have_started ? "it may have started" : "it never started",
+				err->message);
+			rc = -ECONNRESET;
+		}
+	}
+	json_decref(reply);
+	return rc;
 }
 
 /* The key's sessions that are still open (closed and vanished ones are
@@ -57,9 +97,10 @@ static long open_sessions(struct service *svc, const char *owner, struct aj_erro
 	return n;
 }
 
-void remote_post_session(struct service *svc, const struct http_request *rq,
-			 struct http_response *rs, const struct aj_limits *limits)
+static void session_open(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct aj_config *cfg)
 {
+	const struct aj_limits *limits = &cfg->limits;
 	struct aj_error err = {0};
 	long held = open_sessions(svc, rq->key->name, &err);
 	if (held < 0)
@@ -218,12 +259,14 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	json_decref(o);
 }
 
+
 static void session_files(struct service *svc, const struct http_request *rq,
-			  struct http_response *rs, const char *id, const char *worker,
-			  const char *path)
+			  struct http_response *rs, const char *worker,
+			  const struct session_route *r)
 {
+	const char *id = r->id, *path = r->path;
 	json_t *req = NULL, *reply = NULL;
-	if (!strcmp(rq->method, "PUT") && path) {
+	if (r->op == SESSION_PUT) {
 		char *b64 = base64_encode(rq->body, rq->body_len, NULL);
 		req = json_pack("{s:s, s:s, s:s, s:s}", "op", "put", "session", id, "path", path,
 				"data", b64 ? b64 : "");
@@ -231,7 +274,7 @@ static void session_files(struct service *svc, const struct http_request *rq,
 		if (!call(svc, rs, worker, NULL, req, 60.0, &reply))
 			respond_json(rs, 201, json_pack("{s:s, s:I}", "path", path, "bytes",
 							(json_int_t)rq->body_len));
-	} else if (!strcmp(rq->method, "GET") && path) {
+	} else if (r->op == SESSION_GET) {
 		req = json_pack("{s:s, s:s, s:s}", "op", "get", "session", id, "path", path);
 		if (!call(svc, rs, worker, NULL, req, 60.0, &reply)) {
 			json_t *d = json_object_get(reply, "data");
@@ -247,35 +290,24 @@ static void session_files(struct service *svc, const struct http_request *rq,
 				rs->content_type = "application/octet-stream";
 			}
 		}
-	} else if (!strcmp(rq->method, "GET")) {
+	} else if (r->op == SESSION_LIST) {
 		const char *dir = rq->query_dir ? rq->query_dir : ".";
 		req = json_pack("{s:s, s:s, s:s}", "op", "list", "session", id, "path", dir);
 		if (!call(svc, rs, worker, NULL, req, 60.0, &reply))
 			respond_json(rs, 200, json_pack("{s:s, s:O}", "dir", dir, "entries",
 							json_object_get(reply, "entries")));
 	} else {
-		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
-		rs->allow = path ? "GET, PUT" : "GET";
+		respond_method(rs, rq->method, r->allow);
 	}
 	json_decref(req);
 	json_decref(reply);
 }
 
-void remote_session_route(struct service *svc, const struct http_request *rq,
-			  struct http_response *rs, const char *id, const char *tail)
+static void session_call(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct session_route *r)
 {
-	bool runs = !strcmp(tail, "/runs");
-	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);
-	if (!runs && !files && *tail) {
-		respond_error(rs, 404, "not_found", "no such route: %.200s", rq->path);
-		return;
-	}
-	bool del = !*tail && !strcmp(rq->method, "DELETE");
-	if (!del && (!*tail || (runs && strcmp(rq->method, "POST")))) {
-		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
-		rs->allow = runs ? "POST" : "DELETE";
-		return;
-	}
+	const char *id = r->id;
+	bool del = r->op == SESSION_CLOSE;
 	char worker[128];
 	char *closed;
 	struct aj_error err = {0};
@@ -310,20 +342,63 @@ void remote_session_route(struct service *svc, const struct http_request *rq,
 		}
 		json_decref(req);
 		json_decref(reply);
-	} else if (runs) {
+	} else if (r->op == SESSION_RUN) {
 		session_run(svc, rq, rs, id, worker);
 	} else {
-		session_files(svc, rq, rs, id, worker, tail[6] == '/' && tail[7] ? tail + 7 : NULL);
+		session_files(svc, rq, rs, worker, r);
 	}
 }
 
-json_t *remote_tiers(struct service *svc)
+
+static void tiers(struct service *svc, struct http_response *rs)
 {
 	struct aj_error err;
 	json_t *workers = remote_workers(svc->queue, &err);
-	if (!workers)
-		return NULL;
-	return json_pack("{s:s, s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
-			 "queue", svc->cfg.queue_url, "limits",
-			 limits_to_json(&svc->cfg.sandbox.limits), "workers", workers);
+	json_t *t = workers ? json_pack("{s:s, s:s, s:o, s:o}", "serving",
+					aj_tier_name(svc->cfg.sandbox.tier), "queue",
+					svc->cfg.queue_url, "limits",
+					limits_to_json(&svc->cfg.sandbox.limits), "workers", workers)
+			    : NULL;
+	if (t)
+		respond_json(rs, 200, t);
+	else
+		respond_error(rs, 503, "queue_unavailable", "cannot reach Redis at %s",
+			      svc->cfg.queue_url);
 }
+
+static void gauges(struct service *svc, struct metrics_gauges *g)
+{
+	unsigned slots;
+	fleet_counts(&svc->fleet, &slots, &g->workers);
+}
+
+/* The fleet sizes admission (fleet.h), not this machine's CPUs: the
+ * deployer's --concurrency, when given, stays a cap over it; without one,
+ * while Redis cannot say, only the connections bound it. */
+static int start(struct service *svc)
+{
+	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
+			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
+			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);
+}
+
+static void stop(struct service *svc)
+{
+	fleet_stop(&svc->fleet);
+}
+
+static void close_backend(struct service *svc)
+{
+	queue_destroy(svc->queue);
+}
+
+const struct backend_ops queue_backend = {
+	.start = start,
+	.stop = stop,
+	.close = close_backend,
+	.run = queue_run,
+	.session_open = session_open,
+	.session_call = session_call,
+	.tiers = tiers,
+	.gauges = gauges,
+};

@@ -1,0 +1,18 @@
+/* The routes of the JSON API (api.c), handed to the server by main.c. */
+#ifndef AJ_SERVE_API_H
+#define AJ_SERVE_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "respond.h"
+
+struct service;
+
+void api_handle(struct service *svc, const struct http_request *rq, struct http_response *rs);
+/* Which routes need a key (all but health). */
+bool api_needs_key(const char *method, const char *path);
+/* The largest body a route takes, decided from its method and path. */
+size_t api_body_limit(const struct service *svc, const char *method, const char *path);
+
+#endif

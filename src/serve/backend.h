@@ -1,0 +1,65 @@
+/* Where runs and sessions happen: this machine's sandboxes (local_api.c)
+ * or the workers behind a queue (remote_api.c). main.c picks one at start;
+ * the routes call it only through this table, so neither knows the other,
+ * and both end in the same answers. */
+#ifndef AJ_SERVE_BACKEND_H
+#define AJ_SERVE_BACKEND_H
+
+#include <stdbool.h>
+
+#include "agentjail.h"
+#include "metrics.h"
+#include "respond.h"
+#include "route.h"
+
+struct service;
+
+/* What a run's caller learns beside its result. */
+struct run_fate {
+	char id[33];           /* the run's id (queue_new_id): in its answer, and
+				* in its worker's log and Redis claim */
+	bool may_have_started; /* when lost: a worker took it, or none can tell */
+};
+
+struct backend_ops {
+	/* Once the admission is ready: what the backend runs beside the
+	 * requests (the queue's fleet count). 0, or -1 if it cannot. */
+	int (*start)(struct service *svc);
+	/* Ends what start began, whether or not it succeeded. */
+	void (*stop)(struct service *svc);
+	/* Last: the sandboxes, or the queue's connections. */
+	void (*close)(struct service *svc);
+	/* Runs code under limits as fate->id: service_run_fate's answers. */
+	int (*run)(struct service *svc, const struct aj_limits *limits, const char *code,
+		   size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		   struct aj_result *res, struct aj_error *err);
+	/* POST /v1/sessions, its body read and its limits narrowed into cfg. */
+	void (*session_open)(struct service *svc, const struct http_request *rq,
+			     struct http_response *rs, const struct aj_config *cfg);
+	/* A call on one session (route.h), its route already checked. */
+	void (*session_call)(struct service *svc, const struct http_request *rq,
+			     struct http_response *rs, const struct session_route *r);
+	/* GET /v1/tiers. */
+	void (*tiers)(struct service *svc, struct http_response *rs);
+	/* The backend's share of the metrics' gauges. */
+	void (*gauges)(struct service *svc, struct metrics_gauges *g);
+};
+
+extern const struct backend_ops local_backend;  /* local_api.c */
+extern const struct backend_ops queue_backend;  /* remote_api.c */
+
+/* Runs code under limits, here or on a worker. 0 with *res (a worker lost
+ * mid-run is a sandbox_error result saying so); or, with a queue, -EAGAIN
+ * (no worker took it in time: it never will) or -EIO (Redis unreachable),
+ * err saying which, and *res a sandbox_error with the same words. */
+int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
+		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
+/* service_run under the caller's run id (fate->id, set before), telling a
+ * lost run apart: -ECONNRESET (its worker died or its answer cannot be
+ * learnt; fate->may_have_started says whether it may have run; counted in
+ * the metrics), besides service_run's answers. */
+int service_run_fate(struct service *svc, const struct aj_limits *limits, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err);
+
+#endif

@@ -1,0 +1,70 @@
+/* One HTTP exchange as the routes see it, and the answers they share: the
+ * lowest layer of serve's API, knowing no route and no backend. */
+#ifndef AJ_SERVE_RESPOND_H
+#define AJ_SERVE_RESPOND_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentjail.h"
+
+struct service;
+struct key;
+struct key_use;
+
+/* The request, read whole (its body capped), and what to answer. */
+struct http_request {
+	const char *method;
+	const char *path;     /* decoded, without the query */
+	const char *query_dir; /* ?dir= of a file listing, or NULL */
+	const char *body;
+	size_t body_len;
+	const struct key *key; /* who, after auth; NULL where none is needed */
+	const char *accept;
+	const char *origin;
+	const char *protocol_version; /* MCP-Protocol-Version */
+	const char *content_type;
+};
+
+struct http_response {
+	int code;
+	char *body;           /* malloc'ed */
+	size_t len;
+	const char *content_type;
+	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
+	const char *allow;    /* for 405 */
+};
+
+/* {"error": {"code": code, "message": ...}} with HTTP status. */
+void respond_error(struct http_response *rs, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A JSON body; takes the reference. */
+void respond_json(struct http_response *rs, int status, json_t *body);
+/* 405, naming the methods the route takes. */
+void respond_method(struct http_response *rs, const char *method, const char *allow);
+/* A session file operation's -errno as its HTTP answer. */
+void respond_file_error(struct http_response *rs, int rc, const char *message);
+
+/* The body as a JSON object whose keys are all in allowed (NULL-ended), or
+ * NULL with the 400 in rs. */
+json_t *request_body(const struct http_request *rq, struct http_response *rs,
+		     const char *const *allowed);
+/* Its "code": a string of Python source (no NUL, at most 4 MiB): 0, or -1
+ * with the 400 or the 413. */
+int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
+/* A run's result as the 200 answer with its "run_id", counted in the
+ * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. */
+void respond_run(struct service *svc, struct http_response *rs, const char *id,
+		 struct aj_result *res, double t0);
+/* The answer for a run that has an id but no result: status and code as
+ * the API's errors, with "run_id", and for a lost run "lost": true,
+ * "may_have_started" and "retry_safe" (true only if no worker ever took it). */
+void respond_run_failure(struct http_response *rs, int status, const char *code,
+			 const char *id, bool lost, bool may_have_started, const char *message);
+
+/* A queue place, then the run's turn (admit.h): 0, or -1 with the
+ * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */
+int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
+
+#endif
