@@ -31,11 +31,12 @@ extern const struct option limit_options[];
 	"  --memory MB       memory limit in MiB (default 256)\n"                       \
 	"  --pids N          processes and threads (default 64)\n"                      \
 	"  --file-size MB    largest file it may write, MiB (default 16)\n"             \
-	"  --disk MB         all writable space (/tmp, cwd), MiB (default 64)\n"        \
+	"  --disk MB         all writable space (/tmp, /var/tmp, /dev/shm, cwd), MiB\n"  \
+	"                    (default 64)\n"                                       \
 	"  --output KB       cap on each of stdout and stderr, KiB (default 1024)\n"    \
 	"  --python PATH     interpreter (default /usr/bin/python3)\n"                 \
-	"  --image NAME|DIR  container tier: the image root (default 'default';\n"      \
-	"                    agentjail image build makes it)\n"                      \
+	"  --image NAME|DIR  container, microvm and gvisor tiers: the image root\n"     \
+	"                    (default 'default'; agentjail image build makes it)\n"  \
 	"  --docker-image I  docker tier: the engine image (default agentjail/NAME,\n"  \
 	"                    which agentjail image build --docker imports)\n"        \
 	"  --docker-socket P docker tier: the engine's socket (default $DOCKER_HOST\n"  \

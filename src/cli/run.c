@@ -16,8 +16,9 @@ static const char usage[] =
 	"Runs the Python program in FILE (or read from stdin with -) in a sandbox.\n"
 	"Options may come before or after FILE; -- ends them (agentjail run -- -x.py).\n"
 	"Without --json its stdout and stderr pass through and agentjail exits with\n"
-	"its exit code: 124 on timeout, 128+N when signal N ended it (output limit:\n"
-	"137), 125 when the sandbox itself failed, 2 on a usage error.\n"
+	"its exit code: 121 when an uncaught MemoryError ended it, 124 on timeout,\n"
+	"128+N when signal N ended it (output limit: 137), 125 when the sandbox\n"
+	"itself failed, 2 on a usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
 	"  --json            print one JSON object with the result instead (a usage\n"
