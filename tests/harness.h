@@ -114,8 +114,40 @@ static inline bool contains(const char *hay, const char *needle)
 				 (res)->stderr_buf);                                      \
 	} while (0)
 
-/* Processes whose real uid lies in [lo, hi): a sandbox's leftovers. */
+/* One leftover process, for a failed teardown's message. */
+static inline void say_process(const char *pid, unsigned uid)
+{
+	char path[300], cmd[200] = "", stat[300] = "";
+	snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+		for (size_t i = 0; i < n; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		cmd[n] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "/proc/%s/stat", pid);
+	if ((f = fopen(path, "re"))) {
+		if (!fgets(stat, sizeof stat, f))
+			stat[0] = '\0';
+		fclose(f);
+	}
+	stat[strcspn(stat, "\n")] = '\0';
+	print_message("left: pid %s uid %u: %s [%.120s]\n", pid, uid, cmd, stat);
+}
+
+/* Processes whose real uid lies in [lo, hi): a sandbox's leftovers. With
+ * say, each is printed (pid, uid, state, command line), so that a failed
+ * teardown names what was left. */
+static inline int list_processes_with_uid(uint32_t lo, uint32_t hi, bool say);
 static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
+{
+	return list_processes_with_uid(lo, hi, false);
+}
+
+static inline int list_processes_with_uid(uint32_t lo, uint32_t hi, bool say)
 {
 	DIR *d = opendir("/proc");
 	int n = 0;
@@ -132,8 +164,11 @@ static inline int count_processes_with_uid(uint32_t lo, uint32_t hi)
 		while (fgets(line, sizeof line, f)) {
 			unsigned uid;
 			if (sscanf(line, "Uid: %u", &uid) == 1) {
-				if (uid >= lo && uid < hi)
+				if (uid >= lo && uid < hi) {
 					n++;
+					if (say)
+						say_process(de->d_name, uid);
+				}
 				break;
 			}
 		}

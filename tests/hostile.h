@@ -134,6 +134,8 @@ static int case_teardown(void **state)
 			break;
 		sleep_ms(100);
 	}
+	if (left && !f->count_sandbox_processes)
+		list_processes_with_uid(f->cfg.uid_base, f->cfg.uid_base + f->cfg.slots, true);
 	assert_int_equal(left, 0);
 	char *now = read_mountinfo();
 	const char *diff = mountinfo_diff(f->mountinfo, now);
