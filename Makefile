@@ -235,7 +235,7 @@ test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
 	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
 	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 
