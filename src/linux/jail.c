@@ -891,17 +891,15 @@ done:
 
 /* ---- warm mode: the zygote's sandbox, supervisor side ---- */
 
-/* The zygote, as a C string (tools/c_string.py). */
-#include "warm_zygote.inc"
-
-int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct aj_error *err)
+int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct jail_zygote *z,
+		      struct aj_error *err)
 {
 	struct plan p = {
 		.s = s,
 		.limits = s->cfg->limits,
 		.req_r = s->zygote_fd,
 		.rep_w = s->helper_fd,
-		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)warm_zygote_py,
+		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)zygote_py,
 			 (char *)(s->preload ? s->preload : ""), NULL},
 	};
 	memcpy(p.envp, environment, sizeof environment);
