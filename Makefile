@@ -90,7 +90,7 @@ HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/mounts.c src/linux/cr
 	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
 	src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c
 HELPER_OBJ := $(HELPER_SRC:%.c=$(B)/helper-obj/%.o)
-$(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(LAUNCH_GEN)
+$(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(LAUNCH_GEN)
 	@mkdir -p $(dir $@)
 	@echo "  CC/so   $<"
 	@$(CC) $(CFLAGS_BASE) -O2 -g -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections \
@@ -102,8 +102,8 @@ HELPER_GEN := $(B)/gen/warm_helper.inc
 $(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
 	python3 tools/c_bytes.py warm_helper_so < $< > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(ZYGOTE_GEN) $(LAUNCH_GEN)
-$(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN)
+$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(LAUNCH_GEN)
+$(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
 $(B)/obj/src/session/boot.o $(T)/obj/src/session/boot.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
@@ -235,7 +235,7 @@ test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
 	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
 	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 

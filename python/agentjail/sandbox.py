@@ -8,52 +8,13 @@ Each run is a fresh sandbox of the tier; nothing persists between runs (for
 that, sandbox.session()). One Sandbox may run from many threads at once,
 each run isolated from the others; the GIL is released while a run is in
 progress."""
-import dataclasses
-
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
+from ._runs import check_deadline, code_bytes, finish
 from .config import Config
-from .errors import InvalidCode, SandboxClosed, SandboxError, SandboxUnavailable
-from .result import Status, execution_from_c
-
-
-def code_bytes(code):
-    if isinstance(code, str):
-        try:
-            return code.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidCode(f"code: not encodable as UTF-8 ({e.reason} at {e.start})") from None
-    if isinstance(code, (bytes, bytearray, memoryview)):
-        return bytes(code)
-    raise TypeError(f"code must be str or bytes, not {type(code).__name__}")
-
-
-def check_deadline(timeout, configured):
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout: {timeout!r} is not a positive number of seconds")
-    # The sandbox's own wall clock stops the run at the configured limit;
-    # a longer deadline could only be a mistake, never a wider limit.
-    return float(timeout) if timeout < configured else None
-
-
-def finish(call, res, tier, deadline):
-    """The C result as an Execution (res freed), with the caller's deadline
-    named when it was what stopped the run."""
-    try:
-        ex = execution_from_c(res, tier)
-    finally:
-        lib.aj_result_free(res)
-    if call.by_deadline and ex.status is Status.KILLED:
-        ex = dataclasses.replace(
-            ex, status=Status.TIMEOUT,
-            message=f"the call's timeout of {deadline:g} s passed; the run was stopped")
-    if ex.status is Status.SANDBOX_ERROR:
-        if ex.message and ex.message.startswith("code:"):
-            raise InvalidCode(ex.message)
-        raise SandboxError(ex)
-    return ex
+from .errors import SandboxClosed, SandboxUnavailable
+from .session import Session
+from .tools import RunPythonTool
 
 
 class Sandbox(Handle):
@@ -79,6 +40,7 @@ class Sandbox(Handle):
     when the tier cannot run here (with `agentjail check`'s reason)."""
 
     tier_name = None  # the aliases fix it
+    _tool_target = "sandbox"  # what RunPythonTool runs on (see agentjail.tools)
 
     def __init__(self, tier=None, **options):
         tier = tier or self.tier_name or "process"
@@ -130,14 +92,12 @@ class Sandbox(Handle):
     def session(self):
         """A session of this sandbox's tier and limits: an interpreter that
         keeps its state, files and imports across calls."""
-        from .session import Session
         if self.closed:
             raise SandboxClosed("agentjail: the sandbox is closed")
         return Session(self._config)
 
     def tool(self, session=False):
         """The run_python tool for a model (see agentjail.tools)."""
-        from .tools import RunPythonTool
         return RunPythonTool(self, session=session)
 
     # close() (Handle): stops runs in progress, waits for them, and frees

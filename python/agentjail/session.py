@@ -16,15 +16,18 @@ import os
 
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
+from ._runs import check_deadline, code_bytes, finish
 from .errors import FileTransferError, SandboxUnavailable, SessionClosed
 from .result import FileInfo
-from .sandbox import check_deadline, code_bytes, finish
+from .tools import RunPythonTool
 
 _TYPES = {lib.AJ_FILE_REGULAR: "file", lib.AJ_FILE_DIRECTORY: "directory",
           lib.AJ_FILE_SYMLINK: "symlink", lib.AJ_FILE_OTHER: "other"}
 
 
 class Session(Handle):
+    _tool_target = "session"  # what RunPythonTool runs on (see agentjail.tools)
+
     def __init__(self, config):
         self._config = config
         self._calls = Calls(lambda: SessionClosed("closed by the caller"))
@@ -119,7 +122,6 @@ class Session(Handle):
 
     def tool(self):
         """The run_python tool bound to this session (see agentjail.tools)."""
-        from .tools import RunPythonTool
         return RunPythonTool(self, session=True)
 
     # close() (Handle): destroys the session's sandbox, stopping a call in

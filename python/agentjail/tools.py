@@ -56,13 +56,14 @@ class RunPythonTool:
     call, and opened anew, with a note for the model, if it closes)."""
 
     def __init__(self, target, session=False):
-        from .sandbox import Sandbox
-        from .session import Session
         self._lock = threading.Lock()
         self._owned = None
-        if isinstance(target, Session):
+        # Sandbox and Session name themselves (_tool_target), so that this
+        # module, which they both build on, imports neither.
+        kind = getattr(type(target), "_tool_target", None)
+        if kind == "session":
             self._sandbox, self._session, self.session = None, target, True
-        elif isinstance(target, Sandbox):
+        elif kind == "sandbox":
             self._sandbox, self._session, self.session = target, None, bool(session)
         else:
             raise TypeError(f"a tool runs on a Sandbox or a Session, not {type(target).__name__}")

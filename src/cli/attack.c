@@ -290,7 +290,7 @@ static char *read_mounts(void)
  * '...' literals: backslashes and quotes are escaped, so a cwd with a quote
  * in its name cannot break the program (and turn an attack into a
  * SyntaxError that would prove nothing). */
-static char *fill(const char *code, const struct host *h)
+static char *fill_placeholders(const char *code, const struct host *h)
 {
 	char port[16], host_port[16], sentinel[16];
 	snprintf(port, sizeof port, "%d", h->port);
@@ -442,7 +442,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		snprintf(why, wn, "keyring: %s", errno_name(errno));
 		return;
 	}
-	char *code = fill(a->code, h);
+	char *code = fill_placeholders(a->code, h);
 	if (a->flags & NEED_SECRET) {
 		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {

@@ -115,7 +115,7 @@ static int send_all(struct http_conn *c, const char *p, size_t n, double deadlin
 
 /* Refills the buffer (after moving unread bytes to its start). 0, or -errno
  * (-EPIPE at end of stream). */
-static int fill(struct http_conn *c, double deadline)
+static int refill_buffer(struct http_conn *c, double deadline)
 {
 	if (c->pos > 0) {
 		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
@@ -166,7 +166,7 @@ static int read_line(struct http_conn *c, char *line, size_t n, double deadline,
 			c->pos += (size_t)(nl - start) + 1;
 			return 0;
 		}
-		int rc = fill(c, deadline);
+		int rc = refill_buffer(c, deadline);
 		if (rc)
 			return read_error(c, rc, "a reply", err);
 	}
@@ -178,7 +178,7 @@ static int read_body(struct http_conn *c, struct http_reply *r, size_t n, double
 {
 	while (n) {
 		if (c->pos == c->len) {
-			int rc = fill(c, deadline);
+			int rc = refill_buffer(c, deadline);
 			if (rc == -EPIPE && n == SIZE_MAX)
 				return 0;
 			if (rc)

@@ -15,7 +15,7 @@
 
 static const char *const names[CG_COUNT] = {"memory", "pids", "cpu"};
 
-static int write_text(const char *dir, const char *file, const char *text, struct aj_error *err)
+static int write_knob(const char *dir, const char *file, const char *text, struct aj_error *err)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%.400s/%s", dir, file);
@@ -29,7 +29,7 @@ static int write_text(const char *dir, const char *file, const char *text, struc
 	return 0;
 }
 
-static int read_text(const char *dir, const char *file, char *buf, size_t n)
+static int read_knob(const char *dir, const char *file, char *buf, size_t n)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%.400s/%s", dir, file);
@@ -74,7 +74,7 @@ static int prepare_v2(const char *root, struct cgroup_layout *lay, struct aj_err
 	int rc;
 
 	lay->version = 2;
-	if ((rc = read_text(root, "cgroup.controllers", list, sizeof list)))
+	if ((rc = read_knob(root, "cgroup.controllers", list, sizeof list)))
 		return error_set(err, rc, "cgroup v2: read %s/cgroup.controllers: %s", root,
 				 errno_name(-rc));
 	for (int c = 0; c < CG_COUNT; c++)
@@ -91,7 +91,7 @@ static int prepare_v2(const char *root, struct cgroup_layout *lay, struct aj_err
 		return rc;
 	const char *levels[2] = {root, parent};
 	for (int i = 0; i < 2; i++) {
-		if ((rc = read_text(levels[i], "cgroup.subtree_control", list, sizeof list)))
+		if ((rc = read_knob(levels[i], "cgroup.subtree_control", list, sizeof list)))
 			return error_set(err, rc, "cgroup v2: read %s/cgroup.subtree_control: %s",
 					 levels[i], errno_name(-rc));
 		for (int c = 0; c < CG_COUNT; c++) {
@@ -100,7 +100,7 @@ static int prepare_v2(const char *root, struct cgroup_layout *lay, struct aj_err
 			char add[32];
 			snprintf(add, sizeof add, "+%s", names[c]);
 			struct aj_error why = {0};
-			if ((rc = write_text(levels[i], "cgroup.subtree_control", add, &why)))
+			if ((rc = write_knob(levels[i], "cgroup.subtree_control", add, &why)))
 				return error_set(err, rc,
 						 "cgroup v2: the %s controller is not enabled in "
 						 "%s/cgroup.subtree_control and enabling it failed "
@@ -244,28 +244,28 @@ int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 	if (run->version == 2) {
 		/* The whole run's memory, its tmpfs pages included; no swap to
 		 * spill into; the pids limit counts threads too; one CPU. */
-		if ((rc = write_text(mem, "memory.max", num, err)) ||
+		if ((rc = write_knob(mem, "memory.max", num, err)) ||
 		    (exists(mem, "memory.swap.max") &&
-		     (rc = write_text(mem, "memory.swap.max", "0", err))))
+		     (rc = write_knob(mem, "memory.swap.max", "0", err))))
 			goto fail;
 		snprintf(num, sizeof num, "%u", l->pids);
-		if ((rc = write_text(pids, "pids.max", num, err)) ||
-		    (rc = write_text(cpu, "cpu.max", "100000 100000", err)))
+		if ((rc = write_knob(pids, "pids.max", num, err)) ||
+		    (rc = write_knob(cpu, "cpu.max", "100000 100000", err)))
 			goto fail;
 		return 0;
 	}
 	/* v1: swappiness 0 and, where the kernel accounts swap, memory+swap
 	 * equal to memory: no swap. */
-	if ((rc = write_text(mem, "memory.limit_in_bytes", num, err)) ||
+	if ((rc = write_knob(mem, "memory.limit_in_bytes", num, err)) ||
 	    (exists(mem, "memory.memsw.limit_in_bytes") &&
-	     (rc = write_text(mem, "memory.memsw.limit_in_bytes", num, err))) ||
+	     (rc = write_knob(mem, "memory.memsw.limit_in_bytes", num, err))) ||
 	    (exists(mem, "memory.swappiness") &&
-	     (rc = write_text(mem, "memory.swappiness", "0", err))))
+	     (rc = write_knob(mem, "memory.swappiness", "0", err))))
 		goto fail;
 	snprintf(num, sizeof num, "%u", l->pids);
-	if ((rc = write_text(pids, "pids.max", num, err)) ||
-	    (rc = write_text(cpu, "cpu.cfs_period_us", "100000", err)) ||
-	    (rc = write_text(cpu, "cpu.cfs_quota_us", "100000", err)))
+	if ((rc = write_knob(pids, "pids.max", num, err)) ||
+	    (rc = write_knob(cpu, "cpu.cfs_period_us", "100000", err)) ||
+	    (rc = write_knob(cpu, "cpu.cfs_quota_us", "100000", err)))
 		goto fail;
 	return 0;
 fail:
@@ -313,15 +313,15 @@ void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *p
 	*peak_kb = 0;
 	const char *mem = run->memory_dir;
 	if (run->version == 2) {
-		if (!read_text(mem, "memory.events", buf, sizeof buf))
+		if (!read_knob(mem, "memory.events", buf, sizeof buf))
 			*oom_kills = keyed_value(buf, "oom_kill");
-		if (!read_text(mem, "memory.peak", buf, sizeof buf))
+		if (!read_knob(mem, "memory.peak", buf, sizeof buf))
 			*peak_kb = strtoull(buf, NULL, 10) / 1024;
 		return;
 	}
-	if (!read_text(mem, "memory.oom_control", buf, sizeof buf))
+	if (!read_knob(mem, "memory.oom_control", buf, sizeof buf))
 		*oom_kills = keyed_value(buf, "oom_kill");
-	if (!read_text(mem, "memory.max_usage_in_bytes", buf, sizeof buf))
+	if (!read_knob(mem, "memory.max_usage_in_bytes", buf, sizeof buf))
 		*peak_kb = strtoull(buf, NULL, 10) / 1024;
 }
 
@@ -352,7 +352,7 @@ double cgroup_cpu_ms(const struct cgroup_run *run)
 {
 	char buf[1024];
 	if (run->version == 2) {
-		if (read_text(run->dir[0], "cpu.stat", buf, sizeof buf))
+		if (read_knob(run->dir[0], "cpu.stat", buf, sizeof buf))
 			return -1;
 		return (double)keyed_value(buf, "usage_usec") / 1000.0;
 	}
@@ -376,7 +376,7 @@ int cgroup_kill_all(const struct cgroup_run *run)
 	if (run->version == 2 && exists(dir, "cgroup.kill")) {
 		/* Linux 5.14+: one write, and a fork racing it cannot escape. */
 		struct aj_error e = {0};
-		write_text(dir, "cgroup.kill", "1", &e);
+		write_knob(dir, "cgroup.kill", "1", &e);
 	}
 	char path[512];
 	snprintf(path, sizeof path, "%.400s/cgroup.procs", dir);

@@ -712,7 +712,7 @@ static const int python_signals[3] = {SIGINT, SIGPIPE, SIGXFSZ};
 /* A warm run's init (jail_warm_spawn): as init_main, but the program's
  * process returns (0) to the zygote's Python instead of exec'ing. Never
  * returns in init. */
-static int warm_init(const struct plan *p)
+static int init_main_no_exec(const struct plan *p)
 {
 	struct setup_error e;
 	if (init_build(p, &e) || init_cgroup_ns(p->s, &e))
@@ -799,7 +799,7 @@ pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int repor
 	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
 				   : spawn_clone(flags, pidfd);
 	if (pid == 0)
-		return warm_init(&p);
+		return init_main_no_exec(&p);
 	return pid;
 }
 
@@ -891,17 +891,15 @@ done:
 
 /* ---- warm mode: the zygote's sandbox, supervisor side ---- */
 
-/* The zygote, as a C string (tools/c_string.py). */
-#include "warm_zygote.inc"
-
-int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct aj_error *err)
+int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct jail_zygote *z,
+		      struct aj_error *err)
 {
 	struct plan p = {
 		.s = s,
 		.limits = s->cfg->limits,
 		.req_r = s->zygote_fd,
 		.rep_w = s->helper_fd,
-		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)warm_zygote_py,
+		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)zygote_py,
 			 (char *)(s->preload ? s->preload : ""), NULL},
 	};
 	memcpy(p.envp, environment, sizeof environment);

@@ -109,9 +109,12 @@ struct jail_zygote {
 	int report_r;
 	int life_w;     /* its EOF ends the zygote's sandbox */
 };
-/* Builds the zygote's sandbox (s->zygote) and starts the zygote in it;
- * its socket is s->zygote_fd, handed over. 0, or -errno with err. */
-int jail_zygote_start(const struct jail_spec *s, struct jail_zygote *z, struct aj_error *err);
+/* Builds the zygote's sandbox (s->zygote) and starts the zygote in it:
+ * zygote_py, the caller's program (warm.c's zygote.py, which this layer
+ * below warm does not know), run as `python3 -I -u -c`. Its socket is
+ * s->zygote_fd, handed over. 0, or -errno with err. */
+int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct jail_zygote *z,
+		      struct aj_error *err);
 
 /* In the zygote (s->warm_child): clones one run's init, which builds the
  * run's sandbox and forks the program's process. Returns init's pid (with

@@ -93,6 +93,9 @@
 
 /* The helper library the zygote loads, as bytes (tools/c_bytes.py). */
 #include "warm_helper.inc"
+/* The zygote, as a C string (tools/c_string.py), for jail_zygote_start to
+ * run in the sandbox it builds. */
+#include "warm_zygote.inc"
 
 /* A zygote serves at most this many runs, and for at most this long, so
  * that the hash secret and address-space layout runs share are those of
@@ -233,7 +236,7 @@ static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_erro
 		s.zygote = true;
 		s.zygote_fd = sv[1];
 		s.helper_fd = helper;
-		rc = jail_zygote_start(&s, &z->jz, err);
+		rc = jail_zygote_start(&s, warm_zygote_py, &z->jz, err);
 	}
 	close_fd(&sv[1]);
 	if (helper >= 0)

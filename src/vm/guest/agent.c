@@ -821,7 +821,7 @@ static bool run_over(const struct run *r)
 	return r->zygote_reaped && r->program == 0 && !r->control_open;
 }
 
-static void supervise(struct run *r)
+static void supervise_program(struct run *r)
 {
 	const int64_t deadline = r->start_us + (int64_t)r->lim.wall_ms * 1000;
 	r->control_open = true;
@@ -1025,7 +1025,7 @@ static void serve_one_run(const struct vm_frame_header *h, struct zygote *z, int
 		if (r.start_us == 0)
 			r.start_us = now_us();
 	} else {
-		supervise(&r);
+		supervise_program(&r);
 		finish(&r);
 		gather_facts(&r, &res);
 	}

@@ -1,0 +1,47 @@
+"""What a run of a Sandbox and of a Session share: the code as bytes, the
+caller's own deadline, and the C result made an Execution. Below both, so
+that neither imports the other."""
+import dataclasses
+
+from ._native import lib
+from .errors import InvalidCode, SandboxError
+from .result import Status, execution_from_c
+
+
+def code_bytes(code):
+    if isinstance(code, str):
+        try:
+            return code.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidCode(f"code: not encodable as UTF-8 ({e.reason} at {e.start})") from None
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    raise TypeError(f"code must be str or bytes, not {type(code).__name__}")
+
+
+def check_deadline(timeout, configured):
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout: {timeout!r} is not a positive number of seconds")
+    # The sandbox's own wall clock stops the run at the configured limit;
+    # a longer deadline could only be a mistake, never a wider limit.
+    return float(timeout) if timeout < configured else None
+
+
+def finish(call, res, tier, deadline):
+    """The C result as an Execution (res freed), with the caller's deadline
+    named when it was what stopped the run."""
+    try:
+        ex = execution_from_c(res, tier)
+    finally:
+        lib.aj_result_free(res)
+    if call.by_deadline and ex.status is Status.KILLED:
+        ex = dataclasses.replace(
+            ex, status=Status.TIMEOUT,
+            message=f"the call's timeout of {deadline:g} s passed; the run was stopped")
+    if ex.status is Status.SANDBOX_ERROR:
+        if ex.message and ex.message.startswith("code:"):
+            raise InvalidCode(ex.message)
+        raise SandboxError(ex)
+    return ex
