@@ -15,6 +15,9 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # name: the files that each hold a copy of the same job.
+# serve's backend ops table (src/serve/backend.h): each backend's file
+# defines its entries under the op's own name, one meaning in both.
+BACKENDS = {"src/serve/local_api.c", "src/serve/remote_api.c"}
 COPIES = {
     "main": {"src/cli/main.c", "src/serve/main.c", "src/vm/guest/agent.c"},  # a program's entry
     "add_note": {"src/core/session.c", "src/mcp/server.c"},       # a note into res's message
@@ -29,8 +32,15 @@ COPIES = {
     "remove_tree": {"src/cli/image.c", "src/tiers/gvisor.c"},     # rm -rf
     "send_all": {"src/docker/http.c", "src/session/boot.c"},
     "send_result": {"src/mcp/server.c", "src/vm/guest/agent.c"},  # a call's answer
-    "session_files": {"src/serve/api.c", "src/serve/remote_api.c"},  # one route, local/remote
-    "session_run": {"src/serve/api.c", "src/serve/remote_api.c"},
+    "close_backend": BACKENDS,
+    "gauges": BACKENDS,
+    "session_call": BACKENDS,
+    "session_files": BACKENDS,
+    "session_open": BACKENDS,
+    "session_run": BACKENDS,
+    "start": BACKENDS,
+    "stop": BACKENDS,
+    "tiers": BACKENDS,
     "stop_call": {"src/session/boot.c", "src/vm/guest/session.c"},
     "sweep_run_dirs": {"src/tiers/gvisor.c", "src/tiers/microvm.c"},
     "type_name": {"src/cli/repl.c", "src/core/tool_files.c"},     # a file type's word
