@@ -14,7 +14,7 @@ PYTHON ?= /usr/bin/python3
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
-LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/session/*.c)) src/warm/warm.c
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/boot/*.c src/api/*.c)) src/warm/warm.c
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
 # loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
@@ -57,9 +57,9 @@ $(DOCKER_GEN): $(B)/gen_filter
 	@mkdir -p $(dir $@)
 	$(B)/gen_filter --docker > $@.tmp && mv $@.tmp $@
 
-# The docker tier's PID 1 (src/docker/boot.py), as a C string.
+# The docker tier's PID 1 (src/boot/boot.py), as a C string.
 BOOT_GEN := $(B)/gen/docker_boot.inc
-$(BOOT_GEN): src/docker/boot.py tools/c_string.py
+$(BOOT_GEN): src/boot/boot.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
 
@@ -70,9 +70,9 @@ $(LAUNCH_GEN): src/core/launch.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py launch_py < $< > $@.tmp && mv $@.tmp $@
 
-# The session interpreter (src/session/repl.py), as a C string.
+# The session interpreter (src/core/repl.py), as a C string.
 REPL_GEN := $(B)/gen/session_repl.inc
-$(REPL_GEN): src/session/repl.py tools/c_string.py
+$(REPL_GEN): src/core/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py session_repl_py < $< > $@.tmp && mv $@.tmp $@
 
@@ -105,7 +105,7 @@ $(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
 $(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(LAUNCH_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
-$(B)/obj/src/session/boot.o $(T)/obj/src/session/boot.o: $(REPL_GEN)
+$(B)/obj/src/boot/session.o $(T)/obj/src/boot/session.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
 $(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN) $(LAUNCH_GEN)
 

@@ -3,10 +3,10 @@
  * the same interpreter as the cells). Two readers, in the order a call uses
  * them:
  *
- *  lines  session_take_reply (src/session/scan.c, the process, container,
+ *  lines  session_take_reply (src/core/session_scan.c, the process, container,
  *         docker and gvisor tiers' scan): the bytes arrive in reads of an
  *         input-chosen size into a buffer capped at the call's reply_max + 1
- *         bytes, as src/linux/session_io.c and src/session/boot.c keep it;
+ *         bytes, as src/linux/session_io.c and src/boot/session.c keep it;
  *         the scan runs after each read. A read that passes the cap without
  *         the call's reply stops the call (its reply is too long); the end
  *         of the input is the interpreter's end, with a last scan. The same
@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "src/core/internal.h"
-#include "src/session/call.h"
+#include "src/core/session_call.h"
 #include "src/vm/guest/agent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

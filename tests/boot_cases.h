@@ -1,4 +1,4 @@
-/* Cases for the tiers whose PID 1 is boot.py (src/docker/boot.py): docker
+/* Cases for the tiers whose PID 1 is boot.py (src/boot/boot.py): docker
  * and gvisor. A tier's test file includes this header, sets
  * fixture.count_leftovers, and lists the cases with HOSTILE_TEST. */
 #ifndef AJ_TEST_BOOT_CASES_H

@@ -481,7 +481,7 @@ static void json_repairs_binary_output(void **state)
 
 /* ---- classifying an ending ---- */
 
-/* ---- the run_python tool's words (src/core/tool.c) ---- */
+/* ---- the run_python tool's words (src/api/tool.c) ---- */
 
 static void tool_arguments_take_only_code(void **state)
 {

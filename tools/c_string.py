@@ -1,6 +1,6 @@
 """Build step: prints stdin as a C string constant named argv[1].
 
-Used for src/docker/boot.py, which the docker tier sends as the container's
+Used for src/boot/boot.py, which the docker tier sends as the container's
 command: kept as a .py file so it reads (and is reviewed) as Python."""
 import sys
 

@@ -1,7 +1,7 @@
 """The tools for a model: run_python (and, over a session, the file tools
 upload_file, download_file and list_files), their definitions in the shapes
 the big model APIs take, and handlers that turn a tool call into what a
-model reads. The words are the library's (src/core/tool.c, tool_files.c),
+model reads. The words are the library's (src/api/tool.c, tool_files.c),
 the same the MCP server sends, so a model sees one set of tools however the
 sandbox is reached; run_python's description names the notable packages the
 sandbox really has (probed once per sandbox).

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../core/internal.h"
+#include "../api/api.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -10,10 +10,6 @@
 
 #include "agentjail.h"
 
-/* Largest program accepted: agent code is small, and the source file lands in
- * the sandbox's own size-limited writable space. */
-#define AJ_MAX_CODE_BYTES (4u << 20)
-
 /* Fills err (if any) and returns code, so callers can `return error_set(...)`. */
 int error_set(struct aj_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -56,10 +52,6 @@ int ro_bind_split(const char *spec, char host[RO_BIND_PATH_MAX], char target[RO_
 /* Whether path p is dir or lies below it ("/tmpfoo" is not under "/tmp"). */
 bool path_is_under(const char *p, const char *dir);
 
-/* Code the sandbox refuses before starting anything (missing, too large, a
- * NUL byte): 0, or -errno with res a sandbox_error naming why. */
-int code_check(const char *code, size_t len, struct aj_result *res);
-
 /* The contract's result object (docs/design.md), for callers that embed it in
  * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */
 typedef struct json_t json_t;
@@ -81,30 +73,6 @@ int session_get_reply(json_t *reply, size_t cap, const char *path, void **data, 
 		      struct aj_error *err);
 int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *count,
 		       struct aj_error *err);
-
-/* The run_python tool (tool.c): its definition as an MCP Tool object, the
- * check of its arguments (0 with the code, or -1 with why), and the text a
- * model reads back (malloc'ed, valid UTF-8). */
-#define AJ_TOOL_NAME "run_python"
-/* Which notable packages (numpy, pandas, ...) a sandbox's interpreter has,
- * probed once per sandbox (tool.c) and kept in it: names, in the probe's
- * order, comma-separated; known is false until a probe succeeded. */
-struct tool_packages {
-	pthread_mutex_t lock;
-	bool probed;
-	bool known;
-	uint32_t found;  /* a bit for each package of tool.c's list */
-	char names[512];
-};
-struct tool_packages *sandbox_packages(struct aj_sandbox *sb);
-/* packages: what the description names as installed; NULL when nothing
- * was probed (the words then promise only the standard library). */
-json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
-			       const struct tool_packages *packages);
-/* The probe's verdict for sb (probing it on first use); NULL if unknown. */
-const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
-int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
-char *result_text(const struct aj_result *res, size_t *len);
 
 /* Result helpers. */
 void result_init(struct aj_result *res);

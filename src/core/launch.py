@@ -1,6 +1,6 @@
 # The program's launcher on the tiers that start a fresh interpreter for a
 # run (process and container: src/linux/jail.c; docker and gvisor:
-# src/docker/boot.py), started as `python3 -I -u -c <this>` in the
+# src/boot/boot.py), started as `python3 -I -u -c <this>` in the
 # workspace. It runs main.py as `python3 -I -u main.py` would (the same
 # __main__, argv, tracebacks and exit codes), with one difference: an
 # uncaught MemoryError, or any subclass of it (numpy's _ArrayMemoryError),

@@ -1,11 +1,11 @@
-/* What the session interpreter's reply line says (src/session/repl.py's
+/* What the session interpreter's reply line says (src/core/repl.py's
  * answers), read by the host for every tier. The line is the session's own
  * output: the code in the session can write any line it likes on the reply
  * pipe, so each field is checked for its type and each size against its
  * cap here, and a reply that is not what repl.py sends is at worst a wrong
  * answer about this session's own call, never more. The lines come from
  * the tiers (session_take_reply, a microvm guest's VM_CALL_RESULT) through
- * src/core/session.c, or from fuzz/fuzz_session_reply.c. */
+ * src/api/session.c, or from fuzz/fuzz_session_reply.c. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>

@@ -36,7 +36,7 @@
 /* The exit code every tier's interpreter ends with when an uncaught
  * MemoryError (or a subclass: numpy's _ArrayMemoryError) ends the program.
  * The same number is in src/core/launch.py, src/warm/zygote.py,
- * src/vm/guest/zygote.py and src/session/repl.py. Next to 120, CPython's
+ * src/vm/guest/zygote.py and src/core/repl.py. Next to 120, CPython's
  * own code for a failed flush at exit; a program that exits with it itself
  * only labels its own run. */
 #define AJ_MEMORY_ERROR_EXIT 121

@@ -2,7 +2,7 @@
  * with the hardened spec of a run (spec.c: no network, read-only image, no
  * capabilities, our seccomp filter, memory, pids and CPU limits,
  * size-limited tmpfs, the owner label), with boot.py (PID 1) in its session
- * mode. The calls themselves are src/session/boot.c's, over the container's
+ * mode. The calls themselves are src/boot/session.c's, over the container's
  * attach stream (stdout and stderr multiplexed in Docker's frames); this
  * file makes the container, tells boot.c how to remove it and how to ask
  * the engine about the OOM killer.
@@ -19,11 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../session/boot.h"
+#include "../boot/session.h"
 #include "container.h"
 #include "owner.h"
 #include "session.h"
 #include "spec.h"
+#include "stream.h"
 
 /* boot.py's own backstop: this long past the session's lifetime (which the
  * core enforces) the container ends even if the host never closes it. */
@@ -31,6 +32,7 @@
 
 struct docker_session {
 	struct boot_session bs;     /* first: boot.c's hooks get it back */
+	struct docker_demux demux;  /* the attach stream's frames */
 	char socket[108];
 	char id[80];
 	struct uid_slot slot;
@@ -94,6 +96,13 @@ static bool oom_since(struct boot_session *bs, double since)
 	return oom;
 }
 
+/* The attach stream multiplexes boot's stdout and stderr in Docker's frames. */
+static void attach_demux(struct boot_session *bs, const char *p, size_t n)
+{
+	struct docker_session *ds = (struct docker_session *)bs;
+	docker_demux_feed(&ds->demux, p, n, &bs->raw, &bs->boot_err);
+}
+
 static void session_free(struct docker_session *ds)
 {
 	struct aj_error e = {0};
@@ -115,7 +124,7 @@ int docker_session_open(void *state, const struct aj_config *cfg, void **out,
 	snprintf(ds->socket, sizeof ds->socket, "%s", st->socket);
 	boot_session_init(&ds->bs);
 	ds->bs.tier = "docker";
-	ds->bs.multiplexed = true;
+	ds->bs.demux = attach_demux;
 	ds->bs.err_fd = -1;
 	ds->bs.destroy = destroy;
 	ds->bs.oom_since = oom_since;

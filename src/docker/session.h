@@ -1,11 +1,11 @@
 /* Sessions on the docker tier: one container for the session's life, with
  * boot.py (PID 1) in its session mode keeping a session interpreter
- * (src/session/repl.py) running and relaying its streams in frames. The
+ * (src/core/repl.py) running and relaying its streams in frames. The
  * ops of tier.h; the theory of operation is at the top of session.c. */
 #ifndef AJ_DOCKER_SESSION_H
 #define AJ_DOCKER_SESSION_H
 
-#include "../tiers/tier.h"
+#include "../core/session_call.h"
 
 int docker_session_open(void *state, const struct aj_config *cfg, void **session,
 			struct aj_error *err);

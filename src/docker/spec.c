@@ -10,7 +10,7 @@
 #include "owner.h"
 #include "spec.h"
 
-#include "docker_boot.inc"     /* docker_boot_py: src/docker/boot.py */
+#include "docker_boot.inc"     /* docker_boot_py: src/boot/boot.py */
 #include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
 #include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 

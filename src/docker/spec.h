@@ -20,7 +20,7 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
 			      gid_t gid, const char *owner);
 
-/* boot.py (PID 1 of a container, src/docker/boot.py) and the seccomp
+/* boot.py (PID 1 of a container, src/boot/boot.py) and the seccomp
  * policy as an OCI/Docker profile (JSON): also the gvisor tier's. */
 const char *docker_boot_source(void);
 /* src/core/launch.py, which boot.py (its argv[1]) starts main.py with. */

@@ -39,7 +39,7 @@
  * --------
  * A session's sandbox is built the same way (jail_session_start) and lives
  * until the session closes. Init then does not wait for one "go": each 's'
- * on the life pipe starts a session interpreter (src/session/repl.py as
+ * on the life pipe starts a session interpreter (src/core/repl.py as
  * `python3 -I -u -c`) through exactly the inside steps above, with two more
  * pipes as its fds 3 (requests) and 4 (replies). While it runs, init reaps
  * orphans and watches the life pipe; when the interpreter ends (a crash, a

@@ -41,7 +41,7 @@ struct jail_spec {
 	int (*setup_root)(const struct jail_spec *s, struct setup_error *e);
 	const void *tier;           /* the tier's own data for setup_root */
 	/* A session (jail_session_start): no program file; init stays and
-	 * starts the session interpreter (src/session/repl.py) on each
+	 * starts the session interpreter (src/core/repl.py) on each
 	 * request, with the request and reply pipes as its fds 3 and 4. */
 	bool session;
 	/* Warm mode (src/warm/warm.c). zygote: the inside process is a

@@ -2,7 +2,7 @@
 #ifndef AJ_SESSION_IO_H
 #define AJ_SESSION_IO_H
 
-#include "../session/call.h"
+#include "../core/session_call.h"
 #include "jail.h"
 
 /* One call: fills res and ans. 0, or -EPIPE when the session's sandbox is

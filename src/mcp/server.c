@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../api/api.h"
 #include "server.h"
 #include "session.h"
 #include "tool.h"

@@ -1,5 +1,5 @@
 /* run_python's CallToolResult. The tools' definitions, argument checks and
- * text are the library's (src/core/tool.c, tool_files.c), shared with every
+ * text are the library's (src/api/tool.c, tool_files.c), shared with every
  * other front end. */
 #include <jansson.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../api/api.h"
 #include "tool.h"
 
 /* One MCP image content block for each image, after the text block. */

@@ -9,7 +9,8 @@
 
 #include "agentjail.h"
 #include "../core/internal.h"
-#include "../core/tool_files.h"
+#include "../api/api.h"
+#include "../api/tool_files.h"
 
 #define TOOL_NAME AJ_TOOL_NAME
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../api/api.h"
 #include "service.h"
 #include "wire.h"
 

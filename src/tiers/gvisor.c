@@ -58,7 +58,7 @@
 #include "../docker/stream.h"
 #include "../gvisor/bundle.h"
 #include "../gvisor/runsc.h"
-#include "../session/boot.h"
+#include "../boot/session.h"
 #include "../linux/creds.h"
 #include "../linux/spawn.h"
 #include "../linux/supervise.h"
@@ -753,7 +753,7 @@ static void choose_platform(struct gvisor_state *st, const struct aj_config *cfg
 #define BACKSTOP_MARGIN_SEC 60.0
 
 /* One gVisor sandbox with boot.py in its session mode; the calls are
- * src/session/boot.c's: frames go in on runsc's stdin (a socket: a send to
+ * src/boot/session.c's: frames go in on runsc's stdin (a socket: a send to
  * a sandbox that is gone fails with EPIPE, never SIGPIPE in the caller)
  * and come back on its stdout. The sandbox is started as a run's is. */
 struct gvisor_session {

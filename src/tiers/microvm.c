@@ -34,7 +34,7 @@
  *  session   one VM, restored like a run's (the core opens a session's tier
  *            state with no pool), kept for the session's
  *            whole life with its uid slot. VM_SESSION_START carries the
- *            limits and the session interpreter (src/session/repl.py); the
+ *            limits and the session interpreter (src/core/repl.py); the
  *            guest (src/vm/guest/session.c) keeps that interpreter alive
  *            across VM_CALLs with a run's protections, and stops a call on
  *            its wall clock, a flood or a VM_CALL_STOP (the caller's cancel)

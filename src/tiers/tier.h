@@ -4,7 +4,7 @@
 #define AJ_TIER_H
 
 #include "../core/internal.h"
-#include "../session/call.h"
+#include "../core/session_call.h"
 
 /* What one run is asked to do. */
 struct run_request {
@@ -49,13 +49,6 @@ int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error 
  * it (as it will be once the root is the image's): an error naming which
  * and where if not. */
 int image_check_python(const char *root, const char *python, struct aj_error *err);
-
-/* An open sandbox's tier, its state and its own copy of the config. */
-const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
-void *sandbox_state(const struct aj_sandbox *sb);
-const struct aj_config *sandbox_config(const struct aj_sandbox *sb);
-/* The fd a cancel token makes readable; -1 for none. */
-int cancel_fd(const struct aj_cancel *c);
 
 extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;

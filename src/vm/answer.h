@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "../core/internal.h"
-#include "../session/call.h"
+#include "../core/session_call.h"
 
 /* The booting guest's VM_READY: 0, -EPROTO (another frame or protocol
  * version), -EIO (its Python did not start), with err saying so. */

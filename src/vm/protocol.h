@@ -95,7 +95,7 @@ struct vm_session_start {
 	uint32_t file_size_mb;
 	uint32_t disk_mb;       /* the one /tmp tmpfs the session keeps */
 	uint32_t output_kb;     /* cap on each stream, per call */
-	uint32_t repl_len;      /* src/session/repl.py, run as python3 -I -u -c */
+	uint32_t repl_len;      /* src/core/repl.py, run as python3 -I -u -c */
 	uint32_t reserved;
 };
 

@@ -60,3 +60,79 @@ def test_a_use_is_found(tmp_path):
     (tmp_path / "src" / "linux" / "jail.c").write_text(
         '#include "warm_zygote.inc"\nstatic int f(void)\n{\n\treturn warm_run(0);\n}\n')
     assert uses_of_warm(str(tmp_path)) == [("jail.c", "warm_zygote.inc"), ("jail.c", "warm_run()")]
+
+
+# ---- every folder's layer, as docs/design.md's Layout table writes it ----
+
+LAYER_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*`(src/[\w/]+|include)/?`\s*\|", re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layers(root):
+    """{folder: layer} from the design document's table ("src/linux", "include")."""
+    with open(os.path.join(root, "docs", "design.md"), encoding="utf-8") as fh:
+        return {folder.rstrip("/"): int(n) for n, folder in LAYER_ROW.findall(fh.read())}
+
+
+def folder_of(path, table):
+    """The table's folder that holds path (relative to the root), or None."""
+    best = None
+    for folder in table:
+        if path == folder or path.startswith(folder + "/"):
+            if best is None or len(folder) > len(best):
+                best = folder
+    return best
+
+
+def upward_includes(root):
+    """[(file, include, why)] for each include of a file of src/ that names a
+    header of a folder not below its own. Includes that resolve outside the
+    table's folders (build/gen's .inc files, a file's own folder) are passed."""
+    table = layers(root)
+    found = []
+    for top, _, files in os.walk(os.path.join(root, "src")):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.relpath(os.path.join(top, f), root)
+            own = folder_of(path, table)
+            with open(os.path.join(root, path), encoding="utf-8") as fh:
+                text = fh.read()
+            for inc in INCLUDE.findall(text):
+                target = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+                theirs = folder_of(target, table)
+                if theirs is None or theirs == own or own is None:
+                    continue
+                # The guest is a program of its own under src/vm: it may take
+                # its host's wire format (src/vm/protocol.h).
+                if own == "src/vm" and theirs == "src/vm":
+                    continue
+                if table[theirs] >= table[own]:
+                    found.append((path, inc, "%s (layer %d) includes %s (layer %d)" %
+                                  (own, table[own], theirs, table[theirs])))
+    return found
+
+
+def test_the_table_names_every_folder_of_src():
+    table = layers(ROOT)
+    folders = {os.path.join("src", d) for d in os.listdir(os.path.join(ROOT, "src"))
+               if os.path.isdir(os.path.join(ROOT, "src", d))}
+    assert folders - set(table) == set(), "docs/design.md's Layout table misses these"
+    assert "include" in table and table["include"] == 0
+
+
+def test_no_include_runs_up_or_sideways():
+    assert upward_includes(ROOT) == []
+
+
+def test_an_upward_include_is_found(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "design.md").write_text(
+        "| 2 | `src/linux/` | x |\n| 1 | `src/core/` | y |\n| 1 | `src/base/` | z |\n| 0 | `include/` | w |\n")
+    for d in ("linux", "core", "base"):
+        (tmp_path / "src" / d).mkdir(parents=True)
+    (tmp_path / "src" / "linux" / "jail.c").write_text('#include "../core/a.h"\n#include "jail.h"\n')
+    (tmp_path / "src" / "core" / "a.h").write_text('#include "../linux/jail.h"\n#include "../base/b.h"\n')
+    (tmp_path / "src" / "core" / "gen.c").write_text('#include "launch.inc"\n#include "agentjail.h"\n')
+    found = [(f, inc) for f, inc, _ in upward_includes(str(tmp_path))]
+    assert found == [("src/core/a.h", "../linux/jail.h"), ("src/core/a.h", "../base/b.h")]

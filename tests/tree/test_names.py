@@ -20,17 +20,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BACKENDS = {"src/serve/local_api.c", "src/serve/remote_api.c"}
 COPIES = {
     "main": {"src/cli/main.c", "src/serve/main.c", "src/vm/guest/agent.c"},  # a program's entry
-    "add_note": {"src/core/session.c", "src/mcp/server.c"},       # a note into res's message
+    "add_note": {"src/api/session.c", "src/mcp/server.c"},       # a note into res's message
     "add_ro_binds": {"src/docker/spec.c", "src/gvisor/bundle.c"},  # cfg.ro_bind into a spec
-    "call": {"src/core/session.c", "src/serve/remote_api.c"},     # one session call
+    "call": {"src/api/session.c", "src/serve/remote_api.c"},     # one session call
     "close_fd": {"src/linux/jail.c", "src/vm/guest/session.c", "src/warm/warm.c"},
     "is_plain_dir": {"src/linux/jail.c", "src/tiers/process.c"},
     "keyed_value": {"src/linux/cgroup.c", "src/vm/guest/agent.c"},  # "key value" lines
-    "pump": {"src/session/boot.c", "src/tiers/docker.c"},         # read what a stream has
+    "pump": {"src/boot/session.c", "src/tiers/docker.c"},         # read what a stream has
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "remove_entry": {"src/cli/image.c", "src/tiers/gvisor.c"},    # rm -rf's nftw step
     "remove_tree": {"src/cli/image.c", "src/tiers/gvisor.c"},     # rm -rf
-    "send_all": {"src/docker/http.c", "src/session/boot.c"},
+    "send_all": {"src/docker/http.c", "src/boot/session.c"},
     "send_result": {"src/mcp/server.c", "src/vm/guest/agent.c"},  # a call's answer
     "close_backend": BACKENDS,
     "gauges": BACKENDS,
@@ -41,10 +41,10 @@ COPIES = {
     "start": BACKENDS,
     "stop": BACKENDS,
     "tiers": BACKENDS,
-    "stop_call": {"src/session/boot.c", "src/vm/guest/session.c"},
+    "stop_call": {"src/boot/session.c", "src/vm/guest/session.c"},
     "sweep_run_dirs": {"src/tiers/gvisor.c", "src/tiers/microvm.c"},
-    "type_name": {"src/cli/repl.c", "src/core/tool_files.c"},     # a file type's word
-    "wait_ready": {"src/linux/jail.c", "src/session/boot.c", "src/vm/snapshot.c"},
+    "type_name": {"src/cli/repl.c", "src/api/tool_files.c"},     # a file type's word
+    "wait_ready": {"src/linux/jail.c", "src/boot/session.c", "src/vm/snapshot.c"},
     # Reaping a child, in the guest; serve/worker.c's reap (the entries of
     # dead workers in Redis) is another thing, left to the restructuring
     # of src/serve (issue 25) so as not to collide with it.

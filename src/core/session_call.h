@@ -1,6 +1,6 @@
-/* One call into a session's interpreter (src/session/repl.py), as a tier
+/* One call into a session's interpreter (src/core/repl.py), as a tier
  * carries it: a request line out, a reply line back, the interpreter's
- * output captured in between. Tiers only move the lines; src/core/session.c
+ * output captured in between. Tiers only move the lines; src/api/session.c
  * writes and reads them. */
 #ifndef AJ_SESSION_CALL_H
 #define AJ_SESSION_CALL_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/internal.h"
+#include "internal.h"
 
 struct session_call {
 	const char *request;    /* one JSON object ending in '\n' */

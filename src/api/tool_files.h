@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "internal.h"
+#include "../core/internal.h"
 
 enum tool_kind { TOOL_RUN_PYTHON = 0, TOOL_UPLOAD_FILE, TOOL_DOWNLOAD_FILE, TOOL_LIST_FILES };
 

@@ -1,6 +1,6 @@
-/* The host side of boot.py's session mode (src/docker/boot.py), over one
+/* The host side of boot.py's session mode (boot.py, beside it), over one
  * stream: the docker tier's attach stream, or the gvisor tier's socket to
- * runsc's stdio. The theory of operation is at the top of boot.c; a tier
+ * runsc's stdio. The theory of operation is at the top of session.c; a tier
  * supplies the stream, how to end its sandbox, and how to ask whether the
  * OOM killer struck. */
 #ifndef AJ_SESSION_BOOT_H
@@ -8,19 +8,19 @@
 
 #include <stdbool.h>
 
-#include "../docker/stream.h"
-#include "call.h"
+#include "../core/internal.h"
+#include "../core/session_call.h"
 
 struct boot_session {
 	const char *tier;           /* "docker", "gvisor": messages name it */
 	int fd;                     /* non-blocking socket: frames out (and in) */
 	/* Where boot's stdout is read, when it is not fd (a pipe): -1 for fd. */
 	int out_fd;
-	/* The docker attach stream multiplexes boot's stdout and stderr;
-	 * elsewhere fd carries stdout alone and err_fd boot's stderr. */
-	bool multiplexed;
-	int err_fd;                 /* -1 when multiplexed */
-	struct docker_demux demux;
+	/* Where fd carries boot's stdout and stderr in frames of the tier's
+	 * (Docker's attach stream): sorts bytes read from fd into raw (stdout)
+	 * and boot_err; NULL: fd carries stdout alone, err_fd boot's stderr. */
+	void (*demux)(struct boot_session *bs, const char *p, size_t n);
+	int err_fd;                 /* -1 when demux is set */
 	struct capture raw;         /* boot's stdout: frames not yet parsed */
 	struct capture boot_err;    /* boot's own stderr */
 	bool interpreter;           /* one runs (boot started it and it has not ended) */
@@ -39,7 +39,7 @@ struct boot_session {
 	double cpu_allowance_ms;
 };
 
-/* Sets up the buffers, and out_fd -1 (fd, out_fd, err_fd, multiplexed, tier
+/* Sets up the buffers, and out_fd -1 (fd, out_fd, err_fd, demux, tier
  * and the hooks are the caller's to fill). */
 void boot_session_init(struct boot_session *bs);
 /* Feeds bytes that arrived before the stream was handed over (Docker's,

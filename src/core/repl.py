@@ -16,7 +16,7 @@
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
 # Before it acts on a request it answers {"ack": SEQ}: the host then knows
-# the request was taken (see "unread" in src/session/call.h).
+# the request was taken (see "unread" in src/core/session_call.h).
 #
 # This file is not a protection: the cells run in this same interpreter and
 # may rewrite any of it. Whatever it answers, the host treats as the

@@ -16,7 +16,7 @@
 # so a program that prints a forged one can only mislabel its own figures.
 #
 # A session: "session DEADLINE LENGTH\n", then LENGTH bytes of the session
-# interpreter (src/session/repl.py), then frames for as long as the session
+# interpreter (src/core/repl.py), then frames for as long as the session
 # lives. A frame is a kind byte, a 32-bit big-endian length and that many
 # bytes. From the host: "s" start an interpreter, "q" request bytes for its
 # fd 3, "k" stop it (kill everything in the container but this process).

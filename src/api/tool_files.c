@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "../tiers/tier.h"
-#include "internal.h"
+#include "../core/internal.h"
+#include "api.h"
 #include "tool_files.h"
 
 #define WS AJ_SESSION_WORKSPACE

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "session_call.h"
 
 bool session_reply_matches(const char *line, size_t len, uint64_t seq)
 {

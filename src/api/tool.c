@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "../core/internal.h"
+#include "api.h"
 
 /* The packages a model most often reaches for, by the name it imports, and
  * the name it is known by when that differs. */

@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include "../tiers/tier.h"
-#include "internal.h"
+#include "../core/internal.h"
+#include "api.h"
 
 static const struct tier_ops *const tiers[AJ_TIER_COUNT] = {
 	[AJ_TIER_PROCESS] = &process_tier,

@@ -1,7 +1,7 @@
 /* Sessions: aj_session_* over the tiers' session ops. This file owns what
  * every tier shares: the session's limits (idle timeout, lifetime, how many
  * at once), its id, one call at a time, the request and reply lines of
- * src/session/repl.py, the checks on paths and sizes, and the words an
+ * src/core/repl.py, the checks on paths and sizes, and the words an
  * agent reads when a session's state was lost or the session closed. It
  * never branches on the tier.
  *
@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #include "../tiers/tier.h"
-#include "internal.h"
+#include "../core/internal.h"
+#include "api.h"
 
 /* Room in a reply line beyond its base64 payload. */
 #define REPLY_SLACK (64u << 10)

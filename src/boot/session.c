@@ -13,7 +13,7 @@
  *               Not dumpable, SIGINT and SIGXCPU ignored, so the code inside
  *               (same uid) can neither signal it off nor open its memory or
  *               its stdout.
- *  interpreter  boot's child, src/session/repl.py as `python3 -I -u -c`,
+ *  interpreter  boot's child, src/core/repl.py as `python3 -I -u -c`,
  *               with fd 0 /dev/null, 1 and 2 pipes to boot, 3 the requests,
  *               4 the replies. Its hard RLIMIT_CPU is the session's total
  *               (the sandbox's rlimit); repl.py moves the soft limit to each
@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "../linux/supervise.h"
-#include "boot.h"
+#include "session.h"
 
 /* The session interpreter, as a C string (tools/c_string.py). */
 #include "session_repl.inc"
@@ -113,8 +113,8 @@ static void drain_boot_err(struct boot_session *ds)
 
 static void take_bytes(struct boot_session *ds, const char *p, size_t n)
 {
-	if (ds->multiplexed) {
-		docker_demux_feed(&ds->demux, p, n, &ds->raw, &ds->boot_err);
+	if (ds->demux) {
+		ds->demux(ds, p, n);
 		ds->boot_err.truncated = false;
 	} else {
 		capture_append(&ds->raw, p, n);

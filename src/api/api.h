@@ -1,0 +1,54 @@
+/* The library's own layer (src/api): aj_open / aj_run / sessions and the
+ * run_python tool, above every tier. What the front ends (cli, mcp, serve)
+ * need of it beyond include/agentjail.h, and what its files share. */
+#ifndef AJ_API_H
+#define AJ_API_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/internal.h"
+
+struct tier_ops;
+
+/* Largest program accepted: agent code is small, and the source file lands in
+ * the sandbox's own size-limited writable space. */
+#define AJ_MAX_CODE_BYTES (4u << 20)
+
+/* Code the sandbox refuses before starting anything (missing, too large, a
+ * NUL byte): 0, or -errno with res a sandbox_error naming why. */
+int code_check(const char *code, size_t len, struct aj_result *res);
+
+/* The run_python tool (tool.c): its definition as an MCP Tool object, the
+ * check of its arguments (0 with the code, or -1 with why), and the text a
+ * model reads back (malloc'ed, valid UTF-8). */
+#define AJ_TOOL_NAME "run_python"
+/* Which notable packages (numpy, pandas, ...) a sandbox's interpreter has,
+ * probed once per sandbox (tool.c) and kept in it: names, in the probe's
+ * order, comma-separated; known is false until a probe succeeded. */
+struct tool_packages {
+	pthread_mutex_t lock;
+	bool probed;
+	bool known;
+	uint32_t found;  /* a bit for each package of tool.c's list */
+	char names[512];
+};
+struct tool_packages *sandbox_packages(struct aj_sandbox *sb);
+/* packages: what the description names as installed; NULL when nothing
+ * was probed (the words then promise only the standard library). */
+json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
+			       const struct tool_packages *packages);
+/* The probe's verdict for sb (probing it on first use); NULL if unknown. */
+const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
+int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
+char *result_text(const struct aj_result *res, size_t *len);
+
+/* An open sandbox's tier, its state and its own copy of the config. */
+const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
+void *sandbox_state(const struct aj_sandbox *sb);
+const struct aj_config *sandbox_config(const struct aj_sandbox *sb);
+/* The fd a cancel token makes readable; -1 for none. */
+int cancel_fd(const struct aj_cancel *c);
+
+#endif
