@@ -1,0 +1,89 @@
+/* The program's environment and resource limits, every tier's (rules E1
+ * and E2 of docs/design.md; contract.h says who reads them). libc only:
+ * the microvm's guest agent is built from this file too. */
+#include <sys/resource.h>
+
+#include "contract.h"
+
+#define MIB (1024ull * 1024ull)
+
+/* E1. Built from nothing: no variable of the caller's or the deployer's
+ * (API keys least of all) reaches the program. HOME is the workspace, the
+ * program's cwd on every tier. MALLOC_ARENA_MAX: glibc reserves 64 MiB of
+ * address space per malloc arena, which under RLIMIT_AS would make a
+ * handful of threads fail. */
+char *const aj_environment[AJ_ENVIRONMENT_COUNT + 1] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"LANG=C.UTF-8",
+	"HOME=/tmp/work",
+	"TMPDIR=/tmp",
+	"MALLOC_ARENA_MAX=2",
+	NULL,
+};
+
+/* E2. In the order a tier applies them: RLIMIT_NPROC last, after which the
+ * setting process itself may count against it. */
+const struct aj_rlimit_row aj_rlimits[] = {
+	/* CPU: SIGXCPU at the soft limit, SIGKILL one second later at the
+	 * hard one, for a program that catches or ignores SIGXCPU. (gVisor
+	 * does not enforce it; the host counts the sandbox's cgroup there.
+	 * A session's interpreter moves the soft one to each call's share and
+	 * cannot raise the hard one, the session's total.) */
+	{RLIMIT_CPU, "cpu", "RLIMIT_CPU", "cpu", AJ_LIMIT_CPU_SEC, 1, 1, 0},
+	/* Address space: the memory limit where it is no cgroup's. malloc
+	 * fails and Python raises MemoryError instead of the host swapping
+	 * or OOMing (process); on gvisor the host's OOM killer would take the
+	 * sentry, and so the whole sandbox, a session's included. Docker has
+	 * no such ulimit and needs none: its memory cgroup bounds the
+	 * container, as the container and microvm tiers' cgroups do. */
+	{RLIMIT_AS, "address space", "RLIMIT_AS", NULL, AJ_LIMIT_MEMORY_MB, MIB, 0,
+	 AJ_RLIMIT_IF_ADDRESS_SPACE},
+	/* File size: a write past it fails with EFBIG (Python ignores SIGXFSZ). */
+	{RLIMIT_FSIZE, "file size", "RLIMIT_FSIZE", "fsize", AJ_LIMIT_FILE_SIZE_MB, MIB, 0, 0},
+	{RLIMIT_NOFILE, "open files", "RLIMIT_NOFILE", "nofile", AJ_LIMIT_OPEN_FILES, 1, 0, 0},
+	/* No core dumps: they would write the program's memory to disk. */
+	{RLIMIT_CORE, "core", "RLIMIT_CORE", "core", AJ_LIMIT_FIXED, 0, 0, 0},
+	/* A fixed stack makes thread stacks (sized from it) and recursion
+	 * depth the same on every host. */
+	{RLIMIT_STACK, "stack", "RLIMIT_STACK", "stack", AJ_LIMIT_FIXED, 8 * MIB, 0, 0},
+	/* No locked memory: mlock could pin pages the host cannot reclaim. */
+	{RLIMIT_MEMLOCK, "memlock", "RLIMIT_MEMLOCK", "memlock", AJ_LIMIT_FIXED, 0, 0, 0},
+	/* No POSIX message queues: their memory is charged outside the run. */
+	{RLIMIT_MSGQUEUE, "msgqueue", "RLIMIT_MSGQUEUE", "msgqueue", AJ_LIMIT_FIXED, 0, 0, 0},
+	/* Processes and threads, counted per real uid: a fork or thread bomb
+	 * stops at the limit. Every tier runs the program under a uid of its
+	 * own (a slot; uid 1000 in a VM nothing else uses), so it counts the
+	 * program's only: a second bound beside the pids cgroup, and on gvisor
+	 * the bound (the host's pids cgroup counts gVisor's own threads too). */
+	{RLIMIT_NPROC, "processes", "RLIMIT_NPROC", "nproc", AJ_LIMIT_PIDS, 1, 0,
+	 AJ_RLIMIT_IF_OWN_UID},
+};
+
+const size_t aj_rlimit_count = sizeof aj_rlimits / sizeof aj_rlimits[0];
+
+void aj_rlimit_values(const struct aj_rlimit_row *row, const struct aj_limits *l,
+		      uint64_t *soft, uint64_t *hard)
+{
+	uint64_t n = 1;
+	switch (row->field) {
+	case AJ_LIMIT_FIXED:
+		break;
+	case AJ_LIMIT_CPU_SEC:
+		n = l->cpu_sec;
+		break;
+	case AJ_LIMIT_MEMORY_MB:
+		n = l->memory_mb;
+		break;
+	case AJ_LIMIT_FILE_SIZE_MB:
+		n = l->file_size_mb;
+		break;
+	case AJ_LIMIT_OPEN_FILES:
+		n = l->open_files;
+		break;
+	case AJ_LIMIT_PIDS:
+		n = l->pids;
+		break;
+	}
+	*soft = n * row->unit;
+	*hard = *soft + row->hard_extra;
+}
