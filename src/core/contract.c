@@ -12,7 +12,7 @@
  * program's cwd on every tier. MALLOC_ARENA_MAX: glibc reserves 64 MiB of
  * address space per malloc arena, which under RLIMIT_AS would make a
  * handful of threads fail. */
-char *const aj_environment[AJ_ENVIRONMENT_COUNT + 1] = {
+char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
 	"PATH=/usr/local/bin:/usr/bin:/bin",
 	"LANG=C.UTF-8",
 	"HOME=/tmp/work",
@@ -23,64 +23,64 @@ char *const aj_environment[AJ_ENVIRONMENT_COUNT + 1] = {
 
 /* E2. In the order a tier applies them: RLIMIT_NPROC last, after which the
  * setting process itself may count against it. */
-const struct aj_rlimit_row aj_rlimits[] = {
+const struct contract_rlimit contract_rlimits[] = {
 	/* CPU: SIGXCPU at the soft limit, SIGKILL one second later at the
 	 * hard one, for a program that catches or ignores SIGXCPU. (gVisor
 	 * does not enforce it; the host counts the sandbox's cgroup there.
 	 * A session's interpreter moves the soft one to each call's share and
 	 * cannot raise the hard one, the session's total.) */
-	{RLIMIT_CPU, "cpu", "RLIMIT_CPU", "cpu", AJ_LIMIT_CPU_SEC, 1, 1, 0},
+	{RLIMIT_CPU, "cpu", "RLIMIT_CPU", "cpu", CONTRACT_FROM_CPU_SEC, 1, 1, 0},
 	/* Address space: the memory limit where it is no cgroup's. malloc
 	 * fails and Python raises MemoryError instead of the host swapping
 	 * or OOMing (process); on gvisor the host's OOM killer would take the
 	 * sentry, and so the whole sandbox, a session's included. Docker has
 	 * no such ulimit and needs none: its memory cgroup bounds the
 	 * container, as the container and microvm tiers' cgroups do. */
-	{RLIMIT_AS, "address space", "RLIMIT_AS", NULL, AJ_LIMIT_MEMORY_MB, MIB, 0,
-	 AJ_RLIMIT_IF_ADDRESS_SPACE},
+	{RLIMIT_AS, "address space", "RLIMIT_AS", NULL, CONTRACT_FROM_MEMORY_MB, MIB, 0,
+	 CONTRACT_IF_ADDRESS_SPACE},
 	/* File size: a write past it fails with EFBIG (Python ignores SIGXFSZ). */
-	{RLIMIT_FSIZE, "file size", "RLIMIT_FSIZE", "fsize", AJ_LIMIT_FILE_SIZE_MB, MIB, 0, 0},
-	{RLIMIT_NOFILE, "open files", "RLIMIT_NOFILE", "nofile", AJ_LIMIT_OPEN_FILES, 1, 0, 0},
+	{RLIMIT_FSIZE, "file size", "RLIMIT_FSIZE", "fsize", CONTRACT_FROM_FILE_SIZE_MB, MIB, 0, 0},
+	{RLIMIT_NOFILE, "open files", "RLIMIT_NOFILE", "nofile", CONTRACT_FROM_OPEN_FILES, 1, 0, 0},
 	/* No core dumps: they would write the program's memory to disk. */
-	{RLIMIT_CORE, "core", "RLIMIT_CORE", "core", AJ_LIMIT_FIXED, 0, 0, 0},
+	{RLIMIT_CORE, "core", "RLIMIT_CORE", "core", CONTRACT_FROM_FIXED, 0, 0, 0},
 	/* A fixed stack makes thread stacks (sized from it) and recursion
 	 * depth the same on every host. */
-	{RLIMIT_STACK, "stack", "RLIMIT_STACK", "stack", AJ_LIMIT_FIXED, 8 * MIB, 0, 0},
+	{RLIMIT_STACK, "stack", "RLIMIT_STACK", "stack", CONTRACT_FROM_FIXED, 8 * MIB, 0, 0},
 	/* No locked memory: mlock could pin pages the host cannot reclaim. */
-	{RLIMIT_MEMLOCK, "memlock", "RLIMIT_MEMLOCK", "memlock", AJ_LIMIT_FIXED, 0, 0, 0},
+	{RLIMIT_MEMLOCK, "memlock", "RLIMIT_MEMLOCK", "memlock", CONTRACT_FROM_FIXED, 0, 0, 0},
 	/* No POSIX message queues: their memory is charged outside the run. */
-	{RLIMIT_MSGQUEUE, "msgqueue", "RLIMIT_MSGQUEUE", "msgqueue", AJ_LIMIT_FIXED, 0, 0, 0},
+	{RLIMIT_MSGQUEUE, "msgqueue", "RLIMIT_MSGQUEUE", "msgqueue", CONTRACT_FROM_FIXED, 0, 0, 0},
 	/* Processes and threads, counted per real uid: a fork or thread bomb
 	 * stops at the limit. Every tier runs the program under a uid of its
 	 * own (a slot; uid 1000 in a VM nothing else uses), so it counts the
 	 * program's only: a second bound beside the pids cgroup, and on gvisor
 	 * the bound (the host's pids cgroup counts gVisor's own threads too). */
-	{RLIMIT_NPROC, "processes", "RLIMIT_NPROC", "nproc", AJ_LIMIT_PIDS, 1, 0,
-	 AJ_RLIMIT_IF_OWN_UID},
+	{RLIMIT_NPROC, "processes", "RLIMIT_NPROC", "nproc", CONTRACT_FROM_PIDS, 1, 0,
+	 CONTRACT_IF_OWN_UID},
 };
 
-const size_t aj_rlimit_count = sizeof aj_rlimits / sizeof aj_rlimits[0];
+const size_t contract_rlimit_count = sizeof contract_rlimits / sizeof contract_rlimits[0];
 
-void aj_rlimit_values(const struct aj_rlimit_row *row, const struct aj_limits *l,
-		      uint64_t *soft, uint64_t *hard)
+void contract_rlimit_values(const struct contract_rlimit *row, const struct aj_limits *l,
+			    uint64_t *soft, uint64_t *hard)
 {
 	uint64_t n = 1;
 	switch (row->field) {
-	case AJ_LIMIT_FIXED:
+	case CONTRACT_FROM_FIXED:
 		break;
-	case AJ_LIMIT_CPU_SEC:
+	case CONTRACT_FROM_CPU_SEC:
 		n = l->cpu_sec;
 		break;
-	case AJ_LIMIT_MEMORY_MB:
+	case CONTRACT_FROM_MEMORY_MB:
 		n = l->memory_mb;
 		break;
-	case AJ_LIMIT_FILE_SIZE_MB:
+	case CONTRACT_FROM_FILE_SIZE_MB:
 		n = l->file_size_mb;
 		break;
-	case AJ_LIMIT_OPEN_FILES:
+	case CONTRACT_FROM_OPEN_FILES:
 		n = l->open_files;
 		break;
-	case AJ_LIMIT_PIDS:
+	case CONTRACT_FROM_PIDS:
 		n = l->pids;
 		break;
 	}

@@ -18,18 +18,18 @@
 #include "../../include/agentjail.h"
 
 /* E1. Entries before the NULL. */
-#define AJ_ENVIRONMENT_COUNT 5
+#define CONTRACT_ENVIRONMENT_COUNT 5
 /* NULL-terminated, as execve takes it. */
-extern char *const aj_environment[AJ_ENVIRONMENT_COUNT + 1];
+extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 
 /* Which limit of struct aj_limits a row's soft value comes from. */
-enum aj_limit_field {
-	AJ_LIMIT_FIXED,         /* the row's own value, whatever the deployer set */
-	AJ_LIMIT_CPU_SEC,
-	AJ_LIMIT_MEMORY_MB,
-	AJ_LIMIT_FILE_SIZE_MB,
-	AJ_LIMIT_OPEN_FILES,
-	AJ_LIMIT_PIDS,
+enum contract_field {
+	CONTRACT_FROM_FIXED,    /* the row's own value, whatever the deployer set */
+	CONTRACT_FROM_CPU_SEC,
+	CONTRACT_FROM_MEMORY_MB,
+	CONTRACT_FROM_FILE_SIZE_MB,
+	CONTRACT_FROM_OPEN_FILES,
+	CONTRACT_FROM_PIDS,
 };
 
 /* When a row applies; 0: on every tier. */
@@ -37,37 +37,37 @@ enum {
 	/* The memory limit as address space: only a tier whose memory has
 	 * no cgroup around the run (process) or whose cgroup's OOM kill
 	 * would take more than the program (gvisor's sentry). */
-	AJ_RLIMIT_IF_ADDRESS_SPACE = 1 << 0,
+	CONTRACT_IF_ADDRESS_SPACE = 1 << 0,
 	/* Counted per real uid: only meaningful with a uid no one else uses. */
-	AJ_RLIMIT_IF_OWN_UID = 1 << 1,
+	CONTRACT_IF_OWN_UID = 1 << 1,
 };
 
 /* E2. soft = field * unit (or unit itself when the field is FIXED);
  * hard = soft + hard_extra. */
-struct aj_rlimit_row {
+struct contract_rlimit {
 	int resource;           /* RLIMIT_* */
 	const char *word;       /* in errors: "rlimit WORD: ERRNO" */
 	const char *oci;        /* the OCI runtime spec's type (gvisor) */
 	const char *docker;     /* HostConfig.Ulimits' name; NULL: Docker has none */
-	enum aj_limit_field field;
+	enum contract_field field;
 	uint64_t unit;
 	uint64_t hard_extra;
-	unsigned when;          /* AJ_RLIMIT_IF_* */
+	unsigned when;          /* CONTRACT_IF_* */
 };
 
-extern const struct aj_rlimit_row aj_rlimits[];
-extern const size_t aj_rlimit_count;
+extern const struct contract_rlimit contract_rlimits[];
+extern const size_t contract_rlimit_count;
 
 /* The row's values for these limits. */
-void aj_rlimit_values(const struct aj_rlimit_row *row, const struct aj_limits *l,
-		      uint64_t *soft, uint64_t *hard);
+void contract_rlimit_values(const struct contract_rlimit *row, const struct aj_limits *l,
+			    uint64_t *soft, uint64_t *hard);
 
 /* Whether the row applies to a tier with these properties. */
-static inline bool aj_rlimit_applies(const struct aj_rlimit_row *row, bool address_space,
-				     bool own_uid)
+static inline bool contract_rlimit_applies(const struct contract_rlimit *row,
+					   bool address_space, bool own_uid)
 {
-	return (!(row->when & AJ_RLIMIT_IF_ADDRESS_SPACE) || address_space) &&
-	       (!(row->when & AJ_RLIMIT_IF_OWN_UID) || own_uid);
+	return (!(row->when & CONTRACT_IF_ADDRESS_SPACE) || address_space) &&
+	       (!(row->when & CONTRACT_IF_OWN_UID) || own_uid);
 }
 
 #endif

@@ -46,8 +46,8 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 /* The table as JSON strings, appended to arr (an array). */
 static json_t *append_environment(json_t *arr)
 {
-	for (size_t i = 0; arr && i < AJ_ENVIRONMENT_COUNT; i++)
-		if (json_array_append_new(arr, json_string(aj_environment[i]))) {
+	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
+		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
 			json_decref(arr);
 			return NULL;
 		}
@@ -68,14 +68,14 @@ json_t *docker_environment(void)
 json_t *docker_rlimits(const struct aj_limits *l, bool oci)
 {
 	json_t *arr = json_array();
-	for (size_t i = 0; arr && i < aj_rlimit_count; i++) {
-		const struct aj_rlimit_row *row = &aj_rlimits[i];
+	for (size_t i = 0; arr && i < contract_rlimit_count; i++) {
+		const struct contract_rlimit *row = &contract_rlimits[i];
 		const char *name = oci ? row->oci : row->docker;
 		/* The address space row on gvisor only (see its row). */
-		if (!name || !aj_rlimit_applies(row, oci, true))
+		if (!name || !contract_rlimit_applies(row, oci, true))
 			continue;
 		uint64_t soft, hard;
-		aj_rlimit_values(row, l, &soft, &hard);
+		contract_rlimit_values(row, l, &soft, &hard);
 		json_t *item = oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
 					       (json_int_t)soft, "hard", (json_int_t)hard)
 				   : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",

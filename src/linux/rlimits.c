@@ -27,12 +27,12 @@ static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard,
 int rlimits_apply(const struct aj_limits *l, bool limit_procs, bool address_space,
 		  struct setup_error *e)
 {
-	for (size_t i = 0; i < aj_rlimit_count; i++) {
-		const struct aj_rlimit_row *row = &aj_rlimits[i];
-		if (!aj_rlimit_applies(row, address_space, limit_procs))
+	for (size_t i = 0; i < contract_rlimit_count; i++) {
+		const struct contract_rlimit *row = &contract_rlimits[i];
+		if (!contract_rlimit_applies(row, address_space, limit_procs))
 			continue;
 		uint64_t soft, hard;
-		aj_rlimit_values(row, l, &soft, &hard);
+		contract_rlimit_values(row, l, &soft, &hard);
 		int rc = set_limit(row->resource, row->word, soft, hard, e);
 		if (rc)
 			return rc;
