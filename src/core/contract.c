@@ -87,3 +87,21 @@ void contract_rlimit_values(const struct contract_rlimit *row, const struct aj_l
 	*soft = n * row->unit;
 	*hard = *soft + row->hard_extra;
 }
+
+int contract_rlimits_each(const struct aj_limits *l, bool address_space, bool own_uid,
+			  int (*fn)(const struct contract_rlimit *row, uint64_t soft,
+				    uint64_t hard, void *ctx),
+			  void *ctx)
+{
+	for (size_t i = 0; i < contract_rlimit_count; i++) {
+		const struct contract_rlimit *row = &contract_rlimits[i];
+		if (!contract_rlimit_applies(row, address_space, own_uid))
+			continue;
+		uint64_t soft, hard;
+		contract_rlimit_values(row, l, &soft, &hard);
+		int rc = fn(row, soft, hard, ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

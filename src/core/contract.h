@@ -70,4 +70,12 @@ static inline bool contract_rlimit_applies(const struct contract_rlimit *row,
 	       (!(row->when & CONTRACT_IF_OWN_UID) || own_uid);
 }
 
+/* Calls fn with each row that applies to a tier with these properties, in
+ * the table's order, and the row's values for these limits; returns the
+ * first nonzero fn returns, else 0. */
+int contract_rlimits_each(const struct aj_limits *l, bool address_space, bool own_uid,
+			  int (*fn)(const struct contract_rlimit *row, uint64_t soft,
+				    uint64_t hard, void *ctx),
+			  void *ctx);
+
 #endif

@@ -65,27 +65,34 @@ json_t *docker_environment(void)
 	return append_environment(json_array());
 }
 
+struct rlimit_list {
+	json_t *arr;
+	bool oci;
+};
+
+static int append_rlimit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
+			 void *ctx)
+{
+	struct rlimit_list *list = ctx;
+	const char *name = list->oci ? row->oci : row->docker;
+	if (!name)
+		return 0;
+	json_t *item = list->oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
+					     (json_int_t)soft, "hard", (json_int_t)hard)
+				 : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",
+					     (json_int_t)soft, "Hard", (json_int_t)hard);
+	return json_array_append_new(list->arr, item);
+}
+
 json_t *docker_rlimits(const struct aj_limits *l, bool oci)
 {
-	json_t *arr = json_array();
-	for (size_t i = 0; arr && i < contract_rlimit_count; i++) {
-		const struct contract_rlimit *row = &contract_rlimits[i];
-		const char *name = oci ? row->oci : row->docker;
-		/* The address space row on gvisor only (see its row). */
-		if (!name || !contract_rlimit_applies(row, oci, true))
-			continue;
-		uint64_t soft, hard;
-		contract_rlimit_values(row, l, &soft, &hard);
-		json_t *item = oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
-					       (json_int_t)soft, "hard", (json_int_t)hard)
-				   : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",
-					       (json_int_t)soft, "Hard", (json_int_t)hard);
-		if (json_array_append_new(arr, item)) {
-			json_decref(arr);
-			return NULL;
-		}
+	/* The address space row on gvisor only (see its row). */
+	struct rlimit_list list = {json_array(), oci};
+	if (list.arr && contract_rlimits_each(l, oci, true, append_rlimit, &list)) {
+		json_decref(list.arr);
+		return NULL;
 	}
-	return arr;
+	return list.arr;
 }
 
 const char *docker_seccomp_json(void)

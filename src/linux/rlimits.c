@@ -23,19 +23,14 @@ static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard,
 	return 0;
 }
 
+static int set_row(const struct contract_rlimit *row, uint64_t soft, uint64_t hard, void *e)
+{
+	return set_limit(row->resource, row->word, soft, hard, e);
+}
+
 /* A walk over the rlimit table every tier reads (rule E2, src/core/contract.c). */
 int rlimits_apply(const struct aj_limits *l, bool limit_procs, bool address_space,
 		  struct setup_error *e)
 {
-	for (size_t i = 0; i < contract_rlimit_count; i++) {
-		const struct contract_rlimit *row = &contract_rlimits[i];
-		if (!contract_rlimit_applies(row, address_space, limit_procs))
-			continue;
-		uint64_t soft, hard;
-		contract_rlimit_values(row, l, &soft, &hard);
-		int rc = set_limit(row->resource, row->word, soft, hard, e);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return contract_rlimits_each(l, address_space, limit_procs, set_row, e);
 }

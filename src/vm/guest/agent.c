@@ -745,6 +745,24 @@ int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f)
 	return 0;
 }
 
+/* zygote.py's request, as it is written. */
+struct zygote_request {
+	char text[1024];
+	size_t n;
+};
+
+static int add_row(const struct contract_rlimit *row, uint64_t soft, uint64_t hard, void *ctx)
+{
+	struct zygote_request *q = ctx;
+	int n = snprintf(q->text + q->n, sizeof q->text - q->n, "rlimit %d %llu %llu %s\n",
+			 row->resource, (unsigned long long)soft, (unsigned long long)hard,
+			 row->word);
+	if (n < 0 || (size_t)n >= sizeof q->text - q->n)
+		return -1;
+	q->n += (size_t)n;
+	return 0;
+}
+
 /* The request zygote.py parses: the rlimit table every tier reads (rule
  * E2), with this run's values, a row a line, then an empty line. No address
  * space row: the run's memory cgroup bounds it; uid 1000 is the program's
@@ -756,24 +774,11 @@ static int release_zygote(struct run *r, struct failure *f)
 	const struct aj_limits l = {.cpu_sec = r->lim.cpu_sec, .memory_mb = r->lim.memory_mb,
 				    .pids = r->lim.pids, .file_size_mb = r->lim.file_size_mb,
 				    .open_files = OPEN_FILES};
-	char req[1024];
-	size_t n = 0;
-	for (size_t i = 0; i < contract_rlimit_count; i++) {
-		const struct contract_rlimit *row = &contract_rlimits[i];
-		if (!contract_rlimit_applies(row, false, true))
-			continue;
-		uint64_t soft, hard;
-		contract_rlimit_values(row, &l, &soft, &hard);
-		n += (size_t)snprintf(req + n, sizeof req - n, "rlimit %d %llu %llu %s\n",
-				      row->resource, (unsigned long long)soft,
-				      (unsigned long long)hard, row->word);
-		if (n >= sizeof req)
-			return fail(f, ENOBUFS, "the request to the zygote");
-	}
-	n += (size_t)snprintf(req + n, sizeof req - n, "\n");
-	if (n >= sizeof req)
+	struct zygote_request req = {.n = 0};
+	if (contract_rlimits_each(&l, false, true, add_row, &req) || req.n + 1 >= sizeof req.text)
 		return fail(f, ENOBUFS, "the request to the zygote");
-	int rc = write_all(r->z->request_fd, req, n);
+	req.text[req.n++] = '\n'; /* the empty line that ends it */
+	int rc = write_all(r->z->request_fd, req.text, req.n);
 	close(r->z->request_fd);
 	r->z->request_fd = -1;
 	if (rc)

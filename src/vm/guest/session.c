@@ -78,6 +78,19 @@ __attribute__((noreturn)) static void child_fail(int errp, const char *step, int
 	_exit(127);
 }
 
+static int child_limit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
+		       void *errp)
+{
+	struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+	if (setrlimit(row->resource, &rl) < 0) {
+		int err = errno;
+		char step[48];
+		snprintf(step, sizeof step, "rlimit %s", row->word);
+		child_fail(*(int *)errp, step, err);
+	}
+	return 0;
+}
+
 /* The rlimit table every tier reads (rule E2). No address space row: the
  * run cgroup bounds the session's memory; uid 1000 is the session's own
  * (nothing else in the VM runs as it). CPU: the hard limit is the
@@ -89,20 +102,7 @@ static void child_limits(int errp, const struct vm_session_start *s)
 	const struct aj_limits l = {.cpu_sec = s->cpu_sec, .memory_mb = s->memory_mb,
 				    .pids = s->pids, .file_size_mb = s->file_size_mb,
 				    .open_files = OPEN_FILES};
-	for (size_t i = 0; i < contract_rlimit_count; i++) {
-		const struct contract_rlimit *row = &contract_rlimits[i];
-		if (!contract_rlimit_applies(row, false, true))
-			continue;
-		uint64_t soft, hard;
-		contract_rlimit_values(row, &l, &soft, &hard);
-		struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
-		if (setrlimit(row->resource, &rl) < 0) {
-			int err = errno;
-			char step[48];
-			snprintf(step, sizeof step, "rlimit %s", row->word);
-			child_fail(errp, step, err);
-		}
-	}
+	contract_rlimits_each(&l, false, true, child_limit, &errp);
 }
 
 __attribute__((noreturn)) static void child_main(const struct session *s, int errp,
