@@ -22,15 +22,8 @@
 /* NULL-terminated, as execve takes it. */
 extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 
-/* Which limit of struct aj_limits a row's soft value comes from. */
-enum contract_field {
-	CONTRACT_FROM_FIXED,    /* the row's own value, whatever the deployer set */
-	CONTRACT_FROM_CPU_SEC,
-	CONTRACT_FROM_MEMORY_MB,
-	CONTRACT_FROM_FILE_SIZE_MB,
-	CONTRACT_FROM_OPEN_FILES,
-	CONTRACT_FROM_PIDS,
-};
+/* A row whose value is its own, whatever the deployer set. */
+#define CONTRACT_FIXED SIZE_MAX
 
 /* When a row applies; 0: on every tier. */
 enum {
@@ -42,14 +35,14 @@ enum {
 	CONTRACT_IF_OWN_UID = 1 << 1,
 };
 
-/* E2. soft = field * unit (or unit itself when the field is FIXED);
- * hard = soft + hard_extra. */
+/* E2. soft = the limit at field * unit (unit itself when field is
+ * CONTRACT_FIXED); hard = soft + hard_extra. */
 struct contract_rlimit {
 	int resource;           /* RLIMIT_* */
 	const char *word;       /* in errors: "rlimit WORD: ERRNO" */
 	const char *oci;        /* the OCI runtime spec's type (gvisor) */
 	const char *docker;     /* HostConfig.Ulimits' name; NULL: Docker has none */
-	enum contract_field field;
+	size_t field;           /* offsetof a uint32_t of struct aj_limits, or CONTRACT_FIXED */
 	uint64_t unit;
 	uint64_t hard_extra;
 	unsigned when;          /* CONTRACT_IF_* */
