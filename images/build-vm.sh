@@ -49,7 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$here/../src/vm/guest
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
 for f in agent.c agent.h session.c frame.c stream.c failure.c zygote.py ../protocol.h \
-	../../../include/agentjail.h; do
+	../../../include/agentjail.h ../../core/contract.c ../../core/contract.h; do
 	[ -f "$guest/$f" ] || die "$guest/$f is missing"
 done
 
@@ -245,6 +245,8 @@ print_inputs() {
 	echo "input.frame_c=$(sha "$guest/frame.c")"
 	echo "input.stream_c=$(sha "$guest/stream.c")"
 	echo "input.failure_c=$(sha "$guest/failure.c")"
+	echo "input.contract_c=$(sha "$guest/../../core/contract.c")"
+	echo "input.contract_h=$(sha "$guest/../../core/contract.h")"
 	echo "input.seccomp_policy_c=$(sha "$here/../src/linux/seccomp_policy.c")"
 	echo "input.gen_filter_c=$(sha "$here/../tools/gen_filter.c")"
 	echo "input.protocol_h=$(sha "$guest/../protocol.h")"
@@ -350,7 +352,7 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_f
 # The agent: static, so /init needs no loader or library of the image.
 ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -Wall -Wextra -Werror -s -I"$gen" \
 	-o "$stage/init" "$guest/agent.c" "$guest/session.c" "$guest/frame.c" \
-	"$guest/stream.c" "$guest/failure.c" ||
+	"$guest/stream.c" "$guest/failure.c" "$guest/../../core/contract.c" ||
 	die "building the agent failed"
 rm -rf "$gen"
 cp "$guest/zygote.py" "$stage/agent/zygote.py"

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <linux/keyctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -24,6 +25,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "../src/core/contract.h"
 
 struct fixture {
 	enum aj_tier tier;
@@ -940,6 +942,66 @@ static void hostile_denied_syscalls(void **state)
 	aj_result_free(&r);
 }
 
+/* Rules E1 and E2 (docs/design.md): the program starts with exactly the
+ * environment of the one table (src/core/contract.c) and every rlimit row
+ * that applies to its tier at the table's values for the run's limits. The
+ * expected values are read from that table, so a change to it moves this
+ * case with it. Only the address space row depends on the tier (its row
+ * says why): the process and gvisor tiers apply it. A session's
+ * interpreter adds matplotlib's two variables (repl.py) and moves its
+ * soft CPU limit to each call's share, so there the CPU row is the session
+ * tests' to judge. */
+static void contract_environment_and_rlimits(void **state)
+{
+	struct fixture *f = *state;
+	bool address_space = f->tier == AJ_TIER_PROCESS || f->tier == AJ_TIER_GVISOR;
+	char ids[256] = "";
+	size_t n = 0;
+	for (size_t i = 0; i < contract_rlimit_count; i++)
+		n += (size_t)snprintf(ids + n, sizeof ids - n, "%d, ", contract_rlimits[i].resource);
+	assert_true(n < sizeof ids);
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os, resource\n"
+		 "print('home-is-cwd', os.environ.get('HOME') == os.getcwd())\n"
+		 "for k, v in sorted(os.environ.items()):\n"
+		 "    print('env %%s=%%s' %% (k, v))\n"
+		 "for r in [%s]:\n"
+		 "    print('rlimit %%d %%d %%d' %% ((r,) + resource.getrlimit(r)))\n",
+		 ids);
+	assert_status(&r, AJ_STATUS_OK);
+	const char *out = r.stdout_buf;
+	int env_lines = 0;
+	for (const char *p = out; (p = strstr(p, "env ")); p++)
+		env_lines += p == out || p[-1] == '\n';
+	char want[200];
+	for (size_t i = 0; i < CONTRACT_ENVIRONMENT_COUNT; i++) {
+		snprintf(want, sizeof want, "env %s\n", contract_environment[i]);
+		if (!contains(out, want))
+			fail_msg("the program's environment lacks %s: %s", contract_environment[i], out);
+	}
+	if (harness_via_session) {
+		assert_true(contains(out, "env MPLBACKEND=Agg\n"));
+		assert_true(contains(out, "env MPLCONFIGDIR=/tmp/.matplotlib\n"));
+	}
+	if (env_lines != CONTRACT_ENVIRONMENT_COUNT + (harness_via_session ? 2 : 0))
+		fail_msg("the program's environment has more than the table: %s", out);
+	assert_true(contains(out, "home-is-cwd True\n"));
+	for (size_t i = 0; i < contract_rlimit_count; i++) {
+		const struct contract_rlimit *row = &contract_rlimits[i];
+		if (!contract_rlimit_applies(row, address_space, true) ||
+		    (harness_via_session && row->resource == RLIMIT_CPU))
+			continue;
+		uint64_t soft, hard;
+		contract_rlimit_values(row, &f->cfg.limits, &soft, &hard);
+		snprintf(want, sizeof want, "rlimit %d %llu %llu\n", row->resource,
+			 (unsigned long long)soft, (unsigned long long)hard);
+		if (!contains(out, want))
+			fail_msg("rlimit %s: want %s in %s", row->word, want, out);
+	}
+	aj_result_free(&r);
+}
+
 /* An application that ignores SIGCHLD and blocks every signal it can, as
  * some servers do, around its call to aj_run. */
 static int hostile_signal_state(void *ctx)
@@ -1129,7 +1191,8 @@ static void ro_bind_shows_host_paths_read_only(void **state)
 	T(hostile_write_everywhere), T(isolation_concurrent_runs),                          \
 	T(isolation_sequential_runs), T(hostile_host_unix_socket), T(hostile_keyrings),     \
 	T(hostile_devices), T(hostile_denied_syscalls),                                     \
-	T(caller_signal_state_is_not_inherited), T(cancel_stops_the_run)
+	T(contract_environment_and_rlimits), T(caller_signal_state_is_not_inherited),          \
+	T(cancel_stops_the_run)
 
 #define HOSTILE_TABLE HOSTILE_CASES(HOSTILE_TEST)
 

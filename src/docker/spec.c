@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/contract.h"
 #include "../core/internal.h"
 #include "owner.h"
 #include "spec.h"
@@ -42,14 +43,56 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 	return valid_reference(out, err);
 }
 
-const char *docker_boot_source(void)
+/* The table as JSON strings, appended to arr (an array). */
+static json_t *append_environment(json_t *arr)
 {
-	return docker_boot_py;
+	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
+		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
+			json_decref(arr);
+			return NULL;
+		}
+	return arr;
 }
 
-const char *docker_launch_source(void)
+json_t *docker_boot_argv(const char *python)
 {
-	return launch_py;
+	return append_environment(
+		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py));
+}
+
+json_t *docker_environment(void)
+{
+	return append_environment(json_array());
+}
+
+struct rlimit_list {
+	json_t *arr;
+	bool oci;
+};
+
+static int append_rlimit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
+			 void *ctx)
+{
+	struct rlimit_list *list = ctx;
+	const char *name = list->oci ? row->oci : row->docker;
+	if (!name)
+		return 0;
+	json_t *item = list->oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
+					     (json_int_t)soft, "hard", (json_int_t)hard)
+				 : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",
+					     (json_int_t)soft, "Hard", (json_int_t)hard);
+	return json_array_append_new(list->arr, item);
+}
+
+json_t *docker_rlimits(const struct aj_limits *l, bool oci)
+{
+	/* The address space row on gvisor only (see its row). */
+	struct rlimit_list list = {json_array(), oci};
+	if (list.arr && contract_rlimits_each(l, oci, true, append_rlimit, &list)) {
+		json_decref(list.arr);
+		return NULL;
+	}
+	return list.arr;
 }
 
 const char *docker_seccomp_json(void)
@@ -65,12 +108,6 @@ void docker_disk_split(uint32_t disk_mb, struct docker_disk *d)
 	d->shm_kb = total / 8;
 	d->var_tmp_kb = total / 8;
 	d->tmp_kb = total - d->shm_kb - d->var_tmp_kb;
-}
-
-static json_t *ulimit(const char *name, uint64_t soft, uint64_t hard)
-{
-	return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", (json_int_t)soft, "Hard",
-			 (json_int_t)hard);
 }
 
 static json_t *tmpfs_opts(uint64_t kb)
@@ -128,7 +165,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 
 	json_t *host = json_pack(
 		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I,"
-		" s:[o, o, o, o, o, o, o, o], s:{s:o, s:o, s:o}, s:{s:s, s:{}},"
+		" s:o, s:{s:o, s:o, s:o}, s:{s:s, s:{}},"
 		" s:[s, s, s, s, s, s, s, s, s, s, s, s, s, s], s:s, s:s, s:b, s:b}",
 		/* No network at all: only a loopback of its own. */
 		"NetworkMode", "none",
@@ -148,19 +185,11 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		/* One CPU's worth of time, as the seed's --cpus 1. */
 		"NanoCpus", (json_int_t)1000000000,
 		"PidsLimit", (json_int_t)l->pids,
-		"Ulimits",
-		/* CPU seconds; the hard limit a second later kills a program
-		 * that ignores SIGXCPU. */
-		ulimit("cpu", l->cpu_sec, (uint64_t)l->cpu_sec + 1),
-		ulimit("fsize", l->file_size_mb * mib, l->file_size_mb * mib),
-		ulimit("nofile", l->open_files, l->open_files),
-		/* The run's uid is its own (a slot), so this counts its
-		 * processes only: a second bound beside PidsLimit. */
-		ulimit("nproc", l->pids, l->pids),
-		ulimit("core", 0, 0),
-		ulimit("memlock", 0, 0),
-		ulimit("msgqueue", 0, 0),
-		ulimit("stack", 8 * mib, 8 * mib),
+		/* The rlimits every tier sets (rule E2). No address space:
+		 * Docker has no such ulimit, and the memory cgroup bounds the
+		 * container. The run's uid is its own (a slot), so nproc counts
+		 * its processes only: a second bound beside PidsLimit. */
+		"Ulimits", docker_rlimits(l, false),
 		/* Each writable place with its share of the disk limit and an
 		 * inode cap; /dev/shm is one of them (IpcMode none below), since
 		 * Docker's own takes a size but no inode cap. */
@@ -190,11 +219,11 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 	}
 
 	json_t *spec = json_pack(
-		"{s:s, s:[s, s, s, s, s, s], s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
-		" s:[s, s, s], s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
+		"{s:s, s:o, s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
+		" s:o, s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
-		"Entrypoint", python, "-I", "-S", "-c", docker_boot_py, launch_py,
+		"Entrypoint", docker_boot_argv(python),
 		"Cmd",
 		/* A non-root uid of the run's own (a slot, as in every tier). */
 		"User", user,
@@ -204,7 +233,8 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"OpenStdin", 1, "StdinOnce", 1,
 		"Tty", 0,
 		"NetworkDisabled", 1,
-		"Env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp",
+		/* PID 1's: the program's, nothing of the deployer's (rule E1). */
+		"Env", docker_environment(),
 		/* Ours, and by whom: a maker that died is found by the next
 		 * sweep (owner.c) and its container removed. */
 		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION, DOCKER_OWNER_LABEL, owner,

@@ -3,6 +3,7 @@
 #define AJ_DOCKER_SPEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../core/internal.h"
@@ -20,11 +21,21 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
 			      gid_t gid, const char *owner);
 
-/* boot.py (PID 1 of a container, src/boot/boot.py) and the seccomp
- * policy as an OCI/Docker profile (JSON): also the gvisor tier's. */
-const char *docker_boot_source(void);
-/* src/core/launch.py, which boot.py (its argv[1]) starts main.py with. */
-const char *docker_launch_source(void);
+/* PID 1's command line, also the gvisor tier's: PYTHON -I -S -c boot.py
+ * (src/boot/boot.py), then src/core/launch.py, which boot.py starts
+ * main.py with, then the program's environment (rule E1). -I -S: no
+ * environment, user site or site-packages decides what boot.py imports.
+ * NULL on ENOMEM. */
+json_t *docker_boot_argv(const char *python);
+/* The environment of PID 1 (rule E1): the program's own, nothing of the
+ * deployer's. NULL on ENOMEM. */
+json_t *docker_environment(void);
+/* The rlimit table (rule E2) for these limits: HostConfig.Ulimits, or with
+ * oci an OCI spec's process.rlimits (gvisor), which alone carries the
+ * address space row. NULL on ENOMEM. */
+json_t *docker_rlimits(const struct aj_limits *l, bool oci);
+/* The seccomp policy as an OCI/Docker profile (JSON): also the gvisor
+ * tier's. */
 const char *docker_seccomp_json(void);
 
 /* How the limit on writable space is shared among the container's three

@@ -10,15 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/contract.h"
 #include "../docker/spec.h"
 #include "../linux/report.h"
 #include "bundle.h"
-
-static json_t *rlimit(const char *type, uint64_t soft, uint64_t hard)
-{
-	return json_pack("{s:s, s:I, s:I}", "type", type, "soft", (json_int_t)soft, "hard",
-			 (json_int_t)hard);
-}
 
 static json_t *tmpfs(const char *where, uint64_t kb)
 {
@@ -35,7 +30,6 @@ static json_t *tmpfs(const char *where, uint64_t kb)
 static json_t *spec_base(const struct gvisor_bundle *b)
 {
 	const struct aj_limits *l = b->limits;
-	const uint64_t mib = 1024 * 1024;
 	struct docker_disk disk;
 	docker_disk_split(l->disk_mb, &disk);
 	/* The same policy as every other tier's filter, applied by the sentry
@@ -59,8 +53,8 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 	}
 	return json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
-		" s:{s:{s:I, s:I}, s:[s, s, s, s, s, s], s:[s, s, s, s, s, s], s:s,"
-		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:[o, o, o, o, o, o, o, o, o]},"
+		" s:{s:{s:I, s:I}, s:o, s:o, s:s,"
+		"    s:{s:[], s:[], s:[], s:[], s:[]}, s:b, s:o},"
 		" s:[{s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
 		"    {s:s, s:s, s:s, s:[s, s, s, s, s]}, o, o, o],"
 		" s:{s:[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}], s:o}}",
@@ -74,37 +68,26 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		"user", "uid", (json_int_t)b->uid, "gid", (json_int_t)b->gid,
 		/* PID 1 is boot.py (the docker tier's): it takes the program on
 		 * stdin, runs it as its child, reaps orphans and reports the
-		 * program's end at the end of stderr. -I -S: no environment,
-		 * user site or site-packages decides what it imports. */
-		"args", b->python, "-I", "-S", "-c", docker_boot_source(), docker_launch_source(),
-		/* Nothing of the deployer's environment. */
-		"env", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/work",
-		"TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",
+		 * program's end at the end of stderr. */
+		"args", docker_boot_argv(b->python),
+		/* Nothing of the deployer's environment (rule E1). */
+		"env", docker_environment(),
 		"cwd", "/",
 		/* No capability in any set, and none to gain (no_new_privs). */
 		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",
 		"noNewPrivileges", 1,
-		"rlimits",
-		/* gVisor does not enforce RLIMIT_CPU; the supervisor's wall
-		 * clock stops a CPU loop. Set anyway: a program reading its
-		 * limits sees the deployer's. */
-		rlimit("RLIMIT_CPU", l->cpu_sec, (uint64_t)l->cpu_sec + 1),
-		/* Address space, per process, as on the process tier: an
+		/* The rlimit table (rule E2), enforced by the sentry. gVisor
+		 * does not enforce RLIMIT_CPU (the supervisor's clock and the
+		 * host's count of the sandbox's cgroup stop a CPU loop); set
+		 * anyway, a program reading its limits sees the deployer's.
+		 * Address space, per process, as on the process tier: an
 		 * allocation past the limit is Python's MemoryError inside the
 		 * sandbox, where the host's OOM killer (the cgroup, the whole
 		 * sandbox's backstop) would take gVisor's sentry and so the
-		 * whole sandbox, a session's included. */
-		rlimit("RLIMIT_AS", l->memory_mb * mib, l->memory_mb * mib),
-		rlimit("RLIMIT_FSIZE", l->file_size_mb * mib, l->file_size_mb * mib),
-		rlimit("RLIMIT_NOFILE", l->open_files, l->open_files),
-		/* The program's processes, counted by the sentry: the host's
-		 * pids cgroup counts gVisor's own threads too, so it cannot be
-		 * the program's bound (tiers/gvisor.c). */
-		rlimit("RLIMIT_NPROC", l->pids, l->pids),
-		rlimit("RLIMIT_CORE", 0, 0),
-		rlimit("RLIMIT_MEMLOCK", 0, 0),
-		rlimit("RLIMIT_MSGQUEUE", 0, 0),
-		rlimit("RLIMIT_STACK", 8 * mib, 8 * mib),
+		 * whole sandbox, a session's included. RLIMIT_NPROC, counted by
+		 * the sentry, is the program's process bound: the host's pids
+		 * cgroup counts gVisor's own threads too (tiers/gvisor.c). */
+		"rlimits", docker_rlimits(l, true),
 		"mounts",
 		/* gVisor's own /proc: the sandbox's processes only. No /sys. */
 		"destination", "/proc", "type", "proc", "source", "proc", "options", "nosuid",

@@ -79,6 +79,7 @@
 #include "mounts.h"
 #include "ns.h"
 #include "rlimits.h"
+#include "../core/contract.h"
 #include "seccomp.h"
 #include "spawn.h"
 #include "supervise.h"
@@ -108,16 +109,8 @@ struct plan {
 	 * program's process. */
 	struct sigaction python_sigs[3];
 	char *argv[8];
-	char *envp[7];
+	char *envp[CONTRACT_ENVIRONMENT_COUNT + 1];
 };
-
-/* Built from nothing: no variable of the caller's (API keys least of all)
- * reaches the program. MALLOC_ARENA_MAX: glibc reserves 64 MiB of address
- * space per malloc arena, which under RLIMIT_AS would make a handful of
- * threads fail. */
-static char *const environment[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-				    "HOME=" JAIL_WORKSPACE, "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2",
-				    NULL};
 
 /* The session interpreter, as a C string (tools/c_string.py). */
 #include "launch.inc"       /* launch_py: src/core/launch.py */
@@ -842,7 +835,7 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 		 * but for a MemoryError's exit code (src/core/launch.py). */
 		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)launch_py, NULL},
 	};
-	memcpy(p.envp, environment, sizeof environment);
+	memcpy(p.envp, contract_environment, sizeof contract_environment); /* rule E1 */
 	struct aj_error err = {0};
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1};
 	int pidfd = -1;
@@ -902,7 +895,7 @@ int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct j
 		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)zygote_py,
 			 (char *)(s->preload ? s->preload : ""), NULL},
 	};
-	memcpy(p.envp, environment, sizeof environment);
+	memcpy(p.envp, contract_environment, sizeof contract_environment); /* rule E1 */
 	int log[2] = {-1, -1}, rep[2] = {-1, -1}, life[2] = {-1, -1};
 	int rc;
 
@@ -991,7 +984,7 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 		.limits = s->cfg->limits,
 		.argv = {(char *)s->python, "-I", "-u", "-c", (char *)session_repl_py, NULL},
 	};
-	memcpy(p.envp, environment, sizeof environment);
+	memcpy(p.envp, contract_environment, sizeof contract_environment); /* rule E1 */
 	/* The interpreter's hard CPU limit is the session's total; it moves
 	 * the soft limit to each call's share itself (repl.py). */
 	p.limits.cpu_sec = s->cfg->session.cpu_sec;

@@ -88,6 +88,7 @@
 #include <sys/prctl.h>
 
 #include "../../../include/agentjail.h"
+#include "../../core/contract.h"
 #include "../protocol.h"
 #include "agent.h"
 /* The host tiers' system-call policy, compiled to BPF by build-vm.sh from
@@ -458,12 +459,12 @@ static int start_zygote(struct zygote *z, struct failure *f)
 	if (pipe2(req, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
 	    pipe2(err, O_CLOEXEC) < 0)
 		return fail(f, errno, "zygote: pipe");
-	/* Its environment from nothing: what the program is promised, set
-	 * before Python starts so the interpreter's own choices (the locale,
-	 * hence the encoding of stdio) are the ones `python3 main.py` makes. */
+	/* Its environment from nothing: what the program is promised (rule
+	 * E1, the table every tier reads), set before Python starts so the
+	 * interpreter's own choices (the locale, hence the encoding of stdio)
+	 * are the ones `python3 main.py` makes. zygote.py hands it on. */
 	char *const argv[] = {PYTHON, "-I", "-u", ZYGOTE, NULL};
-	char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" WORKSPACE,
-			      "TMPDIR=/tmp", NULL};
+	char *const *envp = contract_environment;
 	pid_t pid = fork();
 	if (pid < 0)
 		return fail(f, errno, "zygote: fork");
@@ -744,14 +745,40 @@ int set_cgroup_limits(uint32_t memory_mb, uint32_t pids, struct failure *f)
 	return 0;
 }
 
-/* The request line zygote.py parses. Closing the pipe after it means the
- * zygote can never be asked twice. */
+/* zygote.py's request, as it is written. */
+struct zygote_request {
+	char text[1024];
+	size_t n;
+};
+
+static int add_row(const struct contract_rlimit *row, uint64_t soft, uint64_t hard, void *ctx)
+{
+	struct zygote_request *q = ctx;
+	int n = snprintf(q->text + q->n, sizeof q->text - q->n, "rlimit %d %llu %llu %s\n",
+			 row->resource, (unsigned long long)soft, (unsigned long long)hard,
+			 row->word);
+	if (n < 0 || (size_t)n >= sizeof q->text - q->n)
+		return -1;
+	q->n += (size_t)n;
+	return 0;
+}
+
+/* The request zygote.py parses: the rlimit table every tier reads (rule
+ * E2), with this run's values, a row a line, then an empty line. No address
+ * space row: the run's memory cgroup bounds it; uid 1000 is the program's
+ * own (nothing else in the VM runs as it). Closing the pipe after it means
+ * the zygote can never be asked twice. */
 static int release_zygote(struct run *r, struct failure *f)
 {
-	char line[128];
-	snprintf(line, sizeof line, "cpu=%u fsize=%u pids=%u nofile=%u\n", r->lim.cpu_sec,
-		 r->lim.file_size_mb, r->lim.pids, OPEN_FILES);
-	int rc = write_all(r->z->request_fd, line, strlen(line));
+	/* The frames carry no open-file limit: the default every tier uses. */
+	const struct aj_limits l = {.cpu_sec = r->lim.cpu_sec, .memory_mb = r->lim.memory_mb,
+				    .pids = r->lim.pids, .file_size_mb = r->lim.file_size_mb,
+				    .open_files = OPEN_FILES};
+	struct zygote_request req = {.n = 0};
+	if (contract_rlimits_each(&l, false, true, add_row, &req) || req.n + 1 >= sizeof req.text)
+		return fail(f, ENOBUFS, "the request to the zygote");
+	req.text[req.n++] = '\n'; /* the empty line that ends it */
+	int rc = write_all(r->z->request_fd, req.text, req.n);
 	close(r->z->request_fd);
 	r->z->request_fd = -1;
 	if (rc)

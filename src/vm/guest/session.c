@@ -51,12 +51,12 @@
 #include <unistd.h>
 
 #include "../../../include/agentjail.h"
+#include "../../core/contract.h"
 #include "agent.h"
 
 /* How long the processes may take to die after SIGKILL before the agent
  * gives up on the session (the host then destroys the VM). */
 #define STOP_GIVE_UP_MS 2000
-#define MIB (1024ull * 1024ull)
 
 struct session {
 	struct vm_session_start lim;
@@ -78,11 +78,31 @@ __attribute__((noreturn)) static void child_fail(int errp, const char *step, int
 	_exit(127);
 }
 
-static void child_limit(int errp, int resource, const char *name, rlim_t soft, rlim_t hard)
+static int child_limit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
+		       void *errp)
 {
 	struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
-	if (setrlimit(resource, &rl) < 0)
-		child_fail(errp, name, errno);
+	if (setrlimit(row->resource, &rl) < 0) {
+		int err = errno;
+		char step[48];
+		snprintf(step, sizeof step, "rlimit %s", row->word);
+		child_fail(*(int *)errp, step, err);
+	}
+	return 0;
+}
+
+/* The rlimit table every tier reads (rule E2). No address space row: the
+ * run cgroup bounds the session's memory; uid 1000 is the session's own
+ * (nothing else in the VM runs as it). CPU: the hard limit is the
+ * session's total, set here from outside; repl.py moves the soft one
+ * (SIGXCPU) to each call's share and cannot raise the hard one. The frames
+ * carry no open-file limit: the default every tier uses. */
+static void child_limits(int errp, const struct vm_session_start *s)
+{
+	const struct aj_limits l = {.cpu_sec = s->cpu_sec, .memory_mb = s->memory_mb,
+				    .pids = s->pids, .file_size_mb = s->file_size_mb,
+				    .open_files = OPEN_FILES};
+	contract_rlimits_each(&l, false, true, child_limit, &errp);
 }
 
 __attribute__((noreturn)) static void child_main(const struct session *s, int errp,
@@ -102,22 +122,7 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	int rc = write_text(run_cgroup, "cgroup.procs", "0");
 	if (rc)
 		child_fail(errp, "cgroup join", -rc);
-	/* CPU: the hard limit is the session's total, set here from outside;
-	 * repl.py moves the soft one (SIGXCPU) to each call's share and
-	 * cannot raise the hard one. */
-	child_limit(errp, RLIMIT_CPU, "rlimit cpu", l->cpu_sec, (rlim_t)l->cpu_sec + 1);
-	/* A write past the file size fails with EFBIG (Python ignores SIGXFSZ). */
-	child_limit(errp, RLIMIT_FSIZE, "rlimit file size", l->file_size_mb * MIB,
-		    l->file_size_mb * MIB);
-	child_limit(errp, RLIMIT_NOFILE, "rlimit open files", OPEN_FILES, OPEN_FILES);
-	/* No core dumps: they would write the interpreter's memory to disk. */
-	child_limit(errp, RLIMIT_CORE, "rlimit core", 0, 0);
-	child_limit(errp, RLIMIT_STACK, "rlimit stack", 8 * MIB, 8 * MIB);
-	child_limit(errp, RLIMIT_MEMLOCK, "rlimit memlock", 0, 0);
-	child_limit(errp, RLIMIT_MSGQUEUE, "rlimit msgqueue", 0, 0);
-	/* uid 1000's processes and threads: a fork bomb stops here (and at
-	 * pids.max). */
-	child_limit(errp, RLIMIT_NPROC, "rlimit processes", l->pids, l->pids);
+	child_limits(errp, l);
 	/* Groups, gid, uid, all three ids each: leaving uid 0 clears every
 	 * capability, and nothing in the initramfs is setuid to regain one. */
 	if (setgroups(0, NULL) < 0)
@@ -143,10 +148,8 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	if (apply_policy() < 0)
 		child_fail(errp, "seccomp", errno);
 	char *const argv[] = {PYTHON, "-I", "-u", "-c", s->repl, NULL};
-	/* From nothing: what the other tiers' interpreters get. */
-	char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" WORKSPACE,
-			      "TMPDIR=/tmp", "MALLOC_ARENA_MAX=2", NULL};
-	execve(argv[0], argv, envp);
+	/* From nothing: what the other tiers' interpreters get (rule E1). */
+	execve(argv[0], argv, contract_environment);
 	child_fail(errp, "exec " PYTHON, errno);
 }
 

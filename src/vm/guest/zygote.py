@@ -12,12 +12,14 @@ flags and environment as the other tiers' `python3 -I -u main.py`, so
 sys.flags, sys.path and the stdio encoding are the ones a program gets there.
 
 At boot it imports what agent code commonly uses, says "ready" on fd 4 and
-blocks reading one request line from fd 3. The host snapshots the VM in that
+blocks reading the request from fd 3. The host snapshots the VM in that
 read; every run is a copy restored from there, so the imports are paid once
 per image instead of once per run.
 
-On the request ("cpu=S fsize=MB pids=N nofile=N") it forks. The parent says
-"pid N" on fd 4 and exits at once, which hands the child to PID 1: the agent
+On the request (a line "rlimit RESOURCE SOFT HARD WORD" for each row of the
+rlimit table every tier reads, rule E2 of docs/design.md, with the agent's
+values for this run; then an empty line) it forks. The parent says "pid N"
+on fd 4 and exits at once, which hands the child to PID 1: the agent
 waits for the program itself and has its status from the kernel. The child's
 CPU clock starts at zero, so RLIMIT_CPU counts the program's time, not the
 imports'. The child then, in this order: joins the run's cgroup (memory and
@@ -60,15 +62,10 @@ UID = GID = 1000
 WORKSPACE = "/tmp/work"
 PROGRAM = WORKSPACE + "/main.py"
 CGROUP_FD = 5
-ENVIRONMENT = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "HOME": WORKSPACE,
-    "TMPDIR": "/tmp",
-    # Subprocesses: fewer malloc arenas, as the other tiers set it.
-    "MALLOC_ARENA_MAX": "2",
-}
-MIB = 1024 * 1024
+# The program's environment: the one the agent started this interpreter
+# with, the table every tier reads (rule E1, src/core/contract.c). Taken
+# before anything here could change it.
+ENVIRONMENT = dict(os.environ)
 MEMORY_ERROR_EXIT = 121
 
 
@@ -87,18 +84,12 @@ def step(name, action, *args):
 
 def read_request():
     data = b""
-    while not data.endswith(b"\n"):
-        chunk = os.read(REQUEST_FD, 256)
+    while not data.endswith(b"\n\n"):
+        chunk = os.read(REQUEST_FD, 4096)
         if not chunk:
             os._exit(0)  # the agent is gone: nothing to do
         data += chunk
-    request = dict(item.split("=", 1) for item in data.decode().split())
-    return {key: int(value) for key, value in request.items()}
-
-
-def set_limit(resource_id, soft, hard=None):
-    hard = soft if hard is None else hard
-    resource.setrlimit(resource_id, (soft, hard))
+    return data.decode().splitlines()
 
 
 def apply_limits(req):
@@ -106,22 +97,14 @@ def apply_limits(req):
     # and from here on every process of the program is counted against the
     # memory and pids limits.
     step("cgroup join", join_cgroup)
-    # CPU: SIGXCPU at the soft limit, SIGKILL one second later at the hard
-    # one, for a program that catches or ignores SIGXCPU.
-    step("rlimit cpu", set_limit, resource.RLIMIT_CPU, req["cpu"], req["cpu"] + 1)
-    # File size: a write past it fails with EFBIG (Python ignores SIGXFSZ).
-    step("rlimit file size", set_limit, resource.RLIMIT_FSIZE, req["fsize"] * MIB)
-    step("rlimit open files", set_limit, resource.RLIMIT_NOFILE, req["nofile"])
-    # No core dumps: they would write the program's memory to its disk.
-    step("rlimit core", set_limit, resource.RLIMIT_CORE, 0)
-    # A fixed stack: thread stacks and recursion depth as in the other tiers.
-    step("rlimit stack", set_limit, resource.RLIMIT_STACK, 8 * MIB)
-    # No locked memory and no POSIX message queues, as in the other tiers.
-    step("rlimit memlock", set_limit, resource.RLIMIT_MEMLOCK, 0)
-    step("rlimit msgqueue", set_limit, resource.RLIMIT_MSGQUEUE, 0)
-    # Processes and threads of uid 1000, which nothing else in the VM uses:
-    # a fork bomb stops at the limit (pids.max stops it too).
-    step("rlimit processes", set_limit, resource.RLIMIT_NPROC, req["pids"])
+    # Then every row of the rlimit table, with the values the agent computed
+    # from the run's limits, in the table's order; each row's reason is
+    # beside it there.
+    rows = [line.split(" ", 4) for line in req if line]
+    if not rows or any(len(row) != 5 or row[0] != "rlimit" for row in rows):
+        raise ValueError("not a request of rlimits: %r" % req)  # never run unlimited
+    for _, resource_id, soft, hard, word in rows:
+        step("rlimit " + word, resource.setrlimit, int(resource_id), (int(soft), int(hard)))
 
 
 def join_cgroup():

@@ -1,0 +1,94 @@
+/* The program's environment and resource limits, every tier's (rules E1
+ * and E2 of docs/design.md; contract.h says who reads them). libc only:
+ * the microvm's guest agent is built from this file too. */
+#include <string.h>
+#include <sys/resource.h>
+
+#include "contract.h"
+
+#define MIB (1024ull * 1024ull)
+/* A row's limit in struct aj_limits, every one a uint32_t. */
+#define FROM(limit) offsetof(struct aj_limits, limit)
+_Static_assert(sizeof(((struct aj_limits *)0)->cpu_sec) == sizeof(uint32_t), "uint32_t limits");
+
+/* E1. Built from nothing: no variable of the caller's or the deployer's
+ * (API keys least of all) reaches the program. HOME is the workspace, the
+ * program's cwd on every tier. MALLOC_ARENA_MAX: glibc reserves 64 MiB of
+ * address space per malloc arena, which under RLIMIT_AS would make a
+ * handful of threads fail. */
+char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"LANG=C.UTF-8",
+	"HOME=/tmp/work",
+	"TMPDIR=/tmp",
+	"MALLOC_ARENA_MAX=2",
+	NULL,
+};
+
+/* E2. In the order a tier applies them: RLIMIT_NPROC last, after which the
+ * setting process itself may count against it. */
+const struct contract_rlimit contract_rlimits[] = {
+	/* CPU: SIGXCPU at the soft limit, SIGKILL one second later at the
+	 * hard one, for a program that catches or ignores SIGXCPU. (gVisor
+	 * does not enforce it; the host counts the sandbox's cgroup there.
+	 * A session's interpreter moves the soft one to each call's share and
+	 * cannot raise the hard one, the session's total.) */
+	{RLIMIT_CPU, "cpu", "RLIMIT_CPU", "cpu", FROM(cpu_sec), 1, 1, 0},
+	/* Address space: the memory limit where it is no cgroup's. malloc
+	 * fails and Python raises MemoryError instead of the host swapping
+	 * or OOMing (process); on gvisor the host's OOM killer would take the
+	 * sentry, and so the whole sandbox, a session's included. Docker has
+	 * no such ulimit and needs none: its memory cgroup bounds the
+	 * container, as the container and microvm tiers' cgroups do. */
+	{RLIMIT_AS, "address space", "RLIMIT_AS", NULL, FROM(memory_mb), MIB, 0,
+	 CONTRACT_IF_ADDRESS_SPACE},
+	/* File size: a write past it fails with EFBIG (Python ignores SIGXFSZ). */
+	{RLIMIT_FSIZE, "file size", "RLIMIT_FSIZE", "fsize", FROM(file_size_mb), MIB, 0, 0},
+	{RLIMIT_NOFILE, "open files", "RLIMIT_NOFILE", "nofile", FROM(open_files), 1, 0, 0},
+	/* No core dumps: they would write the program's memory to disk. */
+	{RLIMIT_CORE, "core", "RLIMIT_CORE", "core", CONTRACT_FIXED, 0, 0, 0},
+	/* A fixed stack makes thread stacks (sized from it) and recursion
+	 * depth the same on every host. */
+	{RLIMIT_STACK, "stack", "RLIMIT_STACK", "stack", CONTRACT_FIXED, 8 * MIB, 0, 0},
+	/* No locked memory: mlock could pin pages the host cannot reclaim. */
+	{RLIMIT_MEMLOCK, "memlock", "RLIMIT_MEMLOCK", "memlock", CONTRACT_FIXED, 0, 0, 0},
+	/* No POSIX message queues: their memory is charged outside the run. */
+	{RLIMIT_MSGQUEUE, "msgqueue", "RLIMIT_MSGQUEUE", "msgqueue", CONTRACT_FIXED, 0, 0, 0},
+	/* Processes and threads, counted per real uid: a fork or thread bomb
+	 * stops at the limit. Every tier runs the program under a uid of its
+	 * own (a slot; uid 1000 in a VM nothing else uses), so it counts the
+	 * program's only: a second bound beside the pids cgroup, and on gvisor
+	 * the bound (the host's pids cgroup counts gVisor's own threads too). */
+	{RLIMIT_NPROC, "processes", "RLIMIT_NPROC", "nproc", FROM(pids), 1, 0,
+	 CONTRACT_IF_OWN_UID},
+};
+
+const size_t contract_rlimit_count = sizeof contract_rlimits / sizeof contract_rlimits[0];
+
+void contract_rlimit_values(const struct contract_rlimit *row, const struct aj_limits *l,
+			    uint64_t *soft, uint64_t *hard)
+{
+	uint32_t n = 1;
+	if (row->field != CONTRACT_FIXED)
+		memcpy(&n, (const char *)l + row->field, sizeof n);
+	*soft = n * row->unit;
+	*hard = *soft + row->hard_extra;
+}
+
+int contract_rlimits_each(const struct aj_limits *l, bool address_space, bool own_uid,
+			  int (*fn)(const struct contract_rlimit *row, uint64_t soft,
+				    uint64_t hard, void *ctx),
+			  void *ctx)
+{
+	for (size_t i = 0; i < contract_rlimit_count; i++) {
+		const struct contract_rlimit *row = &contract_rlimits[i];
+		if (!contract_rlimit_applies(row, address_space, own_uid))
+			continue;
+		uint64_t soft, hard;
+		contract_rlimit_values(row, l, &soft, &hard);
+		int rc = fn(row, soft, hard, ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
