@@ -160,22 +160,26 @@ void jail_pipes_close(struct jail_pipes *jp)
 	}
 }
 
-pid_t jail_clone_init(const struct plan *p, void (*body)(const struct plan *p), int *pidfd,
-		      struct aj_error *err)
+int jail_clone_init(const struct plan *p, void (*body)(const struct plan *p), pid_t *pid,
+		    int *pidfd, struct aj_error *err)
 {
 	const struct jail_spec *s = p->s;
 	unsigned long flags = jail_base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
-	pid_t pid = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
-				   : spawn_clone(flags, pidfd);
-	if (pid == 0) {
+	pid_t child = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
+				     : spawn_clone(flags, pidfd);
+	if (child == 0) {
 		body(p);
 		_exit(1); /* a body never returns; init must not go on as the caller */
 	}
+	if (child > 0) {
+		*pid = child;
+		return 0;
+	}
 	/* clone names no culprit when it fails: find out which namespace this
 	 * machine refuses. */
-	if (pid < 0 && ns_probe(flags, err) == 0)
-		error_set(err, pid, "clone: %s", errno_name(-pid));
-	return pid;
+	if (ns_probe(flags, err) == 0)
+		error_set(err, child, "clone: %s", errno_name(-child));
+	return child;
 }
 
 void jail_kill_reap(int pidfd)

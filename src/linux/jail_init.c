@@ -130,6 +130,24 @@ int jail_sigchld_only_in_ppoll(sigset_t *during)
 	return 0;
 }
 
+pid_t jail_init_start_inside(const struct plan *p, const char *what)
+{
+	int fd = -1;
+	pid_t pid = spawn_clone(0, &fd);
+	if (pid < 0) {
+		struct setup_error e;
+		setup_fail(&e, -pid, "%s", what);
+		jail_init_fail(p, &e);
+	}
+	if (pid == 0)
+		jail_inside_exec(p);
+	close(fd);
+	close(p->out_w);
+	if (p->err_w != p->out_w)
+		close(p->err_w);
+	return pid;
+}
+
 int jail_init_wait(const struct plan *p, pid_t pid, const sigset_t *during)
 {
 	for (;;) {

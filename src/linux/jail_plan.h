@@ -67,10 +67,10 @@ void jail_pipes_close(struct jail_pipes *jp);
 
 /* Clones a sandbox's init into new namespaces (a user namespace too when
  * not root), born in the run's v2 cgroup where the spec has one; body(p)
- * in the child, the mode's init. Returns the pid, or -errno with err naming
- * the namespace this machine refuses. */
-pid_t jail_clone_init(const struct plan *p, void (*body)(const struct plan *p), int *pidfd,
-		      struct aj_error *err);
+ * in the child, the mode's init. 0 with *pid and *pidfd, or -errno (*pid
+ * untouched) with err naming the namespace this machine refuses. */
+int jail_clone_init(const struct plan *p, void (*body)(const struct plan *p), pid_t *pid,
+		    int *pidfd, struct aj_error *err);
 
 /* Kills a sandbox's init (and so everything in it: its namespaces and
  * mounts go with it) and reaps it. */
@@ -90,6 +90,10 @@ bool jail_wait_for_go(int life_r);
 /* SIGCHLD is taken only inside ppoll(..., during): a child that ends
  * between a reaping loop and ppoll still wakes it. 0, or -errno. */
 int jail_sigchld_only_in_ppoll(sigset_t *during);
+/* Forks the inside process, which execs the plan's argv, and closes
+ * init's copies of its output pipes (the supervisor reads them to EOF).
+ * Returns its pid; a failed fork is reported as `what` and ends init. */
+pid_t jail_init_start_inside(const struct plan *p, const char *what);
 /* Reaps init's children until `pid` ends, and returns its wait status.
  * The life pipe's EOF (or a byte out of turn: the host is gone, or closed
  * the sandbox mid-call) ends the sandbox instead: init kills all and

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "jail_plan.h"
-#include "spawn.h"
 #include "supervise.h"
 
 #include "launch.inc" /* launch_py: src/core/launch.py */
@@ -20,18 +19,7 @@ __attribute__((noreturn)) static void run_init(const struct plan *p)
 		_exit(1);
 	if (jail_init_cgroup_ns(p->s, &e))
 		jail_init_fail(p, &e);
-	int fd = -1;
-	pid_t pid = spawn_clone(0, &fd);
-	if (pid < 0) {
-		setup_fail(&e, -pid, "fork the program");
-		jail_init_fail(p, &e);
-	}
-	if (pid == 0)
-		jail_inside_exec(p);
-	close(fd);
-	close(p->out_w);
-	close(p->err_w);
-	init_wait_and_report(pid, p->report_w);
+	init_wait_and_report(jail_init_start_inside(p, "fork the program"), p->report_w);
 }
 
 int jail_run(const struct jail_spec *s, struct aj_result *res)
@@ -52,9 +40,8 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 		goto done;
 	}
 	double start = now_ms();
-	pid_t pid = jail_clone_init(&p, run_init, &pidfd, &err);
-	if (pid < 0) {
-		rc = pid;
+	pid_t pid;
+	if ((rc = jail_clone_init(&p, run_init, &pid, &pidfd, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		goto done;
 	}

@@ -138,12 +138,8 @@ int jail_session_start(const struct jail_spec *s, struct jail_session *js, struc
 		rc = error_set(err, -errno, "session: pipes: %s", errno_name(errno));
 		goto fail;
 	}
-	pid_t pid = jail_clone_init(&p, session_init, &js->pidfd, err);
-	if (pid < 0) {
-		rc = pid;
+	if ((rc = jail_clone_init(&p, session_init, &js->pid, &js->pidfd, err)))
 		goto fail;
-	}
-	js->pid = pid;
 	js->out_r = jp.out[0];
 	js->err_r = jp.err[0];
 	js->report_r = jp.report[0];

@@ -55,14 +55,7 @@ __attribute__((noreturn)) static void zygote_init(const struct plan *p)
 	siginfo_t si;
 	spawn_reap(fd, &si);
 	close(fd);
-	if ((pid = spawn_clone(0, &fd)) < 0) {
-		setup_fail(&e, -pid, "fork the zygote");
-		jail_init_fail(p, &e);
-	}
-	if (pid == 0)
-		jail_inside_exec(p);
-	close(fd);
-	close(p->out_w);
+	pid = jail_init_start_inside(p, "fork the zygote");
 	/* Until the zygote ends, or the host does (the life pipe's EOF: the
 	 * zygote notices a closed socket only when it reads it, and a stopped
 	 * or importing zygote does not read). */
@@ -97,12 +90,8 @@ int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct j
 		error_set(err, rc, "warm: pipes: %s", errno_name(-rc));
 		goto done;
 	}
-	pid_t pid = jail_clone_init(&p, zygote_init, &z->pidfd, err);
-	if (pid < 0) {
-		rc = pid;
+	if ((rc = jail_clone_init(&p, zygote_init, &z->pid, &z->pidfd, err)))
 		goto done;
-	}
-	z->pid = pid;
 	/* Its init starts the zygote at once: nothing to wait for. The pipe
 	 * stays open: its EOF (the host gone) ends the zygote's sandbox. */
 	if ((rc = write_full(jp.life[1], "g", 1))) {

@@ -105,44 +105,46 @@ static int serve_option(int o, const char *arg, void *ctx)
 	double d;
 	switch (o) {
 	case OPT_LISTEN:
-		return parse_listen(arg, c);
+		if (parse_listen(arg, c))
+			return -1;
+		break;
 	case OPT_KEYS:
 		c->keys_path = arg;
-		return 0;
+		break;
 	case OPT_CONCURRENCY:
 		if (parse_count("concurrency", arg, 1, 1024, &v))
 			return -1;
 		c->concurrency = (unsigned)v;
 		c->concurrency_set = true;
-		return 0;
+		break;
 	case OPT_QUEUE_SIZE:
 		if (parse_count("queue-size", arg, 0, 100000, &v))
 			return -1;
 		c->queue_size = (unsigned)v;
-		return 0;
+		break;
 	case OPT_MAX_WAIT:
 		if (parse_secs("max-wait", arg, 0.1, 3600, &d))
 			return -1;
 		c->max_wait_sec = d;
-		return 0;
+		break;
 	case OPT_MAX_BODY:
 		if (parse_count("max-body-kb", arg, 1, 1 << 20, &v))
 			return -1;
 		c->max_body = (size_t)v << 10;
-		return 0;
+		break;
 	case OPT_IDLE:
 		if (parse_count("idle-timeout", arg, 1, 3600, &v))
 			return -1;
 		c->idle_sec = (unsigned)v;
-		return 0;
+		break;
 	case OPT_ORIGIN:
 		c->origin = arg;
-		return 0;
+		break;
 	case OPT_QUEUE:
 		c->queue_url = arg;
-		return 0;
+		break;
 	}
-	return -1;
+	return 0;
 }
 
 /* Parses serve's options into c. Returns -1 to go on, else an exit code. */
@@ -221,12 +223,7 @@ static int cmd_serve(int argc, char **argv)
 	/* SIGTERM and SIGINT are taken by sigwait below, in this thread only:
 	 * blocked before any thread starts, so every thread inherits it. */
 	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	/* A client that hangs up mid-answer must not end the server. */
-	signal(SIGPIPE, SIG_IGN);
+	service_block_signals(&stop);
 
 	static struct queue queue;
 	if (svc.cfg.queue_url) {

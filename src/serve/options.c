@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -87,4 +89,14 @@ int service_parse(int argc, char **argv, const char *name, const char *usage,
 		return EXIT_USAGE;
 	}
 	return -1;
+}
+
+void service_block_signals(sigset_t *stop)
+{
+	sigemptyset(stop);
+	sigaddset(stop, SIGTERM);
+	sigaddset(stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, stop, NULL);
+	/* A client that hangs up mid-answer must not end the server. */
+	signal(SIGPIPE, SIG_IGN);
 }

@@ -5,6 +5,7 @@
 #define AJ_SERVE_OPTIONS_H
 
 #include <getopt.h>
+#include <signal.h>
 
 #include "agentjail.h"
 
@@ -25,6 +26,11 @@ int service_option_apply(int opt, const char *arg, struct aj_config *cfg);
 int service_parse(int argc, char **argv, const char *name, const char *usage,
 		  const struct option *own, struct aj_config *cfg,
 		  int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx);
+
+/* serve's and worker's signals, set before any thread starts (so that
+ * every thread inherits the mask): SIGTERM and SIGINT blocked, in *stop,
+ * for the main thread's sigwait; SIGPIPE ignored. */
+void service_block_signals(sigset_t *stop);
 
 /* --NAME's whole number from lo to hi into *out: 0, or -1 after saying
  * what is wrong with it. */

@@ -52,17 +52,17 @@ static int worker_option(int o, const char *arg, void *ctx)
 	switch (o) {
 	case OPT_QUEUE:
 		a->url = arg;
-		return 0;
+		break;
 	case OPT_NAME:
 		a->name = arg;
-		return 0;
+		break;
 	case OPT_CONC:
 		if (parse_count("concurrency", arg, 1, MAX_THREADS / 2, &v))
 			return -1;
 		a->w->concurrency = (unsigned)v;
-		return 0;
+		break;
 	}
-	return -1;
+	return 0;
 }
 
 /* This worker's name: --name, else HOSTNAME-PID. 0, or -1 after saying
@@ -166,11 +166,7 @@ int cmd_worker(int argc, char **argv)
 	pthread_mutex_init(&w.lock, NULL);
 
 	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	service_block_signals(&stop);
 	if (local_open(&w.local, &w.cfg, &err)) {
 		cli_error("worker: the %s tier cannot run here: %s", aj_tier_name(w.cfg.tier),
 			  err.message);
