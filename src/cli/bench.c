@@ -382,7 +382,7 @@ static void print_ms(json_t *v)
 		printf(" %9s", "-");
 }
 
-enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_HELP };
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS };
 
 struct bench_args {
 	bool json, quick, peers;
@@ -411,7 +411,7 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 		}
 		break;
 	}
-	return opt == OPT_HELP;
+	return 0;
 }
 
 /* One bench: what was asked, the machine, and every figure, filled step by
@@ -825,7 +825,6 @@ int cmd_bench(int argc, char **argv)
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"runs", required_argument, NULL, OPT_RUNS},
 					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
-					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "bench", usage, own, &b->cfg, &b->choice,
 					bench_opt, &b->args);

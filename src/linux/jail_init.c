@@ -27,7 +27,7 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 
 	/* Die with the supervisor (a warm run's: with the zygote, which dies
 	 * with the host). (A supervisor that died before this line is caught
-	 * by jail_wait_for_go: its end of the life pipe is closed.) Init's death
+	 * by wait_for_go: its end of the life pipe is closed.) Init's death
 	 * then ends the whole namespace. A session's or a zygote's sandbox
 	 * outlives the thread that made it: its life pipe or socket stands in. */
 	if ((s->mode == JAIL_RUN || s->mode == JAIL_WARM_RUN) &&
@@ -100,7 +100,8 @@ int jail_init_cgroup_ns(const struct jail_spec *s, struct setup_error *e)
 	return 0;
 }
 
-bool jail_wait_for_go(int life_r)
+/* Waits for the supervisor's "go". EOF means the supervisor is gone. */
+static bool wait_for_go(int life_r)
 {
 	char c;
 	ssize_t n;
@@ -128,6 +129,17 @@ int jail_sigchld_only_in_ppoll(sigset_t *during)
 		return -errno;
 	sigdelset(during, SIGCHLD);
 	return 0;
+}
+
+void jail_init_until_go(const struct plan *p)
+{
+	struct setup_error e;
+	if (jail_init_build(p, &e))
+		jail_init_fail(p, &e);
+	if (!wait_for_go(p->life_r))
+		_exit(1);
+	if (jail_init_cgroup_ns(p->s, &e))
+		jail_init_fail(p, &e);
 }
 
 pid_t jail_init_start_inside(const struct plan *p, const char *what)

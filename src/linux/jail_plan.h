@@ -82,11 +82,13 @@ void jail_close_fd(int *fd);
 
 /* init's steps up to a built sandbox, shared by every mode. */
 int jail_init_build(const struct plan *p, struct setup_error *e);
+/* A run's and a zygote's init up to the supervisor's "go": built, then
+ * (after it) in a cgroup namespace of the run's; a step that fails is
+ * reported and ends init, and so does the supervisor's end. */
+void jail_init_until_go(const struct plan *p);
 /* Joined to the run's cgroup by now: root the program's view of cgroups
  * there, so /proc/self/cgroup shows no host path. */
 int jail_init_cgroup_ns(const struct jail_spec *s, struct setup_error *e);
-/* Waits for the supervisor's "go". EOF means the supervisor is gone. */
-bool jail_wait_for_go(int life_r);
 /* SIGCHLD is taken only inside ppoll(..., during): a child that ends
  * between a reaping loop and ppoll still wakes it. 0, or -errno. */
 int jail_sigchld_only_in_ppoll(sigset_t *during);

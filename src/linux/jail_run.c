@@ -12,13 +12,7 @@
 
 __attribute__((noreturn)) static void run_init(const struct plan *p)
 {
-	struct setup_error e;
-	if (jail_init_build(p, &e))
-		jail_init_fail(p, &e);
-	if (!jail_wait_for_go(p->life_r))
-		_exit(1);
-	if (jail_init_cgroup_ns(p->s, &e))
-		jail_init_fail(p, &e);
+	jail_init_until_go(p);
 	init_wait_and_report(jail_init_start_inside(p, "fork the program"), p->report_w);
 }
 

@@ -24,12 +24,7 @@ __attribute__((noreturn)) static void zygote_init(const struct plan *p)
 {
 	struct setup_error e;
 	int rc;
-	if (jail_init_build(p, &e))
-		jail_init_fail(p, &e);
-	if (!jail_wait_for_go(p->life_r))
-		_exit(1);
-	if (jail_init_cgroup_ns(p->s, &e))
-		jail_init_fail(p, &e);
+	jail_init_until_go(p);
 	/* The kernel's knobs stay the host's: the zygote is root in the host's
 	 * user namespace, and /proc/sys and sysrq are writable by root. (Each
 	 * run mounts a /proc of its own, whose init never writes there.) */

@@ -112,16 +112,10 @@ static int serve_option(int o, const char *arg, void *ctx)
 		c->keys_path = arg;
 		break;
 	case OPT_CONCURRENCY:
-		if (parse_count("concurrency", arg, 1, 1024, &v))
-			return -1;
-		c->concurrency = (unsigned)v;
 		c->concurrency_set = true;
-		break;
+		return parse_count_u("concurrency", arg, 1, 1024, &c->concurrency);
 	case OPT_QUEUE_SIZE:
-		if (parse_count("queue-size", arg, 0, 100000, &v))
-			return -1;
-		c->queue_size = (unsigned)v;
-		break;
+		return parse_count_u("queue-size", arg, 0, 100000, &c->queue_size);
 	case OPT_MAX_WAIT:
 		if (parse_secs("max-wait", arg, 0.1, 3600, &d))
 			return -1;
@@ -133,10 +127,7 @@ static int serve_option(int o, const char *arg, void *ctx)
 		c->max_body = (size_t)v << 10;
 		break;
 	case OPT_IDLE:
-		if (parse_count("idle-timeout", arg, 1, 3600, &v))
-			return -1;
-		c->idle_sec = (unsigned)v;
-		break;
+		return parse_count_u("idle-timeout", arg, 1, 3600, &c->idle_sec);
 	case OPT_ORIGIN:
 		c->origin = arg;
 		break;

@@ -22,6 +22,15 @@ int parse_count(const char *name, const char *arg, long lo, long hi, long *out)
 	return 0;
 }
 
+int parse_count_u(const char *name, const char *arg, long lo, long hi, unsigned *out)
+{
+	long v;
+	if (parse_count(name, arg, lo, hi, &v))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 const struct option service_options[] = {
 	{"uid-base", required_argument, NULL, OPT_UID_BASE},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},

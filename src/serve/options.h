@@ -35,5 +35,7 @@ void service_block_signals(sigset_t *stop);
 /* --NAME's whole number from lo to hi into *out: 0, or -1 after saying
  * what is wrong with it. */
 int parse_count(const char *name, const char *arg, long lo, long hi, long *out);
+/* The same, into an unsigned. */
+int parse_count_u(const char *name, const char *arg, long lo, long hi, unsigned *out);
 
 #endif

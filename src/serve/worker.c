@@ -48,7 +48,6 @@ struct worker_args {
 static int worker_option(int o, const char *arg, void *ctx)
 {
 	struct worker_args *a = ctx;
-	long v;
 	switch (o) {
 	case OPT_QUEUE:
 		a->url = arg;
@@ -57,10 +56,7 @@ static int worker_option(int o, const char *arg, void *ctx)
 		a->name = arg;
 		break;
 	case OPT_CONC:
-		if (parse_count("concurrency", arg, 1, MAX_THREADS / 2, &v))
-			return -1;
-		a->w->concurrency = (unsigned)v;
-		break;
+		return parse_count_u("concurrency", arg, 1, MAX_THREADS / 2, &a->w->concurrency);
 	}
 	return 0;
 }
