@@ -393,23 +393,18 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 {
 	struct bench_args *a = ctx;
 	char *end;
-	switch (opt) {
-	case OPT_JSON:
+	if (opt == OPT_JSON) {
 		a->json = true;
-		break;
-	case OPT_QUICK:
+	} else if (opt == OPT_QUICK) {
 		a->quick = true;
-		break;
-	case OPT_NO_PEERS:
+	} else if (opt == OPT_NO_PEERS) {
 		a->peers = false;
-		break;
-	case OPT_RUNS:
+	} else if (opt == OPT_RUNS) {
 		a->runs = strtol(arg, &end, 10);
 		if (*end || a->runs < 1 || a->runs > 10000) {
 			cli_error("bench: --runs: expected 1 to 10000, got '%s'", arg);
 			return -1;
 		}
-		break;
 	}
 	return 0;
 }

@@ -48,16 +48,12 @@ struct worker_args {
 static int worker_option(int o, const char *arg, void *ctx)
 {
 	struct worker_args *a = ctx;
-	switch (o) {
-	case OPT_QUEUE:
+	if (o == OPT_QUEUE)
 		a->url = arg;
-		break;
-	case OPT_NAME:
+	else if (o == OPT_NAME)
 		a->name = arg;
-		break;
-	case OPT_CONC:
+	else if (o == OPT_CONC)
 		return parse_count_u("concurrency", arg, 1, MAX_THREADS / 2, &a->w->concurrency);
-	}
 	return 0;
 }
 
