@@ -78,7 +78,7 @@ static json_t *errno_refusal(int rc, const struct aj_error *err)
 			 err->message);
 }
 
-static json_t *session_run(struct worker *w, struct wsession *s, json_t *req)
+static json_t *run_code(struct worker *w, struct wsession *s, json_t *req)
 {
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
@@ -90,7 +90,7 @@ static json_t *session_run(struct worker *w, struct wsession *s, json_t *req)
 	return worker_result(w, &res);
 }
 
-static json_t *session_put(struct wsession *s, json_t *req, const char *path)
+static json_t *put_file(struct wsession *s, json_t *req, const char *path)
 {
 	struct aj_error err = {0};
 	json_t *d = json_object_get(req, "data");
@@ -105,7 +105,7 @@ static json_t *session_put(struct wsession *s, json_t *req, const char *path)
 		  : json_pack("{s:b, s:I}", "ok", 1, "bytes", (json_int_t)len);
 }
 
-static json_t *session_get(struct wsession *s, const char *path)
+static json_t *get_file(struct wsession *s, const char *path)
 {
 	struct aj_error err = {0};
 	void *data;
@@ -120,7 +120,7 @@ static json_t *session_get(struct wsession *s, const char *path)
 	return o;
 }
 
-static json_t *session_list(struct wsession *s, const char *path)
+static json_t *list_files(struct wsession *s, const char *path)
 {
 	struct aj_error err = {0};
 	struct aj_file_info *e;
@@ -144,13 +144,13 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op)
 		return worker_refusal("closed", "%s", closed);
 	const char *path = json_string_value(json_object_get(req, "path"));
 	if (!strcmp(op, "session_run"))
-		return session_run(w, s, req);
+		return run_code(w, s, req);
 	if (!strcmp(op, "put"))
-		return session_put(s, req, path);
+		return put_file(s, req, path);
 	if (!strcmp(op, "get"))
-		return session_get(s, path);
+		return get_file(s, path);
 	if (!strcmp(op, "list"))
-		return session_list(s, path);
+		return list_files(s, path);
 	return worker_refusal("bad_request", "unknown op '%.40s'", op);
 }
 
