@@ -96,8 +96,9 @@ struct command_parse {
 	int (*finish)(int argc, char **argv, struct aj_config *cfg, void *ctx);
 	void *ctx;
 };
-/* The limit options into cfg, the command's own through own_opt, --help,
- * and a usage error said as one (as JSON under --json: cli_usage_begin).
+/* The limit options into cfg (aj_config_init'ed first), the command's own
+ * through own_opt, --help, and a usage error said as one (as JSON under
+ * --json: cli_usage_begin).
  * Returns -1 to go on, or the exit status to return with. */
 int parse_command(int argc, char **argv, const struct command_parse *cp, struct aj_config *cfg);
 

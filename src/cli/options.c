@@ -175,6 +175,7 @@ static int parse_command_options(int argc, char **argv, const struct command_par
 int parse_command(int argc, char **argv, const struct command_parse *cp, struct aj_config *cfg)
 {
 	struct option opts[40];
+	aj_config_init(cfg);
 	options_with(cp->own, opts, 40);
 	options_add(help, opts, 40);
 	options_add(cp->more, opts, 40);

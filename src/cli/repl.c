@@ -429,7 +429,6 @@ int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
 	struct repl_args a = {json, images_dir};
 	const struct command_parse cp = {"repl", usage, own, session_options, repl_opt,
 					 repl_operands, &a};
-	aj_config_init(cfg);
 	*json = false;
 	*images_dir = NULL;
 	return parse_command(argc, argv, &cp, cfg);

@@ -155,7 +155,6 @@ int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, cons
 	struct run_args a = {json, program};
 	const struct command_parse cp = {"run", usage, own, one_tier_options, run_opt,
 					 run_operands, &a};
-	aj_config_init(cfg);
 	*json = false;
 	return parse_command(argc, argv, &cp, cfg);
 }
