@@ -85,7 +85,9 @@ $(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py warm_zygote_py < $< > $@.tmp && mv $@.tmp $@
 
-HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/mounts.c src/linux/creds.c \
+HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/jail_init.c src/linux/jail_inside.c \
+	src/linux/jail_root.c src/linux/jail_run.c src/linux/jail_session.c src/linux/jail_warm.c \
+	src/linux/mounts.c src/linux/creds.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
 	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
 	src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c src/core/contract.c
@@ -102,7 +104,8 @@ HELPER_GEN := $(B)/gen/warm_helper.inc
 $(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
 	python3 tools/c_bytes.py warm_helper_so < $< > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/src/linux/jail.o $(T)/obj/src/linux/jail.o: $(REPL_GEN) $(LAUNCH_GEN)
+$(B)/obj/src/linux/jail_run.o $(T)/obj/src/linux/jail_run.o: $(LAUNCH_GEN)
+$(B)/obj/src/linux/jail_session.o $(T)/obj/src/linux/jail_session.o: $(REPL_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
 $(B)/obj/src/boot/session.o $(T)/obj/src/boot/session.o: $(REPL_GEN)

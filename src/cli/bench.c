@@ -382,7 +382,7 @@ static void print_ms(json_t *v)
 		printf(" %9s", "-");
 }
 
-enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_HELP };
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS };
 
 struct bench_args {
 	bool json, quick, peers;
@@ -393,95 +393,95 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 {
 	struct bench_args *a = ctx;
 	char *end;
-	switch (opt) {
-	case OPT_JSON:
+	if (opt == OPT_JSON) {
 		a->json = true;
-		break;
-	case OPT_QUICK:
+	} else if (opt == OPT_QUICK) {
 		a->quick = true;
-		break;
-	case OPT_NO_PEERS:
+	} else if (opt == OPT_NO_PEERS) {
 		a->peers = false;
-		break;
-	case OPT_RUNS:
+	} else if (opt == OPT_RUNS) {
 		a->runs = strtol(arg, &end, 10);
 		if (*end || a->runs < 1 || a->runs > 10000) {
 			cli_error("bench: --runs: expected 1 to 10000, got '%s'", arg);
 			return -1;
 		}
-		break;
 	}
-	return opt == OPT_HELP;
+	return 0;
 }
 
-int cmd_bench(int argc, char **argv)
-{
+/* One bench: what was asked, the machine, and every figure, filled step by
+ * step (cmd_bench). */
+struct bench {
 	struct aj_config cfg;
-	aj_config_init(&cfg);
-	cfg.uid_base = 2060000000u;
-	cfg.state_dir = "/run/agentjail-bench";
-	struct bench_args args = {.peers = true, .runs = 100};
-	struct tier_choice choice = {0};
-	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
-					    {"quick", no_argument, NULL, OPT_QUICK},
-					    {"runs", required_argument, NULL, OPT_RUNS},
-					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
-					    {"help", no_argument, NULL, OPT_HELP},
-					    {NULL, 0, NULL, 0}};
-	int done = parse_matrix_command(argc, argv, "bench", usage, own, &cfg, &choice, bench_opt,
-					&args);
-	if (done >= 0)
-		return done;
-	bool json = args.json, quick = args.quick, peers = args.peers, *chosen = choice.chosen,
-	     any = choice.any;
-	long runs = args.runs;
-	if (quick)
-		runs = runs < 5 ? runs : 5;
-	int warm = quick ? 1 : 5;
-	long cores = measure_usable_cpus();
-	const char *python = cfg.python ? cfg.python : AJ_DEFAULT_PYTHON;
-
-	/* ---- the machine, at the top ---- */
+	struct bench_args args;
+	struct tier_choice choice;
+	long runs;
+	int warm;               /* warm-up rounds */
+	long cores;
+	const char *python;
+	/* the machine */
 	struct utsname u;
-	uname(&u);
-	char cpu[160] = "", pyver[64] = "", qemu[128] = "", docker[128] = "";
-	measure_cpu_model(cpu, sizeof cpu);
+	char cpu[160], pyver[64], qemu[128], docker[128];
+	char sock[108];         /* the Docker Engine's socket */
+	/* latency and throughput rows */
+	struct row rows[MAX_ROWS];
+	int nr;
+	int conc;               /* the throughput's calls at once */
+	char unavailable[AJ_TIER_COUNT][AJ_ERROR_MAX];
+	bool have_microvm, have_gvisor;
+	struct regime cold, pool, gpool;
+	/* numpy + pandas, on the tiers with a warm mode */
+	struct imports imp[2];
+	char numpy_name[256];
+	int import_runs;
+};
+
+/* The machine, at the top of the table. */
+static void bench_machine(struct bench *b)
+{
+	uname(&b->u);
+	measure_cpu_model(b->cpu, sizeof b->cpu);
 	char cmd[PATH_MAX + 64];
 	snprintf(cmd, sizeof cmd, "%s -I -c 'import platform; print(platform.python_version())'",
-		 python);
-	first_line(cmd, pyver, sizeof pyver);
-	first_line("qemu-system-x86_64 --version 2>/dev/null", qemu, sizeof qemu);
-	char sock[108];
+		 b->python);
+	first_line(cmd, b->pyver, sizeof b->pyver);
+	first_line("qemu-system-x86_64 --version 2>/dev/null", b->qemu, sizeof b->qemu);
 	struct aj_error err;
-	if (docker_socket_path(cfg.docker_socket, sock, sizeof sock, &err) ||
-	    docker_version(sock, docker, sizeof docker, &err))
-		snprintf(docker, sizeof docker, "none");
+	if (docker_socket_path(b->cfg.docker_socket, b->sock, sizeof b->sock, &err) ||
+	    docker_version(b->sock, b->docker, sizeof b->docker, &err))
+		snprintf(b->docker, sizeof b->docker, "none");
+}
 
-	struct row rows[MAX_ROWS];
-	int nr = 0;
-	memset(rows, 0, sizeof rows);
-	snprintf(rows[nr].name, sizeof rows[nr].name, "bare python3 -I");
-	rows[nr++].argv = argv_of(python, "-I", "-c", "print(1)", NULL);
-	char unavailable[AJ_TIER_COUNT][AJ_ERROR_MAX] = {{0}};
-	bool have_microvm = false, have_gvisor = false;
+static void add_tier_row(struct bench *b, enum aj_tier t, struct aj_sandbox *sb, bool warm)
+{
+	struct row *r = &b->rows[b->nr++];
+	snprintf(r->name, sizeof r->name, "agentjail %s%s", aj_tier_name(t),
+		 warm ? " (warm)" : t == AJ_TIER_MICROVM ? " (restore)" : "");
+	r->is_tier = true;
+	r->tier = t;
+	r->sb = sb;
+}
+
+/* Bare Python, then a row for each tier that opens here (and its warm
+ * mode, where it has one); why the others could not. */
+static void tier_rows(struct bench *b)
+{
+	snprintf(b->rows[b->nr].name, sizeof b->rows[b->nr].name, "bare python3 -I");
+	b->rows[b->nr++].argv = argv_of(b->python, "-I", "-c", "print(1)", NULL);
 	for (int t = 0; t < AJ_TIER_COUNT; t++) {
-		if (any && !chosen[t])
+		if (b->choice.any && !b->choice.chosen[t])
 			continue;
-		struct aj_config tc = cfg;
+		struct aj_config tc = b->cfg;
 		tc.tier = (enum aj_tier)t;
 		struct aj_sandbox *sb;
+		struct aj_error err;
 		if (aj_check((enum aj_tier)t, &tc, &err) || aj_open(&tc, &sb, &err)) {
-			snprintf(unavailable[t], sizeof unavailable[t], "%s", err.message);
+			snprintf(b->unavailable[t], sizeof b->unavailable[t], "%s", err.message);
 			continue;
 		}
-		have_microvm |= t == AJ_TIER_MICROVM;
-		have_gvisor |= t == AJ_TIER_GVISOR;
-		struct row *r = &rows[nr++];
-		snprintf(r->name, sizeof r->name, "agentjail %s%s", aj_tier_name((enum aj_tier)t),
-			 t == AJ_TIER_MICROVM ? " (restore)" : "");
-		r->is_tier = true;
-		r->tier = (enum aj_tier)t;
-		r->sb = sb;
+		b->have_microvm |= t == AJ_TIER_MICROVM;
+		b->have_gvisor |= t == AJ_TIER_GVISOR;
+		add_tier_row(b, (enum aj_tier)t, sb, false);
 		if (t != AJ_TIER_PROCESS && t != AJ_TIER_CONTAINER)
 			continue;
 		/* The same tier in warm mode: a fork of a zygote per run. */
@@ -491,261 +491,361 @@ int cmd_bench(int argc, char **argv)
 				err.message);
 			continue;
 		}
-		r = &rows[nr++];
-		snprintf(r->name, sizeof r->name, "agentjail %s (warm)",
-			 aj_tier_name((enum aj_tier)t));
-		r->is_tier = true;
-		r->tier = (enum aj_tier)t;
-		r->sb = sb;
+		add_tier_row(b, (enum aj_tier)t, sb, true);
 	}
-	if (peers) {
-		char *bwrap = measure_find_in_path("bwrap");
-		char *nsjail = measure_find_in_path("nsjail");
-		char *dk = measure_find_in_path("docker");
-		if (bwrap) {
-			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: bwrap");
-			rows[nr++].argv = argv_of(bwrap, "--ro-bind", "/", "/", "--dev", "/dev",
-						  "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all",
-						  "--die-with-parent", python, "-I", "-c", "print(1)",
-						  NULL);
-		}
-		if (nsjail) {
-			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: nsjail");
-			rows[nr++].argv = argv_of(nsjail, "-Mo", "--quiet", "-R", "/", "-T", "/tmp",
-						  "--", python, "-I", "-c", "print(1)", NULL);
-		}
-		char image[300] = "";
-		if (dk && strcmp(docker, "none")) {
-			const char *img = cfg.docker_image;
-			if (!img) {
-				const char *n = cfg.image ? cfg.image : AJ_DEFAULT_IMAGE;
-				const char *sl = strrchr(n, '/');
-				snprintf(image, sizeof image, "agentjail/%s", sl ? sl + 1 : n);
-				img = image;
-			}
-			snprintf(rows[nr].name, sizeof rows[nr].name, "peer: docker run (seed flags)");
-			char host_opt[140];
-			snprintf(host_opt, sizeof host_opt, "unix://%s", sock);
-			/* --pull never: a missing image is a failed row, never a
-			 * download from a registry. */
-			rows[nr++].argv = argv_of(dk, "-H", host_opt, "run", "--rm", "--pull", "never",
-						  "--network", "none", "--read-only",
-						  "--cap-drop", "ALL", "--security-opt",
-						  "no-new-privileges", "-m", "256m", "--memory-swap",
-						  "256m", "--cpus", "1", "--pids-limit", "64", "--user",
-						  "1000:1000", "--tmpfs", "/tmp:size=64m", img, "python3",
-						  "-I", "-c", "print(1)", NULL);
-		}
-		free(bwrap);
-		free(nsjail);
-		free(dk);
-	}
+}
 
-	if (!json)
-		fprintf(stderr, "bench: %ld rounds of %d rows after %d warm-up...\n", runs, nr, warm);
-	for (int i = 0; i < nr; i++)
-		rows[i].v = calloc((size_t)runs, sizeof(double));
-	for (long round = -warm; round < runs; round++)
-		for (int i = 0; i < nr; i++) {
-			double t = once(&rows[i]);
+/* The docker peer's command: the seed's flags on the tier's image. */
+static char **docker_peer(const struct bench *b, const char *dk)
+{
+	char image[300] = "";
+	const char *img = b->cfg.docker_image;
+	if (!img) {
+		const char *n = b->cfg.image ? b->cfg.image : AJ_DEFAULT_IMAGE;
+		const char *sl = strrchr(n, '/');
+		snprintf(image, sizeof image, "agentjail/%s", sl ? sl + 1 : n);
+		img = image;
+	}
+	char host_opt[140];
+	snprintf(host_opt, sizeof host_opt, "unix://%s", b->sock);
+	/* --pull never: a missing image is a failed row, never a download
+	 * from a registry. */
+	return argv_of(dk, "-H", host_opt, "run", "--rm", "--pull", "never", "--network", "none",
+		       "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		       "-m", "256m", "--memory-swap", "256m", "--cpus", "1", "--pids-limit", "64",
+		       "--user", "1000:1000", "--tmpfs", "/tmp:size=64m", img, "python3", "-I",
+		       "-c", "print(1)", NULL);
+}
+
+/* A row for each peer installed here. */
+static void peer_rows(struct bench *b)
+{
+	char *bwrap = measure_find_in_path("bwrap");
+	char *nsjail = measure_find_in_path("nsjail");
+	char *dk = measure_find_in_path("docker");
+	struct row *rows = b->rows;
+	if (bwrap) {
+		snprintf(rows[b->nr].name, sizeof rows[b->nr].name, "peer: bwrap");
+		rows[b->nr++].argv = argv_of(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+					     "/proc", "--tmpfs", "/tmp", "--unshare-all",
+					     "--die-with-parent", b->python, "-I", "-c", "print(1)",
+					     NULL);
+	}
+	if (nsjail) {
+		snprintf(rows[b->nr].name, sizeof rows[b->nr].name, "peer: nsjail");
+		rows[b->nr++].argv = argv_of(nsjail, "-Mo", "--quiet", "-R", "/", "-T", "/tmp", "--",
+					     b->python, "-I", "-c", "print(1)", NULL);
+	}
+	if (dk && strcmp(b->docker, "none")) {
+		snprintf(rows[b->nr].name, sizeof rows[b->nr].name, "peer: docker run (seed flags)");
+		rows[b->nr++].argv = docker_peer(b, dk);
+	}
+	free(bwrap);
+	free(nsjail);
+	free(dk);
+}
+
+/* Every row once per round, rounds interleaved after the warm-up. */
+static void latency(struct bench *b)
+{
+	if (!b->args.json)
+		fprintf(stderr, "bench: %ld rounds of %d rows after %d warm-up...\n", b->runs, b->nr,
+			b->warm);
+	for (int i = 0; i < b->nr; i++)
+		b->rows[i].v = calloc((size_t)b->runs, sizeof(double));
+	for (long round = -b->warm; round < b->runs; round++)
+		for (int i = 0; i < b->nr; i++) {
+			struct row *r = &b->rows[i];
+			double t = once(r);
 			if (round < 0)
 				continue;
 			if (t < 0)
-				rows[i].failed++;
+				r->failed++;
 			else
-				rows[i].v[rows[i].n++] = t;
+				r->v[r->n++] = t;
 		}
+}
 
-	/* Throughput: 1 call at a time, then 2 x cores at once. */
-	int conc = (int)(2 * cores > 64 ? 64 : 2 * cores);
-	int per = quick ? 1 : (int)(runs / 10 > 2 ? runs / 10 : 2);
-	for (int i = 0; i < nr; i++) {
-		if (!rows[i].is_tier)
+/* Throughput: 1 call at a time, then 2 x cores at once. */
+static void throughputs(struct bench *b)
+{
+	b->conc = (int)(2 * b->cores > 64 ? 64 : 2 * b->cores);
+	int per = b->args.quick ? 1 : (int)(b->runs / 10 > 2 ? b->runs / 10 : 2);
+	for (int i = 0; i < b->nr; i++) {
+		if (!b->rows[i].is_tier)
 			continue;
-		rows[i].tput1 = throughput(rows[i].sb, 1, per * conc);
-		rows[i].tputn = throughput(rows[i].sb, conc, per);
+		b->rows[i].tput1 = throughput(b->rows[i].sb, 1, per * b->conc);
+		b->rows[i].tputn = throughput(b->rows[i].sb, b->conc, per);
 	}
-	struct regime cold = {.name = "cold boot + snapshot"}, pool = {.name = "warm pool (2)"};
-	if (have_microvm)
-		microvm_regimes(&cfg, (int)runs, &cold, &pool);
-	struct regime gpool = {.name = "warm pool (2)"};
-	if (have_gvisor)
-		pool_regime(&cfg, AJ_TIER_GVISOR, (int)runs, &gpool);
-	/* numpy + pandas, cold and warm, on the tiers with a warm mode. */
-	struct imports imp[2] = {{.tier = AJ_TIER_PROCESS}, {.tier = AJ_TIER_CONTAINER}};
-	char numpy_name[256];
-	int import_runs = quick ? 3 : (int)(runs < 10 ? runs : 10);
+}
+
+/* numpy + pandas, cold and warm, on the tiers with a warm mode. */
+static void imports_rows(struct bench *b)
+{
+	b->imp[0] = (struct imports){.tier = AJ_TIER_PROCESS};
+	b->imp[1] = (struct imports){.tier = AJ_TIER_CONTAINER};
+	b->import_runs = b->args.quick ? 3 : (int)(b->runs < 10 ? b->runs : 10);
 	for (int k = 0; k < 2; k++) {
-		if ((any && !chosen[imp[k].tier]) || unavailable[imp[k].tier][0]) {
-			snprintf(imp[k].why, sizeof imp[k].why, "tier not measured");
+		struct imports *im = &b->imp[k];
+		if ((b->choice.any && !b->choice.chosen[im->tier]) || b->unavailable[im->tier][0]) {
+			snprintf(im->why, sizeof im->why, "tier not measured");
 			continue;
 		}
-		if (imp[k].tier == AJ_TIER_CONTAINER &&
-		    !(imp[k].image = numpy_image(&cfg, numpy_name, sizeof numpy_name))) {
-			snprintf(imp[k].why, sizeof imp[k].why,
+		if (im->tier == AJ_TIER_CONTAINER &&
+		    !(im->image = numpy_image(&b->cfg, b->numpy_name, sizeof b->numpy_name))) {
+			snprintf(im->why, sizeof im->why,
 				 "no image here has numpy and pandas; make one with "
 				 "'agentjail image build --preset datascience'");
 			continue;
 		}
-		if (!json)
+		if (!b->args.json)
 			fprintf(stderr, "bench: numpy + pandas on %s, cold and warm...\n",
-				aj_tier_name(imp[k].tier));
-		imports_regime(&cfg, python, import_runs, &imp[k]);
+				aj_tier_name(im->tier));
+		imports_regime(&b->cfg, b->python, b->import_runs, im);
 	}
-	for (int i = 0; i < nr; i++)
-		if (rows[i].sb)
-			aj_close(rows[i].sb);
+}
 
-	/* Each row's samples sorted once, in place, for its percentiles. */
-	for (int i = 0; i < nr; i++)
-		measure_sort(rows[i].v, (size_t)rows[i].n);
-	measure_sort(cold.v, (size_t)cold.n);
-	measure_sort(pool.v, (size_t)pool.n);
-	measure_sort(gpool.v, (size_t)gpool.n);
-	double base = rows[0].n ? measure_percentile(rows[0].v, (size_t)rows[0].n, 50) : 0;
+/* Everything measured: runs, closes the rows' sandboxes and sorts each
+ * row's samples once, in place, for its percentiles. */
+static void measure_all(struct bench *b)
+{
+	latency(b);
+	throughputs(b);
+	b->cold.name = "cold boot + snapshot";
+	b->pool.name = b->gpool.name = "warm pool (2)";
+	if (b->have_microvm)
+		microvm_regimes(&b->cfg, (int)b->runs, &b->cold, &b->pool);
+	if (b->have_gvisor)
+		pool_regime(&b->cfg, AJ_TIER_GVISOR, (int)b->runs, &b->gpool);
+	imports_rows(b);
+	for (int i = 0; i < b->nr; i++)
+		if (b->rows[i].sb)
+			aj_close(b->rows[i].sb);
+	for (int i = 0; i < b->nr; i++)
+		measure_sort(b->rows[i].v, (size_t)b->rows[i].n);
+	measure_sort(b->cold.v, (size_t)b->cold.n);
+	measure_sort(b->pool.v, (size_t)b->pool.n);
+	measure_sort(b->gpool.v, (size_t)b->gpool.n);
+}
 
+static json_t *rows_json(const struct bench *b)
+{
+	const struct row *bare = &b->rows[0];
+	double base = bare->n ? measure_percentile(bare->v, (size_t)bare->n, 50) : 0;
 	json_t *jrows = json_array();
-	for (int i = 0; i < nr; i++) {
-		json_t *j = stats_json(rows[i].v, rows[i].n, base);
-		json_object_set_new(j, "row", json_string(rows[i].name));
-		json_object_set_new(j, "failed", json_integer(rows[i].failed));
-		if (rows[i].is_tier) {
-			json_object_set_new(j, "runs_per_s_1", json_real(rows[i].tput1));
-			json_object_set_new(j, "runs_per_s_n", json_real(rows[i].tputn));
+	for (int i = 0; i < b->nr; i++) {
+		const struct row *r = &b->rows[i];
+		json_t *j = stats_json(r->v, r->n, base);
+		json_object_set_new(j, "row", json_string(r->name));
+		json_object_set_new(j, "failed", json_integer(r->failed));
+		if (r->is_tier) {
+			json_object_set_new(j, "runs_per_s_1", json_real(r->tput1));
+			json_object_set_new(j, "runs_per_s_n", json_real(r->tputn));
 		}
 		json_array_append_new(jrows, j);
 	}
-	json_t *jna = json_object();
-	for (int t = 0; t < AJ_TIER_COUNT; t++)
-		if (unavailable[t][0])
-			json_object_set_new(jna, aj_tier_name((enum aj_tier)t),
-					    json_string(unavailable[t]));
-	json_t *root = json_pack(
-		"{s:{s:s, s:s, s:I, s:s, s:s, s:s, s:s}, s:I, s:i, s:i, s:o, s:o}", "machine",
-		"kernel", u.release, "cpu", cpu, "cores", (json_int_t)cores, "python", pyver,
-		"agentjail", AGENTJAIL_VERSION, "docker", docker, "qemu", qemu[0] ? qemu : "none",
-		"rounds", (json_int_t)runs, "warmup", warm, "concurrency", conc, "rows", jrows,
-		"unavailable", jna);
-	if (have_microvm) {
-		json_object_set_new(root, "microvm_cold", stats_json(cold.v, cold.n, 0));
-		json_object_set_new(root, "microvm_pool", stats_json(pool.v, pool.n, 0));
-	}
-	if (have_gvisor)
-		json_object_set_new(root, "gvisor_pool", stats_json(gpool.v, gpool.n, 0));
+	return jrows;
+}
+
+static json_t *imports_json(const struct bench *b)
+{
 	json_t *jimp = json_object();
 	for (int k = 0; k < 2; k++) {
+		const struct imports *im = &b->imp[k];
+		const struct regime *r = im->r;
 		json_t *j = json_object();
-		if (imp[k].image)
-			json_object_set_new(j, "image", json_string(imp[k].image));
-		if (imp[k].why[0]) {
-			json_object_set_new(j, "unavailable", json_string(imp[k].why));
+		if (im->image)
+			json_object_set_new(j, "image", json_string(im->image));
+		if (im->why[0]) {
+			json_object_set_new(j, "unavailable", json_string(im->why));
 		} else {
-			double bare_med = measure_percentile(imp[k].r[0].v, (size_t)imp[k].r[0].n, 50);
-			double cold_med = measure_percentile(imp[k].r[1].v, (size_t)imp[k].r[1].n, 50);
-			json_object_set_new(j, "bare", stats_json(imp[k].r[0].v, imp[k].r[0].n, 0));
-			json_object_set_new(j, "cold", stats_json(imp[k].r[1].v, imp[k].r[1].n, bare_med));
-			json_t *w = stats_json(imp[k].r[2].v, imp[k].r[2].n, bare_med);
+			double bare_med = measure_percentile(r[0].v, (size_t)r[0].n, 50);
+			double cold_med = measure_percentile(r[1].v, (size_t)r[1].n, 50);
+			json_object_set_new(j, "bare", stats_json(r[0].v, r[0].n, 0));
+			json_object_set_new(j, "cold", stats_json(r[1].v, r[1].n, bare_med));
+			json_t *w = stats_json(r[2].v, r[2].n, bare_med);
 			if (cold_med > 0)
-				json_object_set_new(w, "vs_cold",
-						    json_real(measure_percentile(imp[k].r[2].v,
-										 (size_t)imp[k].r[2].n, 50) /
-							      cold_med));
+				json_object_set_new(
+					w, "vs_cold",
+					json_real(measure_percentile(r[2].v, (size_t)r[2].n, 50) /
+						  cold_med));
 			json_object_set_new(j, "warm", w);
 		}
-		json_object_set_new(jimp, aj_tier_name(imp[k].tier), j);
+		json_object_set_new(jimp, aj_tier_name(im->tier), j);
 	}
-	json_object_set_new(root, "imports_numpy_pandas", jimp);
-	if (json) {
+	return jimp;
+}
+
+/* Every figure as one JSON object (--json prints it; the table reads it). */
+static json_t *bench_json(const struct bench *b)
+{
+	json_t *jna = json_object();
+	for (int t = 0; t < AJ_TIER_COUNT; t++)
+		if (b->unavailable[t][0])
+			json_object_set_new(jna, aj_tier_name((enum aj_tier)t),
+					    json_string(b->unavailable[t]));
+	json_t *root = json_pack(
+		"{s:{s:s, s:s, s:I, s:s, s:s, s:s, s:s}, s:I, s:i, s:i, s:o, s:o}", "machine",
+		"kernel", b->u.release, "cpu", b->cpu, "cores", (json_int_t)b->cores, "python",
+		b->pyver, "agentjail", AGENTJAIL_VERSION, "docker", b->docker, "qemu",
+		b->qemu[0] ? b->qemu : "none", "rounds", (json_int_t)b->runs, "warmup", b->warm,
+		"concurrency", b->conc, "rows", rows_json(b), "unavailable", jna);
+	if (b->have_microvm) {
+		json_object_set_new(root, "microvm_cold", stats_json(b->cold.v, b->cold.n, 0));
+		json_object_set_new(root, "microvm_pool", stats_json(b->pool.v, b->pool.n, 0));
+	}
+	if (b->have_gvisor)
+		json_object_set_new(root, "gvisor_pool", stats_json(b->gpool.v, b->gpool.n, 0));
+	json_object_set_new(root, "imports_numpy_pandas", imports_json(b));
+	return root;
+}
+
+static void print_rows(const struct bench *b, json_t *jrows)
+{
+	printf("%-32s %5s %9s %9s %9s %8s %10s %10s\n", "row", "runs", "median", "p95", "p99",
+	       "x bare", "runs/s @1", "runs/s @N");
+	for (int i = 0; i < b->nr; i++) {
+		const struct row *r = &b->rows[i];
+		json_t *j = json_array_get(jrows, (size_t)i);
+		if (!r->n) {
+			printf("%-32s %5d  (every run failed)\n", r->name, 0);
+			continue;
+		}
+		printf("%-32s %5d", r->name, r->n);
+		print_ms(json_object_get(j, "median_ms"));
+		print_ms(json_object_get(j, "p95_ms"));
+		print_ms(json_object_get(j, "p99_ms"));
+		json_t *ratio = json_object_get(j, "vs_bare");
+		if (json_is_real(ratio))
+			printf(" %7.2fx", json_real_value(ratio));
+		else
+			printf(" %8s", "-");
+		if (r->is_tier)
+			printf(" %10.1f %10.1f", r->tput1, r->tputn);
+		printf("%s\n", r->failed ? "  (some runs failed)" : "");
+	}
+	printf("(ms; p95 needs 20 runs and p99 100, else -; N = %d concurrent calls: 2 x "
+	       "cores, at most 64)\n",
+	       b->conc);
+}
+
+/* A regime's line (microvm's cold boot and pool, gvisor's pool): its runs,
+ * median and p95. */
+static void print_regime(const char *tier, const struct regime *rg)
+{
+	json_t *j = stats_json(rg->v, rg->n, 0);
+	printf("%s %-*s %5d", tier, 31 - (int)strlen(tier), rg->name, rg->n);
+	print_ms(json_object_get(j, "median_ms"));
+	print_ms(json_object_get(j, "p95_ms"));
+	printf("\n");
+	json_decref(j);
+}
+
+static void print_imports(const struct bench *b, json_t *jimp)
+{
+	printf("\n`import numpy, pandas; print(1)` (ms, median of %d; x bare and x cold "
+	       "are ratios of medians):\n",
+	       b->import_runs);
+	for (int k = 0; k < 2; k++) {
+		const struct imports *im = &b->imp[k];
+		json_t *j = json_object_get(jimp, aj_tier_name(im->tier));
+		if (im->why[0]) {
+			printf("  %-10s not measured: %s\n", aj_tier_name(im->tier), im->why);
+			continue;
+		}
+		json_t *bare = json_object_get(j, "bare"), *c = json_object_get(j, "cold"),
+		       *w = json_object_get(j, "warm");
+		printf("  %-10s bare %8.1f   cold run %8.1f (%.2fx bare)   warm run %7.1f "
+		       "(%.3fx cold, %.3fx bare)",
+		       aj_tier_name(im->tier), json_real_value(json_object_get(bare, "median_ms")),
+		       json_real_value(json_object_get(c, "median_ms")),
+		       json_real_value(json_object_get(c, "vs_bare")),
+		       json_real_value(json_object_get(w, "median_ms")),
+		       json_real_value(json_object_get(w, "vs_cold")),
+		       json_real_value(json_object_get(w, "vs_bare")));
+		if (im->image)
+			printf("   [image %s]", im->image);
+		printf("\n");
+	}
+}
+
+/* The table: the machine, the rows, the regimes, the imports, and why any
+ * tier was not measured. */
+static void print_table(const struct bench *b, json_t *root)
+{
+	printf("agentjail %s bench: print(1), %ld interleaved rounds after %d warm-up\n",
+	       AGENTJAIL_VERSION, b->runs, b->warm);
+	printf("machine: %s, %ld cores, kernel %s, Python %s\n", b->cpu, b->cores, b->u.release,
+	       b->pyver);
+	printf("engines: Docker %s; %s\n\n", b->docker, b->qemu[0] ? b->qemu : "no QEMU");
+	print_rows(b, json_object_get(root, "rows"));
+	if (b->have_microvm) {
+		if (b->cold.n)
+			print_regime("microvm", &b->cold);
+		if (b->pool.n)
+			print_regime("microvm", &b->pool);
+	}
+	if (b->gpool.n)
+		print_regime("gvisor", &b->gpool);
+	print_imports(b, json_object_get(root, "imports_numpy_pandas"));
+	for (int t = 0; t < AJ_TIER_COUNT; t++)
+		if (b->unavailable[t][0])
+			printf("%s: not measured: %s\n", aj_tier_name((enum aj_tier)t),
+			       b->unavailable[t]);
+}
+
+static void bench_free(struct bench *b)
+{
+	for (int i = 0; i < b->nr; i++) {
+		free(b->rows[i].v);
+		for (char **a = b->rows[i].argv; a && *a; a++)
+			free(*a);
+		free(b->rows[i].argv);
+	}
+	free(b);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench *b = calloc(1, sizeof *b);
+	if (!b) {
+		cli_error("bench: out of memory");
+		return EXIT_SANDBOX;
+	}
+	aj_config_init(&b->cfg);
+	b->cfg.uid_base = 2060000000u;
+	b->cfg.state_dir = "/run/agentjail-bench";
+	b->args = (struct bench_args){.peers = true, .runs = 100};
+	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+					    {"quick", no_argument, NULL, OPT_QUICK},
+					    {"runs", required_argument, NULL, OPT_RUNS},
+					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
+					    {NULL, 0, NULL, 0}};
+	int done = parse_matrix_command(argc, argv, "bench", usage, own, &b->cfg, &b->choice,
+					bench_opt, &b->args);
+	if (done >= 0) {
+		free(b);
+		return done;
+	}
+	b->runs = b->args.quick && b->args.runs > 5 ? 5 : b->args.runs;
+	b->warm = b->args.quick ? 1 : 5;
+	b->cores = measure_usable_cpus();
+	b->python = b->cfg.python ? b->cfg.python : AJ_DEFAULT_PYTHON;
+
+	bench_machine(b);
+	tier_rows(b);
+	if (b->args.peers)
+		peer_rows(b);
+	measure_all(b);
+	json_t *root = bench_json(b);
+	if (b->args.json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
 		free(s);
 	} else {
-		printf("agentjail %s bench: print(1), %ld interleaved rounds after %d warm-up\n",
-		       AGENTJAIL_VERSION, runs, warm);
-		printf("machine: %s, %ld cores, kernel %s, Python %s\n", cpu, cores, u.release,
-		       pyver);
-		printf("engines: Docker %s; %s\n\n", docker, qemu[0] ? qemu : "no QEMU");
-		printf("%-32s %5s %9s %9s %9s %8s %10s %10s\n", "row", "runs", "median", "p95",
-		       "p99", "x bare", "runs/s @1", "runs/s @N");
-		for (int i = 0; i < nr; i++) {
-			json_t *j = json_array_get(jrows, (size_t)i);
-			if (!rows[i].n) {
-				printf("%-32s %5d  (every run failed)\n", rows[i].name, 0);
-				continue;
-			}
-			printf("%-32s %5d", rows[i].name, rows[i].n);
-			print_ms(json_object_get(j, "median_ms"));
-			print_ms(json_object_get(j, "p95_ms"));
-			print_ms(json_object_get(j, "p99_ms"));
-			json_t *ratio = json_object_get(j, "vs_bare");
-			if (json_is_real(ratio))
-				printf(" %7.2fx", json_real_value(ratio));
-			else
-				printf(" %8s", "-");
-			if (rows[i].is_tier)
-				printf(" %10.1f %10.1f", rows[i].tput1, rows[i].tputn);
-			printf("%s\n", rows[i].failed ? "  (some runs failed)" : "");
-		}
-		printf("(ms; p95 needs 20 runs and p99 100, else -; N = %d concurrent calls: 2 x "
-		       "cores, at most 64)\n",
-		       conc);
-		if (have_microvm) {
-			struct regime *rg[2] = {&cold, &pool};
-			for (int k = 0; k < 2; k++) {
-				json_t *j = stats_json(rg[k]->v, rg[k]->n, 0);
-				if (rg[k]->n) {
-					printf("microvm %-24s %5d", rg[k]->name, rg[k]->n);
-					print_ms(json_object_get(j, "median_ms"));
-					print_ms(json_object_get(j, "p95_ms"));
-					printf("\n");
-				}
-				json_decref(j);
-			}
-		}
-		if (gpool.n) {
-			json_t *j = stats_json(gpool.v, gpool.n, 0);
-			printf("gvisor %-25s %5d", gpool.name, gpool.n);
-			print_ms(json_object_get(j, "median_ms"));
-			print_ms(json_object_get(j, "p95_ms"));
-			printf("\n");
-			json_decref(j);
-		}
-		printf("\n`import numpy, pandas; print(1)` (ms, median of %d; x bare and x cold "
-		       "are ratios of medians):\n",
-		       import_runs);
-		for (int k = 0; k < 2; k++) {
-			json_t *j = json_object_get(jimp, aj_tier_name(imp[k].tier));
-			if (imp[k].why[0]) {
-				printf("  %-10s not measured: %s\n", aj_tier_name(imp[k].tier),
-				       imp[k].why);
-				continue;
-			}
-			json_t *b = json_object_get(j, "bare"), *c = json_object_get(j, "cold"),
-			       *w = json_object_get(j, "warm");
-			printf("  %-10s bare %8.1f   cold run %8.1f (%.2fx bare)   warm run %7.1f "
-			       "(%.3fx cold, %.3fx bare)",
-			       aj_tier_name(imp[k].tier),
-			       json_real_value(json_object_get(b, "median_ms")),
-			       json_real_value(json_object_get(c, "median_ms")),
-			       json_real_value(json_object_get(c, "vs_bare")),
-			       json_real_value(json_object_get(w, "median_ms")),
-			       json_real_value(json_object_get(w, "vs_cold")),
-			       json_real_value(json_object_get(w, "vs_bare")));
-			if (imp[k].image)
-				printf("   [image %s]", imp[k].image);
-			printf("\n");
-		}
-		for (int t = 0; t < AJ_TIER_COUNT; t++)
-			if (unavailable[t][0])
-				printf("%s: not measured: %s\n", aj_tier_name((enum aj_tier)t),
-				       unavailable[t]);
+		print_table(b, root);
 	}
 	json_decref(root);
-	for (int i = 0; i < nr; i++) {
-		free(rows[i].v);
-		for (char **a = rows[i].argv; a && *a; a++)
-			free(*a);
-		free(rows[i].argv);
-	}
+	bench_free(b);
 	return 0;
 }

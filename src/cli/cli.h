@@ -85,6 +85,23 @@ int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
 struct mcp_config;
 int mcp_arguments(int argc, char **argv, struct mcp_config *cfg);
 
+/* How run and repl read their arguments alike (parse_command). */
+struct command_parse {
+	const char *name, *usage;
+	const struct option *own;   /* the command's own options (--help is added) */
+	const struct option *more;  /* one more family (session_options, ...) */
+	void (*own_opt)(int opt, const char *arg, void *ctx);
+	/* After the options: the operands (argv from optind) and the config's
+	 * check; -1 to go on, else the exit status. */
+	int (*finish)(int argc, char **argv, struct aj_config *cfg, void *ctx);
+	void *ctx;
+};
+/* The limit options into cfg (aj_config_init'ed first), the command's own
+ * through own_opt, --help, and a usage error said as one (as JSON under
+ * --json: cli_usage_begin).
+ * Returns -1 to go on, or the exit status to return with. */
+int parse_command(int argc, char **argv, const struct command_parse *cp, struct aj_config *cfg);
+
 /* The commands that make a table of tiers (attack, bench): which tiers
  * were asked for (every --tier is a column; none: all of them). */
 struct tier_choice {
@@ -92,8 +109,8 @@ struct tier_choice {
 	bool any;
 };
 /* Parses such a command's arguments: the limit options and --tier into cfg
- * and tiers, its own options through own_opt (which returns 1 for help, -1
- * for a bad value after saying why, else 0). Returns -1 to go on, or the
+ * and tiers, --help, its own options through own_opt (which returns 1 for
+ * help, -1 for a bad value after saying why, else 0). Returns -1 to go on, or the
  * exit status to return with. */
 int parse_matrix_command(int argc, char **argv, const char *name, const char *usage,
 			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,

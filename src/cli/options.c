@@ -87,6 +87,9 @@ void options_add(const struct option *more, struct option *out, size_t n)
 	out[k] = (struct option){0};
 }
 
+/* --help, which every command takes as -h too. */
+static const struct option help[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+
 #define MATRIX_OPTSTRING ":h"
 
 static int parse_matrix(int argc, char **argv, const char *name, const char *usage,
@@ -137,9 +140,47 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 {
 	struct option opts[32];
 	options_with(own, opts, 32);
+	options_add(help, opts, 32);
 	cli_usage_begin(cli_asks_json(argc, argv, opts, MATRIX_OPTSTRING));
 	return cli_usage_end(
 		parse_matrix(argc, argv, name, usage, opts, cfg, tiers, own_opt, ctx));
+}
+
+#define COMMAND_OPTSTRING ":h"
+
+static int parse_command_options(int argc, char **argv, const struct command_parse *cp,
+				 const struct option *opts, struct aj_config *cfg)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, COMMAND_OPTSTRING, opts, NULL)) != -1) {
+		bool own = false;
+		for (size_t i = 0; cp->own[i].name; i++)
+			own |= cp->own[i].val == c;
+		if (own) {
+			cp->own_opt(c, optarg, cp->ctx);
+		} else if (c == 'h') {
+			fputs(cp->usage, stdout);
+			return 0;
+		} else if (c == '?' || c == ':') {
+			cli_bad_option(cp->name, c, argc, argv, opts);
+			return EXIT_USAGE;
+		} else if (option_apply(c, optarg, cfg) < 0) {
+			cli_try_help(cp->name);
+			return EXIT_USAGE;
+		}
+	}
+	return cp->finish(argc, argv, cfg, cp->ctx);
+}
+
+int parse_command(int argc, char **argv, const struct command_parse *cp, struct aj_config *cfg)
+{
+	struct option opts[40];
+	aj_config_init(cfg);
+	options_with(cp->own, opts, 40);
+	options_add(help, opts, 40);
+	options_add(cp->more, opts, 40);
+	cli_usage_begin(cli_asks_json(argc, argv, opts, COMMAND_OPTSTRING));
+	return cli_usage_end(parse_command_options(argc, argv, cp, opts, cfg));
 }
 
 /* --json's usage errors (cli.h): the first message, kept for the object. */

@@ -43,7 +43,7 @@ static const char usage[] =
 	"It exits 0 when the input ends, 125 when the session could not be opened or\n"
 	"a limit closed it, 2 on a usage error.\n";
 
-enum { OPT_JSON = 2000, OPT_IMAGES, OPT_HELP };
+enum { OPT_JSON = 2000, OPT_IMAGES };
 
 struct repl {
 	struct aj_session *s;
@@ -390,28 +390,24 @@ static void json_loop(struct repl *r)
 	free(line);
 }
 
-#define REPL_OPTSTRING ":h"
+/* What repl's arguments give beyond the config. */
+struct repl_args {
+	bool *json;
+	const char **images_dir;
+};
 
-static int parse_repl(int argc, char **argv, const struct option *opts, struct aj_config *cfg,
-		      bool *json, const char **images_dir)
+static void repl_opt(int opt, const char *arg, void *ctx)
 {
-	int c;
-	while ((c = getopt_long(argc, argv, REPL_OPTSTRING, opts, NULL)) != -1) {
-		if (c == OPT_JSON) {
-			*json = true;
-		} else if (c == OPT_IMAGES) {
-			*images_dir = optarg;
-		} else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?' || c == ':') {
-			cli_bad_option("repl", c, argc, argv, opts);
-			return EXIT_USAGE;
-		} else if (option_apply(c, optarg, cfg) < 0) {
-			cli_try_help("repl");
-			return EXIT_USAGE;
-		}
-	}
+	struct repl_args *a = ctx;
+	if (opt == OPT_JSON)
+		*a->json = true;
+	else if (opt == OPT_IMAGES)
+		*a->images_dir = arg;
+}
+
+static int repl_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
+{
+	(void)ctx;
 	if (optind != argc) {
 		cli_error("repl: unexpected argument '%s' (cells come on stdin)", argv[optind]);
 		return EXIT_USAGE;
@@ -429,17 +425,13 @@ int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"images", required_argument, NULL, OPT_IMAGES},
-					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
-	struct option opts[40];
-
-	aj_config_init(cfg);
+	struct repl_args a = {json, images_dir};
+	const struct command_parse cp = {"repl", usage, own, session_options, repl_opt,
+					 repl_operands, &a};
 	*json = false;
 	*images_dir = NULL;
-	options_with(own, opts, 40);
-	options_add(session_options, opts, 40);
-	cli_usage_begin(cli_asks_json(argc, argv, opts, REPL_OPTSTRING));
-	return cli_usage_end(parse_repl(argc, argv, opts, cfg, json, images_dir));
+	return parse_command(argc, argv, &cp, cfg);
 }
 
 int cmd_repl(int argc, char **argv)

@@ -26,7 +26,7 @@ static const char usage[] =
 	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  -h, --help        this help\n";
 
-enum { OPT_JSON = 2000, OPT_HELP };
+enum { OPT_JSON = 2000 };
 
 /* Reads all of fd, up to one byte past the largest program accepted (so a
  * larger one is recognised as such). */
@@ -112,28 +112,25 @@ static int exit_code_for(const struct aj_result *r)
 	}
 }
 
+/* What run's arguments give beyond the config. */
+struct run_args {
+	bool *json;
+	const char **program;
+};
+
+static void run_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	struct run_args *a = ctx;
+	if (opt == OPT_JSON)
+		*a->json = true;
+}
+
 /* Options before or after FILE (getopt permutes; -- ends them), so that
  * `run job.py --timeout 1` means what it says. */
-#define RUN_OPTSTRING ":h"
-
-static int parse_run(int argc, char **argv, const struct option *opts, struct aj_config *cfg,
-		     bool *json, const char **program)
+static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 {
-	int c;
-	while ((c = getopt_long(argc, argv, RUN_OPTSTRING, opts, NULL)) != -1) {
-		if (c == OPT_JSON) {
-			*json = true;
-		} else if (c == OPT_HELP || c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else if (c == '?' || c == ':') {
-			cli_bad_option("run", c, argc, argv, opts);
-			return EXIT_USAGE;
-		} else if (option_apply(c, optarg, cfg) < 0) {
-			cli_try_help("run");
-			return EXIT_USAGE;
-		}
-	}
+	struct run_args *a = ctx;
 	if (optind != argc - 1) {
 		if (optind == argc)
 			cli_error("run: which program? give a FILE, or - for stdin");
@@ -148,23 +145,19 @@ static int parse_run(int argc, char **argv, const struct option *opts, struct aj
 		cli_error("%s", err.message);
 		return EXIT_USAGE;
 	}
-	*program = argv[optind];
+	*a->program = argv[optind];
 	return -1;
 }
 
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
-					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
-	struct option opts[32];
-
-	aj_config_init(cfg);
+	struct run_args a = {json, program};
+	const struct command_parse cp = {"run", usage, own, one_tier_options, run_opt,
+					 run_operands, &a};
 	*json = false;
-	options_with(own, opts, 32);
-	options_add(one_tier_options, opts, 32);
-	cli_usage_begin(cli_asks_json(argc, argv, opts, RUN_OPTSTRING));
-	return cli_usage_end(parse_run(argc, argv, opts, cfg, json, program));
+	return parse_command(argc, argv, &cp, cfg);
 }
 
 int cmd_run(int argc, char **argv)

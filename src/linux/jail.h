@@ -13,6 +13,28 @@
 
 struct cgroup_run;
 
+/* The four sandboxes the jail builds. Each has an init body of its own
+ * (jail_run.c, jail_session.c, jail_warm.c); the steps they share are
+ * written once (jail_init.c, jail_inside.c). */
+enum jail_mode {
+	/* One run: init forks the program, which execs `python3 -I -u` on the
+	 * launcher, and reports its end. */
+	JAIL_RUN,
+	/* A session: no program file; init stays and starts the session
+	 * interpreter (src/session/repl.py) on each request, with the request
+	 * and reply pipes as its fds 3 and 4. */
+	JAIL_SESSION,
+	/* Warm mode's zygote (src/warm/warm.c): the inside process keeps root
+	 * and its capabilities and no filter (it makes each run's namespaces),
+	 * and execs `python3 -I -u -c zygote.py PRELOAD` with zygote_fd at fd 3
+	 * and helper_fd at fd 4. */
+	JAIL_ZYGOTE,
+	/* A run made by the zygote (jail_warm_spawn): init joins the run's v1
+	 * cgroups through join_cgroup_fds; the inside process returns to the
+	 * zygote's Python, which runs the program, instead of exec'ing. */
+	JAIL_WARM_RUN,
+};
+
 /* Where the program runs and what it runs, as seen inside the sandbox. */
 #define JAIL_WORKSPACE "/tmp/work"
 #define JAIL_PROGRAM "main.py"
@@ -40,24 +62,16 @@ struct jail_spec {
 	 * any more: stack buffers only. */
 	int (*setup_root)(const struct jail_spec *s, struct setup_error *e);
 	const void *tier;           /* the tier's own data for setup_root */
-	/* A session (jail_session_start): no program file; init stays and
-	 * starts the session interpreter (src/core/repl.py) on each
-	 * request, with the request and reply pipes as its fds 3 and 4. */
-	bool session;
-	/* Warm mode (src/warm/warm.c). zygote: the inside process is a
-	 * zygote, not a program: it keeps root and its capabilities and no
-	 * filter (it makes each run's namespaces), and execs
-	 * `python3 -I -u -c zygote.py PRELOAD` with zygote_fd (its socket to
-	 * the host) at fd 3 and helper_fd (the warm helper library) at fd 4. */
-	bool zygote;
+	/* Which of the four sandboxes this is: set by the entry point called
+	 * (jail_run, jail_session_start, jail_zygote_start, jail_warm_spawn). */
+	enum jail_mode mode;
+	/* Warm mode (src/warm/warm.c), a zygote's sandbox: its socket to the
+	 * host (fd 3 of the zygote) and the warm helper library (fd 4). */
 	int zygote_fd, helper_fd;
 	const char *preload;
-	/* warm_child: a run made by the zygote (jail_warm_spawn). The program
-	 * is read from code_fd; init joins the run's v1 cgroups through
-	 * join_cgroup_fds (opened by the host: the zygote's view has no
-	 * cgroupfs); the inside process returns to the zygote's Python,
-	 * which runs the program, instead of exec'ing. */
-	bool warm_child;
+	/* A warm run: its program, read from code_fd; the run's v1 cgroups'
+	 * tasks files opened by the host (join_cgroup_fds below: the zygote's
+	 * view has no cgroupfs). */
 	int code_fd;
 	/* Network, ipc and uts namespaces the zygote made ahead, while idle
 	 * (jail_warm_prepare_ns), for init to join instead of making them
@@ -109,14 +123,14 @@ struct jail_zygote {
 	int report_r;
 	int life_w;     /* its EOF ends the zygote's sandbox */
 };
-/* Builds the zygote's sandbox (s->zygote) and starts the zygote in it:
+/* Builds the zygote's sandbox (JAIL_ZYGOTE) and starts the zygote in it:
  * zygote_py, the caller's program (warm.c's zygote.py, which this layer
  * below warm does not know), run as `python3 -I -u -c`. Its socket is
  * s->zygote_fd, handed over. 0, or -errno with err. */
 int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct jail_zygote *z,
 		      struct aj_error *err);
 
-/* In the zygote (s->warm_child): clones one run's init, which builds the
+/* In the zygote (JAIL_WARM_RUN): clones one run's init, which builds the
  * run's sandbox and forks the program's process. Returns init's pid (with
  * *pidfd) in the zygote; 0 in the program's process, which is then in the
  * run's namespaces with its uid, rlimits and filter applied, fds 0-2 set

@@ -58,7 +58,7 @@ static const char serve_usage[] =
 	"then the server exits.\n";
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
-       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_HELP };
+       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -97,6 +97,47 @@ static int parse_secs(const char *name, const char *arg, double lo, double hi, d
 	return 0;
 }
 
+/* One of serve's own options into c: 0, or -1 after saying what is wrong. */
+static int serve_option(int o, const char *arg, void *ctx)
+{
+	struct serve_config *c = ctx;
+	long v;
+	double d;
+	switch (o) {
+	case OPT_LISTEN:
+		if (parse_listen(arg, c))
+			return -1;
+		break;
+	case OPT_KEYS:
+		c->keys_path = arg;
+		break;
+	case OPT_CONCURRENCY:
+		c->concurrency_set = true;
+		return parse_count_u("concurrency", arg, 1, 1024, &c->concurrency);
+	case OPT_QUEUE_SIZE:
+		return parse_count_u("queue-size", arg, 0, 100000, &c->queue_size);
+	case OPT_MAX_WAIT:
+		if (parse_secs("max-wait", arg, 0.1, 3600, &d))
+			return -1;
+		c->max_wait_sec = d;
+		break;
+	case OPT_MAX_BODY:
+		if (parse_count("max-body-kb", arg, 1, 1 << 20, &v))
+			return -1;
+		c->max_body = (size_t)v << 10;
+		break;
+	case OPT_IDLE:
+		return parse_count_u("idle-timeout", arg, 1, 3600, &c->idle_sec);
+	case OPT_ORIGIN:
+		c->origin = arg;
+		break;
+	case OPT_QUEUE:
+		c->queue_url = arg;
+		break;
+	}
+	return 0;
+}
+
 /* Parses serve's options into c. Returns -1 to go on, else an exit code. */
 static int parse_serve(int argc, char **argv, struct serve_config *c)
 {
@@ -110,84 +151,8 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
 		{"origin", required_argument, NULL, OPT_ORIGIN},
 		{"queue", required_argument, NULL, OPT_QUEUE},
-		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
-	struct option opts[40];
-	options_with(own, opts, 40);
-	options_add(session_options, opts, 40);
-	options_add(service_options, opts, 40);
-	options_add(one_tier_options, opts, 40);
-	int o, r;
-	long v;
-	double d;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if ((r = service_option_apply(o, optarg, &c->sandbox)) < 0)
-			return EXIT_USAGE;
-		if (r)
-			continue;
-		switch (o) {
-		case 'h':
-		case OPT_HELP:
-			fputs(serve_usage, stdout);
-			return 0;
-		case OPT_LISTEN:
-			if (parse_listen(optarg, c))
-				return EXIT_USAGE;
-			break;
-		case OPT_KEYS:
-			c->keys_path = optarg;
-			break;
-		case OPT_CONCURRENCY:
-			if (parse_count("concurrency", optarg, 1, 1024, &v))
-				return EXIT_USAGE;
-			c->concurrency = (unsigned)v;
-			c->concurrency_set = true;
-			break;
-		case OPT_QUEUE_SIZE:
-			if (parse_count("queue-size", optarg, 0, 100000, &v))
-				return EXIT_USAGE;
-			c->queue_size = (unsigned)v;
-			break;
-		case OPT_MAX_WAIT:
-			if (parse_secs("max-wait", optarg, 0.1, 3600, &d))
-				return EXIT_USAGE;
-			c->max_wait_sec = d;
-			break;
-		case OPT_MAX_BODY:
-			if (parse_count("max-body-kb", optarg, 1, 1 << 20, &v))
-				return EXIT_USAGE;
-			c->max_body = (size_t)v << 10;
-			break;
-		case OPT_IDLE:
-			if (parse_count("idle-timeout", optarg, 1, 3600, &v))
-				return EXIT_USAGE;
-			c->idle_sec = (unsigned)v;
-			break;
-		case OPT_ORIGIN:
-			c->origin = optarg;
-			break;
-		case OPT_QUEUE:
-			c->queue_url = optarg;
-			break;
-		case '?':
-			fputs("try 'agentjail serve --help'\n", stderr);
-			return EXIT_USAGE;
-		default:
-			if (option_apply(o, optarg, &c->sandbox))
-				return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		cli_error("serve: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
-	struct aj_error err;
-	if (aj_config_validate(&c->sandbox, &err)) {
-		cli_config_error("serve", &err);
-		return EXIT_USAGE;
-	}
-	return -1;
+	return service_parse(argc, argv, "serve", serve_usage, own, &c->sandbox, serve_option, c);
 }
 
 static void serve_config_init(struct serve_config *c)
@@ -249,12 +214,7 @@ static int cmd_serve(int argc, char **argv)
 	/* SIGTERM and SIGINT are taken by sigwait below, in this thread only:
 	 * blocked before any thread starts, so every thread inherits it. */
 	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	/* A client that hangs up mid-answer must not end the server. */
-	signal(SIGPIPE, SIG_IGN);
+	service_block_signals(&stop);
 
 	static struct queue queue;
 	if (svc.cfg.queue_url) {

@@ -1,4 +1,7 @@
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../cli/cli.h"
@@ -16,6 +19,15 @@ int parse_count(const char *name, const char *arg, long lo, long hi, long *out)
 		return -1;
 	}
 	*out = v;
+	return 0;
+}
+
+int parse_count_u(const char *name, const char *arg, long lo, long hi, unsigned *out)
+{
+	long v;
+	if (parse_count(name, arg, lo, hi, &v))
+		return -1;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -42,4 +54,58 @@ int service_option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return 1;
 	}
 	return 0;
+}
+
+int service_parse(int argc, char **argv, const char *name, const char *usage,
+		  const struct option *own, struct aj_config *cfg,
+		  int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
+{
+	static const struct option help[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	struct option opts[40];
+	options_with(own, opts, 40);
+	options_add(help, opts, 40);
+	options_add(session_options, opts, 40);
+	options_add(service_options, opts, 40);
+	options_add(one_tier_options, opts, 40);
+	int o, applied;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if ((applied = service_option_apply(o, optarg, cfg)) < 0)
+			return EXIT_USAGE;
+		if (applied)
+			continue;
+		if (o == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (o == '?') {
+			fprintf(stderr, "try 'agentjail %s --help'\n", name);
+			return EXIT_USAGE;
+		}
+		bool mine = false;
+		for (size_t i = 0; own[i].name; i++)
+			mine |= own[i].val == o;
+		if (mine ? own_opt(o, optarg, ctx) : option_apply(o, optarg, cfg))
+			return EXIT_USAGE;
+	}
+	if (optind != argc) {
+		cli_error("%s: unexpected argument '%s'", name, argv[optind]);
+		return EXIT_USAGE;
+	}
+	struct aj_error err;
+	if (aj_config_validate(cfg, &err)) {
+		cli_config_error(name, &err);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+void service_block_signals(sigset_t *stop)
+{
+	sigemptyset(stop);
+	sigaddset(stop, SIGTERM);
+	sigaddset(stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, stop, NULL);
+	/* A client that hangs up mid-answer must not end the server. */
+	signal(SIGPIPE, SIG_IGN);
 }

@@ -141,6 +141,16 @@ redisReply *queue_cmd(redisContext *c, struct aj_error *err, const char *fmt, ..
 	return r;
 }
 
+void queue_do(redisContext *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	redisReply *r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (r)
+		freeReplyObject(r);
+}
+
 void queue_new_id(char id[33])
 {
 	unsigned char b[16];

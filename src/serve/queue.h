@@ -54,6 +54,9 @@ void queue_put(struct queue *q, redisContext *c, bool broken);
 /* A command's reply, or NULL with err ("queue: ...") on any Redis error,
  * an error reply included. */
 redisReply *queue_cmd(redisContext *c, struct aj_error *err, const char *fmt, ...);
+/* A command whose answer nobody reads (a bookkeeping write that, failed,
+ * leaves nothing to undo). */
+void queue_do(redisContext *c, const char *fmt, ...);
 /* 32 random hex digits. */
 void queue_new_id(char id[33]);
 

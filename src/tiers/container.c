@@ -350,7 +350,6 @@ static int container_session_open(void *state, const struct aj_config *cfg, void
 		return rc;
 	}
 	struct jail_spec s = container_spec(cfg, st, &cs->slot);
-	s.session = true;
 	int cgfd = place_in_cgroup(&s, &cs->cg);
 	rc = jail_session_start(&s, &cs->js, err);
 	if (cgfd >= 0)

@@ -245,7 +245,6 @@ static int process_session_open(void *state, const struct aj_config *cfg, void *
 	ps->slot.lock_fd = -1;
 	struct jail_spec s;
 	int rc = process_spec(cfg, &s, &ps->view, &ps->slot, err);
-	s.session = true;
 	if (rc || (rc = jail_session_start(&s, &ps->js, err))) {
 		slot_release(&ps->slot);
 		free(ps);

@@ -233,7 +233,6 @@ static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_erro
 		rc = error_set(err, -errno, "warm: socketpair: %s", errno_name(errno));
 	if (!rc) {
 		struct jail_spec s = w->base;
-		s.zygote = true;
 		s.zygote_fd = sv[1];
 		s.helper_fd = helper;
 		rc = jail_zygote_start(&s, warm_zygote_py, &z->jz, err);

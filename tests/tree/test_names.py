@@ -23,8 +23,8 @@ COPIES = {
     "add_note": {"src/api/session.c", "src/mcp/server.c"},       # a note into res's message
     "add_ro_binds": {"src/docker/spec.c", "src/gvisor/bundle.c"},  # cfg.ro_bind into a spec
     "call": {"src/api/session.c", "src/serve/remote_api.c"},     # one session call
-    "close_fd": {"src/linux/jail.c", "src/vm/guest/session.c", "src/warm/warm.c"},
-    "is_plain_dir": {"src/linux/jail.c", "src/tiers/process.c"},
+    "close_fd": {"src/vm/guest/session.c", "src/warm/warm.c"},
+    "is_plain_dir": {"src/linux/jail_root.c", "src/tiers/process.c"},
     "keyed_value": {"src/linux/cgroup.c", "src/vm/guest/agent.c"},  # "key value" lines
     "pump": {"src/boot/session.c", "src/tiers/docker.c"},         # read what a stream has
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
@@ -44,11 +44,9 @@ COPIES = {
     "stop_call": {"src/boot/session.c", "src/vm/guest/session.c"},
     "sweep_run_dirs": {"src/tiers/gvisor.c", "src/tiers/microvm.c"},
     "type_name": {"src/cli/repl.c", "src/api/tool_files.c"},     # a file type's word
-    "wait_ready": {"src/linux/jail.c", "src/boot/session.c", "src/vm/snapshot.c"},
-    # Reaping a child, in the guest; serve/worker.c's reap (the entries of
-    # dead workers in Redis) is another thing, left to the restructuring
-    # of src/serve (issue 25) so as not to collide with it.
-    "reap": {"src/vm/guest/agent.c", "src/vm/guest/session.c", "src/serve/worker.c"},
+    "wait_ready": {"src/linux/jail_session.c", "src/boot/session.c", "src/vm/snapshot.c"},
+    # Reaping a child, in the guest.
+    "reap": {"src/vm/guest/agent.c", "src/vm/guest/session.c"},
 }
 
 ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*")
@@ -84,9 +82,9 @@ def test_the_reader_finds_definitions():
     # The check is only as good as its reading: functions of every shape
     # it must see (static, with an attribute, parameters over lines).
     found = definitions(ROOT)
-    assert "src/linux/jail.c" in found["jail_zygote_start"]
+    assert "src/linux/jail_warm.c" in found["jail_zygote_start"]
     assert "src/warm/helper.c" in found["agentjail_warm_spawn"]  # after __attribute__
-    assert "src/linux/jail.c" in found["init_main"]              # noreturn, static
+    assert "src/linux/jail_run.c" in found["run_init"]           # noreturn, static
     assert "src/linux/supervise.c" in found["outcome_to_result"]  # parameters on two lines
     assert "if" not in found
 

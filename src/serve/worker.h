@@ -1,0 +1,83 @@
+/* agentjail worker's pieces (worker.c is the command): one struct worker,
+ * made by cmd_worker and passed to every thread and step.
+ *
+ *   worker_reply.c     the log, and the answers a caller reads in Redis
+ *   worker_sessions.c  the sessions this worker holds
+ *   worker_take.c      the readers: runs and session opens from the tier's
+ *                      stream, calls from this worker's ops list
+ *   worker_keeper.c    the heartbeat, sessions the library closed, and what
+ *                      lost workers left behind
+ */
+#ifndef AJ_SERVE_WORKER_H
+#define AJ_SERVE_WORKER_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "keys.h"
+#include "local.h"
+#include "queue.h"
+
+struct wsession {
+	char id[40];
+	char owner[KEY_NAME_MAX + 1];
+	struct aj_session *s;
+	bool closed_reported;
+	struct wsession *next;
+};
+
+struct worker {
+	struct aj_config cfg;
+	struct queue q;
+	struct local local;
+	char name[128];
+	char stream[64];
+	char ops[160];
+	unsigned concurrency;
+	atomic_bool stopping;     /* take nothing new */
+	atomic_bool keeper_stop;  /* the runs are over: the heartbeat may end */
+	pthread_mutex_t lock;     /* sessions */
+	struct wsession *sessions;
+};
+
+static inline void worker_pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* ---- worker_reply.c ---- */
+
+/* One line on stderr, named by the worker. */
+void worker_log(const struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Pushes body (taken) to the request's reply list. */
+void worker_answer(const struct worker *w, redisContext *c, json_t *request, json_t *body);
+json_t *worker_refusal(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A run's answer; frees res. */
+json_t *worker_result(const struct worker *w, struct aj_result *res);
+
+/* ---- worker_sessions.c ---- */
+
+json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req);
+/* session_run, put, get, list on a session of this worker's. */
+json_t *worker_session_op(struct worker *w, json_t *req, const char *op);
+json_t *worker_session_close(struct worker *w, redisContext *c, json_t *req);
+/* Marks in Redis the sessions not reported closed yet that the library
+ * closed (reason NULL: its own reason), or all of them (reason given). */
+void worker_sessions_report_closed(struct worker *w, redisContext *c, const char *reason);
+/* Closes every session; the threads are gone. */
+void worker_sessions_end(struct worker *w);
+
+/* ---- worker_take.c: thread bodies, arg the worker ---- */
+
+void *worker_stream_loop(void *arg);
+void *worker_ops_loop(void *arg);
+
+/* ---- worker_keeper.c: thread body, arg the worker ---- */
+
+void *worker_keeper_loop(void *arg);
+
+#endif
