@@ -10,8 +10,8 @@
  *         the scan runs after each read. A read that passes the cap without
  *         the call's reply stops the call (its reply is too long); the end
  *         of the input is the interpreter's end, with a last scan. The same
- *         reads go through the microvm guest's own scan (scan_reply and
- *         stream_append, src/vm/guest/stream.c, as session.c drives them),
+ *         reads go through the microvm guest's own scan (scan_reply,
+ *         src/vm/guest/stream.c, over capture_append as session.c drives them),
  *         which must agree: the same reply, the same ack.
  *  reply  the reply line found, read by src/core/session_reply.c as the op
  *         the input chose would read it: a run's (exit code, usage, images),
@@ -71,12 +71,12 @@ static void check_guest_agrees(const uint8_t *data, size_t size, size_t step, ui
 	char prefix[40], ack_line[40];
 	snprintf(prefix, sizeof prefix, "{\"seq\":%llu", (unsigned long long)seq);
 	snprintf(ack_line, sizeof ack_line, "{\"ack\":%llu}", (unsigned long long)seq);
-	struct stream rep = {.fd = -1, .open = true, .limit = reply_max + 1};
+	struct capture rep = {.limit = reply_max + 1};
 	bool g_acked = false, g_replied = false, too_long = false;
 	size_t g_len = 0, off = 0;
 	while (off < size && !g_replied && !too_long) {
 		size_t n = size - off < step ? size - off : step;
-		too_long = stream_append(&rep, (const char *)data + off, n);
+		too_long = capture_append(&rep, (const char *)data + off, n);
 		off += n;
 		if (rep.len > reply_max + 1)
 			__builtin_trap();

@@ -25,13 +25,12 @@ COPIES = {
     "call": {"src/core/session.c", "src/serve/remote_api.c"},     # one session call
     "close_fd": {"src/linux/jail.c", "src/vm/guest/session.c", "src/warm/warm.c"},
     "is_plain_dir": {"src/linux/jail.c", "src/tiers/process.c"},
-    "keyed_value": {"src/linux/cgroup.c", "src/vm/guest/agent.c"},  # "key value" lines
+    "keyed_value": {"src/linux/cgroup.c", "src/vm/guest/run_cgroup.c"},  # "key value" lines
     "pump": {"src/session/boot.c", "src/tiers/docker.c"},         # read what a stream has
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "remove_entry": {"src/cli/image.c", "src/tiers/gvisor.c"},    # rm -rf's nftw step
     "remove_tree": {"src/cli/image.c", "src/tiers/gvisor.c"},     # rm -rf
     "send_all": {"src/docker/http.c", "src/session/boot.c"},
-    "send_result": {"src/mcp/server.c", "src/vm/guest/agent.c"},  # a call's answer
     "close_backend": BACKENDS,
     "gauges": BACKENDS,
     "session_call": BACKENDS,
@@ -41,14 +40,9 @@ COPIES = {
     "start": BACKENDS,
     "stop": BACKENDS,
     "tiers": BACKENDS,
-    "stop_call": {"src/session/boot.c", "src/vm/guest/session.c"},
     "sweep_run_dirs": {"src/tiers/gvisor.c", "src/tiers/microvm.c"},
     "type_name": {"src/cli/repl.c", "src/core/tool_files.c"},     # a file type's word
     "wait_ready": {"src/linux/jail.c", "src/session/boot.c", "src/vm/snapshot.c"},
-    # Reaping a child, in the guest; serve/worker.c's reap (the entries of
-    # dead workers in Redis) is another thing, left to the restructuring
-    # of src/serve (issue 25) so as not to collide with it.
-    "reap": {"src/vm/guest/agent.c", "src/vm/guest/session.c", "src/serve/worker.c"},
 }
 
 ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*")

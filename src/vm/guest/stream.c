@@ -1,44 +1,35 @@
 /* What the agent reads from a run's program and a session's interpreter:
- * output streams capped as they are read, and a session call's reply lines.
- * The interpreter shares its process with the code of the cells, so
- * whatever it writes on the reply pipe may be forged: the scan only picks
- * the one line that answers this call and drops the rest, and the buffer
- * never holds more than its cap. Pure (no reads of its own), so the host's
- * fuzz target can drive it (fuzz/fuzz_session_reply.c). */
-#include <stdlib.h>
+ * output streams capped as they are read (the host's capture.c holds the
+ * bytes), and a session call's reply lines. The interpreter shares its
+ * process with the code of the cells, so whatever it writes on the reply
+ * pipe may be forged: the scan only picks the one line that answers this
+ * call and drops the rest, and the buffer never holds more than its cap.
+ * scan_reply is pure (no reads of its own), so the host's fuzz target can
+ * drive it (fuzz/fuzz_session_reply.c). */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 
-bool stream_append(struct stream *s, const char *data, size_t n)
+bool stream_drain(struct stream *s, bool *overflow)
 {
-	size_t take = n < s->limit - s->len ? n : s->limit - s->len;
-	if (take > 0 && s->len + take > s->alloc) {
-		/* Grow geometrically, never past the cap: a flood costs the
-		 * agent at most `limit` bytes. */
-		size_t want = s->alloc ? s->alloc * 2 : 16384;
-		while (want < s->len + take)
-			want *= 2;
-		if (want > s->limit)
-			want = s->limit;
-		char *p = realloc(s->buf, want);
-		if (!p) {
-			s->truncated = true;
-			return true;
+	char buf[65536];
+	for (int i = 0; i < READS_PER_WAKE; i++) {
+		ssize_t n = read(s->fd, buf, sizeof buf);
+		if (n > 0) {
+			if (capture_append(&s->cap, buf, (size_t)n))
+				*overflow = true;
+			continue;
 		}
-		s->buf = p;
-		s->alloc = want;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN;
 	}
-	if (take > 0) {
-		memcpy(s->buf + s->len, data, take);
-		s->len += take;
-	}
-	if (take < n)
-		s->truncated = true;
-	return take < n;
+	return true;
 }
 
-void scan_reply(struct stream *rep, const char *reply_prefix, const char *ack_line, bool *acked,
+void scan_reply(struct capture *rep, const char *reply_prefix, const char *ack_line, bool *acked,
 		bool *replied, size_t *reply_len)
 {
 	size_t plen = strlen(reply_prefix), pos = 0;
@@ -63,4 +54,3 @@ void scan_reply(struct stream *rep, const char *reply_prefix, const char *ack_li
 		rep->len -= pos;
 	}
 }
-
