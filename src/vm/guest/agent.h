@@ -5,7 +5,7 @@
  *   clock.c     the monotonic clock, a sleep
  *   port.c      the channel to the host: frames out, bytes in
  *   frame.c     the host's frames, decoded
- *   stream.c    capped output streams, a session call's reply lines
+ *   stream.c    capped output streams
  *   run_cgroup.c  the run's cgroup: made at boot, its limits, its figures
  *   restore.c   what a restored copy refreshes first (clock, entropy)
  *   workspace.c /tmp and the workspace
@@ -18,7 +18,8 @@
  *   agent.c     main: boot, then the one run or session
  *
  * The host's own sources the agent is built with (images/build-vm.sh):
- * src/core/io.c (write_full) and src/core/capture.c (struct capture). */
+ * src/core/io.c (write_full), src/core/capture.c (struct capture) and
+ * src/session/scan.c (a session call's reply lines). */
 #ifndef AJ_GUEST_AGENT_H
 #define AJ_GUEST_AGENT_H
 
@@ -93,14 +94,6 @@ struct stream {
 /* Reads what is there now. Sets *overflow if the cap was passed; returns
  * false at EOF or on an error. */
 bool stream_drain(struct stream *s, bool *overflow);
-/* The whole lines in a session call's reply stream. Notes the call's ack
- * line in *acked; stops at the line that starts with reply_prefix followed
- * by ',' or '}' (the reply: *replied, its length in *reply_len, kept at the
- * buffer's start); drops every other whole line (stale or forged: the
- * session's own doing), in one pass and one move however many a flood
- * brings. */
-void scan_reply(struct capture *rep, const char *reply_prefix, const char *ack_line, bool *acked,
-		bool *replied, size_t *reply_len);
 
 /* run_cgroup.c: the run's cgroup directory (O_PATH, close-on-exec). */
 extern int run_cgroup;

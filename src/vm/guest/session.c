@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "../../../include/agentjail.h"
+#include "../../session/call.h"
 #include "agent.h"
 
 /* How long the processes may take to die after SIGKILL before the agent
@@ -230,9 +231,7 @@ struct call {
 	bool acked;             /* the interpreter took the request: it may have run */
 	bool clock_started;     /* from the ack, the call's own wall clock */
 	int wstatus;
-	char reply_prefix[40];
-	char ack_line[40];      /* {"ack":SEQ} */
-	size_t reply_len;       /* of the matched line, at the start of rep.buf */
+	struct session_answer ans;      /* the reply line, once taken */
 	struct failure why;
 };
 
@@ -251,11 +250,11 @@ static void reap_call(struct watch *w)
 	}
 }
 
-/* The reply stream's whole lines, as stream.c scans them. */
+/* The reply stream's whole lines, read as every host tier reads them. */
 static void take_reply(struct call *c)
 {
-	scan_reply(&c->rep.cap, c->reply_prefix, c->ack_line, &c->acked, &c->replied,
-		   &c->reply_len);
+	if (session_take_reply(&c->rep.cap, c->req.seq, &c->ans, &c->acked))
+		c->replied = true;
 }
 
 /* A frame from the host during a call: a stop, whatever its type (the host
@@ -388,13 +387,13 @@ static void send_call_result(struct session *s, struct call *c)
 	const char *message = c->setup_failed || c->broken ? c->why.message : "";
 	r.stdout_len = (uint32_t)c->out.cap.len;
 	r.stderr_len = (uint32_t)c->err.cap.len;
-	r.reply_len = c->replied ? (uint32_t)c->reply_len : 0;
+	r.reply_len = c->replied ? (uint32_t)c->ans.reply_len : 0;
 	r.message_len = (uint32_t)strlen(message);
 	struct iovec parts[5] = {
 		{.iov_base = &r, .iov_len = sizeof r},
 		{.iov_base = c->out.cap.buf, .iov_len = c->out.cap.len},
 		{.iov_base = c->err.cap.buf, .iov_len = c->err.cap.len},
-		{.iov_base = c->rep.cap.buf, .iov_len = r.reply_len},
+		{.iov_base = c->ans.reply, .iov_len = r.reply_len},
 		{.iov_base = (void *)message, .iov_len = r.message_len},
 	};
 	int rc = send_frame(VM_CALL_RESULT, parts, 5);
@@ -420,9 +419,6 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 		free(c.request);
 		return false;
 	}
-	snprintf(c.reply_prefix, sizeof c.reply_prefix, "{\"seq\":%llu",
-		 (unsigned long long)c.req.seq);
-	snprintf(c.ack_line, sizeof c.ack_line, "{\"ack\":%llu}", (unsigned long long)c.req.seq);
 	bool retried = false;
 again:
 	if (s->pid == 0) {
@@ -475,6 +471,7 @@ again:
 	capture_free(&c.out.cap);
 	capture_free(&c.err.cap);
 	capture_free(&c.rep.cap);
+	free(c.ans.reply);
 	free(c.request);
 	return !c.broken;
 }
