@@ -362,7 +362,7 @@ cp "$guest/zygote.py" "$stage/agent/zygote.py"
 
 # Mount points: the agent mounts over them, so they stay empty and root's.
 # /sys is mounted over by nothing: the program's /sys is this empty
-# directory, read-only with the rest of / (agent.c mount_filesystems).
+# directory, read-only with the rest of / (boot.c mount_filesystems).
 for d in proc sys dev tmp var/tmp; do
 	mkdir -p "$stage/$d"
 	chmod 0755 "$stage/$d"
