@@ -188,10 +188,9 @@ FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c) src/cli/options.c src/cli/run.c src/cli/repl.c \
-	src/cli/mcp.c src/vm/guest/frame.c src/vm/guest/stream.c src/vm/guest/failure.c
+	src/cli/mcp.c src/vm/guest/frame.c src/vm/guest/failure.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
-$(B)/fuzz/obj/src/vm/guest/frame.o $(B)/fuzz/obj/src/vm/guest/stream.o \
-	$(B)/fuzz/obj/src/vm/guest/failure.o: src/vm/guest/agent.h
+$(B)/fuzz/obj/src/vm/guest/frame.o $(B)/fuzz/obj/src/vm/guest/failure.o: src/vm/guest/agent.h
 $(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN) $(LAUNCH_GEN)
 	@mkdir -p $(dir $@)
 	@$(FUZZ_CC) $(CFLAGS_BASE) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) \

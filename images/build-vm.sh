@@ -47,10 +47,22 @@ cache=${2:-/var/cache/agentjail/kernel}
 root=$image/root
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$here/../src/vm/guest
+src=$here/../src
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
-for f in agent.c agent.h session.c frame.c stream.c failure.c zygote.py ../protocol.h \
-	../../../include/agentjail.h ../../core/contract.c ../../core/contract.h; do
-	[ -f "$guest/$f" ] || die "$guest/$f is missing"
+# The agent's sources: the guest's own, and the host's files it is built
+# with instead of copies of them (libc only: the agent is static).
+guest_sources="agent.c boot.c clock.c failure.c frame.c policy.c port.c restore.c run.c
+run_cgroup.c session.c stream.c watch.c workspace.c zygote.c"
+core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c"
+agent_sources=""
+for f in $guest_sources; do agent_sources="$agent_sources $guest/$f"; done
+for f in $core_sources; do agent_sources="$agent_sources $src/$f"; done
+# What the agent is built from and with, each hashed into the inputs.
+agent_inputs="$agent_sources $guest/agent.h $guest/zygote.py $guest/../protocol.h
+$src/core/internal.h $src/core/session_call.h $src/core/contract.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
+$here/../tools/gen_filter.c"
+for f in $agent_inputs; do
+	[ -f "$f" ] || die "$f is missing"
 done
 
 # The four modules the agent loads, in its order, and where the kernel
@@ -239,19 +251,11 @@ kernel_deb_sum() {
 
 print_inputs() {
 	echo "input.image_manifest=$(sha "$image/manifest.json")"
-	echo "input.agent_c=$(sha "$guest/agent.c")"
-	echo "input.agent_h=$(sha "$guest/agent.h")"
-	echo "input.session_c=$(sha "$guest/session.c")"
-	echo "input.frame_c=$(sha "$guest/frame.c")"
-	echo "input.stream_c=$(sha "$guest/stream.c")"
-	echo "input.failure_c=$(sha "$guest/failure.c")"
-	echo "input.contract_c=$(sha "$guest/../../core/contract.c")"
-	echo "input.contract_h=$(sha "$guest/../../core/contract.h")"
-	echo "input.seccomp_policy_c=$(sha "$here/../src/linux/seccomp_policy.c")"
-	echo "input.gen_filter_c=$(sha "$here/../tools/gen_filter.c")"
-	echo "input.protocol_h=$(sha "$guest/../protocol.h")"
-	echo "input.agentjail_h=$(sha "$guest/../../../include/agentjail.h")"
-	echo "input.zygote_py=$(sha "$guest/zygote.py")"
+	# One line a file, named by its path under the repository.
+	for f in $agent_inputs; do
+		name=$(realpath --relative-to="$here/.." "$f")
+		echo "input.$name=$(sha "$f")"
+	done
 	echo "input.build_vm_sh=$(sha "$here/build-vm.sh")"
 	echo "input.kernel_deb=$1"
 }
@@ -342,7 +346,6 @@ rm -rf "$tmp/kernel"
 # The system-call policy every tier runs under (src/linux/seccomp_policy.c),
 # compiled to BPF here as the host build does, for the agent to load into the
 # zygote and so into every program it runs.
-src=$here/../src
 gen=$tmp/gen
 mkdir -p "$gen"
 ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_filter.c" \
@@ -350,16 +353,16 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_f
 "$gen/gen_filter" >"$gen/seccomp_filter.inc" || die "generating the seccomp filter failed"
 
 # The agent: static, so /init needs no loader or library of the image.
+# shellcheck disable=SC2086 # the lists are paths without spaces, split here
 ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -Wall -Wextra -Werror -s -I"$gen" \
-	-o "$stage/init" "$guest/agent.c" "$guest/session.c" "$guest/frame.c" \
-	"$guest/stream.c" "$guest/failure.c" "$guest/../../core/contract.c" ||
+	-I"$here/../include" -o "$stage/init" $agent_sources ||
 	die "building the agent failed"
 rm -rf "$gen"
 cp "$guest/zygote.py" "$stage/agent/zygote.py"
 
 # Mount points: the agent mounts over them, so they stay empty and root's.
 # /sys is mounted over by nothing: the program's /sys is this empty
-# directory, read-only with the rest of / (agent.c mount_filesystems).
+# directory, read-only with the rest of / (boot.c mount_filesystems).
 for d in proc sys dev tmp var/tmp; do
 	mkdir -p "$stage/$d"
 	chmod 0755 "$stage/$d"

@@ -21,7 +21,7 @@ enum jail_mode {
 	 * launcher, and reports its end. */
 	JAIL_RUN,
 	/* A session: no program file; init stays and starts the session
-	 * interpreter (src/session/repl.py) on each request, with the request
+	 * interpreter (src/core/repl.py) on each request, with the request
 	 * and reply pipes as its fds 3 and 4. */
 	JAIL_SESSION,
 	/* Warm mode's zygote (src/warm/warm.c): the inside process keeps root

@@ -8,7 +8,7 @@
  * session), sets the run cgroup's limits (memory and pids bound the session
  * as a whole), and starts the session interpreter. The zygote is not used:
  * it can become one program, not a long-lived interpreter with two more
- * pipes, and agent.c has already ended it.
+ * pipes, and agent.c has already ended it (zygote.c zygote_end).
  *
  * The interpreter is `python3 -I -u -c <repl.py>` (the source comes from
  * the host in VM_SESSION_START), forked by the agent and so its child: its
@@ -52,6 +52,7 @@
 
 #include "../../../include/agentjail.h"
 #include "../../core/contract.h"
+#include "../../core/session_call.h"
 #include "agent.h"
 
 /* How long the processes may take to die after SIGKILL before the agent
@@ -119,7 +120,7 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	signal(SIGPIPE, SIG_DFL);
 	/* Into the run cgroup first, as root (cgroup.procs is root's): from
 	 * here every process of the session counts against memory and pids. */
-	int rc = write_text(run_cgroup, "cgroup.procs", "0");
+	int rc = run_cgroup_join();
 	if (rc)
 		child_fail(errp, "cgroup join", -rc);
 	child_limits(errp, l);
@@ -221,146 +222,122 @@ out:
 /* ---- one call ---- */
 
 struct call {
+	struct session *s;
 	struct vm_call req;
 	char *request;
-	size_t sent;
+	struct watch_input in;  /* the request line, to the interpreter */
 	struct stream out, err, rep;
+	struct watch w;         /* its clock, its caps, its stop */
 	bool replied, ended, broken;
-	bool timed_out, overflow, cancelled, bad_reply, setup_failed, restarted;
-	bool stopping, port_open;
+	bool cancelled, bad_reply, setup_failed, restarted;
+	bool port_open;
 	bool acked;             /* the interpreter took the request: it may have run */
-	int64_t stop_us, next_kill_us;
+	bool clock_started;     /* from the ack, the call's own wall clock */
 	int wstatus;
-	char reply_prefix[40];
-	char ack_line[40];      /* {"ack":SEQ} */
-	size_t reply_len;       /* of the matched line, at the start of rep.buf */
+	struct session_answer ans;      /* the reply line, once taken */
 	struct failure why;
 };
 
-static void stop_call(struct call *c)
-{
-	if (c->stopping)
-		return;
-	kill(-1, SIGKILL);
-	c->stopping = true;
-	c->stop_us = now_us();
-	c->next_kill_us = c->stop_us + KILL_REPEAT_MS * 1000;
-}
-
 /* Reaps what has ended; notes the interpreter's status. */
-static void reap(struct session *s, struct call *c)
+static void reap_call(struct watch *w)
 {
+	struct call *c = w->owner;
 	int st;
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (p == s->pid) {
+		if (p == c->s->pid) {
 			c->ended = true;
 			c->wstatus = st;
-			s->pid = 0;
+			c->s->pid = 0;
 		}
 	}
 }
 
-/* The reply stream's whole lines, as stream.c scans them. */
+/* The reply stream's whole lines, read as every host tier reads them. */
 static void take_reply(struct call *c)
 {
-	scan_reply(&c->rep, c->reply_prefix, c->ack_line, &c->acked, &c->replied, &c->reply_len);
+	if (session_take_reply(&c->rep.cap, c->req.seq, &c->ans, &c->acked))
+		c->replied = true;
 }
 
 /* A frame from the host during a call: a stop, whatever its type (the host
  * sends nothing else while it waits). */
-static void read_host(struct call *c)
+static void host_ready(struct watch *w, short revents)
 {
+	struct call *c = w->owner;
+	if (!(revents & POLLIN)) {
+		c->port_open = false; /* no host connected: nothing to hear */
+		return;
+	}
 	struct vm_frame_header h;
 	if (port_read(&h, sizeof h) || skip_frame(port_read, &h)) {
 		c->port_open = false;
 		return;
 	}
 	c->cancelled = true;
-	stop_call(c);
+	watch_stop(w);
 }
 
-static void supervise_call(struct session *s, struct call *c)
+static void reply_ready(struct watch *w, short revents)
 {
-	/* Until the interpreter takes the request, its start has its own
-	 * allowance; from the ack, the call has its wall clock. */
-	int64_t deadline = now_us() + ((int64_t)c->req.wall_ms + VM_SESSION_START_MS) * 1000;
-	bool clock_started = false;
-	while (!c->replied && !c->ended && !c->broken) {
-		int64_t now = now_us();
-		if (c->acked && !clock_started) {
-			clock_started = true;
-			deadline = now + (int64_t)c->req.wall_ms * 1000;
-		}
-		if (!c->stopping && now >= deadline) {
-			c->timed_out = true;
-			stop_call(c);
-		}
-		if (c->stopping && now >= c->stop_us + STOP_GIVE_UP_MS * 1000) {
-			c->broken = true;
-			fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
-			     STOP_GIVE_UP_MS);
-			break;
-		}
-		if (c->stopping && now >= c->next_kill_us) {
-			/* Again, for anything forked while the last one ran. */
-			kill(-1, SIGKILL);
-			c->next_kill_us = now + KILL_REPEAT_MS * 1000;
-		}
-		int64_t until = c->stopping ? c->next_kill_us : deadline;
-		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
-		bool writing = c->sent < c->req.request_len && !c->stopping;
-		struct pollfd p[6] = {
-			{.fd = s->sigfd, .events = POLLIN},
-			{.fd = c->port_open && !c->stopping ? port_fd : -1, .events = POLLIN},
-			/* Once stopping, output no longer matters: full pipes
-			 * left alone cannot spin this loop. */
-			{.fd = c->out.open && !c->stopping ? s->out_r : -1, .events = POLLIN},
-			{.fd = c->err.open && !c->stopping ? s->err_r : -1, .events = POLLIN},
-			{.fd = c->rep.open && !c->stopping ? s->rep_r : -1, .events = POLLIN},
-			{.fd = writing ? s->req_w : -1, .events = POLLOUT},
-		};
-		int n = poll(p, 6, timeout);
-		if (n < 0 && errno != EINTR)
-			stop_call(c); /* never leave a call unwatched */
-		if (n > 0 && p[0].revents) {
-			struct signalfd_siginfo si;
-			while (read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-				;
-		}
-		if (n > 0 && (p[1].revents & POLLIN))
-			read_host(c);
-		else if (n > 0 && p[1].revents)
-			c->port_open = false; /* no host connected: nothing to hear */
-		for (int i = 0; n > 0 && i < 2; i++) {
-			if (!p[2 + i].revents)
-				continue;
-			bool overflow = false;
-			struct stream *st = i ? &c->err : &c->out;
-			/* At EOF (a closed stdout) it is polled no more. */
-			st->open = stream_drain(st, &overflow);
-			if (overflow && !c->stopping) {
-				c->overflow = true;
-				stop_call(c);
-			}
-		}
-		if (n > 0 && p[4].revents && !c->stopping) {
-			bool too_long = false;
-			c->rep.open = stream_drain(&c->rep, &too_long);
-			take_reply(c);
-			if (!c->replied && too_long) {
-				c->bad_reply = true;
-				stop_call(c);
-			}
-		}
-		if (n > 0 && (p[5].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(s->req_w, c->request + c->sent, c->req.request_len - c->sent);
-			if (w > 0)
-				c->sent += (size_t)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
-				c->sent = c->req.request_len; /* gone: its status says how */
-		}
-		reap(s, c);
+	struct call *c = w->owner;
+	(void)revents;
+	if (w->stopping)
+		return;
+	bool too_long = false;
+	c->rep.open = stream_drain(&c->rep, &too_long);
+	take_reply(c);
+	if (!c->replied && too_long) {
+		c->bad_reply = true;
+		watch_stop(w);
+	}
+}
+
+static void call_fds(struct watch *w, struct watch_fd fds[WATCH_OWN_FDS])
+{
+	const struct call *c = w->owner;
+	fds[0] = (struct watch_fd){.fd = c->port_open && !w->stopping ? port_fd : -1,
+				   .events = POLLIN, .ready = host_ready};
+	/* After the output streams: what the interpreter printed before its
+	 * reply is read first. */
+	fds[1] = (struct watch_fd){.fd = c->rep.open && !w->stopping ? c->rep.fd : -1,
+				   .events = POLLIN, .late = true, .ready = reply_ready};
+}
+
+static bool call_over(struct watch *w)
+{
+	const struct call *c = w->owner;
+	return c->replied || c->ended;
+}
+
+/* Until the interpreter takes the request, its start has its own
+ * allowance; from the ack, the call has its wall clock. */
+static void start_clock(struct watch *w, int64_t now)
+{
+	struct call *c = w->owner;
+	if (c->acked && !c->clock_started) {
+		c->clock_started = true;
+		w->deadline_us = now + (int64_t)c->req.wall_ms * 1000;
+	}
+}
+
+static const struct watch_ops call_ops = {
+	.over = call_over,
+	.kill = watch_kill_all_but_us,
+	.reap = reap_call,
+	.check = start_clock,
+	.own_fds = call_fds,
+};
+
+static void watch_call(struct call *c)
+{
+	c->w.deadline_us = now_us() + ((int64_t)c->req.wall_ms + VM_SESSION_START_MS) * 1000;
+	c->clock_started = false;
+	watch_program(&c->w);
+	if (c->w.gave_up) {
+		c->broken = true;
+		fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
+		     STOP_GIVE_UP_MS);
 	}
 }
 
@@ -369,27 +346,14 @@ static void supervise_call(struct session *s, struct call *c)
  * last reads end. */
 static void finish_interpreter(struct session *s, struct call *c)
 {
-	int64_t give_up = now_us() + (int64_t)STOP_GIVE_UP_MS * 1000;
-	for (;;) {
-		kill(-1, SIGKILL);
-		reap(s, c);
-		siginfo_t si;
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
-			break;
-		if (now_us() >= give_up) {
-			c->broken = true;
-			fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
-			     STOP_GIVE_UP_MS);
-			return;
-		}
-		struct pollfd p = {.fd = s->sigfd, .events = POLLIN};
-		poll(&p, 1, KILL_REPEAT_MS);
-		struct signalfd_siginfo ssi;
-		while (read(s->sigfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi)
-			;
+	if (watch_end_all(&c->w, STOP_GIVE_UP_MS)) {
+		c->broken = true;
+		fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
+		     STOP_GIVE_UP_MS);
+		return;
 	}
 	bool ignored = false;
-	bool *overflow = c->overflow ? &ignored : &c->overflow;
+	bool *overflow = c->w.overflow ? &ignored : &c->w.overflow;
 	for (int i = 0; i < 64 && stream_drain(&c->out, overflow); i++)
 		;
 	for (int i = 0; i < 64 && stream_drain(&c->err, overflow); i++)
@@ -400,47 +364,39 @@ static void finish_interpreter(struct session *s, struct call *c)
 	close_fd(&s->err_r);
 }
 
-static uint64_t cgroup_value(const char *file, const char *key)
-{
-	char buf[1024];
-	if (read_text(run_cgroup, file, buf, sizeof buf))
-		return 0;
-	return key ? keyed_value(buf, key) : strtoull(buf, NULL, 10);
-}
-
 static void send_call_result(struct session *s, struct call *c)
 {
 	struct vm_call_result r;
 	memset(&r, 0, sizeof r);
 	r.flags = (c->replied ? VM_CALL_REPLIED : 0) | (c->ended ? VM_CALL_ENDED : 0) |
-		  (c->restarted ? VM_CALL_RESTARTED : 0) | (c->timed_out ? VM_CALL_TIMED_OUT : 0) |
-		  (c->overflow ? VM_CALL_OVERFLOW : 0) | (c->cancelled ? VM_CALL_CANCELLED : 0) |
+		  (c->restarted ? VM_CALL_RESTARTED : 0) | (c->w.timed_out ? VM_CALL_TIMED_OUT : 0) |
+		  (c->w.overflow ? VM_CALL_OVERFLOW : 0) | (c->cancelled ? VM_CALL_CANCELLED : 0) |
 		  (c->bad_reply ? VM_CALL_BAD_REPLY : 0) |
 		  (c->setup_failed ? VM_CALL_SETUP_FAILED : 0) | (c->broken ? VM_CALL_BROKEN : 0) |
-		  (c->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
-		  (c->err.truncated ? VM_STDERR_TRUNCATED : 0);
+		  (c->out.cap.truncated ? VM_STDOUT_TRUNCATED : 0) |
+		  (c->err.cap.truncated ? VM_STDERR_TRUNCATED : 0);
 	r.wstatus = c->wstatus;
 	if (c->ended) {
 		/* The whole cgroup's CPU since the last report: the interpreter,
 		 * its children, killed ones included. */
-		uint64_t cpu = cgroup_value("cpu.stat", "usage_usec");
+		uint64_t cpu = run_cgroup_value("cpu.stat", "usage_usec");
 		r.cpu_us = cpu > s->cpu_reported_us ? cpu - s->cpu_reported_us : 0;
 		s->cpu_reported_us = cpu;
-		r.memory_kb = cgroup_value("memory.peak", NULL) / 1024;
+		r.memory_kb = run_cgroup_value("memory.peak", NULL) / 1024;
 	}
-	uint64_t ooms = cgroup_value("memory.events", "oom_kill");
+	uint64_t ooms = run_cgroup_value("memory.events", "oom_kill");
 	r.oom_kills = ooms > s->oom_reported ? ooms - s->oom_reported : 0;
 	s->oom_reported = ooms;
 	const char *message = c->setup_failed || c->broken ? c->why.message : "";
-	r.stdout_len = (uint32_t)c->out.len;
-	r.stderr_len = (uint32_t)c->err.len;
-	r.reply_len = c->replied ? (uint32_t)c->reply_len : 0;
+	r.stdout_len = (uint32_t)c->out.cap.len;
+	r.stderr_len = (uint32_t)c->err.cap.len;
+	r.reply_len = c->replied ? (uint32_t)c->ans.reply_len : 0;
 	r.message_len = (uint32_t)strlen(message);
 	struct iovec parts[5] = {
 		{.iov_base = &r, .iov_len = sizeof r},
-		{.iov_base = c->out.buf, .iov_len = c->out.len},
-		{.iov_base = c->err.buf, .iov_len = c->err.len},
-		{.iov_base = c->rep.buf, .iov_len = r.reply_len},
+		{.iov_base = c->out.cap.buf, .iov_len = c->out.cap.len},
+		{.iov_base = c->err.cap.buf, .iov_len = c->err.cap.len},
+		{.iov_base = c->ans.reply, .iov_len = r.reply_len},
 		{.iov_base = (void *)message, .iov_len = r.message_len},
 	};
 	int rc = send_frame(VM_CALL_RESULT, parts, 5);
@@ -454,7 +410,10 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 {
 	struct call c;
 	memset(&c, 0, sizeof c);
+	c.s = s;
 	c.port_open = true;
+	c.w = (struct watch){.ops = &call_ops, .owner = &c, .sigfd = s->sigfd, .out = &c.out,
+			     .err = &c.err, .input = &c.in, .give_up_ms = STOP_GIVE_UP_MS};
 	const size_t cap = (size_t)s->lim.output_kb * 1024;
 	if (receive_call(port_read, h, s->lim.output_kb, &c.req, &c.request, &c.why)) {
 		/* Unrecoverable (frame.c), and nothing of the call has run. */
@@ -463,9 +422,6 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 		free(c.request);
 		return false;
 	}
-	snprintf(c.reply_prefix, sizeof c.reply_prefix, "{\"seq\":%llu",
-		 (unsigned long long)c.req.seq);
-	snprintf(c.ack_line, sizeof c.ack_line, "{\"ack\":%llu}", (unsigned long long)c.req.seq);
 	bool retried = false;
 again:
 	if (s->pid == 0) {
@@ -479,22 +435,23 @@ again:
 		c.restarted = s->started_before;
 		s->started_before = true;
 	}
-	c.out = (struct stream){.fd = s->out_r, .open = true, .limit = cap};
-	c.err = (struct stream){.fd = s->err_r, .open = true, .limit = cap};
-	c.rep = (struct stream){.fd = s->rep_r, .open = true, .limit = (size_t)c.req.reply_max + 1};
-	supervise_call(s, &c);
-	if (!c.replied && c.ended && !c.acked && !c.stopping && !c.broken && !retried) {
+	c.out = (struct stream){.fd = s->out_r, .open = true, .cap = {.limit = cap}};
+	c.err = (struct stream){.fd = s->err_r, .open = true, .cap = {.limit = cap}};
+	c.rep = (struct stream){.fd = s->rep_r, .open = true,
+				.cap = {.limit = (size_t)c.req.reply_max + 1}};
+	c.in = (struct watch_input){.fd = s->req_w, .buf = c.request, .len = c.req.request_len};
+	watch_call(&c);
+	if (!c.replied && c.ended && !c.acked && !c.w.stopping && !c.broken && !retried) {
 		/* It ended by itself before it took the request (it died
 		 * between calls: a cell closed its pipes, a thread crashed it):
 		 * the code never ran, so a fresh interpreter gets it, once. */
 		take_reply(&c);
 		if (!c.acked) {
 			finish_interpreter(s, &c);
-			free(c.out.buf);
-			free(c.err.buf);
-			free(c.rep.buf);
-			c.ended = c.overflow = false;
-			c.sent = 0;
+			capture_free(&c.out.cap);
+			capture_free(&c.err.cap);
+			capture_free(&c.rep.cap);
+			c.ended = c.w.overflow = false;
 			c.wstatus = 0;
 			retried = true;
 			goto again;
@@ -509,14 +466,15 @@ again:
 			finish_interpreter(s, &c);
 	} else if (!c.broken) {
 		if (!c.ended) /* stopped, not yet reaped: finish_interpreter waits */
-			stop_call(&c);
+			watch_stop(&c.w);
 		finish_interpreter(s, &c);
 		c.ended = true;
 	}
 	send_call_result(s, &c);
-	free(c.out.buf);
-	free(c.err.buf);
-	free(c.rep.buf);
+	capture_free(&c.out.cap);
+	capture_free(&c.err.cap);
+	capture_free(&c.rep.cap);
+	free(c.ans.reply);
 	free(c.request);
 	return !c.broken;
 }
@@ -538,7 +496,7 @@ void serve_session(const struct vm_frame_header *h, int sigfd)
 	if (rc == 0)
 		rc = make_workspace(s.lim.disk_mb, NULL, 0, &f);
 	if (rc == 0)
-		rc = set_cgroup_limits(s.lim.memory_mb, s.lim.pids, &f);
+		rc = run_cgroup_limit(s.lim.memory_mb, s.lim.pids, &f);
 	/* Started now, so the first call does not wait for Python's start. */
 	if (rc == 0 && (rc = start_interpreter(&s, &f)) == 0)
 		s.started_before = true;

@@ -1,0 +1,274 @@
+/* One run: a VM_RUN in, one VM_RESULT out (see agent.c's theory of
+ * operation). The zygote forks the program, which becomes the agent's own
+ * child; watch.c's loop keeps its clock and caps its output; the result
+ * carries facts only (how the program ended, its usage, the OOM kills): the
+ * host decides the status with the rules every tier shares
+ * (src/core/status.h). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "agent.h"
+
+/* After a kill the agent waits at most this long before reporting anyway. */
+#define REAP_WAIT_MS 5000
+
+struct run {
+	struct vm_run lim;
+	char *code;
+	int64_t start_us;
+	struct zygote *z;
+	struct stream out, err;
+	struct watch w;
+	bool control_open;
+	pid_t program;          /* from the zygote's "pid N"; 0 until then */
+	bool zygote_reaped;
+	int zygote_status;
+	bool program_reaped;
+	int program_status;
+	struct rusage program_usage;
+	bool setup_failed;      /* the zygote's child could not apply a step */
+	struct failure setup;
+};
+
+/* The run's clock starts as its frame is read. */
+static int receive(const struct vm_frame_header *h, struct run *r, struct failure *f)
+{
+	r->start_us = now_us();
+	return receive_run(port_read, h, &r->lim, &r->code, f);
+}
+
+static void read_control(struct run *r)
+{
+	char line[512];
+	int got;
+	while ((got = zygote_control_line(r->z, line, sizeof line)) > 0) {
+		int pid;
+		if (sscanf(line, "pid %d", &pid) == 1 && pid > 1 && r->program == 0) {
+			r->program = pid;
+		} else if (strncmp(line, "fail ", 5) == 0 && !r->setup_failed) {
+			r->setup_failed = true;
+			fail(&r->setup, 0, "zygote: %s", line + 5);
+		}
+	}
+	if (got < 0)
+		r->control_open = false;
+}
+
+/* Reaps what has ended. The program is the zygote's child until the zygote
+ * exits, and the zygote writes the program's pid before exiting: so reap the
+ * zygote first and read its pid line before reaping anything else, or the
+ * program could be reaped as an unknown orphan. */
+static void reap_run(struct watch *w)
+{
+	struct run *r = w->owner;
+	int st;
+	if (!r->zygote_reaped) {
+		pid_t p = waitpid(r->z->pid, &st, WNOHANG);
+		if (p != r->z->pid)
+			return; /* while it lives, it is our only child */
+		r->zygote_reaped = true;
+		r->zygote_status = st;
+		read_control(r);
+	}
+	for (;;) {
+		struct rusage ru;
+		pid_t p = wait4(-1, &st, WNOHANG, &ru);
+		if (p <= 0)
+			return;
+		if (p == r->program) {
+			r->program_reaped = true;
+			r->program_status = st;
+			r->program_usage = ru;
+		}
+		/* anything else: an orphan of the program's, reparented to us */
+	}
+}
+
+static bool run_over(struct watch *w)
+{
+	const struct run *r = w->owner;
+	if (r->program_reaped)
+		return true;
+	/* The zygote ended and can no longer say a pid: no program started. */
+	return r->zygote_reaped && r->program == 0 && !r->control_open;
+}
+
+/* A step the zygote's child could not take: nothing runs with less than
+ * was asked. */
+static void check_setup(struct watch *w, int64_t now)
+{
+	const struct run *r = w->owner;
+	(void)now;
+	if (r->setup_failed)
+		watch_stop(w);
+}
+
+static void control_ready(struct watch *w, short revents)
+{
+	(void)revents;
+	read_control(w->owner);
+}
+
+static void control_fd(struct watch *w, struct watch_fd fds[WATCH_OWN_FDS])
+{
+	const struct run *r = w->owner;
+	fds[0] = (struct watch_fd){.fd = r->control_open ? r->z->control_fd : -1,
+				   .events = POLLIN, .ready = control_ready};
+}
+
+static const struct watch_ops run_ops = {
+	.over = run_over,
+	.kill = watch_kill_all_but_us,
+	.reap = reap_run,
+	.check = check_setup,
+	.own_fds = control_fd,
+};
+
+/* The program has ended (or never started): end what it left behind, reap
+ * everything, then take what is still in the pipes. Once nothing but us is
+ * left, no write end of them is open and the reads end. Past the bound the
+ * result goes anyway; the host destroys the VM. */
+static void finish(struct run *r)
+{
+	watch_end_all(&r->w, REAP_WAIT_MS);
+	bool ignored = false;
+	bool *overflow = r->w.overflow ? &ignored : &r->w.overflow;
+	if (r->out.open)
+		stream_drain(&r->out, overflow);
+	if (r->err.open)
+		stream_drain(&r->err, overflow);
+	read_control(r);
+}
+
+struct result {
+	struct vm_result head;
+	char message[MESSAGE_MAX];
+};
+
+/* Nothing of the program ran: the step that failed, for the host to quote. */
+static void setup_failed(struct result *res, const char *message)
+{
+	res->head.flags |= VM_RUN_SETUP_FAILED;
+	snprintf(res->message, sizeof res->message, "%s", message);
+}
+
+/* CPU from the run's cgroup: the whole tree's, killed processes included,
+ * and none of the zygote's import time (spent before the child joined); the
+ * program's own figure where that is larger. */
+static void usage(const struct run *r, struct result *res)
+{
+	const struct rusage *ru = &r->program_usage;
+	res->head.cpu_us = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
+			   (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
+	res->head.memory_kb = (uint64_t)ru->ru_maxrss;
+	uint64_t cpu = run_cgroup_value("cpu.stat", "usage_usec");
+	if (cpu > res->head.cpu_us)
+		res->head.cpu_us = cpu;
+	/* The larger of the biggest process's resident set (which counts the
+	 * interpreter's pages it shares with the zygote, as a fresh python3's
+	 * would) and the whole tree's charge to the cgroup (which does not). */
+	uint64_t peak_kb = run_cgroup_value("memory.peak", NULL) / 1024;
+	if (peak_kb > res->head.memory_kb)
+		res->head.memory_kb = peak_kb;
+	res->head.oom_kills = run_cgroup_value("memory.events", "oom_kill");
+}
+
+/* The run's facts, never their reading: the host decides the status with
+ * the rules every tier shares (src/core/status.h). */
+static void gather_facts(const struct run *r, struct result *res)
+{
+	usage(r, res);
+	res->head.flags |= (r->out.cap.truncated ? VM_STDOUT_TRUNCATED : 0) |
+			   (r->err.cap.truncated ? VM_STDERR_TRUNCATED : 0) |
+			   (r->w.overflow ? VM_RUN_OVERFLOW : 0) |
+			   (r->w.timed_out ? VM_RUN_TIMED_OUT : 0);
+	if (r->setup_failed) {
+		setup_failed(res, r->setup.message);
+		return;
+	}
+	if (r->program_reaped) {
+		res->head.flags |= VM_RUN_ENDED;
+		res->head.wstatus = r->program_status;
+		return;
+	}
+	int zs = r->zygote_status;
+	snprintf(res->message, sizeof res->message,
+		 "guest: zygote ended without starting the program (%s %d)",
+		 WIFEXITED(zs) ? "exit status" : "signal",
+		 WIFEXITED(zs) ? WEXITSTATUS(zs) : WTERMSIG(zs));
+}
+
+static void send_run_result(const struct run *r, struct result *res)
+{
+	res->head.stdout_len = (uint32_t)r->out.cap.len;
+	res->head.stderr_len = (uint32_t)r->err.cap.len;
+	res->head.message_len = (uint32_t)strlen(res->message);
+	res->head.wall_us = (uint64_t)(now_us() - r->start_us);
+	struct iovec parts[4] = {
+		{.iov_base = &res->head, .iov_len = sizeof res->head},
+		{.iov_base = r->out.cap.buf, .iov_len = r->out.cap.len},
+		{.iov_base = r->err.cap.buf, .iov_len = r->err.cap.len},
+		{.iov_base = res->message, .iov_len = res->head.message_len},
+	};
+	int rc = send_frame(VM_RESULT, parts, 4);
+	if (rc)
+		fprintf(stderr, "agentjail-guest: send VM_RESULT: %s\n", errname(-rc));
+}
+
+/* Every step before the program starts; the first failure ends the run. */
+static int prepare(struct run *r, struct failure *f)
+{
+	int rc;
+	if ((rc = check_run_limits(&r->lim, f)))
+		return rc;
+	refresh_clock();
+	if ((rc = refresh_entropy(r->code, r->lim.code_len, f)) ||
+	    (rc = make_workspace(r->lim.disk_mb, r->code, r->lim.code_len, f)) ||
+	    (rc = run_cgroup_limit(r->lim.memory_mb, r->lim.pids, f)) ||
+	    (rc = zygote_release(r->z, &r->lim, f)))
+		return rc;
+	return 0;
+}
+
+void serve_run(const struct vm_frame_header *h, struct zygote *z, int sigfd)
+{
+	struct run r;
+	struct result res;
+	struct failure f;
+	memset(&r, 0, sizeof r);
+	memset(&res, 0, sizeof res);
+	r.z = z;
+	r.out = (struct stream){.fd = z->out_fd, .open = true};
+	r.err = (struct stream){.fd = z->err_fd, .open = true};
+	r.w = (struct watch){.ops = &run_ops, .owner = &r, .sigfd = sigfd,
+			     .out = &r.out, .err = &r.err};
+
+	int rc = receive(h, &r, &f);
+	if (rc == 0) {
+		r.out.cap.limit = r.err.cap.limit = (size_t)r.lim.output_kb * 1024;
+		rc = prepare(&r, &f);
+	}
+	if (rc) {
+		/* Nothing of the program has run; make sure nothing will. */
+		kill(-1, SIGKILL);
+		setup_failed(&res, f.message);
+		if (r.start_us == 0)
+			r.start_us = now_us();
+	} else {
+		r.w.deadline_us = r.start_us + (int64_t)r.lim.wall_ms * 1000;
+		r.control_open = true;
+		watch_program(&r.w);
+		finish(&r);
+		gather_facts(&r, &res);
+	}
+	send_run_result(&r, &res);
+	free(r.code);
+	capture_free(&r.out.cap);
+	capture_free(&r.err.cap);
+}
