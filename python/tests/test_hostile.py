@@ -111,3 +111,14 @@ def test_network(sandbox_for, tier):
     assert ex.status is Status.OK
     assert "CONNECTED" not in ex.stdout and "RESOLVED" not in ex.stdout
     assert "blocked 127.0.0.1" in ex.stdout
+
+
+def test_every_table_program_is_python():
+    # Compiled, never run: a program that would not parse once filled in
+    # would end in a SyntaxError on every tier and prove nothing.
+    assert len(PROGRAMS) >= 17
+    for name in PROGRAMS:
+        code = program(name, token="t0k", secret="/a'b", sock="/s", cwd="/c\\d", mnt="/m",
+                       hostip="127.0.0.1", port=1, hostport=2, sentinel=3)
+        assert "{TOKEN}" not in code
+        compile(code, name, "exec")
