@@ -48,8 +48,10 @@ const struct hostile_program hostile_programs[HOSTILE_COUNT] = {
 	[HOSTILE_CPU_LOOP] = {
 		"cpu-loop",
 		/* A deadline, not `while True`: bounded even where no limit
-		 * held it, yet far past any CPU or wall limit of a run. */
-		"import time\nend = time.time() + 20\nwhile time.time() < end:\n    pass\n",
+		 * held it, yet far past any CPU or wall limit of a run (the
+		 * soak's emulated tiers allow 30 s of wall clock, and a loaded
+		 * host gives the loop less CPU time than wall time). */
+		"import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n",
 		0, NULL, "the CPU or wall-clock limit ends it (timeout)"},
 	[HOSTILE_MEMORY_512MB] = {
 		"memory-512mb",
