@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "agentjail.h"
+#include "../src/attack/programs.h"
 
 /* ---- the host's side of the hostile programs (soak_programs.c) ---- */
 
@@ -42,7 +43,10 @@ struct soak_program {
 	const char *name;
 	bool hostile;
 	unsigned weight;         /* runs per 1000 */
-	const char *code;        /* {TOKEN} {SECRET} {PORT} {SOCK} {CWD} filled in */
+	/* A benign program's own code; NULL: the hostile table's program
+	 * (src/attack/programs.h). Placeholders filled in either way. */
+	const char *code;
+	enum hostile_id program;
 	soak_check_fn check;
 };
 

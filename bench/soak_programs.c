@@ -1,21 +1,19 @@
 /* The soak's programs: benign ones an agent writes every day, and the
- * hostile table of tests/hostile.h, each with the outcome the contract
- * promises (status, exit code, what it printed), checked on every run.
+ * hostile table's (src/attack/programs.h), each with the outcome the
+ * contract promises (status, exit code, what it printed), checked on every
+ * run.
  *
- * The hostile programs are tests/hostile.h's, made to run many times on one
- * open sandbox with one configuration (the soak's: CPU 1 s, wall 8 s or
- * more, output 256 KiB, disk 16 MiB, files 8 MiB, the other limits the
- * defaults); the evidence an
+ * The hostile programs run many times on one open sandbox with one
+ * configuration (the soak's: CPU 1 s, wall 8 s or more, output 256 KiB,
+ * disk 16 MiB, files 8 MiB, the other limits the defaults); the evidence an
  * escape would leave on the host (a listener that accepted, a marker file,
  * a dead sentinel) is looked for after each phase, since it does not go
  * away. Every program is bounded, and only ever runs inside a sandbox.
- * The keyring, signal-state and cancel cases of hostile.h need a forked
- * caller each and are left to the tests. */
-#include <arpa/inet.h>
+ * The keyring, signal-state and cancel cases of tests/hostile.h need a
+ * forked caller each and are left to the tests. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,11 +23,11 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/attack/fixtures.h"
 #include "soak.h"
 
 static bool has(const char *hay, const char *needle)
@@ -264,9 +262,8 @@ static bool check_daemon(const struct aj_result *r, const struct aj_config *cfg,
 	return check_ok_with(r, "parent done", why, n);
 }
 
-/* The threads sleep 30 s (hostile.h's 0.5 s): on an emulated CPU the
- * first would end before the last began, and 'made' would count more than
- * were ever alive at once. Daemon threads do not hold the exit. */
+/* The table's threads all wait until the count is printed: 'made' counts
+ * threads alive at once, even on an emulated CPU. */
 static bool check_thread_bomb(const struct aj_result *r, const struct aj_config *cfg,
 			      const struct soak_host *h, char *why, size_t n)
 {
@@ -373,11 +370,11 @@ static bool check_devices(const struct aj_result *r, const struct aj_config *cfg
  * programs (a CPU loop and a sleep that end on a limit, a second or more
  * each) are rare, so the soak measures the sandbox, not waiting. */
 const struct soak_program soak_programs[] = {
-	{"hello", false, 125, "print('hello soak')\n", check_hello},
+	{"hello", false, 125, "print('hello soak')\n", 0, check_hello},
 	{"compute", false, 100,
 	 "import math\n"
 	 "print(sum(i * i for i in range(100000)), round(math.pi, 5))\n",
-	 check_compute},
+	 0, check_compute},
 	{"workspace-file", false, 120,
 	 "import os\n"
 	 "print('fresh', os.path.exists('data.txt'), os.path.exists('/tmp/left-{TOKEN}'))\n"
@@ -386,209 +383,28 @@ const struct soak_program soak_programs[] = {
 	 "os.makedirs('sub', exist_ok=True)\n"
 	 "open('sub/y', 'w').write('y')\n"
 	 "print(len(open('data.txt').read()), os.path.exists('sub/y'))\n",
-	 check_workspace},
+	 0, check_workspace},
 	{"stderr-exit-3", false, 80,
-	 "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n", check_exit_code},
-	{"exception", false, 80, "def f():\n    return 1 / 0\nf()\n", check_exception},
-	{"stdout-flood", true, 30,
-	 "import sys\n"
-	 "chunk = 'x' * 65536\n"
-	 "for i in range(16384):\n    sys.stdout.write(chunk)\n",
-	 check_flood},
-	{"cpu-loop", true, 4, "while True:\n    pass\n", check_cpu_loop},
-	{"memory-512mb", true, 40,
-	 "b = bytearray(512 * 1024 * 1024)\n"
-	 "for i in range(0, len(b), 4096):\n    b[i] = 1\n"
-	 "print('allocated', len(b))\n",
-	 check_memory},
-	{"fork-bomb", true, 20,
-	 "import os, time\n"
-	 "MAIN = os.getpid()\n"
-	 "made = 0\n"
-	 "for i in range(100):\n"
-	 "    try:\n"
-	 "        pid = os.fork()\n"
-	 "    except OSError:\n"
-	 "        break\n"
-	 "    if pid == 0:\n"
-	 "        continue\n"
-	 "    made += 1\n"
-	 "if os.getpid() != MAIN:\n"
-	 "    time.sleep(1)\n"
-	 "    os._exit(0)\n"
-	 "print('made', made, flush=True)\n",
-	 check_fork_bomb},
-	{"disk-fill", true, 25,
-	 "import errno\n"
-	 "total = 0\n"
-	 "try:\n"
-	 "    for n in range(1024):\n"
-	 "        with open('fill%d' % n, 'wb') as fh:\n"
-	 "            for i in range(4):\n"
-	 "                fh.write(b'x' * 1048576)\n"
-	 "                total += 1\n"
-	 "except OSError as e:\n"
-	 "    print('stopped', total, errno.errorcode[e.errno])\n",
-	 check_disk_fill},
-	{"big-file", true, 25,
-	 "import errno\n"
-	 "n = 0\n"
-	 "try:\n"
-	 "    with open('/tmp/big', 'wb') as fh:\n"
-	 "        for i in range(4096):\n"
-	 "            fh.write(b'x' * 1048576)\n"
-	 "            n += 1\n"
-	 "except OSError as e:\n"
-	 "    print('stopped', n, errno.errorcode[e.errno])\n",
-	 check_big_file},
-	{"many-files", true, 15,
-	 "import errno\n"
-	 "n = 0\n"
-	 "try:\n"
-	 "    for i in range(200000):\n"
-	 "        open('/tmp/f%d' % i, 'w').close()\n"
-	 "        n += 1\n"
-	 "except OSError as e:\n"
-	 "    print('stopped', n, errno.errorcode[e.errno])\n",
-	 check_many_files},
-	{"read-secrets", true, 40,
-	 "import os\n"
-	 "print(dict(os.environ))\n"
-	 "for p in ['{SECRET}', '/proc/1/environ', '/etc/shadow', '/root/.bash_history']:\n"
-	 "    try:\n"
-	 "        print(p, open(p).read())\n"
-	 "    except OSError as e:\n"
-	 "        print(p, type(e).__name__)\n",
-	 check_secrets},
-	{"loopback-network", true, 40,
-	 "import socket\n"
-	 "for host in ['127.0.0.1', 'localhost']:\n"
-	 "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
-	 "    s.settimeout(1)\n"
-	 "    try:\n"
-	 "        s.connect((host, {PORT}))\n"
-	 "        s.sendall(b'{TOKEN}')\n"
-	 "        print('CONNECTED', host)\n"
-	 "    except OSError as e:\n"
-	 "        print('blocked', host, e)\n"
-	 "try:\n"
-	 "    socket.getaddrinfo('deb.debian.org', 80)\n"
-	 "    print('RESOLVED')\n"
-	 "except OSError as e:\n"
-	 "    print('no dns', e)\n",
-	 check_network},
-	{"kill-all", true, 40,
-	 "import os, signal\n"
-	 "try:\n"
-	 "    os.kill(-1, signal.SIGKILL)\n"
-	 "except OSError as e:\n"
-	 "    print('kill -1:', e)\n"
-	 "print('still here')\n",
-	 check_kill_all},
-	{"daemon", true, 20,
-	 "import os, time\n"
-	 "if os.fork() == 0:\n"
-	 "    os.setsid()\n"
-	 "    if os.fork() == 0:\n"
-	 "        time.sleep(1.5)\n"
-	 "        for d in ['/tmp', '/var/tmp', '/dev/shm', '.']:\n"
-	 "            try:\n"
-	 "                open(d + '/daemon-{TOKEN}', 'w').write('alive')\n"
-	 "            except OSError:\n"
-	 "                pass\n"
-	 "        os._exit(0)\n"
-	 "    os._exit(0)\n"
-	 "time.sleep(0.2)\n"
-	 "print('parent done')\n",
-	 check_daemon},
-	{"thread-bomb", true, 25,
-	 "import threading, time\n"
-	 "made = 0\n"
-	 "try:\n"
-	 "    for i in range(1000):\n"
-	 "        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-	 "        made += 1\n"
-	 "except RuntimeError as e:\n"
-	 "    pass\n"
-	 "print('made', made)\n",
-	 check_thread_bomb},
-	{"list-proc", true, 40,
-	 "import os\n"
-	 "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
-	 "print(len(pids), pids)\n"
-	 "for p in pids:\n"
-	 "    try:\n"
-	 "        print(p, open('/proc/%d/cmdline' % p, 'rb').read())\n"
-	 "    except OSError as e:\n"
-	 "        print(p, e)\n",
-	 check_list_proc},
-	{"write-everywhere", true, 40,
-	 "import os\n"
-	 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/run/lock', '/root', '{CWD}', '/']:\n"
-	 "    try:\n"
-	 "        open(os.path.join(d, 'w-{TOKEN}'), 'w').write('x')\n"
-	 "        print('wrote', d)\n"
-	 "    except OSError as e:\n"
-	 "        print('refused', d, type(e).__name__)\n",
-	 check_write_everywhere},
-	{"host-unix-socket", true, 30,
-	 "import socket\n"
-	 "for fam, name in [(socket.AF_UNIX, 'unix'), (40, 'vsock'), (17, 'packet')]:\n"
-	 "    try:\n"
-	 "        s = socket.socket(fam, socket.SOCK_STREAM if fam != 17 else socket.SOCK_RAW)\n"
-	 "        print('CREATED', name)\n"
-	 "        if fam == socket.AF_UNIX:\n"
-	 "            s.connect('{SOCK}')\n"
-	 "            print('CONNECTED')\n"
-	 "    except OSError as e:\n"
-	 "        print('refused', name, e.errno)\n"
-	 "a, b = socket.socketpair()\n"
-	 "a.send(b'pair ok')\n"
-	 "print(b.recv(10).decode())\n",
-	 check_unix_socket},
-	{"denied-syscalls", true, 30,
-	 "import ctypes, os, errno\n"
-	 "libc = ctypes.CDLL(None, use_errno=True)\n"
-	 "calls = [('mount', 165, 0), ('umount2', 166, 0), ('pivot_root', 155, 0),\n"
-	 "  ('chroot', 161, 0), ('unshare_user', 272, 0x10000000), ('unshare_net', 272, 0x40000000),\n"
-	 "  ('setns', 308, 0), ('ptrace', 101, 16), ('process_vm_readv', 310, 1), ('bpf', 321, 0),\n"
-	 "  ('perf_event_open', 298, 0), ('keyctl', 250, 0), ('add_key', 248, 0),\n"
-	 "  ('request_key', 249, 0), ('userfaultfd', 323, 0), ('io_uring_setup', 425, 1),\n"
-	 "  ('kexec_load', 246, 0), ('init_module', 175, 0), ('finit_module', 313, 0),\n"
-	 "  ('delete_module', 176, 0), ('open_by_handle_at', 304, 0), ('reboot', 169, 0),\n"
-	 "  ('swapon', 167, 0), ('clock_settime', 227, 0), ('settimeofday', 164, 0),\n"
-	 "  ('acct', 163, 0), ('quotactl', 179, 0), ('personality', 135, 0x0400000),\n"
-	 "  ('shmget', 29, 0), ('msgget', 68, 0), ('semget', 64, 0), ('memfd_create', 319, 0),\n"
-	 "  ('syslog', 103, 3)]\n"
-	 "for name, nr, a0 in calls:\n"
-	 "    ctypes.set_errno(0)\n"
-	 "    r = libc.syscall(nr, ctypes.c_long(a0), 0, 0, 0, 0)\n"
-	 "    print(name, 'ALLOWED' if r >= 0 else errno.errorcode.get(ctypes.get_errno()))\n"
-	 "r = libc.syscall(56, ctypes.c_long(0x10000000 | 17), 0, 0, 0, 0)\n"
-	 "if r == 0:\n"
-	 "    os._exit(0)\n"
-	 "print('clone_newuser', 'ALLOWED' if r > 0 else errno.errorcode.get(ctypes.get_errno()))\n"
-	 "r = libc.syscall(435, 0, 0)\n"
-	 "print('clone3', errno.errorcode.get(ctypes.get_errno()))\n"
-	 "pid = os.fork()\n"
-	 "if pid == 0:\n"
-	 "    os._exit(7)\n"
-	 "print('fork still works', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n",
-	 check_syscalls},
-	{"sleep-forever", true, 1, "import time\nprint('going to sleep')\ntime.sleep(3600)\n",
-	 check_sleep},
-	{"devices", true, 30,
-	 "import os\n"
-	 "print(sorted(os.listdir('/dev')))\n"
-	 "for d in ['/dev/kvm', '/dev/vda', '/dev/mem', '/dev/tty', '/dev/console']:\n"
-	 "    print(d, os.path.exists(d))\n"
-	 "    try:\n"
-	 "        os.close(os.open(d, os.O_RDWR | os.O_NOCTTY))\n"
-	 "        print(d, 'OPENED')\n"
-	 "    except OSError as e:\n"
-	 "        pass\n"
-	 "print('zero', open('/dev/zero', 'rb').read(2))\n",
-	 check_devices},
+	 "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n", 0, check_exit_code},
+	{"exception", false, 80, "def f():\n    return 1 / 0\nf()\n", 0, check_exception},
+	{"stdout-flood", true, 30, NULL, HOSTILE_OUTPUT_FLOOD, check_flood},
+	{"cpu-loop", true, 4, NULL, HOSTILE_CPU_LOOP, check_cpu_loop},
+	{"memory-512mb", true, 40, NULL, HOSTILE_MEMORY_512MB, check_memory},
+	{"fork-bomb", true, 20, NULL, HOSTILE_FORK_BOMB, check_fork_bomb},
+	{"disk-fill", true, 25, NULL, HOSTILE_DISK_FILL, check_disk_fill},
+	{"big-file", true, 25, NULL, HOSTILE_BIG_FILE, check_big_file},
+	{"many-files", true, 15, NULL, HOSTILE_MANY_FILES, check_many_files},
+	{"read-secrets", true, 40, NULL, HOSTILE_READ_SECRETS, check_secrets},
+	{"loopback-network", true, 40, NULL, HOSTILE_NETWORK, check_network},
+	{"kill-all", true, 40, NULL, HOSTILE_KILL_ALL, check_kill_all},
+	{"daemon", true, 20, NULL, HOSTILE_DAEMON, check_daemon},
+	{"thread-bomb", true, 25, NULL, HOSTILE_THREAD_BOMB, check_thread_bomb},
+	{"list-proc", true, 40, NULL, HOSTILE_LIST_PROC, check_list_proc},
+	{"write-everywhere", true, 40, NULL, HOSTILE_WRITE_EVERYWHERE, check_write_everywhere},
+	{"host-unix-socket", true, 30, NULL, HOSTILE_HOST_UNIX_SOCKET, check_unix_socket},
+	{"denied-syscalls", true, 30, NULL, HOSTILE_DENIED_SYSCALLS, check_syscalls},
+	{"sleep-forever", true, 1, NULL, HOSTILE_SLEEP_FOREVER, check_sleep},
+	{"devices", true, 30, NULL, HOSTILE_DEVICES_BRIEF, check_devices},
 };
 
 const size_t soak_program_count = sizeof soak_programs / sizeof soak_programs[0];
@@ -616,39 +432,6 @@ size_t soak_pick(uint64_t i)
 
 /* ---- the host's side ---- */
 
-static char *fill(const char *code, const struct soak_host *h)
-{
-	char port[16];
-	snprintf(port, sizeof port, "%d", h->tcp_port);
-	const char *keys[] = {"{TOKEN}", "{SECRET}", "{PORT}", "{SOCK}", "{CWD}"};
-	const char *vals[] = {h->token, h->secret_file, port, h->unix_path, h->cwd};
-	size_t cap = strlen(code) * 2 + 4096, len = 0;
-	char *out = malloc(cap);
-	if (!out)
-		return NULL;
-	for (const char *p = code; *p;) {
-		bool done = false;
-		for (size_t k = 0; k < 5 && !done; k++) {
-			size_t kl = strlen(keys[k]);
-			if (strncmp(p, keys[k], kl) == 0) {
-				size_t vl = strlen(vals[k]);
-				if (len + vl + 1 >= cap)
-					break;
-				memcpy(out + len, vals[k], vl);
-				len += vl;
-				p += kl;
-				done = true;
-			}
-		}
-		if (!done && len + 2 < cap)
-			out[len++] = *p++;
-		else if (!done)
-			break;
-	}
-	out[len] = '\0';
-	return out;
-}
-
 int soak_host_setup(struct soak_host *h, uint32_t uid_base)
 {
 	memset(h, 0, sizeof *h);
@@ -665,40 +448,30 @@ int soak_host_setup(struct soak_host *h, uint32_t uid_base)
 	 * and the token in its environment, as an API key would be. */
 	snprintf(h->secret_dir, sizeof h->secret_dir, "/var/lib/agentjail-soak-XXXXXX");
 	mkdir("/var/lib", 0755);
-	if (!mkdtemp(h->secret_dir))
+	if (hostile_secret_make(h->secret_dir, h->secret_file, sizeof h->secret_file, h->token))
 		return -errno;
-	snprintf(h->secret_file, sizeof h->secret_file, "%s/secret", h->secret_dir);
-	int fd = open(h->secret_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ssize_t w = write(fd, h->token, strlen(h->token));
-	close(fd);
-	if (w != (ssize_t)strlen(h->token))
-		return -EIO;
 	setenv("AJ_SOAK_API_KEY", h->token, 1);
 	/* A TCP listener on loopback, non-blocking: after a phase, accept()
 	 * must find nobody. */
-	h->tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof a;
-	if (h->tcp_fd < 0 || bind(h->tcp_fd, (struct sockaddr *)&a, sizeof a) ||
-	    listen(h->tcp_fd, 64) || getsockname(h->tcp_fd, (struct sockaddr *)&a, &alen))
+	if ((h->tcp_fd = hostile_tcp_listener("127.0.0.1", &h->tcp_port)) < 0)
 		return -errno;
-	h->tcp_port = ntohs(a.sin_port);
 	/* A world-connectable unix socket, as a host service's would be. */
 	snprintf(h->unix_dir, sizeof h->unix_dir, "/run/agentjail-soak-%.16s", h->token);
 	if (mkdir(h->unix_dir, 0755))
 		return -errno;
 	snprintf(h->unix_path, sizeof h->unix_path, "%s/service.sock", h->unix_dir);
-	h->unix_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_un u = {.sun_family = AF_UNIX};
-	memcpy(u.sun_path, h->unix_path, strlen(h->unix_path) + 1);
-	if (h->unix_fd < 0 || bind(h->unix_fd, (struct sockaddr *)&u, sizeof u) ||
-	    chmod(h->unix_path, 0666) || listen(h->unix_fd, 64))
+	if ((h->unix_fd = hostile_unix_listener(h->unix_path)) < 0)
 		return -errno;
-	for (size_t i = 0; i < soak_program_count; i++)
-		if (!(h->codes[i] = fill(soak_programs[i].code, h)))
+	const struct hostile_values vals = {.token = h->token, .secret = h->secret_file,
+					    .sock = h->unix_path, .cwd = h->cwd,
+					    .port = h->tcp_port};
+	for (size_t i = 0; i < soak_program_count; i++) {
+		const char *code = soak_programs[i].code;
+		if (!code)
+			code = hostile_programs[soak_programs[i].program].code;
+		if (!(h->codes[i] = hostile_fill(code, &vals)))
 			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -775,20 +548,18 @@ int soak_host_evidence(struct soak_host *h, char *report, size_t n)
 			h->sentinels[i] = 0;
 		}
 	}
-	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/etc", "/run/lock", "/root", "/",
-			      h->cwd};
+	/* The markers the programs would leave: the table's hostile ones,
+	 * and the workspace program's, which a run must keep to itself. */
 	const char *names[] = {"daemon-", "w-", "left-", "fill-"};
-	for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++)
-		for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-			char p[1200];
-			struct stat st;
-			snprintf(p, sizeof p, "%s/%s%s", strcmp(dirs[d], "/") ? dirs[d] : "",
-				 names[k], h->token);
-			if (lstat(p, &st) == 0) {
-				found += addf(report, n, "  marker on the host: %s\n", p);
-				unlink(p);
-			}
+	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+		char p[1200];
+		int got = hostile_markers_take(names[k], h->token, h->cwd, p, sizeof p);
+		if (got) {
+			addf(report, n, "  marker on the host: %s%s\n", p,
+			     got > 1 ? " (and more of its name)" : "");
+			found += got;
 		}
+	}
 	return found;
 }
 

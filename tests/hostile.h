@@ -8,12 +8,13 @@
  * process of the sandbox uids and no new mount was left behind.
  *
  * Every program is bounded (loops have counts, sleeps are short) so that
- * even a broken tier could not run one forever. */
+ * even a broken tier could not run one forever. The hostile ones are the
+ * table's in src/attack/programs.c, which the soak and agentjail attack run
+ * too (run_program); the assertions here are this suite's own, finer than
+ * what attack can see from the host. */
 #ifndef AJ_TEST_HOSTILE_H
 #define AJ_TEST_HOSTILE_H
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <linux/keyctl.h>
@@ -25,7 +26,9 @@
 #include <time.h>
 
 #include "harness.h"
-#include "../src/core/contract.h"
+#include "src/attack/fixtures.h"
+#include "src/attack/programs.h"
+#include "src/core/contract.h"
 
 struct fixture {
 	enum aj_tier tier;
@@ -90,6 +93,32 @@ static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
+}
+
+/* Runs the hostile table's program (src/attack/programs.h) with f's cfg,
+ * its placeholders filled with the case's token, the working directory and
+ * v's other values. */
+static void run_program(struct fixture *f, struct aj_result *r, enum hostile_id id,
+			struct hostile_values v)
+{
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	v.token = f->token;
+	v.cwd = cwd;
+	char *code = hostile_fill(hostile_programs[id].code, &v);
+	assert_non_null(code);
+	run_code(&f->cfg, r, "%s", code);
+	free(code);
+}
+
+/* No marker file of the case's (marker TOKEN) in any of the host's
+ * writable places nor in the working directory. */
+static void assert_no_markers(const struct fixture *f, const char *marker)
+{
+	char cwd[PATH_MAX], found[PATH_MAX + 128];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	if (hostile_markers_take(marker, f->token, cwd, found, sizeof found))
+		fail_msg("the sandbox wrote %s on the host", found);
 }
 
 static int case_setup(void **state)
@@ -160,7 +189,7 @@ static void hostile_cpu_loop(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	f->cfg.limits.cpu_sec = 1;
-	run_code(&f->cfg, &r, "while True:\n    pass\n");
+	run_program(f, &r, HOSTILE_CPU_LOOP, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	assert_false(r.has_exit_code);
 	assert_true(contains(r.message, "CPU") || contains(r.message, "wall-clock"));
@@ -171,10 +200,7 @@ static void hostile_memory_512mb(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "b = bytearray(512 * 1024 * 1024)\n"
-		 "for i in range(0, len(b), 4096):\n    b[i] = 1\n"
-		 "print('allocated', len(b))\n");
+	run_program(f, &r, HOSTILE_MEMORY_512MB, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_MEMORY);
 	assert_false(contains(r.stdout_buf, "allocated"));
 	assert_true(contains(r.message, "memory"));
@@ -223,23 +249,7 @@ static void hostile_fork_bomb(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	/* Every child forks on too; each process forks at most 100 times. */
-	run_code(&f->cfg, &r,
-		 "import os, time\n"
-		 "MAIN = os.getpid()\n"
-		 "made = 0\n"
-		 "for i in range(100):\n"
-		 "    try:\n"
-		 "        pid = os.fork()\n"
-		 "    except OSError:\n"
-		 "        break\n"
-		 "    if pid == 0:\n"
-		 "        continue\n"
-		 "    made += 1\n"
-		 "if os.getpid() != MAIN:\n"
-		 "    time.sleep(1)\n"
-		 "    os._exit(0)\n"
-		 "print('made', made, flush=True)\n");
+	run_program(f, &r, HOSTILE_FORK_BOMB, (struct hostile_values){0});
 	assert_int_not_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
 	int made = -1;
 	const char *p = strstr(r.stdout_buf, "made ");
@@ -256,16 +266,7 @@ static void hostile_disk_fill(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	f->cfg.limits.file_size_mb = 4096;  /* let the disk limit, not the file limit, stop it */
-	run_code(&f->cfg, &r,
-		 "import errno\n"
-		 "total = 0\n"
-		 "try:\n"
-		 "    with open('fill', 'wb') as fh:\n"
-		 "        for i in range(4096):\n"
-		 "            fh.write(b'x' * 1048576)\n"
-		 "            total += 1\n"
-		 "except OSError as e:\n"
-		 "    print('stopped', total, errno.errorcode[e.errno])\n");
+	run_program(f, &r, HOSTILE_DISK_FILL, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	unsigned mb = 0;
 	char code[32] = "";
@@ -281,15 +282,11 @@ static int make_secret(struct fixture *f)
 	 * directory, as ~/.ssh/id_rsa is. */
 	snprintf(f->secret_dir, sizeof f->secret_dir, "/var/lib/agentjail-test-XXXXXX");
 	mkdir("/var/lib", 0755);
-	if (!mkdtemp(f->secret_dir)) {
+	if (hostile_secret_make(f->secret_dir, f->secret_file, sizeof f->secret_file, f->token)) {
 		snprintf(f->secret_dir, sizeof f->secret_dir, "/root/agentjail-test-XXXXXX");
-		assert_non_null(mkdtemp(f->secret_dir));
+		assert_int_equal(hostile_secret_make(f->secret_dir, f->secret_file,
+						     sizeof f->secret_file, f->token), 0);
 	}
-	snprintf(f->secret_file, sizeof f->secret_file, "%s/secret", f->secret_dir);
-	int fd = open(f->secret_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, f->token, strlen(f->token)), (ssize_t)strlen(f->token));
-	close(fd);
 	return 0;
 }
 
@@ -306,17 +303,7 @@ static void hostile_read_secrets(void **state)
 	make_secret(f);
 	/* The caller's environment holds the token too, as an API key would. */
 	setenv("AJ_TEST_API_KEY", f->token, 1);
-	char list[400];
-	snprintf(list, sizeof list, "'%s', ", f->secret_file);
-	run_code(&f->cfg, &r,
-		 "import os\n"
-		 "print(dict(os.environ))\n"
-		 "for p in [%s'/proc/1/environ', '/etc/shadow', '/root/.bash_history']:\n"
-		 "    try:\n"
-		 "        print(p, open(p).read())\n"
-		 "    except OSError as e:\n"
-		 "        print(p, type(e).__name__)\n",
-		 list);
+	run_program(f, &r, HOSTILE_READ_SECRETS, (struct hostile_values){.secret = f->secret_file});
 	unsetenv("AJ_TEST_API_KEY");
 	drop_secret(f);
 	assert_status(&r, AJ_STATUS_OK);
@@ -334,30 +321,10 @@ static void hostile_network(void **state)
 	struct aj_result r;
 	/* A listener of the test's own on loopback: the program must not
 	 * reach it, nor anything else. */
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int port = 0;
+	int ls = hostile_tcp_listener("127.0.0.1", &port);
 	assert_true(ls >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(ls, 8), 0);
-	socklen_t alen = sizeof a;
-	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
-	run_code(&f->cfg, &r,
-		 "import socket\n"
-		 "for host in ['127.0.0.1', 'localhost']:\n"
-		 "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
-		 "    s.settimeout(2)\n"
-		 "    try:\n"
-		 "        s.connect((host, %d))\n"
-		 "        s.sendall(b'%s')\n"
-		 "        print('CONNECTED', host)\n"
-		 "    except OSError as e:\n"
-		 "        print('blocked', host, e)\n"
-		 "try:\n"
-		 "    socket.getaddrinfo('deb.debian.org', 80)\n"
-		 "    print('RESOLVED')\n"
-		 "except OSError as e:\n"
-		 "    print('no dns', e)\n",
-		 ntohs(a.sin_port), f->token);
+	run_program(f, &r, HOSTILE_NETWORK, (struct hostile_values){.port = port});
 	int c = accept(ls, NULL, NULL);
 	int accept_errno = errno;
 	if (c >= 0)
@@ -418,7 +385,7 @@ static void hostile_sleep_forever(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	f->cfg.limits.wall_sec = 1;
-	run_code(&f->cfg, &r, "import time\nprint('going to sleep')\ntime.sleep(3600)\n");
+	run_program(f, &r, HOSTILE_SLEEP_FOREVER, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	/* What it printed before the timeout is kept. */
 	assert_string_equal(r.stdout_buf, "going to sleep\n");
@@ -430,16 +397,7 @@ static void hostile_thread_bomb(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import threading, time\n"
-		 "made = 0\n"
-		 "try:\n"
-		 "    for i in range(1000):\n"
-		 "        threading.Thread(target=time.sleep, args=(0.5,), daemon=True).start()\n"
-		 "        made += 1\n"
-		 "except RuntimeError as e:\n"
-		 "    pass\n"
-		 "print('made', made)\n");
+	run_program(f, &r, HOSTILE_THREAD_BOMB, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	int made = -1;
 	assert_int_equal(sscanf(r.stdout_buf, "made %d", &made), 1);
@@ -473,16 +431,7 @@ static void hostile_big_file(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	f->cfg.limits.disk_mb = 512;  /* let the file-size limit, not the disk, stop it */
-	run_code(&f->cfg, &r,
-		 "import errno\n"
-		 "n = 0\n"
-		 "try:\n"
-		 "    with open('/tmp/big', 'wb') as fh:\n"
-		 "        for i in range(4096):\n"
-		 "            fh.write(b'x' * 1048576)\n"
-		 "            n += 1\n"
-		 "except OSError as e:\n"
-		 "    print('stopped', n, errno.errorcode[e.errno])\n");
+	run_program(f, &r, HOSTILE_BIG_FILE, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	unsigned mb = 0;
 	char code[32] = "";
@@ -497,19 +446,7 @@ static void hostile_fill_tmp_and_shm(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	f->cfg.limits.file_size_mb = 4096;
-	run_code(&f->cfg, &r,
-		 "import errno\n"
-		 "total = 0\n"
-		 "for d in ['/tmp', '/dev/shm', '/var/tmp']:\n"
-		 "    try:\n"
-		 "        with open(d + '/fill-%s', 'wb') as fh:\n"
-		 "            for i in range(1024):\n"
-		 "                fh.write(b'x' * 1048576)\n"
-		 "                total += 1\n"
-		 "    except OSError as e:\n"
-		 "        print(d, errno.errorcode[e.errno])\n"
-		 "print('total', total)\n",
-		 f->token);
+	run_program(f, &r, HOSTILE_FILL_TMP_AND_SHM, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	assert_true(contains(r.stdout_buf, "/tmp ENOSPC"));
 	assert_true(contains(r.stdout_buf, "/dev/shm ENOSPC"));
@@ -517,11 +454,8 @@ static void hostile_fill_tmp_and_shm(void **state)
 	assert_non_null(t);
 	/* All writable places share one limit. */
 	assert_true((unsigned)atoi(t + 6) <= f->cfg.limits.disk_mb);
-	char host[200];
-	snprintf(host, sizeof host, "/tmp/fill-%s", f->token);
-	assert_false(path_exists(host));
-	snprintf(host, sizeof host, "/dev/shm/fill-%s", f->token);
-	assert_false(path_exists(host));
+	/* Nothing of it on the host: not in /tmp, /dev/shm, nor anywhere else. */
+	assert_no_markers(f, "fill-");
 	aj_result_free(&r);
 }
 
@@ -531,33 +465,13 @@ static void hostile_daemon(void **state)
 	struct aj_result r;
 	/* setsid + double fork: the classic escape from a process-group kill.
 	 * The daemon would write a marker after the run ended. */
-	run_code(&f->cfg, &r,
-		 "import os, time\n"
-		 "if os.fork() == 0:\n"
-		 "    os.setsid()\n"
-		 "    if os.fork() == 0:\n"
-		 "        time.sleep(1.5)\n"
-		 "        for d in ['/tmp', '/var/tmp', '/dev/shm', '.']:\n"
-		 "            try:\n"
-		 "                open(d + '/daemon-%s', 'w').write('alive')\n"
-		 "            except OSError:\n"
-		 "                pass\n"
-		 "        os._exit(0)\n"
-		 "    os._exit(0)\n"
-		 "time.sleep(0.2)\n"
-		 "print('parent done')\n",
-		 f->token);
+	run_program(f, &r, HOSTILE_DAEMON, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	/* Give a surviving daemon the time to act, then look for it. */
 	sleep_ms(2000);
 	assert_int_equal(sandbox_processes(f),
 			 0);
-	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "."};
-	for (size_t i = 0; i < 4; i++) {
-		char host[200];
-		snprintf(host, sizeof host, "%s/daemon-%s", dirs[i], f->token);
-		assert_false(path_exists(host));
-	}
+	assert_no_markers(f, "daemon-");
 	aj_result_free(&r);
 }
 
@@ -567,11 +481,7 @@ static void hostile_output_flood(void **state)
 	struct aj_result r;
 	f->cfg.limits.output_kb = 256;
 	/* 1 GB if nothing stopped it. */
-	run_code(&f->cfg, &r,
-		 "import sys\n"
-		 "chunk = 'x' * 65536\n"
-		 "for i in range(16384):\n"
-		 "    sys.stdout.write(chunk)\n");
+	run_program(f, &r, HOSTILE_OUTPUT_FLOOD, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
 	assert_true(r.stdout_truncated);
 	assert_int_equal(r.stdout_len, (size_t)f->cfg.limits.output_kb * 1024);
@@ -598,13 +508,7 @@ static void hostile_kill_all(void **state)
 		_exit(0);
 	}
 	sleep_ms(50);
-	run_code(&f->cfg, &r,
-		 "import os, signal\n"
-		 "try:\n"
-		 "    os.kill(-1, signal.SIGKILL)\n"
-		 "except OSError as e:\n"
-		 "    print('kill -1:', e)\n"
-		 "print('still here')\n");
+	run_program(f, &r, HOSTILE_KILL_ALL, (struct hostile_values){0});
 	int ws = 0;
 	pid_t w = waitpid(sentinel, &ws, WNOHANG);
 	bool alive = w == 0 && kill(sentinel, 0) == 0;
@@ -621,15 +525,7 @@ static void hostile_list_proc(void **state)
 	struct aj_result r;
 	char mypid[32];
 	snprintf(mypid, sizeof mypid, "%d", (int)getpid());
-	run_code(&f->cfg, &r,
-		 "import os\n"
-		 "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
-		 "print(len(pids), pids)\n"
-		 "for p in pids:\n"
-		 "    try:\n"
-		 "        print(p, open('/proc/%%d/cmdline' %% p, 'rb').read())\n"
-		 "    except OSError as e:\n"
-		 "        print(p, e)\n");
+	run_program(f, &r, HOSTILE_LIST_PROC, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	int n = -1;
 	assert_int_equal(sscanf(r.stdout_buf, "%d", &n), 1);
@@ -644,31 +540,13 @@ static void hostile_write_everywhere(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	char cwd[512];
-	assert_non_null(getcwd(cwd, sizeof cwd));
-	char dirs[600];
-	snprintf(dirs, sizeof dirs, "'%s', ", cwd);
-	run_code(&f->cfg, &r,
-		 "import os\n"
-		 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/run/lock', '/root', %s'/']:\n"
-		 "    try:\n"
-		 "        open(os.path.join(d, 'w-%s'), 'w').write('x')\n"
-		 "        print('wrote', d)\n"
-		 "    except OSError as e:\n"
-		 "        print('refused', d, type(e).__name__)\n",
-		 dirs, f->token);
+	run_program(f, &r, HOSTILE_WRITE_EVERYWHERE, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	/* Its own scratch space takes writes; the host's files refuse them. */
 	assert_true(contains(r.stdout_buf, "wrote /tmp"));
 	assert_true(contains(r.stdout_buf, "wrote ."));
 	assert_true(contains(r.stdout_buf, "refused /etc"));
-	const char *host_dirs[] = {"/tmp", "/etc", cwd, "/var/tmp", "/dev/shm", "/run/lock", "/root", "/"};
-	for (size_t i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
-		char p[700];
-		snprintf(p, sizeof p, "%s/w-%s", host_dirs[i], f->token);
-		if (path_exists(p))
-			fail_msg("the sandbox wrote %s on the host", p);
-	}
+	assert_no_markers(f, "w-");
 	aj_result_free(&r);
 }
 
@@ -744,36 +622,13 @@ static void hostile_host_unix_socket(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	/* A host service on a world-connectable socket file, as the D-Bus
-	 * system bus, /dev/log or a database are: a read-only mount does not
-	 * stop connect(). */
 	char dir[64], path[96];
 	snprintf(dir, sizeof dir, "/run/agentjail-test-%.16s", f->token);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	snprintf(path, sizeof path, "%s/service.sock", dir);
-	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int ls = hostile_unix_listener(path);
 	assert_true(ls >= 0);
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	assert_true(strlen(path) < sizeof a.sun_path);
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(chmod(path, 0666), 0);
-	assert_int_equal(listen(ls, 8), 0);
-	run_code(&f->cfg, &r,
-		 "import socket\n"
-		 "for fam, name in [(socket.AF_UNIX, 'unix'), (40, 'vsock'), (17, 'packet')]:\n"
-		 "    try:\n"
-		 "        s = socket.socket(fam, socket.SOCK_STREAM if fam != 17 else socket.SOCK_RAW)\n"
-		 "        print('CREATED', name)\n"
-		 "        if fam == socket.AF_UNIX:\n"
-		 "            s.connect('%s')\n"
-		 "            print('CONNECTED')\n"
-		 "    except OSError as e:\n"
-		 "        print('refused', name, e.errno)\n"
-		 "a, b = socket.socketpair()\n"
-		 "a.send(b'pair ok')\n"
-		 "print(b.recv(10).decode())\n",
-		 path);
+	run_program(f, &r, HOSTILE_HOST_UNIX_SOCKET, (struct hostile_values){.sock = path});
 	int c = accept(ls, NULL, NULL);
 	if (c >= 0)
 		close(c);
@@ -803,18 +658,7 @@ static void hostile_keyrings(void **state)
 {
 	struct fixture *f = *state;
 	char buf[800];
-	/* Read the caller's keys; plant one for the next run. */
-	const char *code =
-		"import ctypes, os\n"
-		"libc = ctypes.CDLL(None, use_errno=True)\n"
-		"try:\n"
-		"    print(open('/proc/keys').read())\n"
-		"except FileNotFoundError:\n"
-		"    print('no /proc/keys')\n"
-		"r = libc.syscall(248, b'user', b'planted', b'x', 1, ctypes.c_long(-4))\n"
-		"print('add_key', r, ctypes.get_errno())\n"
-		"r = libc.syscall(250, 0, ctypes.c_long(-3), 0, 0, 0)\n"
-		"print('keyctl', r, ctypes.get_errno())\n";
+	const char *code = hostile_programs[HOSTILE_KEYRINGS].code;
 	run_in_child(keyring_with_secret, f->token, &f->cfg, code, buf, sizeof buf);
 	assert_true(strncmp(buf, "ok|", 3) == 0);
 	assert_false(contains(buf, f->token));
@@ -830,31 +674,7 @@ static void hostile_devices(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import os\n"
-		 "print(sorted(os.listdir('/dev')))\n"
-		 "try:\n"
-		 "    m, s = os.openpty()\n"
-		 "    os.write(m, b'typed\\n')\n"
-		 "    print('pty', os.read(s, 6))\n"
-		 "except OSError as e:\n"
-		 "    print('no pty', e)\n"
-		 "ptys = []\n"
-		 "try:\n"
-		 "    for i in range(100):\n"
-		 "        ptys.append(os.openpty())\n"
-		 "except OSError as e:\n"
-		 "    print('ptys stopped at', len(ptys))\n"
-		 "for d in ['/dev/kvm', '/dev/vda', '/dev/mem', '/dev/tty', '/dev/console']:\n"
-		 "    print(d, os.path.exists(d))\n"
-		 "    try:\n"
-		 "        os.close(os.open(d, os.O_RDWR | os.O_NOCTTY))\n"
-		 "        print(d, 'OPENED')\n"
-		 "    except OSError as e:\n"
-		 "        pass\n"
-		 "with open('/dev/null', 'w') as n:\n"
-		 "    n.write('discarded')\n"
-		 "print('zero', open('/dev/zero', 'rb').read(2))\n");
+	run_program(f, &r, HOSTILE_DEVICES, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	assert_true(contains(r.stdout_buf,
 			     f->dev_listing ? f->dev_listing
@@ -891,34 +711,7 @@ static void hostile_denied_syscalls(void **state)
 	/* Each call an escape or a resource grab would start with, made with
 	 * harmless arguments: the filter answers EPERM before the kernel looks
 	 * at them. (x86-64 numbers.) */
-	run_code(&f->cfg, &r,
-		 "import ctypes, os, errno\n"
-		 "libc = ctypes.CDLL(None, use_errno=True)\n"
-		 "calls = [('mount', 165, 0), ('umount2', 166, 0), ('pivot_root', 155, 0),\n"
-		 "  ('chroot', 161, 0), ('unshare_user', 272, 0x10000000), ('unshare_net', 272, 0x40000000),\n"
-		 "  ('setns', 308, 0), ('ptrace', 101, 16), ('process_vm_readv', 310, 1), ('bpf', 321, 0),\n"
-		 "  ('perf_event_open', 298, 0), ('keyctl', 250, 0), ('add_key', 248, 0),\n"
-		 "  ('request_key', 249, 0), ('userfaultfd', 323, 0), ('io_uring_setup', 425, 1),\n"
-		 "  ('kexec_load', 246, 0), ('init_module', 175, 0), ('finit_module', 313, 0),\n"
-		 "  ('delete_module', 176, 0), ('open_by_handle_at', 304, 0), ('reboot', 169, 0),\n"
-		 "  ('swapon', 167, 0), ('clock_settime', 227, 0), ('settimeofday', 164, 0),\n"
-		 "  ('acct', 163, 0), ('quotactl', 179, 0), ('personality', 135, 0x0400000),\n"
-		 "  ('shmget', 29, 0), ('msgget', 68, 0), ('semget', 64, 0), ('memfd_create', 319, 0),\n"
-		 "  ('syslog', 103, 3)]\n"
-		 "for name, nr, a0 in calls:\n"
-		 "    ctypes.set_errno(0)\n"
-		 "    r = libc.syscall(nr, ctypes.c_long(a0), 0, 0, 0, 0)\n"
-		 "    print(name, 'ALLOWED' if r >= 0 else errno.errorcode.get(ctypes.get_errno()))\n"
-		 "r = libc.syscall(56, ctypes.c_long(0x10000000 | 17), 0, 0, 0, 0)\n"
-		 "if r == 0:\n"
-		 "    os._exit(0)\n"
-		 "print('clone_newuser', 'ALLOWED' if r > 0 else errno.errorcode.get(ctypes.get_errno()))\n"
-		 "r = libc.syscall(435, 0, 0)\n"
-		 "print('clone3', errno.errorcode.get(ctypes.get_errno()))\n"
-		 "pid = os.fork()\n"
-		 "if pid == 0:\n"
-		 "    os._exit(7)\n"
-		 "print('fork still works', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n");
+	run_program(f, &r, HOSTILE_DENIED_SYSCALLS, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	assert_false(contains(r.stdout_buf, "ALLOWED"));
 	const char *names[] = {"mount", "umount2", "pivot_root", "chroot", "unshare_user",
@@ -1053,21 +846,29 @@ static void *cancelled_worker(void *arg)
 	return NULL;
 }
 
+/* Makes *cancel, starts worker(ctx) (which runs with it into res), lets it
+ * run ms, then withdraws it, as an MCP client's cancellation would: the run
+ * ends killed, saying it was cancelled, long before its sleep ends. */
+static void cancel_after(int ms, struct aj_cancel **cancel, void *(*worker)(void *), void *ctx,
+			 struct aj_result *res)
+{
+	assert_int_equal(aj_cancel_new(cancel), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, worker, ctx), 0);
+	sleep_ms(ms);
+	aj_cancel_fire(*cancel);
+	pthread_join(th, NULL);
+	aj_cancel_free(*cancel);
+	assert_status(res, AJ_STATUS_KILLED);
+	assert_true(contains(res->message, "cancelled"));
+}
+
 static void cancel_stops_the_run(void **state)
 {
 	struct fixture *f = *state;
 	struct cancelled_run c = {.cfg = &f->cfg};
-	assert_int_equal(aj_cancel_new(&c.cancel), 0);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, cancelled_worker, &c), 0);
-	/* Let it start, then withdraw it, as an MCP client's cancellation
-	 * would: the whole sandbox stops long before its 30 s sleep ends. */
-	sleep_ms(500);
-	aj_cancel_fire(c.cancel);
-	pthread_join(th, NULL);
-	aj_cancel_free(c.cancel);
-	assert_status(&c.res, AJ_STATUS_KILLED);
-	assert_true(contains(c.res.message, "cancelled"));
+	/* The whole sandbox stops, not only the program. */
+	cancel_after(500, &c.cancel, cancelled_worker, &c, &c.res);
 	aj_result_free(&c.res);
 }
 

@@ -253,15 +253,7 @@ static void session_cancel(void **state)
 {
 	struct fixture *f = *state;
 	struct cancel_ctx c = {.s = open_session(&f->cfg)};
-	assert_int_equal(aj_cancel_new(&c.cancel), 0);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, cancel_worker, &c), 0);
-	sleep_ms(700);
-	aj_cancel_fire(c.cancel);
-	pthread_join(th, NULL);
-	aj_cancel_free(c.cancel);
-	assert_status(&c.res, AJ_STATUS_KILLED);
-	assert_true(contains(c.res.message, "cancelled"));
+	cancel_after(700, &c.cancel, cancel_worker, &c, &c.res);
 	aj_result_free(&c.res);
 	cell_expect(c.s, "print('after cancel')", AJ_STATUS_OK, "after cancel");
 	close_session(c.s);

@@ -11,6 +11,10 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "src/attack/programs.h"
 #include "src/attack/verdict.h"
 
 static char why[64];
@@ -170,6 +174,86 @@ static void unavailable_and_failed(void **state)
 	assert_string_equal(attack_verdict_name(VERDICT_ESCAPED), "ESCAPED");
 }
 
+
+/* ---- the hostile-program table every user runs (programs.h) ---- */
+
+/* Each program has a unique name, code and a line on what holding means;
+ * every placeholder it uses is one the host fills, and its fixture is
+ * among the needs the entry declares (a user that sets up only what the
+ * needs say must leave no placeholder of the program unset). */
+static void table_entries_declare_their_fixtures(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *key;
+		unsigned need; /* 0: always filled */
+	} keys[] = {{"{TOKEN}", 0},
+		    {"{CWD}", 0},
+		    {"{SECRET}", HOSTILE_NEEDS_SECRET},
+		    {"{PORT}", HOSTILE_NEEDS_LISTENER},
+		    {"{HOSTIP}", HOSTILE_NEEDS_HOST_LISTENER},
+		    {"{HOSTPORT}", HOSTILE_NEEDS_HOST_LISTENER},
+		    {"{SOCK}", HOSTILE_NEEDS_UNIX},
+		    {"{SENTINEL}", HOSTILE_NEEDS_SENTINEL},
+		    {"{MNT}", HOSTILE_NEEDS_MOUNTS}};
+	for (size_t i = 0; i < HOSTILE_COUNT; i++) {
+		const struct hostile_program *p = &hostile_programs[i];
+		assert_non_null(p->id);
+		assert_non_null(p->code);
+		assert_non_null(p->held);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(p->id, hostile_programs[j].id);
+		for (const char *c = p->code; (c = strchr(c, '{')); c++) {
+			size_t k = 0;
+			for (; k < sizeof keys / sizeof keys[0]; k++)
+				if (!strncmp(c, keys[k].key, strlen(keys[k].key)))
+					break;
+			/* Not a placeholder at all: a Python dict or set. */
+			if (k == sizeof keys / sizeof keys[0]) {
+				assert_false(c[1] >= 'A' && c[1] <= 'Z');
+				continue;
+			}
+			if (keys[k].need && !(p->needs & keys[k].need))
+				fail_msg("%s uses %s but does not declare its fixture", p->id,
+					 keys[k].key);
+		}
+		/* A marker program names its marker, with the token, so that the
+		 * host knows what to look for and whose it is. */
+		if (p->needs & HOSTILE_NEEDS_MARKERS) {
+			char want[64];
+			assert_non_null(p->marker);
+			snprintf(want, sizeof want, "%s{TOKEN}", p->marker);
+			if (!strstr(p->code, want))
+				fail_msg("%s does not write %s", p->id, want);
+		} else {
+			assert_null(p->marker);
+		}
+	}
+}
+
+/* Filled values land inside Python '...' literals: a quote or backslash in
+ * a path cannot end the literal early and turn the program into a
+ * SyntaxError that would prove nothing. */
+static void fill_escapes_and_fills_every_placeholder(void **state)
+{
+	(void)state;
+	struct hostile_values v = {.token = "t0k", .secret = "/a'b\\c", .port = 42};
+	char *code = hostile_fill("x = ['{SECRET}', {PORT}, '{TOKEN}', '{SOCK}']", &v);
+	assert_non_null(code);
+	assert_string_equal(code, "x = ['/a\\'b\\\\c', 42, 't0k', '']");
+	free(code);
+	v = (struct hostile_values){.token = "T", .secret = "S", .sock = "K", .cwd = "C",
+				    .mnt = "M", .host_ip = "H", .port = 1, .host_port = 2,
+				    .sentinel = 3};
+	for (size_t i = 0; i < HOSTILE_COUNT; i++) {
+		assert_non_null(code = hostile_fill(hostile_programs[i].code, &v));
+		for (const char *c = code; (c = strchr(c, '{')); c++)
+			if (c[1] >= 'A' && c[1] <= 'Z')
+				fail_msg("%s: %.20s left unfilled", hostile_programs[i].id, c);
+		free(code);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +266,8 @@ int main(void)
 		cmocka_unit_test(unfinished_is_not_held),
 		cmocka_unit_test(unmade_checks_are_not_evidence),
 		cmocka_unit_test(unavailable_and_failed),
+		cmocka_unit_test(table_entries_declare_their_fixtures),
+		cmocka_unit_test(fill_escapes_and_fills_every_placeholder),
 	};
 	return cmocka_run_group_tests_name("attack verdicts", tests, NULL, NULL);
 }

@@ -1,16 +1,41 @@
 """The seed article's six hostile programs, through the binding, on every
-tier and in the warm mode of those that have one: the same programs and expectations as tests/hostile.h's first six,
-and the host checked afterwards (a token not printed, a listener that
-accepted nothing; conftest: no process, mount or cgroup left)."""
+tier and in the warm mode of those that have one: the same programs and
+expectations as tests/hostile.h's first six, and the host checked
+afterwards (a token not printed, a listener that accepted nothing;
+conftest: no process, mount or cgroup left). The programs are the hostile
+table's (src/attack/programs.c), read through `agentjail attack --list
+--json`."""
+import json
 import os
 import secrets
 import socket
+import subprocess
 import tempfile
 
 import pytest
 
 from agentjail import Status
-from conftest import TIERS, WARM_TIERS
+from conftest import ROOT, TIERS, WARM_TIERS
+
+
+def _table():
+    out = subprocess.run([os.path.join(ROOT, "build", "agentjail"), "attack", "--list", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return {p["id"]: p["code"] for p in json.loads(out)}
+
+
+PROGRAMS = _table()
+
+
+def program(name, **values):
+    """The table's program with its placeholders filled, as the C side's
+    hostile_fill does: strings escaped for a Python '...' literal."""
+    code = PROGRAMS[name]
+    for key, value in values.items():
+        if isinstance(value, str):
+            value = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+        code = code.replace("{" + key.upper() + "}", str(value))
+    return code
 
 
 @pytest.fixture(params=TIERS + WARM_TIERS)
@@ -19,37 +44,20 @@ def tier(request):
 
 
 def test_cpu_loop(sandbox_for, tier):
-    ex = sandbox_for(tier, cpu_sec=1).run("while True:\n    pass\n")
+    ex = sandbox_for(tier, cpu_sec=1).run(program("cpu-loop"))
     assert ex.status is Status.TIMEOUT and ex.exit_code is None
     assert "CPU" in ex.message or "wall-clock" in ex.message
 
 
 def test_memory_512mb(sandbox_for, tier):
-    ex = sandbox_for(tier).run("b = bytearray(512 * 1024 * 1024)\n"
-                               "for i in range(0, len(b), 4096):\n    b[i] = 1\n"
-                               "print('allocated', len(b))\n")
+    ex = sandbox_for(tier).run(program("memory-512mb"))
     assert ex.status is Status.MEMORY
     assert "allocated" not in ex.stdout and "memory" in ex.message
 
 
 def test_fork_bomb(sandbox_for, tier):
     sb = sandbox_for(tier)
-    # Every child forks on too; each process forks at most 100 times.
-    ex = sb.run("import os, time\n"
-                "MAIN = os.getpid()\n"
-                "made = 0\n"
-                "for i in range(100):\n"
-                "    try:\n"
-                "        pid = os.fork()\n"
-                "    except OSError:\n"
-                "        break\n"
-                "    if pid == 0:\n"
-                "        continue\n"
-                "    made += 1\n"
-                "if os.getpid() != MAIN:\n"
-                "    time.sleep(1)\n"
-                "    os._exit(0)\n"
-                "print('made', made, flush=True)\n")
+    ex = sb.run(program("fork-bomb"))
     assert ex.status is not Status.SANDBOX_ERROR
     made = int(ex.stdout.split("made ")[1]) if "made " in ex.stdout else -1
     # The first process alone can never fork past the pids limit.
@@ -59,15 +67,7 @@ def test_fork_bomb(sandbox_for, tier):
 def test_disk_fill(sandbox_for, tier):
     # The disk limit, not the file-size limit, must stop it.
     sb = sandbox_for(tier, file_size_mb=4096)
-    ex = sb.run("import errno\n"
-                "total = 0\n"
-                "try:\n"
-                "    with open('fill', 'wb') as fh:\n"
-                "        for i in range(4096):\n"
-                "            fh.write(b'x' * 1048576)\n"
-                "            total += 1\n"
-                "except OSError as e:\n"
-                "    print('stopped', total, errno.errorcode[e.errno])\n")
+    ex = sb.run(program("disk-fill"))
     assert ex.status is Status.OK
     words = ex.stdout.split()
     assert words[0] == "stopped" and words[2] == "ENOSPC"
@@ -87,15 +87,7 @@ def test_read_secrets(sandbox_for, tier):
         os.close(fd)
         os.environ["AJ_TEST_API_KEY"] = token
         try:
-            ex = sandbox_for(tier).run(
-                "import os\n"
-                "print(dict(os.environ))\n"
-                f"for p in [{path!r}, '/proc/1/environ', '/etc/shadow', "
-                "'/root/.bash_history']:\n"
-                "    try:\n"
-                "        print(p, open(p).read())\n"
-                "    except OSError as e:\n"
-                "        print(p, type(e).__name__)\n")
+            ex = sandbox_for(tier).run(program("read-secrets", secret=path))
         finally:
             del os.environ["AJ_TEST_API_KEY"]
     assert ex.status is Status.OK
@@ -113,24 +105,20 @@ def test_network(sandbox_for, tier):
         ls.listen(8)
         ls.setblocking(False)
         port = ls.getsockname()[1]
-        ex = sandbox_for(tier).run(
-            "import socket\n"
-            "for host in ['127.0.0.1', 'localhost']:\n"
-            "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
-            "    s.settimeout(2)\n"
-            "    try:\n"
-            f"        s.connect((host, {port}))\n"
-            f"        s.sendall(b'{token}')\n"
-            "        print('CONNECTED', host)\n"
-            "    except OSError as e:\n"
-            "        print('blocked', host, e)\n"
-            "try:\n"
-            "    socket.getaddrinfo('deb.debian.org', 80)\n"
-            "    print('RESOLVED')\n"
-            "except OSError as e:\n"
-            "    print('no dns', e)\n")
+        ex = sandbox_for(tier).run(program("loopback-network", port=port, token=token))
         with pytest.raises(BlockingIOError):
             ls.accept()
     assert ex.status is Status.OK
     assert "CONNECTED" not in ex.stdout and "RESOLVED" not in ex.stdout
     assert "blocked 127.0.0.1" in ex.stdout
+
+
+def test_every_table_program_is_python():
+    # Compiled, never run: a program that would not parse once filled in
+    # would end in a SyntaxError on every tier and prove nothing.
+    assert len(PROGRAMS) >= 17
+    for name in PROGRAMS:
+        code = program(name, token="t0k", secret="/a'b", sock="/s", cwd="/c\\d", mnt="/m",
+                       hostip="127.0.0.1", port=1, hostport=2, sentinel=3)
+        assert "{TOKEN}" not in code
+        compile(code, name, "exec")

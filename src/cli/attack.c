@@ -27,11 +27,12 @@
 #include <sys/syscall.h>
 #include <linux/keyctl.h>
 #include <sys/mount.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../attack/fixtures.h"
+#include "../attack/programs.h"
 #include "../attack/verdict.h"
 #include "../core/internal.h"
 #include "../linux/report.h"
@@ -40,6 +41,7 @@
 static const char usage[] =
 	"usage: agentjail attack [--tier T ...] [--quick] [--json] [--warm] [--image NAME|DIR]\n"
 	"                        [--docker-image I] [--docker-socket P]\n"
+	"       agentjail attack --list [--json]\n"
 	"\n"
 	"Runs the hostile-program matrix: the seed article's six (CPU loop, 512 MB,\n"
 	"fork bomb, disk fill, reading a host secret, a network call), then the rest\n"
@@ -47,25 +49,21 @@ static const char usage[] =
 	"held, ESCAPED, n/a (tier not available) or error, judged from checks on the\n"
 	"host after the run. --quick runs the six only. --warm runs the tiers that\n"
 	"have a warm mode (process, container) in it: each attack a fork of a zygote.\n"
-	"Exits 1 if anything escaped or a sandbox failed, 0 otherwise.\n";
+	"Exits 1 if anything escaped or a sandbox failed, 0 otherwise.\n"
+	"--list prints the hostile-program table instead (every program the tests,\n"
+	"the soak and attack run: its name, what the host sets up for it, what\n"
+	"counts as held; with --json, its code too) and runs nothing.\n";
 
-/* What an attack needs set up on the host, and what is checked after. */
+/* How attack runs and judges a program, beyond the needs the table gives
+ * it (src/attack/programs.h). */
 enum {
-	NEED_SECRET = 1 << 0,    /* a 0600 token file, and the token in our environment */
-	NEED_LISTENER = 1 << 1,  /* a TCP listener on 127.0.0.1 */
-	NEED_UNIX = 1 << 2,      /* a world-connectable unix socket */
-	NEED_SENTINEL = 1 << 3,  /* a process of the sandbox's own uid */
-	NEED_CMDLINE = 1 << 4,   /* a host process with the token in its command line */
-	CHECK_MARKERS = 1 << 5,  /* aj-attack-TOKEN written in a host directory? */
-	WAIT_AFTER = 1 << 6,     /* give a would-be daemon 2 s to act first */
-	CHECK_MOUNTS = 1 << 7,
-	SAMPLE = 1 << 8,         /* count processes and host disk during the run */
-	SEED = 1 << 9,           /* one of the seed article's six */
-	NEED_KEYRING = 1 << 10,  /* the token as a key in our session keyring */
+	SAMPLE = 1 << 0,         /* count processes and host disk during the run */
+	SEED = 1 << 1,           /* one of the seed article's six */
 };
 
 struct attack {
 	const char *name;
+	enum hostile_id program;
 	unsigned flags;
 	/* Statuses that show a limit stopped the program. 0: none does; the
 	 * program must then run to its own end (status ok), or the run proves
@@ -73,102 +71,28 @@ struct attack {
 	uint32_t stopped_by;
 	double wall_sec;      /* 0: the default */
 	uint32_t cpu_sec;
-	/* Placeholders, filled as Python string contents ('...' quoted, so
-	 * escaped): {TOKEN} {SECRET} {SOCK} {CWD} {MNT} {HOSTIP}; and numbers:
-	 * {PORT} {HOSTPORT} {SENTINEL}. */
-	const char *code;
 };
 
 #define S(x) (1u << AJ_STATUS_##x)
 
-/* Every program is bounded even if a tier failed to hold it: loops have
- * counts or deadlines, only the first process forks, signals go to one
- * sentinel of ours, mounts aim at a directory of ours. */
 static const struct attack attacks[] = {
-	{"cpu loop", SEED, S(TIMEOUT), 10, 1,
-	 "import time\nend = time.time() + 20\nwhile time.time() < end:\n    pass\n"},
-	{"512 MB allocation", SEED, S(MEMORY), 0, 0,
-	 "b = bytearray(512 * 1024 * 1024)\n"
-	 "for i in range(0, len(b), 4096):\n    b[i] = 1\nprint('allocated')\n"},
-	{"fork bomb", SEED | SAMPLE, 0, 0, 0,
-	 "import os, time\n"
-	 "for i in range(200):\n"
-	 "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
-	 "    if pid == 0:\n        time.sleep(1)\n        os._exit(0)\n"},
-	{"disk fill", SEED | SAMPLE | CHECK_MARKERS, 0, 0, 0,
-	 "import os\n"
-	 "for d in ['.', '/tmp', '/var/tmp', '/dev/shm', '{CWD}']:\n"
-	 "    try:\n"
-	 "        with open(os.path.join(d, 'aj-attack-{TOKEN}'), 'wb') as f:\n"
-	 "            for i in range(2048):\n                f.write(b'x' * 1048576)\n"
-	 "    except OSError:\n        pass\n"},
-	{"host secret read", SEED | NEED_SECRET, 0, 0, 0,
-	 "import os\nprint(dict(os.environ))\n"
-	 "for p in ['{SECRET}', '/proc/1/environ', '/etc/shadow', '/root/.bash_history']:\n"
-	 "    try:\n        print(p, open(p).read())\n    except OSError as e:\n        print(p, e)\n"},
-	{"network call", SEED | NEED_LISTENER, 0, 0, 0,
-	 "import socket\n"
-	 "for host, port in [('127.0.0.1', {PORT}), ('localhost', {PORT}), ('{HOSTIP}', {HOSTPORT})]:\n"
-	 "    try:\n"
-	 "        s = socket.create_connection((host, port), timeout=2)\n"
-	 "        s.sendall(b'{TOKEN}')\n"
-	 "    except OSError as e:\n        print(host, e)\n"},
-	{"sleep forever", 0, S(TIMEOUT), 1, 0, "import time\ntime.sleep(3600)\n"},
-	{"output flood", 0, S(OUTPUT_LIMIT), 0, 0,
-	 "import sys\nchunk = 'x' * 65536\nfor i in range(16384):\n    sys.stdout.write(chunk)\n"},
-	{"thread bomb", SAMPLE, 0, 0, 0,
-	 "import threading, time\n"
-	 "try:\n    for i in range(1000):\n"
-	 "        threading.Thread(target=time.sleep, args=(0.5,), daemon=True).start()\n"
-	 "except RuntimeError:\n    pass\n"},
-	{"setsid daemon", WAIT_AFTER | CHECK_MARKERS, 0, 0, 0,
-	 "import os, time\n"
-	 "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(1.5)\n"
-	 "        for d in ['/tmp', '/var/tmp', '/dev/shm', '.', '{CWD}']:\n"
-	 "            try:\n                open(d + '/aj-attack-{TOKEN}', 'w').write('alive')\n"
-	 "            except OSError:\n                pass\n"
-	 "        os._exit(0)\n    os._exit(0)\n"
-	 "time.sleep(0.2)\n"},
-	{"kill a host process", NEED_SENTINEL, 0, 0, 0,
-	 "import os, signal\n"
-	 "for pid in [{SENTINEL}]:\n"
-	 "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as e:\n        print(e)\n"},
-	{"host processes", NEED_CMDLINE, 0, 0, 0,
-	 "import os\n"
-	 "for p in os.listdir('/proc'):\n"
-	 "    if p.isdigit():\n"
-	 "        try:\n            c = open('/proc/%s/cmdline' % p, 'rb').read()\n"
-	 "            if b'aj-sentinel' in c:\n                print(p, c)\n"
-	 "        except OSError:\n            pass\n"},
-	{"write everywhere", CHECK_MARKERS, 0, 0, 0,
-	 "import os\n"
-	 "for d in ['/tmp', '/etc', '.', '/var/tmp', '/dev/shm', '/root', '/', '{CWD}']:\n"
-	 "    try:\n        open(os.path.join(d, 'aj-attack-{TOKEN}'), 'w').write('x')\n"
-	 "    except OSError:\n        pass\n"},
-	{"4 GB file", SAMPLE | CHECK_MARKERS, 0, 0, 0,
-	 "for d in ['/tmp', '{CWD}']:\n"
-	 "    try:\n"
-	 "        with open(d + '/aj-attack-{TOKEN}', 'wb') as f:\n"
-	 "            for i in range(4096):\n                f.write(b'x' * 1048576)\n"
-	 "    except OSError:\n        pass\n"},
-	{"caller's keyring", NEED_KEYRING, 0, 0, 0,
-	 "import ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-	 "KEYCTL = {'x86_64': 250, 'aarch64': 219}[platform.machine()]\n"
-	 /* gVisor has no /proc/keys: nothing to read there, which holds. */
-	 "try:\n    print(open('/proc/keys').read())\nexcept FileNotFoundError:\n    pass\n"
-	 "k = libc.syscall(KEYCTL, 10, ctypes.c_long(-3), b'user', b'agentjail-attack-secret', 0)\n"
-	 "buf = ctypes.create_string_buffer(256)\n"
-	 "if k > 0:\n    libc.syscall(KEYCTL, 11, k, buf, 256)\n    print(buf.value)\n"},
-	{"host unix socket", NEED_UNIX, 0, 0, 0,
-	 "import socket\n"
-	 "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.settimeout(2)\n    s.connect('{SOCK}')\n"
-	 "except OSError as e:\n    print(e)\n"},
-	{"mount and unshare", CHECK_MOUNTS, 0, 0, 0,
-	 "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-	 "libc.unshare(0x10000000 | 0x20000)\n"
-	 "libc.mount(b'none', '{MNT}'.encode(), b'tmpfs', 0, None)\n"
-	 "libc.mount(b'/', '{MNT}'.encode(), None, 4096, None)\n"
-	 "libc.chroot('{MNT}'.encode())\n"},
+	{"cpu loop", HOSTILE_CPU_LOOP, SEED, S(TIMEOUT), 10, 1},
+	{"512 MB allocation", HOSTILE_MEMORY_512MB, SEED, S(MEMORY), 0, 0},
+	{"fork bomb", HOSTILE_FORK_FLAT, SEED | SAMPLE, 0, 0, 0},
+	{"disk fill", HOSTILE_DISK_FILL_EVERYWHERE, SEED | SAMPLE, 0, 0, 0},
+	{"host secret read", HOSTILE_READ_SECRETS, SEED, 0, 0, 0},
+	{"network call", HOSTILE_NETWORK_HOST, SEED, 0, 0, 0},
+	{"sleep forever", HOSTILE_SLEEP_FOREVER, 0, S(TIMEOUT), 1, 0},
+	{"output flood", HOSTILE_OUTPUT_FLOOD, 0, S(OUTPUT_LIMIT), 0, 0},
+	{"thread bomb", HOSTILE_THREAD_BOMB, SAMPLE, 0, 0, 0},
+	{"setsid daemon", HOSTILE_DAEMON, 0, 0, 0, 0},
+	{"kill a host process", HOSTILE_KILL_SENTINEL, 0, 0, 0, 0},
+	{"host processes", HOSTILE_HOST_CMDLINE, 0, 0, 0, 0},
+	{"write everywhere", HOSTILE_WRITE_EVERYWHERE, 0, 0, 0, 0},
+	{"4 GB file", HOSTILE_BIG_FILE_EVERYWHERE, SAMPLE, 0, 0, 0},
+	{"caller's keyring", HOSTILE_KEYRING_READ, 0, 0, 0, 0},
+	{"host unix socket", HOSTILE_HOST_UNIX_SOCKET, 0, 0, 0, 0},
+	{"mount and unshare", HOSTILE_MOUNT_UNSHARE, 0, 0, 0, 0},
 };
 
 #define N_ATTACKS (sizeof attacks / sizeof attacks[0])
@@ -286,65 +210,6 @@ static char *read_mounts(void)
 	return buf;
 }
 
-/* The program with its placeholders filled in. Strings go inside Python
- * '...' literals: backslashes and quotes are escaped, so a cwd with a quote
- * in its name cannot break the program (and turn an attack into a
- * SyntaxError that would prove nothing). */
-static char *fill_placeholders(const char *code, const struct host *h)
-{
-	char port[16], host_port[16], sentinel[16];
-	snprintf(port, sizeof port, "%d", h->port);
-	snprintf(host_port, sizeof host_port, "%d", h->host_port);
-	snprintf(sentinel, sizeof sentinel, "%d", (int)h->sentinel);
-	const char *keys[] = {"{TOKEN}", "{SECRET}", "{SOCK}", "{CWD}", "{MNT}", "{HOSTIP}",
-			      "{PORT}", "{HOSTPORT}", "{SENTINEL}"};
-	const char *vals[] = {h->token, h->secret, h->sock, h->cwd, h->mnt, h->host_ip,
-			      port, host_port, sentinel};
-	const size_t nk = sizeof keys / sizeof keys[0];
-	char *out = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&out, &len);
-	if (!m)
-		return NULL;
-	while (*code) {
-		size_t k = 0;
-		for (; k < nk; k++)
-			if (!strncmp(code, keys[k], strlen(keys[k])))
-				break;
-		if (k == nk) {
-			fputc(*code++, m);
-			continue;
-		}
-		for (const char *v = vals[k]; *v; v++) {
-			if (*v == '\\' || *v == '\'')
-				fputc('\\', m);
-			if (*v == '\n')
-				fputs("\\n", m);
-			else
-				fputc(*v, m);
-		}
-		code += strlen(keys[k]);
-	}
-	fclose(m);
-	return out;
-}
-
-static bool marker_on_host(const struct host *h)
-{
-	const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/etc", "/root", "", h->cwd};
-	bool found = false;
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		char p[PATH_MAX + 64];
-		snprintf(p, sizeof p, "%s/aj-attack-%s", dirs[i], h->token);
-		struct stat st;
-		if (lstat(p, &st) == 0) {
-			unlink(p); /* evidence taken; leave the host clean, every copy */
-			found = true;
-		}
-	}
-	return found;
-}
-
 /* A process of the uid the run will get (as root; else the caller's), named
  * "aj-sentinel-TOKEN" (its argv[0]), alive until killed. Returns once it
  * has its uid and name, so the run cannot race it; -1 if it could not. */
@@ -377,18 +242,6 @@ static pid_t start_sentinel(uid_t uid, const char *token)
 
 /* ---- one attack in one tier ---- */
 
-/* Connections waiting on a listener: 1 if any (each is taken, so none is
- * charged to the next run), else 0. */
-static int drain_listener(int fd)
-{
-	int got = 0, c;
-	while (fd >= 0 && (c = accept(fd, NULL, NULL)) >= 0) {
-		close(c);
-		got = 1;
-	}
-	return got;
-}
-
 static bool output_has(const struct aj_result *r, const char *token)
 {
 	size_t n = strlen(token);
@@ -405,7 +258,8 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		cfg.limits.wall_sec = a->wall_sec;
 	if (a->cpu_sec)
 		cfg.limits.cpu_sec = a->cpu_sec;
-	if (a->flags & NEED_SENTINEL)
+	const struct hostile_program *p = &hostile_programs[a->program];
+	if (p->needs & HOSTILE_NEEDS_SENTINEL)
 		cfg.slots = 1; /* the sentinel has the very uid the run gets */
 	attack_evidence_init(e);
 	memset(x, 0, sizeof *x);
@@ -423,7 +277,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 	}
 	new_token(h->token);
 	h->sentinel = 0;
-	if (a->flags & (NEED_SENTINEL | NEED_CMDLINE)) {
+	if (p->needs & (HOSTILE_NEEDS_SENTINEL | HOSTILE_NEEDS_CMDLINE)) {
 		h->sentinel = start_sentinel(cfg.uid_base, h->token);
 		if (h->sentinel <= 0) {
 			*v = VERDICT_ERROR;
@@ -432,7 +286,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 			return;
 		}
 	}
-	if ((a->flags & NEED_KEYRING) &&
+	if ((p->needs & HOSTILE_NEEDS_KEYRING) &&
 	    (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "agentjail-attack") < 0 ||
 	     syscall(SYS_add_key, "user", "agentjail-attack-secret", h->token, strlen(h->token),
 		     KEY_SPEC_SESSION_KEYRING) < 0)) {
@@ -442,8 +296,12 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		snprintf(why, wn, "keyring: %s", errno_name(errno));
 		return;
 	}
-	char *code = fill_placeholders(a->code, h);
-	if (a->flags & NEED_SECRET) {
+	const struct hostile_values vals = {.token = h->token, .secret = h->secret, .sock = h->sock,
+					    .cwd = h->cwd, .mnt = h->mnt, .host_ip = h->host_ip,
+					    .port = h->port, .host_port = h->host_port,
+					    .sentinel = h->sentinel};
+	char *code = hostile_fill(p->code, &vals);
+	if (p->needs & HOSTILE_NEEDS_SECRET) {
 		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			(void)!write(fd, h->token, strlen(h->token));
@@ -451,10 +309,10 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		}
 		setenv("AJ_ATTACK_API_KEY", h->token, 1);
 	}
-	drain_listener(h->listener);
-	drain_listener(h->host_listener);
-	drain_listener(h->unix_listener);
-	char *mounts = a->flags & CHECK_MOUNTS ? read_mounts() : NULL;
+	hostile_drain(h->listener);
+	hostile_drain(h->host_listener);
+	hostile_drain(h->unix_listener);
+	char *mounts = p->needs & HOSTILE_NEEDS_MOUNTS ? read_mounts() : NULL;
 	struct sampler s = {.lo = h->uid_lo, .hi = h->uid_hi, .root0 = free_mb("/"),
 			    .tmp0 = free_mb("/tmp")};
 	bool sampling = (a->flags & SAMPLE) && pthread_create(&s.thread, NULL, sample_loop, &s) == 0;
@@ -480,23 +338,24 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		x->max_procs = cfg.limits.pids + 16;
 		x->max_disk_mb = 64; /* host disk the run may never take; slack for noise */
 	}
-	if (a->flags & WAIT_AFTER)
+	if (p->needs & HOSTILE_NEEDS_WAIT)
 		sleep(2);
 	e->status = r.status;
 	e->output_bytes = r.stdout_len > r.stderr_len ? r.stdout_len : r.stderr_len;
-	if (a->flags & (NEED_SECRET | NEED_CMDLINE | NEED_LISTENER | NEED_KEYRING))
+	if (p->needs & (HOSTILE_NEEDS_SECRET | HOSTILE_NEEDS_CMDLINE | HOSTILE_NEEDS_LISTENER |
+			 HOSTILE_NEEDS_KEYRING))
 		e->token_seen = output_has(&r, h->token);
-	if (a->flags & NEED_SECRET)
+	if (p->needs & HOSTILE_NEEDS_SECRET)
 		unsetenv("AJ_ATTACK_API_KEY");
-	if (a->flags & CHECK_MARKERS)
-		e->marker_written = marker_on_host(h);
-	if (a->flags & NEED_LISTENER)
-		e->listener_accepted = drain_listener(h->listener) | drain_listener(h->host_listener);
-	if (a->flags & NEED_UNIX)
-		e->listener_accepted = drain_listener(h->unix_listener);
+	if (p->needs & HOSTILE_NEEDS_MARKERS)
+		e->marker_written = hostile_markers_take(p->marker, h->token, h->cwd, NULL, 0) > 0;
+	if (p->needs & HOSTILE_NEEDS_LISTENER)
+		e->listener_accepted = hostile_drain(h->listener) | hostile_drain(h->host_listener);
+	if (p->needs & HOSTILE_NEEDS_UNIX)
+		e->listener_accepted = hostile_drain(h->unix_listener);
 	if (h->sentinel > 0) {
 		int ws;
-		if (a->flags & NEED_SENTINEL)
+		if (p->needs & HOSTILE_NEEDS_SENTINEL)
 			e->sentinel_alive =
 				waitpid(h->sentinel, &ws, WNOHANG) == 0 && kill(h->sentinel, 0) == 0;
 		kill(h->sentinel, SIGKILL);
@@ -572,22 +431,6 @@ static bool host_address(char *out, size_t n)
 	return ok;
 }
 
-static int tcp_listener(const char *ip, int *port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	inet_pton(AF_INET, ip, &a.sin_addr);
-	socklen_t al = sizeof a;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
-	    getsockname(fd, (struct sockaddr *)&a, &al)) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 static int setup_host(struct host *h, const struct aj_config *cfg)
 {
 	memset(h, 0, sizeof *h);
@@ -608,19 +451,15 @@ static int setup_host(struct host *h, const struct aj_config *cfg)
 	snprintf(h->mnt, sizeof h->mnt, "%s/mnt", h->dir);
 	if (mkdir(h->mnt, 0755) < 0)
 		return -1;
-	if ((h->listener = tcp_listener("127.0.0.1", &h->port)) < 0)
+	if ((h->listener = hostile_tcp_listener("127.0.0.1", &h->port)) < 0)
 		return -1;
 	/* The host's own address, if it has one; else the loopback twice. */
 	if (!host_address(h->host_ip, sizeof h->host_ip) ||
-	    (h->host_listener = tcp_listener(h->host_ip, &h->host_port)) < 0) {
+	    (h->host_listener = hostile_tcp_listener(h->host_ip, &h->host_port)) < 0) {
 		snprintf(h->host_ip, sizeof h->host_ip, "127.0.0.1");
 		h->host_port = h->port;
 	}
-	h->unix_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_un u = {.sun_family = AF_UNIX};
-	snprintf(u.sun_path, sizeof u.sun_path, "%s", h->sock);
-	if (h->unix_listener < 0 || bind(h->unix_listener, (struct sockaddr *)&u, sizeof u) ||
-	    chmod(h->sock, 0666) || listen(h->unix_listener, 8))
+	if ((h->unix_listener = hostile_unix_listener(h->sock)) < 0)
 		return -1;
 	h->uid_lo = cfg->uid_base;
 	h->uid_hi = cfg->uid_base + cfg->slots;
@@ -642,10 +481,10 @@ static void teardown_host(struct host *h)
 	rmdir(h->dir);
 }
 
-enum { OPT_JSON = 3000, OPT_QUICK, OPT_WARM_TIERS, OPT_HELP };
+enum { OPT_JSON = 3000, OPT_QUICK, OPT_WARM_TIERS, OPT_LIST, OPT_HELP };
 
 struct attack_args {
-	bool json, quick, warm;
+	bool json, quick, warm, list;
 };
 
 static int attack_opt(int opt, const char *arg, void *ctx)
@@ -658,7 +497,40 @@ static int attack_opt(int opt, const char *arg, void *ctx)
 		a->quick = true;
 	else if (opt == OPT_WARM_TIERS)
 		a->warm = true;
+	else if (opt == OPT_LIST)
+		a->list = true;
 	return opt == OPT_HELP;
+}
+
+/* --list: the table, for a reader or (--json) for a program that runs it
+ * another way (the binding's tests). */
+static int list_programs(bool json)
+{
+	json_t *all = json_array();
+	for (size_t i = 0; i < HOSTILE_COUNT; i++) {
+		const struct hostile_program *p = &hostile_programs[i];
+		json_t *needs = json_array();
+		char line[160] = "";
+		for (unsigned b = 0; hostile_need_name(b); b++) {
+			if (!(p->needs & (1u << b)))
+				continue;
+			json_array_append_new(needs, json_string(hostile_need_name(b)));
+			snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s",
+				 line[0] ? "," : "", hostile_need_name(b));
+		}
+		if (!json)
+			printf("%-22s %-30s %s\n", p->id, line[0] ? line : "-", p->held);
+		json_array_append_new(all, json_pack("{s:s, s:s, s:o, s:s?, s:s}", "id", p->id,
+						     "code", p->code, "needs", needs, "marker",
+						     p->marker, "held", p->held));
+	}
+	if (json) {
+		char *s = json_dumps(all, JSON_COMPACT);
+		puts(s ? s : "[]");
+		free(s);
+	}
+	json_decref(all);
+	return 0;
 }
 
 int cmd_attack(int argc, char **argv)
@@ -675,12 +547,15 @@ int cmd_attack(int argc, char **argv)
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"warm", no_argument, NULL, OPT_WARM_TIERS},
+					    {"list", no_argument, NULL, OPT_LIST},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "attack", usage, own, &cfg, &choice, attack_opt,
 					&args);
 	if (done >= 0)
 		return done;
+	if (args.list)
+		return list_programs(args.json);
 	bool json = args.json, quick = args.quick, *chosen = choice.chosen, any = choice.any;
 	struct host h;
 	cleanup_host = &h;
