@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "src/core/internal.h"
+#include "src/core/pool.h"
 #include "src/core/status.h"
 #include "src/linux/supervise.h"
 #include "src/vm/answer.h"
@@ -884,6 +885,193 @@ static void session_reply_memory_error_exit(void **state)
 	aj_result_free(&res);
 }
 
+/* ---- the pool filled by a thread (src/core/pool.c) ---- */
+
+/* Items are numbers, made in order; what the pool did is recorded here. */
+struct pool_log {
+	pthread_mutex_t mu;
+	int calls;              /* make called */
+	int fails_left;         /* the next makes that fail */
+	int fails;
+	unsigned want;          /* what wanted() answers */
+	int unusable;           /* an item usable() refuses (0: none) */
+	int destroyed[16];
+	int ndestroyed;
+};
+
+static int log_make(void *ctx, void *item)
+{
+	struct pool_log *g = ctx;
+	pthread_mutex_lock(&g->mu);
+	int id = ++g->calls, rc = 0;
+	if (g->fails_left > 0) {
+		g->fails_left--;
+		g->fails++;
+		rc = -EAGAIN;
+	} else {
+		memcpy(item, &id, sizeof id);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return rc;
+}
+
+static void log_destroy(void *ctx, void *item)
+{
+	struct pool_log *g = ctx;
+	pthread_mutex_lock(&g->mu);
+	assert_true(g->ndestroyed < 16);
+	memcpy(&g->destroyed[g->ndestroyed++], item, sizeof(int));
+	pthread_mutex_unlock(&g->mu);
+}
+
+static bool log_usable(void *ctx, const void *item)
+{
+	struct pool_log *g = ctx;
+	int id;
+	memcpy(&id, item, sizeof id);
+	pthread_mutex_lock(&g->mu);
+	bool ok = id != g->unusable;
+	pthread_mutex_unlock(&g->mu);
+	return ok;
+}
+
+static unsigned log_wanted(void *ctx)
+{
+	struct pool_log *g = ctx;
+	pthread_mutex_lock(&g->mu);
+	unsigned n = g->want;
+	pthread_mutex_unlock(&g->mu);
+	return n;
+}
+
+static void log_set(struct pool_log *g, int *field, int value)
+{
+	pthread_mutex_lock(&g->mu);
+	*field = value;
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits (however long it takes) until n items are ready: a state, not a
+ * time. */
+static void wait_ready(struct pool *p, unsigned n)
+{
+	while (pool_ready(p) != n)
+		usleep(1000);
+}
+
+static const struct pool_ops log_ops = {
+	.item_size = sizeof(int), .size = 2, .make = log_make, .destroy = log_destroy,
+	.usable = log_usable, .wanted = log_wanted, .retry_ms = 1};
+
+/* A pool of numbers that wants `want` of them, its thread not started. */
+struct log_pool {
+	struct pool_log g;
+	int slots[2];
+	struct pool p;
+};
+
+static void log_pool_init(struct log_pool *f, unsigned want, int fails)
+{
+	memset(f, 0, sizeof *f);
+	f->g.want = want;
+	f->g.fails_left = fails;
+	pthread_mutex_init(&f->g.mu, NULL);
+	pool_init(&f->p, &log_ops, &f->g, f->slots);
+}
+
+static void pool_takes_newest_refills_and_ends_what_is_left(void **state)
+{
+	(void)state;
+	struct log_pool f;
+	log_pool_init(&f, 2, 0);
+	struct pool_log *g = &f.g;
+	struct pool *p = &f.p;
+	int id = 0;
+	/* Empty before the thread: the run makes its own. */
+	assert_false(pool_take(p, &id));
+	assert_int_equal(g->calls, 0);
+	assert_int_equal(pool_start(p), 0);
+	wait_ready(p, 2);
+	/* The newest first: it waited least. */
+	assert_true(pool_take(p, &id));
+	assert_int_equal(id, 2);
+	wait_ready(p, 2); /* refilled by the thread */
+	pthread_mutex_lock(&g->mu);
+	assert_int_equal(g->calls, 3);
+	g->want = 0; /* no more refills */
+	g->unusable = 3;
+	pthread_mutex_unlock(&g->mu);
+	/* 3 may no longer serve: skipped and ended, never handed out. */
+	assert_true(pool_take(p, &id));
+	assert_int_equal(id, 1);
+	assert_int_equal(g->ndestroyed, 1);
+	assert_int_equal(g->destroyed[0], 3);
+	assert_false(pool_take(p, &id));
+	/* Wanted again: the thread makes one on a kick. */
+	log_set(g, (int *)&g->want, 1);
+	pool_kick(p);
+	wait_ready(p, 1);
+	/* Stopped with an item in it: ended, nothing left behind. */
+	pool_destroy(p);
+	assert_int_equal(g->calls, 4);
+	assert_int_equal(g->ndestroyed, 2);
+	assert_int_equal(g->destroyed[1], 4);
+	assert_int_equal(g->fails, 0);
+	pthread_mutex_destroy(&g->mu);
+}
+
+static void pool_make_that_fails_is_tried_again(void **state)
+{
+	(void)state;
+	struct log_pool f;
+	log_pool_init(&f, 1, 2);
+	struct pool_log *g = &f.g;
+	struct pool *p = &f.p;
+	int id = 0;
+	assert_int_equal(pool_start(p), 0);
+	wait_ready(p, 1);
+	assert_int_equal(g->fails, 2);
+	assert_int_equal(g->calls, 3);
+	log_set(g, (int *)&g->want, 0); /* no refill after the take */
+	assert_true(pool_take(p, &id));
+	assert_int_equal(id, 3); /* the first make that worked */
+	pool_destroy(p);
+	/* A failed make left nothing to end; the taken one is the caller's. */
+	assert_int_equal(g->ndestroyed, 0);
+	pthread_mutex_destroy(&g->mu);
+}
+
+/* The oldest item that may no longer serve is ended by the thread itself
+ * and replaced, before any run asks. */
+static void pool_thread_replaces_the_oldest_that_aged(void **state)
+{
+	(void)state;
+	struct log_pool f;
+	log_pool_init(&f, 1, 0);
+	struct pool_log *g = &f.g;
+	struct pool *p = &f.p;
+	int id = 0;
+	assert_int_equal(pool_start(p), 0);
+	wait_ready(p, 1);
+	log_set(g, &g->unusable, 1);
+	pool_kick(p);
+	for (;;) {
+		pthread_mutex_lock(&g->mu);
+		bool replaced = g->calls == 2;
+		pthread_mutex_unlock(&g->mu);
+		if (replaced && pool_ready(p) == 1)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(g->ndestroyed, 1);
+	assert_int_equal(g->destroyed[0], 1);
+	log_set(g, (int *)&g->want, 0);
+	assert_true(pool_take(p, &id));
+	assert_int_equal(id, 2);
+	pool_destroy(p);
+	pthread_mutex_destroy(&g->mu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -911,6 +1099,9 @@ int main(void)
 		cmocka_unit_test(config_checks_ro_binds),
 		cmocka_unit_test(session_reply_holds_the_image_caps),
 		cmocka_unit_test(microvm_answer_past_the_output_cap_is_refused),
+		cmocka_unit_test(pool_takes_newest_refills_and_ends_what_is_left),
+		cmocka_unit_test(pool_make_that_fails_is_tried_again),
+		cmocka_unit_test(pool_thread_replaces_the_oldest_that_aged),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

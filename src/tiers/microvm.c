@@ -54,7 +54,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +61,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/pool.h"
 #include "../linux/creds.h"
 #include "../linux/supervise.h"
 #include "../vm/answer.h"
@@ -101,15 +101,11 @@ struct microvm_state {
 	unsigned vm_mb;
 	const struct aj_config *cfg;
 	char run_base[PATH_MAX];    /* <state_dir>-vm: the runs' directories */
-	/* the pool */
-	unsigned pool_size;
-	struct ready_vm pool[POOL_MAX];
-	unsigned pooled;
-	bool stopping;
-	bool refiller_running;
-	pthread_t refiller;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	/* the pool (src/core/pool.c), its size cfg.vm_pool up to POOL_MAX */
+	struct pool_ops pool_ops;
+	struct pool pool;
+	struct ready_vm pooled[POOL_MAX];
+	bool pool_running;
 };
 
 static gid_t vm_gid(const struct aj_config *cfg)
@@ -251,67 +247,30 @@ fail:
 	return rc;
 }
 
+/* The pool's: a VM made by its thread, restored and connected. */
+static int pool_make(void *ctx, void *item)
+{
+	struct aj_error err = {0};
+	return prepare_vm(ctx, item, now_ms() + 30000, &err);
+}
+
+static void pool_end(void *ctx, void *item)
+{
+	(void)ctx;
+	release_vm(item);
+}
+
+/* Young enough: one that waited its lifetime is replaced by a newer one. */
+static bool pool_young(void *ctx, const void *item)
+{
+	(void)ctx;
+	return now_ms() - ((const struct ready_vm *)item)->made_ms < POOL_LIFETIME_MS;
+}
+
 /* A ready VM from the pool, if one is there and young enough. */
 static bool take_pooled(struct microvm_state *st, struct ready_vm *vm)
 {
-	bool got = false;
-	pthread_mutex_lock(&st->lock);
-	while (st->pooled > 0 && !got) {
-		*vm = st->pool[--st->pooled];
-		got = now_ms() - vm->made_ms < POOL_LIFETIME_MS;
-		if (!got) {
-			pthread_mutex_unlock(&st->lock);
-			release_vm(vm);
-			pthread_mutex_lock(&st->lock);
-		}
-	}
-	pthread_cond_signal(&st->wake); /* refill */
-	pthread_mutex_unlock(&st->lock);
-	return got;
-}
-
-/* The refiller: keeps pool_size VMs ready, replacing the expired. */
-static void *refill_main(void *arg)
-{
-	struct microvm_state *st = arg;
-	pthread_mutex_lock(&st->lock);
-	while (!st->stopping) {
-		/* Expire the oldest first: it sits at the bottom. */
-		if (st->pooled > 0 && now_ms() - st->pool[0].made_ms >= POOL_LIFETIME_MS) {
-			struct ready_vm old = st->pool[0];
-			memmove(&st->pool[0], &st->pool[1], (st->pooled - 1) * sizeof st->pool[0]);
-			st->pooled--;
-			pthread_mutex_unlock(&st->lock);
-			release_vm(&old);
-			pthread_mutex_lock(&st->lock);
-			continue;
-		}
-		if (st->pooled < st->pool_size) {
-			pthread_mutex_unlock(&st->lock);
-			struct ready_vm vm;
-			struct aj_error err = {0};
-			int rc = prepare_vm(st, &vm, now_ms() + 30000, &err);
-			pthread_mutex_lock(&st->lock);
-			if (rc == 0 && !st->stopping && st->pooled < st->pool_size) {
-				st->pool[st->pooled++] = vm;
-				continue;
-			}
-			if (rc == 0) {
-				pthread_mutex_unlock(&st->lock);
-				release_vm(&vm);
-				pthread_mutex_lock(&st->lock);
-				continue;
-			}
-			/* Could not make one (all uid slots busy, say): runs make
-			 * their own meanwhile; try again in a while. */
-		}
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		pthread_cond_timedwait(&st->wake, &st->lock, &until);
-	}
-	pthread_mutex_unlock(&st->lock);
-	return NULL;
+	return st->pool_running && pool_take(&st->pool, vm);
 }
 
 static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
@@ -448,15 +407,24 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 	if (rc)
 		goto fail;
 	st->cfg = cfg;
-	pthread_mutex_init(&st->lock, NULL);
-	pthread_cond_init(&st->wake, NULL);
-	st->pool_size = cfg->vm_pool < POOL_MAX ? cfg->vm_pool : POOL_MAX;
-	if (st->pool_size > 0) {
-		if (pthread_create(&st->refiller, NULL, refill_main, st) != 0) {
+	if (cfg->vm_pool > 0) {
+		/* The thread keeps the VMs restored and replaces the expired
+		 * (it looks each second); a failed restore (all uid slots
+		 * busy, say) is tried again in a second, runs making their
+		 * own meanwhile. */
+		static const struct pool_ops ops = {
+			.item_size = sizeof(struct ready_vm), .make = pool_make,
+			.destroy = pool_end, .usable = pool_young, .wake_ms = 1000,
+			.retry_ms = 1000};
+		st->pool_ops = ops;
+		st->pool_ops.size = cfg->vm_pool < POOL_MAX ? cfg->vm_pool : POOL_MAX;
+		pool_init(&st->pool, &st->pool_ops, st, st->pooled);
+		if (pool_start(&st->pool) != 0) {
+			pool_destroy(&st->pool);
 			rc = error_set(err, -EAGAIN, "microvm: cannot start the pool's thread");
 			goto fail;
 		}
-		st->refiller_running = true;
+		st->pool_running = true;
 	}
 	*state = st;
 	return 0;
@@ -470,18 +438,9 @@ static void microvm_close(void *state)
 	struct microvm_state *st = state;
 	if (!st)
 		return;
-	if (st->refiller_running) {
-		pthread_mutex_lock(&st->lock);
-		st->stopping = true;
-		pthread_cond_signal(&st->wake);
-		pthread_mutex_unlock(&st->lock);
-		pthread_join(st->refiller, NULL);
-	}
 	/* Every VM still waiting goes: none outlives the sandbox. */
-	for (unsigned i = 0; i < st->pooled; i++)
-		release_vm(&st->pool[i]);
-	pthread_mutex_destroy(&st->lock);
-	pthread_cond_destroy(&st->wake);
+	if (st->pool_running)
+		pool_destroy(&st->pool);
 	free(st);
 }
 

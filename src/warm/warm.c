@@ -267,7 +267,7 @@ static int zygote_start(struct warm *w, struct warm_zygote **out, struct aj_erro
 	/* It says nothing more: what it would say now would only fill a pipe. */
 	close_fd(&z->jz.log_r);
 	z->started_ms = now_ms();
-	z->refs = 1; /* w->current's (or w->next's) */
+	z->refs = 1; /* w->current's (or the pool's) */
 	*out = z;
 	return 0;
 }
@@ -286,83 +286,90 @@ static bool zygote_ending(const struct warm_zygote *z)
 	       now_ms() - z->started_ms + WARM_AHEAD_MS >= WARM_AGE_MS;
 }
 
-/* The filler: starts the next zygote while the current one still serves,
- * outside the lock (a start takes tens of milliseconds to seconds). A start
- * that fails is left to the run that needs the zygote, which then starts
- * one itself and reports why it could not. */
-static void *filler_main(void *arg)
+/* The pool of one (src/core/pool.c): the next zygote, started by the
+ * pool's thread while the current one still serves, outside the lock (a
+ * start takes tens of milliseconds to seconds). A start that fails is left
+ * to the run that needs the zygote, which then starts one itself and
+ * reports why it could not; the thread tries again after 5 s. */
+static int next_make(void *ctx, void *item)
 {
-	struct warm *w = arg;
+	struct warm *w = ctx;
+	struct warm_zygote *z = NULL;
+	struct aj_error err = {0};
+	int rc = zygote_start(w, &z, &err);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&w->lock);
-	while (!w->stopping) {
-		if (w->idle) {
-			pthread_mutex_unlock(&w->lock);
-			w->idle(w->idle_ctx);
-			pthread_mutex_lock(&w->lock);
-			if (w->stopping)
-				break;
-		}
-		if (w->next || !w->current || !zygote_ending(w->current)) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			pthread_cond_timedwait(&w->wake, &w->lock, &until);
-			continue;
-		}
-		pthread_mutex_unlock(&w->lock);
-		struct warm_zygote *z = NULL;
-		struct aj_error err = {0};
-		int rc = zygote_start(w, &z, &err);
-		pthread_mutex_lock(&w->lock);
-		if (rc) {
-			/* Not again for a while: the run will say why. */
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 5;
-			pthread_cond_timedwait(&w->wake, &w->lock, &until);
-			continue;
-		}
-		w->started++;
-		if (w->stopping)
-			zygote_put(z);
-		else
-			w->next = z;
-	}
+	w->started++;
 	pthread_mutex_unlock(&w->lock);
-	return NULL;
+	memcpy(item, &z, sizeof z);
+	return 0;
 }
+
+/* Not under w->lock (a take calls it with w->lock held): the zygote is the
+ * pool's alone, its one reference the pool's. */
+static void next_end(void *ctx, void *item)
+{
+	(void)ctx;
+	struct warm_zygote *z;
+	memcpy(&z, item, sizeof z);
+	zygote_put(z);
+}
+
+static bool next_usable(void *ctx, const void *item)
+{
+	(void)ctx;
+	const struct warm_zygote *z;
+	memcpy(&z, item, sizeof z);
+	return !zygote_retired(z);
+}
+
+/* One is wanted once the current zygote nears its retirement. */
+static unsigned next_wanted(void *ctx)
+{
+	struct warm *w = ctx;
+	pthread_mutex_lock(&w->lock);
+	unsigned n = w->current && zygote_ending(w->current);
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+static void next_idle(void *ctx)
+{
+	struct warm *w = ctx;
+	if (w->idle)
+		w->idle(w->idle_ctx);
+}
+
+static const struct pool_ops next_ops = {
+	.item_size = sizeof(struct warm_zygote *), .size = 1, .make = next_make,
+	.destroy = next_end, .usable = next_usable, .wanted = next_wanted, .idle = next_idle,
+	.wake_ms = 1000, .retry_ms = 5000,
+	/* The application's signals are not the filler's to take. */
+	.block_signals = true};
 
 void warm_kick(struct warm *w)
 {
-	pthread_mutex_lock(&w->lock);
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
+	pool_kick(&w->pool);
 }
 
 void warm_init(struct warm *w, const struct jail_spec *base)
 {
 	memset(w, 0, sizeof *w);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->wake, NULL);
+	pool_init(&w->pool, &next_ops, w, w->next);
 	w->base = *base;
 }
 
 void warm_destroy(struct warm *w)
 {
-	pthread_mutex_lock(&w->lock);
-	w->stopping = true;
-	pthread_cond_broadcast(&w->wake);
-	pthread_mutex_unlock(&w->lock);
-	if (w->filler_running)
-		pthread_join(w->filler, NULL);
+	/* The thread first: then nothing starts a zygote any more. */
+	pool_destroy(&w->pool);
 	pthread_mutex_lock(&w->lock);
 	if (w->current)
 		zygote_put(w->current);
-	if (w->next)
-		zygote_put(w->next);
-	w->current = w->next = NULL;
+	w->current = NULL;
 	pthread_mutex_unlock(&w->lock);
-	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -376,16 +383,8 @@ static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error 
 		zygote_put(z);
 		z = NULL;
 	}
-	if (!z && w->next) {
-		z = w->next; /* started ahead by the filler */
-		w->next = NULL;
-		if (zygote_retired(z)) {
-			zygote_put(z);
-			z = NULL;
-		} else {
-			w->current = z;
-		}
-	}
+	if (!z && pool_take(&w->pool, &z))
+		w->current = z; /* started ahead by the pool's thread */
 	if (!z) {
 		int rc = zygote_start(w, &z, err);
 		if (rc)
@@ -394,7 +393,7 @@ static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error 
 		w->current = z;
 	}
 	if (zygote_ending(z))
-		pthread_cond_signal(&w->wake);
+		pool_kick(&w->pool);
 	z->refs++;
 	*out = z;
 	return 0;
@@ -407,15 +406,10 @@ int warm_prestart(struct warm *w, struct aj_error *err)
 	int rc = zygote_get(w, &z, err);
 	if (!rc)
 		zygote_put(z);
-	/* The filler replaces it ahead of its retirement from now on. */
-	if (!rc && !w->filler_running) {
-		/* The application's signals are not the filler's to take. */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		w->filler_running = pthread_create(&w->filler, NULL, filler_main, w) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
+	/* The pool's thread replaces it ahead of its retirement from now on
+	 * (none if it cannot start: each run then starts its own). */
+	if (!rc)
+		pool_start(&w->pool);
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../core/internal.h"
+#include "../core/pool.h"
 #include "../linux/jail.h"
 
 struct warm_zygote;
@@ -16,13 +17,12 @@ struct warm {
 	pthread_mutex_t lock;
 	struct warm_zygote *current;   /* NULL: none yet, or retired */
 	/* The one that replaces current when it retires, started ahead by
-	 * the filler thread so that no run waits for a zygote to start. */
-	struct warm_zygote *next;
-	pthread_t filler;
-	bool filler_running, stopping;
-	pthread_cond_t wake;
+	 * the pool's thread so that no run waits for a zygote to start: a
+	 * pool of one (its slot, next). */
+	struct pool pool;
+	struct warm_zygote *next[1];
 	/* The tier's own work ahead of the next run (the container tier's
-	 * next cgroup): called by the filler thread, outside the lock, each
+	 * next cgroup): called by the pool's thread, outside the lock, each
 	 * time it wakes (warm_kick, or once a second). NULL: none. Set
 	 * before warm_prestart. */
 	void (*idle)(void *ctx);

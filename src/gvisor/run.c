@@ -1,0 +1,115 @@
+/* One run in a gVisor sandbox: see run.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../docker/stream.h"
+#include "../gvisor/run.h"
+#include "../gvisor/watch.h"
+
+/* The sandbox was ended from the host (SIGKILL to its cgroup, or the OOM
+ * killer's to the sentry): the program has no exit code of its own. */
+static void killed_by_host(struct aj_result *res, enum aj_status status)
+{
+	res->status = status;
+	res->has_exit_code = false;
+	res->exit_code = 0;
+	res->signal = SIGKILL;
+}
+
+/* The program, in a started sandbox, under the wall clock from start_ms;
+ * the sandbox is destroyed after. Fills res fully. */
+int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
+		  const struct run_request *req, double start_ms, struct aj_result *res)
+{
+	const struct aj_limits *l = &cfg->limits;
+	struct aj_error err = {0};
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	char nonce[32];
+	size_t input_len = 0;
+	char *input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				       &input_len);
+	if (!input) {
+		result_sandbox_error(res, "gvisor: out of memory");
+		res->wall_ms = now_ms() - start_ms;
+		gvisor_started_destroy(s, &err);
+		return -ENOMEM;
+	}
+	struct watch w = {.pidfd = s->keeper_pidfd, .in_fd = s->in_fd, .out_fd = s->out_fd,
+			  .err_fd = s->err_fd, .cancel_fd = req->cancel_fd, .input = input,
+			  .input_len = input_len};
+	capture_init(&w.out, (size_t)l->output_kb * 1024);
+	/* Room past the cap for boot.py's report; the cap is applied to the
+	 * program's own bytes once the report is stripped. */
+	capture_init(&w.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	watch_run(&w, &s->sb, l, start_ms, &o);
+	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
+
+	/* The result waits for the sandbox's end: a result means it is gone. */
+	siginfo_t si;
+	int ended = gvisor_started_end(s, &si, &err);
+	watch_drain(&w, &o);
+	/* runsc exits with the program's code, or 128 + the signal that ended
+	 * it; killed here, it has none. */
+	int exit_code = si.si_code == CLD_EXITED ? si.si_status : -1;
+	o.init_wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+	uint64_t oom_kills = 0, peak_kb = 0;
+	cgroup_usage(&s->sb.cg, &oom_kills, &peak_kb);
+
+	/* The program's own stderr is capped like stdout. */
+	docker_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
+	char why[200];
+	docker_last_line(&w.err, why, sizeof why);
+	o.oom_kills = oom_kills; /* status memory: src/core/status.h */
+	outcome_to_result(&o, l, &w.out, &w.err, res);
+	if (!o.exited_report && peak_kb)
+		res->memory_kb = peak_kb;
+	if (!o.exited_report && w.cpu_used > 0)
+		res->cpu_ms = w.cpu_used; /* the sandbox's, as last read */
+	if (w.cpu_exceeded && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT) {
+		/* Stopped here for its CPU time, as RLIMIT_CPU's hard limit
+		 * would have stopped it on another tier. */
+		killed_by_host(res, AJ_STATUS_TIMEOUT);
+		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
+					"gVisor's own included, counted by its cgroup)",
+				   l->cpu_sec);
+	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
+		result_sandbox_error(res, "gvisor: the sandbox ended without a report (runsc %s %d)%s%s",
+				     exit_code >= 0 ? "exit code" : "killed by signal",
+				     exit_code >= 0 ? exit_code : si.si_status, why[0] ? ": " : "", why);
+	}
+	free(input);
+	int rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
+	struct aj_error left = {0};
+	if (ended)
+		left = err;
+	if (gvisor_started_destroy(s, &left) || ended) {
+		/* Whatever the program's verdict, the host kept something of
+		 * its sandbox: the result says so, never returns quietly. */
+		if (res->status == AJ_STATUS_SANDBOX_ERROR && res->message)
+			result_sandbox_error(res, "%s; and %s", res->message, left.message);
+		else
+			result_sandbox_error(res, "%s", left.message);
+		rc = -EBUSY;
+	}
+	return rc;
+}
+
+int gvisor_run_with(const struct gvisor_host *st, const char *platform,
+		    const struct aj_config *cfg, const struct run_request *req,
+		    struct aj_result *res)
+{
+	struct gvisor_started s;
+	struct aj_error err = {0};
+	double start_ms = now_ms();
+	int rc = gvisor_start(st, platform, cfg, &s, &err);
+	if (rc) {
+		result_sandbox_error(res, "%s", err.message);
+		res->wall_ms = now_ms() - start_ms;
+		return rc;
+	}
+	return gvisor_run_in(&s, cfg, req, start_ms, res);
+}

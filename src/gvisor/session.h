@@ -1,0 +1,16 @@
+/* Sessions on the gvisor tier: one sandbox for the session's life, with
+ * boot.py in its session mode; the ops of tier.h. */
+#ifndef AJ_GVISOR_SESSION_H
+#define AJ_GVISOR_SESSION_H
+
+#include "../gvisor/sandbox.h"
+#include "../tiers/tier.h"
+
+int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg, void **out,
+			struct aj_error *err);
+int gvisor_session_call(void *session, const struct aj_config *cfg,
+			const struct session_call *call, struct aj_result *res,
+			struct session_answer *ans);
+void gvisor_session_close(void *session);
+
+#endif

@@ -1,0 +1,35 @@
+/* Watching one gVisor run from the host: the wall clock, the CPU time of
+ * the sandbox's cgroup, the output caps, the program's input and the
+ * caller's cancel. */
+#ifndef AJ_GVISOR_WATCH_H
+#define AJ_GVISOR_WATCH_H
+
+#include "../gvisor/sandbox.h"
+#include "../linux/supervise.h"
+
+/* gVisor does not enforce RLIMIT_CPU: the supervisor reads the CPU time of
+ * the run's cgroup every CPU_CHECK_MS and stops the sandbox past the limit.
+ * The cgroup's time includes runsc's, the gofer's and the sentry's own
+ * (starting them and the interpreter takes 0.3-0.6 s of CPU here), hence
+ * the allowance on top of the program's limit. */
+#define CPU_CHECK_MS 200.0
+#define CPU_ALLOWANCE_MS 1500.0
+
+struct watch {
+	int pidfd, in_fd, out_fd, err_fd, cancel_fd;
+	bool cpu_exceeded;      /* the cgroup's CPU time passed the limit */
+	double cpu_used;        /* its CPU time since the program went in, last read */
+	const char *input;
+	size_t input_len, input_sent;
+	struct capture out, err;
+};
+
+/* From runsc's start until it has ended; a timeout, a flood or a cancel
+ * kills the whole cgroup. Fills o's flags and wall_ms. */
+void watch_run(struct watch *w, const struct gvisor_sandbox *sb, const struct aj_limits *l,
+	       double start_ms, struct outcome *o);
+/* Once the sandbox has ended: what it wrote is in the pipes. Non-blocking
+ * reads stop at EAGAIN. */
+void watch_drain(struct watch *w, struct outcome *o);
+
+#endif
