@@ -22,6 +22,7 @@
 
 #include "../docker/api.h"
 #include "../docker/image.h"
+#include "../linux/tree.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -91,20 +92,6 @@ static bool valid_packages(const char *s)
 		start = false;
 	}
 	return !start;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 ? -1 : 0;
-	return unlink(path) < 0 ? -1 : 0;
-}
-
-/* rm -rf that stays on one filesystem and never follows a symlink. */
-static int remove_tree(const char *path)
-{
-	return nftw(path, remove_entry, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
 }
 
 static unsigned long long tree_bytes;
@@ -390,7 +377,7 @@ static int cmd_build(int argc, char **argv)
 	while (d && (de = readdir(d)))
 		if (!strncmp(de->d_name, ".build-", 7) || !strncmp(de->d_name, ".old-", 5)) {
 			snprintf(path, sizeof path, "%s/%s", images, de->d_name);
-			remove_tree(path);
+			tree_remove(path);
 		}
 	if (d)
 		closedir(d);
@@ -444,10 +431,10 @@ static int cmd_build(int argc, char **argv)
 		else if (rename(tmp, final) < 0)
 			rc = -errno;
 		if (replacing && !rc)
-			remove_tree(old);
+			tree_remove(old);
 	}
 	if (rc) {
-		remove_tree(tmp);
+		tree_remove(tmp);
 		cli_error("image build: building '%s' failed%s%s", name, rc == -EIO ? "" : ": ",
 			  rc == -EIO ? " (see the messages above)" : strerror(-rc));
 		close(lock);
@@ -512,7 +499,7 @@ static int cmd_rm(const char *name)
 			cli_error("image rm: %s: %s", path, strerror(errno));
 		return 1;
 	}
-	int rc = remove_tree(gone);
+	int rc = tree_remove(gone);
 	if (rc) {
 		cli_error("image rm: removing %s: %s", gone, strerror(-rc));
 		return 1;

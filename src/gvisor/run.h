@@ -3,8 +3,10 @@
 #ifndef AJ_GVISOR_RUN_H
 #define AJ_GVISOR_RUN_H
 
-#include "../gvisor/sandbox.h"
-#include "../tiers/tier.h"
+#include "../core/internal.h"
+#include "../core/run_request.h"
+#include "../core/session_call.h"
+#include "sandbox.h"
 
 /* The program, in a started sandbox, under the wall clock from start_ms;
  * the sandbox is destroyed after. Fills res fully. */

@@ -16,6 +16,7 @@
 #include "../gvisor/sandbox.h"
 #include "../linux/spawn.h"
 #include "../linux/supervise.h"
+#include "../linux/tree.h"
 
 /* Memory: each process's address space is memory_mb (RLIMIT_AS, enforced
  * by the sentry: MemoryError, as on the process tier). The cgroup around
@@ -96,7 +97,7 @@ static int sandbox_destroy(struct gvisor_sandbox *sb, struct aj_error *err)
 		sb->have_cg = false;
 	}
 	if (sb->dir[0]) {
-		int r = gvisor_remove_tree(sb->dir);
+		int r = tree_remove(sb->dir);
 		if (r && !rc)
 			rc = error_set(err, r, "gvisor: removing %s: %s", sb->dir, errno_name(-r));
 		sb->dir[0] = 0;

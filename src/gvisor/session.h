@@ -3,8 +3,10 @@
 #ifndef AJ_GVISOR_SESSION_H
 #define AJ_GVISOR_SESSION_H
 
-#include "../gvisor/sandbox.h"
-#include "../tiers/tier.h"
+#include "../core/internal.h"
+#include "../core/run_request.h"
+#include "../core/session_call.h"
+#include "sandbox.h"
 
 int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg, void **out,
 			struct aj_error *err);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/keyed.h"
 #include "cgroup.h"
 #include "report.h"
 
@@ -297,15 +298,6 @@ int cgroup_open_dir(const struct cgroup_run *run)
 }
 
 /* "key value" lines (memory.events, memory.oom_control): value of key. */
-static uint64_t keyed_value(const char *text, const char *key)
-{
-	size_t n = strlen(key);
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, n) == 0 && p[n] == ' ')
-			return strtoull(p + n + 1, NULL, 10);
-	return 0;
-}
-
 void cgroup_usage(const struct cgroup_run *run, uint64_t *oom_kills, uint64_t *peak_kb)
 {
 	char buf[1024];

@@ -75,14 +75,14 @@ struct gvisor_state {
 
 /* Made by the pool's thread: the keepers are its children and die with it
  * (PDEATHSIG), which is only at close. */
-static int pool_make(void *ctx, void *item)
+static int start_for_pool(void *ctx, void *item)
 {
 	struct gvisor_state *st = ctx;
 	struct aj_error e = {0};
 	return gvisor_start(&st->host, st->host.platform, st->cfg, item, &e);
 }
 
-static void pool_end(void *ctx, void *item)
+static void destroy_pooled(void *ctx, void *item)
 {
 	(void)ctx;
 	struct aj_error e = {0};
@@ -91,7 +91,7 @@ static void pool_end(void *ctx, void *item)
 
 /* Still alive: one whose runsc ended while it waited (runsc failed) is
  * never used. */
-static bool pool_alive(void *ctx, const void *item)
+static bool pooled_alive(void *ctx, const void *item)
 {
 	(void)ctx;
 	struct pollfd p = {.fd = ((const struct gvisor_started *)item)->keeper_pidfd,
@@ -113,7 +113,7 @@ static int gvisor_run(void *state, const struct aj_config *cfg, const struct run
 
 /* ---- sessions (src/gvisor/session.c) ---- */
 
-static int session_open(void *state, const struct aj_config *cfg, void **out,
+static int open_session(void *state, const struct aj_config *cfg, void **out,
 			struct aj_error *err)
 {
 	return gvisor_session_open(&((struct gvisor_state *)state)->host, cfg, out, err);
@@ -175,8 +175,8 @@ static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_erro
 	st->cfg = cfg;
 	if (cfg->vm_pool) {
 		static const struct pool_ops ops = {
-			.item_size = sizeof(struct gvisor_started), .make = pool_make,
-			.destroy = pool_end, .usable = pool_alive,
+			.item_size = sizeof(struct gvisor_started), .make = start_for_pool,
+			.destroy = destroy_pooled, .usable = pooled_alive,
 			/* A failed start is tried again in a second. */
 			.retry_ms = 1000};
 		if (!(st->ready = calloc(cfg->vm_pool, sizeof *st->ready))) {
@@ -241,7 +241,7 @@ const struct tier_ops gvisor_tier = {
 	.open = gvisor_open,
 	.run = gvisor_run,
 	.close = gvisor_close,
-	.session_open = session_open,
+	.session_open = open_session,
 	.session_call = gvisor_session_call,
 	.session_close = gvisor_session_close,
 };

@@ -248,20 +248,20 @@ fail:
 }
 
 /* The pool's: a VM made by its thread, restored and connected. */
-static int pool_make(void *ctx, void *item)
+static int restore_for_pool(void *ctx, void *item)
 {
 	struct aj_error err = {0};
 	return prepare_vm(ctx, item, now_ms() + 30000, &err);
 }
 
-static void pool_end(void *ctx, void *item)
+static void stop_pooled(void *ctx, void *item)
 {
 	(void)ctx;
 	release_vm(item);
 }
 
 /* Young enough: one that waited its lifetime is replaced by a newer one. */
-static bool pool_young(void *ctx, const void *item)
+static bool pooled_young(void *ctx, const void *item)
 {
 	(void)ctx;
 	return now_ms() - ((const struct ready_vm *)item)->made_ms < POOL_LIFETIME_MS;
@@ -413,8 +413,8 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 		 * busy, say) is tried again in a second, runs making their
 		 * own meanwhile. */
 		static const struct pool_ops ops = {
-			.item_size = sizeof(struct ready_vm), .make = pool_make,
-			.destroy = pool_end, .usable = pool_young, .wake_ms = 1000,
+			.item_size = sizeof(struct ready_vm), .make = restore_for_pool,
+			.destroy = stop_pooled, .usable = pooled_young, .wake_ms = 1000,
 			.retry_ms = 1000};
 		st->pool_ops = ops;
 		st->pool_ops.size = cfg->vm_pool < POOL_MAX ? cfg->vm_pool : POOL_MAX;

@@ -4,14 +4,8 @@
 #define AJ_TIER_H
 
 #include "../core/internal.h"
+#include "../core/run_request.h"
 #include "../core/session_call.h"
-
-/* What one run is asked to do. */
-struct run_request {
-	const char *code;
-	size_t len;
-	int cancel_fd;  /* readable when the caller cancels; -1 if it cannot */
-};
 
 struct tier_ops {
 	const char *name;

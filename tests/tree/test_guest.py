@@ -19,7 +19,8 @@ DEFINITION = re.compile(r"^[A-Za-z_][^;{}()=#]*?\b([A-Za-z_]\w*)\s*\([^;{}]*?\)\
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof"}
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # The host's files the agent is built with instead of copies.
-SHARED = ["src/core/io.c", "src/core/capture.c", "src/core/session_scan.c", "src/core/contract.c"]
+SHARED = ["src/core/io.c", "src/core/capture.c", "src/core/session_scan.c", "src/core/contract.c",
+          "src/core/keyed.c"]
 
 
 def read(path):
@@ -97,7 +98,8 @@ def test_every_agent_source_is_an_input_of_the_vm(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     inputs = dict(line.split("=", 1) for line in out.splitlines() if line.startswith("input."))
     wanted = ["src/vm/guest/" + f for f in os.listdir(GUEST)] + SHARED + \
-        ["src/core/internal.h", "src/core/session_call.h", "src/core/contract.h", "src/vm/protocol.h",
+        ["src/core/internal.h", "src/core/session_call.h", "src/core/contract.h",
+         "src/core/keyed.h", "src/vm/protocol.h",
          "include/agentjail.h", "src/linux/seccomp_policy.c"]
     missing = [f for f in wanted if "input." + f not in inputs]
     assert missing == []

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../core/keyed.h"
 #include "agent.h"
 
 int run_cgroup = -1;
@@ -44,20 +45,6 @@ static int knob_get(int dir, const char *name, char *buf, size_t size)
 }
 
 /* "key value" lines (memory.events, cpu.stat): the value of key, 0 if none. */
-static uint64_t keyed_value(const char *text, const char *key)
-{
-	size_t klen = strlen(key);
-	for (const char *line = text; *line;) {
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-			return strtoull(line + klen + 1, NULL, 10);
-		const char *nl = strchr(line, '\n');
-		if (!nl)
-			break;
-		line = nl + 1;
-	}
-	return 0;
-}
-
 /* The run's cgroup, made at boot: only its limits depend on the request.
  * The cgroup2 hierarchy is mounted nowhere: fsmount gives a mount attached
  * to no directory, reached only through the agent's fds, so no path in the
