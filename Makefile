@@ -87,7 +87,7 @@ $(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
 
 HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/mounts.c src/linux/creds.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
-	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
+	src/linux/supervise.c src/linux/supervisor.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
 	src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c
 HELPER_OBJ := $(HELPER_SRC:%.c=$(B)/helper-obj/%.o)
 $(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(LAUNCH_GEN)
