@@ -1,10 +1,10 @@
 /* One call into a jail session (the process and container tiers): the
  * supervisor's side while the interpreter works on a request.
  *
- * The same duties as supervise.c for a run, over a sandbox that outlives
- * the call: write the request without ever blocking, read and cap both
- * output streams as they arrive, take the reply line whose sequence number
- * is this call's, keep the wall clock and honour a cancel. Stopping a call
+ * The one loop (supervisor.c) with this call's hooks, over a sandbox that
+ * outlives the call: write the request without ever blocking, read and
+ * cap both output streams as they arrive, take the reply line whose
+ * sequence number is this call's, keep the wall clock and honour a cancel. Stopping a call
  * (timeout, flood, cancel, a reply past its cap) is init's stop signal: it
  * kills every process in the sandbox but itself, so the interpreter ends,
  * init reports how, and the next call starts a fresh one in the same

@@ -53,15 +53,16 @@ void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t 
 	}
 }
 
-/* What stream i's pipe has now, a bounded number of reads; false at EOF
- * or on an error. */
-static bool read_stream(struct supervisor *sv, int i)
+/* Reads what fd has now, a bounded number of reads (a flood cannot
+ * starve the clock check), handing each piece to take; false at EOF or on
+ * an error. */
+static bool read_now(int fd, void (*take)(void *ctx, const char *p, size_t n), void *ctx)
 {
 	char buf[65536];
 	for (int k = 0; k < READS_PER_WAKE; k++) {
-		ssize_t n = read(sv->out_fd[i], buf, sizeof buf);
+		ssize_t n = read(fd, buf, sizeof buf);
 		if (n > 0) {
-			supervisor_output(sv, i, buf, (size_t)n);
+			take(ctx, buf, (size_t)n);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -69,6 +70,23 @@ static bool read_stream(struct supervisor *sv, int i)
 		return n < 0 && errno == EAGAIN;
 	}
 	return true;
+}
+
+struct stream_ref {
+	struct supervisor *sv;
+	int stream;
+};
+
+static void take_output(void *ctx, const char *p, size_t n)
+{
+	struct stream_ref *r = ctx;
+	supervisor_output(r->sv, r->stream, p, n);
+}
+
+static bool read_stream(struct supervisor *sv, int i)
+{
+	struct stream_ref r = {sv, i};
+	return read_now(sv->out_fd[i], take_output, &r);
 }
 
 void supervisor_drain(struct supervisor *sv)
@@ -79,21 +97,22 @@ void supervisor_drain(struct supervisor *sv)
 			read_stream(sv, i);
 }
 
+struct capture_ref {
+	struct capture *c;
+	bool *overflow;
+};
+
+static void take_capture(void *ctx, const char *p, size_t n)
+{
+	struct capture_ref *r = ctx;
+	if (capture_append(r->c, p, n))
+		*r->overflow = true;
+}
+
 bool supervise_drain(int fd, struct capture *c, bool *overflow)
 {
-	char buf[65536];
-	for (int i = 0; i < READS_PER_WAKE; i++) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n > 0) {
-			if (capture_append(c, buf, (size_t)n))
-				*overflow = true;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 && errno == EAGAIN;
-	}
-	return true;
+	struct capture_ref r = {c, overflow};
+	return read_now(fd, take_capture, &r);
 }
 
 /* Whether the loop goes on: a run or call not over, or over with a frame

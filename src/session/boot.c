@@ -29,8 +29,9 @@
  * can forge a frame; what the interpreter writes on its own pipes is its own
  * output, capped here and parsed strictly by the core.
  *
- * A call (boot_session_call) is supervised as jail_session_call does it
- * (src/linux/session_io.c): the request goes out without ever blocking, in
+ * A call (boot_session_call) is supervised by the one loop
+ * (src/linux/supervisor.c), as a jail session's is: the request goes out
+ * without ever blocking, in
  * frames of at most 64 KiB so that a stop can follow any of them; stdout and
  * stderr are capped as they arrive; the reply whose seq is the call's ends
  * it; the wall clock, a flood, a reply past its cap or the caller's cancel
