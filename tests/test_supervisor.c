@@ -16,10 +16,7 @@
 /* What the hooks saw. */
 struct probe {
 	int stops, forces;
-	int end_w;              /* written by the force hook: the "sandbox" ends */
-	int in_w;               /* the input's pipe */
-	const char *input;
-	size_t input_len, sent;
+	int end_w;              /* closed by the force hook: the "sandbox" ends */
 };
 
 static void count_stop(struct supervisor *sv)
@@ -50,22 +47,37 @@ static void on_output_end(struct supervisor *sv, struct supervisor_source *src, 
 		sv->done = true;
 }
 
-static void nonblocking_pipe(int fds[2])
+/* A loop over one output pipe (the "program's stdout"), with a stop hook
+ * that counts. */
+struct rig {
+	int out[2];
+	struct capture co, ce;
+	struct supervisor sv;
+	struct outcome o;
+	struct probe p;
+};
+
+static void rig_open(struct rig *r, size_t cap, double wall_sec)
 {
-	assert_int_equal(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	memset(r, 0, sizeof *r);
+	assert_int_equal(pipe2(r->out, O_CLOEXEC | O_NONBLOCK), 0);
+	capture_init(&r->co, cap);
+	capture_init(&r->ce, cap);
+	supervisor_init(&r->sv, &r->o, now_ms(), wall_sec);
+	r->sv.out_fd[0] = r->out[0];
+	r->sv.cap[0] = &r->co;
+	r->sv.cap[1] = &r->ce;
+	r->sv.stop = count_stop;
+	r->sv.ctx = &r->p;
 }
 
-/* A loop over one output pipe, a 1 s wall clock unless the test says. */
-static void setup(struct supervisor *sv, struct outcome *o, struct probe *p,
-		  struct capture *out, struct capture *err, int out_r, double wall_sec)
+static void rig_close(struct rig *r)
 {
-	memset(o, 0, sizeof *o);
-	supervisor_init(sv, o, now_ms(), wall_sec);
-	sv->out_fd[0] = out_r;
-	sv->cap[0] = out;
-	sv->cap[1] = err;
-	sv->stop = count_stop;
-	sv->ctx = p;
+	for (int i = 0; i < 2; i++)
+		if (r->out[i] >= 0)
+			close(r->out[i]);
+	capture_free(&r->co);
+	capture_free(&r->ce);
 }
 
 /* Output past the cap stops the sandbox once, at once, and keeps the cap's
@@ -73,31 +85,21 @@ static void setup(struct supervisor *sv, struct outcome *o, struct probe *p,
 static void flood_stops_once(void **state)
 {
 	(void)state;
-	int fds[2];
-	nonblocking_pipe(fds);
+	struct rig r;
+	rig_open(&r, 10000, 60);
 	char chunk[4096];
 	memset(chunk, 'x', sizeof chunk);
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(write(fds[1], chunk, sizeof chunk), (ssize_t)sizeof chunk);
-	struct capture out, err;
-	capture_init(&out, 10000);
-	capture_init(&err, 10000);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {0};
-	setup(&sv, &o, &p, &out, &err, fds[0], 60);
-	sv.grace_ms = 0; /* the stop ends it */
-	supervisor_run(&sv);
-	assert_true(o.output_overflow);
-	assert_false(o.timed_out);
-	assert_int_equal(p.stops, 1);
-	assert_true(sv.stopping);
-	assert_int_equal(out.len, 10000);
-	assert_true(out.truncated);
-	close(fds[0]);
-	close(fds[1]);
-	capture_free(&out);
-	capture_free(&err);
+		assert_int_equal(write(r.out[1], chunk, sizeof chunk), (ssize_t)sizeof chunk);
+	r.sv.grace_ms = 0; /* the stop ends it */
+	supervisor_run(&r.sv);
+	assert_true(r.o.output_overflow);
+	assert_false(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	assert_true(r.sv.stopping);
+	assert_int_equal(r.co.len, 10000);
+	assert_true(r.co.truncated);
+	rig_close(&r);
 }
 
 /* The wall clock stops a silent sandbox; one that does not confirm the
@@ -105,32 +107,24 @@ static void flood_stops_once(void **state)
 static void timeout_then_force(void **state)
 {
 	(void)state;
-	int out[2], end[2];
-	nonblocking_pipe(out);
-	nonblocking_pipe(end);
-	struct capture co, ce;
-	capture_init(&co, 100);
-	capture_init(&ce, 100);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {.end_w = end[1]};
-	setup(&sv, &o, &p, &co, &ce, out[0], 0.05);
-	sv.grace_ms = 20;
-	sv.force = force_end;
-	sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
-					       .ready = on_end};
-	supervisor_run(&sv);
-	assert_true(o.timed_out);
-	assert_true(o.forced_kill);
-	assert_int_equal(p.stops, 1);
-	assert_int_equal(p.forces, 1);
-	assert_true(sv.done);
-	assert_false(sv.broken);
-	close(out[0]);
-	close(out[1]);
+	struct rig r;
+	rig_open(&r, 100, 0.05);
+	int end[2];
+	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
+	r.p.end_w = end[1];
+	r.sv.grace_ms = 20;
+	r.sv.force = force_end;
+	r.sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
+						 .ready = on_end};
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_true(r.o.forced_kill);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.p.forces, 1);
+	assert_true(r.sv.done);
+	assert_false(r.sv.broken);
 	close(end[0]);
-	capture_free(&co);
-	capture_free(&ce);
+	rig_close(&r);
 }
 
 /* Without a force hook, a stop not confirmed within the grace leaves the
@@ -138,105 +132,66 @@ static void timeout_then_force(void **state)
 static void unconfirmed_stop_is_broken(void **state)
 {
 	(void)state;
-	int out[2];
-	nonblocking_pipe(out);
-	struct capture co, ce;
-	capture_init(&co, 100);
-	capture_init(&ce, 100);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {0};
-	setup(&sv, &o, &p, &co, &ce, out[0], 0.05);
-	sv.grace_ms = 20;
-	supervisor_run(&sv);
-	assert_true(o.timed_out);
-	assert_true(sv.broken);
-	assert_false(o.forced_kill);
-	assert_int_equal(p.stops, 1);
-	close(out[0]);
-	close(out[1]);
-	capture_free(&co);
-	capture_free(&ce);
+	struct rig r;
+	rig_open(&r, 100, 0.05);
+	r.sv.grace_ms = 20;
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_true(r.sv.broken);
+	assert_false(r.o.forced_kill);
+	assert_int_equal(r.p.stops, 1);
+	rig_close(&r);
 }
 
 /* The caller's cancel stops the sandbox as a timeout would. */
 static void cancel_stops(void **state)
 {
 	(void)state;
-	int out[2];
-	nonblocking_pipe(out);
+	struct rig r;
+	rig_open(&r, 100, 60);
 	int cancel = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(cancel >= 0);
-	struct capture co, ce;
-	capture_init(&co, 100);
-	capture_init(&ce, 100);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {0};
-	setup(&sv, &o, &p, &co, &ce, out[0], 60);
-	sv.cancel_fd = cancel;
-	supervisor_run(&sv);
-	assert_true(o.cancelled);
-	assert_false(o.timed_out);
-	assert_int_equal(p.stops, 1);
+	r.sv.cancel_fd = cancel;
+	supervisor_run(&r.sv);
+	assert_true(r.o.cancelled);
+	assert_false(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
 	close(cancel);
-	close(out[0]);
-	close(out[1]);
-	capture_free(&co);
-	capture_free(&ce);
+	rig_close(&r);
 }
 
-static bool probe_wants_write(struct supervisor *sv)
+static void close_input(struct supervisor *sv)
 {
-	const struct probe *p = sv->ctx;
-	return p->sent < p->input_len && !sv->done;
-}
-
-static int probe_write(struct supervisor *sv)
-{
-	struct probe *p = sv->ctx;
-	ssize_t w = write(p->in_w, p->input + p->sent, p->input_len - p->sent);
-	if (w > 0)
-		p->sent += (size_t)w;
-	if (p->sent == p->input_len) {
-		close(p->in_w); /* the whole input is in: EOF ends the "sandbox" */
-		p->in_w = sv->in_fd = -1;
-	}
-	return 0;
+	close(sv->in_fd); /* the whole input is in: EOF ends the "sandbox" */
+	sv->in_fd = -1;
 }
 
 /* The input is written whole, without blocking the loop, while the
- * program's output is read: here the output is the input, echoed. */
+ * program's output is read: here the output is the input, echoed through
+ * one pipe three times its size. */
 static void input_is_written_whole(void **state)
 {
 	(void)state;
-	int in[2];
-	nonblocking_pipe(in);
 	static char input[200000];
 	for (size_t i = 0; i < sizeof input; i++)
 		input[i] = (char)('a' + i % 26);
-	struct capture co, ce;
-	capture_init(&co, sizeof input);
-	capture_init(&ce, 100);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {.in_w = in[1], .input = input, .input_len = sizeof input};
-	setup(&sv, &o, &p, &co, &ce, in[0], 60);
-	sv.in_fd = in[1];
-	sv.wants_write = probe_wants_write;
-	sv.write = probe_write;
-	/* The output pipe's end is the sandbox's. */
-	sv.src[0] = (struct supervisor_source){.fd = in[0], .after_streams = true,
-					       .ready = on_output_end};
-	supervisor_run(&sv);
-	assert_int_equal(p.sent, sizeof input);
-	assert_int_equal(co.len, sizeof input);
-	assert_memory_equal(co.buf, input, sizeof input);
-	assert_false(o.output_overflow);
-	assert_int_equal(p.stops, 0);
-	close(in[0]);
-	capture_free(&co);
-	capture_free(&ce);
+	struct rig r;
+	rig_open(&r, sizeof input, 60);
+	r.sv.in_fd = r.out[1];
+	r.out[1] = -1; /* closed by the loop's input_end */
+	r.sv.input = input;
+	r.sv.input_len = sizeof input;
+	r.sv.input_end = close_input;
+	r.sv.src[0] = (struct supervisor_source){.fd = r.out[0], .after_streams = true,
+						 .ready = on_output_end};
+	supervisor_run(&r.sv);
+	assert_int_equal(r.sv.input_sent, sizeof input);
+	assert_int_equal(r.sv.in_fd, -1);
+	assert_int_equal(r.co.len, sizeof input);
+	assert_memory_equal(r.co.buf, input, sizeof input);
+	assert_false(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 0);
+	rig_close(&r);
 }
 
 /* Output handed over by a tier that reads it itself (frames) passes the
@@ -245,36 +200,23 @@ static void input_is_written_whole(void **state)
 static void output_has_one_place(void **state)
 {
 	(void)state;
-	struct capture co, ce;
-	capture_init(&co, 10);
-	capture_init(&ce, 10);
-	struct supervisor sv;
-	struct outcome o;
-	struct probe p = {0};
-	setup(&sv, &o, &p, &co, &ce, -1, 60);
-	supervisor_output(&sv, 1, "0123456789", 10);
-	assert_false(o.output_overflow);
-	supervisor_output(&sv, 1, "!", 1);
-	assert_true(o.output_overflow);
-	assert_int_equal(p.stops, 1);
-	assert_int_equal(ce.len, 10);
+	struct rig r;
+	rig_open(&r, 10, 60);
+	supervisor_output(&r.sv, 1, "0123456789", 10);
+	assert_false(r.o.output_overflow);
+	supervisor_output(&r.sv, 1, "!", 1);
+	assert_true(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.ce.len, 10);
+	rig_close(&r);
 
-	int fds[2];
-	nonblocking_pipe(fds);
-	struct outcome o2;
-	struct probe p2 = {0};
-	setup(&sv, &o2, &p2, &co, &ce, fds[0], 60);
-	co.len = 0;
-	co.truncated = false;
-	assert_int_equal(write(fds[1], "0123456789abc", 13), 13);
-	supervisor_drain(&sv);
-	assert_true(o2.output_overflow);
-	assert_int_equal(p2.stops, 0);
-	assert_int_equal(co.len, 10);
-	close(fds[0]);
-	close(fds[1]);
-	capture_free(&co);
-	capture_free(&ce);
+	rig_open(&r, 10, 60);
+	assert_int_equal(write(r.out[1], "0123456789abc", 13), 13);
+	supervisor_drain(&r.sv);
+	assert_true(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 0);
+	assert_int_equal(r.co.len, 10);
+	rig_close(&r);
 }
 
 /* boot.py's exit line, as docker runs and boot sessions read it. */

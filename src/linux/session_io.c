@@ -54,7 +54,6 @@ struct jail_call {
 	const struct session_call *c;
 	struct session_answer *ans;
 	struct capture rb;
-	size_t sent;
 	bool replied, ended, bad_reply, acked;
 };
 
@@ -98,23 +97,6 @@ static void on_init_end(struct supervisor *sv, struct supervisor_source *src, sh
 {
 	(void)src, (void)revents;
 	sv->broken = true;
-}
-
-static bool wants_write(struct supervisor *sv)
-{
-	const struct jail_call *k = sv->ctx;
-	return k->sent < k->c->len && !sv->stopping && !sv->done;
-}
-
-static int write_request(struct supervisor *sv)
-{
-	struct jail_call *k = sv->ctx;
-	ssize_t w = write(k->js->req_w, k->c->request + k->sent, k->c->len - k->sent);
-	if (w > 0)
-		k->sent += (size_t)w;
-	else if (w < 0 && errno != EAGAIN && errno != EINTR)
-		k->sent = k->c->len; /* the interpreter is gone: its report says how */
-	return 0;
 }
 
 /* Stopping a call: init's stop signal ends the interpreter and all it
@@ -184,8 +166,8 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	sv.src[2] = (struct supervisor_source){
 		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_end};
 	sv.in_fd = js->req_w;
-	sv.wants_write = wants_write;
-	sv.write = write_request;
+	sv.input = c->request;
+	sv.input_len = c->len;
 	sv.stop = stop_call;
 	/* No force: an init that does not report within the grace is killed
 	 * with the session, by the caller. */

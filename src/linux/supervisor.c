@@ -3,6 +3,7 @@
 #include <math.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "supervisor.h"
@@ -115,13 +116,37 @@ bool supervise_drain(int fd, struct capture *c, bool *overflow)
 	return read_now(fd, take_capture, &r);
 }
 
+static bool input_pending(struct supervisor *sv)
+{
+	if (sv->wants_write)
+		return sv->wants_write(sv);
+	return sv->input && sv->input_sent < sv->input_len && !sv->done && !sv->stopping;
+}
+
+static int write_input(struct supervisor *sv)
+{
+	if (sv->write)
+		return sv->write(sv);
+	const char *p = sv->input + sv->input_sent;
+	size_t n = sv->input_len - sv->input_sent;
+	ssize_t w = sv->input_is_socket ? send(sv->in_fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+					: write(sv->in_fd, p, n);
+	if (w > 0)
+		sv->input_sent += (size_t)w;
+	else if (w < 0 && errno != EAGAIN && errno != EINTR)
+		sv->input_sent = sv->input_len; /* the reader is gone: its end says how */
+	if (sv->input_sent == sv->input_len && sv->input_end)
+		sv->input_end(sv);
+	return 0;
+}
+
 /* Whether the loop goes on: a run or call not over, or over with a frame
  * of the input still half sent (the stream's framing must survive). */
 static bool going(struct supervisor *sv)
 {
 	if (sv->broken || (sv->stopping && sv->grace_ms <= 0))
 		return false;
-	return !sv->done || (sv->wants_write && sv->wants_write(sv));
+	return !sv->done || input_pending(sv);
 }
 
 void supervisor_run(struct supervisor *sv)
@@ -164,7 +189,7 @@ void supervisor_run(struct supervisor *sv)
 		if (!isinf(until) && timeout < 0)
 			timeout = 0;
 
-		bool writing = sv->wants_write && sv->wants_write(sv);
+		bool writing = input_pending(sv);
 		struct pollfd p[SUPERVISOR_SOURCES + 4];
 		int ns = SUPERVISOR_SOURCES;
 		for (int i = 0; i < ns; i++) {
@@ -215,7 +240,7 @@ void supervisor_run(struct supervisor *sv)
 				if (p[ns + i].revents)
 					sv->stream_open[i] = read_stream(sv, i);
 		}
-		if (p[ns + 2].revents && sv->write(sv) < 0) {
+		if (p[ns + 2].revents && write_input(sv) < 0) {
 			sv->broken = true;
 			break;
 		}

@@ -69,12 +69,20 @@ struct supervisor {
 	int out_fd[2];
 	struct capture *cap[2];
 	struct supervisor_source src[SUPERVISOR_SOURCES]; /* fd -1: unused */
-	/* The input writer, optional: fd polled for POLLOUT while wants_write
-	 * says so; write sends what the fd takes now, -errno: the sandbox is
-	 * gone (the loop ends, broken). After done, the loop goes on only
-	 * while wants_write still says so (a frame half sent), each wait
-	 * bounded by the grace. */
+	/* The input, optional: written whole without ever blocking, while
+	 * output is read, to in_fd (send() where input_is_socket: no
+	 * SIGPIPE), then input_end runs (close it, shut down its write side).
+	 * A reader that is gone ends the writing: the sandbox's end says how. */
 	int in_fd;
+	const char *input;
+	size_t input_len, input_sent;
+	bool input_is_socket;
+	void (*input_end)(struct supervisor *sv);
+	/* Or a writer of the tier's own (boot.py's frames): fd polled for
+	 * POLLOUT while wants_write says so; write sends what the fd takes
+	 * now, -errno: the sandbox is gone (the loop ends, broken). After
+	 * done, the loop goes on only while wants_write still says so (a
+	 * frame half sent), each wait bounded by the grace. */
 	bool (*wants_write)(struct supervisor *sv);
 	int (*write)(struct supervisor *sv);
 	/* A periodic check, optional (a CPU clock the sandbox does not keep):

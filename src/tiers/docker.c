@@ -101,8 +101,6 @@ static void docker_close(void *state)
 
 struct stream_run {
 	int fd;                 /* the attach stream, non-blocking */
-	const char *input;      /* nonce line + program, for stdin */
-	size_t input_len, input_sent;
 	struct docker_demux demux;
 	struct capture out, err;
 };
@@ -141,26 +139,12 @@ static void on_stream(struct supervisor *sv, struct supervisor_source *src, shor
 	}
 }
 
-static bool stream_wants_write(struct supervisor *sv)
+static void stream_input_end(struct supervisor *sv)
 {
 	const struct stream_run *s = sv->ctx;
-	return s->input_sent < s->input_len && !sv->done;
-}
-
-static int stream_write(struct supervisor *sv)
-{
-	struct stream_run *s = sv->ctx;
-	ssize_t w = send(s->fd, s->input + s->input_sent, s->input_len - s->input_sent,
-			 MSG_NOSIGNAL);
-	if (w > 0)
-		s->input_sent += (size_t)w;
-	else if (w < 0 && errno != EAGAIN && errno != EINTR)
-		s->input_sent = s->input_len; /* stdin is gone: the stream's end says why */
 	/* The whole program is in: end stdin (StdinOnce closes the
 	 * container's). */
-	if (s->input_sent == s->input_len)
-		shutdown(s->fd, SHUT_WR);
-	return 0;
+	shutdown(s->fd, SHUT_WR);
 }
 
 /* Exit code and OOM flag from wait and inspect. */
@@ -233,8 +217,6 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	}
 	s.fd = at.fd;
-	s.input = input;
-	s.input_len = input_len;
 
 	ph->attach = now_ms() - t;
 	t = now_ms();
@@ -251,8 +233,10 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	sv.cap[1] = &s.err;
 	sv.src[0] = (struct supervisor_source){.fd = s.fd, .ready = on_stream};
 	sv.in_fd = s.fd;
-	sv.wants_write = stream_wants_write;
-	sv.write = stream_write;
+	sv.input = input; /* nonce line + program, for stdin */
+	sv.input_len = input_len;
+	sv.input_is_socket = true;
+	sv.input_end = stream_input_end;
 	sv.ctx = &s;
 	/* Stream bytes that came with the 101 reply. */
 	if (at.len > at.pos)

@@ -231,7 +231,7 @@ struct watch {
 	double cpu_base, cpu_limit;
 	const struct sandbox *sb;
 	const char *input;
-	size_t input_len, input_sent;
+	size_t input_len;
 	struct capture out, err;
 	struct supervisor sv;
 };
@@ -242,27 +242,12 @@ static void watch_ended(struct supervisor *sv, struct supervisor_source *src, sh
 	sv->done = true;
 }
 
-static bool watch_wants_write(struct supervisor *sv)
-{
-	const struct watch *w = sv->ctx;
-	return w->input_sent < w->input_len && !sv->done;
-}
-
-static int watch_write(struct supervisor *sv)
+static void watch_input_end(struct supervisor *sv)
 {
 	struct watch *w = sv->ctx;
-	ssize_t wr = send(w->in_fd, w->input + w->input_sent, w->input_len - w->input_sent,
-			  MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (wr > 0)
-		w->input_sent += (size_t)wr;
-	else if (wr < 0 && errno != EAGAIN && errno != EINTR)
-		w->input_sent = w->input_len; /* stdin gone: the end says why */
-	if (w->input_sent == w->input_len) {
-		/* The whole program is in: boot.py reads to EOF. */
-		close(w->in_fd);
-		w->in_fd = sv->in_fd = -1;
-	}
-	return 0;
+	/* The whole program is in: boot.py reads to EOF. */
+	close(w->in_fd);
+	w->in_fd = sv->in_fd = -1;
 }
 
 /* gVisor does not enforce RLIMIT_CPU: the cgroup's CPU time, read here. */
@@ -305,8 +290,10 @@ static void watch_run(struct watch *w, const struct sandbox *sb, const struct aj
 	sv->cap[1] = &w->err;
 	sv->src[0] = (struct supervisor_source){.fd = w->pidfd, .ready = watch_ended};
 	sv->in_fd = w->in_fd;
-	sv->wants_write = watch_wants_write;
-	sv->write = watch_write;
+	sv->input = w->input;
+	sv->input_len = w->input_len;
+	sv->input_is_socket = true;
+	sv->input_end = watch_input_end;
 	if (w->cpu_base >= 0) {
 		sv->check = watch_cpu;
 		sv->check_every_ms = CPU_CHECK_MS;
