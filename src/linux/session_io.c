@@ -57,7 +57,7 @@ struct jail_call {
 	bool replied, ended, bad_reply, acked;
 };
 
-static void on_report(struct supervisor *sv, struct supervisor_source *src, short revents)
+static void on_call_report(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
 	struct jail_call *k = sv->ctx;
 	struct outcome *o = sv->o;
@@ -93,7 +93,7 @@ static void on_reply(struct supervisor *sv, struct supervisor_source *src, short
 }
 
 /* init itself ended: the session's sandbox is gone. */
-static void on_init_end(struct supervisor *sv, struct supervisor_source *src, short revents)
+static void on_init_gone(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
 	(void)src, (void)revents;
 	sv->broken = true;
@@ -101,7 +101,7 @@ static void on_init_end(struct supervisor *sv, struct supervisor_source *src, sh
 
 /* Stopping a call: init's stop signal ends the interpreter and all it
  * started; init stays, and reports. */
-static void stop_call(struct supervisor *sv)
+static void stop_interpreter(struct supervisor *sv)
 {
 	const struct jail_call *k = sv->ctx;
 	pidfd_send_signal(k->js->pidfd, STOP_SIGNAL, NULL, 0);
@@ -158,17 +158,17 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	sv.cap[0] = &out;
 	sv.cap[1] = &err;
 	sv.src[0] = (struct supervisor_source){
-		.fd = js->report_r, .while_stopping = true, .ready = on_report};
+		.fd = js->report_r, .while_stopping = true, .ready = on_call_report};
 	/* After the streams: a flood read in the same wake-up stops the
 	 * call before its reply is taken. */
 	sv.src[1] = (struct supervisor_source){
 		.fd = js->rep_r, .after_streams = true, .ready = on_reply};
 	sv.src[2] = (struct supervisor_source){
-		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_end};
+		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_gone};
 	sv.in_fd = js->req_w;
 	sv.input = c->request;
 	sv.input_len = c->len;
-	sv.stop = stop_call;
+	sv.stop = stop_interpreter;
 	/* No force: an init that does not report within the grace is killed
 	 * with the session, by the caller. */
 	sv.ctx = &k;

@@ -37,7 +37,7 @@ static void read_report(int fd, struct outcome *o)
 }
 
 /* The run's sources: init's reports, and init's end. */
-static void on_report(struct supervisor *sv, struct supervisor_source *src, short revents)
+static void on_init_report(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
 	if (revents & POLLIN)
 		read_report(src->fd, sv->o);
@@ -82,7 +82,7 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	sv.cap[0] = out;
 	sv.cap[1] = err;
 	sv.src[0] = (struct supervisor_source){
-		.fd = s->report_fd, .while_stopping = true, .ready = on_report};
+		.fd = s->report_fd, .while_stopping = true, .ready = on_init_report};
 	sv.src[1] = (struct supervisor_source){
 		.fd = s->pidfd, .while_stopping = true, .ready = on_init_end};
 	sv.stop = stop_init;
