@@ -149,6 +149,14 @@ static bool going(struct supervisor *sv)
 	return !sv->done || input_pending(sv);
 }
 
+/* The stop was not confirmed: the tier's harder way. */
+static void force_end(struct supervisor *sv)
+{
+	sv->forced = true;
+	sv->o->forced_kill = true;
+	sv->force(sv);
+}
+
 void supervisor_run(struct supervisor *sv)
 {
 	struct outcome *o = sv->o;
@@ -175,9 +183,7 @@ void supervisor_run(struct supervisor *sv)
 				sv->broken = true; /* it would not stop */
 				break;
 			}
-			sv->forced = true;
-			o->forced_kill = true;
-			sv->force(sv);
+			force_end(sv);
 		}
 		double until = sv->forced     ? INFINITY
 			       : sv->stopping ? sv->kill_at
@@ -213,15 +219,12 @@ void supervisor_run(struct supervisor *sv)
 			 * sandbox rather than run it unwatched. */
 			if (!sv->poll_errno)
 				sv->poll_errno = errno;
-			if (sv->force && !sv->forced) {
-				sv->forced = true;
-				o->forced_kill = true;
-				sv->force(sv);
-			} else if (!sv->force && sv->grace_ms <= 0) {
+			if (sv->force && !sv->forced)
+				force_end(sv);
+			else if (!sv->force && sv->grace_ms <= 0)
 				supervisor_stop(sv);
-			} else if (!sv->force) {
+			else if (!sv->force)
 				sv->broken = true;
-			}
 			continue;
 		}
 		if (n == 0 && sv->done) {
@@ -244,12 +247,12 @@ void supervisor_run(struct supervisor *sv)
 			sv->broken = true;
 			break;
 		}
-		if (p[ns + 3].revents & POLLIN) {
+		if ((p[ns + 3].revents & POLLIN) && !sv->stopping) {
 			/* The caller withdrew the request: stop as for a
 			 * timeout. */
 			o->cancelled = true;
 			supervisor_stop(sv);
-		} else if (p[ns + 3].revents) {
+		} else if (p[ns + 3].revents & ~POLLIN) {
 			/* A cancel fd that can never be readable must not make
 			 * poll spin: stop watching it. */
 			sv->cancel_fd = -1;
