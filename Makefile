@@ -89,8 +89,9 @@ HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/jail_init.c src/linux
 	src/linux/jail_root.c src/linux/jail_run.c src/linux/jail_session.c src/linux/jail_warm.c \
 	src/linux/mounts.c src/linux/creds.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
-	src/linux/supervise.c src/linux/cgroup.c src/linux/ns.c src/core/error.c src/core/io.c \
-	src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c src/core/keyed.c src/core/contract.c
+	src/linux/supervise.c src/linux/supervisor.c src/linux/cgroup.c src/linux/ns.c src/core/error.c \
+	src/core/io.c src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c \
+	src/core/keyed.c src/core/contract.c
 HELPER_OBJ := $(HELPER_SRC:%.c=$(B)/helper-obj/%.o)
 $(B)/helper-obj/%.o: %.c $(HDRS) $(GEN) $(REPL_GEN) $(LAUNCH_GEN)
 	@mkdir -p $(dir $@)

@@ -29,8 +29,9 @@
  * can forge a frame; what the interpreter writes on its own pipes is its own
  * output, capped here and parsed strictly by the core.
  *
- * A call (boot_session_call) is supervised as jail_session_call does it
- * (src/linux/session_io.c): the request goes out without ever blocking, in
+ * A call (boot_session_call) is supervised by the one loop
+ * (src/linux/supervisor.c), as a jail session's is: the request goes out
+ * without ever blocking, in
  * frames of at most 64 KiB so that a stop can follow any of them; stdout and
  * stderr are capped as they arrive; the reply whose seq is the call's ends
  * it; the wall clock, a flood, a reply past its cap or the caller's cancel
@@ -198,17 +199,7 @@ static bool parse_exit(const struct frame *f, struct sandbox_report *r)
 		return false;
 	memcpy(line, f->data, f->len);
 	line[f->len] = '\0';
-	int ws;
-	long long cpu, rss;
-	char end;
-	if (sscanf(line, "%d %lld %lld%c", &ws, &cpu, &rss, &end) != 3 || cpu < 0 || rss < 0)
-		return false;
-	memset(r, 0, sizeof *r);
-	r->kind = REPORT_EXITED;
-	r->wstatus = ws;
-	r->cpu_us = cpu;
-	r->maxrss_kb = rss;
-	return true;
+	return report_parse_exited(line, 0, r);
 }
 
 /* Sends all of buf on the (non-blocking) stream by the deadline. */
@@ -404,48 +395,39 @@ static void take_leftovers(struct boot_session *ds)
 }
 
 struct call {
+	struct boot_session *ds;
+	const struct session_call *c;
+	struct session_answer *ans;
 	struct capture out, err, rb;
 	struct outcome o;
 	bool replied, ended, bad_reply;
 	bool acked;     /* the interpreter took the request: it may have run */
-	double kill_at;
+	bool cpu_exceeded;
+	double cpu_base, cpu_limit;
 	struct outgoing g;
 };
 
-static void stop_call(struct call *k)
-{
-	if (k->kill_at)
-		return;
-	k->kill_at = now_ms() + STOP_GRACE_MS;
-	k->g.stop = true;
-}
-
-static void handle_frame(struct call *k, const struct frame *f, const struct session_call *c,
-			 struct session_answer *ans)
+static void handle_frame(struct supervisor *sv, struct call *k, const struct frame *f)
 {
 	switch (f->kind) {
 	case 'o':
 	case 'e':
-		if (capture_append(f->kind == 'o' ? &k->out : &k->err, f->data, f->len) &&
-		    !k->kill_at) {
-			k->o.output_overflow = true;
-			stop_call(k);
-		}
+		supervisor_output(sv, f->kind == 'o' ? 0 : 1, f->data, f->len);
 		break;
 	case 'r':
-		if (k->kill_at)
+		if (sv->stopping)
 			break;
 		bool too_long = capture_append(&k->rb, f->data, f->len);
-		if (session_take_reply(&k->rb, c->seq, ans, &k->acked)) {
-			k->replied = true;
+		if (session_take_reply(&k->rb, k->c->seq, k->ans, &k->acked)) {
+			k->replied = sv->done = true;
 			k->g.closed = true;
 		} else if (too_long) {
 			k->bad_reply = true;
-			stop_call(k);
+			supervisor_stop(sv);
 		}
 		break;
 	case 'x':
-		k->ended = true;
+		k->ended = sv->done = true;
 		k->g.closed = true;
 		k->o.exited_report = parse_exit(f, &k->o.report);
 		if (!k->o.exited_report) {
@@ -455,7 +437,7 @@ static void handle_frame(struct call *k, const struct frame *f, const struct ses
 		}
 		break;
 	case 'f':
-		k->ended = true;
+		k->ended = sv->done = true;
 		k->g.closed = true;
 		k->o.setup_failed = true;
 		snprintf(k->o.setup_message, sizeof k->o.setup_message,
@@ -467,13 +449,66 @@ static void handle_frame(struct call *k, const struct frame *f, const struct ses
 	}
 }
 
+/* boot's stream: its frames, until the call's reply or the interpreter's
+ * end. */
+static void on_frames(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src;
+	struct call *k = sv->ctx;
+	struct boot_session *ds = k->ds;
+	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	bool alive = pump(ds, 16);
+	struct frame f;
+	while (!sv->done && next_frame(ds, &f)) {
+		handle_frame(sv, k, &f);
+		frame_done(ds, &f);
+	}
+	if (!alive || ds->dead)
+		sv->broken = true;
+}
+
+static bool call_wants_write(struct supervisor *sv)
+{
+	struct call *k = sv->ctx;
+	return outgoing_pending(&k->g);
+}
+
+static int call_write(struct supervisor *sv)
+{
+	struct call *k = sv->ctx;
+	int rc = outgoing_write(&k->g, k->ds->fd);
+	if (rc < 0)
+		k->ds->dead = true; /* its end on the stream tells the rest */
+	return rc;
+}
+
+/* Where the sandbox does not enforce RLIMIT_CPU (gVisor), its CPU time is
+ * watched from here instead. */
+static bool call_cpu(struct supervisor *sv)
+{
+	struct call *k = sv->ctx;
+	if (k->ds->cpu_ms(k->ds) - k->cpu_base <= k->cpu_limit)
+		return false;
+	k->o.timed_out = true;
+	k->cpu_exceeded = true;
+	return true;
+}
+
+/* A stop is boot's "k" frame: it kills every process in the sandbox but
+ * itself and reports the interpreter's end. */
+static void stop_call(struct supervisor *sv)
+{
+	struct call *k = sv->ctx;
+	k->g.stop = true;
+}
+
 int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		      const struct session_call *c, struct aj_result *res,
 		      struct session_answer *ans)
 {
 	const struct aj_limits *l = &cfg->limits;
 	const size_t cap = (size_t)l->output_kb * 1024;
-	bool broken = false;
 
 	memset(ans, 0, sizeof *ans);
 	if (ds->dead) {
@@ -488,6 +523,9 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	}
 	struct call k;
 	memset(&k, 0, sizeof k);
+	k.ds = ds;
+	k.c = c;
+	k.ans = ans;
 	k.g.c = c;
 	if (!ds->interpreter) {
 		k.g.start = true;
@@ -499,86 +537,33 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	capture_init(&k.err, cap);
 	capture_init(&k.rb, c->reply_max + 1);
 	const double since = now_ms();
-	const double start = now_ms();
-	const double deadline = start + l->wall_sec * 1000.0;
-	int cancel = c->cancel_fd;
-	/* Where the sandbox does not enforce RLIMIT_CPU (gVisor), its CPU
-	 * time is watched from here instead. */
-	const double cpu_base = ds->cpu_ms ? ds->cpu_ms(ds) : -1;
-	const double cpu_limit = (double)l->cpu_sec * 1000.0 + ds->cpu_allowance_ms;
-	double next_cpu = cpu_base >= 0 ? start + BOOT_CPU_CHECK_MS : INFINITY;
-	bool cpu_exceeded = false;
 
-	/* Until the reply or the interpreter's end, and the frame being sent
-	 * is whole (the stream's framing must survive into the next call). */
-	while (!broken && (!(k.replied || k.ended) || k.g.sent < k.g.len)) {
-		double now = now_ms();
-		if (!k.kill_at && !k.replied && !k.ended && now >= deadline) {
-			k.o.timed_out = true;
-			stop_call(&k);
-		}
-		if (!k.kill_at && !k.replied && !k.ended && now >= next_cpu) {
-			next_cpu = now + BOOT_CPU_CHECK_MS;
-			if (ds->cpu_ms(ds) - cpu_base > cpu_limit) {
-				k.o.timed_out = true;
-				cpu_exceeded = true;
-				stop_call(&k);
-			}
-		}
-		if (k.kill_at && now >= k.kill_at) {
-			broken = true;
-			break;
-		}
-		if (outgoing_write(&k.g, ds->fd) < 0) {
-			ds->dead = true; /* its end on the stream tells the rest */
-			broken = true;
-			break;
-		}
-		double until = k.kill_at ? k.kill_at : deadline < next_cpu ? deadline : next_cpu;
-		if (k.replied || k.ended)
-			until = now + STOP_GRACE_MS; /* only finishing a frame */
-		int timeout = (int)ceil(until - now);
-		if (timeout < 0)
-			timeout = 0;
-		bool writing = outgoing_pending(&k.g);
-		bool apart = ds->out_fd >= 0;
-		struct pollfd p[3] = {
-			{.fd = in_fd(ds), .events = POLLIN | (writing && !apart ? POLLOUT : 0)},
-			{.fd = !k.kill_at ? cancel : -1, .events = POLLIN},
-			{.fd = writing && apart ? ds->fd : -1, .events = POLLOUT},
-		};
-		int n = poll(p, 3, timeout);
-		if (n < 0 && errno != EINTR) {
-			broken = true;
-			break;
-		}
-		if (n <= 0) {
-			if (k.replied || k.ended)
-				broken = true; /* a frame that could not be finished */
-			continue;
-		}
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			bool alive = pump(ds, 16);
-			struct frame f;
-			while (!k.replied && !k.ended && next_frame(ds, &f)) {
-				handle_frame(&k, &f, c, ans);
-				frame_done(ds, &f);
-			}
-			if (!alive || ds->dead) {
-				broken = true;
-				break;
-			}
-		}
-		if (p[1].revents & POLLIN) {
-			k.o.cancelled = true;
-			stop_call(&k);
-		} else if (p[1].revents) {
-			/* A cancel fd that can never be readable must not make
-			 * poll spin: stop watching it. */
-			cancel = -1;
-		}
+	struct supervisor sv;
+	supervisor_init(&sv, &k.o, now_ms(), l->wall_sec);
+	sv.grace_ms = STOP_GRACE_MS;
+	sv.cancel_fd = c->cancel_fd;
+	sv.cap[0] = &k.out;
+	sv.cap[1] = &k.err;
+	sv.src[0] = (struct supervisor_source){
+		.fd = in_fd(ds), .while_stopping = true, .ready = on_frames};
+	/* The request goes in frames, each sent whole: after the reply or
+	 * the interpreter's end the loop goes on until the frame being sent
+	 * is (the stream's framing must survive into the next call). */
+	sv.in_fd = ds->fd;
+	sv.wants_write = call_wants_write;
+	sv.write = call_write;
+	if (ds->cpu_ms && (k.cpu_base = ds->cpu_ms(ds)) >= 0) {
+		k.cpu_limit = (double)l->cpu_sec * 1000.0 + ds->cpu_allowance_ms;
+		sv.check = call_cpu;
+		sv.check_every_ms = BOOT_CPU_CHECK_MS;
 	}
-	k.o.wall_ms = now_ms() - start;
+	sv.stop = stop_call;
+	/* No force: a boot that does not confirm a stop within the grace is
+	 * a broken sandbox, destroyed below. */
+	sv.ctx = &k;
+	supervisor_run(&sv);
+	const bool broken = sv.broken;
+	const bool cpu_exceeded = k.cpu_exceeded;
 	capture_free(&k.rb);
 	if (broken) {
 		capture_free(&k.out);
@@ -587,7 +572,7 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		ans->reply = NULL;
 		result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed",
 				     ds->tier, ds->dead ? "ended (its stream closed)"
-				     : k.kill_at ? "did not stop the call within 2 s"
+				     : sv.stopping ? "did not stop the call within 2 s"
 						 : "stopped taking requests");
 		ds->dead = true;
 		res->wall_ms = k.o.wall_ms;
@@ -616,7 +601,7 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	 * request to a fresh one. */
 	ds->interpreter = false;
 	ans->ended = true;
-	ans->unread = !k.acked && !k.kill_at;
+	ans->unread = !k.acked && !sv.stopping;
 	/* The tier's word on its memory cgroup's OOM killer (a flag: one
 	 * process at least); the status rules decide (src/core/status.h).
 	 * Asked only when the end could be the OOM killer's (a SIGKILL none

@@ -1,5 +1,4 @@
 /* The attach stream (see stream.h). */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,35 +7,45 @@
 
 #include "stream.h"
 
+size_t docker_demux_next(struct docker_demux *d, const char *p, size_t n,
+			 struct docker_piece *piece)
+{
+	piece->len = 0;
+	if (d->left == 0) {
+		size_t take = sizeof d->head - d->head_len;
+		if (take > n)
+			take = n;
+		memcpy(d->head + d->head_len, p, take);
+		d->head_len += take;
+		if (d->head_len == sizeof d->head) {
+			d->head_len = 0;
+			d->stream = d->head[0];
+			d->left = (uint32_t)d->head[4] << 24 | (uint32_t)d->head[5] << 16 |
+				  (uint32_t)d->head[6] << 8 | d->head[7];
+		}
+		return take;
+	}
+	size_t take = d->left < n ? d->left : n;
+	piece->stream = d->stream;
+	piece->data = p;
+	piece->len = take;
+	d->left -= (uint32_t)take;
+	return take;
+}
+
 bool docker_demux_feed(struct docker_demux *d, const char *p, size_t n, struct capture *out,
 		       struct capture *err)
 {
 	bool dropped = false;
 	while (n) {
-		if (d->left == 0) {
-			size_t take = sizeof d->head - d->head_len;
-			if (take > n)
-				take = n;
-			memcpy(d->head + d->head_len, p, take);
-			d->head_len += take;
-			p += take;
-			n -= take;
-			if (d->head_len < sizeof d->head)
-				break;
-			d->head_len = 0;
-			d->stream = d->head[0];
-			d->left = (uint32_t)d->head[4] << 24 | (uint32_t)d->head[5] << 16 |
-				  (uint32_t)d->head[6] << 8 | d->head[7];
-			continue;
-		}
-		size_t take = d->left < n ? d->left : n;
-		if (d->stream == 1)
-			dropped |= capture_append(out, p, take);
-		else if (d->stream == 2)
-			dropped |= capture_append(err, p, take);
-		d->left -= (uint32_t)take;
-		p += take;
-		n -= take;
+		struct docker_piece piece;
+		size_t used = docker_demux_next(d, p, n, &piece);
+		if (piece.len && piece.stream == 1)
+			dropped |= capture_append(out, piece.data, piece.len);
+		else if (piece.len && piece.stream == 2)
+			dropped |= capture_append(err, piece.data, piece.len);
+		p += used;
+		n -= used;
 	}
 	return dropped;
 }
@@ -65,17 +74,8 @@ bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_r
 	/* One line: its only newline is the stream's last byte. */
 	if (strchr(line, '\n') != line + ll - 1)
 		return false;
-	int wstatus;
-	int64_t cpu_us, rss_kb;
-	char end;
-	if (sscanf(line, "%d %" SCNd64 " %" SCNd64 "%c", &wstatus, &cpu_us, &rss_kb, &end) != 4 ||
-	    end != '\n' || cpu_us < 0 || rss_kb < 0)
+	if (!report_parse_exited(line, '\n', r))
 		return false;
-	memset(r, 0, sizeof *r);
-	r->kind = REPORT_EXITED;
-	r->wstatus = wstatus;
-	r->cpu_us = cpu_us;
-	r->maxrss_kb = rss_kb;
 	err->len = start;
 	err->buf[start] = 0;
 	return true;

@@ -21,6 +21,19 @@ struct docker_demux {
 	uint32_t left;    /* its bytes still to come */
 };
 
+/* Payload bytes of one stream, as the demux found them. */
+struct docker_piece {
+	int stream;       /* 1 stdout, 2 stderr; another: not the program's */
+	const char *data;
+	size_t len;       /* 0: the bytes taken were a header's */
+};
+
+/* Takes the next piece of n (> 0) bytes of the stream, in any split:
+ * returns how many bytes it used; *piece says which stream's payload they
+ * were, if any. */
+size_t docker_demux_next(struct docker_demux *d, const char *p, size_t n,
+			 struct docker_piece *piece);
+
 /* Feeds n bytes of the stream, in any split. Returns true once a capture
  * had to drop bytes (its cap was passed). A frame for another stream
  * (stdin echo) is skipped. */

@@ -6,6 +6,7 @@
 
 #include "../gvisor/sandbox.h"
 #include "../linux/supervise.h"
+#include "../linux/supervisor.h"
 
 /* gVisor does not enforce RLIMIT_CPU: the supervisor reads the CPU time of
  * the run's cgroup every CPU_CHECK_MS and stops the sandbox past the limit.
@@ -19,17 +20,19 @@ struct watch {
 	int pidfd, in_fd, out_fd, err_fd, cancel_fd;
 	bool cpu_exceeded;      /* the cgroup's CPU time passed the limit */
 	double cpu_used;        /* its CPU time since the program went in, last read */
+	double cpu_base, cpu_limit;
+	const struct gvisor_sandbox *sb;
 	const char *input;
-	size_t input_len, input_sent;
+	size_t input_len;
 	struct capture out, err;
+	struct supervisor sv;
 };
 
 /* From runsc's start until it has ended; a timeout, a flood or a cancel
  * kills the whole cgroup. Fills o's flags and wall_ms. */
 void watch_run(struct watch *w, const struct gvisor_sandbox *sb, const struct aj_limits *l,
 	       double start_ms, struct outcome *o);
-/* Once the sandbox has ended: what it wrote is in the pipes. Non-blocking
- * reads stop at EAGAIN. */
-void watch_drain(struct watch *w, struct outcome *o);
+/* Once the sandbox has ended: what it wrote is in the pipes. */
+void watch_drain(struct watch *w);
 
 #endif

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,4 +49,20 @@ void report_exited(int fd, int wstatus, const struct rusage *ru)
 		   (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
 	r.maxrss_kb = ru->ru_maxrss;
 	(void)write_full(fd, &r, sizeof r);
+}
+
+bool report_parse_exited(const char *line, char end, struct sandbox_report *r)
+{
+	int wstatus;
+	int64_t cpu_us, rss_kb;
+	char last = 0;
+	int n = sscanf(line, "%d %" SCNd64 " %" SCNd64 "%c", &wstatus, &cpu_us, &rss_kb, &last);
+	if (n != (end ? 4 : 3) || last != end || cpu_us < 0 || rss_kb < 0)
+		return false;
+	memset(r, 0, sizeof *r);
+	r->kind = REPORT_EXITED;
+	r->wstatus = wstatus;
+	r->cpu_us = cpu_us;
+	r->maxrss_kb = rss_kb;
+	return true;
 }

@@ -8,6 +8,7 @@
 #ifndef AJ_REPORT_H
 #define AJ_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -38,5 +39,10 @@ const char *errno_name(int err);
 
 void report_setup_failed(int fd, const struct setup_error *e);
 void report_exited(int fd, int wstatus, const struct rusage *ru);
+
+/* boot.py's word on the program's end, "WSTATUS CPU_US MAXRSS_KB" and
+ * then exactly `end` ('\0': nothing), into r (kind REPORT_EXITED); false
+ * if line is anything else. Not for the child's side: it uses sscanf. */
+bool report_parse_exited(const char *line, char end, struct sandbox_report *r);
 
 #endif

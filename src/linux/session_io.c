@@ -1,17 +1,16 @@
 /* One call into a jail session (the process and container tiers): the
  * supervisor's side while the interpreter works on a request.
  *
- * The same duties as supervise.c for a run, over a sandbox that outlives
- * the call: write the request without ever blocking, read and cap both
- * output streams as they arrive, take the reply line whose sequence number
- * is this call's, keep the wall clock and honour a cancel. Stopping a call
+ * The one loop (supervisor.c) with this call's hooks, over a sandbox that
+ * outlives the call: write the request without ever blocking, read and
+ * cap both output streams as they arrive, take the reply line whose
+ * sequence number is this call's, keep the wall clock and honour a cancel. Stopping a call
  * (timeout, flood, cancel, a reply past its cap) is init's stop signal: it
  * kills every process in the sandbox but itself, so the interpreter ends,
  * init reports how, and the next call starts a fresh one in the same
  * sandbox. Only an init that does not report within the grace is killed,
  * and with it the session. */
 #include <errno.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +24,8 @@
 #include "session_io.h"
 #include "supervise.h"
 
+/* How long init gets to stop a call and report before the session is
+ * taken for broken. */
 #define STOP_GRACE_MS 1000.0
 
 /* What an earlier call's interpreter answered too late: never this call's.
@@ -47,16 +48,72 @@ static void drain(int fd)
 		;
 }
 
+/* One call's supervision: the state its hooks share. */
+struct jail_call {
+	struct jail_session *js;
+	const struct session_call *c;
+	struct session_answer *ans;
+	struct capture rb;
+	bool replied, ended, bad_reply, acked;
+};
+
+static void on_call_report(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	struct jail_call *k = sv->ctx;
+	struct outcome *o = sv->o;
+	if (!(revents & POLLIN))
+		return;
+	struct sandbox_report r;
+	while (read(src->fd, &r, sizeof r) == (ssize_t)sizeof r) {
+		if (r.kind == REPORT_EXITED) {
+			o->exited_report = true;
+			o->report = r;
+			k->ended = sv->done = true;
+		} else if (r.kind == REPORT_SETUP_FAILED) {
+			o->setup_failed = true;
+			r.message[sizeof r.message - 1] = '\0';
+			memcpy(o->setup_message, r.message, sizeof o->setup_message);
+			k->ended = sv->done = true;
+		}
+	}
+}
+
+static void on_reply(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)revents;
+	struct jail_call *k = sv->ctx;
+	bool too_long = false;
+	supervise_drain(src->fd, &k->rb, &too_long);
+	if (session_take_reply(&k->rb, k->c->seq, k->ans, &k->acked)) {
+		k->replied = sv->done = true;
+	} else if (too_long) {
+		k->bad_reply = true;
+		supervisor_stop(sv);
+	}
+}
+
+/* init itself ended: the session's sandbox is gone. */
+static void on_init_gone(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src, (void)revents;
+	sv->broken = true;
+}
+
+/* Stopping a call: init's stop signal ends the interpreter and all it
+ * started; init stays, and reports. */
+static void stop_interpreter(struct supervisor *sv)
+{
+	const struct jail_call *k = sv->ctx;
+	pidfd_send_signal(k->js->pidfd, STOP_SIGNAL, NULL, 0);
+}
+
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		      const struct session_call *c, struct aj_result *res,
 		      struct session_answer *ans)
 {
-	struct capture out, err, rb;
+	struct capture out, err;
 	struct outcome o;
 	const size_t cap = (size_t)l->output_kb * 1024;
-	bool replied = false, ended = false, broken = false, bad_reply = false, acked = false;
-	size_t sent = 0;
-	double kill_at = 0;
 
 	memset(ans, 0, sizeof *ans);
 	memset(&o, 0, sizeof o);
@@ -87,119 +144,52 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		ans->restarted = js->started_before;
 		js->started_before = true;
 	}
+	struct jail_call k = {.js = js, .c = c, .ans = ans};
 	capture_init(&out, cap);
 	capture_init(&err, cap);
-	capture_init(&rb, c->reply_max + 1);
-	const double start = now_ms();
-	const double deadline = start + l->wall_sec * 1000.0;
+	capture_init(&k.rb, c->reply_max + 1);
 
-#define STOP_CALL()                                                           \
-	do {                                                                  \
-		kill_at = now_ms() + STOP_GRACE_MS;                           \
-		pidfd_send_signal(js->pidfd, STOP_SIGNAL, NULL, 0);           \
-	} while (0)
-
-	while (!replied && !ended && !broken) {
-		double now = now_ms();
-		if (!kill_at && now >= deadline) {
-			o.timed_out = true;
-			STOP_CALL();
-		}
-		if (kill_at && now >= kill_at) {
-			broken = true;
-			break;
-		}
-		double until = kill_at ? kill_at : deadline;
-		int timeout = (int)ceil(until - now);
-		if (timeout < 0)
-			timeout = 0;
-		bool writing = sent < c->len && !kill_at;
-		struct pollfd p[7] = {
-			{.fd = js->pidfd, .events = POLLIN},
-			{.fd = js->report_r, .events = POLLIN},
-			{.fd = !kill_at ? js->out_r : -1, .events = POLLIN},
-			{.fd = !kill_at ? js->err_r : -1, .events = POLLIN},
-			{.fd = !kill_at ? js->rep_r : -1, .events = POLLIN},
-			{.fd = writing ? js->req_w : -1, .events = POLLOUT},
-			{.fd = !kill_at ? c->cancel_fd : -1, .events = POLLIN},
-		};
-		int n = poll(p, 7, timeout);
-		if (n < 0 && errno != EINTR) {
-			broken = true;
-			break;
-		}
-		if (n <= 0)
-			continue;
-		if (p[1].revents & POLLIN) {
-			struct sandbox_report r;
-			while (read(js->report_r, &r, sizeof r) == (ssize_t)sizeof r) {
-				if (r.kind == REPORT_EXITED) {
-					o.exited_report = true;
-					o.report = r;
-					ended = true;
-				} else if (r.kind == REPORT_SETUP_FAILED) {
-					o.setup_failed = true;
-					r.message[sizeof r.message - 1] = '\0';
-					memcpy(o.setup_message, r.message, sizeof o.setup_message);
-					ended = true;
-				}
-			}
-		}
-		for (int i = 0; i < 2; i++) {
-			if (!p[2 + i].revents)
-				continue;
-			bool overflow = false;
-			supervise_drain(i ? js->err_r : js->out_r, i ? &err : &out, &overflow);
-			if (overflow && !kill_at) {
-				o.output_overflow = true;
-				STOP_CALL();
-			}
-		}
-		if (p[4].revents && !kill_at) {
-			bool too_long = false;
-			supervise_drain(js->rep_r, &rb, &too_long);
-			if (session_take_reply(&rb, c->seq, ans, &acked))
-				replied = true;
-			else if (too_long) {
-				bad_reply = true;
-				STOP_CALL();
-			}
-		}
-		if (p[5].revents & (POLLOUT | POLLERR | POLLHUP)) {
-			ssize_t w = write(js->req_w, c->request + sent, c->len - sent);
-			if (w > 0)
-				sent += (size_t)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
-				sent = c->len; /* the interpreter is gone: its report says how */
-		}
-		if (p[6].revents && !kill_at) {
-			o.cancelled = true;
-			STOP_CALL();
-		}
-		if (p[0].revents)
-			broken = true;
-	}
-#undef STOP_CALL
-	o.wall_ms = now_ms() - start;
-	if (broken) {
-		capture_free(&rb);
+	struct supervisor sv;
+	supervisor_init(&sv, &o, now_ms(), l->wall_sec);
+	sv.grace_ms = STOP_GRACE_MS;
+	sv.cancel_fd = c->cancel_fd;
+	sv.out_fd[0] = js->out_r;
+	sv.out_fd[1] = js->err_r;
+	sv.cap[0] = &out;
+	sv.cap[1] = &err;
+	sv.src[0] = (struct supervisor_source){
+		.fd = js->report_r, .while_stopping = true, .ready = on_call_report};
+	/* After the streams: a flood read in the same wake-up stops the
+	 * call before its reply is taken. */
+	sv.src[1] = (struct supervisor_source){
+		.fd = js->rep_r, .after_streams = true, .ready = on_reply};
+	sv.src[2] = (struct supervisor_source){
+		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_gone};
+	sv.in_fd = js->req_w;
+	sv.input = c->request;
+	sv.input_len = c->len;
+	sv.stop = stop_interpreter;
+	/* No force: an init that does not report within the grace is killed
+	 * with the session, by the caller. */
+	sv.ctx = &k;
+	supervisor_run(&sv);
+	if (sv.broken) {
+		capture_free(&k.rb);
 		capture_free(&out);
 		capture_free(&err);
 		free(ans->reply);
 		ans->reply = NULL;
 		result_sandbox_error(res, "session: the sandbox %s; the session is closed",
-				     kill_at ? "did not stop the call within 1 s"
+				     sv.stopping ? "did not stop the call within 1 s"
 					     : "ended (its init is gone)");
 		res->wall_ms = o.wall_ms;
 		return -EPIPE;
 	}
 	/* Everything the interpreter wrote before its reply (or its end) is in
 	 * the pipes now. */
-	bool ignored = false;
-	supervise_drain(js->out_r, &out, o.output_overflow ? &ignored : &o.output_overflow);
-	supervise_drain(js->err_r, &err, o.output_overflow ? &ignored : &o.output_overflow);
-	if (replied) {
-		if (ended) {
+	supervisor_drain(&sv);
+	if (k.replied) {
+		if (k.ended) {
 			/* Its end was read in the same pass as its reply (a cell
 			 * closed its request pipe, so it ended right after): the
 			 * reply stands, and the next call starts a fresh
@@ -220,7 +210,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		res->status = AJ_STATUS_OK;
 		capture_free(&out);
 		capture_free(&err);
-		capture_free(&rb);
+		capture_free(&k.rb);
 		return 0;
 	}
 	/* The interpreter ended: how, as a run's program would have. */
@@ -228,15 +218,15 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	ans->ended = true;
 	/* A last look for an ack that came with its end. */
 	bool ignored_overflow = false;
-	supervise_drain(js->rep_r, &rb, &ignored_overflow);
-	session_take_reply(&rb, c->seq, ans, &acked);
+	supervise_drain(js->rep_r, &k.rb, &ignored_overflow);
+	session_take_reply(&k.rb, c->seq, ans, &k.acked);
 	free(ans->reply);
 	ans->reply = NULL;
-	ans->unread = !acked && !kill_at;
+	ans->unread = !k.acked && !sv.stopping;
 	int64_t total = o.report.cpu_us;
 	o.report.cpu_us = total - js->cpu_us_reported;
 	js->cpu_us_reported = total;
-	capture_free(&rb);
+	capture_free(&k.rb);
 	if (js->cgroup) {
 		cgroup_usage(js->cgroup, &o.oom_kills, &peak_kb);
 		o.oom_kills = o.oom_kills > oom_before ? o.oom_kills - oom_before : 0;
@@ -244,7 +234,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	outcome_to_result(&o, l, &out, &err, res);
 	capture_free(&out);
 	capture_free(&err);
-	if (bad_reply)
+	if (k.bad_reply)
 		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
 					  "call was stopped",
 				     c->reply_max);

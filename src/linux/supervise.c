@@ -1,5 +1,4 @@
 #include <errno.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,8 +15,6 @@
 /* How long init gets to stop the sandbox and report before it is SIGKILLed
  * (which still kills the whole pid namespace, only without usage figures). */
 #define STOP_GRACE_MS 1000.0
-/* Reads per stream per wake-up: a flood cannot starve the clock check. */
-#define READS_PER_WAKE 16
 
 static void read_report(int fd, struct outcome *o)
 {
@@ -39,113 +36,63 @@ static void read_report(int fd, struct outcome *o)
 	}
 }
 
-bool supervise_drain(int fd, struct capture *c, bool *overflow)
+/* The run's sources: init's reports, and init's end. */
+static void on_init_report(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
-	char buf[65536];
-	for (int i = 0; i < READS_PER_WAKE; i++) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n > 0) {
-			if (capture_append(c, buf, (size_t)n))
-				*overflow = true;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 && errno == EAGAIN;
-	}
-	return true;
+	if (revents & POLLIN)
+		read_report(src->fd, sv->o);
+	else
+		/* At EOF the report pipe would poll ready forever while the
+		 * kernel tears init's namespaces down. */
+		src->fd = -1;
+}
+
+static void on_init_end(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src, (void)revents;
+	sv->done = true;
+}
+
+/* Stopping the run: init's stop signal kills everything else in its
+ * namespace, then init reports and exits. */
+static void stop_init(struct supervisor *sv)
+{
+	const struct supervised *s = sv->ctx;
+	pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
+}
+
+/* init did not stop within the grace: SIGKILL still kills the whole pid
+ * namespace, only without usage figures. */
+static void kill_init(struct supervisor *sv)
+{
+	const struct supervised *s = sv->ctx;
+	pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
 }
 
 void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
 	       struct capture *err, struct outcome *o)
 {
-	const double deadline = s->start_ms + l->wall_sec * 1000.0;
-	double kill_at = 0;     /* when init gets SIGKILL if it has not stopped */
-	bool streams_open[2] = {true, true};
-	bool report_open = true;
-	bool exited = false;
-
 	memset(o, 0, sizeof *o);
-	while (!exited) {
-		double now = now_ms();
-		if (!kill_at && now >= deadline) {
-			o->timed_out = true;
-			kill_at = now + STOP_GRACE_MS;
-			pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
-		}
-		if (kill_at && !o->forced_kill && now >= kill_at) {
-			o->forced_kill = true;
-			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-		}
-		double until = o->forced_kill ? -1 : (kill_at ? kill_at : deadline);
-		int timeout = until < 0 ? -1 : (int)ceil(until - now);
-		if (timeout < 0 && until >= 0)
-			timeout = 0;
-
-		struct pollfd p[5] = {
-			{.fd = s->pidfd, .events = POLLIN},
-			/* At EOF the report pipe would poll ready forever
-			 * while the kernel tears init's namespaces down. */
-			{.fd = report_open ? s->report_fd : -1, .events = POLLIN},
-			/* Once stopping, output no longer matters: leave the
-			 * pipes alone so full ones cannot spin this loop. */
-			{.fd = streams_open[0] && !kill_at ? s->out_fd : -1, .events = POLLIN},
-			{.fd = streams_open[1] && !kill_at ? s->err_fd : -1, .events = POLLIN},
-			{.fd = !kill_at ? s->cancel_fd : -1, .events = POLLIN},
-		};
-		int n = poll(p, 5, timeout);
-		if (n < 0 && errno != EINTR && !o->forced_kill) {
-			/* Cannot happen with valid fds; if it does, end the
-			 * sandbox rather than run it unwatched. */
-			o->forced_kill = true;
-			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-			continue;
-		}
-		if (n <= 0)
-			continue;
-		if (p[1].revents & POLLIN)
-			read_report(s->report_fd, o);
-		else if (p[1].revents)
-			report_open = false;
-		for (int i = 0; i < 2; i++) {
-			if (!p[2 + i].revents)
-				continue;
-			bool overflow = false;
-			streams_open[i] = supervise_drain(i ? s->err_fd : s->out_fd, i ? err : out,
-							  &overflow);
-			if (overflow && !kill_at) {
-				/* Stop a flood at once instead of reading (and
-				 * discarding) it until the wall clock runs out. */
-				o->output_overflow = true;
-				kill_at = now_ms() + STOP_GRACE_MS;
-				pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
-			}
-		}
-		if (p[4].revents && !kill_at) {
-			/* The caller withdrew the request: stop as for a timeout. */
-			o->cancelled = true;
-			kill_at = now_ms() + STOP_GRACE_MS;
-			pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
-		}
-		if (p[0].revents)
-			exited = true;
-	}
-	o->wall_ms = now_ms() - s->start_ms;
+	struct supervisor sv;
+	supervisor_init(&sv, o, s->start_ms, l->wall_sec);
+	sv.grace_ms = STOP_GRACE_MS;
+	sv.cancel_fd = s->cancel_fd;
+	sv.out_fd[0] = s->out_fd;
+	sv.out_fd[1] = s->err_fd;
+	sv.cap[0] = out;
+	sv.cap[1] = err;
+	sv.src[0] = (struct supervisor_source){
+		.fd = s->report_fd, .while_stopping = true, .ready = on_init_report};
+	sv.src[1] = (struct supervisor_source){
+		.fd = s->pidfd, .while_stopping = true, .ready = on_init_end};
+	sv.stop = stop_init;
+	sv.force = kill_init;
+	sv.ctx = (void *)s;
+	supervisor_run(&sv);
 
 	/* init has ended, and with it (the kernel saw to it) every process of
-	 * the namespace: what they wrote is all in the pipes now. Non-blocking
-	 * reads stop at EAGAIN, so a pipe end that a concurrent clone briefly
-	 * copied cannot hang us waiting for EOF. */
-	bool ignored = false;
-	if (!o->output_overflow) {
-		if (streams_open[0])
-			supervise_drain(s->out_fd, out, &o->output_overflow);
-		if (streams_open[1])
-			supervise_drain(s->err_fd, err, &o->output_overflow);
-	} else {
-		supervise_drain(s->out_fd, out, &ignored);
-		supervise_drain(s->err_fd, err, &ignored);
-	}
+	 * the namespace: what they wrote is all in the pipes now. */
+	supervisor_drain(&sv);
 	read_report(s->report_fd, o);
 	/* Reap through the pidfd, never by pid: if the application reaped it
 	 * first (a SIGCHLD handler of its own), a recycled pid could name an

@@ -1,8 +1,7 @@
-/* The supervisor: what the host does while a sandbox runs. Shared by every
- * tier whose sandbox is a process tree under an init of ours (process,
- * container): it enforces the wall clock, reads and caps both output streams
- * as they arrive, stops the whole sandbox on a timeout or a flood, and turns
- * what init reported into an aj_result. */
+/* The supervisor of a run whose sandbox is a process tree under an init of
+ * ours (process, container, warm): the one loop (supervisor.h) with init's
+ * hooks (its stop signal, then SIGKILL; its report pipe; its end), and what
+ * init reported turned into an aj_result. */
 #ifndef AJ_SUPERVISE_H
 #define AJ_SUPERVISE_H
 
@@ -12,6 +11,7 @@
 
 #include "../core/internal.h"
 #include "report.h"
+#include "supervisor.h"
 
 struct cgroup_run;
 
@@ -28,31 +28,10 @@ struct supervised {
 	const struct cgroup_run *cgroup;
 };
 
-struct outcome {
-	bool timed_out;
-	bool cancelled;
-	bool output_overflow;
-	bool exited_report;         /* init reported the program's end */
-	bool setup_failed;          /* init reported a protection it could not apply */
-	bool forced_kill;           /* init did not stop in time and was SIGKILLed */
-	struct sandbox_report report;
-	char setup_message[sizeof(struct sandbox_report){0}.message];
-	int init_wstatus;
-	bool init_reaped;           /* init was ours to reap (not a warm run's) */
-	struct rusage init_rusage;
-	double wall_ms;
-	uint64_t oom_kills;         /* the kernel's, in the run's memory cgroup */
-};
-
 /* Runs until the sandbox's init has ended and been reaped. Never fails:
  * whatever happens is in *o. */
 void supervise(const struct supervised *s, const struct aj_limits *l, struct capture *out,
 	       struct capture *err, struct outcome *o);
-
-/* Reads what fd has now into c, a bounded number of reads (a flood cannot
- * starve the caller's clock): sets *overflow when c's cap was passed;
- * false at EOF or on an error. */
-bool supervise_drain(int fd, struct capture *c, bool *overflow);
 
 /* Fills res from the outcome (status, exit code or signal, usage, message)
  * and moves the captured streams into it. */

@@ -100,86 +100,51 @@ static void docker_close(void *state)
 }
 
 struct stream_run {
-	const struct aj_limits *limits;
 	int fd;                 /* the attach stream, non-blocking */
-	const char *input;      /* nonce line + program, for stdin */
-	size_t input_len, input_sent;
-	int cancel_fd;
 	struct docker_demux demux;
 	struct capture out, err;
-	bool eof;
 };
 
-/* Reads what is there; false at EOF or on an error. */
-static bool pump(struct stream_run *s, struct outcome *o)
+/* Stream bytes to the program's output: stdout and stderr pieces. */
+static void take_stream(struct supervisor *sv, struct stream_run *s, const char *p, size_t n)
 {
-	char buf[65536];
-	for (;;) {
-		ssize_t n = recv(s->fd, buf, sizeof buf, 0);
-		if (n > 0) {
-			if (docker_demux_feed(&s->demux, buf, (size_t)n, &s->out, &s->err)) {
-				o->output_overflow = true;
-				return true; /* the caller stops the run now */
-			}
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return true;
-		s->eof = true;
-		return false;
+	while (n && !sv->stopping) {
+		struct docker_piece piece;
+		size_t used = docker_demux_next(&s->demux, p, n, &piece);
+		if (piece.len && (piece.stream == 1 || piece.stream == 2))
+			supervisor_output(sv, piece.stream - 1, piece.data, piece.len);
+		p += used;
+		n -= used;
 	}
 }
 
-/* From start until the stream ends or the run must be stopped. Returns true
- * when the container must be killed. */
-static bool supervise_stream(struct stream_run *s, double start_ms, struct outcome *o)
+/* The attach stream: what is there; its end is the container's. */
+static void on_stream(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
-	double deadline = start_ms + s->limits->wall_sec * 1000.0;
-	for (;;) {
-		bool writing = s->input_sent < s->input_len;
-		struct pollfd p[2] = {{.fd = s->fd, .events = POLLIN | (writing ? POLLOUT : 0)},
-				      {.fd = s->cancel_fd, .events = POLLIN}};
-		double left = deadline - now_ms();
-		if (left <= 0) {
-			o->timed_out = true;
-			return true;
-		}
-		int n = poll(p, s->cancel_fd >= 0 ? 2 : 1, (int)left + 1);
-		if (n < 0 && errno != EINTR) {
-			o->setup_failed = true;
-			snprintf(o->setup_message, sizeof o->setup_message, "docker: poll: %s",
-				 errno_name(errno));
-			return true;
-		}
-		if (n <= 0)
+	struct stream_run *s = sv->ctx;
+	char buf[65536];
+	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	/* Until a flood stops the run (the caller kills it now). */
+	while (!sv->stopping) {
+		ssize_t n = recv(src->fd, buf, sizeof buf, 0);
+		if (n > 0) {
+			take_stream(sv, s, buf, (size_t)n);
 			continue;
-		if (s->cancel_fd >= 0 && (p[1].revents & POLLIN)) {
-			o->cancelled = true;
-			return true;
 		}
-		/* A cancel fd that can never be readable (closed, hung up) must
-		 * not make poll spin: stop watching it. */
-		if (s->cancel_fd >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
-			s->cancel_fd = -1;
-		if (writing && (p[0].revents & POLLOUT)) {
-			ssize_t w = send(s->fd, s->input + s->input_sent, s->input_len - s->input_sent,
-					 MSG_NOSIGNAL);
-			if (w > 0)
-				s->input_sent += (size_t)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
-				s->input_sent = s->input_len; /* stdin is gone: the stream's end says why */
-			/* The whole program is in: end stdin (StdinOnce closes
-			 * the container's). */
-			if (s->input_sent == s->input_len)
-				shutdown(s->fd, SHUT_WR);
-		}
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			if (!pump(s, o))
-				return false;
-			if (o->output_overflow)
-				return true;
-		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		sv->done = true;
+		return;
 	}
+}
+
+static void stream_input_end(struct supervisor *sv)
+{
+	const struct stream_run *s = sv->ctx;
+	/* The whole program is in: end stdin (StdinOnce closes the
+	 * container's). */
+	shutdown(s->fd, SHUT_WR);
 }
 
 /* Exit code and OOM flag from wait and inspect. */
@@ -218,7 +183,8 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	struct docker_phases *ph = &docker_last_phases;
 	memset(ph, 0, sizeof *ph);
 	double t = now_ms();
-	struct stream_run s = {.limits = l, .fd = -1, .cancel_fd = req->cancel_fd};
+	struct stream_run s = {.fd = -1};
+	struct supervisor sv;
 	capture_init(&s.out, (size_t)l->output_kb * 1024);
 	/* Room past the cap for boot.py's report; the cap is applied to the
 	 * program's own bytes once the report is stripped. */
@@ -251,12 +217,6 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	}
 	s.fd = at.fd;
-	s.input = input;
-	s.input_len = input_len;
-	/* Stream bytes that came with the 101 reply. */
-	if (at.len > at.pos &&
-	    docker_demux_feed(&s.demux, at.buf + at.pos, at.len - at.pos, &s.out, &s.err))
-		o.output_overflow = true;
 
 	ph->attach = now_ms() - t;
 	t = now_ms();
@@ -264,12 +224,29 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	double start_ms = now_ms();
 	ph->start = start_ms - t;
-	bool must_kill = o.output_overflow || supervise_stream(&s, start_ms, &o);
-	o.wall_ms = now_ms() - start_ms;
+	supervisor_init(&sv, &o, start_ms, l->wall_sec);
+	/* The stop is the caller's: it kills the container through the API
+	 * with SIGKILL (python as PID 1 ignores SIGTERM) once the loop ends. */
+	sv.grace_ms = 0;
+	sv.cancel_fd = req->cancel_fd;
+	sv.cap[0] = &s.out;
+	sv.cap[1] = &s.err;
+	sv.src[0] = (struct supervisor_source){.fd = s.fd, .ready = on_stream};
+	sv.in_fd = s.fd;
+	sv.input = input; /* nonce line + program, for stdin */
+	sv.input_len = input_len;
+	sv.input_is_socket = true;
+	sv.input_end = stream_input_end;
+	sv.ctx = &s;
+	/* Stream bytes that came with the 101 reply. */
+	if (at.len > at.pos)
+		take_stream(&sv, &s, at.buf + at.pos, at.len - at.pos);
+	supervisor_run(&sv);
+	bool must_kill = sv.stopping;
 	ph->run = o.wall_ms;
 	t = now_ms();
-	if (o.setup_failed) {
-		rc = error_set(&err, -EIO, "%s", o.setup_message);
+	if (sv.poll_errno) {
+		rc = error_set(&err, -EIO, "docker: poll: %s", errno_name(sv.poll_errno));
 		goto fail;
 	}
 	/* Done with the stream. Closed before the kill: Docker finishes a

@@ -1,0 +1,253 @@
+/* Unit tests of the one supervision loop (src/linux/supervisor.c) over
+ * plain pipes: no sandbox is started. Every tier's host side runs this
+ * loop with its own hooks; the tier suites show each tier's ending, these
+ * show the loop's rules once: a flood, the wall clock, a cancel, a stop
+ * not confirmed in time (forced, or broken), the input writer, and the
+ * one place the program's output passes. */
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "src/core/internal.h"
+#include "src/linux/report.h"
+#include "src/linux/supervisor.h"
+
+/* What the hooks saw. */
+struct probe {
+	int stops, forces;
+	int end_w;              /* closed by the force hook: the "sandbox" ends */
+};
+
+static void count_stop(struct supervisor *sv)
+{
+	((struct probe *)sv->ctx)->stops++;
+}
+
+static void force_end(struct supervisor *sv)
+{
+	struct probe *p = sv->ctx;
+	p->forces++;
+	close(p->end_w);
+	p->end_w = -1;
+}
+
+static void on_end(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src, (void)revents;
+	sv->done = true;
+}
+
+/* Ready in the same wake-up as the stream it watches: done once that
+ * stream has reached its end. */
+static void on_output_end(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src, (void)revents;
+	if (!sv->stream_open[0])
+		sv->done = true;
+}
+
+/* A loop over one output pipe (the "program's stdout"), with a stop hook
+ * that counts. */
+struct rig {
+	int out[2];
+	struct capture co, ce;
+	struct supervisor sv;
+	struct outcome o;
+	struct probe p;
+};
+
+static void rig_open(struct rig *r, size_t cap, double wall_sec)
+{
+	memset(r, 0, sizeof *r);
+	assert_int_equal(pipe2(r->out, O_CLOEXEC | O_NONBLOCK), 0);
+	capture_init(&r->co, cap);
+	capture_init(&r->ce, cap);
+	supervisor_init(&r->sv, &r->o, now_ms(), wall_sec);
+	r->sv.out_fd[0] = r->out[0];
+	r->sv.cap[0] = &r->co;
+	r->sv.cap[1] = &r->ce;
+	r->sv.stop = count_stop;
+	r->sv.ctx = &r->p;
+}
+
+static void rig_close(struct rig *r)
+{
+	for (int i = 0; i < 2; i++)
+		if (r->out[i] >= 0)
+			close(r->out[i]);
+	capture_free(&r->co);
+	capture_free(&r->ce);
+}
+
+/* Output past the cap stops the sandbox once, at once, and keeps the cap's
+ * worth. */
+static void flood_stops_once(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 10000, 60);
+	char chunk[4096];
+	memset(chunk, 'x', sizeof chunk);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(write(r.out[1], chunk, sizeof chunk), (ssize_t)sizeof chunk);
+	r.sv.grace_ms = 0; /* the stop ends it */
+	supervisor_run(&r.sv);
+	assert_true(r.o.output_overflow);
+	assert_false(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	assert_true(r.sv.stopping);
+	assert_int_equal(r.co.len, 10000);
+	assert_true(r.co.truncated);
+	rig_close(&r);
+}
+
+/* The wall clock stops a silent sandbox; one that does not confirm the
+ * stop within the grace is forced, and the loop waits for its end. */
+static void timeout_then_force(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 0.05);
+	int end[2];
+	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
+	r.p.end_w = end[1];
+	r.sv.grace_ms = 20;
+	r.sv.force = force_end;
+	r.sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
+						 .ready = on_end};
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_true(r.o.forced_kill);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.p.forces, 1);
+	assert_true(r.sv.done);
+	assert_false(r.sv.broken);
+	close(end[0]);
+	rig_close(&r);
+}
+
+/* Without a force hook, a stop not confirmed within the grace leaves the
+ * sandbox broken (a session's: the caller closes it). */
+static void unconfirmed_stop_is_broken(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 0.05);
+	r.sv.grace_ms = 20;
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_true(r.sv.broken);
+	assert_false(r.o.forced_kill);
+	assert_int_equal(r.p.stops, 1);
+	rig_close(&r);
+}
+
+/* The caller's cancel stops the sandbox as a timeout would. */
+static void cancel_stops(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 60);
+	int cancel = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(cancel >= 0);
+	r.sv.cancel_fd = cancel;
+	supervisor_run(&r.sv);
+	assert_true(r.o.cancelled);
+	assert_false(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	close(cancel);
+	rig_close(&r);
+}
+
+static void close_input(struct supervisor *sv)
+{
+	close(sv->in_fd); /* the whole input is in: EOF ends the "sandbox" */
+	sv->in_fd = -1;
+}
+
+/* The input is written whole, without blocking the loop, while the
+ * program's output is read: here the output is the input, echoed through
+ * one pipe three times its size. */
+static void input_is_written_whole(void **state)
+{
+	(void)state;
+	static char input[200000];
+	for (size_t i = 0; i < sizeof input; i++)
+		input[i] = (char)('a' + i % 26);
+	struct rig r;
+	rig_open(&r, sizeof input, 60);
+	r.sv.in_fd = r.out[1];
+	r.out[1] = -1; /* closed by the loop's input_end */
+	r.sv.input = input;
+	r.sv.input_len = sizeof input;
+	r.sv.input_end = close_input;
+	r.sv.src[0] = (struct supervisor_source){.fd = r.out[0], .after_streams = true,
+						 .ready = on_output_end};
+	supervisor_run(&r.sv);
+	assert_int_equal(r.sv.input_sent, sizeof input);
+	assert_int_equal(r.sv.in_fd, -1);
+	assert_int_equal(r.co.len, sizeof input);
+	assert_memory_equal(r.co.buf, input, sizeof input);
+	assert_false(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 0);
+	rig_close(&r);
+}
+
+/* Output handed over by a tier that reads it itself (frames) passes the
+ * same place: capped, and a flood stops the sandbox; what the pipes hold
+ * at the end counts too, without another stop. */
+static void output_has_one_place(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 10, 60);
+	supervisor_output(&r.sv, 1, "0123456789", 10);
+	assert_false(r.o.output_overflow);
+	supervisor_output(&r.sv, 1, "!", 1);
+	assert_true(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.ce.len, 10);
+	rig_close(&r);
+
+	rig_open(&r, 10, 60);
+	assert_int_equal(write(r.out[1], "0123456789abc", 13), 13);
+	supervisor_drain(&r.sv);
+	assert_true(r.o.output_overflow);
+	assert_int_equal(r.p.stops, 0);
+	assert_int_equal(r.co.len, 10);
+	rig_close(&r);
+}
+
+/* boot.py's exit line, as docker runs and boot sessions read it. */
+static void exit_line_is_parsed_strictly(void **state)
+{
+	(void)state;
+	struct sandbox_report r;
+	assert_true(report_parse_exited("256 1500 2048", 0, &r));
+	assert_int_equal(r.kind, REPORT_EXITED);
+	assert_int_equal(r.wstatus, 256);
+	assert_int_equal(r.cpu_us, 1500);
+	assert_int_equal(r.maxrss_kb, 2048);
+	assert_true(report_parse_exited("9 0 0\n", '\n', &r));
+	assert_int_equal(r.wstatus, 9);
+	assert_false(report_parse_exited("9 0 0\n", 0, &r));
+	assert_false(report_parse_exited("9 0 0", '\n', &r));
+	assert_false(report_parse_exited("9 0 0 x", 0, &r));
+	assert_false(report_parse_exited("9 -1 0", 0, &r));
+	assert_false(report_parse_exited("9 0", 0, &r));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(flood_stops_once),
+		cmocka_unit_test(timeout_then_force),
+		cmocka_unit_test(unconfirmed_stop_is_broken),
+		cmocka_unit_test(cancel_stops),
+		cmocka_unit_test(input_is_written_whole),
+		cmocka_unit_test(output_has_one_place),
+		cmocka_unit_test(exit_line_is_parsed_strictly),
+	};
+	return cmocka_run_group_tests_name("supervisor", tests, NULL, NULL);
+}
