@@ -111,7 +111,7 @@ $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
 $(B)/obj/src/tiers/microvm.o $(T)/obj/src/tiers/microvm.o: $(REPL_GEN)
 $(B)/obj/src/boot/session.o $(T)/obj/src/boot/session.o: $(REPL_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
-$(B)/obj/src/docker/spec.o $(T)/obj/src/docker/spec.o: $(DOCKER_GEN) $(BOOT_GEN) $(LAUNCH_GEN)
+$(B)/obj/src/boot/spec.o $(T)/obj/src/boot/spec.o: $(DOCKER_GEN) $(BOOT_GEN) $(LAUNCH_GEN)
 
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)

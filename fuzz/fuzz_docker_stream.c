@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "src/boot/run.h"
 #include "src/docker/stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,18 +19,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= 2;
 	struct capture out, err;
 	capture_init(&out, cap);
-	capture_init(&err, cap + DOCKER_REPORT_MAX);
+	capture_init(&err, cap + BOOT_REPORT_MAX);
 	struct docker_demux d;
 	memset(&d, 0, sizeof d);
 	for (size_t off = 0; off < size; off += step)
 		docker_demux_feed(&d, (const char *)data + off, size - off < step ? size - off : step,
 				  &out, &err);
 	struct sandbox_report r;
-	if (docker_take_report(&err, "0123456789abcdef", &r))
-		docker_report_matches(&r, (int)(size % 256));
+	if (boot_take_report(&err, "0123456789abcdef", &r))
+		boot_report_matches(&r, (int)(size % 256));
 	char last[200];
-	docker_last_line(&err, last, sizeof last);
-	docker_last_line(&out, last, sizeof last);
+	boot_last_line(&err, last, sizeof last);
+	boot_last_line(&out, last, sizeof last);
 	capture_free(&out);
 	capture_free(&err);
 	return 0;

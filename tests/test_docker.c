@@ -12,6 +12,8 @@
 
 #include "boot_cases.h"
 #include "session_cases.h"
+#include "src/boot/run.h"
+#include "src/boot/spec.h"
 #include "src/docker/api.h"
 #include "src/docker/owner.h"
 #include "src/docker/spec.h"
@@ -525,8 +527,8 @@ static void spec_is_hardened(void **state)
 			    "2100000005:2100000005");
 	assert_false(json_is_true(json_object_get(h, "Privileged")));
 	/* The writable space adds up to the disk limit. */
-	struct docker_disk d;
-	docker_disk_split(80, &d);
+	struct boot_disk d;
+	boot_disk_split(80, &d);
 	assert_int_equal(d.tmp_kb + d.var_tmp_kb + d.shm_kb, 80 * 1024);
 	/* Every writable place a tmpfs with a size and an inode cap, /dev/shm
 	 * one of them (Docker's own would take no inode cap). */
@@ -626,7 +628,7 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	struct capture c;
 	const char good[] = "traceback\n\0agentjail-exit abc 256 1500 7000\n";
 	take(&c, good, sizeof good - 1);
-	assert_true(docker_take_report(&c, "abc", &r));
+	assert_true(boot_take_report(&c, "abc", &r));
 	assert_int_equal(r.wstatus, 256);
 	assert_int_equal(r.cpu_us, 1500);
 	assert_int_equal(r.maxrss_kb, 7000);
@@ -634,24 +636,24 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	capture_free(&c);
 	/* Another nonce: the program's forgery. */
 	take(&c, good, sizeof good - 1);
-	assert_false(docker_take_report(&c, "abd", &r));
+	assert_false(boot_take_report(&c, "abd", &r));
 	assert_int_equal(c.len, sizeof good - 1);
 	capture_free(&c);
 	/* Followed by more bytes: not the report. */
 	const char early[] = "\0agentjail-exit abc 0 1 1\nmore\n";
 	take(&c, early, sizeof early - 1);
-	assert_false(docker_take_report(&c, "abc", &r));
+	assert_false(boot_take_report(&c, "abc", &r));
 	capture_free(&c);
 	/* A NUL near the end of a full capture: no reading past it. */
 	struct capture full;
 	capture_init(&full, 6);
 	capture_append(&full, "xxxx\0\n", 6);
-	assert_false(docker_take_report(&full, "abc", &r));
+	assert_false(boot_take_report(&full, "abc", &r));
 	capture_free(&full);
 	/* Malformed figures. */
 	const char bad[] = "\0agentjail-exit abc 0 x 1\n";
 	take(&c, bad, sizeof bad - 1);
-	assert_false(docker_take_report(&c, "abc", &r));
+	assert_false(boot_take_report(&c, "abc", &r));
 	capture_free(&c);
 }
 

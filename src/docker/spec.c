@@ -6,14 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/contract.h"
+#include "../boot/spec.h"
 #include "../core/internal.h"
 #include "owner.h"
 #include "spec.h"
-
-#include "docker_boot.inc"     /* docker_boot_py: src/boot/boot.py */
-#include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
-#include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 
 /* An image reference goes into request paths: only the characters
  * Docker's reference grammar has (no space, ?, # or CRLF). */
@@ -41,73 +37,6 @@ int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct a
 	if ((size_t)snprintf(out, n, "agentjail/%s", name) >= n)
 		return error_set(err, -ENAMETOOLONG, "docker: image name too long");
 	return valid_reference(out, err);
-}
-
-/* The table as JSON strings, appended to arr (an array). */
-static json_t *append_environment(json_t *arr)
-{
-	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
-		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
-			json_decref(arr);
-			return NULL;
-		}
-	return arr;
-}
-
-json_t *docker_boot_argv(const char *python)
-{
-	return append_environment(
-		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py));
-}
-
-json_t *docker_environment(void)
-{
-	return append_environment(json_array());
-}
-
-struct rlimit_list {
-	json_t *arr;
-	bool oci;
-};
-
-static int append_rlimit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
-			 void *ctx)
-{
-	struct rlimit_list *list = ctx;
-	const char *name = list->oci ? row->oci : row->docker;
-	if (!name)
-		return 0;
-	json_t *item = list->oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
-					     (json_int_t)soft, "hard", (json_int_t)hard)
-				 : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",
-					     (json_int_t)soft, "Hard", (json_int_t)hard);
-	return json_array_append_new(list->arr, item);
-}
-
-json_t *docker_rlimits(const struct aj_limits *l, bool oci)
-{
-	/* The address space row on gvisor only (see its row). */
-	struct rlimit_list list = {json_array(), oci};
-	if (list.arr && contract_rlimits_each(l, oci, true, append_rlimit, &list)) {
-		json_decref(list.arr);
-		return NULL;
-	}
-	return list.arr;
-}
-
-const char *docker_seccomp_json(void)
-{
-	return docker_seccomp_profile;
-}
-
-void docker_disk_split(uint32_t disk_mb, struct docker_disk *d)
-{
-	uint64_t total = (uint64_t)disk_mb * 1024;
-	/* /tmp holds the workspace and gets most; /dev/shm and /var/tmp an
-	 * eighth each, so that together they never pass the limit. */
-	d->shm_kb = total / 8;
-	d->var_tmp_kb = total / 8;
-	d->tmp_kb = total - d->shm_kb - d->var_tmp_kb;
 }
 
 static json_t *tmpfs_opts(uint64_t kb)
@@ -152,8 +81,8 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 {
 	const struct aj_limits *l = &cfg->limits;
 	const uint64_t mib = 1024 * 1024;
-	struct docker_disk disk;
-	docker_disk_split(l->disk_mb, &disk);
+	struct boot_disk disk;
+	boot_disk_split(l->disk_mb, &disk);
 	char user[32];
 	snprintf(user, sizeof user, "%u:%u", (unsigned)uid, (unsigned)gid);
 	/* The interpreter the image's PATH finds (an image of Docker Hub's has
@@ -161,7 +90,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 	const char *python = cfg->python && *cfg->python && strcmp(cfg->python, AJ_DEFAULT_PYTHON)
 				     ? cfg->python
 				     : "python3";
-	json_t *seccomp = json_sprintf("seccomp=%s", docker_seccomp_profile);
+	json_t *seccomp = json_sprintf("seccomp=%s", boot_seccomp_json());
 
 	json_t *host = json_pack(
 		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I,"
@@ -189,7 +118,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		 * Docker has no such ulimit, and the memory cgroup bounds the
 		 * container. The run's uid is its own (a slot), so nproc counts
 		 * its processes only: a second bound beside PidsLimit. */
-		"Ulimits", docker_rlimits(l, false),
+		"Ulimits", boot_rlimits(l, false),
 		/* Each writable place with its share of the disk limit and an
 		 * inode cap; /dev/shm is one of them (IpcMode none below), since
 		 * Docker's own takes a size but no inode cap. */
@@ -223,7 +152,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		" s:o, s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
-		"Entrypoint", docker_boot_argv(python),
+		"Entrypoint", boot_argv(python),
 		"Cmd",
 		/* A non-root uid of the run's own (a slot, as in every tier). */
 		"User", user,
@@ -234,7 +163,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"Tty", 0,
 		"NetworkDisabled", 1,
 		/* PID 1's: the program's, nothing of the deployer's (rule E1). */
-		"Env", docker_environment(),
+		"Env", boot_environment(),
 		/* Ours, and by whom: a maker that died is found by the next
 		 * sweep (owner.c) and its container removed. */
 		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION, DOCKER_OWNER_LABEL, owner,

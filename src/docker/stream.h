@@ -11,9 +11,6 @@
 #include "../linux/report.h"
 #include "../linux/supervise.h"
 
-/* Room kept on stderr for boot.py's report beyond the program's cap. */
-#define DOCKER_REPORT_MAX 128
-
 struct docker_demux {
 	unsigned char head[8];
 	size_t head_len;
@@ -39,32 +36,5 @@ size_t docker_demux_next(struct docker_demux *d, const char *p, size_t n,
  * (stdin echo) is skipped. */
 bool docker_demux_feed(struct docker_demux *d, const char *p, size_t n, struct capture *out,
 		       struct capture *err);
-
-/* If err ends with boot.py's report for this nonce, removes it and fills r
- * (kind REPORT_EXITED). A report that is not the last bytes is the
- * program's own printing and is left alone. */
-bool docker_take_report(struct capture *err, const char *nonce, struct sandbox_report *r);
-
-/* Whether boot.py's report agrees with the exit code its container (docker
- * or gvisor) ended with: the program's code, or 128 + the signal that ended
- * it. */
-bool docker_report_matches(const struct sandbox_report *r, int exit_code);
-
-/* boot.py's stdin for a run (docker and gvisor tiers): "NONCE DEADLINE\n"
- * and the program. nonce (at least 25 bytes) receives a fresh one; boot's
- * own backstop deadline is 10 s past the wall clock the host enforces, so
- * the sandbox stops should the host die mid-run. NULL on ENOMEM. */
-char *docker_run_input(const char *code, size_t len, double wall_sec, char *nonce,
-		       size_t nonce_size, size_t *out_len);
-
-/* After a run: boot's report taken off the end of err when it is there
- * for this nonce and agrees with the sandbox's exit code (o->report,
- * o->exited_report); then the program's own stderr capped at cap bytes, a
- * longer one an output overflow (err had room for the report past it). */
-void docker_finish_run(struct capture *err, const char *nonce, int exit_code, size_t cap,
-		       struct outcome *o);
-
-/* The last non-empty line of c (boot's or the runtime's last words). */
-void docker_last_line(const struct capture *c, char *out, size_t n);
 
 #endif

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../boot/spec.h"
 #include "../core/contract.h"
-#include "../docker/spec.h"
 #include "../linux/report.h"
 #include "bundle.h"
 
@@ -30,13 +30,13 @@ static json_t *tmpfs(const char *where, uint64_t kb)
 static json_t *spec_base(const struct gvisor_bundle *b)
 {
 	const struct aj_limits *l = b->limits;
-	struct docker_disk disk;
-	docker_disk_split(l->disk_mb, &disk);
+	struct boot_disk disk;
+	boot_disk_split(l->disk_mb, &disk);
 	/* The same policy as every other tier's filter, applied by the sentry
 	 * to the program's calls (runsc --oci-seccomp): the gVisor kernel
 	 * would refuse most of them anyway, but memfd, SysV IPC and the
 	 * others the policy names stay as unavailable as elsewhere. */
-	json_t *seccomp = json_loads(docker_seccomp_json(), 0, NULL);
+	json_t *seccomp = json_loads(boot_seccomp_json(), 0, NULL);
 	json_t *rules = json_object_get(seccomp, "syscalls");
 	if (!json_is_array(rules)) {
 		json_decref(seccomp);
@@ -69,9 +69,9 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		/* PID 1 is boot.py (the docker tier's): it takes the program on
 		 * stdin, runs it as its child, reaps orphans and reports the
 		 * program's end at the end of stderr. */
-		"args", docker_boot_argv(b->python),
+		"args", boot_argv(b->python),
 		/* Nothing of the deployer's environment (rule E1). */
-		"env", docker_environment(),
+		"env", boot_environment(),
 		"cwd", "/",
 		/* No capability in any set, and none to gain (no_new_privs). */
 		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",
@@ -87,7 +87,7 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		 * whole sandbox, a session's included. RLIMIT_NPROC, counted by
 		 * the sentry, is the program's process bound: the host's pids
 		 * cgroup counts gVisor's own threads too (tiers/gvisor.c). */
-		"rlimits", docker_rlimits(l, true),
+		"rlimits", boot_rlimits(l, true),
 		"mounts",
 		/* gVisor's own /proc: the sandbox's processes only. No /sys. */
 		"destination", "/proc", "type", "proc", "source", "proc", "options", "nosuid",

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../docker/stream.h"
+#include "../boot/run.h"
 #include "../gvisor/run.h"
 #include "../gvisor/watch.h"
 
@@ -30,8 +30,8 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	memset(&o, 0, sizeof o);
 	char nonce[32];
 	size_t input_len = 0;
-	char *input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
-				       &input_len);
+	char *input = boot_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				     &input_len);
 	if (!input) {
 		result_sandbox_error(res, "gvisor: out of memory");
 		res->wall_ms = now_ms() - start_ms;
@@ -44,7 +44,7 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	capture_init(&w.out, (size_t)l->output_kb * 1024);
 	/* Room past the cap for boot.py's report; the cap is applied to the
 	 * program's own bytes once the report is stripped. */
-	capture_init(&w.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	capture_init(&w.err, (size_t)l->output_kb * 1024 + BOOT_REPORT_MAX);
 	watch_run(&w, &s->sb, l, start_ms, &o);
 	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
 
@@ -60,9 +60,9 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	cgroup_usage(&s->sb.cg, &oom_kills, &peak_kb);
 
 	/* The program's own stderr is capped like stdout. */
-	docker_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
+	boot_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	char why[200];
-	docker_last_line(&w.err, why, sizeof why);
+	boot_last_line(&w.err, why, sizeof why);
 	o.oom_kills = oom_kills; /* status memory: src/core/status.h */
 	outcome_to_result(&o, l, &w.out, &w.err, res);
 	if (!o.exited_report && peak_kb)

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../boot/run.h"
 #include "../docker/api.h"
 #include "../docker/container.h"
 #include "../docker/owner.h"
@@ -188,7 +189,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	capture_init(&s.out, (size_t)l->output_kb * 1024);
 	/* Room past the cap for boot.py's report; the cap is applied to the
 	 * program's own bytes once the report is stripped. */
-	capture_init(&s.err, (size_t)l->output_kb * 1024 + DOCKER_REPORT_MAX);
+	capture_init(&s.err, (size_t)l->output_kb * 1024 + BOOT_REPORT_MAX);
 	int rc;
 
 	char owner[160];
@@ -211,8 +212,8 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	char nonce[32];
 	size_t input_len = 0;
-	if (!(input = docker_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
-				       &input_len))) {
+	if (!(input = boot_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
+				     &input_len))) {
 		rc = error_set(&err, -ENOMEM, "docker: out of memory");
 		goto fail;
 	}
@@ -273,10 +274,10 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	ph->remove = now_ms() - t;
 
 	/* The program's own stderr is capped like stdout. */
-	docker_finish_run(&s.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
+	boot_finish_run(&s.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	o.init_wstatus = exit_code << 8;
 	char why[200];
-	docker_last_line(&s.err, why, sizeof why);
+	boot_last_line(&s.err, why, sizeof why);
 	/* Docker saw the memory cgroup's OOM killer at work (a flag, not a
 	 * count: one process at least). */
 	o.oom_kills = oom ? 1 : 0;

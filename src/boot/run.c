@@ -1,0 +1,98 @@
+/* boot.py's run mode, host side (see run.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+
+#include "run.h"
+
+bool boot_take_report(struct capture *err, const char *nonce, struct sandbox_report *r)
+{
+	static const char mark[] = "agentjail-exit ";
+	char prefix[96];
+	int pl = snprintf(prefix, sizeof prefix, "%c%s%s ", 0, mark, nonce);
+	if (pl <= 0 || (size_t)pl >= sizeof prefix || err->len < (size_t)pl + 1 ||
+	    err->buf[err->len - 1] != '\n')
+		return false;
+	/* The report is the stream's last line: find where that line starts. */
+	size_t start = err->len - 1;
+	while (start > 0 && err->buf[start - 1] != 0)
+		start--;
+	if (start == 0 || err->len - (start - 1) > BOOT_REPORT_MAX)
+		return false;
+	start--; /* at the report's NUL */
+	if (err->len - start < (size_t)pl + 1 || memcmp(err->buf + start, prefix, (size_t)pl) != 0)
+		return false;
+	char line[BOOT_REPORT_MAX + 1];
+	size_t ll = err->len - start - (size_t)pl;
+	memcpy(line, err->buf + start + pl, ll);
+	line[ll] = 0;
+	/* One line: its only newline is the stream's last byte. */
+	if (strchr(line, '\n') != line + ll - 1)
+		return false;
+	if (!report_parse_exited(line, '\n', r))
+		return false;
+	err->len = start;
+	err->buf[start] = 0;
+	return true;
+}
+
+bool boot_report_matches(const struct sandbox_report *r, int exit_code)
+{
+	int ws = r->wstatus;
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws) == exit_code;
+	return WIFSIGNALED(ws) && 128 + WTERMSIG(ws) == exit_code;
+}
+
+void boot_last_line(const struct capture *c, char *out, size_t n)
+{
+	out[0] = 0;
+	if (!c->len)
+		return;
+	size_t end = c->len;
+	while (end > 0 && c->buf[end - 1] == '\n')
+		end--;
+	size_t start = end;
+	while (start > 0 && c->buf[start - 1] != '\n')
+		start--;
+	snprintf(out, n, "%.*s", (int)(end - start), c->buf + start);
+}
+
+char *boot_run_input(const char *code, size_t len, double wall_sec, char *nonce,
+		     size_t nonce_size, size_t *out_len)
+{
+	unsigned char b[12];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		for (size_t i = 0; i < sizeof b; i++)
+			b[i] = (unsigned char)rand();
+	nonce[0] = 0;
+	for (size_t i = 0; i < sizeof b && 2 * i + 2 < nonce_size; i++)
+		snprintf(nonce + 2 * i, 3, "%02x", b[i]);
+	char head[96];
+	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, wall_sec + 10);
+	char *input = malloc(hl + len);
+	if (!input)
+		return NULL;
+	memcpy(input, head, hl);
+	memcpy(input + hl, code, len);
+	*out_len = hl + len;
+	return input;
+}
+
+void boot_finish_run(struct capture *err, const char *nonce, int exit_code, size_t cap,
+		     struct outcome *o)
+{
+	o->exited_report = boot_take_report(err, nonce, &o->report) &&
+			   boot_report_matches(&o->report, exit_code);
+	if (err->len > cap) {
+		err->len = cap;
+		err->buf[err->len] = 0;
+		err->truncated = true;
+		o->output_overflow = true;
+	} else if (err->truncated) {
+		err->truncated = false; /* only the report's room was passed */
+	}
+}

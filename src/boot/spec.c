@@ -1,0 +1,76 @@
+/* What a sandbox whose PID 1 is boot.py is made of (see spec.h). */
+#include <jansson.h>
+
+#include "../core/contract.h"
+#include "spec.h"
+
+#include "docker_boot.inc"     /* docker_boot_py: boot.py, beside this file */
+#include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
+#include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
+
+/* The table as JSON strings, appended to arr (an array). */
+static json_t *append_environment(json_t *arr)
+{
+	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
+		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
+			json_decref(arr);
+			return NULL;
+		}
+	return arr;
+}
+
+json_t *boot_argv(const char *python)
+{
+	return append_environment(
+		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py));
+}
+
+json_t *boot_environment(void)
+{
+	return append_environment(json_array());
+}
+
+struct rlimit_list {
+	json_t *arr;
+	bool oci;
+};
+
+static int append_rlimit(const struct contract_rlimit *row, uint64_t soft, uint64_t hard,
+			 void *ctx)
+{
+	struct rlimit_list *list = ctx;
+	const char *name = list->oci ? row->oci : row->docker;
+	if (!name)
+		return 0;
+	json_t *item = list->oci ? json_pack("{s:s, s:I, s:I}", "type", name, "soft",
+					     (json_int_t)soft, "hard", (json_int_t)hard)
+				 : json_pack("{s:s, s:I, s:I}", "Name", name, "Soft",
+					     (json_int_t)soft, "Hard", (json_int_t)hard);
+	return json_array_append_new(list->arr, item);
+}
+
+json_t *boot_rlimits(const struct aj_limits *l, bool oci)
+{
+	/* The address space row on gvisor only (see its row). */
+	struct rlimit_list list = {json_array(), oci};
+	if (list.arr && contract_rlimits_each(l, oci, true, append_rlimit, &list)) {
+		json_decref(list.arr);
+		return NULL;
+	}
+	return list.arr;
+}
+
+const char *boot_seccomp_json(void)
+{
+	return docker_seccomp_profile;
+}
+
+void boot_disk_split(uint32_t disk_mb, struct boot_disk *d)
+{
+	uint64_t total = (uint64_t)disk_mb * 1024;
+	/* /tmp holds the workspace and gets most; /dev/shm and /var/tmp an
+	 * eighth each, so that together they never pass the limit. */
+	d->shm_kb = total / 8;
+	d->var_tmp_kb = total / 8;
+	d->tmp_kb = total - d->shm_kb - d->var_tmp_kb;
+}

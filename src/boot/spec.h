@@ -1,0 +1,37 @@
+/* What a sandbox whose PID 1 is boot.py is made of, shared by the docker
+ * tier's create body and the gvisor tier's OCI spec. */
+#ifndef AJ_BOOT_SPEC_H
+#define AJ_BOOT_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/internal.h"
+
+/* PID 1's command line, the docker and gvisor tiers': PYTHON -I -S -c boot.py
+ * (boot.py, beside this file), then src/core/launch.py, which boot.py starts
+ * main.py with, then the program's environment (rule E1). -I -S: no
+ * environment, user site or site-packages decides what boot.py imports.
+ * NULL on ENOMEM. */
+json_t *boot_argv(const char *python);
+/* The environment of PID 1 (rule E1): the program's own, nothing of the
+ * deployer's. NULL on ENOMEM. */
+json_t *boot_environment(void);
+/* The rlimit table (rule E2) for these limits: HostConfig.Ulimits, or with
+ * oci an OCI spec's process.rlimits (gvisor), which alone carries the
+ * address space row. NULL on ENOMEM. */
+json_t *boot_rlimits(const struct aj_limits *l, bool oci);
+/* The seccomp policy as an OCI/Docker profile (JSON): also the gvisor
+ * tier's. */
+const char *boot_seccomp_json(void);
+
+/* How the limit on writable space is shared among the container's three
+ * tmpfs mounts (Docker mounts each on its own), in KiB; they sum to
+ * disk_mb. */
+struct boot_disk {
+	uint64_t tmp_kb, var_tmp_kb, shm_kb;
+};
+void boot_disk_split(uint32_t disk_mb, struct boot_disk *d);
+
+#endif
