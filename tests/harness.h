@@ -25,6 +25,24 @@
 
 /* A random token: what a hostile program must never get to print, or the
  * name of a marker it must never get to write on the host. */
+/* The parent of process pid ("pid (comm) state ppid" in /proc/PID/stat,
+ * comm holding anything but its last ')'); -1 if it is gone. */
+static inline long parent_pid(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *fh = fopen(path, "re");
+	if (!fh)
+		return -1;
+	size_t len = fread(buf, 1, sizeof buf - 1, fh);
+	fclose(fh);
+	buf[len] = 0;
+	const char *rp = strrchr(buf, ')');
+	char st;
+	long ppid;
+	return rp && sscanf(rp + 1, " %c %ld", &st, &ppid) == 2 ? ppid : -1;
+}
+
 static inline void make_token(char *out, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";

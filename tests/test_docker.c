@@ -37,18 +37,7 @@ static bool owner_is_ours(const char *owner)
 		return true; /* not an owner of ours to tell apart: count it */
 	if (pid == (long)getpid() || docker_owner_is_gone(owner))
 		return true;
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return true;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-	char state;
-	long ppid;
-	return p && sscanf(p + 1, " %c %ld", &state, &ppid) == 2 && ppid == (long)getpid();
+	return parent_pid(pid) == (long)getpid();
 }
 
 /* Asks the engine itself, with a plain HTTP/1.0 request of the test's own

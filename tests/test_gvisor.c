@@ -84,20 +84,7 @@ static int list_children(const pid_t *old, int nold, pid_t *pids, int n)
 	while (d && (de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		char path[300], buf[1024];
-		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-		FILE *fh = fopen(path, "re");
-		if (!fh)
-			continue;
-		size_t len = fread(buf, 1, sizeof buf - 1, fh);
-		fclose(fh);
-		buf[len] = 0;
-		/* "pid (comm) state ppid": comm may hold anything but its
-		 * last ')'. */
-		const char *rp = strrchr(buf, ')');
-		char st;
-		int ppid;
-		if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2 || ppid != (int)getpid())
+		if (parent_pid(atol(de->d_name)) != (long)getpid())
 			continue;
 		pid_t pid = atoi(de->d_name);
 		bool known = false;
