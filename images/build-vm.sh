@@ -52,14 +52,16 @@ src=$here/../src
 # The agent's sources: the guest's own, and the host's files it is built
 # with instead of copies of them (libc only: the agent is static).
 guest_sources="agent.c boot.c clock.c failure.c frame.c policy.c port.c restore.c run.c
-run_cgroup.c session.c stream.c watch.c workspace.c zygote.c"
-core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c"
+run_cgroup.c session.c watch.c workspace.c zygote.c"
+core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c
+core/result.c linux/supervisor.c"
 agent_sources=""
 for f in $guest_sources; do agent_sources="$agent_sources $guest/$f"; done
 for f in $core_sources; do agent_sources="$agent_sources $src/$f"; done
 # What the agent is built from and with, each hashed into the inputs.
 agent_inputs="$agent_sources $guest/agent.h $guest/zygote.py $guest/../protocol.h
 $src/core/internal.h $src/core/session_call.h $src/core/contract.h $src/core/keyed.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
+$src/linux/supervisor.h $src/linux/report.h
 $here/../tools/gen_filter.c"
 for f in $agent_inputs; do
 	[ -f "$f" ] || die "$f is missing"

@@ -2,7 +2,8 @@
  * plain pipes: no sandbox is started. Every tier's host side runs this
  * loop with its own hooks; the tier suites show each tier's ending, these
  * show the loop's rules once: a flood, the wall clock, a cancel, a stop
- * not confirmed in time (forced, or broken), the input writer, and the
+ * not confirmed in time (forced, once or until the end; or broken; or
+ * given up on), the input writer, and the
  * one place the program's output passes. */
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -143,6 +144,65 @@ static void unconfirmed_stop_is_broken(void **state)
 	rig_close(&r);
 }
 
+/* A force that reaches only what is there as it runs (the guest's
+ * kill(-1)): with force_every_ms it is repeated until the end comes. */
+static void force_again(struct supervisor *sv)
+{
+	struct probe *p = sv->ctx;
+	if (++p->forces == 3) {
+		close(p->end_w);
+		p->end_w = -1;
+	}
+}
+
+static void force_repeats_until_the_end(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 0.02);
+	int end[2];
+	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
+	r.p.end_w = end[1];
+	r.sv.grace_ms = 5;
+	r.sv.force = force_again;
+	r.sv.force_every_ms = 5;
+	r.sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
+						 .ready = on_end};
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.p.forces, 3);
+	assert_true(r.sv.done);
+	assert_false(r.sv.broken);
+	close(end[0]);
+	rig_close(&r);
+}
+
+static void count_force(struct supervisor *sv)
+{
+	((struct probe *)sv->ctx)->forces++;
+}
+
+/* With give_up_ms, a sandbox that never ends after the stop, however
+ * often forced, ends the loop broken instead of holding it forever. */
+static void give_up_ends_broken(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 0.02);
+	r.sv.grace_ms = 5;
+	r.sv.force = count_force;
+	r.sv.force_every_ms = 5;
+	r.sv.give_up_ms = 50;
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_true(r.sv.broken);
+	assert_false(r.sv.done);
+	assert_int_equal(r.p.stops, 1);
+	assert_true(r.p.forces >= 1);
+	rig_close(&r);
+}
+
 /* The caller's cancel stops the sandbox as a timeout would. */
 static void cancel_stops(void **state)
 {
@@ -244,6 +304,8 @@ int main(void)
 		cmocka_unit_test(flood_stops_once),
 		cmocka_unit_test(timeout_then_force),
 		cmocka_unit_test(unconfirmed_stop_is_broken),
+		cmocka_unit_test(force_repeats_until_the_end),
+		cmocka_unit_test(give_up_ends_broken),
 		cmocka_unit_test(cancel_stops),
 		cmocka_unit_test(input_is_written_whole),
 		cmocka_unit_test(output_has_one_place),

@@ -32,7 +32,8 @@ void supervisor_stop(struct supervisor *sv)
 	if (sv->stopping || sv->finished)
 		return;
 	sv->stopping = true;
-	sv->kill_at = now_ms() + sv->grace_ms;
+	sv->stop_ms = now_ms();
+	sv->kill_at = sv->stop_ms + sv->grace_ms;
 	if (sv->stop)
 		sv->stop(sv);
 }
@@ -149,12 +150,24 @@ static bool going(struct supervisor *sv)
 	return !sv->done || input_pending(sv);
 }
 
-/* The stop was not confirmed: the tier's harder way. */
+/* The stop was not confirmed: the tier's harder way, again at
+ * force_every_ms if the tier asks for it. */
 static void force_end(struct supervisor *sv)
 {
 	sv->forced = true;
 	sv->o->forced_kill = true;
 	sv->force(sv);
+	if (sv->force_every_ms > 0)
+		sv->kill_at = now_ms() + sv->force_every_ms;
+}
+
+/* Whether a force is due: the first once the grace is over, then each
+ * force_every_ms (when asked for). */
+static bool force_due(const struct supervisor *sv, double now)
+{
+	if (!sv->stopping || now < sv->kill_at)
+		return false;
+	return !sv->forced || sv->force_every_ms > 0;
 }
 
 void supervisor_run(struct supervisor *sv)
@@ -178,17 +191,24 @@ void supervisor_run(struct supervisor *sv)
 					break;
 			}
 		}
-		if (sv->stopping && !sv->forced && now >= sv->kill_at) {
+		if (sv->stopping && sv->give_up_ms > 0 && now >= sv->stop_ms + sv->give_up_ms) {
+			sv->broken = true; /* what was stopped does not end */
+			break;
+		}
+		if (force_due(sv, now)) {
 			if (!sv->force) {
 				sv->broken = true; /* it would not stop */
 				break;
 			}
 			force_end(sv);
 		}
-		double until = sv->forced     ? INFINITY
+		bool repeating = sv->forced && sv->force_every_ms > 0;
+		double until = sv->forced && !repeating ? INFINITY
 			       : sv->stopping ? sv->kill_at
 			       : sv->deadline_ms < next_check ? sv->deadline_ms
 							      : next_check;
+		if (sv->stopping && sv->give_up_ms > 0 && sv->stop_ms + sv->give_up_ms < until)
+			until = sv->stop_ms + sv->give_up_ms;
 		if (sv->done)
 			until = now + sv->grace_ms; /* only finishing a frame */
 		int timeout = isinf(until) ? -1 : (int)ceil(until - now);

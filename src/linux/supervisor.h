@@ -95,6 +95,13 @@ struct supervisor {
 	 * watch any more): forces the end, and the loop waits on. NULL: the
 	 * loop ends, broken. */
 	void (*force)(struct supervisor *sv);
+	/* 0: force once. Otherwise force again this often until the end: a
+	 * stop that reaches only the processes there as it runs (the guest's
+	 * kill(-1)) misses one forked meanwhile, which the next one gets. */
+	double force_every_ms;
+	/* After a stop, how long the loop waits for the end before it ends,
+	 * broken (what was stopped does not end); 0: no bound. */
+	double give_up_ms;
 	void *ctx;                  /* the tier's, for its hooks */
 
 	/* ---- the loop's state, read by the tier after it ---- */
@@ -103,7 +110,8 @@ struct supervisor {
 	bool stopping;              /* a stop was asked for */
 	bool forced;
 	int poll_errno;             /* poll failed (it cannot with valid fds) */
-	double kill_at;             /* when the grace ends */
+	double stop_ms;             /* when the stop was asked for */
+	double kill_at;             /* when the grace ends, or the next force is due */
 	bool finished;              /* the loop is over: no more stops */
 	bool stream_open[2];
 };
@@ -113,7 +121,7 @@ void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms,
 		     double wall_sec);
 
 /* Runs until a source says done, the sandbox is stopped (grace 0) or
- * broken. Sets o->wall_ms. */
+ * broken (or, with give_up_ms, not ended in time after a stop). Sets o->wall_ms. */
 void supervisor_run(struct supervisor *sv);
 
 /* Asks the sandbox to stop (once): the stop hook, and the grace starts. */

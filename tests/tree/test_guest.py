@@ -5,7 +5,8 @@ host's sources, not copies of them (issue 25):
   functions of the files listed above it: no two guest files call each
   other (agent.c and session.c once did, through ~15 names);
 - images/build-vm.sh builds the agent with the host's src/core/io.c,
-  capture.c and src/core/session_scan.c, and every file the agent is built from
+  capture.c, session_scan.c, result.c and src/linux/supervisor.c (the one
+  supervision loop), and every file the agent is built from
   is an input of the VM's manifest, so a change to any of them rebuilds the
   initramfs."""
 import os
@@ -20,7 +21,7 @@ KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof"}
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # The host's files the agent is built with instead of copies.
 SHARED = ["src/core/io.c", "src/core/capture.c", "src/core/session_scan.c", "src/core/contract.c",
-          "src/core/keyed.c"]
+          "src/core/keyed.c", "src/core/result.c", "src/linux/supervisor.c"]
 
 
 def read(path):
@@ -100,7 +101,8 @@ def test_every_agent_source_is_an_input_of_the_vm(tmp_path):
     wanted = ["src/vm/guest/" + f for f in os.listdir(GUEST)] + SHARED + \
         ["src/core/internal.h", "src/core/session_call.h", "src/core/contract.h",
          "src/core/keyed.h", "src/vm/protocol.h",
-         "include/agentjail.h", "src/linux/seccomp_policy.c"]
+         "include/agentjail.h", "src/linux/seccomp_policy.c", "src/linux/supervisor.h",
+         "src/linux/report.h"]
     missing = [f for f in wanted if "input." + f not in inputs]
     assert missing == []
     assert all(v not in ("", "missing") for k, v in inputs.items() if k not in ("input.kernel_deb", "input.image_manifest"))

@@ -27,9 +27,6 @@ COPIES = {
     "is_plain_dir": {"src/linux/jail_root.c", "src/tiers/process.c"},
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "send_all": {"src/docker/http.c", "src/boot/session.c"},
-    # The guest's loop writes a call's request as the host's does; the guest
-    # does not build src/linux/supervisor.c yet (docs/design.md, Known gaps).
-    "write_input": {"src/linux/supervisor.c", "src/vm/guest/watch.c"},
     "close_backend": BACKENDS,
     "gauges": BACKENDS,
     "session_call": BACKENDS,

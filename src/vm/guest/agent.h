@@ -5,12 +5,11 @@
  *   clock.c     the monotonic clock, a sleep
  *   port.c      the channel to the host: frames out, bytes in
  *   frame.c     the host's frames, decoded
- *   stream.c    capped output streams
  *   run_cgroup.c  the run's cgroup: made at boot, its limits, its figures
  *   restore.c   what a restored copy refreshes first (clock, entropy)
  *   workspace.c /tmp and the workspace
  *   policy.c    no_new_privs and the host tiers' seccomp policy
- *   watch.c     the one loop that watches a program: clock, caps, kill, reap
+ *   watch.c     the guest's hooks over the host's one supervision loop
  *   zygote.c    the zygote: started at boot, released by a run
  *   boot.c      once per image, up to VM_READY
  *   run.c       one run (VM_RUN)
@@ -18,8 +17,9 @@
  *   agent.c     main: boot, then the one run or session
  *
  * The host's own sources the agent is built with (images/build-vm.sh):
- * src/core/io.c (write_full), src/core/capture.c (struct capture) and
- * src/core/session_scan.c (a session call's reply lines). */
+ * src/core/io.c (write_full), src/core/capture.c (struct capture),
+ * src/core/session_scan.c (a session call's reply lines), src/core/result.c
+ * (now_ms) and src/linux/supervisor.c (the one supervision loop). */
 #ifndef AJ_GUEST_AGENT_H
 #define AJ_GUEST_AGENT_H
 
@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 
 #include "../../core/internal.h"
+#include "../../linux/supervisor.h"
 #include "../protocol.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -39,8 +40,6 @@
 #define WORKSPACE VM_GUEST_WORKSPACE
 /* After a kill, SIGKILL is repeated this often until everything is reaped. */
 #define KILL_REPEAT_MS 100
-/* Reads per stream per wake-up: a flood cannot starve the clock check. */
-#define READS_PER_WAKE 16
 /* The program's open-file limit: the frames carry none, so the default
  * every tier uses. */
 #define OPEN_FILES AJ_DEFAULT_OPEN_FILES
@@ -84,17 +83,6 @@ int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t 
 /* Reads past a frame's payload: 0, or read_fn's -errno. */
 int skip_frame(frame_read *read_fn, const struct vm_frame_header *h);
 
-/* stream.c: one output stream (a non-blocking pipe's read end), capped
- * while it is read, as the host's supervisor caps its own (capture.c). */
-struct stream {
-	int fd;
-	bool open;
-	struct capture cap;
-};
-/* Reads what is there now. Sets *overflow if the cap was passed; returns
- * false at EOF or on an error. */
-bool stream_drain(struct stream *s, bool *overflow);
-
 /* run_cgroup.c: the run's cgroup directory (O_PATH, close-on-exec). */
 extern int run_cgroup;
 /* At boot: the cgroup2 hierarchy, mounted nowhere, and its run cgroup. */
@@ -120,56 +108,46 @@ int make_workspace(uint32_t disk_mb, const char *code, size_t code_len, struct f
 /* policy.c: no_new_privs and the host tiers' seccomp policy: 0 or -errno. */
 int apply_policy(void);
 
-/* watch.c: the one loop that watches a program (a run's, or a session's
- * interpreter through a call): its wall clock, its output streams and
- * their caps, an input written without blocking, the owner's own fds; a
- * timeout or a flood stops everything the owner's way, repeated until the
- * owner says the program is over. Libc only, and nothing of the guest's
- * but the hooks: the host's supervisor can stand on the same loop. */
+/* watch.c: the guest's hooks over the host's one supervision loop
+ * (src/linux/supervisor.c, built into the agent), for a run's program or a
+ * session's interpreter through one call. The loop keeps the wall clock,
+ * reads and caps both output streams, writes the input without blocking
+ * and hands the owner's fds to the owner's sources; the guest stops the
+ * program its way: kill(-1) from PID 1 (a setsid() double fork escapes
+ * nothing), repeated every KILL_REPEAT_MS until the program is over (a
+ * process forked while the last kill ran gets the next). SIGCHLD's
+ * signalfd is the loop's last source: it reaps, and ends the loop when
+ * the owner says the program is over. */
 struct watch;
-#define WATCH_OWN_FDS 2
-struct watch_fd {
-	int fd;                 /* -1: not polled this time */
-	short events;
-	bool late;              /* handled after the output streams */
-	void (*ready)(struct watch *w, short revents);
-};
-struct watch_ops {
-	/* The loop's end: the program is over. */
-	bool (*over)(struct watch *w);
-	/* How to stop: every process of the program's, now. Repeated every
-	 * KILL_REPEAT_MS while stopping. */
-	void (*kill)(struct watch *w);
+struct watch_hooks {
 	/* Collects what has ended, without waiting. */
 	void (*reap)(struct watch *w);
-	/* Optional, once per wake-up before the clock is judged: may move
-	 * deadline_us, or stop. */
-	void (*check)(struct watch *w, int64_t now);
-	/* Optional: the owner's fds for this wake-up. */
-	void (*own_fds)(struct watch *w, struct watch_fd fds[WATCH_OWN_FDS]);
+	/* Optional: a reason found while reaping to stop the program now. */
+	bool (*must_stop)(struct watch *w);
+	/* The loop's end: the program is over. */
+	bool (*over)(struct watch *w);
 };
-/* Bytes for the program's fd (non-blocking), written as it takes them; a
- * write error ends the writing (the program's status says how). */
-struct watch_input {
-	int fd;
-	const char *buf;
-	size_t len, sent;
-};
+/* The source the watch takes for SIGCHLD (after the output streams and
+ * the owner's own: a reply read in the same wake-up is seen first); the
+ * owner's sources are sv.src[0 .. WATCH_SIGNALS - 1]. */
+#define WATCH_SIGNALS (SUPERVISOR_SOURCES - 1)
 struct watch {
-	const struct watch_ops *ops;
+	struct supervisor sv;       /* sv.ctx is this watch */
+	struct outcome o;           /* timed_out, output_overflow: the loop's */
+	const struct watch_hooks *hooks;
 	void *owner;
 	int sigfd;                  /* SIGCHLD's signalfd: a child ended */
-	struct stream *out, *err;   /* a pass of either cap stops everything */
-	struct watch_input *input;  /* NULL: none */
-	int64_t deadline_us;
-	int give_up_ms;             /* after the stop; 0: no bound in the loop */
-	bool stopping, timed_out, overflow, gave_up;
-	int64_t stop_us, next_kill_us;
 };
+/* Readies w: the wall clock wall_ms from start_ms (now_ms()'s), and, after
+ * a stop, give_up_ms before the loop ends broken (0: no bound). The owner
+ * then sets sv.out_fd, sv.cap, its sources and its input. */
+void watch_init(struct watch *w, const struct watch_hooks *hooks, void *owner, int sigfd,
+		double start_ms, double wall_ms, double give_up_ms);
+/* The loop, until the program is over or (give_up_ms) does not end. */
 void watch_program(struct watch *w);
-/* The kill hook of a watcher that is PID 1: kill(-1) spares only the
- * caller, so a setsid() double fork escapes nothing. */
-void watch_kill_all_but_us(struct watch *w);
+/* For an owner's source that changed what over reads: reaps, stops if
+ * must_stop says so, ends the loop if over. */
+void watch_settle(struct watch *w);
 /* Stops everything (once; the loop repeats the kill). */
 void watch_stop(struct watch *w);
 /* Kills and reaps until no child is left: 0, or -ETIMEDOUT after bound_ms. */

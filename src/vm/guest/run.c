@@ -1,11 +1,11 @@
 /* One run: a VM_RUN in, one VM_RESULT out (see agent.c's theory of
  * operation). The zygote forks the program, which becomes the agent's own
- * child; watch.c's loop keeps its clock and caps its output; the result
+ * child; the one supervision loop, with watch.c's hooks, keeps its clock
+ * and caps its output; the result
  * carries facts only (how the program ended, its usage, the OOM kills): the
  * host decides the status with the rules every tier shares
  * (src/core/status.h). */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ struct run {
 	char *code;
 	int64_t start_us;
 	struct zygote *z;
-	struct stream out, err;
+	struct capture out, err;
 	struct watch w;
 	bool control_open;
 	pid_t program;          /* from the zygote's "pid N"; 0 until then */
@@ -90,6 +90,14 @@ static void reap_run(struct watch *w)
 	}
 }
 
+/* A step the zygote's child could not take: nothing runs with less than
+ * was asked. */
+static bool setup_failed_now(struct watch *w)
+{
+	const struct run *r = w->owner;
+	return r->setup_failed;
+}
+
 static bool run_over(struct watch *w)
 {
 	const struct run *r = w->owner;
@@ -99,36 +107,38 @@ static bool run_over(struct watch *w)
 	return r->zygote_reaped && r->program == 0 && !r->control_open;
 }
 
-/* A step the zygote's child could not take: nothing runs with less than
- * was asked. */
-static void check_setup(struct watch *w, int64_t now)
+static void control_ready(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
-	const struct run *r = w->owner;
-	(void)now;
-	if (r->setup_failed)
-		watch_stop(w);
-}
-
-static void control_ready(struct watch *w, short revents)
-{
+	struct watch *w = sv->ctx;
+	struct run *r = w->owner;
 	(void)revents;
-	read_control(w->owner);
+	read_control(r);
+	if (!r->control_open)
+		src->fd = -1; /* at EOF: polled no more */
+	watch_settle(w);
 }
 
-static void control_fd(struct watch *w, struct watch_fd fds[WATCH_OWN_FDS])
-{
-	const struct run *r = w->owner;
-	fds[0] = (struct watch_fd){.fd = r->control_open ? r->z->control_fd : -1,
-				   .events = POLLIN, .ready = control_ready};
-}
-
-static const struct watch_ops run_ops = {
-	.over = run_over,
-	.kill = watch_kill_all_but_us,
+static const struct watch_hooks run_hooks = {
 	.reap = reap_run,
-	.check = check_setup,
-	.own_fds = control_fd,
+	.must_stop = setup_failed_now,
+	.over = run_over,
 };
+
+/* The loop over the program: its clock from the frame's arrival, both
+ * output streams, and the zygote's control pipe, read while stopping too:
+ * its pid line tells the program's end apart, its EOF says none started. */
+static void watch_over_run(struct run *r, int sigfd)
+{
+	struct watch *w = &r->w;
+	watch_init(w, &run_hooks, r, sigfd, (double)r->start_us / 1000.0, r->lim.wall_ms, 0);
+	w->sv.out_fd[0] = r->z->out_fd;
+	w->sv.out_fd[1] = r->z->err_fd;
+	w->sv.cap[0] = &r->out;
+	w->sv.cap[1] = &r->err;
+	w->sv.src[0] = (struct supervisor_source){.fd = r->z->control_fd, .while_stopping = true,
+						  .ready = control_ready};
+	watch_program(w);
+}
 
 /* The program has ended (or never started): end what it left behind, reap
  * everything, then take what is still in the pipes. Once nothing but us is
@@ -137,12 +147,7 @@ static const struct watch_ops run_ops = {
 static void finish(struct run *r)
 {
 	watch_end_all(&r->w, REAP_WAIT_MS);
-	bool ignored = false;
-	bool *overflow = r->w.overflow ? &ignored : &r->w.overflow;
-	if (r->out.open)
-		stream_drain(&r->out, overflow);
-	if (r->err.open)
-		stream_drain(&r->err, overflow);
+	supervisor_drain(&r->w.sv);
 	read_control(r);
 }
 
@@ -184,10 +189,10 @@ static void usage(const struct run *r, struct result *res)
 static void gather_facts(const struct run *r, struct result *res)
 {
 	usage(r, res);
-	res->head.flags |= (r->out.cap.truncated ? VM_STDOUT_TRUNCATED : 0) |
-			   (r->err.cap.truncated ? VM_STDERR_TRUNCATED : 0) |
-			   (r->w.overflow ? VM_RUN_OVERFLOW : 0) |
-			   (r->w.timed_out ? VM_RUN_TIMED_OUT : 0);
+	res->head.flags |= (r->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
+			   (r->err.truncated ? VM_STDERR_TRUNCATED : 0) |
+			   (r->w.o.output_overflow ? VM_RUN_OVERFLOW : 0) |
+			   (r->w.o.timed_out ? VM_RUN_TIMED_OUT : 0);
 	if (r->setup_failed) {
 		setup_failed(res, r->setup.message);
 		return;
@@ -206,14 +211,14 @@ static void gather_facts(const struct run *r, struct result *res)
 
 static void send_run_result(const struct run *r, struct result *res)
 {
-	res->head.stdout_len = (uint32_t)r->out.cap.len;
-	res->head.stderr_len = (uint32_t)r->err.cap.len;
+	res->head.stdout_len = (uint32_t)r->out.len;
+	res->head.stderr_len = (uint32_t)r->err.len;
 	res->head.message_len = (uint32_t)strlen(res->message);
 	res->head.wall_us = (uint64_t)(now_us() - r->start_us);
 	struct iovec parts[4] = {
 		{.iov_base = &res->head, .iov_len = sizeof res->head},
-		{.iov_base = r->out.cap.buf, .iov_len = r->out.cap.len},
-		{.iov_base = r->err.cap.buf, .iov_len = r->err.cap.len},
+		{.iov_base = r->out.buf, .iov_len = r->out.len},
+		{.iov_base = r->err.buf, .iov_len = r->err.len},
 		{.iov_base = res->message, .iov_len = res->head.message_len},
 	};
 	int rc = send_frame(VM_RESULT, parts, 4);
@@ -244,14 +249,10 @@ void serve_run(const struct vm_frame_header *h, struct zygote *z, int sigfd)
 	memset(&r, 0, sizeof r);
 	memset(&res, 0, sizeof res);
 	r.z = z;
-	r.out = (struct stream){.fd = z->out_fd, .open = true};
-	r.err = (struct stream){.fd = z->err_fd, .open = true};
-	r.w = (struct watch){.ops = &run_ops, .owner = &r, .sigfd = sigfd,
-			     .out = &r.out, .err = &r.err};
 
 	int rc = receive(h, &r, &f);
 	if (rc == 0) {
-		r.out.cap.limit = r.err.cap.limit = (size_t)r.lim.output_kb * 1024;
+		r.out.limit = r.err.limit = (size_t)r.lim.output_kb * 1024;
 		rc = prepare(&r, &f);
 	}
 	if (rc) {
@@ -261,14 +262,13 @@ void serve_run(const struct vm_frame_header *h, struct zygote *z, int sigfd)
 		if (r.start_us == 0)
 			r.start_us = now_us();
 	} else {
-		r.w.deadline_us = r.start_us + (int64_t)r.lim.wall_ms * 1000;
 		r.control_open = true;
-		watch_program(&r.w);
+		watch_over_run(&r, sigfd);
 		finish(&r);
 		gather_facts(&r, &res);
 	}
 	send_run_result(&r, &res);
 	free(r.code);
-	capture_free(&r.out.cap);
-	capture_free(&r.err.cap);
+	capture_free(&r.out);
+	capture_free(&r.err);
 }

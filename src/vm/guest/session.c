@@ -225,12 +225,10 @@ struct call {
 	struct session *s;
 	struct vm_call req;
 	char *request;
-	struct watch_input in;  /* the request line, to the interpreter */
-	struct stream out, err, rep;
-	struct watch w;         /* its clock, its caps, its stop */
+	struct capture out, err, rep;
+	struct watch w;         /* its clock, its caps, its input, its stop */
 	bool replied, ended, broken;
 	bool cancelled, bad_reply, setup_failed, restarted;
-	bool port_open;
 	bool acked;             /* the interpreter took the request: it may have run */
 	bool clock_started;     /* from the ack, the call's own wall clock */
 	int wstatus;
@@ -256,52 +254,54 @@ static void reap_call(struct watch *w)
 /* The reply stream's whole lines, read as every host tier reads them. */
 static void take_reply(struct call *c)
 {
-	if (session_take_reply(&c->rep.cap, c->req.seq, &c->ans, &c->acked))
+	if (session_take_reply(&c->rep, c->req.seq, &c->ans, &c->acked))
 		c->replied = true;
 }
 
 /* A frame from the host during a call: a stop, whatever its type (the host
  * sends nothing else while it waits). */
-static void host_ready(struct watch *w, short revents)
+static void host_ready(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
+	struct watch *w = sv->ctx;
 	struct call *c = w->owner;
 	if (!(revents & POLLIN)) {
-		c->port_open = false; /* no host connected: nothing to hear */
+		src->fd = -1; /* no host connected: nothing to hear */
 		return;
 	}
 	struct vm_frame_header h;
 	if (port_read(&h, sizeof h) || skip_frame(port_read, &h)) {
-		c->port_open = false;
+		src->fd = -1;
 		return;
 	}
 	c->cancelled = true;
 	watch_stop(w);
 }
 
-static void reply_ready(struct watch *w, short revents)
+/* Until the interpreter takes the request, its start has its own
+ * allowance; from the ack, the call has its wall clock. */
+static void start_clock(struct call *c)
 {
+	if (c->acked && !c->clock_started) {
+		c->clock_started = true;
+		c->w.sv.deadline_ms = now_ms() + (double)c->req.wall_ms;
+	}
+}
+
+static void reply_ready(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	struct watch *w = sv->ctx;
 	struct call *c = w->owner;
 	(void)revents;
-	if (w->stopping)
-		return;
 	bool too_long = false;
-	c->rep.open = stream_drain(&c->rep, &too_long);
+	if (!supervise_drain(src->fd, &c->rep, &too_long))
+		src->fd = -1; /* at EOF: polled no more */
 	take_reply(c);
+	start_clock(c);
 	if (!c->replied && too_long) {
 		c->bad_reply = true;
 		watch_stop(w);
 	}
-}
-
-static void call_fds(struct watch *w, struct watch_fd fds[WATCH_OWN_FDS])
-{
-	const struct call *c = w->owner;
-	fds[0] = (struct watch_fd){.fd = c->port_open && !w->stopping ? port_fd : -1,
-				   .events = POLLIN, .ready = host_ready};
-	/* After the output streams: what the interpreter printed before its
-	 * reply is read first. */
-	fds[1] = (struct watch_fd){.fd = c->rep.open && !w->stopping ? c->rep.fd : -1,
-				   .events = POLLIN, .late = true, .ready = reply_ready};
+	watch_settle(w);
 }
 
 static bool call_over(struct watch *w)
@@ -310,31 +310,33 @@ static bool call_over(struct watch *w)
 	return c->replied || c->ended;
 }
 
-/* Until the interpreter takes the request, its start has its own
- * allowance; from the ack, the call has its wall clock. */
-static void start_clock(struct watch *w, int64_t now)
-{
-	struct call *c = w->owner;
-	if (c->acked && !c->clock_started) {
-		c->clock_started = true;
-		w->deadline_us = now + (int64_t)c->req.wall_ms * 1000;
-	}
-}
-
-static const struct watch_ops call_ops = {
-	.over = call_over,
-	.kill = watch_kill_all_but_us,
+static const struct watch_hooks call_hooks = {
 	.reap = reap_call,
-	.check = start_clock,
-	.own_fds = call_fds,
+	.over = call_over,
 };
 
-static void watch_call(struct call *c)
+/* The loop over one call: the interpreter's output streams, the request
+ * written as it takes it, the host's port (a stop) and the reply pipe,
+ * neither heard once stopping. The reply comes after the output streams:
+ * what the interpreter printed before its reply is read first. */
+static void watch_call(struct session *s, struct call *c)
 {
-	c->w.deadline_us = now_us() + ((int64_t)c->req.wall_ms + VM_SESSION_START_MS) * 1000;
+	struct watch *w = &c->w;
+	watch_init(w, &call_hooks, c, s->sigfd, now_ms(),
+		   (double)c->req.wall_ms + VM_SESSION_START_MS, STOP_GIVE_UP_MS);
 	c->clock_started = false;
-	watch_program(&c->w);
-	if (c->w.gave_up) {
+	w->sv.out_fd[0] = s->out_r;
+	w->sv.out_fd[1] = s->err_r;
+	w->sv.cap[0] = &c->out;
+	w->sv.cap[1] = &c->err;
+	w->sv.in_fd = s->req_w;
+	w->sv.input = c->request;
+	w->sv.input_len = c->req.request_len;
+	w->sv.src[0] = (struct supervisor_source){.fd = port_fd, .ready = host_ready};
+	w->sv.src[1] = (struct supervisor_source){.fd = s->rep_r, .after_streams = true,
+						  .ready = reply_ready};
+	watch_program(w);
+	if (w->sv.broken) {
 		c->broken = true;
 		fail(&c->why, 0, "the session's processes did not end within %d ms of SIGKILL",
 		     STOP_GIVE_UP_MS);
@@ -353,10 +355,10 @@ static void finish_interpreter(struct session *s, struct call *c)
 		return;
 	}
 	bool ignored = false;
-	bool *overflow = c->w.overflow ? &ignored : &c->w.overflow;
-	for (int i = 0; i < 64 && stream_drain(&c->out, overflow); i++)
+	bool *overflow = c->w.o.output_overflow ? &ignored : &c->w.o.output_overflow;
+	for (int i = 0; i < 64 && supervise_drain(s->out_r, &c->out, overflow); i++)
 		;
-	for (int i = 0; i < 64 && stream_drain(&c->err, overflow); i++)
+	for (int i = 0; i < 64 && supervise_drain(s->err_r, &c->err, overflow); i++)
 		;
 	close_fd(&s->req_w);
 	close_fd(&s->rep_r);
@@ -369,12 +371,12 @@ static void send_call_result(struct session *s, struct call *c)
 	struct vm_call_result r;
 	memset(&r, 0, sizeof r);
 	r.flags = (c->replied ? VM_CALL_REPLIED : 0) | (c->ended ? VM_CALL_ENDED : 0) |
-		  (c->restarted ? VM_CALL_RESTARTED : 0) | (c->w.timed_out ? VM_CALL_TIMED_OUT : 0) |
-		  (c->w.overflow ? VM_CALL_OVERFLOW : 0) | (c->cancelled ? VM_CALL_CANCELLED : 0) |
+		  (c->restarted ? VM_CALL_RESTARTED : 0) | (c->w.o.timed_out ? VM_CALL_TIMED_OUT : 0) |
+		  (c->w.o.output_overflow ? VM_CALL_OVERFLOW : 0) | (c->cancelled ? VM_CALL_CANCELLED : 0) |
 		  (c->bad_reply ? VM_CALL_BAD_REPLY : 0) |
 		  (c->setup_failed ? VM_CALL_SETUP_FAILED : 0) | (c->broken ? VM_CALL_BROKEN : 0) |
-		  (c->out.cap.truncated ? VM_STDOUT_TRUNCATED : 0) |
-		  (c->err.cap.truncated ? VM_STDERR_TRUNCATED : 0);
+		  (c->out.truncated ? VM_STDOUT_TRUNCATED : 0) |
+		  (c->err.truncated ? VM_STDERR_TRUNCATED : 0);
 	r.wstatus = c->wstatus;
 	if (c->ended) {
 		/* The whole cgroup's CPU since the last report: the interpreter,
@@ -388,14 +390,14 @@ static void send_call_result(struct session *s, struct call *c)
 	r.oom_kills = ooms > s->oom_reported ? ooms - s->oom_reported : 0;
 	s->oom_reported = ooms;
 	const char *message = c->setup_failed || c->broken ? c->why.message : "";
-	r.stdout_len = (uint32_t)c->out.cap.len;
-	r.stderr_len = (uint32_t)c->err.cap.len;
+	r.stdout_len = (uint32_t)c->out.len;
+	r.stderr_len = (uint32_t)c->err.len;
 	r.reply_len = c->replied ? (uint32_t)c->ans.reply_len : 0;
 	r.message_len = (uint32_t)strlen(message);
 	struct iovec parts[5] = {
 		{.iov_base = &r, .iov_len = sizeof r},
-		{.iov_base = c->out.cap.buf, .iov_len = c->out.cap.len},
-		{.iov_base = c->err.cap.buf, .iov_len = c->err.cap.len},
+		{.iov_base = c->out.buf, .iov_len = c->out.len},
+		{.iov_base = c->err.buf, .iov_len = c->err.len},
 		{.iov_base = c->ans.reply, .iov_len = r.reply_len},
 		{.iov_base = (void *)message, .iov_len = r.message_len},
 	};
@@ -411,9 +413,6 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 	struct call c;
 	memset(&c, 0, sizeof c);
 	c.s = s;
-	c.port_open = true;
-	c.w = (struct watch){.ops = &call_ops, .owner = &c, .sigfd = s->sigfd, .out = &c.out,
-			     .err = &c.err, .input = &c.in, .give_up_ms = STOP_GIVE_UP_MS};
 	const size_t cap = (size_t)s->lim.output_kb * 1024;
 	if (receive_call(port_read, h, s->lim.output_kb, &c.req, &c.request, &c.why)) {
 		/* Unrecoverable (frame.c), and nothing of the call has run. */
@@ -435,23 +434,21 @@ again:
 		c.restarted = s->started_before;
 		s->started_before = true;
 	}
-	c.out = (struct stream){.fd = s->out_r, .open = true, .cap = {.limit = cap}};
-	c.err = (struct stream){.fd = s->err_r, .open = true, .cap = {.limit = cap}};
-	c.rep = (struct stream){.fd = s->rep_r, .open = true,
-				.cap = {.limit = (size_t)c.req.reply_max + 1}};
-	c.in = (struct watch_input){.fd = s->req_w, .buf = c.request, .len = c.req.request_len};
-	watch_call(&c);
-	if (!c.replied && c.ended && !c.acked && !c.w.stopping && !c.broken && !retried) {
+	c.out = (struct capture){.limit = cap};
+	c.err = (struct capture){.limit = cap};
+	c.rep = (struct capture){.limit = (size_t)c.req.reply_max + 1};
+	watch_call(s, &c);
+	if (!c.replied && c.ended && !c.acked && !c.w.sv.stopping && !c.broken && !retried) {
 		/* It ended by itself before it took the request (it died
 		 * between calls: a cell closed its pipes, a thread crashed it):
 		 * the code never ran, so a fresh interpreter gets it, once. */
 		take_reply(&c);
 		if (!c.acked) {
 			finish_interpreter(s, &c);
-			capture_free(&c.out.cap);
-			capture_free(&c.err.cap);
-			capture_free(&c.rep.cap);
-			c.ended = c.w.overflow = false;
+			capture_free(&c.out);
+			capture_free(&c.err);
+			capture_free(&c.rep);
+			c.ended = false;
 			c.wstatus = 0;
 			retried = true;
 			goto again;
@@ -460,8 +457,8 @@ again:
 	if (c.replied) {
 		/* All it printed before the reply is in the pipes now. */
 		bool ignored = false;
-		stream_drain(&c.out, &ignored);
-		stream_drain(&c.err, &ignored);
+		supervise_drain(s->out_r, &c.out, &ignored);
+		supervise_drain(s->err_r, &c.err, &ignored);
 		if (c.ended) /* and then it ended: nothing of it may stay */
 			finish_interpreter(s, &c);
 	} else if (!c.broken) {
@@ -471,9 +468,9 @@ again:
 		c.ended = true;
 	}
 	send_call_result(s, &c);
-	capture_free(&c.out.cap);
-	capture_free(&c.err.cap);
-	capture_free(&c.rep.cap);
+	capture_free(&c.out);
+	capture_free(&c.err);
+	capture_free(&c.rep);
 	free(c.ans.reply);
 	free(c.request);
 	return !c.broken;
