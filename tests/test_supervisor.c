@@ -2,10 +2,10 @@
  * plain pipes: no sandbox is started. Every tier's host side runs this
  * loop with its own hooks; the tier suites show each tier's ending, these
  * show the loop's rules once: a flood, the wall clock, a cancel, a stop
- * not confirmed in time (forced, once or until the end; or broken; or
- * given up on), the input writer, and the
- * one place the program's output passes. */
+ * not confirmed in time (forced, once or until the end; broken; given up
+ * on), the input writer, and the one place the program's output passes. */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 struct probe {
 	int stops, forces;
 	int end_w;              /* closed by the force hook: the "sandbox" ends */
+	int forces_to_end;      /* the force that closes it (0: the first) */
 };
 
 static void count_stop(struct supervisor *sv)
@@ -28,9 +29,10 @@ static void count_stop(struct supervisor *sv)
 static void force_end(struct supervisor *sv)
 {
 	struct probe *p = sv->ctx;
-	p->forces++;
-	close(p->end_w);
-	p->end_w = -1;
+	if (++p->forces >= p->forces_to_end && p->end_w >= 0) {
+		close(p->end_w);
+		p->end_w = -1;
+	}
 }
 
 static void on_end(struct supervisor *sv, struct supervisor_source *src, short revents)
@@ -72,6 +74,18 @@ static void rig_open(struct rig *r, size_t cap, double wall_sec)
 	r->sv.ctx = &r->p;
 }
 
+/* A sandbox that ends when the force hook closes end_w: the read end,
+ * returned, is the loop's source of its end. */
+static int rig_end(struct rig *r)
+{
+	int end[2];
+	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
+	r->p.end_w = end[1];
+	r->sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
+						  .ready = on_end};
+	return end[0];
+}
+
 static void rig_close(struct rig *r)
 {
 	for (int i = 0; i < 2; i++)
@@ -104,103 +118,77 @@ static void flood_stops_once(void **state)
 }
 
 /* The wall clock stops a silent sandbox; one that does not confirm the
- * stop within the grace is forced, and the loop waits for its end. */
-static void timeout_then_force(void **state)
+ * stop within the grace is forced (every force_every_ms, 0: once), and the
+ * loop waits for its end, which comes with force number forces_to_end. */
+static void forced_to_its_end(double force_every_ms, int forces_to_end)
 {
-	(void)state;
 	struct rig r;
 	rig_open(&r, 100, 0.05);
-	int end[2];
-	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
-	r.p.end_w = end[1];
+	int end = rig_end(&r);
+	r.p.forces_to_end = forces_to_end;
 	r.sv.grace_ms = 20;
 	r.sv.force = force_end;
-	r.sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
-						 .ready = on_end};
+	r.sv.force_every_ms = force_every_ms;
 	supervisor_run(&r.sv);
 	assert_true(r.o.timed_out);
 	assert_true(r.o.forced_kill);
 	assert_int_equal(r.p.stops, 1);
-	assert_int_equal(r.p.forces, 1);
+	assert_int_equal(r.p.forces, forces_to_end);
 	assert_true(r.sv.done);
 	assert_false(r.sv.broken);
-	close(end[0]);
+	close(end);
 	rig_close(&r);
 }
 
-/* Without a force hook, a stop not confirmed within the grace leaves the
- * sandbox broken (a session's: the caller closes it). */
-static void unconfirmed_stop_is_broken(void **state)
+static void timeout_then_force(void **state)
 {
 	(void)state;
-	struct rig r;
-	rig_open(&r, 100, 0.05);
-	r.sv.grace_ms = 20;
-	supervisor_run(&r.sv);
-	assert_true(r.o.timed_out);
-	assert_true(r.sv.broken);
-	assert_false(r.o.forced_kill);
-	assert_int_equal(r.p.stops, 1);
-	rig_close(&r);
+	forced_to_its_end(0, 1);
 }
 
 /* A force that reaches only what is there as it runs (the guest's
  * kill(-1)): with force_every_ms it is repeated until the end comes. */
-static void force_again(struct supervisor *sv)
-{
-	struct probe *p = sv->ctx;
-	if (++p->forces == 3) {
-		close(p->end_w);
-		p->end_w = -1;
-	}
-}
-
 static void force_repeats_until_the_end(void **state)
 {
 	(void)state;
-	struct rig r;
-	rig_open(&r, 100, 0.02);
-	int end[2];
-	assert_int_equal(pipe2(end, O_CLOEXEC | O_NONBLOCK), 0);
-	r.p.end_w = end[1];
-	r.sv.grace_ms = 5;
-	r.sv.force = force_again;
-	r.sv.force_every_ms = 5;
-	r.sv.src[0] = (struct supervisor_source){.fd = end[0], .while_stopping = true,
-						 .ready = on_end};
-	supervisor_run(&r.sv);
-	assert_true(r.o.timed_out);
-	assert_int_equal(r.p.stops, 1);
-	assert_int_equal(r.p.forces, 3);
-	assert_true(r.sv.done);
-	assert_false(r.sv.broken);
-	close(end[0]);
-	rig_close(&r);
+	forced_to_its_end(5, 3);
 }
 
-static void count_force(struct supervisor *sv)
+/* A stop not confirmed leaves the sandbox broken: without a force hook,
+ * once the grace is over (a session's: the caller closes it); with one
+ * repeated (the guest's), once give_up_ms is over, instead of holding the
+ * loop forever. */
+static void broken_when_not_ended(bool forcing)
 {
-	((struct probe *)sv->ctx)->forces++;
-}
-
-/* With give_up_ms, a sandbox that never ends after the stop, however
- * often forced, ends the loop broken instead of holding it forever. */
-static void give_up_ends_broken(void **state)
-{
-	(void)state;
 	struct rig r;
-	rig_open(&r, 100, 0.02);
-	r.sv.grace_ms = 5;
-	r.sv.force = count_force;
-	r.sv.force_every_ms = 5;
-	r.sv.give_up_ms = 50;
+	rig_open(&r, 100, 0.05);
+	r.p.end_w = -1;
+	r.sv.grace_ms = 20;
+	if (forcing) {
+		r.p.forces_to_end = INT_MAX; /* it never ends */
+		r.sv.force = force_end;
+		r.sv.force_every_ms = 5;
+		r.sv.give_up_ms = 60;
+	}
 	supervisor_run(&r.sv);
 	assert_true(r.o.timed_out);
 	assert_true(r.sv.broken);
 	assert_false(r.sv.done);
+	assert_int_equal(r.o.forced_kill, forcing);
 	assert_int_equal(r.p.stops, 1);
-	assert_true(r.p.forces >= 1);
 	rig_close(&r);
+}
+
+static void unconfirmed_stop_is_broken(void **state)
+{
+	(void)state;
+	broken_when_not_ended(false);
+}
+
+static void give_up_ends_broken(void **state)
+{
+	(void)state;
+	broken_when_not_ended(true);
 }
 
 /* The caller's cancel stops the sandbox as a timeout would. */
