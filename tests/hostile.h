@@ -615,7 +615,6 @@ static void isolation_sequential_runs(void **state)
 	aj_result_free(&r);
 }
 
-
 /* ---- what a review found reachable without the filter and a /dev of its own ---- */
 
 static void hostile_host_unix_socket(void **state)

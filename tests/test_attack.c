@@ -174,7 +174,6 @@ static void unavailable_and_failed(void **state)
 	assert_string_equal(attack_verdict_name(VERDICT_ESCAPED), "ESCAPED");
 }
 
-
 /* ---- the hostile-program table every user runs (programs.h) ---- */
 
 /* Each program has a unique name, code and a line on what holding means;

@@ -19,7 +19,7 @@ _Static_assert(sizeof(((struct aj_limits *)0)->cpu_sec) == sizeof(uint32_t), "ui
 char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
 	"PATH=/usr/local/bin:/usr/bin:/bin",
 	"LANG=C.UTF-8",
-	"HOME=/tmp/work",
+	"HOME=" AJ_SESSION_WORKSPACE,
 	"TMPDIR=/tmp",
 	"MALLOC_ARENA_MAX=2",
 	NULL,

@@ -50,7 +50,6 @@ static json_t *tmpfs_opts(uint64_t kb)
 	return json_string(o);
 }
 
-
 /* The deployer's host paths (cfg.ro_binds, resolved when the sandbox
  * opened): bind mounts, read-only. NonRecursive: a mount below HOST is not
  * carried along, because the engine would leave it writable (its ReadOnly

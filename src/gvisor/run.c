@@ -51,7 +51,7 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	/* The result waits for the sandbox's end: a result means it is gone. */
 	siginfo_t si;
 	int ended = gvisor_started_end(s, &si, &err);
-	watch_drain(&w);
+	supervisor_drain(&w.sv); /* what it wrote is in the pipes */
 	/* runsc exits with the program's code, or 128 + the signal that ended
 	 * it; killed here, it has none. */
 	int exit_code = si.si_code == CLD_EXITED ? si.si_status : -1;

@@ -69,8 +69,3 @@ void watch_run(struct watch *w, const struct gvisor_sandbox *sb, const struct aj
 	sv->ctx = w;
 	supervisor_run(sv);
 }
-
-void watch_drain(struct watch *w)
-{
-	supervisor_drain(&w->sv);
-}

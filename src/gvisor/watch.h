@@ -32,7 +32,5 @@ struct watch {
  * kills the whole cgroup. Fills o's flags and wall_ms. */
 void watch_run(struct watch *w, const struct gvisor_sandbox *sb, const struct aj_limits *l,
 	       double start_ms, struct outcome *o);
-/* Once the sandbox has ended: what it wrote is in the pipes. */
-void watch_drain(struct watch *w);
 
 #endif

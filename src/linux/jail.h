@@ -36,7 +36,7 @@ enum jail_mode {
 };
 
 /* Where the program runs and what it runs, as seen inside the sandbox. */
-#define JAIL_WORKSPACE "/tmp/work"
+#define JAIL_WORKSPACE AJ_SESSION_WORKSPACE
 #define JAIL_PROGRAM "main.py"
 
 struct jail_spec {

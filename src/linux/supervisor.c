@@ -243,8 +243,8 @@ void supervisor_run(struct supervisor *sv)
 				force_end(sv);
 			else if (!sv->force && sv->grace_ms <= 0)
 				supervisor_stop(sv);
-			else if (!sv->force)
-				sv->broken = true;
+			else
+				sv->broken = true; /* forced already: never spin on poll */
 			continue;
 		}
 		if (n == 0 && sv->done) {

@@ -46,11 +46,6 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 	return svc->cfg.max_body;
 }
 
-
-
-
-
-
 static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	static const char *const allowed[] = {"code", "limits", NULL};

@@ -259,7 +259,6 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	json_decref(o);
 }
 
-
 static void session_files(struct service *svc, const struct http_request *rq,
 			  struct http_response *rs, const char *worker,
 			  const struct session_route *r)
@@ -348,7 +347,6 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_files(svc, rq, rs, worker, r);
 	}
 }
-
 
 static void tiers(struct service *svc, struct http_response *rs)
 {

@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "../../include/agentjail.h"
+
 #define VM_PROTOCOL_VERSION 3
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
@@ -26,7 +28,7 @@
 #define VM_GUEST_PORT "/dev/vport0p1"
 /* The program runs as this uid/gid in the guest: never root. */
 #define VM_GUEST_UID 1000
-#define VM_GUEST_WORKSPACE "/tmp/work"
+#define VM_GUEST_WORKSPACE AJ_SESSION_WORKSPACE
 /* Largest frame either side accepts: the largest program or the largest
  * output cap, twice, and room. */
 #define VM_MAX_FRAME (64u << 20)
