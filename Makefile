@@ -14,7 +14,7 @@ PYTHON ?= /usr/bin/python3
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # seccomp_policy.c is compiled into the build-time generator, not the library.
-LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/boot/*.c src/api/*.c)) src/warm/warm.c
+LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/boot/*.c src/egress/*.c src/api/*.c)) src/warm/warm.c
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
 # loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
