@@ -15,7 +15,7 @@ struct reader {
 	size_t left;
 };
 
-static int take(struct reader *r, size_t n, const unsigned char **out)
+static int read_bytes(struct reader *r, size_t n, const unsigned char **out)
 {
 	if (r->left < n)
 		return -1;
@@ -28,7 +28,7 @@ static int take(struct reader *r, size_t n, const unsigned char **out)
 static int u8(struct reader *r, unsigned *v)
 {
 	const unsigned char *p;
-	if (take(r, 1, &p))
+	if (read_bytes(r, 1, &p))
 		return -1;
 	*v = p[0];
 	return 0;
@@ -37,7 +37,7 @@ static int u8(struct reader *r, unsigned *v)
 static int u16(struct reader *r, unsigned *v)
 {
 	const unsigned char *p;
-	if (take(r, 2, &p))
+	if (read_bytes(r, 2, &p))
 		return -1;
 	*v = (unsigned)p[0] << 8 | p[1];
 	return 0;
@@ -50,7 +50,7 @@ static int vec(struct reader *r, int w, struct reader *body)
 	if ((w == 1 ? u8(r, &n) : u16(r, &n)))
 		return -1;
 	const unsigned char *p;
-	if (take(r, n, &p))
+	if (read_bytes(r, n, &p))
 		return -1;
 	body->p = p;
 	body->left = n;
@@ -93,7 +93,7 @@ static enum sni_result client_hello(struct reader *h, char name[SNI_NAME_MAX + 1
 	struct reader v;
 	/* legacy_version, random, legacy_session_id, cipher_suites,
 	 * legacy_compression_methods. */
-	if (u16(h, &ignored) || take(h, 32, &skip) || vec(h, 1, &v) || vec(h, 2, &v) || vec(h, 1, &v))
+	if (u16(h, &ignored) || read_bytes(h, 32, &skip) || vec(h, 1, &v) || vec(h, 2, &v) || vec(h, 1, &v))
 		return SNI_INVALID;
 	if (h->left == 0)
 		return SNI_NONE; /* no extensions at all */
