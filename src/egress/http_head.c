@@ -7,9 +7,9 @@
 
 #include "http_head.h"
 
-static enum http_head_result bad(char *why, size_t n, const char *fmt, ...)
+static enum http_head_result refuse_head(char *why, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static enum http_head_result bad(char *why, size_t n, const char *fmt, ...)
+static enum http_head_result refuse_head(char *why, size_t n, const char *fmt, ...)
 {
 	if (why && n) {
 		va_list ap;
@@ -94,42 +94,42 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 	/* No NUL, and a CR only before LF, a LF only after CR. */
 	for (const char *p = buf; p < end; p++) {
 		if (!*p)
-			return bad(why, n, "a NUL byte in the request head");
+			return refuse_head(why, n, "a NUL byte in the request head");
 		if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == buf || p[-1] != '\r')))
-			return bad(why, n, "a bare CR or LF in the request head");
+			return refuse_head(why, n, "a bare CR or LF in the request head");
 	}
 	/* The request line: METHOD SP TARGET SP HTTP/1.x CRLF. */
 	const char *line_end = memmem(buf, (size_t)(end - buf), "\r\n", 2);
 	const char *sp1 = memchr(buf, ' ', (size_t)(line_end - buf));
 	if (!sp1 || sp1 == buf || (size_t)(sp1 - buf) >= sizeof h->method)
-		return bad(why, n, "no method in the request line");
+		return refuse_head(why, n, "no method in the request line");
 	for (const char *p = buf; p < sp1; p++)
 		if (!tchar(*p))
-			return bad(why, n, "the method is not a token");
+			return refuse_head(why, n, "the method is not a token");
 	memcpy(h->method, buf, (size_t)(sp1 - buf));
 	const char *target = sp1 + 1;
 	const char *sp2 = memchr(target, ' ', (size_t)(line_end - target));
 	if (!sp2 || sp2 == target)
-		return bad(why, n, "no target in the request line");
+		return refuse_head(why, n, "no target in the request line");
 	size_t vlen = (size_t)(line_end - sp2 - 1);
 	if (vlen != 8 || (memcmp(sp2 + 1, "HTTP/1.1", 8) && memcmp(sp2 + 1, "HTTP/1.0", 8)))
-		return bad(why, n, "not HTTP/1.0 or HTTP/1.1");
+		return refuse_head(why, n, "not HTTP/1.0 or HTTP/1.1");
 	size_t tlen = (size_t)(sp2 - target);
 	if (!strcmp(h->method, "CONNECT")) {
 		h->connect = true;
 		if (authority(target, tlen, 0, true, h))
-			return bad(why, n, "CONNECT's target is not host:port");
+			return refuse_head(why, n, "CONNECT's target is not host:port");
 	} else {
 		if (tlen < 8 || strncasecmp(target, "http://", 7))
-			return bad(why, n, "a proxied request's target must be an absolute http:// URL "
+			return refuse_head(why, n, "a proxied request's target must be an absolute http:// URL "
 					   "(https goes through CONNECT)");
 		const char *auth = target + 7;
 		const char *slash = memchr(auth, '/', tlen - 7);
 		size_t alen = slash ? (size_t)(slash - auth) : tlen - 7;
 		if (memchr(auth, '@', alen))
-			return bad(why, n, "user information in the URL");
+			return refuse_head(why, n, "user information in the URL");
 		if (authority(auth, alen, 80, false, h))
-			return bad(why, n, "the URL's host is not a host name or address");
+			return refuse_head(why, n, "the URL's host is not a host name or address");
 		h->path_at = slash ? (size_t)(slash - buf) : 0;
 		h->path_len = slash ? (size_t)(sp2 - slash) : 0;
 	}
@@ -140,13 +140,13 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 	for (const char *l = line_end + 2; l < end - 2;) {
 		const char *le = memmem(l, (size_t)(end - l), "\r\n", 2);
 		if (*l == ' ' || *l == '\t')
-			return bad(why, n, "obsolete line folding in a header");
+			return refuse_head(why, n, "obsolete line folding in a header");
 		const char *colon = memchr(l, ':', (size_t)(le - l));
 		if (!colon || colon == l)
-			return bad(why, n, "a header line without a name");
+			return refuse_head(why, n, "a header line without a name");
 		for (const char *p = l; p < colon; p++)
 			if (!tchar(*p))
-				return bad(why, n, "a header name is not a token");
+				return refuse_head(why, n, "a header name is not a token");
 		size_t nl = (size_t)(colon - l);
 		const char *v = colon + 1;
 		while (v < le && (*v == ' ' || *v == '\t'))
@@ -156,23 +156,23 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 			vl--;
 		if (nl == 14 && !strncasecmp(l, "Content-Length", 14)) {
 			if (content_length++)
-				return bad(why, n, "two Content-Length headers");
+				return refuse_head(why, n, "two Content-Length headers");
 		} else if (nl == 17 && !strncasecmp(l, "Transfer-Encoding", 17)) {
 			chunked = true;
 		} else if (nl == 4 && !strncasecmp(l, "Host", 4)) {
 			if (host_seen)
-				return bad(why, n, "two Host headers");
+				return refuse_head(why, n, "two Host headers");
 			host_seen = true;
 			/* The server must see the host the rules checked. */
 			struct http_head hh = {0};
 			if (authority(v, vl, h->connect ? h->port : 80, false, &hh) ||
 			    strcasecmp(hh.host, h->host) || (!h->connect && hh.port != h->port))
-				return bad(why, n, "the Host header names another host than the target");
+				return refuse_head(why, n, "the Host header names another host than the target");
 		}
 		l = le + 2;
 	}
 	if (content_length && chunked)
-		return bad(why, n, "both Content-Length and Transfer-Encoding");
+		return refuse_head(why, n, "both Content-Length and Transfer-Encoding");
 	h->has_body_length = content_length || chunked;
 	*used = (size_t)(end - buf);
 	return HTTP_HEAD_DONE;
