@@ -99,6 +99,20 @@ struct aj_session_limits {
 #define AJ_DEFAULT_IMAGES 8
 #define AJ_DEFAULT_IMAGE_KB 2048
 
+/* What bounds the traffic egress rules let through, per run and per session
+ * (docs/egress.md). Zero never means unlimited, but for kbps: 0 is no
+ * bandwidth cap. */
+struct aj_egress_limits {
+	uint32_t out_mb;        /* bytes the code sends, all connections together */
+	uint32_t in_mb;         /* bytes it receives */
+	uint32_t connections;   /* connections it opens */
+	uint32_t kbps;          /* each direction's rate; 0: no cap */
+};
+
+#define AJ_DEFAULT_EGRESS_OUT_MB 64
+#define AJ_DEFAULT_EGRESS_IN_MB 1024
+#define AJ_DEFAULT_EGRESS_CONNECTIONS 256
+
 struct aj_config {
 	enum aj_tier tier;
 	struct aj_limits limits;
@@ -147,9 +161,23 @@ struct aj_config {
 	 * symlinks are resolved once). */
 	const char *const *ro_binds;
 	uint32_t ro_bind_count;
+	/* Egress (docs/egress.md): the destinations the code may reach,
+	 * through agentjail's proxy outside the sandbox, and nothing else.
+	 * None of either (the default): no network at all. allow_hosts:
+	 * "PATTERN[:PORTS]" ("pypi.org", "*.pythonhosted.org:443");
+	 * allow_cidrs: "CIDR[:PORTS]" ("10.1.0.0/16:5432"), the only way to
+	 * reach loopback, private, link-local or metadata addresses. PORTS:
+	 * "443" or "80,443", by default 80 and 443. At most AJ_MAX_EGRESS_RULES
+	 * of each. */
+	const char *const *allow_hosts;
+	uint32_t allow_host_count;
+	const char *const *allow_cidrs;
+	uint32_t allow_cidr_count;
+	struct aj_egress_limits egress;
 };
 
 #define AJ_MAX_RO_BINDS 16
+#define AJ_MAX_EGRESS_RULES 32
 
 #define AJ_ERROR_MAX 512
 struct aj_error {

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "agentjail.h"
 #include "src/core/egress_rule.h"
 
 static void host_rule_ok(const char *spec, struct egress_host_rule *r)
@@ -212,6 +213,49 @@ static void addresses_are_classed(void **state)
 	}
 }
 
+/* The config: rules validated with the option's name in the reason, the
+ * caps' ranges, and a sandbox with rules refused at open, naming why (no tier
+ * has the proxy yet), never opened without them. */
+static void config_rules_and_caps(void **state)
+{
+	(void)state;
+	struct aj_config cfg;
+	struct aj_error err = {0};
+	aj_config_init(&cfg);
+	assert_int_equal(cfg.egress.connections, AJ_DEFAULT_EGRESS_CONNECTIONS);
+	const char *hosts[] = {"pypi.org", "*.pythonhosted.org:443"};
+	const char *cidrs[] = {"127.0.0.1/32:8080"};
+	cfg.allow_hosts = hosts;
+	cfg.allow_host_count = 2;
+	cfg.allow_cidrs = cidrs;
+	cfg.allow_cidr_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), 0);
+	struct aj_sandbox *sb = NULL;
+	assert_int_equal(aj_open(&cfg, &sb, &err), -EOPNOTSUPP);
+	assert_null(sb);
+	assert_non_null(strstr(err.message, "cannot open egress yet"));
+
+	const char *bad_host[] = {"pypi"};
+	cfg.allow_hosts = bad_host;
+	cfg.allow_host_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "allow-host: host rule 'pypi'"));
+	cfg.allow_host_count = 0;
+	const char *bad_cidr[] = {"10.0.0.5/8"};
+	cfg.allow_cidrs = bad_cidr;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "allow-cidr: CIDR rule '10.0.0.5/8'"));
+	cfg.allow_cidr_count = 0;
+	cfg.allow_cidrs = NULL;
+	cfg.allow_cidr_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "without its rules"));
+	cfg.allow_cidr_count = 0;
+	cfg.egress.connections = 0;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "egress-connections"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +264,7 @@ int main(void)
 		cmocka_unit_test(cidr_rules_parse_and_match),
 		cmocka_unit_test(cidr_rules_refused_with_a_reason),
 		cmocka_unit_test(addresses_are_classed),
+		cmocka_unit_test(config_rules_and_caps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,9 @@ struct aj_session_limits {
     double idle_sec; double lifetime_sec; uint32_t cpu_sec; uint32_t max_sessions;
     uint32_t transfer_mb; uint32_t images; uint32_t image_kb;
 };
+struct aj_egress_limits {
+    uint32_t out_mb; uint32_t in_mb; uint32_t connections; uint32_t kbps;
+};
 struct aj_config {
     enum aj_tier tier;
     struct aj_limits limits;
@@ -49,6 +52,11 @@ struct aj_config {
     const char *preload;
     const char *const *ro_binds;
     uint32_t ro_bind_count;
+    const char *const *allow_hosts;
+    uint32_t allow_host_count;
+    const char *const *allow_cidrs;
+    uint32_t allow_cidr_count;
+    struct aj_egress_limits egress;
 };
 struct aj_error { int code; char message[512]; };
 struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };

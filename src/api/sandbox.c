@@ -60,6 +60,14 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	*out = NULL;
 	if ((rc = aj_config_validate(cfg, err)))
 		return rc;
+	/* A rule asks for egress, which no tier can give yet (issue 26: the
+	 * proxy is being built). Refused, never run with a network other than
+	 * the one asked for. */
+	if (cfg->allow_host_count || cfg->allow_cidr_count)
+		return error_set(err, -EOPNOTSUPP,
+				 "egress: the %s tier cannot open egress yet (its proxy is not built); "
+				 "without allow-host and allow-cidr rules it has no network at all",
+				 aj_tier_name(cfg->tier));
 	struct aj_sandbox *sb = calloc(1, sizeof *sb);
 	if (!sb)
 		return error_set(err, -ENOMEM, "open: out of memory");

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "egress_rule.h"
 #include "internal.h"
 
 static const char *const tier_names[AJ_TIER_COUNT] = {
@@ -67,6 +68,11 @@ void aj_config_init(struct aj_config *cfg)
 		.transfer_mb = AJ_DEFAULT_TRANSFER_MB,
 		.images = AJ_DEFAULT_IMAGES,
 		.image_kb = AJ_DEFAULT_IMAGE_KB,
+	};
+	cfg->egress = (struct aj_egress_limits){
+		.out_mb = AJ_DEFAULT_EGRESS_OUT_MB,
+		.in_mb = AJ_DEFAULT_EGRESS_IN_MB,
+		.connections = AJ_DEFAULT_EGRESS_CONNECTIONS,
 	};
 }
 
@@ -150,6 +156,40 @@ static int check_preload(const char *list, struct aj_error *err)
 	}
 }
 
+static const struct range egress_out_range = {"egress-out", "MiB", 1, 1048576};
+static const struct range egress_in_range = {"egress-in", "MiB", 1, 1048576};
+static const struct range egress_conn_range = {"egress-connections", "connections", 1, 100000};
+
+/* The egress rules' syntax (src/core/egress_rule.c) and their caps; the
+ * caps are checked whether or not a rule opens egress, so that a config is
+ * either valid or not, whatever is added to it later. */
+static int egress_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	int rc;
+	if ((cfg->allow_host_count && !cfg->allow_hosts) || (cfg->allow_cidr_count && !cfg->allow_cidrs))
+		return error_set(err, -EINVAL, "egress: a rule count without its rules");
+	if (cfg->allow_host_count > AJ_MAX_EGRESS_RULES || cfg->allow_cidr_count > AJ_MAX_EGRESS_RULES)
+		return error_set(err, -EINVAL, "egress: more than %d host or CIDR rules",
+				 AJ_MAX_EGRESS_RULES);
+	char why[256];
+	for (uint32_t i = 0; i < cfg->allow_host_count; i++) {
+		struct egress_host_rule r;
+		if (egress_host_rule_parse(cfg->allow_hosts[i], &r, why, sizeof why))
+			return error_set(err, -EINVAL, "allow-host: %s", why);
+	}
+	for (uint32_t i = 0; i < cfg->allow_cidr_count; i++) {
+		struct egress_cidr_rule r;
+		if (egress_cidr_rule_parse(cfg->allow_cidrs[i], &r, why, sizeof why))
+			return error_set(err, -EINVAL, "allow-cidr: %s", why);
+	}
+	const struct aj_egress_limits *e = &cfg->egress;
+	if ((rc = check_range(&egress_out_range, e->out_mb, err)) ||
+	    (rc = check_range(&egress_in_range, e->in_mb, err)) ||
+	    (rc = check_range(&egress_conn_range, e->connections, err)))
+		return rc;
+	return 0;
+}
+
 int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 {
 	const struct aj_limits *l = &cfg->limits;
@@ -207,6 +247,8 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 			return rc;
 	}
 	if ((rc = ro_bind_check(cfg, err)))
+		return rc;
+	if ((rc = egress_check(cfg, err)))
 		return rc;
 	/* uid 0 must never be a sandbox uid, and the range must not wrap into
 	 * (uid_t)-1, which the kernel treats as "no change". */
