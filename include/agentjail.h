@@ -207,6 +207,9 @@ struct aj_result {
 	struct aj_image *images;
 	size_t image_count;
 	size_t images_dropped;
+	/* With egress rules: the proxy's decisions during this run or call, a
+	 * JSON object (docs/egress.md, "The decision log"); else NULL. */
+	char *egress_log;
 };
 
 struct aj_image {
@@ -291,6 +294,12 @@ const char *aj_session_id(const struct aj_session *s);
 const char *aj_session_closed_reason(const struct aj_session *s);
 /* Destroys the sandbox (if a limit has not already) and frees s. */
 void aj_session_close(struct aj_session *s);
+/* Narrows the session's egress rules: only the listed ones (each as the
+ * config gave it, "pypi.org:443") stay; every one must be a rule the
+ * session has now, else -EPERM naming it and nothing changes. Open for
+ * `pip install`, then lock with none. Connections open now are cut. */
+int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
+			   const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
 
 /* Whether a tier can run on this machine; 0 if so, else -errno with the
  * precise reason in err ("network namespace: unshare: EPERM"). */

@@ -9,6 +9,7 @@
 
 #include "../tiers/tier.h"
 #include "../core/internal.h"
+#include "../egress/proxy.h"
 #include "api.h"
 
 static const struct tier_ops *const tiers[AJ_TIER_COUNT] = {
@@ -28,6 +29,7 @@ struct aj_sandbox {
 	char *accel;
 	char *preload;
 	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
+	char **allow_hosts, **allow_cidrs; /* egress rules, copied */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -53,6 +55,29 @@ static int own_ro_binds(struct aj_sandbox *sb, struct aj_error *err)
 	return 0;
 }
 
+/* Copies of the rule strings: every run's proxy reads them again. */
+static int own_rules(char ***own, const char *const **rules, uint32_t n, struct aj_error *err)
+{
+	if (n == 0) {
+		*rules = NULL;
+		return 0;
+	}
+	if (!(*own = calloc(n, sizeof **own)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		if (!((*own)[i] = strdup((*rules)[i])))
+			return error_set(err, -ENOMEM, "open: out of memory");
+	*rules = (const char *const *)*own;
+	return 0;
+}
+
+static void free_rules(char **own, uint32_t n)
+{
+	for (uint32_t i = 0; own && i < n; i++)
+		free(own[i]);
+	free(own);
+}
+
 int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_error *err)
 {
 	int rc;
@@ -60,14 +85,13 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	*out = NULL;
 	if ((rc = aj_config_validate(cfg, err)))
 		return rc;
-	/* A rule asks for egress, which no tier can give yet (issue 26: the
-	 * proxy is being built). Refused, never run with a network other than
-	 * the one asked for. */
-	if (cfg->allow_host_count || cfg->allow_cidr_count)
+	/* Rules ask for egress, which this tier cannot carry: refused, never
+	 * run with a network other than the one asked for. */
+	if (egress_wanted(cfg) && tiers[cfg->tier]->egress_refusal)
 		return error_set(err, -EOPNOTSUPP,
-				 "egress: the %s tier cannot open egress yet (its proxy is not built); "
-				 "without allow-host and allow-cidr rules it has no network at all",
-				 aj_tier_name(cfg->tier));
+				 "egress: the %s tier refuses allow-host and allow-cidr rules: %s "
+				 "(without rules it has no network at all)",
+				 aj_tier_name(cfg->tier), tiers[cfg->tier]->egress_refusal);
 	struct aj_sandbox *sb = calloc(1, sizeof *sb);
 	if (!sb)
 		return error_set(err, -ENOMEM, "open: out of memory");
@@ -91,7 +115,9 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
 	sb->cfg.preload = sb->preload;
-	if ((rc = own_ro_binds(sb, err))) {
+	if ((rc = own_ro_binds(sb, err)) ||
+	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
+	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err))) {
 		aj_close(sb);
 		return rc;
 	}
@@ -169,9 +195,19 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 		result_sandbox_error(res, "run: no sandbox");
 		rc = -EINVAL;
 	} else if (!(rc = code_check(code, len, res))) {
-		const struct run_request req = {.code = code, .len = len,
-						.cancel_fd = cancel_fd(cancel)};
-		rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
+		struct run_request req = {.code = code, .len = len, .cancel_fd = cancel_fd(cancel)};
+		struct aj_error err = {0};
+		/* One proxy per run, stopped with it: nothing of the run's
+		 * network outlives it. */
+		if (egress_wanted(&sb->cfg) && (rc = egress_proxy_start(&sb->cfg, &req.egress, &err)))
+			result_sandbox_error(res, "%s", err.message);
+		else
+			rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
+		if (req.egress) {
+			egress_proxy_stop(req.egress);
+			res->egress_log = egress_proxy_take_log(req.egress);
+			egress_proxy_free(req.egress);
+		}
 	}
 	result_ensure_streams(res);
 	return rc;
@@ -216,6 +252,8 @@ void aj_close(struct aj_sandbox *sb)
 	for (uint32_t i = 0; sb->ro_binds && i < sb->cfg.ro_bind_count; i++)
 		free(sb->ro_binds[i]);
 	free(sb->ro_binds);
+	free_rules(sb->allow_hosts, sb->cfg.allow_host_count);
+	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);

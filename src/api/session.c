@@ -28,6 +28,7 @@
 
 #include "../tiers/tier.h"
 #include "../core/internal.h"
+#include "../egress/proxy.h"
 #include "api.h"
 
 /* Room in a reply line beyond its base64 payload. */
@@ -52,6 +53,9 @@ struct aj_session {
 	struct keeper keeper;
 	struct aj_sandbox *sb;      /* the tier, opened for this session */
 	void *tier_session;         /* NULL once the sandbox is destroyed */
+	/* The session's egress proxy, for its whole life (NULL: no rules);
+	 * stopped with its sandbox. Its log is taken by each call. */
+	struct egress_proxy *egress;
 	char id[33];
 	char *closed_reason;
 	double opened_ms, last_ms;
@@ -73,7 +77,8 @@ static void *keeper_main(void *arg)
 	struct aj_session *s = k->s;
 	const struct tier_ops *ops = sandbox_ops(s->sb);
 	void *ts = NULL;
-	int rc = ops->session_open(sandbox_state(s->sb), sandbox_config(s->sb), &ts, &k->err);
+	int rc = ops->session_open(sandbox_state(s->sb), sandbox_config(s->sb), s->egress, &ts,
+				   &k->err);
 	pthread_mutex_lock(&k->m);
 	k->rc = rc;
 	s->tier_session = rc ? NULL : ts;
@@ -134,6 +139,7 @@ static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 		return;
 	keeper_stop(&s->keeper);
 	s->tier_session = NULL;
+	egress_proxy_stop(s->egress);
 	atomic_fetch_sub(&open_sessions, 1);
 	char buf[600];
 	va_list ap;
@@ -241,10 +247,11 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 	if (!ops->session_open)
 		rc = error_set(err, -ENOTSUP, "session: the %s tier does not offer sessions",
 			       ops->name);
-	else
+	else if (!egress_wanted(cfg) || !(rc = egress_proxy_start(sandbox_config(s->sb), &s->egress, err)))
 		rc = keeper_start(s, err);
 	if (rc) {
 		atomic_fetch_sub(&open_sessions, 1);
+		egress_proxy_free(s->egress);
 		aj_close(s->sb);
 		free(s);
 		return rc;
@@ -276,6 +283,7 @@ void aj_session_close(struct aj_session *s)
 	end_sandbox(s, "it was closed");
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_destroy(&s->lock);
+	egress_proxy_free(s->egress);
 	aj_close(s->sb);
 	free(s->closed_reason);
 	free(s);
@@ -353,6 +361,8 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 	}
 	free(req);
 	s->last_ms = now_ms();
+	if (s->egress)
+		res->egress_log = egress_proxy_take_log(s->egress);
 	if (rc) {
 		end_sandbox(s, "its sandbox failed: %s", res->message ? res->message : "?");
 		return rc;
@@ -597,4 +607,19 @@ void aj_file_list_free(struct aj_file_info *entries, size_t count)
 	for (size_t i = 0; entries && i < count; i++)
 		free(entries[i].name);
 	free(entries);
+}
+
+int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
+			   const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err)
+{
+	int rc;
+	if ((rc = enter(s, err)))
+		return rc;
+	if (!s->egress)
+		rc = error_set(err, -EPERM, "egress: the session has no egress rules to narrow");
+	else
+		rc = egress_proxy_keep(s->egress, hosts, n_hosts, cidrs, n_cidrs, err);
+	s->last_ms = now_ms();
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }

@@ -25,6 +25,23 @@ char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
 	NULL,
 };
 
+/* E1, with egress rules (docs/egress.md): every client the image has finds
+ * the proxy without being told. Lower and upper case, as tools disagree
+ * (curl reads only lower-case http_proxy); ALL_PROXY as SOCKS5 with the
+ * name resolved by the proxy ("h"), as the sandbox has no resolver; pip
+ * reads PIP_PROXY as well as the environment's. The proxy is the only way
+ * out whatever these say: they are convenience, never the protection. */
+char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1] = {
+	"HTTP_PROXY=" CONTRACT_EGRESS_HTTP_URL,
+	"HTTPS_PROXY=" CONTRACT_EGRESS_HTTP_URL,
+	"ALL_PROXY=" CONTRACT_EGRESS_SOCKS_URL,
+	"http_proxy=" CONTRACT_EGRESS_HTTP_URL,
+	"https_proxy=" CONTRACT_EGRESS_HTTP_URL,
+	"all_proxy=" CONTRACT_EGRESS_SOCKS_URL,
+	"PIP_PROXY=" CONTRACT_EGRESS_HTTP_URL,
+	NULL,
+};
+
 /* E2. In the order a tier applies them: RLIMIT_NPROC last, after which the
  * setting process itself may count against it. */
 const struct contract_rlimit contract_rlimits[] = {

@@ -24,6 +24,7 @@ void aj_result_free(struct aj_result *res)
 		free(res->images[i].data);
 	}
 	free(res->images);
+	free(res->egress_log);
 	memset(res, 0, sizeof *res);
 }
 

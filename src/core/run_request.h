@@ -4,11 +4,17 @@
 
 #include <stddef.h>
 
+struct egress_proxy;
+
 /* What one run is asked to do. */
 struct run_request {
 	const char *code;
 	size_t len;
 	int cancel_fd;  /* readable when the caller cancels; -1 if it cannot */
+	/* The run's egress proxy (src/egress/proxy.h), started by the API for
+	 * this run; NULL: no egress, no network at all. The tier connects the
+	 * sandbox's 127.0.0.1:EGRESS_PORT to it, its own way. */
+	struct egress_proxy *egress;
 };
 
 #endif

@@ -112,9 +112,10 @@ static void session_free(struct docker_session *ds)
 	free(ds);
 }
 
-int docker_session_open(void *state, const struct aj_config *cfg, void **out,
-			struct aj_error *err)
+int docker_session_open(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
+			void **out, struct aj_error *err)
 {
+	(void)egress;
 	const struct docker_state *st = state;
 	struct docker_session *ds = calloc(1, sizeof *ds);
 	if (!ds)

@@ -7,7 +7,10 @@
 
 #include "../core/session_call.h"
 
-int docker_session_open(void *state, const struct aj_config *cfg, void **session,
+struct egress_proxy;
+
+int docker_session_open(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
+			void **session,
 			struct aj_error *err);
 int docker_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,

@@ -336,9 +336,11 @@ struct container_session {
 	struct cgroup_run cg;
 };
 
-static int container_session_open(void *state, const struct aj_config *cfg, void **out,
+static int container_session_open(void *state, const struct aj_config *cfg,
+				  struct egress_proxy *egress, void **out,
 				  struct aj_error *err)
 {
+	(void)egress;
 	struct container_state *st = state;
 	struct container_session *cs = calloc(1, sizeof *cs);
 	if (!cs)
@@ -399,6 +401,7 @@ static int container_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops container_tier = {
 	.name = "container",
+	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = container_check,
 	.open = container_open,
 	.run = container_run,

@@ -332,6 +332,7 @@ static int docker_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops docker_tier = {
 	.name = "docker",
+	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = docker_check,
 	.open = docker_open,
 	.run = docker_run,

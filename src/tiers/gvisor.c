@@ -113,9 +113,10 @@ static int gvisor_run(void *state, const struct aj_config *cfg, const struct run
 
 /* ---- sessions (src/gvisor/session.c) ---- */
 
-static int open_session(void *state, const struct aj_config *cfg, void **out,
-			struct aj_error *err)
+static int open_session(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
+			void **out, struct aj_error *err)
 {
+	(void)egress;
 	return gvisor_session_open(&((struct gvisor_state *)state)->host, cfg, out, err);
 }
 
@@ -237,6 +238,7 @@ static int gvisor_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops gvisor_tier = {
 	.name = "gvisor",
+	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = gvisor_check,
 	.open = gvisor_open,
 	.run = gvisor_run,

@@ -494,9 +494,11 @@ static void session_vm_end(struct microvm_session *ms)
 	ms->gone = true;
 }
 
-static int microvm_session_open(void *state, const struct aj_config *cfg, void **session,
+static int microvm_session_open(void *state, const struct aj_config *cfg,
+				struct egress_proxy *egress, void **session,
 				struct aj_error *err)
 {
+	(void)egress;
 	struct microvm_state *st = state;
 	const struct aj_limits *l = &cfg->limits;
 	*session = NULL;
@@ -650,6 +652,7 @@ static void microvm_session_close(void *session)
 
 const struct tier_ops microvm_tier = {
 	.name = "microvm",
+	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = microvm_check,
 	.open = microvm_open,
 	.run = microvm_run,

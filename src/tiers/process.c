@@ -235,10 +235,12 @@ struct process_session {
 	struct host_view view;
 };
 
-static int process_session_open(void *state, const struct aj_config *cfg, void **out,
+static int process_session_open(void *state, const struct aj_config *cfg,
+				struct egress_proxy *egress, void **out,
 				struct aj_error *err)
 {
 	(void)state;
+	(void)egress;
 	struct process_session *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return error_set(err, -ENOMEM, "session: out of memory");
@@ -329,6 +331,7 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops process_tier = {
 	.name = "process",
+	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = process_check,
 	.open = process_open,
 	.run = process_run,

@@ -9,6 +9,9 @@
 
 struct tier_ops {
 	const char *name;
+	/* Why this tier refuses egress rules at open (docs/egress.md); NULL:
+	 * it carries the proxy to its sandboxes, runs and sessions alike. */
+	const char *egress_refusal;
 	/* 0 if the tier can run here, else -errno and the precise reason. */
 	int (*check)(const struct aj_config *cfg, struct aj_error *err);
 	/* Prepares long-lived state (pools, images); *state may stay NULL. */
@@ -18,9 +21,10 @@ struct tier_ops {
 		   struct aj_result *res);
 	void (*close)(void *state);
 	/* Sessions (aj_session_open): one sandbox kept alive across calls,
-	 * over the state from open. NULL where a tier has none. */
-	int (*session_open)(void *state, const struct aj_config *cfg, void **session,
-			    struct aj_error *err);
+	 * over the state from open. NULL where a tier has none. egress: the
+	 * session's proxy (as in run_request), or NULL. */
+	int (*session_open)(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
+			    void **session, struct aj_error *err);
 	/* One call. Fills res (status ok when a reply came, else how the
 	 * interpreter ended) and ans. 0, or -errno when the session's sandbox
 	 * itself is gone or broken (res says why): the session is closed. */

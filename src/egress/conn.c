@@ -1,0 +1,593 @@
+/* One connection through the egress proxy (see proxy_internal.h): the
+ * request (an HTTP head or SOCKS5), the decision, the upstream connection
+ * to the address that was checked, and the relay under the caps.
+ *
+ * Every wait is a poll() that includes the proxy's stop fd, and every
+ * socket is non-blocking: stopping the proxy ends this thread at once. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http_head.h"
+#include "proxy_internal.h"
+#include "sni.h"
+#include "socks.h"
+
+/* How long the sandbox may take to send a request head or a ClientHello,
+ * and an upstream to accept: a slow client holds only its own thread. */
+#define HEAD_TIMEOUT_MS 30000
+#define CONNECT_TIMEOUT_MS 10000
+#define RELAY_BUF (64u << 10)
+
+struct conn {
+	struct egress_conn *ec;
+	struct egress_proxy *p;
+	int client, up;
+	char buf[HTTP_HEAD_MAX + 1];   /* what the client sent before the relay */
+	size_t have;
+	struct egress_entry e;
+	struct egress_addrs addrs;     /* the addresses the rules allowed */
+};
+
+/* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
+ * out or stopped, -1 error. */
+static int wait_fd(struct conn *c, int fd, short events, int ms)
+{
+	struct pollfd pf[2] = {{.fd = fd, .events = events},
+			       {.fd = c->p->stop_fd, .events = POLLIN}};
+	for (;;) {
+		int r = poll(pf, 2, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || pf[1].revents)
+			return r < 0 ? -1 : 0;
+		return 1;
+	}
+}
+
+/* Reads more of the client's request into c->buf: true if bytes came. */
+static bool read_more(struct conn *c)
+{
+	if (c->have >= HTTP_HEAD_MAX)
+		return false;
+	for (;;) {
+		ssize_t n = read(c->client, c->buf + c->have, HTTP_HEAD_MAX - c->have);
+		if (n > 0) {
+			c->have += (size_t)n;
+			c->buf[c->have] = '\0';
+			return true;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return false;
+		if (wait_fd(c, c->client, POLLIN, HEAD_TIMEOUT_MS) != 1)
+			return false;
+	}
+}
+
+static bool write_all(struct conn *c, int fd, const void *data, size_t len)
+{
+	const char *d = data;
+	while (len) {
+		ssize_t n = send(fd, d, len, MSG_NOSIGNAL);
+		if (n > 0) {
+			d += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && errno == EAGAIN) {
+			if (wait_fd(c, fd, POLLOUT, HEAD_TIMEOUT_MS) != 1)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void deny(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void deny(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->e.reason, sizeof c->e.reason, fmt, ap);
+	va_end(ap);
+	c->e.allowed = false;
+}
+
+static int parse_literal(const char *host, int *family, uint8_t addr[16])
+{
+	if (inet_pton(AF_INET, host, addr) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, host, addr) == 1)
+		*family = AF_INET6;
+	else
+		return -1;
+	return 0;
+}
+
+static const uint8_t *sa_addr(const struct sockaddr_storage *sa, int *family)
+{
+	*family = sa->ss_family;
+	return sa->ss_family == AF_INET
+		       ? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
+		       : (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
+static void set_port(struct sockaddr_storage *sa, uint16_t port)
+{
+	if (sa->ss_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+}
+
+/* The rules applied to c->e.host and c->e.port; fills c->addrs with the
+ * addresses allowed. true if any, else false with the reason. Each step in
+ * the order docs/egress.md promises: no lookup of an unlisted name, no
+ * address that is not checked. */
+static bool decide(struct conn *c)
+{
+	struct egress_rules r;
+	if (egress_rules_copy(c->p, &r)) {
+		deny(c, "out of memory");
+		return false;
+	}
+	int family;
+	uint8_t a[16];
+	bool ok = false;
+	c->addrs.n = 0;
+	if (parse_literal(c->e.host, &family, a) == 0) {
+		inet_ntop(family, a, c->e.address, sizeof c->e.address);
+		ok = egress_address_allowed(&r, family, a, c->e.port, false, c->e.reason,
+					    sizeof c->e.reason);
+		if (ok) {
+			struct sockaddr_storage *sa = &c->addrs.a[c->addrs.n++];
+			memset(sa, 0, sizeof *sa);
+			sa->ss_family = (sa_family_t)family;
+			memcpy((uint8_t *)sa_addr(sa, &family), a, family == AF_INET ? 4 : 16);
+		}
+	} else if (egress_name_listed(&r, c->e.host, c->e.port, c->e.reason, sizeof c->e.reason)) {
+		char rule[sizeof c->e.reason];
+		memcpy(rule, c->e.reason, sizeof rule);
+		struct egress_addrs found;
+		if (egress_resolve(c->e.host, c->p->stop_fd, &found, c->e.reason,
+				   sizeof c->e.reason) == 0) {
+			char first_refusal[sizeof c->e.reason] = "";
+			for (unsigned i = 0; i < found.n; i++) {
+				const uint8_t *fa = sa_addr(&found.a[i], &family);
+				char why[sizeof c->e.reason];
+				snprintf(why, sizeof why, "%s", rule);
+				if (egress_address_allowed(&r, family, fa, c->e.port, true, why,
+							   sizeof why)) {
+					if (!ok)
+						memcpy(c->e.reason, why, sizeof why);
+					ok = true;
+					c->addrs.a[c->addrs.n++] = found.a[i];
+				} else if (!first_refusal[0]) {
+					snprintf(first_refusal, sizeof first_refusal, "%.50s resolves to %.120s",
+						 c->e.host, why);
+				}
+			}
+			if (!ok)
+				memcpy(c->e.reason, first_refusal, sizeof first_refusal);
+		}
+	}
+	egress_rules_free(&r);
+	c->e.allowed = ok;
+	return ok;
+}
+
+/* Connects to the first allowed address that answers: the one that was
+ * checked, never a name again. 0, or -errno (reason set). */
+static int connect_up(struct conn *c)
+{
+	int err = EHOSTUNREACH;
+	for (unsigned i = 0; i < c->addrs.n; i++) {
+		struct sockaddr_storage sa = c->addrs.a[i];
+		set_port(&sa, c->e.port);
+		int family;
+		inet_ntop(sa.ss_family, sa_addr(&sa, &family), c->e.address, sizeof c->e.address);
+		int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		egress_conn_set_upstream(c->ec, fd);
+		socklen_t len = sa.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							: sizeof(struct sockaddr_in6);
+		int r = connect(fd, (struct sockaddr *)&sa, len);
+		if (r < 0 && errno == EINPROGRESS) {
+			int soerr = ETIMEDOUT;
+			socklen_t sl = sizeof soerr;
+			if (wait_fd(c, fd, POLLOUT, CONNECT_TIMEOUT_MS) == 1)
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+			r = soerr ? -1 : 0;
+			errno = soerr;
+		}
+		if (r == 0) {
+			c->up = fd;
+			return 0;
+		}
+		err = errno;
+		egress_conn_set_upstream(c->ec, -1);
+		close(fd);
+	}
+	size_t l = strlen(c->e.reason);
+	snprintf(c->e.reason + l, sizeof c->e.reason - l, "; connect: %s", strerror(err));
+	return -err;
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la && a[la - 1] == '.')
+		la--;
+	if (lb && b[lb - 1] == '.')
+		lb--;
+	return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* A tunnel to port 443: the ClientHello (in c->buf from `from`) must name
+ * the host the tunnel was asked for, so that a listed name cannot carry TLS
+ * to another (domain fronting through the allow-list). */
+static bool sni_matches(struct conn *c, size_t from)
+{
+	char name[SNI_NAME_MAX + 1];
+	int family;
+	uint8_t a[16];
+	bool literal = parse_literal(c->e.host, &family, a) == 0;
+	for (;;) {
+		enum sni_result r = sni_parse((const unsigned char *)c->buf + from, c->have - from,
+					      name);
+		if (r == SNI_FOUND) {
+			if (!literal && same_name(name, c->e.host))
+				return true;
+			deny(c, "the TLS ClientHello names '%.*s', not %s", 100, name, c->e.host);
+			return false;
+		}
+		if (r == SNI_NONE) {
+			if (literal) /* no name can go with an address */
+				return true;
+			deny(c, "the TLS ClientHello names no server; a tunnel to %s:443 must", c->e.host);
+			return false;
+		}
+		if (r == SNI_INVALID) {
+			deny(c, "port 443 carried no TLS ClientHello");
+			return false;
+		}
+		if (!read_more(c)) {
+			deny(c, "no whole TLS ClientHello came");
+			return false;
+		}
+	}
+}
+
+/* Copies both ways until both sides are done, counting bytes against the
+ * caps; ends both at a cap, an error or the proxy's stop. */
+static void relay(struct conn *c)
+{
+	struct dir {
+		int from, to;
+		bool out, eof;
+		char *buf;
+		size_t off, len;
+	} d[2] = {{.from = c->client, .to = c->up, .out = true},
+		  {.from = c->up, .to = c->client, .out = false}};
+	char *bufs = malloc(2 * RELAY_BUF);
+	if (!bufs)
+		return;
+	d[0].buf = bufs;
+	d[1].buf = bufs + RELAY_BUF;
+	for (;;) {
+		struct pollfd pf[5];
+		int np = 0, idx[4];
+		for (int i = 0; i < 2; i++) {
+			if (d[i].len) {
+				idx[np] = i;
+				pf[np++] = (struct pollfd){.fd = d[i].to, .events = POLLOUT};
+			} else if (!d[i].eof) {
+				idx[np] = i;
+				pf[np++] = (struct pollfd){.fd = d[i].from, .events = POLLIN};
+			}
+		}
+		if (np == 0)
+			break; /* both sides ended and everything was delivered */
+		pf[np] = (struct pollfd){.fd = c->p->stop_fd, .events = POLLIN};
+		if (poll(pf, (nfds_t)np + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[np].revents)
+			break;
+		bool fail = false;
+		for (int k = 0; k < np && !fail; k++) {
+			struct dir *x = &d[idx[k]];
+			if (!pf[k].revents)
+				continue;
+			if (x->len) {
+				ssize_t n = send(x->to, x->buf + x->off, x->len, MSG_NOSIGNAL);
+				if (n > 0) {
+					x->off += (size_t)n;
+					x->len -= (size_t)n;
+					if (x->out)
+						c->e.bytes_out += (uint64_t)n;
+					else
+						c->e.bytes_in += (uint64_t)n;
+					if (!x->len && x->eof)
+						shutdown(x->to, SHUT_WR);
+				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+					fail = true;
+				}
+				continue;
+			}
+			ssize_t n = read(x->from, x->buf, RELAY_BUF);
+			if (n > 0) {
+				if (!egress_account(c->p, x->out, (size_t)n)) {
+					fail = true;
+					break;
+				}
+				x->off = 0;
+				x->len = (size_t)n;
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				x->eof = true;
+				shutdown(x->to, SHUT_WR);
+			}
+		}
+		if (fail)
+			break;
+	}
+	free(bufs);
+}
+
+/* Sends what the client sent past its request (the start of a tunnel, a
+ * request body) on to the upstream, counted as bytes out. */
+static bool forward_rest(struct conn *c, size_t from)
+{
+	size_t n = c->have - from;
+	if (!n)
+		return true;
+	if (!egress_account(c->p, true, n))
+		return false;
+	c->e.bytes_out += n;
+	return write_all(c, c->up, c->buf + from, n);
+}
+
+/* ---- HTTP: CONNECT and the forward proxy ---- */
+
+static void http_reply(struct conn *c, const char *status)
+{
+	char msg[600];
+	int body = snprintf(msg, sizeof msg, "agentjail egress: %s\n", c->e.reason);
+	char head[200];
+	int hn = snprintf(head, sizeof head,
+			  "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+			  "Content-Length: %d\r\n\r\n",
+			  status, body);
+	if (write_all(c, c->client, head, (size_t)hn))
+		write_all(c, c->client, msg, (size_t)body);
+}
+
+static bool hop_by_hop(const char *line, size_t len)
+{
+	static const char *const names[] = {"connection:", "proxy-connection:", "keep-alive:",
+					    "proxy-authorization:", "proxy-authenticate:"};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		size_t n = strlen(names[i]);
+		if (len >= n && !strncasecmp(line, names[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* The forward request as the origin server gets it: origin-form target,
+ * the proxy's own headers dropped, one request per connection (a client
+ * reusing the connection for another host would reach this one). */
+static bool send_forward_head(struct conn *c, const struct http_head *h, size_t used)
+{
+	const char *line_end = strstr(c->buf, "\r\n");
+	const char *version = line_end - 8;
+	char *out = malloc(used + 64);
+	if (!out)
+		return false;
+	size_t n = (size_t)sprintf(out, "%s ", h->method);
+	if (h->path_len) {
+		memcpy(out + n, c->buf + h->path_at, h->path_len);
+		n += h->path_len;
+	} else {
+		out[n++] = '/';
+	}
+	out[n++] = ' ';
+	memcpy(out + n, version, 10); /* "HTTP/1.x\r\n" */
+	n += 10;
+	for (size_t at = h->headers_at; at + 2 <= used;) {
+		const char *l = c->buf + at;
+		const char *e = strstr(l, "\r\n");
+		size_t len = (size_t)(e - l);
+		if (len == 0)
+			break;
+		if (!hop_by_hop(l, len)) {
+			memcpy(out + n, l, len + 2);
+			n += len + 2;
+		}
+		at += len + 2;
+	}
+	n += (size_t)sprintf(out + n, "Connection: close\r\n\r\n");
+	bool ok = egress_account(c->p, true, n) && write_all(c, c->up, out, n);
+	if (ok)
+		c->e.bytes_out += n;
+	free(out);
+	return ok;
+}
+
+static void serve_http(struct conn *c)
+{
+	struct http_head h;
+	size_t used;
+	char why[200];
+	for (;;) {
+		enum http_head_result r = http_head_parse(c->buf, c->have, &used, &h, why, sizeof why);
+		if (r == HTTP_HEAD_DONE)
+			break;
+		if (r == HTTP_HEAD_MORE && read_more(c))
+			continue;
+		if (r == HTTP_HEAD_MORE)
+			return; /* closed or timed out before a whole head: nothing to log */
+		snprintf(c->e.host, sizeof c->e.host, "(unparsed)");
+		deny(c, "%s", r == HTTP_HEAD_TOO_LARGE ? "request head too large" : why);
+		http_reply(c, r == HTTP_HEAD_TOO_LARGE ? "431 Request Header Fields Too Large"
+						       : "400 Bad Request");
+		egress_record(c->p, &c->e);
+		return;
+	}
+	snprintf(c->e.host, sizeof c->e.host, "%s", h.host);
+	c->e.port = h.port;
+	c->e.via = h.connect ? "connect" : "http";
+	if (!decide(c)) {
+		http_reply(c, "403 Forbidden");
+	} else if (h.connect && h.port == 443) {
+		/* The ClientHello comes only after the 200: check it before any
+		 * byte reaches the upstream (which is not connected yet). */
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		if (write_all(c, c->client, ok, sizeof ok - 1) && sni_matches(c, used) &&
+		    connect_up(c) == 0 && forward_rest(c, used))
+			relay(c);
+	} else if (connect_up(c)) {
+		c->e.allowed = false;
+		http_reply(c, "502 Bad Gateway");
+	} else if (h.connect) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		if (write_all(c, c->client, ok, sizeof ok - 1) && forward_rest(c, used))
+			relay(c);
+	} else if (send_forward_head(c, &h, used) && forward_rest(c, used)) {
+		relay(c);
+	}
+	egress_record(c->p, &c->e);
+}
+
+/* ---- SOCKS5 ---- */
+
+static void socks_reply(struct conn *c, uint8_t code)
+{
+	const uint8_t r[10] = {5, code, 0, 1, 0, 0, 0, 0, 0, 0};
+	write_all(c, c->client, r, sizeof r);
+}
+
+static void serve_socks(struct conn *c)
+{
+	size_t used = 0;
+	bool no_auth = false;
+	enum socks_result r;
+	while ((r = socks_greeting_parse((const unsigned char *)c->buf, c->have, &used, &no_auth)) ==
+		       SOCKS_MORE &&
+	       read_more(c))
+		;
+	if (r != SOCKS_DONE)
+		return;
+	if (!no_auth) {
+		write_all(c, c->client, "\x05\xff", 2);
+		return;
+	}
+	if (!write_all(c, c->client, "\x05\x00", 2))
+		return;
+	memmove(c->buf, c->buf + used, c->have - used);
+	c->have -= used;
+	struct socks_request q;
+	while ((r = socks_request_parse((const unsigned char *)c->buf, c->have, &used, &q)) ==
+		       SOCKS_MORE &&
+	       read_more(c))
+		;
+	if (r == SOCKS_UNSUPPORTED)
+		socks_reply(c, q.refusal);
+	if (r != SOCKS_DONE)
+		return;
+	c->e.via = "socks";
+	c->e.port = q.port;
+	if (q.by_name)
+		snprintf(c->e.host, sizeof c->e.host, "%s", q.host);
+	else
+		inet_ntop(q.family, q.addr, c->e.host, sizeof c->e.host);
+	if (!decide(c)) {
+		socks_reply(c, SOCKS_REP_NOT_ALLOWED);
+	} else if (q.port == 443) {
+		/* As for CONNECT: the ClientHello is checked before the
+		 * upstream is connected. */
+		socks_reply(c, SOCKS_REP_OK);
+		if (sni_matches(c, used) && connect_up(c) == 0 && forward_rest(c, used))
+			relay(c);
+	} else if (connect_up(c)) {
+		c->e.allowed = false;
+		socks_reply(c, SOCKS_REP_CONNECTION_REFUSED);
+	} else {
+		socks_reply(c, SOCKS_REP_OK);
+		if (forward_rest(c, used))
+			relay(c);
+	}
+	egress_record(c->p, &c->e);
+}
+
+/* ---- the thread ---- */
+
+/* Counts this connection against the connections cap: false (logged) when
+ * it is past it. */
+static bool admit(struct conn *c)
+{
+	struct egress_proxy *p = c->p;
+	pthread_mutex_lock(&p->lock);
+	bool ok = p->connections < p->limits.connections;
+	if (ok)
+		p->connections++;
+	else if (!p->limit[0])
+		snprintf(p->limit, sizeof p->limit,
+			 "connections: the sandbox opened %u connections through the proxy, its cap",
+			 p->limits.connections);
+	pthread_mutex_unlock(&p->lock);
+	if (!ok) {
+		snprintf(c->e.host, sizeof c->e.host, "(any)");
+		deny(c, "the cap of %u connections is reached", p->limits.connections);
+		egress_record(p, &c->e);
+	}
+	return ok;
+}
+
+void *egress_conn_main(void *arg)
+{
+	struct egress_conn *ec = arg;
+	struct egress_proxy *p = ec->p;
+	struct conn *c = calloc(1, sizeof *c);
+	if (c) {
+		c->ec = ec;
+		c->p = p;
+		c->client = ec->client;
+		c->up = -1;
+		c->e.via = "http";
+		if (admit(c) && read_more(c)) {
+			if ((unsigned char)c->buf[0] == 5)
+				serve_socks(c);
+			else
+				serve_http(c);
+		}
+	}
+	pthread_mutex_lock(&p->lock);
+	for (struct egress_conn **q = &p->conns; *q; q = &(*q)->next)
+		if (*q == ec) {
+			*q = ec->next;
+			break;
+		}
+	close(ec->client);
+	if (ec->upstream >= 0)
+		close(ec->upstream);
+	if (--p->live == 0)
+		pthread_cond_broadcast(&p->idle);
+	pthread_mutex_unlock(&p->lock);
+	free(c);
+	free(ec);
+	return NULL;
+}

@@ -1,0 +1,52 @@
+/* The rules applied to one destination (see proxy_internal.h). The order is
+ * the promise of docs/egress.md: a name is looked up only if a host rule
+ * lists it; an address is reached only if a CIDR rule names it, or it is
+ * public and came from a listed name. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "proxy_internal.h"
+
+bool egress_name_listed(const struct egress_rules *r, const char *host, uint16_t port,
+			char *why, size_t n)
+{
+	bool name_seen = false;
+	for (uint32_t i = 0; i < r->n_hosts; i++) {
+		if (egress_host_matches(&r->hosts[i], host, port)) {
+			snprintf(why, n, "allow-host %s", r->host_text[i]);
+			return true;
+		}
+		/* The same name on any port: to say which way it failed. */
+		for (unsigned k = 0; k < r->hosts[i].ports.n && !name_seen; k++)
+			name_seen = egress_host_matches(&r->hosts[i], host, r->hosts[i].ports.port[k]);
+	}
+	if (name_seen)
+		snprintf(why, n, "port %u is not among %s's allowed ports", port, host);
+	else
+		snprintf(why, n, "no allow-host rule names %s", host);
+	return false;
+}
+
+bool egress_address_allowed(const struct egress_rules *r, int family, const uint8_t *addr,
+			    uint16_t port, bool by_listed_name, char *why, size_t n)
+{
+	for (uint32_t i = 0; i < r->n_cidrs; i++)
+		if (egress_cidr_matches(&r->cidrs[i], family, addr, port)) {
+			snprintf(why, n, "allow-cidr %s", r->cidr_text[i]);
+			return true;
+		}
+	enum egress_class c = egress_classify(family, addr);
+	char text[INET6_ADDRSTRLEN];
+	inet_ntop(family, addr, text, sizeof text);
+	if (by_listed_name && c == EGRESS_PUBLIC)
+		return true; /* why keeps the host rule's name */
+	if (c != EGRESS_PUBLIC)
+		/* A listed name pointing into the host's own networks (DNS
+		 * rebinding, a record aimed at 10.0.0.5) stops here. */
+		snprintf(why, n, "%s is a %s address: only an allow-cidr rule reaches it", text,
+			 egress_class_name(c));
+	else
+		snprintf(why, n, "no allow-cidr rule names %s port %u", text, port);
+	return false;
+}

@@ -1,0 +1,72 @@
+/* The proxy's decision log (see proxy_internal.h): each connection's
+ * destination, verdict, reason and bytes, handed out as JSON by the run or
+ * session call it belongs to. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy_internal.h"
+
+void egress_log_add(struct egress_log *l, const struct egress_entry *e)
+{
+	if (e->allowed)
+		l->allowed++;
+	else
+		l->denied++;
+	/* Bounded: a program opening connections in a loop must not grow the
+	 * host's memory; the count still says how many there were. */
+	if (l->n == EGRESS_LOG_MAX) {
+		l->dropped++;
+		return;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct egress_entry *ne = realloc(l->e, cap * sizeof *ne);
+		if (!ne) {
+			l->dropped++;
+			return;
+		}
+		l->e = ne;
+		l->cap = cap;
+	}
+	l->e[l->n++] = *e;
+}
+
+static json_t *entry_json(const struct egress_entry *e)
+{
+	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:I, s:I}", "host", e->host, "address",
+			 e->address[0] ? e->address : NULL, "port", (int)e->port, "via", e->via,
+			 "allowed", e->allowed, "reason", e->reason, "bytes_out",
+			 (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in);
+}
+
+char *egress_log_take(struct egress_log *l, uint64_t out_total, uint64_t in_total,
+		      const char *limit)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; list && i < l->n; i++)
+		if (json_array_append_new(list, entry_json(&l->e[i]))) {
+			json_decref(list);
+			list = NULL;
+		}
+	json_t *o = list ? json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:s?}", "connections", list,
+				     "allowed", (json_int_t)l->allowed, "denied",
+				     (json_int_t)l->denied, "dropped", (json_int_t)l->dropped,
+				     "bytes_out", (json_int_t)out_total, "bytes_in",
+				     (json_int_t)in_total, "limit",
+				     limit && *limit ? limit : NULL)
+			 : NULL;
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (s) {
+		l->n = 0;
+		l->allowed = l->denied = l->dropped = 0;
+	}
+	return s;
+}
+
+void egress_log_free(struct egress_log *l)
+{
+	free(l->e);
+	memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,460 @@
+/* The egress proxy: its rules, sources, connection threads, keep and stop
+ * (see proxy.h; the pieces are listed in proxy_internal.h).
+ *
+ * Threads: one accepts on every source; each connection then has a thread
+ * of its own, which blocks only in poll() on its sockets and the stop
+ * eventfd (resolve.c's lookup included), so stop ends them all at once.
+ * The lock guards the rules, the counters, the log and the list of live
+ * connections. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/internal.h"
+#include "proxy_internal.h"
+
+bool egress_wanted(const struct aj_config *cfg)
+{
+	return cfg->allow_host_count || cfg->allow_cidr_count;
+}
+
+void egress_rules_free(struct egress_rules *r)
+{
+	for (uint32_t i = 0; r->host_text && i < r->n_hosts; i++)
+		free(r->host_text[i]);
+	for (uint32_t i = 0; r->cidr_text && i < r->n_cidrs; i++)
+		free(r->cidr_text[i]);
+	free(r->hosts);
+	free(r->host_text);
+	free(r->cidrs);
+	free(r->cidr_text);
+	memset(r, 0, sizeof *r);
+}
+
+/* Parses the rules from their text (already validated by the config). */
+static int rules_parse(struct egress_rules *r, const char *const *hosts, uint32_t nh,
+		       const char *const *cidrs, uint32_t nc, struct aj_error *err)
+{
+	memset(r, 0, sizeof *r);
+	if ((nh && (!(r->hosts = calloc(nh, sizeof *r->hosts)) ||
+		    !(r->host_text = calloc(nh, sizeof *r->host_text)))) ||
+	    (nc && (!(r->cidrs = calloc(nc, sizeof *r->cidrs)) ||
+		    !(r->cidr_text = calloc(nc, sizeof *r->cidr_text))))) {
+		egress_rules_free(r);
+		return error_set(err, -ENOMEM, "egress: out of memory");
+	}
+	char why[200];
+	for (; r->n_hosts < nh; r->n_hosts++) {
+		const char *t = hosts[r->n_hosts];
+		if (egress_host_rule_parse(t, &r->hosts[r->n_hosts], why, sizeof why)) {
+			egress_rules_free(r);
+			return error_set(err, -EINVAL, "allow-host '%s': %s", t, why);
+		}
+		if (!(r->host_text[r->n_hosts] = strdup(t))) {
+			egress_rules_free(r);
+			return error_set(err, -ENOMEM, "egress: out of memory");
+		}
+	}
+	for (; r->n_cidrs < nc; r->n_cidrs++) {
+		const char *t = cidrs[r->n_cidrs];
+		if (egress_cidr_rule_parse(t, &r->cidrs[r->n_cidrs], why, sizeof why)) {
+			egress_rules_free(r);
+			return error_set(err, -EINVAL, "allow-cidr '%s': %s", t, why);
+		}
+		if (!(r->cidr_text[r->n_cidrs] = strdup(t))) {
+			egress_rules_free(r);
+			return error_set(err, -ENOMEM, "egress: out of memory");
+		}
+	}
+	return 0;
+}
+
+int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out)
+{
+	struct aj_error err;
+	pthread_mutex_lock(&p->lock);
+	int rc = rules_parse(out, (const char *const *)p->rules.host_text, p->rules.n_hosts,
+			     (const char *const *)p->rules.cidr_text, p->rules.n_cidrs, &err);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+static void *accept_main(void *arg);
+
+int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
+		       struct aj_error *err)
+{
+	*out = NULL;
+	struct egress_proxy *p = calloc(1, sizeof *p);
+	if (!p)
+		return error_set(err, -ENOMEM, "egress: out of memory");
+	p->limits = cfg->egress;
+	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->idle, NULL);
+	int rc;
+	if (p->stop_fd < 0 || p->wake_fd < 0)
+		rc = error_set(err, -errno, "egress: eventfd: %s", strerror(errno));
+	else
+		rc = rules_parse(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
+				 cfg->allow_cidrs, cfg->allow_cidr_count, err);
+	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, accept_main, p)))
+		error_set(err, rc, "egress: cannot start the proxy's thread: %s", strerror(-rc));
+	if (rc) {
+		p->stopped = true;
+		egress_proxy_free(p);
+		return rc;
+	}
+	p->accept_running = true;
+	*out = p;
+	return 0;
+}
+
+static void wake(int fd)
+{
+	uint64_t one = 1;
+	(void)!write(fd, &one, sizeof one);
+}
+
+static int add_source(struct egress_proxy *p, int fd, bool receiver)
+{
+	int rc = 0;
+	pthread_mutex_lock(&p->lock);
+	unsigned *n = receiver ? &p->n_receivers : &p->n_listeners;
+	if (p->stopping)
+		rc = -ESHUTDOWN;
+	else if (*n == EGRESS_MAX_SOURCES)
+		rc = -EMFILE;
+	else
+		(receiver ? p->receivers : p->listeners)[(*n)++] = fd;
+	pthread_mutex_unlock(&p->lock);
+	if (rc)
+		close(fd);
+	else
+		wake(p->wake_fd);
+	return rc;
+}
+
+int egress_proxy_add_listener(struct egress_proxy *p, int fd)
+{
+	if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return add_source(p, fd, false);
+}
+
+int egress_proxy_add_listener_from(struct egress_proxy *p, int fd)
+{
+	return add_source(p, fd, true);
+}
+
+/* Starts a connection's thread; owns fd. Caller holds the lock. */
+static void start_conn(struct egress_proxy *p, int fd)
+{
+	struct egress_conn *c = calloc(1, sizeof *c);
+	pthread_attr_t a;
+	pthread_t t;
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->p = p;
+	c->client = fd;
+	c->upstream = -1;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 256 << 10);
+	c->next = p->conns;
+	p->conns = c;
+	p->live++;
+	if (pthread_create(&t, &a, egress_conn_main, c)) {
+		p->conns = c->next;
+		p->live--;
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&a);
+}
+
+int egress_proxy_add_connection(struct egress_proxy *p, int fd)
+{
+	pthread_mutex_lock(&p->lock);
+	int rc = p->stopping ? -ESHUTDOWN : 0;
+	if (rc)
+		close(fd);
+	else
+		start_conn(p, fd);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* A listening socket sent over a receiver (SCM_RIGHTS): -1 when none came
+ * (EOF, or not a message with one fd). */
+static int receive_listener(int sock)
+{
+	char byte;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = sizeof u.buf};
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) <= 0)
+		return -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	/* Only a listening stream socket is served; anything else is closed. */
+	int listening = 0;
+	socklen_t len = sizeof listening;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) || !listening) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void remove_at(int *arr, unsigned *n, unsigned i)
+{
+	arr[i] = arr[--*n];
+}
+
+static void *accept_main(void *arg)
+{
+	struct egress_proxy *p = arg;
+	for (;;) {
+		struct pollfd pf[2 + 2 * EGRESS_MAX_SOURCES];
+		unsigned nl, nr;
+		pthread_mutex_lock(&p->lock);
+		nl = p->n_listeners;
+		nr = p->n_receivers;
+		for (unsigned i = 0; i < nl; i++)
+			pf[2 + i] = (struct pollfd){.fd = p->listeners[i], .events = POLLIN};
+		for (unsigned i = 0; i < nr; i++)
+			pf[2 + nl + i] = (struct pollfd){.fd = p->receivers[i], .events = POLLIN};
+		pthread_mutex_unlock(&p->lock);
+		pf[0] = (struct pollfd){.fd = p->stop_fd, .events = POLLIN};
+		pf[1] = (struct pollfd){.fd = p->wake_fd, .events = POLLIN};
+		if (poll(pf, 2 + nl + nr, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* fails closed: no source is served any more */
+		}
+		if (pf[0].revents)
+			break;
+		uint64_t v;
+		if (pf[1].revents)
+			(void)!read(p->wake_fd, &v, sizeof v);
+		pthread_mutex_lock(&p->lock);
+		/* Only this thread removes sources, so indexes up to nl and nr
+		 * still name the fds polled (sources added since are after). */
+		for (unsigned i = nr; i-- > 0;) {
+			if (!pf[2 + nl + i].revents)
+				continue;
+			int fd = receive_listener(p->receivers[i]);
+			close(p->receivers[i]);
+			remove_at(p->receivers, &p->n_receivers, i);
+			if (fd >= 0 && p->n_listeners < EGRESS_MAX_SOURCES &&
+			    fcntl(fd, F_SETFL, O_NONBLOCK) == 0)
+				p->listeners[p->n_listeners++] = fd;
+			else if (fd >= 0)
+				close(fd);
+		}
+		for (unsigned i = nl; i-- > 0;) {
+			if (pf[2 + i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+				close(p->listeners[i]);
+				remove_at(p->listeners, &p->n_listeners, i);
+			} else if (pf[2 + i].revents) {
+				/* Non-blocking: a connection reset before this
+				 * accept must not hang the thread. */
+				int c = accept4(pf[2 + i].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+				if (c >= 0)
+					start_conn(p, c);
+			}
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	return NULL;
+}
+
+/* Cuts every live connection (their threads see it and end); lock held. */
+static void cut_all(struct egress_proxy *p)
+{
+	for (struct egress_conn *c = p->conns; c; c = c->next) {
+		shutdown(c->client, SHUT_RDWR);
+		if (c->upstream >= 0)
+			shutdown(c->upstream, SHUT_RDWR);
+	}
+}
+
+void egress_conn_set_upstream(struct egress_conn *c, int fd)
+{
+	pthread_mutex_lock(&c->p->lock);
+	c->upstream = fd;
+	pthread_mutex_unlock(&c->p->lock);
+}
+
+/* Whether text is one of the rules in texts[0..n). */
+static bool among(const char *text, char *const *texts, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(text, texts[i]))
+			return true;
+	return false;
+}
+
+int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t n_hosts,
+		      const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err)
+{
+	struct egress_rules kept;
+	pthread_mutex_lock(&p->lock);
+	int rc = 0;
+	/* Narrowing only: a rule the session does not have now cannot be
+	 * kept, so no call can widen what the deployer allowed. */
+	for (uint32_t i = 0; !rc && i < n_hosts; i++)
+		if (!hosts[i] || !among(hosts[i], p->rules.host_text, p->rules.n_hosts))
+			rc = error_set(err, -EPERM,
+				       "egress: allow-host '%s' is not one of the session's rules; "
+				       "rules can be dropped, never added",
+				       hosts[i] ? hosts[i] : "(null)");
+	for (uint32_t i = 0; !rc && i < n_cidrs; i++)
+		if (!cidrs[i] || !among(cidrs[i], p->rules.cidr_text, p->rules.n_cidrs))
+			rc = error_set(err, -EPERM,
+				       "egress: allow-cidr '%s' is not one of the session's rules; "
+				       "rules can be dropped, never added",
+				       cidrs[i] ? cidrs[i] : "(null)");
+	if (!rc && !(rc = rules_parse(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
+		egress_rules_free(&p->rules);
+		p->rules = kept;
+		/* What is open now was allowed by the wider rules. */
+		cut_all(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+bool egress_account(struct egress_proxy *p, bool out, size_t n)
+{
+	uint64_t wait_until = 0;
+	pthread_mutex_lock(&p->lock);
+	uint64_t *total = out ? &p->out_total : &p->in_total;
+	uint64_t cap = (uint64_t)(out ? p->limits.out_mb : p->limits.in_mb) << 20;
+	bool ok = *total + n <= cap;
+	if (ok)
+		*total += n;
+	else if (!p->limit[0])
+		snprintf(p->limit, sizeof p->limit,
+			 "%s: the sandbox %s %u MiB through the proxy, its cap; the transfer was cut",
+			 out ? "out_mb" : "in_mb", out ? "sent" : "received",
+			 out ? p->limits.out_mb : p->limits.in_mb);
+	if (ok && p->limits.kbps) {
+		/* The bandwidth cap: each direction's bytes leave no faster
+		 * than kbps, all connections together. */
+		uint64_t *next = out ? &p->next_out_ns : &p->next_in_ns;
+		uint64_t now = now_ns(), start = *next > now ? *next : now;
+		*next = start + (uint64_t)n * 8u * 1000000u / p->limits.kbps;
+		wait_until = start;
+	}
+	pthread_mutex_unlock(&p->lock);
+	while (ok && wait_until) {
+		uint64_t now = now_ns();
+		if (now >= wait_until)
+			break;
+		struct pollfd pf = {.fd = p->stop_fd, .events = POLLIN};
+		int ms = (int)((wait_until - now) / 1000000u) + 1;
+		if (poll(&pf, 1, ms) > 0)
+			return false;
+	}
+	return ok;
+}
+
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || *s == '"' || *s == '\\')
+			*s = '?';
+}
+
+void egress_record(struct egress_proxy *p, const struct egress_entry *e)
+{
+	struct egress_entry copy = *e;
+	/* The name is the sandbox's bytes: printable ASCII only in the log. */
+	sanitize(copy.host);
+	pthread_mutex_lock(&p->lock);
+	egress_log_add(&p->log, &copy);
+	pthread_mutex_unlock(&p->lock);
+}
+
+char *egress_proxy_take_log(struct egress_proxy *p)
+{
+	pthread_mutex_lock(&p->lock);
+	char *s = egress_log_take(&p->log, p->out_total, p->in_total, p->limit);
+	pthread_mutex_unlock(&p->lock);
+	return s;
+}
+
+void egress_proxy_stop(struct egress_proxy *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (p->stopped) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	p->stopping = true;
+	wake(p->stop_fd);
+	cut_all(p);
+	pthread_mutex_unlock(&p->lock);
+	if (p->accept_running)
+		pthread_join(p->accept_thread, NULL);
+	p->accept_running = false;
+	pthread_mutex_lock(&p->lock);
+	/* Every connection's thread polls the stop fd: each ends now. */
+	while (p->live)
+		pthread_cond_wait(&p->idle, &p->lock);
+	for (unsigned i = 0; i < p->n_listeners; i++)
+		close(p->listeners[i]);
+	for (unsigned i = 0; i < p->n_receivers; i++)
+		close(p->receivers[i]);
+	p->n_listeners = p->n_receivers = 0;
+	p->stopped = true;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void egress_proxy_free(struct egress_proxy *p)
+{
+	if (!p)
+		return;
+	egress_proxy_stop(p);
+	egress_rules_free(&p->rules);
+	egress_log_free(&p->log);
+	if (p->stop_fd >= 0)
+		close(p->stop_fd);
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->idle);
+	free(p);
+}

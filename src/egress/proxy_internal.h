@@ -1,0 +1,135 @@
+/* The egress proxy's own pieces, shared by its files and no one else:
+ *
+ *   proxy.c    the proxy: its rules, its sources (listeners), its
+ *              connections' threads, keep, stop
+ *   conn.c     one connection: the request (HTTP or SOCKS5), the decision,
+ *              the upstream connection, the relay under the caps
+ *   decide.c   the rules applied to a name or an address (no I/O)
+ *   resolve.c  names resolved with c-ares, stoppable
+ *   log.c      the decision log and its JSON
+ */
+#ifndef AJ_EGRESS_PROXY_INTERNAL_H
+#define AJ_EGRESS_PROXY_INTERNAL_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/egress_rule.h"
+#include "proxy.h"
+
+/* The rules in force: parsed, with the text each came from (keep names
+ * rules by it). */
+struct egress_rules {
+	struct egress_host_rule *hosts;
+	char **host_text;
+	uint32_t n_hosts;
+	struct egress_cidr_rule *cidrs;
+	char **cidr_text;
+	uint32_t n_cidrs;
+};
+
+/* One decision, as the log keeps it. */
+struct egress_entry {
+	char host[256];          /* the name or address asked for */
+	char address[48];        /* the address connected to (or refused); "" if none */
+	uint16_t port;
+	const char *via;         /* "http", "connect", "socks" */
+	bool allowed;
+	char reason[200];
+	uint64_t bytes_out, bytes_in;
+};
+
+struct egress_log {
+	struct egress_entry *e;
+	size_t n, cap;
+	uint64_t allowed, denied, dropped; /* since the last take */
+};
+
+/* A connection's thread, registered so stop and keep can cut it. */
+struct egress_conn {
+	struct egress_proxy *p;
+	int client, upstream;    /* -1 when not open */
+	struct egress_conn *next;
+};
+
+#define EGRESS_MAX_SOURCES 16
+
+struct egress_proxy {
+	pthread_mutex_t lock;    /* everything below but the constants */
+	pthread_cond_t idle;     /* live reached 0 */
+	int stop_fd;             /* an eventfd, readable once stopping */
+	int wake_fd;             /* an eventfd: a source was added */
+	bool stopping, stopped, accept_running;
+	pthread_t accept_thread;
+	struct egress_rules rules;
+	struct aj_egress_limits limits;
+	/* Sources: listening sockets, and unix sockets a listener will come
+	 * on. Owned. */
+	int listeners[EGRESS_MAX_SOURCES];
+	unsigned n_listeners;
+	int receivers[EGRESS_MAX_SOURCES];
+	unsigned n_receivers;
+	struct egress_conn *conns;
+	unsigned live;
+	/* Totals since the start (the caps are over these). */
+	uint64_t out_total, in_total;
+	uint32_t connections;
+	char limit[160];         /* the cap reached, "" if none */
+	/* The bandwidth cap's clocks: when each direction may send next. */
+	uint64_t next_out_ns, next_in_ns;
+	struct egress_log log;
+};
+
+/* ---- decide.c ---- */
+
+/* Whether a name may be looked up at all (a host rule names it with this
+ * port): true with why naming the rule, or false with why. */
+bool egress_name_listed(const struct egress_rules *r, const char *host, uint16_t port,
+			char *why, size_t n);
+/* Whether a connection to addr (AF_INET/AF_INET6, network order) on port
+ * is allowed: by a CIDR rule (why names it), or (by_listed_name) because it
+ * is public (why untouched). true, or false with why. */
+bool egress_address_allowed(const struct egress_rules *r, int family, const uint8_t *addr,
+			    uint16_t port, bool by_listed_name, char *why, size_t n);
+
+/* ---- resolve.c ---- */
+
+#define EGRESS_MAX_ADDRS 16
+struct egress_addrs {
+	struct sockaddr_storage a[EGRESS_MAX_ADDRS];
+	unsigned n;
+};
+/* Resolves host (A and AAAA) with c-ares, giving up when stop_fd becomes
+ * readable. 0, or -errno with why. */
+int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char *why, size_t n);
+
+/* ---- conn.c ---- */
+
+/* Serves one accepted connection; its thread's body. Frees c. */
+void *egress_conn_main(void *c);
+
+/* ---- proxy.c, for conn.c ---- */
+
+/* The rules now, copied for one decision (keep may change them). */
+int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out);
+void egress_rules_free(struct egress_rules *r);
+/* Counts n bytes one way against the caps; false (with p->limit set) when
+ * a cap is passed, and the connection must end. Waits for the bandwidth
+ * cap first, if there is one (false if stopped meanwhile). */
+bool egress_account(struct egress_proxy *p, bool out, size_t n);
+/* A connection ended (or was refused): its log entry. */
+void egress_record(struct egress_proxy *p, const struct egress_entry *e);
+/* Registers c's upstream fd so that stop and keep can cut it. */
+void egress_conn_set_upstream(struct egress_conn *c, int fd);
+
+/* ---- log.c ---- */
+
+void egress_log_add(struct egress_log *l, const struct egress_entry *e);
+/* The entries as JSON (proxy.h's shape); clears them. NULL on ENOMEM. */
+char *egress_log_take(struct egress_log *l, uint64_t out_total, uint64_t in_total,
+		      const char *limit);
+void egress_log_free(struct egress_log *l);
+
+#endif
