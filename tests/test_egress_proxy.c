@@ -420,6 +420,7 @@ static void forward_get_by_address(void **state)
 	assert_non_null(strstr(got, "HTTP/1.1 200 OK"));
 	assert_non_null(strstr(got, "\r\n\r\nxxxxx"));
 	/* The origin saw origin-form, without the proxy's own headers. */
+	assert_non_null(strstr(f.o.head, "Host: 127.0.0.1:"));
 	assert_non_null(strstr(f.o.head, "GET /path?q=1 HTTP/1.1\r\n"));
 	assert_null(strstr(f.o.head, "Proxy-Connection"));
 	assert_non_null(strstr(f.o.head, "Connection: close\r\n"));
@@ -706,6 +707,37 @@ static void connect_443_checks_sni(void **state)
 	json_decref(f.pending);
 }
 
+/* A tunnel to 443 whose upstream does not answer: refused in the log, as
+ * every other connection the proxy could not make is (a CONNECT elsewhere
+ * answers 502 and logs it denied). 127.0.0.2:443 has no listener: the
+ * probe below says so, or the case cannot be made here. */
+static void connect_443_unreachable_is_logged_denied(void **state)
+{
+	(void)state;
+	uint16_t unused;
+	int probe = listen_on("127.0.0.2", 443, &unused);
+	if (probe < 0)
+		skip(); /* something listens there already */
+	close(probe);
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.2/32:443", NULL}, NULL);
+	int c = dial(f.port);
+	putf(c, "CONNECT 127.0.0.2:443 HTTP/1.1\r\n\r\n");
+	char ok[sizeof established - 1];
+	get_exact(c, ok, sizeof ok);
+	/* A ClientHello without the server_name extension. */
+	static const unsigned char bare[] = {22, 3, 1, 0, 45, 1, 0, 0, 41, 3, 3,
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+		17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+		0, 0, 2, 0x13, 0x01, 1, 0};
+	put(c, bare, sizeof bare);
+	drain(c, NULL, 0);
+	close(c);
+	json_decref(expect_entry(&f, false, "connect", "connect: Connection refused"));
+	fx_end(&f);
+}
+
 /* ---- caps ---- */
 
 static void in_cap_cuts_a_download(void **state)
@@ -776,6 +808,11 @@ static void connections_cap(void **state)
 		close(c);
 		if (i < 2) {
 			assert_non_null(strstr(got, "\r\n\r\nxx"));
+			/* The client sent no Host: the proxy gives the origin the
+			 * target's (RFC 9112 3.2.2), as an HTTP/1.1 server needs. */
+			char want[64];
+			snprintf(want, sizeof want, "\r\nHost: 127.0.0.1:%u\r\n", f.o.port);
+			assert_non_null(strstr(f.o.head, want));
 			json_decref(expect_entry(&f, true, "http", "allow-cidr"));
 		} else {
 			assert_int_equal(n, 0);
@@ -899,6 +936,7 @@ int main(void)
 		cmocka_unit_test(socks_refused),
 		cmocka_unit_test(malformed_heads),
 		cmocka_unit_test(connect_443_checks_sni),
+		cmocka_unit_test(connect_443_unreachable_is_logged_denied),
 		cmocka_unit_test(in_cap_cuts_a_download),
 		cmocka_unit_test(out_cap_cuts_an_upload),
 		cmocka_unit_test(connections_cap),
