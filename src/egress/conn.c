@@ -289,6 +289,9 @@ static void relay(struct conn *c)
 		return;
 	d[0].buf = bufs;
 	d[1].buf = bufs + RELAY_BUF;
+	/* From here its entry is live: a session call that ends meanwhile
+	 * reports it with its bytes so far. */
+	egress_conn_relaying(c->ec, &c->e, true);
 	for (;;) {
 		struct pollfd pf[5];
 		int np = 0, idx[4];
@@ -321,10 +324,6 @@ static void relay(struct conn *c)
 				if (n > 0) {
 					x->off += (size_t)n;
 					x->len -= (size_t)n;
-					if (x->out)
-						c->e.bytes_out += (uint64_t)n;
-					else
-						c->e.bytes_in += (uint64_t)n;
 					if (!x->len && x->eof)
 						shutdown(x->to, SHUT_WR);
 				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -334,7 +333,7 @@ static void relay(struct conn *c)
 			}
 			ssize_t n = read(x->from, x->buf, RELAY_BUF);
 			if (n > 0) {
-				if (!egress_account(c->p, x->out, (size_t)n)) {
+				if (!egress_account(c->p, &c->ec->live, x->out, (size_t)n)) {
 					fail = true;
 					break;
 				}
@@ -348,6 +347,7 @@ static void relay(struct conn *c)
 		if (fail)
 			break;
 	}
+	egress_conn_relaying(c->ec, &c->e, false);
 	free(bufs);
 }
 
@@ -358,7 +358,7 @@ static bool forward_rest(struct conn *c, size_t from)
 	size_t n = c->have - from;
 	if (!n)
 		return true;
-	if (!egress_account(c->p, true, n))
+	if (!egress_account(c->p, NULL, true, n))
 		return false;
 	c->e.bytes_out += n;
 	return write_all(c, c->up, c->buf + from, n);
@@ -386,7 +386,7 @@ static bool send_forward_head(struct conn *c, const struct http_head *h, size_t 
 	if (!out)
 		return false;
 	size_t n = egress_forward_head(c->buf, used, h, out);
-	bool ok = egress_account(c->p, true, n) && write_all(c, c->up, out, n);
+	bool ok = egress_account(c->p, NULL, true, n) && write_all(c, c->up, out, n);
 	if (ok)
 		c->e.bytes_out += n;
 	free(out);

@@ -354,15 +354,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-bool egress_account(struct egress_proxy *p, bool out, size_t n)
+void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
+{
+	pthread_mutex_lock(&c->p->lock);
+	if (start)
+		c->live = *e;
+	else
+		*e = c->live;
+	c->relaying = start;
+	pthread_mutex_unlock(&c->p->lock);
+}
+
+bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n)
 {
 	uint64_t wait_until = 0;
 	pthread_mutex_lock(&p->lock);
 	uint64_t *total = out ? &p->out_total : &p->in_total;
 	uint64_t cap = (uint64_t)(out ? p->limits.out_mb : p->limits.in_mb) << 20;
 	bool ok = *total + n <= cap;
-	if (ok)
+	if (ok) {
 		*total += n;
+		if (live)
+			*(out ? &live->bytes_out : &live->bytes_in) += n;
+	}
 	else if (!p->limit[0])
 		snprintf(p->limit, sizeof p->limit,
 			 "%s: the sandbox %s %u MiB through the proxy, its cap; the transfer was cut",
@@ -409,8 +423,18 @@ void egress_record(struct egress_proxy *p, const struct egress_entry *e)
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
 	pthread_mutex_lock(&p->lock);
-	char *s = egress_log_take(&p->log, p->out_total, p->in_total, p->limit);
+	size_t n = 0;
+	for (struct egress_conn *c = p->conns; c; c = c->next)
+		n += c->relaying;
+	struct egress_entry *live = n ? calloc(n, sizeof *live) : NULL;
+	size_t k = 0;
+	for (struct egress_conn *c = p->conns; live && c; c = c->next)
+		if (c->relaying)
+			live[k++] = c->live;
+	char *s = n && !live ? NULL
+			     : egress_log_take(&p->log, live, k, p->out_total, p->in_total, p->limit);
 	pthread_mutex_unlock(&p->lock);
+	free(live);
 	return s;
 }
 
