@@ -407,6 +407,10 @@ def serve():
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     sys.argv[:] = [""]
+    # What `pip install` puts in the workspace (PIP_TARGET, rule E1): a
+    # later cell imports what an earlier one installed.
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
     state = {"cells": 0, "namespace": main.__dict__}
     requests = io.open(REQUESTS, "rb", closefd=False)
     while True:
