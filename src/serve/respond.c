@@ -139,7 +139,7 @@ int request_code(json_t *o, const char **code, size_t *len, struct http_response
 	return 0;
 }
 
-static uint64_t count(json_t *v)
+static uint64_t log_count(json_t *v)
 {
 	return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
@@ -153,8 +153,8 @@ void respond_run(struct service *svc, struct http_response *rs, const char *id,
 	 * (a worker's run included): what /metrics adds up. */
 	json_t *e = o ? json_object_get(o, "egress") : NULL;
 	if (json_is_object(e))
-		metrics_egress(&svc->metrics, count(json_object_get(e, "allowed")),
-			       count(json_object_get(e, "denied")));
+		metrics_egress(&svc->metrics, log_count(json_object_get(e, "allowed")),
+			       log_count(json_object_get(e, "denied")));
 	if (o)
 		json_object_set_new(o, "run_id", json_string(id));
 	respond_json(rs, 200, o);
