@@ -321,6 +321,14 @@ static json_t *next_entry(struct fx *f)
 	return e;
 }
 
+/* The log's "limit" names the cap that ended a transfer. */
+static void limit_says(struct fx *f, const char *cap)
+{
+	take(f);
+	if (strncmp(f->limit, cap, strlen(cap)))
+		fail_msg("the log's limit is '%s', not about %s", f->limit, cap);
+}
+
 static const char *str(json_t *e, const char *key)
 {
 	json_t *v = json_object_get(e, key);
@@ -763,9 +771,7 @@ static void in_cap_cuts_a_download(void **state)
 	json_t *e = expect_entry(&f, true, "http", "allow-cidr");
 	assert_int_equal(num(e, "bytes_in"), (long long)n);
 	json_decref(e);
-	take(&f);
-	if (strncmp(f.limit, "in_mb: ", 7))
-		fail_msg("limit: '%s'", f.limit);
+	limit_says(&f, "in_mb: ");
 	fx_end(&f);
 }
 
@@ -793,9 +799,7 @@ static void out_cap_cuts_an_upload(void **state)
 	json_t *e = expect_entry(&f, true, "http", "allow-cidr");
 	assert_true(num(e, "bytes_out") <= 1 << 20);
 	json_decref(e);
-	take(&f);
-	if (strncmp(f.limit, "out_mb: ", 8))
-		fail_msg("limit: '%s'", f.limit);
+	limit_says(&f, "out_mb: ");
 	fx_end(&f);
 	assert_true(atomic_load(&f.o.received) <= 1u << 20);
 }
@@ -826,9 +830,7 @@ static void connections_cap(void **state)
 			json_decref(expect_entry(&f, false, NULL, "the cap of 2 connections is reached"));
 		}
 	}
-	take(&f);
-	if (strncmp(f.limit, "connections: ", 13))
-		fail_msg("limit: '%s'", f.limit);
+	limit_says(&f, "connections: ");
 	assert_int_equal(atomic_load(&f.o.accepted), 2);
 	fx_end(&f);
 }

@@ -319,6 +319,23 @@ static void relay(struct conn *c)
 			struct dir *x = &d[idx[k]];
 			if (!pf[k].revents)
 				continue;
+			if (!x->len) {
+				ssize_t n = read(x->from, x->buf, RELAY_BUF);
+				if (n > 0) {
+					if (!egress_account(c->p, &c->ec->live, x->out, (size_t)n)) {
+						fail = true;
+						break;
+					}
+					x->off = 0;
+					x->len = (size_t)n;
+				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+					x->eof = true;
+					shutdown(x->to, SHUT_WR);
+				}
+			}
+			/* What was just read is sent at once, most often whole,
+			 * without a poll in between: half the polls per chunk
+			 * (agentjail bench --egress). */
 			if (x->len) {
 				ssize_t n = send(x->to, x->buf + x->off, x->len, MSG_NOSIGNAL);
 				if (n > 0) {
@@ -329,19 +346,6 @@ static void relay(struct conn *c)
 				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 					fail = true;
 				}
-				continue;
-			}
-			ssize_t n = read(x->from, x->buf, RELAY_BUF);
-			if (n > 0) {
-				if (!egress_account(c->p, &c->ec->live, x->out, (size_t)n)) {
-					fail = true;
-					break;
-				}
-				x->off = 0;
-				x->len = (size_t)n;
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				x->eof = true;
-				shutdown(x->to, SHUT_WR);
 			}
 		}
 		if (fail)
