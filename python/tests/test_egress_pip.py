@@ -110,7 +110,7 @@ def test_pip_installs_from_the_allowed_index_and_the_next_cell_imports_it(index)
     rule = f"127.0.0.1/32:{index.port}"
     opts = tier_options("container", image=PIP_IMAGE, allow_cidrs=[rule], timeout=120,
                         cpu_sec=60, memory_mb=512)
-    with agentjail.Session(tier="container", **opts) as s:
+    with agentjail.Sandbox(tier="container", **opts) as sb, sb.session() as s:
         r = s.run("import importlib.util\nprint('pip present', "
                   "importlib.util.find_spec('pip') is not None)\n")
         assert "pip present True" in r.stdout, r.stdout + r.stderr

@@ -27,6 +27,7 @@
 import ast
 import base64
 import errno
+import importlib
 import io
 import json
 import linecache
@@ -114,6 +115,9 @@ def run_cell(source, number, namespace):
         # As Python reports a program that does not compile: no frames.
         traceback.print_exception(type(e), e, None)
         return 1
+    # A package an earlier cell installed (PIP_TARGET): the import system
+    # forgets that its directory was missing when first looked at.
+    importlib.invalidate_caches()
     try:
         # A last bare expression is shown, as in any Python prompt.
         last = None
