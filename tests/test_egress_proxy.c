@@ -29,12 +29,12 @@
 #include "agentjail.h"
 #include "src/egress/proxy.h"
 
-/* Names: a host rule must name a domain ("localhost", one label, is
- * refused), and this test may not touch the machine's resolver. So it runs
- * in a mount namespace of its own whose /etc/hosts (which the proxy's
- * resolver reads first) adds origin.test (loopback) and rebind.test (a
- * private address). Without one (not root), the cases by name are skipped:
- * they cannot be set up here. */
+/* Names: the cases need a listed name that resolves to the origin and one
+ * whose record points into a private network, without touching the
+ * machine's resolver or its /etc/hosts. So the test runs in a mount
+ * namespace of its own whose /etc/hosts (which the proxy's resolver reads
+ * first) adds origin.test (loopback) and rebind.test (10.0.0.7). Without
+ * one (not root), the cases by name are skipped: they cannot be set up. */
 static bool names_ready;
 
 static void names_setup(void)
