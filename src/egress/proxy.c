@@ -257,6 +257,7 @@ static void *accept_main(void *arg)
 		if (pf[0].revents)
 			break;
 		uint64_t v;
+		bool out_of_fds = false;
 		if (pf[1].revents)
 			(void)!read(p->wake_fd, &v, sizeof v);
 		pthread_mutex_lock(&p->lock);
@@ -284,9 +285,17 @@ static void *accept_main(void *arg)
 				int c = accept4(pf[2 + i].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 				if (c >= 0)
 					start_conn(p, c);
+				else if (errno == EMFILE || errno == ENFILE)
+					out_of_fds = true;
 			}
 		}
 		pthread_mutex_unlock(&p->lock);
+		/* Out of fds: the pending connection stays in the backlog, and
+		 * polling at once again would spin; wait a moment (or the stop). */
+		if (out_of_fds) {
+			struct pollfd sp = {.fd = p->stop_fd, .events = POLLIN};
+			poll(&sp, 1, 100);
+		}
 	}
 	return NULL;
 }
