@@ -173,6 +173,68 @@ static double p50(const double *v, int n)
 	return n ? measure_percentile(v, (size_t)n, 50) : 0;
 }
 
+/* A run's wall time as its caller sees it, open sandbox to result. */
+static double run_ms(struct aj_sandbox *sb)
+{
+	static const char code[] = "print(1)\n";
+	struct aj_result r;
+	double t0 = measure_now_ms();
+	aj_run(sb, code, sizeof code - 1, &r);
+	double ms = measure_now_ms() - t0;
+	bool ok = r.status == AJ_STATUS_OK;
+	aj_result_free(&r);
+	return ok ? ms : -1;
+}
+
+/* The start-up cost of egress on a tier: `print(1)` in a sandbox with a
+ * rule (the run's proxy started, its door made in the run's namespace, the
+ * log taken) and in one without, interleaved; the medians. The image, for
+ * a tier that runs one: "default", else "test". 0, or -1 when the tier
+ * cannot open here (why printed). */
+static int startup_cost(enum aj_tier tier, long rounds, double *off, double *on)
+{
+	struct aj_sandbox *plain = NULL, *with = NULL;
+	struct aj_error err = {0};
+	const char *images[] = {NULL, "test"};
+	const char *cidrs[] = {"127.0.0.1/32:9"};
+	for (size_t i = 0; i < 2 && !with; i++) {
+		struct aj_config cfg;
+		aj_config_init(&cfg);
+		cfg.tier = tier;
+		cfg.image = images[i];
+		if (aj_open(&cfg, &plain, &err))
+			continue;
+		cfg.allow_cidrs = cidrs;
+		cfg.allow_cidr_count = 1;
+		if (aj_open(&cfg, &with, &err)) {
+			aj_close(plain);
+			plain = NULL;
+		}
+	}
+	if (!with) {
+		fprintf(stderr, "agentjail: bench --egress: %s: %s\n", aj_tier_name(tier), err.message);
+		return -1;
+	}
+	double *a = calloc((size_t)rounds, sizeof *a), *b = calloc((size_t)rounds, sizeof *b);
+	int n = 0;
+	run_ms(plain); /* warm the page cache for both */
+	run_ms(with);
+	for (long i = 0; a && b && i < rounds; i++) {
+		double x = run_ms(plain), y = run_ms(with);
+		if (x > 0 && y > 0) {
+			a[n] = x;
+			b[n++] = y;
+		}
+	}
+	*off = p50(a, n);
+	*on = p50(b, n);
+	free(a);
+	free(b);
+	aj_close(plain);
+	aj_close(with);
+	return n ? 0 : -1;
+}
+
 int bench_egress(long rounds, bool quick, bool as_json)
 {
 	struct origin o = {0};
@@ -215,6 +277,13 @@ int bench_egress(long rounds, bool quick, bool as_json)
 	pthread_join(o.thread, NULL);
 	close(o.lfd);
 
+	double start_off[2] = {0}, start_on[2] = {0};
+	int start_rc[2];
+	enum aj_tier start_tiers[2] = {AJ_TIER_PROCESS, AJ_TIER_CONTAINER};
+	for (int i = 0; i < 2; i++)
+		start_rc[i] = startup_cost(start_tiers[i], quick ? 5 : rounds * 4, &start_off[i],
+					   &start_on[i]);
+
 	double d50 = p50(small.direct, small.n), x50 = p50(small.proxy, small.n);
 	double d95 = small.n ? measure_percentile(small.direct, (size_t)small.n, 95) : 0;
 	double x95 = small.n ? measure_percentile(small.proxy, (size_t)small.n, 95) : 0;
@@ -229,6 +298,12 @@ int bench_egress(long rounds, bool quick, bool as_json)
 		"download_100mib", "rounds", (json_int_t)big.n, "failed", (json_int_t)big.failed,
 		"direct_mib_s", dt, "proxy_mib_s", xt, "ratio", dt > 0 ? xt / dt : 0.0,
 		"proxy_denied", (json_int_t)(lj ? json_integer_value(json_object_get(lj, "denied")) : -1));
+	for (int i = 0; i < 2; i++)
+		if (!start_rc[i])
+			json_object_set_new(root, i ? "startup_container" : "startup_process",
+					    json_pack("{s:f, s:f, s:f}", "off_ms", start_off[i], "on_ms",
+						      start_on[i], "added_ms",
+						      start_on[i] - start_off[i]));
 	if (as_json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
@@ -243,6 +318,13 @@ int bench_egress(long rounds, bool quick, bool as_json)
 		       d95 > 0 ? x95 / d95 : 0.0);
 		printf("%-34s %10.0f %10.0f %10s %10.2f\n", "100 MiB download, median (MiB/s)", dt, xt,
 		       "", dt > 0 ? xt / dt : 0.0);
+		for (int i = 0; i < 2; i++)
+			if (!start_rc[i])
+				printf("%-34s %10.3f %10.3f %10.3f %10.2f\n",
+				       i ? "container print(1), median (ms)" : "process print(1), median (ms)",
+				       start_off[i], start_on[i], start_on[i] - start_off[i],
+				       start_off[i] > 0 ? start_on[i] / start_off[i] : 0.0);
+		printf("(the start-up rows: egress off in \"direct\", on in \"proxy\")\n");
 		printf("\n%d small GET rounds, %d download rounds", small.n, big.n);
 		if (small.failed || big.failed)
 			printf(" (%d and %d failed)", small.failed, big.failed);
