@@ -52,7 +52,7 @@ static bool ready(struct egress_server *s, int fd, short events, int ms)
 	return poll(pf, 2, ms) > 0 && !pf[1].revents && pf[0].revents;
 }
 
-static bool send_all(struct egress_server *s, int fd, const char *b, size_t n)
+static bool origin_send_all(struct egress_server *s, int fd, const char *b, size_t n)
 {
 	while (n) {
 		if (!ready(s, fd, POLLOUT, 30000))
@@ -76,22 +76,22 @@ static void answer(struct egress_server *s, int fd, const char *path, size_t bod
 	if (sscanf(path, "/big/%lu", &n) == 1) {
 		int hn = snprintf(head, sizeof head,
 				  "HTTP/1.1 200 OK\r\nContent-Length: %lu\r\nConnection: close\r\n\r\n", n);
-		if (!send_all(s, fd, head, (size_t)hn))
+		if (!origin_send_all(s, fd, head, (size_t)hn))
 			return;
 		static char big[64 << 10];
 		memset(big, 'x', sizeof big);
 		while (n) {
 			size_t k = n < sizeof big ? n : sizeof big;
-			if (!send_all(s, fd, big, k))
+			if (!origin_send_all(s, fd, big, k))
 				return;
 			n -= k;
 		}
 	} else if (!strcmp(path, "/slow")) {
 		static const char h[] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n";
-		if (!send_all(s, fd, h, sizeof h - 1))
+		if (!origin_send_all(s, fd, h, sizeof h - 1))
 			return;
 		for (int i = 0; i < 300; i++) {
-			if (!send_all(s, fd, chunk, sizeof chunk))
+			if (!origin_send_all(s, fd, chunk, sizeof chunk))
 				return;
 			if (ready(s, fd, POLLIN | POLLRDHUP, 100))
 				return; /* the peer closed (or sent more: not expected) */
@@ -102,8 +102,8 @@ static void answer(struct egress_server *s, int fd, const char *path, size_t bod
 				    : snprintf(body, sizeof body, "egress-ok %.500s\n", path);
 		int hn = snprintf(head, sizeof head,
 				  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", bn);
-		if (send_all(s, fd, head, (size_t)hn))
-			send_all(s, fd, body, (size_t)bn);
+		if (origin_send_all(s, fd, head, (size_t)hn))
+			origin_send_all(s, fd, body, (size_t)bn);
 	}
 }
 
@@ -146,7 +146,7 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-static void *accept_main(void *arg)
+static void *origin_accept_main(void *arg)
 {
 	struct egress_server *s = arg;
 	while (ready(s, s->listener, POLLIN, -1)) {
@@ -188,7 +188,7 @@ int egress_server_start(struct egress_server **out, int *port)
 	if (s->stop_fd < 0 || s->listener < 0 || bind(s->listener, (struct sockaddr *)&a, sizeof a) ||
 	    listen(s->listener, 64) || getsockname(s->listener, (struct sockaddr *)&a, &len))
 		rc = -errno;
-	else if ((rc = -pthread_create(&s->thread, NULL, accept_main, s)) == 0) {
+	else if ((rc = -pthread_create(&s->thread, NULL, origin_accept_main, s)) == 0) {
 		*port = ntohs(a.sin_port);
 		*out = s;
 		return 0;

@@ -174,7 +174,7 @@ static double p50(const double *v, int n)
 }
 
 /* A run's wall time as its caller sees it, open sandbox to result. */
-static double run_ms(struct aj_sandbox *sb)
+static double startup_run_ms(struct aj_sandbox *sb)
 {
 	static const char code[] = "print(1)\n";
 	struct aj_result r;
@@ -217,10 +217,10 @@ static int startup_cost(enum aj_tier tier, long rounds, double *off, double *on)
 	}
 	double *a = calloc((size_t)rounds, sizeof *a), *b = calloc((size_t)rounds, sizeof *b);
 	int n = 0;
-	run_ms(plain); /* warm the page cache for both */
-	run_ms(with);
+	startup_run_ms(plain); /* warm the page cache for both */
+	startup_run_ms(with);
 	for (long i = 0; a && b && i < rounds; i++) {
-		double x = run_ms(plain), y = run_ms(with);
+		double x = startup_run_ms(plain), y = startup_run_ms(with);
 		if (x > 0 && y > 0) {
 			a[n] = x;
 			b[n++] = y;

@@ -39,7 +39,7 @@ struct conn {
 
 /* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
  * out or stopped, -1 error. */
-static int wait_fd(struct conn *c, int fd, short events, int ms)
+static int conn_wait(struct conn *c, int fd, short events, int ms)
 {
 	struct pollfd pf[2] = {{.fd = fd, .events = events},
 			       {.fd = c->p->stop_fd, .events = POLLIN}};
@@ -67,7 +67,7 @@ static bool read_more(struct conn *c)
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return false;
-		if (wait_fd(c, c->client, POLLIN, HEAD_TIMEOUT_MS) != 1)
+		if (conn_wait(c, c->client, POLLIN, HEAD_TIMEOUT_MS) != 1)
 			return false;
 	}
 }
@@ -83,7 +83,7 @@ static bool write_all(struct conn *c, int fd, const void *data, size_t len)
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && errno == EAGAIN) {
-			if (wait_fd(c, fd, POLLOUT, HEAD_TIMEOUT_MS) != 1)
+			if (conn_wait(c, fd, POLLOUT, HEAD_TIMEOUT_MS) != 1)
 				return false;
 		} else {
 			return false;
@@ -207,7 +207,7 @@ static int connect_up(struct conn *c)
 		if (r < 0 && errno == EINPROGRESS) {
 			int soerr = ETIMEDOUT;
 			socklen_t sl = sizeof soerr;
-			if (wait_fd(c, fd, POLLOUT, CONNECT_TIMEOUT_MS) == 1)
+			if (conn_wait(c, fd, POLLOUT, CONNECT_TIMEOUT_MS) == 1)
 				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
 			r = soerr ? -1 : 0;
 			errno = soerr;

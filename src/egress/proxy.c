@@ -86,7 +86,7 @@ int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out)
 	return rc;
 }
 
-static void *accept_main(void *arg);
+static void *proxy_accept_main(void *arg);
 
 int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 		       struct aj_error *err)
@@ -106,7 +106,7 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	else
 		rc = rules_parse(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
 				 cfg->allow_cidrs, cfg->allow_cidr_count, err);
-	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, accept_main, p)))
+	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, proxy_accept_main, p)))
 		error_set(err, rc, "egress: cannot start the proxy's thread: %s", strerror(-rc));
 	if (rc) {
 		p->stopped = true;
@@ -228,12 +228,12 @@ static int receive_listener(int sock)
 	return fd;
 }
 
-static void remove_at(int *arr, unsigned *n, unsigned i)
+static void source_remove(int *arr, unsigned *n, unsigned i)
 {
 	arr[i] = arr[--*n];
 }
 
-static void *accept_main(void *arg)
+static void *proxy_accept_main(void *arg)
 {
 	struct egress_proxy *p = arg;
 	for (;;) {
@@ -268,7 +268,7 @@ static void *accept_main(void *arg)
 				continue;
 			int fd = receive_listener(p->receivers[i]);
 			close(p->receivers[i]);
-			remove_at(p->receivers, &p->n_receivers, i);
+			source_remove(p->receivers, &p->n_receivers, i);
 			if (fd >= 0 && p->n_listeners < EGRESS_MAX_SOURCES &&
 			    fcntl(fd, F_SETFL, O_NONBLOCK) == 0)
 				p->listeners[p->n_listeners++] = fd;
@@ -278,7 +278,7 @@ static void *accept_main(void *arg)
 		for (unsigned i = nl; i-- > 0;) {
 			if (pf[2 + i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
 				close(p->listeners[i]);
-				remove_at(p->listeners, &p->n_listeners, i);
+				source_remove(p->listeners, &p->n_listeners, i);
 			} else if (pf[2 + i].revents) {
 				/* Non-blocking: a connection reset before this
 				 * accept must not hang the thread. */
