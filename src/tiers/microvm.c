@@ -192,7 +192,7 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 		      struct aj_error *err)
 {
 	const struct aj_config *cfg = st->cfg;
-	char chan[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16], ram[PATH_MAX + 80],
+	char chan[PATH_MAX + 16], egress[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16], ram[PATH_MAX + 80],
 		statep[PATH_MAX + 80], why[300], words[600];
 	int rc, mfd = -1;
 
@@ -206,6 +206,7 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 		goto fail;
 	}
 	snprintf(chan, sizeof chan, "%s/chan.sock", vm->run);
+	snprintf(egress, sizeof egress, "%s/egress.sock", vm->run);
 	snprintf(mon, sizeof mon, "%s/mon.sock", vm->run);
 	snprintf(log, sizeof log, "%s/console.log", vm->run);
 	snprintf(ram, sizeof ram, "%s/ram", st->snapshot);
@@ -218,7 +219,8 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
 				   .kernel = st->img.kernel, .initrd = st->img.initrd,
 				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
-				   .run_dir = vm->run, .chan_sock = chan, .mon_sock = mon,
+				   .run_dir = vm->run, .chan_sock = chan, .egress_sock = egress,
+				   .mon_sock = mon,
 				   .console_log = log, .incoming_fd = state_fd, .uid = vm->slot.uid,
 				   .gid = st->gid};
 	rc = vm_launch(&launch, &vm->pid, &vm->pidfd, err);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "egress_relay.h"
@@ -26,6 +27,8 @@ static void *relay(void *arg)
 	/* Ended early (the VM went, or a bad frame): every stream goes now,
 	 * so the proxy's ends see EOF instead of waiting for the VM's end. */
 	egress_mux_free(&r->mux);
+	/* And the port: the guest's forwarder sees no host any more. */
+	shutdown(r->mux.port, SHUT_RDWR);
 	return NULL;
 }
 
