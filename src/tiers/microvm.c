@@ -192,8 +192,8 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 		      struct aj_error *err)
 {
 	const struct aj_config *cfg = st->cfg;
-	char chan[PATH_MAX + 16], egress[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16], ram[PATH_MAX + 80],
-		statep[PATH_MAX + 80], why[300], words[600];
+	char chan[PATH_MAX + 16], egress[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16],
+		ram[PATH_MAX + 80], statep[PATH_MAX + 80], why[300], words[600];
 	int rc, mfd = -1;
 
 	memset(vm, 0, sizeof *vm);
@@ -220,9 +220,8 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 				   .kernel = st->img.kernel, .initrd = st->img.initrd,
 				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
 				   .run_dir = vm->run, .chan_sock = chan, .egress_sock = egress,
-				   .mon_sock = mon,
-				   .console_log = log, .incoming_fd = state_fd, .uid = vm->slot.uid,
-				   .gid = st->gid};
+				   .mon_sock = mon, .console_log = log, .incoming_fd = state_fd,
+				   .uid = vm->slot.uid, .gid = st->gid};
 	rc = vm_launch(&launch, &vm->pid, &vm->pidfd, err);
 	close(state_fd);
 	if (rc)

@@ -11,7 +11,8 @@
 
 #include "egress_mux.h"
 
-__attribute__((format(printf, 2, 3))) static int bad(struct egress_mux *m, const char *fmt, ...)
+__attribute__((format(printf, 2, 3)))
+static int refuse_frame(struct egress_mux *m, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -123,18 +124,18 @@ static int frame_begins(struct egress_mux *m)
 	memcpy(f, m->head, sizeof *f);
 	m->payload_left = 0;
 	if (f->zero != 0)
-		return bad(m, "a frame's reserved byte is %u, not 0", f->zero);
+		return refuse_frame(m, "a frame's reserved byte is %u, not 0", f->zero);
 	if (f->id >= EGRESS_STREAMS)
-		return bad(m, "stream id %u is not below %u", f->id, EGRESS_STREAMS);
+		return refuse_frame(m, "stream id %u is not below %u", f->id, EGRESS_STREAMS);
 	struct egress_stream *s = &m->s[f->id];
 	switch (f->type) {
 	case EGRESS_OPEN:
 		if (!m->open)
-			return bad(m, "OPEN of stream %u from the host", f->id);
+			return refuse_frame(m, "OPEN of stream %u from the host", f->id);
 		if (f->len)
-			return bad(m, "OPEN of stream %u with length %u", f->id, f->len);
+			return refuse_frame(m, "OPEN of stream %u with length %u", f->id, f->len);
 		if (s->used)
-			return bad(m, "OPEN of stream %u, which is in use", f->id);
+			return refuse_frame(m, "OPEN of stream %u, which is in use", f->id);
 		int fd = m->open(m->ctx, f->id);
 		int rc = stream_start(s, fd >= 0 ? fd : -1);
 		if (rc) {
@@ -150,27 +151,27 @@ static int frame_begins(struct egress_mux *m)
 		return 0;
 	case EGRESS_DATA:
 		if (!s->used || s->got_close)
-			return bad(m, "DATA for stream %u, which is not open", f->id);
+			return refuse_frame(m, "DATA for stream %u, which is not open", f->id);
 		if (f->len == 0 || f->len > EGRESS_CHUNK)
-			return bad(m, "DATA of %u bytes (1..%u)", f->len, EGRESS_CHUNK);
+			return refuse_frame(m, "DATA of %u bytes (1..%u)", f->len, EGRESS_CHUNK);
 		if (f->len > s->recv_allow)
-			return bad(m, "DATA of %u bytes on stream %u, past its credit of %u", f->len,
+			return refuse_frame(m, "DATA of %u bytes on stream %u, past its credit of %u", f->len,
 				   f->id, s->recv_allow);
 		s->recv_allow -= f->len;
 		m->payload_left = f->len;
 		return 0;
 	case EGRESS_CREDIT:
 		if (!s->used || s->got_close)
-			return bad(m, "CREDIT for stream %u, which is not open", f->id);
+			return refuse_frame(m, "CREDIT for stream %u, which is not open", f->id);
 		if (f->len == 0 || f->len > EGRESS_WINDOW - s->send_credit)
-			return bad(m, "CREDIT of %u on stream %u, past its window", f->len, f->id);
+			return refuse_frame(m, "CREDIT of %u on stream %u, past its window", f->len, f->id);
 		s->send_credit += f->len;
 		return 0;
 	case EGRESS_CLOSE:
 		if (!s->used || s->got_close)
-			return bad(m, "CLOSE of stream %u, which is not open", f->id);
+			return refuse_frame(m, "CLOSE of stream %u, which is not open", f->id);
 		if (f->len)
-			return bad(m, "CLOSE of stream %u with length %u", f->id, f->len);
+			return refuse_frame(m, "CLOSE of stream %u with length %u", f->id, f->len);
 		/* The peer is done: what we hold for it goes, and our end
 		 * with it. */
 		s->got_close = true;
@@ -178,7 +179,7 @@ static int frame_begins(struct egress_mux *m)
 		maybe_release(s);
 		return 0;
 	default:
-		return bad(m, "frame type %u is not one of the egress port's", f->type);
+		return refuse_frame(m, "frame type %u is not one of the egress port's", f->type);
 	}
 }
 

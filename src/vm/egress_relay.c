@@ -20,7 +20,7 @@ struct egress_relay {
 	int rc;                 /* how the loop ended */
 };
 
-static void *relay(void *arg)
+static void *relay_port(void *arg)
 {
 	struct egress_relay *r = arg;
 	r->rc = egress_mux_run(&r->mux, -1, r->stop);
@@ -45,7 +45,7 @@ int egress_relay_start(int port, egress_open_fn *open, void *ctx, struct egress_
 	}
 	egress_mux_init(&r->mux, port, open, ctx, true);
 	r->stop = eventfd(0, EFD_CLOEXEC);
-	int rc = r->stop < 0 ? errno : pthread_create(&r->thread, NULL, relay, r);
+	int rc = r->stop < 0 ? errno : pthread_create(&r->thread, NULL, relay_port, r);
 	if (rc) {
 		if (r->stop >= 0)
 			close(r->stop);
