@@ -44,6 +44,8 @@ static void host_rules_parse_and_match(void **state)
 	assert_false(egress_host_matches(&r, "files.pypi.org", 443));
 	assert_false(egress_host_matches(&r, "pypi.org.evil.example", 443));
 
+	host_rule_ok("localhost:8080", &r); /* a single label: the deployer names it */
+	assert_true(egress_host_matches(&r, "LOCALHOST", 8080));
 	host_rule_ok("*.pythonhosted.org:443", &r);
 	assert_true(r.below);
 	assert_true(egress_host_matches(&r, "files.pythonhosted.org", 443));
@@ -61,7 +63,7 @@ static void host_rules_refused_with_a_reason(void **state)
 {
 	(void)state;
 	host_rule_refused("", "empty");
-	host_rule_refused("pypi", "single label");
+	host_rule_refused("*.com", "single label");
 	host_rule_refused("10.0.0.1", "--allow-cidr");
 	host_rule_refused("a..org", "empty label");
 	host_rule_refused("-a.org", "starting with '-'");

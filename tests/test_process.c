@@ -6,6 +6,7 @@
 #include <seccomp.h>
 #include <sys/prctl.h>
 
+#include "egress_cases.h"
 #include "session_cases.h"
 
 static void identity_inside(void **state)
@@ -585,6 +586,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_reaches_into_hidden_places),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		EGRESS_TABLE,
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(users_are_the_runs_own),
 		HOSTILE_TEST(private_places_are_masked),

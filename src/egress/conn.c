@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "forward.h"
 #include "http_head.h"
 #include "proxy_internal.h"
 #include "sni.h"
@@ -219,6 +220,9 @@ static int connect_up(struct conn *c)
 		egress_conn_set_upstream(c->ec, -1);
 		close(fd);
 	}
+	/* Nothing was reached: the log says denied, whichever way the
+	 * connection asked (a tunnel to 443 learns it only now). */
+	c->e.allowed = false;
 	size_t l = strlen(c->e.reason);
 	snprintf(c->e.reason + l, sizeof c->e.reason - l, "; connect: %s", strerror(err));
 	return -err;
@@ -375,51 +379,13 @@ static void http_reply(struct conn *c, const char *status)
 		write_all(c, c->client, msg, (size_t)body);
 }
 
-static bool hop_by_hop(const char *line, size_t len)
-{
-	static const char *const names[] = {"connection:", "proxy-connection:", "keep-alive:",
-					    "proxy-authorization:", "proxy-authenticate:"};
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-		size_t n = strlen(names[i]);
-		if (len >= n && !strncasecmp(line, names[i], n))
-			return true;
-	}
-	return false;
-}
-
-/* The forward request as the origin server gets it: origin-form target,
- * the proxy's own headers dropped, one request per connection (a client
- * reusing the connection for another host would reach this one). */
+/* The forward request as the origin server gets it (forward.c). */
 static bool send_forward_head(struct conn *c, const struct http_head *h, size_t used)
 {
-	const char *line_end = strstr(c->buf, "\r\n");
-	const char *version = line_end - 8;
-	char *out = malloc(used + 64);
+	char *out = malloc(used + EGRESS_FORWARD_EXTRA);
 	if (!out)
 		return false;
-	size_t n = (size_t)sprintf(out, "%s ", h->method);
-	if (h->path_len) {
-		memcpy(out + n, c->buf + h->path_at, h->path_len);
-		n += h->path_len;
-	} else {
-		out[n++] = '/';
-	}
-	out[n++] = ' ';
-	memcpy(out + n, version, 10); /* "HTTP/1.x\r\n" */
-	n += 10;
-	for (size_t at = h->headers_at; at + 2 <= used;) {
-		const char *l = c->buf + at;
-		const char *e = strstr(l, "\r\n");
-		size_t len = (size_t)(e - l);
-		if (len == 0)
-			break;
-		if (!hop_by_hop(l, len)) {
-			memcpy(out + n, l, len + 2);
-			n += len + 2;
-		}
-		at += len + 2;
-	}
-	n += (size_t)sprintf(out + n, "Connection: close\r\n\r\n");
+	size_t n = egress_forward_head(c->buf, used, h, out);
 	bool ok = egress_account(c->p, true, n) && write_all(c, c->up, out, n);
 	if (ok)
 		c->e.bytes_out += n;
