@@ -28,7 +28,7 @@ static struct egress_mux mux;
 
 /* lo up: the kernel gives it 127.0.0.1/8 as it comes up. Nothing else:
  * there is no other interface to bring up. */
-static int loopback_up(struct failure *f)
+static int guest_loopback_up(struct failure *f)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -77,7 +77,7 @@ int egress_start(struct failure *f)
 {
 	if (egress_port_fd < 0)
 		return fail(f, ENODEV, "egress: the VM has no egress port");
-	int rc = loopback_up(f);
+	int rc = guest_loopback_up(f);
 	if (rc == 0)
 		rc = listen_proxy_port(f);
 	if (rc)
