@@ -54,14 +54,14 @@ src=$here/../src
 guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c
 run_cgroup.c session.c watch.c workspace.c zygote.c"
 core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c
-core/result.c linux/supervisor.c vm/egress_mux.c"
+core/result.c linux/supervisor.c linux/egress_listen.c vm/egress_mux.c"
 agent_sources=""
 for f in $guest_sources; do agent_sources="$agent_sources $guest/$f"; done
 for f in $core_sources; do agent_sources="$agent_sources $src/$f"; done
 # What the agent is built from and with, each hashed into the inputs.
 agent_inputs="$agent_sources $guest/agent.h $guest/zygote.py $guest/../protocol.h
 $src/core/internal.h $src/core/session_call.h $src/core/contract.h $src/core/keyed.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
-$src/linux/supervisor.h $src/linux/report.h
+$src/linux/supervisor.h $src/linux/report.h $src/linux/egress_listen.h
 $here/../tools/gen_filter.c $src/vm/egress_mux.h"
 # Not built into the agent, but the machine its snapshots are taken of
 # (QEMU's devices): a snapshot restores only into the machine it came from,

@@ -9,16 +9,15 @@
  * program (uid 1000) can neither signal nor trace it. */
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../../core/contract.h"
+#include "../../linux/egress_listen.h"
 #include "../egress_mux.h"
 #include "agent.h"
 
@@ -26,38 +25,15 @@ int egress_port_fd = -1;
 static int listener = -1;
 static struct egress_mux mux;
 
-/* lo up: the kernel gives it 127.0.0.1/8 as it comes up. Nothing else:
- * there is no other interface to bring up. */
-static int guest_loopback_up(struct failure *f)
-{
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return fail(f, errno, "egress: socket");
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof ifr);
-	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-	int rc = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (rc == 0) {
-		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	int e = errno;
-	close(s);
-	return rc < 0 ? fail(f, e, "egress: bring up lo") : 0;
-}
-
-/* Root's socket, bound before the program starts, so the program can
- * neither take the port first nor listen in its place. */
+/* Root's socket on the loopback it brings up (written once with the
+ * jail's door: src/linux/egress_listen.c), bound before the program
+ * starts, so the program can neither take the port first nor listen in
+ * its place. */
 static int listen_proxy_port(struct failure *f)
 {
-	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (listener < 0)
-		return fail(f, errno, "egress: socket");
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(CONTRACT_EGRESS_PORT),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	if (bind(listener, (struct sockaddr *)&a, sizeof a) < 0 || listen(listener, 64) < 0)
-		return fail(f, errno, "egress: listen on 127.0.0.1:%d", CONTRACT_EGRESS_PORT);
-	return 0;
+	const char *step = "";
+	listener = egress_listen_loopback(SOCK_NONBLOCK, &step);
+	return listener < 0 ? fail(f, -listener, "egress: %s", step) : 0;
 }
 
 static void *forward(void *arg)
@@ -77,9 +53,7 @@ int egress_start(struct failure *f)
 {
 	if (egress_port_fd < 0)
 		return fail(f, ENODEV, "egress: the VM has no egress port");
-	int rc = guest_loopback_up(f);
-	if (rc == 0)
-		rc = listen_proxy_port(f);
+	int rc = listen_proxy_port(f);
 	if (rc)
 		return rc;
 	egress_mux_init(&mux, egress_port_fd, NULL, NULL, false);
