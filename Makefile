@@ -235,6 +235,7 @@ $(MCP_DEPS): tests/mcp/package.json
 test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null

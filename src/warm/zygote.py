@@ -116,6 +116,9 @@ def run_program(sock, egress_environment):
         name, _, value = rows[i].decode().partition("=")
         os.environ[name] = value
         i += 1
+    # What `pip install` put in the workspace (PIP_TARGET, rule E1).
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
     # Randomness of the run's own: numpy's global generator does not
     # reseed itself at fork.
     np_random = sys.modules.get("numpy.random")
