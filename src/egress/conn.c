@@ -383,6 +383,14 @@ static void http_reply(struct conn *c, const char *status)
 		write_all(c, c->client, msg, (size_t)body);
 }
 
+/* A refusal is logged before the client hears it: a session call that
+ * ends on the answer finds the entry in its own log. */
+static void refuse_http(struct conn *c, const char *status)
+{
+	egress_record(c->ec, &c->e);
+	http_reply(c, status);
+}
+
 /* The forward request as the origin server gets it (forward.c). */
 static bool send_forward_head(struct conn *c, const struct http_head *h, size_t used)
 {
@@ -412,16 +420,16 @@ static void serve_http(struct conn *c)
 			return; /* closed or timed out before a whole head: nothing to log */
 		snprintf(c->e.host, sizeof c->e.host, "(unparsed)");
 		deny(c, "%s", r == HTTP_HEAD_TOO_LARGE ? "request head too large" : why);
-		http_reply(c, r == HTTP_HEAD_TOO_LARGE ? "431 Request Header Fields Too Large"
-						       : "400 Bad Request");
-		egress_record(c->ec, &c->e);
+		refuse_http(c, r == HTTP_HEAD_TOO_LARGE ? "431 Request Header Fields Too Large"
+							: "400 Bad Request");
 		return;
 	}
 	snprintf(c->e.host, sizeof c->e.host, "%s", h.host);
 	c->e.port = h.port;
 	c->e.via = h.connect ? "connect" : "http";
 	if (!decide(c)) {
-		http_reply(c, "403 Forbidden");
+		refuse_http(c, "403 Forbidden");
+		return;
 	} else if (h.connect && h.port == 443) {
 		/* The ClientHello comes only after the 200: check it before any
 		 * byte reaches the upstream (which is not connected yet). */
@@ -431,7 +439,8 @@ static void serve_http(struct conn *c)
 			relay(c);
 	} else if (connect_up(c)) {
 		c->e.allowed = false;
-		http_reply(c, "502 Bad Gateway");
+		refuse_http(c, "502 Bad Gateway");
+		return;
 	} else if (h.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		if (write_all(c, c->client, ok, sizeof ok - 1) && forward_rest(c, used))
@@ -448,6 +457,12 @@ static void socks_reply(struct conn *c, uint8_t code)
 {
 	const uint8_t r[10] = {5, code, 0, 1, 0, 0, 0, 0, 0, 0};
 	write_all(c, c->client, r, sizeof r);
+}
+
+static void refuse_socks(struct conn *c, uint8_t code)
+{
+	egress_record(c->ec, &c->e); /* before the answer, as refuse_http */
+	socks_reply(c, code);
 }
 
 static void serve_socks(struct conn *c)
@@ -485,7 +500,8 @@ static void serve_socks(struct conn *c)
 	else
 		inet_ntop(q.family, q.addr, c->e.host, sizeof c->e.host);
 	if (!decide(c)) {
-		socks_reply(c, SOCKS_REP_NOT_ALLOWED);
+		refuse_socks(c, SOCKS_REP_NOT_ALLOWED);
+		return;
 	} else if (q.port == 443) {
 		/* As for CONNECT: the ClientHello is checked before the
 		 * upstream is connected. */
@@ -494,7 +510,8 @@ static void serve_socks(struct conn *c)
 			relay(c);
 	} else if (connect_up(c)) {
 		c->e.allowed = false;
-		socks_reply(c, SOCKS_REP_CONNECTION_REFUSED);
+		refuse_socks(c, SOCKS_REP_CONNECTION_REFUSED);
+		return;
 	} else {
 		socks_reply(c, SOCKS_REP_OK);
 		if (forward_rest(c, used))
