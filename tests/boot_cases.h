@@ -143,70 +143,80 @@ static void assert_no_run_dirs(const struct aj_config *cfg)
 	assert_int_equal(count_dir_entries(dir, "run-"), 0);
 }
 
+/* An egress case's server (answering a fresh token) and the one rule that
+ * reaches it, set in the fixture's config. */
+struct egress_case {
+	struct egress_server srv;
+	char token[32];
+	char cidr[64];
+	const char *cidrs[1];
+};
+
+static void egress_case_start(struct fixture *f, struct egress_case *c)
+{
+	make_token(c->token, sizeof c->token);
+	egress_server_start(&c->srv, c->token);
+	snprintf(c->cidr, sizeof c->cidr, "127.0.0.1/32:%d", c->srv.port);
+	c->cidrs[0] = c->cidr;
+	f->cfg.allow_cidrs = c->cidrs;
+	f->cfg.allow_cidr_count = 1;
+	f->cfg.limits.wall_sec = 60;
+}
+
+/* Nothing of the proxy is left on the host; the server stops. */
+static void egress_case_end(struct fixture *f, struct egress_case *c)
+{
+	assert_no_run_dirs(&f->cfg);
+	egress_server_stop(&c->srv);
+	f->cfg.allow_cidrs = NULL;
+	f->cfg.allow_cidr_count = 0;
+}
+
 /* A run with an allow-cidr rule for the test's server: see
  * check_egress_result. */
 static void egress_run_reaches_only_the_allowed(void **state)
 {
 	struct fixture *f = *state;
-	struct egress_server srv;
-	char token[32], cidr[64];
-	make_token(token, sizeof token);
-	egress_server_start(&srv, token);
-	snprintf(cidr, sizeof cidr, "127.0.0.1/32:%d", srv.port);
-	const char *cidrs[] = {cidr};
-	f->cfg.allow_cidrs = cidrs;
-	f->cfg.allow_cidr_count = 1;
-	f->cfg.limits.wall_sec = 60;
+	struct egress_case c;
+	egress_case_start(f, &c);
 	struct aj_result r;
-	run_code(&f->cfg, &r, EGRESS_PROGRAM, srv.port);
-	check_egress_result(&r, &srv, token, true);
+	run_code(&f->cfg, &r, EGRESS_PROGRAM, c.srv.port);
+	check_egress_result(&r, &c.srv, c.token, true);
 	aj_result_free(&r);
-	assert_no_run_dirs(&f->cfg);
-	egress_server_stop(&srv);
-	f->cfg.allow_cidrs = NULL;
-	f->cfg.allow_cidr_count = 0;
+	egress_case_end(f, &c);
 }
 
 /* A session carries its proxy for its life: a cell reaches the server
- * (each call's own log), and a later cell still does. */
+ * (each call with a log of its own), and a later cell still does. */
 static void egress_session_reaches_only_the_allowed(void **state)
 {
 	struct fixture *f = *state;
-	struct egress_server srv;
-	char token[32], cidr[64];
-	make_token(token, sizeof token);
-	egress_server_start(&srv, token);
-	snprintf(cidr, sizeof cidr, "127.0.0.1/32:%d", srv.port);
-	const char *cidrs[] = {cidr};
-	f->cfg.allow_cidrs = cidrs;
-	f->cfg.allow_cidr_count = 1;
+	struct egress_case c;
+	egress_case_start(f, &c);
 	struct aj_session *s = NULL;
 	struct aj_error err = {0};
 	if (aj_session_open(&f->cfg, &s, &err))
 		fail_msg("aj_session_open: %s", err.message);
 	char *code = NULL;
-	assert_true(asprintf(&code, EGRESS_PROGRAM, srv.port) > 0);
+	assert_true(asprintf(&code, EGRESS_PROGRAM, c.srv.port) > 0);
 	struct aj_result r;
 	assert_int_equal(aj_session_run(s, code, strlen(code), &r), 0);
-	check_egress_result(&r, &srv, token, false);
+	check_egress_result(&r, &c.srv, c.token, false);
 	aj_result_free(&r);
 	static const char again[] = "import urllib.request\n"
 				    "print(urllib.request.urlopen('http://127.0.0.1:%d/y', "
 				    "timeout=30).read().decode())\n";
 	free(code);
-	assert_true(asprintf(&code, again, srv.port) > 0);
+	assert_true(asprintf(&code, again, c.srv.port) > 0);
 	assert_int_equal(aj_session_run(s, code, strlen(code), &r), 0);
 	assert_status(&r, AJ_STATUS_OK);
-	assert_true(contains(r.stdout_buf, token));
-	assert_int_equal(atomic_load(&srv.served), 2);
+	assert_true(contains(r.stdout_buf, c.token));
+	assert_int_equal(atomic_load(&c.srv.served), 2);
 	assert_non_null(r.egress_log);
 	aj_result_free(&r);
 	free(code);
 	aj_session_close(s);
-	assert_no_run_dirs(&f->cfg);
-	egress_server_stop(&srv);
-	f->cfg.allow_cidrs = NULL;
-	f->cfg.allow_cidr_count = 0;
+	egress_case_end(f, &c);
 }
 
 #endif

@@ -8,14 +8,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../egress/proxy.h"
 #include "../linux/report.h"
 #include "egress.h"
 
 #define SOCKET_NAME "proxy.sock"
 
-int boot_egress_listen(struct egress_proxy *p, const char *dir, uid_t uid, gid_t gid,
-		       struct aj_error *err)
+int boot_egress_socket(const char *dir, uid_t uid, gid_t gid, struct aj_error *err)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	if ((size_t)snprintf(a.sun_path, sizeof a.sun_path, "%s/" SOCKET_NAME, dir) >=
@@ -38,11 +36,7 @@ int boot_egress_listen(struct egress_proxy *p, const char *dir, uid_t uid, gid_t
 		close(fd);
 		return error_set(err, -e, "egress: %s %s: %s", step, a.sun_path, errno_name(e));
 	}
-	int rc = egress_proxy_add_listener(p, fd);
-	if (rc)
-		return error_set(err, rc, "egress: the proxy would not take %s: %s", a.sun_path,
-				 errno_name(-rc));
-	return 0;
+	return fd;
 }
 
 void boot_egress_remove(const char *dir)

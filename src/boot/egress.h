@@ -10,20 +10,18 @@
 
 #include "../core/internal.h"
 
-struct egress_proxy;
-
 /* Inside the sandbox. Under /dev, a tmpfs of the sandbox's own on both
  * tiers: the mount point is made there, never in the image (runsc's gofer
  * would make it in the image directory on the host). */
 #define BOOT_EGRESS_DIR "/dev/agentjail-egress"
 #define BOOT_EGRESS_SOCKET BOOT_EGRESS_DIR "/proxy.sock"
 
-/* In dir (made by the caller, empty, 0700): the proxy's unix socket, given
- * to p (egress_proxy_add_listener), dir and socket then owned by uid:gid,
- * the sandbox's, so that only its processes (and root) reach it. 0, or
- * -errno with err naming the step. */
-int boot_egress_listen(struct egress_proxy *p, const char *dir, uid_t uid, gid_t gid,
-		       struct aj_error *err);
+/* In dir (made by the caller, empty, 0700): the proxy's unix socket,
+ * listening, for the caller to give the proxy (egress_proxy_add_listener);
+ * dir and socket are then owned by uid:gid, the sandbox's, so that only its
+ * processes (and root) reach it. The fd, or -errno with err naming the
+ * step. */
+int boot_egress_socket(const char *dir, uid_t uid, gid_t gid, struct aj_error *err);
 
 /* Removes what boot_egress_listen made in dir, and dir. */
 void boot_egress_remove(const char *dir);

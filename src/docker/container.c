@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../boot/egress.h"
+#include "../egress/proxy.h"
 #include "container.h"
 
 int docker_slot_acquire(const struct aj_config *cfg, struct uid_slot *slot,
@@ -39,8 +40,12 @@ int docker_egress_open(const struct docker_state *st, struct egress_proxy *p, ui
 	snprintf(made, sizeof made, "%.3000s/run-%d-XXXXXX", st->run_base, (int)getpid());
 	if (!mkdtemp(made))
 		return error_set(err, -errno, "egress: mkdtemp %s: %s", made, errno_name(errno));
-	int rc = boot_egress_listen(p, made, uid, gid, err);
+	int fd = boot_egress_socket(made, uid, gid, err);
+	int rc = fd < 0 ? fd : egress_proxy_add_listener(p, fd); /* owns fd */
 	if (rc) {
+		if (fd >= 0)
+			error_set(err, rc, "egress: the proxy would not take its socket: %s",
+				  errno_name(-rc));
 		boot_egress_remove(made);
 		return rc;
 	}

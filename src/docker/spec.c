@@ -75,7 +75,7 @@ static int add_ro_binds(json_t *mounts, const struct aj_config *cfg)
 /* The egress proxy's socket directory (src/boot/egress.h), read-only: the
  * program connects through it (boot.py forwards 127.0.0.1:3128 to it) but
  * writes nothing to the host's disk there. */
-static int add_egress_mount(json_t *mounts, const char *dir)
+static int add_egress_bind(json_t *mounts, const char *dir)
 {
 	json_t *m = json_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind", "Source", dir,
 			      "Target", BOOT_EGRESS_DIR, "ReadOnly", 1, "BindOptions",
@@ -160,7 +160,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"Privileged", 0);
 	json_t *mounts = json_array();
 	if (!host || !mounts || add_ro_binds(mounts, cfg) ||
-	    (egress && add_egress_mount(mounts, egress_dir)) ||
+	    (egress && add_egress_bind(mounts, egress_dir)) ||
 	    (json_array_size(mounts) && json_object_set(host, "Mounts", mounts))) {
 		json_decref(mounts);
 		json_decref(host);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../boot/egress.h"
+#include "../egress/proxy.h"
 #include "../gvisor/bundle.h"
 #include "../boot/rundir.h"
 #include "../gvisor/runsc.h"
@@ -80,8 +81,12 @@ static int sandbox_make(const struct gvisor_host *st, const struct aj_config *cf
 		if (mkdir(egress_dir, 0700) < 0)
 			return error_set(err, -errno, "gvisor: mkdir %s: %s", egress_dir,
 					 errno_name(errno));
-		if ((rc = boot_egress_listen(egress, egress_dir, sb->slot.uid, sb->slot.gid, err)))
-			return rc;
+		int fd = boot_egress_socket(egress_dir, sb->slot.uid, sb->slot.gid, err);
+		if (fd < 0)
+			return fd;
+		if ((rc = egress_proxy_add_listener(egress, fd))) /* owns fd */
+			return error_set(err, rc, "egress: the proxy would not take its socket: %s",
+					 errno_name(-rc));
 	}
 	struct gvisor_bundle b = {.root = st->root, .python = cfg->python, .uid = sb->slot.uid,
 				  .gid = sb->slot.gid, .limits = &cfg->limits,
