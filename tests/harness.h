@@ -117,6 +117,19 @@ static inline void run_code(const struct aj_config *cfg, struct aj_result *res, 
 	free(code);
 }
 
+/* The fds this process holds now. */
+static inline int count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	struct dirent *de;
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static inline bool contains(const char *hay, const char *needle)
 {
 	return hay && needle && strstr(hay, needle) != NULL;

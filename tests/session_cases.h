@@ -64,17 +64,6 @@ static void cell_expect(struct aj_session *s, const char *code, enum aj_status w
 	aj_result_free(&r);
 }
 
-static int count_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-	struct dirent *de;
-	assert_non_null(d);
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 static void session_state_persists(void **state)
 {

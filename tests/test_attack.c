@@ -189,9 +189,10 @@ static void table_entries_declare_their_fixtures(void **state)
 	} keys[] = {{"{TOKEN}", 0},
 		    {"{CWD}", 0},
 		    {"{SECRET}", HOSTILE_NEEDS_SECRET},
-		    {"{PORT}", HOSTILE_NEEDS_LISTENER},
+		    /* A listener, or the egress origin and its UDP socket. */
+		    {"{PORT}", HOSTILE_NEEDS_LISTENER | HOSTILE_NEEDS_EGRESS},
 		    {"{HOSTIP}", HOSTILE_NEEDS_HOST_LISTENER},
-		    {"{HOSTPORT}", HOSTILE_NEEDS_HOST_LISTENER},
+		    {"{HOSTPORT}", HOSTILE_NEEDS_HOST_LISTENER | HOSTILE_NEEDS_EGRESS},
 		    {"{SOCK}", HOSTILE_NEEDS_UNIX},
 		    {"{SENTINEL}", HOSTILE_NEEDS_SENTINEL},
 		    {"{MNT}", HOSTILE_NEEDS_MOUNTS}};

@@ -38,10 +38,10 @@ static void cli(struct cli_result *r, const char *stdin_text, const char *const 
 		dup2(out[1], 1);
 		dup2(err[1], 2);
 		close_range(3, ~0U, 0);
-		char *argv[32];
+		char *argv[80];
 		int n = 0;
 		argv[n++] = (char *)cli_path();
-		for (; args[n - 1] && n < 31; n++)
+		for (; args[n - 1] && n < 79; n++)
 			argv[n] = (char *)args[n - 1];
 		argv[n] = NULL;
 		execv(argv[0], argv);
@@ -514,6 +514,118 @@ static void mcp_session_options_name_the_problem(void **state)
 	assert_int_equal(res.exit_code, 0);
 	assert_true(contains(res.out, "--sessions"));
 	assert_true(contains(res.out, "--transfer-mb N"));
+}
+
+/* The MCP config's egress keys: the CLI's options under the file's names,
+ * refused in the same words, and the flags add to the file's rules. */
+static void mcp_config_egress_keys(void **state)
+{
+	(void)state;
+	CLI(&res, "", "mcp", "--config",
+	    PROGRAM("e1.json", "{\"allow_hosts\": [\"pypi.org\", \"bad host\"]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: allow-host: host rule 'bad host'"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e2.json", "{\"allow_cidrs\": \"10.0.0.0/40\"}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: allow-cidr: CIDR rule '10.0.0.0/40'"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e3.json", "{\"allow_hosts\": [3]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "allow_hosts: item 1 of the array is not a string"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e4.json", "{\"allow_cidrs\": {}}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "allow_cidrs: expected a string (a rule) or an array"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e5.json", "{\"egress_out_mb\": 0}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: egress-out-mb: 0 is out of range"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e6.json", "{\"egress_connections\": 0}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: egress-connections: 0 is out of range"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e7.json", "{\"egress_kbps\": -1}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "egress_kbps: -1 is out of range"));
+	/* The file's 32 rules and one flag: past the cap, so the flag was
+	 * added to the file's list rather than replacing it. */
+	char full[64 * AJ_MAX_EGRESS_RULES] = "{\"allow_cidrs\": [";
+	for (int i = 0; i < AJ_MAX_EGRESS_RULES; i++)
+		snprintf(full + strlen(full), sizeof full - strlen(full), "%s\"10.%d.0.0/16\"",
+			 i ? ", " : "", i);
+	strcat(full, "]}");
+	const char *file = program("e8.json", full, strlen(full));
+	CLI(&res, "", "mcp", "--config", file, "--allow-cidr", "10.99.0.0/16");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--allow-cidr: more than 32 rules"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("e9.json", "{\"allow_hosts\": \"pypi.org\"}"),
+	    "--allow-host", "a b");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: allow-host: host rule 'a b'"));
+}
+
+/* The deployer's egress options, on every command that runs code: a bad
+ * rule or cap is a usage error naming the option as typed and what is
+ * wrong, found before anything starts; each --help lists them. */
+static void egress_options_name_the_problem(void **state)
+{
+	(void)state;
+	const char *hello = PROGRAM("egress.py", "print('hi')\n");
+	CLI(&res, NULL, "run", "--allow-host", "pypi.org:99999", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "allow-host: host rule 'pypi.org:99999': port 99999"));
+	assert_string_equal(res.out, "");
+	CLI(&res, NULL, "run", "--allow-cidr", "10.0.0.0/33", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "allow-cidr: CIDR rule '10.0.0.0/33'"));
+	CLI(&res, NULL, "run", "--allow-host", "10.0.0.1", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--allow-cidr"));
+	CLI(&res, NULL, "run", "--egress-out-mb", "0", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "egress-out-mb: 0 is out of range"));
+	CLI(&res, NULL, "run", "--egress-in-mb", "0", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "egress-in-mb: 0 is out of range"));
+	CLI(&res, NULL, "run", "--egress-connections", "0", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "egress-connections: 0 is out of range"));
+	CLI(&res, NULL, "run", "--egress-kbps", "fast", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--egress-kbps: expected a whole number, got 'fast'"));
+	CLI(&res, NULL, "run", "--json", "--allow-host", "a b.org", hello);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.out, "\"status\":\"usage_error\""));
+	assert_true(contains(res.out, "allow-host: host rule 'a b.org'"));
+	/* Repeatable, up to the cap: one past it is named. */
+	const char *many[2 * AJ_MAX_EGRESS_RULES + 6] = {"run"};
+	size_t k = 1;
+	for (int i = 0; i <= AJ_MAX_EGRESS_RULES; i++) {
+		many[k++] = "--allow-cidr";
+		many[k++] = "10.0.0.0/8";
+	}
+	many[k++] = hello;
+	many[k] = NULL;
+	cli(&res, NULL, many);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--allow-cidr: more than 32 rules"));
+
+	CLI(&res, NULL, "repl", "--allow-cidr", "fd00::/129");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "repl: allow-cidr: CIDR rule 'fd00::/129'"));
+	CLI(&res, "", "mcp", "--allow-host", "*.*.org");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: allow-host: host rule '*.*.org'"));
+	CLI(&res, NULL, "serve", "--egress-in-mb", "2000000");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "serve: egress-in-mb: 2000000 is out of range"));
+	CLI(&res, NULL, "worker", "--queue", "redis://127.0.0.1:1", "--allow-cidr", "x");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "worker: allow-cidr: CIDR rule 'x'"));
+	static const char *const commands[] = {"run", "repl", "mcp", "serve", "worker"};
+	for (size_t i = 0; i < 5; i++) {
+		CLI(&res, NULL, commands[i], "--help");
+		assert_int_equal(res.exit_code, 0);
+		assert_true(contains(res.out, "--allow-host PATTERN[:PORTS]"));
+		assert_true(contains(res.out, "--allow-cidr CIDR[:PORTS]"));
+		assert_true(contains(res.out, "--egress-kbps N"));
+	}
 }
 
 /* --warm and --preload, on every command that runs one tier: a missing
@@ -1030,6 +1142,8 @@ int main(void)
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
 		cmocka_unit_test(mcp_session_options_name_the_problem),
 		cmocka_unit_test(one_tier_options_name_the_problem),
+		cmocka_unit_test(egress_options_name_the_problem),
+		cmocka_unit_test(mcp_config_egress_keys),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(attack_warm),
 		cmocka_unit_test(bench_quick),

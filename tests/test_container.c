@@ -4,6 +4,7 @@
  * builds with `agentjail image build --from-host --name test`. */
 #include <limits.h>
 
+#include "egress_cases.h"
 #include "session_cases.h"
 #include "src/linux/spawn.h"
 
@@ -219,6 +220,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		EGRESS_TABLE,
 		HOSTILE_TEST(view_is_the_image),
 		HOSTILE_TEST(cgroup_stops_what_rlimits_would_not),
 		HOSTILE_TEST(missing_cgroup_controller_fails_closed),

@@ -480,6 +480,35 @@ static void json_repairs_binary_output(void **state)
 	free(s);
 }
 
+/* With egress rules the proxy's decision log rides along as a nested
+ * object (every front end that prints a result gets it); without, the
+ * contract's keys stay exactly as they were (json_has_every_contract_field). */
+static void json_carries_the_egress_log(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	memset(&r, 0, sizeof r);
+	r.status = AJ_STATUS_OK;
+	r.has_exit_code = true;
+	char log[] = "{\"connections\":[{\"host\":\"pypi.org\",\"port\":443,\"allowed\":false,"
+		     "\"reason\":\"no rule\"}],\"allowed\":0,\"denied\":1}";
+	r.egress_log = log;
+	char *s = aj_result_to_json(&r, AJ_TIER_PROCESS);
+	assert_non_null(s);
+	json_t *j = parse(s);
+	json_t *e = json_object_get(j, "egress");
+	assert_true(json_is_object(e));
+	assert_int_equal(json_integer_value(json_object_get(e, "denied")), 1);
+	json_t *c = json_array_get(json_object_get(e, "connections"), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "host")), "pypi.org");
+	json_decref(j);
+	free(s);
+	r.egress_log = NULL;
+	s = aj_result_to_json(&r, AJ_TIER_PROCESS);
+	assert_false(contains(s, "egress"));
+	free(s);
+}
+
 /* ---- classifying an ending ---- */
 
 /* ---- the run_python tool's words (src/api/tool.c) ---- */
@@ -1087,6 +1116,7 @@ int main(void)
 		cmocka_unit_test(utf8_invalid_becomes_replacement),
 		cmocka_unit_test(json_has_every_contract_field),
 		cmocka_unit_test(json_repairs_binary_output),
+		cmocka_unit_test(json_carries_the_egress_log),
 		cmocka_unit_test(tool_arguments_take_only_code),
 		cmocka_unit_test(result_text_reads_well),
 		cmocka_unit_test(tool_definition_carries_the_limits),

@@ -6,6 +6,7 @@
 #include <seccomp.h>
 #include <sys/prctl.h>
 
+#include "egress_cases.h"
 #include "session_cases.h"
 
 static void identity_inside(void **state)
@@ -51,7 +52,7 @@ static void identity_inside(void **state)
 	assert_true(contains(o, "nnp 1"));
 	assert_true(contains(o, "host sandbox"));
 	assert_true(contains(o, "cwd /tmp/work home /tmp/work"));
-	assert_true(contains(o, "env ['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PATH', 'TMPDIR']"));
+	assert_true(contains(o, "env ['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PATH', 'PIP_TARGET', 'TMPDIR']"));
 	assert_true(contains(o, "ifaces [(1, 'lo')]"));
 	assert_true(contains(o, "stdin b''"));
 	assert_true(contains(o, "no tty"));
@@ -585,6 +586,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_reaches_into_hidden_places),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		EGRESS_TABLE,
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(users_are_the_runs_own),
 		HOSTILE_TEST(private_places_are_masked),

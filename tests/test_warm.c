@@ -9,7 +9,7 @@
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 
-#include "hostile.h"
+#include "egress_cases.h"
 #include "src/warm/protocol.h"
 
 static char image_dir[PATH_MAX], ds_dir[PATH_MAX + 4];
@@ -743,7 +743,8 @@ int main(void)
 	fixture.count_leftovers = count_zygotes;
 	fixture.warm = true;
 	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST),
-					   HOSTILE_TEST(ro_bind_shows_host_paths_read_only)};
+					   HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
+					   EGRESS_TABLE};
 
 	fixture.tier = AJ_TIER_PROCESS;
 	/* The process tier's view is the host's: numpy is the host's. */

@@ -10,7 +10,7 @@ Tiers: "process", "container", "microvm", "docker", "gvisor" (ProcessSandbox, ..
 swappable without touching the agent. Sessions keep state across calls
 (sandbox.session()); sandbox.tool() gives a model the run_python tool."""
 from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
-from .errors import (AgentjailError, ConfigError, FileTransferError, InvalidCode,
+from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
                      SandboxClosed, SandboxError, SandboxUnavailable, SessionClosed)
 from .result import Execution, FileInfo, Image, Status
 from .sandbox import (ContainerSandbox, DockerSandbox, GvisorSandbox, MicrovmSandbox,
@@ -27,5 +27,6 @@ __all__ = [
     "Session", "Execution", "Image", "FileInfo", "Status", "RunPythonTool", "ToolResult",
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
     "SandboxError", "InvalidCode", "SandboxClosed", "SessionClosed", "FileTransferError",
+    "EgressError",
     "LIBRARY_PATH", "LIBRARY_VERSION",
 ]

@@ -70,6 +70,7 @@ struct aj_result {
     double wall_ms; double cpu_ms; uint64_t memory_kb;
     char *message;
     struct aj_image *images; size_t image_count; size_t images_dropped;
+    char *egress_log;
 };
 enum aj_file_type { AJ_FILE_REGULAR = 0, AJ_FILE_DIRECTORY, AJ_FILE_SYMLINK, AJ_FILE_OTHER };
 struct aj_file_info { char *name; enum aj_file_type type; uint64_t size; };
@@ -101,6 +102,8 @@ void aj_file_list_free(struct aj_file_info *entries, size_t count);
 const char *aj_session_id(const struct aj_session *s);
 const char *aj_session_closed_reason(const struct aj_session *s);
 void aj_session_close(struct aj_session *s);
+int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
+                           const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
 int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);
 const char *aj_version(void);
 const char *aj_tier_name(enum aj_tier tier);

@@ -12,6 +12,9 @@ MODULES = "modules"
 # ro_bind's kind: "HOST[:SANDBOX]" or a list of them; the paths are
 # aj_config_validate's to check, as for preload.
 PATHS = "paths"
+# allow_hosts' and allow_cidrs' kind: a rule or a list of them, each checked
+# by aj_config_validate (the CLI's --allow-host and --allow-cidr words).
+RULES = "rules"
 
 # keyword: (field of struct aj_config, type). Every limit the deployer sets;
 # the agent's code can change none of them.
@@ -44,7 +47,17 @@ FIELDS = {
     "warm": ("warm", bool),
     "preload": ("preload", MODULES),
     "ro_bind": ("ro_binds", PATHS),
+    "allow_hosts": ("allow_hosts", RULES),
+    "allow_cidrs": ("allow_cidrs", RULES),
+    "egress_out_mb": ("egress.out_mb", int),
+    "egress_in_mb": ("egress.in_mb", int),
+    "egress_connections": ("egress.connections", int),
+    "egress_kbps": ("egress.kbps", int),
 }
+
+# The C list fields and their counts, for the keywords that are lists.
+_LISTS = {"ro_binds": "ro_bind_count", "allow_hosts": "allow_host_count",
+          "allow_cidrs": "allow_cidr_count"}
 
 
 class Config:
@@ -71,8 +84,8 @@ class Config:
             raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
 
     def _set(self, key, path, kind, value):
-        if kind is PATHS:
-            self._set_paths(key, value)
+        if kind in (PATHS, RULES):
+            self._set_list(key, path, kind, value)
             return
         if kind is MODULES:
             if isinstance(value, (list, tuple)):
@@ -109,35 +122,22 @@ class Config:
 
     def _c_string(self, key, value):
         """A C copy of a str or bytes value, kept alive with the config."""
-        b = value.encode() if isinstance(value, str) else value
-        if b"\0" in b:
-            raise ConfigError(f"{key}: contains a NUL byte")
-        c = ffi.new("char[]", b)
+        c = _c_string(key, value)
         self._strings.append(c)
         return c
 
-    def _set_paths(self, key, value):
-        if isinstance(value, (str, bytes)):
-            value = [value]
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{key}: must be a string or a list of strings, "
-                              f"not {type(value).__name__}")
-        items = []
-        for v in value:
-            if not isinstance(v, (str, bytes)):
-                raise ConfigError(f"{key}: every path must be a string, not {type(v).__name__}")
-            items.append(self._c_string(key, v))
-        array = ffi.new("const char *[]", max(len(items), 1))
-        for i, item in enumerate(items):
-            array[i] = item
-        self._strings.append(array)
-        self.c.ro_binds = array
-        self.c.ro_bind_count = len(items)
+    def _set_list(self, key, field, kind, value):
+        strings = c_strings(key, value, "path" if kind is PATHS else "rule")
+        self._strings.append(strings)
+        setattr(self.c, field, strings.array)
+        setattr(self.c, _LISTS[field], len(strings.items))
 
     def value(self, key):
         obj = self.c
-        if FIELDS[key][1] is PATHS:
-            return [ffi.string(obj.ro_binds[i]).decode() for i in range(obj.ro_bind_count)]
+        field, kind = FIELDS[key]
+        if kind in (PATHS, RULES):
+            array, n = getattr(obj, field), getattr(obj, _LISTS[field])
+            return [ffi.string(array[i]).decode() for i in range(n)]
         for p in FIELDS[key][0].split("."):
             obj = getattr(obj, p)
         if FIELDS[key][1] in (str, MODULES):
@@ -157,3 +157,36 @@ class Config:
         if lib.aj_check(self.c.tier, self.c, err):
             return ffi.string(err.message).decode("utf-8", "replace")
         return None
+
+
+class _CStrings:
+    """A const char *[] and the C strings it points at (items), alive
+    together."""
+
+    def __init__(self, items):
+        self.items = items
+        self.array = ffi.new("const char *[]", max(len(items), 1))
+        for i, item in enumerate(items):
+            self.array[i] = item
+
+
+def _c_string(key, value):
+    """A C copy of a str or bytes value."""
+    b = value.encode() if isinstance(value, str) else value
+    if b"\0" in b:
+        raise ConfigError(f"{key}: contains a NUL byte")
+    return ffi.new("char[]", b)
+
+
+def c_strings(key, value, what):
+    """The strings in value (one, or a list of them) as a C array: what a
+    list field and aj_session_egress_keep take."""
+    if isinstance(value, (str, bytes)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key}: must be a string or a list of strings, "
+                          f"not {type(value).__name__}")
+    for v in value:
+        if not isinstance(v, (str, bytes)):
+            raise ConfigError(f"{key}: every {what} must be a string, not {type(v).__name__}")
+    return _CStrings([_c_string(key, v) for v in value])

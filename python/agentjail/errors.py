@@ -51,3 +51,9 @@ class SessionClosed(SandboxClosed):
 class FileTransferError(AgentjailError, OSError):
     """A put, get or list refused or failed; `errno` says how (ENOENT,
     EFBIG, EINVAL for a path outside the workspace...)."""
+
+
+class EgressError(AgentjailError, OSError):
+    """Session.egress_keep refused: a rule the session does not have (a
+    call may only drop rules, never add one), named in the message; errno
+    is EPERM there. Nothing changed."""

@@ -1,7 +1,8 @@
 """Execution, Image and FileInfo: a run's result as Python values."""
 import enum
+import json
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from ._native import ffi, lib
 
@@ -65,6 +66,11 @@ class Execution:
     tier: str
     images: List[Image] = field(default_factory=list)
     images_dropped: int = 0
+    # The egress proxy's decision log for this run or call (docs/egress.md):
+    # {"connections": [{"host", "address", "port", "via", "allowed",
+    # "reason", "bytes_out", "bytes_in"}], "allowed", "denied", ...};
+    # None without egress rules.
+    egress: Optional[Dict[str, Any]] = None
 
     @property
     def ok(self):
@@ -144,6 +150,9 @@ class _as_c_result:
             res.images = ims
         res.image_count = len(ex.images)
         res.images_dropped = ex.images_dropped
+        # to_json carries the log as `agentjail run --json` does.
+        res.egress_log = (self._buf(json.dumps(ex.egress).encode())
+                          if ex.egress is not None else ffi.NULL)
         self.res = res
 
     def _buf(self, b):
@@ -183,4 +192,6 @@ def execution_from_c(res, tier):
         tier=tier,
         images=images,
         images_dropped=res.images_dropped,
+        egress=(json.loads(ffi.string(res.egress_log).decode("utf-8", "replace"))
+                if res.egress_log != ffi.NULL else None),
     )

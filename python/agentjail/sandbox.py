@@ -34,7 +34,12 @@ class Sandbox(Handle):
     read-only, "HOST" or "HOST:SANDBOX", or a list of them); uid_base,
     slots, state_dir, cgroup_root, python; and the session limits
     session_idle_sec, session_lifetime_sec, session_cpu_sec, max_sessions,
-    transfer_mb, max_images, image_kb. None means the library's default.
+    transfer_mb, max_images, image_kb; egress (docs/egress.md): allow_hosts
+    ("pypi.org", "*.pythonhosted.org:443") and allow_cidrs
+    ("10.1.0.0/16:5432"), each a rule or a list of them, the CLI's
+    --allow-host and --allow-cidr (none: no network at all), and the caps
+    egress_out_mb, egress_in_mb, egress_connections, egress_kbps. None
+    means the library's default.
 
     Raises ConfigError for a value out of range and SandboxUnavailable
     when the tier cannot run here (with `agentjail check`'s reason)."""

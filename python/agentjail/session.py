@@ -17,7 +17,8 @@ import os
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from ._runs import check_deadline, code_bytes, finish
-from .errors import FileTransferError, SandboxUnavailable, SessionClosed
+from .config import c_strings
+from .errors import EgressError, FileTransferError, SandboxUnavailable, SessionClosed
 from .result import FileInfo
 from .tools import RunPythonTool
 
@@ -74,6 +75,11 @@ class Session(Handle):
             self._calls.end(call)
 
     def _file_call(self, fn, *args):
+        self._lib_call(FileTransferError, fn, *args)
+
+    def _lib_call(self, error, fn, *args):
+        """fn(handle, *args, err); a failure raised as error(errno, message),
+        or SessionClosed once the session has ended."""
         err = ffi.new("struct aj_error *")
         call = self._calls.begin()
         try:
@@ -83,7 +89,7 @@ class Session(Handle):
         if rc:
             message = ffi.string(err.message).decode("utf-8", "replace")
             self._check_open(rc, message)
-            raise FileTransferError(-rc, message)
+            raise error(-rc, message)
 
     def put_file(self, path, data):
         """Writes a workspace file (created or replaced, atomically; its
@@ -114,6 +120,17 @@ class Session(Handle):
                     for e in (pentries[0][i] for i in range(pcount[0]))]
         finally:
             lib.aj_file_list_free(pentries[0], pcount[0])
+
+    def egress_keep(self, hosts=(), cidrs=()):
+        """Narrows the session's egress rules to these (each exactly as the
+        deployer gave it, "pypi.org:443"): open for `pip install`, then
+        lock with egress_keep() and no rules at all. A rule the session
+        does not have raises EgressError naming it, and nothing changes;
+        connections open now are cut."""
+        h = c_strings("hosts", hosts, "rule")
+        c = c_strings("cidrs", cidrs, "rule")
+        self._lib_call(EgressError, lib.aj_session_egress_keep, h.array, len(h.items),
+                       c.array, len(c.items))
 
     def cancel(self):
         """Stops the call in progress (its interpreter, and so its state;

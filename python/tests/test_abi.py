@@ -39,7 +39,7 @@ STRUCTS = {
     "aj_result": ["status", "exit_code", "has_exit_code", "signal", "stdout_buf",
                   "stdout_len", "stdout_truncated", "stderr_buf", "stderr_len",
                   "stderr_truncated", "wall_ms", "cpu_ms", "memory_kb", "message", "images",
-                  "image_count", "images_dropped"],
+                  "image_count", "images_dropped", "egress_log"],
     "aj_image": ["name", "mime", "data", "len"],
     "aj_file_info": ["name", "type", "size"],
 }

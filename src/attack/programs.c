@@ -397,11 +397,69 @@ const struct hostile_program hostile_programs[HOSTILE_COUNT] = {
 		"libc.mount(b'/', '{MNT}'.encode(), None, 4096, None)\n"
 		"libc.chroot('{MNT}'.encode())\n",
 		HOSTILE_NEEDS_MOUNTS, NULL, "the host's mount table unchanged; it finishes (ok)"},
+	/* ---- egress by allow-list: run with rules ---- */
+	[HOSTILE_EGRESS_BYPASS] = {
+		"egress-bypass",
+		/* The allowed server through the proxy first (so the proxy is
+		 * there and working), then every way around it. */
+		"import socket, urllib.request, urllib.error\n"
+		"T = '{TOKEN}'\n"
+		"print('ALLOWED', urllib.request.urlopen('http://127.0.0.1:{PORT}/allowed-' + T,"
+		" timeout=10).read().decode().strip())\n"
+		"def tcp(family, addr):\n"
+		"    s = socket.socket(family, socket.SOCK_STREAM)\n"
+		"    s.settimeout(2)\n"
+		"    try:\n"
+		"        s.connect(addr)\n"
+		"        s.sendall(b'GET /direct-' + T.encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
+		"        print('LEAK tcp', addr[0])\n"
+		"    except OSError as e:\n"
+		"        print('blocked tcp', addr[0], e.errno)\n"
+		"tcp(socket.AF_INET, ('127.0.0.1', {PORT}))\n"
+		"tcp(socket.AF_INET6, ('::1', {PORT}))\n"
+		"tcp(socket.AF_INET6, ('::ffff:127.0.0.1', {PORT}))\n"
+		"for addr in [('127.0.0.1', {HOSTPORT}), ('8.8.8.8', 53), ('10.0.0.1', 53)]:\n"
+		"    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+		"    try:\n"
+		"        u.sendto(b'udp-' + T.encode(), addr)\n"
+		"        print('udp sent', addr[0])\n"
+		"    except OSError as e:\n"
+		"        print('blocked udp', addr[0], e.errno)\n"
+		"try:\n"
+		"    socket.getaddrinfo('example.com', 80)\n"
+		"    print('LEAK dns')\n"
+		"except OSError as e:\n"
+		"    print('no dns')\n"
+		"try:\n"
+		"    urllib.request.urlopen('http://' + T + '.example.com/', timeout=10)\n"
+		"    print('LEAK proxy name')\n"
+		"except urllib.error.HTTPError as e:\n"
+		"    print('refused name', e.code)\n"
+		"for proto in [socket.IPPROTO_ICMP, socket.IPPROTO_RAW]:\n"
+		"    try:\n"
+		"        socket.socket(socket.AF_INET, socket.SOCK_RAW, proto)\n"
+		"        print('LEAK raw')\n"
+		"    except OSError as e:\n"
+		"        print('blocked raw', e.errno)\n"
+		"try:\n"
+		"    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
+		"    print('LEAK packet')\n"
+		"except OSError as e:\n"
+		"    print('blocked packet', e.errno)\n"
+		"s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+		"s.sendall(b'\\x05\\x01\\x00')\n"
+		"s.recv(2)\n"
+		"name = (T + '.example.com').encode()\n"
+		"s.sendall(b'\\x05\\x01\\x00\\x03' + bytes([len(name)]) + name + (80).to_bytes(2, 'big'))\n"
+		"print('socks reply', s.recv(10)[1])\n",
+		HOSTILE_NEEDS_EGRESS, NULL,
+		"'ALLOWED egress-ok', every bypass blocked or refused (no LEAK), the server saw only "
+		"the proxied request, the UDP socket nothing"},
 };
 
 static const char *const need_names[] = {"secret", "listener", "host-listener", "unix-socket",
 					 "sentinel", "cmdline", "keyring", "mounts",
-					 "markers", "wait"};
+					 "markers", "wait", "egress"};
 
 const char *hostile_need_name(unsigned bit_index)
 {

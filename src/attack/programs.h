@@ -48,6 +48,12 @@ enum hostile_need {
 	/* Nothing of its own may outlive the run: the host waits a moment
 	 * after it before looking (a daemon acts 1.5 s after its parent). */
 	HOSTILE_NEEDS_WAIT = 1 << 9,
+	/* Egress rules (docs/egress.md): {PORT} is an HTTP server on
+	 * 127.0.0.1 (egress_server.h) that the run's rules allow
+	 * (allow-cidr 127.0.0.1/32:{PORT}), which must see the request the
+	 * program makes through the proxy and nothing else; {HOSTPORT} a UDP
+	 * socket on 127.0.0.1 that must receive nothing. */
+	HOSTILE_NEEDS_EGRESS = 1 << 10,
 };
 
 enum hostile_id {
@@ -80,6 +86,7 @@ enum hostile_id {
 	HOSTILE_DEVICES_BRIEF,
 	HOSTILE_DENIED_SYSCALLS,
 	HOSTILE_MOUNT_UNSHARE,
+	HOSTILE_EGRESS_BYPASS,
 	HOSTILE_COUNT
 };
 

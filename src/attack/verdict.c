@@ -15,6 +15,7 @@ void attack_evidence_init(struct attack_evidence *e)
 		.procs_left = -1,
 		.max_procs = -1,
 		.mounts_changed = -1,
+		.egress_allowed_arrived = -1,
 		.disk_drop_mb = -1,
 	};
 }
@@ -64,8 +65,12 @@ enum attack_verdict attack_judge(const struct attack_expect *x, const struct att
 		return snprintf(why, n, "not stopped: %s", aj_status_name(e->status)), VERDICT_ESCAPED;
 	if (x->must_finish && e->status != AJ_STATUS_OK)
 		return snprintf(why, n, "did not finish: %s", aj_status_name(e->status)), VERDICT_ERROR;
+	if (e->egress_allowed_arrived == 0)
+		return snprintf(why, n, "the allowed request never arrived"), VERDICT_ERROR;
 	/* Held: say by what. */
-	if (e->listener_accepted == 0)
+	if (e->egress_allowed_arrived == 1 && e->listener_accepted == 0)
+		snprintf(why, n, "only proxied arrived");
+	else if (e->listener_accepted == 0)
 		snprintf(why, n, "nothing accepted");
 	else if (e->sentinel_alive == 1)
 		snprintf(why, n, "sentinel alive");

@@ -26,6 +26,9 @@ struct attack_evidence {
 	int procs_left;           /* sandbox-uid processes after the run */
 	int max_procs;            /* most sandbox-uid processes seen during it */
 	int mounts_changed;       /* the host's mount table differs */
+	/* Egress: the request the rules allow reached its server (through
+	 * the proxy); without it the bypasses after it prove nothing. */
+	int egress_allowed_arrived;
 	int64_t disk_drop_mb;     /* most host free space lost during the run */
 	size_t output_bytes;      /* the larger of stdout and stderr, as captured */
 };

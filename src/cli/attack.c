@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../attack/egress_server.h"
 #include "../attack/fixtures.h"
 #include "../attack/programs.h"
 #include "../attack/verdict.h"
@@ -93,6 +94,8 @@ static const struct attack attacks[] = {
 	{"caller's keyring", HOSTILE_KEYRING_READ, 0, 0, 0, 0},
 	{"host unix socket", HOSTILE_HOST_UNIX_SOCKET, 0, 0, 0, 0},
 	{"mount and unshare", HOSTILE_MOUNT_UNSHARE, 0, 0, 0, 0},
+	/* Run with a rule naming its own origin (docs/egress.md). */
+	{"egress bypass", HOSTILE_EGRESS_BYPASS, 0, 0, 60, 0},
 };
 
 #define N_ATTACKS (sizeof attacks / sizeof attacks[0])
@@ -296,10 +299,37 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		snprintf(why, wn, "keyring: %s", errno_name(errno));
 		return;
 	}
-	const struct hostile_values vals = {.token = h->token, .secret = h->secret, .sock = h->sock,
-					    .cwd = h->cwd, .mnt = h->mnt, .host_ip = h->host_ip,
-					    .port = h->port, .host_port = h->host_port,
-					    .sentinel = h->sentinel};
+	struct hostile_values vals = {.token = h->token, .secret = h->secret, .sock = h->sock,
+				      .cwd = h->cwd, .mnt = h->mnt, .host_ip = h->host_ip,
+				      .port = h->port, .host_port = h->host_port,
+				      .sentinel = h->sentinel};
+	/* Egress: an origin the run's one rule allows, and a UDP socket,
+	 * both of which must see nothing but the proxied request. */
+	struct egress_server *origin = NULL;
+	int udp = -1;
+	char rule[40];
+	const char *rules[] = {rule};
+	if (p->needs & HOSTILE_NEEDS_EGRESS) {
+		struct sockaddr_in ua = {.sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t ul = sizeof ua;
+		udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (udp < 0 || bind(udp, (struct sockaddr *)&ua, sizeof ua) ||
+		    getsockname(udp, (struct sockaddr *)&ua, &ul) ||
+		    egress_server_start(&origin, &vals.port)) {
+			if (udp >= 0)
+				close(udp);
+			*v = VERDICT_ERROR;
+			snprintf(why, wn, "could not start the egress origin");
+			return;
+		}
+		vals.host_port = ntohs(ua.sin_port);
+		snprintf(rule, sizeof rule, "127.0.0.1/32:%d", vals.port);
+		cfg.allow_cidrs = rules;
+		cfg.allow_cidr_count = 1;
+		cfg.allow_hosts = NULL;
+		cfg.allow_host_count = 0;
+	}
 	char *code = hostile_fill(p->code, &vals);
 	if (p->needs & HOSTILE_NEEDS_SECRET) {
 		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -353,6 +383,19 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		e->listener_accepted = hostile_drain(h->listener) | hostile_drain(h->host_listener);
 	if (p->needs & HOSTILE_NEEDS_UNIX)
 		e->listener_accepted = hostile_drain(h->unix_listener);
+	if (origin) {
+		char seen[64];
+		snprintf(seen, sizeof seen, "/allowed-%s", h->token);
+		e->egress_allowed_arrived = egress_server_saw(origin, seen);
+		snprintf(seen, sizeof seen, "/direct-%s", h->token);
+		char dgram[64];
+		/* One connection, the proxied one: any other is a way around. */
+		e->listener_accepted = egress_server_saw(origin, seen) ||
+				       egress_server_connections(origin) > 1 ||
+				       recv(udp, dgram, sizeof dgram, 0) >= 0;
+		egress_server_stop(origin);
+		close(udp);
+	}
 	if (h->sentinel > 0) {
 		int ws;
 		if (p->needs & HOSTILE_NEEDS_SENTINEL)

@@ -38,12 +38,14 @@
 #include "../core/internal.h"
 #include "../docker/api.h"
 #include "../tiers/tier.h"
+#include "bench_egress.h"
 #include "cli.h"
 #include "measure.h"
 
 static const char usage[] =
 	"usage: agentjail bench [--tier T ...] [--runs N] [--quick] [--no-peers] [--json]\n"
 	"                       [--image NAME|DIR] [--docker-image I] [--docker-socket P]\n"
+	"       agentjail bench --egress [--runs N] [--quick] [--json]\n"
 	"\n"
 	"Times print(1) in every tier available here (or each --tier), beside bare\n"
 	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
@@ -54,7 +56,10 @@ static const char usage[] =
 	"--quick: 5 rounds and small throughput runs.\n"
 	"Then import numpy, pandas: bare, cold and warm, on process and container;\n"
 	"the container runs --image if it has them, else the datascience image\n"
-	"(agentjail image build --preset datascience), else another that has them.\n";
+	"(agentjail image build --preset datascience), else another that has them.\n"
+	"--egress: the egress proxy instead, from the host: a small GET's p50 and p95\n"
+	"direct and through the proxy (10 x N rounds), and a 100 MiB download's\n"
+	"MiB/s direct and through it (5 rounds), with the ratios.\n";
 
 #define PROGRAM "print(1)\n"
 #define MAX_ROWS 14
@@ -382,10 +387,10 @@ static void print_ms(json_t *v)
 		printf(" %9s", "-");
 }
 
-enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS };
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_EGRESS };
 
 struct bench_args {
-	bool json, quick, peers;
+	bool json, quick, peers, egress;
 	long runs;
 };
 
@@ -399,6 +404,8 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 		a->quick = true;
 	} else if (opt == OPT_NO_PEERS) {
 		a->peers = false;
+	} else if (opt == OPT_EGRESS) {
+		a->egress = true;
 	} else if (opt == OPT_RUNS) {
 		a->runs = strtol(arg, &end, 10);
 		if (*end || a->runs < 1 || a->runs > 10000) {
@@ -820,12 +827,18 @@ int cmd_bench(int argc, char **argv)
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"runs", required_argument, NULL, OPT_RUNS},
 					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
+					    {"egress", no_argument, NULL, OPT_EGRESS},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "bench", usage, own, &b->cfg, &b->choice,
 					bench_opt, &b->args);
 	if (done >= 0) {
 		free(b);
 		return done;
+	}
+	if (b->args.egress) {
+		int rc = bench_egress(b->args.runs, b->args.quick, b->args.json);
+		free(b);
+		return rc ? EXIT_SANDBOX : 0;
 	}
 	b->runs = b->args.quick && b->args.runs > 5 ? 5 : b->args.runs;
 	b->warm = b->args.quick ? 1 : 5;

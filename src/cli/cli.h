@@ -70,6 +70,22 @@ extern const struct option one_tier_options[];
 	"  --ro-bind HOST[:SANDBOX]  show a host file or directory read-only at\n"  \
 	"                    SANDBOX (default: the same path); repeatable, up to 16.\n" \
 	"                    process, container, gvisor and docker tiers\n"
+/* The deployer's egress rules and caps (cfg.allow_hosts, allow_cidrs,
+ * egress), for the commands that run code: run, repl, mcp, serve, worker;
+ * option_apply takes them too. */
+extern const struct option egress_options[];
+#define EGRESS_OPTIONS_HELP                                                                   \
+	"  --allow-host PATTERN[:PORTS]  let the code reach this host through\n"   \
+	"                    agentjail's proxy: pypi.org or *.pythonhosted.org;\n"   \
+	"                    PORTS 443 or 80,443 (default 80,443). Repeatable, up to\n" \
+	"                    32. Without a rule there is no network at all\n"      \
+	"  --allow-cidr CIDR[:PORTS]  the same for addresses (10.1.0.0/16:5432): the\n" \
+	"                    only way to loopback, private or link-local addresses\n" \
+	"  --egress-out-mb N     bytes the code may send, MiB (default 64)\n"      \
+	"  --egress-in-mb N      bytes it may receive, MiB (default 1024)\n"        \
+	"  --egress-connections N  connections it may open (default 256)\n"         \
+	"  --egress-kbps N   each direction's rate, kilobits/s (default 0:\n" \
+	"                    no cap)\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 

@@ -25,17 +25,21 @@ static const char usage[] =
 	"                    (keys: tier, image, python, timeout, cpu, memory, pids,\n"
 	"                    file_size, disk, output, concurrency, vm_pool, docker_image,\n"
 	"                    docker_socket, sessions, session_idle, session_lifetime,\n"
-	"                    max_sessions, transfer_mb, warm, preload, ro_bind;\n"
-	"                    unknown keys are errors).\n"
+	"                    max_sessions, transfer_mb, warm, preload, ro_bind,\n"
+	"                    allow_hosts, allow_cidrs, egress_out_mb, egress_in_mb,\n"
+	"                    egress_connections, egress_kbps; unknown keys are\n"
+	"                    errors).\n"
 	"                    preload: \"numpy,pandas\" or [\"numpy\", \"pandas\"]\n"
 	"                    ro_bind: \"HOST[:SANDBOX]\" or a list of them (the\n"
 	"                    --ro-bind flags add to it)\n"
+	"                    allow_hosts, allow_cidrs: a rule or a list of them\n"
+	"                    (the --allow-host and --allow-cidr flags add to it)\n"
 	"                    vm_pool: microVMs kept restored, or gVisor sandboxes\n"
 	"                    started, ahead of the calls\n"
 	"  --concurrency N   runs at once; more calls wait their turn (default 4;\n"
 	"                    a session runs its calls one at a time)\n"
 	"  --sessions        one session per connection, and the file tools\n"
-	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
+	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  -h, --help        this help\n";
 
 enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_SESSIONS, OPT_HELP };
@@ -64,10 +68,11 @@ int mcp_arguments(int argc, char **argv, struct mcp_config *cfg)
 		{"sessions", no_argument, NULL, OPT_SESSIONS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
-	struct option opts[32];
-	options_with(own, opts, 32);
-	options_add(session_options, opts, 32);
-	options_add(one_tier_options, opts, 32);
+	struct option opts[48];
+	options_with(own, opts, 48);
+	options_add(session_options, opts, 48);
+	options_add(one_tier_options, opts, 48);
+	options_add(egress_options, opts, 48);
 
 	struct aj_error err = {0};
 	int c;

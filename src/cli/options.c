@@ -29,6 +29,12 @@ enum {
 	OPT_WARM,
 	OPT_PRELOAD,
 	OPT_RO_BIND,
+	OPT_ALLOW_HOST,
+	OPT_ALLOW_CIDR,
+	OPT_EGRESS_OUT_MB,
+	OPT_EGRESS_IN_MB,
+	OPT_EGRESS_CONNECTIONS,
+	OPT_EGRESS_KBPS,
 };
 
 const struct option limit_options[] = {
@@ -64,6 +70,18 @@ const struct option one_tier_options[] = {
 	{"warm", no_argument, NULL, OPT_WARM},
 	{"preload", required_argument, NULL, OPT_PRELOAD},
 	{"ro-bind", required_argument, NULL, OPT_RO_BIND},
+	{NULL, 0, NULL, 0},
+};
+
+/* The deployer's egress rules and caps (docs/cli.md, "Egress"): every
+ * command that runs code for someone else takes them, never the code. */
+const struct option egress_options[] = {
+	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+	{"egress-out-mb", required_argument, NULL, OPT_EGRESS_OUT_MB},
+	{"egress-in-mb", required_argument, NULL, OPT_EGRESS_IN_MB},
+	{"egress-connections", required_argument, NULL, OPT_EGRESS_CONNECTIONS},
+	{"egress-kbps", required_argument, NULL, OPT_EGRESS_KBPS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -174,11 +192,12 @@ static int parse_command_options(int argc, char **argv, const struct command_par
 
 int parse_command(int argc, char **argv, const struct command_parse *cp, struct aj_config *cfg)
 {
-	struct option opts[40];
+	struct option opts[48];
 	aj_config_init(cfg);
-	options_with(cp->own, opts, 40);
-	options_add(help, opts, 40);
-	options_add(cp->more, opts, 40);
+	options_with(cp->own, opts, 48);
+	options_add(help, opts, 48);
+	options_add(cp->more, opts, 48);
+	options_add(egress_options, opts, 48);
 	cli_usage_begin(cli_asks_json(argc, argv, opts, COMMAND_OPTSTRING));
 	return cli_usage_end(parse_command_options(argc, argv, cp, opts, cfg));
 }
@@ -366,6 +385,25 @@ static int add_ro_bind(const char *arg, struct aj_config *cfg)
 	return 0;
 }
 
+/* --allow-host and --allow-cidr, once per rule: added to what cfg holds (an
+ * MCP config file's list, say), as add_ro_bind does; the count is checked
+ * here because the list has no room past it, the syntax by
+ * aj_config_validate, which every front end calls. */
+static int add_rule(const char *name, const char *arg, const char *list[],
+		    const char *const **rules, uint32_t *count)
+{
+	if (*count >= AJ_MAX_EGRESS_RULES) {
+		cli_error("--%s: more than %d rules", name, AJ_MAX_EGRESS_RULES);
+		return -1;
+	}
+	if (*rules != list)
+		for (uint32_t i = 0; i < *count; i++)
+			list[i] = (*rules)[i];
+	list[(*count)++] = arg;
+	*rules = list;
+	return 0;
+}
+
 int option_apply(int opt, const char *arg, struct aj_config *cfg)
 {
 	struct aj_limits *l = &cfg->limits;
@@ -426,6 +464,24 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return 0;
 	case OPT_RO_BIND:
 		return add_ro_bind(arg, cfg);
+	case OPT_ALLOW_HOST: {
+		static const char *hosts[AJ_MAX_EGRESS_RULES];
+		return add_rule("allow-host", arg, hosts, &cfg->allow_hosts,
+				&cfg->allow_host_count);
+	}
+	case OPT_ALLOW_CIDR: {
+		static const char *cidrs[AJ_MAX_EGRESS_RULES];
+		return add_rule("allow-cidr", arg, cidrs, &cfg->allow_cidrs,
+				&cfg->allow_cidr_count);
+	}
+	case OPT_EGRESS_OUT_MB:
+		return parse_uint("egress-out-mb", arg, &cfg->egress.out_mb);
+	case OPT_EGRESS_IN_MB:
+		return parse_uint("egress-in-mb", arg, &cfg->egress.in_mb);
+	case OPT_EGRESS_CONNECTIONS:
+		return parse_uint("egress-connections", arg, &cfg->egress.connections);
+	case OPT_EGRESS_KBPS:
+		return parse_uint("egress-kbps", arg, &cfg->egress.kbps);
 	}
 	cli_error("unknown option");
 	return -1;

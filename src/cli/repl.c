@@ -34,7 +34,7 @@ static const char usage[] =
 	"  {\"list\": DIR}                       {\"entries\": [{\"name\", \"type\", \"size\"}]}\n"
 	"  what fails                          {\"error\": MESSAGE}\n"
 	"\n"
-	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP
+	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  --images DIR      save every image a cell returns into DIR as N-NAME\n"
 	"  --json            JSON lines in and out, for scripts (a usage error:\n"
 	"                    {\"status\": \"usage_error\", \"message\": ...})\n"

@@ -21,7 +21,7 @@ static const char usage[] =
 	"128+N when signal N ended it (output limit: 137), 125 when the sandbox\n"
 	"itself failed, 2 on a usage error.\n"
 	"\n"
-	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
+	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  --json            print one JSON object with the result instead (a usage\n"
 	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  -h, --help        this help\n";

@@ -156,8 +156,8 @@ static int check_preload(const char *list, struct aj_error *err)
 	}
 }
 
-static const struct range egress_out_range = {"egress-out", "MiB", 1, 1048576};
-static const struct range egress_in_range = {"egress-in", "MiB", 1, 1048576};
+static const struct range egress_out_range = {"egress-out-mb", "MiB", 1, 1048576};
+static const struct range egress_in_range = {"egress-in-mb", "MiB", 1, 1048576};
 static const struct range egress_conn_range = {"egress-connections", "connections", 1, 100000};
 
 /* The egress rules' syntax (src/core/egress_rule.c) and their caps; the

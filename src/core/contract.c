@@ -22,6 +22,13 @@ char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
 	"HOME=" AJ_SESSION_WORKSPACE,
 	"TMPDIR=/tmp",
 	"MALLOC_ARENA_MAX=2",
+	/* Where `pip install` puts packages (docs/egress.md): the image's
+	 * site-packages is read-only, and the workspace's tmpfs (the disk
+	 * limit) is the program's own. Every runner puts it on sys.path
+	 * (launch.py, repl.py, the zygotes), so the next cell imports what a
+	 * cell installed. A --target install skips Debian's
+	 * externally-managed refusal, which guards the system's packages. */
+	"PIP_TARGET=" AJ_SESSION_WORKSPACE "/.packages",
 	NULL,
 };
 

@@ -18,7 +18,7 @@
 #include "../../include/agentjail.h"
 
 /* E1. Entries before the NULL. */
-#define CONTRACT_ENVIRONMENT_COUNT 5
+#define CONTRACT_ENVIRONMENT_COUNT 6
 /* NULL-terminated, as execve takes it. */
 extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 

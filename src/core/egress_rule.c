@@ -61,9 +61,11 @@ static bool has_port(const struct egress_ports *p, uint16_t port)
 }
 
 /* A DNS name in text form: labels of letters, digits and '-' (not first or
- * last), 1 to 63 each, at least two of them. An IP literal is refused: an
- * address is a CIDR rule's. */
-static const char *name_problem(const char *s, size_t len)
+ * last), 1 to 63 each; at least two under "*." (a wildcard over a whole
+ * top-level domain is a slip). A single label ("localhost", a service name
+ * the host's resolver knows) is the deployer's to name. An IP literal is
+ * refused: an address is a CIDR rule's. */
+static const char *name_problem(const char *s, size_t len, bool below)
 {
 	if (len == 0)
 		return "is empty";
@@ -93,8 +95,8 @@ static const char *name_problem(const char *s, size_t len)
 	}
 	if (label == 0 || s[len - 1] == '-')
 		return "ends with an empty label or one ending in '-'";
-	if (labels < 2)
-		return "is a single label (name the domain: 'pypi.org', not 'pypi')";
+	if (labels < 2 && below)
+		return "is a single label: '*.' over it would admit a whole top-level domain";
 	if (all_digits)
 		return "is an address: use --allow-cidr for addresses";
 	return NULL;
@@ -114,7 +116,7 @@ int egress_host_rule_parse(const char *spec, struct egress_host_rule *r, char *w
 	size_t len = colon ? (size_t)(colon - name) : strlen(name);
 	if (memchr(name, '*', len))
 		return refuse(why, n, "host rule '%s': '*' may only lead, as '*.example.org'", spec);
-	const char *problem = name_problem(name, len);
+	const char *problem = name_problem(name, len, r->below);
 	if (problem)
 		return refuse(why, n, "host rule '%s': the name %s", spec, problem);
 	for (size_t i = 0; i < len; i++)

@@ -47,6 +47,14 @@ static json_t *images_to_json(const struct aj_result *res)
 	return a;
 }
 
+/* The proxy writes the log; a log that does not parse (it always should)
+ * still reaches the reader, as its text, rather than failing the result. */
+static json_t *egress_log_to_json(const char *log)
+{
+	json_t *j = json_loads(log, JSON_REJECT_DUPLICATES, NULL);
+	return j ? j : text_or_null(log);
+}
+
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 {
 	json_t *o = json_object();
@@ -74,6 +82,11 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 	if (res->images_dropped)
 		bad |= json_object_set_new(o, "images_dropped",
 					   json_integer((json_int_t)res->images_dropped));
+	/* Only with egress rules: without them the object keeps the contract's
+	 * keys exactly, as above. The log is the proxy's own JSON, nested as
+	 * an object so that a reader parses the answer once. */
+	if (res->egress_log)
+		bad |= json_object_set_new(o, "egress", egress_log_to_json(res->egress_log));
 	if (bad) {
 		json_decref(o);
 		return NULL;

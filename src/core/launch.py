@@ -27,6 +27,9 @@ def _agentjail_run():
     sys.modules["__main__"] = main
     sys.argv[:] = ["main.py"]
     sys.orig_argv[:] = [sys.orig_argv[0], "-I", "-u", "main.py"]
+    # What `pip install` put in the workspace (PIP_TARGET, rule E1).
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
     try:
         with open(program, "rb") as f:
             source = f.read()

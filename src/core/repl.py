@@ -27,6 +27,7 @@
 import ast
 import base64
 import errno
+import importlib
 import io
 import json
 import linecache
@@ -114,6 +115,9 @@ def run_cell(source, number, namespace):
         # As Python reports a program that does not compile: no frames.
         traceback.print_exception(type(e), e, None)
         return 1
+    # A package an earlier cell installed (PIP_TARGET): the import system
+    # forgets that its directory was missing when first looked at.
+    importlib.invalidate_caches()
     try:
         # A last bare expression is shown, as in any Python prompt.
         last = None
@@ -407,6 +411,10 @@ def serve():
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     sys.argv[:] = [""]
+    # What `pip install` puts in the workspace (PIP_TARGET, rule E1): a
+    # later cell imports what an earlier one installed.
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
     state = {"cells": 0, "namespace": main.__dict__}
     requests = io.open(REQUESTS, "rb", closefd=False)
     while True:

@@ -32,20 +32,21 @@ void egress_log_add(struct egress_log *l, const struct egress_entry *e)
 	l->e[l->n++] = *e;
 }
 
-static json_t *entry_json(const struct egress_entry *e)
+static json_t *entry_json(const struct egress_entry *e, bool open)
 {
-	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:I, s:I}", "host", e->host, "address",
-			 e->address[0] ? e->address : NULL, "port", (int)e->port, "via", e->via,
-			 "allowed", e->allowed, "reason", e->reason, "bytes_out",
-			 (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in);
+	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:I, s:I, s:b}", "host", e->host,
+			 "address", e->address[0] ? e->address : NULL, "port", (int)e->port, "via",
+			 e->via, "allowed", e->allowed, "reason", e->reason, "bytes_out",
+			 (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "open", open);
 }
 
-char *egress_log_take(struct egress_log *l, uint64_t out_total, uint64_t in_total,
-		      const char *limit)
+char *egress_log_take(struct egress_log *l, const struct egress_entry *live, size_t n_live,
+		      uint64_t out_total, uint64_t in_total, const char *limit)
 {
 	json_t *list = json_array();
-	for (size_t i = 0; list && i < l->n; i++)
-		if (json_array_append_new(list, entry_json(&l->e[i]))) {
+	for (size_t i = 0; list && i < l->n + n_live; i++)
+		if (json_array_append_new(list, i < l->n ? entry_json(&l->e[i], false)
+							 : entry_json(&live[i - l->n], true))) {
 			json_decref(list);
 			list = NULL;
 		}

@@ -86,7 +86,7 @@ int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out)
 	return rc;
 }
 
-static void *accept_main(void *arg);
+static void *proxy_accept_main(void *arg);
 
 int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 		       struct aj_error *err)
@@ -106,7 +106,7 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	else
 		rc = rules_parse(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
 				 cfg->allow_cidrs, cfg->allow_cidr_count, err);
-	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, accept_main, p)))
+	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, proxy_accept_main, p)))
 		error_set(err, rc, "egress: cannot start the proxy's thread: %s", strerror(-rc));
 	if (rc) {
 		p->stopped = true;
@@ -228,12 +228,12 @@ static int receive_listener(int sock)
 	return fd;
 }
 
-static void remove_at(int *arr, unsigned *n, unsigned i)
+static void source_remove(int *arr, unsigned *n, unsigned i)
 {
 	arr[i] = arr[--*n];
 }
 
-static void *accept_main(void *arg)
+static void *proxy_accept_main(void *arg)
 {
 	struct egress_proxy *p = arg;
 	for (;;) {
@@ -257,6 +257,7 @@ static void *accept_main(void *arg)
 		if (pf[0].revents)
 			break;
 		uint64_t v;
+		bool out_of_fds = false;
 		if (pf[1].revents)
 			(void)!read(p->wake_fd, &v, sizeof v);
 		pthread_mutex_lock(&p->lock);
@@ -267,7 +268,7 @@ static void *accept_main(void *arg)
 				continue;
 			int fd = receive_listener(p->receivers[i]);
 			close(p->receivers[i]);
-			remove_at(p->receivers, &p->n_receivers, i);
+			source_remove(p->receivers, &p->n_receivers, i);
 			if (fd >= 0 && p->n_listeners < EGRESS_MAX_SOURCES &&
 			    fcntl(fd, F_SETFL, O_NONBLOCK) == 0)
 				p->listeners[p->n_listeners++] = fd;
@@ -277,16 +278,24 @@ static void *accept_main(void *arg)
 		for (unsigned i = nl; i-- > 0;) {
 			if (pf[2 + i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
 				close(p->listeners[i]);
-				remove_at(p->listeners, &p->n_listeners, i);
+				source_remove(p->listeners, &p->n_listeners, i);
 			} else if (pf[2 + i].revents) {
 				/* Non-blocking: a connection reset before this
 				 * accept must not hang the thread. */
 				int c = accept4(pf[2 + i].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 				if (c >= 0)
 					start_conn(p, c);
+				else if (errno == EMFILE || errno == ENFILE)
+					out_of_fds = true;
 			}
 		}
 		pthread_mutex_unlock(&p->lock);
+		/* Out of fds: the pending connection stays in the backlog, and
+		 * polling at once again would spin; wait a moment (or the stop). */
+		if (out_of_fds) {
+			struct pollfd sp = {.fd = p->stop_fd, .events = POLLIN};
+			poll(&sp, 1, 100);
+		}
 	}
 	return NULL;
 }
@@ -354,15 +363,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-bool egress_account(struct egress_proxy *p, bool out, size_t n)
+void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
+{
+	pthread_mutex_lock(&c->p->lock);
+	if (start)
+		c->live = *e;
+	else
+		*e = c->live;
+	c->relaying = start;
+	pthread_mutex_unlock(&c->p->lock);
+}
+
+bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n)
 {
 	uint64_t wait_until = 0;
 	pthread_mutex_lock(&p->lock);
 	uint64_t *total = out ? &p->out_total : &p->in_total;
 	uint64_t cap = (uint64_t)(out ? p->limits.out_mb : p->limits.in_mb) << 20;
 	bool ok = *total + n <= cap;
-	if (ok)
+	if (ok) {
 		*total += n;
+		if (live)
+			*(out ? &live->bytes_out : &live->bytes_in) += n;
+	}
 	else if (!p->limit[0])
 		snprintf(p->limit, sizeof p->limit,
 			 "%s: the sandbox %s %u MiB through the proxy, its cap; the transfer was cut",
@@ -409,8 +432,18 @@ void egress_record(struct egress_proxy *p, const struct egress_entry *e)
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
 	pthread_mutex_lock(&p->lock);
-	char *s = egress_log_take(&p->log, p->out_total, p->in_total, p->limit);
+	size_t n = 0;
+	for (struct egress_conn *c = p->conns; c; c = c->next)
+		n += c->relaying;
+	struct egress_entry *live = n ? calloc(n, sizeof *live) : NULL;
+	size_t k = 0;
+	for (struct egress_conn *c = p->conns; live && c; c = c->next)
+		if (c->relaying)
+			live[k++] = c->live;
+	char *s = n && !live ? NULL
+			     : egress_log_take(&p->log, live, k, p->out_total, p->in_total, p->limit);
 	pthread_mutex_unlock(&p->lock);
+	free(live);
 	return s;
 }
 

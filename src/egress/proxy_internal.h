@@ -51,6 +51,10 @@ struct egress_log {
 struct egress_conn {
 	struct egress_proxy *p;
 	int client, upstream;    /* -1 when not open */
+	/* While it relays: its log entry, bytes counted under the lock, so a
+	 * session call that ends meanwhile reports it ("open"). */
+	bool relaying;
+	struct egress_entry live;
 	struct egress_conn *next;
 };
 
@@ -115,10 +119,14 @@ void *egress_conn_main(void *c);
 /* The rules now, copied for one decision (keep may change them). */
 int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out);
 void egress_rules_free(struct egress_rules *r);
-/* Counts n bytes one way against the caps; false (with p->limit set) when
- * a cap is passed, and the connection must end. Waits for the bandwidth
- * cap first, if there is one (false if stopped meanwhile). */
-bool egress_account(struct egress_proxy *p, bool out, size_t n);
+/* Counts n bytes one way against the caps (and, if live is not NULL, in
+ * that relaying connection's entry); false (with p->limit set) when a cap is
+ * passed, and the connection must end. Waits for the bandwidth cap first,
+ * if there is one (false if stopped meanwhile). */
+bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n);
+/* A connection starts relaying (its entry e becomes live) or ends it (e
+ * gets the live entry back). */
+void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start);
 /* A connection ended (or was refused): its log entry. */
 void egress_record(struct egress_proxy *p, const struct egress_entry *e);
 /* Registers c's upstream fd so that stop and keep can cut it. */
@@ -127,9 +135,11 @@ void egress_conn_set_upstream(struct egress_conn *c, int fd);
 /* ---- log.c ---- */
 
 void egress_log_add(struct egress_log *l, const struct egress_entry *e);
-/* The entries as JSON (proxy.h's shape); clears them. NULL on ENOMEM. */
-char *egress_log_take(struct egress_log *l, uint64_t out_total, uint64_t in_total,
-		      const char *limit);
+/* The entries as JSON (proxy.h's shape), then live[0..n_live) (connections
+ * still open, marked "open": true, counted again in a later take); clears
+ * the entries. NULL on ENOMEM. */
+char *egress_log_take(struct egress_log *l, const struct egress_entry *live, size_t n_live,
+		      uint64_t out_total, uint64_t in_total, const char *limit);
 void egress_log_free(struct egress_log *l);
 
 #endif

@@ -78,6 +78,11 @@ struct jail_spec {
 	 * in the clone: fresh and never used, and off the run's clock (a
 	 * network namespace takes half a millisecond here). -1: none. */
 	int spare_ns[3];
+	/* Egress (docs/egress.md): a unix socket on which init sends the
+	 * listener it made on the run's 127.0.0.1:CONTRACT_EGRESS_PORT
+	 * (egress_door.c), and the program's environment names the proxy;
+	 * -1: no egress, no network at all. */
+	int egress_fd;
 	const int *join_cgroup_fds;
 	int n_join_cgroup_fds;
 };

@@ -15,6 +15,7 @@
 
 #include "cgroup.h"
 #include "creds.h"
+#include "egress_door.h"
 #include "jail_plan.h"
 #include "mounts.h"
 #include "spawn.h"
@@ -52,11 +53,11 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 			return setup_fail(e, errno, "join the run's %s namespace",
 					  jail_spare_ns_names[i]);
 	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w,
-		      s->mode == JAIL_WARM_RUN ? s->code_fd : -1};
+		      s->mode == JAIL_WARM_RUN ? s->code_fd : -1, s->egress_fd};
 	/* A copy of every fd the supervisor's process had (another thread's
 	 * run, a server socket; in a warm run, the zygote's socket) must not
 	 * stay open in here. */
-	close_fds_except(keep, 7);
+	close_fds_except(keep, 8);
 
 	/* A caller that changed uids is not dumpable, which makes its
 	 * /proc/self files root's and the map unwritable: nothing runs in
@@ -86,6 +87,10 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 		return setup_fail(e, errno, "setsid");
 	if (sethostname("sandbox", 7) < 0)
 		return setup_fail(e, errno, "uts namespace: sethostname");
+	/* The proxy's door, in the run's own network namespace, before any
+	 * program runs (a program could otherwise take the port first). */
+	if (s->egress_fd >= 0 && (rc = egress_door_open(s->egress_fd, e)))
+		return rc;
 	if ((rc = mount_make_private(e)) || (rc = s->setup_root(s, e)))
 		return rc;
 	if ((rc = init_install_stop_handler()))

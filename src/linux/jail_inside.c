@@ -65,6 +65,7 @@ static const int zygote_caps[] = {
 	CAP_SETGID,    /* its gid and groups */
 	CAP_SETPCAP,   /* emptying the program's bounding set */
 	CAP_KILL,      /* init stopping a program of another uid */
+	CAP_NET_ADMIN, /* a run's loopback up for the egress door (its own netns only) */
 };
 
 int jail_inside_prepare(const struct plan *p, int *report, struct setup_error *e)

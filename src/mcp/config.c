@@ -5,7 +5,9 @@
  *    "python": "/usr/bin/python3", "concurrency": 4, "sessions": true,
  *    "session_idle": 300, "session_lifetime": 3600, "max_sessions": 16,
  *    "transfer_mb": 16, "warm": true, "preload": ["numpy", "pandas"],
- *    "ro_bind": ["/srv/data:/mnt/data"]}
+ *    "ro_bind": ["/srv/data:/mnt/data"], "allow_hosts": ["pypi.org:443"],
+ *    "allow_cidrs": ["10.1.0.0/16:5432"], "egress_out_mb": 64,
+ *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -35,9 +37,17 @@ void mcp_config_free(struct mcp_config *c)
 	memset(c->ro_binds, 0, sizeof c->ro_binds);
 	c->sandbox.ro_binds = NULL;
 	c->sandbox.ro_bind_count = 0;
+	for (size_t i = 0; i < AJ_MAX_EGRESS_RULES; i++) {
+		free(c->allow_hosts[i]);
+		free(c->allow_cidrs[i]);
+	}
+	memset(c->allow_hosts, 0, sizeof c->allow_hosts);
+	memset(c->allow_cidrs, 0, sizeof c->allow_cidrs);
+	c->sandbox.allow_hosts = c->sandbox.allow_cidrs = NULL;
+	c->sandbox.allow_host_count = c->sandbox.allow_cidr_count = 0;
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES };
 
 static const struct key {
 	const char *name;
@@ -50,12 +60,15 @@ static const struct key {
 	{"sessions", FLAG}, {"session_idle", SECONDS}, {"session_lifetime", SECONDS},
 	{"max_sessions", WHOLE}, {"transfer_mb", WHOLE},
 	{"warm", FLAG}, {"preload", MODULES}, {"ro_bind", PATHS},
+	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
+	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
-			    "preload, ro_bind";
+			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
+			    "egress_in_mb, egress_connections, egress_kbps";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -79,6 +92,14 @@ static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struc
 		c->sandbox.session.max_sessions = u;
 	else if (!strcmp(name, "transfer_mb"))
 		c->sandbox.session.transfer_mb = u;
+	else if (!strcmp(name, "egress_out_mb"))
+		c->sandbox.egress.out_mb = u;
+	else if (!strcmp(name, "egress_in_mb"))
+		c->sandbox.egress.in_mb = u;
+	else if (!strcmp(name, "egress_connections"))
+		c->sandbox.egress.connections = u;
+	else if (!strcmp(name, "egress_kbps"))
+		c->sandbox.egress.kbps = u;
 	else if (!strcmp(name, "vm_pool")) {
 		if (u > 64)
 			return error_set(err, -EINVAL, "vm_pool: %u is out of range (0 to 64)", u);
@@ -167,34 +188,62 @@ static int set_modules(struct mcp_config *c, json_t *v, struct aj_error *err)
 	return 0;
 }
 
-/* ro_bind: "HOST[:SANDBOX]" or a list of them, kept as cfg.ro_binds is.
- * As for preload, the paths are aj_config_validate's to check. */
-static int set_paths(struct mcp_config *c, json_t *v, struct aj_error *err)
+/* A list key: one string or an array of them, copied into owned[] and
+ * viewed through view[] as the config's const list; what each string says
+ * is aj_config_validate's to check, so every front end refuses the same
+ * values with the same words. */
+struct list_key {
+	size_t max;
+	const char *what;  /* "paths", "rules" */
+	char **owned;
+	const char **view;
+	const char *const **field;
+	uint32_t *count;
+};
+
+static int set_list(const char *name, json_t *v, const struct list_key *k, struct aj_error *err)
 {
 	size_t n = json_is_string(v) ? 1 : json_array_size(v);
-	if (n > AJ_MAX_RO_BINDS)
-		return error_set(err, -EINVAL, "ro_bind: %zu paths is more than %d", n,
-				 AJ_MAX_RO_BINDS);
+	if (n > k->max)
+		return error_set(err, -EINVAL, "%s: %zu %s is more than %zu", name, n, k->what,
+				 k->max);
 	for (size_t i = 0; i < n; i++) {
 		json_t *item = json_is_string(v) ? v : json_array_get(v, i);
 		if (!json_is_string(item))
-			return error_set(err, -EINVAL, "ro_bind: item %zu of the array is not a string",
-					 i + 1);
+			return error_set(err, -EINVAL, "%s: item %zu of the array is not a string",
+					 name, i + 1);
 	}
-	for (size_t i = 0; i < AJ_MAX_RO_BINDS; i++) {
-		free(c->ro_binds[i]);
-		c->ro_binds[i] = NULL;
+	for (size_t i = 0; i < k->max; i++) {
+		free(k->owned[i]);
+		k->owned[i] = NULL;
 	}
-	c->sandbox.ro_bind_count = 0;
+	*k->count = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *item = json_is_string(v) ? v : json_array_get(v, i);
-		if (!(c->ro_binds[i] = strdup(json_string_value(item))))
+		if (!(k->owned[i] = strdup(json_string_value(item))))
 			return error_set(err, -ENOMEM, "out of memory");
-		c->ro_bind_list[i] = c->ro_binds[i];
-		c->sandbox.ro_bind_count = (uint32_t)i + 1;
+		k->view[i] = k->owned[i];
+		*k->count = (uint32_t)i + 1;
 	}
-	c->sandbox.ro_binds = c->ro_bind_list;
+	*k->field = k->view;
 	return 0;
+}
+
+/* ro_bind: "HOST[:SANDBOX]" or a list of them, kept as cfg.ro_binds is;
+ * allow_hosts and allow_cidrs: "RULE" or a list, as cfg.allow_hosts and
+ * allow_cidrs are. */
+static int set_strings(struct mcp_config *c, const char *name, json_t *v, struct aj_error *err)
+{
+	struct aj_config *s = &c->sandbox;
+	const struct list_key ro = {AJ_MAX_RO_BINDS, "paths", c->ro_binds, c->ro_bind_list,
+				    &s->ro_binds, &s->ro_bind_count};
+	const struct list_key hosts = {AJ_MAX_EGRESS_RULES, "rules", c->allow_hosts,
+				       c->allow_host_list, &s->allow_hosts, &s->allow_host_count};
+	const struct list_key cidrs = {AJ_MAX_EGRESS_RULES, "rules", c->allow_cidrs,
+				       c->allow_cidr_list, &s->allow_cidrs, &s->allow_cidr_count};
+	const struct list_key *k = !strcmp(name, "ro_bind") ? &ro :
+				   !strcmp(name, "allow_hosts") ? &hosts : &cidrs;
+	return set_list(name, v, k, err);
 }
 
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
@@ -231,8 +280,9 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 			*(strcmp(name, "warm") ? &c->sessions : &c->sandbox.warm) = json_is_true(v);
 		else if (k->kind == MODULES && (json_is_string(v) || json_is_array(v)))
 			rc = set_modules(c, v, &why);
-		else if (k->kind == PATHS && (json_is_string(v) || json_is_array(v)))
-			rc = set_paths(c, v, &why);
+		else if ((k->kind == PATHS || k->kind == RULES) &&
+			 (json_is_string(v) || json_is_array(v)))
+			rc = set_strings(c, name, v, &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
@@ -242,6 +292,7 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 							    "of strings" :
 				       k->kind == PATHS ? "a string (\"HOST[:SANDBOX]\") or an array "
 							  "of strings" :
+				       k->kind == RULES ? "a string (a rule) or an array of strings" :
 				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);

@@ -18,6 +18,12 @@ struct mcp_config {
 	/* ro_bind's entries, owned (sandbox.ro_binds points here) */
 	char *ro_binds[AJ_MAX_RO_BINDS];
 	const char *ro_bind_list[AJ_MAX_RO_BINDS];
+	/* allow_hosts' and allow_cidrs' rules, owned (sandbox.allow_hosts and
+	 * allow_cidrs point at the lists) */
+	char *allow_hosts[AJ_MAX_EGRESS_RULES];
+	const char *allow_host_list[AJ_MAX_EGRESS_RULES];
+	char *allow_cidrs[AJ_MAX_EGRESS_RULES];
+	const char *allow_cidr_list[AJ_MAX_EGRESS_RULES];
 };
 
 #define MCP_DEFAULT_CONCURRENCY 4

@@ -3,10 +3,14 @@
  *   GET    /v1/health                       no key: liveness and draining
  *   GET    /v1/tiers                        what `agentjail check` says
  *   GET    /metrics                         Prometheus text
- *   POST   /v1/runs                         {"code", "limits"?} → a result
- *   POST   /v1/sessions                     {"limits"?} → {"id", ...}
+ *   POST   /v1/runs                         {"code", "limits"?, "allow_hosts"?,
+ *                                            "allow_cidrs"?} → a result
+ *   POST   /v1/sessions                     {"limits"?, "allow_hosts"?,
+ *                                            "allow_cidrs"?} → {"id", ...}
  *   DELETE /v1/sessions/ID
  *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images)
+ *   POST   /v1/sessions/ID/egress           {"allow_hosts", "allow_cidrs"}:
+ *                                            keep only these rules
  *   PUT    /v1/sessions/ID/files/PATH       the body is the file
  *   GET    /v1/sessions/ID/files/PATH       the file
  *   GET    /v1/sessions/ID/files[?dir=D]    a listing
@@ -48,18 +52,23 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 
 static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
-	static const char *const allowed[] = {"code", "limits", NULL};
+	static const char *const allowed[] = {"code", "limits", "allow_hosts", "allow_cidrs", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	const char *code;
 	size_t len;
 	struct aj_limits limits;
+	struct egress_keep keep;
 	struct aj_error err;
 	if (request_code(o, &code, &len, rs))
 		goto out;
 	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &limits, &err)) {
 		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		goto out;
+	}
+	if (egress_narrow(&svc->cfg.sandbox, o, &keep, &err)) {
+		respond_error(rs, 400, "bad_egress", "%s", err.message);
 		goto out;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
@@ -69,19 +78,21 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 	struct aj_result res;
 	struct run_fate fate;
 	queue_new_id(fate.id);
-	int rc = service_run_fate(svc, &limits, code, len, NULL, &fate, &res, &err);
+	int rc = service_run_fate(svc, &limits, &keep, code, len, NULL, &fate, &res, &err);
 	admit_finish(&svc->adm, u);
 	if (rc == -ECONNRESET) {
 		/* 502: the worker it went to failed, as a gateway's upstream. */
 		respond_run_failure(rs, 502, "run_lost", fate.id, true, fate.may_have_started,
 				    err.message);
 	} else if (rc) {
-		respond_run_failure(rs, rc == -EINVAL ? 400 : 503,
+		bool bad = rc == -EINVAL || rc == -EPERM;
+		respond_run_failure(rs, bad ? 400 : 503,
 				    rc == -EINVAL   ? "bad_limits"
+				    : rc == -EPERM  ? "bad_egress"
 				    : rc == -EAGAIN ? "no_worker"
 						    : "queue_unavailable",
 				    fate.id, false, false, err.message);
-		rs->retry_after = rc == -EINVAL ? 0 : 5;
+		rs->retry_after = bad ? 0 : 5;
 	} else {
 		respond_run(svc, rs, fate.id, &res, t0);
 		goto out;
@@ -94,11 +105,13 @@ out:
 static void post_session(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs)
 {
-	static const char *const allowed[] = {"limits", NULL};
+	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	struct aj_config cfg = svc->cfg.sandbox;
+	struct egress_keep keep;
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
 	struct aj_error err = {0};
 	if (atomic_load(&svc->draining)) {
 		respond_error(rs, 503, "shutting_down", "the server is shutting down");
@@ -109,7 +122,12 @@ static void post_session(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 400, "bad_limits", "%s", err.message);
 		goto out;
 	}
-	svc->backend->session_open(svc, rq, rs, &cfg);
+	if (egress_narrow(&svc->cfg.sandbox, o, &keep, &err)) {
+		respond_error(rs, 400, "bad_egress", "%s", err.message);
+		goto out;
+	}
+	egress_keep_apply(&svc->cfg.sandbox, &keep, &cfg, hosts, cidrs);
+	svc->backend->session_open(svc, rq, rs, &cfg, &keep);
 out:
 	json_decref(o);
 }

@@ -4,12 +4,13 @@
 
 #include "service.h"
 
-int service_run_fate(struct service *svc, const struct aj_limits *limits, const char *code,
-		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
-		     struct aj_result *res, struct aj_error *err)
+int service_run_fate(struct service *svc, const struct aj_limits *limits,
+		     const struct egress_keep *keep, const char *code, size_t len,
+		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+		     struct aj_error *err)
 {
 	fate->may_have_started = false;
-	return svc->backend->run(svc, limits, code, len, cancel, fate, res, err);
+	return svc->backend->run(svc, limits, keep, code, len, cancel, fate, res, err);
 }
 
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
@@ -17,7 +18,7 @@ int service_run(struct service *svc, const struct aj_limits *limits, const char 
 {
 	struct run_fate fate;
 	queue_new_id(fate.id);
-	int rc = service_run_fate(svc, limits, code, len, cancel, &fate, res, err);
+	int rc = service_run_fate(svc, limits, NULL, code, len, cancel, &fate, res, err);
 	/* A lost run is the run's end, told as a sandbox_error result to a
 	 * caller with no other way to say it (MCP's run_python). */
 	return rc == -ECONNRESET ? 0 : rc;

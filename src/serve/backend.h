@@ -9,6 +9,7 @@
 
 #include "agentjail.h"
 #include "metrics.h"
+#include "narrow.h"
 #include "respond.h"
 #include "route.h"
 
@@ -29,13 +30,17 @@ struct backend_ops {
 	void (*stop)(struct service *svc);
 	/* Last: the sandboxes, or the queue's connections. */
 	void (*close)(struct service *svc);
-	/* Runs code under limits as fate->id: service_run_fate's answers. */
-	int (*run)(struct service *svc, const struct aj_limits *limits, const char *code,
-		   size_t len, struct aj_cancel *cancel, struct run_fate *fate,
-		   struct aj_result *res, struct aj_error *err);
-	/* POST /v1/sessions, its body read and its limits narrowed into cfg. */
+	/* Runs code under limits and the egress rules keep leaves (NULL: the
+	 * deployer's) as fate->id: service_run_fate's answers. */
+	int (*run)(struct service *svc, const struct aj_limits *limits,
+		   const struct egress_keep *keep, const char *code, size_t len,
+		   struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+		   struct aj_error *err);
+	/* POST /v1/sessions, its body read and its limits and egress rules
+	 * narrowed into cfg (keep: which rules, for a worker to narrow its own). */
 	void (*session_open)(struct service *svc, const struct http_request *rq,
-			     struct http_response *rs, const struct aj_config *cfg);
+			     struct http_response *rs, const struct aj_config *cfg,
+			     const struct egress_keep *keep);
 	/* A call on one session (route.h), its route already checked. */
 	void (*session_call)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct session_route *r);
@@ -50,7 +55,8 @@ extern const struct backend_ops queue_backend;  /* remote_api.c */
 
 /* Runs code under limits, here or on a worker. 0 with *res (a worker lost
  * mid-run is a sandbox_error result saying so); or, with a queue, -EAGAIN
- * (no worker took it in time: it never will) or -EIO (Redis unreachable),
+ * (no worker took it in time: it never will), -EIO (Redis unreachable),
+ * -EINVAL or -EPERM (the worker's limits or egress rules are narrower),
  * err saying which, and *res a sandbox_error with the same words. */
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
 		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
@@ -58,8 +64,9 @@ int service_run(struct service *svc, const struct aj_limits *limits, const char 
  * lost run apart: -ECONNRESET (its worker died or its answer cannot be
  * learnt; fate->may_have_started says whether it may have run; counted in
  * the metrics), besides service_run's answers. */
-int service_run_fate(struct service *svc, const struct aj_limits *limits, const char *code,
-		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
-		     struct aj_result *res, struct aj_error *err);
+int service_run_fate(struct service *svc, const struct aj_limits *limits,
+		     const struct egress_keep *keep, const char *code, size_t len,
+		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+		     struct aj_error *err);
 
 #endif

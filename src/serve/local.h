@@ -1,5 +1,5 @@
 /* Runs on this machine: the deployer's sandbox, and one more for each set
- * of narrowed limits a caller asks for (aj_open fixes a sandbox's limits),
+ * of narrowed limits and egress rules a caller asks for (aj_open fixes a sandbox's limits),
  * kept while used and reused when asked for again. */
 #ifndef AJ_SERVE_LOCAL_H
 #define AJ_SERVE_LOCAL_H
@@ -8,11 +8,13 @@
 #include <stdint.h>
 
 #include "agentjail.h"
+#include "narrow.h"
 
 #define LOCAL_SANDBOXES 8
 
 struct local_entry {
 	struct aj_limits limits;
+	struct egress_keep keep;
 	struct aj_sandbox *sb;
 	unsigned refs;
 	uint64_t used; /* tick of its last use: the least recent goes first */
@@ -26,9 +28,10 @@ struct local {
 };
 
 int local_open(struct local *l, const struct aj_config *base, struct aj_error *err);
-/* aj_run_cancellable under limits; fills *res whatever happens. */
-void local_run(struct local *l, const struct aj_limits *limits, const char *code, size_t len,
-	       struct aj_cancel *cancel, struct aj_result *res);
+/* aj_run_cancellable under limits and the egress rules keep leaves (NULL:
+ * all of the deployer's); fills *res whatever happens. */
+void local_run(struct local *l, const struct aj_limits *limits, const struct egress_keep *keep,
+	       const char *code, size_t len, struct aj_cancel *cancel, struct aj_result *res);
 void local_close(struct local *l);
 
 #endif

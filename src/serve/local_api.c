@@ -10,18 +10,21 @@
 #include "wire.h"
 
 static int local_backend_run(struct service *svc, const struct aj_limits *limits,
-			     const char *code, size_t len, struct aj_cancel *cancel,
-			     struct run_fate *fate, struct aj_result *res, struct aj_error *err)
+			     const struct egress_keep *keep, const char *code, size_t len,
+			     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+			     struct aj_error *err)
 {
 	(void)fate;
 	(void)err;
-	local_run(&svc->local, limits, code, len, cancel, res);
+	local_run(&svc->local, limits, keep, code, len, cancel, res);
 	return 0;
 }
 
 static void session_open(struct service *svc, const struct http_request *rq,
-			 struct http_response *rs, const struct aj_config *cfg)
+			 struct http_response *rs, const struct aj_config *cfg,
+			 const struct egress_keep *keep)
 {
+	(void)keep; /* cfg holds the kept rules already */
 	struct aj_error err = {0};
 	struct hsession *h;
 	int rc = sessions_create(&svc->sessions, cfg, admission_use(&svc->adm, rq->key), &h,
@@ -81,6 +84,30 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	queue_new_id(id);
 	respond_run(svc, rs, id, &res, t0);
 out:
+	json_decref(o);
+}
+
+/* Keep only the rules the body names; one the session lacks is refused,
+ * named, and nothing changes (a call may drop rules, never add one). */
+static void session_egress(const struct http_request *rq, struct http_response *rs,
+			   struct hsession *h)
+{
+	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", NULL};
+	json_t *o = request_body(rq, rs, allowed);
+	if (!o)
+		return;
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
+	uint32_t nh, nc;
+	struct aj_error err = {0};
+	int rc = egress_keep_lists(o, hosts, &nh, cidrs, &nc, &err);
+	if (!rc)
+		rc = aj_session_egress_keep(h->s, hosts, nh, cidrs, nc, &err);
+	if (rc == -ESHUTDOWN)
+		session_gone(rs, h);
+	else if (rc)
+		respond_error(rs, 400, "bad_egress", "%s", err.message);
+	else
+		respond_json(rs, 200, egress_kept_json(o));
 	json_decref(o);
 }
 
@@ -144,6 +171,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	}
 	if (r->op == SESSION_RUN)
 		session_run(svc, rq, rs, h);
+	else if (r->op == SESSION_EGRESS)
+		session_egress(rq, rs, h);
 	else
 		session_files(rq, rs, h, r);
 	sessions_put(&svc->sessions, h);

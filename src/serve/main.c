@@ -52,7 +52,7 @@ static const char serve_usage[] =
 	"                       no live worker a run waits up to --max-wait for one,\n"
 	"                       then gets 503 no_worker\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
-		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP
+		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"\n"
 	"SIGTERM or SIGINT: runs in progress and queued finish, new ones get 503,\n"
 	"then the server exits.\n";

@@ -87,6 +87,14 @@ void metrics_lost(struct metrics *m, bool may_have_started)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied)
+{
+	pthread_mutex_lock(&m->lock);
+	m->egress[1] += allowed;
+	m->egress[0] += denied;
+	pthread_mutex_unlock(&m->lock);
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 {
 	char *buf = NULL;
@@ -144,6 +152,13 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"agentjail_runs_lost_total{may_have_started=\"true\"} %llu\n"
 		"agentjail_runs_lost_total{may_have_started=\"false\"} %llu\n",
 		(unsigned long long)m->lost[1], (unsigned long long)m->lost[0]);
+	fprintf(f,
+		"# HELP agentjail_egress_connections_total Connections the egress proxy "
+		"decided on, by verdict.\n"
+		"# TYPE agentjail_egress_connections_total counter\n"
+		"agentjail_egress_connections_total{verdict=\"allowed\"} %llu\n"
+		"agentjail_egress_connections_total{verdict=\"denied\"} %llu\n",
+		(unsigned long long)m->egress[1], (unsigned long long)m->egress[0]);
 	pthread_mutex_unlock(&m->lock);
 	fprintf(f,
 		"# HELP agentjail_run_slots Runs admitted at once now (with a queue: the live "

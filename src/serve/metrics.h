@@ -26,6 +26,7 @@ struct metrics {
 	uint64_t too_large;                /* 413s: a body or code over its cap */
 	uint64_t auth_failures;
 	uint64_t lost[2]; /* runs lost with their worker: [may_have_started] */
+	uint64_t egress[2]; /* the egress proxy's decisions: [allowed] */
 };
 
 struct metrics_gauges {
@@ -47,6 +48,8 @@ void metrics_too_large(struct metrics *m);
 void metrics_auth_failure(struct metrics *m);
 /* A run lost with its worker (no result): whether it may have started. */
 void metrics_lost(struct metrics *m, bool may_have_started);
+/* A run's or session call's egress decisions, from its decision log. */
+void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied);
 /* The text for a scrape (malloc'ed), or NULL. */
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
 

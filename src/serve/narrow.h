@@ -15,4 +15,39 @@ int limits_narrow(const struct aj_config *base, json_t *obj, struct aj_limits *o
 /* The limits as a JSON object with the same field names. */
 json_t *limits_to_json(const struct aj_limits *l);
 
+/* Which of the deployer's egress rules a run or session keeps: bit i of
+ * hosts is base->allow_hosts[i], of cidrs base->allow_cidrs[i]. A request
+ * names rules only from the deployer's list, so it can drop some but
+ * never add one. named_*: the request gave that list (a worker behind a
+ * queue then narrows its own rules to the same names). */
+struct egress_keep {
+	uint32_t hosts, cidrs;
+	bool named_hosts, named_cidrs;
+};
+/* From a request body's "allow_hosts" and "allow_cidrs" (each optional: an
+ * array of rules, exactly as the deployer wrote them). 0, or -EINVAL with
+ * err naming the field and the rule. */
+int egress_narrow(const struct aj_config *base, json_t *body, struct egress_keep *out,
+		  struct aj_error *err);
+/* Every rule of base kept, as when a request names none. */
+void egress_keep_all(const struct aj_config *base, struct egress_keep *out);
+/* cfg (a copy of base) with only the kept rules; the lists are written
+ * into hosts and cidrs, which must live as long as cfg is used. */
+void egress_keep_apply(const struct aj_config *base, const struct egress_keep *k,
+		       struct aj_config *cfg, const char *hosts[AJ_MAX_EGRESS_RULES],
+		       const char *cidrs[AJ_MAX_EGRESS_RULES]);
+/* A session's run-time narrowing (POST /v1/sessions/ID/egress): the
+ * body's "allow_hosts" and "allow_cidrs", each an array of rules (absent:
+ * none of that kind stays), pointing into body, for aj_session_egress_keep
+ * to check against the session's rules. 0, or -EINVAL naming the field. */
+int egress_keep_lists(json_t *body, const char *hosts[AJ_MAX_EGRESS_RULES], uint32_t *n_hosts,
+		      const char *cidrs[AJ_MAX_EGRESS_RULES], uint32_t *n_cidrs,
+		      struct aj_error *err);
+/* The answer to that narrowing: {"allow_hosts": [...], "allow_cidrs":
+ * [...]}, the rules the session keeps now (an absent list as []). */
+json_t *egress_kept_json(json_t *body);
+/* The lists the request named, set on obj (a request to a worker) as
+ * "allow_hosts" and "allow_cidrs". 0, or -1 when out of memory. */
+int egress_keep_to_json(const struct aj_config *base, const struct egress_keep *k, json_t *obj);
+
 #endif

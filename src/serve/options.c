@@ -61,12 +61,13 @@ int service_parse(int argc, char **argv, const char *name, const char *usage,
 		  int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
 {
 	static const struct option help[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	struct option opts[40];
-	options_with(own, opts, 40);
-	options_add(help, opts, 40);
-	options_add(session_options, opts, 40);
-	options_add(service_options, opts, 40);
-	options_add(one_tier_options, opts, 40);
+	struct option opts[56];
+	options_with(own, opts, 56);
+	options_add(help, opts, 56);
+	options_add(session_options, opts, 56);
+	options_add(service_options, opts, 56);
+	options_add(one_tier_options, opts, 56);
+	options_add(egress_options, opts, 56);
 	int o, applied;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

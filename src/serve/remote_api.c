@@ -26,13 +26,19 @@ static void queue_down(struct service *svc, struct http_response *rs, const char
 
 /* A run goes to any worker of the tier; whether it may have started is
  * the caller's to learn when it is lost. A queued run is not cancelled. */
-static int queue_run(struct service *svc, const struct aj_limits *limits, const char *code,
-		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
-		     struct aj_result *res, struct aj_error *err)
+static int queue_run(struct service *svc, const struct aj_limits *limits,
+		     const struct egress_keep *keep, const char *code, size_t len,
+		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+		     struct aj_error *err)
 {
 	(void)cancel;
 	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
 				limits_to_json(limits));
+	/* The rules the request kept, by name: the worker narrows its own. */
+	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+		json_decref(req);
+		req = NULL;
+	}
 	json_t *reply = NULL;
 	bool taken = true;
 	enum remote_failure f =
@@ -47,6 +53,11 @@ static int queue_run(struct service *svc, const struct aj_limits *limits, const 
 		result_init(res);
 		result_sandbox_error(res, "%s", err->message);
 		rc = f == REMOTE_NO_WORKER ? -EAGAIN : f == REMOTE_REFUSED ? -EINVAL : -EIO;
+		/* A worker whose deployer allows fewer egress rules: told apart
+		 * from narrower limits, so the answer names which. */
+		const char *why = json_string_value(json_object_get(reply, "code"));
+		if (f == REMOTE_REFUSED && why && !strcmp(why, "bad_egress"))
+			rc = -EPERM;
 		/* Lost: no result will come. Not a sandbox's failure nor the
 		 * service's refusal, but a third answer: whether the code may
 		 * have run is what its caller needs to decide on a retry. */
@@ -98,7 +109,8 @@ static long open_sessions(struct service *svc, const char *owner, struct aj_erro
 }
 
 static void session_open(struct service *svc, const struct http_request *rq,
-			 struct http_response *rs, const struct aj_config *cfg)
+			 struct http_response *rs, const struct aj_config *cfg,
+			 const struct egress_keep *keep)
 {
 	const struct aj_limits *limits = &cfg->limits;
 	struct aj_error err = {0};
@@ -114,6 +126,11 @@ static void session_open(struct service *svc, const struct http_request *rq,
 	}
 	json_t *req = json_pack("{s:s, s:s, s:o}", "op", "session_open", "owner", rq->key->name,
 				"limits", limits_to_json(limits));
+	if (!req || egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+		json_decref(req);
+		respond_error(rs, 500, "internal", "out of memory");
+		return;
+	}
 	json_t *reply = NULL;
 	bool taken;
 	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, NULL, req,
@@ -259,6 +276,28 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	json_decref(o);
 }
 
+/* Keep only the named rules, on the worker that holds the session (which
+ * checks them against the session's own, as the local backend does). */
+static void session_egress(struct service *svc, const struct http_request *rq,
+			   struct http_response *rs, const char *id, const char *worker)
+{
+	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", NULL};
+	json_t *o = request_body(rq, rs, allowed);
+	if (!o)
+		return;
+	json_t *req = json_pack("{s:s, s:s, s:O?, s:O?}", "op", "egress", "session", id,
+				"allow_hosts", json_object_get(o, "allow_hosts"), "allow_cidrs",
+				json_object_get(o, "allow_cidrs"));
+	json_t *reply = NULL;
+	if (!req)
+		respond_error(rs, 500, "internal", "out of memory");
+	else if (!call(svc, rs, worker, NULL, req, 30.0, &reply))
+		respond_json(rs, 200, egress_kept_json(o));
+	json_decref(reply);
+	json_decref(req);
+	json_decref(o);
+}
+
 static void session_files(struct service *svc, const struct http_request *rq,
 			  struct http_response *rs, const char *worker,
 			  const struct session_route *r)
@@ -343,6 +382,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		json_decref(reply);
 	} else if (r->op == SESSION_RUN) {
 		session_run(svc, rq, rs, id, worker);
+	} else if (r->op == SESSION_EGRESS) {
+		session_egress(svc, rq, rs, id, worker);
 	} else {
 		session_files(svc, rq, rs, worker, r);
 	}

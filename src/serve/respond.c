@@ -139,11 +139,22 @@ int request_code(json_t *o, const char **code, size_t *len, struct http_response
 	return 0;
 }
 
+static uint64_t log_count(json_t *v)
+{
+	return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
 void respond_run(struct service *svc, struct http_response *rs, const char *id,
 		 struct aj_result *res, double t0)
 {
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 	json_t *o = result_to_json_object(res, svc->cfg.sandbox.tier);
+	/* The proxy's counts for this run, from the log the answer carries
+	 * (a worker's run included): what /metrics adds up. */
+	json_t *e = o ? json_object_get(o, "egress") : NULL;
+	if (json_is_object(e))
+		metrics_egress(&svc->metrics, log_count(json_object_get(e, "allowed")),
+			       log_count(json_object_get(e, "denied")));
 	if (o)
 		json_object_set_new(o, "run_id", json_string(id));
 	respond_json(rs, 200, o);

@@ -1,4 +1,4 @@
-/* /v1/sessions/ID[/runs|/files[/PATH]]: one parse for the local sessions
+/* /v1/sessions/ID[/runs|/egress|/files[/PATH]]: one parse for the local sessions
  * and the queue's, so both answer a route the same before either looks
  * the session up. */
 #include <string.h>
@@ -16,16 +16,16 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 	}
 	memcpy(r->id, rest, n);
 	r->id[n] = '\0';
-	const char *tail = rest + n; /* "", "/runs", "/files", "/files/PATH" */
-	bool runs = !strcmp(tail, "/runs");
+	const char *tail = rest + n; /* "", "/runs", "/egress", "/files", "/files/PATH" */
+	bool runs = !strcmp(tail, "/runs"), egress = !strcmp(tail, "/egress");
 	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);
-	if (!runs && !files && *tail) {
+	if (!runs && !egress && !files && *tail) {
 		respond_error(rs, 404, "not_found", "no such route: %.200s", rq->path);
 		return -1;
 	}
 	bool del = !*tail && !strcmp(rq->method, "DELETE");
-	if (!del && (!*tail || (runs && strcmp(rq->method, "POST")))) {
-		respond_method(rs, rq->method, runs ? "POST" : "DELETE");
+	if (!del && (!*tail || ((runs || egress) && strcmp(rq->method, "POST")))) {
+		respond_method(rs, rq->method, runs || egress ? "POST" : "DELETE");
 		return -1;
 	}
 	r->path = NULL;
@@ -34,8 +34,8 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 		r->op = SESSION_CLOSE;
 		return 0;
 	}
-	if (runs) {
-		r->op = SESSION_RUN;
+	if (runs || egress) {
+		r->op = runs ? SESSION_RUN : SESSION_EGRESS;
 		return 0;
 	}
 	r->path = tail[6] == '/' && tail[7] ? tail + 7 : NULL;

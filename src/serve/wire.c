@@ -57,6 +57,11 @@ int result_from_json(json_t *o, struct aj_result *res, enum aj_tier *tier)
 	res->memory_kb = (uint64_t)json_integer_value(json_object_get(o, "memory_kb"));
 	if (json_is_string(json_object_get(o, "message")))
 		res->message = dup_field(o, "message", NULL);
+	/* The worker's proxy log, kept as the text aj_result holds it. */
+	json_t *egress = json_object_get(o, "egress");
+	if (json_is_object(egress) &&
+	    !(res->egress_log = json_dumps(egress, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		return bad(res, "out of memory");
 	if (!res->stdout_buf || !res->stderr_buf)
 		return bad(res, "out of memory");
 	json_t *imgs = json_object_get(o, "images");

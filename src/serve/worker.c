@@ -35,7 +35,7 @@ static const char usage[] =
 	"  --concurrency N    runs at once (default: the CPUs), advertised as this\n"
 	"                     worker's slots: serve admits up to the live workers' sum\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
-		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP;
+		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP;
 
 enum { OPT_QUEUE = 6000, OPT_NAME, OPT_CONC };
 

@@ -23,9 +23,15 @@ json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
 {
 	struct aj_config cfg = w->cfg;
 	struct aj_error err = {0};
+	struct egress_keep keep;
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
 	if (limits_narrow(&w->cfg, json_object_get(req, "limits"), &cfg.limits, &err))
 		return worker_refusal("bad_limits", "this worker's limits are narrower: %s",
 				      err.message);
+	if (egress_narrow(&w->cfg, req, &keep, &err))
+		return worker_refusal("bad_egress", "this worker's egress rules are narrower: %s",
+				      err.message);
+	egress_keep_apply(&w->cfg, &keep, &cfg, hosts, cidrs);
 	const char *owner = json_string_value(json_object_get(req, "owner"));
 	struct wsession *s = calloc(1, sizeof *s);
 	if (!s || !owner)
@@ -131,6 +137,22 @@ static json_t *list_files(struct wsession *s, const char *path)
 	return json_pack("{s:b, s:o}", "ok", 1, "entries", file_list_to_json(e, n));
 }
 
+/* POST /v1/sessions/ID/egress, on the worker that holds the session. */
+static json_t *keep_egress(struct wsession *s, json_t *req)
+{
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
+	uint32_t nh, nc;
+	struct aj_error err = {0};
+	int rc = egress_keep_lists(req, hosts, &nh, cidrs, &nc, &err);
+	if (!rc)
+		rc = aj_session_egress_keep(s->s, hosts, nh, cidrs, nc, &err);
+	if (rc == -ESHUTDOWN)
+		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");
+	if (rc)
+		return worker_refusal("bad_egress", "%s", err.message);
+	return json_pack("{s:b}", "ok", 1);
+}
+
 json_t *worker_session_op(struct worker *w, json_t *req, const char *op)
 {
 	const char *sid = json_string_value(json_object_get(req, "session"));
@@ -151,6 +173,8 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op)
 		return get_file(s, path);
 	if (!strcmp(op, "list"))
 		return list_files(s, path);
+	if (!strcmp(op, "egress"))
+		return keep_egress(s, req);
 	return worker_refusal("bad_request", "unknown op '%.40s'", op);
 }
 

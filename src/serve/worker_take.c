@@ -27,14 +27,20 @@ static bool claim(const struct worker *w, redisContext *c, json_t *request)
 static json_t *run(struct worker *w, json_t *req)
 {
 	struct aj_limits limits;
+	struct egress_keep keep;
 	struct aj_error err;
 	if (limits_narrow(&w->cfg, json_object_get(req, "limits"), &limits, &err))
 		return worker_refusal("bad_limits", "this worker's limits are narrower: %s",
 				      err.message);
+	/* The rules serve's request kept, narrowed again against this
+	 * worker's own: a worker never runs with a rule its deployer lacks. */
+	if (egress_narrow(&w->cfg, req, &keep, &err))
+		return worker_refusal("bad_egress", "this worker's egress rules are narrower: %s",
+				      err.message);
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
-	local_run(&w->local, &limits, json_string_value(code) ?: "", json_string_length(code), NULL,
-		  &res);
+	local_run(&w->local, &limits, &keep, json_string_value(code) ?: "",
+		  json_string_length(code), NULL, &res);
 	/* The run's id, the one its caller's answer carries: an operator can
 	 * find the run here from what the client holds. */
 	worker_log(w, "run: %s, %.1f ms, id %s", aj_status_name(res.status), res.wall_ms,

@@ -42,6 +42,7 @@
 #include "../linux/report.h"
 #include "../linux/session_io.h"
 #include "../warm/warm.h"
+#include "egress_pair.h"
 #include "tier.h"
 
 struct container_state {
@@ -219,6 +220,7 @@ static struct jail_spec container_spec(const struct aj_config *cfg, const struct
 		.gid = slot->gid,
 		.setup_root = image_setup_root,
 		.tier = st,
+		.egress_fd = -1,
 	};
 }
 
@@ -308,7 +310,12 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	s.cancel_fd = req->cancel_fd;
 	int cgfd = place_in_cgroup(&s, &cg);
 	s.cgroup = &cg; /* its OOM kills: status memory (src/core/status.h) */
-	rc = st->warm ? warm_run(st->warm, &s, res) : jail_run(&s, res);
+	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
+		result_sandbox_error(res, "%s", err.message);
+	else
+		rc = st->warm ? warm_run(st->warm, &s, res) : jail_run(&s, res);
+	if (s.egress_fd >= 0)
+		close(s.egress_fd);
 	if (cgfd >= 0)
 		close(cgfd);
 
@@ -340,7 +347,6 @@ static int container_session_open(void *state, const struct aj_config *cfg,
 				  struct egress_proxy *egress, void **out,
 				  struct aj_error *err)
 {
-	(void)egress;
 	struct container_state *st = state;
 	struct container_session *cs = calloc(1, sizeof *cs);
 	if (!cs)
@@ -353,7 +359,10 @@ static int container_session_open(void *state, const struct aj_config *cfg,
 	}
 	struct jail_spec s = container_spec(cfg, st, &cs->slot);
 	int cgfd = place_in_cgroup(&s, &cs->cg);
-	rc = jail_session_start(&s, &cs->js, err);
+	if (!(rc = egress_pair_open(egress, &s.egress_fd, err)))
+		rc = jail_session_start(&s, &cs->js, err);
+	if (s.egress_fd >= 0)
+		close(s.egress_fd);
 	if (cgfd >= 0)
 		close(cgfd);
 	if (rc) {
@@ -401,7 +410,6 @@ static int container_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops container_tier = {
 	.name = "container",
-	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = container_check,
 	.open = container_open,
 	.run = container_run,

@@ -72,6 +72,7 @@
 #include "../linux/ns.h"
 #include "../linux/session_io.h"
 #include "../warm/warm.h"
+#include "egress_pair.h"
 #include "tier.h"
 
 /* What the process tier's view needs besides the spec. */
@@ -175,6 +176,7 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.outer_gid = getegid(),
 		.setup_root = host_setup_root,
 		.tier = view,
+		.egress_fd = -1,
 	};
 	view->home[0] = '\0';
 	if (s->userns)
@@ -223,7 +225,12 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code = req->code;
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
-	rc = ps ? warm_run(&ps->warm, &s, res) : jail_run(&s, res);
+	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
+		result_sandbox_error(res, "%s", err.message);
+	else
+		rc = ps ? warm_run(&ps->warm, &s, res) : jail_run(&s, res);
+	if (s.egress_fd >= 0)
+		close(s.egress_fd);
 	slot_release(&slot);
 	return rc;
 }
@@ -240,14 +247,18 @@ static int process_session_open(void *state, const struct aj_config *cfg,
 				struct aj_error *err)
 {
 	(void)state;
-	(void)egress;
 	struct process_session *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return error_set(err, -ENOMEM, "session: out of memory");
 	ps->slot.lock_fd = -1;
 	struct jail_spec s;
 	int rc = process_spec(cfg, &s, &ps->view, &ps->slot, err);
-	if (rc || (rc = jail_session_start(&s, &ps->js, err))) {
+	if (!rc && !(rc = egress_pair_open(egress, &s.egress_fd, err))) {
+		rc = jail_session_start(&s, &ps->js, err);
+		if (s.egress_fd >= 0)
+			close(s.egress_fd);
+	}
+	if (rc) {
 		slot_release(&ps->slot);
 		free(ps);
 		return rc;
@@ -331,7 +342,6 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops process_tier = {
 	.name = "process",
-	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = process_check,
 	.open = process_open,
 	.run = process_run,

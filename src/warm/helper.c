@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/contract.h"
 #include "../linux/jail.h"
 #include "protocol.h"
 
@@ -33,6 +34,19 @@ static void reply_error(struct warm_reply *r, int err, const char *what)
 int agentjail_warm_spawn(const void *msg, size_t len, const int *fds, int nfds, int *pidfd,
 			 void *reply, size_t reply_len, const int *spare_ns);
 int agentjail_warm_prepare(int *spare_ns);
+char *const *agentjail_warm_egress_environment(void);
+
+/* In a run's program process: whether its request asked for egress. */
+static int run_has_egress;
+
+/* In a run's program process: E1's egress rows, which the zygote adds to
+ * the program's os.environ (the zygote's own environment is E1's base
+ * rows, as every run's), or NULL without egress. The rows are the C
+ * table's, never a copy in Python. */
+__attribute__((visibility("default"))) char *const *agentjail_warm_egress_environment(void)
+{
+	return run_has_egress ? contract_egress_environment : NULL;
+}
 
 /* Between runs: the next run's network, ipc and uts namespaces, made now
  * so that making them is off that run's clock. 0, or -errno (the run then
@@ -63,7 +77,8 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 	memcpy(&q, msg, sizeof q);
 	r.seq = q.seq;
 	if (q.magic != WARM_MAGIC || q.n_cgroup_fds > WARM_MAX_CGROUP_FDS ||
-	    nfds != WARM_FD_CGROUP + q.n_cgroup_fds || (q.cgroup_v2 && q.n_cgroup_fds != 1) ||
+	    q.egress > 1 || nfds != WARM_FD_CGROUP + q.n_cgroup_fds + q.egress ||
+	    (q.cgroup_v2 && q.n_cgroup_fds != 1) ||
 	    q.uid == 0 || q.gid == 0) {
 		reply_error(&r, -EPROTO, "a malformed request");
 		goto out;
@@ -109,12 +124,14 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 		.zygote_fd = -1,
 		.helper_fd = -1,
 		.spare_ns = {spare_ns[0], spare_ns[1], spare_ns[2]},
+		.egress_fd = q.egress ? fds[WARM_FD_CGROUP + q.n_cgroup_fds] : -1,
 	};
 	before_fork();
 	pid_t pid = jail_warm_spawn(&s, fds[WARM_FD_OUT], fds[WARM_FD_ERR], fds[WARM_FD_REPORT],
 				    pidfd);
 	if (pid == 0) {
 		after_child();
+		run_has_egress = q.egress;
 		return 0; /* the run's program process */
 	}
 	after_parent();

@@ -19,7 +19,9 @@ enum {
 	WARM_FD_CGROUP, /* v2: the run's cgroup directory; v1: its tasks files */
 };
 #define WARM_MAX_CGROUP_FDS 4
-#define WARM_MAX_FDS (WARM_FD_CGROUP + WARM_MAX_CGROUP_FDS)
+/* After the cgroup fds, with egress: the run's door to the proxy
+ * (jail_spec.egress_fd). */
+#define WARM_MAX_FDS (WARM_FD_CGROUP + WARM_MAX_CGROUP_FDS + 1)
 
 struct warm_request {
 	uint32_t magic;
@@ -31,6 +33,7 @@ struct warm_request {
 	uint8_t cgroup_v2;            /* the cgroup fd is a v2 directory to be born in */
 	uint8_t n_cgroup_fds;
 	uint8_t own_users;            /* the run's own passwd and group (process tier) */
+	uint8_t egress;               /* one more fd, the egress door; E1's egress rows */
 };
 
 struct warm_reply {

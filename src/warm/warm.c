@@ -576,6 +576,10 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	if ((rc = cgroup_fds(s, fds, &nfds, &opened, res)))
 		goto done;
 	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
+	if (s->egress_fd >= 0) {
+		q.egress = 1;
+		fds[nfds++] = s->egress_fd; /* the caller's: it closes it */
+	}
 
 	double start = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {

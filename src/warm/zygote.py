@@ -32,7 +32,7 @@ from array import array
 # import in each run would cost it a millisecond or more.
 
 SOL_SOCKET, SCM_RIGHTS = socket.SOL_SOCKET, socket.SCM_RIGHTS
-MAX_FDS = 8
+MAX_FDS = 9  # protocol.h's WARM_MAX_FDS
 REPLY_LEN = 256
 WORKSPACE_PROGRAM = "/tmp/work/main.py"
 # The exit code of a program an uncaught MemoryError ended, on every tier
@@ -103,12 +103,22 @@ def exit_code(e):
     return 1
 
 
-def run_program(sock):
+def run_program(sock, egress_environment):
     """In the run's program process: run main.py as `python3 -I -u main.py`
     would, then exit. Never returns."""
     # The helper has run CPython's after-fork repair (random reseeded
     # itself in its at-fork hook) and kept Python's signal handlers.
     sock.detach()  # its fd was closed in the run's init
+    # With egress: E1's egress rows, from the helper's C table.
+    rows = egress_environment()
+    i = 0
+    while rows and rows[i] is not None:
+        name, _, value = rows[i].decode().partition("=")
+        os.environ[name] = value
+        i += 1
+    # What `pip install` put in the workspace (PIP_TARGET, rule E1).
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
     # Randomness of the run's own: numpy's global generator does not
     # reseed itself at fork.
     np_random = sys.modules.get("numpy.random")
@@ -210,6 +220,9 @@ def main():
     spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int),
                       ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
                       ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]
+    egress_environment = helper.agentjail_warm_egress_environment
+    egress_environment.restype = ctypes.POINTER(ctypes.c_char_p)
+    egress_environment.argtypes = []
     prepare = helper.agentjail_warm_prepare
     prepare.restype = ctypes.c_int
     prepare.argtypes = [ctypes.POINTER(ctypes.c_int)]
@@ -239,7 +252,7 @@ def main():
         pidfd.value = -1
         rc = spawn(msg, len(msg), fd_array, nfds, ctypes.byref(pidfd), reply, REPLY_LEN, spare)
         if rc == 0:
-            run_program(sock)
+            run_program(sock, egress_environment)
         for fd in fds:
             os.close(fd)
         # The namespaces are the run's now (or, if it never started,

@@ -30,6 +30,7 @@ COPIES = {
     "close_backend": BACKENDS,
     "gauges": BACKENDS,
     "session_call": BACKENDS,
+    "session_egress": BACKENDS,
     "session_files": BACKENDS,
     "session_open": BACKENDS,
     "session_run": BACKENDS,

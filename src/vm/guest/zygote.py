@@ -138,6 +138,9 @@ def enter_workspace():
     os.environ.update(ENVIRONMENT)
     sys.argv[:] = ["main.py"]
     sys.orig_argv[:] = [sys.executable, "-I", "-u", "main.py"]
+    # What `pip install` put in the workspace (PIP_TARGET, rule E1).
+    if os.environ.get("PIP_TARGET"):
+        sys.path.append(os.environ["PIP_TARGET"])
 
 
 def main_module():

@@ -1,0 +1,410 @@
+/* The egress cases every tier that carries the proxy runs (docs/egress.md;
+ * include it, then put EGRESS_TABLE in the tier's test list). Each case starts its own origin server on 127.0.0.1
+ * (src/attack/egress_server.h), gives the run rules naming it, and judges
+ * from both sides: what the program printed, what the server received, and
+ * the proxy's decision log (aj_result.egress_log). Nothing here names a
+ * tier. */
+#ifndef AJ_TEST_EGRESS_CASES_H
+#define AJ_TEST_EGRESS_CASES_H
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+
+#include "hostile.h"
+#include "src/attack/egress_server.h"
+
+struct egress_case {
+	struct egress_server *server;
+	int port;
+	char cidr[64], host[64], other_host[64], tls_cidr[64];
+	const char *cidrs[4], *hosts[4];
+};
+
+static struct egress_case egress_case;
+
+/* A server, and rules: allow-cidr 127.0.0.1/32:PORT, allow-host
+ * localhost:PORT, and (for the cases' refusals) allow-host
+ * localhost:PORT+1 without a CIDR rule, and localhost:443 with
+ * allow-cidr 127.0.0.1/32:443 (whose tunnels must show the right SNI). */
+static int egress_setup(void **state)
+{
+	case_setup(state);
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	memset(e, 0, sizeof *e);
+	if (egress_server_start(&e->server, &e->port))
+		fail_msg("egress server: cannot start");
+	snprintf(e->cidr, sizeof e->cidr, "127.0.0.1/32:%d", e->port);
+	snprintf(e->host, sizeof e->host, "localhost:%d", e->port);
+	snprintf(e->other_host, sizeof e->other_host, "localhost:%d", e->port + 1);
+	snprintf(e->tls_cidr, sizeof e->tls_cidr, "127.0.0.1/32:443");
+	e->cidrs[0] = e->cidr;
+	e->cidrs[1] = e->tls_cidr;
+	e->hosts[0] = e->host;
+	e->hosts[1] = e->other_host;
+	e->hosts[2] = "localhost:443";
+	f->cfg.allow_cidrs = e->cidrs;
+	f->cfg.allow_cidr_count = 2;
+	f->cfg.allow_hosts = e->hosts;
+	f->cfg.allow_host_count = 3;
+	/* Slow tiers (an emulated VM) take seconds to start Python's urllib. */
+	f->cfg.limits.wall_sec = 60;
+	f->cfg.limits.cpu_sec = 30;
+	return 0;
+}
+
+static int egress_teardown(void **state)
+{
+	egress_server_stop(egress_case.server);
+	egress_case.server = NULL;
+	return case_teardown(state);
+}
+
+/* The run's decision log, parsed (a JSON object). */
+static json_t *egress_log(const struct aj_result *r)
+{
+	if (!r->egress_log)
+		fail_msg("no egress log; stdout: %s stderr: %s message: %s", r->stdout_buf,
+			 r->stderr_buf, r->message ? r->message : "");
+	json_t *j = json_loads(r->egress_log, 0, NULL);
+	if (!json_is_object(j))
+		fail_msg("egress log is not a JSON object: %s", r->egress_log);
+	return j;
+}
+
+/* The log entry for host:port (the first one), or fail. */
+static json_t *egress_entry(json_t *log, const char *host, int port, const char *via)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(log, "connections"), i, c) {
+		if (!strcmp(json_string_value(json_object_get(c, "host")), host) &&
+		    json_integer_value(json_object_get(c, "port")) == port &&
+		    (!via || !strcmp(json_string_value(json_object_get(c, "via")), via)))
+			return c;
+	}
+	char *all = json_dumps(log, 0);
+	fail_msg("no log entry for %s:%d (%s) in %s", host, port, via ? via : "any", all);
+	return NULL;
+}
+
+static void assert_entry(json_t *log, const char *host, int port, const char *via, bool allowed,
+			 const char *reason_part)
+{
+	json_t *c = egress_entry(log, host, port, via);
+	const char *reason = json_string_value(json_object_get(c, "reason"));
+	if (json_is_true(json_object_get(c, "allowed")) != allowed ||
+	    !contains(reason, reason_part))
+		fail_msg("%s:%d via %s: want %s with '%s', got %s '%s'", host, port,
+			 via ? via : "any", allowed ? "allowed" : "denied", reason_part,
+			 json_is_true(json_object_get(c, "allowed")) ? "allowed" : "denied", reason);
+}
+
+/* Through the proxy every way the issue names: urllib (HTTP_PROXY from the
+ * environment) by address and by a listed name, a CONNECT tunnel, and
+ * SOCKS5 with the name resolved by the proxy; requests too where the image
+ * has it. */
+static void egress_reaches_allowed(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os, socket, urllib.request\n"
+		 "T = '%s'\n"
+		 "def read_all(s):\n"
+		 "    data = b''\n"
+		 "    while True:\n"
+		 "        b = s.recv(4096)\n"
+		 "        if not b:\n"
+		 "            return data\n"
+		 "        data += b\n"
+		 "print(urllib.request.urlopen('http://127.0.0.1:%d/ip-' + T, timeout=20).read().decode().strip())\n"
+		 "print(urllib.request.urlopen('http://localhost:%d/name-' + T, timeout=20).read().decode().strip())\n"
+		 "s = socket.create_connection(('127.0.0.1', %d), timeout=20)\n"
+		 "s.sendall(b'CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n')\n"
+		 "head = b''\n"
+		 "while b'\\r\\n\\r\\n' not in head:\n"
+		 "    head += s.recv(1)\n"
+		 "s.sendall(b'GET /tunnel-' + T.encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
+		 "data = read_all(s)\n"
+		 "print(head.split(b'\\r\\n')[0].decode(), data.split(b'\\r\\n\\r\\n', 1)[1].decode().strip())\n"
+		 "s = socket.create_connection(('127.0.0.1', %d), timeout=20)\n"
+		 "s.sendall(b'\\x05\\x01\\x00')\n"
+		 "assert s.recv(2) == b'\\x05\\x00'\n"
+		 "s.sendall(b'\\x05\\x01\\x00\\x03\\x09localhost' + (%d).to_bytes(2, 'big'))\n"
+		 "print('socks', s.recv(10)[1])\n"
+		 "s.sendall(b'GET /socks-' + T.encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
+		 "print(read_all(s).split(b'\\r\\n\\r\\n', 1)[-1].decode().strip())\n"
+		 "try:\n"
+		 "    import requests\n"
+		 "except ImportError:\n"
+		 "    print('requests absent')\n"
+		 "else:\n"
+		 "    print(requests.get('http://localhost:%d/requests-' + T, timeout=20).text.strip())\n"
+		 "print(os.environ['HTTPS_PROXY'], os.environ['all_proxy'])\n",
+		 f->token, e->port, e->port, CONTRACT_EGRESS_PORT, e->port, e->port,
+		 CONTRACT_EGRESS_PORT, e->port, e->port);
+	assert_status(&r, AJ_STATUS_OK);
+	char want[200];
+	const char *paths[] = {"ip", "name", "tunnel", "socks"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(want, sizeof want, "egress-ok /%s-%s", paths[i], f->token);
+		if (!contains(r.stdout_buf, want))
+			fail_msg("no '%s' in: %s", want, r.stdout_buf);
+		snprintf(want, sizeof want, "/%s-%s", paths[i], f->token);
+		assert_true(egress_server_saw(e->server, want));
+	}
+	assert_true(contains(r.stdout_buf, "HTTP/1.1 200 Connection established"));
+	assert_true(contains(r.stdout_buf, "socks 0"));
+	snprintf(want, sizeof want, "egress-ok /requests-%s", f->token);
+	assert_true(contains(r.stdout_buf, want) || contains(r.stdout_buf, "requests absent"));
+	assert_true(contains(r.stdout_buf, CONTRACT_EGRESS_HTTP_URL " " CONTRACT_EGRESS_SOCKS_URL));
+	json_t *log = egress_log(&r);
+	assert_entry(log, "127.0.0.1", e->port, "http", true, "allow-cidr 127.0.0.1/32:");
+	assert_entry(log, "localhost", e->port, "http", true, "allow-");
+	assert_entry(log, "localhost", e->port, "connect", true, "allow-");
+	assert_entry(log, "localhost", e->port, "socks", true, "allow-");
+	json_t *c = egress_entry(log, "127.0.0.1", e->port, "http");
+	assert_true(json_integer_value(json_object_get(c, "bytes_in")) > 0);
+	assert_true(json_integer_value(json_object_get(c, "bytes_out")) > 0);
+	assert_string_equal(json_string_value(json_object_get(c, "address")), "127.0.0.1");
+	json_decref(log);
+	aj_result_free(&r);
+}
+
+/* Each refusal the issue names, each with its reason in the log, and no
+ * byte of any at the server. */
+static void egress_refuses_with_reasons(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import socket, ssl, urllib.request, urllib.error\n"
+		 "T = '%s'\n"
+		 "for url in ['http://unlisted.example/' + T, 'http://localhost:%d/port-' + T,\n"
+		 "            'http://localhost:%d/loopback-' + T, 'http://10.1.2.3:%d/private-' + T]:\n"
+		 "    try:\n"
+		 "        urllib.request.urlopen(url, timeout=20)\n"
+		 "        print('REACHED', url)\n"
+		 "    except urllib.error.HTTPError as e:\n"
+		 "        print('refused', e.code, e.read().decode().strip())\n"
+		 "s = socket.create_connection(('127.0.0.1', %d), timeout=20)\n"
+		 "s.sendall(b'CONNECT localhost:443 HTTP/1.1\\r\\nHost: localhost:443\\r\\n\\r\\n')\n"
+		 "print(s.recv(200).split(b'\\r\\n')[0].decode())\n"
+		 "try:\n"
+		 "    ssl.create_default_context().wrap_socket(s, server_hostname='evil.example')\n"
+		 "    print('TLS UP')\n"
+		 "except (OSError, ssl.SSLError) as e:\n"
+		 "    print('tls refused')\n"
+		 "s = socket.create_connection(('127.0.0.1', %d), timeout=20)\n"
+		 "s.sendall(b'\\x05\\x01\\x00')\n"
+		 "s.recv(2)\n"
+		 "s.sendall(b'\\x05\\x01\\x00\\x03\\x10unlisted.example' + (80).to_bytes(2, 'big'))\n"
+		 "print('socks reply', s.recv(10)[1])\n",
+		 f->token, e->port + 2, e->port + 1, e->port, CONTRACT_EGRESS_PORT,
+		 CONTRACT_EGRESS_PORT);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_false(contains(r.stdout_buf, "REACHED"));
+	assert_false(contains(r.stdout_buf, "TLS UP"));
+	assert_true(contains(r.stdout_buf, "refused 403 agentjail egress: no allow-host rule names "
+					   "unlisted.example"));
+	assert_true(contains(r.stdout_buf, "tls refused"));
+	assert_true(contains(r.stdout_buf, "socks reply 2"));
+	assert_int_equal(egress_server_connections(e->server), 0);
+	json_t *log = egress_log(&r);
+	assert_entry(log, "unlisted.example", 80, "http", false, "no allow-host rule names");
+	assert_entry(log, "localhost", e->port + 2, "http", false, "is not among localhost's allowed ports");
+	assert_entry(log, "localhost", e->port + 1, "http", false, "loopback address: only an allow-cidr");
+	assert_entry(log, "10.1.2.3", e->port, "http", false, "private address");
+	assert_entry(log, "localhost", 443, "connect", false, "names 'evil.example', not localhost");
+	assert_entry(log, "unlisted.example", 80, "socks", false, "no allow-host rule names");
+	json_decref(log);
+	aj_result_free(&r);
+}
+
+/* The attack table's bypass program (src/attack/programs.c): the allowed
+ * request arrives, and nothing else does. */
+static void egress_bypass_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	assert_int_equal(bind(udp, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(udp, (struct sockaddr *)&a, &len), 0);
+	struct aj_result r;
+	run_program(f, &r, HOSTILE_EGRESS_BYPASS,
+		    (struct hostile_values){.port = e->port, .host_port = ntohs(a.sin_port)});
+	char dgram[64];
+	ssize_t got = recv(udp, dgram, sizeof dgram, 0);
+	close(udp);
+	assert_status(&r, AJ_STATUS_OK);
+	char want[120];
+	snprintf(want, sizeof want, "ALLOWED egress-ok /allowed-%s", f->token);
+	if (!contains(r.stdout_buf, want))
+		fail_msg("the allowed request failed: %s %s", r.stdout_buf, r.stderr_buf);
+	if (contains(r.stdout_buf, "LEAK"))
+		fail_msg("a bypass got through: %s", r.stdout_buf);
+	assert_true(got < 0);
+	assert_int_equal(egress_server_connections(e->server), 1);
+	snprintf(want, sizeof want, "/direct-%s", f->token);
+	assert_false(egress_server_saw(e->server, want));
+	assert_true(contains(r.stdout_buf, "refused name 403"));
+	assert_true(contains(r.stdout_buf, "socks reply 2"));
+	json_t *log = egress_log(&r);
+	char name[80];
+	snprintf(name, sizeof name, "%s.example.com", f->token);
+	/* Refused before any lookup: no answer for the name exists to leak. */
+	assert_entry(log, name, 80, "http", false, "no allow-host rule names");
+	assert_entry(log, name, 80, "socks", false, "no allow-host rule names");
+	json_decref(log);
+	aj_result_free(&r);
+}
+
+/* Each cap ends its transfer, and the log says which. */
+static void egress_caps_end_transfers(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_result r;
+	f->cfg.egress.in_mb = 1;
+	f->cfg.egress.out_mb = 1;
+	f->cfg.egress.connections = 3;
+	run_code(&f->cfg, &r,
+		 "import socket, urllib.request\n"
+		 "def fetch(path, body=None):\n"
+		 "    s = socket.create_connection(('127.0.0.1', %d), timeout=20)\n"
+		 "    head = 'POST' if body else 'GET'\n"
+		 "    req = ('%%s http://127.0.0.1:%d%%s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n' %% (head, path)).encode()\n"
+		 "    if body:\n"
+		 "        req += b'Content-Length: %%d\\r\\n' %% len(body)\n"
+		 "    s.sendall(req + b'\\r\\n')\n"
+		 "    try:\n"
+		 "        if body:\n"
+		 "            s.sendall(body)\n"
+		 "    except OSError as e:\n"
+		 "        print('send cut')\n"
+		 "    n = 0\n"
+		 "    while True:\n"
+		 "        try:\n"
+		 "            b = s.recv(65536)\n"
+		 "        except OSError:\n"
+		 "            break\n"
+		 "        if not b:\n"
+		 "            break\n"
+		 "        n += len(b)\n"
+		 "    return n\n"
+		 "print('in', fetch('/big/3145728') < 3145728)\n"
+		 "print('out', fetch('/upload', b'y' * 3145728))\n"
+		 "print('third', fetch('/three'))\n"
+		 "print('fourth', fetch('/four'))\n",
+		 CONTRACT_EGRESS_PORT, e->port, e->port);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "in True"));
+	assert_false(contains(r.stdout_buf, "got 3145728"));
+	assert_true(contains(r.stdout_buf, "fourth 0"));
+	assert_false(egress_server_saw(e->server, "/four"));
+	json_t *log = egress_log(&r);
+	const char *limit = json_string_value(json_object_get(log, "limit"));
+	if (!limit || !contains(limit, "in_mb"))
+		fail_msg("the log's limit: %s", limit ? limit : "null");
+	assert_true(json_integer_value(json_object_get(log, "bytes_in")) <= (1 << 20));
+	assert_true(json_integer_value(json_object_get(log, "bytes_out")) <= (1 << 20));
+	assert_entry(log, "(any)", 0, NULL, false, "the cap of 3 connections");
+	json_decref(log);
+	aj_result_free(&r);
+}
+
+/* Open for a call, then locked: a session drops its rules and the proxy
+ * refuses what they allowed; it can never add one. */
+static void egress_session_narrows(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	if (aj_session_open(&f->cfg, &s, &err))
+		fail_msg("aj_session_open: %s", err.message);
+	struct aj_result r;
+	char code[300];
+	snprintf(code, sizeof code,
+		 "import urllib.request, urllib.error\n"
+		 "try:\n"
+		 "    print(urllib.request.urlopen('http://127.0.0.1:%d/s-%s', timeout=20).read().decode())\n"
+		 "except urllib.error.HTTPError as e:\n"
+		 "    print('refused', e.code)\n",
+		 e->port, f->token);
+	assert_int_equal(aj_session_run(s, code, strlen(code), &r), 0);
+	assert_true(contains(r.stdout_buf, "egress-ok"));
+	json_t *log = egress_log(&r);
+	assert_entry(log, "127.0.0.1", e->port, "http", true, "allow-cidr");
+	json_decref(log);
+	aj_result_free(&r);
+	const char *wider[] = {"10.0.0.0/8"};
+	assert_int_equal(aj_session_egress_keep(s, NULL, 0, wider, 1, &err), -EPERM);
+	assert_true(contains(err.message, "never added"));
+	const char *keep[] = {e->host};
+	assert_int_equal(aj_session_egress_keep(s, keep, 1, NULL, 0, &err), 0);
+	assert_int_equal(aj_session_run(s, code, strlen(code), &r), 0);
+	assert_true(contains(r.stdout_buf, "refused 403"));
+	log = egress_log(&r);
+	assert_entry(log, "127.0.0.1", e->port, "http", false, "loopback address");
+	json_decref(log);
+	aj_result_free(&r);
+	assert_int_equal(egress_server_connections(e->server), 1);
+	aj_session_close(s);
+}
+
+/* A run ended mid-transfer takes its proxy with it: the server sees its
+ * connection closed, and the host keeps no fd of it. */
+static void egress_ends_with_the_run(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_result r;
+	int fds = count_open_fds();
+	f->cfg.limits.wall_sec = 8;
+	run_code(&f->cfg, &r,
+		 "import urllib.request\n"
+		 "body = urllib.request.urlopen('http://127.0.0.1:%d/slow', timeout=60)\n"
+		 "print('streaming', flush=True)\n"
+		 "while body.read(1024):\n"
+		 "    pass\n",
+		 e->port);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.stdout_buf, "streaming"));
+	/* The server's own end of the connection stays open until it stops. */
+	assert_int_equal(count_open_fds(), fds + (int)egress_server_connections(e->server));
+	/* The server notices within its 100 ms tick. */
+	for (int i = 0; i < 50 && egress_server_closed(e->server) < 1; i++)
+		sleep_ms(100);
+	assert_int_equal(egress_server_closed(e->server), 1);
+	aj_result_free(&r);
+}
+
+#define EGRESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, egress_setup, egress_teardown)
+#define EGRESS_SESSION_TEST(fn) {"session: " #fn, fn, egress_session_setup, egress_session_teardown, NULL}
+
+static int egress_session_setup(void **state)
+{
+	harness_via_session = true;
+	return egress_setup(state);
+}
+
+static int egress_session_teardown(void **state)
+{
+	harness_via_session = false;
+	return egress_teardown(state);
+}
+
+#define EGRESS_TABLE                                                                         \
+	EGRESS_TEST(egress_reaches_allowed), EGRESS_TEST(egress_refuses_with_reasons),        \
+	EGRESS_TEST(egress_bypass_fails), EGRESS_TEST(egress_caps_end_transfers),             \
+	EGRESS_TEST(egress_session_narrows), EGRESS_TEST(egress_ends_with_the_run),           \
+	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed)
+
+#endif
