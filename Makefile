@@ -87,7 +87,7 @@ $(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
 
 HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/jail_init.c src/linux/jail_inside.c \
 	src/linux/jail_root.c src/linux/jail_run.c src/linux/jail_session.c src/linux/jail_warm.c \
-	src/linux/mounts.c src/linux/creds.c src/linux/egress_door.c \
+	src/linux/mounts.c src/linux/creds.c src/linux/egress_door.c src/linux/egress_listen.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \
 	src/linux/supervise.c src/linux/supervisor.c src/linux/cgroup.c src/linux/ns.c src/core/error.c \
 	src/core/io.c src/core/capture.c src/core/result.c src/core/status.c src/core/utf8.c \

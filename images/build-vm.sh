@@ -51,18 +51,22 @@ src=$here/../src
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
 # The agent's sources: the guest's own, and the host's files it is built
 # with instead of copies of them (libc only: the agent is static).
-guest_sources="agent.c boot.c clock.c failure.c frame.c policy.c port.c restore.c run.c
+guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c
 run_cgroup.c session.c watch.c workspace.c zygote.c"
 core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c
-core/result.c linux/supervisor.c"
+core/result.c linux/supervisor.c linux/egress_listen.c vm/egress_mux.c"
 agent_sources=""
 for f in $guest_sources; do agent_sources="$agent_sources $guest/$f"; done
 for f in $core_sources; do agent_sources="$agent_sources $src/$f"; done
 # What the agent is built from and with, each hashed into the inputs.
 agent_inputs="$agent_sources $guest/agent.h $guest/zygote.py $guest/../protocol.h
 $src/core/internal.h $src/core/session_call.h $src/core/contract.h $src/core/keyed.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
-$src/linux/supervisor.h $src/linux/report.h
-$here/../tools/gen_filter.c"
+$src/linux/supervisor.h $src/linux/report.h $src/linux/egress_listen.h
+$here/../tools/gen_filter.c $src/vm/egress_mux.h"
+# Not built into the agent, but the machine its snapshots are taken of
+# (QEMU's devices): a snapshot restores only into the machine it came from,
+# so a change there remakes the VM directory, and with it the snapshots.
+agent_inputs="$agent_inputs $src/vm/qemu.c"
 for f in $agent_inputs; do
 	[ -f "$f" ] || die "$f is missing"
 done
@@ -356,7 +360,7 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -o "$gen/gen_filter" "$here/../tools/gen_f
 
 # The agent: static, so /init needs no loader or library of the image.
 # shellcheck disable=SC2086 # the lists are paths without spaces, split here
-${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -Wall -Wextra -Werror -s -I"$gen" \
+${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -pthread -Wall -Wextra -Werror -s -I"$gen" \
 	-I"$here/../include" -o "$stage/init" $agent_sources ||
 	die "building the agent failed"
 rm -rf "$gen"

@@ -40,6 +40,26 @@ static void clean_run_is_held(void **state)
 	assert_string_equal(why, "nothing accepted");
 }
 
+/* Egress: held only with the proxied request arrived and nothing else;
+ * without the allowed request, the bypasses after it prove nothing. */
+static void egress_is_judged_from_the_origin(void **state)
+{
+	(void)state;
+	struct attack_expect x = {.must_finish = true};
+	struct attack_evidence e;
+	attack_evidence_init(&e);
+	e.status = AJ_STATUS_OK;
+	e.egress_allowed_arrived = 1;
+	e.listener_accepted = 0;
+	assert_int_equal(judge(&x, &e), VERDICT_HELD);
+	assert_string_equal(why, "only proxied arrived");
+	e.listener_accepted = 1;
+	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED);
+	e.listener_accepted = 0;
+	e.egress_allowed_arrived = 0;
+	assert_int_equal(judge(&x, &e), VERDICT_ERROR);
+}
+
 static void shown_token_is_escaped(void **state)
 {
 	(void)state;
@@ -258,6 +278,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(clean_run_is_held),
+		cmocka_unit_test(egress_is_judged_from_the_origin),
 		cmocka_unit_test(shown_token_is_escaped),
 		cmocka_unit_test(written_marker_is_escaped),
 		cmocka_unit_test(dead_sentinel_is_escaped),

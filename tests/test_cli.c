@@ -521,28 +521,23 @@ static void mcp_session_options_name_the_problem(void **state)
 static void mcp_config_egress_keys(void **state)
 {
 	(void)state;
-	CLI(&res, "", "mcp", "--config",
-	    PROGRAM("e1.json", "{\"allow_hosts\": [\"pypi.org\", \"bad host\"]}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "mcp: allow-host: host rule 'bad host'"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e2.json", "{\"allow_cidrs\": \"10.0.0.0/40\"}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "mcp: allow-cidr: CIDR rule '10.0.0.0/40'"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e3.json", "{\"allow_hosts\": [3]}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "allow_hosts: item 1 of the array is not a string"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e4.json", "{\"allow_cidrs\": {}}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "allow_cidrs: expected a string (a rule) or an array"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e5.json", "{\"egress_out_mb\": 0}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "mcp: egress-out-mb: 0 is out of range"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e6.json", "{\"egress_connections\": 0}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "mcp: egress-connections: 0 is out of range"));
-	CLI(&res, "", "mcp", "--config", PROGRAM("e7.json", "{\"egress_kbps\": -1}"));
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "egress_kbps: -1 is out of range"));
+	static const struct {
+		const char *file, *words;
+	} bad[] = {
+		{"{\"allow_hosts\": [\"pypi.org\", \"bad host\"]}", "mcp: allow-host: host rule 'bad host'"},
+		{"{\"allow_cidrs\": \"10.0.0.0/40\"}", "mcp: allow-cidr: CIDR rule '10.0.0.0/40'"},
+		{"{\"allow_hosts\": [3]}", "allow_hosts: item 1 of the array is not a string"},
+		{"{\"allow_cidrs\": {}}", "allow_cidrs: expected a string (a rule) or an array"},
+		{"{\"egress_out_mb\": 0}", "mcp: egress-out-mb: 0 is out of range"},
+		{"{\"egress_connections\": 0}", "mcp: egress-connections: 0 is out of range"},
+		{"{\"egress_kbps\": -1}", "egress_kbps: -1 is out of range"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CLI(&res, "", "mcp", "--config", program("e.json", bad[i].file, strlen(bad[i].file)));
+		assert_int_equal(res.exit_code, 2);
+		if (!contains(res.err, bad[i].words))
+			fail_msg("%s: '%s' does not say '%s'", bad[i].file, res.err, bad[i].words);
+	}
 	/* The file's 32 rules and one flag: past the cap, so the flag was
 	 * added to the file's list rather than replacing it. */
 	char full[64 * AJ_MAX_EGRESS_RULES] = "{\"allow_cidrs\": [";
@@ -567,28 +562,25 @@ static void egress_options_name_the_problem(void **state)
 {
 	(void)state;
 	const char *hello = PROGRAM("egress.py", "print('hi')\n");
-	CLI(&res, NULL, "run", "--allow-host", "pypi.org:99999", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "allow-host: host rule 'pypi.org:99999': port 99999"));
-	assert_string_equal(res.out, "");
-	CLI(&res, NULL, "run", "--allow-cidr", "10.0.0.0/33", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "allow-cidr: CIDR rule '10.0.0.0/33'"));
-	CLI(&res, NULL, "run", "--allow-host", "10.0.0.1", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "--allow-cidr"));
-	CLI(&res, NULL, "run", "--egress-out-mb", "0", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "egress-out-mb: 0 is out of range"));
-	CLI(&res, NULL, "run", "--egress-in-mb", "0", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "egress-in-mb: 0 is out of range"));
-	CLI(&res, NULL, "run", "--egress-connections", "0", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "egress-connections: 0 is out of range"));
-	CLI(&res, NULL, "run", "--egress-kbps", "fast", hello);
-	assert_int_equal(res.exit_code, 2);
-	assert_true(contains(res.err, "--egress-kbps: expected a whole number, got 'fast'"));
+	static const struct {
+		const char *option, *value, *words;
+	} bad[] = {
+		{"--allow-host", "pypi.org:99999", "allow-host: host rule 'pypi.org:99999': port 99999"},
+		{"--allow-cidr", "10.0.0.0/33", "allow-cidr: CIDR rule '10.0.0.0/33'"},
+		{"--allow-host", "10.0.0.1", "--allow-cidr"},
+		{"--egress-out-mb", "0", "egress-out-mb: 0 is out of range"},
+		{"--egress-in-mb", "0", "egress-in-mb: 0 is out of range"},
+		{"--egress-connections", "0", "egress-connections: 0 is out of range"},
+		{"--egress-kbps", "fast", "--egress-kbps: expected a whole number, got 'fast'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CLI(&res, NULL, "run", bad[i].option, bad[i].value, hello);
+		assert_int_equal(res.exit_code, 2);
+		if (!contains(res.err, bad[i].words))
+			fail_msg("%s %s: '%s' does not say '%s'", bad[i].option, bad[i].value, res.err,
+				 bad[i].words);
+		assert_string_equal(res.out, "");
+	}
 	CLI(&res, NULL, "run", "--json", "--allow-host", "a b.org", hello);
 	assert_int_equal(res.exit_code, 2);
 	assert_true(contains(res.out, "\"status\":\"usage_error\""));

@@ -925,6 +925,14 @@ static void stop_mid_transfer(void **state)
 	drain(idle, NULL, 0);
 	close(c);
 	close(idle);
+	/* Its death fails closed: the door is gone, not left open to
+	 * anything else. */
+	int late = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(f.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(late, (struct sockaddr *)&sa, sizeof sa), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(late);
 	/* The log can still be taken after the stop. */
 	json_decref(expect_entry(&f, true, "http", "allow-cidr"));
 	/* Nothing is served any more. */

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 
+#include "egress_cases.h"
 #include "session_cases.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -425,6 +426,63 @@ static void vm_session_sys_is_empty(void **state)
 	aj_result_free(&r);
 }
 
+/* ---- egress: the proxy, reached through the VM's egress port ----
+ * The cases every tier runs are egress_cases.h's (EGRESS_TABLE); these are
+ * the microvm's own. */
+
+/* Without rules the same VM (one snapshot serves both, its egress port
+ * unused) has no way out and no proxy in its environment. */
+static void no_rules_no_egress(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os, socket\n"
+		 "print('proxy', os.environ.get('HTTP_PROXY'))\n"
+		 "try:\n"
+		 "    socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+		 "    print('connected')\n"
+		 "except OSError as e:\n"
+		 "    print('failed', type(e).__name__)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_true(contains(r.stdout_buf, "proxy None\n"));
+	assert_true(contains(r.stdout_buf, "failed "));
+	assert_null(r.egress_log);
+	aj_result_free(&r);
+}
+
+/* The guest's forwarder is a thread of PID 1's, not a process: a session
+ * call stopped by a flood (every process but the agent's is killed) leaves
+ * the next call its way out. */
+static void egress_session_keeps_its_port(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	f->cfg.limits.output_kb = 64;
+	struct aj_session *s = vm_session_open(f);
+	struct aj_result r;
+	char code[300], want[120];
+	for (int call = 0; call < 2; call++) {
+		snprintf(code, sizeof code,
+			 "import urllib.request\n"
+			 "print(urllib.request.urlopen('http://127.0.0.1:%d/call%d-%s', timeout=20)"
+			 ".read().decode().strip())\n",
+			 e->port, call, f->token);
+		vm_session_call(s, &r, code);
+		snprintf(want, sizeof want, "egress-ok /call%d-%s", call, f->token);
+		if (!contains(r.stdout_buf, want))
+			fail_msg("call %d: no '%s' in: %s %s", call, want, r.stdout_buf, r.stderr_buf);
+		aj_result_free(&r);
+		if (call == 1)
+			break;
+		vm_session_call(s, &r, "import sys\nwhile True: sys.stdout.write('x' * 65536)\n");
+		assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+		aj_result_free(&r);
+	}
+	aj_session_close(s);
+	assert_int_equal(egress_server_connections(e->server), 2);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -452,6 +510,9 @@ int main(void)
 		HOSTILE_TEST(vm_session_timeout_and_flood),
 		HOSTILE_TEST(vm_session_memory_limit),
 		HOSTILE_TEST(vm_session_sys_is_empty),
+		EGRESS_TABLE,
+		HOSTILE_TEST(no_rules_no_egress),
+		EGRESS_TEST(egress_session_keeps_its_port),
 	};
 	return cmocka_run_group_tests_name("microvm tier", tests, NULL, NULL);
 }

@@ -2,38 +2,24 @@
 (checked by aj_config_validate, so refused in the CLI's words), the
 proxy's decision log on the Execution, and a session narrowing its rules.
 Traffic goes only to a loopback HTTP server this file starts itself."""
-import http.server
-import threading
+import os
+import sys
 
 import pytest
 
 import agentjail
 from agentjail import ConfigError, EgressError
-from conftest import tier_options
+from conftest import ROOT, tier_options
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import loopback_http  # noqa: E402
 
 
 @pytest.fixture
 def server():
-    """A loopback HTTP server on a port the kernel chose: its port."""
-
-    class Hello(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"hello from the host\n"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
-    t.join()
+    """A loopback HTTP server: its port."""
+    with loopback_http.serving() as port:
+        yield port
 
 
 def fetch(port):
@@ -88,10 +74,11 @@ def test_a_run_returns_the_decision_log(sandbox_for, server):
                 "except Exception as e:\n"
                 "    print('\\nrefused')\n")
     assert ex.ok, ex.stderr
-    assert ex.stdout == "hello from the host\n\nrefused\n"
+    assert ex.stdout == loopback_http.BODY.decode() + "\nrefused\n"
     log = ex.egress
     assert log["allowed"] == 1 and log["denied"] == 1
-    allowed, denied = log["connections"]
+    # Each entry is written when its connection ends: by verdict, not order.
+    allowed, denied = sorted(log["connections"], key=lambda c: not c["allowed"])
     assert (allowed["port"], allowed["allowed"]) == (server, True)
     assert allowed["bytes_in"] > 0
     assert (denied["port"], denied["allowed"]) == (1, False)
@@ -105,14 +92,14 @@ def test_a_session_narrows_its_rules(sandbox_for, server):
     sb = sandbox_for("process", allow_cidrs=[rule, "10.9.0.0/16:80"],
                      allow_hosts=["pypi.org:443"])
     with sb.session() as s:
-        assert s.run(fetch(server)).stdout == "hello from the host\n"
+        assert s.run(fetch(server)).stdout == loopback_http.BODY.decode()
         # Widening is refused, named, and changes nothing.
         with pytest.raises(EgressError) as e:
             s.egress_keep(cidrs=[rule, "10.10.0.0/16:80"])
         assert "10.10.0.0/16:80" in str(e.value)
-        assert s.run(fetch(server)).stdout == "hello from the host\n"
+        assert s.run(fetch(server)).stdout == loopback_http.BODY.decode()
         s.egress_keep(cidrs=[rule])
-        assert s.run(fetch(server)).stdout == "hello from the host\n"
+        assert s.run(fetch(server)).stdout == loopback_http.BODY.decode()
         with pytest.raises(EgressError) as e:
             s.egress_keep(hosts=["pypi.org:443"])
         assert "pypi.org:443" in str(e.value)

@@ -25,6 +25,7 @@ extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 /* E1 with egress rules: these rows too, after the ones above. The proxy
  * listens on 127.0.0.1:CONTRACT_EGRESS_PORT inside every sandbox. */
 #define CONTRACT_EGRESS_PORT 3128
+#define CONTRACT_EGRESS_PORT_TEXT "3128"
 #define CONTRACT_EGRESS_HTTP_URL "http://127.0.0.1:3128"
 #define CONTRACT_EGRESS_SOCKS_URL "socks5h://127.0.0.1:3128"
 #define CONTRACT_EGRESS_ENVIRONMENT_COUNT 7

@@ -414,7 +414,7 @@ static void serve_http(struct conn *c)
 		deny(c, "%s", r == HTTP_HEAD_TOO_LARGE ? "request head too large" : why);
 		http_reply(c, r == HTTP_HEAD_TOO_LARGE ? "431 Request Header Fields Too Large"
 						       : "400 Bad Request");
-		egress_record(c->p, &c->e);
+		egress_record(c->ec, &c->e);
 		return;
 	}
 	snprintf(c->e.host, sizeof c->e.host, "%s", h.host);
@@ -439,7 +439,7 @@ static void serve_http(struct conn *c)
 	} else if (send_forward_head(c, &h, used) && forward_rest(c, used)) {
 		relay(c);
 	}
-	egress_record(c->p, &c->e);
+	egress_record(c->ec, &c->e);
 }
 
 /* ---- SOCKS5 ---- */
@@ -500,7 +500,7 @@ static void serve_socks(struct conn *c)
 		if (forward_rest(c, used))
 			relay(c);
 	}
-	egress_record(c->p, &c->e);
+	egress_record(c->ec, &c->e);
 }
 
 /* ---- the thread ---- */
@@ -522,7 +522,7 @@ static bool admit(struct conn *c)
 	if (!ok) {
 		snprintf(c->e.host, sizeof c->e.host, "(any)");
 		deny(c, "the cap of %u connections is reached", p->limits.connections);
-		egress_record(p, &c->e);
+		egress_record(c->ec, &c->e);
 	}
 	return ok;
 }

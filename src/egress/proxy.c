@@ -363,17 +363,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
-{
-	pthread_mutex_lock(&c->p->lock);
-	if (start)
-		c->live = *e;
-	else
-		*e = c->live;
-	c->relaying = start;
-	pthread_mutex_unlock(&c->p->lock);
-}
-
 bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n)
 {
 	uint64_t wait_until = 0;
@@ -419,14 +408,32 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
-void egress_record(struct egress_proxy *p, const struct egress_entry *e)
+void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
+{
+	pthread_mutex_lock(&c->p->lock);
+	if (start) {
+		c->live = *e;
+		/* The name is the sandbox's bytes: printable ASCII only in
+		 * the log. */
+		sanitize(c->live.host);
+		c->relaying = true;
+	} else {
+		/* Still listed live until egress_record takes it over, so no
+		 * take of the log misses it in between. */
+		e->bytes_out = c->live.bytes_out;
+		e->bytes_in = c->live.bytes_in;
+	}
+	pthread_mutex_unlock(&c->p->lock);
+}
+
+void egress_record(struct egress_conn *c, const struct egress_entry *e)
 {
 	struct egress_entry copy = *e;
-	/* The name is the sandbox's bytes: printable ASCII only in the log. */
 	sanitize(copy.host);
-	pthread_mutex_lock(&p->lock);
-	egress_log_add(&p->log, &copy);
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&c->p->lock);
+	egress_log_add(&c->p->log, &copy);
+	c->relaying = false; /* final now: in the log, not listed live */
+	pthread_mutex_unlock(&c->p->lock);
 }
 
 char *egress_proxy_take_log(struct egress_proxy *p)

@@ -125,10 +125,11 @@ void egress_rules_free(struct egress_rules *r);
  * if there is one (false if stopped meanwhile). */
 bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n);
 /* A connection starts relaying (its entry e becomes live) or ends it (e
- * gets the live entry back). */
+ * gets the live entry's bytes back; it stays listed live until
+ * egress_record). */
 void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start);
 /* A connection ended (or was refused): its log entry. */
-void egress_record(struct egress_proxy *p, const struct egress_entry *e);
+void egress_record(struct egress_conn *c, const struct egress_entry *e);
 /* Registers c's upstream fd so that stop and keep can cut it. */
 void egress_conn_set_upstream(struct egress_conn *c, int fd);
 

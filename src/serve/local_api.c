@@ -96,12 +96,8 @@ static void session_egress(const struct http_request *rq, struct http_response *
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
-	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
-	uint32_t nh, nc;
 	struct aj_error err = {0};
-	int rc = egress_keep_lists(o, hosts, &nh, cidrs, &nc, &err);
-	if (!rc)
-		rc = aj_session_egress_keep(h->s, hosts, nh, cidrs, nc, &err);
+	int rc = egress_session_keep(h->s, o, &err);
 	if (rc == -ESHUTDOWN)
 		session_gone(rs, h);
 	else if (rc)

@@ -215,12 +215,14 @@ static int strings_of(json_t *body, const char *field, const char **out, uint32_
 	return 0;
 }
 
-int egress_keep_lists(json_t *body, const char *hosts[AJ_MAX_EGRESS_RULES], uint32_t *n_hosts,
-		      const char *cidrs[AJ_MAX_EGRESS_RULES], uint32_t *n_cidrs,
-		      struct aj_error *err)
+int egress_session_keep(struct aj_session *s, json_t *body, struct aj_error *err)
 {
-	int rc = strings_of(body, "allow_hosts", hosts, n_hosts, err);
-	return rc ? rc : strings_of(body, "allow_cidrs", cidrs, n_cidrs, err);
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
+	uint32_t nh, nc;
+	int rc = strings_of(body, "allow_hosts", hosts, &nh, err);
+	if (!rc)
+		rc = strings_of(body, "allow_cidrs", cidrs, &nc, err);
+	return rc ? rc : aj_session_egress_keep(s, hosts, nh, cidrs, nc, err);
 }
 
 static json_t *list_or_none(json_t *body, const char *field)

@@ -36,13 +36,13 @@ void egress_keep_all(const struct aj_config *base, struct egress_keep *out);
 void egress_keep_apply(const struct aj_config *base, const struct egress_keep *k,
 		       struct aj_config *cfg, const char *hosts[AJ_MAX_EGRESS_RULES],
 		       const char *cidrs[AJ_MAX_EGRESS_RULES]);
-/* A session's run-time narrowing (POST /v1/sessions/ID/egress): the
- * body's "allow_hosts" and "allow_cidrs", each an array of rules (absent:
- * none of that kind stays), pointing into body, for aj_session_egress_keep
- * to check against the session's rules. 0, or -EINVAL naming the field. */
-int egress_keep_lists(json_t *body, const char *hosts[AJ_MAX_EGRESS_RULES], uint32_t *n_hosts,
-		      const char *cidrs[AJ_MAX_EGRESS_RULES], uint32_t *n_cidrs,
-		      struct aj_error *err);
+/* A session's run-time narrowing (POST /v1/sessions/ID/egress): keeps
+ * only the body's "allow_hosts" and "allow_cidrs", each an array of rules
+ * (absent: none of that kind stays), through aj_session_egress_keep, which
+ * checks them against the session's rules. 0; -EINVAL naming a bad field,
+ * or aj_session_egress_keep's answer (-EPERM naming a rule it lacks,
+ * -ESHUTDOWN once the session closed). */
+int egress_session_keep(struct aj_session *s, json_t *body, struct aj_error *err);
 /* The answer to that narrowing: {"allow_hosts": [...], "allow_cidrs":
  * [...]}, the rules the session keeps now (an absent list as []). */
 json_t *egress_kept_json(json_t *body);

@@ -140,12 +140,8 @@ static json_t *list_files(struct wsession *s, const char *path)
 /* POST /v1/sessions/ID/egress, on the worker that holds the session. */
 static json_t *keep_egress(struct wsession *s, json_t *req)
 {
-	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
-	uint32_t nh, nc;
 	struct aj_error err = {0};
-	int rc = egress_keep_lists(req, hosts, &nh, cidrs, &nc, &err);
-	if (!rc)
-		rc = aj_session_egress_keep(s->s, hosts, nh, cidrs, nc, &err);
+	int rc = egress_session_keep(s->s, req, &err);
 	if (rc == -ESHUTDOWN)
 		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");
 	if (rc)

@@ -24,6 +24,10 @@
  *  limits    the wall clock twice: the guest's agent stops the program, and
  *            the host kills the whole VM if the answer does not come. The
  *            guest has no network device at all.
+ *  egress    with allow rules, a second virtio-serial port (every VM has
+ *            it) carries the guest's 127.0.0.1:EGRESS_PORT connections as
+ *            streams to a relay thread here, which hands each to the run's
+ *            or session's proxy (src/vm/egress_mux.h, docs/tiers/microvm.md).
  *  accel     KVM where a probe boot with it succeeds (the verdict is cached
  *            in the state directory), TCG elsewhere; the deployer may force
  *            either (cfg.accel).
@@ -58,14 +62,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../egress/proxy.h"
 #include "../core/pool.h"
 #include "../linux/creds.h"
 #include "../linux/supervise.h"
 #include "../vm/answer.h"
 #include "../vm/channel.h"
+#include "../vm/egress_relay.h"
 #include "../vm/protocol.h"
 #include "../vm/qemu.h"
 #include "../vm/snapshot.h"
@@ -185,8 +192,8 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 		      struct aj_error *err)
 {
 	const struct aj_config *cfg = st->cfg;
-	char chan[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16], ram[PATH_MAX + 80],
-		statep[PATH_MAX + 80], why[300], words[600];
+	char chan[PATH_MAX + 16], egress[PATH_MAX + 16], mon[PATH_MAX + 16], log[PATH_MAX + 16],
+		ram[PATH_MAX + 80], statep[PATH_MAX + 80], why[300], words[600];
 	int rc, mfd = -1;
 
 	memset(vm, 0, sizeof *vm);
@@ -199,6 +206,7 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 		goto fail;
 	}
 	snprintf(chan, sizeof chan, "%s/chan.sock", vm->run);
+	snprintf(egress, sizeof egress, "%s/egress.sock", vm->run);
 	snprintf(mon, sizeof mon, "%s/mon.sock", vm->run);
 	snprintf(log, sizeof log, "%s/console.log", vm->run);
 	snprintf(ram, sizeof ram, "%s/ram", st->snapshot);
@@ -211,9 +219,9 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
 				   .kernel = st->img.kernel, .initrd = st->img.initrd,
 				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
-				   .run_dir = vm->run, .chan_sock = chan, .mon_sock = mon,
-				   .console_log = log, .incoming_fd = state_fd, .uid = vm->slot.uid,
-				   .gid = st->gid};
+				   .run_dir = vm->run, .chan_sock = chan, .egress_sock = egress,
+				   .mon_sock = mon, .console_log = log, .incoming_fd = state_fd,
+				   .uid = vm->slot.uid, .gid = st->gid};
 	rc = vm_launch(&launch, &vm->pid, &vm->pidfd, err);
 	close(state_fd);
 	if (rc)
@@ -273,6 +281,38 @@ static bool take_pooled(struct microvm_state *st, struct ready_vm *vm)
 	return st->pool_running && pool_take(&st->pool, vm);
 }
 
+/* A stream the guest opened on its egress port: one end of a socketpair
+ * goes to the proxy as a connection, the relay keeps the other. */
+static int open_proxy_stream(void *ctx, unsigned id)
+{
+	(void)id;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+		return -errno;
+	int rc = egress_proxy_add_connection(ctx, sv[1]);
+	if (rc) {
+		close(sv[0]);
+		return rc;
+	}
+	return sv[0];
+}
+
+/* Connects the VM's egress port and relays it to proxy until
+ * egress_relay_stop: before the program is sent, so the guest's first
+ * connection finds the host there. */
+static int start_egress(const struct ready_vm *vm, struct egress_proxy *proxy, double deadline,
+			struct egress_relay **out, struct aj_error *err)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/egress.sock", vm->run);
+	int port = channel_connect(path, deadline, vm->pidfd);
+	int rc = port < 0 ? port : egress_relay_start(port, open_proxy_stream, proxy, out);
+	if (rc)
+		return error_set(err, rc, "microvm: egress: connect the VM's egress port: %s",
+				 errno_name(-rc));
+	return 0;
+}
+
 static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
@@ -292,9 +332,15 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 	struct vm_run vr = {.wall_ms = (uint32_t)(l->wall_sec * 1000.0), .cpu_sec = l->cpu_sec,
 			    .memory_mb = l->memory_mb, .pids = l->pids,
 			    .file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
-			    .output_kb = l->output_kb, .code_len = (uint32_t)req->len};
+			    .output_kb = l->output_kb, .code_len = (uint32_t)req->len,
+			    .egress = req->egress != NULL};
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
+	struct egress_relay *relay = NULL;
+	if (req->egress && (rc = start_egress(&vm, req->egress, deadline, &relay, &err))) {
+		result_sandbox_error(res, "%s", err.message);
+		goto out;
+	}
 	if ((rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
 		result_sandbox_error(res, "microvm: send the program: %s", errno_name(-rc));
 		goto out;
@@ -326,6 +372,8 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		rc = vm_run_answer(type, payload, len, l, res);
 	}
 out:
+	/* The relay first: its streams close, the proxy's ends see EOF. */
+	egress_relay_stop(relay, NULL, 0);
 	free(payload);
 	release_vm(&vm);
 	res->wall_ms = now_ms() - start;
@@ -484,11 +532,14 @@ static int microvm_check(const struct aj_config *cfg, struct aj_error *err)
 struct microvm_session {
 	struct microvm_state *st;
 	struct ready_vm vm;
+	struct egress_relay *relay; /* the session's egress port, or NULL */
 	bool gone;              /* the VM was destroyed: the session is over */
 };
 
 static void session_vm_end(struct microvm_session *ms)
 {
+	egress_relay_stop(ms->relay, NULL, 0);
+	ms->relay = NULL;
 	if (!ms->gone)
 		release_vm(&ms->vm);
 	ms->gone = true;
@@ -498,7 +549,6 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 				struct egress_proxy *egress, void **session,
 				struct aj_error *err)
 {
-	(void)egress;
 	struct microvm_state *st = state;
 	const struct aj_limits *l = &cfg->limits;
 	*session = NULL;
@@ -518,9 +568,13 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 		/* The interpreter's hard CPU limit: every call together. */
 		.cpu_sec = cfg->session.cpu_sec, .memory_mb = l->memory_mb, .pids = l->pids,
 		.file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
-		.output_kb = l->output_kb, .repl_len = (uint32_t)strlen(session_repl_py)};
+		.output_kb = l->output_kb, .repl_len = (uint32_t)strlen(session_repl_py),
+		.egress = egress != NULL};
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
+	if (egress &&
+	    (rc = start_egress(&ms->vm, egress, now_ms() + SESSION_START_MS, &ms->relay, err)))
+		goto fail;
 	if ((rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, session_repl_py,
 			       start.repl_len))) {
 		error_set(err, rc, "microvm: session: send the start: %s", errno_name(-rc));
@@ -652,7 +706,6 @@ static void microvm_session_close(void *session)
 
 const struct tier_ops microvm_tier = {
 	.name = "microvm",
-	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
 	.check = microvm_check,
 	.open = microvm_open,
 	.run = microvm_run,

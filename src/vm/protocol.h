@@ -21,11 +21,16 @@
 
 #include "../../include/agentjail.h"
 
-#define VM_PROTOCOL_VERSION 3
+#define VM_PROTOCOL_VERSION 4
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
 #define VM_GUEST_PORT "/dev/vport0p1"
+/* The egress port (egress_mux.h), the device's second port (nr=2): every VM
+ * has it, so one snapshot serves runs with egress and without; the guest
+ * uses it only when VM_RUN or VM_SESSION_START says egress. */
+#define VM_EGRESS_PORT_NAME "egress0"
+#define VM_GUEST_EGRESS_PORT "/dev/vport0p2"
 /* The program runs as this uid/gid in the guest: never root. */
 #define VM_GUEST_UID 1000
 #define VM_GUEST_WORKSPACE AJ_SESSION_WORKSPACE
@@ -64,6 +69,8 @@ struct vm_run {
 	uint32_t disk_mb;       /* size of the guest's /tmp tmpfs */
 	uint32_t output_kb;     /* cap on each stream */
 	uint32_t code_len;
+	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
+	uint32_t reserved;      /* 0 */
 };
 
 /* The facts of a run, not their reading: the host decides the status with
@@ -98,7 +105,7 @@ struct vm_session_start {
 	uint32_t disk_mb;       /* the one /tmp tmpfs the session keeps */
 	uint32_t output_kb;     /* cap on each stream, per call */
 	uint32_t repl_len;      /* src/core/repl.py, run as python3 -I -u -c */
-	uint32_t reserved;
+	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
 };
 
 struct vm_session_ready {
@@ -145,7 +152,7 @@ struct vm_call_result {
 #define VM_CALL_BROKEN 0x400u      /* the guest cannot go on: the host ends the VM */
 
 _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
-_Static_assert(sizeof(struct vm_run) == 32, "vm_run has no padding");
+_Static_assert(sizeof(struct vm_run) == 40, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
 _Static_assert(sizeof(struct vm_session_start) == 32, "vm_session_start has no padding");
 _Static_assert(sizeof(struct vm_call) == 24, "vm_call has no padding");

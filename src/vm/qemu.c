@@ -18,6 +18,7 @@
 #include "../linux/report.h"
 #include "../linux/spawn.h"
 #include "channel.h"
+#include "protocol.h"
 #include "qemu.h"
 
 /* Kernel arguments that boot Debian's cloud kernel under microvm quickly
@@ -99,6 +100,14 @@ static void build_argv(const struct vm_launch *l, struct argv_builder *b)
 	addf(b, "socket,id=ch0,path=%s,server=on,wait=off", l->chan_sock);
 	add(b, "-device");
 	add(b, "virtserialport,chardev=ch0,name=agent0");
+	/* The egress port (egress_mux.h), in every VM so one snapshot serves
+	 * runs with egress and without: a byte stream to the host's relay,
+	 * never a network device. Unused (no host end connected) without
+	 * egress. */
+	add(b, "-chardev");
+	addf(b, "socket,id=eg0,path=%s,server=on,wait=off", l->egress_sock);
+	add(b, "-device");
+	add(b, "virtserialport,chardev=eg0,name=" VM_EGRESS_PORT_NAME ",nr=2");
 	if (l->mon_sock) {
 		add(b, "-monitor");
 		addf(b, "unix:%s,server=on,wait=off", l->mon_sock);

@@ -19,6 +19,7 @@ struct vm_launch {
 	const char *ram_dir;        /* the directory holding it, writable inside the jail */
 	const char *run_dir;        /* sockets, the console log, QEMU's own log */
 	const char *chan_sock;
+	const char *egress_sock;    /* the egress port's socket (egress_mux.h) */
 	const char *mon_sock;       /* NULL: no monitor */
 	const char *console_log;
 	int incoming_fd;            /* -1, or the migration stream to restore from */

@@ -25,10 +25,10 @@
 
 static void remove_run_dir(const char *dir)
 {
-	static const char *const files[] = {"chan.sock", "mon.sock", "console.log", "qemu.log",
-					    "ram"};
+	static const char *const files[] = {"chan.sock", "egress.sock", "mon.sock",
+					    "console.log", "qemu.log", "ram"};
 	char p[PATH_MAX + 32];
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		snprintf(p, sizeof p, "%s/%s", dir, files[i]);
 		unlink(p);
 	}
@@ -75,17 +75,19 @@ static int wait_ready(int chan, double deadline_ms, struct aj_error *err)
 int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *accel, uid_t uid,
 		  gid_t gid, double timeout_ms, struct aj_error *err)
 {
-	char run[PATH_MAX], ram[PATH_MAX + 16], chan[PATH_MAX + 16], log[PATH_MAX + 16];
+	char run[PATH_MAX], ram[PATH_MAX + 16], chan[PATH_MAX + 16], egress[PATH_MAX + 16],
+		log[PATH_MAX + 16];
 	int rc = vm_run_dir(run_base, run, sizeof run, uid, err);
 	if (rc)
 		return rc;
 	snprintf(ram, sizeof ram, "%s/ram", run);
 	snprintf(chan, sizeof chan, "%s/chan.sock", run);
+	snprintf(egress, sizeof egress, "%s/egress.sock", run);
 	snprintf(log, sizeof log, "%s/console.log", run);
 	struct vm_launch l = {.accel = accel, .memory_mb = 256, .kernel = img->kernel,
 			      .initrd = img->initrd, .ram_path = ram, .share = false,
 			      .ram_dir = NULL, .run_dir = run, .chan_sock = chan,
-			      .console_log = log, .incoming_fd = -1, .uid = uid, .gid = gid};
+			      .egress_sock = egress, .console_log = log, .incoming_fd = -1, .uid = uid, .gid = gid};
 	pid_t pid;
 	int pidfd = -1;
 	double deadline = now_ms() + timeout_ms;
@@ -114,7 +116,7 @@ static int make_snapshot(const struct vm_image *img, const char *accel, unsigned
 {
 	char tmp[PATH_MAX], ram[PATH_MAX + 16], run[PATH_MAX + 16], chan[PATH_MAX + 32],
 		mon[PATH_MAX + 32], log[PATH_MAX + 32], state[PATH_MAX + 16], cmd[PATH_MAX + 64],
-		out[4096];
+		egress[PATH_MAX + 32], out[4096];
 	int rc;
 
 	snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
@@ -123,6 +125,7 @@ static int make_snapshot(const struct vm_image *img, const char *accel, unsigned
 	snprintf(run, sizeof run, "%s/run", tmp);
 	snprintf(chan, sizeof chan, "%s/chan.sock", run);
 	snprintf(mon, sizeof mon, "%s/mon.sock", run);
+	snprintf(egress, sizeof egress, "%s/egress.sock", run);
 	snprintf(log, sizeof log, "%s/console.log", run);
 	/* root's, group the VMs' gid: they may read the state and map the
 	 * RAM (QEMU 7.2 opens it read-write even to map it privately). */
@@ -140,8 +143,8 @@ static int make_snapshot(const struct vm_image *img, const char *accel, unsigned
 	close(fd);
 	struct vm_launch l = {.accel = accel, .memory_mb = mem_mb, .kernel = img->kernel,
 			      .initrd = img->initrd, .ram_path = ram, .share = true, .ram_dir = tmp,
-			      .run_dir = run, .chan_sock = chan, .mon_sock = mon,
-			      .console_log = log, .incoming_fd = -1,
+			      .run_dir = run, .chan_sock = chan, .egress_sock = egress,
+			      .mon_sock = mon, .console_log = log, .incoming_fd = -1,
 			      /* exec: migration writes the state through cat. */
 			      .allow_spawn = true, .uid = uid, .gid = gid};
 	pid_t pid;

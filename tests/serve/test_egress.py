@@ -3,37 +3,23 @@ rules (one it lacks is 400 naming it), a session drops rules at run time,
 the answer carries the proxy's decision log, and /metrics counts the
 decisions; the same through workers on Redis. Traffic goes only to a
 loopback HTTP server this file starts."""
-import http.server
-import threading
+import os
+import sys
 
 import pytest
 
-from conftest import wait_for
+from conftest import ROOT, wait_for
 from test_queue import Redis, Worker
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import loopback_http  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def port():
-    """A loopback HTTP server on a port the kernel chose."""
-
-    class Hello(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"hello from the host\n"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
-    t.join()
+    """A loopback HTTP server: its port."""
+    with loopback_http.serving() as p:
+        yield p
 
 
 def fetch(port):

@@ -21,7 +21,8 @@ KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof"}
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # The host's files the agent is built with instead of copies.
 SHARED = ["src/core/io.c", "src/core/capture.c", "src/core/session_scan.c", "src/core/contract.c",
-          "src/core/keyed.c", "src/core/result.c", "src/linux/supervisor.c"]
+          "src/core/keyed.c", "src/core/result.c", "src/linux/supervisor.c",
+          "src/linux/egress_listen.c", "src/vm/egress_mux.c"]
 
 
 def read(path):

@@ -4,6 +4,7 @@
  *   failure.c   the wording of a failed step
  *   clock.c     the monotonic clock, a sleep
  *   port.c      the channel to the host: frames out, bytes in
+ *   egress.c    the egress port: 127.0.0.1:EGRESS_PORT forwarded to the host
  *   frame.c     the host's frames, decoded
  *   run_cgroup.c  the run's cgroup: made at boot, its limits, its figures
  *   restore.c   what a restored copy refreshes first (clock, entropy)
@@ -19,7 +20,8 @@
  * The host's own sources the agent is built with (images/build-vm.sh):
  * src/core/io.c (write_full), src/core/capture.c (struct capture),
  * src/core/session_scan.c (a session call's reply lines), src/core/result.c
- * (now_ms) and src/linux/supervisor.c (the one supervision loop). */
+ * (now_ms), src/linux/supervisor.c (the one supervision loop) and
+ * src/vm/egress_mux.c (the egress port's streams, the host's frames). */
 #ifndef AJ_GUEST_AGENT_H
 #define AJ_GUEST_AGENT_H
 
@@ -63,6 +65,15 @@ void sleep_ms(int ms);
 extern int port_fd;
 int port_read(void *buf, size_t n);
 int send_frame(uint32_t type, const struct iovec *parts, int count);
+
+/* egress.c: the egress port (boot opens it; VM_GUEST_EGRESS_PORT). */
+extern int egress_port_fd;
+/* lo up, 127.0.0.1:EGRESS_PORT listening, the forwarder running: before the
+ * program starts, only when the host carries egress. */
+int egress_start(struct failure *f);
+/* The program's environment (rule E1) into env (n entries with the NULL):
+ * with the egress rows when on. */
+void egress_environment(bool on, char **env, size_t n);
 
 /* frame.c: the host's frames, the header already read, the rest read
  * through read_fn (port_read; the fuzz target's own input). Each returns 0,

@@ -107,21 +107,20 @@ static int load_modules(struct failure *f)
 	return 0;
 }
 
-/* The port appears once virtio_console has talked to the device, which
- * happens after finit_module returns: wait for it, bounded. */
-static int open_port(struct failure *f)
+/* The ports appear once virtio_console has talked to the device, which
+ * happens after finit_module returns: wait for each, bounded. */
+static int open_port(const char *path, int flags, int *fd, struct failure *f)
 {
 	int64_t give_up = now_us() + (int64_t)PORT_WAIT_MS * 1000;
 	for (;;) {
 		/* O_CLOEXEC: the zygote, and so the program, never holds it. */
-		port_fd = open(VM_GUEST_PORT, O_RDWR | O_CLOEXEC | O_NOCTTY);
-		if (port_fd >= 0)
+		*fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | flags);
+		if (*fd >= 0)
 			return 0;
 		if (errno != ENOENT && errno != ENXIO)
-			return fail(f, errno, "open %s", VM_GUEST_PORT);
+			return fail(f, errno, "open %s", path);
 		if (now_us() >= give_up)
-			return fail(f, errno, "%s did not appear within %d ms", VM_GUEST_PORT,
-				    PORT_WAIT_MS);
+			return fail(f, errno, "%s did not appear within %d ms", path, PORT_WAIT_MS);
 		sleep_ms(5);
 	}
 }
@@ -192,7 +191,12 @@ void boot(struct zygote *z, int *sigfd)
 	signal(SIGPIPE, SIG_IGN);
 	if (*sigfd < 0)
 		power_off("guest: signalfd: cannot watch children");
-	if (load_modules(&f) || open_port(&f) || run_cgroup_make(&f) || zygote_spawn(z, &f))
+	/* Both ports at boot, before /dev is hidden: the egress port
+	 * (non-blocking, for the forwarder's one poll loop) is used only in
+	 * a run or session that carries egress. */
+	if (load_modules(&f) || open_port(VM_GUEST_PORT, 0, &port_fd, &f) ||
+	    open_port(VM_GUEST_EGRESS_PORT, O_NONBLOCK, &egress_port_fd, &f) ||
+	    run_cgroup_make(&f) || zygote_spawn(z, &f))
 		power_off(f.message);
 	if (zygote_await(z, &f)) {
 		zygote_echo(z->err_fd);

@@ -236,6 +236,9 @@ static int prepare(struct run *r, struct failure *f)
 	if ((rc = refresh_entropy(r->code, r->lim.code_len, f)) ||
 	    (rc = make_workspace(r->lim.disk_mb, r->code, r->lim.code_len, f)) ||
 	    (rc = run_cgroup_limit(r->lim.memory_mb, r->lim.pids, f)) ||
+	    /* Listening before the program exists, so it never finds the
+	     * port free or unanswered. */
+	    (r->lim.egress && (rc = egress_start(f))) ||
 	    (rc = zygote_release(r->z, &r->lim, f)))
 		return rc;
 	return 0;

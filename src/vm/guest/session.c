@@ -149,8 +149,11 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	if (apply_policy() < 0)
 		child_fail(errp, "seccomp", errno);
 	char *const argv[] = {PYTHON, "-I", "-u", "-c", s->repl, NULL};
-	/* From nothing: what the other tiers' interpreters get (rule E1). */
-	execve(argv[0], argv, contract_environment);
+	/* From nothing: what the other tiers' interpreters get (rule E1),
+	 * with the proxy's rows when the session carries egress. */
+	char *env[CONTRACT_ENVIRONMENT_COUNT + CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1];
+	egress_environment(l->egress != 0, env, sizeof env / sizeof env[0]);
+	execve(argv[0], argv, env);
 	child_fail(errp, "exec " PYTHON, errno);
 }
 
@@ -494,6 +497,10 @@ void serve_session(const struct vm_frame_header *h, int sigfd)
 		rc = make_workspace(s.lim.disk_mb, NULL, 0, &f);
 	if (rc == 0)
 		rc = run_cgroup_limit(s.lim.memory_mb, s.lim.pids, &f);
+	/* For the session's life: the forwarder is no process, so the kill
+	 * that ends a call leaves it serving the next. */
+	if (rc == 0 && s.lim.egress)
+		rc = egress_start(&f);
 	/* Started now, so the first call does not wait for Python's start. */
 	if (rc == 0 && (rc = start_interpreter(&s, &f)) == 0)
 		s.started_before = true;

@@ -168,7 +168,8 @@ static int add_row(const struct contract_rlimit *row, uint64_t soft, uint64_t ha
 }
 
 /* The request zygote.py parses: the rlimit table every tier reads (rule
- * E2), with this run's values, a row a line, then an empty line. No address
+ * E2), with this run's values, a row a line, then with egress the
+ * environment rows it adds (rule E1), then an empty line. No address
  * space row: the run's memory cgroup bounds it; uid 1000 is the program's
  * own (nothing else in the VM runs as it). Closing the pipe after it means
  * the zygote can never be asked twice. */
@@ -179,7 +180,18 @@ int zygote_release(struct zygote *z, const struct vm_run *lim, struct failure *f
 				    .pids = lim->pids, .file_size_mb = lim->file_size_mb,
 				    .open_files = OPEN_FILES};
 	struct zygote_request req = {.n = 0};
-	if (contract_rlimits_each(&l, false, true, add_row, &req) || req.n + 1 >= sizeof req.text)
+	if (contract_rlimits_each(&l, false, true, add_row, &req))
+		return fail(f, ENOBUFS, "the request to the zygote");
+	/* With egress, the proxy's rows of rule E1 too: the zygote's own
+	 * environment (made at boot, in the snapshot) has none. */
+	for (size_t i = 0; lim->egress && contract_egress_environment[i]; i++) {
+		int n = snprintf(req.text + req.n, sizeof req.text - req.n, "env %s\n",
+				 contract_egress_environment[i]);
+		if (n < 0 || (size_t)n >= sizeof req.text - req.n)
+			return fail(f, ENOBUFS, "the request to the zygote");
+		req.n += (size_t)n;
+	}
+	if (req.n + 1 >= sizeof req.text)
 		return fail(f, ENOBUFS, "the request to the zygote");
 	req.text[req.n++] = '\n'; /* the empty line that ends it */
 	int rc = write_full(z->request_fd, req.text, req.n);

@@ -100,7 +100,7 @@ def apply_limits(req):
     # Then every row of the rlimit table, with the values the agent computed
     # from the run's limits, in the table's order; each row's reason is
     # beside it there.
-    rows = [line.split(" ", 4) for line in req if line]
+    rows = [line.split(" ", 4) for line in req if line and not line.startswith("env ")]
     if not rows or any(len(row) != 5 or row[0] != "rlimit" for row in rows):
         raise ValueError("not a request of rlimits: %r" % req)  # never run unlimited
     for _, resource_id, soft, hard, word in rows:
@@ -129,13 +129,23 @@ def drop_privileges():
         raise SetupFailed("drop privileges: ids did not change")
 
 
-def enter_workspace():
+def egress_environment(req):
+    """With egress, the proxy's rows of rule E1 the agent sent ("env K=V"),
+    after the table's: the environment made at boot has none."""
+    rows = [line[4:].split("=", 1) for line in req if line.startswith("env ")]
+    if any(len(row) != 2 or not row[0] for row in rows):
+        raise ValueError("not an environment row: %r" % req)
+    return dict(rows)
+
+
+def enter_workspace(req):
     os.umask(0o022)
     step("chdir " + WORKSPACE, os.chdir, WORKSPACE)
     # From nothing: the zygote's own environment never reaches the program
     # (os.environ's clear and update reach the C environment too).
     os.environ.clear()
     os.environ.update(ENVIRONMENT)
+    os.environ.update(egress_environment(req))
     sys.argv[:] = ["main.py"]
     sys.orig_argv[:] = [sys.executable, "-I", "-u", "main.py"]
     # What `pip install` put in the workspace (PIP_TARGET, rule E1).
@@ -168,7 +178,7 @@ def child(req):
     try:
         apply_limits(req)
         drop_privileges()
-        enter_workspace()
+        enter_workspace(req)
     except SetupFailed as e:
         os.write(CONTROL_FD, ("fail %s\n" % e).encode())
         os._exit(127)
