@@ -62,6 +62,30 @@ static void assert_no_run_dirs(const struct aj_config *cfg)
 	assert_int_equal(count_dir_entries(dir, "run-"), 0);
 }
 
+/* What egress_boot_forwards_only runs, given the server's port, the case's
+ * token, the port again, the socket's directory. */
+#define EGRESS_BOOT_PROGRAM \
+	"import os, socket, urllib.request\n" \
+	"print(urllib.request.urlopen('http://127.0.0.1:%d/boot-%s', timeout=20)" \
+	".read().decode().strip())\n" \
+	"try:\n" \
+	"    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n" \
+	"    print('UNIX-SOCKET-MADE')\n" \
+	"except OSError as e:\n" \
+	"    print('unix socket', e.errno)\n" \
+	"s = socket.socket()\n" \
+	"s.settimeout(10)\n" \
+	"try:\n" \
+	"    s.connect(('127.0.0.1', %d))\n" \
+	"    print('DIRECT-CONNECTED')\n" \
+	"except OSError as e:\n" \
+	"    print('direct', e.errno)\n" \
+	"try:\n" \
+	"    open('%s/file', 'w')\n" \
+	"    print('HOST-DIR-WRITTEN')\n" \
+	"except OSError as e:\n" \
+	"    print('write', e.errno)\n"
+
 /* boot.py forwards the sandbox's 127.0.0.1:3128 to the proxy's unix socket,
  * which is mounted read-only; the program itself makes no unix socket (the
  * policy's refusal, which boot.py sets again for it), and its loopback is
@@ -70,30 +94,9 @@ static void assert_no_run_dirs(const struct aj_config *cfg)
 static void egress_boot_forwards_only(void **state)
 {
 	struct fixture *f = *state;
-	struct egress_case *e = &egress_case;
+	int port = egress_case.port;
 	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import os, socket, urllib.request\n"
-		 "print(urllib.request.urlopen('http://127.0.0.1:%d/boot-%s', timeout=20)"
-		 ".read().decode().strip())\n"
-		 "try:\n"
-		 "    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-		 "    print('UNIX-SOCKET-MADE')\n"
-		 "except OSError as e:\n"
-		 "    print('unix socket', e.errno)\n"
-		 "s = socket.socket()\n"
-		 "s.settimeout(10)\n"
-		 "try:\n"
-		 "    s.connect(('127.0.0.1', %d))\n"
-		 "    print('DIRECT-CONNECTED')\n"
-		 "except OSError as e:\n"
-		 "    print('direct', e.errno)\n"
-		 "try:\n"
-		 "    open('%s/file', 'w')\n"
-		 "    print('HOST-DIR-WRITTEN')\n"
-		 "except OSError as e:\n"
-		 "    print('write', e.errno)\n",
-		 e->port, f->token, e->port, BOOT_EGRESS_DIR);
+	run_code(&f->cfg, &r, EGRESS_BOOT_PROGRAM, port, f->token, port, BOOT_EGRESS_DIR);
 	assert_status(&r, AJ_STATUS_OK);
 	char want[80];
 	snprintf(want, sizeof want, "egress-ok /boot-%s", f->token);
@@ -102,7 +105,7 @@ static void egress_boot_forwards_only(void **state)
 	assert_true(contains(r.stdout_buf, "unix socket 1\n"));         /* EPERM */
 	assert_true(contains(r.stdout_buf, "direct 111\n"));            /* ECONNREFUSED */
 	assert_true(contains(r.stdout_buf, "write 30\n"));              /* EROFS */
-	assert_int_equal(egress_server_connections(e->server), 1);
+	assert_int_equal(egress_server_connections(egress_case.server), 1);
 	aj_result_free(&r);
 	assert_no_run_dirs(&f->cfg);
 }
