@@ -490,7 +490,7 @@ static void spec_is_hardened(void **state)
 	f->cfg.limits.memory_mb = 300;
 	f->cfg.limits.pids = 50;
 	f->cfg.limits.disk_mb = 80;
-	json_t *s = docker_container_spec(&f->cfg, "agentjail/x", 2100000005, 2100000005, "b:1:2");
+	json_t *s = docker_container_spec(&f->cfg, "agentjail/x", 2100000005, 2100000005, "b:1:2", NULL);
 	assert_non_null(s);
 	json_t *h = json_object_get(s, "HostConfig");
 	assert_string_equal(json_string_value(json_object_get(h, "NetworkMode")), "none");
@@ -679,6 +679,7 @@ int main(void)
 		HOSTILE_TEST(missing_image_names_the_import),
 		HOSTILE_TEST(spec_is_hardened),
 		HOSTILE_TEST(many_empty_files_are_stopped),
+		BOOT_EGRESS_TABLE,
 		HOSTILE_TEST(docker_session_keeps_state_in_one_container),
 		HOSTILE_TEST(docker_session_crash_then_fresh),
 		HOSTILE_TEST(docker_session_files),

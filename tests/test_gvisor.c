@@ -515,6 +515,7 @@ int main(void)
 		HOSTILE_TEST(nothing_alive_when_the_result_returns),
 		HOSTILE_TEST(nothing_left_after_memory_limits),
 		HOSTILE_TEST(forged_report_is_output),
+		BOOT_EGRESS_TABLE,
 		HOSTILE_TEST(caller_killed_mid_run_leaves_nothing),
 		HOSTILE_TEST(check_names_version_and_platform),
 		HOSTILE_TEST(unknown_platform_is_refused),

@@ -25,6 +25,15 @@
 # "WSTATUS CPU_US MAXRSS_KB", "f" it could not be started: why. Only this
 # process writes to its stdout (the interpreter's fds are pipes of its own),
 # so no frame needs a nonce: nothing inside can forge one.
+#
+# With egress rules (docs/egress.md), either header ends with one more word:
+# the path of the egress proxy's unix socket, which the host mounted in.
+# Before the program starts, this process listens on 127.0.0.1:3128 (the
+# sandbox's own loopback; it has no other network) and carries each
+# connection to that socket (Forwarder, a thread of its own). The proxy on
+# the host decides every connection; the forwarder only moves bytes. The
+# program itself may not make unix sockets (deny_unix_sockets): that is
+# this process's alone, as the policy every tier runs under says.
 import ctypes
 import fcntl
 import os
@@ -44,6 +53,10 @@ PR_SET_DUMPABLE = 4
 # the host's one table (rule E1, src/core/contract.c), as this script's
 # arguments after LAUNCH.
 ENV = dict(entry.split("=", 1) for entry in sys.argv[2:])
+# The proxy's unix socket (the header's last word); empty: no egress.
+EGRESS = [b""]
+# Where programs find the proxy: CONTRACT_EGRESS_PORT (src/core/contract.h).
+EGRESS_PORT = 3128
 
 
 def start(argv, fds=None):
@@ -78,10 +91,196 @@ def start(argv, fds=None):
                   signal.SIGCHLD, signal.SIGALRM):
             signal.signal(s, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
+        if EGRESS[0]:
+            deny_unix_sockets()
         os.execve(argv[0], argv, ENV)
     except BaseException as e:
         os.write(2, ("agentjail: cannot start %s: %s\n" % (argv[0], e)).encode())
     os._exit(127)
+
+
+# ---- egress ----
+
+# seccomp's audit arch and socket(2)'s number, by machine (the policy's two).
+SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+
+
+def deny_unix_sockets():
+    """In the forked child, before exec: socket(AF_UNIX) fails with EPERM
+    for the program and everything it starts, as on every tier (the policy,
+    src/linux/seccomp_policy.c). The container's own filter lets it through
+    when egress is on, for the forwarder alone; this filter, inherited
+    across exec and fork and never removable, takes it back. socketpair
+    stays, as in the policy. Raises if it cannot be set: the program is
+    then not started."""
+    arch, nr = SECCOMP_ARCH[os.uname().machine]
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+
+    def op(code, jt, jf, k):
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    prog = b"".join([
+        op(ld, 0, 0, 4),               # the call's arch
+        op(jeq, 1, 0, arch),
+        op(ret, 0, 0, eperm),          # another ABI (i386): nothing
+        op(ld, 0, 0, 0),               # the call's number
+        op(jge, 4, 0, 0x40000000),     # x32's numbers: nothing
+        op(jeq, 0, 2, nr),
+        op(ld, 0, 0, 16),              # socket's family (low word of arg 0)
+        op(jeq, 1, 0, 1),              # AF_UNIX
+        op(ret, 0, 0, allow),
+        op(ret, 0, 0, eperm),
+    ])
+    buf = ctypes.create_string_buffer(prog)
+    fprog = struct.pack("=HxxxxxxQ", len(prog) // 8, ctypes.addressof(buf))
+    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+    if (LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or
+            LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) != 0):
+        raise OSError(ctypes.get_errno(), "seccomp: " + os.strerror(ctypes.get_errno()))
+
+
+class Forwarder:
+    """127.0.0.1:EGRESS_PORT inside the sandbox, each connection carried
+    to the proxy's unix socket on the host. One thread for all of them
+    (every thread counts against the pids limit), never blocking: a
+    connection's bytes are read only while the other side's buffer has
+    room, so memory stays at CHUNK per direction."""
+
+    CHUNK = 65536
+
+    def __init__(self, path):
+        self.path = path
+        self.sel = selectors.DefaultSelector()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", EGRESS_PORT))
+        self.listener.listen(128)
+        self.listener.setblocking(False)
+        self.sel.register(self.listener, selectors.EVENT_READ, None)
+        self.accepting = True
+
+    def start(self):
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def accept(self):
+        try:
+            inner, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        except OSError:
+            # Out of fds (the program's limit is ours): wait for a
+            # connection to end before accepting again.
+            self.sel.unregister(self.listener)
+            self.accepting = False
+            return
+        outer = None
+        try:
+            outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            outer.setblocking(False)
+            outer.connect(self.path)
+        except OSError:
+            # The proxy is gone or its queue is full: this connection
+            # fails, closed (never waited for here).
+            inner.close()
+            if outer:
+                outer.close()
+            return
+        inner.setblocking(False)
+        a, b = End(inner), End(outer)
+        a.peer, b.peer = b, a
+        self.update(a)
+        self.update(b)
+
+    def update(self, e):
+        if e.closed:
+            return
+        events = 0
+        if not e.eof and len(e.peer.out) < self.CHUNK:
+            events |= selectors.EVENT_READ
+        if e.out:
+            events |= selectors.EVENT_WRITE
+        if events and e.registered:
+            self.sel.modify(e.sock, events, e)
+        elif events:
+            self.sel.register(e.sock, events, e)
+        elif e.registered:
+            self.sel.unregister(e.sock)
+        e.registered = bool(events)
+        if e.eof and e.peer.eof and not e.out and not e.peer.out:
+            self.close(e)
+
+    def close(self, e):
+        for x in (e, e.peer):
+            if x.closed:
+                continue
+            if x.registered:
+                self.sel.unregister(x.sock)
+            x.sock.close()
+            x.closed = True
+        if not self.accepting:
+            self.sel.register(self.listener, selectors.EVENT_READ, None)
+            self.accepting = True
+
+    def serve(self):
+        while True:
+            for key, mask in self.sel.select():
+                e = key.data
+                if e is None:
+                    self.accept()
+                    continue
+                if e.closed:
+                    continue
+                try:
+                    if mask & selectors.EVENT_WRITE and e.out:
+                        del e.out[:e.sock.send(e.out)]
+                        if not e.out and e.peer.eof:
+                            e.sock.shutdown(socket.SHUT_WR)
+                    if mask & selectors.EVENT_READ:
+                        data = e.sock.recv(self.CHUNK)
+                        if data:
+                            e.peer.out += data
+                        else:
+                            e.eof = True
+                            if not e.peer.out:
+                                e.peer.sock.shutdown(socket.SHUT_WR)
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    self.close(e)
+                    continue
+                self.update(e)
+                self.update(e.peer)
+
+
+class End:
+    """One side of a forwarded connection: its socket and the bytes
+    waiting to be written to it."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.peer = None
+        self.out = bytearray()
+        self.eof = False          # nothing more to read from it
+        self.registered = False
+        self.closed = False
+
+
+def start_egress():
+    """Listens for the program before it starts; a failure ends the sandbox
+    (the run then has no report: the host says why)."""
+    if not EGRESS[0]:
+        return
+    global selectors, socket, threading
+    import selectors
+    import socket
+    import threading
+    try:
+        Forwarder(EGRESS[0].decode()).start()
+    except OSError as e:
+        os.write(2, ("agentjail: egress: cannot listen on 127.0.0.1:%d: %s\n"
+                     % (EGRESS_PORT, e)).encode())
+        os._exit(125)
 
 
 def backstop(signum, frame):
@@ -413,6 +612,9 @@ def main():
     words = head.split(b" ")
     is_session = words[0] == b"session"
     seconds = float((words[1] if len(words) > 1 else b"") or 3600)
+    if len(words) > (3 if is_session else 2):
+        EGRESS[0] = words[-1]
+    start_egress()
     DEADLINE[0] = time.monotonic() + seconds - 0.1
     signal.signal(signal.SIGALRM, backstop)
     signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -62,7 +62,7 @@ void boot_last_line(const struct capture *c, char *out, size_t n)
 }
 
 char *boot_run_input(const char *code, size_t len, double wall_sec, char *nonce,
-		     size_t nonce_size, size_t *out_len)
+		     size_t nonce_size, const char *egress_socket, size_t *out_len)
 {
 	unsigned char b[12];
 	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
@@ -71,8 +71,9 @@ char *boot_run_input(const char *code, size_t len, double wall_sec, char *nonce,
 	nonce[0] = 0;
 	for (size_t i = 0; i < sizeof b && 2 * i + 2 < nonce_size; i++)
 		snprintf(nonce + 2 * i, 3, "%02x", b[i]);
-	char head[96];
-	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f\n", nonce, wall_sec + 10);
+	char head[200];
+	size_t hl = (size_t)snprintf(head, sizeof head, "%s %.0f%s%.100s\n", nonce, wall_sec + 10,
+				     egress_socket ? " " : "", egress_socket ? egress_socket : "");
 	char *input = malloc(hl + len);
 	if (!input)
 		return NULL;

@@ -26,11 +26,13 @@ bool boot_report_matches(const struct sandbox_report *r, int exit_code);
 void boot_last_line(const struct capture *c, char *out, size_t n);
 
 /* boot.py's stdin for a run (docker and gvisor tiers): "NONCE DEADLINE\n"
- * and the program. nonce (at least 25 bytes) receives a fresh one; boot's
- * own backstop deadline is 10 s past the wall clock the host enforces, so
- * the sandbox stops should the host die mid-run. NULL on ENOMEM. */
+ * and the program; with egress ("NONCE DEADLINE SOCKET\n"), the proxy's
+ * socket inside the sandbox, which boot.py forwards 127.0.0.1:3128 to.
+ * nonce (at least 25 bytes) receives a fresh one; boot's own backstop
+ * deadline is 10 s past the wall clock the host enforces, so the sandbox
+ * stops should the host die mid-run. NULL on ENOMEM. */
 char *boot_run_input(const char *code, size_t len, double wall_sec, char *nonce,
-		     size_t nonce_size, size_t *out_len);
+		     size_t nonce_size, const char *egress_socket, size_t *out_len);
 
 /* After a run: boot's report taken off the end of err when it is there
  * for this nonce and agrees with the sandbox's exit code (o->report,

@@ -272,14 +272,17 @@ static int wait_ready(struct boot_session *ds, struct aj_error *err)
 	}
 }
 
-int boot_session_start(struct boot_session *ds, double lifetime_sec, struct aj_error *err)
+int boot_session_start(struct boot_session *ds, double lifetime_sec, const char *egress_socket,
+		       struct aj_error *err)
 {
 	/* boot's header: session mode, its backstop, and the interpreter's
 	 * source, which follows; then "s": the first interpreter starts now,
 	 * so that Python's start is not the first call's. */
 	size_t repl_len = strlen(session_repl_py);
-	char head[96];
-	size_t hl = (size_t)snprintf(head, sizeof head, "session %.0f %zu\n", lifetime_sec, repl_len);
+	char head[200];
+	size_t hl = (size_t)snprintf(head, sizeof head, "session %.0f %zu%s%.100s\n", lifetime_sec,
+				     repl_len, egress_socket ? " " : "",
+				     egress_socket ? egress_socket : "");
 	char *input = malloc(hl + repl_len + 5);
 	if (!input)
 		return error_set(err, -ENOMEM, "%s: session: out of memory", ds->tier);

@@ -46,9 +46,11 @@ void boot_session_init(struct boot_session *bs);
  * with its 101 reply). */
 void boot_session_feed(struct boot_session *bs, const char *p, size_t n);
 /* Sends the header (session mode, boot's backstop of lifetime_sec, the
- * interpreter's source) and starts the first interpreter; waits for boot's
+ * interpreter's source; with egress, the proxy's socket inside the
+ * sandbox, as a run's) and starts the first interpreter; waits for boot's
  * "ready". */
-int boot_session_start(struct boot_session *bs, double lifetime_sec, struct aj_error *err);
+int boot_session_start(struct boot_session *bs, double lifetime_sec, const char *egress_socket,
+		       struct aj_error *err);
 /* One call (tier.h's session_call). */
 int boot_session_call(struct boot_session *bs, const struct aj_config *cfg,
 		      const struct session_call *c, struct aj_result *res,

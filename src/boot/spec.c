@@ -1,5 +1,7 @@
 /* What a sandbox whose PID 1 is boot.py is made of (see spec.h). */
 #include <jansson.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "../core/contract.h"
 #include "spec.h"
@@ -8,26 +10,72 @@
 #include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
 #include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 
-/* The table as JSON strings, appended to arr (an array). */
-static json_t *append_environment(json_t *arr)
+/* The table as JSON strings, appended to arr (an array); with egress, its
+ * egress rows after it. */
+static json_t *append_environment(json_t *arr, bool egress)
 {
 	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
 		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
 			json_decref(arr);
 			return NULL;
 		}
+	for (size_t i = 0; arr && egress && i < CONTRACT_EGRESS_ENVIRONMENT_COUNT; i++)
+		if (json_array_append_new(arr, json_string(contract_egress_environment[i]))) {
+			json_decref(arr);
+			return NULL;
+		}
 	return arr;
 }
 
-json_t *boot_argv(const char *python)
+json_t *boot_argv(const char *python, bool egress)
 {
 	return append_environment(
-		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py));
+		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py),
+		egress);
 }
 
-json_t *boot_environment(void)
+json_t *boot_environment(bool egress)
 {
-	return append_environment(json_array());
+	return append_environment(json_array(), egress);
+}
+
+static bool string_is(json_t *j, const char *want)
+{
+	const char *s = json_string_value(j);
+	return s && !strcmp(s, want);
+}
+
+/* Whether a profile's rule is the policy's refusal of socket(AF_UNIX). */
+static bool is_unix_socket_rule(json_t *rule)
+{
+	json_t *names = json_object_get(rule, "names");
+	json_t *args = json_object_get(rule, "args");
+	json_t *arg = json_array_get(args, 0);
+	return json_array_size(names) == 1 &&
+	       string_is(json_array_get(names, 0), "socket") &&
+	       json_array_size(args) == 1 &&
+	       json_integer_value(json_object_get(arg, "index")) == 0 &&
+	       json_integer_value(json_object_get(arg, "value")) == AF_UNIX &&
+	       string_is(json_object_get(arg, "op"), "SCMP_CMP_EQ");
+}
+
+json_t *boot_seccomp(bool egress)
+{
+	json_t *profile = json_loads(boot_seccomp_json(), 0, NULL);
+	json_t *rules = json_object_get(profile, "syscalls");
+	if (!json_is_array(rules)) {
+		json_decref(profile);
+		return NULL;
+	}
+	if (!egress)
+		return profile;
+	for (size_t i = 0; i < json_array_size(rules); i++)
+		if (is_unix_socket_rule(json_array_get(rules, i))) {
+			json_array_remove(rules, i);
+			return profile;
+		}
+	json_decref(profile);
+	return NULL;
 }
 
 struct rlimit_list {

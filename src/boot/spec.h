@@ -11,13 +11,13 @@
 
 /* PID 1's command line, the docker and gvisor tiers': PYTHON -I -S -c boot.py
  * (boot.py, beside this file), then src/core/launch.py, which boot.py starts
- * main.py with, then the program's environment (rule E1). -I -S: no
- * environment, user site or site-packages decides what boot.py imports.
- * NULL on ENOMEM. */
-json_t *boot_argv(const char *python);
+ * main.py with, then the program's environment (rule E1, with its egress
+ * rows when egress is on). -I -S: no environment, user site or
+ * site-packages decides what boot.py imports. NULL on ENOMEM. */
+json_t *boot_argv(const char *python, bool egress);
 /* The environment of PID 1 (rule E1): the program's own, nothing of the
  * deployer's. NULL on ENOMEM. */
-json_t *boot_environment(void);
+json_t *boot_environment(bool egress);
 /* The rlimit table (rule E2) for these limits: HostConfig.Ulimits, or with
  * oci an OCI spec's process.rlimits (gvisor), which alone carries the
  * address space row. NULL on ENOMEM. */
@@ -25,6 +25,12 @@ json_t *boot_rlimits(const struct aj_limits *l, bool oci);
 /* The seccomp policy as an OCI/Docker profile (JSON): also the gvisor
  * tier's. */
 const char *boot_seccomp_json(void);
+/* That profile, parsed. With egress, less its refusal of socket(AF_UNIX):
+ * boot.py (PID 1) connects to the proxy's unix socket, and takes that
+ * refusal back for the program with a filter of its own before the
+ * program starts (boot.py's deny_unix_sockets). NULL on ENOMEM, or when
+ * the policy has no such rule to lift (it changed: refuse, never guess). */
+json_t *boot_seccomp(bool egress);
 
 /* How the limit on writable space is shared among the container's three
  * tmpfs mounts (Docker mounts each on its own), in KiB; they sum to

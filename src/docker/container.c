@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../boot/egress.h"
+#include "../egress/proxy.h"
 #include "container.h"
 
 int docker_slot_acquire(const struct aj_config *cfg, struct uid_slot *slot,
@@ -23,6 +26,31 @@ int docker_slot_acquire(const struct aj_config *cfg, struct uid_slot *slot,
 		slot_cfg.state_dir = own_dir;
 	}
 	return slot_acquire(&slot_cfg, slot, err);
+}
+
+int docker_egress_open(const struct docker_state *st, struct egress_proxy *p, uid_t uid,
+		       gid_t gid, char *dir, struct aj_error *err)
+{
+	dir[0] = 0;
+	if (mkdir(st->run_base, 0700) < 0 && errno != EEXIST)
+		return error_set(err, -errno, "egress: mkdir %s: %s", st->run_base,
+				 errno_name(errno));
+	/* run-PID-: the sweep (src/boot/rundir.c) knows whose it is. */
+	char made[PATH_MAX];
+	snprintf(made, sizeof made, "%.3000s/run-%d-XXXXXX", st->run_base, (int)getpid());
+	if (!mkdtemp(made))
+		return error_set(err, -errno, "egress: mkdtemp %s: %s", made, errno_name(errno));
+	int fd = boot_egress_socket(made, uid, gid, err);
+	int rc = fd < 0 ? fd : egress_proxy_add_listener(p, fd); /* owns fd */
+	if (rc) {
+		if (fd >= 0)
+			error_set(err, rc, "egress: the proxy would not take its socket: %s",
+				  errno_name(-rc));
+		boot_egress_remove(made);
+		return rc;
+	}
+	memcpy(dir, made, sizeof made);
+	return 0;
 }
 
 int docker_create(struct http_conn *api, json_t *spec, char *id, size_t n, struct aj_error *err)

@@ -9,11 +9,25 @@
 #include "../linux/creds.h"
 #include "api.h"
 
+#include <limits.h>
+
+struct egress_proxy;
+
 /* The tier's state from open: where the engine is and which image. */
 struct docker_state {
 	char socket[108];
 	char image[256];
+	/* STATE_DIR-docker: each egress run's socket directory (run-PID-...),
+	 * swept at open when its maker died. */
+	char run_base[PATH_MAX];
 };
+
+/* The run's egress (src/boot/egress.h): a directory of its own under
+ * st->run_base (made, with run_base, if need be) holding the socket p
+ * listens on, owned by uid:gid. dir (PATH_MAX bytes) receives its path;
+ * the caller removes it (boot_egress_remove) once the container is gone. */
+int docker_egress_open(const struct docker_state *st, struct egress_proxy *p, uid_t uid,
+		       gid_t gid, char *dir, struct aj_error *err);
 
 /* A uid slot for the container: root's lock directory, or for a member of
  * the docker group one of its own (its slots then guard only its own

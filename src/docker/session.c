@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../boot/egress.h"
 #include "../boot/session.h"
 #include "container.h"
 #include "owner.h"
@@ -39,6 +40,7 @@ struct docker_session {
 	struct http_conn at;        /* the attach stream, open for the session's life */
 	double opened_unix;         /* the engine's clock, for its OOM events */
 	double opened_ms;
+	char egress_dir[PATH_MAX];  /* the proxy's socket's; "": no egress */
 };
 
 /* Removes the container on a connection of its own (the attach stream is
@@ -107,6 +109,9 @@ static void session_free(struct docker_session *ds)
 {
 	struct aj_error e = {0};
 	remove_now(ds, &e);
+	/* After the container: its mount of the directory is gone with it. */
+	if (ds->egress_dir[0])
+		boot_egress_remove(ds->egress_dir);
 	boot_session_free(&ds->bs);
 	slot_release(&ds->slot);
 	free(ds);
@@ -115,7 +120,6 @@ static void session_free(struct docker_session *ds)
 int docker_session_open(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
 			void **out, struct aj_error *err)
 {
-	(void)egress;
 	const struct docker_state *st = state;
 	struct docker_session *ds = calloc(1, sizeof *ds);
 	if (!ds)
@@ -145,7 +149,12 @@ int docker_session_open(void *state, const struct aj_config *cfg, struct egress_
 	if ((rc = docker_slot_acquire(cfg, &ds->slot, err)) ||
 	    (rc = http_connect(&api, st->socket, DOCKER_CALL_MS, err)))
 		goto fail;
-	if (!(spec = docker_container_spec(&scfg, st->image, ds->slot.uid, ds->slot.gid, owner))) {
+	/* The session's proxy listens before the container exists. */
+	if (egress && (rc = docker_egress_open(st, egress, ds->slot.uid, ds->slot.gid,
+					       ds->egress_dir, err)))
+		goto fail;
+	if (!(spec = docker_container_spec(&scfg, st->image, ds->slot.uid, ds->slot.gid, owner,
+					   egress ? ds->egress_dir : NULL))) {
 		rc = error_set(err, -ENOMEM, "docker: session: out of memory");
 		goto fail;
 	}
@@ -158,7 +167,7 @@ int docker_session_open(void *state, const struct aj_config *cfg, struct egress_
 		boot_session_feed(&ds->bs, ds->at.buf + ds->at.pos, ds->at.len - ds->at.pos);
 	if ((rc = docker_start(&api, ds->id, err)) ||
 	    (rc = boot_session_start(&ds->bs, cfg->session.lifetime_sec + BACKSTOP_MARGIN_SEC,
-				     err)))
+				     egress ? BOOT_EGRESS_SOCKET : NULL, err)))
 		goto fail;
 	json_decref(spec);
 	http_close(&api);

@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../boot/egress.h"
 #include "../boot/spec.h"
 #include "../core/internal.h"
 #include "owner.h"
@@ -55,13 +57,8 @@ static json_t *tmpfs_opts(uint64_t kb)
  * carried along, because the engine would leave it writable (its ReadOnly
  * covers the top mount only). Docker makes the mount point in the
  * container's own layer, so SANDBOX need not exist in the image. */
-static int add_ro_binds(json_t *host, const struct aj_config *cfg)
+static int add_ro_binds(json_t *mounts, const struct aj_config *cfg)
 {
-	if (cfg->ro_bind_count == 0)
-		return 0;
-	json_t *mounts = json_array();
-	if (!mounts || json_object_set_new(host, "Mounts", mounts))
-		return -1;
 	for (uint32_t i = 0; i < cfg->ro_bind_count; i++) {
 		char from[RO_BIND_PATH_MAX], to[RO_BIND_PATH_MAX];
 		if (ro_bind_split(cfg->ro_binds[i], from, to))
@@ -75,9 +72,21 @@ static int add_ro_binds(json_t *host, const struct aj_config *cfg)
 	return 0;
 }
 
-json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
-			      gid_t gid, const char *owner)
+/* The egress proxy's socket directory (src/boot/egress.h), read-only: the
+ * program connects through it (boot.py forwards 127.0.0.1:3128 to it) but
+ * writes nothing to the host's disk there. */
+static int add_egress_bind(json_t *mounts, const char *dir)
 {
+	json_t *m = json_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind", "Source", dir,
+			      "Target", BOOT_EGRESS_DIR, "ReadOnly", 1, "BindOptions",
+			      "Propagation", "rprivate");
+	return !m || json_array_append_new(mounts, m) ? -1 : 0;
+}
+
+json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
+			      gid_t gid, const char *owner, const char *egress_dir)
+{
+	bool egress = egress_dir != NULL;
 	const struct aj_limits *l = &cfg->limits;
 	const uint64_t mib = 1024 * 1024;
 	struct boot_disk disk;
@@ -89,13 +98,18 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 	const char *python = cfg->python && *cfg->python && strcmp(cfg->python, AJ_DEFAULT_PYTHON)
 				     ? cfg->python
 				     : "python3";
-	json_t *seccomp = json_sprintf("seccomp=%s", boot_seccomp_json());
+	json_t *profile = boot_seccomp(egress);
+	char *profile_text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
+	json_decref(profile);
+	json_t *seccomp = profile_text ? json_sprintf("seccomp=%s", profile_text) : NULL;
+	free(profile_text);
 
 	json_t *host = json_pack(
 		"{s:s, s:b, s:[s], s:[s, o], s:I, s:I, s:I, s:I,"
 		" s:o, s:{s:o, s:o, s:o}, s:{s:s, s:{}},"
 		" s:[s, s, s, s, s, s, s, s, s, s, s, s, s, s], s:s, s:s, s:b, s:b}",
-		/* No network at all: only a loopback of its own. */
+		/* No network at all: only a loopback of its own. With egress
+		 * too: the proxy is reached through a unix socket (Mounts). */
 		"NetworkMode", "none",
 		/* The image cannot be changed by the program, for this run or
 		 * the next. */
@@ -105,7 +119,10 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"CapDrop", "ALL",
 		/* no setuid gain; and the filter every tier runs under, instead
 		 * of Docker's default profile, which allows SysV IPC, memfd,
-		 * unix sockets and more (see src/linux/seccomp_policy.c). */
+		 * unix sockets and more (see src/linux/seccomp_policy.c). With
+		 * egress, unix sockets are refused to the program by boot.py's
+		 * own filter instead, so that boot.py can reach the proxy
+		 * (boot_seccomp). */
 		"SecurityOpt", "no-new-privileges", seccomp,
 		/* Memory with no swap on top: the OOM killer at the limit. */
 		"Memory", (json_int_t)(l->memory_mb * mib), "MemorySwap",
@@ -141,17 +158,22 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		/* Removed by the tier after it has read the exit state. */
 		"AutoRemove", 0,
 		"Privileged", 0);
-	if (!host || add_ro_binds(host, cfg)) {
+	json_t *mounts = json_array();
+	if (!host || !mounts || add_ro_binds(mounts, cfg) ||
+	    (egress && add_egress_bind(mounts, egress_dir)) ||
+	    (json_array_size(mounts) && json_object_set(host, "Mounts", mounts))) {
+		json_decref(mounts);
 		json_decref(host);
 		return NULL;
 	}
+	json_decref(mounts);
 
 	json_t *spec = json_pack(
 		"{s:s, s:o, s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
 		" s:o, s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
-		"Entrypoint", boot_argv(python),
+		"Entrypoint", boot_argv(python, egress),
 		"Cmd",
 		/* A non-root uid of the run's own (a slot, as in every tier). */
 		"User", user,
@@ -162,7 +184,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"Tty", 0,
 		"NetworkDisabled", 1,
 		/* PID 1's: the program's, nothing of the deployer's (rule E1). */
-		"Env", boot_environment(),
+		"Env", boot_environment(egress),
 		/* Ours, and by whom: a maker that died is found by the next
 		 * sweep (owner.c) and its container removed. */
 		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION, DOCKER_OWNER_LABEL, owner,

@@ -17,8 +17,11 @@
 int docker_image_name(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
 
 /* The POST /containers/create body: the image, PID 1 (boot.py), and the
- * hardened HostConfig built from the limits. NULL on ENOMEM. */
+ * hardened HostConfig built from the limits. egress_dir: the host
+ * directory of the egress proxy's socket (src/boot/egress.h), mounted
+ * read-only at BOOT_EGRESS_DIR, with E1's egress rows; NULL: no egress.
+ * NULL on ENOMEM. */
 json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
-			      gid_t gid, const char *owner);
+			      gid_t gid, const char *owner, const char *egress_dir);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../boot/egress.h"
 #include "../boot/spec.h"
 #include "../core/contract.h"
 #include "../linux/report.h"
@@ -36,7 +37,8 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 	 * to the program's calls (runsc --oci-seccomp): the gVisor kernel
 	 * would refuse most of them anyway, but memfd, SysV IPC and the
 	 * others the policy names stay as unavailable as elsewhere. */
-	json_t *seccomp = json_loads(boot_seccomp_json(), 0, NULL);
+	bool egress = b->egress_dir != NULL;
+	json_t *seccomp = boot_seccomp(egress);
 	json_t *rules = json_object_get(seccomp, "syscalls");
 	if (!json_is_array(rules)) {
 		json_decref(seccomp);
@@ -69,9 +71,9 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		/* PID 1 is boot.py (the docker tier's): it takes the program on
 		 * stdin, runs it as its child, reaps orphans and reports the
 		 * program's end at the end of stderr. */
-		"args", boot_argv(b->python),
+		"args", boot_argv(b->python, egress),
 		/* Nothing of the deployer's environment (rule E1). */
-		"env", boot_environment(),
+		"env", boot_environment(egress),
 		"cwd", "/",
 		/* No capability in any set, and none to gain (no_new_privs). */
 		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",
@@ -176,6 +178,19 @@ static int add_ro_binds(json_t *mounts, const struct gvisor_bundle *b, struct aj
 	return rc;
 }
 
+/* The egress proxy's socket directory, read-only (the program writes
+ * nothing to the host's disk through it), under the sandbox's own /dev
+ * tmpfs, where the sentry makes the mount point (never in the image). */
+static int add_egress_mount(json_t *mounts, const char *dir, struct aj_error *err)
+{
+	json_t *m = json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination", BOOT_EGRESS_DIR,
+			      "type", "bind", "source", dir, "options", "bind", "ro", "nosuid",
+			      "nodev", "noexec");
+	if (!m || json_array_append_new(mounts, m))
+		return error_set(err, -ENOMEM, "gvisor: out of memory");
+	return 0;
+}
+
 static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
 {
 	json_t *spec = spec_base(b);
@@ -183,7 +198,9 @@ static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
 		error_set(err, -ENOMEM, "gvisor: building config.json: out of memory");
 		return NULL;
 	}
-	if (add_ro_binds(json_object_get(spec, "mounts"), b, err)) {
+	json_t *mounts = json_object_get(spec, "mounts");
+	if (add_ro_binds(mounts, b, err) ||
+	    (b->egress_dir && add_egress_mount(mounts, b->egress_dir, err))) {
 		json_decref(spec);
 		return NULL;
 	}

@@ -15,6 +15,9 @@ struct gvisor_bundle {
 	const struct aj_limits *limits;
 	const char *const *ro_binds; /* cfg.ro_binds, resolved */
 	uint32_t ro_bind_count;
+	/* The egress proxy's socket directory on the host (src/boot/egress.h),
+	 * mounted at BOOT_EGRESS_DIR; NULL: no egress. */
+	const char *egress_dir;
 };
 
 /* Whether each of b's ro_binds can be mounted in b's image (its SANDBOX

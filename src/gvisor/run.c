@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "../boot/egress.h"
 #include "../boot/run.h"
 #include "../gvisor/run.h"
 #include "../gvisor/watch.h"
@@ -31,7 +32,7 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	char nonce[32];
 	size_t input_len = 0;
 	char *input = boot_run_input(req->code, req->len, l->wall_sec, nonce, sizeof nonce,
-				     &input_len);
+				     s->egress ? BOOT_EGRESS_SOCKET : NULL, &input_len);
 	if (!input) {
 		result_sandbox_error(res, "gvisor: out of memory");
 		res->wall_ms = now_ms() - start_ms;
@@ -105,7 +106,7 @@ int gvisor_run_with(const struct gvisor_host *st, const char *platform,
 	struct gvisor_started s;
 	struct aj_error err = {0};
 	double start_ms = now_ms();
-	int rc = gvisor_start(st, platform, cfg, &s, &err);
+	int rc = gvisor_start(st, platform, cfg, req->egress, &s, &err);
 	if (rc) {
 		result_sandbox_error(res, "%s", err.message);
 		res->wall_ms = now_ms() - start_ms;

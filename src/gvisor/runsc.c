@@ -124,6 +124,12 @@ static void exec_runsc(const struct runsc_launch *l)
 		"--ignore-cgroups",
 		/* The sentry applies the policy's filter to the program. */
 		"--oci-seccomp",
+		/* Egress: connect (never create or listen) to host unix
+		 * sockets, for boot.py's forwarder to reach the proxy's
+		 * (src/boot/egress.h). The program cannot make a unix socket
+		 * (boot.py's own filter), so no other host socket in its
+		 * mounts is in its reach. Else none at all. */
+		l->host_uds ? "--host-uds=open" : "--host-uds=none",
 		"run",
 		bundle,
 		(char *)l->id,

@@ -3,6 +3,7 @@
 #ifndef AJ_GVISOR_RUNSC_H
 #define AJ_GVISOR_RUNSC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../core/internal.h"
@@ -23,6 +24,7 @@ struct runsc_launch {
 	const char *id;            /* machine-unique */
 	const struct cgroup_run *cg;
 	int in_fd, out_fd, err_fd; /* the sandbox's stdio */
+	bool host_uds;             /* egress: the sandbox may connect to host unix sockets */
 };
 
 /* Starts `runsc run` under a keeper process, runsc born in (v2) or moved

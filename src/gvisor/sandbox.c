@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../boot/egress.h"
+#include "../egress/proxy.h"
 #include "../gvisor/bundle.h"
-#include "../gvisor/rundir.h"
+#include "../boot/rundir.h"
 #include "../gvisor/runsc.h"
 #include "../gvisor/sandbox.h"
 #include "../linux/spawn.h"
@@ -44,7 +46,7 @@
 #define END_BOUND_MS 10000.0
 
 static int sandbox_make(const struct gvisor_host *st, const struct aj_config *cfg,
-			struct gvisor_sandbox *sb, struct aj_error *err)
+			struct egress_proxy *egress, struct gvisor_sandbox *sb, struct aj_error *err)
 {
 	memset(sb, 0, sizeof *sb);
 	sb->slot.lock_fd = -1;
@@ -72,9 +74,24 @@ static int sandbox_make(const struct gvisor_host *st, const struct aj_config *cf
 	snprintf(sub, sizeof sub, "%s/bundle", sb->dir);
 	if (mkdir(sub, 0700) < 0)
 		return error_set(err, -errno, "gvisor: mkdir %s: %s", sub, errno_name(errno));
+	char egress_dir[PATH_MAX + 16];
+	if (egress) {
+		/* Removed with the run directory (sandbox_destroy). */
+		snprintf(egress_dir, sizeof egress_dir, "%s/egress", sb->dir);
+		if (mkdir(egress_dir, 0700) < 0)
+			return error_set(err, -errno, "gvisor: mkdir %s: %s", egress_dir,
+					 errno_name(errno));
+		int fd = boot_egress_socket(egress_dir, sb->slot.uid, sb->slot.gid, err);
+		if (fd < 0)
+			return fd;
+		if ((rc = egress_proxy_add_listener(egress, fd))) /* owns fd */
+			return error_set(err, rc, "egress: the proxy would not take its socket: %s",
+					 errno_name(-rc));
+	}
 	struct gvisor_bundle b = {.root = st->root, .python = cfg->python, .uid = sb->slot.uid,
 				  .gid = sb->slot.gid, .limits = &cfg->limits,
-				  .ro_binds = cfg->ro_binds, .ro_bind_count = cfg->ro_bind_count};
+				  .ro_binds = cfg->ro_binds, .ro_bind_count = cfg->ro_bind_count,
+				  .egress_dir = egress ? egress_dir : NULL};
 	if ((rc = gvisor_bundle_write(sub, &b, err)))
 		return rc;
 	snprintf(sub, sizeof sub, "%s/state", sb->dir);
@@ -198,11 +215,12 @@ int gvisor_started_destroy(struct gvisor_started *s, struct aj_error *err)
 }
 
 int gvisor_start(const struct gvisor_host *st, const char *platform, const struct aj_config *cfg,
-		 struct gvisor_started *s, struct aj_error *err)
+		 struct egress_proxy *egress, struct gvisor_started *s, struct aj_error *err)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
 	s->keeper_pidfd = s->in_fd = s->out_fd = s->err_fd = -1;
-	int rc = sandbox_make(st, cfg, &s->sb, err);
+	s->egress = egress != NULL;
+	int rc = sandbox_make(st, cfg, egress, &s->sb, err);
 	if (rc)
 		goto fail;
 	/* stdin is a socket: a send to a sandbox that is gone fails with
@@ -219,7 +237,8 @@ int gvisor_start(const struct gvisor_host *st, const char *platform, const struc
 	snprintf(state, sizeof state, "%s/state", s->sb.dir);
 	struct runsc_launch launch = {.runsc = st->runsc, .platform = platform, .state = state,
 				      .bundle = bundle, .id = s->sb.id, .cg = &s->sb.cg,
-				      .in_fd = in[0], .out_fd = out[1], .err_fd = errp[1]};
+				      .in_fd = in[0], .out_fd = out[1], .err_fd = errp[1],
+				      .host_uds = s->egress};
 	pid_t pid = runsc_spawn(&launch, &s->keeper_pidfd, err);
 	if (pid < 0) {
 		rc = (int)pid;

@@ -13,6 +13,8 @@
 #include "../linux/cgroup.h"
 #include "../linux/creds.h"
 
+struct egress_proxy;
+
 /* What every sandbox of an open tier is started from. */
 struct gvisor_host {
 	char runsc[PATH_MAX];
@@ -36,6 +38,7 @@ struct gvisor_sandbox {
  * waiting for its program on stdin. */
 struct gvisor_started {
 	struct gvisor_sandbox sb;
+	bool egress;            /* the proxy's socket is mounted (src/boot/egress.h) */
 	pid_t keeper_pid;
 	int keeper_pidfd;
 	int in_fd;              /* runsc's stdin (a socket): ours, non-blocking */
@@ -43,9 +46,11 @@ struct gvisor_started {
 };
 
 /* Starts a sandbox on platform ("ptrace" or "kvm"): 0, or -errno with err
- * set and nothing left. */
+ * set and nothing left. egress: the run's or session's proxy, listening on a
+ * socket in the sandbox's run directory before the sandbox starts; NULL:
+ * none. */
 int gvisor_start(const struct gvisor_host *st, const char *platform, const struct aj_config *cfg,
-		 struct gvisor_started *s, struct aj_error *err);
+		 struct egress_proxy *egress, struct gvisor_started *s, struct aj_error *err);
 
 /* Ends every process of a started sandbox and reaps its keeper, within
  * END_BOUND_MS. The keeper ends only once nothing of the sandbox is left

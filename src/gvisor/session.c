@@ -4,6 +4,7 @@
 
 #include "../gvisor/session.h"
 #include "../gvisor/watch.h"
+#include "../boot/egress.h"
 #include "../boot/session.h"
 
 /* ---- sessions: one sandbox for the session's life ---- */
@@ -59,8 +60,8 @@ void gvisor_session_close(void *session)
 	free(gs);
 }
 
-int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg, void **out,
-			struct aj_error *err)
+int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg,
+			struct egress_proxy *egress, void **out, struct aj_error *err)
 {
 	struct gvisor_session *gs = calloc(1, sizeof *gs);
 	if (!gs)
@@ -75,7 +76,7 @@ int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cf
 	/* RLIMIT_CPU, the interpreter's hard limit under which repl.py sets
 	 * each call's soft one, is not enforced by gVisor: each call's CPU is
 	 * watched from here (boot.c), so a run's sandbox serves as well. */
-	int rc = gvisor_start(st, st->platform, cfg, &gs->s, err);
+	int rc = gvisor_start(st, st->platform, cfg, egress, &gs->s, err);
 	if (rc) {
 		gs->destroyed = true; /* start_sandbox left nothing */
 		goto fail;
@@ -84,7 +85,7 @@ int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cf
 	gs->bs.out_fd = gs->s.out_fd;
 	gs->bs.err_fd = gs->s.err_fd;
 	if ((rc = boot_session_start(&gs->bs, cfg->session.lifetime_sec + BACKSTOP_MARGIN_SEC,
-				     err)))
+				     egress ? BOOT_EGRESS_SOCKET : NULL, err)))
 		goto fail;
 	*out = gs;
 	return 0;

@@ -8,8 +8,8 @@
 #include "../core/session_call.h"
 #include "sandbox.h"
 
-int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg, void **out,
-			struct aj_error *err);
+int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cfg,
+			struct egress_proxy *egress, void **out, struct aj_error *err);
 int gvisor_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans);

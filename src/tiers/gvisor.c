@@ -39,9 +39,9 @@
  * cgroup sweep the empty cgroup.
  *
  * The pieces are in src/gvisor: sandbox.c (a sandbox's start and end with
- * its keeper), watch.c, run.c (one run), rundir.c (the run directories and
- * their sweep), platform.c (kvm or ptrace, and its cache), session.c,
- * bundle.c and runsc.c. This file is the ops table and the pool. */
+ * its keeper), watch.c, run.c (one run), platform.c (kvm or ptrace, and its
+ * cache), session.c, bundle.c and runsc.c; the run directories' sweep is
+ * src/boot/rundir.c. This file is the ops table and the pool. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -54,7 +54,7 @@
 #include "../gvisor/bundle.h"
 #include "../gvisor/platform.h"
 #include "../gvisor/run.h"
-#include "../gvisor/rundir.h"
+#include "../boot/rundir.h"
 #include "../gvisor/runsc.h"
 #include "../gvisor/sandbox.h"
 #include "../gvisor/session.h"
@@ -79,7 +79,7 @@ static int start_for_pool(void *ctx, void *item)
 {
 	struct gvisor_state *st = ctx;
 	struct aj_error e = {0};
-	return gvisor_start(&st->host, st->host.platform, st->cfg, item, &e);
+	return gvisor_start(&st->host, st->host.platform, st->cfg, NULL, item, &e);
 }
 
 static void destroy_pooled(void *ctx, void *item)
@@ -105,8 +105,10 @@ static int gvisor_run(void *state, const struct aj_config *cfg, const struct run
 	struct gvisor_state *st = state;
 	struct gvisor_started s;
 	/* Pooled: the wall clock starts as the program goes in. None ready:
-	 * the run starts its own rather than wait. */
-	if (st->pooled && pool_take(&st->pool, &s))
+	 * the run starts its own rather than wait. With egress, always its
+	 * own: a pooled sandbox was started before the run's proxy existed,
+	 * without its socket. */
+	if (st->pooled && !req->egress && pool_take(&st->pool, &s))
 		return gvisor_run_in(&s, cfg, req, now_ms(), res);
 	return gvisor_run_with(&st->host, st->host.platform, cfg, req, res);
 }
@@ -116,8 +118,7 @@ static int gvisor_run(void *state, const struct aj_config *cfg, const struct run
 static int open_session(void *state, const struct aj_config *cfg, struct egress_proxy *egress,
 			void **out, struct aj_error *err)
 {
-	(void)egress;
-	return gvisor_session_open(&((struct gvisor_state *)state)->host, cfg, out, err);
+	return gvisor_session_open(&((struct gvisor_state *)state)->host, cfg, egress, out, err);
 }
 
 /* ---- ops ---- */
@@ -166,7 +167,7 @@ static int gvisor_open(const struct aj_config *cfg, void **state, struct aj_erro
 		rc = error_set(err, -errno, "gvisor: mkdir %s: %s", h->run_base, errno_name(errno));
 		goto fail;
 	}
-	gvisor_sweep_run_dirs(h->run_base);
+	boot_sweep_run_dirs(h->run_base);
 	if (cfg->accel) {
 		snprintf(h->platform, sizeof h->platform, "%s", cfg->accel);
 		snprintf(h->why, sizeof h->why, "as configured");
@@ -238,7 +239,7 @@ static int gvisor_check(const struct aj_config *cfg, struct aj_error *err)
 
 const struct tier_ops gvisor_tier = {
 	.name = "gvisor",
-	.egress_refusal = "the proxy does not reach this tier's sandboxes yet",
+	.egress_refusal = NULL, /* carried: src/boot/egress.h */
 	.check = gvisor_check,
 	.open = gvisor_open,
 	.run = gvisor_run,
