@@ -370,7 +370,7 @@ static bool forward_rest(struct conn *c, size_t from)
 
 /* ---- HTTP: CONNECT and the forward proxy ---- */
 
-static void http_reply(struct conn *c, const char *status)
+static void answer_http(struct conn *c, const char *status)
 {
 	char msg[600];
 	int body = snprintf(msg, sizeof msg, "agentjail egress: %s\n", c->e.reason);
@@ -388,7 +388,7 @@ static void http_reply(struct conn *c, const char *status)
 static void refuse_http(struct conn *c, const char *status)
 {
 	egress_record(c->ec, &c->e);
-	http_reply(c, status);
+	answer_http(c, status);
 }
 
 /* The forward request as the origin server gets it (forward.c). */
