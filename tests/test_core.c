@@ -509,6 +509,32 @@ static void json_carries_the_egress_log(void **state)
 	free(s);
 }
 
+/* The model's text names a cap that cut a transfer and the refusals with
+ * their reasons, so it does not retry what the rules forbid. */
+static void tool_text_names_egress_refusals_and_caps(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	memset(&r, 0, sizeof r);
+	r.status = AJ_STATUS_OK;
+	r.has_exit_code = true;
+	char log[] = "{\"connections\":[{\"host\":\"files.example\",\"port\":443,"
+		     "\"allowed\":true,\"reason\":\"allow-host files.example\"},"
+		     "{\"host\":\"evil.example\",\"port\":80,\"allowed\":false,"
+		     "\"reason\":\"no allow-host rule names evil.example\"}],"
+		     "\"limit\":\"in_mb: the sandbox received 1 MiB\"}";
+	r.egress_log = log;
+	char *t = aj_result_text(&r);
+	assert_true(contains(t, "\negress: in_mb: the sandbox received 1 MiB"));
+	assert_true(contains(t, "\negress: refused evil.example:80: no allow-host rule names"));
+	assert_false(contains(t, "refused files.example"));
+	free(t);
+	r.egress_log = NULL;
+	t = aj_result_text(&r);
+	assert_false(contains(t, "egress"));
+	free(t);
+}
+
 /* ---- classifying an ending ---- */
 
 /* ---- the run_python tool's words (src/api/tool.c) ---- */
@@ -1117,6 +1143,7 @@ int main(void)
 		cmocka_unit_test(json_has_every_contract_field),
 		cmocka_unit_test(json_repairs_binary_output),
 		cmocka_unit_test(json_carries_the_egress_log),
+		cmocka_unit_test(tool_text_names_egress_refusals_and_caps),
 		cmocka_unit_test(tool_arguments_take_only_code),
 		cmocka_unit_test(result_text_reads_well),
 		cmocka_unit_test(tool_definition_carries_the_limits),

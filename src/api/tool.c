@@ -355,6 +355,33 @@ static void append_image_names(struct capture *t, const struct aj_result *res)
 	}
 }
 
+/* What the model should know of the run's egress: a cap that cut a
+ * transfer, and the first refusals with their reasons (so it does not
+ * retry what the rules forbid). Nothing without rules or refusals. */
+static void append_egress(struct capture *t, const struct aj_result *res)
+{
+	json_t *log = res->egress_log ? json_loads(res->egress_log, 0, NULL) : NULL;
+	const char *limit = json_string_value(json_object_get(log, "limit"));
+	char line[700];
+	if (limit) {
+		snprintf(line, sizeof line, "\negress: %s", limit);
+		capture_append(t, line, strlen(line));
+	}
+	size_t i, shown = 0;
+	json_t *c;
+	json_array_foreach(json_object_get(log, "connections"), i, c) {
+		if (json_is_true(json_object_get(c, "allowed")) || shown == 3)
+			continue;
+		snprintf(line, sizeof line, "\negress: refused %s:%lld: %s",
+			 json_string_value(json_object_get(c, "host")),
+			 (long long)json_integer_value(json_object_get(c, "port")),
+			 json_string_value(json_object_get(c, "reason")));
+		capture_append(t, line, strlen(line));
+		shown++;
+	}
+	json_decref(log);
+}
+
 char *result_text(const struct aj_result *res, size_t *len)
 {
 	struct capture t;
@@ -379,6 +406,7 @@ char *result_text(const struct aj_result *res, size_t *len)
 			free(fixed);
 		}
 	}
+	append_egress(&t, res);
 	append_stream(&t, "stdout", res->stdout_buf, res->stdout_len, res->stdout_truncated);
 	append_stream(&t, "stderr", res->stderr_buf, res->stderr_len, res->stderr_truncated);
 	append_image_names(&t, res);
