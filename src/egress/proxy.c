@@ -408,6 +408,18 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
+bool egress_big_buffer(struct egress_proxy *p, bool more)
+{
+	pthread_mutex_lock(&p->lock);
+	bool ok = !more || p->big_buffers < EGRESS_BIG_BUFFERS;
+	if (more && ok)
+		p->big_buffers++;
+	else if (!more)
+		p->big_buffers--;
+	pthread_mutex_unlock(&p->lock);
+	return ok;
+}
+
 void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
 {
 	pthread_mutex_lock(&c->p->lock);

@@ -83,6 +83,7 @@ struct egress_proxy {
 	char limit[160];         /* the cap reached, "" if none */
 	/* The bandwidth cap's clocks: when each direction may send next. */
 	uint64_t next_out_ns, next_in_ns;
+	unsigned big_buffers;    /* relay buffers grown for bulk (conn.c) */
 	struct egress_log log;
 };
 
@@ -124,6 +125,11 @@ void egress_rules_free(struct egress_rules *r);
  * passed, and the connection must end. Waits for the bandwidth cap first,
  * if there is one (false if stopped meanwhile). */
 bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n);
+/* Takes (more) one of the proxy's bulk relay buffers, if fewer than
+ * EGRESS_BIG_BUFFERS are taken: true if it may grow one; or gives one back
+ * (more false). */
+#define EGRESS_BIG_BUFFERS 16
+bool egress_big_buffer(struct egress_proxy *p, bool more);
 /* A connection starts relaying (its entry e becomes live) or ends it (e
  * gets the live entry's bytes back; it stays listed live until
  * egress_record). */
