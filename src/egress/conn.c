@@ -26,10 +26,10 @@
 #define HEAD_TIMEOUT_MS 30000
 #define CONNECT_TIMEOUT_MS 10000
 /* Each direction's buffer: 64 KiB, grown to 256 KiB for a bulk transfer
- * (a read that filled half of it) while the proxy has fewer than RELAY_BIG_MAX
+ * (a read that filled half of it) while the proxy has fewer than EGRESS_BIG_BUFFERS
  * grown: a 100 MiB download goes at 0.65-0.79 of direct with 256 KiB and
  * 0.43-0.61 with 64 KiB (agentjail bench --egress, 2026-12-02), and the
- * bound (EGRESS_BIG_BUFFERS) keeps 256 connections from holding 128 MiB. */
+ * bound keeps 256 connections from holding 128 MiB. */
 #define RELAY_BUF (64u << 10)
 #define RELAY_BIG (256u << 10)
 
