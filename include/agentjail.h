@@ -244,6 +244,49 @@ void aj_cancel_free(struct aj_cancel *c);
 int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 		       struct aj_cancel *cancel, struct aj_result *res);
 
+/* ---- Streaming: output as it happens (docs/streaming.md) ----
+ *
+ * A run or a session call given a struct aj_stream reports the program's
+ * output as the supervisor reads it, before the run ends, as events to
+ * stream->fn: stdout and stderr chunks in the order they were read, then
+ * (sessions) each image the call produced. aj_result is filled as without
+ * streaming (the chunks are also in stdout_buf/stderr_buf, under the same
+ * output caps: past a cap the run stops as it always does, and no chunk
+ * past the cap is delivered).
+ *
+ * fn runs on a thread of the library's own, never the caller's, one event
+ * at a time, and every event is delivered before the run's function
+ * returns. Between the supervisor and fn is a buffer of buffer_kb KiB
+ * (0: AJ_DEFAULT_STREAM_BUFFER_KB): while it is full, the supervisor
+ * stops reading the program's output, so the program blocks in write()
+ * (as it would on a full pipe), and its wall clock still runs: a consumer
+ * slower than the program makes it slower, may make it time out, and never
+ * grows memory past the buffer. */
+enum aj_event_kind { AJ_EVENT_STDOUT, AJ_EVENT_STDERR, AJ_EVENT_IMAGE };
+
+struct aj_event {
+	enum aj_event_kind kind;
+	const char *data;       /* raw bytes (not NUL-terminated); an image's bytes */
+	size_t len;
+	const char *name;       /* AJ_EVENT_IMAGE: "figure-1.png"; else NULL */
+	const char *mime;       /* AJ_EVENT_IMAGE: "image/png"; else NULL */
+	uint64_t offset;        /* bytes of this stream delivered before this chunk */
+};
+
+typedef void (*aj_event_fn)(void *arg, const struct aj_event *ev);
+
+#define AJ_DEFAULT_STREAM_BUFFER_KB 1024
+
+struct aj_stream {
+	aj_event_fn fn;
+	void *arg;
+	uint32_t buffer_kb;     /* 0: the default; at most the output cap's worth is useful */
+};
+
+/* aj_run_cancellable, streaming to stream (NULL: as aj_run_cancellable). */
+int aj_run_streaming(struct aj_sandbox *sb, const char *code, size_t len, struct aj_cancel *cancel,
+		     const struct aj_stream *stream, struct aj_result *res);
+
 /* ---- Sessions: one sandbox that lives across calls ----
  *
  * A session keeps an interpreter alive inside one sandbox of the configured
@@ -278,6 +321,11 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 int aj_session_run(struct aj_session *s, const char *code, size_t len, struct aj_result *res);
 int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
 			       struct aj_cancel *cancel, struct aj_result *res);
+/* As aj_session_run_cancellable, streaming the call's output and images
+ * (see "Streaming" above; NULL stream: no streaming). */
+int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
+			     struct aj_cancel *cancel, const struct aj_stream *stream,
+			     struct aj_result *res);
 /* Writes (creates or replaces) a workspace file, making its directories. */
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
 		   struct aj_error *err);
