@@ -6,6 +6,9 @@
  * on), the input writer, and the one place the program's output passes. */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -267,6 +270,172 @@ static void output_has_one_place(void **state)
 	rig_close(&r);
 }
 
+/* A stand-in for the streaming queue: records what out_tap got, pauses
+ * while told to, and wakes the loop by its room eventfd. */
+struct tap {
+	char got[256];
+	size_t len;
+	int chunks;
+	atomic_bool paused;
+	int room;               /* eventfd */
+	int more_w;             /* on the first chunk: write "two" here, close it */
+	size_t len_at_unpause;
+};
+
+static void tap_take(void *arg, int stream, const char *p, size_t n)
+{
+	struct tap *t = arg;
+	assert_int_equal(stream, 0);
+	assert_true(t->len + n <= sizeof t->got);
+	memcpy(t->got + t->len, p, n);
+	t->len += n;
+	if (t->chunks++ == 0 && t->more_w >= 0) {
+		/* The program goes on only after the first chunk reached
+		 * the tap: it was handed over during the run. */
+		assert_int_equal(write(t->more_w, "two", 3), 3);
+		close(t->more_w);
+		t->more_w = -1;
+	}
+}
+
+static bool tap_paused(void *arg)
+{
+	return atomic_load(&((struct tap *)arg)->paused);
+}
+
+static void rig_tap(struct rig *r, struct tap *t)
+{
+	memset(t, 0, sizeof *t);
+	t->more_w = -1;
+	t->room = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(t->room >= 0);
+	r->sv.out_tap = tap_take;
+	r->sv.out_paused = tap_paused;
+	r->sv.out_room_fd = t->room;
+	r->sv.tap_arg = t;
+}
+
+/* Each piece reaches the tap as it is read, while the loop runs (the
+ * "program" writes its second piece only once the first reached the tap),
+ * and nothing past the cap, in the loop or in the drain. */
+static void output_reaches_the_tap(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct tap t;
+	rig_open(&r, 100, 60);
+	rig_tap(&r, &t);
+	t.more_w = r.out[1];
+	r.out[1] = -1;
+	assert_int_equal(write(t.more_w, "one", 3), 3);
+	r.sv.src[0] = (struct supervisor_source){.fd = r.out[0], .after_streams = true,
+						 .ready = on_output_end};
+	supervisor_run(&r.sv);
+	assert_int_equal(t.chunks, 2);
+	assert_int_equal(t.len, 6);
+	assert_memory_equal(t.got, "onetwo", 6);
+	assert_int_equal(r.co.len, 6);
+	rig_close(&r);
+	close(t.room);
+
+	rig_open(&r, 10, 60);
+	rig_tap(&r, &t);
+	supervisor_output(&r.sv, 0, "01234", 5);
+	supervisor_output(&r.sv, 0, "56789abc", 8);
+	supervisor_output(&r.sv, 0, "d", 1);
+	assert_true(r.o.output_overflow);
+	assert_int_equal(t.len, 10);
+	assert_memory_equal(t.got, "0123456789", 10);
+	rig_close(&r);
+	close(t.room);
+
+	rig_open(&r, 10, 60);
+	rig_tap(&r, &t);
+	assert_int_equal(write(r.out[1], "0123456789abc", 13), 13);
+	supervisor_drain(&r.sv);
+	assert_int_equal(t.len, 10);
+	assert_memory_equal(t.got, "0123456789", 10);
+	rig_close(&r);
+	close(t.room);
+}
+
+/* Unpauses the tap a while after the loop began, noting what it had got
+ * by then, and wakes the loop by the room fd alone. */
+static void *unpause_later(void *arg)
+{
+	struct tap *t = arg;
+	nanosleep(&(struct timespec){.tv_nsec = 200 * 1000000L}, NULL);
+	t->len_at_unpause = t->len;
+	atomic_store(&t->paused, false);
+	uint64_t one = 1;
+	assert_int_equal(write(t->room, &one, sizeof one), (ssize_t)sizeof one);
+	return NULL;
+}
+
+/* While paused, neither the output pipe nor a source that carries output
+ * is read; the room fd resumes the loop (the wall clock, 30 s, would end
+ * it otherwise, timed out). */
+static void paused_until_room(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct tap t;
+	rig_open(&r, 100, 30);
+	rig_tap(&r, &t);
+	atomic_store(&t.paused, true);
+	assert_int_equal(write(r.out[1], "abc", 3), 3);
+	close(r.out[1]);
+	r.out[1] = -1;
+	r.sv.src[0] = (struct supervisor_source){.fd = r.out[0], .after_streams = true,
+						 .carries_output = true, .ready = on_output_end};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, unpause_later, &t), 0);
+	supervisor_run(&r.sv);
+	pthread_join(th, NULL);
+	assert_false(r.o.timed_out);
+	assert_true(r.sv.done);
+	assert_int_equal(t.len_at_unpause, 0);
+	assert_int_equal(t.len, 3);
+	assert_memory_equal(t.got, "abc", 3);
+	rig_close(&r);
+	close(t.room);
+}
+
+static void count_ready(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)src, (void)revents;
+	((struct probe *)sv->ctx)->forces++;
+}
+
+/* A consumer that never catches up does not hold the run past its wall
+ * clock, and nothing is read meanwhile. */
+static void wall_clock_ends_a_paused_run(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct tap t;
+	rig_open(&r, 100, 0.2);
+	rig_tap(&r, &t);
+	atomic_store(&t.paused, true);
+	int frames[2];
+	assert_int_equal(pipe2(frames, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(write(frames[1], "frame", 5), 5);
+	assert_int_equal(write(r.out[1], "abc", 3), 3);
+	r.sv.src[0] = (struct supervisor_source){.fd = frames[0], .carries_output = true,
+						 .ready = count_ready};
+	r.sv.grace_ms = 0;
+	supervisor_run(&r.sv);
+	assert_true(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	assert_int_equal(r.p.forces, 0);
+	assert_int_equal(t.len, 0);
+	assert_int_equal(r.co.len, 0);
+	close(frames[0]);
+	close(frames[1]);
+	rig_close(&r);
+	close(t.room);
+}
+
 /* boot.py's exit line, as docker runs and boot sessions read it. */
 static void exit_line_is_parsed_strictly(void **state)
 {
@@ -297,6 +466,9 @@ int main(void)
 		cmocka_unit_test(cancel_stops),
 		cmocka_unit_test(input_is_written_whole),
 		cmocka_unit_test(output_has_one_place),
+		cmocka_unit_test(output_reaches_the_tap),
+		cmocka_unit_test(paused_until_room),
+		cmocka_unit_test(wall_clock_ends_a_paused_run),
 		cmocka_unit_test(exit_line_is_parsed_strictly),
 	};
 	return cmocka_run_group_tests_name("supervisor", tests, NULL, NULL);

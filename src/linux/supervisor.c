@@ -19,6 +19,7 @@ void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms, 
 	sv->deadline_ms = start_ms + wall_sec * 1000.0;
 	sv->cancel_fd = -1;
 	sv->in_fd = -1;
+	sv->out_room_fd = -1;
 	for (int i = 0; i < 2; i++) {
 		sv->out_fd[i] = -1;
 		sv->stream_open[i] = true;
@@ -41,7 +42,14 @@ void supervisor_stop(struct supervisor *sv)
 /* The one place the program's output bytes pass on the host. */
 void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t n)
 {
-	if (!capture_append(sv->cap[stream], p, n))
+	const struct capture *c = sv->cap[stream];
+	size_t room = c->limit - c->len;
+	bool over = capture_append(sv->cap[stream], p, n);
+	/* The consumer sees what the result keeps, never a byte past the
+	 * cap. */
+	if (sv->out_tap && room > 0 && n > 0)
+		sv->out_tap(sv->tap_arg, stream, p, n < room ? n : room);
+	if (!over)
 		return;
 	if (sv->finished) {
 		/* What the pipes held at the end passed the cap. */
@@ -55,16 +63,23 @@ void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t 
 	}
 }
 
+bool supervisor_output_paused(struct supervisor *sv)
+{
+	return sv->out_paused && sv->out_paused(sv->tap_arg);
+}
+
 /* Reads what fd has now, a bounded number of reads (a flood cannot
- * starve the clock check), handing each piece to take; false at EOF or on
- * an error. */
-static bool read_now(int fd, void (*take)(void *ctx, const char *p, size_t n), void *ctx)
+ * starve the clock check), handing each piece to take, which says whether
+ * to read on (a paused stream takes one read at a time); false at EOF or
+ * on an error. */
+static bool read_now(int fd, bool (*take)(void *ctx, const char *p, size_t n), void *ctx)
 {
 	char buf[65536];
 	for (int k = 0; k < READS_PER_WAKE; k++) {
 		ssize_t n = read(fd, buf, sizeof buf);
 		if (n > 0) {
-			take(ctx, buf, (size_t)n);
+			if (!take(ctx, buf, (size_t)n))
+				return true;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -79,10 +94,25 @@ struct stream_ref {
 	int stream;
 };
 
-static void take_output(void *ctx, const char *p, size_t n)
+/* Once the run is over (the drain), a paused consumer is waited for
+ * here: the pipes' last bytes are still the program's output, and the
+ * queue must not grow past its bound for them. */
+static void wait_for_room(struct supervisor *sv)
+{
+	while (supervisor_output_paused(sv)) {
+		struct pollfd p = {.fd = sv->out_room_fd, .events = POLLIN};
+		if (sv->out_room_fd < 0 || (poll(&p, 1, -1) < 0 && errno != EINTR))
+			return; /* nothing to wait on: never hang */
+	}
+}
+
+static bool take_output(void *ctx, const char *p, size_t n)
 {
 	struct stream_ref *r = ctx;
 	supervisor_output(r->sv, r->stream, p, n);
+	if (r->sv->finished)
+		wait_for_room(r->sv);
+	return !supervisor_output_paused(r->sv);
 }
 
 static bool read_capped(struct supervisor *sv, int i)
@@ -104,11 +134,12 @@ struct capture_ref {
 	bool *overflow;
 };
 
-static void take_capture(void *ctx, const char *p, size_t n)
+static bool take_capture(void *ctx, const char *p, size_t n)
 {
 	struct capture_ref *r = ctx;
 	if (capture_append(r->c, p, n))
 		*r->overflow = true;
+	return true;
 }
 
 bool supervise_drain(int fd, struct capture *c, bool *overflow)
@@ -216,24 +247,29 @@ void supervisor_run(struct supervisor *sv)
 			timeout = 0;
 
 		bool writing = input_pending(sv);
-		struct pollfd p[SUPERVISOR_SOURCES + 4];
+		/* The consumer is behind: leave the output where it is (the
+		 * program blocks in write) until the room fd says so. */
+		bool paused = !sv->stopping && supervisor_output_paused(sv);
+		struct pollfd p[SUPERVISOR_SOURCES + 5];
 		int ns = SUPERVISOR_SOURCES;
 		for (int i = 0; i < ns; i++) {
 			const struct supervisor_source *s = &sv->src[i];
-			p[i] = (struct pollfd){
-				.fd = !sv->stopping || s->while_stopping ? s->fd : -1,
-				.events = POLLIN};
+			bool skip = (sv->stopping && !s->while_stopping) ||
+				    (paused && s->carries_output);
+			p[i] = (struct pollfd){.fd = skip ? -1 : s->fd, .events = POLLIN};
 		}
 		for (int i = 0; i < 2; i++)
 			/* Once stopping, output no longer matters: leave the
 			 * pipes alone so full ones cannot spin this loop. */
 			p[ns + i] = (struct pollfd){
-				.fd = sv->stream_open[i] && !sv->stopping ? sv->out_fd[i] : -1,
+				.fd = sv->stream_open[i] && !sv->stopping && !paused ? sv->out_fd[i]
+										     : -1,
 				.events = POLLIN};
 		p[ns + 2] = (struct pollfd){.fd = writing ? sv->in_fd : -1, .events = POLLOUT};
 		p[ns + 3] = (struct pollfd){.fd = !sv->stopping ? sv->cancel_fd : -1,
 					    .events = POLLIN};
-		int n = poll(p, (nfds_t)(ns + 4), timeout);
+		p[ns + 4] = (struct pollfd){.fd = paused ? sv->out_room_fd : -1, .events = POLLIN};
+		int n = poll(p, (nfds_t)(ns + 5), timeout);
 		if (n < 0 && errno != EINTR) {
 			/* Cannot happen with valid fds; if it does, end the
 			 * sandbox rather than run it unwatched. */
@@ -256,6 +292,9 @@ void supervisor_run(struct supervisor *sv)
 		for (int late = 0; late < 2; late++) {
 			for (int i = 0; i < ns; i++)
 				if (p[i].revents && sv->src[i].fd >= 0 &&
+				    /* paused by this wake-up's reads */
+				    !(sv->src[i].carries_output && !sv->stopping &&
+				      supervisor_output_paused(sv)) &&
 				    sv->src[i].after_streams == (bool)late &&
 				    (!sv->stopping || sv->src[i].while_stopping))
 					sv->src[i].ready(sv, &sv->src[i], p[i].revents);

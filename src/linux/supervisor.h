@@ -48,6 +48,8 @@ struct supervisor_source {
 	bool while_stopping;        /* still read once a stop is under way */
 	bool after_streams;         /* handled after the output streams' bytes
 				     * of the same wake-up, not before */
+	bool carries_output;        /* brings the program's output (frames):
+				     * not read while the output is paused */
 	void (*ready)(struct supervisor *sv, struct supervisor_source *src, short revents);
 };
 
@@ -68,6 +70,17 @@ struct supervisor {
 	 * supervisor_output. */
 	int out_fd[2];
 	struct capture *cap[2];
+	/* Streaming, optional (out_tap NULL: none). out_tap gets each piece
+	 * of output within the cap as it is read. While out_paused says so
+	 * (the consumer is behind), neither out_fd[] nor the sources that
+	 * carry output are read, so the program blocks in write(), and the
+	 * loop polls out_room_fd instead, readable once there is room again;
+	 * the wall clock runs on. Hooks, not the queue's type: the microvm
+	 * guest builds this file with libc alone. */
+	void (*out_tap)(void *arg, int stream, const char *p, size_t n);
+	bool (*out_paused)(void *arg);
+	int out_room_fd;
+	void *tap_arg;
 	struct supervisor_source src[SUPERVISOR_SOURCES]; /* fd -1: unused */
 	/* The input, optional: written whole without ever blocking, while
 	 * output is read, to in_fd (send() where input_is_socket: no
@@ -128,9 +141,14 @@ void supervisor_run(struct supervisor *sv);
 void supervisor_stop(struct supervisor *sv);
 
 /* Where the program's output arrives, whichever way it came: appended to
- * its capture; a passed cap is an output overflow, and stops the sandbox
- * while it runs. stream: 0 stdout, 1 stderr. */
+ * its capture and handed to out_tap (the part within the cap); a passed
+ * cap is an output overflow, and stops the sandbox while it runs.
+ * stream: 0 stdout, 1 stderr. */
 void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t n);
+
+/* Whether the output is paused now (out_paused says the consumer is
+ * behind). A source that carries output reads no more while it is. */
+bool supervisor_output_paused(struct supervisor *sv);
 
 /* Once the sandbox has ended: what is left in the output pipes.
  * Non-blocking reads stop at EAGAIN, so a pipe end that a concurrent clone
