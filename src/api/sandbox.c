@@ -9,6 +9,7 @@
 
 #include "../tiers/tier.h"
 #include "../core/internal.h"
+#include "../core/stream_tap.h"
 #include "../egress/proxy.h"
 #include "api.h"
 
@@ -185,8 +186,8 @@ void aj_cancel_free(struct aj_cancel *c)
 	free(c);
 }
 
-int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
-		       struct aj_cancel *cancel, struct aj_result *res)
+int aj_run_streaming(struct aj_sandbox *sb, const char *code, size_t len, struct aj_cancel *cancel,
+		     const struct aj_stream *stream, struct aj_result *res)
 {
 	int rc;
 
@@ -194,12 +195,19 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 	if (!sb) {
 		result_sandbox_error(res, "run: no sandbox");
 		rc = -EINVAL;
+	} else if (stream && !stream->fn) {
+		result_sandbox_error(res, "run: the stream has no fn to deliver events to");
+		rc = -EINVAL;
 	} else if (!(rc = code_check(code, len, res))) {
 		struct run_request req = {.code = code, .len = len, .cancel_fd = cancel_fd(cancel)};
 		struct aj_error err = {0};
 		/* One proxy per run, stopped with it: nothing of the run's
 		 * network outlives it. */
-		if (egress_wanted(&sb->cfg) && (rc = egress_proxy_start(&sb->cfg, &req.egress, &err)))
+		if (stream && (rc = stream_tap_start(stream, &req.tap)))
+			result_sandbox_error(res, "run: the stream's delivery thread: %s",
+					     strerror(-rc));
+		else if (egress_wanted(&sb->cfg) &&
+			 (rc = egress_proxy_start(&sb->cfg, &req.egress, &err)))
 			result_sandbox_error(res, "%s", err.message);
 		else
 			rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
@@ -208,9 +216,17 @@ int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
 			res->egress_log = egress_proxy_take_log(req.egress);
 			egress_proxy_free(req.egress);
 		}
+		/* Every event is delivered before the run returns. */
+		stream_tap_finish(req.tap);
 	}
 	result_ensure_streams(res);
 	return rc;
+}
+
+int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
+		       struct aj_cancel *cancel, struct aj_result *res)
+{
+	return aj_run_streaming(sb, code, len, cancel, NULL, res);
 }
 
 int aj_run(struct aj_sandbox *sb, const char *code, size_t len, struct aj_result *res)

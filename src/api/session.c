@@ -28,6 +28,7 @@
 
 #include "../tiers/tier.h"
 #include "../core/internal.h"
+#include "../core/stream_tap.h"
 #include "../egress/proxy.h"
 #include "api.h"
 
@@ -323,6 +324,7 @@ static int enter(struct aj_session *s, struct aj_error *err)
  * says how the call ended). 0, or -errno when the session's sandbox failed
  * (it is closed then). */
 static int call(struct aj_session *s, json_t *request, size_t reply_max, int cancel,
+		struct stream_tap *tap,
 		struct aj_result *res, json_t **reply, struct session_answer *ans)
 {
 	*reply = NULL;
@@ -347,7 +349,7 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 	req[n] = '\n';
 	req[n + 1] = '\0';
 	const struct session_call c = {.request = req, .len = n + 1, .seq = seq,
-				       .cancel_fd = cancel, .reply_max = reply_max};
+				       .cancel_fd = cancel, .reply_max = reply_max, .tap = tap};
 	const struct tier_ops *ops = sandbox_ops(s->sb);
 	int rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
 	if (!rc && ans->unread) {
@@ -392,15 +394,36 @@ static void add_note(struct aj_result *res, const char *note, bool before)
 	free(old);
 }
 
-int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
-			       struct aj_cancel *cancel, struct aj_result *res)
+/* The call's images, after its output: the interpreter hands them over
+ * only in its reply. */
+static void stream_images(struct stream_tap *tap, const struct aj_result *res)
+{
+	for (size_t i = 0; tap && i < res->image_count; i++)
+		stream_tap_image(tap, res->images[i].name, res->images[i].mime,
+				 res->images[i].data, res->images[i].len);
+}
+
+int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
+			     struct aj_cancel *cancel, const struct aj_stream *stream,
+			     struct aj_result *res)
 {
 	struct aj_error err = {0};
+	struct stream_tap *tap = NULL;
 	int rc;
 
 	result_init(res);
+	if (stream && !stream->fn) {
+		result_sandbox_error(res, "session: the stream has no fn to deliver events to");
+		rc = -EINVAL;
+		goto out;
+	}
 	if ((rc = code_check(code, len, res)))
 		goto out;
+	if (stream && (rc = stream_tap_start(stream, &tap))) {
+		result_sandbox_error(res, "session: the stream's delivery thread: %s",
+				     strerror(-rc));
+		goto out;
+	}
 	if ((rc = enter(s, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		goto out;
@@ -423,11 +446,12 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 	size_t reply_max = (size_t)sl->images * (image_bytes / 3 * 4 + 4 + 256) + REPLY_SLACK;
 	struct session_answer ans;
 	json_t *reply = NULL;
-	rc = call(s, req, reply_max, cancel_fd(cancel), res, &reply, &ans);
+	rc = call(s, req, reply_max, cancel_fd(cancel), tap, res, &reply, &ans);
 	json_decref(req);
 	if (!rc && reply)
 		session_run_reply(reply, cfg, res);
 	json_decref(reply);
+	stream_images(tap, res);
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
 			add_note(res, STATE_LOST, true);
@@ -439,8 +463,16 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 	}
 	pthread_mutex_unlock(&s->lock);
 out:
+	/* Every event is delivered before the call returns. */
+	stream_tap_finish(tap);
 	result_ensure_streams(res);
 	return rc;
+}
+
+int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
+			       struct aj_cancel *cancel, struct aj_result *res)
+{
+	return aj_session_run_streaming(s, code, len, cancel, NULL, res);
 }
 
 int aj_session_run(struct aj_session *s, const char *code, size_t len, struct aj_result *res)
@@ -497,7 +529,7 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 	struct aj_result res;
 	struct session_answer ans;
 	result_init(&res);
-	int rc = call(s, req, reply_max, -1, &res, reply, &ans);
+	int rc = call(s, req, reply_max, -1, NULL, &res, reply, &ans);
 	if (ans.restarted)
 		s->state_lost = true; /* told at the next run */
 	if (ans.ended)

@@ -39,6 +39,54 @@ bool boot_take_report(struct capture *err, const char *nonce, struct sandbox_rep
 	return true;
 }
 
+static void boot_stream_take(void *arg, int stream, const char *p, size_t n)
+{
+	struct boot_stream *bs = arg;
+	if (stream == 0) {
+		bs->inner.out_tap(bs->inner.tap_arg, 0, p, n);
+		return;
+	}
+	/* The supervisor appended p to err already: hand on from err what
+	 * can no longer be boot's report, within the program's cap. */
+	const struct capture *e = bs->err;
+	size_t safe = e->len < bs->cap ? e->len : bs->cap;
+	size_t from = e->len > BOOT_REPORT_MAX ? e->len - BOOT_REPORT_MAX : 0;
+	if (from < bs->sent)
+		from = bs->sent;
+	const char *nul = from < e->len ? memrchr(e->buf + from, 0, e->len - from) : NULL;
+	if (nul && (size_t)(nul - e->buf) < safe)
+		safe = (size_t)(nul - e->buf);
+	if (safe > bs->sent) {
+		bs->inner.out_tap(bs->inner.tap_arg, 1, e->buf + bs->sent, safe - bs->sent);
+		bs->sent = safe;
+	}
+}
+
+static bool boot_stream_paused(void *arg)
+{
+	struct boot_stream *bs = arg;
+	return bs->inner.out_paused(bs->inner.tap_arg);
+}
+
+struct supervisor_stream boot_stream_hooks(struct boot_stream *bs, struct supervisor_stream inner,
+					   const struct capture *err, size_t cap)
+{
+	*bs = (struct boot_stream){.inner = inner, .err = err, .cap = cap};
+	if (!inner.out_tap)
+		return inner;
+	return (struct supervisor_stream){.out_tap = boot_stream_take,
+					  .out_paused = boot_stream_paused,
+					  .out_room_fd = inner.out_room_fd, .tap_arg = bs};
+}
+
+void boot_stream_finish(struct boot_stream *bs)
+{
+	const struct capture *e = bs->err;
+	if (bs->inner.out_tap && e->len > bs->sent)
+		bs->inner.out_tap(bs->inner.tap_arg, 1, e->buf + bs->sent, e->len - bs->sent);
+	bs->sent = e->len;
+}
+
 bool boot_report_matches(const struct sandbox_report *r, int exit_code)
 {
 	int ws = r->wstatus;

@@ -41,4 +41,21 @@ char *boot_run_input(const char *code, size_t len, double wall_sec, char *nonce,
 void boot_finish_run(struct capture *err, const char *nonce, int exit_code, size_t cap,
 		     struct outcome *o);
 
+/* Streaming a boot.py run: stdout goes to the tier's hooks as it is read;
+ * stderr too, but for the bytes that may yet turn out to be boot's report
+ * (from a NUL within the last BOOT_REPORT_MAX bytes) and those past the
+ * program's cap, which wait for boot_stream_finish. */
+struct boot_stream {
+	struct supervisor_stream inner;
+	const struct capture *err;  /* the run's stderr capture */
+	size_t cap;                 /* the program's own stderr cap */
+	size_t sent;                /* err's bytes handed on */
+};
+
+/* The hooks to give the supervisor for bs (all zero when inner is none). */
+struct supervisor_stream boot_stream_hooks(struct boot_stream *bs, struct supervisor_stream inner,
+					   const struct capture *err, size_t cap);
+/* After boot_finish_run: hands on the rest of the program's stderr. */
+void boot_stream_finish(struct boot_stream *bs);
+
 #endif

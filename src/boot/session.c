@@ -55,6 +55,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../linux/stream_hooks.h"
 #include "../linux/supervise.h"
 #include "session.h"
 
@@ -461,7 +462,8 @@ static void on_frames(struct supervisor *sv, struct supervisor_source *src, shor
 	struct boot_session *ds = k->ds;
 	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
 		return;
-	bool alive = pump(ds, 16);
+	/* One read per wake-up while streaming: the consumer may be behind. */
+	bool alive = pump(ds, sv->stream.out_tap ? 1 : 16);
 	struct frame f;
 	while (!sv->done && next_frame(ds, &f)) {
 		handle_frame(sv, k, &f);
@@ -547,8 +549,12 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	sv.cancel_fd = c->cancel_fd;
 	sv.cap[0] = &k.out;
 	sv.cap[1] = &k.err;
+	/* The frames carry the output: left unread while the consumer is
+	 * behind. */
 	sv.src[0] = (struct supervisor_source){
-		.fd = in_fd(ds), .while_stopping = true, .ready = on_frames};
+		.fd = in_fd(ds), .while_stopping = true, .carries_output = true,
+		.ready = on_frames};
+	sv.stream = supervisor_stream_of(c->tap);
 	/* The request goes in frames, each sent whole: after the reply or
 	 * the interpreter's end the loop goes on until the frame being sent
 	 * is (the stream's framing must survive into the next call). */

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 struct egress_proxy;
+struct stream_tap;
 
 /* What one run is asked to do. */
 struct run_request {
@@ -15,6 +16,10 @@ struct run_request {
 	 * this run; NULL: no egress, no network at all. The tier connects the
 	 * sandbox's 127.0.0.1:EGRESS_PORT to it, its own way. */
 	struct egress_proxy *egress;
+	/* Where the output goes as it is read (stream_tap.h), started and
+	 * finished by the API; NULL: no streaming. The tier hands it to its
+	 * supervisor (supervisor_stream_of). */
+	struct stream_tap *tap;
 };
 
 #endif

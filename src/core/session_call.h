@@ -11,12 +11,17 @@
 
 #include "internal.h"
 
+struct stream_tap;
+
 struct session_call {
 	const char *request;    /* one JSON object ending in '\n' */
 	size_t len;
 	uint64_t seq;           /* the reply must start with {"seq":SEQ */
 	int cancel_fd;          /* readable: stop the call; -1: none */
 	size_t reply_max;       /* a longer reply is a protocol error */
+	/* Where the call's output goes as it is read (stream_tap.h); NULL:
+	 * no streaming. The API pushes the images at the end. */
+	struct stream_tap *tap;
 };
 
 struct session_answer {

@@ -9,6 +9,7 @@
 #include "../boot/run.h"
 #include "../gvisor/run.h"
 #include "../gvisor/watch.h"
+#include "../linux/stream_hooks.h"
 
 /* The sandbox was ended from the host (SIGKILL to its cgroup, or the OOM
  * killer's to the sentry): the program has no exit code of its own. */
@@ -46,6 +47,9 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	/* Room past the cap for boot.py's report; the cap is applied to the
 	 * program's own bytes once the report is stripped. */
 	capture_init(&w.err, (size_t)l->output_kb * 1024 + BOOT_REPORT_MAX);
+	struct boot_stream bs;
+	w.stream = boot_stream_hooks(&bs, supervisor_stream_of(req->tap), &w.err,
+				     (size_t)l->output_kb * 1024);
 	watch_run(&w, &s->sb, l, start_ms, &o);
 	s->in_fd = w.in_fd; /* closed by the watch once the program was in */
 
@@ -62,6 +66,7 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 
 	/* The program's own stderr is capped like stdout. */
 	boot_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
+	boot_stream_finish(&bs);
 	char why[200];
 	boot_last_line(&w.err, why, sizeof why);
 	o.oom_kills = oom_kills; /* status memory: src/core/status.h */

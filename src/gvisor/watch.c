@@ -55,6 +55,8 @@ void watch_run(struct watch *w, const struct gvisor_sandbox *sb, const struct aj
 	sv->out_fd[1] = w->err_fd;
 	sv->cap[0] = &w->out;
 	sv->cap[1] = &w->err;
+	if (w->stream.out_tap)
+		sv->stream = w->stream;
 	sv->src[0] = (struct supervisor_source){.fd = w->pidfd, .ready = run_ended};
 	sv->in_fd = w->in_fd;
 	sv->input = w->input;

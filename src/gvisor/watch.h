@@ -25,6 +25,7 @@ struct watch {
 	const char *input;
 	size_t input_len;
 	struct capture out, err;
+	struct supervisor_stream stream; /* streaming hooks; zero: none */
 	struct supervisor sv;
 };
 

@@ -10,6 +10,7 @@
 
 #include "../core/internal.h"
 #include "report.h"
+#include "supervisor.h"
 
 struct cgroup_run;
 
@@ -44,6 +45,7 @@ struct jail_spec {
 	const char *code;
 	size_t code_len;
 	int cancel_fd;              /* readable: stop the run; -1: none */
+	struct supervisor_stream stream; /* streaming hooks; zero: none */
 	const char *python;         /* the interpreter's path inside the view */
 	bool userns;                /* not root: a user namespace provides the privilege */
 	bool cgroup_ns;             /* a cgroup namespace rooted at the run's cgroup */

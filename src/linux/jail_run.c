@@ -45,7 +45,8 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	}
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = jp.out[0],
 				.err_fd = jp.err[0], .report_fd = jp.report[0],
-				.cancel_fd = s->cancel_fd, .start_ms = start, .cgroup = s->cgroup};
+				.cancel_fd = s->cancel_fd, .start_ms = start, .cgroup = s->cgroup,
+				.stream = s->stream};
 	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	jail_close_fd(&pidfd);

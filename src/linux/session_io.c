@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "jail.h"
 #include "session_io.h"
+#include "stream_hooks.h"
 #include "supervise.h"
 
 /* How long init gets to stop a call and report before the session is
@@ -153,6 +154,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	supervisor_init(&sv, &o, now_ms(), l->wall_sec);
 	sv.grace_ms = STOP_GRACE_MS;
 	sv.cancel_fd = c->cancel_fd;
+	sv.stream = supervisor_stream_of(c->tap);
 	sv.out_fd[0] = js->out_r;
 	sv.out_fd[1] = js->err_r;
 	sv.cap[0] = &out;

@@ -81,6 +81,8 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	sv.out_fd[1] = s->err_fd;
 	sv.cap[0] = out;
 	sv.cap[1] = err;
+	if (s->stream.out_tap)
+		sv.stream = s->stream;
 	sv.src[0] = (struct supervisor_source){
 		.fd = s->report_fd, .while_stopping = true, .ready = on_init_report};
 	sv.src[1] = (struct supervisor_source){

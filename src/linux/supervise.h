@@ -26,6 +26,8 @@ struct supervised {
 	/* The run's cgroup, whose OOM kills the status rules read; NULL:
 	 * none (the process tier). */
 	const struct cgroup_run *cgroup;
+	/* Streaming hooks (supervisor_stream_of); zero: none. */
+	struct supervisor_stream stream;
 };
 
 /* Runs until the sandbox's init has ended and been reaped. Never fails:

@@ -19,7 +19,7 @@ void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms, 
 	sv->deadline_ms = start_ms + wall_sec * 1000.0;
 	sv->cancel_fd = -1;
 	sv->in_fd = -1;
-	sv->out_room_fd = -1;
+	sv->stream.out_room_fd = -1;
 	for (int i = 0; i < 2; i++) {
 		sv->out_fd[i] = -1;
 		sv->stream_open[i] = true;
@@ -47,8 +47,8 @@ void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t 
 	bool over = capture_append(sv->cap[stream], p, n);
 	/* The consumer sees what the result keeps, never a byte past the
 	 * cap. */
-	if (sv->out_tap && room > 0 && n > 0)
-		sv->out_tap(sv->tap_arg, stream, p, n < room ? n : room);
+	if (sv->stream.out_tap && room > 0 && n > 0)
+		sv->stream.out_tap(sv->stream.tap_arg, stream, p, n < room ? n : room);
 	if (!over)
 		return;
 	if (sv->finished) {
@@ -65,7 +65,7 @@ void supervisor_output(struct supervisor *sv, int stream, const char *p, size_t 
 
 bool supervisor_output_paused(struct supervisor *sv)
 {
-	return sv->out_paused && sv->out_paused(sv->tap_arg);
+	return sv->stream.out_paused && sv->stream.out_paused(sv->stream.tap_arg);
 }
 
 /* Reads what fd has now, a bounded number of reads (a flood cannot
@@ -100,8 +100,8 @@ struct stream_ref {
 static void wait_for_room(struct supervisor *sv)
 {
 	while (supervisor_output_paused(sv)) {
-		struct pollfd p = {.fd = sv->out_room_fd, .events = POLLIN};
-		if (sv->out_room_fd < 0 || (poll(&p, 1, -1) < 0 && errno != EINTR))
+		struct pollfd p = {.fd = sv->stream.out_room_fd, .events = POLLIN};
+		if (sv->stream.out_room_fd < 0 || (poll(&p, 1, -1) < 0 && errno != EINTR))
 			return; /* nothing to wait on: never hang */
 	}
 }
@@ -268,7 +268,8 @@ void supervisor_run(struct supervisor *sv)
 		p[ns + 2] = (struct pollfd){.fd = writing ? sv->in_fd : -1, .events = POLLOUT};
 		p[ns + 3] = (struct pollfd){.fd = !sv->stopping ? sv->cancel_fd : -1,
 					    .events = POLLIN};
-		p[ns + 4] = (struct pollfd){.fd = paused ? sv->out_room_fd : -1, .events = POLLIN};
+		p[ns + 4] = (struct pollfd){.fd = paused ? sv->stream.out_room_fd : -1,
+					    .events = POLLIN};
 		int n = poll(p, (nfds_t)(ns + 5), timeout);
 		if (n < 0 && errno != EINTR) {
 			/* Cannot happen with valid fds; if it does, end the

@@ -55,6 +55,20 @@ struct supervisor_source {
 
 #define SUPERVISOR_SOURCES 3
 
+/* Streaming, optional (out_tap NULL: none). out_tap gets each piece of
+ * output within the cap as it is read. While out_paused says so (the
+ * consumer is behind), neither out_fd[] nor the sources that carry output
+ * are read, so the program blocks in write(), and the loop polls
+ * out_room_fd instead, readable once there is room again; the wall clock
+ * runs on. Hooks, not the queue's type: the microvm guest builds this file
+ * with libc alone (supervisor_stream_of makes them for a stream_tap). */
+struct supervisor_stream {
+	void (*out_tap)(void *arg, int stream, const char *p, size_t n);
+	bool (*out_paused)(void *arg);
+	int out_room_fd;
+	void *tap_arg;
+};
+
 struct supervisor {
 	/* ---- filled in by the tier ---- */
 	struct outcome *o;          /* flags set here: timed_out, cancelled,
@@ -70,17 +84,7 @@ struct supervisor {
 	 * supervisor_output. */
 	int out_fd[2];
 	struct capture *cap[2];
-	/* Streaming, optional (out_tap NULL: none). out_tap gets each piece
-	 * of output within the cap as it is read. While out_paused says so
-	 * (the consumer is behind), neither out_fd[] nor the sources that
-	 * carry output are read, so the program blocks in write(), and the
-	 * loop polls out_room_fd instead, readable once there is room again;
-	 * the wall clock runs on. Hooks, not the queue's type: the microvm
-	 * guest builds this file with libc alone. */
-	void (*out_tap)(void *arg, int stream, const char *p, size_t n);
-	bool (*out_paused)(void *arg);
-	int out_room_fd;
-	void *tap_arg;
+	struct supervisor_stream stream;
 	struct supervisor_source src[SUPERVISOR_SOURCES]; /* fd -1: unused */
 	/* The input, optional: written whole without ever blocking, while
 	 * output is read, to in_fd (send() where input_is_socket: no

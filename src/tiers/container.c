@@ -41,6 +41,7 @@
 #include "../linux/jail.h"
 #include "../linux/report.h"
 #include "../linux/session_io.h"
+#include "../linux/stream_hooks.h"
 #include "../warm/warm.h"
 #include "egress_pair.h"
 #include "tier.h"
@@ -308,6 +309,7 @@ static int container_run(void *state, const struct aj_config *cfg, const struct 
 	s.code = req->code;
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
+	s.stream = supervisor_stream_of(req->tap);
 	int cgfd = place_in_cgroup(&s, &cg);
 	s.cgroup = &cg; /* its OOM kills: status memory (src/core/status.h) */
 	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))

@@ -37,6 +37,7 @@
 
 #include "../boot/egress.h"
 #include "../boot/run.h"
+#include "../linux/stream_hooks.h"
 #include "../boot/rundir.h"
 #include "../docker/api.h"
 #include "../docker/container.h"
@@ -131,8 +132,9 @@ static void on_stream(struct supervisor *sv, struct supervisor_source *src, shor
 	char buf[65536];
 	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
 		return;
-	/* Until a flood stops the run (the caller kills it now). */
-	while (!sv->stopping) {
+	/* Until a flood stops the run (the caller kills it now), or the
+	 * stream's consumer is behind (the rest waits in the socket). */
+	while (!sv->stopping && !supervisor_output_paused(sv)) {
 		ssize_t n = recv(src->fd, buf, sizeof buf, 0);
 		if (n > 0) {
 			take_stream(sv, s, buf, (size_t)n);
@@ -244,7 +246,13 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 	sv.cancel_fd = req->cancel_fd;
 	sv.cap[0] = &s.out;
 	sv.cap[1] = &s.err;
-	sv.src[0] = (struct supervisor_source){.fd = s.fd, .ready = on_stream};
+	/* The attach stream carries the output: left unread while the
+	 * consumer is behind. */
+	sv.src[0] = (struct supervisor_source){.fd = s.fd, .carries_output = true,
+						 .ready = on_stream};
+	struct boot_stream bs;
+	sv.stream = boot_stream_hooks(&bs, supervisor_stream_of(req->tap), &s.err,
+				      (size_t)l->output_kb * 1024);
 	sv.in_fd = s.fd;
 	sv.input = input; /* nonce line + program, for stdin */
 	sv.input_len = input_len;
@@ -287,6 +295,7 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 
 	/* The program's own stderr is capped like stdout. */
 	boot_finish_run(&s.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
+	boot_stream_finish(&bs);
 	o.init_wstatus = exit_code << 8;
 	char why[200];
 	boot_last_line(&s.err, why, sizeof why);

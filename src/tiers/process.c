@@ -71,6 +71,7 @@
 #include "../linux/mounts.h"
 #include "../linux/ns.h"
 #include "../linux/session_io.h"
+#include "../linux/stream_hooks.h"
 #include "../warm/warm.h"
 #include "egress_pair.h"
 #include "tier.h"
@@ -225,6 +226,7 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code = req->code;
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
+	s.stream = supervisor_stream_of(req->tap);
 	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
 		result_sandbox_error(res, "%s", err.message);
 	else
