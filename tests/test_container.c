@@ -6,6 +6,7 @@
 
 #include "egress_cases.h"
 #include "session_cases.h"
+#include "stream_cases.h"
 #include "src/linux/spawn.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -217,6 +218,7 @@ int main(void)
 	fixture.chart_image = chart_dir;
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,

@@ -12,6 +12,7 @@
 
 #include "boot_cases.h"
 #include "session_cases.h"
+#include "stream_cases.h"
 #include "src/boot/run.h"
 #include "src/boot/spec.h"
 #include "src/docker/api.h"
@@ -667,6 +668,7 @@ int main(void)
 	fixture.chart_docker_image = TEST_DOCKER_IMAGE "-ds";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,

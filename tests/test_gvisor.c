@@ -14,6 +14,7 @@
 
 #include "boot_cases.h"
 #include "session_cases.h"
+#include "stream_cases.h"
 #include "src/core/internal.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -505,6 +506,7 @@ int main(void)
 			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		HOSTILE_TEST(ro_bind_mount_point_must_be_in_the_image),
 		SESSION_TABLE,

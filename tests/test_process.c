@@ -8,6 +8,7 @@
 
 #include "egress_cases.h"
 #include "session_cases.h"
+#include "stream_cases.h"
 
 static void identity_inside(void **state)
 {
@@ -582,6 +583,7 @@ int main(void)
 		cmocka_set_test_filter(getenv("AJ_TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
+		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		HOSTILE_TEST(ro_bind_reaches_into_hidden_places),
 		SESSION_TABLE,

@@ -309,10 +309,10 @@ static void rig_tap(struct rig *r, struct tap *t)
 	t->more_w = -1;
 	t->room = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(t->room >= 0);
-	r->sv.out_tap = tap_take;
-	r->sv.out_paused = tap_paused;
-	r->sv.out_room_fd = t->room;
-	r->sv.tap_arg = t;
+	r->sv.stream.out_tap = tap_take;
+	r->sv.stream.out_paused = tap_paused;
+	r->sv.stream.out_room_fd = t->room;
+	r->sv.stream.tap_arg = t;
 }
 
 /* Each piece reaches the tap as it is read, while the loop runs (the

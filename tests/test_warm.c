@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "egress_cases.h"
+#include "stream_cases.h"
 #include "src/warm/protocol.h"
 
 static char image_dir[PATH_MAX], ds_dir[PATH_MAX + 4];
@@ -745,7 +746,7 @@ int main(void)
 	fixture.warm = true;
 	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST),
 					   HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
-					   EGRESS_TABLE};
+					   EGRESS_TABLE, STREAM_TABLE};
 
 	fixture.tier = AJ_TIER_PROCESS;
 	/* The process tier's view is the host's: numpy is the host's. */
