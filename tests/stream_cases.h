@@ -125,7 +125,7 @@ static void stream_first_output_before_the_end(void **state)
 	assert_status(&r, AJ_STATUS_OK);
 	assert_true(s.alive_at_first > 0);
 	assert_true(s.out_events >= 2); /* "first" alone, before the sleep */
-	assert_int_equal(s.err_events, 1);
+	assert_true(s.err_events >= 1); /* one write or two (print's text, then its newline) */
 	assert_string_equal(r.stdout_buf, "first\nthird\n");
 	assert_string_equal(r.stderr_buf, "second\n");
 	stream_matches_result(&s, &r);
