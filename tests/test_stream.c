@@ -182,6 +182,28 @@ static void over_then_room(void **state)
 	assert_int_equal(s.n, 2);
 }
 
+/* What a tier did not stream (the microvm's output comes in its result)
+ * is delivered after what it did, so fn always gets the whole result. */
+static void catch_up_delivers_the_rest(void **state)
+{
+	(void)state;
+	struct seen s;
+	seen_init(&s);
+	struct stream_tap *t = start(&s, 0);
+	stream_tap_push(t, 0, "ab", 2);
+	struct aj_result r = {.stdout_buf = "abcd", .stdout_len = 4, .stderr_buf = "E",
+			      .stderr_len = 1};
+	stream_tap_catch_up(t, &r);
+	stream_tap_catch_up(t, &r); /* nothing more */
+	stream_tap_finish(t);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.kind[1], AJ_EVENT_STDOUT);
+	assert_int_equal(s.offset[1], 2);
+	assert_int_equal(s.first[1], 'c');
+	assert_int_equal(s.kind[2], AJ_EVENT_STDERR);
+	assert_int_equal(s.offset[2], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +211,7 @@ int main(void)
 		cmocka_unit_test(order_and_offsets_kept),
 		cmocka_unit_test(slow_consumer_bounds_memory),
 		cmocka_unit_test(over_then_room),
+		cmocka_unit_test(catch_up_delivers_the_rest),
 	};
 	return cmocka_run_group_tests_name("stream", tests, NULL, NULL);
 }

@@ -217,6 +217,7 @@ int aj_run_streaming(struct aj_sandbox *sb, const char *code, size_t len, struct
 			egress_proxy_free(req.egress);
 		}
 		/* Every event is delivered before the run returns. */
+		stream_tap_catch_up(req.tap, res);
 		stream_tap_finish(req.tap);
 	}
 	result_ensure_streams(res);

@@ -394,10 +394,11 @@ static void add_note(struct aj_result *res, const char *note, bool before)
 	free(old);
 }
 
-/* The call's images, after its output: the interpreter hands them over
- * only in its reply. */
+/* The call's images, after its output (and the rest of its output a tier
+ * did not stream): the interpreter hands them over only in its reply. */
 static void stream_images(struct stream_tap *tap, const struct aj_result *res)
 {
+	stream_tap_catch_up(tap, res);
 	for (size_t i = 0; tap && i < res->image_count; i++)
 		stream_tap_image(tap, res->images[i].name, res->images[i].mime,
 				 res->images[i].data, res->images[i].len);

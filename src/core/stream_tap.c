@@ -32,6 +32,7 @@ struct stream_tap {
 	bool finishing;
 	uint64_t lost;
 	uint64_t offset[2];     /* bytes of each stream delivered so far */
+	size_t pushed[2];       /* bytes of each stream pushed (the reader's side) */
 };
 
 static void deliver(struct stream_tap *t, struct tap_event *e)
@@ -149,9 +150,20 @@ void stream_tap_push(struct stream_tap *t, int stream, const char *p, size_t n)
 		count_lost(t);
 		return;
 	}
+	t->pushed[stream] += n; /* the reader's thread alone */
 	*e = (struct tap_event){.kind = stream ? AJ_EVENT_STDERR : AJ_EVENT_STDOUT, .len = n};
 	memcpy(e->data, p, n);
 	enqueue(t, e);
+}
+
+void stream_tap_catch_up(struct stream_tap *t, const struct aj_result *res)
+{
+	if (!t)
+		return;
+	if (res->stdout_len > t->pushed[0])
+		stream_tap_push(t, 0, res->stdout_buf + t->pushed[0], res->stdout_len - t->pushed[0]);
+	if (res->stderr_len > t->pushed[1])
+		stream_tap_push(t, 1, res->stderr_buf + t->pushed[1], res->stderr_len - t->pushed[1]);
 }
 
 void stream_tap_image(struct stream_tap *t, const char *name, const char *mime,

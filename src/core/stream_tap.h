@@ -27,6 +27,11 @@ int stream_tap_start(const struct aj_stream *stream, struct stream_tap **out);
  * more. A copy that cannot be allocated is lost (counted). */
 void stream_tap_push(struct stream_tap *t, int stream, const char *p, size_t n);
 
+/* After the tier: whatever of the result's streams the tap was not given
+ * as it was read (a tier that does not stream yet: the microvm's output
+ * comes in its result frame), so that every byte of the result reaches fn. */
+void stream_tap_catch_up(struct stream_tap *t, const struct aj_result *res);
+
 /* Queues an image (session calls, at the end of the call). */
 void stream_tap_image(struct stream_tap *t, const char *name, const char *mime,
 		      const void *data, size_t len);
