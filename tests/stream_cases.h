@@ -23,6 +23,9 @@ struct stream_seen {
 	long sleep_us;          /* per event: a slow consumer */
 };
 
+/* The case's: set up by stream_setup. */
+static struct stream_seen stream_seen;
+
 static void stream_seen_init(struct stream_seen *s, struct fixture *f)
 {
 	memset(s, 0, sizeof *s);
@@ -77,9 +80,10 @@ static void stream_record(void *arg, const struct aj_event *ev)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Runs code with f's cfg, streaming to s (buffer_kb 0: the default). */
-static int stream_run(struct fixture *f, struct stream_seen *s, uint32_t buffer_kb,
-		      const char *code, struct aj_result *r)
+/* Runs code with f's cfg, streaming to s (buffer_kb 0: the default); the
+ * run must end with status want. */
+static void stream_run(struct fixture *f, struct stream_seen *s, uint32_t buffer_kb,
+		       const char *code, enum aj_status want, struct aj_result *r)
 {
 	struct aj_stream st = {.fn = stream_record, .arg = s, .buffer_kb = buffer_kb};
 	struct aj_sandbox *sb = NULL;
@@ -88,11 +92,13 @@ static int stream_run(struct fixture *f, struct stream_seen *s, uint32_t buffer_
 		fail_msg("aj_open: %s", err.message);
 	int rc = aj_run_streaming(sb, code, strlen(code), NULL, &st, r);
 	aj_close(sb);
-	return rc;
+	assert_int_equal(rc, 0);
+	assert_status(r, want);
 }
 
-/* The result's streams are exactly what the events carried. */
-static void stream_matches_result(const struct stream_seen *s, const struct aj_result *r)
+/* The result's streams are exactly what the events carried; then both
+ * are freed. */
+static void stream_matches_result(struct stream_seen *s, struct aj_result *r)
 {
 	assert_true(s->offsets_ok);
 	assert_true(s->order_ok);
@@ -102,6 +108,8 @@ static void stream_matches_result(const struct stream_seen *s, const struct aj_r
 		assert_memory_equal(s->out, r->stdout_buf, s->out_len);
 	if (s->err_len)
 		assert_memory_equal(s->err, r->stderr_buf, s->err_len);
+	aj_result_free(r);
+	stream_seen_free(s);
 }
 
 /* Print, sleep, print: the first line reaches fn while the program is
@@ -110,27 +118,22 @@ static void stream_matches_result(const struct stream_seen *s, const struct aj_r
 static void stream_first_output_before_the_end(void **state)
 {
 	struct fixture *f = *state;
-	struct stream_seen s;
-	stream_seen_init(&s, f);
+	struct stream_seen *s = &stream_seen;
 	f->cfg.limits.wall_sec = 30;
 	struct aj_result r;
-	int rc = stream_run(f, &s, 0,
-			    "import sys, time\n"
-			    "print('first', flush=True)\n"
-			    "time.sleep(2)\n"
-			    "print('second', file=sys.stderr, flush=True)\n"
-			    "print('third')\n",
-			    &r);
-	assert_int_equal(rc, 0);
-	assert_status(&r, AJ_STATUS_OK);
-	assert_true(s.alive_at_first > 0);
-	assert_true(s.out_events >= 2); /* "first" alone, before the sleep */
-	assert_true(s.err_events >= 1); /* one write or two (print's text, then its newline) */
+	stream_run(f, s, 0,
+		   "import sys, time\n"
+		   "print('first', flush=True)\n"
+		   "time.sleep(2)\n"
+		   "print('second', file=sys.stderr, flush=True)\n"
+		   "print('third')\n",
+		   AJ_STATUS_OK, &r);
+	assert_true(s->alive_at_first > 0);
+	assert_true(s->out_events >= 2); /* "first" alone, before the sleep */
+	assert_true(s->err_events >= 1); /* one write or two (print's text, then its newline) */
 	assert_string_equal(r.stdout_buf, "first\nthird\n");
 	assert_string_equal(r.stderr_buf, "second\n");
-	stream_matches_result(&s, &r);
-	aj_result_free(&r);
-	stream_seen_free(&s);
+	stream_matches_result(s, &r);
 }
 
 /* A flood while streaming: stopped at the cap as without streaming, and
@@ -139,22 +142,17 @@ static void stream_first_output_before_the_end(void **state)
 static void stream_flood_holds_the_cap(void **state)
 {
 	struct fixture *f = *state;
-	struct stream_seen s;
-	stream_seen_init(&s, f);
+	struct stream_seen *s = &stream_seen;
 	f->cfg.limits.output_kb = 256;
 	struct aj_result r;
-	int rc = stream_run(f, &s, 16,
-			    "import sys\n"
-			    "while True:\n"
-			    "    sys.stdout.write('x' * 65536)\n",
-			    &r);
-	assert_int_equal(rc, 0);
-	assert_status(&r, AJ_STATUS_OUTPUT_LIMIT);
+	stream_run(f, s, 16,
+		   "import sys\n"
+		   "while True:\n"
+		   "    sys.stdout.write('x' * 65536)\n",
+		   AJ_STATUS_OUTPUT_LIMIT, &r);
 	assert_true(r.stdout_truncated);
 	assert_int_equal(r.stdout_len, 256 * 1024);
-	stream_matches_result(&s, &r);
-	aj_result_free(&r);
-	stream_seen_free(&s);
+	stream_matches_result(s, &r);
 }
 
 /* A consumer far slower than the program (a few KiB of buffer, a pause
@@ -163,24 +161,19 @@ static void stream_flood_holds_the_cap(void **state)
 static void stream_slow_consumer_gets_everything(void **state)
 {
 	struct fixture *f = *state;
-	struct stream_seen s;
-	stream_seen_init(&s, f);
-	s.sleep_us = 2000;
+	struct stream_seen *s = &stream_seen;
+	s->sleep_us = 2000;
 	f->cfg.limits.wall_sec = 60;
 	struct aj_result r;
-	int rc = stream_run(f, &s, 4,
-			    "import sys\n"
-			    "for i in range(300):\n"
-			    "    sys.stdout.write('%05d' % i + 'o' * 1000 + '\\n')\n"
-			    "    if i % 10 == 0:\n"
-			    "        sys.stderr.write('e%d\\n' % i)\n",
-			    &r);
-	assert_int_equal(rc, 0);
-	assert_status(&r, AJ_STATUS_OK);
+	stream_run(f, s, 4,
+		   "import sys\n"
+		   "for i in range(300):\n"
+		   "    sys.stdout.write('%05d' % i + 'o' * 1000 + '\\n')\n"
+		   "    if i % 10 == 0:\n"
+		   "        sys.stderr.write('e%d\\n' % i)\n",
+		   AJ_STATUS_OK, &r);
 	assert_int_equal(r.stdout_len, 300 * 1006);
-	stream_matches_result(&s, &r);
-	aj_result_free(&r);
-	stream_seen_free(&s);
+	stream_matches_result(s, &r);
 }
 
 /* A session call streams too: its output as events, the same bytes as
@@ -188,32 +181,36 @@ static void stream_slow_consumer_gets_everything(void **state)
 static void stream_session_call(void **state)
 {
 	struct fixture *f = *state;
-	struct stream_seen s;
-	stream_seen_init(&s, f);
+	struct stream_seen *s = &stream_seen;
 	f->cfg.limits.wall_sec = 30;
 	struct aj_session *ss = NULL;
 	struct aj_error err = {0};
 	if (aj_session_open(&f->cfg, &ss, &err))
 		fail_msg("aj_session_open: %s", err.message);
-	struct aj_stream st = {.fn = stream_record, .arg = &s};
+	struct aj_stream st = {.fn = stream_record, .arg = s};
 	const char *code = "import sys\nprint('a' * 5000)\nprint('b', file=sys.stderr)\nx = 1\n";
 	struct aj_result r;
 	assert_int_equal(aj_session_run_streaming(ss, code, strlen(code), NULL, &st, &r), 0);
 	assert_status(&r, AJ_STATUS_OK);
-	assert_true(s.out_events >= 1);
+	assert_true(s->out_events >= 1);
 	assert_int_equal(r.stdout_len, 5001);
-	stream_matches_result(&s, &r);
-	aj_result_free(&r);
+	stream_matches_result(s, &r);
 	struct aj_stream none = {0};
 	assert_int_equal(aj_session_run_streaming(ss, "x", 1, NULL, &none, &r), -EINVAL);
 	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
 	assert_true(contains(r.message, "no fn"));
 	aj_result_free(&r);
 	aj_session_close(ss);
-	stream_seen_free(&s);
 }
 
-#define STREAM_TEST(fn) cmocka_unit_test_setup_teardown(fn, case_setup, case_teardown)
+static int stream_setup(void **state)
+{
+	case_setup(state);
+	stream_seen_init(&stream_seen, *state);
+	return 0;
+}
+
+#define STREAM_TEST(fn) cmocka_unit_test_setup_teardown(fn, stream_setup, case_teardown)
 #define STREAM_TABLE                                                                         \
 	STREAM_TEST(stream_first_output_before_the_end), STREAM_TEST(stream_flood_holds_the_cap), \
 	STREAM_TEST(stream_slow_consumer_gets_everything), STREAM_TEST(stream_session_call)

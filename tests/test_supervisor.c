@@ -303,9 +303,10 @@ static bool tap_paused(void *arg)
 	return atomic_load(&((struct tap *)arg)->paused);
 }
 
-static void rig_tap(struct rig *r, struct tap *t)
+static void rig_tap(struct rig *r, struct tap *t, bool paused)
 {
 	memset(t, 0, sizeof *t);
+	atomic_store(&t->paused, paused);
 	t->more_w = -1;
 	t->room = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(t->room >= 0);
@@ -324,7 +325,7 @@ static void output_reaches_the_tap(void **state)
 	struct rig r;
 	struct tap t;
 	rig_open(&r, 100, 60);
-	rig_tap(&r, &t);
+	rig_tap(&r, &t, false);
 	t.more_w = r.out[1];
 	r.out[1] = -1;
 	assert_int_equal(write(t.more_w, "one", 3), 3);
@@ -339,7 +340,7 @@ static void output_reaches_the_tap(void **state)
 	close(t.room);
 
 	rig_open(&r, 10, 60);
-	rig_tap(&r, &t);
+	rig_tap(&r, &t, false);
 	supervisor_output(&r.sv, 0, "01234", 5);
 	supervisor_output(&r.sv, 0, "56789abc", 8);
 	supervisor_output(&r.sv, 0, "d", 1);
@@ -350,7 +351,7 @@ static void output_reaches_the_tap(void **state)
 	close(t.room);
 
 	rig_open(&r, 10, 60);
-	rig_tap(&r, &t);
+	rig_tap(&r, &t, false);
 	assert_int_equal(write(r.out[1], "0123456789abc", 13), 13);
 	supervisor_drain(&r.sv);
 	assert_int_equal(t.len, 10);
@@ -381,8 +382,7 @@ static void paused_until_room(void **state)
 	struct rig r;
 	struct tap t;
 	rig_open(&r, 100, 30);
-	rig_tap(&r, &t);
-	atomic_store(&t.paused, true);
+	rig_tap(&r, &t, true);
 	assert_int_equal(write(r.out[1], "abc", 3), 3);
 	close(r.out[1]);
 	r.out[1] = -1;
@@ -415,8 +415,7 @@ static void wall_clock_ends_a_paused_run(void **state)
 	struct rig r;
 	struct tap t;
 	rig_open(&r, 100, 0.2);
-	rig_tap(&r, &t);
-	atomic_store(&t.paused, true);
+	rig_tap(&r, &t, true);
 	int frames[2];
 	assert_int_equal(pipe2(frames, O_CLOEXEC | O_NONBLOCK), 0);
 	assert_int_equal(write(frames[1], "frame", 5), 5);

@@ -202,20 +202,12 @@ int stream_tap_room_fd(const struct stream_tap *t)
 	return t->room_fd;
 }
 
-size_t stream_tap_peak(struct stream_tap *t)
+void stream_tap_stats(struct stream_tap *t, size_t *peak, uint64_t *lost)
 {
 	pthread_mutex_lock(&t->mu);
-	size_t p = t->peak;
+	*peak = t->peak;
+	*lost = t->lost;
 	pthread_mutex_unlock(&t->mu);
-	return p;
-}
-
-uint64_t stream_tap_lost(struct stream_tap *t)
-{
-	pthread_mutex_lock(&t->mu);
-	uint64_t n = t->lost;
-	pthread_mutex_unlock(&t->mu);
-	return n;
 }
 
 void stream_tap_finish(struct stream_tap *t)

@@ -44,8 +44,7 @@ int stream_tap_room_fd(const struct stream_tap *t);
 
 /* The most bytes the queue held at once (chunks being delivered count
  * until fn returns), and the chunks lost to a failed allocation. */
-size_t stream_tap_peak(struct stream_tap *t);
-uint64_t stream_tap_lost(struct stream_tap *t);
+void stream_tap_stats(struct stream_tap *t, size_t *peak, uint64_t *lost);
 
 /* Delivers every queued event, ends the thread and frees t. NULL: nothing. */
 void stream_tap_finish(struct stream_tap *t);
