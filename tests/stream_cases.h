@@ -20,6 +20,7 @@ struct stream_seen {
 	bool offsets_ok;        /* each chunk's offset = its stream's bytes before it */
 	bool order_ok;          /* no chunk after an image */
 	int alive_at_first;     /* the sandbox's processes at the first chunk */
+	char image_name[64];    /* the last image's */
 	long sleep_us;          /* per event: a slow consumer */
 };
 
@@ -75,6 +76,7 @@ static void stream_record(void *arg, const struct aj_event *ev)
 		stream_append(&s->err, &s->err_len, ev->data, ev->len);
 		s->err_events++;
 	} else {
+		snprintf(s->image_name, sizeof s->image_name, "%s", ev->name);
 		s->image_events++;
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -188,12 +190,18 @@ static void stream_session_call(void **state)
 	if (aj_session_open(&f->cfg, &ss, &err))
 		fail_msg("aj_session_open: %s", err.message);
 	struct aj_stream st = {.fn = stream_record, .arg = s};
-	const char *code = "import sys\nprint('a' * 5000)\nprint('b', file=sys.stderr)\nx = 1\n";
+	/* A new file in outputs/ is one of the call's images. */
+	const char *code = "import os, sys\nprint('a' * 5000)\nprint('b', file=sys.stderr)\n"
+			   "os.makedirs('outputs', exist_ok=True)\n"
+			   "n = open('outputs/s.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n')\n";
 	struct aj_result r;
 	assert_int_equal(aj_session_run_streaming(ss, code, strlen(code), NULL, &st, &r), 0);
 	assert_status(&r, AJ_STATUS_OK);
 	assert_true(s->out_events >= 1);
 	assert_int_equal(r.stdout_len, 5001);
+	assert_int_equal(r.image_count, 1);
+	assert_int_equal(s->image_events, 1); /* after the output: order_ok */
+	assert_string_equal(s->image_name, "outputs/s.png");
 	stream_matches_result(s, &r);
 	struct aj_stream none = {0};
 	assert_int_equal(aj_session_run_streaming(ss, "x", 1, NULL, &none, &r), -EINVAL);

@@ -611,6 +611,86 @@ static void take(struct capture *c, const char *bytes, size_t n)
 	capture_append(c, bytes, n);
 }
 
+/* What a streaming run's tap got of stderr (stdout passes straight on). */
+struct boot_tap {
+	char got[1024];
+	size_t len;
+};
+
+static void boot_tap_take(void *arg, int stream, const char *p, size_t n)
+{
+	struct boot_tap *t = arg;
+	assert_int_equal(stream, 1);
+	assert_true(t->len + n <= sizeof t->got);
+	memcpy(t->got + t->len, p, n);
+	t->len += n;
+}
+
+static bool never_paused(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+/* Streams bytes (n of them, NULs kept) as stderr pieces of `piece`
+ * bytes through boot_stream's hooks, cap bytes the program's cap;
+ * boot_finish_run, then boot_stream_finish. Returns what the tap had
+ * before the finish in *before. */
+static void boot_stream_case(const char *bytes, size_t n, size_t piece, size_t cap,
+			     struct boot_tap *t, size_t *before)
+{
+	memset(t, 0, sizeof *t);
+	struct capture err;
+	capture_init(&err, cap + BOOT_REPORT_MAX);
+	struct supervisor_stream inner = {.out_tap = boot_tap_take, .out_paused = never_paused,
+					  .out_room_fd = -1, .tap_arg = t};
+	struct boot_stream bs;
+	struct supervisor_stream hooks = boot_stream_hooks(&bs, inner, &err, cap);
+	for (size_t i = 0; i < n; i += piece) {
+		size_t k = n - i < piece ? n - i : piece;
+		size_t room = err.limit - err.len;
+		capture_append(&err, bytes + i, k);
+		if (room)
+			hooks.out_tap(hooks.tap_arg, 1, bytes + i, k < room ? k : room);
+	}
+	*before = t->len;
+	struct outcome o = {0};
+	boot_finish_run(&err, "abc", 1, cap, &o);
+	boot_stream_finish(&bs);
+	assert_int_equal(t->len, err.len);
+	assert_memory_equal(t->got, err.buf, err.len);
+	capture_free(&err);
+}
+
+/* A streaming boot run's stderr: the program's bytes go on as they come,
+ * boot's report never (held while it may be one, dropped once it was),
+ * a NUL of the program's own goes on once it cannot be the report, and
+ * nothing past the program's cap. */
+static void boot_stream_holds_the_report(void **state)
+{
+	(void)state;
+	struct boot_tap t;
+	size_t before;
+	const char run[] = "traceback\n\0agentjail-exit abc 256 1500 7000\n";
+	boot_stream_case(run, sizeof run - 1, 3, 1000, &t, &before);
+	assert_int_equal(before, strlen("traceback\n"));
+	assert_int_equal(t.len, strlen("traceback\n"));
+	/* The program's own NUL, then more than a report's worth after it. */
+	char own[300];
+	memset(own, 'y', sizeof own);
+	own[5] = 0;
+	boot_stream_case(own, sizeof own, 7, 1000, &t, &before);
+	assert_true(before >= 6);
+	assert_int_equal(t.len, sizeof own);
+	/* Past the cap: the cap's worth, and the report still taken off. */
+	char big[200];
+	memset(big, 'z', sizeof big);
+	memcpy(big + 200 - sizeof run + 1, run, sizeof run - 1);
+	boot_stream_case(big, sizeof big, 16, 50, &t, &before);
+	assert_int_equal(t.len, 50);
+	assert_true(before <= 50);
+}
+
 static void report_only_at_the_end_with_the_nonce(void **state)
 {
 	(void)state;
@@ -692,6 +772,7 @@ int main(void)
 		cmocka_unit_test(owners),
 		cmocka_unit_test(demux_in_any_split),
 		cmocka_unit_test(report_only_at_the_end_with_the_nonce),
+		cmocka_unit_test(boot_stream_holds_the_report),
 	};
 	return cmocka_run_group_tests_name("docker tier", tests, NULL, NULL);
 }
