@@ -88,7 +88,7 @@ static void one_session(const struct vm_frame_header *h)
 		if (next.type == VM_CALL) {
 			struct vm_call req;
 			char *request;
-			rc = receive_call(input_read, &next, lim.output_kb, &req, &request, &f);
+			rc = receive_call(input_read, &next, &req, &request, &f);
 			free(request);
 			if (rc) {
 				check_refusal(&f);

@@ -8,19 +8,20 @@
  * socket may split a frame anywhere), a byte choosing the host's state, a
  * byte for the output cap (1..16 KiB, small so that answers pass it), a
  * byte for a call's reply cap, then the stream the host reads, in the host's
- * order: the booting guest's VM_READY (src/vm/snapshot.c), or a run's one
- * answer (microvm_run), or a session's VM_SESSION_READY and then one
- * VM_CALL_RESULT per call until an answer ends the VM
- * (microvm_session_open, microvm_session_call). The end of the input is the
- * end of the stream.
+ * order: the booting guest's VM_READY (src/vm/snapshot.c), or a run's
+ * VM_OUTPUT frames and its one answer (microvm_run), or a session's
+ * VM_SESSION_READY and then, per call (seq 1, 2, ...), its VM_OUTPUT frames
+ * and one VM_CALL_RESULT, until an answer ends the VM (microvm_session_open,
+ * microvm_session_call). The end of the input is the end of the stream.
  *
  * What must hold: no crash, leak or undefined behaviour (ASan/UBSan); a
  * frame is decoded with its length within VM_MAX_FRAME and its payload
  * NUL-terminated, or refused (-EPIPE, -EPROTO); every answer ends in a
- * result or a refusal whose message says "microvm: ..."; a result's
- * streams are NUL-terminated and never longer than the output cap (the
- * guest is not trusted to have capped them), a call's reply never longer
- * than its cap. */
+ * result or a refusal whose message says "microvm: ..."; an output frame
+ * out of the rules is refused the same way, and what was taken of the
+ * output never passes the cap; a result's streams are NUL-terminated and
+ * never longer than the output cap (the guest is not trusted to have capped
+ * them), a call's reply never longer than its cap. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -82,6 +83,30 @@ static void check_result(const struct aj_result *res, size_t cap)
 		__builtin_trap();
 }
 
+/* The frames up to the answer, each VM_OUTPUT taken into out as the tier
+ * does (microvm.c recv_answer): 0 with the answer's frame, a refused
+ * output frame (-EPROTO, res says which), or next_frame's end. */
+static int next_answer(struct input *in, struct vm_output *out, uint32_t *type, void **payload,
+		       uint32_t *len, struct aj_result *res)
+{
+	for (;;) {
+		int rc = next_frame(in, type, payload, len);
+		if (rc || *type != VM_OUTPUT)
+			return rc;
+		rc = vm_output_take(out, *payload, *len, res);
+		free(*payload);
+		*payload = NULL;
+		if (out->cap[0].len > out->limit || out->cap[1].len > out->limit)
+			__builtin_trap();
+		if (rc) {
+			if (rc != -EPROTO)
+				__builtin_trap();
+			check_refusal(res->message);
+			return rc;
+		}
+	}
+}
+
 static void one_ready(struct input *in)
 {
 	uint32_t type, len;
@@ -101,11 +126,19 @@ static void one_run(struct input *in, const struct aj_config *cfg)
 {
 	uint32_t type, len;
 	void *payload;
-	if (next_frame(in, &type, &payload, &len))
-		return; /* the VM ended before answering: a sandbox error */
+	struct vm_output out;
+	vm_output_init(&out, (size_t)cfg->limits.output_kb * 1024, 0);
 	struct aj_result res;
 	result_init(&res);
-	int rc = vm_run_answer(type, payload, len, &cfg->limits, &res);
+	int rc = next_answer(in, &out, &type, &payload, &len, &res);
+	if (rc) {
+		/* the VM ended before answering, or broke a rule: a sandbox error */
+		vm_output_free(&out);
+		aj_result_free(&res);
+		return;
+	}
+	rc = vm_run_answer(type, payload, len, &cfg->limits, &out, &res);
+	vm_output_free(&out);
 	free(payload);
 	if (rc && rc != -EPROTO)
 		__builtin_trap();
@@ -130,14 +163,22 @@ static void one_session(struct input *in, const struct aj_config *cfg, size_t re
 		check_refusal(err.message);
 		return; /* the session does not open; its VM is destroyed */
 	}
-	const struct session_call call = {.request = "{}\n", .len = 3, .seq = 1, .cancel_fd = -1,
-					  .reply_max = reply_max};
-	while (next_frame(in, &type, &payload, &len) == 0) {
+	struct session_call call = {.request = "{}\n", .len = 3, .seq = 1, .cancel_fd = -1,
+				    .reply_max = reply_max};
+	for (;; call.seq++) {
 		struct aj_result res;
 		struct session_answer ans;
+		struct vm_output out;
 		result_init(&res);
 		memset(&ans, 0, sizeof ans);
-		rc = vm_call_answer(type, payload, len, cfg, &call, 1.0, &res, &ans);
+		vm_output_init(&out, (size_t)cfg->limits.output_kb * 1024, call.seq);
+		if (next_answer(in, &out, &type, &payload, &len, &res)) {
+			vm_output_free(&out);
+			aj_result_free(&res);
+			return; /* the host ends the VM */
+		}
+		rc = vm_call_answer(type, payload, len, cfg, &call, 1.0, &out, &res, &ans);
+		vm_output_free(&out);
 		free(payload);
 		if (rc) {
 			if ((rc != -EPROTO && rc != -EPIPE) || ans.reply)

@@ -848,33 +848,148 @@ static void session_reply_holds_the_image_caps(void **state)
 	aj_result_free(&res);
 }
 
-/* A microvm guest taken over by its program could answer a run with more
- * output than the cap its agent holds: the host refuses it. */
-static void microvm_answer_past_the_output_cap_is_refused(void **state)
+/* One VM_OUTPUT's payload: the head, then n bytes of fill. */
+static void *output_frame(uint32_t stream, uint64_t seq, size_t n, char fill, uint32_t *len)
+{
+	struct vm_output_head h = {.stream = stream, .seq = seq};
+	char *p = malloc(sizeof h + n + 1);
+	assert_non_null(p);
+	memcpy(p, &h, sizeof h);
+	memset(p + sizeof h, fill, n);
+	*len = (uint32_t)(sizeof h + n);
+	return p;
+}
+
+/* Takes one VM_OUTPUT frame into v: vm_output_take's answer, res freed. */
+static int take_output(struct vm_output *v, uint32_t stream, uint64_t seq, size_t n,
+		       char fill, char *message, size_t size)
+{
+	uint32_t len;
+	void *p = output_frame(stream, seq, n, fill, &len);
+	struct aj_result res;
+	result_init(&res);
+	int rc = vm_output_take(v, p, len, &res);
+	snprintf(message, size, "%s", res.message ? res.message : "");
+	aj_result_free(&res);
+	free(p);
+	return rc;
+}
+
+/* A microvm guest taken over by its program could send more output than
+ * the cap its agent holds: the frame that passes it fails the run. */
+static void microvm_output_past_the_cap_is_refused(void **state)
 {
 	(void)state;
-	struct aj_limits l = {.output_kb = 1};
-	for (size_t out = 1024; out <= 1025; out++) {
-		struct vm_result r = {.flags = VM_RUN_ENDED, .wstatus = 0,
-				      .stdout_len = (uint32_t)out};
-		size_t len = sizeof r + out;
-		char *frame = calloc(1, len);
-		assert_non_null(frame);
-		memcpy(frame, &r, sizeof r);
-		memset(frame + sizeof r, 'x', out);
+	char why[256];
+	struct vm_output v;
+	vm_output_init(&v, 1024, 0);
+	assert_int_equal(take_output(&v, 0, 0, 1000, 'x', why, sizeof why), 0);
+	assert_int_equal(take_output(&v, 0, 0, 24, 'x', why, sizeof why), 0);
+	assert_int_equal(take_output(&v, 1, 0, 1024, 'y', why, sizeof why), 0);
+	assert_int_equal(take_output(&v, 0, 0, 1, 'x', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's stdout passed the output cap of 1024 bytes");
+	assert_int_equal(take_output(&v, 1, 0, 1, 'y', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's stderr passed the output cap of 1024 bytes");
+	/* What was refused was never kept. */
+	assert_int_equal(v.cap[0].len, 1024);
+	assert_int_equal(v.cap[1].len, 1024);
+	vm_output_free(&v);
+}
+
+/* Each rule of an output frame, broken once, names itself; a good frame
+ * between them is kept, in order. */
+static void microvm_output_frame_rules(void **state)
+{
+	(void)state;
+	char why[256];
+	struct vm_output v;
+	vm_output_init(&v, 1 << 20, 7);
+	assert_int_equal(take_output(&v, 0, 7, 3, 'a', why, sizeof why), 0);
+	assert_int_equal(take_output(&v, 0, 7, 0, 'a', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's output frame is malformed (16 bytes; 1 to "
+				 "65536 of output in one)");
+	assert_int_equal(take_output(&v, 0, 7, VM_OUTPUT_MAX + 1, 'a', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's output frame is malformed (65553 bytes; 1 "
+				 "to 65536 of output in one)");
+	assert_int_equal(take_output(&v, 2, 7, 1, 'a', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's output frame names stream 2 (reserved 0)");
+	/* A late piece of the last call, after its result. */
+	assert_int_equal(take_output(&v, 0, 6, 1, 'a', why, sizeof why), -EPROTO);
+	assert_string_equal(why, "microvm: the guest's output frame is of call 6, not of this "
+				 "one (7)");
+	struct aj_result res;
+	result_init(&res);
+	assert_int_equal(vm_output_take(&v, "short", 5, &res), -EPROTO);
+	assert_string_equal(res.message, "microvm: the guest's output frame is malformed (5 "
+					 "bytes; 1 to 65536 of output in one)");
+	aj_result_free(&res);
+	assert_int_equal(take_output(&v, 0, 7, VM_OUTPUT_MAX, 'b', why, sizeof why), 0);
+	assert_int_equal(v.cap[0].len, 3 + VM_OUTPUT_MAX);
+	assert_memory_equal(v.cap[0].buf, "aaab", 4);
+	vm_output_free(&v);
+}
+
+/* The result's stream lengths must be what the output frames brought; the
+ * streams themselves come from the frames. */
+static void microvm_result_counts_the_output_frames(void **state)
+{
+	(void)state;
+	struct aj_limits l = {.output_kb = 1, .memory_mb = 256, .wall_sec = 10, .cpu_sec = 10};
+	char why[256];
+	for (uint32_t said = 5; said <= 6; said++) {
+		struct vm_output v;
+		vm_output_init(&v, 1024, 0);
+		assert_int_equal(take_output(&v, 0, 0, 2, 'h', why, sizeof why), 0);
+		assert_int_equal(take_output(&v, 0, 0, 3, 'i', why, sizeof why), 0);
+		assert_int_equal(take_output(&v, 1, 0, 1, 'e', why, sizeof why), 0);
+		struct vm_result r = {.flags = VM_RUN_ENDED, .stdout_len = said, .stderr_len = 1};
 		struct aj_result res;
 		result_init(&res);
-		assert_int_equal(vm_run_answer(VM_RESULT, frame, (uint32_t)len, &l, &res), 0);
-		if (out == 1024) {
+		assert_int_equal(vm_run_answer(VM_RESULT, &r, sizeof r, &l, &v, &res), 0);
+		if (said == 5) {
 			assert_int_equal(res.status, AJ_STATUS_OK);
-			assert_int_equal(res.stdout_len, 1024);
+			assert_string_equal(res.stdout_buf, "hhiii");
+			assert_string_equal(res.stderr_buf, "e");
 		} else {
 			assert_int_equal(res.status, AJ_STATUS_SANDBOX_ERROR);
 			assert_string_equal(res.message, "microvm: the guest's answer is malformed");
-			assert_true(res.stdout_len == 0);
 		}
 		aj_result_free(&res);
-		free(frame);
+		vm_output_free(&v);
+	}
+
+	/* A call's result too. */
+	struct aj_config cfg;
+	aj_config_init(&cfg);
+	const struct session_call call = {.request = "{}\n", .len = 3, .seq = 3, .cancel_fd = -1,
+					  .reply_max = 64};
+	for (uint32_t said = 2; said <= 3; said++) {
+		struct vm_output v;
+		vm_output_init(&v, (size_t)cfg.limits.output_kb * 1024, 3);
+		assert_int_equal(take_output(&v, 1, 3, 2, 'w', why, sizeof why), 0);
+		static const char reply[] = "{\"seq\":3}";
+		struct vm_call_result r = {.flags = VM_CALL_REPLIED, .stderr_len = said,
+					   .reply_len = sizeof reply - 1};
+		char frame[sizeof r + sizeof reply];
+		memcpy(frame, &r, sizeof r);
+		memcpy(frame + sizeof r, reply, sizeof reply - 1);
+		struct aj_result res;
+		struct session_answer ans;
+		result_init(&res);
+		memset(&ans, 0, sizeof ans);
+		int rc = vm_call_answer(VM_CALL_RESULT, frame, (uint32_t)(sizeof r + sizeof reply - 1),
+					&cfg, &call, 1.0, &v, &res, &ans);
+		if (said == 2) {
+			assert_int_equal(rc, 0);
+			assert_string_equal(res.stderr_buf, "ww");
+			assert_string_equal(ans.reply, reply);
+		} else {
+			assert_int_equal(rc, -EPROTO);
+			assert_string_equal(res.message, "microvm: the guest's answer is malformed");
+		}
+		free(ans.reply);
+		aj_result_free(&res);
+		vm_output_free(&v);
 	}
 }
 
@@ -894,7 +1009,9 @@ static void microvm_guest_cannot_choose_the_status(void **state)
 	struct aj_limits l = {.output_kb = 16, .memory_mb = 256, .wall_sec = 10, .cpu_sec = 10};
 	struct aj_result res;
 	result_init(&res);
-	vm_run_answer(VM_RESULT, stream + 8, 0x38, &l, &res);
+	struct vm_output v;
+	vm_output_init(&v, (size_t)l.output_kb * 1024, 0);
+	vm_run_answer(VM_RESULT, stream + 8, 0x38, &l, &v, &res);
 	if (res.status == AJ_STATUS_SANDBOX_ERROR) {
 		assert_non_null(res.message);
 		assert_true(strncmp(res.message, "microvm: ", 9) == 0);
@@ -909,7 +1026,7 @@ static void microvm_guest_cannot_choose_the_status(void **state)
 	memcpy(frame, &r, sizeof r);
 	memcpy(frame + sizeof r, words, sizeof words - 1);
 	result_init(&res);
-	vm_run_answer(VM_RESULT, frame, (uint32_t)(sizeof r + sizeof words - 1), &l, &res);
+	vm_run_answer(VM_RESULT, frame, (uint32_t)(sizeof r + sizeof words - 1), &l, &v, &res);
 	assert_int_equal(res.status, AJ_STATUS_SANDBOX_ERROR);
 	assert_string_equal(res.message,
 			    "microvm: the guest could not prepare the run: killed by signal 9 (KILL)");
@@ -918,9 +1035,10 @@ static void microvm_guest_cannot_choose_the_status(void **state)
 	/* The program's exit code is a fact: 121 is memory, as on every tier. */
 	struct vm_result m = {.flags = VM_RUN_ENDED, .wstatus = AJ_MEMORY_ERROR_EXIT << 8};
 	result_init(&res);
-	vm_run_answer(VM_RESULT, &m, sizeof m, &l, &res);
+	vm_run_answer(VM_RESULT, &m, sizeof m, &l, &v, &res);
 	assert_int_equal(res.status, AJ_STATUS_MEMORY);
 	aj_result_free(&res);
+	vm_output_free(&v);
 }
 
 /* A session cell's exit code is read with the same memory rule. */
@@ -1155,7 +1273,9 @@ int main(void)
 		cmocka_unit_test(classify_supervisor_verdicts),
 		cmocka_unit_test(config_checks_ro_binds),
 		cmocka_unit_test(session_reply_holds_the_image_caps),
-		cmocka_unit_test(microvm_answer_past_the_output_cap_is_refused),
+		cmocka_unit_test(microvm_output_past_the_cap_is_refused),
+		cmocka_unit_test(microvm_output_frame_rules),
+		cmocka_unit_test(microvm_result_counts_the_output_frames),
 		cmocka_unit_test(pool_takes_newest_refills_and_ends_what_is_left),
 		cmocka_unit_test(pool_make_that_fails_is_tried_again),
 		cmocka_unit_test(pool_thread_replaces_the_oldest_that_aged),

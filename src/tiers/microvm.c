@@ -313,6 +313,24 @@ static int start_egress(const struct ready_vm *vm, struct egress_proxy *proxy, d
 	return 0;
 }
 
+/* Reads the guest's frames until its answer (any frame but VM_OUTPUT, for
+ * the caller to read), each VM_OUTPUT to out as it comes: channel_recv's
+ * codes, or -EPROTO with res saying which output frame broke the rules. */
+static int recv_answer(int ch, double deadline, int cancel_fd, struct vm_output *out,
+		       uint32_t *type, void **payload, uint32_t *len, struct aj_result *res)
+{
+	for (;;) {
+		int rc = channel_recv(ch, deadline, cancel_fd, type, payload, len);
+		if (rc || *type != VM_OUTPUT)
+			return rc;
+		rc = vm_output_take(out, *payload, *len, res);
+		free(*payload);
+		*payload = NULL;
+		if (rc)
+			return rc;
+	}
+}
+
 static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
@@ -337,6 +355,8 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
 	struct egress_relay *relay = NULL;
+	struct vm_output out;
+	vm_output_init(&out, (size_t)l->output_kb * 1024, 0);
 	if (req->egress && (rc = start_egress(&vm, req->egress, deadline, &relay, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		goto out;
@@ -346,9 +366,11 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		goto out;
 	}
 	/* A pooled VM's clock for this run starts now, not when it was made. */
-	rc = channel_recv(vm.ch, now_ms() + l->wall_sec * 1000.0 + VM_GRACE_MS, req->cancel_fd,
-			  &type, &payload, &len);
-	if (rc == -ETIMEDOUT) {
+	rc = recv_answer(vm.ch, now_ms() + l->wall_sec * 1000.0 + VM_GRACE_MS, req->cancel_fd,
+			 &out, &type, &payload, &len, res);
+	if (rc == -EPROTO) {
+		/* An output frame out of the rules: res says which. */
+	} else if (rc == -ETIMEDOUT) {
 		/* The guest did not answer even past its own clock: the host's
 		 * clock ends the VM. */
 		res->status = AJ_STATUS_TIMEOUT;
@@ -369,9 +391,10 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		result_sandbox_error(res, "microvm: the VM ended before answering (%s)%s%s",
 				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
 	} else {
-		rc = vm_run_answer(type, payload, len, l, res);
+		rc = vm_run_answer(type, payload, len, l, &out, res);
 	}
 out:
+	vm_output_free(&out);
 	/* The relay first: its streams close, the proxy's ends see EOF. */
 	egress_relay_stop(relay, NULL, 0);
 	free(payload);
@@ -633,9 +656,9 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 		result_sandbox_error(res, "microvm: session: the VM is gone");
 		return -EPIPE;
 	}
-	/* One frame holds both streams and the reply: a longer reply is cut
-	 * at what fits, and stops the call as too long. */
-	uint64_t fixed = sizeof(struct vm_call_result) + 4096 + 2 * (uint64_t)l->output_kb * 1024;
+	/* One frame holds the reply (the streams come in their own): a longer
+	 * reply is cut at what fits, and stops the call as too long. */
+	uint64_t fixed = sizeof(struct vm_call_result) + 4096;
 	uint64_t room = fixed < VM_MAX_FRAME ? VM_MAX_FRAME - fixed : 0;
 	struct vm_call vc = {.seq = call->seq, .wall_ms = (uint32_t)(l->wall_sec * 1000.0),
 			     .reply_max = (uint32_t)(call->reply_max < room ? call->reply_max : room),
@@ -646,7 +669,9 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	double deadline = start + l->wall_sec * 1000.0 + VM_SESSION_START_MS + VM_GRACE_MS;
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
+	struct vm_output out;
 	int rc;
+	vm_output_init(&out, (size_t)l->output_kb * 1024, call->seq);
 	if (call->len > VM_MAX_FRAME - sizeof vc) {
 		result_sandbox_error(res, "microvm: session: a request of %zu bytes is too large",
 				     call->len);
@@ -656,17 +681,29 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 		result_sandbox_error(res, "microvm: session: send the call: %s", errno_name(-rc));
 		goto broken;
 	}
-	rc = await_frame(ms->vm.ch, deadline, call->cancel_fd);
-	if (rc == -ECANCELED) {
-		/* The guest stops the call and reports it cancelled; one that
-		 * does not within the grace loses its VM. */
-		if ((rc = channel_send(ms->vm.ch, VM_CALL_STOP, NULL, 0, NULL, 0)) == 0) {
+	int cancel_fd = call->cancel_fd;
+	for (;;) {
+		rc = await_frame(ms->vm.ch, deadline, cancel_fd);
+		if (rc == -ECANCELED) {
+			/* The guest stops the call and reports it cancelled; one
+			 * that does not within the grace loses its VM. */
+			if ((rc = channel_send(ms->vm.ch, VM_CALL_STOP, NULL, 0, NULL, 0)))
+				break;
 			double grace = now_ms() + CANCEL_GRACE_MS;
-			rc = await_frame(ms->vm.ch, grace < deadline ? grace : deadline, -1);
+			deadline = grace < deadline ? grace : deadline;
+			cancel_fd = -1;
+			continue;
 		}
+		if (rc == 0)
+			rc = channel_recv(ms->vm.ch, deadline, -1, &type, &payload, &len);
+		if (rc || type != VM_OUTPUT)
+			break;
+		rc = vm_output_take(&out, payload, len, res);
+		free(payload);
+		payload = NULL;
+		if (rc)
+			goto broken; /* res says which rule the frame broke */
 	}
-	if (rc == 0)
-		rc = channel_recv(ms->vm.ch, deadline, -1, &type, &payload, &len);
 	if (rc == -ETIMEDOUT) {
 		result_sandbox_error(res, "microvm: session: the guest did not answer within the "
 					  "wall-clock limit of %g s and its grace; the VM was destroyed",
@@ -680,12 +717,15 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 				     errno_name(-rc), words[0] ? "; QEMU: " : "", words);
 		goto broken;
 	}
-	rc = vm_call_answer(type, payload, len, cfg, call, now_ms() - start, res, ans);
+	rc = vm_call_answer(type, payload, len, cfg, call, now_ms() - start, &out, res, ans);
 	free(payload);
+	payload = NULL;
 	if (rc)
 		goto broken;
+	vm_output_free(&out);
 	return 0;
 broken:
+	vm_output_free(&out);
 	free(payload);
 	free(ans->reply);
 	ans->reply = NULL;

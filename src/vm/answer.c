@@ -22,24 +22,77 @@ int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_
 	return 0;
 }
 
-/* A frame's two streams, held to the host's own cap (the caller checked
- * their lengths against it), with the guest's word on what it cut. */
-static void take_streams(const char *p, uint32_t stdout_len, uint32_t stderr_len, uint32_t flags,
-			 size_t cap, struct capture *out, struct capture *errc)
+void vm_output_init(struct vm_output *v, size_t limit, uint64_t seq)
 {
-	capture_init(out, cap);
-	capture_init(errc, cap);
-	capture_append(out, p, stdout_len);
-	capture_append(errc, p + stdout_len, stderr_len);
-	out->truncated = flags & VM_STDOUT_TRUNCATED;
-	errc->truncated = flags & VM_STDERR_TRUNCATED;
+	memset(v, 0, sizeof *v);
+	supervisor_init(&v->sv, &v->o, now_ms(), 0);
+	for (int i = 0; i < 2; i++) {
+		capture_init(&v->cap[i], limit);
+		v->sv.cap[i] = &v->cap[i];
+	}
+	v->seq = seq;
+	v->limit = limit;
+}
+
+void vm_output_free(struct vm_output *v)
+{
+	capture_free(&v->cap[0]);
+	capture_free(&v->cap[1]);
+}
+
+int vm_output_take(struct vm_output *v, const void *payload, uint32_t len, struct aj_result *res)
+{
+	struct vm_output_head h;
+	if (len < sizeof h || len - sizeof h == 0 || len - sizeof h > VM_OUTPUT_MAX) {
+		result_sandbox_error(res, "microvm: the guest's output frame is malformed (%u bytes; "
+					  "1 to %u of output in one)",
+				     len, VM_OUTPUT_MAX);
+		return -EPROTO;
+	}
+	memcpy(&h, payload, sizeof h);
+	uint32_t n = len - (uint32_t)sizeof h;
+	if (h.stream > 1 || h.reserved) {
+		result_sandbox_error(res, "microvm: the guest's output frame names stream %u "
+					  "(reserved %u)",
+				     h.stream, h.reserved);
+		return -EPROTO;
+	}
+	/* A piece of an earlier call, after its result: never this call's. */
+	if (h.seq != v->seq) {
+		result_sandbox_error(res, "microvm: the guest's output frame is of call %llu, not "
+					  "of this one (%llu)",
+				     (unsigned long long)h.seq, (unsigned long long)v->seq);
+		return -EPROTO;
+	}
+	/* The guest caps each stream; a guest taken over by its program
+	 * could send more: the host holds the cap itself. */
+	if (v->cap[h.stream].len + n > v->limit) {
+		result_sandbox_error(res, "microvm: the guest's %s passed the output cap of %zu "
+					  "bytes",
+				     h.stream ? "stderr" : "stdout", v->limit);
+		return -EPROTO;
+	}
+	supervisor_output(&v->sv, (int)h.stream, (const char *)payload + sizeof h, n);
+	return 0;
+}
+
+/* The result's word on the streams: their lengths are what the output
+ * frames brought, and what it says was cut. */
+static bool take_streams(struct vm_output *v, uint32_t stdout_len, uint32_t stderr_len,
+			 uint32_t flags)
+{
+	if (stdout_len != v->cap[0].len || stderr_len != v->cap[1].len)
+		return false;
+	v->cap[0].truncated = flags & VM_STDOUT_TRUNCATED;
+	v->cap[1].truncated = flags & VM_STDERR_TRUNCATED;
+	return true;
 }
 
 /* The guest's facts about a run, read with the status rules of every tier
  * (src/core/status.h, through outcome_to_result). The guest's words are
  * only ever quoted under the host's own "microvm: " prefix. */
 static void result_from_guest(const void *payload, uint32_t len, const struct aj_limits *l,
-			      struct aj_result *res)
+			      struct vm_output *v, struct aj_result *res)
 {
 	struct vm_result r;
 	if (len < sizeof r) {
@@ -47,19 +100,12 @@ static void result_from_guest(const void *payload, uint32_t len, const struct aj
 		return;
 	}
 	memcpy(&r, payload, sizeof r);
-	const char *p = (const char *)payload + sizeof r;
-	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.message_len;
-	/* The guest's agent caps each stream at output_kb, but a guest taken
-	 * over by its program could send up to VM_MAX_FRAME: the host holds
-	 * the cap itself, as it does for a session's call. */
-	const size_t cap = (size_t)l->output_kb * 1024;
-	if (need != len || r.stdout_len > cap || r.stderr_len > cap) {
+	const char *message = (const char *)payload + sizeof r;
+	if ((uint64_t)sizeof r + r.message_len != len ||
+	    !take_streams(v, r.stdout_len, r.stderr_len, r.flags)) {
 		result_sandbox_error(res, "microvm: the guest's answer is malformed");
 		return;
 	}
-	const char *message = p + r.stdout_len + r.stderr_len;
-	struct capture out, errc;
-	take_streams(p, r.stdout_len, r.stderr_len, r.flags, cap, &out, &errc);
 	struct outcome o;
 	memset(&o, 0, sizeof o);
 	o.timed_out = r.flags & VM_RUN_TIMED_OUT;
@@ -80,19 +126,17 @@ static void result_from_guest(const void *payload, uint32_t len, const struct aj
 	if (!o.setup_failed && !o.exited_report && !o.timed_out && !o.output_overflow &&
 	    !o.oom_kills)
 		o.setup_failed = true; /* its end unknown: the guest's why, quoted */
-	outcome_to_result(&o, l, &out, &errc, res);
-	capture_free(&out);
-	capture_free(&errc);
+	outcome_to_result(&o, l, &v->cap[0], &v->cap[1], res);
 }
 
 int vm_run_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_limits *l,
-		  struct aj_result *res)
+		  struct vm_output *out, struct aj_result *res)
 {
 	if (type != VM_RESULT) {
 		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
 		return -EPROTO;
 	}
-	result_from_guest(payload, len, l, res);
+	result_from_guest(payload, len, l, out, res);
 	return 0;
 }
 
@@ -118,8 +162,8 @@ int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
 /* The guest's facts about a call, read with the status rules of every tier
  * (src/core/status.h, through outcome_to_result). */
 static int call_from_guest(const void *payload, uint32_t len, const struct aj_config *cfg,
-			   const struct session_call *call, double wall_ms, struct aj_result *res,
-			   struct session_answer *ans)
+			   const struct session_call *call, double wall_ms, struct vm_output *v,
+			   struct aj_result *res, struct session_answer *ans)
 {
 	struct vm_call_result r;
 	if (len < sizeof r) {
@@ -127,24 +171,20 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 		return -EPROTO;
 	}
 	memcpy(&r, payload, sizeof r);
-	uint64_t need = (uint64_t)sizeof r + r.stdout_len + r.stderr_len + r.reply_len +
-			r.message_len;
-	const size_t cap = (size_t)cfg->limits.output_kb * 1024;
-	if (need != len || r.stdout_len > cap || r.stderr_len > cap ||
-	    r.reply_len > call->reply_max) {
+	uint64_t need = (uint64_t)sizeof r + r.reply_len + r.message_len;
+	if (need != len || r.reply_len > call->reply_max ||
+	    !take_streams(v, r.stdout_len, r.stderr_len, r.flags)) {
 		result_sandbox_error(res, "microvm: the guest's answer is malformed");
 		return -EPROTO;
 	}
-	const char *p = (const char *)payload + sizeof r;
-	const char *reply = p + r.stdout_len + r.stderr_len;
+	const char *reply = (const char *)payload + sizeof r;
 	const char *message = reply + r.reply_len;
 	if (r.flags & VM_CALL_BROKEN) {
 		result_sandbox_error(res, "microvm: session: %.*s; the VM was destroyed",
 				     (int)r.message_len, message);
 		return -EPIPE;
 	}
-	struct capture out, errc;
-	take_streams(p, r.stdout_len, r.stderr_len, r.flags, cap, &out, &errc);
+	struct capture *out = &v->cap[0], *errc = &v->cap[1];
 	ans->restarted = r.flags & VM_CALL_RESTARTED;
 	/* A reply, and then the interpreter ended: the reply stands, and the
 	 * next call is told its state is gone. */
@@ -158,10 +198,10 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 		}
 		res->status = AJ_STATUS_OK;
 		res->wall_ms = wall_ms;
-		res->stdout_truncated = out.truncated;
-		res->stderr_truncated = errc.truncated;
-		res->stdout_buf = capture_take(&out, &res->stdout_len);
-		res->stderr_buf = capture_take(&errc, &res->stderr_len);
+		res->stdout_truncated = out->truncated;
+		res->stderr_truncated = errc->truncated;
+		res->stdout_buf = capture_take(out, &res->stdout_len);
+		res->stderr_buf = capture_take(errc, &res->stderr_len);
 	} else {
 		struct outcome o;
 		memset(&o, 0, sizeof o);
@@ -178,24 +218,22 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			 (int)(r.message_len < 300 ? r.message_len : 300), message);
 		o.wall_ms = wall_ms;
 		o.oom_kills = r.oom_kills; /* status memory: src/core/status.h */
-		outcome_to_result(&o, &cfg->limits, &out, &errc, res);
+		outcome_to_result(&o, &cfg->limits, out, errc, res);
 		if (r.flags & VM_CALL_BAD_REPLY)
 			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
 						  "the call was stopped",
 					     call->reply_max);
 	}
-	capture_free(&out);
-	capture_free(&errc);
 	return 0;
 }
 
 int vm_call_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_config *cfg,
-		   const struct session_call *call, double wall_ms, struct aj_result *res,
-		   struct session_answer *ans)
+		   const struct session_call *call, double wall_ms, struct vm_output *out,
+		   struct aj_result *res, struct session_answer *ans)
 {
 	if (type != VM_CALL_RESULT) {
 		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
 		return -EPROTO;
 	}
-	return call_from_guest(payload, len, cfg, call, wall_ms, res, ans);
+	return call_from_guest(payload, len, cfg, call, wall_ms, out, res, ans);
 }

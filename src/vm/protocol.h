@@ -7,11 +7,15 @@
  * it can take a run (before the snapshot is taken, so a restored VM is
  * ready at once); the host sends one VM_RUN; the guest answers one
  * VM_RESULT. A VM serves one run and is then destroyed, so no state can pass
- * from one run to the next.
+ * from one run to the next. While the program runs, the guest sends its
+ * output as it reads it, in VM_OUTPUT frames (each at most VM_OUTPUT_MAX
+ * bytes, the streams within their caps); the result then carries only the
+ * streams' lengths, which must equal what the frames brought.
  *
  * A session's VM instead gets one VM_SESSION_START (the limits and the
  * session interpreter's source), answers VM_SESSION_READY, then serves any
- * number of VM_CALL, one at a time, each answered by one VM_CALL_RESULT. A
+ * number of VM_CALL, one at a time, each answered by VM_OUTPUT frames (the
+ * call's seq in each) and one VM_CALL_RESULT. A
  * VM_CALL_STOP during a call stops it (the caller cancelled). The session's
  * VM too is destroyed at its end and never serves anything else. */
 #ifndef AJ_VM_PROTOCOL_H
@@ -21,7 +25,7 @@
 
 #include "../../include/agentjail.h"
 
-#define VM_PROTOCOL_VERSION 4
+#define VM_PROTOCOL_VERSION 5
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -37,22 +41,37 @@
 /* Largest frame either side accepts: the largest program or the largest
  * output cap, twice, and room. */
 #define VM_MAX_FRAME (64u << 20)
+/* Most bytes of output one VM_OUTPUT carries: one read of the supervision
+ * loop's, so a frame is sent as soon as its bytes are read. */
+#define VM_OUTPUT_MAX 65536u
 
 enum vm_frame_type {
 	VM_READY = 1,   /* guest -> host: payload struct vm_ready */
 	VM_RUN = 2,     /* host -> guest: struct vm_run, then code_len bytes of code */
-	VM_RESULT = 3,  /* guest -> host: struct vm_result, then stdout, stderr, message */
+	VM_RESULT = 3,  /* guest -> host: struct vm_result, then the message */
 	VM_SESSION_START = 4, /* host -> guest: struct vm_session_start, then repl_len bytes */
 	VM_SESSION_READY = 5, /* guest -> host: struct vm_session_ready, then its message */
 	VM_CALL = 6,          /* host -> guest: struct vm_call, then request_len bytes */
 	VM_CALL_STOP = 7,     /* host -> guest, during a call, no payload: stop it */
-	VM_CALL_RESULT = 8,   /* guest -> host: struct vm_call_result, then stdout,
-			       * stderr, the reply line (no newline), message */
+	VM_CALL_RESULT = 8,   /* guest -> host: struct vm_call_result, then the reply
+			       * line (no newline), the message */
+	VM_OUTPUT = 9,        /* guest -> host, during a run or call: struct
+			       * vm_output_head, then 1..VM_OUTPUT_MAX bytes of it */
 };
 
 struct vm_frame_header {
 	uint32_t type;
 	uint32_t length;
+};
+
+/* A piece of the program's output, as the guest read it: the host hands it
+ * on at once (streaming) and keeps it for the result. A piece past its
+ * stream's cap, an empty or too long one, or one that is not of the call
+ * under way (a late one: its seq) fails the run or call as malformed. */
+struct vm_output_head {
+	uint32_t stream;        /* 0 stdout, 1 stderr */
+	uint32_t reserved;      /* 0 */
+	uint64_t seq;           /* the call's (struct vm_call); 0 in a run */
 };
 
 struct vm_ready {
@@ -80,7 +99,7 @@ struct vm_run {
 struct vm_result {
 	uint32_t flags;         /* VM_RUN_* and VM_STDOUT/STDERR_TRUNCATED */
 	int32_t wstatus;        /* the program's, when VM_RUN_ENDED */
-	uint32_t stdout_len;
+	uint32_t stdout_len;    /* what the VM_OUTPUT frames brought, for checking */
 	uint32_t stderr_len;
 	uint32_t message_len;   /* VM_RUN_SETUP_FAILED or no VM_RUN_ENDED: why (quoted by the host) */
 	uint32_t reserved;
@@ -135,7 +154,7 @@ struct vm_call_result {
 	uint64_t cpu_us;        /* VM_CALL_ENDED: the session's CPU since the last report */
 	uint64_t memory_kb;     /* the session's peak */
 	uint64_t oom_kills;     /* the memory cgroup's OOM kills during this call */
-	uint32_t stdout_len;
+	uint32_t stdout_len;    /* what the call's VM_OUTPUT frames brought */
 	uint32_t stderr_len;
 	uint32_t reply_len;     /* 0 unless VM_CALL_REPLIED */
 	uint32_t message_len;   /* VM_CALL_SETUP_FAILED or VM_CALL_BROKEN: why */
@@ -152,6 +171,7 @@ struct vm_call_result {
 #define VM_CALL_BROKEN 0x400u      /* the guest cannot go on: the host ends the VM */
 
 _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
+_Static_assert(sizeof(struct vm_output_head) == 16, "vm_output_head has no padding");
 _Static_assert(sizeof(struct vm_run) == 40, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
 _Static_assert(sizeof(struct vm_session_start) == 32, "vm_session_start has no padding");

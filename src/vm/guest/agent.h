@@ -42,6 +42,8 @@
 #define WORKSPACE VM_GUEST_WORKSPACE
 /* After a kill, SIGKILL is repeated this often until everything is reaped. */
 #define KILL_REPEAT_MS 100
+/* At most this long between the loop's read of output and its VM_OUTPUT. */
+#define FLUSH_EVERY_MS 10
 /* The program's open-file limit: the frames carry none, so the default
  * every tier uses. */
 #define OPEN_FILES AJ_DEFAULT_OPEN_FILES
@@ -88,9 +90,9 @@ int check_run_limits(const struct vm_run *l, struct failure *f);
 /* The limits checked too; *repl NUL-terminated, and holds no other NUL. */
 int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 			  struct vm_session_start *l, char **repl, struct failure *f);
-/* A session's VM_CALL, its streams capped at output_kb each. */
-int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t output_kb,
-		 struct vm_call *req, char **request, struct failure *f);
+/* A session's VM_CALL, its reply line within one VM_CALL_RESULT. */
+int receive_call(frame_read *read_fn, const struct vm_frame_header *h, struct vm_call *req,
+		 char **request, struct failure *f);
 /* Reads past a frame's payload: 0, or read_fn's -errno. */
 int skip_frame(frame_read *read_fn, const struct vm_frame_header *h);
 
@@ -148,6 +150,11 @@ struct watch {
 	const struct watch_hooks *hooks;
 	void *owner;
 	int sigfd;                  /* SIGCHLD's signalfd: a child ended */
+	/* The output sent to the host so far (VM_OUTPUT frames, the call's
+	 * seq in each; 0 in a run): the captures' bytes past sent[] go next. */
+	uint64_t seq;
+	size_t sent[2];
+	bool held;                  /* nothing sent yet (the owner's reason) */
 };
 /* Readies w: the wall clock wall_ms from start_ms (now_ms()'s), and, after
  * a stop, give_up_ms before the loop ends broken (0: no bound). The owner
@@ -161,6 +168,10 @@ void watch_program(struct watch *w);
 void watch_settle(struct watch *w);
 /* Stops everything (once; the loop repeats the kill). */
 void watch_stop(struct watch *w);
+/* Sends the host what the captures took since the last flush, in VM_OUTPUT
+ * frames of at most VM_OUTPUT_MAX bytes: the loop does it as it reads, the
+ * owner once more after its last reads, before the result. */
+void watch_flush(struct watch *w);
 /* Kills and reaps until no child is left: 0, or -ETIMEDOUT after bound_ms. */
 int watch_end_all(struct watch *w, int bound_ms);
 

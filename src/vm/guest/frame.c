@@ -35,7 +35,7 @@ int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_
 }
 
 /* Zero never means unlimited: a zero limit is the host's mistake and is
- * refused. The output caps must fit one VM_RESULT frame. */
+ * refused. The output caps stay within what the host accepts of a frame. */
 int check_run_limits(const struct vm_run *l, struct failure *f)
 {
 	const struct {
@@ -102,10 +102,9 @@ int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 	return 0;
 }
 
-int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t output_kb,
-		 struct vm_call *req, char **request, struct failure *f)
+int receive_call(frame_read *read_fn, const struct vm_frame_header *h, struct vm_call *req,
+		 char **request, struct failure *f)
 {
-	const size_t cap = (size_t)output_kb * 1024;
 	*request = NULL;
 	bool ok = h->length >= sizeof *req && h->length <= VM_MAX_FRAME &&
 		  read_fn(req, sizeof *req) == 0 && req->request_len == h->length - sizeof *req;
@@ -114,8 +113,7 @@ int receive_call(frame_read *read_fn, const struct vm_frame_header *h, uint32_t 
 	/* The host's mistake, or a stream out of step: neither is
 	 * recoverable, and nothing of the call has run. */
 	if (!ok || !*request || req->wall_ms == 0 ||
-	    (uint64_t)cap * 2 + req->reply_max + sizeof(struct vm_call_result) + MESSAGE_MAX >
-		    VM_MAX_FRAME)
+	    (uint64_t)req->reply_max + sizeof(struct vm_call_result) + MESSAGE_MAX > VM_MAX_FRAME)
 		return fail(f, 0, "VM_CALL: malformed (length %u)", h->length);
 	return 0;
 }

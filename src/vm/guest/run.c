@@ -1,7 +1,7 @@
 /* One run: a VM_RUN in, one VM_RESULT out (see agent.c's theory of
  * operation). The zygote forks the program, which becomes the agent's own
  * child; the one supervision loop, with watch.c's hooks, keeps its clock
- * and caps its output; the result
+ * and caps its output, which goes to the host as it is read; the result
  * carries facts only (how the program ended, its usage, the OOM kills): the
  * host decides the status with the rules every tier shares
  * (src/core/status.h). */
@@ -209,19 +209,19 @@ static void gather_facts(const struct run *r, struct result *res)
 		 WIFEXITED(zs) ? WEXITSTATUS(zs) : WTERMSIG(zs));
 }
 
-static void send_run_result(const struct run *r, struct result *res)
+static void send_run_result(struct run *r, struct result *res)
 {
+	/* Every byte of output before the result that counts them. */
+	watch_flush(&r->w);
 	res->head.stdout_len = (uint32_t)r->out.len;
 	res->head.stderr_len = (uint32_t)r->err.len;
 	res->head.message_len = (uint32_t)strlen(res->message);
 	res->head.wall_us = (uint64_t)(now_us() - r->start_us);
-	struct iovec parts[4] = {
+	struct iovec parts[2] = {
 		{.iov_base = &res->head, .iov_len = sizeof res->head},
-		{.iov_base = r->out.buf, .iov_len = r->out.len},
-		{.iov_base = r->err.buf, .iov_len = r->err.len},
 		{.iov_base = res->message, .iov_len = res->head.message_len},
 	};
-	int rc = send_frame(VM_RESULT, parts, 4);
+	int rc = send_frame(VM_RESULT, parts, 2);
 	if (rc)
 		fprintf(stderr, "agentjail-guest: send VM_RESULT: %s\n", errname(-rc));
 }

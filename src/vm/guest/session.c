@@ -286,6 +286,7 @@ static void start_clock(struct call *c)
 {
 	if (c->acked && !c->clock_started) {
 		c->clock_started = true;
+		c->w.held = false;
 		c->w.sv.deadline_ms = now_ms() + (double)c->req.wall_ms;
 	}
 }
@@ -328,6 +329,11 @@ static void watch_call(struct session *s, struct call *c)
 	watch_init(w, &call_hooks, c, s->sigfd, now_ms(),
 		   (double)c->req.wall_ms + VM_SESSION_START_MS, STOP_GIVE_UP_MS);
 	c->clock_started = false;
+	w->seq = c->req.seq; /* in each VM_OUTPUT: a late one is refused */
+	/* Until the interpreter takes the request, what it prints may be a
+	 * dying one's, whose call is retried with a fresh one and its output
+	 * dropped: none of it is sent before the ack. */
+	w->held = true;
 	w->sv.out_fd[0] = s->out_r;
 	w->sv.out_fd[1] = s->err_r;
 	w->sv.cap[0] = &c->out;
@@ -371,6 +377,9 @@ static void finish_interpreter(struct session *s, struct call *c)
 
 static void send_call_result(struct session *s, struct call *c)
 {
+	/* Every byte of output before the result that counts them. */
+	c->w.held = false;
+	watch_flush(&c->w);
 	struct vm_call_result r;
 	memset(&r, 0, sizeof r);
 	r.flags = (c->replied ? VM_CALL_REPLIED : 0) | (c->ended ? VM_CALL_ENDED : 0) |
@@ -397,14 +406,12 @@ static void send_call_result(struct session *s, struct call *c)
 	r.stderr_len = (uint32_t)c->err.len;
 	r.reply_len = c->replied ? (uint32_t)c->ans.reply_len : 0;
 	r.message_len = (uint32_t)strlen(message);
-	struct iovec parts[5] = {
+	struct iovec parts[3] = {
 		{.iov_base = &r, .iov_len = sizeof r},
-		{.iov_base = c->out.buf, .iov_len = c->out.len},
-		{.iov_base = c->err.buf, .iov_len = c->err.len},
 		{.iov_base = c->ans.reply, .iov_len = r.reply_len},
 		{.iov_base = (void *)message, .iov_len = r.message_len},
 	};
-	int rc = send_frame(VM_CALL_RESULT, parts, 5);
+	int rc = send_frame(VM_CALL_RESULT, parts, 3);
 	if (rc)
 		fprintf(stderr, "agentjail-guest: send VM_CALL_RESULT: %s\n", errname(-rc));
 }
@@ -417,7 +424,7 @@ static bool serve_call(struct session *s, const struct vm_frame_header *h)
 	memset(&c, 0, sizeof c);
 	c.s = s;
 	const size_t cap = (size_t)s->lim.output_kb * 1024;
-	if (receive_call(port_read, h, s->lim.output_kb, &c.req, &c.request, &c.why)) {
+	if (receive_call(port_read, h, &c.req, &c.request, &c.why)) {
 		/* Unrecoverable (frame.c), and nothing of the call has run. */
 		c.broken = true;
 		send_call_result(s, &c);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -28,8 +29,42 @@ static void drain_signals(int sigfd)
 		;
 }
 
+void watch_flush(struct watch *w)
+{
+	for (int i = 0; i < 2 && !w->held; i++) {
+		const struct capture *c = w->sv.cap[i];
+		while (c && c->len > w->sent[i]) {
+			size_t n = c->len - w->sent[i];
+			if (n > VM_OUTPUT_MAX)
+				n = VM_OUTPUT_MAX;
+			struct vm_output_head h = {.stream = (uint32_t)i, .seq = w->seq};
+			struct iovec parts[2] = {{.iov_base = &h, .iov_len = sizeof h},
+						 {.iov_base = c->buf + w->sent[i], .iov_len = n}};
+			/* A write blocks while the host does not read: the loop
+			 * stops reading the program, whose writes then block
+			 * (backpressure), and the host's clock still runs. */
+			int rc = send_frame(VM_OUTPUT, parts, 2);
+			if (rc) {
+				fprintf(stderr, "agentjail-guest: send VM_OUTPUT: %s\n", errname(-rc));
+				w->sent[i] = c->len; /* the host is gone: its clock ends us */
+				break;
+			}
+			w->sent[i] += n;
+		}
+	}
+}
+
+/* The loop's periodic check: what it read since the last one goes to the
+ * host; never a reason to stop. */
+static bool flush_check(struct supervisor *sv)
+{
+	watch_flush(sv->ctx);
+	return false;
+}
+
 void watch_settle(struct watch *w)
 {
+	watch_flush(w);
 	w->hooks->reap(w);
 	if (w->hooks->must_stop && w->hooks->must_stop(w))
 		watch_stop(w);
@@ -61,6 +96,13 @@ void watch_init(struct watch *w, const struct watch_hooks *hooks, void *owner, i
 	w->sv.force = kill_all_but_us;
 	w->sv.force_every_ms = KILL_REPEAT_MS;
 	w->sv.give_up_ms = give_up_ms;
+	w->seq = 0;
+	w->sent[0] = w->sent[1] = 0;
+	w->held = false;
+	/* The output the loop read goes to the host within FLUSH_EVERY_MS
+	 * (and at every child's end, control line or reply). */
+	w->sv.check = flush_check;
+	w->sv.check_every_ms = FLUSH_EVERY_MS;
 	/* Watched while stopping too: the end of what was killed is what
 	 * ends the loop. */
 	w->sv.src[WATCH_SIGNALS] = (struct supervisor_source){
