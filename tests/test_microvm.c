@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "egress_cases.h"
+#include "stream_cases.h"
 #include "session_cases.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -511,6 +512,7 @@ int main(void)
 		HOSTILE_TEST(vm_session_memory_limit),
 		HOSTILE_TEST(vm_session_sys_is_empty),
 		EGRESS_TABLE,
+		STREAM_TABLE,
 		HOSTILE_TEST(no_rules_no_egress),
 		EGRESS_TEST(egress_session_keeps_its_port),
 	};

@@ -69,6 +69,7 @@
 #include "../egress/proxy.h"
 #include "../core/pool.h"
 #include "../linux/creds.h"
+#include "../linux/stream_hooks.h"
 #include "../linux/supervise.h"
 #include "../vm/answer.h"
 #include "../vm/channel.h"
@@ -313,6 +314,24 @@ static int start_egress(const struct ready_vm *vm, struct egress_proxy *proxy, d
 	return 0;
 }
 
+/* While the stream's consumer is behind: waits for room (or the deadline
+ * or a cancel) before reading the guest's next frame. The channel is left
+ * unread meanwhile, so the guest blocks in its port write and stops
+ * reading the program's pipes: the program blocks in write(), as on every
+ * tier (docs/streaming.md). The host's clock still ends the run. */
+static void wait_for_room(struct vm_output *out, double deadline, int cancel_fd)
+{
+	while (supervisor_output_paused(&out->sv)) {
+		double left = deadline - now_ms();
+		if (left <= 0)
+			return;
+		struct pollfd pf[2] = {{.fd = out->sv.stream.out_room_fd, .events = POLLIN},
+				       {.fd = cancel_fd, .events = POLLIN}};
+		if (poll(pf, cancel_fd >= 0 ? 2 : 1, (int)left + 1) > 0 && pf[1].revents)
+			return;
+	}
+}
+
 /* Reads the guest's frames until its answer (any frame but VM_OUTPUT, for
  * the caller to read), each VM_OUTPUT to out as it comes: channel_recv's
  * codes, or -EPROTO with res saying which output frame broke the rules. */
@@ -320,6 +339,7 @@ static int recv_answer(int ch, double deadline, int cancel_fd, struct vm_output 
 		       uint32_t *type, void **payload, uint32_t *len, struct aj_result *res)
 {
 	for (;;) {
+		wait_for_room(out, deadline, cancel_fd);
 		int rc = channel_recv(ch, deadline, cancel_fd, type, payload, len);
 		if (rc || *type != VM_OUTPUT)
 			return rc;
@@ -357,6 +377,7 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 	struct egress_relay *relay = NULL;
 	struct vm_output out;
 	vm_output_init(&out, (size_t)l->output_kb * 1024, 0);
+	out.sv.stream = supervisor_stream_of(req->tap); /* each frame's bytes as they come */
 	if (req->egress && (rc = start_egress(&vm, req->egress, deadline, &relay, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		goto out;
@@ -672,6 +693,7 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	struct vm_output out;
 	int rc;
 	vm_output_init(&out, (size_t)l->output_kb * 1024, call->seq);
+	out.sv.stream = supervisor_stream_of(call->tap);
 	if (call->len > VM_MAX_FRAME - sizeof vc) {
 		result_sandbox_error(res, "microvm: session: a request of %zu bytes is too large",
 				     call->len);
@@ -683,6 +705,7 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	}
 	int cancel_fd = call->cancel_fd;
 	for (;;) {
+		wait_for_room(&out, deadline, cancel_fd);
 		rc = await_frame(ms->vm.ch, deadline, cancel_fd);
 		if (rc == -ECANCELED) {
 			/* The guest stops the call and reports it cancelled; one
