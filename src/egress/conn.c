@@ -141,18 +141,14 @@ static void set_port(struct sockaddr_storage *sa, uint16_t port)
  * address that is not checked. */
 static bool decide(struct conn *c)
 {
-	struct egress_rules r;
-	if (egress_rules_copy(c->p, &r)) {
-		deny(c, "out of memory");
-		return false;
-	}
+	struct egress_rules *r = egress_rules_take(c->p);
 	int family;
 	uint8_t a[16];
 	bool ok = false;
 	c->addrs.n = 0;
 	if (parse_literal(c->e.host, &family, a) == 0) {
 		inet_ntop(family, a, c->e.address, sizeof c->e.address);
-		ok = egress_address_allowed(&r, family, a, c->e.port, false, c->e.reason,
+		ok = egress_address_allowed(r, family, a, c->e.port, false, c->e.reason,
 					    sizeof c->e.reason);
 		if (ok) {
 			struct sockaddr_storage *sa = &c->addrs.a[c->addrs.n++];
@@ -160,7 +156,7 @@ static bool decide(struct conn *c)
 			sa->ss_family = (sa_family_t)family;
 			memcpy((uint8_t *)sa_addr(sa, &family), a, family == AF_INET ? 4 : 16);
 		}
-	} else if (egress_name_listed(&r, c->e.host, c->e.port, c->e.reason, sizeof c->e.reason)) {
+	} else if (egress_name_listed(r, c->e.host, c->e.port, c->e.reason, sizeof c->e.reason)) {
 		char rule[sizeof c->e.reason];
 		memcpy(rule, c->e.reason, sizeof rule);
 		struct egress_addrs found;
@@ -171,7 +167,7 @@ static bool decide(struct conn *c)
 				const uint8_t *fa = sa_addr(&found.a[i], &family);
 				char why[sizeof c->e.reason];
 				snprintf(why, sizeof why, "%s", rule);
-				if (egress_address_allowed(&r, family, fa, c->e.port, true, why,
+				if (egress_address_allowed(r, family, fa, c->e.port, true, why,
 							   sizeof why)) {
 					if (!ok)
 						memcpy(c->e.reason, why, sizeof why);
@@ -186,7 +182,7 @@ static bool decide(struct conn *c)
 				memcpy(c->e.reason, first_refusal, sizeof first_refusal);
 		}
 	}
-	egress_rules_free(&r);
+	egress_rules_drop(c->p, r);
 	c->e.allowed = ok;
 	return ok;
 }

@@ -76,14 +76,47 @@ static int rules_parse(struct egress_rules *r, const char *const *hosts, uint32_
 	return 0;
 }
 
-int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out)
+/* Parsed rules on the heap, held by the proxy and by each decision under
+ * way (refs): a connection takes the rules in force, never a re-parse. */
+static int rules_new(struct egress_rules **out, const char *const *hosts, uint32_t nh,
+		     const char *const *cidrs, uint32_t nc, struct aj_error *err)
 {
-	struct aj_error err;
+	struct egress_rules *r = malloc(sizeof *r);
+	if (!r)
+		return error_set(err, -ENOMEM, "egress: out of memory");
+	int rc = rules_parse(r, hosts, nh, cidrs, nc, err);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	r->refs = 1;
+	*out = r;
+	return 0;
+}
+
+/* Drops one reference; the lock held. */
+static void rules_unref(struct egress_rules *r)
+{
+	if (r && --r->refs == 0) {
+		egress_rules_free(r);
+		free(r);
+	}
+}
+
+struct egress_rules *egress_rules_take(struct egress_proxy *p)
+{
 	pthread_mutex_lock(&p->lock);
-	int rc = rules_parse(out, (const char *const *)p->rules.host_text, p->rules.n_hosts,
-			     (const char *const *)p->rules.cidr_text, p->rules.n_cidrs, &err);
+	struct egress_rules *r = p->rules;
+	r->refs++;
 	pthread_mutex_unlock(&p->lock);
-	return rc;
+	return r;
+}
+
+void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r)
+{
+	pthread_mutex_lock(&p->lock);
+	rules_unref(r);
+	pthread_mutex_unlock(&p->lock);
 }
 
 static void *proxy_accept_main(void *arg);
@@ -104,8 +137,8 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	if (p->stop_fd < 0 || p->wake_fd < 0)
 		rc = error_set(err, -errno, "egress: eventfd: %s", strerror(errno));
 	else
-		rc = rules_parse(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
-				 cfg->allow_cidrs, cfg->allow_cidr_count, err);
+		rc = rules_new(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
+			       cfg->allow_cidrs, cfg->allow_cidr_count, err);
 	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, proxy_accept_main, p)))
 		error_set(err, rc, "egress: cannot start the proxy's thread: %s", strerror(-rc));
 	if (rc) {
@@ -329,25 +362,25 @@ static bool among(const char *text, char *const *texts, uint32_t n)
 int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t n_hosts,
 		      const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err)
 {
-	struct egress_rules kept;
+	struct egress_rules *kept = NULL;
 	pthread_mutex_lock(&p->lock);
 	int rc = 0;
 	/* Narrowing only: a rule the session does not have now cannot be
 	 * kept, so no call can widen what the deployer allowed. */
 	for (uint32_t i = 0; !rc && i < n_hosts; i++)
-		if (!hosts[i] || !among(hosts[i], p->rules.host_text, p->rules.n_hosts))
+		if (!hosts[i] || !among(hosts[i], p->rules->host_text, p->rules->n_hosts))
 			rc = error_set(err, -EPERM,
 				       "egress: allow-host '%s' is not one of the session's rules; "
 				       "rules can be dropped, never added",
 				       hosts[i] ? hosts[i] : "(null)");
 	for (uint32_t i = 0; !rc && i < n_cidrs; i++)
-		if (!cidrs[i] || !among(cidrs[i], p->rules.cidr_text, p->rules.n_cidrs))
+		if (!cidrs[i] || !among(cidrs[i], p->rules->cidr_text, p->rules->n_cidrs))
 			rc = error_set(err, -EPERM,
 				       "egress: allow-cidr '%s' is not one of the session's rules; "
 				       "rules can be dropped, never added",
 				       cidrs[i] ? cidrs[i] : "(null)");
-	if (!rc && !(rc = rules_parse(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
-		egress_rules_free(&p->rules);
+	if (!rc && !(rc = rules_new(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
+		rules_unref(p->rules); /* a decision under way keeps its own */
 		p->rules = kept;
 		/* What is open now was allowed by the wider rules. */
 		cut_all(p);
@@ -500,7 +533,7 @@ void egress_proxy_free(struct egress_proxy *p)
 	if (!p)
 		return;
 	egress_proxy_stop(p);
-	egress_rules_free(&p->rules);
+	rules_unref(p->rules); /* the last: every connection's thread is done */
 	egress_log_free(&p->log);
 	if (p->stop_fd >= 0)
 		close(p->stop_fd);

@@ -28,6 +28,7 @@ struct egress_rules {
 	struct egress_cidr_rule *cidrs;
 	char **cidr_text;
 	uint32_t n_cidrs;
+	unsigned refs;           /* the proxy's and each decision's (proxy.c) */
 };
 
 /* One decision, as the log keeps it. */
@@ -67,7 +68,7 @@ struct egress_proxy {
 	int wake_fd;             /* an eventfd: a source was added */
 	bool stopping, stopped, accept_running;
 	pthread_t accept_thread;
-	struct egress_rules rules;
+	struct egress_rules *rules;
 	struct aj_egress_limits limits;
 	/* Sources: listening sockets, and unix sockets a listener will come
 	 * on. Owned. */
@@ -117,8 +118,10 @@ void *egress_conn_main(void *c);
 
 /* ---- proxy.c, for conn.c ---- */
 
-/* The rules now, copied for one decision (keep may change them). */
-int egress_rules_copy(struct egress_proxy *p, struct egress_rules *out);
+/* The rules in force, held for one decision (keep may replace them
+ * meanwhile); given back with egress_rules_drop. */
+struct egress_rules *egress_rules_take(struct egress_proxy *p);
+void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r);
 void egress_rules_free(struct egress_rules *r);
 /* Counts n bytes one way against the caps (and, if live is not NULL, in
  * that relaying connection's entry); false (with p->limit set) when a cap is
