@@ -51,6 +51,12 @@ static const char serve_usage[] =
 	"                       every second, and at most --concurrency if given; with\n"
 	"                       no live worker a run waits up to --max-wait for one,\n"
 	"                       then gets 503 no_worker\n"
+	"  --keep-runs SEC      how long a run's events and result stay readable\n"
+	"                       after it ends (GET /v1/runs/ID; default 3600)\n"
+	"  --runs-budget-mb N   the bytes of kept runs' events and results one key\n"
+	"                       may hold; its oldest ended runs go first (default 256)\n"
+	"  --webhook-allow URL  a prefix a run's completion webhook must start with\n"
+	"                       (repeat for more; none: webhooks are refused)\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"\n"
@@ -58,7 +64,8 @@ static const char serve_usage[] =
 	"then the server exits.\n";
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
-       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE };
+       OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_KEEP_RUNS, OPT_RUNS_BUDGET,
+       OPT_WEBHOOK_ALLOW };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -134,6 +141,31 @@ static int serve_option(int o, const char *arg, void *ctx)
 	case OPT_QUEUE:
 		c->queue_url = arg;
 		break;
+	case OPT_KEEP_RUNS:
+		if (parse_secs("keep-runs", arg, 1, 30 * 86400, &d))
+			return -1;
+		c->keep_runs_sec = d;
+		break;
+	case OPT_RUNS_BUDGET:
+		if (parse_count("runs-budget-mb", arg, 1, 1 << 20, &v))
+			return -1;
+		c->runs_budget = (size_t)v << 20;
+		break;
+	case OPT_WEBHOOK_ALLOW:
+		/* A webhook goes only where the deployer said: without this,
+		 * a key could make serve send requests to any address it can
+		 * reach (its own metadata service, an internal admin port). */
+		if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) {
+			cli_error("--webhook-allow: expected a URL prefix starting with http:// "
+				  "or https://, got '%s'", arg);
+			return -1;
+		}
+		if (c->webhook_allow_count >= SERVE_MAX_WEBHOOK_ALLOW) {
+			cli_error("--webhook-allow: at most %d prefixes", SERVE_MAX_WEBHOOK_ALLOW);
+			return -1;
+		}
+		c->webhook_allow[c->webhook_allow_count++] = arg;
+		break;
 	}
 	return 0;
 }
@@ -151,6 +183,9 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
 		{"origin", required_argument, NULL, OPT_ORIGIN},
 		{"queue", required_argument, NULL, OPT_QUEUE},
+		{"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+		{"runs-budget-mb", required_argument, NULL, OPT_RUNS_BUDGET},
+		{"webhook-allow", required_argument, NULL, OPT_WEBHOOK_ALLOW},
 		{NULL, 0, NULL, 0}};
 	return service_parse(argc, argv, "serve", serve_usage, own, &c->sandbox, serve_option, c);
 }
@@ -163,6 +198,8 @@ static void serve_config_init(struct serve_config *c)
 				   .max_wait_sec = SERVE_DEFAULT_MAX_WAIT_SEC,
 				   .max_body = (size_t)SERVE_DEFAULT_BODY_KB << 10,
 				   .idle_sec = SERVE_DEFAULT_IDLE_SEC,
+				   .keep_runs_sec = SERVE_DEFAULT_KEEP_RUNS_SEC,
+				   .runs_budget = SERVE_DEFAULT_RUNS_BUDGET,
 				   .request_sec = SERVE_DEFAULT_REQUEST_SEC,
 				   .max_connections = SERVE_MAX_CONNECTIONS};
 	aj_config_init(&c->sandbox);

@@ -34,6 +34,18 @@ struct http_response {
 	const char *content_type;
 	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
 	const char *allow;    /* for 405 */
+	/* A streamed answer (Server-Sent Events), when stream_read is set:
+	 * http.c sends code, content_type and the headers, then the body as
+	 * stream_read gives it, on the connection's own thread. stream_read
+	 * fills buf with at most max bytes and returns how many (> 0), 0 at
+	 * the end, or -1 to cut the connection. It may block waiting for an
+	 * event, but returns within a few seconds (with an SSE comment if
+	 * nothing came) so that a client gone is noticed and shutdown is not
+	 * held up. stream_done(stream_arg) once the connection ends, whether
+	 * or not all was read; body is unused. */
+	long (*stream_read)(void *arg, char *buf, size_t max);
+	void (*stream_done)(void *arg);
+	void *stream_arg;
 };
 
 /* {"error": {"code": code, "message": ...}} with HTTP status. */

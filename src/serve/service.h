@@ -29,6 +29,9 @@
 #define SERVE_DEFAULT_IDLE_SEC 30
 #define SERVE_DEFAULT_REQUEST_SEC 60
 #define SERVE_MAX_CONNECTIONS 512
+#define SERVE_DEFAULT_KEEP_RUNS_SEC 3600.0
+#define SERVE_DEFAULT_RUNS_BUDGET ((size_t)256 << 20)
+#define SERVE_MAX_WEBHOOK_ALLOW 16
 
 struct serve_config {
 	struct aj_config sandbox;   /* the deployer's tier and limits */
@@ -45,6 +48,10 @@ struct serve_config {
 	const char *keys_path;      /* NULL: one key, made at start, shown once */
 	const char *origin;         /* /mcp: the one Origin allowed besides none */
 	const char *queue_url;      /* redis://...: runs go to workers, not here */
+	double keep_runs_sec;       /* a recorded run's events and result, after its end */
+	size_t runs_budget;         /* bytes of recorded runs one key may hold */
+	const char *webhook_allow[SERVE_MAX_WEBHOOK_ALLOW]; /* URL prefixes a webhook may have */
+	unsigned webhook_allow_count;
 };
 
 struct mcp_http;
