@@ -319,7 +319,7 @@ static int start_egress(const struct ready_vm *vm, struct egress_proxy *proxy, d
  * unread meanwhile, so the guest blocks in its port write and stops
  * reading the program's pipes: the program blocks in write(), as on every
  * tier (docs/streaming.md). The host's clock still ends the run. */
-static void wait_for_room(struct vm_output *out, double deadline, int cancel_fd)
+static void wait_for_consumer(struct vm_output *out, double deadline, int cancel_fd)
 {
 	while (supervisor_output_paused(&out->sv)) {
 		double left = deadline - now_ms();
@@ -339,7 +339,7 @@ static int recv_answer(int ch, double deadline, int cancel_fd, struct vm_output 
 		       uint32_t *type, void **payload, uint32_t *len, struct aj_result *res)
 {
 	for (;;) {
-		wait_for_room(out, deadline, cancel_fd);
+		wait_for_consumer(out, deadline, cancel_fd);
 		int rc = channel_recv(ch, deadline, cancel_fd, type, payload, len);
 		if (rc || *type != VM_OUTPUT)
 			return rc;
@@ -705,7 +705,7 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	}
 	int cancel_fd = call->cancel_fd;
 	for (;;) {
-		wait_for_room(&out, deadline, cancel_fd);
+		wait_for_consumer(&out, deadline, cancel_fd);
 		rc = await_frame(ms->vm.ch, deadline, cancel_fd);
 		if (rc == -ECANCELED) {
 			/* The guest stops the call and reports it cancelled; one
