@@ -178,17 +178,23 @@ static void stream_slow_consumer_gets_everything(void **state)
 	stream_matches_result(s, &r);
 }
 
-/* A session call streams too: its output as events, the same bytes as
- * its result; and a stream without fn is refused with words. */
-static void stream_session_call(void **state)
+/* A session of f's tier with a 30 s wall clock per call. */
+static struct aj_session *stream_session_open(struct fixture *f)
 {
-	struct fixture *f = *state;
-	struct stream_seen *s = &stream_seen;
 	f->cfg.limits.wall_sec = 30;
 	struct aj_session *ss = NULL;
 	struct aj_error err = {0};
 	if (aj_session_open(&f->cfg, &ss, &err))
 		fail_msg("aj_session_open: %s", err.message);
+	return ss;
+}
+
+/* A session call streams too: its output as events, the same bytes as
+ * its result; and a stream without fn is refused with words. */
+static void stream_session_call(void **state)
+{
+	struct stream_seen *s = &stream_seen;
+	struct aj_session *ss = stream_session_open(*state);
 	struct aj_stream st = {.fn = stream_record, .arg = s};
 	/* A new file in outputs/ is one of the call's images. */
 	const char *code = "import os, sys\nprint('a' * 5000)\nprint('b', file=sys.stderr)\n"
@@ -219,13 +225,8 @@ static void stream_session_call(void **state)
  * ran it, or the result says it did not run. */
 static void stream_session_retry_is_the_result(void **state)
 {
-	struct fixture *f = *state;
 	struct stream_seen *s = &stream_seen;
-	f->cfg.limits.wall_sec = 30;
-	struct aj_session *ss = NULL;
-	struct aj_error err = {0};
-	if (aj_session_open(&f->cfg, &ss, &err))
-		fail_msg("aj_session_open: %s", err.message);
+	struct aj_session *ss = stream_session_open(*state);
 	const char *cell1 = "import os, sys, threading, time\n"
 			    "def later():\n"
 			    "    time.sleep(0.2)\n"
