@@ -26,9 +26,21 @@ workers advertise (issue 24 item 6): 8 runs of time.sleep(1) from 8 client
 threads through 2 workers of 2 slots each; the wall time beside the ideal
 (8 runs / 4 slots x 1 s) and beside what serve's own 2 CPUs would allow.
 
+Streaming (issue 27), serve --warm on the process tier, no queue:
+  write -> event   the program writes LINES lines, each its CLOCK_MONOTONIC
+                   in ns (the process tier's clock is the host's), a pause
+                   apart; a loopback client reading POST /v1/runs as
+                   Server-Sent Events compares each with its own clock as
+                   the event arrives: p50 and p95
+  runs/s           print(1) one at a time on one connection and from 8
+                   client threads, plain JSON and SSE, the four rows
+                   interleaved round by round
+
     bench/serve.py [RUNS] [RUNS_T]   (default 200, 400; make bench-serve)
     bench/serve.py fleet             (the fleet admission row alone)
+    bench/serve.py stream [RUNS]     (the streaming rows alone; default 200)
 """
+import base64
 import concurrent.futures
 import http.client
 import json
@@ -43,7 +55,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 AGENTJAIL = os.path.join(ROOT, "build", "agentjail")
 C_PROGRAM = os.path.join(ROOT, "build", "bench-binding-c")
-UID_BASE = 2160000000
+UID_BASE = int(os.environ.get("AJ_SERVE_UID_BASE", 2160000000))
 STATE_DIR = f"/run/agentjail-bench-serve-{UID_BASE}"
 
 
@@ -89,6 +101,37 @@ class Serve:
         body = r.read()
         if r.status != 200 or json.loads(body)["status"] != "ok":
             raise RuntimeError(f"serve answered {r.status}: {body[:200]!r}")
+
+    def stream(self, conn, code="print(1)", on_event=None):
+        """POST /v1/runs as Server-Sent Events: on_event(name, data) for
+        each output event as it arrives; the result's contract object."""
+        conn.request("POST", "/v1/runs", json.dumps({"code": code}),
+                     {"Authorization": f"Bearer {self.key}",
+                      "Content-Type": "application/json", "Accept": "text/event-stream"})
+        r = conn.getresponse()
+        if r.status != 200 or not r.getheader("Content-Type", "").startswith(
+                "text/event-stream"):
+            raise RuntimeError(f"serve answered {r.status}: {r.read()[:200]!r}")
+        name, data = None, []
+        while True:
+            line = r.readline()
+            if not line:
+                raise RuntimeError("serve ended the event stream before its result")
+            line = line.rstrip(b"\r\n")
+            if line.startswith(b"event:"):
+                name = line[6:].strip().decode()
+            elif line.startswith(b"data:"):
+                data.append(line[5:].strip())
+            elif not line and name:
+                payload = json.loads(b"\n".join(data))
+                if name == "result":
+                    r.read()  # the end of the body: the connection is kept
+                    if payload["status"] != "ok":
+                        raise RuntimeError(f"run ended {payload['status']}")
+                    return payload
+                if on_event:
+                    on_event(name, payload)
+                name, data = None, []
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -184,9 +227,89 @@ def fleet_admission(runs=8, sleep_s=1, workers=2, slots=2):
         stop_all(ws, [serve], redis)
 
 
+LINES = 20
+
+
+def write_to_event(serve, conn, runs):
+    """ms from the program's write to the SSE event's arrival, per line."""
+    code = ("import os, time\n"
+            f"for i in range({LINES}):\n"
+            "    os.write(1, b'%d\\n' % time.monotonic_ns())\n"
+            "    time.sleep(0.02)\n")
+    lat = []
+    for _ in range(runs):
+        part = [b""]
+
+        def on_event(name, payload):
+            now = time.monotonic_ns()
+            if name != "stdout":
+                return
+            text = payload["text"].encode() if "text" in payload else None
+            if text is None:
+                text = base64.b64decode(payload["base64"])
+            *whole, part[0] = (part[0] + text).split(b"\n")
+            lat.extend((now - int(x)) / 1e6 for x in whole if x)
+
+        serve.stream(conn, code, on_event)
+    return lat
+
+
+def streaming(runs=200, runs_t=400):
+    """The streaming rows: serve --warm, process tier, no queue."""
+    serve = Serve("--warm", "--concurrency", "2")
+    try:
+        conn = serve.connection()
+        for _ in range(5):  # warm-up: the zygote, page cache
+            serve.run(conn)
+            serve.stream(conn)
+        lat = write_to_event(serve, conn, 5)
+        print(f"streaming: serve --warm, process tier, {os.cpu_count()} CPUs\n"
+              f"  write -> SSE event at a loopback client: p50 {pct(lat, 50):.2f} ms, "
+              f"p95 {pct(lat, 95):.2f} ms ({len(lat)} lines)")
+        rows = {"plain": [], "sse": []}
+        rounds = 10
+        per = max(1, runs // rounds)
+        for r in range(rounds):
+            for name in (["plain", "sse"] if r % 2 == 0 else ["sse", "plain"]):
+                for _ in range(per):
+                    t0 = time.perf_counter()
+                    (serve.run if name == "plain" else serve.stream)(conn)
+                    rows[name].append((time.perf_counter() - t0) * 1000)
+        print(f"  print(1), one at a time, {per * rounds} runs a row, interleaved:")
+        for name, ts in rows.items():
+            print(f"    {name:6} p50 {pct(ts, 50):6.2f} ms  {1000 / statistics.mean(ts):7.1f} runs/s")
+        print(f"    sse / plain p50: {pct(rows['sse'], 50) / pct(rows['plain'], 50):.3f}")
+        conn.close()
+
+        def many(stream):
+            def worker(count):
+                c = serve.connection()
+                for _ in range(count):
+                    (serve.stream if stream else serve.run)(c)
+                c.close()
+            per_t = [runs_t // 8 + (1 if i < runs_t % 8 else 0) for i in range(8)]
+            t0 = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(worker, per_t))
+            return runs_t / (time.perf_counter() - t0)
+
+        tput = {"plain": [], "sse": []}
+        for r in range(2):
+            for name in (["plain", "sse"] if r % 2 == 0 else ["sse", "plain"]):
+                tput[name].append(many(name == "sse"))
+        print(f"  print(1) from 8 client threads, {runs_t} runs, best of 2 interleaved:")
+        for name, v in tput.items():
+            print(f"    {name:6} {max(v):7.1f} runs/s")
+    finally:
+        serve.stop()
+
+
 def main():
     if sys.argv[1:] == ["fleet"]:
         fleet_admission()
+        return
+    if sys.argv[1:2] == ["stream"]:
+        streaming(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
         return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     runs_t = int(sys.argv[2]) if len(sys.argv) > 2 else 400
@@ -239,6 +362,8 @@ def main():
         stop_all(workers, [local, queued], redis)
     print()
     fleet_admission()
+    print()
+    streaming(runs, runs_t)
 
 
 if __name__ == "__main__":

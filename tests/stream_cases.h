@@ -178,17 +178,23 @@ static void stream_slow_consumer_gets_everything(void **state)
 	stream_matches_result(s, &r);
 }
 
-/* A session call streams too: its output as events, the same bytes as
- * its result; and a stream without fn is refused with words. */
-static void stream_session_call(void **state)
+/* A session of f's tier with a 30 s wall clock per call. */
+static struct aj_session *stream_session_open(struct fixture *f)
 {
-	struct fixture *f = *state;
-	struct stream_seen *s = &stream_seen;
 	f->cfg.limits.wall_sec = 30;
 	struct aj_session *ss = NULL;
 	struct aj_error err = {0};
 	if (aj_session_open(&f->cfg, &ss, &err))
 		fail_msg("aj_session_open: %s", err.message);
+	return ss;
+}
+
+/* A session call streams too: its output as events, the same bytes as
+ * its result; and a stream without fn is refused with words. */
+static void stream_session_call(void **state)
+{
+	struct stream_seen *s = &stream_seen;
+	struct aj_session *ss = stream_session_open(*state);
 	struct aj_stream st = {.fn = stream_record, .arg = s};
 	/* A new file in outputs/ is one of the call's images. */
 	const char *code = "import os, sys\nprint('a' * 5000)\nprint('b', file=sys.stderr)\n"
@@ -211,6 +217,47 @@ static void stream_session_call(void **state)
 	aj_session_close(ss);
 }
 
+/* An interpreter that a cell's thread ends, printing as it goes, between
+ * two calls: the next call finds it gone before it took the request, and
+ * the tier reads what it printed as it ended. fn then holds exactly the
+ * call's result (never the dying one's output and then a second
+ * attempt's), and the code ran at most once: either a fresh interpreter
+ * ran it, or the result says it did not run. */
+static void stream_session_retry_is_the_result(void **state)
+{
+	struct stream_seen *s = &stream_seen;
+	struct aj_session *ss = stream_session_open(*state);
+	const char *cell1 = "import os, sys, threading, time\n"
+			    "def later():\n"
+			    "    time.sleep(0.2)\n"
+			    "    print('dying words', flush=True)\n"
+			    "    os._exit(0)\n"
+			    "threading.Thread(target=later).start()\n";
+	struct aj_result r;
+	assert_int_equal(aj_session_run(ss, cell1, strlen(cell1), &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	aj_result_free(&r);
+	/* Well after its end, so that the sandbox has reported it before the
+	 * next call writes its request. */
+	sleep_ms(1000);
+	struct aj_stream st = {.fn = stream_record, .arg = s};
+	const char *cell2 = "open('runs', 'a').write('x')\nprint('once')\n";
+	assert_int_equal(aj_session_run_streaming(ss, cell2, strlen(cell2), NULL, &st, &r), 0);
+	bool ran = contains(r.stdout_buf, "once");
+	if (!ran) {
+		assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+		assert_true(contains(r.message, "did not run"));
+	}
+	stream_matches_result(s, &r);
+	const char *count = "import os\n"
+			    "print(len(open('runs').read()) if os.path.exists('runs') else 0)\n";
+	assert_int_equal(aj_session_run(ss, count, strlen(count), &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, ran ? "1\n" : "0\n");
+	aj_result_free(&r);
+	aj_session_close(ss);
+}
+
 static int stream_setup(void **state)
 {
 	case_setup(state);
@@ -221,6 +268,7 @@ static int stream_setup(void **state)
 #define STREAM_TEST(fn) cmocka_unit_test_setup_teardown(fn, stream_setup, case_teardown)
 #define STREAM_TABLE                                                                         \
 	STREAM_TEST(stream_first_output_before_the_end), STREAM_TEST(stream_flood_holds_the_cap), \
-	STREAM_TEST(stream_slow_consumer_gets_everything), STREAM_TEST(stream_session_call)
+	STREAM_TEST(stream_slow_consumer_gets_everything), STREAM_TEST(stream_session_call),      \
+	STREAM_TEST(stream_session_retry_is_the_result)
 
 #endif

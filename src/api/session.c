@@ -352,7 +352,13 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 				       .cancel_fd = cancel, .reply_max = reply_max, .tap = tap};
 	const struct tier_ops *ops = sandbox_ops(s->sb);
 	int rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
-	if (!rc && ans->unread) {
+	/* What the dying interpreter printed (a thread a cell left, as it
+	 * ended) reached the stream as it was read: the tiers that find an
+	 * unread request stream each byte they capture. fn cannot take it
+	 * back, and the stream must be the result's bytes, no more: so no
+	 * second attempt once any of it was streamed. */
+	bool streamed = tap && (res->stdout_len || res->stderr_len);
+	if (!rc && ans->unread && !streamed) {
 		/* The interpreter had ended before it took the request (a cell
 		 * closed its pipes, a thread it left crashed it): the code never
 		 * ran, so a fresh interpreter gets it, once. */
@@ -360,6 +366,10 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 		result_init(res);
 		rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
 		ans->restarted = true;
+	} else if (!rc && ans->unread) {
+		result_sandbox_error(res, "session: the interpreter had ended before it took this "
+					  "call (its last output is this result's, streamed "
+					  "already); the code did not run: call again");
 	}
 	free(req);
 	s->last_ms = now_ms();

@@ -39,6 +39,7 @@
 #include "../docker/api.h"
 #include "../tiers/tier.h"
 #include "bench_egress.h"
+#include "bench_stream.h"
 #include "cli.h"
 #include "measure.h"
 
@@ -46,6 +47,7 @@ static const char usage[] =
 	"usage: agentjail bench [--tier T ...] [--runs N] [--quick] [--no-peers] [--json]\n"
 	"                       [--image NAME|DIR] [--docker-image I] [--docker-socket P]\n"
 	"       agentjail bench --egress [--runs N] [--quick] [--json]\n"
+	"       agentjail bench --stream [--tier T ...] [--runs N] [--quick] [--json]\n"
 	"\n"
 	"Times print(1) in every tier available here (or each --tier), beside bare\n"
 	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
@@ -59,7 +61,11 @@ static const char usage[] =
 	"(agentjail image build --preset datascience), else another that has them.\n"
 	"--egress: the egress proxy instead, from the host: a small GET's p50 and p95\n"
 	"direct and through the proxy (10 x N rounds), and a 100 MiB download's\n"
-	"MiB/s direct and through it (5 rounds), with the ratios.\n";
+	"MiB/s direct and through it (5 rounds), with the ratios.\n"
+	"--stream: streaming output instead, on the process tier (or each --tier):\n"
+	"the p50 and p95 from the program's write to the stream's fn, and\n"
+	"aj_run against aj_run_streaming on print(1) and on 1 MiB of output,\n"
+	"interleaved over N rounds: medians and the ratio.\n";
 
 #define PROGRAM "print(1)\n"
 #define MAX_ROWS 14
@@ -387,10 +393,10 @@ static void print_ms(json_t *v)
 		printf(" %9s", "-");
 }
 
-enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_EGRESS };
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_EGRESS, OPT_STREAM };
 
 struct bench_args {
-	bool json, quick, peers, egress;
+	bool json, quick, peers, egress, stream;
 	long runs;
 };
 
@@ -406,6 +412,8 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 		a->peers = false;
 	} else if (opt == OPT_EGRESS) {
 		a->egress = true;
+	} else if (opt == OPT_STREAM) {
+		a->stream = true;
 	} else if (opt == OPT_RUNS) {
 		a->runs = strtol(arg, &end, 10);
 		if (*end || a->runs < 1 || a->runs > 10000) {
@@ -828,6 +836,7 @@ int cmd_bench(int argc, char **argv)
 					    {"runs", required_argument, NULL, OPT_RUNS},
 					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
 					    {"egress", no_argument, NULL, OPT_EGRESS},
+					    {"stream", no_argument, NULL, OPT_STREAM},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "bench", usage, own, &b->cfg, &b->choice,
 					bench_opt, &b->args);
@@ -837,6 +846,12 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (b->args.egress) {
 		int rc = bench_egress(b->args.runs, b->args.quick, b->args.json);
+		free(b);
+		return rc ? EXIT_SANDBOX : 0;
+	}
+	if (b->args.stream) {
+		int rc = bench_stream(&b->cfg, &b->choice, b->args.runs, b->args.quick,
+				      b->args.json);
 		free(b);
 		return rc ? EXIT_SANDBOX : 0;
 	}

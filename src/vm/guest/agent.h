@@ -42,8 +42,6 @@
 #define WORKSPACE VM_GUEST_WORKSPACE
 /* After a kill, SIGKILL is repeated this often until everything is reaped. */
 #define KILL_REPEAT_MS 100
-/* At most this long between the loop's read of output and its VM_OUTPUT. */
-#define FLUSH_EVERY_MS 10
 /* The program's open-file limit: the frames carry none, so the default
  * every tier uses. */
 #define OPEN_FILES AJ_DEFAULT_OPEN_FILES

@@ -54,12 +54,16 @@ void watch_flush(struct watch *w)
 	}
 }
 
-/* The loop's periodic check: what it read since the last one goes to the
- * host; never a reason to stop. */
-static bool flush_check(struct supervisor *sv)
+/* The supervisor's tap, at each read of the program's output (the part
+ * within the cap, already in the capture): what it read goes to the host
+ * at once, as a frame of its own, not on a timer, so a write reaches the
+ * caller without waiting for more output. A write to the port blocks
+ * while the host does not read: so does this loop, and the program's
+ * writes then block (backpressure). */
+static void send_as_read(void *arg, int stream, const char *p, size_t n)
 {
-	watch_flush(sv->ctx);
-	return false;
+	(void)stream, (void)p, (void)n;
+	watch_flush(arg);
 }
 
 void watch_settle(struct watch *w)
@@ -99,10 +103,11 @@ void watch_init(struct watch *w, const struct watch_hooks *hooks, void *owner, i
 	w->seq = 0;
 	w->sent[0] = w->sent[1] = 0;
 	w->held = false;
-	/* The output the loop read goes to the host within FLUSH_EVERY_MS
-	 * (and at every child's end, control line or reply). */
-	w->sv.check = flush_check;
-	w->sv.check_every_ms = FLUSH_EVERY_MS;
+	/* The output the loop reads goes to the host as it is read (and,
+	 * held until a call's ack, at the ack, the end, and the result).
+	 * Never paused here: the port's blocking write is the pause. */
+	w->sv.stream = (struct supervisor_stream){.out_tap = send_as_read, .out_room_fd = -1,
+						  .tap_arg = w};
 	/* Watched while stopping too: the end of what was killed is what
 	 * ends the loop. */
 	w->sv.src[WATCH_SIGNALS] = (struct supervisor_source){
