@@ -55,6 +55,12 @@ class Calls:
                 call.by_deadline = True
                 lib.aj_cancel_fire(call.token)
 
+    def fire(self, call):
+        """Cancels one run, if it is still in progress."""
+        with self._lock:
+            if call in self._calls:
+                lib.aj_cancel_fire(call.token)
+
     def end(self, call):
         if call.timer is not None:
             call.timer.cancel()
