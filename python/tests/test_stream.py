@@ -16,7 +16,7 @@ import threading
 import pytest
 
 import agentjail
-from agentjail import ImageEvent, OutputEvent, Status
+from agentjail import OutputEvent, Status
 from conftest import ROOT, tier_options
 
 GATE = """import os, sys, time
@@ -167,7 +167,8 @@ def test_session_callbacks_and_images(sandbox_for):
         assert images == [(im.name, im.mime, im.data) for im in ex.images]
         assert images == [("outputs/chart.png", "image/png", png)]
         items = list(s.stream("print(x * 2)"))
-        assert items[0] == OutputEvent("stdout", "10\n", 1) and items[-1].stdout == "10\n"
+        assert items[0].id == 1 and items[-1].stdout == "10\n"
+        assert "".join(e.text for e in items[:-1]) == "10\n"
 
 
 def test_submit_wait_events_and_cancel(gated):
@@ -295,7 +296,7 @@ with agentjail.Sandbox(ro_bind=f"{gate_dir}:/mnt/gate", **opts) as sb:
     out["handle"] = ["".join(e.text for e in items[:-1]), items[-1].status]
     with sb.session() as se:
         images = []
-        se.run("import os\nos.makedirs('outputs')\n"
+        se.run("import os\nos.makedirs('outputs', exist_ok=True)\n"
                "open('outputs/a.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8))",
                on_image=lambda *a: images.append([a[0], a[1], a[2].hex()]))
         out["images"] = images
