@@ -8,6 +8,7 @@ import queue
 import secrets
 import threading
 
+from ._calls import Closing
 from ._listen import ImageEvent, Listener, OutputEvent, listener_for
 
 
@@ -43,7 +44,7 @@ class _Run:
                 self._owner._calls.fire(self._call)
 
 
-class RunStream:
+class RunStream(Closing):
     """Iterator of a run's events (OutputEvent, ImageEvent) as they happen,
     its last item the Execution. Between the run and the consumer is a
     queue of `size` events: while it is full, the library's buffer fills
@@ -99,13 +100,6 @@ class RunStream:
                 break
         self._thread.join()
         self._done = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __del__(self):
         if not getattr(self, "_done", True):

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ._calls import Closing
 from ._listen import ImageEvent, OutputEvent
 from .errors import SandboxError, ServeError
 from .result import Status, execution_from_json
@@ -197,7 +198,7 @@ class RemoteRunHandle:
         return f"<RemoteRunHandle {self.id} at {self.client.url}>"
 
 
-class _RunEvents:
+class _RunEvents(Closing):
     """Iterator over a run's SSE events: the POST's own answer, or GET
     /v1/runs/ID/events; reopened after the last id seen when the
     connection drops, up to client.retries times in a row."""
@@ -231,13 +232,6 @@ class _RunEvents:
     def __del__(self):
         if getattr(self, "_owns", False) and not self._finished:
             self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def _connect(self):
         headers = {"Accept": _SSE}

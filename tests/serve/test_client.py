@@ -16,14 +16,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import agentjail  # noqa: E402
 from agentjail import OutputEvent, RemoteRunHandle, ServeClient, ServeError, Status  # noqa: E402
 
-GATE = """import os, sys, time
-def gate():
-    for _ in range(600):
-        if os.path.exists('/mnt/gate/go'):
-            return 'saw the gate'
-        time.sleep(0.05)
-    return 'no gate'
-"""
+sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+from gate import GATE  # noqa: E402
 
 
 @pytest.fixture
