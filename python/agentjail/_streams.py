@@ -44,34 +44,57 @@ class _Run:
                 self._owner._calls.fire(self._call)
 
 
+def _nobody_reads(owner):
+    """Whether a consumer can no longer come: its sandbox (or session) is
+    closing, which waits for this run, or the main thread has ended (the
+    interpreter is exiting, and joins this thread)."""
+    return owner._calls.closed or not threading.main_thread().is_alive()
+
+
+_END = object()  # the run has returned: its result is in _final
+_WAIT = 0.2  # seconds between looks at whether anybody still reads
+
+
 class RunStream(Closing):
     """Iterator of a run's events (OutputEvent, ImageEvent) as they happen,
     its last item the Execution. Between the run and the consumer is a
     queue of `size` events: while it is full, the library's buffer fills
     and the program waits in write() (backpressure). close() (or leaving a
     `with` block, or dropping the iterator) before the end cancels the run
-    and waits until its sandbox is gone."""
+    and waits until its sandbox is gone; so does closing the sandbox, and
+    the iteration then ends with the run's Execution."""
 
     def __init__(self, owner, code, timeout=None, size=64):
+        self._owner = owner
         self._queue = queue.Queue(size)
         self._closed = False
         self._done = False
+        self._final = None
         self._run = _Run(owner)
         listener = Listener(self._put)
         self._thread = threading.Thread(target=self._work, name="agentjail-stream",
                                         args=(owner, code, timeout, listener))
         self._thread.start()
 
-    def _put(self, event):
-        if not self._closed:
-            self._queue.put(event)  # blocks while the consumer is behind
+    def _put(self, item):
+        """Waits while the consumer is behind; drops the item, and cancels
+        the run, once nobody can read it (else a sandbox's close() would
+        wait for a run that waits for a reader)."""
+        while not self._closed:
+            try:
+                self._queue.put(item, timeout=_WAIT)
+                return
+            except queue.Full:
+                if _nobody_reads(self._owner):
+                    self._closed = True
+                    self._run.cancel()
 
     def _work(self, owner, code, timeout, listener):
         try:
-            item = owner._execute(code, timeout, listener, self._run.started)
+            self._final = owner._execute(code, timeout, listener, self._run.started)
         except BaseException as e:  # noqa: B902 -- the consumer's to see
-            item = _Failure(e)
-        self._queue.put(item)
+            self._final = _Failure(e)
+        self._put(_END)
 
     def __iter__(self):
         return self
@@ -79,14 +102,21 @@ class RunStream(Closing):
     def __next__(self):
         if self._done:
             raise StopIteration
-        item = self._queue.get()
-        if isinstance(item, (OutputEvent, ImageEvent)):
+        while True:
+            try:
+                item = self._queue.get(timeout=_WAIT)
+                break
+            except queue.Empty:
+                if not self._thread.is_alive() and self._queue.empty():
+                    item = _END  # dropped: nobody was to read it then
+                    break
+        if item is not _END:
             return item
         self._done = True
         self._thread.join()
-        if isinstance(item, _Failure):
-            raise item.error
-        return item
+        if isinstance(self._final, _Failure):
+            raise self._final.error
+        return self._final
 
     def close(self):
         """Cancels the run if it is still going and waits for its end."""
@@ -94,10 +124,11 @@ class RunStream(Closing):
             return
         self._closed = True
         self._run.cancel()
-        while True:  # unblocks the run's puts until its last item
-            item = self._queue.get()
-            if not isinstance(item, (OutputEvent, ImageEvent)):
-                break
+        while self._thread.is_alive():  # unblocks a put waiting for room
+            try:
+                self._queue.get(timeout=_WAIT)
+            except queue.Empty:
+                pass
         self._thread.join()
         self._done = True
 
@@ -127,11 +158,22 @@ class AsyncRunStream:
         self._future = self._loop.run_in_executor(None, self._work)
 
     def _put(self, event):
-        self._room.acquire()
+        while not self._room.acquire(timeout=_WAIT):
+            if self._closed or _nobody_reads(self._owner):
+                self._closed = True
+                self._run.cancel()
+                return
         if self._closed:
             self._room.release()  # the next put passes too
             return
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+        self._hand(event)
+
+    def _hand(self, item):
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the loop is closed: nobody will read
+            self._closed = True
+            self._run.cancel()
 
     def _work(self):
         try:
@@ -139,7 +181,7 @@ class AsyncRunStream:
                                         self._run.started)
         except BaseException as e:  # noqa: B902 -- the consumer's to see
             item = _Failure(e)
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        self._hand(item)
 
     def __aiter__(self):
         return self

@@ -146,6 +146,23 @@ def test_a_stream_not_read_holds_the_program_back(sandbox_for):
     assert len(items[-1].stdout_bytes) < 12 * 1024 * 1024
 
 
+def test_closing_the_sandbox_ends_a_stream_nobody_reads(sandbox_for):
+    # close() waits for the runs in progress; one held back by a consumer
+    # that stopped reading is cancelled and ends, rather than waiting for
+    # that consumer for ever.
+    sb = sandbox_for("process", output_kb=16384, timeout=120, cpu_sec=60)
+    events = sb.stream("import sys\nfor i in range(12 * 1024):\n"
+                       "    sys.stdout.write('x' * 1023 + '\\n'); sys.stdout.flush()\n")
+    for _ in range(1200):  # waits for a state, asserts no time
+        if events._queue.full():
+            break
+        threading.Event().wait(0.05)
+    assert events._queue.full()
+    sb.close()
+    items = list(events)
+    assert items[-1].status is Status.KILLED
+
+
 def test_session_callbacks_and_images(sandbox_for):
     sb = sandbox_for("process")
     images, out = [], []
