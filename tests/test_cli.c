@@ -23,20 +23,22 @@ struct cli_result {
 /* How long the command may stay silent. */
 static int cli_silence_ms = 60000;
 
-/* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
- * both streams and the exit code. */
-static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
+/* Starts agentjail with args, stdin_text on its stdin (NULL: none), its
+ * stdout on *out and its stderr on *err (err NULL: discarded), both read
+ * as they come. */
+static pid_t cli_start(const char *stdin_text, const char *const *args, int *out, int *err)
 {
-	int in[2], out[2], err[2];
+	int in[2], o[2], e[2] = {-1, -1};
 	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(out), 0);
-	assert_int_equal(pipe(err), 0);
+	assert_int_equal(pipe(o), 0);
+	if (err)
+		assert_int_equal(pipe(e), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
+		dup2(o[1], 1);
+		dup2(err ? e[1] : open("/dev/null", O_WRONLY), 2);
 		close_range(3, ~0U, 0);
 		char *argv[80];
 		int n = 0;
@@ -48,14 +50,27 @@ static void cli(struct cli_result *r, const char *stdin_text, const char *const 
 		_exit(127);
 	}
 	close(in[0]);
-	close(out[1]);
-	close(err[1]);
+	close(o[1]);
+	if (err) {
+		close(e[1]);
+		*err = e[0];
+	}
 	if (stdin_text)
 		assert_int_equal(write(in[1], stdin_text, strlen(stdin_text)),
 				 (ssize_t)strlen(stdin_text));
 	close(in[1]);
+	*out = o[0];
+	return pid;
+}
+
+/* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
+ * both streams and the exit code. */
+static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
+{
+	int out, err;
+	pid_t pid = cli_start(stdin_text, args, &out, &err);
 	size_t no = 0, ne = 0;
-	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+	struct pollfd p[2] = {{.fd = out, .events = POLLIN}, {.fd = err, .events = POLLIN}};
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		assert_true(poll(p, 2, cli_silence_ms) > 0);
 		for (int i = 0; i < 2; i++) {
@@ -1105,40 +1120,6 @@ static void bench_numpy_row_finds_its_image(void **state)
 
 /* ---- Output as it happens (docs/streaming.md) ---- */
 
-/* Starts agentjail with args, stdin_text on its stdin (NULL: none), its
- * stdout on *out (read as it comes) and its stderr discarded. */
-static pid_t cli_start(const char *stdin_text, const char *const *args, int *out)
-{
-	int in[2], o[2];
-	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(o), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(in[0], 0);
-		dup2(o[1], 1);
-		dup2(null, 2);
-		close_range(3, ~0U, 0);
-		char *argv[40];
-		int n = 0;
-		argv[n++] = (char *)cli_path();
-		for (; args[n - 1] && n < 39; n++)
-			argv[n] = (char *)args[n - 1];
-		argv[n] = NULL;
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(o[1]);
-	if (stdin_text)
-		assert_int_equal(write(in[1], stdin_text, strlen(stdin_text)),
-				 (ssize_t)strlen(stdin_text));
-	close(in[1]);
-	*out = o[0];
-	return pid;
-}
-
 /* Reads fd until buf holds needle (or the end); false at the end. */
 static bool read_until(int fd, char *buf, size_t size, size_t *len, const char *needle)
 {
@@ -1198,7 +1179,7 @@ static void json_stream_events_then_the_result(void **state)
 	const char *prog = PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate"));
 	int fd;
 	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--json-stream", "--ro-bind", bind,
-							   prog, NULL}, &fd);
+							   prog, NULL}, &fd, NULL);
 	static char out[1 << 16];
 	size_t len = 0;
 	out[0] = '\0';
@@ -1278,7 +1259,7 @@ static void run_passes_output_as_it_comes(void **state)
 	snprintf(bind, sizeof bind, "%s:/mnt/gate", gate);
 	int fd;
 	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--ro-bind", bind,
-		PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate")), NULL}, &fd);
+		PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate")), NULL}, &fd, NULL);
 	static char out[4096];
 	size_t len = 0;
 	out[0] = '\0';
@@ -1314,7 +1295,7 @@ static void repl_passes_output_as_it_comes(void **state)
 		 "print('saw the gate' if os.path.exists('%s/go') else 'no gate')\n",
 		 gate, gate);
 	int fd;
-	pid_t pid = cli_start(cell, (const char *const[]){"repl", NULL}, &fd);
+	pid_t pid = cli_start(cell, (const char *const[]){"repl", NULL}, &fd, NULL);
 	static char out[4096];
 	size_t len = 0;
 	out[0] = '\0';

@@ -127,11 +127,12 @@ def test_closing_a_stream_early_cancels_the_run(sb):
     assert sb.run("print(2)").stdout == "2\n"
 
 
-def test_a_stream_not_read_holds_the_program_back(sandbox_for):
-    # Nobody reads: the stream's queue fills to its bound, then the
-    # library's buffer, then the program waits in write(). 12 MiB is more
-    # than all of them hold (64 events of at most one 64 KiB read, 1 MiB),
-    # so the program cannot end on its own: cancelled, it ends killed.
+def held_back(sandbox_for):
+    """(sandbox, stream) once the stream's queue is full: nobody reads, so
+    the queue fills to its bound, then the library's buffer, then the
+    program waits in write(). 12 MiB is more than all of them hold (64
+    events of at most one 64 KiB read, 1 MiB), so the program cannot end
+    on its own."""
     sb = sandbox_for("process", output_kb=16384, timeout=120, cpu_sec=60)
     events = sb.stream("import sys\nfor i in range(12 * 1024):\n"
                        "    sys.stdout.write('x' * 1023 + '\\n'); sys.stdout.flush()\n")
@@ -140,9 +141,14 @@ def test_a_stream_not_read_holds_the_program_back(sandbox_for):
             break
         threading.Event().wait(0.05)
     assert events._queue.full() and events._thread.is_alive()
+    return sb, events
+
+
+def test_a_stream_not_read_holds_the_program_back(sandbox_for):
+    sb, events = held_back(sandbox_for)
     events._run.cancel()
     items = list(events)
-    assert items[-1].status is Status.KILLED
+    assert items[-1].status is Status.KILLED  # cancelled: it had not ended
     assert len(items[-1].stdout_bytes) < 12 * 1024 * 1024
 
 
@@ -150,17 +156,9 @@ def test_closing_the_sandbox_ends_a_stream_nobody_reads(sandbox_for):
     # close() waits for the runs in progress; one held back by a consumer
     # that stopped reading is cancelled and ends, rather than waiting for
     # that consumer for ever.
-    sb = sandbox_for("process", output_kb=16384, timeout=120, cpu_sec=60)
-    events = sb.stream("import sys\nfor i in range(12 * 1024):\n"
-                       "    sys.stdout.write('x' * 1023 + '\\n'); sys.stdout.flush()\n")
-    for _ in range(1200):  # waits for a state, asserts no time
-        if events._queue.full():
-            break
-        threading.Event().wait(0.05)
-    assert events._queue.full()
+    sb, events = held_back(sandbox_for)
     sb.close()
-    items = list(events)
-    assert items[-1].status is Status.KILLED
+    assert list(events)[-1].status is Status.KILLED
 
 
 def test_session_callbacks_and_images(sandbox_for):
