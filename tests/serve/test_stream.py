@@ -304,3 +304,15 @@ def test_clients_that_never_read_do_not_grow_serves_memory(start):
     assert result["status"] == "ok" and len(result["stdout"]) == out
     for s in socks:
         s.close()
+
+
+def test_a_quiet_run_is_kept_alive_past_the_idle_timeout(start):
+    """A run silent for longer than serve's idle timeout: the stream sends
+    keep-alive comments (at half the timeout) and is not cut."""
+    srv = start("--idle-timeout", "2", "--timeout", "20")
+    s = Stream(srv, "POST", "/v1/runs",
+               {"code": "import time\nprint(1, flush=True)\ntime.sleep(5)\nprint(2)"})
+    got = list(s.events())
+    s.close()
+    assert got[-1].event == "result" and got[-1].data["stdout"] == "1\n2\n"
+    assert ": keep-alive" in s.comments
