@@ -4,6 +4,7 @@ runs, resume from Last-Event-ID, cancel, background runs and their list,
 another key's run, the budget, and a client that never reads."""
 import json
 import os
+import signal
 import socket
 import time
 
@@ -316,3 +317,20 @@ def test_a_quiet_run_is_kept_alive_past_the_idle_timeout(start):
     s.close()
     assert got[-1].event == "result" and got[-1].data["stdout"] == "1\n2\n"
     assert ": keep-alive" in s.comments
+
+
+def test_sigterm_lets_streamed_and_background_runs_finish(start):
+    """Shutdown drains recorded runs as any run: the stream gets its result
+    and ends, then serve exits 0."""
+    srv = start("--concurrency", "1", "--timeout", "20")
+    s = Stream(srv, "POST", "/v1/runs",
+               {"code": "import time\nprint('a', flush=True)\ntime.sleep(2)\nprint('b')"})
+    events = s.events()
+    assert next(events).event == "stdout"
+    queued = srv.request("POST", "/v1/runs", {"code": "print('later')", "background": True})
+    assert queued.code == 202
+    srv.proc.send_signal(signal.SIGTERM)
+    rest = list(events)
+    s.close()
+    assert rest[-1].event == "result" and rest[-1].data["stdout"] == "a\nb\n"
+    assert srv.proc.wait(timeout=30) == 0
