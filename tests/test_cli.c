@@ -1149,6 +1149,15 @@ static bool read_until(int fd, char *buf, size_t size, size_t *len, const char *
 	"print('saw the gate' if os.path.exists('" gate "/go') else 'no gate')\n"   \
 	"print('é', end='', file=sys.stderr)\n"
 
+/* A new directory for a gate, gate[300], and its --ro-bind at /mnt/gate,
+ * bind[400]. */
+static void make_gate(const char *name, char *gate, char *bind)
+{
+	snprintf(gate, 300, "%s/%s", program_dir, name);
+	assert_int_equal(mkdir(gate, 0755), 0);
+	snprintf(bind, 400, "%s:/mnt/gate", gate);
+}
+
 static void open_gate(const char *dir)
 {
 	char go[300];
@@ -1173,9 +1182,7 @@ static void json_stream_events_then_the_result(void **state)
 {
 	(void)state;
 	char gate[300], bind[400];
-	snprintf(gate, sizeof gate, "%s/gate-json", program_dir);
-	assert_int_equal(mkdir(gate, 0755), 0);
-	snprintf(bind, sizeof bind, "%s:/mnt/gate", gate);
+	make_gate("gate-json", gate, bind);
 	const char *prog = PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate"));
 	int fd;
 	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--json-stream", "--ro-bind", bind,
@@ -1254,9 +1261,7 @@ static void run_passes_output_as_it_comes(void **state)
 {
 	(void)state;
 	char gate[300], bind[400];
-	snprintf(gate, sizeof gate, "%s/gate-run", program_dir);
-	assert_int_equal(mkdir(gate, 0755), 0);
-	snprintf(bind, sizeof bind, "%s:/mnt/gate", gate);
+	make_gate("gate-run", gate, bind);
 	int fd;
 	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--ro-bind", bind,
 		PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate")), NULL}, &fd, NULL);
