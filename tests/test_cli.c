@@ -23,20 +23,22 @@ struct cli_result {
 /* How long the command may stay silent. */
 static int cli_silence_ms = 60000;
 
-/* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
- * both streams and the exit code. */
-static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
+/* Starts agentjail with args, stdin_text on its stdin (NULL: none), its
+ * stdout on *out and its stderr on *err (err NULL: discarded), both read
+ * as they come. */
+static pid_t cli_start(const char *stdin_text, const char *const *args, int *out, int *err)
 {
-	int in[2], out[2], err[2];
+	int in[2], o[2], e[2] = {-1, -1};
 	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(out), 0);
-	assert_int_equal(pipe(err), 0);
+	assert_int_equal(pipe(o), 0);
+	if (err)
+		assert_int_equal(pipe(e), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
+		dup2(o[1], 1);
+		dup2(err ? e[1] : open("/dev/null", O_WRONLY), 2);
 		close_range(3, ~0U, 0);
 		char *argv[80];
 		int n = 0;
@@ -48,14 +50,27 @@ static void cli(struct cli_result *r, const char *stdin_text, const char *const 
 		_exit(127);
 	}
 	close(in[0]);
-	close(out[1]);
-	close(err[1]);
+	close(o[1]);
+	if (err) {
+		close(e[1]);
+		*err = e[0];
+	}
 	if (stdin_text)
 		assert_int_equal(write(in[1], stdin_text, strlen(stdin_text)),
 				 (ssize_t)strlen(stdin_text));
 	close(in[1]);
+	*out = o[0];
+	return pid;
+}
+
+/* Runs agentjail with args, feeding stdin_text (may be NULL), and collects
+ * both streams and the exit code. */
+static void cli(struct cli_result *r, const char *stdin_text, const char *const *args)
+{
+	int out, err;
+	pid_t pid = cli_start(stdin_text, args, &out, &err);
 	size_t no = 0, ne = 0;
-	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+	struct pollfd p[2] = {{.fd = out, .events = POLLIN}, {.fd = err, .events = POLLIN}};
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		assert_true(poll(p, 2, cli_silence_ms) > 0);
 		for (int i = 0; i < 2; i++) {
@@ -1103,6 +1118,203 @@ static void bench_numpy_row_finds_its_image(void **state)
 	json_decref(j);
 }
 
+/* ---- Output as it happens (docs/streaming.md) ---- */
+
+/* Reads fd until buf holds needle (or the end); false at the end. */
+static bool read_until(int fd, char *buf, size_t size, size_t *len, const char *needle)
+{
+	while (!strstr(buf, needle)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		assert_true(poll(&p, 1, cli_silence_ms) > 0);
+		ssize_t n = read(fd, buf + *len, size - 1 - *len);
+		if (n <= 0)
+			return false;
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return true;
+}
+
+/* The gate a program waits at: it prints "first", then waits (30 s at
+ * most) for GATE/go, which the test makes only once it has read "first".
+ * Output held until the end would reach the test after the wait, so the
+ * program would say "no gate": the order proves the streaming, with no
+ * clock in the assertion. */
+#define GATE_PROGRAM(gate)                                                           \
+	"import os, sys, time\n"                                                     \
+	"print('first', flush=True)\n"                                               \
+	"for _ in range(600):\n"                                                     \
+	"    if os.path.exists('" gate "/go'): break\n"                               \
+	"    time.sleep(0.05)\n"                                                     \
+	"print('saw the gate' if os.path.exists('" gate "/go') else 'no gate')\n"   \
+	"print('é', end='', file=sys.stderr)\n"
+
+/* A new directory for a gate, gate[300], and its --ro-bind at /mnt/gate,
+ * bind[400]. */
+static void make_gate(const char *name, char *gate, char *bind)
+{
+	snprintf(gate, 300, "%s/%s", program_dir, name);
+	assert_int_equal(mkdir(gate, 0755), 0);
+	snprintf(bind, 400, "%s:/mnt/gate", gate);
+}
+
+static void open_gate(const char *dir)
+{
+	char go[300];
+	snprintf(go, sizeof go, "%s/go", dir);
+	int fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* Everything after the gate, to the end of fd; the exit code. */
+static int finish_cli(pid_t pid, int fd, char *buf, size_t size, size_t *len)
+{
+	(void)read_until(fd, buf, size, len, "\x01never");
+	close(fd);
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws));
+	return WEXITSTATUS(ws);
+}
+
+static void json_stream_events_then_the_result(void **state)
+{
+	(void)state;
+	char gate[300], bind[400];
+	make_gate("gate-json", gate, bind);
+	const char *prog = PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate"));
+	int fd;
+	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--json-stream", "--ro-bind", bind,
+							   prog, NULL}, &fd, NULL);
+	static char out[1 << 16];
+	size_t len = 0;
+	out[0] = '\0';
+	assert_true(read_until(fd, out, sizeof out, &len, "\n"));
+	/* The first line came while the program waits at the gate. */
+	json_error_t e;
+	json_t *first = json_loadb(out, (size_t)(strchr(out, '\n') - out), 0, &e);
+	assert_non_null(first);
+	assert_string_equal(json_string_value(json_object_get(first, "event")), "stdout");
+	assert_true(!strncmp(json_string_value(json_object_get(first, "text")), "first", 5));
+	json_decref(first);
+	open_gate(gate);
+	assert_int_equal(finish_cli(pid, fd, out, sizeof out, &len), 0);
+
+	/* One object a line; stdout and stderr events whose texts make the
+	 * program's output, the result last and once. */
+	char so[256] = "", se[256] = "";
+	json_t *result = NULL;
+	for (char *line = out, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		assert_null(result);
+		json_t *j = json_loadb(line, (size_t)(nl - line), 0, &e);
+		if (!j)
+			fail_msg("not a JSON line (%s): %.*s", e.text, (int)(nl - line), line);
+		const char *ev = json_string_value(json_object_get(j, "event"));
+		assert_non_null(ev);
+		if (!strcmp(ev, "result")) {
+			result = j;
+			continue;
+		}
+		const char *text = json_string_value(json_object_get(j, "text"));
+		assert_non_null(text);
+		assert_true(!strcmp(ev, "stdout") || !strcmp(ev, "stderr"));
+		strncat(!strcmp(ev, "stdout") ? so : se, text, 100);
+		json_decref(j);
+	}
+	assert_non_null(result);
+	assert_string_equal(so, "first\nsaw the gate\n");
+	assert_string_equal(se, "\xC3\xA9");
+	assert_string_equal(json_string_value(json_object_get(result, "status")), "ok");
+	assert_string_equal(json_string_value(json_object_get(result, "stdout")), so);
+	/* The contract object, with "event" in front: --json's 12 keys. */
+	assert_int_equal(json_object_size(result), 13);
+	json_decref(result);
+
+	/* Bytes that are not UTF-8 come as base64, and the exit code is the
+	 * program's, as without --json-stream. */
+	CLI(&res, NULL, "run", "--json-stream",
+	    PROGRAM("bin.py", "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe')\nsys.exit(4)\n"));
+	assert_int_equal(res.exit_code, 4);
+	assert_true(contains(res.out, "{\"event\":\"stdout\",\"base64\":\"//4=\"}\n"));
+	assert_true(contains(res.out, "{\"event\":\"result\",\"tier\":\"process\",\"status\":\"error\""));
+
+	/* Two formats at once: a usage error, said as JSON. */
+	CLI(&res, NULL, "run", "--json", "--json-stream", prog);
+	assert_int_equal(res.exit_code, 2);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "usage_error");
+	assert_true(contains(json_string_value(json_object_get(j, "message")),
+			     "--json and --json-stream are two output formats"));
+	json_decref(j);
+	/* --json-stream's usage error is the result line its reader waits for. */
+	CLI(&res, NULL, "run", "--json-stream", "--memory", "abc", prog);
+	assert_int_equal(res.exit_code, 2);
+	j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "event")), "result");
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "usage_error");
+	json_decref(j);
+}
+
+/* Without --json, run passes the output through as it comes. */
+static void run_passes_output_as_it_comes(void **state)
+{
+	(void)state;
+	char gate[300], bind[400];
+	make_gate("gate-run", gate, bind);
+	int fd;
+	pid_t pid = cli_start(NULL, (const char *const[]){"run", "--ro-bind", bind,
+		PROGRAM("gate.py", GATE_PROGRAM("/mnt/gate")), NULL}, &fd, NULL);
+	static char out[4096];
+	size_t len = 0;
+	out[0] = '\0';
+	assert_true(read_until(fd, out, sizeof out, &len, "first\n"));
+	open_gate(gate);
+	assert_int_equal(finish_cli(pid, fd, out, sizeof out, &len), 0);
+	assert_string_equal(out, "first\nsaw the gate\n");
+}
+
+/* repl passes a cell's output through as it comes. It has no --ro-bind:
+ * the gate is a host directory under /run, which the process tier shows
+ * read-only (not /tmp, which each run makes for itself). */
+static void repl_passes_output_as_it_comes(void **state)
+{
+	(void)state;
+	char gate[PATH_MAX], probe[PATH_MAX + 100], cell[2 * PATH_MAX + 600];
+	snprintf(gate, sizeof gate, "/run/aj-cli-gate-XXXXXX");
+	if (!mkdtemp(gate))
+		skip(); /* /run not writable: a machine where the test is not root */
+	assert_int_equal(chmod(gate, 0755), 0);
+	snprintf(probe, sizeof probe, "import os\nprint(os.path.isdir('%s'))\n", gate);
+	CLI(&res, probe, "run", "-");
+	if (strcmp(res.out, "True\n")) {
+		rmdir(gate);
+		skip(); /* a machine whose sandboxes cannot see this directory */
+	}
+	snprintf(cell, sizeof cell,
+		 "import os, time\n"
+		 "print('first', flush=True)\n"
+		 "for _ in range(600):\n"
+		 "    if os.path.exists('%s/go'): break\n"
+		 "    time.sleep(0.05)\n"
+		 "print('saw the gate' if os.path.exists('%s/go') else 'no gate')\n",
+		 gate, gate);
+	int fd;
+	pid_t pid = cli_start(cell, (const char *const[]){"repl", NULL}, &fd, NULL);
+	static char out[4096];
+	size_t len = 0;
+	out[0] = '\0';
+	assert_true(read_until(fd, out, sizeof out, &len, "first\n"));
+	open_gate(gate);
+	int rc = finish_cli(pid, fd, out, sizeof out, &len);
+	char go[PATH_MAX + 10];
+	snprintf(go, sizeof go, "%s/go", gate);
+	unlink(go);
+	rmdir(gate);
+	assert_int_equal(rc, 0);
+	assert_true(contains(out, "first\nsaw the gate\n"));
+}
+
 static int make_dir(void **state)
 {
 	(void)state;
@@ -1149,6 +1361,9 @@ int main(void)
 		cmocka_unit_test(nul_byte_message_is_whole),
 		cmocka_unit_test(json_usage_errors_are_json),
 		cmocka_unit_test(bench_numpy_row_finds_its_image),
+		cmocka_unit_test(json_stream_events_then_the_result),
+		cmocka_unit_test(run_passes_output_as_it_comes),
+		cmocka_unit_test(repl_passes_output_as_it_comes),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }

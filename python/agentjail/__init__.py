@@ -8,13 +8,18 @@ it printed and how it ended.
 
 Tiers: "process", "container", "microvm", "docker", "gvisor" (ProcessSandbox, ...),
 swappable without touching the agent. Sessions keep state across calls
-(sandbox.session()); sandbox.tool() gives a model the run_python tool."""
+(sandbox.session()); sandbox.tool() gives a model the run_python tool.
+Output as it happens: run(code, on_stdout=...), stream(code), submit(code),
+and arun / astream for asyncio."""
 from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
 from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
-                     SandboxClosed, SandboxError, SandboxUnavailable, SessionClosed)
+                     SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed)
 from .result import Execution, FileInfo, Image, Status
+from ._listen import ImageEvent, OutputEvent
+from ._streams import AsyncRunStream, RunHandle, RunStream
 from .sandbox import (ContainerSandbox, DockerSandbox, GvisorSandbox, MicrovmSandbox,
                       ProcessSandbox, Sandbox)
+from .serve_client import RemoteRunHandle, ServeClient
 from .session import Session
 from .tools import RunPythonTool, ToolResult, run_python_tool
 from .check import check
@@ -24,7 +29,8 @@ __version__ = "0.5.0"
 __all__ = [
     "Sandbox", "ProcessSandbox", "ContainerSandbox", "MicrovmSandbox", "DockerSandbox",
     "GvisorSandbox",
-    "Session", "Execution", "Image", "FileInfo", "Status", "RunPythonTool", "ToolResult",
+    "Session", "Execution", "Image", "FileInfo", "Status", "OutputEvent", "ImageEvent",
+    "RunStream", "AsyncRunStream", "RunHandle", "ServeClient", "RemoteRunHandle", "ServeError", "RunPythonTool", "ToolResult",
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
     "SandboxError", "InvalidCode", "SandboxClosed", "SessionClosed", "FileTransferError",
     "EgressError",

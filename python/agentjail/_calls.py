@@ -55,6 +55,12 @@ class Calls:
                 call.by_deadline = True
                 lib.aj_cancel_fire(call.token)
 
+    def fire(self, call):
+        """Cancels one run, if it is still in progress."""
+        with self._lock:
+            if call in self._calls:
+                lib.aj_cancel_fire(call.token)
+
     def end(self, call):
         if call.timer is not None:
             call.timer.cancel()
@@ -155,7 +161,18 @@ def blocking(call, fn, *args):
     return _main_runner.call(call, fn, args)
 
 
-class Handle:
+class Closing:
+    """A context manager whose exit is close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Handle(Closing):
     """What Sandbox and Session share: a C handle (self._handle) freed by
     self._free once close() has stopped and waited for the calls in
     progress; a context manager; freed when dropped without close()."""
@@ -166,13 +183,6 @@ class Handle:
         if self._calls.close() and self._handle != ffi.NULL:
             self._free(self._handle)
             self._handle = ffi.NULL
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __del__(self):
         # Dropped without close(): no call holds it (a call holds self).

@@ -8,8 +8,10 @@ never written twice: tests/test_abi.py holds both backends' layouts to the
 compiler's.
 
 Only what the package calls is here: new, string, unpack, cast, sizeof,
-offsetof, NULL, dlopen. ctypes' CDLL releases the GIL around each call, as
-cffi does."""
+offsetof, NULL, dlopen, callback (of a declared function-pointer typedef).
+ctypes' CDLL releases the GIL around each call, as cffi does, and a
+callback takes it when the library calls it from a thread of its own, as
+cffi's does."""
 import ctypes
 import re
 
@@ -53,6 +55,7 @@ class FFI:
         self._opaque = set()  # declared, never defined: handles (void *)
         self._enums = {}
         self._functions = {}  # name -> (restype, argtypes)
+        self._typedefs = {}   # name -> ctypes CFUNCTYPE (function pointers only)
 
     # ---- the declarations --------------------------------------------
 
@@ -64,10 +67,20 @@ class FFI:
                 value = int(v) if v.strip() else value + 1
                 self._enums[key.strip()] = value
         text = re.sub(r"enum\s+\w+\s*\{[^}]*\}\s*;", "", text)
-        for name, body in re.findall(r"struct\s+(\w+)\s*\{([^}]*)\}\s*;", text):
-            fields = [self._declaration(d) for d in body.split(";") if d.strip()]
-            self._structs[name] = type(name, (_Struct,), {"_fields_": fields})
-        text = re.sub(r"struct\s+\w+\s*\{[^}]*\}\s*;", "", text)
+        # Structures and function-pointer typedefs in the order written: a
+        # typedef names the structures before it, a structure the typedefs.
+        definition = re.compile(r"struct\s+(\w+)\s*\{([^}]*)\}\s*;"
+                                r"|typedef\s+([^;(]+?)\(\s*\*\s*(\w+)\s*\)\s*\(([^)]*)\)\s*;")
+        for m in definition.finditer(text):
+            if m.group(1):
+                fields = [self._declaration(d) for d in m.group(2).split(";") if d.strip()]
+                self._structs[m.group(1)] = type(m.group(1), (_Struct,), {"_fields_": fields})
+                continue
+            restype = self._type(m.group(3))
+            params = [p for p in (p.strip() for p in m.group(5).split(",")) if p and p != "void"]
+            argtypes = [self._declaration(p)[1] for p in params]
+            self._typedefs[m.group(4)] = ctypes.CFUNCTYPE(restype, *argtypes)
+        text = definition.sub("", text)
         for stmt in (s.strip() for s in text.split(";") if s.strip()):
             m = re.fullmatch(r"struct\s+(\w+)", stmt)
             if m:
@@ -96,7 +109,9 @@ class FFI:
         stars = spelled.count("*")
         words = [w for w in spelled.replace("*", " ").split() if w != "const"]
         base = " ".join(words)
-        if base.startswith("enum "):
+        if base in self._typedefs:
+            ctype = self._typedefs[base]
+        elif base.startswith("enum "):
             ctype = ctypes.c_int
         elif base.startswith("struct "):
             tag = base.split()[1]
@@ -157,6 +172,11 @@ class FFI:
 
     def unpack(self, pointer, length):
         return ctypes.string_at(pointer, length) if length else b""
+
+    def callback(self, spelled, fn):
+        """A C function pointer of the typedef spelled that calls fn; it
+        must be kept alive as long as C may call it, as cffi's."""
+        return self._typedefs[spelled](fn)
 
     def sizeof(self, spelled):
         return ctypes.sizeof(self._type(spelled))

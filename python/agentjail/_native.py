@@ -72,6 +72,15 @@ struct aj_result {
     struct aj_image *images; size_t image_count; size_t images_dropped;
     char *egress_log;
 };
+enum aj_event_kind { AJ_EVENT_STDOUT = 0, AJ_EVENT_STDERR, AJ_EVENT_IMAGE };
+struct aj_event {
+    enum aj_event_kind kind;
+    const char *data; size_t len;
+    const char *name; const char *mime;
+    uint64_t offset;
+};
+typedef void (*aj_event_fn)(void *arg, const struct aj_event *ev);
+struct aj_stream { aj_event_fn fn; void *arg; uint32_t buffer_kb; };
 enum aj_file_type { AJ_FILE_REGULAR = 0, AJ_FILE_DIRECTORY, AJ_FILE_SYMLINK, AJ_FILE_OTHER };
 struct aj_file_info { char *name; enum aj_file_type type; uint64_t size; };
 struct aj_sandbox;
@@ -89,9 +98,14 @@ void aj_cancel_fire(struct aj_cancel *c);
 void aj_cancel_free(struct aj_cancel *c);
 int aj_run_cancellable(struct aj_sandbox *sb, const char *code, size_t len,
                        struct aj_cancel *cancel, struct aj_result *res);
+int aj_run_streaming(struct aj_sandbox *sb, const char *code, size_t len, struct aj_cancel *cancel,
+                     const struct aj_stream *stream, struct aj_result *res);
 int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct aj_error *err);
 int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t len,
                                struct aj_cancel *cancel, struct aj_result *res);
+int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
+                             struct aj_cancel *cancel, const struct aj_stream *stream,
+                             struct aj_result *res);
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
                    struct aj_error *err);
 int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,

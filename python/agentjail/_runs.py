@@ -1,9 +1,10 @@
 """What a run of a Sandbox and of a Session share: the code as bytes, the
-caller's own deadline, and the C result made an Execution. Below both, so
-that neither imports the other."""
+caller's own deadline, the call itself (streaming or not), and the C result
+made an Execution. Below both, so that neither imports the other."""
 import dataclasses
 
-from ._native import lib
+from ._calls import blocking
+from ._native import ffi, lib
 from .errors import InvalidCode, SandboxError
 from .result import Status, execution_from_c
 
@@ -44,4 +45,37 @@ def finish(call, res, tier, deadline):
         if ex.message and ex.message.startswith("code:"):
             raise InvalidCode(ex.message)
         raise SandboxError(ex)
+    return ex
+
+
+def execute(owner, plain_fn, stream_fn, code, timeout, listener=None, started=None,
+            check_rc=None):
+    """One run of owner (a Sandbox or a Session: its _calls, _handle, tier
+    and configured wall clock): plain_fn without a listener, stream_fn
+    (the library's *_streaming call) with one. started(call), when given,
+    learns the run's Call as soon as it exists (to cancel it from another
+    thread). check_rc(rc, res) may raise on the call's return code. After
+    the run: the listener's end (a split character's remains), and the
+    first exception its sink raised, raised here."""
+    data = code_bytes(code)
+    deadline = check_deadline(timeout, owner._config.c.limits.wall_sec)
+    call = owner._calls.begin(deadline)
+    try:
+        if started is not None:
+            started(call)
+        res = ffi.new("struct aj_result *")
+        if listener is None:
+            rc = blocking(call, plain_fn, owner._handle, data, len(data), call.token, res)
+        else:
+            rc = blocking(call, stream_fn, owner._handle, data, len(data), call.token,
+                          listener.c_stream, res)
+        if check_rc is not None:
+            check_rc(rc, res)
+        ex = finish(call, res, owner.tier, deadline)
+    finally:
+        owner._calls.end(call)
+    if listener is not None:
+        listener.end()
+        if listener.error is not None:
+            raise listener.error
     return ex

@@ -57,3 +57,15 @@ class EgressError(AgentjailError, OSError):
     """Session.egress_keep refused: a rule the session does not have (a
     call may only drop rules, never add one), named in the message; errno
     is EPERM there. Nothing changed."""
+
+
+class ServeError(AgentjailError):
+    """agentjail serve answered with an error (ServeClient): `status` the
+    HTTP status (0: the connection failed), `code` serve's error code
+    ("no_such_run", "queue_full", ...), `body` the whole answer (a run lost
+    with its worker: "lost", "may_have_started", "retry_safe")."""
+
+    def __init__(self, status, code, message, body=None):
+        self.status, self.code, self.body = status, code, body or {}
+        super().__init__(f"serve: {status} {code}: {message}" if status else
+                         f"serve: {message}")

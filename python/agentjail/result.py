@@ -1,4 +1,5 @@
 """Execution, Image and FileInfo: a run's result as Python values."""
+import base64
 import enum
 import json
 from dataclasses import dataclass, field
@@ -194,4 +195,28 @@ def execution_from_c(res, tier):
         images_dropped=res.images_dropped,
         egress=(json.loads(ffi.string(res.egress_log).decode("utf-8", "replace"))
                 if res.egress_log != ffi.NULL else None),
+    )
+
+
+def execution_from_json(o, tier=None):
+    """An Execution from the contract object (`agentjail run --json`,
+    serve's answer): stdout and stderr are its text (U+FFFD where the bytes
+    were not UTF-8), their UTF-8 the bytes."""
+    return Execution(
+        status=Status(o["status"]),
+        exit_code=o.get("exit_code"),
+        signal=o.get("signal"),
+        stdout_bytes=(o.get("stdout") or "").encode("utf-8"),
+        stderr_bytes=(o.get("stderr") or "").encode("utf-8"),
+        stdout_truncated=bool(o.get("stdout_truncated")),
+        stderr_truncated=bool(o.get("stderr_truncated")),
+        wall_ms=float(o.get("wall_ms") or 0),
+        cpu_ms=float(o.get("cpu_ms") or 0),
+        memory_kb=int(o.get("memory_kb") or 0),
+        message=o.get("message"),
+        tier=o.get("tier") or tier,
+        images=[Image(i.get("name") or "", i.get("mime") or "", base64.b64decode(i.get("data") or ""))
+                for i in o.get("images") or []],
+        images_dropped=int(o.get("images_dropped") or 0),
+        egress=o.get("egress"),
     )

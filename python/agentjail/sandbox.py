@@ -7,17 +7,21 @@
 Each run is a fresh sandbox of the tier; nothing persists between runs (for
 that, sandbox.session()). One Sandbox may run from many threads at once,
 each run isolated from the others; the GIL is released while a run is in
-progress."""
-from ._calls import Calls, Handle, blocking
+progress.
+
+Output as it happens (docs/python.md): run(code, on_stdout=print),
+stream(code), submit(code) -> RunHandle, and arun / astream for asyncio."""
+from ._calls import Calls, Handle
 from ._native import ffi, lib
-from ._runs import check_deadline, code_bytes, finish
+from ._runs import execute
+from ._streams import RunMethods
 from .config import Config
 from .errors import SandboxClosed, SandboxUnavailable
 from .session import Session
 from .tools import RunPythonTool
 
 
-class Sandbox(Handle):
+class Sandbox(RunMethods, Handle):
     """A sandbox of one tier with the deployer's limits.
 
     tier: "process", "container", "microvm", "docker" or "gvisor".
@@ -74,19 +78,11 @@ class Sandbox(Handle):
         """A configured value by its keyword ("memory_mb")."""
         return self._config.value(name)
 
-    def run(self, code, timeout=None):
-        """Runs code (str or bytes) in a fresh sandbox and returns its
-        Execution. timeout: a deadline of this call's own, shorter than the
-        sandbox's; reaching it stops the run with status timeout."""
-        data = code_bytes(code)
-        deadline = check_deadline(timeout, self.timeout)
-        call = self._calls.begin(deadline)
-        try:
-            res = ffi.new("struct aj_result *")
-            blocking(call, lib.aj_run_cancellable, self._handle, data, len(data), call.token, res)
-            return finish(call, res, self.tier, deadline)
-        finally:
-            self._calls.end(call)
+    # run(code, timeout=None, on_stdout=, on_stderr=, on_image=), stream,
+    # submit, arun, astream: RunMethods, over this.
+    def _execute(self, code, timeout, listener=None, started=None):
+        return execute(self, lib.aj_run_cancellable, lib.aj_run_streaming, code, timeout,
+                       listener, started)
 
     def cancel(self):
         """Stops every run in progress on this sandbox (from any thread):

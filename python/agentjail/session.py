@@ -16,7 +16,8 @@ import os
 
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
-from ._runs import check_deadline, code_bytes, finish
+from ._runs import execute
+from ._streams import RunMethods
 from .config import c_strings
 from .errors import EgressError, FileTransferError, SandboxUnavailable, SessionClosed
 from .result import FileInfo
@@ -26,7 +27,7 @@ _TYPES = {lib.AJ_FILE_REGULAR: "file", lib.AJ_FILE_DIRECTORY: "directory",
           lib.AJ_FILE_SYMLINK: "symlink", lib.AJ_FILE_OTHER: "other"}
 
 
-class Session(Handle):
+class Session(RunMethods, Handle):
     _tool_target = "session"  # what RunPythonTool runs on (see agentjail.tools)
 
     def __init__(self, config):
@@ -57,22 +58,17 @@ class Session(Handle):
         if rc == -errno.ESHUTDOWN:
             raise SessionClosed(self.closed_reason or err_message or "closed")
 
-    def run(self, code, timeout=None):
-        """Runs code in the session and returns its Execution, with the
-        images it made (figures left open, new images under outputs/)."""
-        data = code_bytes(code)
-        deadline = check_deadline(timeout, self._config.c.limits.wall_sec)
-        call = self._calls.begin(deadline)
-        try:
-            res = ffi.new("struct aj_result *")
-            rc = blocking(call, lib.aj_session_run_cancellable, self._handle, data, len(data),
-                          call.token, res)
-            if rc == -errno.ESHUTDOWN:
-                lib.aj_result_free(res)
-                self._check_open(rc)
-            return finish(call, res, self.tier, deadline)
-        finally:
-            self._calls.end(call)
+    # run(code, timeout=None, on_stdout=, on_stderr=, on_image=), stream,
+    # submit, arun, astream (RunMethods): a call of the session, with the
+    # images it made (figures left open, new images under outputs/).
+    def _execute(self, code, timeout, listener=None, started=None):
+        return execute(self, lib.aj_session_run_cancellable, lib.aj_session_run_streaming,
+                       code, timeout, listener, started, self._closed_rc)
+
+    def _closed_rc(self, rc, res):
+        if rc == -errno.ESHUTDOWN:
+            lib.aj_result_free(res)
+            self._check_open(rc)
 
     def _file_call(self, fn, *args):
         self._lib_call(FileTransferError, fn, *args)

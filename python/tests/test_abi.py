@@ -42,6 +42,8 @@ STRUCTS = {
                   "image_count", "images_dropped", "egress_log"],
     "aj_image": ["name", "mime", "data", "len"],
     "aj_file_info": ["name", "type", "size"],
+    "aj_event": ["kind", "data", "len", "name", "mime", "offset"],
+    "aj_stream": ["fn", "arg", "buffer_kb"],
 }
 
 
@@ -82,6 +84,7 @@ def test_enum_values_match():
     from agentjail._native import lib
     assert [lib.AJ_TIER_PROCESS, lib.AJ_TIER_CONTAINER, lib.AJ_TIER_MICROVM,
             lib.AJ_TIER_DOCKER, lib.AJ_TIER_GVISOR, lib.AJ_TIER_COUNT] == [0, 1, 2, 3, 4, 5]
+    assert [lib.AJ_EVENT_STDOUT, lib.AJ_EVENT_STDERR, lib.AJ_EVENT_IMAGE] == [0, 1, 2]
     names = [ffi.string(lib.aj_status_name(i)).decode() for i in range(lib.AJ_STATUS_COUNT)]
     assert names == ["ok", "error", "timeout", "memory", "output_limit", "killed",
                      "sandbox_error"]

@@ -132,6 +132,10 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 			 const struct option *own, struct aj_config *cfg, struct tier_choice *tiers,
 			 int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx);
 
+/* An aj_event_fn that passes a run's output through as it comes: stdout
+ * chunks to fd 1, stderr chunks to fd 2 (run, repl). */
+void cli_pass_output(void *arg, const struct aj_event *ev);
+
 /* "agentjail: " + message on stderr (but see cli_usage_begin). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -147,8 +151,12 @@ int cli_version(const char *name);
  * cli_error keeps its first message instead of printing it;
  * cli_usage_end(rc) prints that object when rc is EXIT_USAGE, and returns
  * rc. */
-bool cli_asks_json(int argc, char **argv, const struct option *opts, const char *optstring);
-void cli_usage_begin(bool json);
+enum cli_json { CLI_JSON_NO, CLI_JSON_ONE, CLI_JSON_STREAM };
+/* --json-stream asks for JSON too (CLI_JSON_STREAM): its usage error is the
+ * same object marked "event": "result", the line such a reader ends on. */
+enum cli_json cli_asks_json(int argc, char **argv, const struct option *opts,
+			    const char *optstring);
+void cli_usage_begin(enum cli_json json);
 int cli_usage_end(int rc);
 /* What getopt_long's '?' or ':' (OPTSTRING's leading ':', opterr 0) was
  * about, said with cli_error, then "try 'agentjail COMMAND --help'". */

@@ -204,7 +204,7 @@ int parse_command(int argc, char **argv, const struct command_parse *cp, struct 
 
 /* --json's usage errors (cli.h): the first message, kept for the object. */
 static struct {
-	bool on;
+	bool on, stream;
 	char message[1024];
 } usage_json;
 
@@ -231,35 +231,43 @@ int cli_version(const char *name)
 	return 0;
 }
 
-bool cli_asks_json(int argc, char **argv, const struct option *opts, const char *optstring)
+enum cli_json cli_asks_json(int argc, char **argv, const struct option *opts,
+			    const char *optstring)
 {
-	int json_val = 0;
-	for (size_t i = 0; opts[i].name; i++)
+	int json_val = 0, stream_val = 0;
+	for (size_t i = 0; opts[i].name; i++) {
 		if (!strcmp(opts[i].name, "json"))
 			json_val = opts[i].val;
+		else if (!strcmp(opts[i].name, "json-stream"))
+			stream_val = opts[i].val;
+	}
 	/* A pass of getopt's own, silent: --json may stand after the option
 	 * that is wrong, and "--python --json" is a value, not the flag. On a
 	 * copy of argv: getopt moves the operands it passes, and a second
 	 * pass over moved ones would read "FILE --timeout" as --timeout FILE. */
 	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
 	if (!copy)
-		return false;
+		return CLI_JSON_NO;
 	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
-	bool json = false;
+	bool json = false, stream = false;
 	int c, saved = opterr;
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, copy, optstring, opts, NULL)) != -1)
+	while ((c = getopt_long(argc, copy, optstring, opts, NULL)) != -1) {
 		json |= json_val && c == json_val;
+		stream |= stream_val && c == stream_val;
+	}
 	opterr = saved;
 	optind = 0;
 	free(copy);
-	return json;
+	/* Both given is itself the usage error, said as --json says it. */
+	return json ? CLI_JSON_ONE : stream ? CLI_JSON_STREAM : CLI_JSON_NO;
 }
 
-void cli_usage_begin(bool json)
+void cli_usage_begin(enum cli_json json)
 {
-	usage_json.on = json;
+	usage_json.on = json != CLI_JSON_NO;
+	usage_json.stream = json == CLI_JSON_STREAM;
 	usage_json.message[0] = '\0';
 }
 
@@ -275,6 +283,8 @@ int cli_usage_end(int rc)
 	char *text = utf8_repair(m, strlen(m), &n);
 	json_t *o = json_object();
 	if (o && text) {
+		if (usage_json.stream)
+			json_object_set_new(o, "event", json_string("result"));
 		json_object_set_new(o, "status", json_string("usage_error"));
 		json_object_set_new(o, "message", json_stringn_nocheck(text, n));
 	}

@@ -85,10 +85,9 @@ static void save_image(struct repl *r, const struct aj_image *im, char *saved, s
 		close(fd);
 }
 
+/* What a cell ended with; its output went out while it ran (run_cell). */
 static void report_cell(struct repl *r, const struct aj_result *res)
 {
-	(void)write_full(1, res->stdout_buf, res->stdout_len);
-	(void)write_full(2, res->stderr_buf, res->stderr_len);
 	if (res->status == AJ_STATUS_SANDBOX_ERROR)
 		cli_error("sandbox error: %s", res->message ? res->message : "unknown");
 	else if (res->status == AJ_STATUS_OK && res->message)
@@ -113,7 +112,10 @@ static void report_cell(struct repl *r, const struct aj_result *res)
 static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
 {
 	struct aj_result res;
-	int rc = aj_session_run(r->s, code, len, &res);
+	/* A person watches a long cell's output as it comes; a script's JSON
+	 * answer is one line at the end. */
+	const struct aj_stream pass = {cli_pass_output, NULL, 0};
+	int rc = aj_session_run_streaming(r->s, code, len, NULL, as_json ? NULL : &pass, &res);
 	r->cells++;
 	if (rc == -ESHUTDOWN)
 		r->closed = true;

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "../core/internal.h"
 #include "../api/api.h"
 #include "cli.h"
@@ -16,17 +18,20 @@ static const char usage[] =
 	"\n"
 	"Runs the Python program in FILE (or read from stdin with -) in a sandbox.\n"
 	"Options may come before or after FILE; -- ends them (agentjail run -- -x.py).\n"
-	"Without --json its stdout and stderr pass through and agentjail exits with\n"
-	"its exit code: 121 when an uncaught MemoryError ended it, 124 on timeout,\n"
-	"128+N when signal N ended it (output limit: 137), 125 when the sandbox\n"
-	"itself failed, 2 on a usage error.\n"
+	"Without --json its stdout and stderr pass through as it writes them, and\n"
+	"agentjail exits with its exit code: 121 when an uncaught MemoryError ended\n"
+	"it, 124 on timeout, 128+N when signal N ended it (output limit: 137), 125\n"
+	"when the sandbox itself failed, 2 on a usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  --json            print one JSON object with the result instead (a usage\n"
 	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
+	"  --json-stream     print one JSON object per line as the run goes:\n"
+	"                    {\"event\": \"stdout\"|\"stderr\", \"text\"|\"base64\": ...},\n"
+	"                    then {\"event\": \"result\", ...} with --json's object\n"
 	"  -h, --help        this help\n";
 
-enum { OPT_JSON = 2000 };
+enum { OPT_JSON = 2000, OPT_JSON_STREAM };
 
 /* Reads all of fd, up to one byte past the largest program accepted (so a
  * larger one is recognised as such). */
@@ -112,9 +117,13 @@ static int exit_code_for(const struct aj_result *r)
 	}
 }
 
+/* How a run's outcome is printed: passed through, one JSON object at the
+ * end (--json), or a JSON line per event as it happens (--json-stream). */
+enum run_output { RUN_PLAIN, RUN_JSON, RUN_JSON_STREAM };
+
 /* What run's arguments give beyond the config. */
 struct run_args {
-	bool *json;
+	bool json, json_stream;
 	const char **program;
 };
 
@@ -123,7 +132,9 @@ static void run_opt(int opt, const char *arg, void *ctx)
 	(void)arg;
 	struct run_args *a = ctx;
 	if (opt == OPT_JSON)
-		*a->json = true;
+		a->json = true;
+	else if (opt == OPT_JSON_STREAM)
+		a->json_stream = true;
 }
 
 /* Options before or after FILE (getopt permutes; -- ends them), so that
@@ -131,6 +142,12 @@ static void run_opt(int opt, const char *arg, void *ctx)
 static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 {
 	struct run_args *a = ctx;
+	if (a->json && a->json_stream) {
+		/* Two formats on one stdout could only be parsed as neither. */
+		cli_error("run: --json and --json-stream are two output formats: give one");
+		cli_try_help("run");
+		return EXIT_USAGE;
+	}
 	if (optind != argc - 1) {
 		if (optind == argc)
 			cli_error("run: which program? give a FILE, or - for stdin");
@@ -149,30 +166,110 @@ static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 	return -1;
 }
 
-int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
+static int run_parse(int argc, char **argv, struct aj_config *cfg, enum run_output *out,
+		     const char **program)
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+					    {"json-stream", no_argument, NULL, OPT_JSON_STREAM},
 					    {NULL, 0, NULL, 0}};
-	struct run_args a = {json, program};
+	struct run_args a = {false, false, program};
 	const struct command_parse cp = {"run", usage, own, one_tier_options, run_opt,
 					 run_operands, &a};
-	*json = false;
-	return parse_command(argc, argv, &cp, cfg);
+	int rc = parse_command(argc, argv, &cp, cfg);
+	*out = a.json_stream ? RUN_JSON_STREAM : a.json ? RUN_JSON : RUN_PLAIN;
+	return rc;
+}
+
+int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
+{
+	enum run_output out;
+	int rc = run_parse(argc, argv, cfg, &out, program);
+	*json = out != RUN_PLAIN;
+	return rc;
+}
+
+/* One line of --json-stream, written and flushed at once: a reader sees
+ * each event when it happens, not when stdio's buffer fills. */
+static void print_line(const char *s)
+{
+	fputs(s, stdout);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+/* --json-stream's line for an event: its text when the chunk is valid
+ * UTF-8, else its bytes as base64 (a chunk may end inside a character). */
+static void print_event(void *arg, const struct aj_event *ev)
+{
+	(void)arg;
+	static const char *const kinds[] = {"stdout", "stderr", "image"};
+	json_t *o = json_object();
+	if (!o)
+		return;
+	json_object_set_new(o, "event", json_string(kinds[ev->kind]));
+	if (ev->kind == AJ_EVENT_IMAGE) {
+		json_object_set_new(o, "name", json_string(ev->name ? ev->name : ""));
+		json_object_set_new(o, "mime", json_string(ev->mime ? ev->mime : ""));
+	}
+	if (ev->kind != AJ_EVENT_IMAGE && utf8_valid(ev->data, ev->len)) {
+		json_object_set_new(o, "text", json_stringn_nocheck(ev->data, ev->len));
+	} else {
+		size_t n;
+		char *b = base64_encode(ev->data, ev->len, &n);
+		json_object_set_new(o, "base64", b ? json_stringn_nocheck(b, n) : json_null());
+		free(b);
+	}
+	char *s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	json_decref(o);
+	if (s)
+		print_line(s);
+	free(s);
+}
+
+void cli_pass_output(void *arg, const struct aj_event *ev)
+{
+	(void)arg;
+	/* A reader that went away (EPIPE) takes nothing more; the run goes on
+	 * to its end and its status, as without streaming. */
+	if (ev->kind == AJ_EVENT_STDOUT)
+		(void)write_full(1, ev->data, ev->len);
+	else if (ev->kind == AJ_EVENT_STDERR)
+		(void)write_full(2, ev->data, ev->len);
+}
+
+/* The result as --json prints it; under --json-stream the same object as
+ * the last line, marked {"event": "result", ...}. Returns 0, or -1 when it
+ * could not be encoded. */
+static int print_result(const struct aj_result *res, enum aj_tier tier, enum run_output out)
+{
+	char *s = aj_result_to_json(res, tier);
+	if (!s)
+		return -1;
+	if (out == RUN_JSON_STREAM) {
+		/* The contract object is never empty: splice the key in front. */
+		fputs("{\"event\":\"result\",", stdout);
+		print_line(s + 1);
+	} else {
+		puts(s);
+	}
+	free(s);
+	return 0;
 }
 
 int cmd_run(int argc, char **argv)
 {
 	struct aj_config cfg;
-	bool json;
+	enum run_output out;
 	const char *program;
-	int done = run_arguments(argc, argv, &cfg, &json, &program);
+	int done = run_parse(argc, argv, &cfg, &out, &program);
 	if (done >= 0)
 		return done;
 	struct aj_error err = {0};
 	char *code = NULL;
 	size_t len = 0;
 	/* A program that cannot be read is a usage error too, said as one. */
-	cli_usage_begin(json);
+	cli_usage_begin(out == RUN_JSON ? CLI_JSON_ONE
+			: out == RUN_JSON_STREAM ? CLI_JSON_STREAM : CLI_JSON_NO);
 	if (load_program(program, &code, &len) < 0)
 		return cli_usage_end(EXIT_USAGE);
 	cli_usage_end(-1);
@@ -184,34 +281,30 @@ int cmd_run(int argc, char **argv)
 		memset(&res, 0, sizeof res);
 		res.status = AJ_STATUS_SANDBOX_ERROR;
 		res.message = err.message;
-		if (json) {
-			char *s = aj_result_to_json(&res, cfg.tier);
-			if (s)
-				puts(s);
-			free(s);
-		} else {
+		if (out != RUN_PLAIN)
+			(void)print_result(&res, cfg.tier, out);
+		else
 			cli_error("sandbox error: %s", err.message);
-		}
 		return EXIT_SANDBOX;
 	}
-	aj_run(sb, code, len, &res);
+	/* Output goes out as the program makes it (passed through, or a JSON
+	 * line per event), printed on the library's delivery thread while this
+	 * one waits in the run: stdout is that thread's until the run returns,
+	 * after every event was delivered. --json alone prints at the end. */
+	const struct aj_stream stream = {out == RUN_JSON_STREAM ? print_event : cli_pass_output,
+					 NULL, 0};
+	aj_run_streaming(sb, code, len, NULL, out == RUN_JSON ? NULL : &stream, &res);
 	free(code);
 	aj_close(sb);
 
 	int rc = exit_code_for(&res);
-	if (json) {
-		char *s = aj_result_to_json(&res, cfg.tier);
-		if (!s) {
+	if (out != RUN_PLAIN) {
+		if (print_result(&res, cfg.tier, out) < 0) {
 			cli_error("out of memory encoding the result");
 			rc = EXIT_SANDBOX;
-		} else {
-			puts(s);
-			free(s);
 		}
 	} else {
-		(void)write_full(1, res.stdout_buf, res.stdout_len);
-		(void)write_full(2, res.stderr_buf, res.stderr_len);
-		/* One line of our own, only where the program's output cannot
+		/* The output went out as it came (cli_pass_output). One line of our own, only where the program's output cannot
 		 * tell what happened. */
 		if (res.status == AJ_STATUS_SANDBOX_ERROR)
 			cli_error("sandbox error: %s", res.message ? res.message : "unknown");
