@@ -56,8 +56,9 @@ static void link_done(struct mcp_link *link)
 }
 
 static void link_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
-		     struct aj_result *res)
+		     const struct aj_stream *stream, struct aj_result *res)
 {
+	(void)stream;
 	struct http_link *l = (struct http_link *)link;
 	struct service *svc = l->svc;
 	unsigned retry;
