@@ -420,6 +420,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	s->calls = c;
 	s->pending++;
 	link->calls_started++;
+	link->notifying |= mcp_notifier_active(&c->notes);
 	pthread_mutex_unlock(&s->lock);
 
 	pthread_t th;

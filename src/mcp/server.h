@@ -35,6 +35,10 @@ struct mcp_link {
 	const void *owner;
 	/* tools/call threads started for this link (set by the server). */
 	unsigned calls_started;
+	/* Set by the server when a call it started will send notifications
+	 * (its client asked, and notify is set): a transport that can answer
+	 * either way (/mcp) then answers with a stream. */
+	bool notifying;
 };
 
 struct mcp_server;
