@@ -12,6 +12,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { sandboxProcesses as countProcesses, sleep } from './procs.mjs';
 import { dirname, join } from 'node:path';
@@ -382,6 +384,40 @@ describe('output as it happens over /mcp (SSE)', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('/mcp SSE to a client that does not read', () => {
+  test('notifications past the bound are dropped, the run is not held up, the result arrives whole and last', async () => {
+    const s = await startServer(['--output', String(32 * 1024), '--timeout', '60', '--cpu', '30']);
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/logLevel': 'info' };
+    // 20 MiB of output logged whole: far more than the 4 MiB queue and
+    // what the sockets between take while nobody reads.
+    const body = JSON.stringify(callWith('flood', 'import sys\nfor i in range(20 * 1024):\n    sys.stdout.write("x" * 1024)', meta));
+    const req = httpRequest(s.mcp, { method: 'POST', headers: { 'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream', Authorization: `Bearer ${s.key}`, 'MCP-Protocol-Version': '2026-07-28' } });
+    req.end(body);
+    const [res] = await once(req, 'response');
+    res.pause();
+    assert.match(res.headers['content-type'], /^text\/event-stream/);
+    // The run ends while the client has read nothing (serve logs each call's end).
+    for (let i = 0; i < 600 && !/run_python: ok/.test(s.stderr); i++) await sleep(100);
+    assert.match(s.stderr, /run_python: ok/, 'the run was held up by a client that does not read');
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (d) => { text += d; });
+    res.resume();
+    await once(res, 'end');
+    const events = text.split('\n\n').filter((b) => b.startsWith('event: message\ndata: '));
+    const msgs = events.map((b) => JSON.parse(b.slice('event: message\ndata: '.length)));
+    const last = msgs.at(-1);
+    assert.equal(last.id, 'flood');
+    assert.equal(last.result.structuredContent.stdout.length, 20 * 1024 * 1024);
+    const logged = msgs.filter((m) => m.method === 'notifications/message').reduce((n, m) => n + m.params.data.length, 0);
+    assert.ok(logged < 20 * 1024 * 1024, `nothing was dropped: ${logged} bytes logged`);
+    for (let i = 0; i < 50 && !/notification\(s\) dropped/.test(s.stderr); i++) await sleep(100);
+    assert.match(s.stderr, /notification\(s\) dropped/);
   });
 });
 
