@@ -828,6 +828,35 @@ describe('output as it happens (stdio)', () => {
     assert.equal(await s.exited, 0);
   });
 
+  test('concurrent streaming calls: every line one whole message, each call\'s notifications its own output', async () => {
+    const s = rawServer();
+    const ids = [1, 2, 3, 4];
+    // rawServer parses every line as JSON: a message cut by another would throw.
+    const code = (i) => `import sys\nfor n in range(300):\n    print("call-${i}", n, "." * 200, flush=True)\n    print("err-${i}", n, file=sys.stderr, flush=True)`;
+    for (const i of ids)
+      s.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: callParams(code(i), { progressToken: `c${i}` }) });
+    const byToken = new Map(ids.map((i) => [`c${i}`, []]));
+    const results = new Map();
+    while (results.size < ids.length) {
+      const m = await s.next();
+      if (m.method === 'notifications/progress') {
+        assert.ok(!results.has(Number(m.params.progressToken.slice(1))), 'a notification after its call\'s result');
+        byToken.get(m.params.progressToken).push(m.params);
+      } else {
+        results.set(m.id, m.result);
+      }
+    }
+    for (const i of ids) {
+      const r = results.get(i).structuredContent;
+      const notes = byToken.get(`c${i}`);
+      assert.equal(notes.at(-1).progress, Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr));
+      const owners = notes.flatMap((p) => [...(p.message ?? '').matchAll(/(?:call|err)-(\d+) /g)].map((m) => Number(m[1])));
+      assert.ok(owners.length > 0 && owners.every((n) => n === i), 'another call\'s output in this call\'s notifications');
+    }
+    s.end();
+    await s.exited;
+  });
+
   test('the SDK v1 client gets the progress through callTool\'s onprogress', async () => {
     const client = new Client({ name: 'agentjail-test', version: '1.0.0' });
     await client.connect(new StdioClientTransport({ command: AGENTJAIL, args: ['mcp', ...LIMITS], stderr: 'ignore' }));
