@@ -8,7 +8,9 @@
  * What must hold: no crash, leak or undefined behaviour (ASan/UBSan), and
  * every message the server sends is one line of JSON-RPC 2.0: an object with
  * "jsonrpc": "2.0", an "id" (a string, an integer or null) and exactly one of
- * "result" or "error" (the latter with an integer code and a string message).
+ * "result" or "error" (the latter with an integer code and a string message);
+ * every notification (a call's output, when the input asked for it with a
+ * progressToken or logging/setLevel) one line with a method and params, no id.
  *
  * No sandbox is started: the link's run operation (the seam agentjail serve's
  * /mcp uses too) is this file's fake, which answers at once with a result made
@@ -38,10 +40,18 @@ static char *copy(const char *p, size_t n)
 
 /* What a run of code would come back as, without running it. */
 static void fake_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
-		     struct aj_result *res)
+		     const struct aj_stream *stream, struct aj_result *res)
 {
 	(void)link;
 	(void)cancel;
+	/* The code's bytes as the output while it "runs", in two chunks that
+	 * may split a character: the notifications are made of them. */
+	for (int half = 0; stream && half < 2; half++) {
+		struct aj_event ev = {.kind = half ? AJ_EVENT_STDERR : AJ_EVENT_STDOUT,
+				      .data = code + (half ? len / 2 : 0),
+				      .len = half ? len - len / 2 : len / 2};
+		stream->fn(stream->arg, &ev);
+	}
 	memset(res, 0, sizeof *res);
 	unsigned char pick = len ? (unsigned char)code[0] : 0;
 	res->status = (enum aj_status)(pick % AJ_STATUS_COUNT);
@@ -88,6 +98,19 @@ static void check_emit(struct mcp_link *link, const char *msg)
 	json_decref(m);
 }
 
+/* A notification: one line, a method and params, never an id. */
+static void check_note(struct mcp_link *link, const char *msg)
+{
+	(void)link;
+	if (strchr(msg, '\n'))
+		__builtin_trap();
+	json_t *m = json_loads(msg, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(m) || !json_is_string(json_object_get(m, "method")) ||
+	    !json_is_object(json_object_get(m, "params")) || json_object_get(m, "id"))
+		__builtin_trap();
+	json_decref(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0 || size > 1 << 20)
@@ -98,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mcp_server *s = mcp_server_start(&cfg, NULL);
 	if (!s)
 		__builtin_trap();
-	struct mcp_link link = {.emit = check_emit, .run = fake_run};
+	struct mcp_link link = {.emit = check_emit, .notify = check_note, .run = fake_run};
 	link.owner = &link;
 	FILE *in = fmemopen((void *)data, size, "r");
 	if (in) {

@@ -7,7 +7,8 @@
  *    "transfer_mb": 16, "warm": true, "preload": ["numpy", "pandas"],
  *    "ro_bind": ["/srv/data:/mnt/data"], "allow_hosts": ["pypi.org:443"],
  *    "allow_cidrs": ["10.1.0.0/16:5432"], "egress_out_mb": 64,
- *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0}
+ *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0,
+ *    "uid_base": 2000000000, "state_dir": "/run/agentjail"}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -62,13 +63,14 @@ static const struct key {
 	{"warm", FLAG}, {"preload", MODULES}, {"ro_bind", PATHS},
 	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
 	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
+	{"uid_base", WHOLE}, {"state_dir", TEXT},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
 			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
-			    "egress_in_mb, egress_connections, egress_kbps";
+			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -100,6 +102,11 @@ static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struc
 		c->sandbox.egress.connections = u;
 	else if (!strcmp(name, "egress_kbps"))
 		c->sandbox.egress.kbps = u;
+	else if (!strcmp(name, "uid_base"))
+		/* Two servers on one machine each with a uid range of their
+		 * own (and a state_dir) never count or reap each other's
+		 * sandboxes: aj_config_validate checks the range. */
+		c->sandbox.uid_base = u;
 	else if (!strcmp(name, "vm_pool")) {
 		if (u > 64)
 			return error_set(err, -EINVAL, "vm_pool: %u is out of range (0 to 64)", u);
@@ -133,7 +140,8 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 					 v);
 		return 0;
 	}
-	static const char *const texts[] = {"image", "python", "docker_image", "docker_socket"};
+	static const char *const texts[] = {"image", "python", "docker_image", "docker_socket",
+					    "state_dir"};
 	size_t slot = 0;
 	while (strcmp(texts[slot], name))
 		slot++;
@@ -142,7 +150,7 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 	if (!c->strings[slot])
 		return error_set(err, -ENOMEM, "out of memory");
 	const char **field[] = {&c->sandbox.image, &c->sandbox.python, &c->sandbox.docker_image,
-				&c->sandbox.docker_socket};
+				&c->sandbox.docker_socket, &c->sandbox.state_dir};
 	*field[slot] = c->strings[slot];
 	return 0;
 }
@@ -181,9 +189,9 @@ static int set_modules(struct mcp_config *c, json_t *v, struct aj_error *err)
 	}
 	if (!list)
 		return error_set(err, -ENOMEM, "out of memory");
-	/* strings[4]: after set_text's four, freed with them. */
-	free(c->strings[4]);
-	c->strings[4] = list;
+	/* strings[5]: after set_text's five, freed with them. */
+	free(c->strings[5]);
+	c->strings[5] = list;
 	c->sandbox.preload = list;
 	return 0;
 }

@@ -20,6 +20,11 @@
  * written whole, under one lock, as one line. At EOF every run still going is
  * cancelled and waited for, so none outlives the server.
  *
+ * Output as it happens (notify.c): a call whose client gave a progressToken,
+ * or asked for log messages, runs streaming; each chunk becomes
+ * notifications on the library's streaming thread, through the same lock,
+ * and all of them go out before the call's result.
+ *
  * Transports: the server reads and writes whole JSON-RPC messages through a
  * link (server.h): stdio is one link for the process's life, each line a
  * message; agentjail serve's /mcp makes a link for each HTTP POST. A call
@@ -48,6 +53,9 @@
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
 #define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+/* 2026-07-28 has no logging/setLevel: a request asks for log messages with
+ * this, and one without it gets none. */
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 /* The tool list never changes while the server runs: clients may cache it. */
 #define LIST_TTL_MS 3600000
 
@@ -84,6 +92,7 @@ struct call {
 	bool modern;
 	bool cancelled;
 	struct aj_cancel *cancel;
+	struct mcp_notifier notes;  /* its output as notifications */
 	struct call *next;
 };
 
@@ -137,6 +146,34 @@ static void send_result(struct mcp_server *s, struct mcp_link *link, json_t *id,
 
 /* ---- tools/call, in its own thread ---- */
 
+/* The notifier's send: a notification of c's, on the library's streaming
+ * thread. Under the lock every message takes, so a notification and
+ * another call's result never interleave on stdio; none once the call is
+ * cancelled, since the client has stopped listening for it. */
+static void send_note(void *arg, json_t *msg)
+{
+	struct call *c = arg;
+	char *line = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(msg);
+	if (!line)
+		return;
+	pthread_mutex_lock(&c->srv->lock);
+	if (!c->cancelled)
+		c->link->notify(c->link, line);
+	pthread_mutex_unlock(&c->srv->lock);
+	free(line);
+}
+
+/* The stream a call's run reports to, or NULL when the client asked for
+ * no notifications (the run is then exactly as before streaming). */
+static const struct aj_stream *call_stream(struct call *c, struct aj_stream *st)
+{
+	if (!mcp_notifier_active(&c->notes))
+		return NULL;
+	*st = (struct aj_stream){.fn = mcp_notifier_event, .arg = &c->notes};
+	return st;
+}
+
 static bool is_cancelled(struct mcp_server *s, struct call *c)
 {
 	pthread_mutex_lock(&s->lock);
@@ -189,8 +226,10 @@ static json_t *call_in_session(struct mcp_server *s, struct call *c)
 		size_t len;
 		char why[200];
 		struct aj_result res;
+		struct aj_stream st;
 		tool_code_argument(c->args, &code, &len, why, sizeof why);
-		aj_session_run_cancellable(ses, code, len, c->cancel, &res);
+		aj_session_run_streaming(ses, code, len, c->cancel, call_stream(c, &st), &res);
+		mcp_notifier_finish(&c->notes);
 		add_note(&res, note);
 		fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms, %zu image(s)\n",
 			aj_status_name(res.status), res.wall_ms, res.image_count);
@@ -212,15 +251,18 @@ static json_t *call_alone(struct mcp_server *s, struct call *c)
 	size_t len;
 	char why[200];
 	struct aj_result res;
+	struct aj_stream st;
+	const struct aj_stream *stream = call_stream(c, &st);
 
 	tool_code_argument(c->args, &code, &len, why, sizeof why);
 	if (c->link->run) {
-		c->link->run(c->link, code, len, c->cancel, &res);
+		c->link->run(c->link, code, len, c->cancel, stream, &res);
 	} else {
 		sem_wait(&s->slots);
-		aj_run_cancellable(s->sandbox, code, len, c->cancel, &res);
+		aj_run_streaming(s->sandbox, code, len, c->cancel, stream, &res);
 		sem_post(&s->slots);
 	}
+	mcp_notifier_finish(&c->notes);
 	fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms\n", aj_status_name(res.status),
 		res.wall_ms);
 	json_t *result = tool_result(&res, s->cfg->sandbox.tier);
@@ -257,6 +299,7 @@ static void *call_main(void *arg)
 	if (c->link->done)
 		c->link->done(c->link);
 	aj_cancel_free(c->cancel);
+	mcp_notifier_free(&c->notes);
 	json_decref(c->id);
 	json_decref(c->args);
 	free(c);
@@ -266,6 +309,40 @@ static void *call_main(void *arg)
 		pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
+}
+
+#define LEVELS "debug, info, notice, warning, error, critical, alert or emergency"
+
+/* What the client asked to be told while the call runs: a progressToken
+ * (_meta, both eras) and a log level (the request's _meta in 2026-07-28,
+ * logging/setLevel on the link before). 0, or -1 with the error sent. */
+static int call_notes(struct mcp_server *s, struct mcp_link *link, json_t *id, json_t *params,
+		      bool modern, struct mcp_notifier *n)
+{
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *token = json_object_get(meta, "progressToken");
+	if (token && !json_is_string(token) && !json_is_number(token)) {
+		send_error(s, link, id, INVALID_PARAMS,
+			   "_meta.progressToken must be a string or a number", NULL);
+		return -1;
+	}
+	enum mcp_log_level level = link->log_level;
+	if (modern) {
+		json_t *l = json_object_get(meta, META_LOG_LEVEL);
+		level = MCP_LOG_OFF;
+		if (l && (!json_is_string(l) || mcp_log_level_parse(json_string_value(l), &level))) {
+			send_error(s, link, id, INVALID_PARAMS,
+				   "_meta." META_LOG_LEVEL " must be one of " LEVELS, NULL);
+			return -1;
+		}
+	}
+	/* A link that cannot carry notifications (a JSON-only HTTP answer)
+	 * gets none, and its run is not streamed at all. */
+	if (!link->notify)
+		return 0;
+	n->progress_token = json_incref(token);
+	n->level = level;
+	return 0;
 }
 
 static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, json_t *params,
@@ -316,13 +393,21 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 			send_error(s, link, id, INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
+	struct mcp_notifier notes = {.send = send_note};
+	if (call_notes(s, link, id, params, modern, &notes)) {
+		json_decref(none);
+		return;
+	}
 	struct call *c = calloc(1, sizeof *c);
 	if (!c || aj_cancel_new(&c->cancel)) {
 		free(c);
 		json_decref(none);
+		mcp_notifier_free(&notes);
 		send_error(s, link, id, INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
+	c->notes = notes;
+	c->notes.arg = c;
 	c->srv = s;
 	c->link = link;
 	c->id = json_incref(id);
@@ -335,6 +420,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	s->calls = c;
 	s->pending++;
 	link->calls_started++;
+	link->notifying |= mcp_notifier_active(&c->notes);
 	pthread_mutex_unlock(&s->lock);
 
 	pthread_t th;
@@ -348,6 +434,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 		link->calls_started--;
 		pthread_mutex_unlock(&s->lock);
 		aj_cancel_free(c->cancel);
+		mcp_notifier_free(&c->notes);
 		json_decref(c->id);
 		json_decref(c->args);
 		free(c);
@@ -416,11 +503,22 @@ static void handle_legacy(struct mcp_server *s, struct mcp_link *link, json_t *i
 				answer = legacy_versions[i];
 		s->initialized = true;
 		send_result(s, link, id,
-			    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", answer,
-				      "capabilities", "tools", "listChanged", 0, "serverInfo",
+			    json_pack("{s:s, s:{s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", answer,
+				      "capabilities", "tools", "listChanged", 0, "logging", "serverInfo",
 				      server_info(), "instructions", instructions(s)),
 			    false);
 	} else if (!strcmp(method, "ping")) {
+		send_result(s, link, id, json_object(), false);
+	} else if (!strcmp(method, "logging/setLevel")) {
+		/* For the rest of the link's life (stdio: the connection). */
+		enum mcp_log_level level;
+		json_t *l = json_object_get(params, "level");
+		if (!json_is_string(l) || mcp_log_level_parse(json_string_value(l), &level)) {
+			send_error(s, link, id, INVALID_PARAMS,
+				   "logging/setLevel needs params.level, one of " LEVELS, NULL);
+			return;
+		}
+		link->log_level = level;
 		send_result(s, link, id, json_object(), false);
 	} else if (!strcmp(method, "tools/list")) {
 		send_result(s, link, id, tools_list_result(s, false), false);
@@ -470,9 +568,9 @@ static void handle_modern(struct mcp_server *s, struct mcp_link *link, json_t *i
 	}
 	if (!strcmp(method, "server/discover")) {
 		send_result(s, link, id,
-			    json_pack("{s:o, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions",
+			    json_pack("{s:o, s:{s:{s:b}, s:{}}, s:s, s:i, s:s}", "supportedVersions",
 				      supported_versions(), "capabilities", "tools", "listChanged", 0,
-				      "instructions", instructions(s), "ttlMs", LIST_TTL_MS,
+				      "logging", "instructions", instructions(s), "ttlMs", LIST_TTL_MS,
 				      "cacheScope", "public"),
 			    true);
 	} else if (!strcmp(method, "tools/list")) {
@@ -673,7 +771,9 @@ int mcp_serve(const struct mcp_config *cfg, struct aj_sandbox *sandbox, FILE *in
 	struct mcp_server *s = mcp_server_start(cfg, sandbox);
 	if (!s)
 		return 1;
-	struct stdio_link l = {.link = {.emit = stdio_emit}, .out = out};
+	/* Notifications take the same lock and the same writer as every
+	 * other message: one line each, never interleaved. */
+	struct stdio_link l = {.link = {.emit = stdio_emit, .notify = stdio_emit}, .out = out};
 	l.link.owner = &l;
 	mcp_server_read(s, &l.link, in);
 	/* EOF: the client is gone. */

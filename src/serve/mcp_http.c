@@ -1,7 +1,13 @@
 /* The server is stateless over HTTP: it assigns no Mcp-Session-Id, so any
  * replica behind a load balancer can take any POST, and GET (a stream the
  * server would push on) is 405, as the transport allows. Requests of both
- * protocol eras are served, as on stdio. */
+ * protocol eras are served, as on stdio.
+ *
+ * A tools/call that asked for notifications (a progressToken, or the 2026
+ * era's _meta logLevel), from a client that accepts text/event-stream, is
+ * answered as an SSE stream (mcp_stream.c): the notifications as they
+ * happen, then the response. Every other answer is application/json, as
+ * before. */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,14 +17,19 @@
 #include "../core/internal.h"
 #include "../mcp/config.h"
 #include "../mcp/server.h"
+#include "backend.h"
 #include "mcp_http.h"
+#include "mcp_stream.h"
+#include "sse.h"
 
 struct mcp_http {
 	struct mcp_config cfg;
 	struct mcp_server *server;
 };
 
-/* One POST: the answer it collects, and whether its call has ended. */
+/* One POST: the answer it collects, and whether its call has ended. It
+ * lives until both the handler and the call are done with it: an SSE
+ * answer leaves the handler before its call ends. */
 struct http_link {
 	struct mcp_link link;
 	struct service *svc;
@@ -26,10 +37,25 @@ struct http_link {
 	pthread_cond_t changed;
 	char *answer;
 	unsigned calls_done;
+	bool handler_left; /* the handler answered with the stream and went */
 	bool admitted;  /* a queue place is held for this POST's tools/call */
 	bool started;   /* ... and the run took it */
 	struct key_use *use;
+	struct mcp_stream *stream; /* the client accepts SSE; else NULL */
 };
+
+static void link_free(struct http_link *l)
+{
+	/* A call refused by its arguments never took its place. */
+	if (l->admitted && !l->started)
+		admit_abandon(&l->svc->adm, l->use);
+	if (l->stream)
+		mcp_stream_end(l->stream);
+	free(l->answer);
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->changed);
+	free(l);
+}
 
 static const char *const versions[] = {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26",
 				       "2024-11-05"};
@@ -37,6 +63,8 @@ static const char *const versions[] = {"2026-07-28", "2025-11-25", "2025-06-18",
 static void link_emit(struct mcp_link *link, const char *msg)
 {
 	struct http_link *l = (struct http_link *)link;
+	if (l->stream)
+		mcp_stream_push(l->stream, msg, false);
 	pthread_mutex_lock(&l->lock);
 	/* One message per POST gets an answer: a second cannot happen, and
 	 * is dropped rather than sent as a body of two documents. */
@@ -46,17 +74,42 @@ static void link_emit(struct mcp_link *link, const char *msg)
 	pthread_mutex_unlock(&l->lock);
 }
 
+static void link_notify(struct mcp_link *link, const char *msg)
+{
+	struct http_link *l = (struct http_link *)link;
+	mcp_stream_push(l->stream, msg, true);
+}
+
 static void link_done(struct mcp_link *link)
 {
 	struct http_link *l = (struct http_link *)link;
 	pthread_mutex_lock(&l->lock);
 	l->calls_done++;
+	bool last = l->handler_left && l->calls_done == l->link.calls_started;
 	pthread_cond_broadcast(&l->changed);
 	pthread_mutex_unlock(&l->lock);
+	if (last)
+		link_free(l);
+}
+
+/* The run, streamed when the call wants notifications and the backend can:
+ * the local one runs here (local_run_streaming); through a queue the
+ * output comes whole in the result, and the stream carries only that. */
+static void backend_run(struct service *svc, const char *code, size_t len,
+			struct aj_cancel *cancel, const struct aj_stream *stream,
+			struct aj_result *res)
+{
+	if (stream && svc->backend == &local_backend) {
+		local_run_streaming(&svc->local, &svc->cfg.sandbox.limits, NULL, code, len, cancel,
+				    stream, res);
+		return;
+	}
+	struct aj_error err;
+	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, res, &err);
 }
 
 static void link_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
-		     struct aj_result *res)
+		     const struct aj_stream *stream, struct aj_result *res)
 {
 	struct http_link *l = (struct http_link *)link;
 	struct service *svc = l->svc;
@@ -72,8 +125,7 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 		return;
 	}
 	l->started = true;
-	struct aj_error err;
-	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, res, &err);
+	backend_run(svc, code, len, cancel, stream, res);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 }
@@ -107,7 +159,8 @@ void mcp_http_stop(struct service *svc)
 static bool accepts_json(const char *accept)
 {
 	/* The transport has clients list application/json and
-	 * text/event-stream; an answer here is always application/json. */
+	 * text/event-stream; every answer but a streamed call's is
+	 * application/json. */
 	return !accept || strstr(accept, "application/json") || strstr(accept, "*/*");
 }
 
@@ -162,13 +215,27 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 		       json_is_string(json_object_get(msg, "method")) &&
 		       !strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") &&
 		       json_object_get(msg, "id");
-	struct http_link l = {.link = {.emit = link_emit, .done = link_done, .run = link_run,
-				       .owner = rq->key},
-			      .svc = svc,
-			      .use = admission_use(&svc->adm, rq->key)};
+	struct http_link *l = calloc(1, sizeof *l);
+	/* Only a call can send notifications, and only a client that takes
+	 * an event stream can be sent them. */
+	if (l && is_call && accepts_sse(rq) && !(l->stream = mcp_stream_new())) {
+		free(l);
+		l = NULL;
+	}
+	if (!l) {
+		json_decref(msg);
+		rpc_error(rs, 500, NULL, -32603, "out of memory");
+		return;
+	}
+	l->link = (struct mcp_link){.emit = link_emit, .notify = l->stream ? link_notify : NULL,
+				    .done = link_done, .run = link_run, .owner = rq->key};
+	l->svc = svc;
+	l->use = admission_use(&svc->adm, rq->key);
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->changed, NULL);
 	if (is_call) {
 		unsigned retry = 0;
-		enum admit_verdict v = admit_enter(&svc->adm, l.use, &retry);
+		enum admit_verdict v = admit_enter(&svc->adm, l->use, &retry);
 		if (v != ADMIT_OK) {
 			metrics_refused(&svc->metrics, v);
 			rpc_error(rs, v == ADMIT_DRAINING ? 503 : 429, json_object_get(msg, "id"),
@@ -178,30 +245,42 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 							: "The server's run queue is full");
 			rs->retry_after = retry;
 			json_decref(msg);
+			if (l->stream)
+				mcp_stream_unread(l->stream);
+			link_free(l);
 			return;
 		}
-		l.admitted = true;
+		l->admitted = true;
 	}
 	json_decref(msg);
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.changed, NULL);
-	mcp_server_message(svc->mcp->server, &l.link, rq->body, rq->body_len);
-	pthread_mutex_lock(&l.lock);
-	while (l.calls_done < l.link.calls_started)
-		pthread_cond_wait(&l.changed, &l.lock);
-	pthread_mutex_unlock(&l.lock);
-	/* A call refused by its arguments never took its place. */
-	if (l.admitted && !l.started)
-		admit_abandon(&svc->adm, l.use);
-	if (l.answer) {
+	mcp_server_message(svc->mcp->server, &l->link, rq->body, rq->body_len);
+	if (l->link.calls_started && l->link.notifying) {
+		/* The call goes on; the answer is its stream, from the
+		 * notifications already queued on. */
+		mcp_stream_respond(l->stream, rs);
+		pthread_mutex_lock(&l->lock);
+		l->handler_left = true;
+		bool last = l->calls_done == l->link.calls_started;
+		pthread_mutex_unlock(&l->lock);
+		if (last)
+			link_free(l);
+		return;
+	}
+	if (l->stream)
+		mcp_stream_unread(l->stream);
+	pthread_mutex_lock(&l->lock);
+	while (l->calls_done < l->link.calls_started)
+		pthread_cond_wait(&l->changed, &l->lock);
+	pthread_mutex_unlock(&l->lock);
+	if (l->answer) {
 		rs->code = 200;
-		rs->body = l.answer;
-		rs->len = strlen(l.answer);
+		rs->body = l->answer;
+		rs->len = strlen(l->answer);
 		rs->content_type = "application/json";
+		l->answer = NULL;
 	} else {
 		/* A notification, a response, or a call cancelled meanwhile. */
 		rs->code = 202;
 	}
-	pthread_mutex_destroy(&l.lock);
-	pthread_cond_destroy(&l.changed);
+	link_free(l);
 }

@@ -22,10 +22,21 @@ import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/st
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
-// The sandbox uids the server's runs get (the default range): a process of
-// one of them after a test is a run left behind.
-const UID_BASE = 2000000000;
-const LIMITS = ['--timeout', '5', '--cpu', '2'];
+// The sandbox uids the server's runs get: a process of one of them after a
+// test is a run left behind. The default range, or with AJ_TEST_UID_BASE a
+// range (and slot directory) of this run's own, given through a config file
+// every server here reads first, so that another suite's sandboxes on the
+// machine are never counted as this one's.
+const UID_BASE = Number(process.env.AJ_TEST_UID_BASE ?? 2000000000);
+const ISOLATE = [];
+if (process.env.AJ_TEST_UID_BASE) {
+  const dir = mkdtempSync(join(root, 'build', 'mcp-uids-'));
+  writeFileSync(join(dir, 'uids.json'), JSON.stringify({
+    uid_base: UID_BASE, state_dir: `/run/agentjail-mcp-test-${UID_BASE}` }));
+  ISOLATE.push('--config', join(dir, 'uids.json'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+}
+const LIMITS = [...ISOLATE, '--timeout', '5', '--cpu', '2'];
 const token = randomBytes(16).toString('hex');
 
 const sandboxProcesses = () => countProcesses(UID_BASE);
@@ -483,7 +494,7 @@ const servers = [];
 after(() => { for (const p of servers) p.kill('SIGKILL'); });
 
 function rawServer(args = LIMITS) {
-  const p = spawn(AGENTJAIL, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const p = spawn(AGENTJAIL, ['mcp', ...ISOLATE, ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
   servers.push(p);
   let buf = '';
   const waiting = [];
@@ -659,7 +670,7 @@ describe('raw protocol', () => {
     const dir = mkdtempSync(join(root, 'build', 'mcp-config-'));
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ tier: 'process', memmory: 64 }));
-    const p = spawn(AGENTJAIL, ['mcp', '--config', bad], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(AGENTJAIL, ['mcp', ...ISOLATE, '--config', bad], { stdio: ['pipe', 'pipe', 'pipe'] });
     let err = '';
     p.stderr.on('data', (d) => { err += d; });
     const code = await new Promise((r) => p.on('exit', r));
@@ -667,12 +678,197 @@ describe('raw protocol', () => {
     assert.match(err, /unknown key 'memmory'/);
     const good = join(dir, 'good.json');
     writeFileSync(good, JSON.stringify({ tier: 'process', memory: 64, timeout: 3 }));
-    const s = spawn(AGENTJAIL, ['mcp', '--config', good], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const s = spawn(AGENTJAIL, ['mcp', ...ISOLATE, '--config', good], { stdio: ['pipe', 'pipe', 'ignore'] });
     s.stdin.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n');
     let out = '';
     s.stdout.on('data', (d) => { out += d; });
     await new Promise((r) => s.on('exit', r));
     assert.match(JSON.parse(out).result.tools[0].description, /64 MiB of memory/);
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+// ---- output as it happens: notifications during a tools/call ----
+
+// Every message up to and including the response to id, each with whether
+// a sandbox process was alive when it arrived (the program's state then).
+async function untilResponse(s, id) {
+  const got = [];
+  for (;;) {
+    const m = await s.next();
+    got.push({ m, running: sandboxProcesses() > 0 });
+    if (m.id === id && (m.result || m.error)) return got;
+  }
+}
+const progressOf = (got) => got.filter((g) => g.m.method === 'notifications/progress');
+const logsOf = (got) => got.filter((g) => g.m.method === 'notifications/message');
+const callParams = (code, meta) => ({ ...(meta ? { _meta: meta } : {}), name: 'run_python', arguments: { code } });
+const PRINT_SLEEP_PRINT = 'import time\nprint("first line", flush=True)\ntime.sleep(2)\nprint("second line", flush=True)';
+
+describe('output as it happens (stdio)', () => {
+  test('with a progressToken the first line arrives while the program sleeps, before the second and the result', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams(PRINT_SLEEP_PRINT, { progressToken: 'tok-1' }) });
+    const got = await untilResponse(s, 1);
+    const progress = progressOf(got);
+    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
+    const second = got.findIndex((g) => g.m.method === 'notifications/progress' && /second line/.test(g.m.params.message));
+    const result = got.length - 1;
+    assert.ok(first >= 0, JSON.stringify(got));
+    assert.ok(first < second && second < result, 'notifications in the order of the output, then the result');
+    assert.ok(got[first].running, 'the first line must reach the client while the program still runs');
+    for (const { m } of progress) assert.equal(m.params.progressToken, 'tok-1');
+    const values = progress.map((g) => g.m.params.progress);
+    for (let i = 1; i < values.length; i++) assert.ok(values[i] > values[i - 1], `progress must increase: ${values}`);
+    assert.equal(values.at(-1), Buffer.byteLength('first line\nsecond line\n'));
+    assert.equal(progress.map((g) => g.m.params.message).join(''), 'first line\nsecond line\n');
+    // The result is the one a call without notifications gets.
+    const r = got[result].m.result;
+    assert.equal(r.isError, false);
+    assert.equal(r.structuredContent.stdout, 'first line\nsecond line\n');
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
+  test('without a progressToken or logging: no notification at all, as before', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams('import sys\nprint("out", flush=True)\nprint("err", file=sys.stderr, flush=True)\nprint("out again")') });
+    const got = await untilResponse(s, 1);
+    assert.equal(got.length, 1, JSON.stringify(got.map((g) => g.m)));
+    assert.equal(got[0].m.result.structuredContent.stdout, 'out\nout again\n');
+    // A level above info asks for nothing a program prints.
+    s.send({ jsonrpc: '2.0', id: 2, method: 'logging/setLevel', params: { level: 'warning' } });
+    assert.deepEqual((await s.next()).result, {});
+    s.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: callParams('print("quiet")') });
+    const quiet = await untilResponse(s, 3);
+    assert.equal(quiet.length, 1, JSON.stringify(quiet.map((g) => g.m)));
+    s.end();
+    await s.exited;
+  });
+
+  test('logging/setLevel info: stdout and stderr as notifications/message, their text whole, before the result', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 'bad', method: 'logging/setLevel', params: { level: 'verbose' } });
+    let m = await s.next();
+    assert.equal(m.error.code, -32602);
+    assert.match(m.error.message, /debug, info, notice/);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'logging/setLevel', params: { level: 'info' } });
+    assert.deepEqual((await s.next()).result, {});
+    // A character split across two writes (and so two chunks) is joined.
+    const code = 'import sys, time\nprint("to out", flush=True)\nprint("to err", file=sys.stderr, flush=True)\n' +
+      'sys.stdout.buffer.write(b"\\xc3"); sys.stdout.flush(); time.sleep(0.3)\n' +
+      'sys.stdout.buffer.write(b"\\xa9!\\n"); sys.stdout.flush()';
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: callParams(code) });
+    const got = await untilResponse(s, 2);
+    const logs = logsOf(got).map((g) => g.m.params);
+    assert.equal(progressOf(got).length, 0, 'no progressToken, no progress');
+    for (const p of logs) assert.equal(p.level, 'info');
+    const text = (logger) => logs.filter((p) => p.logger === logger).map((p) => p.data).join('');
+    assert.equal(text('stdout'), 'to out\n\u00e9!\n');
+    assert.equal(text('stderr'), 'to err\n');
+    assert.equal(got.at(-1).m.result.structuredContent.stdout, 'to out\n\u00e9!\n');
+    s.end();
+    await s.exited;
+  });
+
+  test('2026-07-28: the request\'s _meta logLevel asks for log messages, a request without it gets none', async () => {
+    const s = rawServer();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: modernMeta } });
+    assert.deepEqual((await s.next()).result.capabilities.logging, {});
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: callParams('print("plain")', modernMeta) });
+    assert.equal((await untilResponse(s, 2)).length, 1);
+    s.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: callParams('print("logged")', { ...modernMeta, 'io.modelcontextprotocol/logLevel': 'debug' }) });
+    const got = await untilResponse(s, 3);
+    assert.equal(logsOf(got).map((g) => g.m.params.data).join(''), 'logged\n');
+    assert.equal(got.at(-1).m.result.resultType, 'complete');
+    s.send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: callParams('print(1)', { ...modernMeta, 'io.modelcontextprotocol/logLevel': 'loud' }) });
+    assert.equal((await s.next()).error.code, -32602);
+    s.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: callParams('print(1)', { progressToken: { a: 1 } }) });
+    const m = await s.next();
+    assert.equal(m.error.code, -32602);
+    assert.match(m.error.message, /progressToken must be a string or a number/);
+    s.end();
+    await s.exited;
+  });
+
+  test('the output cap holds while streaming; a long chunk\'s progress message is cut, its log message is not', async () => {
+    const s = rawServer([...LIMITS, '--output', '8']);
+    s.send({ jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level: 'info' } });
+    await s.next();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams('import sys\nsys.stdout.write("y" * 3000); sys.stdout.flush()\nwhile True:\n    sys.stdout.write("x" * 1000)', { progressToken: 7 }) });
+    const got = await untilResponse(s, 1);
+    const r = got.at(-1).m.result;
+    assert.equal(r.structuredContent.status, 'output_limit');
+    const progress = progressOf(got).map((g) => g.m.params);
+    assert.ok(progress.length > 0);
+    assert.ok(progress.at(-1).progress <= 8 * 1024, `past the cap: ${progress.at(-1).progress}`);
+    const logged = logsOf(got).map((g) => g.m.params.data).join('');
+    assert.ok(logged.length <= 8 * 1024);
+    assert.ok(r.structuredContent.stdout.startsWith(logged), 'the log is a prefix of the captured output');
+    for (const p of progress) {
+      assert.equal(p.progressToken, 7);
+      assert.ok(Buffer.byteLength(p.message) <= 1024 + 3, `message of ${Buffer.byteLength(p.message)} bytes`);
+    }
+    assert.ok(progress.some((p) => p.message.endsWith('\u2026')), 'a chunk longer than 1 KiB is cut, and says so');
+    for (let i = 0; i < 20 && sandboxProcesses() > 0; i++) await sleep(100);
+    assert.equal(sandboxProcesses(), 0);
+    s.end();
+    await s.exited;
+  });
+
+  test('a session call streams too (--sessions)', async () => {
+    const s = rawServer(['--sessions', ...LIMITS]);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams(PRINT_SLEEP_PRINT, { progressToken: 'ses' }) });
+    const got = await untilResponse(s, 1);
+    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
+    assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
+    assert.ok(got[first].running);
+    assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
+  test('concurrent streaming calls: every line one whole message, each call\'s notifications its own output', async () => {
+    const s = rawServer();
+    const ids = [1, 2, 3, 4];
+    // rawServer parses every line as JSON: a message cut by another would throw.
+    const code = (i) => `import sys\nfor n in range(300):\n    print("call-${i}", n, "." * 200, flush=True)\n    print("err-${i}", n, file=sys.stderr, flush=True)`;
+    for (const i of ids)
+      s.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: callParams(code(i), { progressToken: `c${i}` }) });
+    const byToken = new Map(ids.map((i) => [`c${i}`, []]));
+    const results = new Map();
+    while (results.size < ids.length) {
+      const m = await s.next();
+      if (m.method === 'notifications/progress') {
+        assert.ok(!results.has(Number(m.params.progressToken.slice(1))), 'a notification after its call\'s result');
+        byToken.get(m.params.progressToken).push(m.params);
+      } else {
+        results.set(m.id, m.result);
+      }
+    }
+    for (const i of ids) {
+      const r = results.get(i).structuredContent;
+      const notes = byToken.get(`c${i}`);
+      assert.equal(notes.at(-1).progress, Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr));
+      const owners = notes.flatMap((p) => [...(p.message ?? '').matchAll(/(?:call|err)-(\d+) /g)].map((m) => Number(m[1])));
+      assert.ok(owners.length > 0 && owners.every((n) => n === i), 'another call\'s output in this call\'s notifications');
+    }
+    s.end();
+    await s.exited;
+  });
+
+  test('the SDK v1 client gets the progress through callTool\'s onprogress', async () => {
+    const client = new Client({ name: 'agentjail-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: AGENTJAIL, args: ['mcp', ...LIMITS], stderr: 'ignore' }));
+    try {
+      const seen = [];
+      const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("a", flush=True)\nprint("b")' } },
+        undefined, { onprogress: (p) => seen.push(p) });
+      assert.equal(r.structuredContent.stdout, 'a\nb\n');
+      assert.equal(seen.map((p) => p.message).join(''), 'a\nb\n');
+      assert.equal(seen.at(-1).progress, 4);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -12,6 +12,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { sandboxProcesses as countProcesses, sleep } from './procs.mjs';
 import { dirname, join } from 'node:path';
@@ -25,10 +27,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
 // The sandbox uids this file's servers give their runs: a process of one of
 // them after a test is a run left behind. A range of its own, so that other
-// agentjail users on the machine (mcp.test.mjs uses the default) don't count.
-const UID_BASE = 2140000000;
+// agentjail users on the machine (mcp.test.mjs uses the default) don't count;
+// AJ_SERVE_UID_BASE moves it (and its slot directory) for a parallel run.
+const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2140000000);
 const SERVE_ARGS = ['--listen', '127.0.0.1:0', '--uid-base', String(UID_BASE),
-  '--state-dir', '/run/agentjail-mcphttp-test', '--timeout', '5', '--cpu', '2'];
+  '--state-dir', `/run/agentjail-mcphttp-test-${UID_BASE}`, '--timeout', '5', '--cpu', '2'];
 
 const sandboxProcesses = () => countProcesses(UID_BASE);
 
@@ -273,6 +276,148 @@ describe('raw HTTP on /mcp', () => {
     const m = await res.json();
     assert.equal(m.id, 'raw');
     assert.equal(m.result.structuredContent.stdout, 'raw\n');
+  });
+});
+
+// ---- output as it happens: an SSE answer to a call that asked for notifications ----
+
+// The JSON-RPC messages of an SSE body, each with whether a sandbox process
+// was alive when it arrived; the raw text too, to check the framing.
+async function sseMessages(res) {
+  const got = [];
+  let text = '';
+  let buf = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body) {
+    const part = decoder.decode(chunk, { stream: true });
+    text += part;
+    buf += part;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (!data) continue; // a comment (keep-alive)
+      assert.match(block, /^event: message$/m);
+      got.push({ m: JSON.parse(data), running: sandboxProcesses() > 0 });
+    }
+  }
+  assert.equal(buf, '', 'the body ends after a whole event');
+  return { got, text };
+}
+
+const PRINT_SLEEP_PRINT = 'import time\nprint("first line", flush=True)\ntime.sleep(2)\nprint("second line", flush=True)';
+const callWith = (id, code, meta) => ({ ...callMsg(id, code), params: { ...callMsg(id, code).params, _meta: meta } });
+
+describe('output as it happens over /mcp (SSE)', () => {
+  let s;
+  before(async () => { s = await startServer(['--output', '8']); });
+
+  test('with a progressToken: SSE, the first line while the program sleeps, then the second, then the result, then the end', async () => {
+    const res = await post(s, callWith('sse', PRINT_SLEEP_PRINT, { progressToken: 'tok' }));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+    const { got } = await sseMessages(res);
+    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
+    const second = got.findIndex((g) => g.m.method === 'notifications/progress' && /second line/.test(g.m.params.message));
+    assert.ok(first >= 0, JSON.stringify(got.map((g) => g.m)));
+    assert.ok(first < second && second < got.length - 1, 'notifications in order, the result last');
+    assert.ok(got[first].running, 'the first line must arrive while the program still runs');
+    const last = got.at(-1).m;
+    assert.equal(last.id, 'sse');
+    assert.equal(last.result.structuredContent.stdout, 'first line\nsecond line\n');
+    const values = got.slice(0, -1).map((g) => g.m.params.progress);
+    for (let i = 1; i < values.length; i++) assert.ok(values[i] > values[i - 1]);
+  });
+
+  test('the 2026-07-28 logLevel gives notifications/message on the stream', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/logLevel': 'info' };
+    const res = await post(s, callWith(2, 'import sys\nprint("o", flush=True)\nprint("e", file=sys.stderr)', meta),
+      { 'MCP-Protocol-Version': '2026-07-28' });
+    assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+    const { got } = await sseMessages(res);
+    const logs = got.filter((g) => g.m.method === 'notifications/message').map((g) => g.m.params);
+    assert.equal(logs.filter((p) => p.logger === 'stdout').map((p) => p.data).join(''), 'o\n');
+    assert.equal(logs.filter((p) => p.logger === 'stderr').map((p) => p.data).join(''), 'e\n');
+    assert.equal(got.at(-1).m.result.resultType, 'complete');
+  });
+
+  test('a client that takes only application/json gets the plain answer, without notifications', async () => {
+    const res = await post(s, callWith(3, 'print("j")', { progressToken: 1 }), { Accept: 'application/json' });
+    assert.match(res.headers.get('content-type'), /^application\/json/);
+    const m = await res.json();
+    assert.equal(m.result.structuredContent.stdout, 'j\n');
+  });
+
+  test('the output cap holds on the stream', async () => {
+    const res = await post(s, callWith(4, 'import sys\nwhile True:\n    sys.stdout.write("x" * 1000)', { progressToken: 'cap' }));
+    const { got } = await sseMessages(res);
+    const r = got.at(-1).m.result;
+    assert.equal(r.structuredContent.status, 'output_limit');
+    const progress = got.filter((g) => g.m.method === 'notifications/progress').map((g) => g.m.params.progress);
+    assert.ok(progress.length > 0);
+    assert.ok(progress.at(-1) <= 8 * 1024, `past the cap: ${progress.at(-1)}`);
+  });
+
+  test('a client that drops the stream mid-run: the run ends on its own, nothing is left, the server goes on', async () => {
+    const res = await post(s, callWith(5, PRINT_SLEEP_PRINT, { progressToken: 'drop' }));
+    const reader = res.body.getReader();
+    const { value } = await reader.read();
+    assert.match(new TextDecoder().decode(value), /first line/);
+    await reader.cancel();
+    for (let i = 0; i < 50 && sandboxProcesses() > 0; i++) await sleep(100);
+    assert.equal(sandboxProcesses(), 0);
+    const again = await post(s, callMsg(6, 'print("on")'));
+    assert.equal((await again.json()).result.structuredContent.stdout, 'on\n');
+  });
+
+  test('the SDK v1 client takes the stream: callTool\'s onprogress sees each line, then the result', async () => {
+    const { client, transport } = v1Client(s);
+    await client.connect(transport);
+    try {
+      const seen = [];
+      const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("a", flush=True)\nprint("b")' } },
+        undefined, { onprogress: (p) => seen.push(p.message) });
+      assert.equal(r.structuredContent.stdout, 'a\nb\n');
+      assert.equal(seen.join(''), 'a\nb\n');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('/mcp SSE to a client that does not read', () => {
+  test('notifications past the bound are dropped, the run is not held up, the result arrives whole and last', async () => {
+    const s = await startServer(['--output', String(32 * 1024), '--timeout', '60', '--cpu', '30']);
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/logLevel': 'info' };
+    // 20 MiB of output logged whole: far more than the 4 MiB queue and
+    // what the sockets between take while nobody reads.
+    const body = JSON.stringify(callWith('flood', 'import sys\nfor i in range(20 * 1024):\n    sys.stdout.write("x" * 1024)', meta));
+    const req = httpRequest(s.mcp, { method: 'POST', headers: { 'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream', Authorization: `Bearer ${s.key}`, 'MCP-Protocol-Version': '2026-07-28' } });
+    req.end(body);
+    const [res] = await once(req, 'response');
+    res.pause();
+    assert.match(res.headers['content-type'], /^text\/event-stream/);
+    // The run ends while the client has read nothing (serve logs each call's end).
+    for (let i = 0; i < 600 && !/run_python: ok/.test(s.stderr); i++) await sleep(100);
+    assert.match(s.stderr, /run_python: ok/, 'the run was held up by a client that does not read');
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (d) => { text += d; });
+    res.resume();
+    await once(res, 'end');
+    const events = text.split('\n\n').filter((b) => b.startsWith('event: message\ndata: '));
+    const msgs = events.map((b) => JSON.parse(b.slice('event: message\ndata: '.length)));
+    const last = msgs.at(-1);
+    assert.equal(last.id, 'flood');
+    assert.equal(last.result.structuredContent.stdout.length, 20 * 1024 * 1024);
+    const logged = msgs.filter((m) => m.method === 'notifications/message').reduce((n, m) => n + m.params.data.length, 0);
+    assert.ok(logged < 20 * 1024 * 1024, `nothing was dropped: ${logged} bytes logged`);
+    for (let i = 0; i < 50 && !/notification\(s\) dropped/.test(s.stderr); i++) await sleep(100);
+    assert.match(s.stderr, /notification\(s\) dropped/);
   });
 });
 
