@@ -17,10 +17,10 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/boot/*.c src/egress/*.c src/api/*.c)) src/warm/warm.c
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
-# loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
-# option parsing and the MCP server.
+# loads an HTTP server, a Redis client, libcrypto and libcurl, for the
+# completion webhooks), sharing the CLI's option parsing and the MCP server.
 SERVE_SRC := $(wildcard src/serve/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
-SERVE_PKGS := libmicrohttpd hiredis libcrypto
+SERVE_PKGS := libmicrohttpd hiredis libcrypto libcurl
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
 B := build
