@@ -169,6 +169,14 @@ $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I. $(shell pkg-config --cflags cmocka) \
 		-o $@ $< $(T)/libagentjail.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
 
+# The webhooks' own test links their sources and serve's libraries.
+WEBHOOK_TOBJ := $(T)/obj/src/serve/webhook.o $(T)/obj/src/serve/webhook_url.o \
+	$(T)/obj/src/serve/keys.o
+$(T)/test_webhook: tests/test_webhook.c $(wildcard tests/*.h) $(WEBHOOK_TOBJ) $(T)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) $(SERVE_CFLAGS) -I. \
+		$(shell pkg-config --cflags cmocka) -o $@ $< $(WEBHOOK_TOBJ) $(T)/libagentjail.a \
+		$(SERVE_LIBS) $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+
 TESTS := $(patsubst tests/%.c,$(T)/%,$(wildcard tests/test_*.c))
 
 $(B)/bench: bench/bench.c src/cli/measure.h

@@ -246,17 +246,24 @@ static void *deliver_loop(void *arg)
 				 status >= 300 && status < 400 ? " (a redirect, not followed)" : "");
 		else
 			snprintf(what, sizeof what, "%s", why);
+		double due = mono_ms() + backoff[last ? 0 : n - 1] * 1e3;
+		/* A retry past the stop's deadline will not be made. */
+		bool stopped = !delivered && !last && atomic_load(&wh->stopping) &&
+			       due >= atomic_load(&wh->stop_by);
 		if (delivered)
 			say(d, "attempt %u of %d: %s: delivered", n, WEBHOOK_ATTEMPTS, what);
 		else if (last)
 			say(d, "attempt %u of %d: %s: given up", n, WEBHOOK_ATTEMPTS, what);
+		else if (stopped)
+			say(d, "attempt %u of %d: %s: dropped, the server is stopping", n,
+			    WEBHOOK_ATTEMPTS, what);
 		else
 			say(d, "attempt %u of %d: %s: next in %u s", n, WEBHOOK_ATTEMPTS, what,
 			    backoff[n - 1]);
 		pthread_mutex_lock(&wh->mu);
 		d->busy = false;
-		d->due = mono_ms() + backoff[last ? 0 : n - 1] * 1e3;
-		if (delivered || last) {
+		d->due = due;
+		if (delivered || last || stopped) {
 			unlink_delivery(wh, d);
 			delivery_free(d);
 		}
