@@ -98,7 +98,7 @@ static void say(const struct delivery *d, const char *fmt, ...)
 		msg);
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *arg)
+static size_t drop_answer(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p, (void)arg;
 	return size * n;
@@ -176,7 +176,7 @@ static long attempt(struct webhooks *wh, const struct delivery *d, char why[CURL
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)WEBHOOK_TIMEOUT_SEC);
 	/* Threads: libcurl must not use signals (SIGALRM) for its timeouts. */
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_answer);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stop_check);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, wh);
