@@ -47,6 +47,12 @@ int webhook_check(const struct serve_config *cfg, const struct key *key, const c
  * secret, and returns at once. url must have passed webhook_check. */
 void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
 		  json_t *body);
+/* A recorded run ended: its record (run_info_json, with the result) to
+ * url, signed with key's secret. What a backend calls once it has
+ * finished the record of a run that asked for a webhook. */
+struct service;
+void webhook_run_done(struct service *svc, const struct key *key, const char *url,
+		      const char *run_id);
 /* Delivers what it can within WEBHOOK_STOP_SEC, logs what is left as
  * dropped, and frees wh (NULL: nothing). */
 void webhooks_close(struct webhooks *wh);

@@ -1,12 +1,17 @@
 """Completion webhooks of background runs: a key's webhook secret (made,
 shown once, rotated), the allow-list (400 bad_webhook, nothing sent), and
 the signed POST at a run's end to receivers this test starts on loopback."""
+import hashlib
+import hmac
+import http.server
 import json
 import subprocess
+import threading
+import time
 
 import pytest
 
-from conftest import AGENTJAIL, UID_BASE, STATE_DIR, add_key
+from conftest import AGENTJAIL, UID_BASE, STATE_DIR, add_key, wait_for
 
 
 def keys(*args):
@@ -91,3 +96,180 @@ def test_without_a_keys_file_the_key_has_a_webhook_secret():
     finally:
         p.terminate()
         p.wait(timeout=60)
+
+
+# ---- deliveries ----
+
+class Receiver:
+    """An HTTP server on loopback that records every POST and answers
+    each with the next of codes (the last repeats); 3xx with location."""
+
+    def __init__(self, codes=(200,), location=None, port=0):
+        self.codes, self.location, self.got = list(codes), location, []
+        self.cv = threading.Condition()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with outer.cv:
+                    i = len(outer.got)
+                    outer.got.append((dict(self.headers), body))
+                    outer.cv.notify_all()
+                code = outer.codes[min(i, len(outer.codes) - 1)]
+                self.send_response(code)
+                if outer.location:
+                    self.send_header("Location", outer.location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def wait(self, n, timeout=60):
+        with self.cv:
+            return self.cv.wait_for(lambda: len(self.got) >= n, timeout)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def receivers():
+    made = []
+
+    def make(*a, **kw):
+        r = Receiver(*a, **kw)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def verify(headers, body, secret, max_age=300):
+    """What a receiver does (docs/serve.md, Webhooks)."""
+    ts = headers["X-Agentjail-Timestamp"]
+    if abs(time.time() - int(ts)) > max_age:
+        return False
+    mac = hmac.new(secret.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(headers["X-Agentjail-Signature"], "sha256=" + mac)
+
+
+def keyed_server(start, tmp_path, *allow):
+    f = tmp_path / "keys.json"
+    token = add_key(f, "alice")
+    args = ["--timeout", "10"]
+    for a in allow:
+        args += ["--webhook-allow", a]
+    return start(*args, keys=str(f)), token, file_secret(f, "alice")
+
+
+def background(s, token, webhook, code="print('done here')"):
+    return s.request("POST", "/v1/runs", {"code": code, "background": True,
+                                          "webhook": webhook}, key=token)
+
+
+def test_a_background_run_posts_its_signed_record_after_two_503s(start, tmp_path, receivers):
+    rcv = receivers(codes=(503, 503, 200))
+    s, token, secret = keyed_server(start, tmp_path, rcv.url + "/hooks")
+    r = background(s, token, rcv.url + "/hooks/agentjail?x=1")
+    assert r.code == 202, r.body
+    run_id = r.json()["id"]
+    assert rcv.wait(3)
+    for headers, body in rcv.got:
+        assert headers["X-Agentjail-Run-Id"] == run_id
+        assert headers["Content-Type"] == "application/json"
+        assert verify(headers, body, secret)
+        assert not verify(headers, body, "ajwh_" + "x" * 43)
+        record = json.loads(body)
+        assert record["id"] == run_id and record["state"] == "done"
+        assert record["result"]["stdout"] == "done here\n"
+    # A body changed on the way no longer verifies.
+    headers, body = rcv.got[-1]
+    assert not verify(headers, body.replace(b"done here", b"DONE HERE"), secret)
+    # Delivered on the third: each attempt was logged, and no fourth comes
+    # (the log says delivered before the server stops).
+    assert wait_for(lambda: any("attempt 3 of 6: HTTP 200: delivered" in l for l in s.stderr))
+    assert any("attempt 1 of 6: HTTP 503: next in 1 s" in l for l in s.stderr)
+    assert len(rcv.got) == 3
+
+
+def test_a_receiver_not_listening_at_first_gets_the_retry(start, tmp_path):
+    # A port free a moment ago: nothing listens there for the first
+    # attempt, and the receiver starts on it only once that attempt is
+    # logged as refused.
+    probe = Receiver()
+    port = probe.port
+    probe.close()
+    # (Another process could take the port meanwhile; then Receiver(port=)
+    # below fails with EADDRINUSE, a fact of the machine, not of serve.)
+    s, token, secret = keyed_server(start, tmp_path, f"http://127.0.0.1:{port}/")
+    r = background(s, token, f"http://127.0.0.1:{port}/hook")
+    assert r.code == 202
+    assert wait_for(lambda: any("attempt 1 of 6" in l and "next in 1 s" in l
+                                for l in s.stderr))
+    rcv = Receiver(port=port)
+    try:
+        assert rcv.wait(1)
+        assert verify(*rcv.got[0], secret)
+        assert wait_for(lambda: any("attempt 2 of 6: HTTP 200: delivered" in l
+                                    for l in s.stderr))
+    finally:
+        rcv.close()
+
+
+def test_a_url_outside_the_allow_list_is_400_and_nothing_is_sent(start, tmp_path, receivers):
+    rcv = receivers()
+    s, token, _ = keyed_server(start, tmp_path, rcv.url + "/hooks")
+    other = receivers()
+    for url, why in [(other.url + "/hooks", "not under"),
+                     (rcv.url + "/hooks2", "not under"),
+                     (rcv.url + "/hooks/../admin", "not under"),
+                     (f"http://user:pw@127.0.0.1:{rcv.port}/hooks", "user name or password"),
+                     (f"http://127.0.0.1:{rcv.port}@127.0.0.1:{other.port}/hooks",
+                      "user name or password"),
+                     (rcv.url + "/hooks#frag", "fragment"),
+                     ("file:///etc/passwd", "only http")]:
+        r = background(s, token, url)
+        assert r.code == 400, (url, r.body)
+        err = r.json()["error"]
+        assert err["code"] == "bad_webhook" and why in err["message"], (url, err)
+    # A run that went ahead shows nothing else was sent meanwhile.
+    r = background(s, token, rcv.url + "/hooks/ok")
+    assert r.code == 202 and rcv.wait(1)
+    assert len(rcv.got) == 1 and other.got == []
+    assert json.loads(rcv.got[0][1])["id"] == r.json()["id"]
+
+
+def test_a_key_without_a_secret_or_a_server_without_an_allow_list_refuses(start, tmp_path,
+                                                                           receivers):
+    rcv = receivers()
+    f, token = old_keys_file(tmp_path)
+    s = start("--webhook-allow", rcv.url + "/", keys=str(f))
+    r = background(s, token, rcv.url + "/hook")
+    assert r.code == 400 and r.json()["error"]["code"] == "bad_webhook"
+    assert "agentjail keys webhook-secret old" in r.json()["error"]["message"]
+    t = start()
+    r = background(t, t.key, rcv.url + "/hook")
+    assert r.code == 400 and "takes no webhooks" in r.json()["error"]["message"]
+    assert rcv.got == []
+
+
+def test_a_redirect_is_not_followed(start, tmp_path, receivers):
+    target = receivers()
+    rcv = receivers(codes=(302, 200), location=target.url + "/elsewhere")
+    s, token, _ = keyed_server(start, tmp_path, rcv.url + "/")
+    assert background(s, token, rcv.url + "/hook").code == 202
+    # The second attempt comes once the first one's answer was read whole:
+    # had the redirect been followed, the target would have it by then.
+    assert rcv.wait(2)
+    assert target.got == []
+    assert any("HTTP 302 (a redirect, not followed)" in l for l in s.stderr)
