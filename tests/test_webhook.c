@@ -229,11 +229,15 @@ static void *receive_loop(void *arg)
 	}
 }
 
-static void receiver_start(struct receiver *r)
+/* Listens on 127.0.0.1:port (0: one the kernel picks). */
+static void receiver_start(struct receiver *r, unsigned port)
 {
 	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(r->fd >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1;
+	setsockopt(r->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(bind(r->fd, (struct sockaddr *)&a, sizeof a), 0);
 	assert_int_equal(listen(r->fd, 16), 0);
 	socklen_t al = sizeof a;
@@ -273,17 +277,24 @@ static bool receiver_wait(struct receiver *r, unsigned n)
 	return ok;
 }
 
-static struct webhooks *open_for(struct receiver *r, char *url, size_t n)
+/* A delivery of {"id": run_id, "state": "done"} to r, signed with a new
+ * secret (into k), on webhooks of their own (returned). */
+static struct webhooks *send_to(struct receiver *r, const char *run_id, struct key *k)
 {
 	static char prefix[64];
+	char url[128];
 	snprintf(prefix, sizeof prefix, "http://127.0.0.1:%u/", r->port);
-	snprintf(url, n, "http://127.0.0.1:%u/hook?from=agentjail", r->port);
+	snprintf(url, sizeof url, "http://127.0.0.1:%u/hook?from=agentjail", r->port);
 	static struct serve_config c;
 	c = (struct serve_config){0};
 	c.webhook_allow[c.webhook_allow_count++] = prefix;
 	struct webhooks *wh = NULL;
 	struct aj_error e;
 	assert_int_equal(webhooks_open(&wh, &c, &e), 0);
+	*k = secret_key();
+	json_t *body = json_pack("{s:s, s:s}", "id", run_id, "state", "done");
+	webhook_send(wh, url, k->webhook_secret, run_id, body);
+	json_decref(body);
 	return wh;
 }
 
@@ -307,14 +318,9 @@ static void a_receiver_down_gets_the_retries_then_the_signed_body(void **state)
 {
 	(void)state;
 	struct receiver r = {.codes = {503, 503, 200}};
-	receiver_start(&r);
-	char url[128];
-	struct webhooks *wh = open_for(&r, url, sizeof url);
-	struct key k = secret_key();
-	json_t *body = json_pack("{s:s, s:s, s:b}", "id", "0123abcd", "state", "done",
-				 "background", 1);
-	webhook_send(wh, url, k.webhook_secret, "0123abcd", body);
-	json_decref(body);
+	receiver_start(&r, 0);
+	struct key k;
+	struct webhooks *wh = send_to(&r, "0123abcd", &k);
 	assert_true(receiver_wait(&r, 3));
 	struct key other = secret_key();
 	for (unsigned i = 0; i < 3; i++) {
@@ -379,17 +385,7 @@ static void a_receiver_not_listening_at_first_gets_it_later(void **state)
 	assert_non_null(strstr(text, "attempt 1 of 6"));
 	assert_non_null(strstr(text, "next in 1 s"));
 	struct receiver r = {0};
-	r.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int one = 1;
-	setsockopt(r.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	a.sin_port = htons((uint16_t)port);
-	assert_int_equal(bind(r.fd, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(r.fd, 16), 0);
-	r.port = port;
-	r.held_fd = -1;
-	pthread_mutex_init(&r.mu, NULL);
-	pthread_cond_init(&r.cv, NULL);
-	assert_int_equal(pthread_create(&r.t, NULL, receive_loop, &r), 0);
+	receiver_start(&r, port);
 	assert_true(receiver_wait(&r, 1));
 	assert_true(signed_with(&r.seen[0], k.webhook_secret));
 	webhooks_close(wh);
@@ -400,17 +396,13 @@ static void a_redirect_is_not_followed(void **state)
 {
 	(void)state;
 	struct receiver target = {.codes = {200}};
-	receiver_start(&target);
+	receiver_start(&target, 0);
 	char loc[128];
 	snprintf(loc, sizeof loc, "http://127.0.0.1:%u/elsewhere", target.port);
 	struct receiver r = {.codes = {302}, .location = loc};
-	receiver_start(&r);
-	char url[128];
-	struct webhooks *wh = open_for(&r, url, sizeof url);
-	struct key k = secret_key();
-	json_t *body = json_pack("{s:s}", "id", "beef");
-	webhook_send(wh, url, k.webhook_secret, "beef", body);
-	json_decref(body);
+	receiver_start(&r, 0);
+	struct key k;
+	struct webhooks *wh = send_to(&r, "beef", &k);
 	/* The second attempt comes after the first one's answer was read
 	 * whole: had the redirect been followed, the target had it by now. */
 	assert_true(receiver_wait(&r, 2));
@@ -424,13 +416,9 @@ static void a_stop_does_not_wait_for_a_receiver_that_never_answers(void **state)
 {
 	(void)state;
 	struct receiver r = {.hold = true};
-	receiver_start(&r);
-	char url[128];
-	struct webhooks *wh = open_for(&r, url, sizeof url);
-	struct key k = secret_key();
-	json_t *body = json_pack("{s:s}", "id", "cafe");
-	webhook_send(wh, url, k.webhook_secret, "cafe", body);
-	json_decref(body);
+	receiver_start(&r, 0);
+	struct key k;
+	struct webhooks *wh = send_to(&r, "cafe", &k);
 	assert_true(receiver_wait(&r, 1));
 	/* The receiver holds the request unanswered until released, which
 	 * comes only after the stop returned: the stop ended the attempt. */
