@@ -28,7 +28,9 @@ static const unsigned backoff[WEBHOOK_ATTEMPTS - 1] = {1, 2, 4, 8, 16};
 struct delivery {
 	struct delivery *next; /* oldest first */
 	char *url;             /* as checked */
-	char *where;           /* scheme://host:port/path for the log: no query */
+	/* scheme://host:port for the log: a webhook's path or query often
+	 * holds a token of the receiver's, which logs must not keep. */
+	char *where;
 	char *body;
 	size_t len;
 	char *secret;
@@ -324,7 +326,7 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 	}
 	snprintf(d->run_id, sizeof d->run_id, "%s", run_id);
 	d->url = strdup(u.full);
-	if (asprintf(&d->where, "%s://%s:%s%s", u.scheme, u.host, u.port, u.path) < 0)
+	if (asprintf(&d->where, "%s://%s:%s", u.scheme, u.host, u.port) < 0)
 		d->where = NULL;
 	webhook_url_free(&u);
 	d->secret = strdup(secret);
