@@ -277,20 +277,39 @@ static bool receiver_wait(struct receiver *r, unsigned n)
 	return ok;
 }
 
-/* A delivery of {"id": run_id, "state": "done"} to r, signed with a new
- * secret (into k), on webhooks of their own (returned). */
-static struct webhooks *send_to(struct receiver *r, const char *run_id, struct key *k)
+/* A port that was free a moment ago (nothing listens there). */
+static unsigned free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	socklen_t al = sizeof a;
+	getsockname(fd, (struct sockaddr *)&a, &al);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Webhooks allowed to 127.0.0.1:port, and a URL there (into url). */
+static struct webhooks *open_allowing(unsigned port, char *url, size_t n)
 {
 	static char prefix[64];
-	char url[128];
-	snprintf(prefix, sizeof prefix, "http://127.0.0.1:%u/", r->port);
-	snprintf(url, sizeof url, "http://127.0.0.1:%u/hook?from=agentjail", r->port);
+	snprintf(prefix, sizeof prefix, "http://127.0.0.1:%u/", port);
+	snprintf(url, n, "http://127.0.0.1:%u/hook", port);
 	static struct serve_config c;
 	c = (struct serve_config){0};
 	c.webhook_allow[c.webhook_allow_count++] = prefix;
 	struct webhooks *wh = NULL;
 	struct aj_error e;
 	assert_int_equal(webhooks_open(&wh, &c, &e), 0);
+	return wh;
+}
+
+/* A delivery of {"id": run_id, "state": "done"} to r, signed with a new
+ * secret (into k), on webhooks of their own (returned). */
+static struct webhooks *send_to(struct receiver *r, const char *run_id, struct key *k)
+{
+	char url[128];
+	struct webhooks *wh = open_allowing(r->port, url, sizeof url);
 	*k = secret_key();
 	json_t *body = json_pack("{s:s, s:s}", "id", run_id, "state", "done");
 	webhook_send(wh, url, k->webhook_secret, run_id, body);
@@ -341,24 +360,11 @@ static void a_receiver_down_gets_the_retries_then_the_signed_body(void **state)
 static void a_receiver_not_listening_at_first_gets_it_later(void **state)
 {
 	(void)state;
-	/* A port that was free a moment ago: nothing listens there for the
-	 * first attempt; the receiver comes up on it after that attempt. */
-	struct receiver probe = {0};
-	probe.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(probe.fd, (struct sockaddr *)&a, sizeof a), 0);
-	socklen_t al = sizeof a;
-	getsockname(probe.fd, (struct sockaddr *)&a, &al);
-	unsigned port = ntohs(a.sin_port);
-	close(probe.fd);
-	char url[128], prefix[64];
-	snprintf(prefix, sizeof prefix, "http://127.0.0.1:%u/", port);
-	snprintf(url, sizeof url, "http://127.0.0.1:%u/hook", port);
-	struct serve_config c = {0};
-	c.webhook_allow[c.webhook_allow_count++] = prefix;
-	struct webhooks *wh = NULL;
-	struct aj_error e;
-	assert_int_equal(webhooks_open(&wh, &c, &e), 0);
+	/* Nothing listens there for the first attempt; the receiver comes up
+	 * on it after that attempt. */
+	unsigned port = free_port();
+	char url[128];
+	struct webhooks *wh = open_allowing(port, url, sizeof url);
 	struct key k = secret_key();
 	json_t *body = json_pack("{s:s}", "id", "feed");
 	/* The attempts' log goes to stderr: read here until the first
@@ -429,6 +435,50 @@ static void a_stop_does_not_wait_for_a_receiver_that_never_answers(void **state)
 	receiver_stop(&r);
 }
 
+static void past_the_bound_the_oldest_waiting_is_dropped(void **state)
+{
+	(void)state;
+	/* Nothing listens: every attempt is refused, and every delivery
+	 * waits for its retry, held. The log goes to a file, read after. */
+	char url[128];
+	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
+	FILE *log = tmpfile();
+	assert_non_null(log);
+	int saved = dup(2);
+	dup2(fileno(log), 2);
+	struct key k = secret_key();
+	enum { SENT = WEBHOOK_MAX_PENDING + 6 };
+	for (int i = 0; i < SENT; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "r%02d", i);
+		json_t *body = json_pack("{s:s}", "id", id);
+		webhook_send(wh, url, k.webhook_secret, id, body);
+		json_decref(body);
+	}
+	webhooks_close(wh);
+	dup2(saved, 2);
+	close(saved);
+	rewind(log);
+	char line[512];
+	unsigned dropped = 0, stopping = 0;
+	while (fgets(line, sizeof line, log)) {
+		int n = -1;
+		if (strstr(line, "more than 64 deliveries pending")) {
+			/* The oldest waiting: at most WEBHOOK_THREADS (4) older
+			 * ones can be under way, never dropped. */
+			assert_int_equal(sscanf(line, "agentjail serve: webhook for run r%d", &n), 1);
+			assert_true(n < 6 + 4);
+			dropped++;
+		} else if (strstr(line, "the server is stopping")) {
+			stopping++;
+		}
+	}
+	fclose(log);
+	assert_int_equal(dropped, SENT - WEBHOOK_MAX_PENDING);
+	/* The rest, each dropped at the stop, said once. */
+	assert_int_equal(stopping, WEBHOOK_MAX_PENDING);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +490,7 @@ int main(void)
 		cmocka_unit_test(a_receiver_not_listening_at_first_gets_it_later),
 		cmocka_unit_test(a_redirect_is_not_followed),
 		cmocka_unit_test(a_stop_does_not_wait_for_a_receiver_that_never_answers),
+		cmocka_unit_test(past_the_bound_the_oldest_waiting_is_dropped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
