@@ -70,7 +70,7 @@ static void post_recorded(struct service *svc, const struct http_request *rq,
 						"events", events));
 		snprintf(rs->location, sizeof rs->location, RUNS_PATH "/%s", id);
 		snprintf(rs->run_id, sizeof rs->run_id, "%s", id);
-	} else if (sse_answer(rs, &svc->runs, id, rq->key->name, 0)) {
+	} else if (sse_answer(rs, &svc->runs, id, rq->key->name, 0, svc->cfg.idle_sec)) {
 		/* The run goes on, recorded: its id lets it be read later. */
 		respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", id);
 	}
@@ -231,7 +231,7 @@ static void get_events(struct service *svc, const struct http_request *rq,
 		return no_such_run(rs);
 	if (rc)
 		return respond_error(rs, 503, "runs_unavailable", "the run store does not answer");
-	if (sse_answer(rs, &svc->runs, id, rq->key->name, after))
+	if (sse_answer(rs, &svc->runs, id, rq->key->name, after, svc->cfg.idle_sec))
 		respond_error(rs, 500, "internal", "out of memory");
 }
 

@@ -90,7 +90,7 @@ static struct mem_run *find_any(struct mem *m, const char *id)
 }
 
 /* Another key's record is not there: the caller cannot tell it apart. */
-static struct mem_run *find(struct mem *m, const char *id, const char *owner)
+static struct mem_run *find_owned(struct mem *m, const char *id, const char *owner)
 {
 	struct mem_run *r = find_any(m, id);
 	return r && !strcmp(r->owner->name, owner) ? r : NULL;
@@ -301,7 +301,7 @@ static int mem_info(struct run_store *st, const char *id, const char *owner,
 	char *text = NULL;
 	size_t len = 0;
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = find(m, id, owner);
+	struct mem_run *r = find_owned(m, id, owner);
 	if (r) {
 		*info = r->info;
 		info->result = NULL;
@@ -344,7 +344,7 @@ static int mem_events(struct run_store *st, const char *id, const char *owner, u
 	struct mem_run *r;
 	/* Looked up again after each wait: the record may have expired or
 	 * been dropped for the budget meanwhile. */
-	while ((r = find(m, id, owner)) && r->n <= after && r->info.state != RUN_DONE &&
+	while ((r = find_owned(m, id, owner)) && r->n <= after && r->info.state != RUN_DONE &&
 	       wait_ms > 0)
 		if (pthread_cond_timedwait(&m->changed, &m->lock, &until) == ETIMEDOUT)
 			wait_ms = 0;
@@ -384,7 +384,7 @@ static int mem_cancel(struct run_store *st, const char *id, const char *owner)
 {
 	struct mem *m = st->impl;
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = find(m, id, owner);
+	struct mem_run *r = find_owned(m, id, owner);
 	if (r && r->info.state != RUN_DONE) {
 		r->cancel = true;
 		if (r->token)
@@ -431,7 +431,7 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 	if (before) {
 		/* A page goes on after the last run of the one before; a run
 		 * gone meanwhile (expired, or another key's) ends the list. */
-		struct mem_run *b = find(m, before, owner);
+		struct mem_run *b = find_owned(m, before, owner);
 		r = b ? b->older : NULL;
 	}
 	for (; r && json_array_size(a) < limit; r = r->older) {

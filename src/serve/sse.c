@@ -108,6 +108,7 @@ struct sse_reader {
 	size_t off;
 	bool ended;
 	double idle_since;      /* now_ms() of the last event or keep-alive */
+	int keepalive_ms;
 };
 
 static void out_clear(struct sse_reader *r)
@@ -170,11 +171,12 @@ static int next_text(struct sse_reader *r)
 		r->n = r->next = 0;
 		if (r->done)
 			return 0;
-		int rc = r->st->ops->events(r->st, r->id, r->owner, r->after, SSE_WAIT_MS,
-					    &r->batch, &r->n, &r->done);
+		int wait = r->keepalive_ms < SSE_WAIT_MS ? r->keepalive_ms : SSE_WAIT_MS;
+		int rc = r->st->ops->events(r->st, r->id, r->owner, r->after, wait, &r->batch,
+					    &r->n, &r->done);
 		if (rc)
 			return -1; /* expired or dropped mid-read: cut, not a silent end */
-		if (!r->n && !r->done && now_ms() - r->idle_since >= SSE_KEEPALIVE_MS) {
+		if (!r->n && !r->done && now_ms() - r->idle_since >= r->keepalive_ms) {
 			static char keepalive[] = ": keep-alive\n\n";
 			out_add(r, keepalive, strlen(keepalive), false);
 			r->idle_since = now_ms();
@@ -218,7 +220,7 @@ static void sse_done(void *arg)
 }
 
 int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
-	       const char *owner, uint64_t after)
+	       const char *owner, uint64_t after, unsigned idle_sec)
 {
 	struct sse_reader *r = calloc(1, sizeof *r);
 	/* The client waits this long before it reconnects (SSE's retry). */
@@ -231,6 +233,9 @@ int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
 	snprintf(r->id, sizeof r->id, "%s", id);
 	r->after = after;
 	r->idle_since = now_ms();
+	r->keepalive_ms = SSE_KEEPALIVE_MS;
+	if (idle_sec * 500u < (unsigned)r->keepalive_ms)
+		r->keepalive_ms = idle_sec ? (int)(idle_sec * 500u) : 500;
 	out_add(r, first, strlen(first), false);
 	rs->code = 200;
 	rs->content_type = SSE_CONTENT_TYPE;

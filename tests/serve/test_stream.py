@@ -4,6 +4,7 @@ runs, resume from Last-Event-ID, cancel, background runs and their list,
 another key's run, the budget, and a client that never reads."""
 import json
 import os
+import signal
 import socket
 import time
 
@@ -304,3 +305,32 @@ def test_clients_that_never_read_do_not_grow_serves_memory(start):
     assert result["status"] == "ok" and len(result["stdout"]) == out
     for s in socks:
         s.close()
+
+
+def test_a_quiet_run_is_kept_alive_past_the_idle_timeout(start):
+    """A run silent for longer than serve's idle timeout: the stream sends
+    keep-alive comments (at half the timeout) and is not cut."""
+    srv = start("--idle-timeout", "2", "--timeout", "20")
+    s = Stream(srv, "POST", "/v1/runs",
+               {"code": "import time\nprint(1, flush=True)\ntime.sleep(5)\nprint(2)"})
+    got = list(s.events())
+    s.close()
+    assert got[-1].event == "result" and got[-1].data["stdout"] == "1\n2\n"
+    assert ": keep-alive" in s.comments
+
+
+def test_sigterm_lets_streamed_and_background_runs_finish(start):
+    """Shutdown drains recorded runs as any run: the stream gets its result
+    and ends, then serve exits 0."""
+    srv = start("--concurrency", "1", "--timeout", "20")
+    s = Stream(srv, "POST", "/v1/runs",
+               {"code": "import time\nprint('a', flush=True)\ntime.sleep(2)\nprint('b')"})
+    events = s.events()
+    assert next(events).event == "stdout"
+    queued = srv.request("POST", "/v1/runs", {"code": "print('later')", "background": True})
+    assert queued.code == 202
+    srv.proc.send_signal(signal.SIGTERM)
+    rest = list(events)
+    s.close()
+    assert rest[-1].event == "result" and rest[-1].data["stdout"] == "a\nb\n"
+    assert srv.proc.wait(timeout=30) == 0
