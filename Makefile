@@ -17,10 +17,10 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(filter-out src/linux/seccomp_policy.c,$(wildcard src/core/*.c src/linux/*.c src/tiers/*.c src/vm/*.c src/docker/*.c src/gvisor/*.c src/attack/*.c src/boot/*.c src/egress/*.c src/api/*.c)) src/warm/warm.c
 CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
-# loads an HTTP server, a Redis client and libcrypto), sharing the CLI's
-# option parsing and the MCP server.
+# loads an HTTP server, a Redis client, libcrypto and libcurl, for the
+# completion webhooks), sharing the CLI's option parsing and the MCP server.
 SERVE_SRC := $(wildcard src/serve/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
-SERVE_PKGS := libmicrohttpd hiredis libcrypto
+SERVE_PKGS := libmicrohttpd hiredis libcrypto libcurl
 HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
 
 B := build
@@ -168,6 +168,14 @@ $(T)/agentjail-serve: $(TSERVE_OBJ) $(T)/libagentjail.a
 $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) -I. $(shell pkg-config --cflags cmocka) \
 		-o $@ $< $(T)/libagentjail.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+
+# The webhooks' own test links their sources and serve's libraries.
+WEBHOOK_TOBJ := $(T)/obj/src/serve/webhook.o $(T)/obj/src/serve/webhook_url.o \
+	$(T)/obj/src/serve/keys.o
+$(T)/test_webhook: tests/test_webhook.c $(wildcard tests/*.h) $(WEBHOOK_TOBJ) $(T)/libagentjail.a
+	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) $(SERVE_CFLAGS) -I. \
+		$(shell pkg-config --cflags cmocka) -o $@ $< $(WEBHOOK_TOBJ) $(T)/libagentjail.a \
+		$(SERVE_LIBS) $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
 
 TESTS := $(patsubst tests/%.c,$(T)/%,$(wildcard tests/test_*.c))
 

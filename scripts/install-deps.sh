@@ -11,12 +11,14 @@ set -eu
 # and needs neither setuptools nor wheel).
 # libmicrohttpd-dev, libhiredis-dev, libssl-dev: agentjail serve's HTTP
 # server, its Redis client, and SHA-256 for the keys file. redis-server:
-# the scale-out tests start one on loopback. curl: the serve tests check
-# what it reads of a refusal sent while it uploads. python3-yaml: the test that
-# parses deploy/'s Kubernetes manifests. runsc: gVisor, the gvisor tier.
+# the scale-out tests start one on loopback. libcurl4-openssl-dev: serve's
+# completion webhooks (the POST, and its URL parser for the allow-list).
+# curl: the serve tests check what it reads of a refusal sent while it
+# uploads. python3-yaml: the test that parses deploy/'s Kubernetes
+# manifests. runsc: gVisor, the gvisor tier.
 # clang, libclang-rt-14-dev: libFuzzer for `make fuzz`, which `make test`
 # runs briefly.
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio binutils docker.io runsc clang libclang-rt-14-dev"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio binutils docker.io runsc clang libclang-rt-14-dev"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

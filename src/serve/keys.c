@@ -77,6 +77,32 @@ static int limit_field(json_t *e, const char *field, uint32_t def, uint32_t *out
 	return 0;
 }
 
+/* The entry's webhook secret, if it has one: ours (ajwh_...) or the
+ * deployer's own, which may be shared with receivers already. */
+static int webhook_secret_field(json_t *e, struct key *key, const char *path, size_t i,
+				struct aj_error *err)
+{
+	json_t *v = json_object_get(e, "webhook_secret");
+	if (!v)
+		return 0;
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	bool ok = n >= KEY_WEBHOOK_SECRET_MIN && n <= KEY_WEBHOOK_SECRET_MAX;
+	for (size_t j = 0; ok && j < n; j++) {
+		char c = s[j];
+		/* What travels unquoted in a shell line and an env file. */
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '.' || c == '_' || c == '-' || c == '~';
+	}
+	if (!ok)
+		return error_set(err, -EINVAL,
+				 "%s: keys[%zu].webhook_secret: %d to %d of [A-Za-z0-9._~-] "
+				 "expected",
+				 path, i, KEY_WEBHOOK_SECRET_MIN, KEY_WEBHOOK_SECRET_MAX);
+	memcpy(key->webhook_secret, s, n + 1);
+	return 0;
+}
+
 int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 {
 	*kr = (struct keyring){0};
@@ -109,8 +135,9 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 	json_t *e;
 	json_array_foreach(arr, i, e)
 	{
-		static const char *const fields[] = {"name", "sha256", "concurrency",
-						     "runs_per_minute", "sessions"};
+		static const char *const fields[] = {"name",	     "sha256",
+						     "concurrency",  "runs_per_minute",
+						     "sessions",     "webhook_secret"};
 		struct key *key = &kr->keys[i];
 		if (!json_is_object(e)) {
 			rc = error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
@@ -158,6 +185,8 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 		    (rc = limit_field(e, "sessions", KEY_DEFAULT_SESSIONS, &key->sessions, path, i,
 				      err)))
 			goto out;
+		if ((rc = webhook_secret_field(e, key, path, i, err)))
+			goto out;
 		kr->count++;
 	}
 out:
@@ -175,10 +204,12 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 		char hex[65];
 		for (int j = 0; j < 32; j++)
 			snprintf(hex + 2 * j, 3, "%02x", k->hash[j]);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:i, s:i}", "name", k->name,
-						     "sha256", hex, "concurrency", k->concurrency,
-						     "runs_per_minute", k->runs_per_minute,
-						     "sessions", k->sessions));
+		json_t *e = json_pack("{s:s, s:s, s:i, s:i, s:i}", "name", k->name, "sha256", hex,
+				      "concurrency", k->concurrency, "runs_per_minute",
+				      k->runs_per_minute, "sessions", k->sessions);
+		if (e && k->webhook_secret[0])
+			json_object_set_new(e, "webhook_secret", json_string(k->webhook_secret));
+		json_array_append_new(arr, e);
 	}
 	json_t *root = json_pack("{s:o}", "keys", arr);
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
@@ -187,7 +218,8 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 		return error_set(err, -ENOMEM, "%s: out of memory", path);
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	/* 0600: the hashes let no one in, but which names hold keys, and their
+	/* 0600: the hashes let no one in, but the webhook secrets would let
+	 * anyone sign a webhook as serve, and which names hold keys, and their
 	 * limits, are the deployer's business. */
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	int rc = 0;
@@ -216,23 +248,40 @@ void keys_free(struct keyring *kr)
 	*kr = (struct keyring){0};
 }
 
-int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1])
+/* prefix and 256 random bits in base64url (43 characters) into out. */
+static int random_token(const char *prefix, char *out)
 {
 	unsigned char raw[32];
 	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return -EIO;
 	unsigned char b64[48];
 	EVP_EncodeBlock(b64, raw, sizeof raw); /* 44 chars, the last '=' */
-	memcpy(token, "aj_", 3);
+	size_t p = strlen(prefix);
+	memcpy(out, prefix, p);
 	for (int i = 0; i < 43; i++) {
 		/* base64url: a token travels in headers and shell commands. */
 		char c = (char)b64[i];
-		token[3 + i] = c == '+' ? '-' : c == '/' ? '_' : c;
+		out[p + i] = c == '+' ? '-' : c == '/' ? '_' : c;
 	}
-	token[KEY_TOKEN_LEN] = '\0';
-	sha256(token, KEY_TOKEN_LEN, k->hash);
+	out[p + 43] = '\0';
 	OPENSSL_cleanse(raw, sizeof raw);
+	OPENSSL_cleanse(b64, sizeof b64);
 	return 0;
+}
+
+int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1])
+{
+	if (random_token("aj_", token))
+		return -EIO;
+	sha256(token, KEY_TOKEN_LEN, k->hash);
+	return 0;
+}
+
+int key_webhook_secret_generate(struct key *k)
+{
+	/* Its own prefix: a secret pasted where a key goes (or the other
+	 * way) is told apart at a glance. */
+	return random_token("ajwh_", k->webhook_secret);
 }
 
 const struct key *keys_find(const struct keyring *kr, const char *token, size_t len)

@@ -7,7 +7,13 @@
  *
  * The file is JSON, written by `agentjail keys add`:
  *   {"keys": [{"name": "alice", "sha256": "<64 hex>", "concurrency": 4,
- *              "runs_per_minute": 120, "sessions": 4}]}
+ *              "runs_per_minute": 120, "sessions": 4,
+ *              "webhook_secret": "ajwh_..."}]}
+ *
+ * The webhook secret signs the completion webhooks of the key's runs
+ * (webhook.h). Unlike the key it is kept as it is, since serve needs it to
+ * sign; a key from a file written before webhooks has none, and its runs'
+ * webhooks are refused until `agentjail keys webhook-secret` makes one.
  */
 #ifndef AJ_SERVE_KEYS_H
 #define AJ_SERVE_KEYS_H
@@ -24,6 +30,9 @@
 #define KEY_DEFAULT_RUNS_PER_MINUTE 600
 #define KEY_DEFAULT_SESSIONS 4
 #define KEY_MAX_LIMIT 100000
+#define KEY_WEBHOOK_SECRET_LEN 48 /* "ajwh_" + 43 */
+#define KEY_WEBHOOK_SECRET_MIN 32 /* a deployer's own: at least this many characters */
+#define KEY_WEBHOOK_SECRET_MAX 128
 
 struct key {
 	char name[KEY_NAME_MAX + 1];
@@ -31,6 +40,7 @@ struct key {
 	uint32_t concurrency;     /* runs at once; more wait in the queue */
 	uint32_t runs_per_minute; /* runs started in any 60 s */
 	uint32_t sessions;        /* sessions open at once */
+	char webhook_secret[KEY_WEBHOOK_SECRET_MAX + 1]; /* "": none */
 };
 
 struct keyring {
@@ -47,6 +57,9 @@ void keys_free(struct keyring *kr);
 /* A new token (NUL-terminated, KEY_TOKEN_LEN chars) from getrandom, and its
  * hash into k->hash. */
 int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1]);
+/* A new webhook secret (ajwh_ + 256 random bits, base64url) into
+ * k->webhook_secret: 0, or -EIO. */
+int key_webhook_secret_generate(struct key *k);
 /* The key whose hash matches token, or NULL. Every key is compared, in
  * constant time, whatever matched earlier: the time taken tells nothing
  * about which key, or how much of one, was right. */

@@ -1,4 +1,5 @@
-/* agentjail keys: make, list and remove the keys agentjail serve takes. */
+/* agentjail keys: make, list and remove the keys agentjail serve takes,
+ * and rotate their webhook secrets. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -16,10 +17,15 @@ static const char usage[] =
 	"                          [--sessions N]\n"
 	"       agentjail keys list --file FILE\n"
 	"       agentjail keys remove --file FILE NAME\n"
+	"       agentjail keys webhook-secret --file FILE NAME\n"
 	"\n"
 	"add makes a key, prints it once on stdout, and keeps only its SHA-256 in\n"
 	"FILE (made 0600 if missing). Its limits: runs at once (default 4), runs\n"
 	"started in any minute (default 600), sessions open (default 4).\n"
+	"It also makes the key's webhook secret, which signs its runs' completion\n"
+	"webhooks, shown once on stderr and kept in FILE.\n"
+	"webhook-secret makes NAME a new webhook secret (the old one stops\n"
+	"signing once serve restarts) and prints it once on stdout.\n"
 	"agentjail serve reads FILE at start (--keys FILE).\n";
 
 enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_HELP };
@@ -37,6 +43,33 @@ static int limit(const char *name, const char *arg, uint32_t *out)
 	return 0;
 }
 
+/* A new webhook secret for name, saved, then printed: 0, or 1 said. */
+static int rotate_webhook_secret(struct keyring *kr, const char *file, const char *name)
+{
+	struct key *k = NULL;
+	for (size_t i = 0; i < kr->count && !k; i++)
+		if (!strcmp(kr->keys[i].name, name))
+			k = &kr->keys[i];
+	if (!k) {
+		cli_error("keys: %s holds no key named '%s'", file, name);
+		return 1;
+	}
+	struct aj_error err = {0};
+	if (key_webhook_secret_generate(k)) {
+		cli_error("keys: cannot read random bytes");
+		return 1;
+	}
+	if (keys_save(kr, file, &err)) {
+		cli_error("keys: %s", err.message);
+		return 1;
+	}
+	printf("%s\n", k->webhook_secret);
+	fprintf(stderr, "agentjail: keys: a new webhook secret for '%s' (above); serve signs "
+			"with it once restarted\n",
+		name);
+	return 0;
+}
+
 int cmd_keys(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -51,8 +84,9 @@ int cmd_keys(int argc, char **argv)
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	const char *action = argv[1];
-	if (strcmp(action, "add") && strcmp(action, "list") && strcmp(action, "remove")) {
-		cli_error("keys: unknown action '%s' (add, list, remove)", action);
+	if (strcmp(action, "add") && strcmp(action, "list") && strcmp(action, "remove") &&
+	    strcmp(action, "webhook-secret")) {
+		cli_error("keys: unknown action '%s' (add, list, remove, webhook-secret)", action);
 		return EXIT_USAGE;
 	}
 	const char *file = NULL;
@@ -110,10 +144,14 @@ int cmd_keys(int argc, char **argv)
 	}
 	int rc = 0;
 	if (!strcmp(action, "list")) {
-		printf("%-24s %11s %15s %8s\n", "NAME", "CONCURRENCY", "RUNS/MINUTE", "SESSIONS");
+		printf("%-24s %11s %15s %8s %7s\n", "NAME", "CONCURRENCY", "RUNS/MINUTE",
+		       "SESSIONS", "WEBHOOK");
 		for (size_t i = 0; i < kr.count; i++)
-			printf("%-24s %11u %15u %8u\n", kr.keys[i].name, kr.keys[i].concurrency,
-			       kr.keys[i].runs_per_minute, kr.keys[i].sessions);
+			printf("%-24s %11u %15u %8u %7s\n", kr.keys[i].name, kr.keys[i].concurrency,
+			       kr.keys[i].runs_per_minute, kr.keys[i].sessions,
+			       kr.keys[i].webhook_secret[0] ? "secret" : "none");
+	} else if (!strcmp(action, "webhook-secret")) {
+		rc = rotate_webhook_secret(&kr, file, name);
 	} else if (!strcmp(action, "remove")) {
 		size_t i = 0;
 		while (i < kr.count && strcmp(kr.keys[i].name, name))
@@ -154,7 +192,7 @@ int cmd_keys(int argc, char **argv)
 		kr.keys = grown;
 		char token[KEY_TOKEN_LEN + 1];
 		snprintf(nk.name, sizeof nk.name, "%s", name);
-		if (key_generate(&nk, token)) {
+		if (key_generate(&nk, token) || key_webhook_secret_generate(&nk)) {
 			cli_error("keys: cannot read random bytes");
 			rc = 1;
 			goto out;
@@ -165,11 +203,17 @@ int cmd_keys(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		/* The token itself is shown this once and kept nowhere. */
+		/* The token itself is shown this once and kept nowhere. It alone
+		 * goes to stdout, as before webhooks, for the scripts that read
+		 * it there; the webhook secret, which only a receiver needs, is
+		 * shown beside it on stderr (and printed again, new, by
+		 * webhook-secret). */
 		printf("%s\n", token);
 		fprintf(stderr, "agentjail: keys: added '%s' to %s; the key above is not kept: "
-				"save it now\n",
-			name, file);
+				"save it now\n"
+				"agentjail: keys: its webhook secret (for the receivers of its runs' "
+				"webhooks): %s\n",
+			name, file, nk.webhook_secret);
 	}
 out:
 	keys_free(&kr);

@@ -17,6 +17,7 @@
 #include "../core/internal.h"
 #include "local_runs.h"
 #include "runs_mem.h"
+#include "webhook.h"
 
 struct runner {
 	struct service *svc;
@@ -28,6 +29,8 @@ struct runner {
 	struct egress_keep keep;
 	struct hsession *session; /* a session's call: a reference held */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
+	const struct key *key;    /* whose run: its webhook's secret */
+	char *webhook;            /* NULL: none */
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -96,6 +99,7 @@ static void runner_free(struct runner *r)
 	if (r->session)
 		sessions_put(&r->svc->sessions, r->session);
 	free(r->code);
+	free(r->webhook);
 	free(r);
 }
 
@@ -121,6 +125,8 @@ static void *runner_main(void *arg)
 	 * sees no run, every record is done and its readers can end. */
 	svc->runs.ops->finish(&svc->runs, r->id, result);
 	json_decref(result);
+	if (r->webhook)
+		webhook_run_done(svc, r->key, r->webhook, r->id);
 	if (admitted)
 		admit_finish(&svc->adm, r->use);
 	runner_free(r);
@@ -202,6 +208,12 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 	}
 	r->limits = req->limits;
 	r->keep = req->keep;
+	r->key = rq->key;
+	if (req->webhook && !(r->webhook = strdup(req->webhook))) {
+		runner_free(r);
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
 	struct run_info info = {.background = req->background};
 	return record_start(svc, rq, rs, r, &info);
 }

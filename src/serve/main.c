@@ -22,6 +22,7 @@
 #include "options.h"
 #include "queue.h"
 #include "service.h"
+#include "webhook.h"
 
 int cmd_keys(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
@@ -217,7 +218,7 @@ static int one_time_key(struct keyring *kr)
 		return -1;
 	struct key *k = &kr->keys[0];
 	char token[KEY_TOKEN_LEN + 1];
-	if (key_generate(k, token)) {
+	if (key_generate(k, token) || key_webhook_secret_generate(k)) {
 		free(kr->keys);
 		return -1;
 	}
@@ -227,6 +228,7 @@ static int one_time_key(struct keyring *kr)
 	k->sessions = KEY_MAX_LIMIT;
 	kr->count = 1;
 	printf("AGENTJAIL_KEY=%s\n", token);
+	printf("AGENTJAIL_WEBHOOK_SECRET=%s\n", k->webhook_secret);
 	return 0;
 }
 
@@ -292,6 +294,10 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
+	if (webhooks_open(&svc.webhooks, &svc.cfg, &err)) {
+		cli_error("serve: %s", err.message);
+		return EXIT_USAGE;
+	}
 	if (svc.backend->start(&svc)) {
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
@@ -337,6 +343,7 @@ static int cmd_serve(int argc, char **argv)
 out:
 	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
+	webhooks_close(svc.webhooks);
 	sessions_close_all(&svc.sessions);
 	svc.backend->close(&svc);
 	svc.runs.ops->close(&svc.runs);

@@ -11,6 +11,7 @@
 #include "runs_api.h"
 #include "service.h"
 #include "sse.h"
+#include "webhook.h"
 
 #define LIST_DEFAULT 20
 #define LIST_MAX 100
@@ -100,11 +101,14 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 			      "webhook: only a background run (\"background\": true) has one");
 		goto out;
 	}
-	if (wh && !svc->cfg.webhook_allow_count) {
+	if (wh && webhook_check(&svc->cfg, rq->key, json_string_value(wh), &err)) {
 		/* No address is serve's to call unless the deployer said. */
-		respond_error(rs, 400, "bad_webhook",
-			      "webhook: this server sends none (its deployer allows no URL: "
-			      "--webhook-allow)");
+		respond_error(rs, 400, "bad_webhook", "%s", err.message);
+		goto out;
+	}
+	if (wh && svc->queue) {
+		/* Said, rather than a webhook that never comes. */
+		respond_error(rs, 400, "bad_webhook", "webhook: not sent yet for runs on a queue");
 		goto out;
 	}
 	req.webhook = wh ? json_string_value(wh) : NULL;

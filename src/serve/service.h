@@ -66,6 +66,7 @@ struct service {
 	struct local local;
 	struct session_table sessions;
 	struct mcp_http *mcp;
+	struct webhooks *webhooks;  /* completion webhooks' delivery (webhook.h) */
 	struct queue *queue;        /* with queue_url; else runs are local */
 	const struct backend_ops *backend; /* local or queue: chosen once, at start */
 	struct fleet fleet;         /* with queue_url: what the workers offer */

@@ -21,6 +21,8 @@ def test_add_list_remove(tmp_path):
     text = f.read_text()
     assert token not in text and token[3:] not in text
     entry = json.loads(text)["keys"][0]
+    secret = entry.pop("webhook_secret")
+    assert secret.startswith("ajwh_") and len(secret) == 48
     assert entry == {"name": "alice", "sha256": hashlib.sha256(token.encode()).hexdigest(),
                      "concurrency": 2, "runs_per_minute": 30, "sessions": 1}
     other = add_key(f, "bob")

@@ -1,0 +1,60 @@
+/* Completion webhooks: when a background run ends, serve POSTs its record
+ * to a URL its caller gave, signed with the caller's key's webhook secret.
+ *
+ * A URL is taken only when it falls under one of the deployer's
+ * --webhook-allow prefixes, compared part by part after parsing (scheme,
+ * host, port, then the path by segments), and holds no userinfo and no
+ * fragment: otherwise a key could make serve send requests to any address
+ * serve can reach (a metadata service, an internal admin port).
+ *
+ * Delivery runs on threads of its own, never on a request's: a POST of the
+ * body (the run's info JSON) with
+ *   X-Agentjail-Run-Id: ID
+ *   X-Agentjail-Timestamp: <unix seconds of this attempt>
+ *   X-Agentjail-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>
+ * 2xx is delivered; anything else (a redirect is not followed: it could
+ * lead out of the allow-list), a refused connection or 10 s without an
+ * answer is retried after 1, 2, 4, 8 and 16 s: 6 attempts, each logged on
+ * stderr. At most WEBHOOK_MAX_PENDING deliveries are held; past that the
+ * oldest waiting one is dropped, and logged. */
+#ifndef AJ_SERVE_WEBHOOK_H
+#define AJ_SERVE_WEBHOOK_H
+
+#include <jansson.h>
+
+#include "agentjail.h"
+
+#define WEBHOOK_MAX_URL 2048
+#define WEBHOOK_MAX_PENDING 64
+#define WEBHOOK_ATTEMPTS 6
+#define WEBHOOK_TIMEOUT_SEC 10
+#define WEBHOOK_STOP_SEC 5
+
+struct serve_config;
+struct key;
+struct webhooks;
+
+/* Checks the deployer's --webhook-allow prefixes (each a URL that parses,
+ * http or https, without userinfo, query or fragment) and starts the
+ * delivery threads: 0 with *out, or -errno with err naming the prefix. */
+int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct aj_error *err);
+/* Whether url may take key's run's webhook: 0, or -EINVAL with err saying
+ * why (not under any allowed prefix, userinfo, a fragment, not http(s),
+ * the key has no webhook secret, none allowed on this server). */
+int webhook_check(const struct serve_config *cfg, const struct key *key, const char *url,
+		  struct aj_error *err);
+/* Queues the delivery of body (borrowed; dumped now) to url, signed with
+ * secret, and returns at once. url must have passed webhook_check. */
+void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
+		  json_t *body);
+/* A recorded run ended: its record (run_info_json, with the result) to
+ * url, signed with key's secret. What a backend calls once it has
+ * finished the record of a run that asked for a webhook. */
+struct service;
+void webhook_run_done(struct service *svc, const struct key *key, const char *url,
+		      const char *run_id);
+/* Delivers what it can within WEBHOOK_STOP_SEC, logs what is left as
+ * dropped, and frees wh (NULL: nothing). */
+void webhooks_close(struct webhooks *wh);
+
+#endif
