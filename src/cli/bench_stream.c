@@ -30,7 +30,7 @@
 #define MIB_PROGRAM "import sys\nsys.stdout.write('x' * 1048576)\n"
 #define SMALL_PROGRAM "print(1)\n"
 
-static int64_t now_ns(void)
+static int64_t clock_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -50,7 +50,7 @@ static void take_line(struct lines *l, const char *s)
 	char *end;
 	long long sent = strtoll(s, &end, 10);
 	if (end != s && l->n < LINES)
-		l->ms[l->n++] = (double)(now_ns() - sent) / 1e6;
+		l->ms[l->n++] = (double)(clock_ns() - sent) / 1e6;
 }
 
 static void on_lines(void *arg, const struct aj_event *ev)
@@ -113,7 +113,7 @@ static double timed_run(struct aj_sandbox *sb, int row, struct tier_figures *f)
 	return ok ? ms : -1;
 }
 
-static int latency(struct aj_sandbox *sb, int runs, struct tier_figures *f)
+static int write_to_fn_latency(struct aj_sandbox *sb, int runs, struct tier_figures *f)
 {
 	char code[160];
 	snprintf(code, sizeof code,
@@ -247,7 +247,7 @@ static json_t *measure_tier(const struct aj_config *base, enum aj_tier t, int ru
 		snprintf(f.error, sizeof f.error, "out of memory");
 	else if (aj_open(&cfg, &sb, &err))
 		snprintf(f.error, sizeof f.error, "%s", err.message);
-	else if (!latency(sb, runs, &f))
+	else if (!write_to_fn_latency(sb, runs, &f))
 		cost(sb, rounds, warm, &f);
 	aj_close(sb);
 	json_t *o = tier_json(&f);
