@@ -248,10 +248,12 @@ def vm_rss_kb(pid):
 
 
 def test_clients_that_never_read_do_not_grow_serves_memory(start):
-    """A run prints 20 MiB; eight clients stream it and never read. What a
-    reader holds is one batch of events (64 KiB and one event) and the
-    text of one event, and it is asked for more only when its socket takes
-    it, so readers add a few MiB at most, not a copy of the output each.
+    """A run prints 20 MiB; eight clients stream it and never read (one
+    from its POST, seven once it is done, when all of it is there to
+    take). What a reader holds is one batch of events (64 KiB and one
+    event) and the text of one event, and it is asked for more only when
+    its socket takes it, so readers add a few MiB at most, not a copy of
+    the output each (a reader that took all there is went past 350 MiB).
     The bound: serve's RSS with one such run recorded (measured), plus a
     second run's record (its events and its result: twice the output, and
     a quarter more for the allocator), plus 4 MiB a reader, plus 16 MiB."""
@@ -290,11 +292,12 @@ def test_clients_that_never_read_do_not_grow_serves_memory(start):
                 f"Content-Length: {len(body)}\r\n\r\n{body}")
     assert wait_for(lambda: len(srv.request("GET", "/v1/runs").json()["runs"]) == 2)
     streamed = srv.request("GET", "/v1/runs").json()["runs"][0]["id"]
+    assert wait_for(lambda: srv.request("GET", f"/v1/runs/{streamed}").json()["state"]
+                    == "done", timeout=120)
+    # The others come once it is done: all of its 20 MiB is there to take.
     for _ in range(readers - 1):
         never_reads(f"GET /v1/runs/{streamed}/events HTTP/1.1\r\nHost: x\r\n"
                     f"Authorization: Bearer {srv.key}\r\nAccept: text/event-stream\r\n\r\n")
-    assert wait_for(lambda: srv.request("GET", f"/v1/runs/{streamed}").json()["state"]
-                    == "done", timeout=120)
     # The readers are as far as their sockets let them: each made its
     # first events and blocks on a full socket (nothing to wait for but
     # that; a reader holding more would hold it by now).
