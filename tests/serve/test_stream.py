@@ -2,6 +2,7 @@
 "Streaming and background runs"): SSE on POST /v1/runs and on a session's
 runs, resume from Last-Event-ID, cancel, background runs and their list,
 another key's run, the budget, and a client that never reads."""
+import base64
 import json
 import os
 import signal
@@ -338,3 +339,20 @@ def test_sigterm_lets_streamed_and_background_runs_finish(start):
     s.close()
     assert rest[-1].event == "result" and rest[-1].data["stdout"] == "a\nb\n"
     assert srv.proc.wait(timeout=30) == 0
+
+
+def test_a_session_runs_chart_is_an_image_event(server):
+    sid = server.request("POST", "/v1/sessions").json()["id"]
+    s = Stream(server, "POST", f"/v1/sessions/{sid}/runs", {
+        "code": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                "plt.plot([1, 2, 3])\n"})
+    got = list(s.events())
+    s.close()
+    images = [e for e in got if e.event == "image"]
+    assert len(images) == 1 and got[-1].event == "result"
+    img = images[0].data
+    assert img["mime"] == "image/png" and img["name"]
+    assert base64.b64decode(img["base64"])[:8] == b"\x89PNG\r\n\x1a\n"
+    # The result carries it too, as the plain answer would.
+    assert got[-1].data["images"][0]["data"] == img["base64"]
+    assert server.request("DELETE", f"/v1/sessions/{sid}").code == 204
