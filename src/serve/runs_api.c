@@ -111,14 +111,7 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 		respond_error(rs, 400, "bad_webhook", "webhook: not sent yet for runs on a queue");
 		goto out;
 	}
-	if (wh) {
-		/* Allowed by the deployer, but nothing here sends it yet: said,
-		 * not dropped without a word. */
-		respond_error(rs, 501, "not_implemented",
-			      "webhook: this build does not send webhooks yet");
-		goto out;
-	}
-	req.webhook = NULL;
+	req.webhook = wh ? json_string_value(wh) : NULL;
 	if (request_code(o, &req.code, &req.len, rs))
 		goto out;
 	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &req.limits, &err)) {
