@@ -192,7 +192,7 @@ def test_session_run_streams_and_is_recorded(server):
     ({"code": "1", "background": "yes"}, {}, "/v1/runs", "background: expected true or false"),
     ({"code": "1", "background": True, "colour": 1}, {}, "/v1/runs", "unknown field 'colour'"),
     ({"code": "1", "background": True, "webhook": "http://127.0.0.1:9/"}, {}, "/v1/runs",
-     "webhook: this server sends none"),
+     "webhook: this server takes no webhooks"),
     (None, {"Last-Event-ID": "seven"}, "/v1/runs/{id}/events",
      "Last-Event-ID: expected an event number"),
     (None, {}, "/v1/runs/{id}/events?after=-1", "after: expected an event number"),
