@@ -11,17 +11,28 @@
 #include "../core/internal.h"
 #include "narrow.h"
 #include "remote.h"
+#include "remote_runs.h"
 #include "service.h"
+#include "sse.h"
 #include "wire.h"
-
-/* A session call's wait for a worker to take it: it is already running
- * one, so not long. */
-#define SESSION_TAKE_SEC 30.0
 
 static void queue_down(struct service *svc, struct http_response *rs, const char *why)
 {
 	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : svc->cfg.queue_url);
 	rs->retry_after = 5;
+}
+
+json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
+			  const struct egress_keep *keep, const char *code, size_t len)
+{
+	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
+				limits_to_json(limits));
+	/* The rules the request kept, by name: the worker narrows its own. */
+	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+		json_decref(req);
+		req = NULL;
+	}
+	return req;
 }
 
 /* A run goes to any worker of the tier; whether it may have started is
@@ -32,13 +43,7 @@ static int queue_run(struct service *svc, const struct aj_limits *limits,
 		     struct aj_error *err)
 {
 	(void)cancel;
-	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
-				limits_to_json(limits));
-	/* The rules the request kept, by name: the worker narrows its own. */
-	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
-		json_decref(req);
-		req = NULL;
-	}
+	json_t *req = queue_run_request(svc, limits, keep, code, len);
 	json_t *reply = NULL;
 	bool taken = true;
 	enum remote_failure f =
@@ -253,6 +258,16 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		json_decref(o);
 		return;
 	}
+	if (accepts_sse(rq)) {
+		/* Recorded by its worker, and the answer a reader of the record. */
+		char rid[33];
+		queue_new_id(rid);
+		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len) &&
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0))
+			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
+		json_decref(o);
+		return;
+	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs)) {
@@ -423,6 +438,7 @@ static int start(struct service *svc)
 
 static void stop(struct service *svc)
 {
+	queue_runs_wait();
 	fleet_stop(&svc->fleet);
 }
 
@@ -436,6 +452,7 @@ const struct backend_ops queue_backend = {
 	.stop = stop,
 	.close = close_backend,
 	.run = queue_run,
+	.run_recorded = queue_run_recorded,
 	.session_open = session_open,
 	.session_call = session_call,
 	.tiers = tiers,

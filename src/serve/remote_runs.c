@@ -1,0 +1,240 @@
+/* Recorded runs through the queue (backend_ops.run_recorded of the queue
+ * backend, and a session's recorded call). The record is made in Redis
+ * (runs_redis.c) and the request goes to a worker with "record": true:
+ * the worker writes the events and the end there as they happen, so any
+ * serve replica's reader follows them, and they outlive this serve.
+ *
+ * A thread of the run's own here waits for its turn and for the worker's
+ * answer, as a plain run's request does, for what no worker can write: no
+ * worker took it, Redis was lost, the worker died (a reader may find that
+ * first: the record ends once, whoever ends it). When serve stops, the
+ * thread stops waiting for a run a worker holds (it goes on there, and
+ * ends its record); one no worker took yet is abandoned and ends saying
+ * it never started. Cancel: DELETE marks the record; the worker that runs
+ * it polls the mark and fires the run's aj_cancel. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "remote.h"
+#include "remote_runs.h"
+#include "wire.h"
+
+struct qrunner {
+	struct service *svc;
+	char id[33];
+	struct key_use *use;
+	json_t *req;       /* what the worker is sent */
+	char worker[128];  /* a session's call: the worker that holds it */
+	double run_sec;
+	double t0;
+};
+
+/* The threads of recorded runs still waiting: the backend's stop waits
+ * for them (they notice the drain within a second). */
+static pthread_mutex_t runners_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t runners_done = PTHREAD_COND_INITIALIZER;
+static unsigned runners;
+
+/* The record's end for what remote_call said: the answer a plain POST
+ * would have had (or a session call's); NULL when it was left to its
+ * worker. */
+static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, bool taken,
+		      const struct aj_error *err)
+{
+	struct service *svc = r->svc;
+	bool session = *r->worker;
+	const char *code = json_string_value(json_object_get(reply, "code"));
+	switch (f) {
+	case REMOTE_OK: {
+		struct aj_result res;
+		result_from_json(json_object_get(reply, "result"), &res, NULL);
+		return run_answer(svc, r->id, &res, r->t0);
+	}
+	case REMOTE_DETACHED:
+		return NULL;
+	case REMOTE_REFUSED:
+		if (session && code && (!strcmp(code, "closed") || !strcmp(code, "not_found")))
+			code = "session_closed";
+		return run_failure_json(code ? code : "refused", r->id, false, false, err->message);
+	case REMOTE_NO_WORKER:
+		return run_failure_json("no_worker", r->id, false, false, err->message);
+	case REMOTE_LOST:
+	case REMOTE_UNKNOWN: {
+		bool may = f == REMOTE_UNKNOWN || taken;
+		metrics_lost(&svc->metrics, may);
+		char msg[1100];
+		snprintf(msg, sizeof msg, session ? "the session is closed, because %s" : "%s",
+			 err->message);
+		return run_failure_json(session ? "session_closed" : "run_lost", r->id, true, may,
+					msg);
+	}
+	default:
+		return run_failure_json("queue_unavailable", r->id, false, false, err->message);
+	}
+}
+
+/* The refusal admission wrote into rs, as the record's end. */
+static json_t *refusal_end(struct http_response *rs, const char *id)
+{
+	json_t *o = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
+	free(rs->body);
+	rs->body = NULL;
+	if (o)
+		json_object_set_new(o, "run_id", json_string(id));
+	return o;
+}
+
+static void runner_free(struct qrunner *r)
+{
+	json_decref(r->req);
+	free(r);
+}
+
+static void *runner_main(void *arg)
+{
+	struct qrunner *r = arg;
+	struct service *svc = r->svc;
+	struct http_response refusal = {0};
+	json_t *end;
+	bool admitted = !service_admit_start(svc, r->use, &refusal);
+	if (!admitted) {
+		end = refusal_end(&refusal, r->id);
+	} else {
+		struct aj_error err = {0};
+		json_t *reply = NULL;
+		bool taken = true;
+		enum remote_failure f = remote_call_until(
+			svc->queue, svc->cfg.sandbox.tier, *r->worker ? r->worker : NULL, r->id, r->req,
+			*r->worker ? SESSION_TAKE_SEC : svc->cfg.max_wait_sec, r->run_sec,
+			&svc->draining, &reply, &taken, &err);
+		end = end_of(r, f, reply, taken, &err);
+		if (f != REMOTE_OK && f != REMOTE_DETACHED)
+			fprintf(stderr, "agentjail serve: recorded run %s: %s\n", r->id, err.message);
+		json_decref(reply);
+	}
+	/* Usually the worker ended it already, and this changes nothing. */
+	if (end)
+		svc->runs.ops->finish(&svc->runs, r->id, end);
+	json_decref(end);
+	if (admitted)
+		admit_finish(&svc->adm, r->use);
+	runner_free(r);
+	pthread_mutex_lock(&runners_lock);
+	if (--runners == 0)
+		pthread_cond_broadcast(&runners_done);
+	pthread_mutex_unlock(&runners_lock);
+	return NULL;
+}
+
+/* The record and the runner (r's request made): 0, or -1 with the
+ * refusal in rs; r is the runner's, or freed, either way. */
+static int start(struct service *svc, const struct http_request *rq, struct http_response *rs,
+		 struct qrunner *r, const struct run_info *info)
+{
+	struct run_store *st = &svc->runs;
+	struct aj_error err = {0};
+	r->svc = svc;
+	r->use = admission_use(&svc->adm, rq->key);
+	r->t0 = now_ms() / 1e3;
+	json_object_set_new(r->req, "record", json_true());
+	/* The worker ends the record, and keeps it as long as serve would. */
+	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
+	if (service_admit_enter(svc, r->use, rs)) {
+		runner_free(r);
+		return -1;
+	}
+	int rc = st->ops->create(st, r->id, rq->key->name, info, &err);
+	if (rc) {
+		admit_abandon(&svc->adm, r->use);
+		runner_free(r);
+		if (rc == -EDQUOT) {
+			respond_error(rs, 429, "runs_budget", "%s", err.message);
+			rs->retry_after = 5;
+		} else {
+			respond_error(rs, 503, "queue_unavailable", "%s", err.message);
+			rs->retry_after = 5;
+		}
+		return -1;
+	}
+	pthread_mutex_lock(&runners_lock);
+	runners++;
+	pthread_mutex_unlock(&runners_lock);
+	pthread_attr_t a;
+	pthread_t t;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &a, runner_main, r);
+	pthread_attr_destroy(&a);
+	if (rc) {
+		/* The record exists: it ends saying why, as a run would. */
+		admit_abandon(&svc->adm, r->use);
+		json_t *o = run_failure_json("queue_unavailable", r->id, false, false,
+					     "cannot start the run's thread");
+		st->ops->finish(st, r->id, o);
+		json_decref(o);
+		runner_free(r);
+		pthread_mutex_lock(&runners_lock);
+		runners--;
+		pthread_mutex_unlock(&runners_lock);
+	}
+	return 0;
+}
+
+static struct qrunner *runner_new(const char *id, json_t *req, double run_sec)
+{
+	struct qrunner *r = calloc(1, sizeof *r);
+	if (!r || !req) {
+		free(r);
+		json_decref(req);
+		return NULL;
+	}
+	snprintf(r->id, sizeof r->id, "%s", id);
+	r->req = req;
+	r->run_sec = run_sec;
+	return r;
+}
+
+int queue_run_recorded(struct service *svc, const struct http_request *rq,
+		       struct http_response *rs, const char *id,
+		       const struct recorded_request *req)
+{
+	struct qrunner *r = runner_new(
+		id, queue_run_request(svc, &req->limits, &req->keep, req->code, req->len),
+		req->limits.wall_sec);
+	if (!r) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	struct run_info info = {.background = req->background};
+	return start(svc, rq, rs, r, &info);
+}
+
+int queue_session_recorded(struct service *svc, const struct http_request *rq,
+			   struct http_response *rs, const char *id, const char *session,
+			   const char *worker, const char *code, size_t len)
+{
+	struct qrunner *r = runner_new(id,
+				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
+						 session, "code", code, len),
+				       svc->cfg.sandbox.limits.wall_sec);
+	if (!r) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	snprintf(r->worker, sizeof r->worker, "%s", worker);
+	struct run_info info = {.session = true};
+	snprintf(info.session_id, sizeof info.session_id, "%s", session);
+	return start(svc, rq, rs, r, &info);
+}
+
+void queue_runs_wait(void)
+{
+	pthread_mutex_lock(&runners_lock);
+	while (runners)
+		pthread_cond_wait(&runners_done, &runners_lock);
+	pthread_mutex_unlock(&runners_lock);
+}

@@ -1,0 +1,46 @@
+/* The Redis run store's extras beyond runs.h's table: what a worker that
+ * runs a recorded run says of it, and the lost-run answer any reader
+ * writes for a run whose worker died.
+ *
+ *   agentjail:run:ID          a hash: owner, state (queued|running|done),
+ *                             created, ended, background, session_id,
+ *                             result (the contract's JSON text), worker,
+ *                             cancel ("1" once asked), bytes (held)
+ *   agentjail:run:ID:events   a stream, entry ids 0-N (N: the event's
+ *                             number), fields kind, data, and for an image
+ *                             name, mime
+ *   agentjail:key:NAME:runs   a sorted set of the key's run ids, score
+ *                             created
+ *
+ * Every change to a record that a second writer could race (an event, the
+ * start, the end) is one Lua script, so a record ends exactly once: the
+ * worker's result and a reader's lost answer cannot both land, and nothing
+ * is appended after the end. */
+#ifndef AJ_SERVE_RUNS_REDIS_H
+#define AJ_SERVE_RUNS_REDIS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "runs.h"
+
+/* A record stays this long past its last sign of life while its run is
+ * live: the worker that runs it renews it (runs_redis_renew) each second,
+ * so a dead worker's record outlives it long enough to be found lost. */
+#define RUNS_REDIS_LIVE_SEC 600
+
+/* The worker took run id: RUN_QUEUED -> RUN_RUNNING, naming worker. false
+ * when the record is gone or has already ended (a reader found it lost,
+ * or it expired): the run must not start. */
+bool runs_redis_started(struct run_store *st, const char *id, const char *worker);
+/* Renews the expiry of the live records in ids (n of them) and says which
+ * were asked to cancel (cancel[i]). One round trip for all: the worker's
+ * one poller calls it about every 200 ms. 0, or -1 when Redis fails. */
+int runs_redis_poll(struct run_store *st, const char *const *ids, size_t n, bool *cancel);
+
+/* The answer of a run lost with its worker (the body of the 502 a
+ * foreground run gets): {"error": {"code": "run_lost", "message"},
+ * "run_id", "lost": true, "may_have_started", "retry_safe"}. */
+json_t *runs_lost_answer(const char *id, bool may_have_started, const char *message);
+
+#endif
