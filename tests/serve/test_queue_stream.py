@@ -1,0 +1,276 @@
+"""Streamed and background runs through the Redis queue: the worker writes
+a recorded run's events to Redis as they happen, so serve's readers (any
+replica's) follow them live, resume them byte for byte, and find the result
+after serve restarted; a worker killed mid-stream ends the stream with the
+lost-run answer, exactly once even with two replicas reading."""
+import base64
+import http.client
+import json
+import signal
+import urllib.parse
+
+import pytest
+
+from conftest import wait_for, add_key
+from test_queue import Redis, Worker  # noqa: F401  (the same Redis and workers)
+
+# Long enough for a program that prints, waits, prints; the worker's
+# limits must be at least serve's, or it refuses the run.
+LIMITS = ("--timeout", "30", "--cpu", "30")
+
+
+@pytest.fixture
+def redis():
+    r = Redis()
+    yield r
+    r.stop()
+
+
+@pytest.fixture
+def workers(redis):
+    started = []
+
+    def _start(name, *args):
+        w = Worker(redis.url, name, *LIMITS, *args)
+        started.append(w)
+        return w
+
+    yield _start
+    for w in started:
+        w.stop()
+
+
+@pytest.fixture
+def keys(tmp_path):
+    path = tmp_path / "keys.json"
+    return str(path), add_key(path, "alice"), add_key(path, "bob")
+
+
+def serve(start, redis, keys, *args):
+    return start("--queue", redis.url, *LIMITS, *args, keys=keys[0])
+
+
+class Events:
+    """An SSE answer read event by event, on a connection of its own."""
+
+    def __init__(self, server, key, method, path, body=None, headers=None):
+        u = urllib.parse.urlparse(server.url)
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=90)
+        hdrs = {"Accept": "text/event-stream", "Authorization": f"Bearer {key}",
+                **(headers or {})}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=data, headers=hdrs)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.run_id = self.resp.getheader("X-Run-Id")
+
+    def next(self):
+        """The next event as {"id", "event", "data"}, None at the end."""
+        ev = {}
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\r\n")
+            if not line:
+                if "event" in ev:
+                    return ev
+                ev = {}
+            elif not line.startswith(":"):
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "id":
+                    ev["id"] = int(value)
+                elif field == "event":
+                    ev["event"] = value
+                elif field == "data":
+                    ev["data"] = json.loads(value)
+
+    def until_result(self):
+        """The events up to the result, which is last: then the end."""
+        got = []
+        while True:
+            ev = self.next()
+            assert ev is not None, f"the stream ended without a result after {got}"
+            got.append(ev)
+            if ev["event"] == "result":
+                assert self.next() is None, "an event after the result"
+                return got
+
+    def close(self):
+        self.conn.close()
+
+
+def output(events, kind="stdout"):
+    out = b""
+    for ev in events:
+        if ev["event"] == kind:
+            d = ev["data"]
+            out += d["text"].encode() if "text" in d else base64.b64decode(d["base64"])
+    return out
+
+
+def state(s, key, run_id):
+    return s.request("GET", f"/v1/runs/{run_id}", key=key).json()
+
+
+def test_chunks_reach_the_client_while_the_program_runs(start, redis, workers, keys):
+    workers("w-live", "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    ev = Events(s, alice, "POST", "/v1/runs",
+                {"code": "import time\nprint('first', flush=True)\ntime.sleep(5)\nprint('second')"})
+    assert ev.status == 200 and ev.run_id
+    first = ev.next()
+    assert first == {"id": 1, "event": "stdout", "data": {"text": "first\n"}}
+    # The program still sleeps: the record says so, and has no result.
+    info = state(s, alice, ev.run_id)
+    assert info["state"] == "running" and "result" not in info
+    rest = ev.until_result()
+    assert [e["id"] for e in [first] + rest] == list(range(1, len(rest) + 2))
+    assert output([first] + rest) == b"first\nsecond\n"
+    result = rest[-1]["data"]
+    assert result["status"] == "ok" and result["run_id"] == ev.run_id
+    assert result["stdout"] == "first\nsecond\n"
+    info = state(s, alice, ev.run_id)
+    assert info["state"] == "done" and info["result"] == result
+    # The plain POST is as it was: not recorded.
+    r = s.request("POST", "/v1/runs", {"code": "print(1)"}, key=alice)
+    assert r.code == 200 and r.json()["stdout"] == "1\n"
+    assert s.request("GET", f"/v1/runs/{r.json()['run_id']}", key=alice).code == 404
+
+
+def test_a_reconnect_resumes_byte_for_byte(start, redis, workers, keys):
+    workers("w-resume", "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    # Not UTF-8, and a character split over two writes.
+    code = ("import sys, time\n"
+            "o = sys.stdout.buffer\n"
+            "def w(b):\n"
+            "    o.write(b); o.flush(); time.sleep(0.3)\n"
+            "w(b'a\\xff\\xfe')\n"
+            "w('\u00e9'.encode()[:1])\n"
+            "w('\u00e9'.encode()[1:] + b'z\\n')\n"
+            "time.sleep(1)\n"
+            "w(b'tail\\n')\n")
+    want = b"a\xff\xfe" + "\u00e9".encode() + b"z\ntail\n"
+    ev = Events(s, alice, "POST", "/v1/runs", {"code": code})
+    first = ev.next()
+    assert first["id"] == 1 and first["event"] == "stdout"
+    ev.close()  # dropped mid-run: the run goes on
+    again = Events(s, alice, "GET", f"/v1/runs/{ev.run_id}/events",
+                   headers={"Last-Event-ID": "1"})
+    rest = again.until_result()
+    assert [e["id"] for e in rest] == list(range(2, len(rest) + 2))
+    assert output([first] + rest) == want
+    # ?after= is the same resume.
+    third = Events(s, alice, "GET", f"/v1/runs/{ev.run_id}/events?after=1").until_result()
+    assert third == rest
+
+
+def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, redis, workers,
+                                                                     keys):
+    doomed = workers("w-doomed", "--concurrency", "1")
+    s1 = serve(start, redis, keys)
+    s2 = serve(start, redis, keys)  # a second replica on the same Redis
+    alice = keys[1]
+    ev = Events(s1, alice, "POST", "/v1/runs",
+                {"code": "import time\nprint('begun', flush=True)\ntime.sleep(60)"})
+    assert ev.next()["data"] == {"text": "begun\n"}
+    other = Events(s2, alice, "GET", f"/v1/runs/{ev.run_id}/events")
+    assert other.next()["data"] == {"text": "begun\n"}
+    doomed.stop(signal.SIGKILL)  # by its pid: the worker this test started
+    ends = [ev.until_result()[-1], other.until_result()[-1]]
+    assert ends[0] == ends[1]
+    assert ends[0]["id"] == 2 and ends[0]["event"] == "result"
+    lost = ends[0]["data"]
+    assert lost["error"]["code"] == "run_lost"
+    assert lost["error"]["message"].startswith("worker lost: w-doomed")
+    assert lost["run_id"] == ev.run_id and lost["lost"] is True
+    assert lost["may_have_started"] is True and lost["retry_safe"] is False
+    # Exactly one result in Redis, however many readers found it lost.
+    entries = redis.cli("XRANGE", f"agentjail:run:{ev.run_id}:events", "-", "+").split("\n")
+    assert entries.count("result") == 1
+    info = state(s2, alice, ev.run_id)
+    assert info["state"] == "done" and info["result"] == lost
+
+
+def test_a_background_run_outlives_serve(start, redis, workers, keys):
+    workers("w-bg", "--concurrency", "1")
+    s1 = serve(start, redis, keys)
+    alice = keys[1]
+    r = s1.request("POST", "/v1/runs", {"code": "import time\ntime.sleep(3)\nprint('done')",
+                                        "background": True}, key=alice)
+    assert r.code == 202
+    run_id = r.json()["id"]
+    assert r.headers["Location"] == f"/v1/runs/{run_id}"
+    assert wait_for(lambda: state(s1, alice, run_id)["state"] == "running")
+    assert s1.stop() == 0  # SIGTERM while the worker runs it
+    s2 = serve(start, redis, keys)
+    assert wait_for(lambda: state(s2, alice, run_id)["state"] == "done", timeout=60)
+    info = state(s2, alice, run_id)
+    assert info["background"] is True
+    assert info["result"]["status"] == "ok" and info["result"]["stdout"] == "done\n"
+    events = Events(s2, alice, "GET", f"/v1/runs/{run_id}/events").until_result()
+    assert output(events) == b"done\n" and events[-1]["data"] == info["result"]
+    listed = s2.request("GET", "/v1/runs", key=alice).json()["runs"]
+    assert [x["id"] for x in listed] == [run_id]
+
+
+def test_cancel_through_the_queue(start, redis, workers, keys):
+    w = workers("w-cancel", "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    ev = Events(s, alice, "POST", "/v1/runs",
+                {"code": "import time\nprint('go', flush=True)\ntime.sleep(60)"})
+    assert ev.next()["data"] == {"text": "go\n"}
+    r = s.request("DELETE", f"/v1/runs/{ev.run_id}", key=alice)
+    assert r.code == 202
+    result = ev.until_result()[-1]["data"]
+    assert result["status"] == "killed" and "cancel" in result["message"]
+    assert result["run_id"] == ev.run_id
+    # Ended: a second DELETE changes nothing; the worker takes the next run.
+    assert s.request("DELETE", f"/v1/runs/{ev.run_id}", key=alice).code == 200
+    r = s.request("POST", "/v1/runs", {"code": "print('next')"}, key=alice)
+    assert r.json()["stdout"] == "next\n"
+    assert w.proc.poll() is None
+
+
+def test_another_keys_run_is_a_missing_one(start, redis, workers, keys):
+    workers("w-keys", "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice, bob = keys[1], keys[2]
+    r = s.request("POST", "/v1/runs", {"code": "print('mine')", "background": True}, key=alice)
+    run_id = r.json()["id"]
+    assert wait_for(lambda: state(s, alice, run_id)["state"] == "done")
+    missing = "0" * 32
+    for method, suffix in [("GET", ""), ("GET", "/events"), ("DELETE", "")]:
+        theirs = s.request(method, f"/v1/runs/{run_id}{suffix}", key=bob)
+        none = s.request(method, f"/v1/runs/{missing}{suffix}", key=bob)
+        assert theirs.code == none.code == 404
+        assert theirs.json()["error"]["code"] == "no_such_run"
+        assert theirs.body == none.body.replace(missing.encode(), run_id.encode())
+    assert s.request("GET", "/v1/runs", key=bob).json()["runs"] == []
+    assert [x["id"] for x in s.request("GET", "/v1/runs", key=alice).json()["runs"]] == [run_id]
+
+
+def test_a_session_call_streams_through_its_worker(start, redis, workers, keys):
+    workers("w-sess", "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    sid = s.request("POST", "/v1/sessions", {}, key=alice).json()["id"]
+    try:
+        s.request("POST", f"/v1/sessions/{sid}/runs", {"code": "x = 41"}, key=alice)
+        ev = Events(s, alice, "POST", f"/v1/sessions/{sid}/runs",
+                    {"code": "print(x + 1)"})
+        assert ev.status == 200
+        got = ev.until_result()
+        assert output(got) == b"42\n" and got[-1]["data"]["run_id"] == ev.run_id
+        info = state(s, alice, ev.run_id)
+        assert info["state"] == "done" and info["session_id"] == sid
+    finally:
+        s.request("DELETE", f"/v1/sessions/{sid}", key=alice)
