@@ -4,11 +4,17 @@
  *   GET    /v1/tiers                        what `agentjail check` says
  *   GET    /metrics                         Prometheus text
  *   POST   /v1/runs                         {"code", "limits"?, "allow_hosts"?,
- *                                            "allow_cidrs"?} → a result
+ *                                            "allow_cidrs"?, "background"?,
+ *                                            "webhook"?} → a result, an event
+ *                                            stream (Accept: text/event-stream)
+ *                                            or a background run's id
+ *   GET    /v1/runs, /v1/runs/ID[/events]   recorded runs (runs_api.h)
+ *   DELETE /v1/runs/ID                      cancel one
  *   POST   /v1/sessions                     {"limits"?, "allow_hosts"?,
  *                                            "allow_cidrs"?} → {"id", ...}
  *   DELETE /v1/sessions/ID
- *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images)
+ *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images), or
+ *                                            an event stream, recorded
  *   POST   /v1/sessions/ID/egress           {"allow_hosts", "allow_cidrs"}:
  *                                            keep only these rules
  *   PUT    /v1/sessions/ID/files/PATH       the body is the file
@@ -33,6 +39,7 @@
 #include "../core/internal.h"
 #include "narrow.h"
 #include "api.h"
+#include "runs_api.h"
 #include "service.h"
 #include "wire.h"
 
@@ -48,58 +55,6 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 	if (!strcmp(method, "PUT") && !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return (size_t)svc->cfg.sandbox.session.transfer_mb << 20;
 	return svc->cfg.max_body;
-}
-
-static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
-{
-	static const char *const allowed[] = {"code", "limits", "allow_hosts", "allow_cidrs", NULL};
-	json_t *o = request_body(rq, rs, allowed);
-	if (!o)
-		return;
-	const char *code;
-	size_t len;
-	struct aj_limits limits;
-	struct egress_keep keep;
-	struct aj_error err;
-	if (request_code(o, &code, &len, rs))
-		goto out;
-	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &limits, &err)) {
-		respond_error(rs, 400, "bad_limits", "%s", err.message);
-		goto out;
-	}
-	if (egress_narrow(&svc->cfg.sandbox, o, &keep, &err)) {
-		respond_error(rs, 400, "bad_egress", "%s", err.message);
-		goto out;
-	}
-	struct key_use *u = admission_use(&svc->adm, rq->key);
-	double t0 = now_ms() / 1e3;
-	if (service_admit(svc, u, rs))
-		goto out;
-	struct aj_result res;
-	struct run_fate fate;
-	queue_new_id(fate.id);
-	int rc = service_run_fate(svc, &limits, &keep, code, len, NULL, &fate, &res, &err);
-	admit_finish(&svc->adm, u);
-	if (rc == -ECONNRESET) {
-		/* 502: the worker it went to failed, as a gateway's upstream. */
-		respond_run_failure(rs, 502, "run_lost", fate.id, true, fate.may_have_started,
-				    err.message);
-	} else if (rc) {
-		bool bad = rc == -EINVAL || rc == -EPERM;
-		respond_run_failure(rs, bad ? 400 : 503,
-				    rc == -EINVAL   ? "bad_limits"
-				    : rc == -EPERM  ? "bad_egress"
-				    : rc == -EAGAIN ? "no_worker"
-						    : "queue_unavailable",
-				    fate.id, false, false, err.message);
-		rs->retry_after = bad ? 0 : 5;
-	} else {
-		respond_run(svc, rs, fate.id, &res, t0);
-		goto out;
-	}
-	aj_result_free(&res);
-out:
-	json_decref(o);
 }
 
 static void post_session(struct service *svc, const struct http_request *rq,
@@ -176,10 +131,9 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");
 		get_metrics(svc, rs);
-	} else if (!strcmp(p, "/v1/runs")) {
-		if (strcmp(m, "POST"))
-			return respond_method(rs, m, "POST");
-		post_run(svc, rq, rs);
+	} else if (!strncmp(p, RUNS_PATH, strlen(RUNS_PATH)) &&
+		   (!p[strlen(RUNS_PATH)] || p[strlen(RUNS_PATH)] == '/')) {
+		runs_api_handle(svc, rq, rs);
 	} else if (!strcmp(p, "/v1/sessions")) {
 		if (strcmp(m, "POST"))
 			return respond_method(rs, m, "POST");

@@ -22,6 +22,17 @@ struct run_fate {
 	bool may_have_started; /* when lost: a worker took it, or none can tell */
 };
 
+/* A run to record (POST /v1/runs with Accept: text/event-stream, or
+ * "background": true), its body read and narrowed by the route. */
+struct recorded_request {
+	const char *code; /* borrowed: the backend copies what it keeps */
+	size_t len;
+	struct aj_limits limits;
+	struct egress_keep keep;
+	bool background;
+	const char *webhook; /* NULL: none; else allowed by --webhook-allow */
+};
+
 struct backend_ops {
 	/* Once the admission is ready: what the backend runs beside the
 	 * requests (the queue's fleet count). 0, or -1 if it cannot. */
@@ -36,6 +47,18 @@ struct backend_ops {
 		   const struct egress_keep *keep, const char *code, size_t len,
 		   struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
 		   struct aj_error *err);
+	/* Starts a recorded run as id for rq->key and returns at once: its
+	 * record made in svc->runs (owner: the key's name), the run admitted
+	 * as any run is (a place in the queue now; its turn on a thread of
+	 * its own, the record "queued" until then), its events appended to
+	 * the record as they happen, its answer (run_answer, or the error
+	 * object of a run that never got its turn) the record's result.
+	 * 0 once the record exists, or -1 with the refusal in rs: 429
+	 * runs_budget (the key's runs still going hold its budget), the
+	 * admission's 429 and 503. NULL: this backend records no run (501). */
+	int (*run_recorded)(struct service *svc, const struct http_request *rq,
+			    struct http_response *rs, const char *id,
+			    const struct recorded_request *req);
 	/* POST /v1/sessions, its body read and its limits and egress rules
 	 * narrowed into cfg (keep: which rules, for a worker to narrow its own). */
 	void (*session_open)(struct service *svc, const struct http_request *rq,

@@ -61,17 +61,68 @@ static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t inflight_done = PTHREAD_COND_INITIALIZER;
 static unsigned inflight;
 
-static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
-			    struct http_response *rs)
+/* A streamed answer's body, pulled by libmicrohttpd on the connection's
+ * own thread only when the socket takes more: a client that does not read
+ * holds nothing but the reader's own bounded buffer. */
+struct stream_body {
+	long (*read)(void *arg, char *buf, size_t max);
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static ssize_t stream_body_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
+	(void)pos;
+	struct stream_body *b = cls;
+	long n = b->read(b->arg, buf, max);
+	if (n > 0)
+		return (ssize_t)n;
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_body_free(void *cls)
+{
+	struct stream_body *b = cls;
+	if (b->done)
+		b->done(b->arg);
+	free(b);
+}
+
+/* The answer's body as libmicrohttpd takes it: the buffer, or the stream. */
+static struct MHD_Response *response_of(struct http_response *rs)
+{
+	if (rs->stream_read) {
+		struct stream_body *b = malloc(sizeof *b);
+		if (!b) {
+			if (rs->stream_done)
+				rs->stream_done(rs->stream_arg);
+			return NULL;
+		}
+		*b = (struct stream_body){rs->stream_read, rs->stream_done, rs->stream_arg};
+		rs->stream_read = NULL;
+		/* Its size unknown: chunked; the reader's answers are at most
+		 * a block each. */
+		struct MHD_Response *r = MHD_create_response_from_callback(
+			MHD_SIZE_UNKNOWN, 16384, stream_body_read, b, stream_body_free);
+		if (!r)
+			stream_body_free(b);
+		return r;
+	}
 	struct MHD_Response *r = MHD_create_response_from_buffer(
 		rs->len, rs->body ? rs->body : (char *)"", rs->body ? MHD_RESPMEM_MUST_FREE
 								   : MHD_RESPMEM_PERSISTENT);
-	if (!r) {
+	if (!r)
 		free(rs->body);
-		return MHD_NO;
-	}
 	rs->body = NULL;
+	return r;
+}
+
+static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
+			    struct http_response *rs)
+{
+	struct MHD_Response *r = response_of(rs);
+	if (!r)
+		return MHD_NO;
 	if (rs->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rs->content_type);
 	if (rs->retry_after) {
@@ -81,6 +132,13 @@ static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
 	}
 	if (rs->allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	if (rs->run_id[0])
+		MHD_add_response_header(r, "X-Run-Id", rs->run_id);
+	if (rs->location[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, rs->location);
+	if (rs->content_type && !strcmp(rs->content_type, "text/event-stream"))
+		/* A buffering proxy in front would hold the events back. */
+		MHD_add_response_header(r, "X-Accel-Buffering", "no");
 	if (rs->code == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"agentjail\"");
@@ -268,6 +326,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "MCP-Protocol-Version"),
 		.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							    MHD_HTTP_HEADER_CONTENT_TYPE),
+		.last_event_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
+		.query_after = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
+		.query_limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
+		.query_before = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
 	};
 	if (!strcmp(url, "/mcp"))
 		routes->mcp(svc, &rq, &rs);

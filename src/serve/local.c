@@ -8,6 +8,8 @@ int local_open(struct local *l, const struct aj_config *base, struct aj_error *e
 	memset(l, 0, sizeof *l);
 	l->base = *base;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->runners_lock, NULL);
+	pthread_cond_init(&l->runners_done, NULL);
 	l->entries[0].limits = base->limits;
 	egress_keep_all(base, &l->entries[0].keep);
 	return aj_open(base, &l->entries[0].sb, err);
@@ -33,6 +35,14 @@ static struct local_entry *find(struct local *l, const struct aj_limits *limits,
 
 void local_run(struct local *l, const struct aj_limits *limits, const struct egress_keep *keep,
 	       const char *code, size_t len, struct aj_cancel *cancel, struct aj_result *res)
+{
+	local_run_streaming(l, limits, keep, code, len, cancel, NULL, res);
+}
+
+void local_run_streaming(struct local *l, const struct aj_limits *limits,
+			 const struct egress_keep *keep, const char *code, size_t len,
+			 struct aj_cancel *cancel, const struct aj_stream *stream,
+			 struct aj_result *res)
 {
 	struct egress_keep all;
 	if (!keep) {
@@ -89,14 +99,14 @@ void local_run(struct local *l, const struct aj_limits *limits, const struct egr
 		pthread_mutex_unlock(&l->lock);
 		if (!e) {
 			/* Every place is busy: this one serves one run. */
-			aj_run_cancellable(sb, code, len, cancel, res);
+			aj_run_streaming(sb, code, len, cancel, stream, res);
 			aj_close(sb);
 			return;
 		}
 		if (sb)
 			aj_close(sb);
 	}
-	aj_run_cancellable(e->sb, code, len, cancel, res);
+	aj_run_streaming(e->sb, code, len, cancel, stream, res);
 	pthread_mutex_lock(&l->lock);
 	e->refs--;
 	pthread_mutex_unlock(&l->lock);
@@ -108,5 +118,7 @@ void local_close(struct local *l)
 		if (l->entries[i].sb)
 			aj_close(l->entries[i].sb);
 	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->runners_lock);
+	pthread_cond_destroy(&l->runners_done);
 	memset(l->entries, 0, sizeof l->entries);
 }

@@ -25,6 +25,10 @@ struct local {
 	pthread_mutex_t lock;
 	struct local_entry entries[LOCAL_SANDBOXES]; /* [0]: the deployer's, kept */
 	uint64_t tick;
+	/* Recorded runs' threads (local_runs.c): stop waits for them. */
+	pthread_mutex_t runners_lock;
+	pthread_cond_t runners_done;
+	unsigned runners;
 };
 
 int local_open(struct local *l, const struct aj_config *base, struct aj_error *err);
@@ -32,6 +36,11 @@ int local_open(struct local *l, const struct aj_config *base, struct aj_error *e
  * all of the deployer's); fills *res whatever happens. */
 void local_run(struct local *l, const struct aj_limits *limits, const struct egress_keep *keep,
 	       const char *code, size_t len, struct aj_cancel *cancel, struct aj_result *res);
+/* local_run, streaming to stream (NULL: none). */
+void local_run_streaming(struct local *l, const struct aj_limits *limits,
+			 const struct egress_keep *keep, const char *code, size_t len,
+			 struct aj_cancel *cancel, const struct aj_stream *stream,
+			 struct aj_result *res);
 void local_close(struct local *l);
 
 #endif

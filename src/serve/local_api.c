@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "local_runs.h"
 #include "narrow.h"
 #include "service.h"
+#include "sse.h"
 #include "wire.h"
 
 static int local_backend_run(struct service *svc, const struct aj_limits *limits,
@@ -68,6 +70,15 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	size_t len;
 	if (request_code(o, &code, &len, rs))
 		goto out;
+	if (accepts_sse(rq)) {
+		/* Recorded, and the answer a reader of the record. */
+		char rid[33];
+		queue_new_id(rid);
+		if (!local_session_recorded(svc, rq, rs, rid, h, code, len) &&
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0))
+			respond_error(rs, 500, "internal", "out of memory");
+		goto out;
+	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs))
@@ -204,7 +215,7 @@ static int start(struct service *svc)
 
 static void stop(struct service *svc)
 {
-	(void)svc;
+	local_runs_wait(&svc->local);
 }
 
 static void close_backend(struct service *svc)
@@ -217,6 +228,7 @@ const struct backend_ops local_backend = {
 	.stop = stop,
 	.close = close_backend,
 	.run = local_backend_run,
+	.run_recorded = local_run_recorded,
 	.session_open = session_open,
 	.session_call = session_call,
 	.tiers = tiers,

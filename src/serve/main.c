@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../cli/cli.h"
@@ -277,6 +278,11 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: cannot make a key");
 		return 1;
 	}
+	/* Recorded runs live in serve's memory: lost when it stops. */
+	if (runs_mem_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
+		cli_error("serve: %s", err.message);
+		return 1;
+	}
 	rc = 1;
 	metrics_init(&svc.metrics);
 	sessions_init(&svc.sessions);
@@ -313,8 +319,10 @@ static int cmd_serve(int argc, char **argv)
 		svc.cfg.queue_url ? " (the live workers' slots, counted every second)" : "",
 		svc.cfg.queue_size, svc.keys.count);
 
+	/* Waits for the signal, dropping expired recorded runs each second. */
 	int sig;
-	sigwait(&stop, &sig);
+	while ((sig = sigtimedwait(&stop, NULL, &(struct timespec){.tv_sec = 1})) < 0)
+		svc.runs.ops->sweep(&svc.runs);
 	fprintf(stderr, "agentjail serve: %s: finishing the runs in progress, refusing new ones\n",
 		strsignal(sig));
 	/* Drain first, with the listener up: a request arriving now gets a
@@ -331,6 +339,7 @@ out:
 	mcp_http_stop(&svc);
 	sessions_close_all(&svc.sessions);
 	svc.backend->close(&svc);
+	svc.runs.ops->close(&svc.runs);
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);

@@ -144,8 +144,7 @@ static uint64_t log_count(json_t *v)
 	return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
-void respond_run(struct service *svc, struct http_response *rs, const char *id,
-		 struct aj_result *res, double t0)
+json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, double t0)
 {
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 	json_t *o = result_to_json_object(res, svc->cfg.sandbox.tier);
@@ -157,12 +156,18 @@ void respond_run(struct service *svc, struct http_response *rs, const char *id,
 			       log_count(json_object_get(e, "denied")));
 	if (o)
 		json_object_set_new(o, "run_id", json_string(id));
-	respond_json(rs, 200, o);
 	aj_result_free(res);
+	return o;
 }
 
-void respond_run_failure(struct http_response *rs, int status, const char *code,
-			 const char *id, bool lost, bool may_have_started, const char *message)
+void respond_run(struct service *svc, struct http_response *rs, const char *id,
+		 struct aj_result *res, double t0)
+{
+	respond_json(rs, 200, run_answer(svc, id, res, t0));
+}
+
+json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_have_started,
+			 const char *message)
 {
 	json_t *o = json_pack("{s:{s:s, s:s}, s:s}", "error", "code", code, "message", message,
 			      "run_id", id);
@@ -173,7 +178,13 @@ void respond_run_failure(struct http_response *rs, int status, const char *code,
 		 * idempotent, and one that may have started may have acted. */
 		json_object_set_new(o, "retry_safe", json_boolean(!may_have_started));
 	}
-	respond_json(rs, status, o);
+	return o;
+}
+
+void respond_run_failure(struct http_response *rs, int status, const char *code,
+			 const char *id, bool lost, bool may_have_started, const char *message)
+{
+	respond_json(rs, status, run_failure_json(code, id, lost, may_have_started, message));
 }
 
 static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
@@ -212,11 +223,21 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 	return true;
 }
 
-int service_admit(struct service *svc, struct key_use *u, struct http_response *rs)
+int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs)
 {
 	unsigned retry = 0;
-	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
-	if (v == ADMIT_OK)
-		v = admit_start(&svc->adm, u, &retry);
-	return refused(svc, v, retry, rs) ? -1 : 0;
+	return refused(svc, admit_enter(&svc->adm, u, &retry), retry, rs) ? -1 : 0;
+}
+
+int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs)
+{
+	unsigned retry = 0;
+	return refused(svc, admit_start(&svc->adm, u, &retry), retry, rs) ? -1 : 0;
+}
+
+int service_admit(struct service *svc, struct key_use *u, struct http_response *rs)
+{
+	if (service_admit_enter(svc, u, rs))
+		return -1;
+	return service_admit_start(svc, u, rs);
 }

@@ -25,6 +25,10 @@ struct http_request {
 	const char *origin;
 	const char *protocol_version; /* MCP-Protocol-Version */
 	const char *content_type;
+	/* The run routes' (runs_api.c): Last-Event-ID, and ?after=, ?limit=,
+	 * ?before= (NULL: not given). */
+	const char *last_event_id;
+	const char *query_after, *query_limit, *query_before;
 };
 
 struct http_response {
@@ -34,6 +38,8 @@ struct http_response {
 	const char *content_type;
 	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
 	const char *allow;    /* for 405 */
+	char run_id[33];      /* X-Run-Id, when set: a streamed run's id */
+	char location[64];    /* Location, when set: where a background run is */
 	/* A streamed answer (Server-Sent Events), when stream_read is set:
 	 * http.c sends code, content_type and the headers, then the body as
 	 * stream_read gives it, on the connection's own thread. stream_read
@@ -65,8 +71,12 @@ json_t *request_body(const struct http_request *rq, struct http_response *rs,
 /* Its "code": a string of Python source (no NUL, at most 4 MiB): 0, or -1
  * with the 400 or the 413. */
 int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
-/* A run's result as the 200 answer with its "run_id", counted in the
- * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. */
+/* A run's result as the contract object with its "run_id", counted in the
+ * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. NULL
+ * only when memory ran out. What respond_run answers, and a recorded run's
+ * result event. */
+json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, double t0);
+/* run_answer as the 200 answer. */
 void respond_run(struct service *svc, struct http_response *rs, const char *id,
 		 struct aj_result *res, double t0);
 /* The answer for a run that has an id but no result: status and code as
@@ -74,9 +84,18 @@ void respond_run(struct service *svc, struct http_response *rs, const char *id,
  * "may_have_started" and "retry_safe" (true only if no worker ever took it). */
 void respond_run_failure(struct http_response *rs, int status, const char *code,
 			 const char *id, bool lost, bool may_have_started, const char *message);
+/* That answer's object (respond_run_failure's body): a recorded run's
+ * result when it ends without a result of its own. */
+json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_have_started,
+			 const char *message);
 
 /* A queue place, then the run's turn (admit.h): 0, or -1 with the
  * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */
 int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
+/* Its two halves, for a run that waits for its turn on a thread of its
+ * own: the queue place (admit_abandon if the run goes no further), then
+ * the turn; each 0, or -1 with the refusal in rs. */
+int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs);
+int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs);
 
 #endif

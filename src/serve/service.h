@@ -20,6 +20,7 @@
 #include "local.h"
 #include "metrics.h"
 #include "queue.h"
+#include "runs.h"
 #include "sessions.h"
 
 #define SERVE_DEFAULT_PORT 8910
@@ -68,6 +69,7 @@ struct service {
 	struct queue *queue;        /* with queue_url; else runs are local */
 	const struct backend_ops *backend; /* local or queue: chosen once, at start */
 	struct fleet fleet;         /* with queue_url: what the workers offer */
+	struct run_store runs;      /* recorded runs: streamed and background */
 	atomic_bool draining;
 };
 

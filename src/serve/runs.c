@@ -1,0 +1,52 @@
+/* What both run stores share: freeing what they hand out, and a record's
+ * JSON as the API answers it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runs.h"
+
+void run_events_free(struct run_event *ev, size_t n)
+{
+	for (size_t i = 0; ev && i < n; i++) {
+		free(ev[i].data);
+		free(ev[i].name);
+		free(ev[i].mime);
+	}
+	free(ev);
+}
+
+void run_info_clear(struct run_info *info)
+{
+	json_decref(info->result);
+	info->result = NULL;
+}
+
+const char *run_state_name(enum run_state s)
+{
+	switch (s) {
+	case RUN_QUEUED:
+		return "queued";
+	case RUN_RUNNING:
+		return "running";
+	default:
+		return "done";
+	}
+}
+
+json_t *run_info_json(const struct run_info *info)
+{
+	json_t *o = json_pack("{s:s, s:s, s:f, s:b}", "id", info->id, "state",
+			      run_state_name(info->state), "created", info->created, "background",
+			      info->background);
+	if (!o)
+		return NULL;
+	if (info->state == RUN_DONE)
+		json_object_set_new(o, "ended", json_real(info->ended));
+	if (info->session) {
+		json_object_set_new(o, "session", json_true());
+		json_object_set_new(o, "session_id", json_string(info->session_id));
+	}
+	if (info->state == RUN_DONE && info->result)
+		json_object_set(o, "result", info->result);
+	return o;
+}

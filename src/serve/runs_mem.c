@@ -1,0 +1,513 @@
+/* The run store in serve's memory (no queue): records in a hash by id and
+ * a list in the order they were made, one lock and one condition that
+ * every append and end broadcasts, so readers wait without polling.
+ *
+ * Memory: a record costs its events' bytes, the result's JSON text, and a
+ * fixed overhead per event and per record (counted, so a flood of tiny
+ * events is paid for too). A key's records together stay within the
+ * budget: past it, its oldest ended records are dropped; a key whose runs
+ * still going hold the whole budget gets no new record (-EDQUOT). A reader
+ * gets at most READ_BATCH_BYTES of events at a time (at least one event),
+ * so what a reader holds is bounded whatever the run printed. Everything is
+ * lost when serve stops: the queue's store (runs_redis.c) is the one that
+ * outlives it. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/internal.h"
+#include "runs_mem.h"
+
+#define MEM_BUCKETS 4096
+/* What an event and a record cost beyond their bytes: the structures and
+ * the allocator's share, rounded up, so the budget holds in RSS. */
+#define EVENT_OVERHEAD 96
+#define RECORD_OVERHEAD 512
+/* A reader's batch: enough to keep a fast client busy, small enough that
+ * many readers of a large run hold little each. */
+#define READ_BATCH_BYTES ((size_t)64 << 10)
+
+struct stored_event {
+	enum run_event_kind kind;
+	char *data; /* RUN_EV_RESULT: the contract object's JSON text */
+	size_t len;
+	char *name, *mime;
+};
+
+struct mem_owner {
+	char *name;
+	size_t bytes;      /* all its records */
+	size_t live_bytes; /* its records not yet done */
+	struct mem_owner *next;
+};
+
+struct mem_run {
+	struct run_info info; /* info.result unused: the result event holds it */
+	struct mem_owner *owner;
+	struct stored_event *ev;
+	size_t n, cap;
+	size_t bytes;
+	bool cancel;
+	struct aj_cancel *token;
+	struct mem_run *hnext;
+	struct mem_run *newer, *older;
+};
+
+struct mem {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct mem_run *bucket[MEM_BUCKETS];
+	struct mem_run *newest, *oldest;
+	struct mem_owner *owners;
+};
+
+static double epoch_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned hash(const char *id)
+{
+	unsigned h = 2166136261u;
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	return h % MEM_BUCKETS;
+}
+
+static struct mem_run *find_any(struct mem *m, const char *id)
+{
+	for (struct mem_run *r = m->bucket[hash(id)]; r; r = r->hnext)
+		if (!strcmp(r->info.id, id))
+			return r;
+	return NULL;
+}
+
+/* Another key's record is not there: the caller cannot tell it apart. */
+static struct mem_run *find(struct mem *m, const char *id, const char *owner)
+{
+	struct mem_run *r = find_any(m, id);
+	return r && !strcmp(r->owner->name, owner) ? r : NULL;
+}
+
+static struct mem_owner *owner_of(struct mem *m, const char *name)
+{
+	for (struct mem_owner *o = m->owners; o; o = o->next)
+		if (!strcmp(o->name, name))
+			return o;
+	struct mem_owner *o = calloc(1, sizeof *o);
+	if (!o || !(o->name = strdup(name))) {
+		free(o);
+		return NULL;
+	}
+	o->next = m->owners;
+	m->owners = o;
+	return o;
+}
+
+static void drop(struct mem *m, struct mem_run *r)
+{
+	struct mem_run **p = &m->bucket[hash(r->info.id)];
+	while (*p != r)
+		p = &(*p)->hnext;
+	*p = r->hnext;
+	if (r->newer)
+		r->newer->older = r->older;
+	else
+		m->newest = r->older;
+	if (r->older)
+		r->older->newer = r->newer;
+	else
+		m->oldest = r->newer;
+	r->owner->bytes -= r->bytes;
+	if (r->info.state != RUN_DONE)
+		r->owner->live_bytes -= r->bytes;
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->ev[i].data);
+		free(r->ev[i].name);
+		free(r->ev[i].mime);
+	}
+	free(r->ev);
+	free(r);
+}
+
+/* The key's oldest ended records go until it is within the budget; its
+ * runs still going are never cut (their output caps bound them). */
+static void enforce_budget(struct run_store *st, struct mem_owner *o)
+{
+	struct mem *m = st->impl;
+	for (struct mem_run *r = m->oldest; r && o->bytes > st->budget;) {
+		struct mem_run *next = r->newer;
+		if (r->owner == o && r->info.state == RUN_DONE)
+			drop(m, r);
+		r = next;
+	}
+}
+
+static int mem_create(struct run_store *st, const char *id, const char *owner,
+		      const struct run_info *info, struct aj_error *err)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_owner *o = owner_of(m, owner);
+	int rc = 0;
+	if (!o) {
+		rc = error_set(err, -EIO, "out of memory");
+	} else if (o->live_bytes >= st->budget) {
+		rc = error_set(err, -EDQUOT,
+			       "this key's runs still going hold its whole budget of %zu MiB for "
+			       "kept runs; retry when one ends",
+			       st->budget >> 20);
+	} else {
+		struct mem_run *r = calloc(1, sizeof *r);
+		if (!r) {
+			rc = error_set(err, -EIO, "out of memory");
+		} else {
+			r->info = *info;
+			r->info.result = NULL;
+			snprintf(r->info.id, sizeof r->info.id, "%s", id);
+			r->info.state = RUN_QUEUED;
+			r->info.created = epoch_now();
+			r->info.ended = 0;
+			r->owner = o;
+			r->bytes = RECORD_OVERHEAD;
+			o->bytes += r->bytes;
+			o->live_bytes += r->bytes;
+			unsigned h = hash(r->info.id);
+			r->hnext = m->bucket[h];
+			m->bucket[h] = r;
+			r->older = m->newest;
+			if (m->newest)
+				m->newest->newer = r;
+			else
+				m->oldest = r;
+			m->newest = r;
+			enforce_budget(st, o);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+static void mem_started(struct run_store *st, const char *id)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	if (r && r->info.state == RUN_QUEUED)
+		r->info.state = RUN_RUNNING;
+	pthread_cond_broadcast(&m->changed);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static char *dup_bytes(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n)
+			memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* One event at the end of r: false when memory ran out (the event is
+ * lost, and the run's result will say nothing of it: rare enough to log
+ * only). */
+static bool add_event(struct mem_run *r, enum run_event_kind kind, const char *data, size_t len,
+		      const char *name, const char *mime)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct stored_event *e = realloc(r->ev, cap * sizeof *e);
+		if (!e)
+			return false;
+		r->ev = e;
+		r->cap = cap;
+	}
+	struct stored_event *e = &r->ev[r->n];
+	*e = (struct stored_event){.kind = kind, .len = len};
+	e->data = dup_bytes(data, len);
+	e->name = name ? strdup(name) : NULL;
+	e->mime = mime ? strdup(mime) : NULL;
+	if (!e->data || (name && !e->name) || (mime && !e->mime)) {
+		free(e->data);
+		free(e->name);
+		free(e->mime);
+		return false;
+	}
+	r->n++;
+	size_t cost = len + EVENT_OVERHEAD + (name ? strlen(name) : 0) + (mime ? strlen(mime) : 0);
+	r->bytes += cost;
+	r->owner->bytes += cost;
+	if (r->info.state != RUN_DONE)
+		r->owner->live_bytes += cost;
+	return true;
+}
+
+static void mem_append(struct run_store *st, const char *id, enum run_event_kind kind,
+		       const char *data, size_t len, const char *name, const char *mime)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	if (r && r->info.state != RUN_DONE && kind != RUN_EV_RESULT) {
+		if (!add_event(r, kind, data, len, name, mime))
+			fprintf(stderr, "agentjail serve: run %s: out of memory, an event is lost\n",
+				id);
+		enforce_budget(st, r->owner);
+		pthread_cond_broadcast(&m->changed);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void mem_finish(struct run_store *st, const char *id, json_t *result)
+{
+	struct mem *m = st->impl;
+	/* Compact: one line, as an SSE data field must be. */
+	char *text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER |
+					       JSON_REAL_PRECISION(12));
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	if (r && r->info.state != RUN_DONE) {
+		static const char lost[] =
+			"{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+		r->owner->live_bytes -= r->bytes;
+		r->info.state = RUN_DONE;
+		r->info.ended = epoch_now();
+		const char *t = text ? text : lost;
+		if (!add_event(r, RUN_EV_RESULT, t, strlen(t), NULL, NULL))
+			fprintf(stderr, "agentjail serve: run %s: out of memory for its result\n",
+				id);
+		enforce_budget(st, r->owner);
+		pthread_cond_broadcast(&m->changed);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(text);
+}
+
+static json_t *result_of(const struct mem_run *r)
+{
+	if (r->info.state != RUN_DONE || !r->n || r->ev[r->n - 1].kind != RUN_EV_RESULT)
+		return NULL;
+	return json_loadb(r->ev[r->n - 1].data, r->ev[r->n - 1].len, 0, NULL);
+}
+
+static int mem_info(struct run_store *st, const char *id, const char *owner,
+		    struct run_info *info)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find(m, id, owner);
+	if (r) {
+		*info = r->info;
+		info->result = result_of(r);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r ? 0 : -ENOENT;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static int mem_events(struct run_store *st, const char *id, const char *owner, uint64_t after,
+		      int wait_ms, struct run_event **ev, size_t *n, bool *done)
+{
+	struct mem *m = st->impl;
+	*ev = NULL;
+	*n = 0;
+	*done = false;
+	struct timespec until;
+	if (wait_ms > 0)
+		deadline_in(&until, wait_ms);
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r;
+	/* Looked up again after each wait: the record may have expired or
+	 * been dropped for the budget meanwhile. */
+	while ((r = find(m, id, owner)) && r->n <= after && r->info.state != RUN_DONE &&
+	       wait_ms > 0)
+		if (pthread_cond_timedwait(&m->changed, &m->lock, &until) == ETIMEDOUT)
+			wait_ms = 0;
+	if (!r) {
+		pthread_mutex_unlock(&m->lock);
+		return -ENOENT;
+	}
+	size_t first = after < r->n ? (size_t)after : r->n, count = 0, bytes = 0;
+	while (first + count < r->n && (!count || bytes < READ_BATCH_BYTES))
+		bytes += r->ev[first + count++].len;
+	struct run_event *out = count ? calloc(count, sizeof *out) : NULL;
+	int rc = 0;
+	for (size_t i = 0; out && i < count; i++) {
+		const struct stored_event *e = &r->ev[first + i];
+		out[i] = (struct run_event){.id = first + i + 1, .kind = e->kind, .len = e->len};
+		out[i].data = dup_bytes(e->data, e->len);
+		out[i].name = e->name ? strdup(e->name) : NULL;
+		out[i].mime = e->mime ? strdup(e->mime) : NULL;
+		if (!out[i].data || (e->name && !out[i].name) || (e->mime && !out[i].mime))
+			rc = -EIO;
+	}
+	if (count && !out)
+		rc = -EIO;
+	bool end = r->info.state == RUN_DONE && first + count == r->n;
+	pthread_mutex_unlock(&m->lock);
+	if (rc) {
+		run_events_free(out, count);
+		return rc;
+	}
+	*ev = out;
+	*n = count;
+	*done = end;
+	return 0;
+}
+
+static int mem_cancel(struct run_store *st, const char *id, const char *owner)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find(m, id, owner);
+	if (r && r->info.state != RUN_DONE) {
+		r->cancel = true;
+		if (r->token)
+			aj_cancel_fire(r->token);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r ? 0 : -ENOENT;
+}
+
+static bool mem_cancel_requested(struct run_store *st, const char *id)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	bool c = r && r->cancel;
+	pthread_mutex_unlock(&m->lock);
+	return c;
+}
+
+void runs_mem_set_cancel(struct run_store *st, const char *id, struct aj_cancel *token)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	if (r) {
+		r->token = token;
+		if (token && r->cancel)
+			aj_cancel_fire(token);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static json_t *mem_list(struct run_store *st, const char *owner, const char *before,
+			unsigned limit, struct aj_error *err)
+{
+	struct mem *m = st->impl;
+	json_t *a = json_array();
+	if (!a) {
+		error_set(err, -EIO, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = m->newest;
+	if (before) {
+		/* A page goes on after the last run of the one before; a run
+		 * gone meanwhile (expired, or another key's) ends the list. */
+		struct mem_run *b = find(m, before, owner);
+		r = b ? b->older : NULL;
+	}
+	for (; r && json_array_size(a) < limit; r = r->older) {
+		if (strcmp(r->owner->name, owner))
+			continue;
+		/* A row without its result: a page of runs stays small, and
+		 * GET /v1/runs/ID has the result. */
+		struct run_info info = r->info;
+		info.result = NULL;
+		json_t *o = run_info_json(&info);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!a)
+		error_set(err, -EIO, "out of memory");
+	return a;
+}
+
+static void mem_sweep(struct run_store *st)
+{
+	struct mem *m = st->impl;
+	double now = epoch_now();
+	pthread_mutex_lock(&m->lock);
+	for (struct mem_run *r = m->oldest; r;) {
+		struct mem_run *next = r->newer;
+		if (r->info.state == RUN_DONE && r->info.ended + st->keep_sec < now)
+			drop(m, r);
+		r = next;
+	}
+	/* A reader of a run just dropped learns it now, not at its wait's end. */
+	pthread_cond_broadcast(&m->changed);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void mem_close(struct run_store *st)
+{
+	struct mem *m = st->impl;
+	if (!m)
+		return;
+	while (m->newest)
+		drop(m, m->newest);
+	while (m->owners) {
+		struct mem_owner *o = m->owners;
+		m->owners = o->next;
+		free(o->name);
+		free(o);
+	}
+	pthread_cond_destroy(&m->changed);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	st->impl = NULL;
+}
+
+static const struct run_store_ops mem_ops = {
+	.create = mem_create,
+	.started = mem_started,
+	.append = mem_append,
+	.finish = mem_finish,
+	.info = mem_info,
+	.events = mem_events,
+	.cancel = mem_cancel,
+	.cancel_requested = mem_cancel_requested,
+	.list = mem_list,
+	.sweep = mem_sweep,
+	.close = mem_close,
+};
+
+int runs_mem_open(struct run_store *st, double keep_sec, size_t budget, struct aj_error *err)
+{
+	struct mem *m = calloc(1, sizeof *m);
+	if (!m)
+		return error_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&m->lock, NULL);
+	/* Waits are measured on the monotonic clock: a clock change must not
+	 * end or stretch a reader's wait. */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->changed, &ca);
+	pthread_condattr_destroy(&ca);
+	*st = (struct run_store){.ops = &mem_ops, .keep_sec = keep_sec, .budget = budget, .impl = m};
+	return 0;
+}

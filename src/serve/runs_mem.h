@@ -1,0 +1,14 @@
+/* The memory store's one addition to the table (runs.h): the local
+ * backend's runner hands it the run's cancel token, so that a DELETE fires
+ * it at once, from the store that took the request, without a poll. */
+#ifndef AJ_SERVE_RUNS_MEM_H
+#define AJ_SERVE_RUNS_MEM_H
+
+#include "runs.h"
+
+/* The token that stops run id (NULL: the run no longer has one; call
+ * that before freeing it). A cancel asked before the token came fires it
+ * here. */
+void runs_mem_set_cancel(struct run_store *st, const char *id, struct aj_cancel *token);
+
+#endif

@@ -1,0 +1,203 @@
+/* The SSE reader over a run store: what the client gets is read from the
+ * record, never handed from the run to the connection, so a client that
+ * drops changes nothing for the run, and one that comes back is the same
+ * reader from its Last-Event-ID. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "sse.h"
+
+/* One wait of the reader's: short, so a record dropped or a keep-alive
+ * due is seen soon. */
+#define SSE_WAIT_MS 1000
+
+bool accepts_sse(const struct http_request *rq)
+{
+	return rq->accept && strcasestr(rq->accept, SSE_CONTENT_TYPE);
+}
+
+const char *run_event_name(enum run_event_kind k)
+{
+	switch (k) {
+	case RUN_EV_STDOUT:
+		return "stdout";
+	case RUN_EV_STDERR:
+		return "stderr";
+	case RUN_EV_IMAGE:
+		return "image";
+	default:
+		return "result";
+	}
+}
+
+static json_t *base64_string(const char *p, size_t n)
+{
+	char *b = base64_encode(p, n, NULL);
+	json_t *s = b ? json_string(b) : NULL;
+	free(b);
+	return s;
+}
+
+json_t *run_event_data(const struct run_event *ev)
+{
+	if (ev->kind == RUN_EV_RESULT)
+		return json_loadb(ev->data, ev->len, 0, NULL);
+	if (ev->kind == RUN_EV_IMAGE)
+		return json_pack("{s:s, s:s, s:o}", "name", ev->name ? ev->name : "",
+				 "mime", ev->mime ? ev->mime : "application/octet-stream",
+				 "base64", base64_string(ev->data, ev->len));
+	/* json_stringn refuses what is not valid UTF-8: then the bytes go as
+	 * they are, in base64 (a chunk may split a character). */
+	json_t *text = json_stringn(ev->data, ev->len);
+	if (text)
+		return json_pack("{s:o}", "text", text);
+	return json_pack("{s:o}", "base64", base64_string(ev->data, ev->len));
+}
+
+char *sse_format(const struct run_event *ev, size_t *len)
+{
+	char *data = NULL;
+	/* The result's text is the one-line contract object already. */
+	if (ev->kind == RUN_EV_RESULT && !memchr(ev->data, '\n', ev->len)) {
+		data = malloc(ev->len + 1);
+		if (data) {
+			memcpy(data, ev->data, ev->len);
+			data[ev->len] = '\0';
+		}
+	} else {
+		json_t *o = run_event_data(ev);
+		data = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+						 JSON_REAL_PRECISION(12))
+			 : NULL;
+		json_decref(o);
+	}
+	if (!data)
+		return NULL;
+	char *out = NULL;
+	int n = asprintf(&out, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id,
+			 run_event_name(ev->kind), data);
+	free(data);
+	if (n < 0)
+		return NULL;
+	*len = (size_t)n;
+	return out;
+}
+
+struct sse_reader {
+	struct run_store *st;
+	char id[33];
+	char *owner;
+	uint64_t after;         /* the last event given to the client */
+	struct run_event *batch;
+	size_t n, next;
+	bool done;              /* the batch holds the result: nothing follows */
+	char *out;              /* the text being sent, from out_off */
+	size_t out_len, out_off;
+	bool ended;
+	double idle_since;      /* now_ms() of the last event or keep-alive */
+};
+
+static void set_out(struct sse_reader *r, char *text, size_t len)
+{
+	free(r->out);
+	r->out = text;
+	r->out_len = len;
+	r->out_off = 0;
+}
+
+/* The next text to send into r->out: 1, 0 at the end, -1 to cut. */
+static int next_text(struct sse_reader *r)
+{
+	for (;;) {
+		if (r->next < r->n) {
+			struct run_event *ev = &r->batch[r->next++];
+			size_t len;
+			char *t = sse_format(ev, &len);
+			/* The event's bytes are dropped as soon as its text is
+			 * made: a reader holds one event twice at most. */
+			free(ev->data);
+			ev->data = NULL;
+			if (!t)
+				return -1;
+			r->after = ev->id;
+			set_out(r, t, len);
+			r->idle_since = now_ms();
+			return 1;
+		}
+		run_events_free(r->batch, r->n);
+		r->batch = NULL;
+		r->n = r->next = 0;
+		if (r->done)
+			return 0;
+		int rc = r->st->ops->events(r->st, r->id, r->owner, r->after, SSE_WAIT_MS,
+					    &r->batch, &r->n, &r->done);
+		if (rc)
+			return -1; /* expired or dropped mid-read: cut, not a silent end */
+		if (!r->n && !r->done && now_ms() - r->idle_since >= SSE_KEEPALIVE_MS) {
+			char *t = strdup(": keep-alive\n\n");
+			if (!t)
+				return -1;
+			set_out(r, t, strlen(t));
+			r->idle_since = now_ms();
+			return 1;
+		}
+	}
+}
+
+static long sse_read(void *arg, char *buf, size_t max)
+{
+	struct sse_reader *r = arg;
+	if (r->out_off == r->out_len) {
+		if (r->ended)
+			return 0;
+		int rc = next_text(r);
+		if (rc <= 0) {
+			r->ended = true;
+			return rc;
+		}
+	}
+	size_t n = r->out_len - r->out_off;
+	if (n > max)
+		n = max;
+	memcpy(buf, r->out + r->out_off, n);
+	r->out_off += n;
+	return (long)n;
+}
+
+static void sse_done(void *arg)
+{
+	struct sse_reader *r = arg;
+	run_events_free(r->batch, r->n);
+	free(r->out);
+	free(r->owner);
+	free(r);
+}
+
+int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
+	       const char *owner, uint64_t after)
+{
+	struct sse_reader *r = calloc(1, sizeof *r);
+	/* The client waits this long before it reconnects (SSE's retry). */
+	static const char first[] = "retry: 1000\n\n";
+	char *t = strdup(first);
+	if (!r || !t || !(r->owner = strdup(owner))) {
+		free(r);
+		free(t);
+		return -ENOMEM;
+	}
+	r->st = st;
+	snprintf(r->id, sizeof r->id, "%s", id);
+	r->after = after;
+	r->idle_since = now_ms();
+	set_out(r, t, strlen(t));
+	rs->code = 200;
+	rs->content_type = SSE_CONTENT_TYPE;
+	rs->stream_read = sse_read;
+	rs->stream_done = sse_done;
+	rs->stream_arg = r;
+	snprintf(rs->run_id, sizeof rs->run_id, "%s", id);
+	return 0;
+}
