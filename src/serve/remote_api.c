@@ -12,6 +12,7 @@
 #include "narrow.h"
 #include "remote.h"
 #include "remote_runs.h"
+#include "runs_redis.h"
 #include "service.h"
 #include "sse.h"
 #include "wire.h"
@@ -431,6 +432,17 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
  * while Redis cannot say, only the connections bound it. */
 static int start(struct service *svc)
 {
+	/* Recorded runs live in Redis beside the queue: the workers write
+	 * them, and they outlive this serve. (main.c opened the memory store
+	 * for every backend; this one puts Redis's in its place.) */
+	struct aj_error err = {0};
+	svc->runs.ops->close(&svc->runs);
+	if (runs_redis_open(&svc->runs, svc->queue, svc->cfg.keep_runs_sec, svc->cfg.runs_budget,
+			    &err)) {
+		fprintf(stderr, "agentjail serve: %s\n", err.message);
+		runs_mem_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, &err);
+		return -1;
+	}
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);

@@ -11,6 +11,7 @@
 
 #include "../core/internal.h"
 #include "remote.h"
+#include "respond.h"
 #include "runs_redis.h"
 
 /* Events one read takes at most: a reader holds these while it sends
@@ -233,15 +234,6 @@ static void rfinish(struct run_store *st, const char *id, json_t *result)
 	free(text);
 }
 
-json_t *runs_lost_answer(const char *id, bool may_have_started, const char *message)
-{
-	/* Safe to send again only when no worker ever took it: agent code is
-	 * not idempotent, and one that may have started may have acted. */
-	return json_pack("{s:{s:s, s:s}, s:s, s:b, s:b, s:b}", "error", "code", "run_lost",
-			 "message", message, "run_id", id, "lost", 1, "may_have_started",
-			 may_have_started, "retry_safe", !may_have_started);
-}
-
 /* A record not ended: if the worker that took it is gone (its heartbeat
  * expired), or its request was abandoned before any worker claimed it,
  * ends it with the lost answer. worker: the hash's, or "" (then the
@@ -276,7 +268,7 @@ static int end_if_lost(struct run_store *st, redisContext *c, const char *id, co
 		snprintf(msg, sizeof msg, REMOTE_NEVER_TAKEN_WORDS);
 	else
 		snprintf(msg, sizeof msg, REMOTE_LOST_WORDS, taker);
-	json_t *o = runs_lost_answer(id, !never, msg);
+	json_t *o = run_failure_json("run_lost", id, true, !never, msg);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!text)

@@ -19,7 +19,6 @@
 #ifndef AJ_SERVE_RUNS_REDIS_H
 #define AJ_SERVE_RUNS_REDIS_H
 
-#include <jansson.h>
 #include <stdbool.h>
 
 #include "runs.h"
@@ -37,10 +36,5 @@ bool runs_redis_started(struct run_store *st, const char *id, const char *worker
  * were asked to cancel (cancel[i]). One round trip for all: the worker's
  * one poller calls it about every 200 ms. 0, or -1 when Redis fails. */
 int runs_redis_poll(struct run_store *st, const char *const *ids, size_t n, bool *cancel);
-
-/* The answer of a run lost with its worker (the body of the 502 a
- * foreground run gets): {"error": {"code": "run_lost", "message"},
- * "run_id", "lost": true, "may_have_started", "retry_safe"}. */
-json_t *runs_lost_answer(const char *id, bool may_have_started, const char *message);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "respond.h"
 #include "runs_redis.h"
 #include "worker.h"
 
