@@ -17,6 +17,9 @@ from test_queue import Redis, Worker  # noqa: F401  (the same Redis and workers)
 # Long enough for a program that prints, waits, prints; the worker's
 # limits must be at least serve's, or it refuses the run.
 LIMITS = ("--timeout", "30", "--cpu", "30")
+# One write per line: print's text and its newline may reach the pipe as
+# two writes, and so as two events.
+SAY = "import sys, time\ndef say(s):\n    sys.stdout.write(s + '\\n'); sys.stdout.flush()\n"
 
 
 @pytest.fixture
@@ -122,7 +125,7 @@ def test_chunks_reach_the_client_while_the_program_runs(start, redis, workers, k
     s = serve(start, redis, keys)
     alice = keys[1]
     ev = Events(s, alice, "POST", "/v1/runs",
-                {"code": "import time\nprint('first', flush=True)\ntime.sleep(5)\nprint('second')"})
+                {"code": SAY + "say('first')\ntime.sleep(5)\nsay('second')"})
     assert ev.status == 200 and ev.run_id
     first = ev.next()
     assert first == {"id": 1, "event": "stdout", "data": {"text": "first\n"}}
@@ -179,7 +182,7 @@ def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, red
     s2 = serve(start, redis, keys)  # a second replica on the same Redis
     alice = keys[1]
     ev = Events(s1, alice, "POST", "/v1/runs",
-                {"code": "import time\nprint('begun', flush=True)\ntime.sleep(60)"})
+                {"code": SAY + "say('begun')\ntime.sleep(60)"})
     assert ev.next()["data"] == {"text": "begun\n"}
     other = Events(s2, alice, "GET", f"/v1/runs/{ev.run_id}/events")
     assert other.next()["data"] == {"text": "begun\n"}
@@ -226,7 +229,7 @@ def test_cancel_through_the_queue(start, redis, workers, keys):
     s = serve(start, redis, keys)
     alice = keys[1]
     ev = Events(s, alice, "POST", "/v1/runs",
-                {"code": "import time\nprint('go', flush=True)\ntime.sleep(60)"})
+                {"code": SAY + "say('go')\ntime.sleep(60)"})
     assert ev.next()["data"] == {"text": "go\n"}
     r = s.request("DELETE", f"/v1/runs/{ev.run_id}", key=alice)
     assert r.code == 202
