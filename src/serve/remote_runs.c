@@ -21,6 +21,7 @@
 #include "../core/internal.h"
 #include "remote.h"
 #include "remote_runs.h"
+#include "runs_begin.h"
 #include "wire.h"
 
 struct qrunner {
@@ -35,9 +36,7 @@ struct qrunner {
 
 /* The threads of recorded runs still waiting: the backend's stop waits
  * for them (they notice the drain within a second). */
-static pthread_mutex_t runners_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t runners_done = PTHREAD_COND_INITIALIZER;
-static unsigned runners;
+static struct runners runners = RUNNERS_INIT;
 
 /* The record's end for what remote_call said: the answer a plain POST
  * would have had (or a session call's); NULL when it was left to its
@@ -77,17 +76,6 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 	}
 }
 
-/* The refusal admission wrote into rs, as the record's end. */
-static json_t *refusal_end(struct http_response *rs, const char *id)
-{
-	json_t *o = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
-	free(rs->body);
-	rs->body = NULL;
-	if (o)
-		json_object_set_new(o, "run_id", json_string(id));
-	return o;
-}
-
 static void runner_free(struct qrunner *r)
 {
 	json_decref(r->req);
@@ -102,7 +90,7 @@ static void *runner_main(void *arg)
 	json_t *end;
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
 	if (!admitted) {
-		end = refusal_end(&refusal, r->id);
+		end = runs_refusal_end(&refusal, r->id);
 	} else {
 		struct aj_error err = {0};
 		json_t *reply = NULL;
@@ -123,10 +111,7 @@ static void *runner_main(void *arg)
 	if (admitted)
 		admit_finish(&svc->adm, r->use);
 	runner_free(r);
-	pthread_mutex_lock(&runners_lock);
-	if (--runners == 0)
-		pthread_cond_broadcast(&runners_done);
-	pthread_mutex_unlock(&runners_lock);
+	runners_exit(&runners);
 	return NULL;
 }
 
@@ -135,53 +120,15 @@ static void *runner_main(void *arg)
 static int start(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		 struct qrunner *r, const struct run_info *info)
 {
-	struct run_store *st = &svc->runs;
-	struct aj_error err = {0};
 	r->svc = svc;
-	r->use = admission_use(&svc->adm, rq->key);
 	r->t0 = now_ms() / 1e3;
 	json_object_set_new(r->req, "record", json_true());
 	/* The worker ends the record, and keeps it as long as serve would. */
 	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
-	if (service_admit_enter(svc, r->use, rs)) {
+	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &runners, runner_main, r);
+	if (rc)
 		runner_free(r);
-		return -1;
-	}
-	int rc = st->ops->create(st, r->id, rq->key->name, info, &err);
-	if (rc) {
-		admit_abandon(&svc->adm, r->use);
-		runner_free(r);
-		if (rc == -EDQUOT) {
-			respond_error(rs, 429, "runs_budget", "%s", err.message);
-			rs->retry_after = 5;
-		} else {
-			respond_error(rs, 503, "queue_unavailable", "%s", err.message);
-			rs->retry_after = 5;
-		}
-		return -1;
-	}
-	pthread_mutex_lock(&runners_lock);
-	runners++;
-	pthread_mutex_unlock(&runners_lock);
-	pthread_attr_t a;
-	pthread_t t;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &a, runner_main, r);
-	pthread_attr_destroy(&a);
-	if (rc) {
-		/* The record exists: it ends saying why, as a run would. */
-		admit_abandon(&svc->adm, r->use);
-		json_t *o = run_failure_json("queue_unavailable", r->id, false, false,
-					     "cannot start the run's thread");
-		st->ops->finish(st, r->id, o);
-		json_decref(o);
-		runner_free(r);
-		pthread_mutex_lock(&runners_lock);
-		runners--;
-		pthread_mutex_unlock(&runners_lock);
-	}
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 static struct qrunner *runner_new(const char *id, json_t *req, double run_sec)
@@ -233,8 +180,5 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 
 void queue_runs_wait(void)
 {
-	pthread_mutex_lock(&runners_lock);
-	while (runners)
-		pthread_cond_wait(&runners_done, &runners_lock);
-	pthread_mutex_unlock(&runners_lock);
+	runners_wait(&runners);
 }
