@@ -49,6 +49,14 @@ int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec
 	/* Out of memory: it runs, not cancellable, rather than not at all. */
 	if (aj_cancel_new(&rec->cancel))
 		rec->cancel = NULL;
+	/* Cancelled while it waited in the queue: told before it starts,
+	 * not a poll later. */
+	const char *idp = rec->id;
+	bool asked = false;
+	if (rec->cancel && !runs_redis_poll(&rec->st, &idp, 1, &asked) && asked) {
+		aj_cancel_fire(rec->cancel);
+		rec->fired = true;
+	}
 	rec->stream = (struct aj_stream){.fn = on_event, .arg = rec};
 	rec->recording = true;
 	pthread_mutex_lock(&w->rec_lock);

@@ -277,3 +277,43 @@ def test_a_session_call_streams_through_its_worker(start, redis, workers, keys):
         assert info["state"] == "done" and info["session_id"] == sid
     finally:
         s.request("DELETE", f"/v1/sessions/{sid}", key=alice)
+
+
+def test_a_run_cancelled_before_a_worker_takes_it_never_runs(start, redis, workers, keys):
+    s = serve(start, redis, keys, "--max-wait", "60")
+    alice = keys[1]
+    # No worker yet: the run waits for one, its record queued.
+    r = s.request("POST", "/v1/runs", {"code": "print('ran')", "background": True}, key=alice)
+    run_id = r.json()["id"]
+    assert state(s, alice, run_id)["state"] == "queued"
+    assert s.request("DELETE", f"/v1/runs/{run_id}", key=alice).code == 202
+    workers("w-late", "--concurrency", "1")
+    assert wait_for(lambda: state(s, alice, run_id)["state"] == "done", timeout=60)
+    result = state(s, alice, run_id)["result"]
+    assert result["status"] == "killed" and result["stdout"] == ""
+
+
+def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
+    workers("w-budget", "--concurrency", "2")
+    s = serve(start, redis, keys, "--runs-budget-mb", "1")
+    alice, bob = keys[1], keys[2]
+    # 1.2 MB recorded (each stream under its 1 MiB cap), then it waits.
+    big = ("import sys, time\n"
+           "sys.stdout.write('o' * 600000); sys.stdout.flush()\n"
+           "sys.stderr.write('e' * 600000); sys.stderr.flush()\n"
+           "time.sleep(60)\n")
+    r = s.request("POST", "/v1/runs", {"code": big, "background": True}, key=alice)
+    held = r.json()["id"]
+    assert wait_for(lambda: int(redis.cli("HGET", f"agentjail:run:{held}", "bytes") or 0)
+                    >= 1200000)
+    refused = s.request("POST", "/v1/runs", {"code": "print(1)", "background": True}, key=alice)
+    assert refused.code == 429 and refused.json()["error"]["code"] == "runs_budget"
+    # Another key's budget is its own.
+    assert s.request("POST", "/v1/runs", {"code": "print(1)", "background": True},
+                     key=bob).code == 202
+    s.request("DELETE", f"/v1/runs/{held}", key=alice)
+    assert wait_for(lambda: state(s, alice, held)["state"] == "done")
+    # Ended, the oldest record makes room for the new one.
+    again = s.request("POST", "/v1/runs", {"code": "print(2)", "background": True}, key=alice)
+    assert again.code == 202
+    assert s.request("GET", f"/v1/runs/{held}", key=alice).code == 404
