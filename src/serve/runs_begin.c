@@ -70,3 +70,11 @@ json_t *runs_refusal_end(struct http_response *rs, const char *id)
 		json_object_set_new(o, "run_id", json_string(id));
 	return o;
 }
+
+void runs_cancelled_result(struct aj_result *res)
+{
+	result_init(res);
+	res->status = AJ_STATUS_KILLED;
+	result_set_message(res, "cancelled by the caller before it started");
+	result_ensure_streams(res);
+}

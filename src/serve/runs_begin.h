@@ -35,4 +35,8 @@ void runners_wait(struct runners *rn);
  * its record's result, with its run_id; rs's body freed. */
 json_t *runs_refusal_end(struct http_response *rs, const char *id);
 
+/* The result of a run cancelled while it waited for its turn: killed,
+ * "cancelled by the caller before it started", nothing run. */
+void runs_cancelled_result(struct aj_result *res);
+
 #endif

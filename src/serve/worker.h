@@ -106,6 +106,8 @@ int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec
 /* The stream and cancel token the run takes (NULL when not recorded). */
 const struct aj_stream *worker_record_stream(const struct worker_record *rec);
 struct aj_cancel *worker_record_cancel(const struct worker_record *rec);
+/* Whether it was cancelled before it began: then it is not run. */
+bool worker_record_cancelled(const struct worker_record *rec);
 /* Ends the record with the worker's answer (borrowed): its result with
  * the run's id, or its refusal; unregisters it. Nothing when not
  * recorded. */

@@ -49,14 +49,11 @@ int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec
 	/* Out of memory: it runs, not cancellable, rather than not at all. */
 	if (aj_cancel_new(&rec->cancel))
 		rec->cancel = NULL;
-	/* Cancelled while it waited in the queue: told before it starts,
-	 * not a poll later. */
+	/* Cancelled while it waited in the queue: it never starts. */
 	const char *idp = rec->id;
 	bool asked = false;
-	if (rec->cancel && !runs_redis_poll(&rec->st, &idp, 1, &asked) && asked) {
-		aj_cancel_fire(rec->cancel);
+	if (!runs_redis_poll(&rec->st, &idp, 1, &asked) && asked)
 		rec->fired = true;
-	}
 	rec->stream = (struct aj_stream){.fn = on_event, .arg = rec};
 	rec->recording = true;
 	pthread_mutex_lock(&w->rec_lock);
@@ -69,6 +66,11 @@ int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec
 const struct aj_stream *worker_record_stream(const struct worker_record *rec)
 {
 	return rec->recording ? &rec->stream : NULL;
+}
+
+bool worker_record_cancelled(const struct worker_record *rec)
+{
+	return rec->recording && rec->fired;
 }
 
 struct aj_cancel *worker_record_cancel(const struct worker_record *rec)

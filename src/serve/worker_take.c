@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "narrow.h"
+#include "runs_begin.h"
 #include "worker.h"
 
 /* Takes request id for this worker: false if its caller gave up on it (or
@@ -69,11 +70,16 @@ static void serve_request(struct worker *w, redisContext *c, json_t *req)
 {
 	struct worker_record rec;
 	json_t *answer;
-	if (worker_record_begin(w, req, &rec))
+	if (worker_record_begin(w, req, &rec)) {
 		answer = worker_refusal("run_ended",
 					"the run's record ended or expired before it started");
-	else
+	} else if (worker_record_cancelled(&rec)) {
+		struct aj_result res;
+		runs_cancelled_result(&res);
+		answer = worker_result(w, &res);
+	} else {
 		answer = handle(w, c, req, &rec);
+	}
 	worker_record_end(&rec, answer);
 	worker_answer(w, c, req, answer);
 }
