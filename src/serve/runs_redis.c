@@ -27,7 +27,8 @@ struct redis_store {
  * first, those expired dropped from its set, the oldest ended ones
  * deleted while the key holds its budget or more; still at it (its live
  * runs hold it): -1, and no record. KEYS: the key's set, the new hash;
- * ARGV: budget, owner, created, background, session_id, expiry, id. */
+ * ARGV: budget, owner, background, session_id, expiry, id.
+ * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	"local ids = redis.call('ZRANGE', KEYS[1], 0, -1)\n"
 	"local budget = tonumber(ARGV[1])\n"
@@ -50,11 +51,13 @@ static const char create_lua[] =
 	"  end\n"
 	"end\n"
 	"if total >= budget then return -1 end\n"
-	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', ARGV[3],\n"
-	"  'background', ARGV[4], 'session_id', ARGV[5], 'bytes', 0)\n"
-	"redis.call('EXPIRE', KEYS[2], ARGV[6])\n"
-	"redis.call('ZADD', KEYS[1], ARGV[3], ARGV[7])\n"
-	"redis.call('EXPIRE', KEYS[1], ARGV[6])\n"
+	"local t = redis.call('TIME')\n"
+	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
+	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
+	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0)\n"
+	"redis.call('EXPIRE', KEYS[2], ARGV[5])\n"
+	"redis.call('ZADD', KEYS[1], created, ARGV[6])\n"
+	"redis.call('EXPIRE', KEYS[1], ARGV[5])\n"
 	"return 0\n";
 
 /* queued -> running, unless it ended first. KEYS: hash; ARGV: worker,
@@ -83,15 +86,17 @@ static const char append_lua[] =
 
 /* The end, exactly once: whoever comes second (the worker's result after
  * a reader's lost answer, or the reverse) changes nothing. KEYS: hash,
- * events; ARGV: result, ended, keep. */
+ * events; ARGV: result, keep. */
 static const char finish_lua[] =
 	"local s = redis.call('HGET', KEYS[1], 'state')\n"
 	"if not s or s == 'done' then return 0 end\n"
 	"redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
-	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended', ARGV[2], 'result', ARGV[1])\n"
+	"local t = redis.call('TIME')\n"
+	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended',\n"
+	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1])\n"
 	"redis.call('HINCRBY', KEYS[1], 'bytes', 2 * #ARGV[1])\n"
-	"redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
-	"redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
+	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
+	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
 	"return 1\n";
 
 /* Asked to stop, unless it ended. KEYS: hash. */
@@ -150,15 +155,14 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	redisContext *c = queue_get(qof(st), 5.0, err);
 	if (!c)
 		return -EIO;
-	char set[128], hash[64], events[72], budget[32], created[32], expiry[32];
+	char set[128], hash[64], events[72], budget[32], expiry[32];
 	keys_of(id, hash, events);
 	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
-	snprintf(created, sizeof created, "%.3f", info->created);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
-	const char *argv[] = {set,    hash,    budget, owner, created, info->background ? "1" : "0",
+	const char *argv[] = {set,    hash,  budget, owner, info->background ? "1" : "0",
 			      info->session ? info->session_id : "", expiry, id};
-	long long v = script(c, err, create_lua, 2, argv, NULL, 9);
+	long long v = script(c, err, create_lua, 2, argv, NULL, 8);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -215,12 +219,11 @@ static void rappend(struct run_store *st, const char *id, enum run_event_kind ki
 static int finish_text(struct run_store *st, redisContext *c, const char *id, const char *text)
 {
 	struct aj_error err;
-	char hash[64], events[72], ended[32], keep[32];
+	char hash[64], events[72], keep[32];
 	keys_of(id, hash, events);
-	snprintf(ended, sizeof ended, "%.3f", now_ms() / 1e3);
 	snprintf(keep, sizeof keep, "%ld", (long)st->keep_sec > 0 ? (long)st->keep_sec : 1);
-	const char *argv[] = {hash, events, text, ended, keep};
-	long long v = script(c, &err, finish_lua, 2, argv, NULL, 5);
+	const char *argv[] = {hash, events, text, keep};
+	long long v = script(c, &err, finish_lua, 2, argv, NULL, 4);
 	return v == -2 ? -1 : (int)v;
 }
 
@@ -523,9 +526,10 @@ static json_t *rlist(struct run_store *st, const char *owner, const char *before
 		start = known ? r->integer + 1 : 0;
 		freeReplyObject(r);
 		if (!known) {
+			/* A page goes on after the last run of the one before;
+			 * that run gone (expired, or another key's) ends the list. */
 			queue_put(qof(st), c, false);
-			error_set(err, -ENOENT, "before: no such run");
-			return NULL;
+			return json_array();
 		}
 	}
 	json_t *a = json_array();
@@ -544,8 +548,10 @@ static json_t *rlist(struct run_store *st, const char *owner, const char *before
 			struct run_info info;
 			int rc = read_info(st, c, r->element[i]->str, owner, &info);
 			if (!rc) {
-				json_array_append_new(a, run_info_json(&info));
+				/* A row without its result: a page of runs stays
+				 * small, and GET /v1/runs/ID has the result. */
 				run_info_clear(&info);
+				json_array_append_new(a, run_info_json(&info));
 			} else if (rc == -ENOENT) {
 				queue_do(c, "ZREM agentjail:key:%s:runs %s", owner, r->element[i]->str);
 				start--; /* the set shifted under the next page */

@@ -317,3 +317,18 @@ def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
     again = s.request("POST", "/v1/runs", {"code": "print(2)", "background": True}, key=alice)
     assert again.code == 202
     assert s.request("GET", f"/v1/runs/{held}", key=alice).code == 404
+
+
+def test_the_list_pages_newest_first(start, redis, workers, keys):
+    workers("w-list", "--concurrency", "2")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    ids = [s.request("POST", "/v1/runs", {"code": f"print({i})", "background": True},
+                     key=alice).json()["id"] for i in range(3)]
+    page = s.request("GET", "/v1/runs?limit=2", key=alice).json()
+    assert [x["id"] for x in page["runs"]] == ids[:0:-1] and page["next"] == ids[1]
+    assert all("result" not in x for x in page["runs"])
+    rest = s.request("GET", f"/v1/runs?limit=2&before={page['next']}", key=alice).json()
+    assert [x["id"] for x in rest["runs"]] == ids[:1] and rest["next"] is None
+    gone = s.request("GET", f"/v1/runs?before={'0' * 32}", key=alice).json()
+    assert gone["runs"] == []
