@@ -12,7 +12,8 @@ import urllib.parse
 import pytest
 
 from conftest import wait_for, add_key
-from test_queue import Redis, Worker  # noqa: F401  (the same Redis and workers)
+# The same Redis and workers as the queue's own tests.
+from test_queue import redis, workers  # noqa: F401  (fixtures)
 
 # Long enough for a program that prints, waits, prints; the worker's
 # limits must be at least serve's, or it refuses the run.
@@ -20,27 +21,6 @@ LIMITS = ("--timeout", "30", "--cpu", "30")
 # One write per line: print's text and its newline may reach the pipe as
 # two writes, and so as two events.
 SAY = "import sys, time\ndef say(s):\n    sys.stdout.write(s + '\\n'); sys.stdout.flush()\n"
-
-
-@pytest.fixture
-def redis():
-    r = Redis()
-    yield r
-    r.stop()
-
-
-@pytest.fixture
-def workers(redis):
-    started = []
-
-    def _start(name, *args):
-        w = Worker(redis.url, name, *LIMITS, *args)
-        started.append(w)
-        return w
-
-    yield _start
-    for w in started:
-        w.stop()
 
 
 @pytest.fixture
@@ -121,7 +101,7 @@ def state(s, key, run_id):
 
 
 def test_chunks_reach_the_client_while_the_program_runs(start, redis, workers, keys):
-    workers("w-live", "--concurrency", "1")
+    workers("w-live", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
     alice = keys[1]
     ev = Events(s, alice, "POST", "/v1/runs",
@@ -147,7 +127,7 @@ def test_chunks_reach_the_client_while_the_program_runs(start, redis, workers, k
 
 
 def test_a_reconnect_resumes_byte_for_byte(start, redis, workers, keys):
-    workers("w-resume", "--concurrency", "1")
+    workers("w-resume", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
     alice = keys[1]
     # Not UTF-8, and a character split over two writes.
@@ -177,7 +157,7 @@ def test_a_reconnect_resumes_byte_for_byte(start, redis, workers, keys):
 
 def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, redis, workers,
                                                                      keys):
-    doomed = workers("w-doomed", "--concurrency", "1")
+    doomed = workers("w-doomed", *LIMITS, "--concurrency", "1")
     s1 = serve(start, redis, keys)
     s2 = serve(start, redis, keys)  # a second replica on the same Redis
     alice = keys[1]
@@ -203,7 +183,7 @@ def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, red
 
 
 def test_a_background_run_outlives_serve(start, redis, workers, keys):
-    workers("w-bg", "--concurrency", "1")
+    workers("w-bg", *LIMITS, "--concurrency", "1")
     s1 = serve(start, redis, keys)
     alice = keys[1]
     r = s1.request("POST", "/v1/runs", {"code": "import time\ntime.sleep(3)\nprint('done')",
@@ -225,7 +205,7 @@ def test_a_background_run_outlives_serve(start, redis, workers, keys):
 
 
 def test_cancel_through_the_queue(start, redis, workers, keys):
-    w = workers("w-cancel", "--concurrency", "1")
+    w = workers("w-cancel", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
     alice = keys[1]
     ev = Events(s, alice, "POST", "/v1/runs",
@@ -244,7 +224,7 @@ def test_cancel_through_the_queue(start, redis, workers, keys):
 
 
 def test_another_keys_run_is_a_missing_one(start, redis, workers, keys):
-    workers("w-keys", "--concurrency", "1")
+    workers("w-keys", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
     alice, bob = keys[1], keys[2]
     r = s.request("POST", "/v1/runs", {"code": "print('mine')", "background": True}, key=alice)
@@ -262,7 +242,7 @@ def test_another_keys_run_is_a_missing_one(start, redis, workers, keys):
 
 
 def test_a_session_call_streams_through_its_worker(start, redis, workers, keys):
-    workers("w-sess", "--concurrency", "1")
+    workers("w-sess", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
     alice = keys[1]
     sid = s.request("POST", "/v1/sessions", {}, key=alice).json()["id"]
@@ -287,14 +267,14 @@ def test_a_run_cancelled_before_a_worker_takes_it_never_runs(start, redis, worke
     run_id = r.json()["id"]
     assert state(s, alice, run_id)["state"] == "queued"
     assert s.request("DELETE", f"/v1/runs/{run_id}", key=alice).code == 202
-    workers("w-late", "--concurrency", "1")
+    workers("w-late", *LIMITS, "--concurrency", "1")
     assert wait_for(lambda: state(s, alice, run_id)["state"] == "done", timeout=60)
     result = state(s, alice, run_id)["result"]
     assert result["status"] == "killed" and result["stdout"] == ""
 
 
 def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
-    workers("w-budget", "--concurrency", "2")
+    workers("w-budget", *LIMITS, "--concurrency", "2")
     s = serve(start, redis, keys, "--runs-budget-mb", "1")
     alice, bob = keys[1], keys[2]
     # 1.2 MB recorded (each stream under its 1 MiB cap), then it waits.
@@ -320,7 +300,7 @@ def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
 
 
 def test_the_list_pages_newest_first(start, redis, workers, keys):
-    workers("w-list", "--concurrency", "2")
+    workers("w-list", *LIMITS, "--concurrency", "2")
     s = serve(start, redis, keys)
     alice = keys[1]
     ids = [s.request("POST", "/v1/runs", {"code": f"print({i})", "background": True},
