@@ -75,7 +75,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		char rid[33];
 		queue_new_id(rid);
 		if (!local_session_recorded(svc, rq, rs, rid, h, code, len) &&
-		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0))
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory");
 		goto out;
 	}

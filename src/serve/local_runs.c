@@ -52,7 +52,7 @@ static json_t *refusal_result(struct http_response *rs, const char *id)
 }
 
 /* The run itself, its turn come: its answer. */
-static json_t *run(struct runner *r)
+static json_t *run_turn(struct runner *r)
 {
 	struct service *svc = r->svc;
 	struct run_store *st = &svc->runs;
@@ -114,7 +114,7 @@ static void *runner_main(void *arg)
 	struct http_response refusal = {0};
 	json_t *result;
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	result = admitted ? run(r) : refusal_result(&refusal, r->id);
+	result = admitted ? run_turn(r) : refusal_result(&refusal, r->id);
 	if (!result)
 		result = run_failure_json("internal", r->id, false, false, "out of memory");
 	/* The record ends before the slot is given back: once the drain
@@ -130,7 +130,7 @@ static void *runner_main(void *arg)
 
 /* The record and the runner for r (its fields set but the owner's): 0, or
  * -1 with the refusal in rs; r is the runner's, or freed, either way. */
-static int start(struct service *svc, const struct http_request *rq, struct http_response *rs,
+static int record_start(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		 struct runner *r, const struct run_info *info)
 {
 	struct run_store *st = &svc->runs;
@@ -203,7 +203,7 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 	r->limits = req->limits;
 	r->keep = req->keep;
 	struct run_info info = {.background = req->background};
-	return start(svc, rq, rs, r, &info);
+	return record_start(svc, rq, rs, r, &info);
 }
 
 int local_session_recorded(struct service *svc, const struct http_request *rq,
@@ -223,7 +223,7 @@ int local_session_recorded(struct service *svc, const struct http_request *rq,
 	}
 	struct run_info info = {.session = true};
 	snprintf(info.session_id, sizeof info.session_id, "%s", h->id);
-	return start(svc, rq, rs, r, &info);
+	return record_start(svc, rq, rs, r, &info);
 }
 
 void local_runs_wait(struct local *l)

@@ -1,6 +1,7 @@
 /* The /v1/runs routes over the backend (the runs) and the run store (the
  * records): the same answers whichever backend and store serve uses. */
 #include <ctype.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static void post_recorded(struct service *svc, const struct http_request *rq,
 						"events", events));
 		snprintf(rs->location, sizeof rs->location, RUNS_PATH "/%s", id);
 		snprintf(rs->run_id, sizeof rs->run_id, "%s", id);
-	} else if (sse_answer(rs, &svc->runs, id, rq->key->name, 0)) {
+	} else if (sse_answer(rs, &svc->runs, id, rq->key->name, 0, svc->cfg.idle_sec)) {
 		/* The run goes on, recorded: its id lets it be read later. */
 		respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", id);
 	}
@@ -157,6 +158,20 @@ static int event_number(const char *what, const char *s, uint64_t *n, struct htt
 	return 0;
 }
 
+/* Whether run id is there for this key, and done: the store's events
+ * past the last, which costs no copy of the result (info would parse it). */
+static int run_probe(struct service *svc, const struct http_request *rq, const char *id,
+		     bool *done)
+{
+	struct run_event *ev;
+	size_t n;
+	int rc = svc->runs.ops->events(&svc->runs, id, rq->key->name, UINT64_MAX, 0, &ev, &n,
+				       done);
+	if (!rc)
+		run_events_free(ev, n);
+	return rc;
+}
+
 static void get_info(struct service *svc, const struct http_request *rq,
 		     struct http_response *rs, const char *id)
 {
@@ -206,33 +221,35 @@ static void get_events(struct service *svc, const struct http_request *rq,
 		return events_json(svc, rq, rs, id, after);
 	/* Known before the stream starts: a missing run is a 404, not an
 	 * event stream that ends at once. */
-	struct run_info info;
-	int rc = svc->runs.ops->info(&svc->runs, id, rq->key->name, &info);
+	bool done;
+	int rc = run_probe(svc, rq, id, &done);
 	if (rc == -ENOENT)
 		return no_such_run(rs);
 	if (rc)
 		return respond_error(rs, 503, "runs_unavailable", "the run store does not answer");
-	run_info_clear(&info);
-	if (sse_answer(rs, &svc->runs, id, rq->key->name, after))
+	if (sse_answer(rs, &svc->runs, id, rq->key->name, after, svc->cfg.idle_sec))
 		respond_error(rs, 500, "internal", "out of memory");
 }
 
 static void cancel_run(struct service *svc, const struct http_request *rq,
 		       struct http_response *rs, const char *id)
 {
-	struct run_info info;
 	struct run_store *st = &svc->runs;
-	int rc = st->ops->info(st, id, rq->key->name, &info);
-	if (!rc && info.state != RUN_DONE)
-		rc = st->ops->cancel(st, id, rq->key->name);
+	struct run_info info = {0};
+	bool done;
+	int rc = run_probe(svc, rq, id, &done);
+	/* A run not done has no result to read: info is cheap. */
+	if (!rc && !done && !(rc = st->ops->cancel(st, id, rq->key->name)))
+		rc = st->ops->info(st, id, rq->key->name, &info);
 	if (rc == -ENOENT)
 		return no_such_run(rs);
 	if (rc)
 		return respond_error(rs, 503, "runs_unavailable", "the run store does not answer");
 	/* Asked: 202, the run ends cancelled soon; one already done is left
 	 * as it is, 200. */
-	respond_json(rs, info.state == RUN_DONE ? 200 : 202,
-		     json_pack("{s:s, s:s}", "id", id, "state", run_state_name(info.state)));
+	respond_json(rs, done ? 200 : 202,
+		     json_pack("{s:s, s:s}", "id", id, "state",
+			       run_state_name(done ? RUN_DONE : info.state)));
 	run_info_clear(&info);
 }
 

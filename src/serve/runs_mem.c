@@ -5,8 +5,10 @@
  * Memory: a record costs its events' bytes, the result's JSON text, and a
  * fixed overhead per event and per record (counted, so a flood of tiny
  * events is paid for too). A key's records together stay within the
- * budget: past it, its oldest ended records are dropped; a key whose runs
- * still going hold the whole budget gets no new record (-EDQUOT). A reader
+ * budget: when its new output or a new record would pass it, its oldest
+ * ended records are dropped (never at a run's end: its readers are about
+ * to read the result); a key whose runs still going hold the whole budget
+ * gets no new record (-EDQUOT). A reader
  * gets at most READ_BATCH_BYTES of events at a time (at least one event),
  * so what a reader holds is bounded whatever the run printed. Everything is
  * lost when serve stops: the queue's store (runs_redis.c) is the one that
@@ -88,7 +90,7 @@ static struct mem_run *find_any(struct mem *m, const char *id)
 }
 
 /* Another key's record is not there: the caller cannot tell it apart. */
-static struct mem_run *find(struct mem *m, const char *id, const char *owner)
+static struct mem_run *find_owned(struct mem *m, const char *id, const char *owner)
 {
 	struct mem_run *r = find_any(m, id);
 	return r && !strcmp(r->owner->name, owner) ? r : NULL;
@@ -155,6 +157,8 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 	pthread_mutex_lock(&m->lock);
 	struct mem_owner *o = owner_of(m, owner);
 	int rc = 0;
+	if (o)
+		enforce_budget(st, o);
 	if (!o) {
 		rc = error_set(err, -EIO, "out of memory");
 	} else if (o->live_bytes >= st->budget) {
@@ -186,7 +190,6 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 			else
 				m->oldest = r;
 			m->newest = r;
-			enforce_budget(st, o);
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -283,31 +286,36 @@ static void mem_finish(struct run_store *st, const char *id, json_t *result)
 		if (!add_event(r, RUN_EV_RESULT, t, strlen(t), NULL, NULL))
 			fprintf(stderr, "agentjail serve: run %s: out of memory for its result\n",
 				id);
-		enforce_budget(st, r->owner);
+		/* Not cut to the budget here: its readers are about to read
+		 * the result. The key's next output makes room. */
 		pthread_cond_broadcast(&m->changed);
 	}
 	pthread_mutex_unlock(&m->lock);
 	free(text);
 }
 
-static json_t *result_of(const struct mem_run *r)
-{
-	if (r->info.state != RUN_DONE || !r->n || r->ev[r->n - 1].kind != RUN_EV_RESULT)
-		return NULL;
-	return json_loadb(r->ev[r->n - 1].data, r->ev[r->n - 1].len, 0, NULL);
-}
-
 static int mem_info(struct run_store *st, const char *id, const char *owner,
 		    struct run_info *info)
 {
 	struct mem *m = st->impl;
+	char *text = NULL;
+	size_t len = 0;
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = find(m, id, owner);
+	struct mem_run *r = find_owned(m, id, owner);
 	if (r) {
 		*info = r->info;
-		info->result = result_of(r);
+		info->result = NULL;
+		const struct stored_event *last = r->n ? &r->ev[r->n - 1] : NULL;
+		if (r->info.state == RUN_DONE && last && last->kind == RUN_EV_RESULT &&
+		    (text = dup_bytes(last->data, last->len)))
+			len = last->len;
 	}
 	pthread_mutex_unlock(&m->lock);
+	/* Parsed outside the lock: a large result takes a while, and every
+	 * run's appends and readers wait on this lock. */
+	if (text)
+		info->result = json_loadb(text, len, 0, NULL);
+	free(text);
 	return r ? 0 : -ENOENT;
 }
 
@@ -336,7 +344,7 @@ static int mem_events(struct run_store *st, const char *id, const char *owner, u
 	struct mem_run *r;
 	/* Looked up again after each wait: the record may have expired or
 	 * been dropped for the budget meanwhile. */
-	while ((r = find(m, id, owner)) && r->n <= after && r->info.state != RUN_DONE &&
+	while ((r = find_owned(m, id, owner)) && r->n <= after && r->info.state != RUN_DONE &&
 	       wait_ms > 0)
 		if (pthread_cond_timedwait(&m->changed, &m->lock, &until) == ETIMEDOUT)
 			wait_ms = 0;
@@ -376,7 +384,7 @@ static int mem_cancel(struct run_store *st, const char *id, const char *owner)
 {
 	struct mem *m = st->impl;
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = find(m, id, owner);
+	struct mem_run *r = find_owned(m, id, owner);
 	if (r && r->info.state != RUN_DONE) {
 		r->cancel = true;
 		if (r->token)
@@ -423,7 +431,7 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 	if (before) {
 		/* A page goes on after the last run of the one before; a run
 		 * gone meanwhile (expired, or another key's) ends the list. */
-		struct mem_run *b = find(m, before, owner);
+		struct mem_run *b = find_owned(m, before, owner);
 		r = b ? b->older : NULL;
 	}
 	for (; r && json_array_size(a) < limit; r = r->older) {

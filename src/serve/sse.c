@@ -86,6 +86,15 @@ char *sse_format(const struct run_event *ev, size_t *len)
 	return out;
 }
 
+/* What is being sent: at most three pieces (a result's header, its text
+ * as the store gave it, and the blank line), so the largest event, the
+ * result, is never copied again to be sent. */
+struct piece {
+	char *p;
+	size_t n;
+	bool owned;
+};
+
 struct sse_reader {
 	struct run_store *st;
 	char id[33];
@@ -94,36 +103,66 @@ struct sse_reader {
 	struct run_event *batch;
 	size_t n, next;
 	bool done;              /* the batch holds the result: nothing follows */
-	char *out;              /* the text being sent, from out_off */
-	size_t out_len, out_off;
+	struct piece out[3];    /* sent in order, the current one from off */
+	int pieces, cur;
+	size_t off;
 	bool ended;
 	double idle_since;      /* now_ms() of the last event or keep-alive */
+	int keepalive_ms;
 };
 
-static void set_out(struct sse_reader *r, char *text, size_t len)
+static void out_clear(struct sse_reader *r)
 {
-	free(r->out);
-	r->out = text;
-	r->out_len = len;
-	r->out_off = 0;
+	for (int i = 0; i < r->pieces; i++)
+		if (r->out[i].owned)
+			free(r->out[i].p);
+	r->pieces = r->cur = 0;
+	r->off = 0;
+}
+
+static void out_add(struct sse_reader *r, char *p, size_t n, bool owned)
+{
+	r->out[r->pieces++] = (struct piece){p, n, owned};
+}
+
+/* The event ev into r->out: 0, or -1 on ENOMEM. The event's bytes leave
+ * the batch as soon as they are in r->out: a reader holds one event at
+ * most twice over, and a result once. */
+static int event_out(struct sse_reader *r, struct run_event *ev)
+{
+	if (ev->kind == RUN_EV_RESULT && !memchr(ev->data, '\n', ev->len)) {
+		/* The result's text is the one-line contract object already. */
+		char *head = NULL;
+		int n = asprintf(&head, "id: %llu\nevent: result\ndata: ",
+				 (unsigned long long)ev->id);
+		if (n < 0)
+			return -1;
+		out_add(r, head, (size_t)n, true);
+		out_add(r, ev->data, ev->len, true);
+		ev->data = NULL;
+		out_add(r, (char *)"\n\n", 2, false);
+		return 0;
+	}
+	size_t len;
+	char *t = sse_format(ev, &len);
+	free(ev->data);
+	ev->data = NULL;
+	if (!t)
+		return -1;
+	out_add(r, t, len, true);
+	return 0;
 }
 
 /* The next text to send into r->out: 1, 0 at the end, -1 to cut. */
 static int next_text(struct sse_reader *r)
 {
+	out_clear(r);
 	for (;;) {
 		if (r->next < r->n) {
 			struct run_event *ev = &r->batch[r->next++];
-			size_t len;
-			char *t = sse_format(ev, &len);
-			/* The event's bytes are dropped as soon as its text is
-			 * made: a reader holds one event twice at most. */
-			free(ev->data);
-			ev->data = NULL;
-			if (!t)
+			if (event_out(r, ev))
 				return -1;
 			r->after = ev->id;
-			set_out(r, t, len);
 			r->idle_since = now_ms();
 			return 1;
 		}
@@ -132,15 +171,14 @@ static int next_text(struct sse_reader *r)
 		r->n = r->next = 0;
 		if (r->done)
 			return 0;
-		int rc = r->st->ops->events(r->st, r->id, r->owner, r->after, SSE_WAIT_MS,
-					    &r->batch, &r->n, &r->done);
+		int wait = r->keepalive_ms < SSE_WAIT_MS ? r->keepalive_ms : SSE_WAIT_MS;
+		int rc = r->st->ops->events(r->st, r->id, r->owner, r->after, wait, &r->batch,
+					    &r->n, &r->done);
 		if (rc)
 			return -1; /* expired or dropped mid-read: cut, not a silent end */
-		if (!r->n && !r->done && now_ms() - r->idle_since >= SSE_KEEPALIVE_MS) {
-			char *t = strdup(": keep-alive\n\n");
-			if (!t)
-				return -1;
-			set_out(r, t, strlen(t));
+		if (!r->n && !r->done && now_ms() - r->idle_since >= r->keepalive_ms) {
+			static char keepalive[] = ": keep-alive\n\n";
+			out_add(r, keepalive, strlen(keepalive), false);
 			r->idle_since = now_ms();
 			return 1;
 		}
@@ -150,7 +188,11 @@ static int next_text(struct sse_reader *r)
 static long sse_read(void *arg, char *buf, size_t max)
 {
 	struct sse_reader *r = arg;
-	if (r->out_off == r->out_len) {
+	while (r->cur < r->pieces && r->off == r->out[r->cur].n) {
+		r->cur++;
+		r->off = 0;
+	}
+	if (r->cur == r->pieces) {
 		if (r->ended)
 			return 0;
 		int rc = next_text(r);
@@ -159,11 +201,12 @@ static long sse_read(void *arg, char *buf, size_t max)
 			return rc;
 		}
 	}
-	size_t n = r->out_len - r->out_off;
+	struct piece *pc = &r->out[r->cur];
+	size_t n = pc->n - r->off;
 	if (n > max)
 		n = max;
-	memcpy(buf, r->out + r->out_off, n);
-	r->out_off += n;
+	memcpy(buf, pc->p + r->off, n);
+	r->off += n;
 	return (long)n;
 }
 
@@ -171,28 +214,29 @@ static void sse_done(void *arg)
 {
 	struct sse_reader *r = arg;
 	run_events_free(r->batch, r->n);
-	free(r->out);
+	out_clear(r);
 	free(r->owner);
 	free(r);
 }
 
 int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
-	       const char *owner, uint64_t after)
+	       const char *owner, uint64_t after, unsigned idle_sec)
 {
 	struct sse_reader *r = calloc(1, sizeof *r);
 	/* The client waits this long before it reconnects (SSE's retry). */
-	static const char first[] = "retry: 1000\n\n";
-	char *t = strdup(first);
-	if (!r || !t || !(r->owner = strdup(owner))) {
+	static char first[] = "retry: 1000\n\n";
+	if (!r || !(r->owner = strdup(owner))) {
 		free(r);
-		free(t);
 		return -ENOMEM;
 	}
 	r->st = st;
 	snprintf(r->id, sizeof r->id, "%s", id);
 	r->after = after;
 	r->idle_since = now_ms();
-	set_out(r, t, strlen(t));
+	r->keepalive_ms = SSE_KEEPALIVE_MS;
+	if (idle_sec * 500u < (unsigned)r->keepalive_ms)
+		r->keepalive_ms = idle_sec ? (int)(idle_sec * 500u) : 500;
+	out_add(r, first, strlen(first), false);
 	rs->code = 200;
 	rs->content_type = SSE_CONTENT_TYPE;
 	rs->stream_read = sse_read;

@@ -19,7 +19,8 @@
 
 #define SSE_CONTENT_TYPE "text/event-stream"
 /* Nothing happened for this long: a comment line keeps proxies and the
- * client from taking the connection for dead. */
+ * client from taking the connection for dead. Sooner when serve's own
+ * idle timeout is shorter: half of it, or the connection would be cut. */
 #define SSE_KEEPALIVE_MS 10000
 
 /* Whether the request asks for an event stream (its Accept names one). */
@@ -34,11 +35,12 @@ json_t *run_event_data(const struct run_event *ev);
 char *sse_format(const struct run_event *ev, size_t *len);
 
 /* Answers rs as a stream of run id's events after event number after,
- * read from st as owner: rs's stream fields set, 0; or -ENOMEM. The
+ * read from st as owner, on a connection closed after idle_sec s without
+ * a byte sent: rs's stream fields set, 0; or -ENOMEM. The
  * reader holds one batch of events and one formatted event at a time,
  * whatever the run printed, and writes only as fast as the client reads
  * (it is called only when the socket takes more). */
 int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
-	       const char *owner, uint64_t after);
+	       const char *owner, uint64_t after, unsigned idle_sec);
 
 #endif

@@ -5,6 +5,7 @@ loopback port, talked to over plain HTTP with urllib.
 Runs get uids from AJ_SERVE_UID_BASE (2150000000 unless set) so a process
 of that range after a test is a run left behind; the autouse fixture
 checks there is none."""
+import base64
 import json
 import os
 import signal
@@ -169,3 +170,70 @@ def add_key(path, name, *args):
     out = subprocess.run([AGENTJAIL, "keys", "add", "--file", str(path), name, *args],
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()
+
+
+class Event:
+    """One Server-Sent Event: its id (int), event name and data (JSON)."""
+
+    def __init__(self, id, event, data):
+        self.id, self.event, self.data = id, event, data
+
+    def bytes(self):
+        """A stdout/stderr event's bytes, as the program wrote them."""
+        if "text" in self.data:
+            return self.data["text"].encode()
+        return base64.b64decode(self.data["base64"])
+
+
+class Stream:
+    """An answer read as it comes (http.client), for routes that stream
+    Server-Sent Events; .events() yields them until the server ends."""
+
+    def __init__(self, server, method, path, body=None, key="default", headers=None,
+                 timeout=60):
+        import http.client
+        import urllib.parse
+        u = urllib.parse.urlsplit(server.url)
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        hdrs = {"Accept": "text/event-stream", **(headers or {})}
+        k = server.key if key == "default" else key
+        if k:
+            hdrs["Authorization"] = f"Bearer {k}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=data, headers=hdrs)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = self.resp.headers
+        self.retry = None
+        self.comments = []
+
+    def body(self):
+        return self.resp.read()
+
+    def events(self):
+        fields = {}
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return
+            line = line.decode().rstrip("\n")
+            if line == "":
+                if "data" in fields:
+                    yield Event(int(fields["id"]), fields.get("event", "message"),
+                                json.loads(fields["data"]))
+                fields = {}
+            elif line.startswith(":"):
+                self.comments.append(line)
+            else:
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "retry":
+                    self.retry = int(value)
+                else:
+                    fields[name] = value
+
+    def close(self):
+        self.conn.close()
