@@ -23,19 +23,6 @@ static void queue_down(struct service *svc, struct http_response *rs, const char
 	rs->retry_after = 5;
 }
 
-json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
-			  const struct egress_keep *keep, const char *code, size_t len)
-{
-	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
-				limits_to_json(limits));
-	/* The rules the request kept, by name: the worker narrows its own. */
-	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
-		json_decref(req);
-		req = NULL;
-	}
-	return req;
-}
-
 /* A run goes to any worker of the tier; whether it may have started is
  * the caller's to learn when it is lost. A queued run is not cancelled. */
 static int queue_run(struct service *svc, const struct aj_limits *limits,
@@ -264,7 +251,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		char rid[33];
 		queue_new_id(rid);
 		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len) &&
-		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0))
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
 		json_decref(o);
 		return;

@@ -76,13 +76,13 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 	}
 }
 
-static void runner_free(struct qrunner *r)
+static void qrunner_free(struct qrunner *r)
 {
 	json_decref(r->req);
 	free(r);
 }
 
-static void *runner_main(void *arg)
+static void *qrunner_main(void *arg)
 {
 	struct qrunner *r = arg;
 	struct service *svc = r->svc;
@@ -110,14 +110,14 @@ static void *runner_main(void *arg)
 	json_decref(end);
 	if (admitted)
 		admit_finish(&svc->adm, r->use);
-	runner_free(r);
+	qrunner_free(r);
 	runners_exit(&runners);
 	return NULL;
 }
 
 /* The record and the runner (r's request made): 0, or -1 with the
  * refusal in rs; r is the runner's, or freed, either way. */
-static int start(struct service *svc, const struct http_request *rq, struct http_response *rs,
+static int qrunner_start(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		 struct qrunner *r, const struct run_info *info)
 {
 	r->svc = svc;
@@ -125,13 +125,26 @@ static int start(struct service *svc, const struct http_request *rq, struct http
 	json_object_set_new(r->req, "record", json_true());
 	/* The worker ends the record, and keeps it as long as serve would. */
 	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
-	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &runners, runner_main, r);
+	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &runners, qrunner_main, r);
 	if (rc)
-		runner_free(r);
+		qrunner_free(r);
 	return rc < 0 ? -1 : 0;
 }
 
-static struct qrunner *runner_new(const char *id, json_t *req, double run_sec)
+json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
+			  const struct egress_keep *keep, const char *code, size_t len)
+{
+	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
+				limits_to_json(limits));
+	/* The rules the request kept, by name: the worker narrows its own. */
+	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+		json_decref(req);
+		req = NULL;
+	}
+	return req;
+}
+
+static struct qrunner *qrunner_new(const char *id, json_t *req, double run_sec)
 {
 	struct qrunner *r = calloc(1, sizeof *r);
 	if (!r || !req) {
@@ -149,7 +162,7 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		       struct http_response *rs, const char *id,
 		       const struct recorded_request *req)
 {
-	struct qrunner *r = runner_new(
+	struct qrunner *r = qrunner_new(
 		id, queue_run_request(svc, &req->limits, &req->keep, req->code, req->len),
 		req->limits.wall_sec);
 	if (!r) {
@@ -157,14 +170,14 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	struct run_info info = {.background = req->background};
-	return start(svc, rq, rs, r, &info);
+	return qrunner_start(svc, rq, rs, r, &info);
 }
 
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
 			   const char *worker, const char *code, size_t len)
 {
-	struct qrunner *r = runner_new(id,
+	struct qrunner *r = qrunner_new(id,
 				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
 						 session, "code", code, len),
 				       svc->cfg.sandbox.limits.wall_sec);
@@ -175,7 +188,7 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
 	struct run_info info = {.session = true};
 	snprintf(info.session_id, sizeof info.session_id, "%s", session);
-	return start(svc, rq, rs, r, &info);
+	return qrunner_start(svc, rq, rs, r, &info);
 }
 
 void queue_runs_wait(void)

@@ -23,7 +23,7 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
  * leaves within a second or so). */
 void queue_runs_wait(void);
 
-/* remote_api.c: a run's request for a worker ({"op": "run", "code",
+/* A run's request for a worker ({"op": "run", "code",
  * "limits", and the egress rules keep names}); NULL on ENOMEM. */
 json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
 			  const struct egress_keep *keep, const char *code, size_t len);
