@@ -15,9 +15,10 @@
 #include "runs_redis.h"
 
 /* Events one read takes at most: a reader holds these while it sends
- * them, so they bound its memory (each one a chunk of the run's output,
- * or one image). */
-#define READ_COUNT 16
+ * them (twice, briefly: Redis's reply and the copies), so they bound its
+ * memory: each is a chunk of the run's output (at most the supervisor's
+ * 64 KiB read) or one image. */
+#define READ_COUNT 8
 
 struct redis_store {
 	struct queue *q;
