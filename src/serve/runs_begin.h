@@ -5,17 +5,8 @@
 #ifndef AJ_SERVE_RUNS_BEGIN_H
 #define AJ_SERVE_RUNS_BEGIN_H
 
-#include <pthread.h>
-
+#include "runners.h"
 #include "service.h"
-
-/* A backend's recorded runs' threads. */
-struct runners {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	unsigned n;
-};
-#define RUNNERS_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0}
 
 /* Takes the run's queue place (*use, for the thread's admit_start and
  * admit_finish), makes its record (owner: rq's key) and starts fn(arg) on
@@ -27,10 +18,6 @@ struct runners {
 int runs_begin(struct service *svc, const struct http_request *rq, struct http_response *rs,
 	       const char *id, const struct run_info *info, struct key_use **use,
 	       struct runners *rn, void *(*fn)(void *), void *arg);
-/* The last thing a runner's thread does. */
-void runners_exit(struct runners *rn);
-/* Waits until no runner of rn is left. */
-void runners_wait(struct runners *rn);
 /* The refusal admission wrote into rs (a run that never got its turn), as
  * its record's result, with its run_id; rs's body freed. */
 json_t *runs_refusal_end(struct http_response *rs, const char *id);
