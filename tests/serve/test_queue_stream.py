@@ -312,3 +312,23 @@ def test_the_list_pages_newest_first(start, redis, workers, keys):
     assert [x["id"] for x in rest["runs"]] == ids[:1] and rest["next"] is None
     gone = s.request("GET", f"/v1/runs?before={'0' * 32}", key=alice).json()
     assert gone["runs"] == []
+
+
+def test_a_reader_finds_a_worker_lost_with_no_serve_waiting(start, redis, workers, keys):
+    # The serve that sent the run is gone: only a reader can end it.
+    doomed = workers("w-alone", *LIMITS, "--concurrency", "1")
+    s1 = serve(start, redis, keys)
+    alice = keys[1]
+    r = s1.request("POST", "/v1/runs", {"code": SAY + "say('begun')\ntime.sleep(60)",
+                                        "background": True}, key=alice)
+    run_id = r.json()["id"]
+    assert wait_for(lambda: state(s1, alice, run_id)["state"] == "running")
+    assert s1.stop() == 0
+    doomed.stop(signal.SIGKILL)  # by its pid: the worker this test started
+    s2 = serve(start, redis, keys)
+    events = Events(s2, alice, "GET", f"/v1/runs/{run_id}/events").until_result()
+    assert output(events) == b"begun\n"
+    lost = events[-1]["data"]
+    assert lost["error"]["code"] == "run_lost" and lost["lost"] is True
+    assert lost["may_have_started"] is True and lost["run_id"] == run_id
+    assert state(s2, alice, run_id)["result"] == lost
