@@ -322,7 +322,12 @@ def test_a_reader_finds_a_worker_lost_with_no_serve_waiting(start, redis, worker
     r = s1.request("POST", "/v1/runs", {"code": SAY + "say('begun')\ntime.sleep(60)",
                                         "background": True}, key=alice)
     run_id = r.json()["id"]
-    assert wait_for(lambda: state(s1, alice, run_id)["state"] == "running")
+
+    def printed():
+        got = s1.request("GET", f"/v1/runs/{run_id}/events", key=alice,
+                         headers={"Accept": "application/json"}).json()
+        return len(got["events"]) == 1 and not got["done"]
+    assert wait_for(printed)
     assert s1.stop() == 0
     doomed.stop(signal.SIGKILL)  # by its pid: the worker this test started
     s2 = serve(start, redis, keys)
