@@ -226,13 +226,15 @@ static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
 int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs)
 {
 	unsigned retry = 0;
-	return refused(svc, admit_enter(&svc->adm, u, &retry), retry, rs) ? -1 : 0;
+	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
+	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
 int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs)
 {
 	unsigned retry = 0;
-	return refused(svc, admit_start(&svc->adm, u, &retry), retry, rs) ? -1 : 0;
+	enum admit_verdict v = admit_start(&svc->adm, u, &retry);
+	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
 int service_admit(struct service *svc, struct key_use *u, struct http_response *rs)

@@ -102,8 +102,8 @@ def test_bad_requests_name_the_problem(server):
 
 
 def test_routes_and_methods(server):
-    r = server.request("GET", "/v1/runs")
-    assert r.code == 405 and r.headers["Allow"] == "POST"
+    r = server.request("PUT", "/v1/runs", {})
+    assert r.code == 405 and r.headers["Allow"] == "GET, POST"
     r = server.request("DELETE", "/v1/health")
     assert r.code == 405 and r.headers["Allow"] == "GET"
     assert server.request("GET", "/v1/nope").code == 404

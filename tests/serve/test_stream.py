@@ -188,13 +188,14 @@ def test_session_run_streams_and_is_recorded(server):
 
 
 @pytest.mark.parametrize("body, headers, path, word", [
-    ({"code": "1", "background": "yes"}, {}, "/v1/runs", "background"),
-    ({"code": "1", "background": True, "colour": 1}, {}, "/v1/runs", "colour"),
+    ({"code": "1", "background": "yes"}, {}, "/v1/runs", "background: expected true or false"),
+    ({"code": "1", "background": True, "colour": 1}, {}, "/v1/runs", "unknown field 'colour'"),
     ({"code": "1", "background": True, "webhook": "http://127.0.0.1:9/"}, {}, "/v1/runs",
-     "webhook"),
-    (None, {"Last-Event-ID": "seven"}, "/v1/runs/{id}/events", "Last-Event-ID"),
-    (None, {}, "/v1/runs/{id}/events?after=-1", "after"),
-    (None, {}, "/v1/runs?limit=0", "limit"),
+     "webhook: this server sends none"),
+    (None, {"Last-Event-ID": "seven"}, "/v1/runs/{id}/events",
+     "Last-Event-ID: expected an event number"),
+    (None, {}, "/v1/runs/{id}/events?after=-1", "after: expected an event number"),
+    (None, {}, "/v1/runs?limit=0", "limit: expected 1 to 100"),
 ])
 def test_bad_input_is_a_400_naming_it(server, body, headers, path, word):
     if "{id}" in path:
