@@ -430,6 +430,11 @@ static int start(struct service *svc)
 		runs_mem_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, &err);
 		return -1;
 	}
+	/* A record's run waits for its turn here (up to --max-wait), then for
+	 * a worker to take it (--max-wait; a session's call SESSION_TAKE_SEC):
+	 * past both and a margin, its serve has given up on it too. */
+	double turn = svc->cfg.max_wait_sec + 5.0;
+	runs_redis_give_up(&svc->runs, turn + svc->cfg.max_wait_sec, turn + SESSION_TAKE_SEC);
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);

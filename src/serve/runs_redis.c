@@ -22,13 +22,15 @@
 
 struct redis_store {
 	struct queue *q;
+	double give_up_run, give_up_session; /* runs_redis_give_up */
 };
 
 /* The budget, then the new record, in one step: the key's records oldest
  * first, those expired dropped from its set, the oldest ended ones
  * deleted while the key holds its budget or more; still at it (its live
  * runs hold it): -1, and no record. KEYS: the key's set, the new hash;
- * ARGV: budget, owner, background, session_id, expiry, id.
+ * ARGV: budget, owner, background, session_id, expiry, id, the seconds
+ * after which a run no worker took is given up (0: never).
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	"local ids = redis.call('ZRANGE', KEYS[1], 0, -1)\n"
@@ -56,6 +58,9 @@ static const char create_lua[] =
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
 	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0)\n"
+	"if tonumber(ARGV[7]) > 0 then\n"
+	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
+	"end\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[5])\n"
 	"redis.call('ZADD', KEYS[1], created, ARGV[6])\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[5])\n"
@@ -99,6 +104,17 @@ static const char finish_lua[] =
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
 	"return 1\n";
+
+/* A run no worker claimed by its deadline is made unrunnable (the claim
+ * SET NX, as its serve would have done had it not stopped): 1 if this
+ * call did it. KEYS: hash, claim. */
+static const char overdue_lua[] =
+	"local d = tonumber(redis.call('HGET', KEYS[1], 'deadline') or '0')\n"
+	"if d == 0 then return 0 end\n"
+	"local t = redis.call('TIME')\n"
+	"if t[1] + t[2] / 1e6 < d then return 0 end\n"
+	"if redis.call('SET', KEYS[2], 'abandoned', 'NX', 'EX', 3600) then return 1 end\n"
+	"return 0\n";
 
 /* Asked to stop, unless it ended. KEYS: hash. */
 static const char cancel_lua[] =
@@ -156,14 +172,17 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	redisContext *c = queue_get(qof(st), 5.0, err);
 	if (!c)
 		return -EIO;
-	char set[128], hash[64], events[72], budget[32], expiry[32];
+	char set[128], hash[64], events[72], budget[32], expiry[32], give_up[32];
 	keys_of(id, hash, events);
 	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
-	const char *argv[] = {set,    hash,  budget, owner, info->background ? "1" : "0",
-			      info->session ? info->session_id : "", expiry, id};
-	long long v = script(c, err, create_lua, 2, argv, NULL, 8);
+	const struct redis_store *rs = st->impl;
+	snprintf(give_up, sizeof give_up, "%.3f",
+		 info->session ? rs->give_up_session : rs->give_up_run);
+	const char *argv[] = {set,    hash, budget, owner, info->background ? "1" : "0",
+			      info->session ? info->session_id : "", expiry, id, give_up};
+	long long v = script(c, err, create_lua, 2, argv, NULL, 9);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -238,6 +257,29 @@ static void rfinish(struct run_store *st, const char *id, json_t *result)
 	free(text);
 }
 
+/* A record no worker claimed: ended if its deadline passed (its serve
+ * stopped waiting for it without ending it: killed, say). 1 when ended,
+ * 0 if not, -1 on a Redis error. */
+static int end_if_overdue(struct run_store *st, redisContext *c, const char *id)
+{
+	struct aj_error err;
+	char hash[64], events[72], claim[64];
+	keys_of(id, hash, events);
+	snprintf(claim, sizeof claim, "agentjail:claim:%.40s", id);
+	const char *argv[] = {hash, claim};
+	long long v = script(c, &err, overdue_lua, 2, argv, NULL, 2);
+	if (v != 1)
+		return v == -2 ? -1 : 0;
+	json_t *o = run_failure_json("no_worker", id, false, false,
+				     "no worker took the run within its wait, and the server that "
+				     "sent it stopped waiting; it never started");
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	int won = text ? finish_text(st, c, id, text) : -1;
+	free(text);
+	return won < 0 ? -1 : 1;
+}
+
 /* A record not ended: if the worker that took it is gone (its heartbeat
  * expired), or its request was abandoned before any worker claimed it,
  * ends it with the lost answer. worker: the hash's, or "" (then the
@@ -255,7 +297,7 @@ static int end_if_lost(struct run_store *st, redisContext *c, const char *id, co
 		snprintf(taker, sizeof taker, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
 		freeReplyObject(r);
 		if (!*taker)
-			return 0;
+			return end_if_overdue(st, c, id);
 	}
 	bool never = !strcmp(taker, "abandoned");
 	if (!never) {
@@ -592,6 +634,13 @@ static const struct run_store_ops redis_ops = {
 	.sweep = rsweep,
 	.close = rclose,
 };
+
+void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec)
+{
+	struct redis_store *r = st->impl;
+	r->give_up_run = run_sec;
+	r->give_up_session = session_sec;
+}
 
 int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size_t budget,
 		    struct aj_error *err)

@@ -28,6 +28,13 @@
  * so a dead worker's record outlives it long enough to be found lost. */
 #define RUNS_REDIS_LIVE_SEC 600
 
+/* Records made from now on are given up run_sec (a session's call:
+ * session_sec) seconds after they were made if no worker has claimed
+ * them by then: a reader ends such a one "no_worker" (it never started),
+ * and no worker can take it any more. serve sets them past the longest
+ * its own wait for a worker can last, for a record whose serve stopped
+ * without ending it. 0 (the default): never. */
+void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec);
 /* The worker took run id: RUN_QUEUED -> RUN_RUNNING, naming worker. false
  * when the record is gone or has already ended (a reader found it lost,
  * or it expired): the run must not start. */

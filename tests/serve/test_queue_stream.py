@@ -340,3 +340,29 @@ def test_a_reader_finds_a_worker_lost_with_no_serve_waiting(start, redis, worker
     assert lost["error"]["code"] == "run_lost" and lost["lost"] is True
     assert lost["may_have_started"] is True and lost["run_id"] == run_id
     assert state(s2, alice, run_id)["result"] == lost
+
+
+def test_a_run_its_serve_left_untaken_is_given_up_by_a_reader(start, redis, workers, keys):
+    busy = workers("w-busy", *LIMITS, "--concurrency", "1")
+    s1 = serve(start, redis, keys)
+    s2 = serve(start, redis, keys, "--max-wait", "5")
+    alice = keys[1]
+    first = s1.request("POST", "/v1/runs", {"code": SAY + "say('a')\ntime.sleep(60)",
+                                            "background": True}, key=alice).json()["id"]
+    assert wait_for(lambda: state(s1, alice, first)["state"] == "running")
+    # The worker is busy: the second run waits, and its serve dies
+    # before it gives up on it (a SIGKILL: nothing ends its record).
+    r = s2.request("POST", "/v1/runs", {"code": "print('b')", "background": True}, key=alice)
+    second = r.json()["id"]
+    s2.proc.send_signal(signal.SIGKILL)  # by its pid: the serve this test started
+    s2.proc.wait()
+    assert wait_for(lambda: state(s1, alice, second)["state"] == "done", timeout=60)
+    end = state(s1, alice, second)["result"]
+    assert end["error"]["code"] == "no_worker" and "stopped waiting" in end["error"]["message"]
+    assert end["run_id"] == second
+    # Given up, it never runs: the worker, freed, goes on to the next run.
+    s1.request("DELETE", f"/v1/runs/{first}", key=alice)
+    assert s1.request("POST", "/v1/runs", {"code": "print('c')"},
+                      key=alice).json()["stdout"] == "c\n"
+    assert wait_for(lambda: busy.runs() == 2)
+    assert not any(f"id {second}" in line for line in busy.log)
