@@ -130,8 +130,8 @@ static void *runner_main(void *arg)
 
 /* The record and the runner for r (its fields set but the owner's): 0, or
  * -1 with the refusal in rs; r is the runner's, or freed, either way. */
-static int record_start(struct service *svc, const struct http_request *rq, struct http_response *rs,
-		 struct runner *r, const struct run_info *info)
+static int record_start(struct service *svc, const struct http_request *rq,
+			struct http_response *rs, struct runner *r, const struct run_info *info)
 {
 	struct run_store *st = &svc->runs;
 	struct aj_error err = {0};

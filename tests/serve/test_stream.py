@@ -2,6 +2,7 @@
 "Streaming and background runs"): SSE on POST /v1/runs and on a session's
 runs, resume from Last-Event-ID, cancel, background runs and their list,
 another key's run, the budget, and a client that never reads."""
+import base64
 import json
 import os
 import signal
@@ -248,10 +249,12 @@ def vm_rss_kb(pid):
 
 
 def test_clients_that_never_read_do_not_grow_serves_memory(start):
-    """A run prints 20 MiB; eight clients stream it and never read. What a
-    reader holds is one batch of events (64 KiB and one event) and the
-    text of one event, and it is asked for more only when its socket takes
-    it, so readers add a few MiB at most, not a copy of the output each.
+    """A run prints 20 MiB; eight clients stream it and never read (one
+    from its POST, seven once it is done, when all of it is there to
+    take). What a reader holds is one batch of events (64 KiB and one
+    event) and the text of one event, and it is asked for more only when
+    its socket takes it, so readers add a few MiB at most, not a copy of
+    the output each (a reader that took all there is went past 350 MiB).
     The bound: serve's RSS with one such run recorded (measured), plus a
     second run's record (its events and its result: twice the output, and
     a quarter more for the allocator), plus 4 MiB a reader, plus 16 MiB."""
@@ -290,11 +293,12 @@ def test_clients_that_never_read_do_not_grow_serves_memory(start):
                 f"Content-Length: {len(body)}\r\n\r\n{body}")
     assert wait_for(lambda: len(srv.request("GET", "/v1/runs").json()["runs"]) == 2)
     streamed = srv.request("GET", "/v1/runs").json()["runs"][0]["id"]
+    assert wait_for(lambda: srv.request("GET", f"/v1/runs/{streamed}").json()["state"]
+                    == "done", timeout=120)
+    # The others come once it is done: all of its 20 MiB is there to take.
     for _ in range(readers - 1):
         never_reads(f"GET /v1/runs/{streamed}/events HTTP/1.1\r\nHost: x\r\n"
                     f"Authorization: Bearer {srv.key}\r\nAccept: text/event-stream\r\n\r\n")
-    assert wait_for(lambda: srv.request("GET", f"/v1/runs/{streamed}").json()["state"]
-                    == "done", timeout=120)
     # The readers are as far as their sockets let them: each made its
     # first events and blocks on a full socket (nothing to wait for but
     # that; a reader holding more would hold it by now).
@@ -335,3 +339,20 @@ def test_sigterm_lets_streamed_and_background_runs_finish(start):
     s.close()
     assert rest[-1].event == "result" and rest[-1].data["stdout"] == "a\nb\n"
     assert srv.proc.wait(timeout=30) == 0
+
+
+def test_a_session_runs_chart_is_an_image_event(server):
+    sid = server.request("POST", "/v1/sessions").json()["id"]
+    s = Stream(server, "POST", f"/v1/sessions/{sid}/runs", {
+        "code": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                "plt.plot([1, 2, 3])\n"})
+    got = list(s.events())
+    s.close()
+    images = [e for e in got if e.event == "image"]
+    assert len(images) == 1 and got[-1].event == "result"
+    img = images[0].data
+    assert img["mime"] == "image/png" and img["name"]
+    assert base64.b64decode(img["base64"])[:8] == b"\x89PNG\r\n\x1a\n"
+    # The result carries it too, as the plain answer would.
+    assert got[-1].data["images"][0]["data"] == img["base64"]
+    assert server.request("DELETE", f"/v1/sessions/{sid}").code == 204
