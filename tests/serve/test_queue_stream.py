@@ -3,15 +3,11 @@ a recorded run's events to Redis as they happen, so serve's readers (any
 replica's) follow them live, resume them byte for byte, and find the result
 after serve restarted; a worker killed mid-stream ends the stream with the
 lost-run answer, exactly once even with two replicas reading."""
-import base64
-import http.client
-import json
 import signal
-import urllib.parse
 
 import pytest
 
-from conftest import wait_for, add_key
+from conftest import Event, Stream, wait_for, add_key
 # The same Redis and workers as the queue's own tests.
 from test_queue import redis, workers  # noqa: F401  (fixtures)
 
@@ -33,44 +29,18 @@ def serve(start, redis, keys, *args):
     return start("--queue", redis.url, *LIMITS, *args, keys=keys[0])
 
 
-class Events:
-    """An SSE answer read event by event, on a connection of its own."""
+class Events(Stream):
+    """An SSE answer read event by event, each as {"id", "event", "data"}."""
 
     def __init__(self, server, key, method, path, body=None, headers=None):
-        u = urllib.parse.urlparse(server.url)
-        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=90)
-        hdrs = {"Accept": "text/event-stream", "Authorization": f"Bearer {key}",
-                **(headers or {})}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        self.conn.request(method, path, body=data, headers=hdrs)
-        self.resp = self.conn.getresponse()
-        self.status = self.resp.status
-        self.run_id = self.resp.getheader("X-Run-Id")
+        super().__init__(server, method, path, body, key=key, headers=headers, timeout=90)
+        self.run_id = self.headers.get("X-Run-Id")
+        self._events = self.events()
 
     def next(self):
-        """The next event as {"id", "event", "data"}, None at the end."""
-        ev = {}
-        while True:
-            line = self.resp.readline()
-            if not line:
-                return None
-            line = line.decode().rstrip("\r\n")
-            if not line:
-                if "event" in ev:
-                    return ev
-                ev = {}
-            elif not line.startswith(":"):
-                field, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if field == "id":
-                    ev["id"] = int(value)
-                elif field == "event":
-                    ev["event"] = value
-                elif field == "data":
-                    ev["data"] = json.loads(value)
+        """The next event, None at the end."""
+        ev = next(self._events, None)
+        return ev and {"id": ev.id, "event": ev.event, "data": ev.data}
 
     def until_result(self):
         """The events up to the result, which is last: then the end."""
@@ -83,17 +53,10 @@ class Events:
                 assert self.next() is None, "an event after the result"
                 return got
 
-    def close(self):
-        self.conn.close()
-
 
 def output(events, kind="stdout"):
-    out = b""
-    for ev in events:
-        if ev["event"] == kind:
-            d = ev["data"]
-            out += d["text"].encode() if "text" in d else base64.b64decode(d["base64"])
-    return out
+    return b"".join(Event(e["id"], e["event"], e["data"]).bytes() for e in events
+                    if e["event"] == kind)
 
 
 def state(s, key, run_id):
