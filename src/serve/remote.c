@@ -67,6 +67,15 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 				const char *run_id, json_t *request, double wait_sec, double run_sec,
 				json_t **reply, bool *taken, struct aj_error *err)
 {
+	return remote_call_until(q, tier, worker, run_id, request, wait_sec, run_sec, NULL, reply,
+				 taken, err);
+}
+
+enum remote_failure remote_call_until(struct queue *q, enum aj_tier tier, const char *worker,
+				      const char *run_id, json_t *request, double wait_sec,
+				      double run_sec, const atomic_bool *stop, json_t **reply,
+				      bool *taken, struct aj_error *err)
+{
 	*reply = NULL;
 	/* Until known otherwise, a lost request may have started: the answer
 	 * that says "safe to send again" must be sure of it. */
@@ -170,21 +179,22 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 		if (!strcmp(taker, "abandoned")) {
 			/* A survivor closed it for a dead worker that had read
 			 * it but not claimed it: it never started. */
-			error_set(err, -ECONNRESET,
-				  "worker lost: the worker that read the run stopped before it "
-				  "started it; it is not run again, and is safe to send again");
+			error_set(err, -ECONNRESET, REMOTE_NEVER_TAKEN_WORDS);
 			*taken = false;
 			rc = REMOTE_LOST;
 			break;
 		}
 		if (*taker) {
+			if (stop && atomic_load(stop)) {
+				error_set(err, -EINTR, "%s runs it; no longer waited for here",
+					  taker);
+				rc = REMOTE_DETACHED;
+				break;
+			}
 			if (!taken_at)
 				taken_at = now_ms() / 1e3;
 			if (!alive) {
-				error_set(err, -ECONNRESET,
-					  "worker lost: %s stopped answering while it held the run; it "
-					  "is not run again (agent code is not idempotent)",
-					  taker);
+				error_set(err, -ECONNRESET, REMOTE_LOST_WORDS, taker);
 				rc = REMOTE_LOST;
 				break;
 			}
@@ -206,7 +216,8 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 			if (a)
 				freeReplyObject(a);
 		}
-		if (gone || now_ms() / 1e3 - start > wait_sec) {
+		bool stopping = stop && atomic_load(stop);
+		if (gone || stopping || now_ms() / 1e3 - start > wait_sec) {
 			int won = abandon(c, id, err);
 			if (won < 0) {
 				queue_put(q, c, true);
@@ -218,6 +229,10 @@ enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *
 					error_set(err, -ECONNRESET,
 						  "worker lost: %s, which holds the session, is gone",
 						  worker);
+				else if (stopping)
+					error_set(err, -ESHUTDOWN,
+						  "the server shut down before a worker took the run; "
+						  "it never started");
 				else
 					error_set(err, -ETIMEDOUT,
 						  "no %s worker took the run within %g s (is one running "

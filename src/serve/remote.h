@@ -8,8 +8,20 @@
 #define AJ_SERVE_REMOTE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 
 #include "queue.h"
+
+/* The words of a run lost with the worker that held it (%s: the worker's
+ * name), whoever finds it lost: the caller waiting on it, or a reader of
+ * its record. */
+#define REMOTE_LOST_WORDS                                                                    \
+	"worker lost: %s stopped answering while it held the run; it is not run again (agent " \
+	"code is not idempotent)"
+/* A run whose request was abandoned before any worker claimed it. */
+#define REMOTE_NEVER_TAKEN_WORDS                                                             \
+	"worker lost: the worker that read the run stopped before it started it; it is not "  \
+	"run again, and is safe to send again"
 
 /* Error codes of remote_call, as the API answers them. */
 enum remote_failure {
@@ -21,6 +33,8 @@ enum remote_failure {
 	REMOTE_UNKNOWN,    /* Redis lost after it was sent: whether a worker
 			    * ran it cannot be learnt */
 	REMOTE_REFUSED,    /* the worker answered ok:false (*reply holds why) */
+	REMOTE_DETACHED,   /* *stop was set while a worker held it: it goes on
+			    * there, and its worker ends its record itself */
 };
 
 /* Sends request (its "id" and "reply" are added: id, the caller's run id,
@@ -33,6 +47,13 @@ enum remote_failure {
 enum remote_failure remote_call(struct queue *q, enum aj_tier tier, const char *worker,
 				const char *id, json_t *request, double wait_sec, double run_sec,
 				json_t **reply, bool *taken, struct aj_error *err);
+/* remote_call that stops waiting once *stop is set (checked each second):
+ * REMOTE_DETACHED if a worker had taken it; else it is abandoned as if
+ * its wait had passed (REMOTE_NO_WORKER), or, taken meanwhile, detached. */
+enum remote_failure remote_call_until(struct queue *q, enum aj_tier tier, const char *worker,
+				      const char *id, json_t *request, double wait_sec,
+				      double run_sec, const atomic_bool *stop, json_t **reply,
+				      bool *taken, struct aj_error *err);
 /* Workers alive now: [{"name", "tier", "slots"}]. NULL when Redis cannot
  * say. */
 json_t *remote_workers(struct queue *q, struct aj_error *err);

@@ -11,12 +11,11 @@
 #include "../core/internal.h"
 #include "narrow.h"
 #include "remote.h"
+#include "remote_runs.h"
+#include "runs_redis.h"
 #include "service.h"
+#include "sse.h"
 #include "wire.h"
-
-/* A session call's wait for a worker to take it: it is already running
- * one, so not long. */
-#define SESSION_TAKE_SEC 30.0
 
 static void queue_down(struct service *svc, struct http_response *rs, const char *why)
 {
@@ -32,13 +31,7 @@ static int queue_run(struct service *svc, const struct aj_limits *limits,
 		     struct aj_error *err)
 {
 	(void)cancel;
-	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
-				limits_to_json(limits));
-	/* The rules the request kept, by name: the worker narrows its own. */
-	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
-		json_decref(req);
-		req = NULL;
-	}
+	json_t *req = queue_run_request(svc, limits, keep, code, len);
 	json_t *reply = NULL;
 	bool taken = true;
 	enum remote_failure f =
@@ -253,6 +246,16 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		json_decref(o);
 		return;
 	}
+	if (accepts_sse(rq)) {
+		/* Recorded by its worker, and the answer a reader of the record. */
+		char rid[33];
+		queue_new_id(rid);
+		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len) &&
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
+			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
+		json_decref(o);
+		return;
+	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs)) {
@@ -416,6 +419,22 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
  * while Redis cannot say, only the connections bound it. */
 static int start(struct service *svc)
 {
+	/* Recorded runs live in Redis beside the queue: the workers write
+	 * them, and they outlive this serve. (main.c opened the memory store
+	 * for every backend; this one puts Redis's in its place.) */
+	struct aj_error err = {0};
+	svc->runs.ops->close(&svc->runs);
+	if (runs_redis_open(&svc->runs, svc->queue, svc->cfg.keep_runs_sec, svc->cfg.runs_budget,
+			    &err)) {
+		fprintf(stderr, "agentjail serve: %s\n", err.message);
+		runs_mem_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, &err);
+		return -1;
+	}
+	/* A record's run waits for its turn here (up to --max-wait), then for
+	 * a worker to take it (--max-wait; a session's call SESSION_TAKE_SEC):
+	 * past both and a margin, its serve has given up on it too. */
+	double turn = svc->cfg.max_wait_sec + 5.0;
+	runs_redis_give_up(&svc->runs, turn + svc->cfg.max_wait_sec, turn + SESSION_TAKE_SEC);
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);
@@ -423,6 +442,7 @@ static int start(struct service *svc)
 
 static void stop(struct service *svc)
 {
+	queue_runs_wait();
 	fleet_stop(&svc->fleet);
 }
 
@@ -436,6 +456,7 @@ const struct backend_ops queue_backend = {
 	.stop = stop,
 	.close = close_backend,
 	.run = queue_run,
+	.run_recorded = queue_run_recorded,
 	.session_open = session_open,
 	.session_call = session_call,
 	.tiers = tiers,

@@ -6,6 +6,7 @@
  * that keeps the worker's heartbeat, reports sessions the library closed,
  * and closes what dead workers left behind: their taken runs are answered
  * "worker lost" and never run again; their sessions are marked closed.
+ * One more polls the records of the recorded runs under way for a cancel.
  *
  * SIGTERM: no new request is taken; runs in progress finish and are
  * answered; sessions are closed; then the worker leaves. */
@@ -107,9 +108,10 @@ static int join_the_queue(struct worker *w)
  * lets the runs in progress finish and the keeper leave. */
 static void work(struct worker *w, const sigset_t *stop, const char *url)
 {
-	pthread_t keeper, th[MAX_THREADS];
+	pthread_t keeper, canceller, th[MAX_THREADS];
 	unsigned n = 0;
 	pthread_create(&keeper, NULL, worker_keeper_loop, w);
+	pthread_create(&canceller, NULL, worker_canceller_loop, w);
 	for (unsigned i = 0; i < w->concurrency; i++) {
 		pthread_create(&th[n++], NULL, worker_stream_loop, w);
 		pthread_create(&th[n++], NULL, worker_ops_loop, w);
@@ -126,6 +128,7 @@ static void work(struct worker *w, const sigset_t *stop, const char *url)
 		pthread_join(th[i], NULL);
 	atomic_store(&w->keeper_stop, true);
 	pthread_join(keeper, NULL);
+	pthread_join(canceller, NULL);
 }
 
 int cmd_worker(int argc, char **argv)
@@ -156,6 +159,13 @@ int cmd_worker(int argc, char **argv)
 	if (name_worker(&w, a.name))
 		return EXIT_USAGE;
 	pthread_mutex_init(&w.lock, NULL);
+	pthread_mutex_init(&w.rec_lock, NULL);
+	/* serve's keep time comes with each recorded run; the budget is
+	 * serve's to hold, when it creates the record. */
+	if (runs_redis_open(&w.runs, &w.q, 0, 0, &err)) {
+		cli_error("worker: %s", err.message);
+		return EXIT_SANDBOX;
+	}
 
 	sigset_t stop;
 	service_block_signals(&stop);
@@ -171,6 +181,7 @@ int cmd_worker(int argc, char **argv)
 	work(&w, &stop, a.url);
 	worker_sessions_end(&w);
 	local_close(&w.local);
+	w.runs.ops->close(&w.runs);
 	queue_destroy(&w.q);
 	worker_log(&w, "stopped");
 	return 0;

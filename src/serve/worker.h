@@ -7,6 +7,8 @@
  *                      stream, calls from this worker's ops list
  *   worker_keeper.c    the heartbeat, sessions the library closed, and what
  *                      lost workers left behind
+ *   worker_record.c    recorded runs: their events written to Redis as they
+ *                      happen, and the one poller of their cancels
  */
 #ifndef AJ_SERVE_WORKER_H
 #define AJ_SERVE_WORKER_H
@@ -20,6 +22,7 @@
 #include "keys.h"
 #include "local.h"
 #include "queue.h"
+#include "runs.h"
 
 struct wsession {
 	char id[40];
@@ -27,6 +30,19 @@ struct wsession {
 	struct aj_session *s;
 	bool closed_reported;
 	struct wsession *next;
+};
+
+/* A recorded run under way here (worker_record.c), on its runner's stack
+ * from worker_record_begin to worker_record_end. */
+struct worker_record {
+	struct worker *w;         /* NULL: the run is not recorded */
+	struct run_store st;      /* the worker's store, with serve's keep time */
+	char id[33];
+	struct aj_cancel *cancel; /* fired when serve asks (cancel in Redis) */
+	bool fired;
+	bool recording;
+	struct aj_stream stream;  /* its fn writes each event to the record */
+	struct worker_record *next;
 };
 
 struct worker {
@@ -41,6 +57,9 @@ struct worker {
 	atomic_bool keeper_stop;  /* the runs are over: the heartbeat may end */
 	pthread_mutex_t lock;     /* sessions */
 	struct wsession *sessions;
+	struct run_store runs;    /* recorded runs' records (runs_redis.c) */
+	pthread_mutex_t rec_lock; /* recorded */
+	struct worker_record *recorded;
 };
 
 static inline void worker_pause_ms(long ms)
@@ -62,8 +81,10 @@ json_t *worker_result(const struct worker *w, struct aj_result *res);
 /* ---- worker_sessions.c ---- */
 
 json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req);
-/* session_run, put, get, list on a session of this worker's. */
-json_t *worker_session_op(struct worker *w, json_t *req, const char *op);
+/* session_run (recorded as rec says), put, get, list on a session of
+ * this worker's. */
+json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
+			  const struct worker_record *rec);
 json_t *worker_session_close(struct worker *w, redisContext *c, json_t *req);
 /* Marks in Redis the sessions not reported closed yet that the library
  * closed (reason NULL: its own reason), or all of them (reason given). */
@@ -75,6 +96,24 @@ void worker_sessions_end(struct worker *w);
 
 void *worker_stream_loop(void *arg);
 void *worker_ops_loop(void *arg);
+
+/* ---- worker_record.c ---- */
+
+/* If req asks to be recorded: marks its record running and registers it
+ * for cancels. 0 (recorded or not: worker_record_stream says), or -1 when
+ * its record has ended or is gone: then the run must not start. */
+int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec);
+/* The stream and cancel token the run takes (NULL when not recorded). */
+const struct aj_stream *worker_record_stream(const struct worker_record *rec);
+struct aj_cancel *worker_record_cancel(const struct worker_record *rec);
+/* Whether it was cancelled before it began: then it is not run. */
+bool worker_record_cancelled(const struct worker_record *rec);
+/* Ends the record with the worker's answer (borrowed): its result with
+ * the run's id, or its refusal; unregisters it. Nothing when not
+ * recorded. */
+void worker_record_end(struct worker_record *rec, json_t *answer);
+/* Thread body, arg the worker: the one cancel poller, until keeper_stop. */
+void *worker_canceller_loop(void *arg);
 
 /* ---- worker_keeper.c: thread body, arg the worker ---- */
 

@@ -84,11 +84,14 @@ static json_t *errno_refusal(int rc, const struct aj_error *err)
 			 err->message);
 }
 
-static json_t *run_code(struct worker *w, struct wsession *s, json_t *req)
+static json_t *run_code(struct worker *w, struct wsession *s, json_t *req,
+			const struct worker_record *rec)
 {
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
-	int rc = aj_session_run(s->s, json_string_value(code) ?: "", json_string_length(code), &res);
+	int rc = aj_session_run_streaming(s->s, json_string_value(code) ?: "",
+					  json_string_length(code), worker_record_cancel(rec),
+					  worker_record_stream(rec), &res);
 	if (rc == -ESHUTDOWN) {
 		aj_result_free(&res);
 		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");
@@ -149,7 +152,8 @@ static json_t *keep_egress(struct wsession *s, json_t *req)
 	return json_pack("{s:b}", "ok", 1);
 }
 
-json_t *worker_session_op(struct worker *w, json_t *req, const char *op)
+json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
+			  const struct worker_record *rec)
 {
 	const char *sid = json_string_value(json_object_get(req, "session"));
 	pthread_mutex_lock(&w->lock);
@@ -162,7 +166,7 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op)
 		return worker_refusal("closed", "%s", closed);
 	const char *path = json_string_value(json_object_get(req, "path"));
 	if (!strcmp(op, "session_run"))
-		return run_code(w, s, req);
+		return run_code(w, s, req, rec);
 	if (!strcmp(op, "put"))
 		return put_file(s, req, path);
 	if (!strcmp(op, "get"))

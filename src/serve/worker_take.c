@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "narrow.h"
+#include "runs_begin.h"
 #include "worker.h"
 
 /* Takes request id for this worker: false if its caller gave up on it (or
@@ -24,7 +25,7 @@ static bool claim(const struct worker *w, redisContext *c, json_t *request)
 	return won;
 }
 
-static json_t *run(struct worker *w, json_t *req)
+static json_t *run(struct worker *w, json_t *req, const struct worker_record *rec)
 {
 	struct aj_limits limits;
 	struct egress_keep keep;
@@ -39,8 +40,9 @@ static json_t *run(struct worker *w, json_t *req)
 				      err.message);
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
-	local_run(&w->local, &limits, &keep, json_string_value(code) ?: "",
-		  json_string_length(code), NULL, &res);
+	local_run_streaming(&w->local, &limits, &keep, json_string_value(code) ?: "",
+			    json_string_length(code), worker_record_cancel(rec),
+			    worker_record_stream(rec), &res);
 	/* The run's id, the one its caller's answer carries: an operator can
 	 * find the run here from what the client holds. */
 	worker_log(w, "run: %s, %.1f ms, id %s", aj_status_name(res.status), res.wall_ms,
@@ -48,18 +50,38 @@ static json_t *run(struct worker *w, json_t *req)
 	return worker_result(w, &res);
 }
 
-static json_t *handle(struct worker *w, redisContext *c, json_t *req)
+static json_t *handle(struct worker *w, redisContext *c, json_t *req,
+		      const struct worker_record *rec)
 {
 	const char *op = json_string_value(json_object_get(req, "op"));
 	if (!op)
 		return worker_refusal("bad_request", "no op");
 	if (!strcmp(op, "run"))
-		return run(w, req);
+		return run(w, req, rec);
 	if (!strcmp(op, "session_open"))
 		return worker_session_open(w, c, req);
 	if (!strcmp(op, "close"))
 		return worker_session_close(w, c, req);
-	return worker_session_op(w, req, op);
+	return worker_session_op(w, req, op, rec);
+}
+
+/* A claimed request: run (recorded when it asks), then answered. */
+static void serve_request(struct worker *w, redisContext *c, json_t *req)
+{
+	struct worker_record rec;
+	json_t *answer;
+	if (worker_record_begin(w, req, &rec)) {
+		answer = worker_refusal("run_ended",
+					"the run's record ended or expired before it started");
+	} else if (worker_record_cancelled(&rec)) {
+		struct aj_result res;
+		runs_cancelled_result(&res);
+		answer = worker_result(w, &res);
+	} else {
+		answer = handle(w, c, req, &rec);
+	}
+	worker_record_end(&rec, answer);
+	worker_answer(w, c, req, answer);
 }
 
 /* Whether a stream entry is older than its caller waits (by Redis's own
@@ -95,7 +117,7 @@ static void take(struct worker *w, redisContext *c, const char *text, size_t len
 		return;
 	}
 	if (claim(w, c, req))
-		worker_answer(w, c, req, handle(w, c, req));
+		serve_request(w, c, req);
 	json_decref(req);
 }
 

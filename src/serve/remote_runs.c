@@ -1,0 +1,197 @@
+/* Recorded runs through the queue (backend_ops.run_recorded of the queue
+ * backend, and a session's recorded call). The record is made in Redis
+ * (runs_redis.c) and the request goes to a worker with "record": true:
+ * the worker writes the events and the end there as they happen, so any
+ * serve replica's reader follows them, and they outlive this serve.
+ *
+ * A thread of the run's own here waits for its turn and for the worker's
+ * answer, as a plain run's request does, for what no worker can write: no
+ * worker took it, Redis was lost, the worker died (a reader may find that
+ * first: the record ends once, whoever ends it). When serve stops, the
+ * thread stops waiting for a run a worker holds (it goes on there, and
+ * ends its record); one no worker took yet is abandoned and ends saying
+ * it never started. Cancel: DELETE marks the record; the worker that runs
+ * it polls the mark and fires the run's aj_cancel. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "remote.h"
+#include "remote_runs.h"
+#include "runs_begin.h"
+#include "wire.h"
+
+struct qrunner {
+	struct service *svc;
+	char id[33];
+	struct key_use *use;
+	json_t *req;       /* what the worker is sent */
+	char worker[128];  /* a session's call: the worker that holds it */
+	double run_sec;
+	double t0;
+};
+
+/* The threads of recorded runs still waiting: the backend's stop waits
+ * for them (they notice the drain within a second). */
+static struct runners runners = RUNNERS_INIT;
+
+/* The record's end for what remote_call said: the answer a plain POST
+ * would have had (or a session call's); NULL when it was left to its
+ * worker. */
+static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, bool taken,
+		      const struct aj_error *err)
+{
+	struct service *svc = r->svc;
+	bool session = *r->worker;
+	const char *code = json_string_value(json_object_get(reply, "code"));
+	switch (f) {
+	case REMOTE_OK: {
+		struct aj_result res;
+		result_from_json(json_object_get(reply, "result"), &res, NULL);
+		return run_answer(svc, r->id, &res, r->t0);
+	}
+	case REMOTE_DETACHED:
+		return NULL;
+	case REMOTE_REFUSED:
+		if (session && code && (!strcmp(code, "closed") || !strcmp(code, "not_found")))
+			code = "session_closed";
+		return run_failure_json(code ? code : "refused", r->id, false, false, err->message);
+	case REMOTE_NO_WORKER:
+		return run_failure_json("no_worker", r->id, false, false, err->message);
+	case REMOTE_LOST:
+	case REMOTE_UNKNOWN: {
+		bool may = f == REMOTE_UNKNOWN || taken;
+		metrics_lost(&svc->metrics, may);
+		char msg[1100];
+		snprintf(msg, sizeof msg, session ? "the session is closed, because %s" : "%s",
+			 err->message);
+		return run_failure_json(session ? "session_closed" : "run_lost", r->id, true, may,
+					msg);
+	}
+	default:
+		return run_failure_json("queue_unavailable", r->id, false, false, err->message);
+	}
+}
+
+static void qrunner_free(struct qrunner *r)
+{
+	json_decref(r->req);
+	free(r);
+}
+
+static void *qrunner_main(void *arg)
+{
+	struct qrunner *r = arg;
+	struct service *svc = r->svc;
+	struct http_response refusal = {0};
+	json_t *end;
+	bool admitted = !service_admit_start(svc, r->use, &refusal);
+	if (!admitted) {
+		end = runs_refusal_end(&refusal, r->id);
+	} else {
+		struct aj_error err = {0};
+		json_t *reply = NULL;
+		bool taken = true;
+		enum remote_failure f = remote_call_until(
+			svc->queue, svc->cfg.sandbox.tier, *r->worker ? r->worker : NULL, r->id, r->req,
+			*r->worker ? SESSION_TAKE_SEC : svc->cfg.max_wait_sec, r->run_sec,
+			&svc->draining, &reply, &taken, &err);
+		end = end_of(r, f, reply, taken, &err);
+		if (f != REMOTE_OK && f != REMOTE_DETACHED)
+			fprintf(stderr, "agentjail serve: recorded run %s: %s\n", r->id, err.message);
+		json_decref(reply);
+	}
+	/* Usually the worker ended it already, and this changes nothing. */
+	if (end)
+		svc->runs.ops->finish(&svc->runs, r->id, end);
+	json_decref(end);
+	if (admitted)
+		admit_finish(&svc->adm, r->use);
+	qrunner_free(r);
+	runners_exit(&runners);
+	return NULL;
+}
+
+/* The record and the runner (r's request made): 0, or -1 with the
+ * refusal in rs; r is the runner's, or freed, either way. */
+static int qrunner_start(struct service *svc, const struct http_request *rq, struct http_response *rs,
+		 struct qrunner *r, const struct run_info *info)
+{
+	r->svc = svc;
+	r->t0 = now_ms() / 1e3;
+	json_object_set_new(r->req, "record", json_true());
+	/* The worker ends the record, and keeps it as long as serve would. */
+	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
+	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &runners, qrunner_main, r);
+	if (rc)
+		qrunner_free(r);
+	return rc < 0 ? -1 : 0;
+}
+
+json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
+			  const struct egress_keep *keep, const char *code, size_t len)
+{
+	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
+				limits_to_json(limits));
+	/* The rules the request kept, by name: the worker narrows its own. */
+	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+		json_decref(req);
+		req = NULL;
+	}
+	return req;
+}
+
+static struct qrunner *qrunner_new(const char *id, json_t *req, double run_sec)
+{
+	struct qrunner *r = calloc(1, sizeof *r);
+	if (!r || !req) {
+		free(r);
+		json_decref(req);
+		return NULL;
+	}
+	snprintf(r->id, sizeof r->id, "%s", id);
+	r->req = req;
+	r->run_sec = run_sec;
+	return r;
+}
+
+int queue_run_recorded(struct service *svc, const struct http_request *rq,
+		       struct http_response *rs, const char *id,
+		       const struct recorded_request *req)
+{
+	struct qrunner *r = qrunner_new(
+		id, queue_run_request(svc, &req->limits, &req->keep, req->code, req->len),
+		req->limits.wall_sec);
+	if (!r) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	struct run_info info = {.background = req->background};
+	return qrunner_start(svc, rq, rs, r, &info);
+}
+
+int queue_session_recorded(struct service *svc, const struct http_request *rq,
+			   struct http_response *rs, const char *id, const char *session,
+			   const char *worker, const char *code, size_t len)
+{
+	struct qrunner *r = qrunner_new(id,
+				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
+						 session, "code", code, len),
+				       svc->cfg.sandbox.limits.wall_sec);
+	if (!r) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	snprintf(r->worker, sizeof r->worker, "%s", worker);
+	struct run_info info = {.session = true};
+	snprintf(info.session_id, sizeof info.session_id, "%s", session);
+	return qrunner_start(svc, rq, rs, r, &info);
+}
+
+void queue_runs_wait(void)
+{
+	runners_wait(&runners);
+}
