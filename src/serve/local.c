@@ -8,8 +8,7 @@ int local_open(struct local *l, const struct aj_config *base, struct aj_error *e
 	memset(l, 0, sizeof *l);
 	l->base = *base;
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_mutex_init(&l->runners_lock, NULL);
-	pthread_cond_init(&l->runners_done, NULL);
+	l->runners = (struct runners)RUNNERS_INIT;
 	l->entries[0].limits = base->limits;
 	egress_keep_all(base, &l->entries[0].keep);
 	return aj_open(base, &l->entries[0].sb, err);
@@ -118,7 +117,5 @@ void local_close(struct local *l)
 		if (l->entries[i].sb)
 			aj_close(l->entries[i].sb);
 	pthread_mutex_destroy(&l->lock);
-	pthread_mutex_destroy(&l->runners_lock);
-	pthread_cond_destroy(&l->runners_done);
 	memset(l->entries, 0, sizeof l->entries);
 }

@@ -9,6 +9,7 @@
 
 #include "agentjail.h"
 #include "narrow.h"
+#include "runners.h"
 
 #define LOCAL_SANDBOXES 8
 
@@ -26,9 +27,7 @@ struct local {
 	struct local_entry entries[LOCAL_SANDBOXES]; /* [0]: the deployer's, kept */
 	uint64_t tick;
 	/* Recorded runs' threads (local_runs.c): stop waits for them. */
-	pthread_mutex_t runners_lock;
-	pthread_cond_t runners_done;
-	unsigned runners;
+	struct runners runners;
 };
 
 int local_open(struct local *l, const struct aj_config *base, struct aj_error *err);

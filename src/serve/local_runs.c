@@ -16,6 +16,7 @@
 
 #include "../core/internal.h"
 #include "local_runs.h"
+#include "runs_begin.h"
 #include "runs_mem.h"
 #include "webhook.h"
 
@@ -43,17 +44,6 @@ static void to_store(void *arg, const struct aj_event *ev)
 	st->ops->append(st, r->id, k, ev->data, ev->len, ev->name, ev->mime);
 }
 
-/* The refusal admission wrote into rs as the record's result. */
-static json_t *refusal_result(struct http_response *rs, const char *id)
-{
-	json_t *o = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
-	free(rs->body);
-	rs->body = NULL;
-	if (o)
-		json_object_set_new(o, "run_id", json_string(id));
-	return o;
-}
-
 /* The run itself, its turn come: its answer. */
 static json_t *run_turn(struct runner *r)
 {
@@ -68,10 +58,7 @@ static json_t *run_turn(struct runner *r)
 	struct aj_result res;
 	if (st->ops->cancel_requested(st, r->id)) {
 		/* Cancelled while it waited: it never starts. */
-		result_init(&res);
-		res.status = AJ_STATUS_KILLED;
-		result_set_message(&res, "cancelled by the caller before it started");
-		result_ensure_streams(&res);
+		runs_cancelled_result(&res);
 	} else if (r->session) {
 		int rc = aj_session_run_streaming(r->session->s, r->code, r->len, cancel, &stream,
 						  &res);
@@ -103,14 +90,6 @@ static void runner_free(struct runner *r)
 	free(r);
 }
 
-static void runner_exit(struct local *l)
-{
-	pthread_mutex_lock(&l->runners_lock);
-	if (--l->runners == 0)
-		pthread_cond_broadcast(&l->runners_done);
-	pthread_mutex_unlock(&l->runners_lock);
-}
-
 static void *runner_main(void *arg)
 {
 	struct runner *r = arg;
@@ -118,7 +97,7 @@ static void *runner_main(void *arg)
 	struct http_response refusal = {0};
 	json_t *result;
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	result = admitted ? run_turn(r) : refusal_result(&refusal, r->id);
+	result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
 	if (!result)
 		result = run_failure_json("internal", r->id, false, false, "out of memory");
 	/* The record ends before the slot is given back: once the drain
@@ -130,57 +109,21 @@ static void *runner_main(void *arg)
 	if (admitted)
 		admit_finish(&svc->adm, r->use);
 	runner_free(r);
-	runner_exit(&svc->local);
+	runners_exit(&svc->local.runners);
 	return NULL;
 }
 
 /* The record and the runner for r (its fields set but the owner's): 0, or
  * -1 with the refusal in rs; r is the runner's, or freed, either way. */
-static int record_start(struct service *svc, const struct http_request *rq,
-			struct http_response *rs, struct runner *r, const struct run_info *info)
+static int record_start(struct service *svc, const struct http_request *rq, struct http_response *rs,
+			struct runner *r, const struct run_info *info)
 {
-	struct run_store *st = &svc->runs;
-	struct aj_error err = {0};
 	r->svc = svc;
-	r->use = admission_use(&svc->adm, rq->key);
 	r->t0 = now_ms() / 1e3;
-	if (service_admit_enter(svc, r->use, rs)) {
+	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &svc->local.runners, runner_main, r);
+	if (rc)
 		runner_free(r);
-		return -1;
-	}
-	int rc = st->ops->create(st, r->id, rq->key->name, info, &err);
-	if (rc) {
-		admit_abandon(&svc->adm, r->use);
-		runner_free(r);
-		if (rc == -EDQUOT) {
-			respond_error(rs, 429, "runs_budget", "%s", err.message);
-			rs->retry_after = 5;
-		} else {
-			respond_error(rs, 503, "runs_unavailable", "%s", err.message);
-		}
-		return -1;
-	}
-	struct local *l = &svc->local;
-	pthread_mutex_lock(&l->runners_lock);
-	l->runners++;
-	pthread_mutex_unlock(&l->runners_lock);
-	pthread_attr_t a;
-	pthread_t t;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &a, runner_main, r);
-	pthread_attr_destroy(&a);
-	if (rc) {
-		/* The record exists: it ends with the failure, as a run would. */
-		admit_abandon(&svc->adm, r->use);
-		json_t *o = run_failure_json("sandbox_unavailable", r->id, false, false,
-					     "cannot start the run's thread");
-		st->ops->finish(st, r->id, o);
-		json_decref(o);
-		runner_free(r);
-		runner_exit(l);
-	}
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 static struct runner *runner_new(const char *id, const char *code, size_t len)
@@ -240,8 +183,5 @@ int local_session_recorded(struct service *svc, const struct http_request *rq,
 
 void local_runs_wait(struct local *l)
 {
-	pthread_mutex_lock(&l->runners_lock);
-	while (l->runners)
-		pthread_cond_wait(&l->runners_done, &l->runners_lock);
-	pthread_mutex_unlock(&l->runners_lock);
+	runners_wait(&l->runners);
 }

@@ -5,6 +5,17 @@
 
 #include "runs.h"
 
+char *dup_bytes(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n)
+			memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
 void run_events_free(struct run_event *ev, size_t n)
 {
 	for (size_t i = 0; ev && i < n; i++) {

@@ -111,6 +111,9 @@ int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size
 		    struct aj_error *err);
 
 void run_events_free(struct run_event *ev, size_t n);
+/* n bytes of p copied and NUL-ended (an event's data may hold NULs; the
+ * end is for text readers): NULL when out of memory. */
+char *dup_bytes(const char *p, size_t n);
 void run_info_clear(struct run_info *info);
 /* A run_info as the API's JSON: {"id", "state", "created", "ended"?,
  * "background", "session_id"?, "result"? (when done)}. */

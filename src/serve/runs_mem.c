@@ -207,17 +207,6 @@ static void mem_started(struct run_store *st, const char *id)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static char *dup_bytes(const char *p, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		if (n)
-			memcpy(d, p, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 /* One event at the end of r: false when memory ran out (the event is
  * lost, and the run's result will say nothing of it: rare enough to log
  * only). */

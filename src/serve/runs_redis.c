@@ -401,16 +401,6 @@ static int kind_of(const char *s, enum run_event_kind *k)
 	return -1;
 }
 
-static char *dup_bytes(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-	if (p) {
-		memcpy(p, s, n);
-		p[n] = '\0';
-	}
-	return p;
-}
-
 /* A stream's entries as events (appended to *ev): *done once the result
  * is among them. -1 when out of memory or an entry is malformed. */
 static int take_entries(const redisReply *entries, struct run_event **ev, size_t *n, bool *done)
