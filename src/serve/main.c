@@ -280,8 +280,12 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: cannot make a key");
 		return 1;
 	}
-	/* Recorded runs live in serve's memory: lost when it stops. */
-	if (runs_mem_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
+	/* Recorded runs: with a queue in Redis beside it (the workers write
+	 * them, and they outlive this serve); without, in serve's memory,
+	 * lost when it stops. */
+	if (svc.queue ? runs_redis_open(&svc.runs, svc.queue, svc.cfg.keep_runs_sec,
+					svc.cfg.runs_budget, &err)
+		      : runs_mem_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
 		cli_error("serve: %s", err.message);
 		return 1;
 	}

@@ -419,17 +419,6 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
  * while Redis cannot say, only the connections bound it. */
 static int start(struct service *svc)
 {
-	/* Recorded runs live in Redis beside the queue: the workers write
-	 * them, and they outlive this serve. (main.c opened the memory store
-	 * for every backend; this one puts Redis's in its place.) */
-	struct aj_error err = {0};
-	svc->runs.ops->close(&svc->runs);
-	if (runs_redis_open(&svc->runs, svc->queue, svc->cfg.keep_runs_sec, svc->cfg.runs_budget,
-			    &err)) {
-		fprintf(stderr, "agentjail serve: %s\n", err.message);
-		runs_mem_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, &err);
-		return -1;
-	}
 	/* A record's run waits for its turn here (up to --max-wait), then for
 	 * a worker to take it (--max-wait; a session's call SESSION_TAKE_SEC):
 	 * past both and a margin, its serve has given up on it too. */
