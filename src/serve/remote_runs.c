@@ -11,7 +11,11 @@
  * thread stops waiting for a run a worker holds (it goes on there, and
  * ends its record); one no worker took yet is abandoned and ends saying
  * it never started. Cancel: DELETE marks the record; the worker that runs
- * it polls the mark and fires the run's aj_cancel. */
+ * it polls the mark and fires the run's aj_cancel.
+ *
+ * Webhook: this thread sends it once the record has ended, whoever ended
+ * it. A run left to its worker when serve stopped has none: no replica
+ * learns of its end (docs/streaming.md says so). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +26,7 @@
 #include "remote.h"
 #include "remote_runs.h"
 #include "runs_begin.h"
+#include "webhook.h"
 #include "wire.h"
 
 struct qrunner {
@@ -32,6 +37,8 @@ struct qrunner {
 	char worker[128];  /* a session's call: the worker that holds it */
 	double run_sec;
 	double t0;
+	const struct key *key; /* whose run: its webhook's secret */
+	char *webhook;         /* NULL: none */
 };
 
 /* The threads of recorded runs still waiting: the backend's stop waits
@@ -79,6 +86,7 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 static void qrunner_free(struct qrunner *r)
 {
 	json_decref(r->req);
+	free(r->webhook);
 	free(r);
 }
 
@@ -88,6 +96,7 @@ static void *qrunner_main(void *arg)
 	struct service *svc = r->svc;
 	struct http_response refusal = {0};
 	json_t *end;
+	bool detached = false;
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
 	if (!admitted) {
 		end = runs_refusal_end(&refusal, r->id);
@@ -100,6 +109,7 @@ static void *qrunner_main(void *arg)
 			*r->worker ? SESSION_TAKE_SEC : svc->cfg.max_wait_sec, r->run_sec,
 			&svc->draining, &reply, &taken, &err);
 		end = end_of(r, f, reply, taken, &err);
+		detached = f == REMOTE_DETACHED;
 		if (f != REMOTE_OK && f != REMOTE_DETACHED)
 			fprintf(stderr, "agentjail serve: recorded run %s: %s\n", r->id, err.message);
 		json_decref(reply);
@@ -108,6 +118,8 @@ static void *qrunner_main(void *arg)
 	if (end)
 		svc->runs.ops->finish(&svc->runs, r->id, end);
 	json_decref(end);
+	if (r->webhook && !detached)
+		webhook_run_done(svc, r->key, r->webhook, r->id);
 	if (admitted)
 		admit_finish(&svc->adm, r->use);
 	qrunner_free(r);
@@ -122,6 +134,7 @@ static int qrunner_start(struct service *svc, const struct http_request *rq, str
 {
 	r->svc = svc;
 	r->t0 = now_ms() / 1e3;
+	r->key = rq->key;
 	json_object_set_new(r->req, "record", json_true());
 	/* The worker ends the record, and keeps it as long as serve would. */
 	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
@@ -166,6 +179,11 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		id, queue_run_request(svc, &req->limits, &req->keep, req->code, req->len),
 		req->limits.wall_sec);
 	if (!r) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	if (req->webhook && !(r->webhook = strdup(req->webhook))) {
+		qrunner_free(r);
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}

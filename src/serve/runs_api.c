@@ -106,11 +106,6 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 		respond_error(rs, 400, "bad_webhook", "%s", err.message);
 		goto out;
 	}
-	if (wh && svc->queue) {
-		/* Said, rather than a webhook that never comes. */
-		respond_error(rs, 400, "bad_webhook", "webhook: not sent yet for runs on a queue");
-		goto out;
-	}
 	req.webhook = wh ? json_string_value(wh) : NULL;
 	if (request_code(o, &req.code, &req.len, rs))
 		goto out;

@@ -3,6 +3,8 @@ a recorded run's events to Redis as they happen, so serve's readers (any
 replica's) follow them live, resume them byte for byte, and find the result
 after serve restarted; a worker killed mid-stream ends the stream with the
 lost-run answer, exactly once even with two replicas reading."""
+import json
+import pathlib
 import signal
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from conftest import Event, Stream, wait_for, add_key
 # The same Redis and workers as the queue's own tests.
 from test_queue import redis, workers  # noqa: F401  (fixtures)
+from test_webhook import Receiver, file_secret, verify
 
 # Long enough for a program that prints, waits, prints; the worker's
 # limits must be at least serve's, or it refuses the run.
@@ -165,6 +168,28 @@ def test_a_background_run_outlives_serve(start, redis, workers, keys):
     assert output(events) == b"done\n" and events[-1]["data"] == info["result"]
     listed = s2.request("GET", "/v1/runs", key=alice).json()["runs"]
     assert [x["id"] for x in listed] == [run_id]
+
+
+def test_a_background_runs_webhook_through_the_queue_is_signed(start, redis, workers, keys):
+    rcv = Receiver()
+    try:
+        workers("w-hook", *LIMITS, "--concurrency", "1")
+        s = serve(start, redis, keys, "--webhook-allow", rcv.url + "/hooks")
+        alice = keys[1]
+        r = s.request("POST", "/v1/runs", {"code": "print('hooked')", "background": True,
+                                           "webhook": rcv.url + "/hooks/q"}, key=alice)
+        assert r.code == 202, r.body
+        run_id = r.json()["id"]
+        assert rcv.wait(1)
+        headers, body = rcv.got[0]
+        assert headers["X-Agentjail-Run-Id"] == run_id
+        assert verify(headers, body, file_secret(pathlib.Path(keys[0]), "alice"))
+        record = json.loads(body)
+        assert record["id"] == run_id and record["state"] == "done"
+        assert record["result"]["stdout"] == "hooked\n"
+        assert record["result"] == state(s, alice, run_id)["result"]
+    finally:
+        rcv.close()
 
 
 def test_cancel_through_the_queue(start, redis, workers, keys):

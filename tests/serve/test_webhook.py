@@ -275,15 +275,3 @@ def test_a_redirect_is_not_followed(start, tmp_path, receivers):
     assert rcv.wait(2)
     assert target.got == []
     assert any("HTTP 302 (a redirect, not followed)" in l for l in s.stderr)
-
-
-def test_on_a_queue_a_webhook_is_refused_not_lost(start, tmp_path, receivers):
-    # Port 1: nothing answers there, and the refusal comes before any
-    # Redis call.
-    rcv = receivers()
-    f = tmp_path / "keys.json"
-    token = add_key(f, "alice")
-    s = start("--queue", "redis://127.0.0.1:1", "--webhook-allow", rcv.url + "/", keys=str(f))
-    r = background(s, token, rcv.url + "/hook")
-    assert r.code == 400 and "not sent yet for runs on a queue" in r.json()["error"]["message"]
-    assert rcv.got == []
