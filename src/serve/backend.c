@@ -14,11 +14,19 @@ int service_run_fate(struct service *svc, const struct aj_limits *limits,
 }
 
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
-		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err)
+		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res,
+		struct aj_error *err)
 {
 	struct run_fate fate;
 	queue_new_id(fate.id);
-	int rc = service_run_fate(svc, limits, NULL, code, len, cancel, &fate, res, err);
+	int rc;
+	if (stream && svc->backend->run_streaming) {
+		fate.may_have_started = false;
+		rc = svc->backend->run_streaming(svc, limits, NULL, code, len, cancel, stream, &fate,
+						 res, err);
+	} else {
+		rc = service_run_fate(svc, limits, NULL, code, len, cancel, &fate, res, err);
+	}
 	/* A lost run is the run's end, told as a sandbox_error result to a
 	 * caller with no other way to say it (MCP's run_python). */
 	return rc == -ECONNRESET ? 0 : rc;

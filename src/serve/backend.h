@@ -47,6 +47,13 @@ struct backend_ops {
 		   const struct egress_keep *keep, const char *code, size_t len,
 		   struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
 		   struct aj_error *err);
+	/* run, its output handed to stream as it happens, for a caller that
+	 * wants it but keeps no record (MCP's tools/call): the same answers.
+	 * NULL: this backend cannot, and the output comes whole. */
+	int (*run_streaming)(struct service *svc, const struct aj_limits *limits,
+			     const struct egress_keep *keep, const char *code, size_t len,
+			     struct aj_cancel *cancel, const struct aj_stream *stream,
+			     struct run_fate *fate, struct aj_result *res, struct aj_error *err);
 	/* Starts a recorded run as id for rq->key and returns at once: its
 	 * record made in svc->runs (owner: the key's name), the run admitted
 	 * as any run is (a place in the queue now; its turn on a thread of
@@ -82,7 +89,8 @@ extern const struct backend_ops queue_backend;  /* remote_api.c */
  * -EINVAL or -EPERM (the worker's limits or egress rules are narrower),
  * err saying which, and *res a sandbox_error with the same words. */
 int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
-		struct aj_cancel *cancel, struct aj_result *res, struct aj_error *err);
+		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res,
+		struct aj_error *err);
 /* service_run under the caller's run id (fate->id, set before), telling a
  * lost run apart: -ECONNRESET (its worker died or its answer cannot be
  * learnt; fate->may_have_started says whether it may have run; counted in

@@ -22,6 +22,18 @@ static int local_backend_run(struct service *svc, const struct aj_limits *limits
 	return 0;
 }
 
+static int local_backend_run_streaming(struct service *svc, const struct aj_limits *limits,
+				       const struct egress_keep *keep, const char *code, size_t len,
+				       struct aj_cancel *cancel, const struct aj_stream *stream,
+				       struct run_fate *fate, struct aj_result *res,
+				       struct aj_error *err)
+{
+	(void)fate;
+	(void)err;
+	local_run_streaming(&svc->local, limits, keep, code, len, cancel, stream, res);
+	return 0;
+}
+
 static void session_open(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct aj_config *cfg,
 			 const struct egress_keep *keep)
@@ -228,6 +240,7 @@ const struct backend_ops local_backend = {
 	.stop = stop,
 	.close = close_backend,
 	.run = local_backend_run,
+	.run_streaming = local_backend_run_streaming,
 	.run_recorded = local_run_recorded,
 	.session_open = session_open,
 	.session_call = session_call,

@@ -92,22 +92,6 @@ static void link_done(struct mcp_link *link)
 		link_free(l);
 }
 
-/* The run, streamed when the call wants notifications and the backend can:
- * the local one runs here (local_run_streaming); through a queue the
- * output comes whole in the result, and the stream carries only that. */
-static void backend_run(struct service *svc, const char *code, size_t len,
-			struct aj_cancel *cancel, const struct aj_stream *stream,
-			struct aj_result *res)
-{
-	if (stream && svc->backend == &local_backend) {
-		local_run_streaming(&svc->local, &svc->cfg.sandbox.limits, NULL, code, len, cancel,
-				    stream, res);
-		return;
-	}
-	struct aj_error err;
-	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, res, &err);
-}
-
 static void link_run(struct mcp_link *link, const char *code, size_t len, struct aj_cancel *cancel,
 		     const struct aj_stream *stream, struct aj_result *res)
 {
@@ -125,7 +109,9 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 		return;
 	}
 	l->started = true;
-	backend_run(svc, code, len, cancel, stream, res);
+	/* Streamed when the call wants notifications, on either backend. */
+	struct aj_error err;
+	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, stream, res, &err);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 }

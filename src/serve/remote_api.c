@@ -12,6 +12,7 @@
 #include "narrow.h"
 #include "remote.h"
 #include "remote_runs.h"
+#include "run_tail.h"
 #include "runs_redis.h"
 #include "service.h"
 #include "sse.h"
@@ -25,20 +26,15 @@ static void queue_down(struct service *svc, struct http_response *rs, const char
 
 /* A run goes to any worker of the tier; whether it may have started is
  * the caller's to learn when it is lost. A queued run is not cancelled. */
-static int queue_run(struct service *svc, const struct aj_limits *limits,
-		     const struct egress_keep *keep, const char *code, size_t len,
-		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
-		     struct aj_error *err)
+static int queue_send(struct service *svc, json_t *req, double run_sec, struct run_fate *fate,
+		      struct aj_result *res, struct aj_error *err)
 {
-	(void)cancel;
-	json_t *req = queue_run_request(svc, limits, keep, code, len);
 	json_t *reply = NULL;
 	bool taken = true;
 	enum remote_failure f =
 		req ? remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, fate->id, req,
-				  svc->cfg.max_wait_sec, limits->wall_sec, &reply, &taken, err)
+				  svc->cfg.max_wait_sec, run_sec, &reply, &taken, err)
 		    : REMOTE_REDIS;
-	json_decref(req);
 	int rc = 0;
 	if (f == REMOTE_OK) {
 		result_from_json(json_object_get(reply, "result"), res, NULL);
@@ -64,6 +60,58 @@ static int queue_run(struct service *svc, const struct aj_limits *limits,
 		}
 	}
 	json_decref(reply);
+	return rc;
+}
+
+static int queue_run(struct service *svc, const struct aj_limits *limits,
+		     const struct egress_keep *keep, const char *code, size_t len,
+		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
+		     struct aj_error *err)
+{
+	(void)cancel;
+	json_t *req = queue_run_request(svc, limits, keep, code, len);
+	int rc = queue_send(svc, req, limits->wall_sec, fate, res, err);
+	json_decref(req);
+	return rc;
+}
+
+/* A worker's chunks reach serve only through a record (the worker writes
+ * its events there as they happen): this run gets one of its own, owned
+ * by no key (RUNS_NO_OWNER: none reads or lists it), and a tail here
+ * hands its events to stream while this thread waits for the worker's
+ * answer, which is queue_run's. When no record can be made (Redis down,
+ * the budget of such records held), the run goes as queue_run's, its
+ * output whole in the answer. */
+static int queue_run_streaming(struct service *svc, const struct aj_limits *limits,
+			       const struct egress_keep *keep, const char *code, size_t len,
+			       struct aj_cancel *cancel, const struct aj_stream *stream,
+			       struct run_fate *fate, struct aj_result *res, struct aj_error *err)
+{
+	(void)cancel;
+	struct run_store *st = &svc->runs;
+	json_t *req = queue_run_request(svc, limits, keep, code, len);
+	struct run_info info = {0};
+	struct aj_error rerr = {0};
+	bool recorded = req && !st->ops->create(st, fate->id, RUNS_NO_OWNER, &info, &rerr);
+	struct run_tail *tail = NULL;
+	if (recorded) {
+		json_object_set_new(req, "record", json_true());
+		json_object_set_new(req, "keep_sec", json_real(RUNS_NO_OWNER_KEEP_SEC));
+		tail = run_tail_start(st, fate->id, RUNS_NO_OWNER, stream);
+	}
+	int rc = queue_send(svc, req, limits->wall_sec, fate, res, err);
+	json_decref(req);
+	if (recorded) {
+		/* The worker ended the record when it answered; otherwise it
+		 * ends here, so that the tail comes to its end. */
+		json_t *end = run_failure_json(rc == -ECONNRESET ? "run_lost" : "not_run", fate->id,
+					       rc == -ECONNRESET, fate->may_have_started,
+					       err->message);
+		if (rc && end)
+			st->ops->finish(st, fate->id, end);
+		json_decref(end);
+	}
+	run_tail_stop(tail);
 	return rc;
 }
 
@@ -445,6 +493,7 @@ const struct backend_ops queue_backend = {
 	.stop = stop,
 	.close = close_backend,
 	.run = queue_run,
+	.run_streaming = queue_run_streaming,
 	.run_recorded = queue_run_recorded,
 	.session_open = session_open,
 	.session_call = session_call,

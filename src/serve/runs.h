@@ -30,6 +30,14 @@
 
 #include "agentjail.h"
 
+/* The owner of a record no key reads or lists (no key's name is empty:
+ * key_name_check): one a run's caller follows without keeping it (MCP's
+ * streamed call through the queue, run_tail.h). */
+#define RUNS_NO_OWNER ""
+/* How long such a record outlives its run: its caller has read it all by
+ * then. */
+#define RUNS_NO_OWNER_KEEP_SEC 60
+
 enum run_state { RUN_QUEUED, RUN_RUNNING, RUN_DONE };
 
 enum run_event_kind { RUN_EV_STDOUT, RUN_EV_STDERR, RUN_EV_IMAGE, RUN_EV_RESULT };

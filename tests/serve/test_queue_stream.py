@@ -354,3 +354,50 @@ def test_a_run_its_serve_left_untaken_is_given_up_by_a_reader(start, redis, work
                       key=alice).json()["stdout"] == "c\n"
     assert wait_for(lambda: busy.runs() == 2)
     assert not any(f"id {second}" in line for line in busy.log)
+
+
+def mcp_messages(stream):
+    """The JSON-RPC messages of an /mcp SSE answer, as they come."""
+    data = []
+    while True:
+        line = stream.resp.readline()
+        if not line:
+            return
+        line = line.decode().rstrip("\n")
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line == "" and data:
+            yield json.loads("\n".join(data))
+            data = []
+
+
+def test_an_mcp_call_through_the_queue_streams_its_output(start, redis, workers, keys):
+    workers("w-mcp-live", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    code = SAY + "say('first line')\ntime.sleep(5)\nsay('second line')"
+    msg = {"jsonrpc": "2.0", "id": "q", "method": "tools/call",
+           "params": {"name": "run_python", "arguments": {"code": code},
+                      "_meta": {"progressToken": "tok"}}}
+    st = Stream(s, "POST", "/mcp", msg, key=alice,
+                headers={"Accept": "application/json, text/event-stream"}, timeout=90)
+    assert st.status == 200 and st.headers["Content-Type"].startswith("text/event-stream")
+    got = mcp_messages(st)
+    first = next(got)
+    assert first["method"] == "notifications/progress"
+    assert first["params"]["progressToken"] == "tok"
+    assert first["params"]["message"] == "first line\n"
+    # The program still sleeps on the worker: the call's record (no key's:
+    # its owner is empty) says so, and has no result.
+    runs = [k for k in redis.cli("--raw", "KEYS", "agentjail:run:*").split("\n")
+            if k and not k.endswith(":events")]
+    assert len(runs) == 1
+    assert redis.cli("--raw", "HGET", runs[0], "owner") == ""
+    assert redis.cli("--raw", "HGET", runs[0], "state") == "running"
+    rest = list(got)
+    assert [m["params"]["message"] for m in rest[:-1]] == ["second line\n"]
+    assert rest[-1]["id"] == "q"
+    out = rest[-1]["result"]["structuredContent"]
+    assert out["status"] == "ok" and out["stdout"] == "first line\nsecond line\n"
+    # Not one of the key's runs.
+    assert s.request("GET", "/v1/runs", key=alice).json()["runs"] == []
