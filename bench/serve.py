@@ -35,10 +35,14 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
   runs/s           print(1) one at a time on one connection and from 8
                    client threads, plain JSON and SSE, the four rows
                    interleaved round by round
+  write -> event through the queue   the same write -> event row through
+                   serve --queue and one worker (Redis on loopback): the
+                   worker's chunks go through Redis (XADD, serve's XREAD)
 
     bench/serve.py [RUNS] [RUNS_T]   (default 200, 400; make bench-serve)
     bench/serve.py fleet             (the fleet admission row alone)
     bench/serve.py stream [RUNS]     (the streaming rows alone; default 200)
+    bench/serve.py stream-queue      (the queue's write -> event row alone)
 """
 import base64
 import concurrent.futures
@@ -304,12 +308,35 @@ def streaming(runs=200, runs_t=400):
         serve.stop()
 
 
+def streaming_queue(runs=5):
+    """The write -> event row through serve --queue and one worker."""
+    redis, rurl = start_redis()
+    serve = Serve("--queue", rurl, "--concurrency", "2")
+    ws = [start_worker(rurl, "bench-stream-w1")]
+    try:
+        conn = serve.connection()
+        for _ in range(5):  # warm-up, and the worker's heartbeat seen
+            serve.stream(conn)
+        lat = write_to_event(serve, conn, runs)
+        print(f"streaming through the queue: serve --queue, 1 worker (--concurrency 2), "
+              f"Redis on loopback, process tier, {os.cpu_count()} CPUs\n"
+              f"  write -> SSE event at a loopback client: p50 {pct(lat, 50):.2f} ms, "
+              f"p95 {pct(lat, 95):.2f} ms ({len(lat)} lines)")
+        conn.close()
+    finally:
+        stop_all(ws, [serve], redis)
+
+
 def main():
+    if sys.argv[1:] == ["stream-queue"]:
+        streaming_queue()
+        return
     if sys.argv[1:] == ["fleet"]:
         fleet_admission()
         return
     if sys.argv[1:2] == ["stream"]:
         streaming(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
+        streaming_queue()
         return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     runs_t = int(sys.argv[2]) if len(sys.argv) > 2 else 400
