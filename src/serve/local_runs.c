@@ -18,7 +18,6 @@
 #include "local_runs.h"
 #include "runs_begin.h"
 #include "runs_mem.h"
-#include "webhook.h"
 
 struct runner {
 	struct service *svc;
@@ -95,19 +94,9 @@ static void *runner_main(void *arg)
 	struct runner *r = arg;
 	struct service *svc = r->svc;
 	struct http_response refusal = {0};
-	json_t *result;
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
-	if (!result)
-		result = run_failure_json("internal", r->id, false, false, "out of memory");
-	/* The record ends before the slot is given back: once the drain
-	 * sees no run, every record is done and its readers can end. */
-	svc->runs.ops->finish(&svc->runs, r->id, result);
-	json_decref(result);
-	if (r->webhook)
-		webhook_run_done(svc, r->key, r->webhook, r->id);
-	if (admitted)
-		admit_finish(&svc->adm, r->use);
+	json_t *result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
+	runs_end(svc, r->id, result, false, r->key, r->webhook, admitted ? r->use : NULL);
 	runner_free(r);
 	runners_exit(&svc->local.runners);
 	return NULL;

@@ -26,7 +26,6 @@
 #include "remote.h"
 #include "remote_runs.h"
 #include "runs_begin.h"
-#include "webhook.h"
 #include "wire.h"
 
 struct qrunner {
@@ -114,14 +113,7 @@ static void *qrunner_main(void *arg)
 			fprintf(stderr, "agentjail serve: recorded run %s: %s\n", r->id, err.message);
 		json_decref(reply);
 	}
-	/* Usually the worker ended it already, and this changes nothing. */
-	if (end)
-		svc->runs.ops->finish(&svc->runs, r->id, end);
-	json_decref(end);
-	if (r->webhook && !detached)
-		webhook_run_done(svc, r->key, r->webhook, r->id);
-	if (admitted)
-		admit_finish(&svc->adm, r->use);
+	runs_end(svc, r->id, end, detached, r->key, r->webhook, admitted ? r->use : NULL);
 	qrunner_free(r);
 	runners_exit(&runners);
 	return NULL;

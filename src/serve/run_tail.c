@@ -18,7 +18,7 @@ struct run_tail {
 	atomic_bool stop;
 };
 
-static void hand_over(struct run_tail *t, const struct run_event *e, uint64_t *offset)
+static void event_to_stream(struct run_tail *t, const struct run_event *e, uint64_t *offset)
 {
 	struct aj_event ev = {.data = e->data, .len = e->len, .name = e->name, .mime = e->mime};
 	ev.kind = e->kind == RUN_EV_STDOUT   ? AJ_EVENT_STDOUT
@@ -53,7 +53,7 @@ static void *tail_main(void *arg)
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (ev[i].kind != RUN_EV_RESULT)
-				hand_over(t, &ev[i], offset);
+				event_to_stream(t, &ev[i], offset);
 			after = ev[i].id;
 		}
 		run_events_free(ev, n);

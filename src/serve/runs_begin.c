@@ -4,6 +4,7 @@
 
 #include "../core/internal.h"
 #include "runs_begin.h"
+#include "webhook.h"
 
 int runs_begin(struct service *svc, const struct http_request *rq, struct http_response *rs,
 	       const char *id, const struct run_info *info, struct key_use **use,
@@ -43,6 +44,25 @@ int runs_begin(struct service *svc, const struct http_request *rq, struct http_r
 	json_decref(o);
 	runners_exit(rn);
 	return 1;
+}
+
+void runs_end(struct service *svc, const char *id, json_t *end, bool left,
+	      const struct key *key, const char *webhook, struct key_use *use)
+{
+	if (!left) {
+		if (!end)
+			end = run_failure_json("internal", id, false, false, "out of memory");
+		/* The record ends before the slot is given back: once the drain
+		 * sees no run, every record is done and its readers can end. A
+		 * worker may have ended it already: then this changes nothing. */
+		if (end)
+			svc->runs.ops->finish(&svc->runs, id, end);
+		if (webhook)
+			webhook_run_done(svc, key, webhook, id);
+	}
+	json_decref(end);
+	if (use)
+		admit_finish(&svc->adm, use);
 }
 
 void runners_exit(struct runners *rn)

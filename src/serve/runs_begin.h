@@ -18,6 +18,13 @@
 int runs_begin(struct service *svc, const struct http_request *rq, struct http_response *rs,
 	       const char *id, const struct run_info *info, struct key_use **use,
 	       struct runners *rn, void *(*fn)(void *), void *arg);
+/* A recorded run's thread is done with it: unless left (a worker holds
+ * the run and ends its record itself), the record ends with end (its
+ * result, consumed; NULL: out of memory, said so) and then its webhook
+ * (NULL: none) is sent; its place in the queue (use; NULL: it never got
+ * its turn) is given back last. */
+void runs_end(struct service *svc, const char *id, json_t *end, bool left,
+	      const struct key *key, const char *webhook, struct key_use *use);
 /* The refusal admission wrote into rs (a run that never got its turn), as
  * its record's result, with its run_id; rs's body freed. */
 json_t *runs_refusal_end(struct http_response *rs, const char *id);
