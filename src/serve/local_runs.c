@@ -29,8 +29,7 @@ struct runner {
 	struct egress_keep keep;
 	struct hsession *session; /* a session's call: a reference held */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
-	const struct key *key;    /* whose run: its webhook's secret */
-	char *webhook;            /* NULL: none */
+	struct run_hook hook;
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -85,7 +84,7 @@ static void runner_free(struct runner *r)
 	if (r->session)
 		sessions_put(&r->svc->sessions, r->session);
 	free(r->code);
-	free(r->webhook);
+	run_hook_clear(&r->hook);
 	free(r);
 }
 
@@ -96,7 +95,7 @@ static void *runner_main(void *arg)
 	struct http_response refusal = {0};
 	bool admitted = !service_admit_start(svc, r->use, &refusal);
 	json_t *result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
-	runs_end(svc, r->id, result, false, r->key, r->webhook, admitted ? r->use : NULL);
+	runs_end(svc, r->id, result, false, &r->hook, admitted ? r->use : NULL);
 	runner_free(r);
 	runners_exit(&svc->local.runners);
 	return NULL;
@@ -140,10 +139,8 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 	}
 	r->limits = req->limits;
 	r->keep = req->keep;
-	r->key = rq->key;
-	if (req->webhook && !(r->webhook = strdup(req->webhook))) {
+	if (run_hook_set(&r->hook, rq, rs, req->webhook)) {
 		runner_free(r);
-		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
 	struct run_info info = {.background = req->background};

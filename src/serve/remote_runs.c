@@ -36,8 +36,7 @@ struct qrunner {
 	char worker[128];  /* a session's call: the worker that holds it */
 	double run_sec;
 	double t0;
-	const struct key *key; /* whose run: its webhook's secret */
-	char *webhook;         /* NULL: none */
+	struct run_hook hook;
 };
 
 /* The threads of recorded runs still waiting: the backend's stop waits
@@ -85,7 +84,7 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 static void qrunner_free(struct qrunner *r)
 {
 	json_decref(r->req);
-	free(r->webhook);
+	run_hook_clear(&r->hook);
 	free(r);
 }
 
@@ -113,7 +112,7 @@ static void *qrunner_main(void *arg)
 			fprintf(stderr, "agentjail serve: recorded run %s: %s\n", r->id, err.message);
 		json_decref(reply);
 	}
-	runs_end(svc, r->id, end, detached, r->key, r->webhook, admitted ? r->use : NULL);
+	runs_end(svc, r->id, end, detached, &r->hook, admitted ? r->use : NULL);
 	qrunner_free(r);
 	runners_exit(&runners);
 	return NULL;
@@ -126,7 +125,6 @@ static int qrunner_start(struct service *svc, const struct http_request *rq, str
 {
 	r->svc = svc;
 	r->t0 = now_ms() / 1e3;
-	r->key = rq->key;
 	json_object_set_new(r->req, "record", json_true());
 	/* The worker ends the record, and keeps it as long as serve would. */
 	json_object_set_new(r->req, "keep_sec", json_real(svc->cfg.keep_runs_sec));
@@ -174,9 +172,8 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
-	if (req->webhook && !(r->webhook = strdup(req->webhook))) {
+	if (run_hook_set(&r->hook, rq, rs, req->webhook)) {
 		qrunner_free(r);
-		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
 	struct run_info info = {.background = req->background};

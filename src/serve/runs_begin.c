@@ -1,6 +1,7 @@
 /* How a recorded run begins (runs_begin.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/internal.h"
 #include "runs_begin.h"
@@ -46,8 +47,25 @@ int runs_begin(struct service *svc, const struct http_request *rq, struct http_r
 	return 1;
 }
 
+int run_hook_set(struct run_hook *h, const struct http_request *rq, struct http_response *rs,
+		 const char *webhook)
+{
+	h->key = rq->key;
+	if (webhook && !(h->webhook = strdup(webhook))) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void run_hook_clear(struct run_hook *h)
+{
+	free(h->webhook);
+	h->webhook = NULL;
+}
+
 void runs_end(struct service *svc, const char *id, json_t *end, bool left,
-	      const struct key *key, const char *webhook, struct key_use *use)
+	      const struct run_hook *hook, struct key_use *use)
 {
 	if (!left) {
 		if (!end)
@@ -57,8 +75,8 @@ void runs_end(struct service *svc, const char *id, json_t *end, bool left,
 		 * worker may have ended it already: then this changes nothing. */
 		if (end)
 			svc->runs.ops->finish(&svc->runs, id, end);
-		if (webhook)
-			webhook_run_done(svc, key, webhook, id);
+		if (hook->webhook)
+			webhook_run_done(svc, hook->key, hook->webhook, id);
 	}
 	json_decref(end);
 	if (use)

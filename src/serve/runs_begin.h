@@ -8,6 +8,19 @@
 #include "runners.h"
 #include "service.h"
 
+/* Whose a recorded run is and where its end is sent: what its thread
+ * keeps for runs_end. */
+struct run_hook {
+	const struct key *key; /* the run's: its webhook's secret */
+	char *webhook;         /* NULL: none */
+};
+
+/* h for rq's key and a copy of webhook (NULL: none): 0, or -1 with the
+ * 500 in rs (out of memory). */
+int run_hook_set(struct run_hook *h, const struct http_request *rq, struct http_response *rs,
+		 const char *webhook);
+void run_hook_clear(struct run_hook *h);
+
 /* Takes the run's queue place (*use, for the thread's admit_start and
  * admit_finish), makes its record (owner: rq's key) and starts fn(arg) on
  * a thread counted in rn, which ends with runners_exit. 0: it runs; 1: the
@@ -24,7 +37,7 @@ int runs_begin(struct service *svc, const struct http_request *rq, struct http_r
  * (NULL: none) is sent; its place in the queue (use; NULL: it never got
  * its turn) is given back last. */
 void runs_end(struct service *svc, const char *id, json_t *end, bool left,
-	      const struct key *key, const char *webhook, struct key_use *use);
+	      const struct run_hook *hook, struct key_use *use);
 /* The refusal admission wrote into rs (a run that never got its turn), as
  * its record's result, with its run_id; rs's body freed. */
 json_t *runs_refusal_end(struct http_response *rs, const char *id);
