@@ -43,6 +43,8 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py fleet             (the fleet admission row alone)
     bench/serve.py stream [RUNS]     (the streaming rows alone; default 200)
     bench/serve.py stream-queue      (the queue's write -> event row alone)
+    bench/serve.py plain-against ROOT (plain print(1) on this build and on
+                                      ROOT's build/agentjail, interleaved)
 """
 import base64
 import concurrent.futures
@@ -77,9 +79,9 @@ def free_port():
 
 
 class Serve:
-    def __init__(self, *args):
+    def __init__(self, *args, binary=AGENTJAIL):
         self.proc = subprocess.Popen(
-            [AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
+            [binary, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
              "--state-dir", STATE_DIR, "--queue-size", "1000", *args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.key = self.url = None
@@ -308,6 +310,57 @@ def streaming(runs=200, runs_t=400):
         serve.stop()
 
 
+def plain_against(other_root, runs=200, runs_t=400):
+    """print(1) as plain JSON on this build's serve --warm and on another
+    checkout's (its build/agentjail), the rows interleaved in one run: what
+    this build costs a caller that does not stream."""
+    serves = {"this": Serve("--warm", "--concurrency", "2"),
+              "other": Serve("--warm", "--concurrency", "2",
+                             binary=os.path.join(other_root, "build", "agentjail"))}
+    try:
+        conns = {n: s.connection() for n, s in serves.items()}
+        for _ in range(5):
+            for n, s in serves.items():
+                s.run(conns[n])
+        rows = {"this": [], "other": []}
+        rounds = 10
+        per = max(1, runs // rounds)
+        for r in range(rounds):
+            for name in (["this", "other"] if r % 2 == 0 else ["other", "this"]):
+                for _ in range(per):
+                    t0 = time.perf_counter()
+                    serves[name].run(conns[name])
+                    rows[name].append((time.perf_counter() - t0) * 1000)
+        print(f"plain print(1): serve --warm, process tier, this build against {other_root}")
+        print(f"  one at a time, {per * rounds} runs a row, interleaved:")
+        for name, ts in rows.items():
+            print(f"    {name:6} p50 {pct(ts, 50):6.2f} ms  {1000 / statistics.mean(ts):7.1f} runs/s")
+        print(f"    this / other p50: {pct(rows['this'], 50) / pct(rows['other'], 50):.3f}")
+
+        def many(serve):
+            def worker(count):
+                c = serve.connection()
+                for _ in range(count):
+                    serve.run(c)
+                c.close()
+            per_t = [runs_t // 8 + (1 if i < runs_t % 8 else 0) for i in range(8)]
+            t0 = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(worker, per_t))
+            return runs_t / (time.perf_counter() - t0)
+
+        tput = {"this": [], "other": []}
+        for r in range(2):
+            for name in (["this", "other"] if r % 2 == 0 else ["other", "this"]):
+                tput[name].append(many(serves[name]))
+        print(f"  from 8 client threads, {runs_t} runs, best of 2 interleaved:")
+        for name, v in tput.items():
+            print(f"    {name:6} {max(v):7.1f} runs/s")
+    finally:
+        for s in serves.values():
+            s.stop()
+
+
 def streaming_queue(runs=5):
     """The write -> event row through serve --queue and one worker."""
     redis, rurl = start_redis()
@@ -328,6 +381,9 @@ def streaming_queue(runs=5):
 
 
 def main():
+    if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
+        plain_against(sys.argv[2])
+        return
     if sys.argv[1:] == ["stream-queue"]:
         streaming_queue()
         return
