@@ -30,7 +30,8 @@ struct redis_store {
  * deleted while the key holds its budget or more; still at it (its live
  * runs hold it): -1, and no record. KEYS: the key's set, the new hash;
  * ARGV: budget, owner, background, session_id, expiry, id, the seconds
- * after which a run no worker took is given up (0: never).
+ * after which a run no worker took is given up (0: never), the seconds
+ * the record is kept after its end (what a worker's poller renews by).
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	"local ids = redis.call('ZRANGE', KEYS[1], 0, -1)\n"
@@ -57,7 +58,7 @@ static const char create_lua[] =
 	"local t = redis.call('TIME')\n"
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
-	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0)\n"
+	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0, 'keep', ARGV[8])\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
@@ -115,6 +116,25 @@ static const char overdue_lua[] =
 	"if t[1] + t[2] / 1e6 < d then return 0 end\n"
 	"if redis.call('SET', KEYS[2], 'abandoned', 'NX', 'EX', 3600) then return 1 end\n"
 	"return 0\n";
+
+/* The worker's poll of its live records: for each hash (KEYS, the events
+ * stream's name is the hash's plus ':events') its cancel flag, and the
+ * expiry of one not ended renewed to its own keep time plus the live
+ * margin (ARGV[1]). One that ended is left alone: its end set the expiry
+ * serve's --keep-runs asked for, and a renewal racing the end must not
+ * stretch or cut it. */
+static const char poll_lua[] =
+	"local out = {}\n"
+	"for i, h in ipairs(KEYS) do\n"
+	"  local f = redis.call('HMGET', h, 'state', 'cancel', 'keep')\n"
+	"  out[i] = (f[2] == '1') and 1 or 0\n"
+	"  if f[1] and f[1] ~= 'done' then\n"
+	"    local live = (tonumber(f[3]) or 0) + tonumber(ARGV[1])\n"
+	"    redis.call('EXPIRE', h, live)\n"
+	"    redis.call('EXPIRE', h .. ':events', live)\n"
+	"  end\n"
+	"end\n"
+	"return out\n";
 
 /* Asked to stop, unless it ended. KEYS: hash. */
 static const char cancel_lua[] =
@@ -180,9 +200,11 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	const struct redis_store *rs = st->impl;
 	snprintf(give_up, sizeof give_up, "%.3f",
 		 info->session ? rs->give_up_session : rs->give_up_run);
-	const char *argv[] = {set,    hash, budget, owner, info->background ? "1" : "0",
-			      info->session ? info->session_id : "", expiry, id, give_up};
-	long long v = script(c, err, create_lua, 2, argv, NULL, 9);
+	char keep[32];
+	snprintf(keep, sizeof keep, "%ld", (long)st->keep_sec > 0 ? (long)st->keep_sec : 1);
+	const char *argv[] = {set,	hash,	  budget, owner, info->background ? "1" : "0",
+			      info->session ? info->session_id : "", expiry, id, give_up, keep};
+	long long v = script(c, err, create_lua, 2, argv, NULL, 10);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -336,16 +358,19 @@ static enum run_state state_of(const redisReply *r)
 }
 
 /* The record's hash as owner sees it (lost ones ended on the way): 0 with
- * *info, -ENOENT, -EIO. */
+ * *info, -ENOENT, -EIO. with_result: the result is fetched and parsed
+ * too; only GET /v1/runs/ID wants it, and an events read, a cancel or a
+ * list row would pay for the whole result (as large as the output) on
+ * every call. */
 static int read_info(struct run_store *st, redisContext *c, const char *id, const char *owner,
-		     struct run_info *info)
+		     struct run_info *info, bool with_result)
 {
 	struct aj_error err;
 	for (int pass = 0; pass < 2; pass++) {
 		redisReply *h = queue_cmd(c, &err,
 					  "HMGET agentjail:run:%s owner state created ended "
-					  "background session_id result worker",
-					  id);
+					  "background session_id worker %s",
+					  id, with_result ? "result" : "state");
 		if (!h)
 			return -EIO;
 		redisReply **e = h->element;
@@ -363,11 +388,11 @@ static int read_info(struct run_store *st, redisContext *c, const char *id, cons
 			info->session = true;
 			snprintf(info->session_id, sizeof info->session_id, "%s", e[5]->str);
 		}
-		if (info->state == RUN_DONE && e[6]->type == REDIS_REPLY_STRING)
-			info->result = json_loadb(e[6]->str, e[6]->len, 0, NULL);
 		char worker[128];
 		snprintf(worker, sizeof worker, "%s",
-			 e[7]->type == REDIS_REPLY_STRING ? e[7]->str : "");
+			 e[6]->type == REDIS_REPLY_STRING ? e[6]->str : "");
+		if (with_result && info->state == RUN_DONE && e[7]->type == REDIS_REPLY_STRING)
+			info->result = json_loadb(e[7]->str, e[7]->len, 0, NULL);
 		freeReplyObject(h);
 		if (info->state == RUN_DONE || pass)
 			return 0;
@@ -386,7 +411,7 @@ static int rinfo(struct run_store *st, const char *id, const char *owner, struct
 	redisContext *c = queue_get(qof(st), 5.0, &err);
 	if (!c)
 		return -EIO;
-	int rc = read_info(st, c, id, owner, info);
+	int rc = read_info(st, c, id, owner, info, true);
 	queue_put(qof(st), c, rc == -EIO);
 	return rc;
 }
@@ -460,12 +485,11 @@ static int revents(struct run_store *st, const char *id, const char *owner, uint
 	if (!c)
 		return -EIO;
 	struct run_info info;
-	int rc = read_info(st, c, id, owner, &info);
+	int rc = read_info(st, c, id, owner, &info, false);
 	if (rc) {
 		queue_put(qof(st), c, rc == -EIO);
 		return rc;
 	}
-	json_decref(info.result);
 	char events[72], hash[64], from[32];
 	keys_of(id, hash, events);
 	snprintf(from, sizeof from, "0-%llu", (unsigned long long)after);
@@ -504,9 +528,8 @@ static int rcancel(struct run_store *st, const char *id, const char *owner)
 	if (!c)
 		return -EIO;
 	struct run_info info;
-	int rc = read_info(st, c, id, owner, &info);
+	int rc = read_info(st, c, id, owner, &info, false);
 	if (!rc) {
-		json_decref(info.result);
 		char hash[64], events[72];
 		keys_of(id, hash, events);
 		const char *argv[] = {hash};
@@ -526,28 +549,37 @@ static bool rcancel_requested(struct run_store *st, const char *id)
 
 int runs_redis_poll(struct run_store *st, const char *const *ids, size_t n, bool *cancel)
 {
+	if (!n)
+		return 0;
 	struct aj_error err;
 	redisContext *c = queue_get(qof(st), 5.0, &err);
 	if (!c)
 		return -1;
-	long live = live_sec(st);
-	/* Pipelined: one round trip however many runs this worker holds. */
-	for (size_t i = 0; i < n; i++) {
-		redisAppendCommand(c, "HGET agentjail:run:%s cancel", ids[i]);
-		redisAppendCommand(c, "EXPIRE agentjail:run:%s %ld", ids[i], live);
-		redisAppendCommand(c, "EXPIRE agentjail:run:%s:events %ld", ids[i], live);
+	/* One script for all: one round trip however many runs this worker
+	 * holds, and each record's renewal decided where its state is. */
+	enum { MAX_IDS = 256 };
+	size_t m = n < MAX_IDS ? n : MAX_IDS;
+	const char *av[MAX_IDS + 4];
+	size_t al[MAX_IDS + 4];
+	char hashes[MAX_IDS][64], nk[16], live[16];
+	snprintf(nk, sizeof nk, "%zu", m);
+	snprintf(live, sizeof live, "%d", RUNS_REDIS_LIVE_SEC);
+	av[0] = "EVAL", av[1] = poll_lua, av[2] = nk;
+	for (size_t i = 0; i < m; i++) {
+		snprintf(hashes[i], sizeof hashes[i], "agentjail:run:%.40s", ids[i]);
+		av[3 + i] = hashes[i];
 	}
-	int rc = 0;
-	for (size_t i = 0; i < 3 * n; i++) {
-		redisReply *r = NULL;
-		if (redisGetReply(c, (void **)&r) != REDIS_OK) {
-			rc = -1;
-			break;
-		}
-		if (i % 3 == 0)
-			cancel[i / 3] = r->type == REDIS_REPLY_STRING && !strcmp(r->str, "1");
+	av[3 + m] = live;
+	for (size_t i = 0; i < m + 4; i++)
+		al[i] = strlen(av[i]);
+	redisReply *r = redisCommandArgv(c, (int)m + 4, av, al);
+	int rc = r && r->type == REDIS_REPLY_ARRAY && r->elements == m ? 0 : -1;
+	for (size_t i = 0; !rc && i < m; i++)
+		cancel[i] = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
+	for (size_t i = m; i < n; i++)
+		cancel[i] = false;
+	if (r)
 		freeReplyObject(r);
-	}
 	queue_put(qof(st), c, rc != 0);
 	return rc;
 }
@@ -589,11 +621,10 @@ static json_t *rlist(struct run_store *st, const char *owner, const char *before
 		size_t got = r->elements;
 		for (size_t i = 0; i < got && json_array_size(a) < limit; i++) {
 			struct run_info info;
-			int rc = read_info(st, c, r->element[i]->str, owner, &info);
+			/* A row without its result: a page of runs stays
+			 * small, and GET /v1/runs/ID has the result. */
+			int rc = read_info(st, c, r->element[i]->str, owner, &info, false);
 			if (!rc) {
-				/* A row without its result: a page of runs stays
-				 * small, and GET /v1/runs/ID has the result. */
-				run_info_clear(&info);
 				json_array_append_new(a, run_info_json(&info));
 			} else if (rc == -ENOENT) {
 				queue_do(c, "ZREM agentjail:key:%s:runs %s", owner, r->element[i]->str);
