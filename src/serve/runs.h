@@ -56,6 +56,7 @@ struct run_info {
 	bool session;        /* a session's call (its session id in session_id) */
 	char session_id[40];
 	json_t *result;      /* RUN_DONE: the contract object (a reference) */
+	uint64_t last_id;    /* RUN_DONE (info only): its result's event number */
 };
 
 struct run_store;

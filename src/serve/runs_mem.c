@@ -305,6 +305,7 @@ static int mem_info(struct run_store *st, const char *id, const char *owner,
 	if (r) {
 		*info = r->info;
 		info->result = NULL;
+		info->last_id = r->info.state == RUN_DONE ? r->n : 0;
 		const struct stored_event *last = r->n ? &r->ev[r->n - 1] : NULL;
 		if (r->info.state == RUN_DONE && last && last->kind == RUN_EV_RESULT &&
 		    (text = dup_bytes(last->data, last->len)))

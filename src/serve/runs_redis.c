@@ -97,10 +97,10 @@ static const char append_lua[] =
 static const char finish_lua[] =
 	"local s = redis.call('HGET', KEYS[1], 'state')\n"
 	"if not s or s == 'done' then return 0 end\n"
-	"redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
+	"local x = redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
 	"local t = redis.call('TIME')\n"
 	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended',\n"
-	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1])\n"
+	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1], 'last', string.sub(x, 3))\n"
 	"redis.call('HINCRBY', KEYS[1], 'bytes', 2 * #ARGV[1])\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
@@ -369,12 +369,12 @@ static int read_info(struct run_store *st, redisContext *c, const char *id, cons
 	for (int pass = 0; pass < 2; pass++) {
 		redisReply *h = queue_cmd(c, &err,
 					  "HMGET agentjail:run:%s owner state created ended "
-					  "background session_id worker %s",
+					  "background session_id worker %s last",
 					  id, with_result ? "result" : "state");
 		if (!h)
 			return -EIO;
 		redisReply **e = h->element;
-		if (h->elements != 8 || e[0]->type != REDIS_REPLY_STRING || strcmp(e[0]->str, owner)) {
+		if (h->elements != 9 || e[0]->type != REDIS_REPLY_STRING || strcmp(e[0]->str, owner)) {
 			freeReplyObject(h); /* another key's run answers as none at all */
 			return -ENOENT;
 		}
@@ -391,6 +391,8 @@ static int read_info(struct run_store *st, redisContext *c, const char *id, cons
 		char worker[128];
 		snprintf(worker, sizeof worker, "%s",
 			 e[6]->type == REDIS_REPLY_STRING ? e[6]->str : "");
+		if (info->state == RUN_DONE && e[8]->type == REDIS_REPLY_STRING)
+			info->last_id = strtoull(e[8]->str, NULL, 10);
 		if (with_result && info->state == RUN_DONE && e[7]->type == REDIS_REPLY_STRING)
 			info->result = json_loadb(e[7]->str, e[7]->len, 0, NULL);
 		freeReplyObject(h);

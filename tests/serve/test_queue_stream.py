@@ -329,3 +329,23 @@ def test_a_run_its_serve_left_untaken_is_given_up_by_a_reader(start, redis, work
                       key=alice).json()["stdout"] == "c\n"
     assert wait_for(lambda: busy.runs() == 2)
     assert not any(f"id {second}" in line for line in busy.log)
+
+
+def test_an_event_id_past_the_end_through_the_queue(start, redis, workers, keys):
+    workers("w-past", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    # A live run read from past anything it will have: its end still
+    # comes, as exactly one result (its number from the record).
+    r = s.request("POST", "/v1/runs", {"code": SAY + "time.sleep(3)\nsay('late')",
+                                       "background": True}, key=alice)
+    run_id = r.json()["id"]
+    ev = Events(s, alice, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "1000"})
+    assert ev.status == 200
+    got = ev.until_result()
+    assert [(e["id"], e["event"]) for e in got] == [(2, "result")]
+    assert got[0]["data"]["stdout"] == "late\n"
+    # The run is done now: past its last event is a 400 naming the id.
+    bad = s.request("GET", f"/v1/runs/{run_id}/events", key=alice,
+                    headers={"Last-Event-ID": "3"})
+    assert bad.code == 400 and "past the last event" in bad.json()["error"]["message"]

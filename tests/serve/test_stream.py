@@ -132,6 +132,40 @@ def test_background_run_state_events_and_result(server):
     assert got[-1].data == info["result"]
 
 
+def test_an_event_id_past_the_end_is_a_400_or_gets_the_result(server):
+    r = server.request("POST", "/v1/runs", {"code": "print('bg')", "background": True})
+    run_id = r.json()["id"]
+    assert wait_for(lambda: server.request("GET", f"/v1/runs/{run_id}").json()["state"]
+                    == "done")
+    polled = server.request("GET", f"/v1/runs/{run_id}/events",
+                            headers={"Accept": "application/json"}).json()
+    last = polled["events"][-1]["id"]
+    # Past the last event of a done run: the id was never given, a 400
+    # naming it, on SSE and JSON alike.
+    bad = server.request("GET", f"/v1/runs/{run_id}/events",
+                         headers={"Last-Event-ID": str(last + 1)})
+    assert bad.code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]
+    assert "past the last event" in bad.json()["error"]["message"]
+    bad = server.request("GET", f"/v1/runs/{run_id}/events?after={last + 5}",
+                         headers={"Accept": "application/json"})
+    assert bad.code == 400 and "after" in bad.json()["error"]["message"]
+    # At the last event (the client saw the result): nothing more, no 400.
+    s = Stream(server, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": str(last)})
+    assert s.status == 200 and list(s.events()) == []
+    s.close()
+    # A live run read from past anything it will have: its end still
+    # comes, as exactly one result.
+    code = "import time\ntime.sleep(3)\nprint('late')\n"
+    r = server.request("POST", "/v1/runs", {"code": code, "background": True})
+    run_id = r.json()["id"]
+    s = Stream(server, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "1000"})
+    assert s.status == 200
+    got = list(s.events())
+    s.close()
+    assert [e.event for e in got] == ["result"]
+    assert got[0].data["stdout"] == "late\n" and got[0].id == 2
+
+
 @pytest.fixture
 def two_keys(tmp_path, start):
     keys = tmp_path / "keys"
