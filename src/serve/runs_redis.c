@@ -25,46 +25,109 @@ struct redis_store {
 	double give_up_run, give_up_session; /* runs_redis_give_up */
 };
 
-/* The budget, then the new record, in one step: the key's records oldest
- * first, those expired dropped from its set, the oldest ended ones
- * deleted while the key holds its budget or more; still at it (its live
- * runs hold it): -1, and no record. KEYS: the key's set, the new hash;
- * ARGV: budget, owner, background, session_id, expiry, id, the seconds
- * after which a run no worker took is given up (0: never), the seconds
- * the record is kept after its end (what a worker's poller renews by).
+/* A key's bytes held, kept as a running total beside its set, so that
+ * making a record costs work bounded by what it must evict, not by how
+ * many records the key has (a whole scan in one script blocks Redis for
+ * everyone: half a second at 200k records):
+ *   agentjail:key:NAME:runbytes  the total (INCRBY as records grow)
+ *   agentjail:key:NAME:runsize   a hash, run id -> its bytes, so that a
+ *                                record Redis expired (no hook tells us)
+ *                                can be taken off the total later
+ *   agentjail:key:NAME:runscan   where the next look for expired ones
+ *                                starts in the set
+ * A record costs RECORD_COST besides its events and result, so a flood of
+ * empty runs is paid for too (as the memory store's overhead). */
+#define RECORD_COST 512
+
+/* Shared by the scripts that touch the total: forget(id) takes a record
+ * off its key's set and total. Uses KEYS[1] (set), KEYS[3] (sizes),
+ * KEYS[4] (total). */
+#define FORGET_LUA                                                                  \
+	"local function forget(id)\n"                                               \
+	"  local b = tonumber(redis.call('HGET', KEYS[3], id) or '0')\n"            \
+	"  if b ~= 0 then redis.call('DECRBY', KEYS[4], b) end\n"                   \
+	"  redis.call('HDEL', KEYS[3], id)\n"                                       \
+	"  redis.call('ZREM', KEYS[1], id)\n"                                       \
+	"end\n"
+
+/* The budget, then the new record, in one step. First at most 32 of the
+ * key's records, from where the last look ended (round the set), whose
+ * hash Redis expired are taken off the total; then, only while the total
+ * and the new record's cost pass the budget, its oldest ended records are
+ * deleted, oldest first, a batch at a time; still over (its live runs
+ * hold it): -1, and no record. KEYS: the key's set, the new hash, sizes,
+ * total, scan cursor; ARGV: budget, owner, background, session_id,
+ * expiry, id, the seconds after which a run no worker took is given up
+ * (0: never), the seconds the record is kept after its end (what a
+ * worker's poller renews by), the record's cost.
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
-	"local ids = redis.call('ZRANGE', KEYS[1], 0, -1)\n"
-	"local budget = tonumber(ARGV[1])\n"
-	"local total, rows = 0, {}\n"
-	"for _, id in ipairs(ids) do\n"
-	"  local h = redis.call('HMGET', 'agentjail:run:' .. id, 'state', 'bytes')\n"
-	"  if not h[1] then redis.call('ZREM', KEYS[1], id)\n"
-	"  else\n"
-	"    local b = tonumber(h[2]) or 0\n"
-	"    total = total + b\n"
-	"    rows[#rows + 1] = {id, h[1], b}\n"
+	FORGET_LUA
+	"local budget, cost = tonumber(ARGV[1]), tonumber(ARGV[9])\n"
+	"local n = redis.call('ZCARD', KEYS[1])\n"
+	"if n > 0 then\n"
+	"  local from = tonumber(redis.call('GET', KEYS[5]) or '0')\n"
+	"  if from >= n then from = 0 end\n"
+	"  local ids = redis.call('ZRANGE', KEYS[1], from, from + 31)\n"
+	"  local gone = 0\n"
+	"  for _, id in ipairs(ids) do\n"
+	"    if redis.call('EXISTS', 'agentjail:run:' .. id) == 0 then\n"
+	"      forget(id)\n"
+	"      gone = gone + 1\n"
+	"    end\n"
+	"  end\n"
+	"  redis.call('SET', KEYS[5], from + #ids - gone, 'EX', ARGV[5])\n"
+	"end\n"
+	"local used = tonumber(redis.call('GET', KEYS[4]) or '0')\n"
+	"local at = 0\n"
+	"while used + cost > budget do\n"
+	"  local ids = redis.call('ZRANGE', KEYS[1], at, at + 31)\n"
+	"  if #ids == 0 then break end\n"
+	"  for _, id in ipairs(ids) do\n"
+	"    if used + cost <= budget then break end\n"
+	"    local h = 'agentjail:run:' .. id\n"
+	"    local s = redis.call('HGET', h, 'state')\n"
+	"    if not s or s == 'done' then\n"
+	"      redis.call('DEL', h, h .. ':events')\n"
+	"      forget(id)\n"
+	"      used = tonumber(redis.call('GET', KEYS[4]) or '0')\n"
+	"    else\n"
+	"      at = at + 1\n"
+	"    end\n"
 	"  end\n"
 	"end\n"
-	"for _, r in ipairs(rows) do\n"
-	"  if total < budget then break end\n"
-	"  if r[2] == 'done' then\n"
-	"    redis.call('DEL', 'agentjail:run:' .. r[1], 'agentjail:run:' .. r[1] .. ':events')\n"
-	"    redis.call('ZREM', KEYS[1], r[1])\n"
-	"    total = total - r[3]\n"
-	"  end\n"
-	"end\n"
-	"if total >= budget then return -1 end\n"
+	"if used + cost > budget then return -1 end\n"
 	"local t = redis.call('TIME')\n"
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
-	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0, 'keep', ARGV[8])\n"
+	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', cost, 'keep', ARGV[8])\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[5])\n"
 	"redis.call('ZADD', KEYS[1], created, ARGV[6])\n"
-	"redis.call('EXPIRE', KEYS[1], ARGV[5])\n"
+	"redis.call('HSET', KEYS[3], ARGV[6], cost)\n"
+	"redis.call('INCRBY', KEYS[4], cost)\n"
+	"for i = 1, 4 do if i ~= 2 then redis.call('EXPIRE', KEYS[i], ARGV[5]) end end\n"
+	"return 0\n";
+
+/* A record's growth onto its key's total: the owner's sizes and total by
+ * name (the hash says whose it is). h: the record's hash, its id after
+ * 'agentjail:run:', n: bytes. */
+#define GROW_LUA                                                                    \
+	"local function grow(h, owner, n)\n"                                        \
+	"  redis.call('HINCRBY', h, 'bytes', n)\n"                                  \
+	"  if not owner then return end\n"                                          \
+	"  local k = 'agentjail:key:' .. owner\n"                                   \
+	"  redis.call('HINCRBY', k .. ':runsize', string.sub(h, 15), n)\n"          \
+	"  redis.call('INCRBY', k .. ':runbytes', n)\n"                             \
+	"end\n"
+
+/* A record gone from its key's set and total, if its hash is gone
+ * (expired). KEYS: set, hash, sizes, total; ARGV: id. */
+static const char forget_lua[] =
+	FORGET_LUA
+	"if redis.call('EXISTS', KEYS[2]) == 0 then forget(ARGV[1]) end\n"
 	"return 0\n";
 
 /* queued -> running, unless it ended first. KEYS: hash; ARGV: worker,
@@ -79,7 +142,9 @@ static const char started_lua[] =
  * result. Its number is the stream's next (0-*: Redis counts). KEYS:
  * hash, events; ARGV: kind, data, expiry, name, mime. */
 static const char append_lua[] =
-	"local s = redis.call('HGET', KEYS[1], 'state')\n"
+	GROW_LUA
+	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
+	"local s = f[1]\n"
 	"if not s or s == 'done' then return 0 end\n"
 	"if ARGV[4] ~= '' then\n"
 	"  redis.call('XADD', KEYS[2], '0-*', 'kind', ARGV[1], 'data', ARGV[2], 'name', ARGV[4],\n"
@@ -87,7 +152,7 @@ static const char append_lua[] =
 	"else\n"
 	"  redis.call('XADD', KEYS[2], '0-*', 'kind', ARGV[1], 'data', ARGV[2])\n"
 	"end\n"
-	"redis.call('HINCRBY', KEYS[1], 'bytes', #ARGV[2])\n"
+	"grow(KEYS[1], f[2], #ARGV[2] + #ARGV[4] + #ARGV[5])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
 	"return 1\n";
 
@@ -95,13 +160,15 @@ static const char append_lua[] =
  * a reader's lost answer, or the reverse) changes nothing. KEYS: hash,
  * events; ARGV: result, keep. */
 static const char finish_lua[] =
-	"local s = redis.call('HGET', KEYS[1], 'state')\n"
+	GROW_LUA
+	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
+	"local s = f[1]\n"
 	"if not s or s == 'done' then return 0 end\n"
 	"local x = redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
 	"local t = redis.call('TIME')\n"
 	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended',\n"
 	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1], 'last', string.sub(x, 3))\n"
-	"redis.call('HINCRBY', KEYS[1], 'bytes', 2 * #ARGV[1])\n"
+	"grow(KEYS[1], f[2], 2 * #ARGV[1])\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
 	"return 1\n";
@@ -156,14 +223,14 @@ static long live_sec(struct run_store *st)
 static long long script(redisContext *c, struct aj_error *err, const char *lua, int nkeys,
 			const char **argv, const size_t *lens, int argc)
 {
-	const char *av[16];
-	size_t al[16];
+	const char *av[20];
+	size_t al[20];
 	char nk[8];
 	snprintf(nk, sizeof nk, "%d", nkeys);
 	av[0] = "EVAL", al[0] = 4;
 	av[1] = lua, al[1] = strlen(lua);
 	av[2] = nk, al[2] = strlen(nk);
-	for (int i = 0; i < argc && i < 13; i++) {
+	for (int i = 0; i < argc && i < 17; i++) {
 		av[3 + i] = argv[i];
 		al[3 + i] = lens ? lens[i] : strlen(argv[i]);
 	}
@@ -192,9 +259,14 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	redisContext *c = queue_get(qof(st), 5.0, err);
 	if (!c)
 		return -EIO;
-	char set[128], hash[64], events[72], budget[32], expiry[32], give_up[32];
+	char set[128], sizes[128], total[128], scan[128], hash[64], events[72], budget[32],
+		expiry[32], give_up[32], cost[32];
 	keys_of(id, hash, events);
 	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
+	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
+	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
+	snprintf(scan, sizeof scan, "agentjail:key:%s:runscan", owner);
+	snprintf(cost, sizeof cost, "%d", RECORD_COST);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
 	const struct redis_store *rs = st->impl;
@@ -202,9 +274,11 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 		 info->session ? rs->give_up_session : rs->give_up_run);
 	char keep[32];
 	snprintf(keep, sizeof keep, "%ld", (long)st->keep_sec > 0 ? (long)st->keep_sec : 1);
-	const char *argv[] = {set,	hash,	  budget, owner, info->background ? "1" : "0",
-			      info->session ? info->session_id : "", expiry, id, give_up, keep};
-	long long v = script(c, err, create_lua, 2, argv, NULL, 10);
+	const char *argv[] = {set,    hash,	sizes, total,
+			      scan,   budget, owner, info->background ? "1" : "0",
+			      info->session ? info->session_id : "",
+			      expiry, id,	give_up, keep, cost};
+	long long v = script(c, err, create_lua, 5, argv, NULL, 14);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -586,6 +660,19 @@ int runs_redis_poll(struct run_store *st, const char *const *ids, size_t n, bool
 	return rc;
 }
 
+/* An expired record off its key's set and total. */
+static void forget_expired(redisContext *c, const char *owner, const char *id)
+{
+	struct aj_error err;
+	char set[128], sizes[128], total[128], hash[64], events[72];
+	keys_of(id, hash, events);
+	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
+	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
+	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
+	const char *argv[] = {set, hash, sizes, total, id};
+	script(c, &err, forget_lua, 4, argv, NULL, 5);
+}
+
 static json_t *rlist(struct run_store *st, const char *owner, const char *before,
 		     unsigned limit, struct aj_error *err)
 {
@@ -629,7 +716,7 @@ static json_t *rlist(struct run_store *st, const char *owner, const char *before
 			if (!rc) {
 				json_array_append_new(a, run_info_json(&info));
 			} else if (rc == -ENOENT) {
-				queue_do(c, "ZREM agentjail:key:%s:runs %s", owner, r->element[i]->str);
+				forget_expired(c, owner, r->element[i]->str);
 				start--; /* the set shifted under the next page */
 			}
 		}

@@ -349,3 +349,32 @@ def test_an_event_id_past_the_end_through_the_queue(start, redis, workers, keys)
     bad = s.request("GET", f"/v1/runs/{run_id}/events", key=alice,
                     headers={"Last-Event-ID": "3"})
     assert bad.code == 400 and "past the last event" in bad.json()["error"]["message"]
+
+
+def test_a_keys_bytes_are_a_running_total_and_expired_records_leave_it(start, redis, workers,
+                                                                        keys):
+    workers("w-total", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys, "--keep-runs", "1")
+    alice = keys[1]
+
+    def held(run_id):
+        return int(redis.cli("HGET", f"agentjail:run:{run_id}", "bytes") or 0)
+
+    def total():
+        return int(redis.cli("GET", "agentjail:key:alice:runbytes") or 0)
+
+    first = s.request("POST", "/v1/runs", {"code": "print('one')", "background": True},
+                      key=alice).json()["id"]
+    assert wait_for(lambda: state(s, alice, first)["state"] == "done")
+    # A create reads the key's total, not every record: the total is the
+    # record's bytes (its fixed cost, its output, its result twice).
+    assert held(first) > 512 and total() == held(first)
+    # Redis expires the record (kept 1 s): the next create takes it off
+    # the total and the set.
+    assert wait_for(lambda: redis.cli("EXISTS", f"agentjail:run:{first}") == "0")
+    second = s.request("POST", "/v1/runs", {"code": "print('two')", "background": True},
+                       key=alice).json()["id"]
+    assert redis.cli("ZSCORE", "agentjail:key:alice:runs", first) == ""
+    assert redis.cli("HGET", "agentjail:key:alice:runsize", first) == ""
+    assert wait_for(lambda: state(s, alice, second)["state"] == "done")
+    assert total() == held(second)
