@@ -52,6 +52,7 @@ struct mem_run {
 	struct stored_event *ev;
 	size_t n, cap;
 	size_t bytes;
+	bool events_lost; /* an append failed: the result says so */
 	bool cancel;
 	struct aj_cancel *token;
 	struct mem_run *hnext;
@@ -259,9 +260,12 @@ static void mem_append(struct run_store *st, const char *id, enum run_event_kind
 	pthread_mutex_lock(&m->lock);
 	struct mem_run *r = find_any(m, id);
 	if (r && r->info.state != RUN_DONE && kind != RUN_EV_RESULT) {
-		if (!add_event(r, kind, data, len, name, mime))
+		if (!add_event(r, kind, data, len, name, mime)) {
+			/* A gap a reader cannot see: the result will name it. */
+			r->events_lost = true;
 			fprintf(stderr, "agentjail serve: run %s: out of memory, an event is lost\n",
 				id);
+		}
 		enforce_budget(st, r->owner);
 		pthread_cond_broadcast(&m->changed);
 	}
@@ -271,9 +275,21 @@ static void mem_append(struct run_store *st, const char *id, enum run_event_kind
 static void mem_finish(struct run_store *st, const char *id, json_t *result)
 {
 	struct mem *m = st->impl;
+	/* The run's own thread appends and ends it: no append comes between
+	 * this look and the end. */
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *was = find_any(m, id);
+	bool gap = was && was->events_lost;
+	pthread_mutex_unlock(&m->lock);
+	json_t *copy = gap ? json_copy(result) : NULL;
+	if (copy) {
+		json_object_set_new(copy, "events_lost", json_true());
+		result = copy;
+	}
 	/* Compact: one line, as an SSE data field must be. */
 	char *text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER |
 					       JSON_REAL_PRECISION(12));
+	json_decref(copy);
 	pthread_mutex_lock(&m->lock);
 	struct mem_run *r = find_any(m, id);
 	if (r && r->info.state != RUN_DONE) {

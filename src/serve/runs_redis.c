@@ -5,6 +5,7 @@
  * reader that finds a record not ended whose worker's heartbeat is gone
  * ends it with the lost-run answer: a run never ends in silence. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,51 @@
  * 64 KiB read) or one image. */
 #define READ_COUNT 8
 
+/* A run whose event could not be written (Redis did not answer): its
+ * result will say so. Kept here, in the process that writes the run's
+ * events and its end, since Redis is what failed. */
+struct lost_run {
+	char id[33];
+	struct lost_run *next;
+};
+
 struct redis_store {
 	struct queue *q;
 	double give_up_run, give_up_session; /* runs_redis_give_up */
+	pthread_mutex_t lost_lock;
+	struct lost_run *lost;
 };
+
+static void lost_mark(struct redis_store *rs, const char *id)
+{
+	pthread_mutex_lock(&rs->lost_lock);
+	struct lost_run *l = rs->lost;
+	while (l && strcmp(l->id, id))
+		l = l->next;
+	if (!l && (l = calloc(1, sizeof *l))) {
+		snprintf(l->id, sizeof l->id, "%s", id);
+		l->next = rs->lost;
+		rs->lost = l;
+	}
+	pthread_mutex_unlock(&rs->lost_lock);
+}
+
+/* Whether id lost an event; forgotten once asked (at its end). */
+static bool lost_take(struct redis_store *rs, const char *id)
+{
+	bool was = false;
+	pthread_mutex_lock(&rs->lost_lock);
+	for (struct lost_run **p = &rs->lost; *p; p = &(*p)->next)
+		if (!strcmp((*p)->id, id)) {
+			struct lost_run *l = *p;
+			*p = l->next;
+			free(l);
+			was = true;
+			break;
+		}
+	pthread_mutex_unlock(&rs->lost_lock);
+	return was;
+}
 
 /* A key's bytes held, kept as a running total beside its set, so that
  * making a record costs work bounded by what it must evict, not by how
@@ -317,8 +359,11 @@ static void rappend(struct run_store *st, const char *id, enum run_event_kind ki
 {
 	struct aj_error err;
 	redisContext *c = queue_get(qof(st), 5.0, &err);
-	if (!c)
+	if (!c) {
+		lost_mark(st->impl, id);
+		fprintf(stderr, "agentjail: run %s: an event is lost: %s\n", id, err.message);
 		return;
+	}
 	char hash[64], events[72], expiry[32];
 	keys_of(id, hash, events);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
@@ -328,6 +373,11 @@ static void rappend(struct run_store *st, const char *id, enum run_event_kind ki
 			 strlen(expiry), strlen(argv[5]), strlen(argv[6])};
 	long long v = script(c, &err, append_lua, 2, argv, lens, 7);
 	queue_put(qof(st), c, v == -2);
+	if (v == -2) {
+		/* A gap a reader cannot see: the result will name it. */
+		lost_mark(st->impl, id);
+		fprintf(stderr, "agentjail: run %s: an event is lost: %s\n", id, err.message);
+	}
 }
 
 /* Ends the record with the result text: 1 if this call ended it, 0 if it
@@ -346,7 +396,13 @@ static int finish_text(struct run_store *st, redisContext *c, const char *id, co
 static void rfinish(struct run_store *st, const char *id, json_t *result)
 {
 	struct aj_error err;
+	json_t *copy = lost_take(st->impl, id) ? json_copy(result) : NULL;
+	if (copy) {
+		json_object_set_new(copy, "events_lost", json_true());
+		result = copy;
+	}
 	char *text = json_dumps(result, JSON_COMPACT);
+	json_decref(copy);
 	redisContext *c = text ? queue_get(qof(st), 5.0, &err) : NULL;
 	if (c)
 		queue_put(qof(st), c, finish_text(st, c, id, text) < 0);
@@ -737,6 +793,14 @@ static void rsweep(struct run_store *st)
 
 static void rclose(struct run_store *st)
 {
+	struct redis_store *rs = st->impl;
+	while (rs && rs->lost) {
+		struct lost_run *l = rs->lost;
+		rs->lost = l->next;
+		free(l);
+	}
+	if (rs)
+		pthread_mutex_destroy(&rs->lost_lock);
 	free(st->impl);
 	st->impl = NULL;
 }
@@ -769,6 +833,7 @@ int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size
 	if (!r)
 		return error_set(err, -ENOMEM, "runs: out of memory");
 	r->q = q;
+	pthread_mutex_init(&r->lost_lock, NULL);
 	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r};
 	return 0;
 }
