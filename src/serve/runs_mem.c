@@ -2,6 +2,11 @@
  * a list in the order they were made, one lock and one condition that
  * every append and end broadcasts, so readers wait without polling.
  *
+ * Every list is one key's or one of ended records in the order they
+ * ended, so the work of an append, a create, a page of the list or the
+ * sweep is the key's own or what it drops, never every record serve holds
+ * (all of it under the one lock every run waits on).
+ *
  * Memory: a record costs its events' bytes, the result's JSON text, and a
  * fixed overhead per event and per record (counted, so a flood of tiny
  * events is paid for too). A key's records together stay within the
@@ -39,10 +44,14 @@ struct stored_event {
 	char *name, *mime;
 };
 
+struct mem_run;
+
 struct mem_owner {
 	char *name;
 	size_t bytes;      /* all its records */
 	size_t live_bytes; /* its records not yet done */
+	struct mem_run *newest, *oldest;          /* its records as made */
+	struct mem_run *ended_first, *ended_last; /* its ended ones as they ended */
 	struct mem_owner *next;
 };
 
@@ -56,14 +65,16 @@ struct mem_run {
 	bool cancel;
 	struct aj_cancel *token;
 	struct mem_run *hnext;
-	struct mem_run *newer, *older;
+	struct mem_run *newer, *older; /* the owner's records as made */
+	struct mem_run *onext, *oprev; /* ended: the owner's, as they ended */
+	struct mem_run *gnext, *gprev; /* ended: everyone's, as they ended */
 };
 
 struct mem {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	struct mem_run *bucket[MEM_BUCKETS];
-	struct mem_run *newest, *oldest;
+	struct mem_run *ended_first, *ended_last; /* every key's, as they ended */
 	struct mem_owner *owners;
 };
 
@@ -97,12 +108,20 @@ static struct mem_run *find_owned(struct mem *m, const char *id, const char *own
 	return r && !strcmp(r->owner->name, owner) ? r : NULL;
 }
 
-static struct mem_owner *owner_of(struct mem *m, const char *name)
+static struct mem_owner *find_owner(struct mem *m, const char *name)
 {
 	for (struct mem_owner *o = m->owners; o; o = o->next)
 		if (!strcmp(o->name, name))
 			return o;
-	struct mem_owner *o = calloc(1, sizeof *o);
+	return NULL;
+}
+
+static struct mem_owner *owner_of(struct mem *m, const char *name)
+{
+	struct mem_owner *o = find_owner(m, name);
+	if (o)
+		return o;
+	o = calloc(1, sizeof *o);
 	if (!o || !(o->name = strdup(name))) {
 		free(o);
 		return NULL;
@@ -118,14 +137,33 @@ static void drop(struct mem *m, struct mem_run *r)
 	while (*p != r)
 		p = &(*p)->hnext;
 	*p = r->hnext;
+	struct mem_owner *o = r->owner;
 	if (r->newer)
 		r->newer->older = r->older;
 	else
-		m->newest = r->older;
+		o->newest = r->older;
 	if (r->older)
 		r->older->newer = r->newer;
 	else
-		m->oldest = r->newer;
+		o->oldest = r->newer;
+	if (r->info.state == RUN_DONE) {
+		if (r->onext)
+			r->onext->oprev = r->oprev;
+		else
+			o->ended_last = r->oprev;
+		if (r->oprev)
+			r->oprev->onext = r->onext;
+		else
+			o->ended_first = r->onext;
+		if (r->gnext)
+			r->gnext->gprev = r->gprev;
+		else
+			m->ended_last = r->gprev;
+		if (r->gprev)
+			r->gprev->gnext = r->gnext;
+		else
+			m->ended_first = r->gnext;
+	}
 	r->owner->bytes -= r->bytes;
 	if (r->info.state != RUN_DONE)
 		r->owner->live_bytes -= r->bytes;
@@ -138,17 +176,13 @@ static void drop(struct mem *m, struct mem_run *r)
 	free(r);
 }
 
-/* The key's oldest ended records go until it is within the budget; its
- * runs still going are never cut (their output caps bound them). */
+/* The key's records that ended first go until it is within the budget;
+ * its runs still going are never cut (their output caps bound them). */
 static void enforce_budget(struct run_store *st, struct mem_owner *o)
 {
 	struct mem *m = st->impl;
-	for (struct mem_run *r = m->oldest; r && o->bytes > st->budget;) {
-		struct mem_run *next = r->newer;
-		if (r->owner == o && r->info.state == RUN_DONE)
-			drop(m, r);
-		r = next;
-	}
+	while (o->ended_first && o->bytes > st->budget)
+		drop(m, o->ended_first);
 }
 
 static int mem_create(struct run_store *st, const char *id, const char *owner,
@@ -185,12 +219,12 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 			unsigned h = hash(r->info.id);
 			r->hnext = m->bucket[h];
 			m->bucket[h] = r;
-			r->older = m->newest;
-			if (m->newest)
-				m->newest->newer = r;
+			r->older = o->newest;
+			if (o->newest)
+				o->newest->newer = r;
 			else
-				m->oldest = r;
-			m->newest = r;
+				o->oldest = r;
+			o->newest = r;
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -295,9 +329,24 @@ static void mem_finish(struct run_store *st, const char *id, json_t *result)
 	if (r && r->info.state != RUN_DONE) {
 		static const char lost[] =
 			"{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
-		r->owner->live_bytes -= r->bytes;
+		struct mem_owner *o = r->owner;
+		o->live_bytes -= r->bytes;
 		r->info.state = RUN_DONE;
 		r->info.ended = epoch_now();
+		/* Last of the ended lists: the sweep and the budget take the
+		 * first. */
+		r->oprev = o->ended_last;
+		if (o->ended_last)
+			o->ended_last->onext = r;
+		else
+			o->ended_first = r;
+		o->ended_last = r;
+		r->gprev = m->ended_last;
+		if (m->ended_last)
+			m->ended_last->gnext = r;
+		else
+			m->ended_first = r;
+		m->ended_last = r;
 		const char *t = text ? text : lost;
 		if (!add_event(r, RUN_EV_RESULT, t, strlen(t), NULL, NULL))
 			fprintf(stderr, "agentjail serve: run %s: out of memory for its result\n",
@@ -444,7 +493,8 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 		return NULL;
 	}
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = m->newest;
+	struct mem_owner *o = find_owner(m, owner);
+	struct mem_run *r = o ? o->newest : NULL;
 	if (before) {
 		/* A page goes on after the last run of the one before; a run
 		 * gone meanwhile (expired, or another key's) ends the list. */
@@ -452,14 +502,12 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 		r = b ? b->older : NULL;
 	}
 	for (; r && json_array_size(a) < limit; r = r->older) {
-		if (strcmp(r->owner->name, owner))
-			continue;
 		/* A row without its result: a page of runs stays small, and
 		 * GET /v1/runs/ID has the result. */
 		struct run_info info = r->info;
 		info.result = NULL;
-		json_t *o = run_info_json(&info);
-		if (!o || json_array_append_new(a, o)) {
+		json_t *row = run_info_json(&info);
+		if (!row || json_array_append_new(a, row)) {
 			json_decref(a);
 			a = NULL;
 			break;
@@ -476,12 +524,10 @@ static void mem_sweep(struct run_store *st)
 	struct mem *m = st->impl;
 	double now = epoch_now();
 	pthread_mutex_lock(&m->lock);
-	for (struct mem_run *r = m->oldest; r;) {
-		struct mem_run *next = r->newer;
-		if (r->info.state == RUN_DONE && r->info.ended + st->keep_sec < now)
-			drop(m, r);
-		r = next;
-	}
+	/* In the order they ended, all kept as long: the first one not
+	 * expired ends the look. */
+	while (m->ended_first && m->ended_first->info.ended + st->keep_sec < now)
+		drop(m, m->ended_first);
 	/* A reader of a run just dropped learns it now, not at its wait's end. */
 	pthread_cond_broadcast(&m->changed);
 	pthread_mutex_unlock(&m->lock);
@@ -492,8 +538,9 @@ static void mem_close(struct run_store *st)
 	struct mem *m = st->impl;
 	if (!m)
 		return;
-	while (m->newest)
-		drop(m, m->newest);
+	for (struct mem_owner *o = m->owners; o; o = o->next)
+		while (o->newest)
+			drop(m, o->newest);
 	while (m->owners) {
 		struct mem_owner *o = m->owners;
 		m->owners = o->next;
