@@ -60,7 +60,9 @@ struct mem_run {
 	struct mem_owner *owner;
 	struct stored_event *ev;
 	size_t n, cap;
-	size_t bytes;
+	size_t bytes;   /* what it holds */
+	size_t reserve; /* RECORD_OVERHEAD + run_info.reserve: held while live */
+	size_t charged; /* what its key counts: max(bytes, reserve) while live */
 	bool events_lost; /* an append failed: the result says so */
 	bool cancel;
 	struct aj_cancel *token;
@@ -164,9 +166,9 @@ static void drop(struct mem *m, struct mem_run *r)
 		else
 			m->ended_first = r->gnext;
 	}
-	r->owner->bytes -= r->bytes;
+	r->owner->bytes -= r->charged;
 	if (r->info.state != RUN_DONE)
-		r->owner->live_bytes -= r->bytes;
+		r->owner->live_bytes -= r->charged;
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->ev[i].data);
 		free(r->ev[i].name);
@@ -174,6 +176,18 @@ static void drop(struct mem *m, struct mem_run *r)
 	}
 	free(r->ev);
 	free(r);
+}
+
+/* What r's key counts for it now: a live run its reservation (or what it
+ * holds, if more: a run without one), an ended one what it holds. */
+static void recharge(struct mem_run *r)
+{
+	bool live = r->info.state != RUN_DONE;
+	size_t now = live && r->reserve > r->bytes ? r->reserve : r->bytes;
+	r->owner->bytes += now - r->charged;
+	if (live)
+		r->owner->live_bytes += now - r->charged;
+	r->charged = now;
 }
 
 /* The key's records that ended first go until it is within the budget;
@@ -192,11 +206,18 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 	pthread_mutex_lock(&m->lock);
 	struct mem_owner *o = owner_of(m, owner);
 	int rc = 0;
-	if (o)
-		enforce_budget(st, o);
+	/* A run alone may hold the whole budget, no more. */
+	size_t reserve = RECORD_OVERHEAD +
+			 (info->reserve < st->budget - RECORD_OVERHEAD ? info->reserve
+								       : st->budget - RECORD_OVERHEAD);
+	if (st->budget <= RECORD_OVERHEAD)
+		reserve = RECORD_OVERHEAD;
+	/* Room for its reservation: the key's ended records go first. */
+	while (o && o->ended_first && o->bytes + reserve > st->budget)
+		drop(m, o->ended_first);
 	if (!o) {
 		rc = error_set(err, -EIO, "out of memory");
-	} else if (o->live_bytes >= st->budget) {
+	} else if (o->live_bytes + reserve > st->budget) {
 		rc = error_set(err, -EDQUOT,
 			       "this key's runs still going hold its whole budget of %zu MiB for "
 			       "kept runs; retry when one ends",
@@ -214,8 +235,8 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 			r->info.ended = 0;
 			r->owner = o;
 			r->bytes = RECORD_OVERHEAD;
-			o->bytes += r->bytes;
-			o->live_bytes += r->bytes;
+			r->reserve = reserve;
+			recharge(r);
 			unsigned h = hash(r->info.id);
 			r->hnext = m->bucket[h];
 			m->bucket[h] = r;
@@ -279,11 +300,8 @@ static bool add_event(struct mem_run *r, enum run_event_kind kind, const char *d
 		return false;
 	}
 	r->n++;
-	size_t cost = len + EVENT_OVERHEAD + (name ? strlen(name) : 0) + (mime ? strlen(mime) : 0);
-	r->bytes += cost;
-	r->owner->bytes += cost;
-	if (r->info.state != RUN_DONE)
-		r->owner->live_bytes += cost;
+	r->bytes += len + EVENT_OVERHEAD + (name ? strlen(name) : 0) + (mime ? strlen(mime) : 0);
+	recharge(r);
 	return true;
 }
 
@@ -330,7 +348,9 @@ static void mem_finish(struct run_store *st, const char *id, json_t *result)
 		static const char lost[] =
 			"{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 		struct mem_owner *o = r->owner;
-		o->live_bytes -= r->bytes;
+		/* Its reservation ends: from now on its key counts what it
+		 * holds (recharge below and in add_event). */
+		o->live_bytes -= r->charged;
 		r->info.state = RUN_DONE;
 		r->info.ended = epoch_now();
 		/* Last of the ended lists: the sweep and the budget take the
@@ -351,6 +371,7 @@ static void mem_finish(struct run_store *st, const char *id, json_t *result)
 		if (!add_event(r, RUN_EV_RESULT, t, strlen(t), NULL, NULL))
 			fprintf(stderr, "agentjail serve: run %s: out of memory for its result\n",
 				id);
+		recharge(r);
 		/* Not cut to the budget here: its readers are about to read
 		 * the result. The key's next output makes room. */
 		pthread_cond_broadcast(&m->changed);

@@ -101,7 +101,8 @@ static bool lost_take(struct redis_store *rs, const char *id)
  * total, scan cursor; ARGV: budget, owner, background, session_id,
  * expiry, id, the seconds after which a run no worker took is given up
  * (0: never), the seconds the record is kept after its end (what a
- * worker's poller renews by), the record's cost.
+ * worker's poller renews by), what the record holds while live (its
+ * fixed cost and its reservation: run_info.reserve), its fixed cost.
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	FORGET_LUA
@@ -142,7 +143,8 @@ static const char create_lua[] =
 	"local t = redis.call('TIME')\n"
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
-	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', cost, 'keep', ARGV[8])\n"
+	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', ARGV[10], 'reserve', cost,\n"
+	"  'keep', ARGV[8])\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
@@ -155,14 +157,22 @@ static const char create_lua[] =
 
 /* A record's growth onto its key's total: the owner's sizes and total by
  * name (the hash says whose it is). h: the record's hash, its id after
- * 'agentjail:run:', n: bytes. */
+ * 'agentjail:run:', n: bytes, ended: its end (its reservation is over).
+ * A live record counts its reservation, or what it holds if more; an
+ * ended one what it holds. */
 #define GROW_LUA                                                                    \
-	"local function grow(h, owner, n)\n"                                        \
-	"  redis.call('HINCRBY', h, 'bytes', n)\n"                                  \
+	"local function grow(h, owner, n, ended)\n"                                 \
+	"  local b = redis.call('HINCRBY', h, 'bytes', n)\n"                        \
+	"  local r = tonumber(redis.call('HGET', h, 'reserve') or '0')\n"           \
+	"  local charge = b\n"                                                      \
+	"  if not ended and r > b then charge = r end\n"                            \
 	"  if not owner then return end\n"                                          \
-	"  local k = 'agentjail:key:' .. owner\n"                                   \
-	"  redis.call('HINCRBY', k .. ':runsize', string.sub(h, 15), n)\n"          \
-	"  redis.call('INCRBY', k .. ':runbytes', n)\n"                             \
+	"  local k, id = 'agentjail:key:' .. owner, string.sub(h, 15)\n"            \
+	"  local old = tonumber(redis.call('HGET', k .. ':runsize', id) or '0')\n"  \
+	"  if charge ~= old then\n"                                                 \
+	"    redis.call('HSET', k .. ':runsize', id, charge)\n"                     \
+	"    redis.call('INCRBY', k .. ':runbytes', charge - old)\n"                \
+	"  end\n"                                                                   \
 	"end\n"
 
 /* A record gone from its key's set and total, if its hash is gone
@@ -194,7 +204,7 @@ static const char append_lua[] =
 	"else\n"
 	"  redis.call('XADD', KEYS[2], '0-*', 'kind', ARGV[1], 'data', ARGV[2])\n"
 	"end\n"
-	"grow(KEYS[1], f[2], #ARGV[2] + #ARGV[4] + #ARGV[5])\n"
+	"grow(KEYS[1], f[2], #ARGV[2] + #ARGV[4] + #ARGV[5], false)\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
 	"return 1\n";
 
@@ -210,7 +220,7 @@ static const char finish_lua[] =
 	"local t = redis.call('TIME')\n"
 	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended',\n"
 	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1], 'last', string.sub(x, 3))\n"
-	"grow(KEYS[1], f[2], 2 * #ARGV[1])\n"
+	"grow(KEYS[1], f[2], 2 * #ARGV[1], true)\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
 	"return 1\n";
@@ -302,13 +312,17 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	if (!c)
 		return -EIO;
 	char set[128], sizes[128], total[128], scan[128], hash[64], events[72], budget[32],
-		expiry[32], give_up[32], cost[32];
+		expiry[32], give_up[32], cost[32], fixed[32];
 	keys_of(id, hash, events);
 	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
 	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
 	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
 	snprintf(scan, sizeof scan, "agentjail:key:%s:runscan", owner);
-	snprintf(cost, sizeof cost, "%d", RECORD_COST);
+	/* A run alone may hold the whole budget, no more. */
+	size_t room = st->budget > RECORD_COST ? st->budget - RECORD_COST : 0;
+	snprintf(cost, sizeof cost, "%zu",
+		 RECORD_COST + (info->reserve < room ? info->reserve : room));
+	snprintf(fixed, sizeof fixed, "%d", RECORD_COST);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
 	const struct redis_store *rs = st->impl;
@@ -319,8 +333,8 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	const char *argv[] = {set,    hash,	sizes, total,
 			      scan,   budget, owner, info->background ? "1" : "0",
 			      info->session ? info->session_id : "",
-			      expiry, id,	give_up, keep, cost};
-	long long v = script(c, err, create_lua, 5, argv, NULL, 14);
+			      expiry, id,	give_up, keep, cost, fixed};
+	long long v = script(c, err, create_lua, 5, argv, NULL, 15);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
