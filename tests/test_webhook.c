@@ -23,6 +23,7 @@ static struct serve_config allow_cfg(void)
 	struct serve_config c = {0};
 	c.webhook_allow[c.webhook_allow_count++] = "https://hooks.example.com/agentjail";
 	c.webhook_allow[c.webhook_allow_count++] = "http://127.0.0.1:8080/";
+	c.webhook_allow[c.webhook_allow_count++] = "http://[fe80::1]:8080/";
 	return c;
 }
 
@@ -48,6 +49,7 @@ static void allow_list_takes_urls_under_a_prefix(void **state)
 		"https://hooks.example.com/agentjail/a/../b", /* /agentjail/b */
 		"http://127.0.0.1:8080/",
 		"http://127.0.0.1:8080/any/path",
+		"http://[fe80::1]:8080/hook",
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		int rc = webhook_check(&c, &k, ok[i], &e);
@@ -78,6 +80,10 @@ static void allow_list_refuses_the_rest(void **state)
 		{"https://user:pw@hooks.example.com/agentjail", "user name or password"},
 		{"https://hooks.example.com@evil.example/agentjail", "user name or password"},
 		{"https://hooks.example.com/agentjail#x", "fragment"},
+		/* The zone picks the interface the POST leaves by: not what
+		 * the allowed prefix names. */
+		{"http://[fe80::1%25eth0]:8080/", "zone"},
+		{"http://[fe80::1%25lo]:8080/hook", "zone"},
 		{"https://hooks.example.com/agentjail/%2e%2e/admin", "encoded"},
 		{"https://hooks.example.com/agentjail/..%2Fadmin", "encoded"},
 		{"https://hooks.example.com/agentjail/..\\admin", ""},
@@ -119,7 +125,8 @@ static void a_bad_prefix_is_refused_at_start(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {"https://u:p@hooks.example.com/", "https://h.example/?q=1",
-					  "https://h.example/#f", "https://"};
+					  "https://h.example/#f", "https://",
+					  "http://[fe80::1%25eth0]:8080/"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct serve_config c = {0};
 		c.webhook_allow[c.webhook_allow_count++] = bad[i];

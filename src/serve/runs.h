@@ -64,6 +64,13 @@ struct run_info {
 	bool session;        /* a session's call (its session id in session_id) */
 	char session_id[40];
 	json_t *result;      /* RUN_DONE: the contract object (a reference) */
+	uint64_t last_id;    /* RUN_DONE (info only): its result's event number */
+	/* create only: the most the run can record (its events and its
+	 * result's copy of them: 2 x (stdout cap + stderr cap), plus its
+	 * images' most for a session's call), held against the key's budget
+	 * from its create to its end, when its actual bytes replace it: live
+	 * runs never hold more than the budget. 0: nothing held ahead. */
+	size_t reserve;
 };
 
 struct run_store;

@@ -158,16 +158,19 @@ static int event_number(const char *what, const char *s, uint64_t *n, struct htt
 }
 
 /* Whether run id is there for this key, and done: the store's events
- * past the last, which costs no copy of the result (info would parse it). */
+ * past the last, which costs no copy of the result (info would parse it).
+ * *past: after (> 0) is beyond the last event of a done run (read from
+ * after - 1, nothing is there: not even event number after). */
 static int run_probe(struct service *svc, const struct http_request *rq, const char *id,
-		     bool *done)
+		     uint64_t after, bool *done, bool *past)
 {
 	struct run_event *ev;
 	size_t n;
-	int rc = svc->runs.ops->events(&svc->runs, id, rq->key->name, UINT64_MAX, 0, &ev, &n,
-				       done);
+	int rc = svc->runs.ops->events(&svc->runs, id, rq->key->name,
+				       after ? after - 1 : UINT64_MAX, 0, &ev, &n, done);
 	if (!rc)
 		run_events_free(ev, n);
+	*past = !rc && after && *done && !n;
 	return rc;
 }
 
@@ -215,17 +218,24 @@ static void get_events(struct service *svc, const struct http_request *rq,
 	} else if (rq->query_after && event_number("after", rq->query_after, &after, rs)) {
 		return;
 	}
-	bool json = rq->accept && strcasestr(rq->accept, "application/json") && !accepts_sse(rq);
-	if (json)
-		return events_json(svc, rq, rs, id, after);
 	/* Known before the stream starts: a missing run is a 404, not an
 	 * event stream that ends at once. */
-	bool done;
-	int rc = run_probe(svc, rq, id, &done);
+	bool done, past;
+	int rc = run_probe(svc, rq, id, after, &done, &past);
 	if (rc == -ENOENT)
 		return no_such_run(rs);
 	if (rc)
 		return respond_error(rs, 503, "runs_unavailable", "the run store does not answer");
+	/* An id the run never gave: a stream from there would end with no
+	 * result, and the client would take that for the whole run. */
+	if (past)
+		return respond_error(rs, 400, "bad_request",
+				     "%s: %llu is past the last event of run %s, which has ended",
+				     rq->last_event_id ? "Last-Event-ID" : "after",
+				     (unsigned long long)after, id);
+	bool json = rq->accept && strcasestr(rq->accept, "application/json") && !accepts_sse(rq);
+	if (json)
+		return events_json(svc, rq, rs, id, after);
 	if (sse_answer(rs, &svc->runs, id, rq->key->name, after, svc->cfg.idle_sec))
 		respond_error(rs, 500, "internal", "out of memory");
 }
@@ -235,8 +245,8 @@ static void cancel_run(struct service *svc, const struct http_request *rq,
 {
 	struct run_store *st = &svc->runs;
 	struct run_info info = {0};
-	bool done;
-	int rc = run_probe(svc, rq, id, &done);
+	bool done, past;
+	int rc = run_probe(svc, rq, id, 0, &done, &past);
 	/* A run not done has no result to read: info is cheap. */
 	if (!rc && !done && !(rc = st->ops->cancel(st, id, rq->key->name)))
 		rc = st->ops->info(st, id, rq->key->name, &info);

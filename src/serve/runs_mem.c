@@ -2,6 +2,11 @@
  * a list in the order they were made, one lock and one condition that
  * every append and end broadcasts, so readers wait without polling.
  *
+ * Every list is one key's or one of ended records in the order they
+ * ended, so the work of an append, a create, a page of the list or the
+ * sweep is the key's own or what it drops, never every record serve holds
+ * (all of it under the one lock every run waits on).
+ *
  * Memory: a record costs its events' bytes, the result's JSON text, and a
  * fixed overhead per event and per record (counted, so a flood of tiny
  * events is paid for too). A key's records together stay within the
@@ -39,10 +44,14 @@ struct stored_event {
 	char *name, *mime;
 };
 
+struct mem_run;
+
 struct mem_owner {
 	char *name;
 	size_t bytes;      /* all its records */
 	size_t live_bytes; /* its records not yet done */
+	struct mem_run *newest, *oldest;          /* its records as made */
+	struct mem_run *ended_first, *ended_last; /* its ended ones as they ended */
 	struct mem_owner *next;
 };
 
@@ -51,18 +60,23 @@ struct mem_run {
 	struct mem_owner *owner;
 	struct stored_event *ev;
 	size_t n, cap;
-	size_t bytes;
+	size_t bytes;   /* what it holds */
+	size_t reserve; /* RECORD_OVERHEAD + run_info.reserve: held while live */
+	size_t charged; /* what its key counts: max(bytes, reserve) while live */
+	bool events_lost; /* an append failed: the result says so */
 	bool cancel;
 	struct aj_cancel *token;
 	struct mem_run *hnext;
-	struct mem_run *newer, *older;
+	struct mem_run *newer, *older; /* the owner's records as made */
+	struct mem_run *onext, *oprev; /* ended: the owner's, as they ended */
+	struct mem_run *gnext, *gprev; /* ended: everyone's, as they ended */
 };
 
 struct mem {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	struct mem_run *bucket[MEM_BUCKETS];
-	struct mem_run *newest, *oldest;
+	struct mem_run *ended_first, *ended_last; /* every key's, as they ended */
 	struct mem_owner *owners;
 };
 
@@ -96,12 +110,20 @@ static struct mem_run *find_owned(struct mem *m, const char *id, const char *own
 	return r && !strcmp(r->owner->name, owner) ? r : NULL;
 }
 
-static struct mem_owner *owner_of(struct mem *m, const char *name)
+static struct mem_owner *find_owner(struct mem *m, const char *name)
 {
 	for (struct mem_owner *o = m->owners; o; o = o->next)
 		if (!strcmp(o->name, name))
 			return o;
-	struct mem_owner *o = calloc(1, sizeof *o);
+	return NULL;
+}
+
+static struct mem_owner *owner_of(struct mem *m, const char *name)
+{
+	struct mem_owner *o = find_owner(m, name);
+	if (o)
+		return o;
+	o = calloc(1, sizeof *o);
 	if (!o || !(o->name = strdup(name))) {
 		free(o);
 		return NULL;
@@ -117,17 +139,36 @@ static void drop(struct mem *m, struct mem_run *r)
 	while (*p != r)
 		p = &(*p)->hnext;
 	*p = r->hnext;
+	struct mem_owner *o = r->owner;
 	if (r->newer)
 		r->newer->older = r->older;
 	else
-		m->newest = r->older;
+		o->newest = r->older;
 	if (r->older)
 		r->older->newer = r->newer;
 	else
-		m->oldest = r->newer;
-	r->owner->bytes -= r->bytes;
+		o->oldest = r->newer;
+	if (r->info.state == RUN_DONE) {
+		if (r->onext)
+			r->onext->oprev = r->oprev;
+		else
+			o->ended_last = r->oprev;
+		if (r->oprev)
+			r->oprev->onext = r->onext;
+		else
+			o->ended_first = r->onext;
+		if (r->gnext)
+			r->gnext->gprev = r->gprev;
+		else
+			m->ended_last = r->gprev;
+		if (r->gprev)
+			r->gprev->gnext = r->gnext;
+		else
+			m->ended_first = r->gnext;
+	}
+	r->owner->bytes -= r->charged;
 	if (r->info.state != RUN_DONE)
-		r->owner->live_bytes -= r->bytes;
+		r->owner->live_bytes -= r->charged;
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->ev[i].data);
 		free(r->ev[i].name);
@@ -137,17 +178,25 @@ static void drop(struct mem *m, struct mem_run *r)
 	free(r);
 }
 
-/* The key's oldest ended records go until it is within the budget; its
- * runs still going are never cut (their output caps bound them). */
+/* What r's key counts for it now: a live run its reservation (or what it
+ * holds, if more: a run without one), an ended one what it holds. */
+static void recharge(struct mem_run *r)
+{
+	bool live = r->info.state != RUN_DONE;
+	size_t now = live && r->reserve > r->bytes ? r->reserve : r->bytes;
+	r->owner->bytes += now - r->charged;
+	if (live)
+		r->owner->live_bytes += now - r->charged;
+	r->charged = now;
+}
+
+/* The key's records that ended first go until it is within the budget;
+ * its runs still going are never cut (their output caps bound them). */
 static void enforce_budget(struct run_store *st, struct mem_owner *o)
 {
 	struct mem *m = st->impl;
-	for (struct mem_run *r = m->oldest; r && o->bytes > st->budget;) {
-		struct mem_run *next = r->newer;
-		if (r->owner == o && r->info.state == RUN_DONE)
-			drop(m, r);
-		r = next;
-	}
+	while (o->ended_first && o->bytes > st->budget)
+		drop(m, o->ended_first);
 }
 
 static int mem_create(struct run_store *st, const char *id, const char *owner,
@@ -157,11 +206,18 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 	pthread_mutex_lock(&m->lock);
 	struct mem_owner *o = owner_of(m, owner);
 	int rc = 0;
-	if (o)
-		enforce_budget(st, o);
+	/* A run alone may hold the whole budget, no more. */
+	size_t reserve = RECORD_OVERHEAD +
+			 (info->reserve < st->budget - RECORD_OVERHEAD ? info->reserve
+								       : st->budget - RECORD_OVERHEAD);
+	if (st->budget <= RECORD_OVERHEAD)
+		reserve = RECORD_OVERHEAD;
+	/* Room for its reservation: the key's ended records go first. */
+	while (o && o->ended_first && o->bytes + reserve > st->budget)
+		drop(m, o->ended_first);
 	if (!o) {
 		rc = error_set(err, -EIO, "out of memory");
-	} else if (o->live_bytes >= st->budget) {
+	} else if (o->live_bytes + reserve > st->budget) {
 		rc = error_set(err, -EDQUOT,
 			       "this key's runs still going hold its whole budget of %zu MiB for "
 			       "kept runs; retry when one ends",
@@ -179,17 +235,17 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 			r->info.ended = 0;
 			r->owner = o;
 			r->bytes = RECORD_OVERHEAD;
-			o->bytes += r->bytes;
-			o->live_bytes += r->bytes;
+			r->reserve = reserve;
+			recharge(r);
 			unsigned h = hash(r->info.id);
 			r->hnext = m->bucket[h];
 			m->bucket[h] = r;
-			r->older = m->newest;
-			if (m->newest)
-				m->newest->newer = r;
+			r->older = o->newest;
+			if (o->newest)
+				o->newest->newer = r;
 			else
-				m->oldest = r;
-			m->newest = r;
+				o->oldest = r;
+			o->newest = r;
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -233,11 +289,8 @@ static bool add_event(struct mem_run *r, enum run_event_kind kind, const char *d
 		return false;
 	}
 	r->n++;
-	size_t cost = len + EVENT_OVERHEAD + (name ? strlen(name) : 0) + (mime ? strlen(mime) : 0);
-	r->bytes += cost;
-	r->owner->bytes += cost;
-	if (r->info.state != RUN_DONE)
-		r->owner->live_bytes += cost;
+	r->bytes += len + EVENT_OVERHEAD + (name ? strlen(name) : 0) + (mime ? strlen(mime) : 0);
+	recharge(r);
 	return true;
 }
 
@@ -248,9 +301,12 @@ static void mem_append(struct run_store *st, const char *id, enum run_event_kind
 	pthread_mutex_lock(&m->lock);
 	struct mem_run *r = find_any(m, id);
 	if (r && r->info.state != RUN_DONE && kind != RUN_EV_RESULT) {
-		if (!add_event(r, kind, data, len, name, mime))
+		if (!add_event(r, kind, data, len, name, mime)) {
+			/* A gap a reader cannot see: the result will name it. */
+			r->events_lost = true;
 			fprintf(stderr, "agentjail serve: run %s: out of memory, an event is lost\n",
 				id);
+		}
 		enforce_budget(st, r->owner);
 		pthread_cond_broadcast(&m->changed);
 	}
@@ -260,21 +316,51 @@ static void mem_append(struct run_store *st, const char *id, enum run_event_kind
 static void mem_finish(struct run_store *st, const char *id, json_t *result)
 {
 	struct mem *m = st->impl;
+	/* The run's own thread appends and ends it: no append comes between
+	 * this look and the end. */
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *was = find_any(m, id);
+	bool gap = was && was->events_lost;
+	pthread_mutex_unlock(&m->lock);
+	json_t *copy = gap ? json_copy(result) : NULL;
+	if (copy) {
+		json_object_set_new(copy, "events_lost", json_true());
+		result = copy;
+	}
 	/* Compact: one line, as an SSE data field must be. */
 	char *text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER |
 					       JSON_REAL_PRECISION(12));
+	json_decref(copy);
 	pthread_mutex_lock(&m->lock);
 	struct mem_run *r = find_any(m, id);
 	if (r && r->info.state != RUN_DONE) {
 		static const char lost[] =
 			"{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
-		r->owner->live_bytes -= r->bytes;
+		struct mem_owner *o = r->owner;
+		/* Its reservation ends: from now on its key counts what it
+		 * holds (recharge below and in add_event). */
+		o->live_bytes -= r->charged;
 		r->info.state = RUN_DONE;
 		r->info.ended = epoch_now();
+		/* Last of the ended lists: the sweep and the budget take the
+		 * first. */
+		r->oprev = o->ended_last;
+		if (o->ended_last)
+			o->ended_last->onext = r;
+		else
+			o->ended_first = r;
+		o->ended_last = r;
+		r->gprev = m->ended_last;
+		if (m->ended_last)
+			m->ended_last->gnext = r;
+		else
+			m->ended_first = r;
+		m->ended_last = r;
 		const char *t = text ? text : lost;
 		if (!add_event(r, RUN_EV_RESULT, t, strlen(t), NULL, NULL))
 			fprintf(stderr, "agentjail serve: run %s: out of memory for its result\n",
 				id);
+		recharge(r);
 		/* Not cut to the budget here: its readers are about to read
 		 * the result. The key's next output makes room. */
 		pthread_cond_broadcast(&m->changed);
@@ -294,6 +380,7 @@ static int mem_info(struct run_store *st, const char *id, const char *owner,
 	if (r) {
 		*info = r->info;
 		info->result = NULL;
+		info->last_id = r->info.state == RUN_DONE ? r->n : 0;
 		const struct stored_event *last = r->n ? &r->ev[r->n - 1] : NULL;
 		if (r->info.state == RUN_DONE && last && last->kind == RUN_EV_RESULT &&
 		    (text = dup_bytes(last->data, last->len)))
@@ -416,7 +503,8 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 		return NULL;
 	}
 	pthread_mutex_lock(&m->lock);
-	struct mem_run *r = m->newest;
+	struct mem_owner *o = find_owner(m, owner);
+	struct mem_run *r = o ? o->newest : NULL;
 	if (before) {
 		/* A page goes on after the last run of the one before; a run
 		 * gone meanwhile (expired, or another key's) ends the list. */
@@ -424,14 +512,12 @@ static json_t *mem_list(struct run_store *st, const char *owner, const char *bef
 		r = b ? b->older : NULL;
 	}
 	for (; r && json_array_size(a) < limit; r = r->older) {
-		if (strcmp(r->owner->name, owner))
-			continue;
 		/* A row without its result: a page of runs stays small, and
 		 * GET /v1/runs/ID has the result. */
 		struct run_info info = r->info;
 		info.result = NULL;
-		json_t *o = run_info_json(&info);
-		if (!o || json_array_append_new(a, o)) {
+		json_t *row = run_info_json(&info);
+		if (!row || json_array_append_new(a, row)) {
 			json_decref(a);
 			a = NULL;
 			break;
@@ -448,12 +534,10 @@ static void mem_sweep(struct run_store *st)
 	struct mem *m = st->impl;
 	double now = epoch_now();
 	pthread_mutex_lock(&m->lock);
-	for (struct mem_run *r = m->oldest; r;) {
-		struct mem_run *next = r->newer;
-		if (r->info.state == RUN_DONE && r->info.ended + st->keep_sec < now)
-			drop(m, r);
-		r = next;
-	}
+	/* In the order they ended, all kept as long: the first one not
+	 * expired ends the look. */
+	while (m->ended_first && m->ended_first->info.ended + st->keep_sec < now)
+		drop(m, m->ended_first);
 	/* A reader of a run just dropped learns it now, not at its wait's end. */
 	pthread_cond_broadcast(&m->changed);
 	pthread_mutex_unlock(&m->lock);
@@ -464,8 +548,9 @@ static void mem_close(struct run_store *st)
 	struct mem *m = st->impl;
 	if (!m)
 		return;
-	while (m->newest)
-		drop(m, m->newest);
+	for (struct mem_owner *o = m->owners; o; o = o->next)
+		while (o->newest)
+			drop(m, o->newest);
 	while (m->owners) {
 		struct mem_owner *o = m->owners;
 		m->owners = o->next;

@@ -5,6 +5,7 @@
  * reader that finds a record not ended whose worker's heartbeat is gone
  * ends it with the lost-run answer: a run never ends in silence. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,50 +21,165 @@
  * 64 KiB read) or one image. */
 #define READ_COUNT 8
 
+/* A run whose event could not be written (Redis did not answer): its
+ * result will say so. Kept here, in the process that writes the run's
+ * events and its end, since Redis is what failed. */
+struct lost_run {
+	char id[33];
+	struct lost_run *next;
+};
+
 struct redis_store {
 	struct queue *q;
 	double give_up_run, give_up_session; /* runs_redis_give_up */
+	pthread_mutex_t lost_lock;
+	struct lost_run *lost;
 };
 
-/* The budget, then the new record, in one step: the key's records oldest
- * first, those expired dropped from its set, the oldest ended ones
- * deleted while the key holds its budget or more; still at it (its live
- * runs hold it): -1, and no record. KEYS: the key's set, the new hash;
- * ARGV: budget, owner, background, session_id, expiry, id, the seconds
- * after which a run no worker took is given up (0: never).
+static void lost_mark(struct redis_store *rs, const char *id)
+{
+	pthread_mutex_lock(&rs->lost_lock);
+	struct lost_run *l = rs->lost;
+	while (l && strcmp(l->id, id))
+		l = l->next;
+	if (!l && (l = calloc(1, sizeof *l))) {
+		snprintf(l->id, sizeof l->id, "%s", id);
+		l->next = rs->lost;
+		rs->lost = l;
+	}
+	pthread_mutex_unlock(&rs->lost_lock);
+}
+
+/* Whether id lost an event; forgotten once asked (at its end). */
+static bool lost_take(struct redis_store *rs, const char *id)
+{
+	bool was = false;
+	pthread_mutex_lock(&rs->lost_lock);
+	for (struct lost_run **p = &rs->lost; *p; p = &(*p)->next)
+		if (!strcmp((*p)->id, id)) {
+			struct lost_run *l = *p;
+			*p = l->next;
+			free(l);
+			was = true;
+			break;
+		}
+	pthread_mutex_unlock(&rs->lost_lock);
+	return was;
+}
+
+/* A key's bytes held, kept as a running total beside its set, so that
+ * making a record costs work bounded by what it must evict, not by how
+ * many records the key has (a whole scan in one script blocks Redis for
+ * everyone: half a second at 200k records):
+ *   agentjail:key:NAME:runbytes  the total (INCRBY as records grow)
+ *   agentjail:key:NAME:runsize   a hash, run id -> its bytes, so that a
+ *                                record Redis expired (no hook tells us)
+ *                                can be taken off the total later
+ *   agentjail:key:NAME:runscan   where the next look for expired ones
+ *                                starts in the set
+ * A record costs RECORD_COST besides its events and result, so a flood of
+ * empty runs is paid for too (as the memory store's overhead). */
+#define RECORD_COST 512
+
+/* Shared by the scripts that touch the total: forget(id) takes a record
+ * off its key's set and total. Uses KEYS[1] (set), KEYS[3] (sizes),
+ * KEYS[4] (total). */
+#define FORGET_LUA                                                                  \
+	"local function forget(id)\n"                                               \
+	"  local b = tonumber(redis.call('HGET', KEYS[3], id) or '0')\n"            \
+	"  if b ~= 0 then redis.call('DECRBY', KEYS[4], b) end\n"                   \
+	"  redis.call('HDEL', KEYS[3], id)\n"                                       \
+	"  redis.call('ZREM', KEYS[1], id)\n"                                       \
+	"end\n"
+
+/* The budget, then the new record, in one step. First at most 32 of the
+ * key's records, from where the last look ended (round the set), whose
+ * hash Redis expired are taken off the total; then, only while the total
+ * and the new record's cost pass the budget, its oldest ended records are
+ * deleted, oldest first, a batch at a time; still over (its live runs
+ * hold it): -1, and no record. KEYS: the key's set, the new hash, sizes,
+ * total, scan cursor; ARGV: budget, owner, background, session_id,
+ * expiry, id, the seconds after which a run no worker took is given up
+ * (0: never), the seconds the record is kept after its end (what a
+ * worker's poller renews by), what the record holds while live (its
+ * fixed cost and its reservation: run_info.reserve), its fixed cost.
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
-	"local ids = redis.call('ZRANGE', KEYS[1], 0, -1)\n"
-	"local budget = tonumber(ARGV[1])\n"
-	"local total, rows = 0, {}\n"
-	"for _, id in ipairs(ids) do\n"
-	"  local h = redis.call('HMGET', 'agentjail:run:' .. id, 'state', 'bytes')\n"
-	"  if not h[1] then redis.call('ZREM', KEYS[1], id)\n"
-	"  else\n"
-	"    local b = tonumber(h[2]) or 0\n"
-	"    total = total + b\n"
-	"    rows[#rows + 1] = {id, h[1], b}\n"
+	FORGET_LUA
+	"local budget, cost = tonumber(ARGV[1]), tonumber(ARGV[9])\n"
+	"local n = redis.call('ZCARD', KEYS[1])\n"
+	"if n > 0 then\n"
+	"  local from = tonumber(redis.call('GET', KEYS[5]) or '0')\n"
+	"  if from >= n then from = 0 end\n"
+	"  local ids = redis.call('ZRANGE', KEYS[1], from, from + 31)\n"
+	"  local gone = 0\n"
+	"  for _, id in ipairs(ids) do\n"
+	"    if redis.call('EXISTS', 'agentjail:run:' .. id) == 0 then\n"
+	"      forget(id)\n"
+	"      gone = gone + 1\n"
+	"    end\n"
+	"  end\n"
+	"  redis.call('SET', KEYS[5], from + #ids - gone, 'EX', ARGV[5])\n"
+	"end\n"
+	"local used = tonumber(redis.call('GET', KEYS[4]) or '0')\n"
+	"local at = 0\n"
+	"while used + cost > budget do\n"
+	"  local ids = redis.call('ZRANGE', KEYS[1], at, at + 31)\n"
+	"  if #ids == 0 then break end\n"
+	"  for _, id in ipairs(ids) do\n"
+	"    if used + cost <= budget then break end\n"
+	"    local h = 'agentjail:run:' .. id\n"
+	"    local s = redis.call('HGET', h, 'state')\n"
+	"    if not s or s == 'done' then\n"
+	"      redis.call('DEL', h, h .. ':events')\n"
+	"      forget(id)\n"
+	"      used = tonumber(redis.call('GET', KEYS[4]) or '0')\n"
+	"    else\n"
+	"      at = at + 1\n"
+	"    end\n"
 	"  end\n"
 	"end\n"
-	"for _, r in ipairs(rows) do\n"
-	"  if total < budget then break end\n"
-	"  if r[2] == 'done' then\n"
-	"    redis.call('DEL', 'agentjail:run:' .. r[1], 'agentjail:run:' .. r[1] .. ':events')\n"
-	"    redis.call('ZREM', KEYS[1], r[1])\n"
-	"    total = total - r[3]\n"
-	"  end\n"
-	"end\n"
-	"if total >= budget then return -1 end\n"
+	"if used + cost > budget then return -1 end\n"
 	"local t = redis.call('TIME')\n"
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
-	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', 0)\n"
+	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', ARGV[10], 'reserve', cost,\n"
+	"  'keep', ARGV[8])\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[5])\n"
 	"redis.call('ZADD', KEYS[1], created, ARGV[6])\n"
-	"redis.call('EXPIRE', KEYS[1], ARGV[5])\n"
+	"redis.call('HSET', KEYS[3], ARGV[6], cost)\n"
+	"redis.call('INCRBY', KEYS[4], cost)\n"
+	"for i = 1, 4 do if i ~= 2 then redis.call('EXPIRE', KEYS[i], ARGV[5]) end end\n"
+	"return 0\n";
+
+/* A record's growth onto its key's total: the owner's sizes and total by
+ * name (the hash says whose it is). h: the record's hash, its id after
+ * 'agentjail:run:', n: bytes, ended: its end (its reservation is over).
+ * A live record counts its reservation, or what it holds if more; an
+ * ended one what it holds. */
+#define GROW_LUA                                                                    \
+	"local function grow(h, owner, n, ended)\n"                                 \
+	"  local b = redis.call('HINCRBY', h, 'bytes', n)\n"                        \
+	"  local r = tonumber(redis.call('HGET', h, 'reserve') or '0')\n"           \
+	"  local charge = b\n"                                                      \
+	"  if not ended and r > b then charge = r end\n"                            \
+	"  if not owner then return end\n"                                          \
+	"  local k, id = 'agentjail:key:' .. owner, string.sub(h, 15)\n"            \
+	"  local old = tonumber(redis.call('HGET', k .. ':runsize', id) or '0')\n"  \
+	"  if charge ~= old then\n"                                                 \
+	"    redis.call('HSET', k .. ':runsize', id, charge)\n"                     \
+	"    redis.call('INCRBY', k .. ':runbytes', charge - old)\n"                \
+	"  end\n"                                                                   \
+	"end\n"
+
+/* A record gone from its key's set and total, if its hash is gone
+ * (expired). KEYS: set, hash, sizes, total; ARGV: id. */
+static const char forget_lua[] =
+	FORGET_LUA
+	"if redis.call('EXISTS', KEYS[2]) == 0 then forget(ARGV[1]) end\n"
 	"return 0\n";
 
 /* queued -> running, unless it ended first. KEYS: hash; ARGV: worker,
@@ -78,7 +194,9 @@ static const char started_lua[] =
  * result. Its number is the stream's next (0-*: Redis counts). KEYS:
  * hash, events; ARGV: kind, data, expiry, name, mime. */
 static const char append_lua[] =
-	"local s = redis.call('HGET', KEYS[1], 'state')\n"
+	GROW_LUA
+	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
+	"local s = f[1]\n"
 	"if not s or s == 'done' then return 0 end\n"
 	"if ARGV[4] ~= '' then\n"
 	"  redis.call('XADD', KEYS[2], '0-*', 'kind', ARGV[1], 'data', ARGV[2], 'name', ARGV[4],\n"
@@ -86,7 +204,7 @@ static const char append_lua[] =
 	"else\n"
 	"  redis.call('XADD', KEYS[2], '0-*', 'kind', ARGV[1], 'data', ARGV[2])\n"
 	"end\n"
-	"redis.call('HINCRBY', KEYS[1], 'bytes', #ARGV[2])\n"
+	"grow(KEYS[1], f[2], #ARGV[2] + #ARGV[4] + #ARGV[5], false)\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
 	"return 1\n";
 
@@ -94,13 +212,15 @@ static const char append_lua[] =
  * a reader's lost answer, or the reverse) changes nothing. KEYS: hash,
  * events; ARGV: result, keep. */
 static const char finish_lua[] =
-	"local s = redis.call('HGET', KEYS[1], 'state')\n"
+	GROW_LUA
+	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
+	"local s = f[1]\n"
 	"if not s or s == 'done' then return 0 end\n"
-	"redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
+	"local x = redis.call('XADD', KEYS[2], '0-*', 'kind', 'result', 'data', ARGV[1])\n"
 	"local t = redis.call('TIME')\n"
 	"redis.call('HSET', KEYS[1], 'state', 'done', 'ended',\n"
-	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1])\n"
-	"redis.call('HINCRBY', KEYS[1], 'bytes', 2 * #ARGV[1])\n"
+	"  string.format('%.6f', t[1] + t[2] / 1e6), 'result', ARGV[1], 'last', string.sub(x, 3))\n"
+	"grow(KEYS[1], f[2], 2 * #ARGV[1], true)\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
 	"return 1\n";
@@ -115,6 +235,25 @@ static const char overdue_lua[] =
 	"if t[1] + t[2] / 1e6 < d then return 0 end\n"
 	"if redis.call('SET', KEYS[2], 'abandoned', 'NX', 'EX', 3600) then return 1 end\n"
 	"return 0\n";
+
+/* The worker's poll of its live records: for each hash (KEYS, the events
+ * stream's name is the hash's plus ':events') its cancel flag, and the
+ * expiry of one not ended renewed to its own keep time plus the live
+ * margin (ARGV[1]). One that ended is left alone: its end set the expiry
+ * serve's --keep-runs asked for, and a renewal racing the end must not
+ * stretch or cut it. */
+static const char poll_lua[] =
+	"local out = {}\n"
+	"for i, h in ipairs(KEYS) do\n"
+	"  local f = redis.call('HMGET', h, 'state', 'cancel', 'keep')\n"
+	"  out[i] = (f[2] == '1') and 1 or 0\n"
+	"  if f[1] and f[1] ~= 'done' then\n"
+	"    local live = (tonumber(f[3]) or 0) + tonumber(ARGV[1])\n"
+	"    redis.call('EXPIRE', h, live)\n"
+	"    redis.call('EXPIRE', h .. ':events', live)\n"
+	"  end\n"
+	"end\n"
+	"return out\n";
 
 /* Asked to stop, unless it ended. KEYS: hash. */
 static const char cancel_lua[] =
@@ -136,14 +275,14 @@ static long live_sec(struct run_store *st)
 static long long script(redisContext *c, struct aj_error *err, const char *lua, int nkeys,
 			const char **argv, const size_t *lens, int argc)
 {
-	const char *av[16];
-	size_t al[16];
+	const char *av[20];
+	size_t al[20];
 	char nk[8];
 	snprintf(nk, sizeof nk, "%d", nkeys);
 	av[0] = "EVAL", al[0] = 4;
 	av[1] = lua, al[1] = strlen(lua);
 	av[2] = nk, al[2] = strlen(nk);
-	for (int i = 0; i < argc && i < 13; i++) {
+	for (int i = 0; i < argc && i < 17; i++) {
 		av[3 + i] = argv[i];
 		al[3 + i] = lens ? lens[i] : strlen(argv[i]);
 	}
@@ -172,17 +311,30 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	redisContext *c = queue_get(qof(st), 5.0, err);
 	if (!c)
 		return -EIO;
-	char set[128], hash[64], events[72], budget[32], expiry[32], give_up[32];
+	char set[128], sizes[128], total[128], scan[128], hash[64], events[72], budget[32],
+		expiry[32], give_up[32], cost[32], fixed[32];
 	keys_of(id, hash, events);
 	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
+	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
+	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
+	snprintf(scan, sizeof scan, "agentjail:key:%s:runscan", owner);
+	/* A run alone may hold the whole budget, no more. */
+	size_t room = st->budget > RECORD_COST ? st->budget - RECORD_COST : 0;
+	snprintf(cost, sizeof cost, "%zu",
+		 RECORD_COST + (info->reserve < room ? info->reserve : room));
+	snprintf(fixed, sizeof fixed, "%d", RECORD_COST);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
 	const struct redis_store *rs = st->impl;
 	snprintf(give_up, sizeof give_up, "%.3f",
 		 info->session ? rs->give_up_session : rs->give_up_run);
-	const char *argv[] = {set,    hash, budget, owner, info->background ? "1" : "0",
-			      info->session ? info->session_id : "", expiry, id, give_up};
-	long long v = script(c, err, create_lua, 2, argv, NULL, 9);
+	char keep[32];
+	snprintf(keep, sizeof keep, "%ld", (long)st->keep_sec > 0 ? (long)st->keep_sec : 1);
+	const char *argv[] = {set,    hash,	sizes, total,
+			      scan,   budget, owner, info->background ? "1" : "0",
+			      info->session ? info->session_id : "",
+			      expiry, id,	give_up, keep, cost, fixed};
+	long long v = script(c, err, create_lua, 5, argv, NULL, 15);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -221,8 +373,11 @@ static void rappend(struct run_store *st, const char *id, enum run_event_kind ki
 {
 	struct aj_error err;
 	redisContext *c = queue_get(qof(st), 5.0, &err);
-	if (!c)
+	if (!c) {
+		lost_mark(st->impl, id);
+		fprintf(stderr, "agentjail: run %s: an event is lost: %s\n", id, err.message);
 		return;
+	}
 	char hash[64], events[72], expiry[32];
 	keys_of(id, hash, events);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
@@ -232,6 +387,11 @@ static void rappend(struct run_store *st, const char *id, enum run_event_kind ki
 			 strlen(expiry), strlen(argv[5]), strlen(argv[6])};
 	long long v = script(c, &err, append_lua, 2, argv, lens, 7);
 	queue_put(qof(st), c, v == -2);
+	if (v == -2) {
+		/* A gap a reader cannot see: the result will name it. */
+		lost_mark(st->impl, id);
+		fprintf(stderr, "agentjail: run %s: an event is lost: %s\n", id, err.message);
+	}
 }
 
 /* Ends the record with the result text: 1 if this call ended it, 0 if it
@@ -250,7 +410,13 @@ static int finish_text(struct run_store *st, redisContext *c, const char *id, co
 static void rfinish(struct run_store *st, const char *id, json_t *result)
 {
 	struct aj_error err;
+	json_t *copy = lost_take(st->impl, id) ? json_copy(result) : NULL;
+	if (copy) {
+		json_object_set_new(copy, "events_lost", json_true());
+		result = copy;
+	}
 	char *text = json_dumps(result, JSON_COMPACT);
+	json_decref(copy);
 	redisContext *c = text ? queue_get(qof(st), 5.0, &err) : NULL;
 	if (c)
 		queue_put(qof(st), c, finish_text(st, c, id, text) < 0);
@@ -336,20 +502,23 @@ static enum run_state state_of(const redisReply *r)
 }
 
 /* The record's hash as owner sees it (lost ones ended on the way): 0 with
- * *info, -ENOENT, -EIO. */
+ * *info, -ENOENT, -EIO. with_result: the result is fetched and parsed
+ * too; only GET /v1/runs/ID wants it, and an events read, a cancel or a
+ * list row would pay for the whole result (as large as the output) on
+ * every call. */
 static int read_info(struct run_store *st, redisContext *c, const char *id, const char *owner,
-		     struct run_info *info)
+		     struct run_info *info, bool with_result)
 {
 	struct aj_error err;
 	for (int pass = 0; pass < 2; pass++) {
 		redisReply *h = queue_cmd(c, &err,
 					  "HMGET agentjail:run:%s owner state created ended "
-					  "background session_id result worker",
-					  id);
+					  "background session_id worker %s last",
+					  id, with_result ? "result" : "state");
 		if (!h)
 			return -EIO;
 		redisReply **e = h->element;
-		if (h->elements != 8 || e[0]->type != REDIS_REPLY_STRING || strcmp(e[0]->str, owner)) {
+		if (h->elements != 9 || e[0]->type != REDIS_REPLY_STRING || strcmp(e[0]->str, owner)) {
 			freeReplyObject(h); /* another key's run answers as none at all */
 			return -ENOENT;
 		}
@@ -363,11 +532,13 @@ static int read_info(struct run_store *st, redisContext *c, const char *id, cons
 			info->session = true;
 			snprintf(info->session_id, sizeof info->session_id, "%s", e[5]->str);
 		}
-		if (info->state == RUN_DONE && e[6]->type == REDIS_REPLY_STRING)
-			info->result = json_loadb(e[6]->str, e[6]->len, 0, NULL);
 		char worker[128];
 		snprintf(worker, sizeof worker, "%s",
-			 e[7]->type == REDIS_REPLY_STRING ? e[7]->str : "");
+			 e[6]->type == REDIS_REPLY_STRING ? e[6]->str : "");
+		if (info->state == RUN_DONE && e[8]->type == REDIS_REPLY_STRING)
+			info->last_id = strtoull(e[8]->str, NULL, 10);
+		if (with_result && info->state == RUN_DONE && e[7]->type == REDIS_REPLY_STRING)
+			info->result = json_loadb(e[7]->str, e[7]->len, 0, NULL);
 		freeReplyObject(h);
 		if (info->state == RUN_DONE || pass)
 			return 0;
@@ -386,7 +557,7 @@ static int rinfo(struct run_store *st, const char *id, const char *owner, struct
 	redisContext *c = queue_get(qof(st), 5.0, &err);
 	if (!c)
 		return -EIO;
-	int rc = read_info(st, c, id, owner, info);
+	int rc = read_info(st, c, id, owner, info, true);
 	queue_put(qof(st), c, rc == -EIO);
 	return rc;
 }
@@ -450,12 +621,11 @@ static int revents(struct run_store *st, const char *id, const char *owner, uint
 	if (!c)
 		return -EIO;
 	struct run_info info;
-	int rc = read_info(st, c, id, owner, &info);
+	int rc = read_info(st, c, id, owner, &info, false);
 	if (rc) {
 		queue_put(qof(st), c, rc == -EIO);
 		return rc;
 	}
-	json_decref(info.result);
 	char events[72], hash[64], from[32];
 	keys_of(id, hash, events);
 	snprintf(from, sizeof from, "0-%llu", (unsigned long long)after);
@@ -494,9 +664,8 @@ static int rcancel(struct run_store *st, const char *id, const char *owner)
 	if (!c)
 		return -EIO;
 	struct run_info info;
-	int rc = read_info(st, c, id, owner, &info);
+	int rc = read_info(st, c, id, owner, &info, false);
 	if (!rc) {
-		json_decref(info.result);
 		char hash[64], events[72];
 		keys_of(id, hash, events);
 		const char *argv[] = {hash};
@@ -516,30 +685,52 @@ static bool rcancel_requested(struct run_store *st, const char *id)
 
 int runs_redis_poll(struct run_store *st, const char *const *ids, size_t n, bool *cancel)
 {
+	if (!n)
+		return 0;
 	struct aj_error err;
 	redisContext *c = queue_get(qof(st), 5.0, &err);
 	if (!c)
 		return -1;
-	long live = live_sec(st);
-	/* Pipelined: one round trip however many runs this worker holds. */
-	for (size_t i = 0; i < n; i++) {
-		redisAppendCommand(c, "HGET agentjail:run:%s cancel", ids[i]);
-		redisAppendCommand(c, "EXPIRE agentjail:run:%s %ld", ids[i], live);
-		redisAppendCommand(c, "EXPIRE agentjail:run:%s:events %ld", ids[i], live);
+	/* One script for all: one round trip however many runs this worker
+	 * holds, and each record's renewal decided where its state is. */
+	enum { MAX_IDS = 256 };
+	size_t m = n < MAX_IDS ? n : MAX_IDS;
+	const char *av[MAX_IDS + 4];
+	size_t al[MAX_IDS + 4];
+	char hashes[MAX_IDS][64], nk[16], live[16];
+	snprintf(nk, sizeof nk, "%zu", m);
+	snprintf(live, sizeof live, "%d", RUNS_REDIS_LIVE_SEC);
+	av[0] = "EVAL", av[1] = poll_lua, av[2] = nk;
+	for (size_t i = 0; i < m; i++) {
+		snprintf(hashes[i], sizeof hashes[i], "agentjail:run:%.40s", ids[i]);
+		av[3 + i] = hashes[i];
 	}
-	int rc = 0;
-	for (size_t i = 0; i < 3 * n; i++) {
-		redisReply *r = NULL;
-		if (redisGetReply(c, (void **)&r) != REDIS_OK) {
-			rc = -1;
-			break;
-		}
-		if (i % 3 == 0)
-			cancel[i / 3] = r->type == REDIS_REPLY_STRING && !strcmp(r->str, "1");
+	av[3 + m] = live;
+	for (size_t i = 0; i < m + 4; i++)
+		al[i] = strlen(av[i]);
+	redisReply *r = redisCommandArgv(c, (int)m + 4, av, al);
+	int rc = r && r->type == REDIS_REPLY_ARRAY && r->elements == m ? 0 : -1;
+	for (size_t i = 0; !rc && i < m; i++)
+		cancel[i] = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
+	for (size_t i = m; i < n; i++)
+		cancel[i] = false;
+	if (r)
 		freeReplyObject(r);
-	}
 	queue_put(qof(st), c, rc != 0);
 	return rc;
+}
+
+/* An expired record off its key's set and total. */
+static void forget_expired(redisContext *c, const char *owner, const char *id)
+{
+	struct aj_error err;
+	char set[128], sizes[128], total[128], hash[64], events[72];
+	keys_of(id, hash, events);
+	snprintf(set, sizeof set, "agentjail:key:%s:runs", owner);
+	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
+	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
+	const char *argv[] = {set, hash, sizes, total, id};
+	script(c, &err, forget_lua, 4, argv, NULL, 5);
 }
 
 static json_t *rlist(struct run_store *st, const char *owner, const char *before,
@@ -579,14 +770,13 @@ static json_t *rlist(struct run_store *st, const char *owner, const char *before
 		size_t got = r->elements;
 		for (size_t i = 0; i < got && json_array_size(a) < limit; i++) {
 			struct run_info info;
-			int rc = read_info(st, c, r->element[i]->str, owner, &info);
+			/* A row without its result: a page of runs stays
+			 * small, and GET /v1/runs/ID has the result. */
+			int rc = read_info(st, c, r->element[i]->str, owner, &info, false);
 			if (!rc) {
-				/* A row without its result: a page of runs stays
-				 * small, and GET /v1/runs/ID has the result. */
-				run_info_clear(&info);
 				json_array_append_new(a, run_info_json(&info));
 			} else if (rc == -ENOENT) {
-				queue_do(c, "ZREM agentjail:key:%s:runs %s", owner, r->element[i]->str);
+				forget_expired(c, owner, r->element[i]->str);
 				start--; /* the set shifted under the next page */
 			}
 		}
@@ -607,6 +797,14 @@ static void rsweep(struct run_store *st)
 
 static void rclose(struct run_store *st)
 {
+	struct redis_store *rs = st->impl;
+	while (rs && rs->lost) {
+		struct lost_run *l = rs->lost;
+		rs->lost = l->next;
+		free(l);
+	}
+	if (rs)
+		pthread_mutex_destroy(&rs->lost_lock);
 	free(st->impl);
 	st->impl = NULL;
 }
@@ -639,6 +837,7 @@ int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size
 	if (!r)
 		return error_set(err, -ENOMEM, "runs: out of memory");
 	r->q = q;
+	pthread_mutex_init(&r->lost_lock, NULL);
 	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r};
 	return 0;
 }

@@ -103,6 +103,9 @@ struct sse_reader {
 	struct run_event *batch;
 	size_t n, next;
 	bool done;              /* the batch holds the result: nothing follows */
+	bool read_once;         /* the store was read at least once */
+	bool ended_at_start;    /* its first read found the run ended, after all */
+	bool result_sent;
 	struct piece out[3];    /* sent in order, the current one from off */
 	int pieces, cur;
 	size_t off;
@@ -153,6 +156,34 @@ static int event_out(struct sse_reader *r, struct run_event *ev)
 	return 0;
 }
 
+static bool batch_has_result(const struct sse_reader *r)
+{
+	return r->n && r->batch[r->n - 1].kind == RUN_EV_RESULT;
+}
+
+/* A live run that ended at or before the client's Last-Event-ID (one it
+ * was given by another run's stream, or made up): the run's end would
+ * pass unseen, so its result goes anyway, the one event past the id.
+ * Every stream of a live run ends with its result. 0, or -1 to cut. */
+static int result_anyway(struct sse_reader *r)
+{
+	struct run_info info;
+	if (r->st->ops->info(r->st, r->id, r->owner, &info))
+		return -1;
+	uint64_t last = info.last_id;
+	run_info_clear(&info);
+	if (!last)
+		return -1;
+	run_events_free(r->batch, r->n);
+	r->batch = NULL;
+	r->n = r->next = 0;
+	bool done;
+	if (r->st->ops->events(r->st, r->id, r->owner, last - 1, 0, &r->batch, &r->n, &done) ||
+	    !batch_has_result(r))
+		return -1;
+	return 0;
+}
+
 /* The next text to send into r->out: 1, 0 at the end, -1 to cut. */
 static int next_text(struct sse_reader *r)
 {
@@ -160,6 +191,8 @@ static int next_text(struct sse_reader *r)
 	for (;;) {
 		if (r->next < r->n) {
 			struct run_event *ev = &r->batch[r->next++];
+			if (ev->kind == RUN_EV_RESULT)
+				r->result_sent = true;
 			if (event_out(r, ev))
 				return -1;
 			r->after = ev->id;
@@ -176,6 +209,13 @@ static int next_text(struct sse_reader *r)
 					    &r->n, &r->done);
 		if (rc)
 			return -1; /* expired or dropped mid-read: cut, not a silent end */
+		if (!r->read_once) {
+			r->read_once = true;
+			r->ended_at_start = r->done && !r->n;
+		}
+		if (r->done && !r->ended_at_start && !r->result_sent && !batch_has_result(r) &&
+		    result_anyway(r))
+			return -1;
 		if (!r->n && !r->done && now_ms() - r->idle_since >= r->keepalive_ms) {
 			static char keepalive[] = ": keep-alive\n\n";
 			out_add(r, keepalive, strlen(keepalive), false);

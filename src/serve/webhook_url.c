@@ -72,6 +72,15 @@ int webhook_url_parse(const char *url, bool prefix, struct webhook_url *u, struc
 		rc = error_set(err, -EINVAL, "%s: '%.200s': a #fragment is not taken", what, url);
 		goto out;
 	}
+	/* An IPv6 zone id (fe80::1%eth0) picks the interface the POST leaves
+	 * by, and the host compared below carries no zone: a URL with one
+	 * would pass as the prefix's host and go out where the deployer
+	 * never allowed. */
+	if (has_part(h, CURLUPART_ZONEID)) {
+		rc = error_set(err, -EINVAL, "%s: '%.200s': an IPv6 zone id (%%25...) is not taken",
+			       what, url);
+		goto out;
+	}
 	if (prefix && has_part(h, CURLUPART_QUERY)) {
 		rc = error_set(err, -EINVAL, "%s: '%.200s': a prefix ends at its path (no ?query)",
 			       what, url);

@@ -401,3 +401,52 @@ def test_an_mcp_call_through_the_queue_streams_its_output(start, redis, workers,
     assert out["status"] == "ok" and out["stdout"] == "first line\nsecond line\n"
     # Not one of the key's runs.
     assert s.request("GET", "/v1/runs", key=alice).json()["runs"] == []
+
+
+def test_an_event_id_past_the_end_through_the_queue(start, redis, workers, keys):
+    workers("w-past", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys)
+    alice = keys[1]
+    # A live run read from past anything it will have: its end still
+    # comes, as exactly one result (its number from the record).
+    r = s.request("POST", "/v1/runs", {"code": SAY + "time.sleep(3)\nsay('late')",
+                                       "background": True}, key=alice)
+    run_id = r.json()["id"]
+    ev = Events(s, alice, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "1000"})
+    assert ev.status == 200
+    got = ev.until_result()
+    assert [(e["id"], e["event"]) for e in got] == [(2, "result")]
+    assert got[0]["data"]["stdout"] == "late\n"
+    # The run is done now: past its last event is a 400 naming the id.
+    bad = s.request("GET", f"/v1/runs/{run_id}/events", key=alice,
+                    headers={"Last-Event-ID": "3"})
+    assert bad.code == 400 and "past the last event" in bad.json()["error"]["message"]
+
+
+def test_a_keys_bytes_are_a_running_total_and_expired_records_leave_it(start, redis, workers,
+                                                                        keys):
+    workers("w-total", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys, "--keep-runs", "1")
+    alice = keys[1]
+
+    def held(run_id):
+        return int(redis.cli("HGET", f"agentjail:run:{run_id}", "bytes") or 0)
+
+    def total():
+        return int(redis.cli("GET", "agentjail:key:alice:runbytes") or 0)
+
+    first = s.request("POST", "/v1/runs", {"code": "print('one')", "background": True},
+                      key=alice).json()["id"]
+    assert wait_for(lambda: state(s, alice, first)["state"] == "done")
+    # A create reads the key's total, not every record: the total is the
+    # record's bytes (its fixed cost, its output, its result twice).
+    assert held(first) > 512 and total() == held(first)
+    # Redis expires the record (kept 1 s): the next create takes it off
+    # the total and the set.
+    assert wait_for(lambda: redis.cli("EXISTS", f"agentjail:run:{first}") == "0")
+    second = s.request("POST", "/v1/runs", {"code": "print('two')", "background": True},
+                       key=alice).json()["id"]
+    assert redis.cli("ZSCORE", "agentjail:key:alice:runs", first) == ""
+    assert redis.cli("HGET", "agentjail:key:alice:runsize", first) == ""
+    assert wait_for(lambda: state(s, alice, second)["state"] == "done")
+    assert total() == held(second)

@@ -3,19 +3,22 @@
 runs, resume from Last-Event-ID, cancel, background runs and their list,
 another key's run, the budget, and a client that never reads."""
 import base64
+import fcntl
 import json
 import os
 import signal
 import socket
+import struct
+import sys
+import termios
 import time
 
 import pytest
 
-from conftest import Stream, add_key, sandbox_pids, wait_for
+from conftest import ROOT, Stream, add_key, sandbox_pids, wait_for
 
-# Prints, then sleeps while the test looks: the first event must have come
-# while the program still runs.
-PRINT_SLEEP_PRINT = "import time\nprint('first', flush=True)\ntime.sleep(3)\nprint('second')\n"
+sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+from gate import GATE  # noqa: E402
 
 # Bytes written in separate flushes, with pauses so that each is a chunk of
 # its own: text, bytes that are not UTF-8, and a character split in two.
@@ -29,8 +32,13 @@ def stdout_of(events):
     return b"".join(e.bytes() for e in events if e.event == "stdout")
 
 
-def test_first_output_arrives_while_the_program_runs(server):
-    s = Stream(server, "POST", "/v1/runs", {"code": PRINT_SLEEP_PRINT})
+def test_first_output_arrives_while_the_program_runs(start, tmp_path):
+    # The program waits for a gate the test opens only once it has seen
+    # the first event: order alone shows the event came while it ran.
+    tmp_path.chmod(0o755)
+    server = start("--timeout", "30", "--cpu", "10", "--ro-bind", f"{tmp_path}:/mnt/gate")
+    s = Stream(server, "POST", "/v1/runs",
+               {"code": GATE + "print('first', flush=True)\nprint(gate())\n"})
     assert s.status == 200
     assert s.headers["Content-Type"] == "text/event-stream"
     run_id = s.headers["X-Run-Id"]
@@ -39,15 +47,16 @@ def test_first_output_arrives_while_the_program_runs(server):
     assert s.retry == 1000
     assert (first.id, first.event) == (1, "stdout")
     assert first.data["text"] and "first\n".startswith(first.data["text"])
-    # The program is still asleep: its run is running, not done.
+    # The program waits at the gate: its run is running, not done.
     info = server.request("GET", f"/v1/runs/{run_id}").json()
     assert info["state"] == "running" and "result" not in info
+    (tmp_path / "go").touch()
     rest = list(events)
     assert [e.id for e in [first] + rest] == list(range(1, len(rest) + 2))
     assert rest[-1].event == "result"
     result = rest[-1].data
     assert result["status"] == "ok" and result["run_id"] == run_id
-    assert stdout_of([first] + rest) == b"first\nsecond\n"
+    assert stdout_of([first] + rest) == b"first\nsaw the gate\n"
     s.close()
 
 
@@ -130,6 +139,40 @@ def test_background_run_state_events_and_result(server):
     s.close()
     assert [e.event for e in got] == kinds
     assert got[-1].data == info["result"]
+
+
+def test_an_event_id_past_the_end_is_a_400_or_gets_the_result(server):
+    r = server.request("POST", "/v1/runs", {"code": "print('bg')", "background": True})
+    run_id = r.json()["id"]
+    assert wait_for(lambda: server.request("GET", f"/v1/runs/{run_id}").json()["state"]
+                    == "done")
+    polled = server.request("GET", f"/v1/runs/{run_id}/events",
+                            headers={"Accept": "application/json"}).json()
+    last = polled["events"][-1]["id"]
+    # Past the last event of a done run: the id was never given, a 400
+    # naming it, on SSE and JSON alike.
+    bad = server.request("GET", f"/v1/runs/{run_id}/events",
+                         headers={"Last-Event-ID": str(last + 1)})
+    assert bad.code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]
+    assert "past the last event" in bad.json()["error"]["message"]
+    bad = server.request("GET", f"/v1/runs/{run_id}/events?after={last + 5}",
+                         headers={"Accept": "application/json"})
+    assert bad.code == 400 and "after" in bad.json()["error"]["message"]
+    # At the last event (the client saw the result): nothing more, no 400.
+    s = Stream(server, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": str(last)})
+    assert s.status == 200 and list(s.events()) == []
+    s.close()
+    # A live run read from past anything it will have: its end still
+    # comes, as exactly one result.
+    code = "import time\ntime.sleep(3)\nprint('late')\n"
+    r = server.request("POST", "/v1/runs", {"code": code, "background": True})
+    run_id = r.json()["id"]
+    s = Stream(server, "GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "1000"})
+    assert s.status == 200
+    got = list(s.events())
+    s.close()
+    assert [e.event for e in got] == ["result"]
+    assert got[0].data["stdout"] == "late\n" and got[0].id == 2
 
 
 @pytest.fixture
@@ -248,6 +291,24 @@ def vm_rss_kb(pid):
     raise AssertionError("no VmRSS")
 
 
+def unread(sock):
+    """Bytes that came to sock and wait to be read."""
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+
+
+def settled_rss_kb(pid, timeout=60):
+    """pid's RSS once it has stopped moving (under 256 KiB over 2 s of
+    samples), or as it is at the timeout."""
+    deadline = time.monotonic() + timeout
+    last, same = vm_rss_kb(pid), 0
+    while same < 8 and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = vm_rss_kb(pid)
+        same = same + 1 if abs(now - last) < 256 else 0
+        last = now
+    return last
+
+
 def test_clients_that_never_read_do_not_grow_serves_memory(start):
     """A run prints 20 MiB; eight clients stream it and never read (one
     from its POST, seven once it is done, when all of it is there to
@@ -299,11 +360,11 @@ def test_clients_that_never_read_do_not_grow_serves_memory(start):
     for _ in range(readers - 1):
         never_reads(f"GET /v1/runs/{streamed}/events HTTP/1.1\r\nHost: x\r\n"
                     f"Authorization: Bearer {srv.key}\r\nAccept: text/event-stream\r\n\r\n")
-    # The readers are as far as their sockets let them: each made its
-    # first events and blocks on a full socket (nothing to wait for but
-    # that; a reader holding more would hold it by now).
-    time.sleep(2)
-    grown = vm_rss_kb(srv.proc.pid) - base
+    # The readers are as far as their sockets let them: each has sent
+    # (its socket holds bytes), and serve's RSS has stopped moving (each
+    # blocks on a full socket; a reader holding more would hold it then).
+    assert wait_for(lambda: all(unread(k) > 0 for k in socks), timeout=60)
+    grown = settled_rss_kb(srv.proc.pid) - base
     bound = (2 * out * 5 // 4 + readers * (4 << 20) + (16 << 20)) >> 10
     assert grown <= bound, f"serve grew {grown} KiB with {readers} readers; bound {bound} KiB"
     result = srv.request("GET", f"/v1/runs/{streamed}").json()["result"]
