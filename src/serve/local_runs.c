@@ -143,7 +143,8 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 		runner_free(r);
 		return -1;
 	}
-	struct run_info info = {.background = req->background};
+	struct run_info info = {.background = req->background,
+				.reserve = run_reserve(&req->limits, NULL)};
 	return record_start(svc, rq, rs, r, &info);
 }
 
@@ -162,7 +163,10 @@ int local_session_recorded(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 404, "not_found", "no such session");
 		return -1;
 	}
-	struct run_info info = {.session = true};
+	/* The deployer's caps: a session's own can only be narrower. */
+	struct run_info info = {.session = true,
+				.reserve = run_reserve(&svc->cfg.sandbox.limits,
+						       &svc->cfg.sandbox.session)};
 	snprintf(info.session_id, sizeof info.session_id, "%s", h->id);
 	return record_start(svc, rq, rs, r, &info);
 }

@@ -176,7 +176,8 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		qrunner_free(r);
 		return -1;
 	}
-	struct run_info info = {.background = req->background};
+	struct run_info info = {.background = req->background,
+				.reserve = run_reserve(&req->limits, NULL)};
 	return qrunner_start(svc, rq, rs, r, &info);
 }
 
@@ -193,7 +194,10 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
-	struct run_info info = {.session = true};
+	/* The deployer's caps: a session's own can only be narrower. */
+	struct run_info info = {.session = true,
+				.reserve = run_reserve(&svc->cfg.sandbox.limits,
+						       &svc->cfg.sandbox.session)};
 	snprintf(info.session_id, sizeof info.session_id, "%s", session);
 	return qrunner_start(svc, rq, rs, r, &info);
 }

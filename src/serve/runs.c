@@ -61,3 +61,12 @@ json_t *run_info_json(const struct run_info *info)
 		json_object_set(o, "result", info->result);
 	return o;
 }
+
+size_t run_reserve(const struct aj_limits *limits, const struct aj_session_limits *session)
+{
+	/* Each stream up to its cap, twice: its events, and the result's copy. */
+	size_t n = (size_t)4 * limits->output_kb * 1024;
+	if (session) /* an image's bytes in its event, and 4/3 of them in the result */
+		n += (size_t)session->images * session->image_kb * 1024 * 7 / 3;
+	return n;
+}

@@ -125,6 +125,9 @@ struct queue;
 int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size_t budget,
 		    struct aj_error *err);
 
+/* run_info.reserve for a run under limits, or for a session's call when
+ * session is set (its images' most, raw and as base64, besides). */
+size_t run_reserve(const struct aj_limits *limits, const struct aj_session_limits *session);
 void run_events_free(struct run_event *ev, size_t n);
 /* n bytes of p copied and NUL-ended (an event's data may hold NULs; the
  * end is for text readers): NULL when out of memory. */
