@@ -167,11 +167,13 @@ def timed_serve(serve, conn, n):
     return ts
 
 
-def throughput(serve, n, threads=8):
+def throughput(serve, n, threads=8, stream=False):
+    """Runs per second: n print(1) runs from threads clients, plain JSON or
+    as Server-Sent Events."""
     def worker(count):
         conn = serve.connection()
         for _ in range(count):
-            serve.run(conn)
+            (serve.stream if stream else serve.run)(conn)
         conn.close()
 
     per = [n // threads + (1 if i < n % threads else 0) for i in range(threads)]
@@ -287,22 +289,10 @@ def streaming(runs=200, runs_t=400):
         print(f"    sse / plain p50: {pct(rows['sse'], 50) / pct(rows['plain'], 50):.3f}")
         conn.close()
 
-        def many(stream):
-            def worker(count):
-                c = serve.connection()
-                for _ in range(count):
-                    (serve.stream if stream else serve.run)(c)
-                c.close()
-            per_t = [runs_t // 8 + (1 if i < runs_t % 8 else 0) for i in range(8)]
-            t0 = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                list(pool.map(worker, per_t))
-            return runs_t / (time.perf_counter() - t0)
-
         tput = {"plain": [], "sse": []}
         for r in range(2):
             for name in (["plain", "sse"] if r % 2 == 0 else ["sse", "plain"]):
-                tput[name].append(many(name == "sse"))
+                tput[name].append(throughput(serve, runs_t, stream=name == "sse"))
         print(f"  print(1) from 8 client threads, {runs_t} runs, best of 2 interleaved:")
         for name, v in tput.items():
             print(f"    {name:6} {max(v):7.1f} runs/s")
@@ -337,22 +327,10 @@ def plain_against(other_root, runs=200, runs_t=400):
             print(f"    {name:6} p50 {pct(ts, 50):6.2f} ms  {1000 / statistics.mean(ts):7.1f} runs/s")
         print(f"    this / other p50: {pct(rows['this'], 50) / pct(rows['other'], 50):.3f}")
 
-        def many(serve):
-            def worker(count):
-                c = serve.connection()
-                for _ in range(count):
-                    serve.run(c)
-                c.close()
-            per_t = [runs_t // 8 + (1 if i < runs_t % 8 else 0) for i in range(8)]
-            t0 = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                list(pool.map(worker, per_t))
-            return runs_t / (time.perf_counter() - t0)
-
         tput = {"this": [], "other": []}
         for r in range(2):
             for name in (["this", "other"] if r % 2 == 0 else ["other", "this"]):
-                tput[name].append(many(serves[name]))
+                tput[name].append(throughput(serves[name], runs_t))
         print(f"  from 8 client threads, {runs_t} runs, best of 2 interleaved:")
         for name, v in tput.items():
             print(f"    {name:6} {max(v):7.1f} runs/s")
