@@ -81,10 +81,11 @@ json_t *worker_result(const struct worker *w, struct aj_result *res);
 /* ---- worker_sessions.c ---- */
 
 json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req);
-/* session_run (recorded as rec says), put, get, list on a session of
- * this worker's. */
+/* session_run (streamed to stream, cancelled by cancel: a recorded
+ * call's, NULL both when it is not recorded), put, get, list on a session
+ * of this worker's. */
 json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
-			  const struct worker_record *rec);
+			  const struct aj_stream *stream, struct aj_cancel *cancel);
 json_t *worker_session_close(struct worker *w, redisContext *c, json_t *req);
 /* Marks in Redis the sessions not reported closed yet that the library
  * closed (reason NULL: its own reason), or all of them (reason given). */

@@ -85,13 +85,12 @@ static json_t *errno_refusal(int rc, const struct aj_error *err)
 }
 
 static json_t *run_code(struct worker *w, struct wsession *s, json_t *req,
-			const struct worker_record *rec)
+			const struct aj_stream *stream, struct aj_cancel *cancel)
 {
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
 	int rc = aj_session_run_streaming(s->s, json_string_value(code) ?: "",
-					  json_string_length(code), worker_record_cancel(rec),
-					  worker_record_stream(rec), &res);
+					  json_string_length(code), cancel, stream, &res);
 	if (rc == -ESHUTDOWN) {
 		aj_result_free(&res);
 		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");
@@ -153,7 +152,7 @@ static json_t *keep_egress(struct wsession *s, json_t *req)
 }
 
 json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
-			  const struct worker_record *rec)
+			  const struct aj_stream *stream, struct aj_cancel *cancel)
 {
 	const char *sid = json_string_value(json_object_get(req, "session"));
 	pthread_mutex_lock(&w->lock);
@@ -166,7 +165,7 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
 		return worker_refusal("closed", "%s", closed);
 	const char *path = json_string_value(json_object_get(req, "path"));
 	if (!strcmp(op, "session_run"))
-		return run_code(w, s, req, rec);
+		return run_code(w, s, req, stream, cancel);
 	if (!strcmp(op, "put"))
 		return put_file(s, req, path);
 	if (!strcmp(op, "get"))

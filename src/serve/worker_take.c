@@ -62,7 +62,9 @@ static json_t *handle(struct worker *w, redisContext *c, json_t *req,
 		return worker_session_open(w, c, req);
 	if (!strcmp(op, "close"))
 		return worker_session_close(w, c, req);
-	return worker_session_op(w, req, op, rec);
+	/* The record's stream and cancel, taken here: the sessions' file
+	 * knows no record. */
+	return worker_session_op(w, req, op, worker_record_stream(rec), worker_record_cancel(rec));
 }
 
 /* A claimed request: run (recorded when it asks), then answered. */
