@@ -9,7 +9,8 @@
  * every outcome one of three: the parser goes on with a config that
  * aj_config_validate accepts; or it refuses with exit status 2 having said
  * why, either on stderr alone or (asked for --json) as one JSON object
- * {"status": "usage_error", "message": ...} on stdout alone; or it printed
+ * {"status": "usage_error", "message": ...} on stdout alone (asked for
+ * --json-stream, with "event": "result" too: the stream's last line); or it printed
  * the help on stdout and returns 0. And errors said after the parse go to
  * stderr again: keeping them for JSON never outlives the parse.
  *
@@ -156,7 +157,8 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 	}
 }
 
-/* One line: {"status": "usage_error", "message": a non-empty string}. */
+/* One line: {"status": "usage_error", "message": a non-empty string}, or
+ * under --json-stream the same as its last line, {"event": "result", ...}. */
 static bool is_usage_error_json(const char *text, size_t len)
 {
 	if (!len || text[len - 1] != '\n' || memchr(text, '\n', len - 1))
@@ -164,7 +166,9 @@ static bool is_usage_error_json(const char *text, size_t len)
 	json_t *j = json_loadb(text, len, 0, NULL);
 	const char *status = json_string_value(json_object_get(j, "status"));
 	const char *message = json_string_value(json_object_get(j, "message"));
-	bool ok = json_object_size(j) == 2 && status && !strcmp(status, "usage_error") &&
+	const char *event = json_string_value(json_object_get(j, "event"));
+	size_t keys = event && !strcmp(event, "result") ? 3 : 2;
+	bool ok = json_object_size(j) == keys && status && !strcmp(status, "usage_error") &&
 		  message && message[0];
 	json_decref(j);
 	return ok;
