@@ -106,7 +106,8 @@ def test_submit_and_reopen_in_another_process(gated):
     assert e.value.status == 401
 
     h = client.submit("import time\nprint('go', flush=True)\ntime.sleep(60)\n")
-    assert next(h.events()).text.startswith("go")
+    ev0 = next(h.events())
+    assert getattr(ev0, "text", None) and ev0.text.startswith("go"), repr(ev0)[:600]
     assert h.cancel() in ("running", "queued")
     assert h.wait(timeout=60).status is Status.KILLED
 
