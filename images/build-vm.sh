@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds what the microvm tier boots from an image made by `agentjail image
-# build`: a kernel and an initramfs holding the guest agent and the image's
-# Python.
+# build`: a kernel, an initramfs holding the guest agent, and the image's
+# own root as a read-only disk, so the guest runs the image's own userland
+# (its shell, coreutils, CA certificates, Python and packages) as every
+# other tier does.
 #
 #   build-vm.sh IMAGE_DIR [KERNEL_CACHE_DIR]
 #   build-vm.sh --inputs IMAGE_DIR [KERNEL_CACHE_DIR]
@@ -12,13 +14,14 @@
 #                   inside its vmlinuz: QEMU boots it through its PVH note,
 #                   without the decompressor (which costs ~240 ms under TCG)
 #   initramfs.cpio  newc, uncompressed (TCG decompresses slowly): /init (the
-#                   static guest agent), /agent/zygote.py, the four virtio
-#                   modules in /lib/modules, and from the image only what
-#                   Python needs: python3, the libraries it and its extension
-#                   modules link, its standard library (no test suite, IDLE,
-#                   tkinter...), dist-packages and the data they read from
-#                   /usr/share (matplotlib, fonts, zoneinfo), passwd, group,
-#                   C.UTF-8
+#                   static guest agent) and the five virtio modules in
+#                   /lib/modules; nothing of the image. The agent loads the
+#                   modules, mounts root.ext4 read-only and makes it the
+#                   root (boot.c switch_root).
+#   root.ext4       the image's root, whole, as an ext4 file system without a
+#                   journal (mke2fs -d), plus /.agentjail/zygote.py; QEMU
+#                   attaches it read-only (virtio-blk), so guest RAM holds
+#                   only what a run reads, whatever the image's size
 #   manifest        key=value: the kernel version, sizes, and as input.* the
 #                   checksums of every input. `--inputs` prints those input.*
 #                   lines without building, so a caller rebuilds only when
@@ -28,7 +31,8 @@
 # KERNEL_CACHE_DIR (default /var/cache/agentjail/kernel) and reused from there
 # while they are. The build happens in IMAGE_DIR/vm.tmp-PID and is renamed
 # into place at the end: IMAGE_DIR/vm is whole or absent, never half built.
-# Needs: apt-get, dpkg, lz4, readelf, cpio, gcc with a static glibc.
+# Needs: apt-get, dpkg, lz4, cpio, mke2fs and debugfs (e2fsprogs), gcc with
+# a static glibc.
 set -eu
 
 die() {
@@ -71,10 +75,10 @@ for f in $agent_inputs; do
 	[ -f "$f" ] || die "$f is missing"
 done
 
-# The four modules the agent loads, in its order, and where the kernel
+# The five modules the agent loads, in its order, and where the kernel
 # package keeps them.
 modules="drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko
-drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko"
+drivers/virtio/virtio_mmio.ko drivers/block/virtio_blk.ko drivers/char/virtio_console.ko"
 
 sha() {
 	if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; else echo missing; fi
@@ -132,13 +136,11 @@ extract_vmlinux() {
 	return 1
 }
 
-# ---- copying from the image root ----
+# ---- looking in the image root ----
 
-# walk PATH MODE: follows PATH inside the image root, every symlink resolved
-# against the root (not the host). MODE copy: also makes each symlink met on
-# the way in the stage, so the path resolves there as it does in the image,
-# and copies what it names. Sets $resolved (the path with no symlink in it);
-# fails if nothing is there.
+# walk PATH: follows PATH inside the image root, every symlink resolved
+# against the root (not the host). Sets $resolved (the path with no symlink
+# in it); fails if nothing is there.
 walk() {
 	rest=${1#/} real='' hops=0
 	while [ -n "$rest" ]; do
@@ -152,12 +154,6 @@ walk() {
 			hops=$((hops + 1))
 			[ $hops -le 40 ] || return 1
 			link=$(readlink "$root$real/$comp")
-			if [ "$2" = copy ] && [ ! -L "$stage$real/$comp" ]; then
-				# A real directory there would shadow the link.
-				[ ! -e "$stage$real/$comp" ] || return 1
-				mkdir -p "$stage$real"
-				ln -s "$link" "$stage$real/$comp" || return 1
-			fi
 			case $link in
 			/*) real='' rest=${link#/}${rest:+/$rest} ;;
 			*) rest=$link${rest:+/$rest} ;;
@@ -167,85 +163,7 @@ walk() {
 		fi
 	done
 	resolved=${real:-/}
-	[ -e "$root$resolved" ] || return 1
-	[ "$2" = copy ] || return 0
-	if [ -d "$root$resolved" ]; then
-		mkdir -p "$stage$resolved"
-	elif [ ! -e "$stage$resolved" ]; then
-		mkdir -p "$stage${resolved%/*}"
-		cp -p "$root$resolved" "$stage$resolved"
-	fi
-}
-
-install() {
-	walk "$1" copy || die "$1: not in the image"
-}
-
-# A directory tree of the image, as is (symlinks inside it stay symlinks).
-copy_tree() {
-	walk "$1" copy || return 0
-	shift
-	(cd "$root" && tar -cf - "$@" "${resolved#/}") | tar -C "$stage" -xf -
-}
-
-# Symlinks a copied tree brought that point outside it (Debian's
-# sitecustomize.py -> /etc/python3.11/): copy what they name too. (Every
-# one is walked: testing them in the stage would follow absolute ones to the
-# host's files.) A dangling one stays dangling, as in the image.
-follow_links() {
-	find "$@" -type l 2>/dev/null | while read -r l; do
-		walk "${l#"$stage"}" copy || continue
-		# A directory (matplotlib's mpl-data -> /usr/share/matplotlib/)
-		# comes whole, and the links inside it are followed in turn
-		# (its fonts -> /usr/share/fonts/).
-		if [ -d "$root$resolved" ] && [ -z "$(ls -A "$stage$resolved")" ]; then
-			(cd "$root" && tar -cf - "${resolved#/}") | tar -C "$stage" -xf -
-			follow_links "$stage$resolved"
-		fi
-	done
-}
-
-# Every library the ELF files named on stdin link, found as the loader finds
-# them (its default directories, then the file's own RUNPATH), copied with
-# the symlinks on their path; and the libraries those link, and so on.
-copy_libraries() {
-	queue=$tmp/elf-queue seen=$tmp/elf-seen
-	cat >"$queue"
-	: >"$seen"
-	while [ -s "$queue" ]; do
-		elf=$(head -n 1 "$queue")
-		sed -i 1d "$queue"
-		grep -qxF "$elf" "$seen" && continue
-		echo "$elf" >>"$seen"
-		origin=${elf%/*}
-		dirs="/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib64 /usr/lib64 /lib /usr/lib"
-		runpath=$(LC_ALL=C readelf -d "$root$elf" 2>/dev/null |
-			sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]/\1/p' | tr ':' ' ')
-		for d in $runpath; do
-			dirs="$dirs $(echo "$d" | sed "s|\\\$ORIGIN|$origin|; s|\\\${ORIGIN}|$origin|")"
-		done
-		interp=$(LC_ALL=C readelf -l "$root$elf" 2>/dev/null |
-			sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
-		if [ -n "$interp" ]; then
-			install "$interp"
-			echo "$resolved" >>"$queue"
-		fi
-		for lib in $(LC_ALL=C readelf -d "$root$elf" 2>/dev/null |
-			sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-			found=false
-			for d in $dirs; do
-				if walk "$d/$lib" check; then
-					install "$d/$lib"
-					echo "$resolved" >>"$queue"
-					found=true
-					break
-				fi
-			done
-			# Only that extension module would fail to import: say so,
-			# do not refuse the image.
-			$found || echo "build-vm: warning: $elf needs $lib, not found in the image" >&2
-		done
-	done
+	[ -e "$root$resolved" ]
 }
 
 # ---- inputs ----
@@ -287,58 +205,59 @@ vmlinuz=$tmp/kernel/boot/vmlinuz-$kver
 [ -f "$vmlinuz" ] || die "$deb has no boot/vmlinuz-$kver"
 extract_vmlinux "$vmlinuz" "$tmp/vmlinux" || die "no LZ4-compressed ELF kernel found in $vmlinuz"
 
-# Python: the interpreter, its standard library, its libraries.
-install /usr/bin/python3
-python=$resolved
-ver=$(basename "$python")
-case $ver in python3.*) ;; *) die "/usr/bin/python3 resolves to $python, not python3.X" ;; esac
-copy_tree "/usr/lib/$ver" \
-	--exclude="usr/lib/$ver/test" --exclude="usr/lib/$ver/idlelib" \
-	--exclude="usr/lib/$ver/tkinter" --exclude="usr/lib/$ver/turtledemo" \
-	--exclude="usr/lib/$ver/ensurepip" --exclude="usr/lib/$ver/lib2to3" \
-	--exclude="usr/lib/$ver/pydoc_data" --exclude="usr/lib/$ver/config-*"
-[ -d "$stage/usr/lib/$ver/lib-dynload" ] || die "/usr/lib/$ver/lib-dynload is not in the image"
-# Packages the image was built with (--packages), Debian's and pip's.
-copy_tree /usr/lib/python3/dist-packages
-for d in "$root"/usr/local/lib/python3*/dist-packages; do
-	if [ -d "$d" ]; then copy_tree "${d#"$root"}"; fi
+# The image must have what the agent starts and mounts on.
+walk /usr/bin/python3 || die "the image has no /usr/bin/python3"
+ver=$(basename "$resolved")
+case $ver in python3.*) ;; *) die "/usr/bin/python3 resolves to $resolved, not python3.X" ;; esac
+for d in proc dev tmp var/tmp sys; do
+	[ -d "$root/$d" ] && [ ! -L "$root/$d" ] ||
+		die "the image has no directory /$d to mount on (rebuild it with 'agentjail image build')"
 done
-# Data Debian's Python packages read from outside dist-packages, where the
-# image has it: matplotlib's mpl-data (its fonts link to /usr/share/fonts)
-# and the time zones python3-tz and pandas look up.
-for d in /usr/share/matplotlib /usr/share/fonts /usr/share/zoneinfo; do
-	[ -d "$root$d" ] && copy_tree "$d"
-done
-follow_links "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \
-	"$stage/usr/share"
-# libgcc_s, which no ELF names: glibc dlopens it to unwind a thread in
-# pthread_exit (a daemon thread ended at interpreter exit, say), and aborts
-# the program without it.
-for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
-	if walk "$d/libgcc_s.so.1" check; then
-		install "$d/libgcc_s.so.1"
-		break
-	fi
-done
-{
-	echo "$python"
-	find "$stage/usr/lib/$ver" "$stage/usr/lib/python3" "$stage/usr/local/lib" \
-		-name '*.so*' -type f 2>/dev/null | sed "s|^$stage||" || true
-} | copy_libraries
+[ ! -e "$root/.agentjail" ] || die "the image has a /.agentjail of its own; the guest's files go there"
 
-# What the interpreter and the program look up. ld.so.cache lets the loader
-# find libraries outside its default directories, as in the image.
-install /etc/passwd
-install /etc/group
-# /etc/matplotlibrc: Debian's matplotlib reads its defaults there and nowhere else.
-for f in /etc/ld.so.cache /etc/localtime /etc/matplotlibrc; do
-	if walk "$f" check; then install "$f"; fi
-done
-copy_tree /usr/lib/locale/C.utf8
+# The image's root, whole, as the guest's read-only disk: the same files,
+# modes and owners every other tier shows (mke2fs -d copies them). No
+# journal: nothing ever writes to it (QEMU attaches it read-only, the agent
+# mounts it read-only). Sized for the files with a fifth to spare, and an
+# inode for each with the same margin.
+kb=$(du -sk "$root" | cut -f1)
+files=$(find "$root" -xdev | wc -l)
+inodes=$((files + files / 5 + 1024))
+size_kb=$((kb + kb / 5 + inodes / 4 + 16384))
+: >"$tmp/root.ext4"
+mke2fs -q -F -t ext4 -O ^has_journal,^resize_inode -b 4096 -I 256 -N "$inodes" -m 0 \
+	-L agentjail -E root_owner=0:0 -d "$root" "$tmp/root.ext4" "${size_kb}k" >&2 ||
+	die "mke2fs -d $root failed (e2fsprogs 1.43 or later is needed)"
+# mke2fs's lost+found is not the image's: gone, so / lists what it lists on
+# every other tier. The zygote's script, in a directory of its own beside the
+# image's files
+# (the agent starts `python3 -I -u /.agentjail/zygote.py`), root's and not
+# writable, like the rest of the disk.
+debugfs -w -f - "$tmp/root.ext4" >/dev/null 2>"$tmp/debugfs.log" <<EOF2 ||
+rmdir lost+found
+mkdir .agentjail
+cd .agentjail
+write $guest/zygote.py zygote.py
+sif zygote.py mode 0100644
+sif zygote.py uid 0
+sif zygote.py gid 0
+cd /
+sif .agentjail mode 040755
+sif .agentjail uid 0
+sif .agentjail gid 0
+EOF2
+	die "debugfs could not add the zygote to the disk (see $tmp/debugfs.log)"
+# debugfs reports a failed request on stderr and still exits 0.
+if grep -qiE "error|cannot|not found|Filesystem opened read/only" "$tmp/debugfs.log"; then
+	cat "$tmp/debugfs.log" >&2
+	die "debugfs could not add the zygote to the disk"
+fi
+rm -f "$tmp/debugfs.log"
+# QEMU runs as the run's own uid: the disk is world-readable, like the kernel.
+chmod 0644 "$tmp/root.ext4"
 
-# Ours last, so the image's layout (a /lib -> usr/lib symlink, say) is in
-# place and these follow it instead of shadowing it.
-mkdir -p "$stage/lib/modules" "$stage/agent"
+# The initramfs: the agent and the modules it loads before the disk is there.
+mkdir -p "$stage/lib/modules"
 for m in $modules; do
 	ko=
 	for d in "$tmp/kernel/lib/modules/$kver" "$tmp/kernel/usr/lib/modules/$kver"; do
@@ -364,21 +283,13 @@ ${CC:-gcc} -std=c11 -D_GNU_SOURCE -O2 -static -pthread -Wall -Wextra -Werror -s 
 	-I"$here/../include" -o "$stage/init" $agent_sources ||
 	die "building the agent failed"
 rm -rf "$gen"
-cp "$guest/zygote.py" "$stage/agent/zygote.py"
 
-# Mount points: the agent mounts over them, so they stay empty and root's.
-# /sys is mounted over by nothing: the program's /sys is this empty
-# directory, read-only with the rest of / (boot.c mount_filesystems).
-for d in proc sys dev tmp var/tmp; do
+# Mount points: the agent mounts /proc and /dev here first, the disk on
+# /root, and then moves all three so the disk is / (boot.c switch_root).
+for d in proc dev root; do
 	mkdir -p "$stage/$d"
 	chmod 0755 "$stage/$d"
 done
-# Nothing in the initramfs may raise privilege or take a write from the
-# program: no setuid or setgid bit, nothing world-writable (the agent also
-# mounts / read-only before the first run).
-find "$stage" -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +
-find "$stage" ! -type l -perm -0002 -exec chmod o-w {} +
-
 (cd "$stage" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
 	cpio --null -o -H newc -R 0:0 --reproducible --quiet) >"$tmp/initramfs.cpio"
 rm -rf "$stage"
@@ -390,10 +301,10 @@ rm -rf "$stage"
 	echo "python=$ver"
 	echo "vmlinux_bytes=$(wc -c <"$tmp/vmlinux")"
 	echo "initramfs_bytes=$(wc -c <"$tmp/initramfs.cpio")"
+	echo "root_ext4_bytes=$(wc -c <"$tmp/root.ext4")"
 	echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	print_inputs "$(sha "$deb")"
 } >"$tmp/manifest"
-rm -f "$tmp/elf-queue" "$tmp/elf-seen"
 
 # Into place: the old vm/ is moved aside only once the new one is complete.
 old=$image/vm.old-$$
@@ -402,4 +313,5 @@ mv "$tmp" "$image/vm"
 rm -rf "$old"
 trap - EXIT
 echo "build-vm: $image/vm: vmlinux $(wc -c <"$image/vm/vmlinux") bytes," \
-	"initramfs.cpio $(wc -c <"$image/vm/initramfs.cpio") bytes" >&2
+	"initramfs.cpio $(wc -c <"$image/vm/initramfs.cpio") bytes," \
+	"root.ext4 $(du -k "$image/vm/root.ext4" | cut -f1) KiB used" >&2

@@ -2,6 +2,7 @@
  * its own kernel, then what is particular to it: the VMM runs jailed, a VMM
  * that dies is the sandbox's failure, and no VM or file outlives its run.
  * Sized for TCG (software emulation), where each run costs 0.2-2 s. */
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 
@@ -270,6 +271,59 @@ static void guest_sys_is_empty(void **state)
 	aj_result_free(&r);
 }
 
+/* The guest runs the image's own root, whole, as every other tier shows it:
+ * what the program lists of /, /etc, /usr/bin and /usr/lib is what the image
+ * holds on the host (before, the guest had a copy of the image's Python and
+ * nothing else: no /bin/sh, no ls). Read-only, as the disk QEMU attaches. */
+static void host_listing(const char *root, const char *dir, char *out, size_t n)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s%s", root, dir);
+	struct dirent **names;
+	int count = scandir(path, &names, NULL, alphasort);
+	assert_true(count >= 0);
+	size_t used = (size_t)snprintf(out, n, "%s:", dir);
+	for (int i = 0; i < count; i++) {
+		const char *name = names[i]->d_name;
+		if (strcmp(name, ".") && strcmp(name, "..") && used < n)
+			used += (size_t)snprintf(out + used, n - used, " %s", name);
+		free(names[i]);
+	}
+	free(names);
+	if (used < n)
+		snprintf(out + used, n - used, "\n");
+}
+
+static void guest_runs_the_images_root(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const dirs[] = {"/", "/etc", "/usr/bin", "/usr/lib"};
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import os, errno\n"
+		 "for d in %s:\n"
+		 "    names = [n for n in sorted(os.listdir(d)) if d != '/' or n != '.agentjail']\n"
+		 "    print(d + ':', ' '.join(names))\n"
+		 "print('read-only', bool(os.statvfs('/usr').f_flag & os.ST_RDONLY))\n"
+		 "try:\n"
+		 "    os.mkdir('/usr/x')\n"
+		 "except OSError as e:\n"
+		 "    print('mkdir /usr/x', errno.errorcode[e.errno])\n",
+		 "['/', '/etc', '/usr/bin', '/usr/lib']");
+	assert_status(&r, AJ_STATUS_OK);
+	char root[PATH_MAX + 8], want[8192];
+	snprintf(root, sizeof root, "%s/root", image_dir);
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		host_listing(root, dirs[i], want, sizeof want);
+		if (!contains(r.stdout_buf, want))
+			fail_msg("the guest's %s is not the image's:\nwant %s\ngot %s", dirs[i], want,
+				 r.stdout_buf);
+	}
+	assert_true(contains(r.stdout_buf, "read-only True\n"));
+	assert_true(contains(r.stdout_buf, "mkdir /usr/x EROFS\n"));
+	aj_result_free(&r);
+}
+
 static void warm_pool_serves_fresh_vms(void **state)
 {
 	struct fixture *f = *state;
@@ -503,6 +557,7 @@ int main(void)
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(its_own_kernel),
 		HOSTILE_TEST(guest_sys_is_empty),
+		HOSTILE_TEST(guest_runs_the_images_root),
 		HOSTILE_TEST(vmm_is_jailed),
 		HOSTILE_TEST(killed_vmm_is_a_sandbox_error),
 		HOSTILE_TEST(no_run_directory_outlives_its_run),

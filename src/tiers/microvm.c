@@ -4,9 +4,9 @@
  * Theory of operation
  * -------------------
  *  image     `agentjail image build` makes, beside the image root, its VM parts
- *            (images/build-vm.sh): Debian's cloud kernel as an ELF vmlinux and
- *            an initramfs of the image's Python plus the static guest agent as
- *            /init (src/vm/guest/).
+ *            (images/build-vm.sh): Debian's cloud kernel as an ELF vmlinux, an
+ *            initramfs holding the static guest agent as /init (src/vm/guest/),
+ *            and the image's root as a read-only ext4 disk, the guest's /.
  *  snapshot  on first use, one VM is booted until the agent reports ready
  *            (its Python interpreter already started) and saved: the RAM file
  *            plus ~60 KB of device state (src/vm/snapshot.c).
@@ -219,6 +219,7 @@ static int prepare_vm(struct microvm_state *st, struct ready_vm *vm, double dead
 	}
 	struct vm_launch launch = {.accel = st->accel, .memory_mb = st->vm_mb,
 				   .kernel = st->img.kernel, .initrd = st->img.initrd,
+				   .rootfs = st->img.rootfs,
 				   .ram_path = ram, .share = false, .ram_dir = st->snapshot,
 				   .run_dir = vm->run, .chan_sock = chan, .egress_sock = egress,
 				   .mon_sock = mon, .console_log = log, .incoming_fd = state_fd,
@@ -472,9 +473,12 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 	snprintf(st->img.vm_dir, sizeof st->img.vm_dir, "%.4000s/vm", dir);
 	snprintf(st->img.kernel, sizeof st->img.kernel, "%s/vmlinux", st->img.vm_dir);
 	snprintf(st->img.initrd, sizeof st->img.initrd, "%s/initramfs.cpio", st->img.vm_dir);
-	if (access(st->img.kernel, R_OK) < 0 || access(st->img.initrd, R_OK) < 0) {
+	snprintf(st->img.rootfs, sizeof st->img.rootfs, "%s/root.ext4", st->img.vm_dir);
+	if (access(st->img.kernel, R_OK) < 0 || access(st->img.initrd, R_OK) < 0 ||
+	    access(st->img.rootfs, R_OK) < 0) {
 		rc = error_set(err, -ENOENT,
-			       "microvm: image %s has no VM parts (%s/vmlinux, initramfs.cpio); "
+			       "microvm: image %s has no VM parts (%s/vmlinux, initramfs.cpio, "
+			       "root.ext4); "
 			       "'agentjail image build' makes them",
 			       dir, st->img.vm_dir);
 		goto fail;

@@ -108,6 +108,17 @@ static void build_argv(const struct vm_launch *l, struct argv_builder *b)
 	addf(b, "socket,id=eg0,path=%s,server=on,wait=off", l->egress_sock);
 	add(b, "-device");
 	add(b, "virtserialport,chardev=eg0,name=" VM_EGRESS_PORT_NAME ",nr=2");
+	/* After the serial device, which must stay the guest's virtio0: the
+	 * agent opens its ports as /dev/vport0pN (protocol.h).
+	 * The image's root (build-vm.sh's root.ext4), the guest's / : read-only
+	 * at QEMU's end as well as the guest's, so no guest, however taken
+	 * over, writes a byte of the image every run shares. No cache of
+	 * QEMU's own (cache=none would need O_DIRECT); the host's page cache
+	 * serves every VM of the image. */
+	add(b, "-drive");
+	addf(b, "if=none,id=root,format=raw,readonly=on,file=%s", l->rootfs);
+	add(b, "-device");
+	add(b, "virtio-blk-device,drive=root");
 	if (l->mon_sock) {
 		add(b, "-monitor");
 		addf(b, "unix:%s,server=on,wait=off", l->mon_sock);

@@ -14,6 +14,7 @@ struct vm_launch {
 	unsigned memory_mb;
 	const char *kernel;         /* vmlinux (PVH entry) */
 	const char *initrd;
+	const char *rootfs;         /* the image's root, attached read-only */
 	const char *ram_path;       /* the guest's RAM, a file */
 	bool share;                 /* share=on: writes reach the file (snapshot making) */
 	const char *ram_dir;        /* the directory holding it, writable inside the jail */

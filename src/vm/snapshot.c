@@ -85,7 +85,8 @@ int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *
 	snprintf(egress, sizeof egress, "%s/egress.sock", run);
 	snprintf(log, sizeof log, "%s/console.log", run);
 	struct vm_launch l = {.accel = accel, .memory_mb = 256, .kernel = img->kernel,
-			      .initrd = img->initrd, .ram_path = ram, .share = false,
+			      .initrd = img->initrd,
+			      .rootfs = img->rootfs, .ram_path = ram, .share = false,
 			      .ram_dir = NULL, .run_dir = run, .chan_sock = chan,
 			      .egress_sock = egress, .console_log = log, .incoming_fd = -1, .uid = uid, .gid = gid};
 	pid_t pid;
@@ -142,7 +143,8 @@ static int make_snapshot(const struct vm_image *img, const char *accel, unsigned
 	}
 	close(fd);
 	struct vm_launch l = {.accel = accel, .memory_mb = mem_mb, .kernel = img->kernel,
-			      .initrd = img->initrd, .ram_path = ram, .share = true, .ram_dir = tmp,
+			      .initrd = img->initrd,
+			      .rootfs = img->rootfs, .ram_path = ram, .share = true, .ram_dir = tmp,
 			      .run_dir = run, .chan_sock = chan, .egress_sock = egress,
 			      .mon_sock = mon, .console_log = log, .incoming_fd = -1,
 			      /* exec: migration writes the state through cat. */

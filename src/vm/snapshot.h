@@ -13,6 +13,7 @@ struct vm_image {
 	char vm_dir[PATH_MAX];
 	char kernel[PATH_MAX + 16];
 	char initrd[PATH_MAX + 16];
+	char rootfs[PATH_MAX + 16];
 };
 
 /* The snapshot for this image, accelerator and memory size, made now if it

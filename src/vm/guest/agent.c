@@ -11,7 +11,7 @@
  *           in the frames of ../protocol.h; keeps the wall clock; reads and
  *           caps both output streams; kills, reaps and reports.
  *
- *  zygote   `/usr/bin/python3 -I -u /agent/zygote.py`, started by the agent
+ *  zygote   `/usr/bin/python3 -I -u /.agentjail/zygote.py`, started by the agent
  *           at boot as root: an interpreter with the common standard library
  *           already imported, waiting for one request. Its fds: 0 /dev/null,
  *           1 and 2 the stdout and stderr pipes (the agent holds the read
@@ -21,7 +21,8 @@
  *
  * Once per image (the host boots one VM, then snapshots it):
  *   mount /proc, /dev (and no sysfs) -> load the virtio modules -> open the
- *   port -> make the run cgroup (in a cgroup2 hierarchy mounted nowhere) ->
+ *   ports -> mount the image's root (a read-only disk) and make it / ->
+ *   make the run cgroup (in a cgroup2 hierarchy mounted nowhere) ->
  *   start the zygote and wait for "ready" -> / read-only -> VM_READY ->
  *   block reading VM_RUN.
  * The host snapshots the VM in that read and restores a copy per run, so

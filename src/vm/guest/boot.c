@@ -22,10 +22,16 @@
  * a broken image powers off instead of hanging the host's boot. */
 #define PORT_WAIT_MS 5000
 
+/* The image's root: the disk QEMU attaches read-only (images/build-vm.sh's
+ * root.ext4), mounted here in the initramfs and then made /. */
+#define ROOT_DISK "/dev/vda"
+#define ROOT_MOUNT "/root"
+
 static const char *const modules[] = {
-	/* The order is the dependency order: virtio_console needs virtio,
-	 * which needs virtio_ring; virtio_mmio finds microvm's devices. */
-	"virtio_ring.ko", "virtio.ko", "virtio_mmio.ko", "virtio_console.ko",
+	/* The order is the dependency order: virtio_blk and virtio_console
+	 * need virtio, which needs virtio_ring; virtio_mmio finds microvm's
+	 * devices. */
+	"virtio_ring.ko", "virtio.ko", "virtio_mmio.ko", "virtio_blk.ko", "virtio_console.ko",
 };
 
 __attribute__((noreturn)) void power_off(const char *message)
@@ -43,8 +49,8 @@ __attribute__((noreturn)) void power_off(const char *message)
  * devtmpfs makes the port's node, the cgroup hierarchy is held by fd), and
  * it would show the program the machine it runs on (devices, CPUs, firmware,
  * the kernel's modules and tunables), which no other tier shows. /sys stays
- * the initramfs's empty directory, read-only with the rest of / from before
- * VM_READY: the view the other tiers' empty read-only /sys gives. The program
+ * the image's empty directory, read-only with the rest of the image's root:
+ * the view the other tiers' empty read-only /sys gives. The program
  * cannot mount one there, nor remount / writable: as uid 1000 it has no
  * capability, and the seccomp policy refuses mount, fsopen and the rest. */
 static int mount_filesystems(struct failure *f)
@@ -125,6 +131,35 @@ static int open_port(const char *path, int flags, int *fd, struct failure *f)
 	}
 }
 
+/* The image's root becomes /, as on every other tier: the program runs the
+ * image's own userland (its shell, coreutils, certificates, Python and
+ * packages), not a copy of part of it. The disk appears once virtio_blk has
+ * probed it, after finit_module returns: wait for it, bounded. Read-only
+ * (QEMU's end is read-only too), nosuid and nodev: nothing the image
+ * carries can raise privilege or reach a device, and nothing a run does
+ * reaches the next run through it. /proc and /dev move along; the
+ * initramfs (the agent and its modules) stays below, out of every path. */
+static int switch_root(struct failure *f)
+{
+	int64_t give_up = now_us() + (int64_t)PORT_WAIT_MS * 1000;
+	while (mount(ROOT_DISK, ROOT_MOUNT, "ext4", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		if (errno != ENOENT && errno != ENXIO)
+			return fail(f, errno, "mount the image's root (%s, ext4)", ROOT_DISK);
+		if (now_us() >= give_up)
+			return fail(f, errno, "%s did not appear within %d ms", ROOT_DISK,
+				    PORT_WAIT_MS);
+		sleep_ms(5);
+	}
+	if (mount("/proc", ROOT_MOUNT "/proc", NULL, MS_MOVE, NULL) < 0)
+		return fail(f, errno, "move /proc onto the image's root");
+	if (mount("/dev", ROOT_MOUNT "/dev", NULL, MS_MOVE, NULL) < 0)
+		return fail(f, errno, "move /dev onto the image's root");
+	if (chdir(ROOT_MOUNT) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
+	    chdir("/") < 0)
+		return fail(f, errno, "make the image's root /");
+	return 0;
+}
+
 /* The program's /dev, as the host tiers give it: null, zero, full, random,
  * urandom, a devpts instance of its own (max 16 ptys), an shm directory, and
  * the fd links; on a read-only tmpfs over devtmpfs, whose port, console,
@@ -196,7 +231,7 @@ void boot(struct zygote *z, int *sigfd)
 	 * a run or session that carries egress. */
 	if (load_modules(&f) || open_port(VM_GUEST_PORT, 0, &port_fd, &f) ||
 	    open_port(VM_GUEST_EGRESS_PORT, O_NONBLOCK, &egress_port_fd, &f) ||
-	    run_cgroup_make(&f) || zygote_spawn(z, &f))
+	    switch_root(&f) || run_cgroup_make(&f) || zygote_spawn(z, &f))
 		power_off(f.message);
 	if (zygote_await(z, &f)) {
 		zygote_echo(z->err_fd);
@@ -211,9 +246,10 @@ void boot(struct zygote *z, int *sigfd)
 	zygote_echo(z->err_fd);
 	if (minimal_dev(&f))
 		power_off(f.message);
-	/* The initramfs holds nothing the run may change: read-only, so no
-	 * directory an image brought (world-writable or not) can hold bytes
-	 * outside the disk limit, and nosuid, nodev for anything it carries. */
+	/* The image's root is read-only from its mount (switch_root); said
+	 * again here as the invariant a run relies on: no directory the image
+	 * brought (world-writable or not) can hold bytes outside the disk
+	 * limit, and nothing it carries is setuid or a device. */
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
 		fail(&f, errno, "remount / read-only");
 		power_off(f.message);

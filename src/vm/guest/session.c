@@ -125,7 +125,8 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 		child_fail(errp, "cgroup join", -rc);
 	child_limits(errp, l);
 	/* Groups, gid, uid, all three ids each: leaving uid 0 clears every
-	 * capability, and nothing in the initramfs is setuid to regain one. */
+	 * capability, and nothing on the image's disk (mounted nosuid, its
+	 * setuid bits cleared at build) regains one. */
 	if (setgroups(0, NULL) < 0)
 		child_fail(errp, "setgroups", errno);
 	if (setresgid(VM_GUEST_UID, VM_GUEST_UID, VM_GUEST_UID) < 0)

@@ -1,4 +1,5 @@
-/* The zygote: `/usr/bin/python3 -I -u /agent/zygote.py`, started at boot
+/* The zygote: `/usr/bin/python3 -I -u /.agentjail/zygote.py` (build-vm.sh
+ * puts the script on the image's disk), started at boot
  * (see agent.c's theory of operation), released once by a run with its
  * request line, or ended for a session. */
 #include <errno.h>
@@ -14,7 +15,7 @@
 #include "../../core/contract.h"
 #include "agent.h"
 
-#define ZYGOTE "/agent/zygote.py"
+#define ZYGOTE "/.agentjail/zygote.py"
 
 /* The zygote's fds, as zygote.py expects them. */
 #define ZYGOTE_REQUEST_FD 3

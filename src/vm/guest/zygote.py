@@ -2,7 +2,7 @@
 
 Started at boot by the guest agent (agent.c, PID 1) as root:
 
-    /usr/bin/python3 -I -u /agent/zygote.py
+    /usr/bin/python3 -I -u /.agentjail/zygote.py
 
 with fd 0 /dev/null, fd 1 and 2 the pipes the agent reads as the program's
 stdout and stderr, fd 3 the request pipe (agent -> zygote), fd 4 the
