@@ -55,6 +55,20 @@ static void addf(struct argv_builder *b, const char *fmt, ...)
 	b->used += (size_t)w + 1;
 }
 
+/* A value inside one of QEMU's comma-separated options, where a comma is
+ * written twice (an image directory may hold one). */
+static const char *qemu_option_value(const char *value, char *out, size_t n)
+{
+	size_t used = 0;
+	for (const char *c = value; *c && used + 2 < n; c++) {
+		out[used++] = *c;
+		if (*c == ',')
+			out[used++] = ',';
+	}
+	out[used] = '\0';
+	return out;
+}
+
 static void build_argv(const struct vm_launch *l, struct argv_builder *b)
 {
 	add(b, QEMU_BINARY);
@@ -115,8 +129,10 @@ static void build_argv(const struct vm_launch *l, struct argv_builder *b)
 	 * over, writes a byte of the image every run shares. No cache of
 	 * QEMU's own (cache=none would need O_DIRECT); the host's page cache
 	 * serves every VM of the image. */
+	char file[2 * PATH_MAX + 1];
 	add(b, "-drive");
-	addf(b, "if=none,id=root,format=raw,readonly=on,file=%s", l->rootfs);
+	addf(b, "if=none,id=root,format=raw,readonly=on,file=%s",
+	     qemu_option_value(l->rootfs, file, sizeof file));
 	add(b, "-device");
 	add(b, "virtio-blk-device,drive=root");
 	if (l->mon_sock) {
