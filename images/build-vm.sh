@@ -18,7 +18,7 @@
 #                   modules link, its standard library (no test suite, IDLE,
 #                   tkinter...), dist-packages and the data they read from
 #                   /usr/share (matplotlib, fonts, zoneinfo), passwd, group,
-#                   C.UTF-8
+#                   C.UTF-8, the CA bundle and OpenSSL's links to it
 #   manifest        key=value: the kernel version, sizes, and as input.* the
 #                   checksums of every input. `--inputs` prints those input.*
 #                   lines without building, so a caller rebuilds only when
@@ -51,7 +51,7 @@ src=$here/../src
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
 # The agent's sources: the guest's own, and the host's files it is built
 # with instead of copies of them (libc only: the agent is static).
-guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c
+guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c trust.c
 run_cgroup.c session.c watch.c workspace.c zygote.c"
 core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c
 core/result.c linux/supervisor.c linux/egress_listen.c vm/egress_mux.c"
@@ -335,6 +335,14 @@ for f in /etc/ld.so.cache /etc/localtime /etc/matplotlibrc; do
 	if walk "$f" check; then install "$f"; fi
 done
 copy_tree /usr/lib/locale/C.utf8
+# The image's CA bundle, and the links by which OpenSSL's default paths
+# reach it, as in the image: HTTPS through an egress rule verifies
+# (docs/egress.md, "HTTPS"); with --trust-ca the agent mounts the host's
+# combined bundle over this file.
+install /etc/ssl/certs/ca-certificates.crt
+for f in /usr/lib/ssl/cert.pem /usr/lib/ssl/certs /etc/ssl/openssl.cnf /usr/lib/ssl/openssl.cnf; do
+	if walk "$f" check; then install "$f"; fi
+done
 
 # Ours last, so the image's layout (a /lib -> usr/lib symlink, say) is in
 # place and these follow it instead of shadowing it.
