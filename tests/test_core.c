@@ -367,6 +367,19 @@ static void config_checks_trust_ca(void **state)
 	assert_string_equal(e.message,
 			    "trust_ca: /nonexistent-agentjail-ca.pem: No such file or directory");
 
+	/* The bundle's path is the sandbox's own. */
+	c.trust_ca = path;
+	write_file(path, cert, sizeof cert - 1);
+	const char *bind[] = {"/srv/x:/etc/ssl/certs/ca-certificates.crt"};
+	c.ro_binds = bind;
+	c.ro_bind_count = 1;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "trust_ca: ro_bind '/srv/x:/etc/ssl/certs/ca-certificates.crt' "
+				       "shows a file at /etc/ssl/certs/ca-certificates.crt too, where "
+				       "the sandbox's CA bundle goes");
+	c.ro_binds = NULL;
+	c.ro_bind_count = 0;
+
 	/* Comments between blocks, CRLF, two certificates: taken. */
 	c.trust_ca = path;
 	static const char two[] = "# a comment\r\nsubject=CN = x\r\n"

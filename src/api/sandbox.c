@@ -72,22 +72,17 @@ static int own_trust_bundle(struct aj_sandbox *sb, struct aj_error *err)
 		return 0;
 	char root[PATH_MAX];
 	int rc;
-	if ((rc = ops->view_root(&sb->cfg, root, sizeof root, err)) ||
-	    (rc = trust_bundle_make(&sb->cfg, root, &sb->trust_dir, &sb->trust_file, err)))
+	if ((rc = ops->view_root(&sb->cfg, root, sizeof root, err))) {
+		char why[AJ_ERROR_MAX];
+		snprintf(why, sizeof why, "%s", err->message);
+		return error_set(err, rc, "trust_ca: %s", why);
+	}
+	if ((rc = trust_bundle_make(&sb->cfg, root, &sb->trust_dir, &sb->trust_file, err)))
 		return rc;
 	sb->cfg.trust_ca = sb->trust_file;
 	if (ops->shows_trust_bundle)
 		return 0;
 	uint32_t n = sb->cfg.ro_bind_count;
-	for (uint32_t i = 0; i < n; i++) {
-		char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX];
-		ro_bind_split(sb->ro_binds[i], host, target);
-		if (!strcmp(target, CONTRACT_CA_BUNDLE))
-			return error_set(err, -EINVAL,
-					 "trust_ca: ro_bind '%s' shows a file at %s too, where the "
-					 "sandbox's CA bundle goes",
-					 sb->ro_binds[i], CONTRACT_CA_BUNDLE);
-	}
 	char **list = realloc(sb->ro_binds, (n + 1) * sizeof *list);
 	if (!list)
 		return error_set(err, -ENOMEM, "open: out of memory");

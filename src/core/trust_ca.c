@@ -215,6 +215,17 @@ int trust_ca_check(const struct aj_config *cfg, struct aj_error *err)
 {
 	if (!cfg->trust_ca)
 		return 0;
+	/* The bundle's path is the sandbox's own: a deployer's path there
+	 * would be covered, or cover it. */
+	for (uint32_t i = 0; cfg->ro_binds && i < cfg->ro_bind_count; i++) {
+		char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX];
+		if (cfg->ro_binds[i] && !ro_bind_split(cfg->ro_binds[i], host, target) &&
+		    !strcmp(target, CONTRACT_CA_BUNDLE))
+			return error_set(err, -EINVAL,
+					 "trust_ca: ro_bind '%s' shows a file at %s too, where the "
+					 "sandbox's CA bundle goes",
+					 cfg->ro_binds[i], CONTRACT_CA_BUNDLE);
+	}
 	char *pem;
 	size_t len;
 	unsigned certs;
@@ -232,7 +243,7 @@ static int read_view_bundle(const char *view_root, char **out, size_t *len, stru
 		return error_set(err, -errno, "trust_ca: open %s: %s", view_root, strerror(errno));
 	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
 			       .resolve = RESOLVE_IN_ROOT};
-	int fd = (int)syscall(SYS_openat2, rfd, CONTRACT_CA_BUNDLE + 1, &how, sizeof how);
+	int fd = (int)syscall(SYS_openat2, rfd, &CONTRACT_CA_BUNDLE[1], &how, sizeof how);
 	int e = errno;
 	close(rfd);
 	if (fd < 0)
