@@ -186,7 +186,9 @@ host)
 		mkdir -p "$root/usr/lib/locale"
 		cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
 	fi
-	[ -e /etc/localtime ] && cp -L /etc/localtime "$root/etc/localtime"
+	# A file, not the link a package's may have brought (tzdata's
+	# zoneinfo/localtime -> /etc/localtime, followed above).
+	[ -e /etc/localtime ] && rm -f "$root/etc/localtime" && cp -L /etc/localtime "$root/etc/localtime"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 	;;
