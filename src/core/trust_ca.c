@@ -291,7 +291,7 @@ void trust_bundle_remove(char *dir)
 /* Bundles whose process died with them (PID-XXXXXX): nothing else removes
  * them. A pid reused since costs a leftover of a few hundred KB, never a
  * bundle in use, as its owner's pid is alive. */
-static void sweep(const char *base)
+static void sweep_dead_bundles(const char *base)
 {
 	DIR *d = opendir(base);
 	struct dirent *de;
@@ -366,7 +366,7 @@ int trust_bundle_make(const struct aj_config *cfg, const char *view_root, char *
 		rc = error_set(err, -errno, "trust_ca: mkdir %s: %s", path, strerror(errno));
 		goto out;
 	}
-	sweep(path);
+	sweep_dead_bundles(path);
 	size_t n = strlen(path);
 	snprintf(path + n, sizeof path - n, "/%d-XXXXXX", (int)getpid());
 	if (!mkdtemp(path)) {
