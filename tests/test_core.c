@@ -423,6 +423,13 @@ static void config_checks_trust_ca(void **state)
 	trust_bundle_remove(bdir);
 	assert_int_equal(stat(gone, &st), -1);
 	free(gone);
+	/* A bundle directory another user could write: refused, never used. */
+	char base_dir[128];
+	snprintf(base_dir, sizeof base_dir, "%s-trust", state_dir);
+	assert_int_equal(chmod(base_dir, 0777), 0);
+	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -EPERM);
+	assert_true(strstr(e.message, "writable by no one else"));
+	assert_int_equal(chmod(base_dir, 0700), 0);
 	/* A view without a bundle: named, with how to get one. */
 	unlink(base);
 	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -ENOENT);

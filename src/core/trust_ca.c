@@ -361,9 +361,20 @@ int trust_bundle_make(const struct aj_config *cfg, const char *view_root, char *
 		goto out;
 	char path[PATH_MAX];
 	trust_base(cfg, path, sizeof path);
-	/* 0700 and ours: the mounts read the file, no other user does. */
+	/* 0700 and ours: the mounts read the file, no other user does. One
+	 * that was there must be ours and writable by no one else (not a
+	 * link), or another user could change what the sandbox trusts. */
+	struct stat st;
 	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
 		rc = error_set(err, -errno, "trust_ca: mkdir %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		rc = error_set(err, -EPERM,
+			       "trust_ca: %s must be a directory owned by uid %u and writable by "
+			       "no one else",
+			       path, (unsigned)geteuid());
 		goto out;
 	}
 	sweep_dead_bundles(path);
