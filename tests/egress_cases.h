@@ -20,6 +20,7 @@ struct egress_case {
 	int port;
 	char cidr[64], host[64], other_host[64], tls_cidr[64];
 	const char *cidrs[4], *hosts[4];
+	struct tls_server tls; /* the HTTPS case's, stopped at teardown */
 };
 
 static struct egress_case egress_case;
@@ -59,6 +60,8 @@ static int egress_teardown(void **state)
 {
 	egress_server_stop(egress_case.server);
 	egress_case.server = NULL;
+	/* Stopped here too, so a case that failed leaves no server or files. */
+	tls_server_stop(&egress_case.tls);
 	return case_teardown(state);
 }
 
@@ -429,14 +432,14 @@ static void egress_https_trusts_the_deployer_ca(void **state)
 {
 	struct fixture *f = *state;
 	struct egress_case *e = &egress_case;
-	struct tls_server t;
-	if (tls_server_start(&t))
+	struct tls_server *t = &e->tls;
+	if (tls_server_start(t))
 		fail_msg("cannot make the CA or start the HTTPS server (openssl, python3)");
 	char cidr[64], code[1024], want[128];
-	snprintf(cidr, sizeof cidr, "127.0.0.1/32:%d", t.port);
+	snprintf(cidr, sizeof cidr, "127.0.0.1/32:%d", t->port);
 	e->cidrs[2] = cidr;
 	f->cfg.allow_cidr_count = 3;
-	snprintf(code, sizeof code, https_program, t.port, f->token);
+	snprintf(code, sizeof code, https_program, t->port, f->token);
 	snprintf(want, sizeof want, "body tls-ok /tls-%s", f->token);
 	struct aj_result r;
 
@@ -450,11 +453,11 @@ static void egress_https_trusts_the_deployer_ca(void **state)
 		fail_msg("without trust_ca: not a certificate error: %s %s", r.stdout_buf,
 			 r.stderr_buf);
 	json_t *log = egress_log(&r);
-	assert_entry(log, "127.0.0.1", t.port, "connect", true, "allow-cidr 127.0.0.1/32:");
+	assert_entry(log, "127.0.0.1", t->port, "connect", true, "allow-cidr 127.0.0.1/32:");
 	json_decref(log);
 	aj_result_free(&r);
 
-	f->cfg.trust_ca = t.ca;
+	f->cfg.trust_ca = t->ca;
 	run_code(&f->cfg, &r, "%s", code);
 	assert_status(&r, AJ_STATUS_OK);
 	if (!contains(r.stdout_buf, want))
@@ -472,7 +475,7 @@ static void egress_https_trusts_the_deployer_ca(void **state)
 	aj_result_free(&r);
 	aj_session_close(s);
 	f->cfg.trust_ca = NULL;
-	tls_server_stop(&t);
+	tls_server_stop(t);
 }
 
 #define EGRESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, egress_setup, egress_teardown)
