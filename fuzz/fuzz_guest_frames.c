@@ -1,7 +1,7 @@
 /* libFuzzer target: the microVM guest agent's decoding of the host's frames
  * (src/vm/guest/frame.c, protocol in src/vm/protocol.h). The input is what
  * arrives on the virtio-serial port after VM_READY, read in the agent's
- * order: a first frame that is a VM_SESSION_START (then any number of
+ * order: with trust_ca a VM_TRUST first; then a frame that is a VM_SESSION_START (then any number of
  * VM_CALL; a frame of another type right after one is taken as arriving
  * during that call, a stop whose payload is read past; between calls only a
  * VM_CALL_STOP without payload is ignored, anything else ends the session),
@@ -123,6 +123,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vm_frame_header h;
 	if (!next_header(&h))
 		return 0;
+	if (h.type == VM_TRUST) {
+		/* trust_ca's bundle first (agent.c's main): its bytes, no NUL. */
+		char *pem = NULL;
+		struct failure f;
+		int rc = receive_trust(input_read, &h, &pem, &f);
+		if (rc == 0 && (!pem || strlen(pem) != h.length))
+			abort();
+		if (rc && strncmp(f.message, "guest: ", 7))
+			abort();
+		free(pem);
+		if (rc || !next_header(&h))
+			return 0;
+	}
 	if (h.type == VM_SESSION_START)
 		one_session(&h);
 	else

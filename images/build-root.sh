@@ -5,16 +5,19 @@
 # fills ROOT.
 #
 #   build-root.sh debootstrap ROOT [PACKAGES]   Debian bookworm, minbase, with
-#                                               python3 (full stdlib) and the
+#                                               python3 (full stdlib),
+#                                               ca-certificates and the
 #                                               comma-separated PACKAGES
 #   build-root.sh host ROOT [PACKAGES]          the host's /usr/bin/python3, its
 #                                               standard library and the
 #                                               libraries they link: no
 #                                               network, about a second;
-#                                               and PACKAGES as the host has
+#                                               the host's CA bundle; and
+#                                               PACKAGES as the host has
 #                                               them installed (with their
 #                                               Python, data and font
-#                                               dependencies)
+#                                               dependencies), each whole
+#                                               (see "whole" below)
 #
 # Either way the root is then made fit to be mounted read-only: no setuid or
 # setgid bits, no password hashes, the mount points the tiers use present.
@@ -30,15 +33,27 @@ die() {
 	exit 1
 }
 
+# What a package's maintainer scripts or triggers generate that dpkg -L
+# does not list, as paths under / (files, or directories taken whole).
+generated_by() {
+	case "$1" in
+	# update-ca-certificates: the bundle and the hashed links beside it.
+	ca-certificates) echo etc/ssl/certs ;;
+	esac
+}
+
 [ -d "$root" ] || die "$root is not a directory"
 
 case "$mode" in
 debootstrap)
 	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
-	include=python3
-	[ -n "$packages" ] && include="python3,$packages"
+	include=python3,ca-certificates
+	[ -n "$packages" ] && include="$include,$packages"
 	# minbase: dpkg, apt and the essentials, no init system; python3, not
 	# python3-minimal, so the whole standard library is there.
+	# ca-certificates: Debian's CA bundle, which its postinst generates
+	# (/etc/ssl/certs/ca-certificates.crt), so that HTTPS through an
+	# egress rule verifies (docs/egress.md, "HTTPS").
 	debootstrap --variant=minbase --include="$include" bookworm "$root" >&2 ||
 		die "debootstrap failed (see above)"
 	# Package caches and lists: nothing a program needs, a lot of space.
@@ -99,13 +114,53 @@ host)
 			want=$next
 			depth=$((depth + 1))
 		done
+		# Each package arrives whole: what dpkg -L lists, and what its
+		# maintainer scripts and triggers made, which dpkg lists nowhere:
+		#  - the byte-compiled caches of its Python modules (py3compile in
+		#    postinst), or every import would compile them again;
+		#  - the targets of its symlinks that lie outside what it lists
+		#    (update-alternatives: /etc/alternatives/...), copied as the
+		#    host resolves them;
+		#  - the outputs of the generators in generated_by below (the CA
+		#    bundle of update-ca-certificates).
+		# A generator not in that table is a package that does not arrive
+		# whole: add it there (docs/cli.md, "agentjail image").
+		list=$(mktemp)
 		for p in $done_list; do
 			dpkg -L "$p" 2>/dev/null | while read -r f; do
 				[ -f "$f" ] || [ -L "$f" ] || continue
 				case "$f" in /usr/share/doc/* | /usr/share/man/*) continue ;; esac
 				echo "${f#/}"
+				case "$f" in
+				*.py)
+					for c in "${f%/*}/__pycache__/$(basename "$f" .py)".cpython-*.pyc; do
+						[ -f "$c" ] && echo "${c#/}"
+					done
+					;;
+				esac
 			done
-		done | sort -u | tar -C / -cf - -T - | tar -C "$root" -xf -
+			for g in $(generated_by "$p"); do
+				[ -e "/$g" ] && find "/$g" \( -type f -o -type l \) | sed 's|^/||'
+			done
+		done | sort -u >"$list"
+		tar -C / -cf - -T "$list" | tar -C "$root" -xf -
+		# Symlink targets outside the list, followed link by link (an
+		# alternative is two links deep), until none is missing.
+		while read -r f; do
+			[ -L "/$f" ] || continue
+			t=/$f
+			hops=0
+			while [ -L "$t" ] && [ $hops -lt 8 ]; do
+				l=$(readlink "$t")
+				case "$l" in /*) t=$l ;; *) t=$(dirname "$t")/$l ;; esac
+				# A directory is a package's own, listed where it is one.
+				[ -d "$t" ] && [ ! -L "$t" ] && break
+				[ -e "$root$t" ] || [ -L "$root$t" ] || [ ! -e "$t" ] ||
+					{ mkdir -p "$root$(dirname "$t")" && cp -a "$t" "$root$t"; }
+				hops=$((hops + 1))
+			done
+		done <"$list"
+		rm -f "$list"
 		find "$root/usr/lib/python3" -name '*.so' -exec ldd {} \; 2>/dev/null |
 			awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
 			sort -u | while read -r lib; do
@@ -114,12 +169,26 @@ host)
 			cp -L "$lib" "$root$lib"
 		done
 	fi
+	# The CA bundle, as the host's ca-certificates made it, and the links
+	# by which OpenSSL's default paths (/usr/lib/ssl/cert.pem, certs/ and
+	# openssl.cnf, as Debian lays them out) reach it: HTTPS through an
+	# egress rule verifies (docs/egress.md, "HTTPS").
+	[ -s /etc/ssl/certs/ca-certificates.crt ] ||
+		die "this host has no CA bundle at /etc/ssl/certs/ca-certificates.crt (apt-get install ca-certificates)"
+	mkdir -p "$root/etc/ssl/certs" "$root/usr/lib/ssl"
+	cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+	[ -f /etc/ssl/openssl.cnf ] && cp -L /etc/ssl/openssl.cnf "$root/etc/ssl/openssl.cnf"
+	ln -sfn /etc/ssl/certs/ca-certificates.crt "$root/usr/lib/ssl/cert.pem"
+	ln -sfn /etc/ssl/certs "$root/usr/lib/ssl/certs"
+	ln -sfn /etc/ssl/openssl.cnf "$root/usr/lib/ssl/openssl.cnf"
 	# C.UTF-8, the locale the sandbox's environment names.
 	if [ -d /usr/lib/locale/C.utf8 ]; then
 		mkdir -p "$root/usr/lib/locale"
 		cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
 	fi
-	[ -e /etc/localtime ] && cp -L /etc/localtime "$root/etc/localtime"
+	# A file, not the link a package's may have brought (tzdata's
+	# zoneinfo/localtime -> /etc/localtime, followed above).
+	[ -e /etc/localtime ] && rm -f "$root/etc/localtime" && cp -L /etc/localtime "$root/etc/localtime"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 	;;
@@ -142,4 +211,8 @@ find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} 
 for f in shadow gshadow; do
 	[ -e "$root/etc/$f" ] && : >"$root/etc/$f"
 done
+# Every image verifies HTTPS with Debian's CA bundle: an empty one would
+# fail every request only once a sandbox is let out.
+[ -s "$root/etc/ssl/certs/ca-certificates.crt" ] ||
+	die "the image has no CA bundle at /etc/ssl/certs/ca-certificates.crt"
 chroot "$root" /usr/bin/python3 -c 'import platform; print(platform.python_version())'

@@ -55,7 +55,7 @@ src=$here/../src
 [ -d "$root" ] || die "$root is not a directory (make the image with 'agentjail image build')"
 # The agent's sources: the guest's own, and the host's files it is built
 # with instead of copies of them (libc only: the agent is static).
-guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c
+guest_sources="agent.c boot.c clock.c egress.c failure.c frame.c policy.c port.c restore.c run.c trust.c
 run_cgroup.c session.c watch.c workspace.c zygote.c"
 core_sources="core/io.c core/capture.c core/session_scan.c core/contract.c core/keyed.c
 core/result.c linux/supervisor.c linux/egress_listen.c vm/egress_mux.c"

@@ -174,9 +174,18 @@ struct aj_config {
 	const char *const *allow_cidrs;
 	uint32_t allow_cidr_count;
 	struct aj_egress_limits egress;
+	/* A PEM file of CA certificates the sandbox trusts beside its view's
+	 * own bundle (docs/egress.md, "HTTPS"): a private index, an internal
+	 * service, a TLS-inspecting proxy. When the sandbox opens, the image's
+	 * /etc/ssl/certs/ca-certificates.crt (the host's, on the process
+	 * tier) and this file's certificates are joined into one bundle that
+	 * every tier shows read-only at that path. Certificates only (no key),
+	 * at most AJ_MAX_TRUST_CA_KB. NULL: the view's bundle alone. */
+	const char *trust_ca;
 };
 
 #define AJ_MAX_RO_BINDS 16
+#define AJ_MAX_TRUST_CA_KB 256
 #define AJ_MAX_EGRESS_RULES 32
 
 #define AJ_ERROR_MAX 512

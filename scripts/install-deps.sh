@@ -15,12 +15,15 @@ set -eu
 # completion webhooks (the POST, and its URL parser for the allow-list).
 # curl: the serve tests check what it reads of a refusal sent while it
 # uploads. python3-yaml: the test that parses deploy/'s Kubernetes
-# manifests. runsc: gVisor, the gvisor tier.
+# manifests. runsc: gVisor, the gvisor tier. ca-certificates: the CA
+# bundle --from-host images copy and the process tier shows
+# (docs/egress.md, HTTPS); openssl: the tests make a CA and a server
+# certificate with it.
 # e2fsprogs: mke2fs and debugfs make the microvm tier's root disk from an
 # image (images/build-vm.sh).
 # clang, libclang-rt-14-dev: libFuzzer for `make fuzz`, which `make test`
 # runs briefly.
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc clang libclang-rt-14-dev"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc ca-certificates openssl clang libclang-rt-14-dev"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

@@ -13,12 +13,14 @@
 
 #include "hostile.h"
 #include "src/attack/egress_server.h"
+#include "tls_server.h"
 
 struct egress_case {
 	struct egress_server *server;
 	int port;
 	char cidr[64], host[64], other_host[64], tls_cidr[64];
 	const char *cidrs[4], *hosts[4];
+	struct tls_server tls; /* the HTTPS case's, stopped at teardown */
 };
 
 static struct egress_case egress_case;
@@ -58,6 +60,8 @@ static int egress_teardown(void **state)
 {
 	egress_server_stop(egress_case.server);
 	egress_case.server = NULL;
+	/* Stopped here too, so a case that failed leaves no server or files. */
+	tls_server_stop(&egress_case.tls);
 	return case_teardown(state);
 }
 
@@ -398,6 +402,82 @@ static void egress_ends_with_the_run(void **state)
 	aj_result_free(&r);
 }
 
+/* HTTPS through the proxy (docs/egress.md, "HTTPS"): a loopback server
+ * whose certificate a CA made for this case signed, allowed by a CIDR rule.
+ * The view's own bundle is there (cert_store_stats counts its CAs) and does
+ * not know that CA: the request fails verifying the certificate, which is
+ * a TLS error after the server answered, not a network one. With trust_ca
+ * naming the CA, the same request succeeds, in a run and in a session, and
+ * the bundle holds one CA more. */
+static const char https_program[] =
+	"import os, ssl, urllib.error, urllib.request\n"
+	"print('x509', ssl.create_default_context().cert_store_stats()['x509'])\n"
+	"print('bundle', os.environ['SSL_CERT_FILE'], os.path.getsize(os.environ['SSL_CERT_FILE']) > 0)\n"
+	"try:\n"
+	"    r = urllib.request.urlopen('https://127.0.0.1:%d/tls-%s', timeout=30)\n"
+	"    print('body', r.read().decode())\n"
+	"except urllib.error.URLError as e:\n"
+	"    print('failed', type(e.reason).__name__, e.reason)\n";
+
+static long https_x509(const struct aj_result *r)
+{
+	const char *p = strstr(r->stdout_buf ? r->stdout_buf : "", "x509 ");
+	if (!p)
+		fail_msg("no CA count: stdout %s stderr %s message %s", r->stdout_buf, r->stderr_buf,
+			 r->message ? r->message : "");
+	return strtol(p + 5, NULL, 10);
+}
+
+static void egress_https_trusts_the_deployer_ca(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct tls_server *t = &e->tls;
+	if (tls_server_start(t))
+		fail_msg("cannot make the CA or start the HTTPS server (openssl, python3)");
+	char cidr[64], code[1024], want[128];
+	snprintf(cidr, sizeof cidr, "127.0.0.1/32:%d", t->port);
+	e->cidrs[2] = cidr;
+	f->cfg.allow_cidr_count = 3;
+	snprintf(code, sizeof code, https_program, t->port, f->token);
+	snprintf(want, sizeof want, "body tls-ok /tls-%s", f->token);
+	struct aj_result r;
+
+	run_code(&f->cfg, &r, "%s", code);
+	assert_status(&r, AJ_STATUS_OK);
+	long image_cas = https_x509(&r);
+	if (image_cas <= 0 || !contains(r.stdout_buf, "bundle " CONTRACT_CA_BUNDLE " True"))
+		fail_msg("the view has no CA bundle: %s", r.stdout_buf);
+	if (!contains(r.stdout_buf, "failed SSLCertVerificationError") ||
+	    !contains(r.stdout_buf, "certificate verify failed"))
+		fail_msg("without trust_ca: not a certificate error: %s %s", r.stdout_buf,
+			 r.stderr_buf);
+	json_t *log = egress_log(&r);
+	assert_entry(log, "127.0.0.1", t->port, "connect", true, "allow-cidr 127.0.0.1/32:");
+	json_decref(log);
+	aj_result_free(&r);
+
+	f->cfg.trust_ca = t->ca;
+	run_code(&f->cfg, &r, "%s", code);
+	assert_status(&r, AJ_STATUS_OK);
+	if (!contains(r.stdout_buf, want))
+		fail_msg("with trust_ca: %s %s", r.stdout_buf, r.stderr_buf);
+	assert_int_equal(https_x509(&r), image_cas + 1);
+	aj_result_free(&r);
+
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	if (aj_session_open(&f->cfg, &s, &err))
+		fail_msg("aj_session_open: %s", err.message);
+	assert_int_equal(aj_session_run(s, code, strlen(code), &r), 0);
+	if (!contains(r.stdout_buf, want))
+		fail_msg("with trust_ca, in a session: %s %s", r.stdout_buf, r.stderr_buf);
+	aj_result_free(&r);
+	aj_session_close(s);
+	f->cfg.trust_ca = NULL;
+	tls_server_stop(t);
+}
+
 #define EGRESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, egress_setup, egress_teardown)
 #define EGRESS_SESSION_TEST(fn) {"session: " #fn, fn, egress_session_setup, egress_session_teardown, NULL}
 
@@ -417,6 +497,7 @@ static int egress_session_teardown(void **state)
 	EGRESS_TEST(egress_reaches_allowed), EGRESS_TEST(egress_refuses_with_reasons),        \
 	EGRESS_TEST(egress_bypass_fails), EGRESS_TEST(egress_caps_end_transfers),             \
 	EGRESS_TEST(egress_session_narrows), EGRESS_TEST(egress_ends_with_the_run),           \
+	EGRESS_TEST(egress_https_trusts_the_deployer_ca),                                     \
 	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed)
 
 #endif

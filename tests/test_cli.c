@@ -1329,6 +1329,56 @@ static int remove_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* images/build-root.sh host ROOT PACKAGES, what `image build --from-host
+ * --packages` runs before the VM parts: each package arrives whole
+ * (docs/tiers/container.md, "Images"): the bundle and hashed links
+ * ca-certificates' update-ca-certificates made, python3-requests' byte-
+ * compiled caches, python3-tz's tzdata (whose zoneinfo/localtime link leads
+ * to /etc/localtime, a file in the image); and the image's own CA bundle. */
+static void image_packages_arrive_whole(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* the script chroots into the root it made */
+	if (system("for p in ca-certificates python3-requests python3-tz; do dpkg-query -W "
+		   "-f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || exit 1; "
+		   "done"))
+		skip(); /* the host lacks a package to copy */
+	char dir[] = "/tmp/aj-root-XXXXXX", cmd[1024];
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd,
+		 "mkdir %s/root && sh images/build-root.sh host %s/root "
+		 "ca-certificates,python3-requests,python3-tz >%s/log 2>&1",
+		 dir, dir, dir);
+	int rc = system(cmd);
+	snprintf(cmd, sizeof cmd,
+		 "chroot %s/root /usr/bin/python3 -I -c \"import glob, os, ssl\n"
+		 "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
+		 "links = glob.glob('/etc/ssl/certs/*.0')\n"
+		 "print('links', len(links) > 100, all(os.path.exists(l) for l in links))\n"
+		 "print('pyc', len(glob.glob('/usr/lib/python3/dist-packages/requests/__pycache__/"
+		 "*.pyc')) > 5)\n"
+		 "print('localtime', os.path.isfile('/etc/localtime'), "
+		 "os.path.islink('/etc/localtime'))\n"
+		 "\" >%s/out 2>&1",
+		 dir, dir);
+	if (rc == 0)
+		rc = system(cmd);
+	snprintf(cmd, sizeof cmd, "%s/%s", dir, rc == 0 ? "out" : "log");
+	FILE *fp = fopen(cmd, "r");
+	char out[4096] = "";
+	size_t n = fp ? fread(out, 1, sizeof out - 1, fp) : 0;
+	out[n] = '\0';
+	if (fp)
+		fclose(fp);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	if (rc != 0)
+		fail_msg("build-root.sh or the check failed: %s", out);
+	if (!contains(out, "x509 True\nlinks True True\npyc True\nlocaltime True False\n"))
+		fail_msg("the packages did not arrive whole: %s", out);
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -1364,6 +1414,7 @@ int main(void)
 		cmocka_unit_test(json_stream_events_then_the_result),
 		cmocka_unit_test(run_passes_output_as_it_comes),
 		cmocka_unit_test(repl_passes_output_as_it_comes),
+		cmocka_unit_test(image_packages_arrive_whole),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }

@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -290,6 +291,152 @@ static void config_checks_ro_binds(void **state)
 	one[0] = "/dev/null:/mnt/x";
 	assert_int_equal(aj_open(&c, &sb, &e), -EINVAL);
 	assert_string_equal(e.message, "ro_bind: /dev/null is neither a directory nor a regular file");
+}
+
+/* cfg.trust_ca (src/core/trust_ca.c): each bad file refused with its
+ * problem named, a good one taken; and at open, the bundle is the view's
+ * followed by the file's certificates, removed at close. */
+static void write_file(const char *path, const char *text, size_t len)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(text, 1, len, fp), len);
+	fclose(fp);
+}
+
+static void config_checks_trust_ca(void **state)
+{
+	(void)state;
+	/* A certificate's DER begins with a SEQUENCE (0x30): "MIIB" is one. */
+	static const char cert[] = "-----BEGIN CERTIFICATE-----\n"
+				   "MIIBAAAA\n"
+				   "-----END CERTIFICATE-----\n";
+	char dir[] = "/tmp/aj-trust-XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/ca.pem", dir);
+	struct aj_config c;
+	struct aj_error e;
+	aj_config_init(&c);
+	c.trust_ca = path;
+	const struct {
+		const char *text, *message;
+	} bad[] = {
+		{"", "is not PEM: no '-----BEGIN CERTIFICATE-----' block in it"},
+		{"hello\n", "is not PEM: no '-----BEGIN CERTIFICATE-----' block in it"},
+		{"-----BEGIN PRIVATE KEY-----\nMIIBAAAA\n-----END PRIVATE KEY-----\n",
+		 "line 1: holds a 'PRIVATE KEY' block; only CERTIFICATE blocks may be trusted (a "
+		 "private key must never reach a sandbox)"},
+		{"-----BEGIN CERTIFICATE-----\nMIIBAAAA\n",
+		 "the 'CERTIFICATE' block has no END line"},
+		{"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+		 "line 3: the 'CERTIFICATE' block ending here is not a base64 DER certificate"},
+		{"-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END X509 CRL-----\n",
+		 "line 3: the END line does not close 'CERTIFICATE'"},
+		{"-----BEGIN CERTIFICATE-----\nProc-Type: 4,ENCRYPTED\n-----END CERTIFICATE-----\n",
+		 "line 2: a header inside the 'CERTIFICATE' block"},
+	};
+	char want[512];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		write_file(path, bad[i].text, strlen(bad[i].text));
+		assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+		snprintf(want, sizeof want, "trust_ca: %s %s", path, bad[i].message);
+		assert_string_equal(e.message, want);
+	}
+	write_file(path, "\x30\x82\0\1", 4); /* DER, not PEM */
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_true(strstr(e.message, "is not PEM (it holds binary data"));
+	/* Past the cap: refused whole, never cut. */
+	size_t big = (size_t)AJ_MAX_TRUST_CA_KB * 1024 + 1;
+	char *text = malloc(big);
+	assert_non_null(text);
+	memset(text, '#', big);
+	write_file(path, text, big);
+	free(text);
+	assert_int_equal(aj_config_validate(&c, &e), -EFBIG);
+	snprintf(want, sizeof want,
+		 "trust_ca: %s is larger than %d KiB (a CA bundle is a few KiB; name only the "
+		 "certificates to add)",
+		 path, AJ_MAX_TRUST_CA_KB);
+	assert_string_equal(e.message, want);
+	c.trust_ca = dir;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	snprintf(want, sizeof want, "trust_ca: %s is not a regular file", dir);
+	assert_string_equal(e.message, want);
+	c.trust_ca = "/nonexistent-agentjail-ca.pem";
+	assert_int_equal(aj_config_validate(&c, &e), -ENOENT);
+	assert_string_equal(e.message,
+			    "trust_ca: /nonexistent-agentjail-ca.pem: No such file or directory");
+
+	/* The bundle's path is the sandbox's own. */
+	c.trust_ca = path;
+	write_file(path, cert, sizeof cert - 1);
+	const char *bind[] = {"/srv/x:/etc/ssl/certs/ca-certificates.crt"};
+	c.ro_binds = bind;
+	c.ro_bind_count = 1;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "trust_ca: ro_bind '/srv/x:/etc/ssl/certs/ca-certificates.crt' "
+				       "shows a file at /etc/ssl/certs/ca-certificates.crt too, where "
+				       "the sandbox's CA bundle goes");
+	c.ro_binds = NULL;
+	c.ro_bind_count = 0;
+
+	/* Comments between blocks, CRLF, two certificates: taken. */
+	c.trust_ca = path;
+	static const char two[] = "# a comment\r\nsubject=CN = x\r\n"
+				  "-----BEGIN CERTIFICATE-----\r\nMIIBAAAA\r\n"
+				  "-----END CERTIFICATE-----\r\n"
+				  "-----BEGIN TRUSTED CERTIFICATE-----\nMIIB\nAAAA\n"
+				  "-----END TRUSTED CERTIFICATE-----";
+	write_file(path, two, strlen(two));
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+
+	/* The bundle: a view whose bundle lacks a final newline, then the file. */
+	char root[96], bundle_dir[96], base[128];
+	snprintf(root, sizeof root, "%s/root", dir);
+	snprintf(bundle_dir, sizeof bundle_dir, "%s/root/etc/ssl/certs", dir);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s", bundle_dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(base, sizeof base, "%s/ca-certificates.crt", bundle_dir);
+	write_file(base, "IMAGE", 5);
+	write_file(path, cert, sizeof cert - 1);
+	char state_dir[96];
+	snprintf(state_dir, sizeof state_dir, "%s/state", dir);
+	c.state_dir = state_dir;
+	char *bdir = NULL, *bfile = NULL;
+	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), 0);
+	FILE *fp = fopen(bfile, "r");
+	assert_non_null(fp);
+	char got[512] = "";
+	size_t n = fread(got, 1, sizeof got - 1, fp);
+	fclose(fp);
+	got[n] = '\0';
+	snprintf(want, sizeof want,
+		 "IMAGE\n\n# agentjail: the deployer's CA certificates (trust_ca)\n%s", cert);
+	assert_string_equal(got, want);
+	struct stat st;
+	assert_int_equal(stat(bfile, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(stat(bdir, &st), 0);
+	free(bfile);
+	char *gone = strdup(bdir);
+	trust_bundle_remove(bdir);
+	assert_int_equal(stat(gone, &st), -1);
+	free(gone);
+	/* A bundle directory another user could write: refused, never used. */
+	char base_dir[128];
+	snprintf(base_dir, sizeof base_dir, "%s-trust", state_dir);
+	assert_int_equal(chmod(base_dir, 0777), 0);
+	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -EPERM);
+	assert_true(strstr(e.message, "writable by no one else"));
+	assert_int_equal(chmod(base_dir, 0700), 0);
+	/* A view without a bundle: named, with how to get one. */
+	unlink(base);
+	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -ENOENT);
+	assert_true(strstr(e.message, "trust_ca: the sandbox's view has no CA bundle to add to"));
+	assert_null(bdir);
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s-trust", dir, state_dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void names_round_trip(void **state)
@@ -1272,6 +1419,7 @@ int main(void)
 		cmocka_unit_test(session_reply_memory_error_exit),
 		cmocka_unit_test(classify_supervisor_verdicts),
 		cmocka_unit_test(config_checks_ro_binds),
+		cmocka_unit_test(config_checks_trust_ca),
 		cmocka_unit_test(session_reply_holds_the_image_caps),
 		cmocka_unit_test(microvm_output_past_the_cap_is_refused),
 		cmocka_unit_test(microvm_output_frame_rules),

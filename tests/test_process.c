@@ -53,7 +53,8 @@ static void identity_inside(void **state)
 	assert_true(contains(o, "nnp 1"));
 	assert_true(contains(o, "host sandbox"));
 	assert_true(contains(o, "cwd /tmp/work home /tmp/work"));
-	assert_true(contains(o, "env ['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PATH', 'PIP_TARGET', 'TMPDIR']"));
+	assert_true(contains(o, "env ['CURL_CA_BUNDLE', 'HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PATH', 'PIP_CERT', "
+				"'PIP_TARGET', 'REQUESTS_CA_BUNDLE', 'SSL_CERT_FILE', 'TMPDIR']"));
 	assert_true(contains(o, "ifaces [(1, 'lo')]"));
 	assert_true(contains(o, "stdin b''"));
 	assert_true(contains(o, "no tty"));

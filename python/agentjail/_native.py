@@ -57,6 +57,7 @@ struct aj_config {
     const char *const *allow_cidrs;
     uint32_t allow_cidr_count;
     struct aj_egress_limits egress;
+    const char *trust_ca;
 };
 struct aj_error { int code; char message[512]; };
 struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };

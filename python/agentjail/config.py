@@ -53,6 +53,9 @@ FIELDS = {
     "egress_in_mb": ("egress.in_mb", int),
     "egress_connections": ("egress.connections", int),
     "egress_kbps": ("egress.kbps", int),
+    # A PEM file of CAs the sandbox trusts beside its image's bundle
+    # (docs/egress.md, "HTTPS"); the library checks the file.
+    "trust_ca": ("trust_ca", str),
 }
 
 # The C list fields and their counts, for the keywords that are lists.

@@ -42,8 +42,10 @@ class Sandbox(RunMethods, Handle):
     ("pypi.org", "*.pythonhosted.org:443") and allow_cidrs
     ("10.1.0.0/16:5432"), each a rule or a list of them, the CLI's
     --allow-host and --allow-cidr (none: no network at all), and the caps
-    egress_out_mb, egress_in_mb, egress_connections, egress_kbps. None
-    means the library's default.
+    egress_out_mb, egress_in_mb, egress_connections, egress_kbps;
+    trust_ca (a PEM file of CA certificates HTTPS in the sandbox trusts
+    beside the image's bundle, the CLI's --trust-ca). None means the
+    library's default.
 
     Raises ConfigError for a value out of range and SandboxUnavailable
     when the tier cannot run here (with `agentjail check`'s reason)."""

@@ -3,6 +3,7 @@ the typed errors, and the library's own renderings of a result."""
 import json
 import os
 import signal
+import subprocess
 
 import pytest
 
@@ -187,6 +188,32 @@ def test_ro_bind_shows_a_host_path_read_only(tmp_path):
     assert r.stdout == "from the host\n"
     assert r.exit_code == 1 and "Read-only file system" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt"]
+
+
+def test_trust_ca_is_checked_by_the_library_and_trusted(tmp_path):
+    """trust_ca: a file that is not PEM certificates is refused in the
+    library's words; one that is joins the sandbox's CA bundle (one more
+    CA than the view's own)."""
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+    with pytest.raises(ConfigError) as e:
+        agentjail.Sandbox(tier="process", trust_ca=str(key))
+    assert str(e.value) == (f"trust_ca: {key} line 1: holds a 'PRIVATE KEY' block; only "
+                            "CERTIFICATE blocks may be trusted (a private key must never "
+                            "reach a sandbox)")
+    with pytest.raises(ConfigError, match="No such file"):
+        agentjail.Sandbox(tier="process", trust_ca=str(tmp_path / "none.pem"))
+    ca = tmp_path / "ca.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(tmp_path / "k"),
+                    "-out", str(ca), "-days", "1", "-subj", "/CN=agentjail py test CA"],
+                   check=True, capture_output=True)
+    count = ("import ssl\n"
+             "print(ssl.create_default_context().cert_store_stats()['x509'])\n")
+    with agentjail.Sandbox(**tier_options("process")) as s:
+        own = int(s.run(count).stdout)
+    with agentjail.Sandbox(**tier_options("process", trust_ca=str(ca))) as s:
+        assert int(s.run(count).stdout) == own + 1
 
 
 @pytest.mark.parametrize("kw, message", [

@@ -2,12 +2,15 @@
  * file checks what every tier would otherwise check again (the config, the
  * code) and never branches on which tier it drives. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "../tiers/tier.h"
+#include "../core/contract.h"
 #include "../core/internal.h"
 #include "../core/stream_tap.h"
 #include "../egress/proxy.h"
@@ -31,6 +34,7 @@ struct aj_sandbox {
 	char *preload;
 	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
 	char **allow_hosts, **allow_cidrs; /* egress rules, copied */
+	char *trust_dir, *trust_file; /* trust_ca: the bundle made at open */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -53,6 +57,42 @@ static int own_ro_binds(struct aj_sandbox *sb, struct aj_error *err)
 			return rc;
 	}
 	sb->cfg.ro_binds = (const char *const *)sb->ro_binds;
+	return 0;
+}
+
+/* trust_ca: the view's CA bundle and the deployer's certificates, joined
+ * now into a file of this sandbox's (src/core/trust_ca.c), which every run
+ * and session sees read-only at CONTRACT_CA_BUNDLE: through cfg.ro_binds
+ * on the tiers that mount host paths, by the tier itself on the others
+ * (the microvm guest's agent). In sb->cfg, trust_ca names that bundle. */
+static int own_trust_bundle(struct aj_sandbox *sb, struct aj_error *err)
+{
+	const struct tier_ops *ops = tiers[sb->cfg.tier];
+	if (!sb->cfg.trust_ca)
+		return 0;
+	char root[PATH_MAX];
+	int rc;
+	if ((rc = ops->view_root(&sb->cfg, root, sizeof root, err))) {
+		char why[AJ_ERROR_MAX];
+		snprintf(why, sizeof why, "%s", err->message);
+		return error_set(err, rc, "trust_ca: %s", why);
+	}
+	if ((rc = trust_bundle_make(&sb->cfg, root, &sb->trust_dir, &sb->trust_file, err)))
+		return rc;
+	sb->cfg.trust_ca = sb->trust_file;
+	if (ops->shows_trust_bundle)
+		return 0;
+	uint32_t n = sb->cfg.ro_bind_count;
+	char **list = realloc(sb->ro_binds, (n + 1) * sizeof *list);
+	if (!list)
+		return error_set(err, -ENOMEM, "open: out of memory");
+	sb->ro_binds = list;
+	size_t len = strlen(sb->trust_file) + 1 + sizeof CONTRACT_CA_BUNDLE;
+	if (!(list[n] = malloc(len)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	snprintf(list[n], len, "%s:%s", sb->trust_file, CONTRACT_CA_BUNDLE);
+	sb->cfg.ro_binds = (const char *const *)list;
+	sb->cfg.ro_bind_count = n + 1;
 	return 0;
 }
 
@@ -116,7 +156,7 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
 	sb->cfg.preload = sb->preload;
-	if ((rc = own_ro_binds(sb, err)) ||
+	if ((rc = own_ro_binds(sb, err)) || (rc = own_trust_bundle(sb, err)) ||
 	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
 	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err))) {
 		aj_close(sb);
@@ -269,6 +309,8 @@ void aj_close(struct aj_sandbox *sb)
 	for (uint32_t i = 0; sb->ro_binds && i < sb->cfg.ro_bind_count; i++)
 		free(sb->ro_binds[i]);
 	free(sb->ro_binds);
+	trust_bundle_remove(sb->trust_dir);
+	free(sb->trust_file);
 	free_rules(sb->allow_hosts, sb->cfg.allow_host_count);
 	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
 	free(sb->python);

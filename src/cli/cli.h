@@ -85,7 +85,10 @@ extern const struct option egress_options[];
 	"  --egress-in-mb N      bytes it may receive, MiB (default 1024)\n"        \
 	"  --egress-connections N  connections it may open (default 256)\n"         \
 	"  --egress-kbps N   each direction's rate, kilobits/s (default 0:\n" \
-	"                    no cap)\n"
+	"                    no cap)\n"                                             \
+	"  --trust-ca FILE   PEM CA certificates HTTPS in the sandbox trusts beside\n" \
+	"                    the image's bundle (a private index, a TLS-inspecting\n" \
+	"                    proxy); every tier\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 

@@ -37,10 +37,12 @@ static const char usage[] =
 	"\n"
 	"build      makes image NAME (default 'default'): a Debian bookworm root from the\n"
 	"           Debian repository (debootstrap, minbase) with python3 and its whole\n"
-	"           standard library, plus --packages (e.g. python3-numpy,python3-pandas).\n"
-	"           --preset datascience adds python3-numpy, python3-pandas and\n"
-	"           python3-matplotlib (charts work out of the box in sessions) and names\n"
-	"           the image after the preset unless --name says otherwise.\n"
+	"           standard library and Debian's CA bundle (ca-certificates), plus\n"
+	"           --packages (e.g. python3-numpy,python3-pandas), each whole.\n"
+	"           --preset datascience adds python3-numpy, python3-pandas,\n"
+	"           python3-matplotlib (charts work out of the box in sessions) and\n"
+	"           python3-pip, and names the image after the preset unless --name\n"
+	"           says otherwise.\n"
 	"           --from-host copies the host's own Python and the libraries it links\n"
 	"           instead: no network, about a second (what the tests use); with\n"
 	"           --packages or --preset, those packages as the host has them installed.\n"
@@ -280,7 +282,8 @@ static const struct {
 	const char *name;
 	const char *packages;
 } presets[] = {
-	{"datascience", "python3-numpy,python3-pandas,python3-matplotlib"},
+	/* pip: docs/egress.md's `pip install` through an egress rule. */
+	{"datascience", "python3-numpy,python3-pandas,python3-matplotlib,python3-pip"},
 };
 
 static int cmd_build(int argc, char **argv)

@@ -35,6 +35,7 @@ enum {
 	OPT_EGRESS_IN_MB,
 	OPT_EGRESS_CONNECTIONS,
 	OPT_EGRESS_KBPS,
+	OPT_TRUST_CA,
 };
 
 const struct option limit_options[] = {
@@ -82,6 +83,8 @@ const struct option egress_options[] = {
 	{"egress-in-mb", required_argument, NULL, OPT_EGRESS_IN_MB},
 	{"egress-connections", required_argument, NULL, OPT_EGRESS_CONNECTIONS},
 	{"egress-kbps", required_argument, NULL, OPT_EGRESS_KBPS},
+	/* The CAs HTTPS through those rules trusts beside the image's. */
+	{"trust-ca", required_argument, NULL, OPT_TRUST_CA},
 	{NULL, 0, NULL, 0},
 };
 
@@ -341,7 +344,8 @@ void cli_config_error(const char *command, const struct aj_error *err)
 {
 	static const struct {
 		const char *limit, *option;
-	} renamed[] = {{"transfer: ", "transfer-mb: "}, {"ro_bind: ", "ro-bind: "}};
+	} renamed[] = {{"transfer: ", "transfer-mb: "}, {"ro_bind: ", "ro-bind: "},
+				   {"trust_ca: ", "trust-ca: "}};
 	for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
 		size_t n = strlen(renamed[i].limit);
 		if (!strncmp(err->message, renamed[i].limit, n)) {
@@ -492,6 +496,10 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return parse_uint("egress-connections", arg, &cfg->egress.connections);
 	case OPT_EGRESS_KBPS:
 		return parse_uint("egress-kbps", arg, &cfg->egress.kbps);
+	/* The file's checks are aj_config_validate's (src/core/trust_ca.c). */
+	case OPT_TRUST_CA:
+		cfg->trust_ca = arg;
+		return 0;
 	}
 	cli_error("unknown option");
 	return -1;

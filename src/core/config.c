@@ -265,5 +265,6 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 				 "uid-base: %u with %u slots passes uid 2147483647, the highest "
 				 "the Docker Engine accepts",
 				 cfg->uid_base, cfg->slots);
-	return 0;
+	/* Last: the only check that reads a file. */
+	return trust_ca_check(cfg, err);
 }

@@ -29,6 +29,15 @@ char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1] = {
 	 * cell installed. A --target install skips Debian's
 	 * externally-managed refusal, which guards the system's packages. */
 	"PIP_TARGET=" AJ_SESSION_WORKSPACE "/.packages",
+	/* The one CA bundle (docs/egress.md, "HTTPS"), named for the clients
+	 * that would otherwise read one of their own: a pip-installed
+	 * requests or pip itself (certifi's), curl built elsewhere, and
+	 * OpenSSL's file. Without trust_ca the file is the image's bundle;
+	 * with it, that bundle and the deployer's CA, read-only. */
+	"SSL_CERT_FILE=" CONTRACT_CA_BUNDLE,
+	"REQUESTS_CA_BUNDLE=" CONTRACT_CA_BUNDLE,
+	"PIP_CERT=" CONTRACT_CA_BUNDLE,
+	"CURL_CA_BUNDLE=" CONTRACT_CA_BUNDLE,
 	NULL,
 };
 

@@ -18,7 +18,7 @@
 #include "../../include/agentjail.h"
 
 /* E1. Entries before the NULL. */
-#define CONTRACT_ENVIRONMENT_COUNT 6
+#define CONTRACT_ENVIRONMENT_COUNT 10
 /* NULL-terminated, as execve takes it. */
 extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 
@@ -30,6 +30,12 @@ extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 #define CONTRACT_EGRESS_SOCKS_URL "socks5h://127.0.0.1:3128"
 #define CONTRACT_EGRESS_ENVIRONMENT_COUNT 7
 extern char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1];
+
+/* The CA bundle every client in the sandbox verifies TLS with, on every
+ * tier: the image's (the host's on the process tier), or with trust_ca the
+ * bundle made when the sandbox opened, shown read-only here
+ * (src/core/trust_ca.c). Rule E1's rows name it. */
+#define CONTRACT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 /* A row whose value is its own, whatever the deployer set. */
 #define CONTRACT_FIXED SIZE_MAX

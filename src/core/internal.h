@@ -51,6 +51,30 @@ int ro_bind_resolve(const char *spec, char **out, struct aj_error *err);
 int ro_bind_split(const char *spec, char host[RO_BIND_PATH_MAX], char target[RO_BIND_PATH_MAX]);
 /* Whether path p is dir or lies below it ("/tmpfoo" is not under "/tmp"). */
 bool path_is_under(const char *p, const char *dir);
+/* What a jail's view mounts from cfg.ro_binds: the deployer's paths and,
+ * with trust_ca, the sandbox's CA bundle (trust_ca.c). */
+#define RO_BIND_SLOTS (AJ_MAX_RO_BINDS + 1)
+
+/* cfg.trust_ca (trust_ca.c). The file: a regular file of at most
+ * AJ_MAX_TRUST_CA_KB holding PEM certificates and no other block; 0 with
+ * *pem (malloc'ed, NUL-terminated) and *certs, or -errno with err naming
+ * the file and its problem. */
+int trust_ca_read(const char *path, char **pem, size_t *len, unsigned *certs,
+		  struct aj_error *err);
+/* For aj_config_validate: the file, when one is named, passes trust_ca_read. */
+int trust_ca_check(const struct aj_config *cfg, struct aj_error *err);
+/* When a sandbox opens: the view's bundle (CONTRACT_CA_BUNDLE under
+ * view_root, resolved inside it) and then cfg.trust_ca's certificates,
+ * written to *file in *dir, a directory of this sandbox's own (both
+ * malloc'ed); bundles of dead processes are swept first. */
+int trust_bundle_make(const struct aj_config *cfg, const char *view_root, char **dir,
+		      char **file, struct aj_error *err);
+/* The bundle trust_bundle_make wrote, for a tier that carries its bytes:
+ * *out malloc'ed, at most max bytes (else -EFBIG, named). */
+int trust_bundle_load(const char *file, size_t max, char **out, size_t *len,
+		      struct aj_error *err);
+/* Removes the directory and its bundle, and frees dir; NULL is none. */
+void trust_bundle_remove(char *dir);
 
 /* The contract's result object (docs/design.md), for callers that embed it in
  * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */

@@ -19,7 +19,7 @@
 int binds_open(const struct aj_config *cfg, struct bind_trees *t, struct setup_error *e)
 {
 	t->n = 0;
-	for (uint32_t i = 0; i < cfg->ro_bind_count && i < AJ_MAX_RO_BINDS; i++) {
+	for (uint32_t i = 0; i < cfg->ro_bind_count && i < RO_BIND_SLOTS; i++) {
 		char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX];
 		ro_bind_split(cfg->ro_binds[i], host, target);
 		/* A copy of what is mounted at HOST and below it (AT_RECURSIVE:
@@ -66,7 +66,7 @@ static bool dir_is_empty(const char *path)
 /* Staged directories: empty ones of the view covered with a tmpfs that
  * holds only mount points, made read-only once every bind is in. */
 struct staging {
-	char dir[AJ_MAX_RO_BINDS][2 * RO_BIND_PATH_MAX];
+	char dir[RO_BIND_SLOTS][2 * RO_BIND_PATH_MAX];
 	uint32_t n;
 };
 
@@ -120,7 +120,7 @@ static int make_mount_point(const char *root, const char *target, bool dir, stru
 		if (errno != ENOENT)
 			return setup_fail(e, errno, "ro_bind: %s: %s", target, path + rl);
 		if (!is_staged(s, parent)) {
-			if (!dir_is_empty(parent) || s->n == AJ_MAX_RO_BINDS)
+			if (!dir_is_empty(parent) || s->n == RO_BIND_SLOTS)
 				return setup_fail(e, ENOENT,
 						  "ro_bind: %s is not in the view, and %s holds files "
 						  "of its own (choose a path that exists there, or one "

@@ -7,10 +7,11 @@
 #include <stdint.h>
 
 #include "agentjail.h"
+#include "../core/internal.h"
 #include "report.h"
 
 struct bind_trees {
-	int fd[AJ_MAX_RO_BINDS]; /* detached read-only clones, in cfg order */
+	int fd[RO_BIND_SLOTS]; /* detached read-only clones, in cfg order */
 	uint32_t n;
 };
 

@@ -63,14 +63,14 @@ static const struct key {
 	{"warm", FLAG}, {"preload", MODULES}, {"ro_bind", PATHS},
 	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
 	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
-	{"uid_base", WHOLE}, {"state_dir", TEXT},
+	{"uid_base", WHOLE}, {"state_dir", TEXT}, {"trust_ca", TEXT},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
 			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
-			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir";
+			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir, trust_ca";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -140,8 +140,9 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 					 v);
 		return 0;
 	}
-	static const char *const texts[] = {"image", "python", "docker_image", "docker_socket",
-					    "state_dir"};
+	/* Slots 0-4 and 6 (5 is preload's). */
+	static const char *const texts[] = {"image",	 "python",    "docker_image", "docker_socket",
+					    "state_dir", "(preload)", "trust_ca"};
 	size_t slot = 0;
 	while (strcmp(texts[slot], name))
 		slot++;
@@ -149,8 +150,10 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 	c->strings[slot] = strdup(v);
 	if (!c->strings[slot])
 		return error_set(err, -ENOMEM, "out of memory");
-	const char **field[] = {&c->sandbox.image, &c->sandbox.python, &c->sandbox.docker_image,
-				&c->sandbox.docker_socket, &c->sandbox.state_dir};
+	const char **field[] = {&c->sandbox.image,	   &c->sandbox.python,
+				&c->sandbox.docker_image,  &c->sandbox.docker_socket,
+				&c->sandbox.state_dir,	   NULL,
+				&c->sandbox.trust_ca};
 	*field[slot] = c->strings[slot];
 	return 0;
 }

@@ -13,8 +13,8 @@ struct mcp_config {
 	 * file tools beside run_python; false: every call a fresh sandbox. */
 	bool sessions;
 	/* owned copies of the file's strings: image, python, docker_image,
-	 * docker_socket, state_dir, preload */
-	char *strings[6];
+	 * docker_socket, state_dir, preload, trust_ca */
+	char *strings[7];
 	/* ro_bind's entries, owned (sandbox.ro_binds points here) */
 	char *ro_binds[AJ_MAX_RO_BINDS];
 	const char *ro_bind_list[AJ_MAX_RO_BINDS];

@@ -419,4 +419,5 @@ const struct tier_ops container_tier = {
 	.session_open = container_session_open,
 	.session_call = container_session_call,
 	.session_close = container_session_close,
+	.view_root = image_view_root,
 };

@@ -354,6 +354,31 @@ static int docker_check(const struct aj_config *cfg, struct aj_error *err)
 	return 0;
 }
 
+/* The engine's image is one agentjail imported from an image root here
+ * (agentjail/NAME, what --docker-image defaults to): that root is the
+ * view. Another engine image's files are the engine's alone. */
+static int docker_view_root(const struct aj_config *cfg, char *out, size_t n,
+			    struct aj_error *err)
+{
+	char name[256];
+	int rc = docker_image_name(cfg, name, sizeof name, err);
+	if (rc)
+		return rc;
+	struct aj_config own_cfg = *cfg;
+	own_cfg.docker_image = NULL;
+	char own[256];
+	if ((rc = docker_image_name(&own_cfg, own, sizeof own, err)))
+		return rc;
+	size_t ol = strlen(own);
+	if (strncmp(name, own, ol) || (name[ol] && strcmp(name + ol, ":latest")))
+		return error_set(err, -EOPNOTSUPP,
+				 "docker: the engine image %s was not imported from an image "
+				 "root here, so its files cannot be read (the docker tier reads "
+				 "agentjail/NAME's from the image NAME; --image NAME picks it)",
+				 name);
+	return image_view_root(cfg, out, n, err);
+}
+
 const struct tier_ops docker_tier = {
 	.name = "docker",
 	.egress_refusal = NULL, /* carried: src/boot/egress.h */
@@ -364,4 +389,5 @@ const struct tier_ops docker_tier = {
 	.session_open = docker_session_open,
 	.session_call = docker_session_call,
 	.session_close = docker_session_close,
+	.view_root = docker_view_root,
 };

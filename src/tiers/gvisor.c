@@ -247,4 +247,5 @@ const struct tier_ops gvisor_tier = {
 	.session_open = open_session,
 	.session_call = gvisor_session_call,
 	.session_close = gvisor_session_close,
+	.view_root = image_view_root,
 };

@@ -1,6 +1,7 @@
 /* Where a configured image lives (IMAGES/NAME, or the absolute path given),
  * and whether its interpreter is there. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -28,6 +29,18 @@ int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error 
 				 "image: no image '%s' (%s missing); build it with "
 				 "'agentjail image build%s%s'",
 				 image, out, cfg->image ? " --name " : "", cfg->image ? image : "");
+	return 0;
+}
+
+int image_view_root(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err)
+{
+	char dir[PATH_MAX];
+	int rc = image_dir(cfg, dir, sizeof dir, err);
+	if (rc)
+		return rc;
+	int w = snprintf(out, n, "%s/root", dir);
+	if (w < 0 || (size_t)w >= n)
+		return error_set(err, -ENAMETOOLONG, "image: path too long");
 	return 0;
 }
 

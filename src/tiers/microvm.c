@@ -114,7 +114,17 @@ struct microvm_state {
 	struct pool pool;
 	struct ready_vm pooled[POOL_MAX];
 	bool pool_running;
+	/* trust_ca: the sandbox's CA bundle, sent in VM_TRUST to each VM
+	 * before its run or session (the guest shows it: guest/trust.c). */
+	char *trust;
+	size_t trust_len;
 };
+
+/* VM_TRUST first, when the sandbox has a bundle of its own. */
+static int send_trust(const struct microvm_state *st, int ch)
+{
+	return st->trust ? channel_send(ch, VM_TRUST, st->trust, st->trust_len, NULL, 0) : 0;
+}
 
 static gid_t vm_gid(const struct aj_config *cfg)
 {
@@ -383,7 +393,8 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		result_sandbox_error(res, "%s", err.message);
 		goto out;
 	}
-	if ((rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
+	if ((rc = send_trust(st, vm.ch)) ||
+	    (rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
 		result_sandbox_error(res, "microvm: send the program: %s", errno_name(-rc));
 		goto out;
 	}
@@ -483,6 +494,9 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 			       dir, st->img.vm_dir);
 		goto fail;
 	}
+	if (cfg->trust_ca &&
+	    (rc = trust_bundle_load(cfg->trust_ca, VM_TRUST_MAX, &st->trust, &st->trust_len, err)))
+		goto fail;
 	st->vm_mb = cfg->limits.memory_mb + VM_OVERHEAD_MB;
 	snprintf(st->run_base, sizeof st->run_base, "%.4000s-vm",
 		 cfg->state_dir ? cfg->state_dir : "/run/agentjail");
@@ -525,6 +539,7 @@ static int microvm_open(const struct aj_config *cfg, void **state, struct aj_err
 	*state = st;
 	return 0;
 fail:
+	free(st->trust);
 	free(st);
 	return rc;
 }
@@ -537,6 +552,7 @@ static void microvm_close(void *state)
 	/* Every VM still waiting goes: none outlives the sandbox. */
 	if (st->pool_running)
 		pool_destroy(&st->pool);
+	free(st->trust);
 	free(st);
 }
 
@@ -623,7 +639,8 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 	if (egress &&
 	    (rc = start_egress(&ms->vm, egress, now_ms() + SESSION_START_MS, &ms->relay, err)))
 		goto fail;
-	if ((rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, session_repl_py,
+	if ((rc = send_trust(st, ms->vm.ch)) ||
+	    (rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, session_repl_py,
 			       start.repl_len))) {
 		error_set(err, rc, "microvm: session: send the start: %s", errno_name(-rc));
 		goto fail;
@@ -780,4 +797,6 @@ const struct tier_ops microvm_tier = {
 	.session_open = microvm_session_open,
 	.session_call = microvm_session_call,
 	.session_close = microvm_session_close,
+	.view_root = image_view_root,
+	.shows_trust_bundle = true, /* the guest's agent: src/vm/guest/trust.c */
 };

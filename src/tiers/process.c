@@ -342,6 +342,15 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 	return tier_trial_run(&process_tier, cfg, err);
 }
 
+/* The run sees the host's own tree (read-only, parts hidden). */
+static int process_view_root(const struct aj_config *cfg, char *out, size_t n,
+			     struct aj_error *err)
+{
+	(void)cfg, (void)err;
+	snprintf(out, n, "/");
+	return 0;
+}
+
 const struct tier_ops process_tier = {
 	.name = "process",
 	.check = process_check,
@@ -351,4 +360,5 @@ const struct tier_ops process_tier = {
 	.session_open = process_session_open,
 	.session_call = process_session_call,
 	.session_close = process_session_close,
+	.view_root = process_view_root,
 };

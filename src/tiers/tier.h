@@ -33,6 +33,15 @@ struct tier_ops {
 			    struct session_answer *ans);
 	/* Destroys the sandbox: nothing of it remains. */
 	void (*session_close)(void *session);
+	/* The host directory whose tree the sandbox sees as / (an image root;
+	 * the host's own / on the process tier), from which the core reads
+	 * what the view holds (its CA bundle, for trust_ca): 0, or -errno and
+	 * why no such directory is known here. */
+	int (*view_root)(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
+	/* The tier shows cfg.trust_ca (at open, the bundle the core made) at
+	 * CONTRACT_CA_BUNDLE itself; false: the core adds the bundle to
+	 * cfg.ro_binds, which the tier mounts. */
+	bool shows_trust_bundle;
 };
 
 /* Opens the tier, runs an empty program, closes it: 0 if that ran with
@@ -42,6 +51,9 @@ int tier_trial_run(const struct tier_ops *t, const struct aj_config *cfg, struct
 /* The configured image's directory (IMAGES/NAME or an absolute path); an
  * error naming how to build it if it is missing. */
 int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
+
+/* view_root for a tier that runs the configured image's root. */
+int image_view_root(const struct aj_config *cfg, char *out, size_t n, struct aj_error *err);
 
 /* The interpreter is an executable file in the image root, resolved inside
  * it (as it will be once the root is the image's): an error naming which

@@ -12,6 +12,9 @@
  * bytes, the streams within their caps); the result then carries only the
  * streams' lengths, which must equal what the frames brought.
  *
+ * With trust_ca, a VM_TRUST comes first (before VM_RUN or VM_SESSION_START):
+ * the bundle the guest shows at the CA bundle's path, read-only.
+ *
  * A session's VM instead gets one VM_SESSION_START (the limits and the
  * session interpreter's source), answers VM_SESSION_READY, then serves any
  * number of VM_CALL, one at a time, each answered by VM_OUTPUT frames (the
@@ -25,7 +28,7 @@
 
 #include "../../include/agentjail.h"
 
-#define VM_PROTOCOL_VERSION 5
+#define VM_PROTOCOL_VERSION 6
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -57,7 +60,14 @@ enum vm_frame_type {
 			       * line (no newline), the message */
 	VM_OUTPUT = 9,        /* guest -> host, during a run or call: struct
 			       * vm_output_head, then 1..VM_OUTPUT_MAX bytes of it */
+	VM_TRUST = 10,        /* host -> guest, with trust_ca only, just before VM_RUN
+			       * or VM_SESSION_START: the sandbox's CA bundle (PEM,
+			       * 1..VM_TRUST_MAX bytes), which the guest shows at
+			       * CONTRACT_CA_BUNDLE (guest/trust.c) */
 };
+
+/* The largest CA bundle VM_TRUST carries: an image's is about 220 KB. */
+#define VM_TRUST_MAX (4u << 20)
 
 struct vm_frame_header {
 	uint32_t type;

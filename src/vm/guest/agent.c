@@ -31,6 +31,9 @@
  * the snapshot. Nothing after VM_READY may depend on time having passed; the
  * clock and the random generator are refreshed first thing in a run.
  *
+ * With trust_ca, a VM_TRUST first: its bundle is mounted read-only at the
+ * CA bundle's path (trust.c) before the run or session begins.
+ *
  * Once per run (one VM_RUN; the host destroys the VM after the result):
  *   refresh clock and entropy -> tmpfs /tmp (the disk limit) with
  *   /tmp/work/main.py -> cgroup limits (memory, swap, pids) -> the request
@@ -61,6 +64,7 @@
  */
 
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -75,6 +79,19 @@ int main(void)
 	struct vm_frame_header h;
 	if (port_read(&h, sizeof h))
 		power_off("guest: read the host's first frame");
+	if (h.type == VM_TRUST) {
+		/* trust_ca: the sandbox's CA bundle, in place before anything
+		 * of the run or session starts. The host sent it and nothing
+		 * runs without it: a failure ends the VM, which the host
+		 * reports with these words. */
+		struct failure f;
+		char *pem = NULL;
+		if (receive_trust(port_read, &h, &pem, &f) || trust_install(pem, h.length, &f))
+			power_off(f.message);
+		free(pem);
+		if (port_read(&h, sizeof h))
+			power_off("guest: read the host's frame after VM_TRUST");
+	}
 	if (h.type == VM_SESSION_START) {
 		/* A session: the zygote's one interpreter is not the session's
 		 * (see session.c); it goes, and calls follow until the host

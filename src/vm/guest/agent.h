@@ -9,6 +9,7 @@
  *   run_cgroup.c  the run's cgroup: made at boot, its limits, its figures
  *   restore.c   what a restored copy refreshes first (clock, entropy)
  *   workspace.c /tmp and the workspace
+ *   trust.c     the CA bundle of VM_TRUST, shown at CONTRACT_CA_BUNDLE
  *   policy.c    no_new_privs and the host tiers' seccomp policy
  *   watch.c     the guest's hooks over the host's one supervision loop
  *   zygote.c    the zygote: started at boot, released by a run
@@ -91,6 +92,9 @@ int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 /* A session's VM_CALL, its reply line within one VM_CALL_RESULT. */
 int receive_call(frame_read *read_fn, const struct vm_frame_header *h, struct vm_call *req,
 		 char **request, struct failure *f);
+/* VM_TRUST's bundle: 1..VM_TRUST_MAX bytes, no NUL; *pem NUL-terminated. */
+int receive_trust(frame_read *read_fn, const struct vm_frame_header *h, char **pem,
+		  struct failure *f);
 /* Reads past a frame's payload: 0, or read_fn's -errno. */
 int skip_frame(frame_read *read_fn, const struct vm_frame_header *h);
 
@@ -115,6 +119,10 @@ int refresh_entropy(const void *request, size_t len, struct failure *f);
 /* workspace.c: /tmp and the workspace; code (or NULL) becomes the
  * workspace's main.py. */
 int make_workspace(uint32_t disk_mb, const char *code, size_t code_len, struct failure *f);
+
+/* trust.c: the bundle (len bytes) read-only at CONTRACT_CA_BUNDLE, for
+ * every process started after it, the zygote's children included. */
+int trust_install(const char *pem, size_t len, struct failure *f);
 
 /* policy.c: no_new_privs and the host tiers' seccomp policy: 0 or -errno. */
 int apply_policy(void);

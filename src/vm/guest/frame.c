@@ -1,5 +1,5 @@
-/* The host's frames as the guest reads them (../protocol.h): VM_RUN,
- * VM_SESSION_START, VM_CALL, and the payload of a frame that is only skipped
+/* The host's frames as the guest reads them (../protocol.h): VM_TRUST,
+ * VM_RUN, VM_SESSION_START, VM_CALL, and the payload of a frame that is only skipped
  * (a VM_CALL_STOP during a call). The frame's header has been read; the rest
  * comes through a read function, port_read in the VM, so the decoding can be
  * driven without a port too (fuzz/fuzz_guest_frames.c).
@@ -12,6 +12,25 @@
 #include <string.h>
 
 #include "agent.h"
+
+int receive_trust(frame_read *read_fn, const struct vm_frame_header *h, char **pem,
+		  struct failure *f)
+{
+	int rc;
+	*pem = NULL;
+	if (h->type != VM_TRUST || h->length == 0 || h->length > VM_TRUST_MAX)
+		return fail(f, 0, "bad frame (type %u, length %u), expected VM_TRUST of 1 to %u bytes",
+			    h->type, h->length, VM_TRUST_MAX);
+	*pem = malloc((size_t)h->length + 1);
+	if (!*pem)
+		return fail(f, ENOMEM, "VM_TRUST: %u bytes", h->length);
+	if ((rc = read_fn(*pem, h->length)))
+		return fail(f, -rc, "read VM_TRUST");
+	(*pem)[h->length] = '\0';
+	if (memchr(*pem, '\0', h->length))
+		return fail(f, 0, "VM_TRUST: a NUL byte in the bundle");
+	return 0;
+}
 
 int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_run *lim,
 		char **code, struct failure *f)
