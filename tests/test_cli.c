@@ -354,6 +354,17 @@ static void image_lifecycle(void **state)
 	if (geteuid() == 0) {
 		assert_int_equal(res.exit_code, 0);
 		assert_true(contains(res.out, "'proc', 'sys', 'tmp', 'usr'"));
+		/* A preload the image lacks (docs/warm.md's numpy,pandas on the
+		 * default image) blames the image, naming the one that has it,
+		 * never the tier. */
+		CLI(&res, "", "mcp", "--tier", "container", "--image", "t1", "--preload",
+		    "json,agentjail_no_such_module");
+		assert_int_equal(res.exit_code, 125);
+		if (!contains(res.err, "mcp: cannot open the sandbox: warm: preload: import "
+				       "agentjail_no_such_module: ModuleNotFoundError") ||
+		    !contains(res.err, "image 't1' does not have it") ||
+		    !contains(res.err, "--image datascience") || contains(res.err, "cannot run here"))
+			fail_msg("mcp with a preload the image lacks: %s", res.err);
 	} else {
 		assert_int_equal(res.exit_code, 125);
 		assert_true(contains(res.err, "needs root"));
