@@ -521,10 +521,16 @@ static void tool_text_names_egress_refusals_and_caps(void **state)
 	char log[] = "{\"connections\":[{\"host\":\"files.example\",\"port\":443,"
 		     "\"allowed\":true,\"reason\":\"allow-host files.example\"},"
 		     "{\"host\":\"evil.example\",\"port\":80,\"allowed\":false,"
-		     "\"reason\":\"no allow-host rule names evil.example\"}],"
+		     "\"reason\":\"no allow-host rule names evil.example\"},"
+		     "{\"host\":\"10.1.0.5\",\"port\":5432,\"allowed\":true,"
+		     "\"verdict\":\"failed\",\"failure\":\"ECONNREFUSED\","
+		     "\"reason\":\"allow-cidr 10.1.0.0/16:5432; connect: Connection refused\"}],"
 		     "\"limit\":\"in_mb: the sandbox received 1 MiB\"}";
 	r.egress_log = log;
 	char *t = aj_result_text(&r);
+	/* Allowed, yet not reached: the destination's doing, said as such. */
+	assert_true(contains(t, "\negress: 10.1.0.5:5432 was allowed but not reached: allow-cidr "
+				"10.1.0.0/16:5432; connect: Connection refused"));
 	assert_true(contains(t, "\negress: in_mb: the sandbox received 1 MiB"));
 	assert_true(contains(t, "\negress: refused evil.example:80: no allow-host rule names"));
 	assert_false(contains(t, "refused files.example"));
