@@ -882,7 +882,7 @@ static void cidr_on_another_port_names_the_port(void **state)
 	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
 	char t[64], why[128];
 	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port + 1);
-	snprintf(why, sizeof why, "port %u is not among allow-cidr 127.0.0.1/32:%u's ports",
+	snprintf(why, sizeof why, "127.0.0.1: port %u is not among allow-cidr 127.0.0.1/32:%u's ports",
 		 f.o.port + 1, f.o.port);
 	refused_get(&f, t, "HTTP/1.1 403", why);
 	assert_int_equal(atomic_load(&f.o.accepted), 0);

@@ -48,7 +48,8 @@ bool egress_address_allowed(const struct egress_rules *r, int family, const uint
 		return true; /* why keeps the host rule's name */
 	if (other_port)
 		/* Only the port is wrong: say so, not that no rule reaches it. */
-		snprintf(why, n, "port %u is not among allow-cidr %s's ports", port, other_port);
+		snprintf(why, n, "%s: port %u is not among allow-cidr %s's ports", text, port,
+			 other_port);
 	else if (c != EGRESS_PUBLIC)
 		/* A listed name pointing into the host's own networks (DNS
 		 * rebinding, a record aimed at 10.0.0.5) stops here. */
