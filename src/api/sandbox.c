@@ -31,6 +31,7 @@ struct aj_sandbox {
 	char *preload;
 	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
 	char **allow_hosts, **allow_cidrs; /* egress rules, copied */
+	char **env;        /* the deployer's variables, copied */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -118,7 +119,8 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.preload = sb->preload;
 	if ((rc = own_ro_binds(sb, err)) ||
 	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
-	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err))) {
+	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err)) ||
+	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err))) {
 		aj_close(sb);
 		return rc;
 	}
@@ -271,6 +273,7 @@ void aj_close(struct aj_sandbox *sb)
 	free(sb->ro_binds);
 	free_rules(sb->allow_hosts, sb->cfg.allow_host_count);
 	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
+	free_rules(sb->env, sb->cfg.env_count);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);
