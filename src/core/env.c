@@ -123,10 +123,6 @@ int env_check(const struct aj_config *cfg, struct aj_error *err)
 {
 	if (cfg->env_count && !cfg->env)
 		return error_set(err, -EINVAL, "env: a count without its variables");
-	/* The guest's frames carry no variables yet: refused, never dropped. */
-	if (cfg->env_count && cfg->tier == AJ_TIER_MICROVM)
-		return error_set(err, -EINVAL, "env: the microvm tier does not carry the deployer's "
-					       "variables into its guest yet (the other four tiers do)");
 	if (cfg->env_count > AJ_MAX_ENV)
 		return error_set(err, -EINVAL, "env: %u variables, more than %d", cfg->env_count,
 				 AJ_MAX_ENV);
