@@ -54,10 +54,11 @@ static void check_refusal(const struct failure *f)
 static void one_run(const struct vm_frame_header *h)
 {
 	struct vm_run lim;
-	char *code;
+	char *code, *env;
 	struct failure f;
-	if (receive_run(input_read, h, &lim, &code, &f) == 0) {
-		if (!code || lim.code_len != h->length - sizeof lim)
+	if (receive_run(input_read, h, &lim, &code, &env, &f) == 0) {
+		if (!code || !env || (uint64_t)lim.code_len + lim.env_len != h->length - sizeof lim ||
+		    strlen(env) != lim.env_len)
 			__builtin_trap();
 		if (check_run_limits(&lim, &f))
 			check_refusal(&f);
@@ -68,15 +69,17 @@ static void one_run(const struct vm_frame_header *h)
 		check_refusal(&f);
 	}
 	free(code);
+	free(env);
 }
 
 static void one_session(const struct vm_frame_header *h)
 {
 	struct vm_session_start lim;
-	char *repl;
+	char *repl, *env;
 	struct failure f;
-	int rc = receive_session_start(input_read, h, &lim, &repl, &f);
+	int rc = receive_session_start(input_read, h, &lim, &repl, &env, &f);
 	free(repl);
+	free(env);
 	if (rc) {
 		check_refusal(&f);
 		return; /* VM_SESSION_READY with ok 0, and the agent stops */

@@ -84,7 +84,10 @@ static void check_emit(struct mcp_link *link, const char *msg)
 	if (strchr(msg, '\n'))
 		__builtin_trap(); /* would break the one-message-a-line framing */
 	json_error_t je;
-	json_t *m = json_loads(msg, JSON_REJECT_DUPLICATES, &je);
+	/* JSON_ALLOW_NUL: a result's output may hold a \u0000 (a program's
+	 * NUL byte, or this fake's echo of code the server now takes with
+	 * one), which is valid JSON. */
+	json_t *m = json_loads(msg, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!json_is_object(m))
 		__builtin_trap();
 	json_t *v = json_object_get(m, "jsonrpc");
@@ -104,7 +107,7 @@ static void check_note(struct mcp_link *link, const char *msg)
 	(void)link;
 	if (strchr(msg, '\n'))
 		__builtin_trap();
-	json_t *m = json_loads(msg, JSON_REJECT_DUPLICATES, NULL);
+	json_t *m = json_loads(msg, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(m) || !json_is_string(json_object_get(m, "method")) ||
 	    !json_is_object(json_object_get(m, "params")) || json_object_get(m, "id"))
 		__builtin_trap();

@@ -161,6 +161,15 @@ struct aj_config {
 	 * symlinks are resolved once). */
 	const char *const *ro_binds;
 	uint32_t ro_bind_count;
+	/* Environment variables the program gets beside the contract's
+	 * (docs/design.md rule E1), each "NAME=VALUE": at most AJ_MAX_ENV, of
+	 * AJ_MAX_ENV_BYTES together, no newline in a value. A name the
+	 * sandbox sets itself (PATH, HOME, ...), a proxy variable (egress owns
+	 * them), LD_* and the PYTHON* that change what runs are refused, each
+	 * with its reason (aj_config_validate). A session opened with the
+	 * config has them too; every tier hands them on. */
+	const char *const *env;
+	uint32_t env_count;
 	/* Egress (docs/egress.md): the destinations the code may reach,
 	 * through agentjail's proxy outside the sandbox, and nothing else.
 	 * None of either (the default): no network at all. allow_hosts:
@@ -186,6 +195,8 @@ struct aj_config {
 
 #define AJ_MAX_RO_BINDS 16
 #define AJ_MAX_TRUST_CA_KB 256
+#define AJ_MAX_ENV 64
+#define AJ_MAX_ENV_BYTES 32768
 #define AJ_MAX_EGRESS_RULES 32
 
 #define AJ_ERROR_MAX 512

@@ -233,7 +233,11 @@ static void egress_refuses_with_reasons(void **state)
 	json_t *log = egress_log(&r);
 	assert_entry(log, "unlisted.example", 80, "http", false, "no allow-host rule names");
 	assert_entry(log, "localhost", e->port + 2, "http", false, "is not among localhost's allowed ports");
-	assert_entry(log, "localhost", e->port + 1, "http", false, "loopback address: only an allow-cidr");
+	/* Only the port is wrong: the CIDR rule names the address on PORT. */
+	assert_entry(log, "localhost", e->port + 1, "http", false,
+		     "resolves to 127.0.0.1: port ");
+	assert_entry(log, "localhost", e->port + 1, "http", false,
+		     "is not among allow-cidr 127.0.0.1/32:");
 	assert_entry(log, "10.1.2.3", e->port, "http", false, "private address");
 	assert_entry(log, "localhost", 443, "connect", false, "names 'evil.example', not localhost");
 	assert_entry(log, "unlisted.example", 80, "socks", false, "no allow-host rule names");

@@ -794,6 +794,51 @@ static void contract_environment_and_rlimits(void **state)
 	aj_result_free(&r);
 }
 
+/* Rule E1 with the deployer's variables (cfg.env): the program sees them,
+ * byte for byte, beside the table's rows, which stay the table's; a name
+ * that would weaken the sandbox never opens one. Every tier hands them on
+ * (the microvm's frames carry them to its guest). */
+static void deployer_environment_reaches_the_program(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_config c = f->cfg;
+	static const char *const env[] = {"AJ_DEPLOYER_VAR=one two=three ', \"$HOME\"",
+					  "PYTHONDONTWRITEBYTECODE=1"};
+	c.env = env;
+	c.env_count = 2;
+	struct aj_error err = {0};
+	struct aj_result r;
+	run_code(&c, &r,
+		 "import os\n"
+		 "for k, v in sorted(os.environ.items()):\n"
+		 "    print('env %%s=%%s' %% (k, v))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	for (size_t i = 0; i < 2; i++) {
+		char want[200];
+		snprintf(want, sizeof want, "env %s\n", env[i]);
+		if (!contains(r.stdout_buf, want))
+			fail_msg("the program's environment lacks %s: %s", env[i], r.stdout_buf);
+	}
+	for (size_t i = 0; i < CONTRACT_ENVIRONMENT_COUNT; i++) {
+		char want[200];
+		snprintf(want, sizeof want, "env %s\n", contract_environment[i]);
+		if (!contains(r.stdout_buf, want))
+			fail_msg("the table's %s is gone: %s", contract_environment[i], r.stdout_buf);
+	}
+	aj_result_free(&r);
+	/* What would load code, move the proxy or the contract: never opens. */
+	static const char *const weakening[] = {"LD_PRELOAD=/tmp/work/x.so", "HTTPS_PROXY=x",
+						"PYTHONSTARTUP=/tmp/work/s.py", "HOME=/"};
+	for (size_t i = 0; i < sizeof weakening / sizeof weakening[0]; i++) {
+		c.env = &weakening[i];
+		c.env_count = 1;
+		struct aj_sandbox *sb = NULL;
+		assert_int_equal(aj_open(&c, &sb, &err), -EINVAL);
+		assert_null(sb);
+		assert_true(contains(err.message, "may not be set"));
+	}
+}
+
 /* An application that ignores SIGCHLD and blocks every signal it can, as
  * some servers do, around its call to aj_run. */
 static int hostile_signal_state(void *ctx)
@@ -991,7 +1036,8 @@ static void ro_bind_shows_host_paths_read_only(void **state)
 	T(hostile_write_everywhere), T(isolation_concurrent_runs),                          \
 	T(isolation_sequential_runs), T(hostile_host_unix_socket), T(hostile_keyrings),     \
 	T(hostile_devices), T(hostile_denied_syscalls),                                     \
-	T(contract_environment_and_rlimits), T(caller_signal_state_is_not_inherited),          \
+	T(contract_environment_and_rlimits), T(deployer_environment_reaches_the_program),      \
+	T(caller_signal_state_is_not_inherited),                                              \
 	T(cancel_stops_the_run)
 
 #define HOSTILE_TABLE HOSTILE_CASES(HOSTILE_TEST)

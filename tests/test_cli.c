@@ -354,6 +354,17 @@ static void image_lifecycle(void **state)
 	if (geteuid() == 0) {
 		assert_int_equal(res.exit_code, 0);
 		assert_true(contains(res.out, "'proc', 'sys', 'tmp', 'usr'"));
+		/* A preload the image lacks (docs/warm.md's numpy,pandas on the
+		 * default image) blames the image, naming the one that has it,
+		 * never the tier. */
+		CLI(&res, "", "mcp", "--tier", "container", "--image", "t1", "--preload",
+		    "json,agentjail_no_such_module");
+		assert_int_equal(res.exit_code, 125);
+		if (!contains(res.err, "mcp: cannot open the sandbox: warm: preload: import "
+				       "agentjail_no_such_module: ModuleNotFoundError") ||
+		    !contains(res.err, "image 't1' does not have it") ||
+		    !contains(res.err, "--image datascience") || contains(res.err, "cannot run here"))
+			fail_msg("mcp with a preload the image lacks: %s", res.err);
 	} else {
 		assert_int_equal(res.exit_code, 125);
 		assert_true(contains(res.err, "needs root"));
@@ -437,6 +448,37 @@ static void mcp_config_errors_name_the_problem(void **state)
 
 /* --ro-bind on run (several), and ro_bind in an MCP config file with the
  * flags adding to it; shapes and paths are refused naming the problem. */
+/* --env on run (several), and env in an MCP config file with the flags
+ * adding to it; names that would weaken the sandbox are refused, exit 2,
+ * naming why, the same words from the flag and from the file. */
+static void env_flags_and_config_key(void **state)
+{
+	(void)state;
+	CLI(&res, "import os; print(os.environ['A'], os.environ['B'], os.environ['HOME'])\n", "run",
+	    "--env", "A=one two", "--env", "B=x=y", "-");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "one two x=y /tmp/work\n");
+	CLI(&res, "", "run", "--env", "LD_PRELOAD=/tmp/work/x.so", "-");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "agentjail: env: LD_PRELOAD may not be set: the dynamic loader"));
+	CLI(&res, "", "run", "--json", "--env", "http_proxy=x", "-");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.out, "egress owns the proxy variables"));
+	CLI(&res, "", "run", "--env", "NOVALUE", "-");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "env: 'NOVALUE' is not NAME=VALUE"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("env1.json", "{\"env\": {\"PYTHONHOME\": \"/x\"}}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "mcp: env: PYTHONHOME may not be set: it changes what Python"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("env2.json", "{\"env\": [\"A=1\"]}"));
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "env: expected an object of strings"));
+	CLI(&res, "", "mcp", "--config", PROGRAM("env3.json", "{\"env\": {\"A\": \"1\"}}"),
+	    "--env", "A=2");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "env: A is set twice"));
+}
+
 static void ro_bind_flags_and_config_key(void **state)
 {
 	(void)state;
@@ -1404,7 +1446,7 @@ int main(void)
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),
-		cmocka_unit_test(ro_bind_flags_and_config_key),
+		cmocka_unit_test(env_flags_and_config_key), cmocka_unit_test(ro_bind_flags_and_config_key),
 		cmocka_unit_test(version_is_one),
 		cmocka_unit_test(help_lists_every_command),
 		cmocka_unit_test(options_after_the_file),

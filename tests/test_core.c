@@ -185,6 +185,113 @@ static void config_checks_warm_and_preload(void **state)
 	assert_string_equal(e.message, "preload: 1025 characters is too long (at most 1024)");
 }
 
+/* env: the deployer's variables. Harmless names are taken; each name that
+ * would weaken the sandbox, or that it sets itself, is refused with its
+ * reason; bad shapes, duplicates and the caps too (rule I3), on every tier. */
+static void config_checks_env(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	struct aj_error e;
+	const char *one[1];
+	aj_config_init(&c);
+	assert_null(c.env);
+	assert_int_equal(c.env_count, 0);
+	c.env = one;
+	c.env_count = 1;
+	static const char *const good[] = {
+		"TZ=UTC", "API_BASE=https://x.example/v1?a=b", "EMPTY=", "_under=1",
+		"PYTHONUNBUFFERED=1", "PYTHONHASHSEED=0", "PYTHONPATH=/tmp/work",
+		"PYTHONPATH=/tmp/work/lib:/tmp/work/src", "MY_PROXY_HOST=x", "LDFLAGS=-s",
+		"PIP_INDEX_URL=https://mirror.example/simple",
+	};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		one[0] = good[i];
+		if (aj_config_validate(&c, &e))
+			fail_msg("%s refused: %s", good[i], e.message);
+	}
+	static const char loader[] = "the dynamic loader reads it";
+	static const char python[] = "it changes what Python runs or where it looks for it";
+	static const char proxy[] = "egress owns the proxy variables";
+	static const char contract[] = "the sandbox sets it (docs/design.md rule E1";
+	static const char workspace[] = "only directories under /tmp/work (the workspace)";
+	static const struct {
+		const char *var, *message;
+	} bad[] = {
+		{"LD_PRELOAD=/tmp/work/x.so", loader}, {"LD_LIBRARY_PATH=/tmp", loader},
+		{"LD_AUDIT=x", loader}, {"LD_BIND_NOW=1", loader},
+		{"GCONV_PATH=/tmp/work", "glibc loads code from it"},
+		{"GLIBC_TUNABLES=glibc.malloc.arena_max=64", "glibc's allocator and loader"},
+		{"PYTHONSTARTUP=/tmp/work/s.py", python}, {"PYTHONHOME=/tmp/work", python},
+		{"PYTHONINSPECT=1", python}, {"PYTHONUSERBASE=/tmp/work", python},
+		{"PYTHONPLATLIBDIR=x", python}, {"PYTHONSAFEPATH=", python},
+		{"PYTHONPATH=/usr/lib/python3", workspace}, {"PYTHONPATH=/tmp/workspace", workspace},
+		{"PYTHONPATH=/tmp/work/../../etc", workspace}, {"PYTHONPATH=/tmp/work:", workspace},
+		{"PYTHONPATH=", workspace}, {"PYTHONPATH=:/tmp/work", workspace},
+		{"HTTP_PROXY=http://evil:3128", proxy}, {"https_proxy=x", proxy},
+		{"ALL_PROXY=x", proxy}, {"NO_PROXY=*", proxy}, {"no_proxy=*", proxy},
+		{"PIP_PROXY=x", proxy}, {"Http_Proxy=x", proxy},
+		{"PATH=/tmp/work", contract}, {"HOME=/", contract}, {"TMPDIR=/dev/shm", contract},
+		{"LANG=C", contract}, {"MALLOC_ARENA_MAX=64", contract}, {"PIP_TARGET=/x", contract},
+		{"MPLBACKEND=TkAgg", "a session's interpreter sets it"},
+		{"MPLCONFIGDIR=/x", "a session's interpreter sets it"},
+		{"NOEQUALS", "env: 'NOEQUALS' is not NAME=VALUE"},
+		{"=x", "env: '' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+		{"1X=y", "env: '1X' is not a variable name"},
+		{"A-B=y", "env: 'A-B' is not a variable name"},
+		{"A B=y", "env: 'A B' is not a variable name"},
+		{"X=a\nb", "env: X: a value holds no newline"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		one[0] = bad[i].var;
+		memset(&e, 0, sizeof e);
+		if (aj_config_validate(&c, &e) != -EINVAL)
+			fail_msg("%s taken", bad[i].var);
+		if (!strstr(e.message, bad[i].message) || strncmp(e.message, "env: ", 5))
+			fail_msg("%s: '%s', want '%s'", bad[i].var, e.message, bad[i].message);
+		/* The refused name is named. */
+		const char *eq = strchr(bad[i].var, '=');
+		if (eq && eq != bad[i].var && strstr(bad[i].message, "not a variable") == NULL &&
+		    strncmp(e.message + 5, bad[i].var, (size_t)(eq - bad[i].var)))
+			fail_msg("%s: the message names no variable: %s", bad[i].var, e.message);
+	}
+	/* Set twice; a count without a list; the caps. */
+	const char *twice[] = {"A=1", "B=2", "A=3"};
+	c.env = twice;
+	c.env_count = 3;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "env: A is set twice");
+	c.env = NULL;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "env: a count without its variables");
+	static char names[AJ_MAX_ENV + 1][16];
+	const char *many[AJ_MAX_ENV + 1];
+	for (int i = 0; i <= AJ_MAX_ENV; i++) {
+		snprintf(names[i], sizeof names[i], "V%d=x", i);
+		many[i] = names[i];
+	}
+	c.env = many;
+	c.env_count = AJ_MAX_ENV;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	c.env_count = AJ_MAX_ENV + 1;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "env: 65 variables, more than 64");
+	static char big[2][AJ_MAX_ENV_BYTES / 2 + 8];
+	for (int i = 0; i < 2; i++) {
+		memset(big[i], 'x', sizeof big[i] - 1);
+		big[i][0] = (char)('A' + i);
+		big[i][1] = '=';
+		big[i][sizeof big[i] - 1] = '\0';
+	}
+	const char *two[] = {big[0], big[1]};
+	c.env = two;
+	c.env_count = 1;
+	assert_int_equal(aj_config_validate(&c, &e), 0);
+	c.env_count = 2;
+	assert_int_equal(aj_config_validate(&c, &e), -EINVAL);
+	assert_string_equal(e.message, "env: the variables pass 32768 bytes together");
+}
+
 /* ro_bind: two absolute paths in plain form, SANDBOX outside what each run
  * makes for itself, no two to one place, at most 16, never on microvm; a
  * HOST that does not exist is found when the sandbox opens. */
@@ -668,10 +775,16 @@ static void tool_text_names_egress_refusals_and_caps(void **state)
 	char log[] = "{\"connections\":[{\"host\":\"files.example\",\"port\":443,"
 		     "\"allowed\":true,\"reason\":\"allow-host files.example\"},"
 		     "{\"host\":\"evil.example\",\"port\":80,\"allowed\":false,"
-		     "\"reason\":\"no allow-host rule names evil.example\"}],"
+		     "\"reason\":\"no allow-host rule names evil.example\"},"
+		     "{\"host\":\"10.1.0.5\",\"port\":5432,\"allowed\":true,"
+		     "\"verdict\":\"failed\",\"failure\":\"ECONNREFUSED\","
+		     "\"reason\":\"allow-cidr 10.1.0.0/16:5432; connect: Connection refused\"}],"
 		     "\"limit\":\"in_mb: the sandbox received 1 MiB\"}";
 	r.egress_log = log;
 	char *t = aj_result_text(&r);
+	/* Allowed, yet not reached: the destination's doing, said as such. */
+	assert_true(contains(t, "\negress: 10.1.0.5:5432 was allowed but not reached: allow-cidr "
+				"10.1.0.0/16:5432; connect: Connection refused"));
 	assert_true(contains(t, "\negress: in_mb: the sandbox received 1 MiB"));
 	assert_true(contains(t, "\negress: refused evil.example:80: no allow-host rule names"));
 	assert_false(contains(t, "refused files.example"));
@@ -1420,6 +1533,7 @@ int main(void)
 		cmocka_unit_test(classify_supervisor_verdicts),
 		cmocka_unit_test(config_checks_ro_binds),
 		cmocka_unit_test(config_checks_trust_ca),
+		cmocka_unit_test(config_checks_env),
 		cmocka_unit_test(session_reply_holds_the_image_caps),
 		cmocka_unit_test(microvm_output_past_the_cap_is_refused),
 		cmocka_unit_test(microvm_output_frame_rules),

@@ -35,7 +35,8 @@
  * resolver reads first) adds origin.test (loopback) and rebind.test (a
  * private address). Without one (not root), the cases by name are skipped:
  * they cannot be set up here. */
-static bool names_ready;
+static bool names_ready, dns_ready;
+static int listen_on(const char *addr, uint16_t port, uint16_t *bound);
 
 static void names_setup(void)
 {
@@ -51,10 +52,32 @@ static void names_setup(void)
 		fclose(in);
 	fputs("127.0.0.1 origin.test\n10.0.0.7 rebind.test\n", out);
 	fclose(out);
+	/* Any other name asks a DNS server on 127.0.0.1, where none listens
+	 * (probed): a lookup that fails at once, never the machine's. */
+	char dns[] = "/tmp/aj-egress-resolv-XXXXXX";
+	int dfd = mkstemp(dns);
+	uint16_t unused;
+	int probe = listen_on("127.0.0.1", 53, &unused);
+	int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bool dns_free = probe >= 0 && udp >= 0 && bind(udp, (struct sockaddr *)&sa, sizeof sa) == 0;
+	if (probe >= 0)
+		close(probe);
+	if (udp >= 0)
+		close(udp);
+	if (dfd >= 0) {
+		static const char conf[] = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+		dns_ready = write(dfd, conf, sizeof conf - 1) == (ssize_t)sizeof conf - 1 && dns_free;
+		close(dfd);
+	}
 	names_ready = unshare(CLONE_NEWNS) == 0 &&
 		      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
 		      mount(path, "/etc/hosts", NULL, MS_BIND, NULL) == 0;
+	dns_ready = dns_ready && names_ready && mount(dns, "/etc/resolv.conf", NULL, MS_BIND, NULL) == 0;
 	unlink(path);
+	if (dfd >= 0)
+		unlink(dns);
 	if (!names_ready)
 		print_message("no mount namespace here (%s): the cases by name are skipped\n",
 			      strerror(errno));
@@ -722,11 +745,11 @@ static void connect_443_checks_sni(void **state)
 	json_decref(f.pending);
 }
 
-/* A tunnel to 443 whose upstream does not answer: refused in the log, as
- * every other connection the proxy could not make is (a CONNECT elsewhere
- * answers 502 and logs it denied). 127.0.0.2:443 has no listener: the
+/* A tunnel to 443 whose upstream does not answer: failed in the log, as
+ * every other connection the rules allowed and the proxy could not make is
+ * (a CONNECT elsewhere answers 502). 127.0.0.2:443 has no listener: the
  * probe below says so, or the case cannot be made here. */
-static void connect_443_unreachable_is_logged_denied(void **state)
+static void connect_443_unreachable_is_logged_failed(void **state)
 {
 	(void)state;
 	uint16_t unused;
@@ -749,7 +772,120 @@ static void connect_443_unreachable_is_logged_denied(void **state)
 	put(c, bare, sizeof bare);
 	drain(c, NULL, 0);
 	close(c);
-	json_decref(expect_entry(&f, false, "connect", "connect: Connection refused"));
+	json_t *e = expect_entry(&f, true, "connect", "connect: Connection refused");
+	assert_string_equal(str(e, "verdict"), "failed");
+	assert_string_equal(str(e, "failure"), "ECONNREFUSED");
+	json_decref(e);
+	fx_end(&f);
+}
+
+/* A closed port on 127.0.0.1, found by binding one and letting it go. */
+static uint16_t closed_port(void)
+{
+	uint16_t port;
+	int fd = listen_on("127.0.0.1", 0, &port);
+	assert_true(fd >= 0);
+	close(fd);
+	return port;
+}
+
+/* The log's counts, once its first connection is final (bounded wait). */
+static json_t *final_log(struct fx *f)
+{
+	for (int i = 0; i < 3000; i++) {
+		char *s = egress_proxy_take_log(f->p);
+		assert_non_null(s);
+		json_t *o = json_loads(s, 0, NULL);
+		free(s);
+		assert_non_null(o);
+		json_t *first = json_array_get(json_object_get(o, "connections"), 0);
+		if (first && !json_is_true(json_object_get(first, "open")))
+			return o;
+		json_decref(o);
+		sleep_ms(10);
+	}
+	fail_msg("no decision was logged");
+	return NULL;
+}
+
+/* Allowed by the rules, refused by the destination: the verdict is
+ * failed, with the cause, never denied (it once said "allowed": false, and
+ * /metrics counted it as a denial). */
+static void unreachable_destination_is_failed_not_denied(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	uint16_t port = closed_port();
+	char rule[64];
+	snprintf(rule, sizeof rule, "127.0.0.1/32:%u", port);
+	proxy_start(&f, NULL, (const char *const[]){rule, NULL}, NULL);
+	int c = dial(f.port);
+	putf(c, "GET http://127.0.0.1:%u/ HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\n", port, port);
+	char got[4096];
+	drain(c, got, sizeof got);
+	close(c);
+	if (strncmp(got, "HTTP/1.1 502", 12))
+		fail_msg("expected a 502, got '%.120s'", got);
+	json_t *o = final_log(&f);
+	json_t *e = json_array_get(json_object_get(o, "connections"), 0);
+	char *dump = json_dumps(o, JSON_COMPACT);
+	if (!json_is_true(json_object_get(e, "allowed")) || !str(e, "verdict") ||
+	    strcmp(str(e, "verdict"), "failed") || !str(e, "failure") ||
+	    strcmp(str(e, "failure"), "ECONNREFUSED") ||
+	    !strstr(str(e, "reason"), "connect: Connection refused") || num(o, "failed") != 1 ||
+	    num(o, "denied") != 0 || num(o, "allowed") != 0)
+		fail_msg("a refused destination's log: %s", dump);
+	free(dump);
+	json_decref(o);
+	/* By SOCKS too: the rules' "not allowed" is not its answer. */
+	c = dial(f.port);
+	assert_int_equal(socks_open(c, NULL, "127.0.0.1", port), 5 /* connection refused */);
+	close(c);
+	e = next_entry(&f);
+	assert_string_equal(str(e, "verdict"), "failed");
+	assert_string_equal(str(e, "failure"), "ECONNREFUSED");
+	json_decref(e);
+	fx_end(&f);
+}
+
+/* A listed name that does not resolve: failed, the cause DNS. */
+static void unresolvable_listed_name_is_failed(void **state)
+{
+	(void)state;
+	if (!dns_ready)
+		skip(); /* no mount namespace, or something answers DNS on 127.0.0.1 */
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, (const char *const[]){"nowhere.test", NULL}, NULL, NULL);
+	int c = dial(f.port);
+	putf(c, "GET http://nowhere.test/ HTTP/1.1\r\nHost: nowhere.test\r\n\r\n");
+	char got[4096];
+	drain(c, got, sizeof got);
+	close(c);
+	if (strncmp(got, "HTTP/1.1 502", 12))
+		fail_msg("expected a 502, got '%.120s'", got);
+	json_t *e = expect_entry(&f, true, "http", "nowhere.test");
+	assert_string_equal(str(e, "verdict"), "failed");
+	assert_string_equal(str(e, "failure"), "DNS");
+	json_decref(e);
+	fx_end(&f);
+}
+
+/* An address a CIDR rule names, on a port it does not: the denial says
+ * the port is wrong, not that only an allow-cidr rule reaches it. */
+static void cidr_on_another_port_names_the_port(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	char t[64], why[128];
+	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port + 1);
+	snprintf(why, sizeof why, "127.0.0.1: port %u is not among allow-cidr 127.0.0.1/32:%u's ports",
+		 f.o.port + 1, f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403", why);
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
 	fx_end(&f);
 }
 
@@ -953,7 +1089,10 @@ int main(void)
 		cmocka_unit_test(socks_refused),
 		cmocka_unit_test(malformed_heads),
 		cmocka_unit_test(connect_443_checks_sni),
-		cmocka_unit_test(connect_443_unreachable_is_logged_denied),
+		cmocka_unit_test(connect_443_unreachable_is_logged_failed),
+		cmocka_unit_test(unreachable_destination_is_failed_not_denied),
+		cmocka_unit_test(unresolvable_listed_name_is_failed),
+		cmocka_unit_test(cidr_on_another_port_names_the_port),
 		cmocka_unit_test(in_cap_cuts_a_download),
 		cmocka_unit_test(out_cap_cuts_an_upload),
 		cmocka_unit_test(connections_cap),

@@ -13,7 +13,8 @@ Output as it happens: run(code, on_stdout=...), stream(code), submit(code),
 and arun / astream for asyncio."""
 from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
 from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
-                     SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed)
+                     SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed,
+                     SessionLimitReached)
 from .result import Execution, FileInfo, Image, Status
 from ._listen import ImageEvent, OutputEvent
 from ._streams import AsyncRunStream, RunHandle, RunStream
@@ -33,6 +34,6 @@ __all__ = [
     "RunStream", "AsyncRunStream", "RunHandle", "ServeClient", "RemoteRunHandle", "ServeError", "RunPythonTool", "ToolResult",
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
     "SandboxError", "InvalidCode", "SandboxClosed", "SessionClosed", "FileTransferError",
-    "EgressError",
+    "EgressError", "SessionLimitReached",
     "LIBRARY_PATH", "LIBRARY_VERSION",
 ]

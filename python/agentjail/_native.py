@@ -52,6 +52,8 @@ struct aj_config {
     const char *preload;
     const char *const *ro_binds;
     uint32_t ro_bind_count;
+    const char *const *env;
+    uint32_t env_count;
     const char *const *allow_hosts;
     uint32_t allow_host_count;
     const char *const *allow_cidrs;

@@ -15,6 +15,9 @@ PATHS = "paths"
 # allow_hosts' and allow_cidrs' kind: a rule or a list of them, each checked
 # by aj_config_validate (the CLI's --allow-host and --allow-cidr words).
 RULES = "rules"
+# env's kind: {"NAME": "VALUE"}, "NAME=VALUE" strings in the struct; which
+# names may be set is aj_config_validate's to say (the CLI's --env words).
+VARIABLES = "variables"
 
 # keyword: (field of struct aj_config, type). Every limit the deployer sets;
 # the agent's code can change none of them.
@@ -49,6 +52,7 @@ FIELDS = {
     "ro_bind": ("ro_binds", PATHS),
     "allow_hosts": ("allow_hosts", RULES),
     "allow_cidrs": ("allow_cidrs", RULES),
+    "env": ("env", VARIABLES),
     "egress_out_mb": ("egress.out_mb", int),
     "egress_in_mb": ("egress.in_mb", int),
     "egress_connections": ("egress.connections", int),
@@ -60,7 +64,7 @@ FIELDS = {
 
 # The C list fields and their counts, for the keywords that are lists.
 _LISTS = {"ro_binds": "ro_bind_count", "allow_hosts": "allow_host_count",
-          "allow_cidrs": "allow_cidr_count"}
+          "allow_cidrs": "allow_cidr_count", "env": "env_count"}
 
 
 class Config:
@@ -87,6 +91,9 @@ class Config:
             raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
 
     def _set(self, key, path, kind, value):
+        if kind is VARIABLES:
+            self._set_env(key, path, value)
+            return
         if kind in (PATHS, RULES):
             self._set_list(key, path, kind, value)
             return
@@ -135,9 +142,29 @@ class Config:
         setattr(self.c, field, strings.array)
         setattr(self.c, _LISTS[field], len(strings.items))
 
+    def _set_env(self, key, field, value):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: must be a dict of names to values, "
+                              f"not {type(value).__name__}")
+        items = []
+        for name, v in value.items():
+            if not isinstance(name, str) or not isinstance(v, str):
+                raise ConfigError(f"{key}: names and values must be strings "
+                                  f"({name!r}: {type(v).__name__})")
+            if "=" in name:
+                raise ConfigError(f"{key}: '{name}' is not a variable name (it holds '=')")
+            items.append(f"{name}={v}")
+        strings = c_strings(key, items, "variable")
+        self._strings.append(strings)
+        setattr(self.c, field, strings.array)
+        setattr(self.c, _LISTS[field], len(strings.items))
+
     def value(self, key):
         obj = self.c
         field, kind = FIELDS[key]
+        if kind is VARIABLES:
+            array, n = getattr(obj, field), getattr(obj, _LISTS[field])
+            return dict(ffi.string(array[i]).decode().split("=", 1) for i in range(n))
         if kind in (PATHS, RULES):
             array, n = getattr(obj, field), getattr(obj, _LISTS[field])
             return [ffi.string(array[i]).decode() for i in range(n)]

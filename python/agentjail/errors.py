@@ -21,6 +21,16 @@ class SandboxUnavailable(AgentjailError):
         super().__init__(message or f"the {tier} tier cannot run here: {reason}")
 
 
+class SessionLimitReached(AgentjailError):
+    """A session cannot open because `max_sessions` sessions are open in
+    this process already (`limit`): the tier itself can run; close a
+    session, or raise the cap."""
+
+    def __init__(self, limit, message):
+        self.limit = limit
+        super().__init__(message)
+
+
 class SandboxError(AgentjailError):
     """The sandbox itself failed during a run (status sandbox_error): never
     the code's fault. `execution` holds the result, message included."""

@@ -68,8 +68,8 @@ class Execution:
     images: List[Image] = field(default_factory=list)
     images_dropped: int = 0
     # The egress proxy's decision log for this run or call (docs/egress.md):
-    # {"connections": [{"host", "address", "port", "via", "allowed",
-    # "reason", "bytes_out", "bytes_in"}], "allowed", "denied", ...};
+    # {"connections": [{"host", "address", "port", "via", "allowed", "verdict",
+    # "failure", "reason", "bytes_out", "bytes_in"}], "allowed", "denied", "failed", ...};
     # None without egress rules.
     egress: Optional[Dict[str, Any]] = None
 

@@ -16,7 +16,7 @@ from ._native import ffi, lib
 from ._runs import execute
 from ._streams import RunMethods
 from .config import Config
-from .errors import SandboxClosed, SandboxUnavailable
+from .errors import ConfigError, SandboxClosed, SandboxUnavailable
 from .session import Session
 from .tools import RunPythonTool
 
@@ -44,8 +44,11 @@ class Sandbox(RunMethods, Handle):
     --allow-host and --allow-cidr (none: no network at all), and the caps
     egress_out_mb, egress_in_mb, egress_connections, egress_kbps;
     trust_ca (a PEM file of CA certificates HTTPS in the sandbox trusts
-    beside the image's bundle, the CLI's --trust-ca). None means the
-    library's default.
+    beside the image's bundle, the CLI's --trust-ca); env ({"TZ": "UTC"}:
+    variables the code gets beside the sandbox's own, the CLI's --env;
+    LD_*, the proxy variables, PATH, HOME and the PYTHON* that change what
+    runs are refused with ConfigError naming why). A session has its
+    sandbox's. None means the library's default.
 
     Raises ConfigError for a value out of range and SandboxUnavailable
     when the tier cannot run here (with `agentjail check`'s reason)."""
@@ -58,6 +61,7 @@ class Sandbox(RunMethods, Handle):
         if self.tier_name and tier != self.tier_name:
             raise TypeError(f"{type(self).__name__} is the {self.tier_name} tier, not {tier!r}")
         self._config = Config(tier, options)
+        self._options = options
         self._calls = Calls(lambda: SandboxClosed("agentjail: the sandbox is closed"))
         out = ffi.new("struct aj_sandbox **")
         err = ffi.new("struct aj_error *")
@@ -92,12 +96,20 @@ class Sandbox(RunMethods, Handle):
         many were stopped; later runs are not affected."""
         return self._calls.cancel()
 
-    def session(self):
+    def session(self, env=None):
         """A session of this sandbox's tier and limits: an interpreter that
-        keeps its state, files and imports across calls."""
+        keeps its state, files and imports across calls. env: variables
+        for this session's code, over the sandbox's own (checked as the
+        sandbox's are)."""
         if self.closed:
             raise SandboxClosed("agentjail: the sandbox is closed")
-        return Session(self._config)
+        if env is None:
+            return Session(self._config)
+        if not isinstance(env, dict):
+            raise ConfigError(f"env: must be a dict of names to values, "
+                              f"not {type(env).__name__}")
+        merged = {**(self._options.get("env") or {}), **env}
+        return Session(Config(self.tier, dict(self._options, env=merged)))
 
     def tool(self, session=False):
         """The run_python tool for a model (see agentjail.tools)."""

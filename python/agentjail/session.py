@@ -19,7 +19,8 @@ from ._native import ffi, lib
 from ._runs import execute
 from ._streams import RunMethods
 from .config import c_strings
-from .errors import EgressError, FileTransferError, SandboxUnavailable, SessionClosed
+from .errors import (EgressError, FileTransferError, SandboxUnavailable, SessionClosed,
+                     SessionLimitReached)
 from .result import FileInfo
 from .tools import RunPythonTool
 
@@ -35,7 +36,13 @@ class Session(RunMethods, Handle):
         self._calls = Calls(lambda: SessionClosed("closed by the caller"))
         out = ffi.new("struct aj_session **")
         err = ffi.new("struct aj_error *")
-        if lib.aj_session_open(config.c, out, err):
+        rc = lib.aj_session_open(config.c, out, err)
+        if rc == -errno.EMFILE:
+            # The library's own cap on open sessions, not the tier: the
+            # caller can close one (serve answers the same as 429).
+            raise SessionLimitReached(config.c.session.max_sessions,
+                                      ffi.string(err.message).decode("utf-8", "replace"))
+        if rc:
             message, reason = config.open_failure(err)
             raise SandboxUnavailable(config.tier, reason,
                                      f"a {config.tier} session cannot start: {message}")

@@ -298,3 +298,33 @@ def test_warm_runs_with_preloaded_modules(sandbox_for, tier):
     with pytest.raises(agentjail.SandboxUnavailable) as e:
         sandbox_for(tier, warm=True, preload="agentjail_no_such_module", **extra)
     assert "import agentjail_no_such_module: ModuleNotFoundError" in str(e.value)
+
+
+def test_env_reaches_runs_and_sessions_and_weakening_names_are_refused(sandbox_for):
+    """env= (the CLI's --env): the code sees the deployer's variables beside
+    the sandbox's own; a session adds its own over them; a name that would
+    weaken the sandbox is a ConfigError naming why, before anything opens."""
+    sb = sandbox_for("process", env={"AJ_VAR": "one two", "TZ": "UTC"})
+    show = "import os; print(os.environ.get('AJ_VAR'), os.environ.get('TZ'), " \
+           "os.environ.get('MORE'), os.environ['HOME'])"
+    assert sb.run(show).stdout == "one two UTC None /tmp/work\n"
+    assert sb.limit("env") == {"AJ_VAR": "one two", "TZ": "UTC"}
+    with sb.session(env={"MORE": "m", "TZ": "Europe/Paris"}) as s:
+        assert s.run(show).stdout == "one two Europe/Paris m /tmp/work\n"
+    for env, words in [
+        ({"LD_PRELOAD": "/tmp/work/x.so"}, "env: LD_PRELOAD may not be set: the dynamic loader"),
+        ({"HTTPS_PROXY": "http://elsewhere:3128"}, "egress owns the proxy variables"),
+        ({"PYTHONSTARTUP": "/tmp/work/s.py"}, "it changes what Python runs"),
+        ({"PYTHONPATH": "/usr/lib"}, "only directories under /tmp/work"),
+        ({"PATH": "/tmp/work"}, "the sandbox sets it"),
+        ({"A=B": "x"}, "'A=B' is not a variable name"),
+        ({"X": "a\0b"}, "contains a NUL byte"),
+        ({"X": 1}, "names and values must be strings"),
+        (["X=1"], "must be a dict"),
+    ]:
+        with pytest.raises(ConfigError) as e:
+            sandbox_for("process", env=env)
+        assert words in str(e.value), (env, str(e.value))
+    with pytest.raises(ConfigError) as e:
+        sb.session(env={"LD_AUDIT": "x"})
+    assert "LD_AUDIT may not be set" in str(e.value)

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from agentjail import FileTransferError, SessionClosed, Status
+from agentjail import (FileTransferError, SandboxUnavailable, SessionClosed, SessionLimitReached,
+                       Status)
 
 
 @pytest.fixture(params=["process", "container"])
@@ -97,3 +98,20 @@ def test_closed_session_refuses_calls(sb):
     assert s.closed
     with pytest.raises(SessionClosed):
         s.run("print(1)")
+
+
+def test_max_sessions_is_its_own_error_naming_the_cap(sandbox_for):
+    """The cap on open sessions is not "this tier cannot run here"
+    (SandboxUnavailable, which it once raised): a SessionLimitReached that
+    names the cap, and closing one lets the next open."""
+    sb = sandbox_for("process", max_sessions=1)
+    first = sb.session()
+    with pytest.raises(SessionLimitReached) as e:
+        sb.session()
+    assert not isinstance(e.value, SandboxUnavailable)
+    assert e.value.limit == 1
+    assert "1 sessions are open already" in str(e.value) and "max-sessions" in str(e.value)
+    first.close()
+    second = sb.session()
+    assert second.run("print(2)").stdout == "2\n"
+    second.close()

@@ -35,6 +35,7 @@ struct aj_sandbox {
 	char **ro_binds;   /* resolved: "REALHOST:SANDBOX" */
 	char **allow_hosts, **allow_cidrs; /* egress rules, copied */
 	char *trust_dir, *trust_file; /* trust_ca: the bundle made at open */
+	char **env;        /* the deployer's variables, copied */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -158,7 +159,8 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.preload = sb->preload;
 	if ((rc = own_ro_binds(sb, err)) || (rc = own_trust_bundle(sb, err)) ||
 	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
-	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err))) {
+	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err)) ||
+	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err))) {
 		aj_close(sb);
 		return rc;
 	}
@@ -313,6 +315,7 @@ void aj_close(struct aj_sandbox *sb)
 	free(sb->trust_file);
 	free_rules(sb->allow_hosts, sb->cfg.allow_host_count);
 	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
+	free_rules(sb->env, sb->cfg.env_count);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);

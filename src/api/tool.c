@@ -370,9 +370,13 @@ static void append_egress(struct capture *t, const struct aj_result *res)
 	size_t i, shown = 0;
 	json_t *c;
 	json_array_foreach(json_object_get(log, "connections"), i, c) {
-		if (json_is_true(json_object_get(c, "allowed")) || shown == 3)
+		const char *failure = json_string_value(json_object_get(c, "failure"));
+		if ((json_is_true(json_object_get(c, "allowed")) && !failure) || shown == 3)
 			continue;
-		snprintf(line, sizeof line, "\negress: refused %s:%lld: %s",
+		/* A failure is the destination's, not the rules': retrying later
+		 * may work, where a refusal never will. */
+		snprintf(line, sizeof line, failure ? "\negress: %s:%lld was allowed but not reached: %s"
+						    : "\negress: refused %s:%lld: %s",
 			 json_string_value(json_object_get(c, "host")),
 			 (long long)json_integer_value(json_object_get(c, "port")),
 			 json_string_value(json_object_get(c, "reason")));

@@ -185,6 +185,11 @@ int file_tool_arguments(enum tool_kind kind, json_t *args, char *why, size_t n)
 			snprintf(why, n, "%s: '%.64s' must be a string", name, key);
 			return -1;
 		}
+		/* Read as a C string from here: a NUL would cut a path short. */
+		if (memchr(json_string_value(v), '\0', json_string_length(v))) {
+			snprintf(why, n, "%s: '%.64s' holds a NUL byte (\\u0000)", name, key);
+			return -1;
+		}
 	}
 	if (kind != TOOL_LIST_FILES && !json_object_get(args, "path")) {
 		snprintf(why, n, "%s: 'path' is required", name);

@@ -10,33 +10,30 @@
 #include "launch.inc"          /* launch_py: src/core/launch.py, boot.py's argv[1] */
 #include "docker_seccomp.inc"  /* docker_seccomp_profile: src/linux/seccomp_policy.c */
 
-/* The table as JSON strings, appended to arr (an array); with egress, its
- * egress rows after it. */
-static json_t *append_environment(json_t *arr, bool egress)
+/* Rule E1's environment as JSON strings, appended to arr (an array): the
+ * table, its egress rows with egress, the deployer's variables. */
+static json_t *append_environment(json_t *arr, bool egress, const struct aj_config *cfg)
 {
-	for (size_t i = 0; arr && i < CONTRACT_ENVIRONMENT_COUNT; i++)
-		if (json_array_append_new(arr, json_string(contract_environment[i]))) {
-			json_decref(arr);
-			return NULL;
-		}
-	for (size_t i = 0; arr && egress && i < CONTRACT_EGRESS_ENVIRONMENT_COUNT; i++)
-		if (json_array_append_new(arr, json_string(contract_egress_environment[i]))) {
+	char *envp[CONTRACT_ENVIRONMENT_MAX + 1];
+	size_t n = contract_environment_fill(envp, egress, cfg);
+	for (size_t i = 0; arr && i < n; i++)
+		if (json_array_append_new(arr, json_string(envp[i]))) {
 			json_decref(arr);
 			return NULL;
 		}
 	return arr;
 }
 
-json_t *boot_argv(const char *python, bool egress)
+json_t *boot_argv(const char *python, bool egress, const struct aj_config *cfg)
 {
 	return append_environment(
 		json_pack("[s, s, s, s, s, s]", python, "-I", "-S", "-c", docker_boot_py, launch_py),
-		egress);
+		egress, cfg);
 }
 
-json_t *boot_environment(bool egress)
+json_t *boot_environment(bool egress, const struct aj_config *cfg)
 {
-	return append_environment(json_array(), egress);
+	return append_environment(json_array(), egress, cfg);
 }
 
 static bool string_is(json_t *j, const char *want)

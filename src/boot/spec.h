@@ -12,12 +12,12 @@
 /* PID 1's command line, the docker and gvisor tiers': PYTHON -I -S -c boot.py
  * (boot.py, beside this file), then src/core/launch.py, which boot.py starts
  * main.py with, then the program's environment (rule E1, with its egress
- * rows when egress is on). -I -S: no environment, user site or
+ * rows when egress is on, and cfg's variables). -I -S: no environment, user site or
  * site-packages decides what boot.py imports. NULL on ENOMEM. */
-json_t *boot_argv(const char *python, bool egress);
-/* The environment of PID 1 (rule E1): the program's own, nothing of the
- * deployer's. NULL on ENOMEM. */
-json_t *boot_environment(bool egress);
+json_t *boot_argv(const char *python, bool egress, const struct aj_config *cfg);
+/* The environment of PID 1 (rule E1): the program's own (with cfg's
+ * checked variables), nothing else of the deployer's. NULL on ENOMEM. */
+json_t *boot_environment(bool egress, const struct aj_config *cfg);
 /* The rlimit table (rule E2) for these limits: HostConfig.Ulimits, or with
  * oci an OCI spec's process.rlimits (gvisor), which alone carries the
  * address space row. NULL on ENOMEM. */

@@ -71,10 +71,14 @@ extern const struct option one_tier_options[];
 	"                    SANDBOX (default: the same path); repeatable, up to 16.\n" \
 	"                    process, container, gvisor and docker tiers\n"
 /* The deployer's egress rules and caps (cfg.allow_hosts, allow_cidrs,
- * egress), for the commands that run code: run, repl, mcp, serve, worker;
- * option_apply takes them too. */
+ * egress) and the code's environment variables (cfg.env), for the commands
+ * that run code: run, repl, mcp, serve, worker; option_apply takes them too. */
 extern const struct option egress_options[];
 #define EGRESS_OPTIONS_HELP                                                                   \
+	"  --env NAME=VALUE  an environment variable for the code, beside the\n"       \
+	"                    sandbox's own; repeatable, up to 64. LD_*, the proxy\n"   \
+	"                    variables, PATH, HOME and the PYTHON* that change what\n"  \
+	"                    runs are refused, with the reason\n"                     \
 	"  --allow-host PATTERN[:PORTS]  let the code reach this host through\n"   \
 	"                    agentjail's proxy: pypi.org or *.pythonhosted.org;\n"   \
 	"                    PORTS 443 or 80,443 (default 80,443). Repeatable, up to\n" \

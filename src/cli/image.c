@@ -511,21 +511,57 @@ static int cmd_rm(const char *name)
 	return 0;
 }
 
+static int cmd_list_args(int argc, char **argv)
+{
+	if (argc > 1) {
+		cli_error("image list: unexpected argument '%s'", argv[1]);
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	return cmd_list();
+}
+
+static int cmd_rm_args(int argc, char **argv)
+{
+	if (argc != 2) {
+		cli_error("image rm: give one NAME");
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	return cmd_rm(argv[1]);
+}
+
+/* The subcommands, in one table: tests/tree/test_help_docs.py reads it to
+ * ask each one for --help. */
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} image_commands[] = {
+	{"build", cmd_build},
+	{"import", cmd_import},
+	{"list", cmd_list_args},
+	{"rm", cmd_rm_args},
+};
+
 int cmd_image(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
-	if (!strcmp(argv[1], "build"))
-		return cmd_build(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "import"))
-		return cmd_import(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "list"))
-		return cmd_list();
-	if (!strcmp(argv[1], "rm") && argc == 3)
-		return cmd_rm(argv[2]);
-	cli_error("image: unknown or incomplete command '%s'", argv[1]);
+	for (size_t i = 0; i < sizeof image_commands / sizeof image_commands[0]; i++) {
+		if (strcmp(argv[1], image_commands[i].name))
+			continue;
+		/* --help anywhere among a subcommand's arguments is a request
+		 * for its usage, never an image name or a mistake. */
+		for (int k = 2; k < argc; k++)
+			if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
+				fputs(usage, stdout);
+				return 0;
+			}
+		return image_commands[i].fn(argc - 1, argv + 1);
+	}
+	cli_error("image: unknown command '%s' (build, import, list, rm)", argv[1]);
 	fputs(usage, stderr);
 	return EXIT_USAGE;
 }

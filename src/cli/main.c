@@ -61,6 +61,18 @@ static int exec_service(char **argv)
 	return 1;
 }
 
+/* The commands, in one table: tests/tree/test_help_docs.py reads it to ask
+ * each one (and each of its subcommands) for --help. fn NULL: a command of
+ * agentjail-serve. */
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{"run", cmd_run},       {"repl", cmd_repl},   {"check", cmd_check}, {"image", cmd_image},
+	{"mcp", cmd_mcp},       {"attack", cmd_attack}, {"bench", cmd_bench}, {"serve", NULL},
+	{"keys", NULL},         {"worker", NULL},
+};
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -68,22 +80,9 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "repl"))
-		return cmd_repl(argc - 1, argv + 1);
-	if (!strcmp(cmd, "check"))
-		return cmd_check(argc - 1, argv + 1);
-	if (!strcmp(cmd, "image"))
-		return cmd_image(argc - 1, argv + 1);
-	if (!strcmp(cmd, "mcp"))
-		return cmd_mcp(argc - 1, argv + 1);
-	if (!strcmp(cmd, "attack"))
-		return cmd_attack(argc - 1, argv + 1);
-	if (!strcmp(cmd, "bench"))
-		return cmd_bench(argc - 1, argv + 1);
-	if (!strcmp(cmd, "serve") || !strcmp(cmd, "keys") || !strcmp(cmd, "worker"))
-		return exec_service(argv);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].fn ? commands[i].fn(argc - 1, argv + 1) : exec_service(argv);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;

@@ -137,8 +137,15 @@ int cmd_mcp(int argc, char **argv)
 	 * cgroups) shows at start, not as every call failing. */
 	struct aj_sandbox *sb;
 	if (aj_open(&cfg.sandbox, &sb, &err)) {
-		cli_error("mcp: the %s tier cannot run here: %s", aj_tier_name(cfg.sandbox.tier),
-			  err.message);
+		/* Blame the tier only when it cannot run here at all; else the
+		 * open's own words say what is missing (an image without a
+		 * preloaded module, say). */
+		struct aj_error why = {0};
+		if (aj_check(cfg.sandbox.tier, &cfg.sandbox, &why))
+			cli_error("mcp: the %s tier cannot run here: %s",
+				  aj_tier_name(cfg.sandbox.tier), err.message);
+		else
+			cli_error("mcp: cannot open the sandbox: %s", err.message);
 		rc = EXIT_SANDBOX;
 		goto out;
 	}

@@ -29,6 +29,7 @@ enum {
 	OPT_WARM,
 	OPT_PRELOAD,
 	OPT_RO_BIND,
+	OPT_ENV,
 	OPT_ALLOW_HOST,
 	OPT_ALLOW_CIDR,
 	OPT_EGRESS_OUT_MB,
@@ -77,6 +78,7 @@ const struct option one_tier_options[] = {
 /* The deployer's egress rules and caps (docs/cli.md, "Egress"): every
  * command that runs code for someone else takes them, never the code. */
 const struct option egress_options[] = {
+	{"env", required_argument, NULL, OPT_ENV},
 	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
 	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
 	{"egress-out-mb", required_argument, NULL, OPT_EGRESS_OUT_MB},
@@ -403,11 +405,12 @@ static int add_ro_bind(const char *arg, struct aj_config *cfg)
  * MCP config file's list, say), as add_ro_bind does; the count is checked
  * here because the list has no room past it, the syntax by
  * aj_config_validate, which every front end calls. */
-static int add_rule(const char *name, const char *arg, const char *list[],
+static int add_rule(const char *name, const char *arg, const char *list[], uint32_t max,
 		    const char *const **rules, uint32_t *count)
 {
-	if (*count >= AJ_MAX_EGRESS_RULES) {
-		cli_error("--%s: more than %d rules", name, AJ_MAX_EGRESS_RULES);
+	if (*count >= max) {
+		cli_error("--%s: more than %u %s", name, max,
+			  strcmp(name, "env") ? "rules" : "variables");
 		return -1;
 	}
 	if (*rules != list)
@@ -478,14 +481,20 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return 0;
 	case OPT_RO_BIND:
 		return add_ro_bind(arg, cfg);
+	/* --env NAME=VALUE, once per variable, added as a rule is (an MCP
+	 * config file's too); which names may be set is aj_config_validate's. */
+	case OPT_ENV: {
+		static const char *vars[AJ_MAX_ENV];
+		return add_rule("env", arg, vars, AJ_MAX_ENV, &cfg->env, &cfg->env_count);
+	}
 	case OPT_ALLOW_HOST: {
 		static const char *hosts[AJ_MAX_EGRESS_RULES];
-		return add_rule("allow-host", arg, hosts, &cfg->allow_hosts,
+		return add_rule("allow-host", arg, hosts, AJ_MAX_EGRESS_RULES, &cfg->allow_hosts,
 				&cfg->allow_host_count);
 	}
 	case OPT_ALLOW_CIDR: {
 		static const char *cidrs[AJ_MAX_EGRESS_RULES];
-		return add_rule("allow-cidr", arg, cidrs, &cfg->allow_cidrs,
+		return add_rule("allow-cidr", arg, cidrs, AJ_MAX_EGRESS_RULES, &cfg->allow_cidrs,
 				&cfg->allow_cidr_count);
 	}
 	case OPT_EGRESS_OUT_MB:

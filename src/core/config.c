@@ -248,6 +248,8 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 	}
 	if ((rc = ro_bind_check(cfg, err)))
 		return rc;
+	if ((rc = env_check(cfg, err)))
+		return rc;
 	if ((rc = egress_check(cfg, err)))
 		return rc;
 	/* uid 0 must never be a sandbox uid, and the range must not wrap into

@@ -58,6 +58,21 @@ char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1] =
 	NULL,
 };
 
+size_t contract_environment_fill(char **out, bool egress, const struct aj_config *cfg)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < CONTRACT_ENVIRONMENT_COUNT; i++)
+		out[n++] = contract_environment[i];
+	for (size_t i = 0; egress && i < CONTRACT_EGRESS_ENVIRONMENT_COUNT; i++)
+		out[n++] = contract_egress_environment[i];
+	/* The deployer's last: env.c refused every name above, so none of
+	 * them can override the contract's, whichever copy a libc reads. */
+	for (uint32_t i = 0; cfg && cfg->env && i < cfg->env_count && i < AJ_MAX_ENV; i++)
+		out[n++] = (char *)cfg->env[i];
+	out[n] = NULL;
+	return n;
+}
+
 /* E2. In the order a tier applies them: RLIMIT_NPROC last, after which the
  * setting process itself may count against it. */
 const struct contract_rlimit contract_rlimits[] = {

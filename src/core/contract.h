@@ -36,6 +36,14 @@ extern char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT
  * bundle made when the sandbox opened, shown read-only here
  * (src/core/trust_ca.c). Rule E1's rows name it. */
 #define CONTRACT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+/* E1 whole: the rows above, the egress rows when egress is set, then the
+ * deployer's variables (cfg->env, which aj_config_validate checked; cfg
+ * may be NULL), into out[CONTRACT_ENVIRONMENT_MAX + 1], NULL-terminated,
+ * as execve takes it. The strings are the tables' and cfg's, not copies.
+ * Returns how many. Every tier builds the program's environment with it. */
+#define CONTRACT_ENVIRONMENT_MAX \
+	(CONTRACT_ENVIRONMENT_COUNT + CONTRACT_EGRESS_ENVIRONMENT_COUNT + AJ_MAX_ENV)
+size_t contract_environment_fill(char **out, bool egress, const struct aj_config *cfg);
 
 /* A row whose value is its own, whatever the deployer set. */
 #define CONTRACT_FIXED SIZE_MAX

@@ -38,6 +38,10 @@ char *utf8_repair(const char *s, size_t n, size_t *out_len);
 /* Whether s[0..n) is valid UTF-8 (NUL bytes count as valid). */
 bool utf8_valid(const char *s, size_t n);
 
+/* cfg.env (env.c), for aj_config_validate: 0, or -EINVAL naming the
+ * variable and why it may not be set. */
+int env_check(const struct aj_config *cfg, struct aj_error *err);
+
 /* cfg.ro_binds (ro_bind.c). A path in one is shorter than this. */
 #define RO_BIND_PATH_MAX 256
 /* Their syntax and bounds, for aj_config_validate: 0, or -EINVAL naming

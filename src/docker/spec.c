@@ -173,7 +173,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		" s:o, s:{s:s, s:s}, s:s, s:s, s:i, s:o}",
 		"Image", image,
 		/* PID 1: boot.py, which writes the program and runs it. */
-		"Entrypoint", boot_argv(python, egress),
+		"Entrypoint", boot_argv(python, egress, cfg),
 		"Cmd",
 		/* A non-root uid of the run's own (a slot, as in every tier). */
 		"User", user,
@@ -184,7 +184,7 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		"Tty", 0,
 		"NetworkDisabled", 1,
 		/* PID 1's: the program's, nothing of the deployer's (rule E1). */
-		"Env", boot_environment(egress),
+		"Env", boot_environment(egress, cfg),
 		/* Ours, and by whom: a maker that died is found by the next
 		 * sweep (owner.c) and its container removed. */
 		"Labels", DOCKER_LABEL, AGENTJAIL_VERSION, DOCKER_OWNER_LABEL, owner,

@@ -106,6 +106,7 @@ static void deny(struct conn *c, const char *fmt, ...)
 	vsnprintf(c->e.reason, sizeof c->e.reason, fmt, ap);
 	va_end(ap);
 	c->e.allowed = false;
+	c->e.failure[0] = '\0';
 }
 
 static int parse_literal(const char *host, int *family, uint8_t addr[16])
@@ -180,10 +181,14 @@ static bool decide(struct conn *c)
 			}
 			if (!ok)
 				memcpy(c->e.reason, first_refusal, sizeof first_refusal);
+		} else {
+			/* The rules allowed the name; the lookup failed (the
+			 * reason says how): not a denial. */
+			snprintf(c->e.failure, sizeof c->e.failure, "DNS");
 		}
 	}
 	egress_rules_drop(c->p, r);
-	c->e.allowed = ok;
+	c->e.allowed = ok || c->e.failure[0];
 	return ok;
 }
 
@@ -222,9 +227,11 @@ static int connect_up(struct conn *c)
 		egress_conn_set_upstream(c->ec, -1);
 		close(fd);
 	}
-	/* Nothing was reached: the log says denied, whichever way the
+	/* Nothing was reached: the rules allowed it, the destination did not
+	 * answer. The log says failed, with the cause, whichever way the
 	 * connection asked (a tunnel to 443 learns it only now). */
-	c->e.allowed = false;
+	const char *name = strerrorname_np(err);
+	snprintf(c->e.failure, sizeof c->e.failure, "%s", name ? name : "connect");
 	size_t l = strlen(c->e.reason);
 	snprintf(c->e.reason + l, sizeof c->e.reason - l, "; connect: %s", strerror(err));
 	return -err;
@@ -448,7 +455,7 @@ static void serve_http(struct conn *c)
 	c->e.port = h.port;
 	c->e.via = h.connect ? "connect" : "http";
 	if (!decide(c)) {
-		refuse_http(c, "403 Forbidden");
+		refuse_http(c, c->e.failure[0] ? "502 Bad Gateway" : "403 Forbidden");
 		return;
 	} else if (h.connect && h.port == 443) {
 		/* The ClientHello comes only after the 200: check it before any
@@ -458,7 +465,6 @@ static void serve_http(struct conn *c)
 		    connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		c->e.allowed = false;
 		refuse_http(c, "502 Bad Gateway");
 		return;
 	} else if (h.connect) {
@@ -520,7 +526,7 @@ static void serve_socks(struct conn *c)
 	else
 		inet_ntop(q.family, q.addr, c->e.host, sizeof c->e.host);
 	if (!decide(c)) {
-		refuse_socks(c, SOCKS_REP_NOT_ALLOWED);
+		refuse_socks(c, c->e.failure[0] ? SOCKS_REP_HOST_UNREACHABLE : SOCKS_REP_NOT_ALLOWED);
 		return;
 	} else if (q.port == 443) {
 		/* As for CONNECT: the ClientHello is checked before the
@@ -529,7 +535,6 @@ static void serve_socks(struct conn *c)
 		if (sni_matches(c, used) && connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		c->e.allowed = false;
 		refuse_socks(c, SOCKS_REP_CONNECTION_REFUSED);
 		return;
 	} else {

@@ -31,17 +31,26 @@ bool egress_name_listed(const struct egress_rules *r, const char *host, uint16_t
 bool egress_address_allowed(const struct egress_rules *r, int family, const uint8_t *addr,
 			    uint16_t port, bool by_listed_name, char *why, size_t n)
 {
-	for (uint32_t i = 0; i < r->n_cidrs; i++)
+	const char *other_port = NULL; /* a rule naming the address, on other ports */
+	for (uint32_t i = 0; i < r->n_cidrs; i++) {
 		if (egress_cidr_matches(&r->cidrs[i], family, addr, port)) {
 			snprintf(why, n, "allow-cidr %s", r->cidr_text[i]);
 			return true;
 		}
+		for (unsigned k = 0; k < r->cidrs[i].ports.n && !other_port; k++)
+			if (egress_cidr_matches(&r->cidrs[i], family, addr, r->cidrs[i].ports.port[k]))
+				other_port = r->cidr_text[i];
+	}
 	enum egress_class c = egress_classify(family, addr);
 	char text[INET6_ADDRSTRLEN];
 	inet_ntop(family, addr, text, sizeof text);
 	if (by_listed_name && c == EGRESS_PUBLIC)
 		return true; /* why keeps the host rule's name */
-	if (c != EGRESS_PUBLIC)
+	if (other_port)
+		/* Only the port is wrong: say so, not that no rule reaches it. */
+		snprintf(why, n, "%s: port %u is not among allow-cidr %s's ports", text, port,
+			 other_port);
+	else if (c != EGRESS_PUBLIC)
 		/* A listed name pointing into the host's own networks (DNS
 		 * rebinding, a record aimed at 10.0.0.5) stops here. */
 		snprintf(why, n, "%s is a %s address: only an allow-cidr rule reaches it", text,

@@ -9,7 +9,11 @@
 
 void egress_log_add(struct egress_log *l, const struct egress_entry *e)
 {
-	if (e->allowed)
+	/* Failed is not denied: the rules let it through and the destination
+	 * (or its name) did not answer, which the rules cannot help. */
+	if (e->failure[0])
+		l->failed++;
+	else if (e->allowed)
 		l->allowed++;
 	else
 		l->denied++;
@@ -34,10 +38,13 @@ void egress_log_add(struct egress_log *l, const struct egress_entry *e)
 
 static json_t *entry_json(const struct egress_entry *e, bool open)
 {
-	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:I, s:I, s:b}", "host", e->host,
-			 "address", e->address[0] ? e->address : NULL, "port", (int)e->port, "via",
-			 e->via, "allowed", e->allowed, "reason", e->reason, "bytes_out",
-			 (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "open", open);
+	const char *verdict = e->failure[0] ? "failed" : e->allowed ? "allowed" : "denied";
+	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:s?, s:s, s:I, s:I, s:b}", "host",
+			 e->host, "address", e->address[0] ? e->address : NULL, "port",
+			 (int)e->port, "via", e->via, "allowed", e->allowed, "verdict", verdict,
+			 "failure", e->failure[0] ? e->failure : NULL, "reason", e->reason,
+			 "bytes_out", (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in,
+			 "open", open);
 }
 
 char *egress_log_take(struct egress_log *l, const struct egress_entry *live, size_t n_live,
@@ -50,9 +57,10 @@ char *egress_log_take(struct egress_log *l, const struct egress_entry *live, siz
 			json_decref(list);
 			list = NULL;
 		}
-	json_t *o = list ? json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:s?}", "connections", list,
-				     "allowed", (json_int_t)l->allowed, "denied",
-				     (json_int_t)l->denied, "dropped", (json_int_t)l->dropped,
+	json_t *o = list ? json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:s?}", "connections",
+				     list, "allowed", (json_int_t)l->allowed, "denied",
+				     (json_int_t)l->denied, "failed", (json_int_t)l->failed,
+				     "dropped", (json_int_t)l->dropped,
 				     "bytes_out", (json_int_t)out_total, "bytes_in",
 				     (json_int_t)in_total, "limit",
 				     limit && *limit ? limit : NULL)
@@ -61,7 +69,7 @@ char *egress_log_take(struct egress_log *l, const struct egress_entry *live, siz
 	json_decref(o);
 	if (s) {
 		l->n = 0;
-		l->allowed = l->denied = l->dropped = 0;
+		l->allowed = l->denied = l->failed = l->dropped = 0;
 	}
 	return s;
 }

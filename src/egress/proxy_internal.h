@@ -37,7 +37,10 @@ struct egress_entry {
 	char address[48];        /* the address connected to (or refused); "" if none */
 	uint16_t port;
 	const char *via;         /* "http", "connect", "socks" */
-	bool allowed;
+	bool allowed;            /* by the rules */
+	/* "" unless the rules allowed it and it still was not reached: the
+	 * cause ("ECONNREFUSED", "ETIMEDOUT", "DNS"), its verdict "failed". */
+	char failure[24];
 	char reason[200];
 	uint64_t bytes_out, bytes_in;
 };
@@ -45,7 +48,7 @@ struct egress_entry {
 struct egress_log {
 	struct egress_entry *e;
 	size_t n, cap;
-	uint64_t allowed, denied, dropped; /* since the last take */
+	uint64_t allowed, denied, failed, dropped; /* since the last take */
 };
 
 /* A connection's thread, registered so stop and keep can cut it. */

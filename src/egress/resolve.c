@@ -63,12 +63,15 @@ int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char
 	bool stopped = false;
 	while (!l.done) {
 		ares_socket_t socks[ARES_GETSOCK_MAXNUM];
-		int bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
+		/* Unsigned: ARES_GETSOCK_WRITABLE's 1 << 31 for the last socket
+		 * overflows an int (UBSan stopped the first lookup that asked a
+		 * DNS server). */
+		unsigned bits = (unsigned)ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
 		struct pollfd pf[ARES_GETSOCK_MAXNUM + 1];
 		int np = 0;
-		for (int i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-			short ev = (short)((ARES_GETSOCK_READABLE(bits, i) ? POLLIN : 0) |
-					   (ARES_GETSOCK_WRITABLE(bits, i) ? POLLOUT : 0));
+		for (unsigned i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
+			short ev = (short)((bits & (1u << i) ? POLLIN : 0) |
+					   (bits & (1u << (i + ARES_GETSOCK_MAXNUM)) ? POLLOUT : 0));
 			if (ev)
 				pf[np++] = (struct pollfd){.fd = socks[i], .events = ev};
 		}

@@ -71,9 +71,10 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		/* PID 1 is boot.py (the docker tier's): it takes the program on
 		 * stdin, runs it as its child, reaps orphans and reports the
 		 * program's end at the end of stderr. */
-		"args", boot_argv(b->python, egress),
-		/* Nothing of the deployer's environment (rule E1). */
-		"env", boot_environment(egress),
+		"args", boot_argv(b->python, egress, b->cfg),
+		/* Nothing of the deployer's environment but cfg's checked
+		 * variables (rule E1). */
+		"env", boot_environment(egress, b->cfg),
 		"cwd", "/",
 		/* No capability in any set, and none to gain (no_new_privs). */
 		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",

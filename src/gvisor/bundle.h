@@ -13,6 +13,7 @@ struct gvisor_bundle {
 	uid_t uid;               /* the run's own (a uid slot) */
 	gid_t gid;
 	const struct aj_limits *limits;
+	const struct aj_config *cfg; /* its env: the deployer's variables (rule E1) */
 	const char *const *ro_binds; /* cfg.ro_binds, resolved */
 	uint32_t ro_bind_count;
 	/* The egress proxy's socket directory on the host (src/boot/egress.h),

@@ -89,7 +89,7 @@ static int sandbox_make(const struct gvisor_host *st, const struct aj_config *cf
 					 errno_name(-rc));
 	}
 	struct gvisor_bundle b = {.root = st->root, .python = cfg->python, .uid = sb->slot.uid,
-				  .gid = sb->slot.gid, .limits = &cfg->limits,
+				  .gid = sb->slot.gid, .limits = &cfg->limits, .cfg = cfg,
 				  .ro_binds = cfg->ro_binds, .ro_bind_count = cfg->ro_bind_count,
 				  .egress_dir = egress ? egress_dir : NULL};
 	if ((rc = gvisor_bundle_write(sub, &b, err)))

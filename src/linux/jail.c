@@ -101,10 +101,11 @@ void jail_plan_init(struct plan *p, const struct jail_spec *s, enum jail_mode mo
 	p->s = &p->spec;
 	p->limits = s->cfg->limits;
 	p->out_w = p->err_w = p->report_w = p->life_r = p->req_r = p->rep_w = -1;
-	memcpy(p->envp, contract_environment, sizeof contract_environment); /* rule E1 */
-	if (s->egress_fd >= 0) /* E1's egress rows: the clients find the proxy */
-		memcpy(p->envp + CONTRACT_ENVIRONMENT_COUNT, contract_egress_environment,
-		       sizeof contract_egress_environment);
+	/* Rule E1: the contract's rows, the egress rows when the run has a
+	 * proxy (the clients find it), the deployer's checked variables. A
+	 * warm run's process is the zygote's fork: it has the zygote's, which
+	 * were made here from the sandbox's config. */
+	contract_environment_fill(p->envp, s->egress_fd >= 0, s->cfg);
 }
 
 int jail_pipes_open(struct jail_pipes *jp, struct plan *p)

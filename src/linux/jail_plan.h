@@ -42,7 +42,7 @@ struct plan {
 	 * program's process. */
 	struct sigaction python_sigs[3];
 	char *argv[8];
-	char *envp[CONTRACT_ENVIRONMENT_COUNT + CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1];
+	char *envp[CONTRACT_ENVIRONMENT_MAX + 1];
 };
 
 /* ---- the supervisor's side (jail.c) ---- */

@@ -8,6 +8,7 @@
  *    "ro_bind": ["/srv/data:/mnt/data"], "allow_hosts": ["pypi.org:443"],
  *    "allow_cidrs": ["10.1.0.0/16:5432"], "egress_out_mb": 64,
  *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0,
+ *    "env": {"TZ": "UTC"},
  *    "uid_base": 2000000000, "state_dir": "/run/agentjail"}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
@@ -28,6 +29,15 @@ void mcp_config_init(struct mcp_config *c)
 	c->concurrency = MCP_DEFAULT_CONCURRENCY;
 }
 
+static void mcp_env_clear(struct mcp_config *c)
+{
+	for (size_t i = 0; i < AJ_MAX_ENV; i++)
+		free(c->env[i]);
+	memset(c->env, 0, sizeof c->env);
+	c->sandbox.env = NULL;
+	c->sandbox.env_count = 0;
+}
+
 void mcp_config_free(struct mcp_config *c)
 {
 	for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++)
@@ -46,9 +56,10 @@ void mcp_config_free(struct mcp_config *c)
 	memset(c->allow_cidrs, 0, sizeof c->allow_cidrs);
 	c->sandbox.allow_hosts = c->sandbox.allow_cidrs = NULL;
 	c->sandbox.allow_host_count = c->sandbox.allow_cidr_count = 0;
+	mcp_env_clear(c);
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES, VARIABLES };
 
 static const struct key {
 	const char *name;
@@ -63,14 +74,15 @@ static const struct key {
 	{"warm", FLAG}, {"preload", MODULES}, {"ro_bind", PATHS},
 	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
 	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
-	{"uid_base", WHOLE}, {"state_dir", TEXT}, {"trust_ca", TEXT},
+	{"uid_base", WHOLE}, {"state_dir", TEXT}, {"trust_ca", TEXT}, {"env", VARIABLES},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
 			    "output, concurrency, vm_pool, docker_image, docker_socket, sessions, "
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
 			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
-			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir, trust_ca";
+			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir, trust_ca, "
+			    "env";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -257,6 +269,31 @@ static int set_strings(struct mcp_config *c, const char *name, json_t *v, struct
 	return set_list(name, v, k, err);
 }
 
+/* env: {"NAME": "VALUE", ...}, kept as cfg.env is ("NAME=VALUE"); which
+ * names may be set is aj_config_validate's to say. */
+static int set_env(struct mcp_config *c, json_t *v, struct aj_error *err)
+{
+	if (json_object_size(v) > AJ_MAX_ENV)
+		return error_set(err, -EINVAL, "env: %zu variables is more than %d",
+				 json_object_size(v), AJ_MAX_ENV);
+	mcp_env_clear(c);
+	const char *name;
+	json_t *value;
+	uint32_t n = 0;
+	json_object_foreach(v, name, value) {
+		if (!json_is_string(value))
+			return error_set(err, -EINVAL, "env: %s: the value is not a string", name);
+		size_t len = strlen(name) + json_string_length(value) + 2;
+		if (!(c->env[n] = malloc(len)))
+			return error_set(err, -ENOMEM, "out of memory");
+		snprintf(c->env[n], len, "%s=%s", name, json_string_value(value));
+		c->env_list[n] = c->env[n];
+		c->sandbox.env_count = ++n;
+	}
+	c->sandbox.env = c->env_list;
+	return 0;
+}
+
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
 {
 	json_error_t je;
@@ -294,6 +331,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 		else if ((k->kind == PATHS || k->kind == RULES) &&
 			 (json_is_string(v) || json_is_array(v)))
 			rc = set_strings(c, name, v, &why);
+		else if (k->kind == VARIABLES && json_is_object(v))
+			rc = set_env(c, v, &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
@@ -304,6 +343,7 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 				       k->kind == PATHS ? "a string (\"HOST[:SANDBOX]\") or an array "
 							  "of strings" :
 				       k->kind == RULES ? "a string (a rule) or an array of strings" :
+				       k->kind == VARIABLES ? "an object of strings ({\"TZ\": \"UTC\"})" :
 				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);

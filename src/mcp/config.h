@@ -24,6 +24,9 @@ struct mcp_config {
 	const char *allow_host_list[AJ_MAX_EGRESS_RULES];
 	char *allow_cidrs[AJ_MAX_EGRESS_RULES];
 	const char *allow_cidr_list[AJ_MAX_EGRESS_RULES];
+	/* env's variables as "NAME=VALUE", owned (sandbox.env points at the list) */
+	char *env[AJ_MAX_ENV];
+	const char *env_list[AJ_MAX_ENV];
 };
 
 #define MCP_DEFAULT_CONCURRENCY 4

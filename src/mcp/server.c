@@ -582,10 +582,37 @@ static void handle_modern(struct mcp_server *s, struct mcp_link *link, json_t *i
 	}
 }
 
+/* Whether a string of v, outside skip, holds a NUL byte (a \u0000 that
+ * JSON_ALLOW_NUL let through): everything but a tool's arguments is read
+ * as C strings, where a NUL would end a method or a name early. */
+static bool nul_outside(json_t *v, const json_t *skip)
+{
+	if (v == skip)
+		return false;
+	if (json_is_string(v))
+		return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+	const char *key;
+	json_t *item;
+	size_t i;
+	if (json_is_object(v))
+		json_object_foreach(v, key, item)
+			if (nul_outside(item, skip))
+				return true;
+	if (json_is_array(v))
+		json_array_foreach(v, i, item)
+			if (nul_outside(item, skip))
+				return true;
+	return false;
+}
+
 static void handle_line(struct mcp_server *s, struct mcp_link *link, const char *line, size_t len)
 {
 	json_error_t je;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	/* JSON_ALLOW_NUL: code holding a \u0000 is valid JSON and a call like
+	 * any other; it is answered under its own id, by the run's own check
+	 * (rule I2: code with a NUL is refused, at its offset), never with a
+	 * Parse error and a null id. */
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!msg) {
 		char text[200];
 		snprintf(text, sizeof text, "Parse error: %s", je.text);
@@ -604,6 +631,13 @@ static void handle_line(struct mcp_server *s, struct mcp_link *link, const char 
 		id = NULL;
 	json_t *method = json_is_object(msg) ? json_object_get(msg, "method") : NULL;
 	json_t *params = json_is_object(msg) ? json_object_get(msg, "params") : NULL;
+	if (nul_outside(msg, json_is_object(params) ? json_object_get(params, "arguments") : NULL)) {
+		send_error(s, link, id && !nul_outside(id, NULL) ? id : NULL, INVALID_REQUEST,
+			   "Invalid Request: a NUL byte (\\u0000) in a string outside the tool's "
+			   "arguments",
+			   NULL);
+		goto out;
+	}
 	if (!json_is_object(msg) ||
 	    !json_is_string(json_object_get(msg, "jsonrpc")) ||
 	    strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {

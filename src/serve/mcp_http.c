@@ -196,7 +196,9 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 	}
 	/* A tools/call takes its queue place here, so a full queue is a 429
 	 * the client's HTTP stack understands, before any thread starts. */
-	json_t *msg = json_loadb(rq->body, rq->body_len, 0, NULL);
+	/* JSON_ALLOW_NUL as the MCP server reads it (code may hold a \u0000):
+	 * a call it answers is a call admitted here. */
+	json_t *msg = json_loadb(rq->body, rq->body_len, JSON_ALLOW_NUL, NULL);
 	bool is_call = json_is_object(msg) &&
 		       json_is_string(json_object_get(msg, "method")) &&
 		       !strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") &&

@@ -87,11 +87,12 @@ void metrics_lost(struct metrics *m, bool may_have_started)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied)
+void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied, uint64_t failed)
 {
 	pthread_mutex_lock(&m->lock);
 	m->egress[1] += allowed;
 	m->egress[0] += denied;
+	m->egress[2] += failed;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -157,8 +158,10 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"decided on, by verdict.\n"
 		"# TYPE agentjail_egress_connections_total counter\n"
 		"agentjail_egress_connections_total{verdict=\"allowed\"} %llu\n"
-		"agentjail_egress_connections_total{verdict=\"denied\"} %llu\n",
-		(unsigned long long)m->egress[1], (unsigned long long)m->egress[0]);
+		"agentjail_egress_connections_total{verdict=\"denied\"} %llu\n"
+		"agentjail_egress_connections_total{verdict=\"failed\"} %llu\n",
+		(unsigned long long)m->egress[1], (unsigned long long)m->egress[0],
+		(unsigned long long)m->egress[2]);
 	pthread_mutex_unlock(&m->lock);
 	fprintf(f,
 		"# HELP agentjail_run_slots Runs admitted at once now (with a queue: the live "

@@ -26,7 +26,7 @@ struct metrics {
 	uint64_t too_large;                /* 413s: a body or code over its cap */
 	uint64_t auth_failures;
 	uint64_t lost[2]; /* runs lost with their worker: [may_have_started] */
-	uint64_t egress[2]; /* the egress proxy's decisions: [allowed] */
+	uint64_t egress[3]; /* the egress proxy's decisions: [0] denied, [1] allowed, [2] failed */
 };
 
 struct metrics_gauges {
@@ -49,7 +49,7 @@ void metrics_auth_failure(struct metrics *m);
 /* A run lost with its worker (no result): whether it may have started. */
 void metrics_lost(struct metrics *m, bool may_have_started);
 /* A run's or session call's egress decisions, from its decision log. */
-void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied);
+void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied, uint64_t failed);
 /* The text for a scrape (malloc'ed), or NULL. */
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
 

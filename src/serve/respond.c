@@ -153,7 +153,8 @@ json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, d
 	json_t *e = o ? json_object_get(o, "egress") : NULL;
 	if (json_is_object(e))
 		metrics_egress(&svc->metrics, log_count(json_object_get(e, "allowed")),
-			       log_count(json_object_get(e, "denied")));
+			       log_count(json_object_get(e, "denied")),
+			       log_count(json_object_get(e, "failed")));
 	if (o)
 		json_object_set_new(o, "run_id", json_string(id));
 	aj_result_free(res);

@@ -249,6 +249,7 @@ static int container_warm_open(const struct aj_config *cfg, struct container_sta
 	st->warm->idle_ctx = st;
 	int rc = warm_prestart(st->warm, err);
 	if (rc) {
+		image_lacks_module(cfg, err);
 		warm_destroy(st->warm);
 		free(st->warm);
 		st->warm = NULL;

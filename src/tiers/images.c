@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -64,4 +65,19 @@ int image_check_python(const char *root, const char *python, struct aj_error *er
 	if (rc)
 		return error_set(err, rc, "image: %s in %s is not an executable file", python, root);
 	return 0;
+}
+
+void image_lacks_module(const struct aj_config *cfg, struct aj_error *err)
+{
+	if (!strstr(err->message, ": ModuleNotFoundError: "))
+		return;
+	char was[AJ_ERROR_MAX];
+	snprintf(was, sizeof was, "%s", err->message);
+	/* Cut, if need be, at the message's size: what it says first matters most. */
+	if (snprintf(err->message, sizeof err->message,
+		 "%.200s; image '%.160s' does not have it: run an image that does (--image "
+		 "datascience has numpy, pandas and matplotlib; agentjail image build --preset "
+		 "datascience makes it)",
+		 was, cfg->image ? cfg->image : AJ_DEFAULT_IMAGE) >= (int)sizeof err->message)
+		err->message[sizeof err->message - 1] = '\0';
 }

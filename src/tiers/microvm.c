@@ -362,6 +362,27 @@ static int recv_answer(int ch, double deadline, int cancel_fd, struct vm_output 
 	}
 }
 
+/* The frame's payload: what (the code, or repl.py) and then the deployer's
+ * variables (cfg.env, checked by aj_config_validate) as "NAME=VALUE\n"
+ * lines, which the guest hands on after rule E1's rows. Malloc'ed; NULL on
+ * ENOMEM. */
+static char *with_environment(const char *what, size_t len, const struct aj_config *cfg,
+			      uint32_t *env_len)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < cfg->env_count; i++)
+		n += strlen(cfg->env[i]) + 1;
+	char *out = malloc(len + n + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, what, len);
+	char *p = out + len;
+	for (uint32_t i = 0; i < cfg->env_count; i++)
+		p += sprintf(p, "%s\n", cfg->env[i]);
+	*env_len = (uint32_t)n;
+	return out;
+}
+
 static int microvm_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
@@ -393,8 +414,12 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 		result_sandbox_error(res, "%s", err.message);
 		goto out;
 	}
-	if ((rc = send_trust(st, vm.ch)) ||
-	    (rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, req->code, req->len))) {
+	char *program = with_environment(req->code, req->len, cfg, &vr.env_len);
+	rc = !program ? -ENOMEM : send_trust(st, vm.ch);
+	if (!rc)
+		rc = channel_send(vm.ch, VM_RUN, &vr, sizeof vr, program, req->len + vr.env_len);
+	free(program);
+	if (rc) {
 		result_sandbox_error(res, "microvm: send the program: %s", errno_name(-rc));
 		goto out;
 	}
@@ -639,9 +664,13 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 	if (egress &&
 	    (rc = start_egress(&ms->vm, egress, now_ms() + SESSION_START_MS, &ms->relay, err)))
 		goto fail;
-	if ((rc = send_trust(st, ms->vm.ch)) ||
-	    (rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, session_repl_py,
-			       start.repl_len))) {
+	char *repl = with_environment(session_repl_py, start.repl_len, cfg, &start.env_len);
+	rc = !repl ? -ENOMEM : send_trust(st, ms->vm.ch);
+	if (!rc)
+		rc = channel_send(ms->vm.ch, VM_SESSION_START, &start, sizeof start, repl,
+				  start.repl_len + start.env_len);
+	free(repl);
+	if (rc) {
 		error_set(err, rc, "microvm: session: send the start: %s", errno_name(-rc));
 		goto fail;
 	}

@@ -60,6 +60,11 @@ int image_view_root(const struct aj_config *cfg, char *out, size_t n, struct aj_
  * and where if not. */
 int image_check_python(const char *root, const char *python, struct aj_error *err);
 
+/* An open refused because the image lacks a module warm mode preloads
+ * (ModuleNotFoundError in err): err then names the image and the one that
+ * has the usual modules, since it is the image's lack, not the tier's. */
+void image_lacks_module(const struct aj_config *cfg, struct aj_error *err);
+
 extern const struct tier_ops process_tier;
 extern const struct tier_ops container_tier;
 extern const struct tier_ops microvm_tier;

@@ -28,7 +28,7 @@
 
 #include "../../include/agentjail.h"
 
-#define VM_PROTOCOL_VERSION 6
+#define VM_PROTOCOL_VERSION 7
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -99,7 +99,9 @@ struct vm_run {
 	uint32_t output_kb;     /* cap on each stream */
 	uint32_t code_len;
 	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
-	uint32_t reserved;      /* 0 */
+	/* After the code: the deployer's variables (cfg.env, which
+	 * aj_config_validate checked), "NAME=VALUE\n" each (rule E1). */
+	uint32_t env_len;
 };
 
 /* The facts of a run, not their reading: the host decides the status with
@@ -135,6 +137,8 @@ struct vm_session_start {
 	uint32_t output_kb;     /* cap on each stream, per call */
 	uint32_t repl_len;      /* src/core/repl.py, run as python3 -I -u -c */
 	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
+	uint32_t env_len;       /* after repl.py: as VM_RUN's */
+	uint32_t reserved;      /* 0 */
 };
 
 struct vm_session_ready {
@@ -184,7 +188,7 @@ _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
 _Static_assert(sizeof(struct vm_output_head) == 16, "vm_output_head has no padding");
 _Static_assert(sizeof(struct vm_run) == 40, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
-_Static_assert(sizeof(struct vm_session_start) == 32, "vm_session_start has no padding");
+_Static_assert(sizeof(struct vm_session_start) == 40, "vm_session_start has no padding");
 _Static_assert(sizeof(struct vm_call) == 24, "vm_call has no padding");
 _Static_assert(sizeof(struct vm_call_result) == 48, "vm_call_result has no padding");
 

@@ -577,6 +577,27 @@ describe('raw protocol', () => {
     assert.equal(await s.exited, 0);
   });
 
+  test('code holding a NUL is answered under its own id, an isError result naming the NUL', async () => {
+    // It was a -32700 Parse error with a null id: the call never got its answer.
+    const s = rawServer();
+    s.send('{"jsonrpc":"2.0","id":"nul","method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)\\u0000"}}}');
+    let m = await s.next();
+    assert.equal(m.id, 'nul');
+    assert.equal(m.result.isError, true);
+    assert.match(m.result.content[0].text, /code: contains a NUL byte at offset 8/);
+    // A NUL anywhere the server reads as a name stays a request it refuses,
+    // still under the id.
+    s.send('{"jsonrpc":"2.0","id":2,"method":"tools/call\\u0000","params":{}}');
+    m = await s.next();
+    assert.equal(m.id, 2);
+    assert.equal(m.error.code, -32600);
+    assert.match(m.error.message, /NUL byte/);
+    s.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+    assert.deepEqual(await s.next(), { jsonrpc: '2.0', id: 3, result: {} });
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
   test('a blank line before the first message is skipped, not a crash', async () => {
     // Found by fuzz/fuzz_mcp_request.c: the line buffer did not exist yet
     // and its terminator was written through NULL (SIGSEGV).

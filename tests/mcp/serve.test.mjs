@@ -268,6 +268,15 @@ describe('raw HTTP on /mcp', () => {
     assert.strictEqual(m.id, null, 'an id that could not be read is null (JSON-RPC 2.0 section 5)');
   });
 
+  test('code holding a NUL is answered under its own id, an isError result naming the NUL', async () => {
+    const res = await post(s, '{"jsonrpc":"2.0","id":"nul","method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)\\u0000"}}}');
+    assert.equal(res.status, 200);
+    const m = await res.json();
+    assert.equal(m.id, 'nul');
+    assert.equal(m.result.isError, true);
+    assert.match(m.result.content[0].text, /code: contains a NUL byte at offset 8/);
+  });
+
   test('a plain tools/call POST is answered with application/json and no Mcp-Session-Id', async () => {
     const res = await post(s, callMsg('raw', 'print("raw")'));
     assert.equal(res.status, 200);

@@ -4,6 +4,7 @@ the answer carries the proxy's decision log, and /metrics counts the
 decisions; the same through workers on Redis. Traffic goes only to a
 loopback HTTP server this file starts."""
 import os
+import socket
 import sys
 
 import pytest
@@ -81,17 +82,32 @@ def test_a_narrowed_run_keeps_only_what_it_named(start, port):
     assert body["egress"]["allowed"] == 0
 
 
+def closed_port():
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def test_metrics_count_the_decisions(start, port):
-    s = start("--timeout", "5", *rules(port))
+    # A rule for a port nothing listens on: allowed by the rules, refused
+    # by the destination, counted as failed, never as denied.
+    closed = closed_port()
+    s = start("--timeout", "5", *rules(port), "--allow-cidr", f"127.0.0.1/32:{closed}")
     allowed = 'agentjail_egress_connections_total{verdict="allowed"}'
     denied = 'agentjail_egress_connections_total{verdict="denied"}'
+    failed = 'agentjail_egress_connections_total{verdict="failed"}'
     m = s.metrics()
-    assert (m[allowed], m[denied]) == (0, 0)
-    code = fetch(port) + fetch(1)
+    assert (m[allowed], m[denied], m[failed]) == (0, 0, 0)
+    code = fetch(port) + fetch(1) + fetch(closed)
     r = s.request("POST", "/v1/runs", {"code": code})
-    assert r.json()["stdout"] == "reached\nrefused\n"
+    assert r.json()["stdout"] == "reached\nrefused\nrefused\n"
+    log = r.json()["egress"]
+    assert (log["allowed"], log["denied"], log["failed"]) == (1, 1, 1)
+    gone = [c for c in log["connections"] if c["port"] == closed][0]
+    assert (gone["allowed"], gone["verdict"], gone["failure"]) == (True, "failed", "ECONNREFUSED")
     m = s.metrics()
-    assert (m[allowed], m[denied]) == (1, 1)
+    assert (m[allowed], m[denied], m[failed]) == (1, 1, 1)
 
 
 def session_drops_its_rules(s, port):

@@ -11,7 +11,21 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.path.join(ROOT, "build", "agentjail")
-COMMANDS = ["run", "repl", "check", "image", "mcp", "attack", "bench", "serve", "keys", "worker"]
+
+
+def table_names(path, table):
+    """The names of a C table of commands, `table[] = { {"name", fn}, ... };`."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        src = fh.read()
+    body = re.search(r"\b%s\[\] = \{(.*?)\n\};" % re.escape(table), src, re.S)
+    assert body, "%s: no table %s[]" % (path, table)
+    return re.findall(r'\{"([a-z][a-z-]*)",', body.group(1))
+
+
+COMMANDS = table_names("src/cli/main.c", "commands")
+# Subcommands each command's dispatch table names; the usage lines of every
+# command's --help add the rest ("agentjail keys add ...").
+SUBCOMMAND_TABLES = {"image": ("src/cli/image.c", "image_commands")}
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 TICKED = re.compile(r"`([^`]*)`")
 
@@ -100,3 +114,34 @@ def test_the_docs_reader_sees_only_agentjail_options(tmp_path):
         "and `agentjail keys add --file F\nNAME --sessions 2` crosses a line.\n")
     assert set(documented_options(str(tmp_path))) == {"--timeout", "--tier", "--queue", "--file",
                                                           "--sessions"}
+
+
+def usage_subcommands(command):
+    out = subprocess.run([BINARY, command, "--help"], capture_output=True, text=True, timeout=60)
+    return set(re.findall(r"agentjail %s ([a-z][a-z-]*)" % re.escape(command), out.stdout))
+
+
+def test_every_command_and_subcommand_takes_help():
+    """Each command of main.c's table, and each subcommand of theirs, answers
+    --help and -h with its usage on stdout and exit 0 (`image build --help`
+    once said "unexpected argument")."""
+    assert {"run", "image", "keys", "serve"} <= set(COMMANDS)
+    asked = []
+    for command in COMMANDS:
+        subs = usage_subcommands(command)
+        if command in SUBCOMMAND_TABLES:
+            table = table_names(*SUBCOMMAND_TABLES[command])
+            assert table, command
+            subs |= set(table)
+        asked += [[command]] + [[command, sub] for sub in sorted(subs)]
+    assert ["image", "build"] in asked and ["keys", "add"] in asked
+    failed = []
+    for words in asked:
+        for flag in ("--help", "-h"):
+            out = subprocess.run([BINARY] + words + [flag], capture_output=True, text=True,
+                                 timeout=60)
+            if out.returncode != 0 or "usage: agentjail" not in out.stdout:
+                failed.append("agentjail %s %s: exit %d: %s" % (" ".join(words), flag,
+                                                                 out.returncode,
+                                                                 out.stderr.strip()[:200]))
+    assert failed == []

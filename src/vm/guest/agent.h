@@ -73,22 +73,25 @@ extern int egress_port_fd;
  * program starts, only when the host carries egress. */
 int egress_start(struct failure *f);
 /* The program's environment (rule E1) into env (n entries with the NULL):
- * with the egress rows when on. */
-void egress_environment(bool on, char **env, size_t n);
+ * with the egress rows when on, then the deployer's variables (lines, "NAME=VALUE\n"
+ * each, which this cuts into strings), through contract_environment_fill:
+ * env holds CONTRACT_ENVIRONMENT_MAX + 1. */
+void egress_environment(bool on, char *lines, char **env);
 
 /* frame.c: the host's frames, the header already read, the rest read
  * through read_fn (port_read; the fuzz target's own input). Each returns 0,
  * or -errno with f saying what is wrong; what it allocated (*code, *repl,
- * *request: code_len, repl_len or request_len bytes and one more) is the
+ * *request: code_len, repl_len or request_len bytes and one more; *env:
+ * env_len and one more, "NAME=VALUE\n" lines, NUL-terminated) is the
  * caller's to free, on a refusal too. */
 typedef int frame_read(void *buf, size_t n);
 int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_run *lim,
-		char **code, struct failure *f);
+		char **code, char **env, struct failure *f);
 /* VM_RUN's limits: none zero, the output caps within one VM_RESULT. */
 int check_run_limits(const struct vm_run *l, struct failure *f);
 /* The limits checked too; *repl NUL-terminated, and holds no other NUL. */
 int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
-			  struct vm_session_start *l, char **repl, struct failure *f);
+			  struct vm_session_start *l, char **repl, char **env, struct failure *f);
 /* A session's VM_CALL, its reply line within one VM_CALL_RESULT. */
 int receive_call(frame_read *read_fn, const struct vm_frame_header *h, struct vm_call *req,
 		 char **request, struct failure *f);
@@ -200,7 +203,8 @@ int zygote_control_line(struct zygote *z, char *out, size_t size);
 /* Whatever the zygote printed on fd, to the console. */
 void zygote_echo(int fd);
 /* The run's request line; the zygote can never be asked twice. */
-int zygote_release(struct zygote *z, const struct vm_run *lim, struct failure *f);
+int zygote_release(struct zygote *z, const struct vm_run *lim, const char *env,
+		   struct failure *f);
 /* A session needs no zygote: it goes. */
 void zygote_end(struct zygote *z);
 

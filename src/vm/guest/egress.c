@@ -70,12 +70,14 @@ int egress_start(struct failure *f)
 	return 0;
 }
 
-void egress_environment(bool on, char **env, size_t n)
+void egress_environment(bool on, char *lines, char **env)
 {
-	size_t k = 0;
-	for (size_t i = 0; contract_environment[i] && k + 1 < n; i++)
-		env[k++] = contract_environment[i];
-	for (size_t i = 0; on && contract_egress_environment[i] && k + 1 < n; i++)
-		env[k++] = contract_egress_environment[i];
-	env[k] = NULL;
+	const char *vars[AJ_MAX_ENV];
+	struct aj_config cfg = {.env = vars};
+	for (char *p = lines, *nl; p && (nl = strchr(p, '\n')) && cfg.env_count < AJ_MAX_ENV;
+	     p = nl + 1) {
+		*nl = '\0';
+		vars[cfg.env_count++] = p;
+	}
+	contract_environment_fill(env, on, &cfg);
 }

@@ -32,25 +32,43 @@ int receive_trust(frame_read *read_fn, const struct vm_frame_header *h, char **p
 	return 0;
 }
 
+/* The deployer's variables after a frame's code (VM_RUN's env_len):
+ * NUL-terminated lines, no other NUL, within the config's cap. */
+static int receive_env(frame_read *read_fn, uint32_t len, char **env, struct failure *f)
+{
+	if (len > AJ_MAX_ENV_BYTES)
+		return fail(f, 0, "env_len %u is more than %d", len, AJ_MAX_ENV_BYTES);
+	if (!(*env = malloc((size_t)len + 1)))
+		return fail(f, ENOMEM, "%u bytes of variables", len);
+	int rc = read_fn(*env, len);
+	if (rc)
+		return fail(f, -rc, "read the variables");
+	(*env)[len] = '\0';
+	if (strlen(*env) != len || (len && (*env)[len - 1] != '\n'))
+		return fail(f, 0, "the variables are not NAME=VALUE lines");
+	return 0;
+}
+
 int receive_run(frame_read *read_fn, const struct vm_frame_header *h, struct vm_run *lim,
-		char **code, struct failure *f)
+		char **code, char **env, struct failure *f)
 {
 	int rc;
-	*code = NULL;
+	*code = *env = NULL;
 	if (h->type != VM_RUN || h->length < sizeof *lim || h->length > VM_MAX_FRAME)
 		return fail(f, 0, "bad frame (type %u, length %u), expected VM_RUN", h->type,
 			    h->length);
 	if ((rc = read_fn(lim, sizeof *lim)))
 		return fail(f, -rc, "read VM_RUN");
-	if (lim->code_len != h->length - sizeof *lim)
-		return fail(f, 0, "VM_RUN: code_len %u does not match the frame length %u",
-			    lim->code_len, h->length);
+	if ((uint64_t)lim->code_len + lim->env_len != h->length - sizeof *lim)
+		return fail(f, 0, "VM_RUN: code_len %u and env_len %u do not match the frame "
+				  "length %u",
+			    lim->code_len, lim->env_len, h->length);
 	*code = malloc((size_t)lim->code_len + 1);
 	if (!*code)
 		return fail(f, ENOMEM, "VM_RUN: %u bytes of code", lim->code_len);
 	if ((rc = read_fn(*code, lim->code_len)))
 		return fail(f, -rc, "read the code");
-	return 0;
+	return receive_env(read_fn, lim->env_len, env, f);
 }
 
 /* Zero never means unlimited: a zero limit is the host's mistake and is
@@ -75,24 +93,25 @@ int check_run_limits(const struct vm_run *l, struct failure *f)
 			    l->output_kb);
 	if (l->disk_mb > UINT32_MAX / 256 - 1)
 		return fail(f, 0, "VM_RUN: disk_mb %u is too large", l->disk_mb);
-	if (l->egress > 1 || l->reserved)
-		return fail(f, 0, "VM_RUN: egress %u, reserved %u (0 or 1, and 0)", l->egress,
-			    l->reserved);
+	if (l->egress > 1)
+		return fail(f, 0, "VM_RUN: egress %u (0 or 1)", l->egress);
 	return 0;
 }
 
 int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
-			  struct vm_session_start *l, char **repl, struct failure *f)
+			  struct vm_session_start *l, char **repl, char **env, struct failure *f)
 {
-	*repl = NULL;
+	*repl = *env = NULL;
 	if (h->length < sizeof *l || h->length > VM_MAX_FRAME)
 		return fail(f, 0, "VM_SESSION_START: bad length %u", h->length);
 	int rc = read_fn(l, sizeof *l);
 	if (rc)
 		return fail(f, -rc, "read VM_SESSION_START");
-	if (l->repl_len != h->length - sizeof *l || l->repl_len == 0)
-		return fail(f, 0, "VM_SESSION_START: repl_len %u does not match the frame",
-			    l->repl_len);
+	if ((uint64_t)l->repl_len + l->env_len != h->length - sizeof *l || l->repl_len == 0 ||
+	    l->reserved)
+		return fail(f, 0, "VM_SESSION_START: repl_len %u and env_len %u do not match the "
+				  "frame",
+			    l->repl_len, l->env_len);
 	if (!(*repl = malloc((size_t)l->repl_len + 1)))
 		return fail(f, ENOMEM, "VM_SESSION_START: %u bytes", l->repl_len);
 	if ((rc = read_fn(*repl, l->repl_len)))
@@ -100,6 +119,8 @@ int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 	(*repl)[l->repl_len] = '\0';
 	if (strlen(*repl) != l->repl_len)
 		return fail(f, 0, "VM_SESSION_START: the interpreter's source holds a NUL");
+	if ((rc = receive_env(read_fn, l->env_len, env, f)))
+		return rc;
 	/* Zero never means unlimited. */
 	const struct {
 		const char *name;

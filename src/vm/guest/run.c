@@ -21,6 +21,7 @@
 struct run {
 	struct vm_run lim;
 	char *code;
+	char *env;              /* the deployer's variables, lines (frame.c) */
 	int64_t start_us;
 	struct zygote *z;
 	struct capture out, err;
@@ -40,7 +41,7 @@ struct run {
 static int receive(const struct vm_frame_header *h, struct run *r, struct failure *f)
 {
 	r->start_us = now_us();
-	return receive_run(port_read, h, &r->lim, &r->code, f);
+	return receive_run(port_read, h, &r->lim, &r->code, &r->env, f);
 }
 
 static void read_control(struct run *r)
@@ -239,7 +240,7 @@ static int prepare(struct run *r, struct failure *f)
 	    /* Listening before the program exists, so it never finds the
 	     * port free or unanswered. */
 	    (r->lim.egress && (rc = egress_start(f))) ||
-	    (rc = zygote_release(r->z, &r->lim, f)))
+	    (rc = zygote_release(r->z, &r->lim, r->env, f)))
 		return rc;
 	return 0;
 }
@@ -272,6 +273,7 @@ void serve_run(const struct vm_frame_header *h, struct zygote *z, int sigfd)
 	}
 	send_run_result(&r, &res);
 	free(r.code);
+	free(r.env);
 	capture_free(&r.out);
 	capture_free(&r.err);
 }

@@ -62,6 +62,7 @@
 struct session {
 	struct vm_session_start lim;
 	char *repl;
+	char *env;              /* the deployer's variables, lines (frame.c) */
 	int sigfd;
 	pid_t pid;              /* the interpreter; 0 when none runs */
 	int req_w, rep_r, out_r, err_r;
@@ -152,8 +153,8 @@ __attribute__((noreturn)) static void child_main(const struct session *s, int er
 	char *const argv[] = {PYTHON, "-I", "-u", "-c", s->repl, NULL};
 	/* From nothing: what the other tiers' interpreters get (rule E1),
 	 * with the proxy's rows when the session carries egress. */
-	char *env[CONTRACT_ENVIRONMENT_COUNT + CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1];
-	egress_environment(l->egress != 0, env, sizeof env / sizeof env[0]);
+	char *env[CONTRACT_ENVIRONMENT_MAX + 1];
+	egress_environment(l->egress != 0, s->env, env);
 	execve(argv[0], argv, env);
 	child_fail(errp, "exec " PYTHON, errno);
 }
@@ -496,7 +497,7 @@ void serve_session(const struct vm_frame_header *h, int sigfd)
 	memset(&s, 0, sizeof s);
 	s.sigfd = sigfd;
 	s.req_w = s.rep_r = s.out_r = s.err_r = -1;
-	int rc = receive_session_start(port_read, h, &s.lim, &s.repl, &f);
+	int rc = receive_session_start(port_read, h, &s.lim, &s.repl, &s.env, &f);
 	if (rc == 0) {
 		refresh_clock();
 		rc = refresh_entropy(&s.lim, sizeof s.lim, &f);

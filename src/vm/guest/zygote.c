@@ -152,7 +152,7 @@ int zygote_await(struct zygote *z, struct failure *f)
 
 /* zygote.py's request, as it is written. */
 struct zygote_request {
-	char text[1024];
+	char text[1024 + AJ_MAX_ENV_BYTES + 5 * AJ_MAX_ENV]; /* the rows, the variables as "env " lines */
 	size_t n;
 };
 
@@ -174,7 +174,8 @@ static int add_row(const struct contract_rlimit *row, uint64_t soft, uint64_t ha
  * space row: the run's memory cgroup bounds it; uid 1000 is the program's
  * own (nothing else in the VM runs as it). Closing the pipe after it means
  * the zygote can never be asked twice. */
-int zygote_release(struct zygote *z, const struct vm_run *lim, struct failure *f)
+int zygote_release(struct zygote *z, const struct vm_run *lim, const char *env,
+		   struct failure *f)
 {
 	/* The frames carry no open-file limit: the default every tier uses. */
 	const struct aj_limits l = {.cpu_sec = lim->cpu_sec, .memory_mb = lim->memory_mb,
@@ -188,6 +189,15 @@ int zygote_release(struct zygote *z, const struct vm_run *lim, struct failure *f
 	for (size_t i = 0; lim->egress && contract_egress_environment[i]; i++) {
 		int n = snprintf(req.text + req.n, sizeof req.text - req.n, "env %s\n",
 				 contract_egress_environment[i]);
+		if (n < 0 || (size_t)n >= sizeof req.text - req.n)
+			return fail(f, ENOBUFS, "the request to the zygote");
+		req.n += (size_t)n;
+	}
+	/* Then the deployer's variables, as rows of the same kind: lines
+	 * already, each checked on the host (rule E1). */
+	for (const char *p = env, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+		int n = snprintf(req.text + req.n, sizeof req.text - req.n, "env %.*s\n",
+				 (int)(nl - p), p);
 		if (n < 0 || (size_t)n >= sizeof req.text - req.n)
 			return fail(f, ENOBUFS, "the request to the zygote");
 		req.n += (size_t)n;

@@ -130,8 +130,9 @@ def drop_privileges():
 
 
 def egress_environment(req):
-    """With egress, the proxy's rows of rule E1 the agent sent ("env K=V"),
-    after the table's: the environment made at boot has none."""
+    """The rows of rule E1 the agent sent ("env K=V"), after the table's:
+    with egress the proxy's, then the deployer's variables; the environment
+    made at boot has none of them."""
     rows = [line[4:].split("=", 1) for line in req if line.startswith("env ")]
     if any(len(row) != 2 or not row[0] for row in rows):
         raise ValueError("not an environment row: %r" % req)
