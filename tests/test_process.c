@@ -10,6 +10,19 @@
 #include "session_cases.h"
 #include "stream_cases.h"
 
+/* The view's top level and /etc, as host_root.c names them: a walk from
+ * inside must find nothing outside these (and /var holds only the run's
+ * own tmp). */
+#define VIEW_ALLOWED                                                                        \
+	"top = {'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'usr', 'etc', 'tmp', "     \
+	"'dev', 'proc', 'var'}\n"                                                            \
+	"etc = {'passwd', 'group', 'hosts', 'nsswitch.conf', 'ld.so.cache', 'localtime', "   \
+	"'ssl', 'alternatives', 'matplotlibrc'}\n"                                                           \
+	"def outside(p):\n"                                                                  \
+	"    parts = p.split('/')\n"                                                         \
+	"    return (parts[1] not in top or (parts[1] == 'etc' and parts[2:3] and\n"         \
+	"            parts[2] not in etc) or (parts[1] == 'var' and parts[2:3] not in ([], ['tmp'])))\n"
+
 static void identity_inside(void **state)
 {
 	struct fixture *f = *state;
@@ -274,16 +287,17 @@ static void unprivileged_caller_uses_userns(void **state)
 	assert_int_equal(chown(secret, nobody, nobody), 0);
 	assert_int_equal(chown(home, nobody, nobody), 0);
 
-	char code[700], buf[800];
+	char code[2000], buf[800];
 	snprintf(code, sizeof code,
-		 "import os, socket, pwd\n"
+		 "import os, socket, pwd\n" VIEW_ALLOWED
 		 "print(os.getuid(), socket.if_nameindex())\n"
 		 "for p in ['%s', '/proc/1/environ']:\n"
 		 "    try:\n"
 		 "        print(p, open(p).read())\n"
 		 "    except OSError as e:\n"
 		 "        print(p, type(e).__name__)\n"
-		 "print(os.listdir('/home'))\n"
+		 "print('outside', [p for p in os.listdir('/') if outside('/' + p)],\n"
+		 "      [p for p in os.listdir('/etc') if outside('/etc/' + p)])\n"
 		 "print('oom', open('/proc/self/oom_score_adj').read().strip())\n"
 		 "print('user', pwd.getpwuid(os.getuid()).pw_name)\n"
 		 "try:\n"
@@ -300,7 +314,8 @@ static void unprivileged_caller_uses_userns(void **state)
 	if (!contains(buf, "ok||65534 [(1, 'lo')]"))
 		fail_msg("%s", buf);
 	assert_true(contains(buf, "id_rsa FileNotFoundError"));
-	assert_true(contains(buf, "\n[]\n"));
+	/* The same allow-list as root's: nothing of the host's but it. */
+	assert_true(contains(buf, "\noutside [] []\n"));
 	/* init's environment (the caller's, API keys and all) is not readable
 	 * even by a program of the same uid: init is not dumpable. */
 	assert_true(contains(buf, "/proc/1/environ PermissionError"));
@@ -454,15 +469,18 @@ static void users_are_the_runs_own(void **state)
 	}
 }
 
-/* What people keep private by habit is not readable by the program even
- * where its mode lets anyone read it: a world-readable file in each place,
- * and in the directory agentjail was started from; and /sys is empty. */
-static void private_places_are_masked(void **state)
+/* The view is an allow-list: a walk of / from inside (bounded, errors
+ * counted, not fatal) finds only the system directories, the few /etc files
+ * and the run's own places. World-readable files the host holds elsewhere
+ * (in /home, /root, /var/mail, /srv, /mnt, /media, /opt, the directory
+ * agentjail was started from and its parent) are not there, and neither is
+ * /sys. */
+static void view_is_an_allow_list(void **state)
 {
 	struct fixture *f = *state;
 	static const char *const places[] = {"/home", "/root", "/var/mail", "/srv", "/mnt",
 					     "/media", "/opt"};
-	char made_dir[8][160], file[8][200], cwd[PATH_MAX];
+	char made_dir[8][160], file[8][200], cwd[PATH_MAX], start[220];
 	bool made[8] = {false};
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	for (size_t i = 0; i < 7; i++) {
@@ -476,9 +494,11 @@ static void private_places_are_masked(void **state)
 		fclose(fh);
 		chmod(file[i], 0644);
 	}
-	/* agentjail started from a project directory (the last one, in /opt,
-	 * which is not a private place of its own). */
-	assert_int_equal(chdir(made_dir[6]), 0);
+	/* agentjail started from a project directory below the last one (in
+	 * /opt), whose parent holds a world-readable file too. */
+	snprintf(start, sizeof start, "%s/project", made_dir[6]);
+	assert_int_equal(mkdir(start, 0755), 0);
+	assert_int_equal(chdir(start), 0);
 	struct aj_result r;
 	char list[2048] = "[";
 	for (size_t i = 0; i < 7; i++) {
@@ -488,16 +508,31 @@ static void private_places_are_masked(void **state)
 	}
 	strncat(list, "]", sizeof list - strlen(list) - 1);
 	run_code(&f->cfg, &r,
-		 "import os\n"
+		 "import os\n" VIEW_ALLOWED
 		 "for p in %s:\n"
 		 "    try:\n"
 		 "        print('READ', p, open(p).read().strip())\n"
 		 "    except OSError as e:\n"
-		 "        print('hidden', p, e.errno)\n"
-		 "print('sys', os.listdir('/sys'))\n"
-		 "print('opt', os.path.isdir('/opt'))\n",
-		 list);
+		 "        print('absent', p, e.errno)\n"
+		 "errors, seen, out, token = [], 0, [], '%s'\n"
+		 "for d, dirs, files in os.walk('/', onerror=errors.append):\n"
+		 "    if d in ('/proc', '/usr'):\n"
+		 "        dirs[:] = []  # the run's processes; the system's files\n"
+		 "    for n in dirs + files:\n"
+		 "        p = os.path.join(d, n)\n"
+		 "        seen += 1\n"
+		 "        if outside(p) or token in p:\n"
+		 "            out.append(p)\n"
+		 "    if seen > 50000:\n"
+		 "        print('UNBOUNDED')\n"
+		 "        break\n"
+		 "print('walked', seen > 10, 'outside', out)\n"
+		 "print('errors', sorted(set(type(e).__name__ for e in errors)))\n"
+		 "print('sys', os.path.exists('/sys'), 'home', os.path.exists('/home'))\n"
+		 "print('cwd', os.getcwd())\n",
+		 list, f->token);
 	assert_int_equal(chdir(cwd), 0);
+	rmdir(start);
 	for (size_t i = 0; i < 7; i++) {
 		unlink(file[i]);
 		rmdir(made_dir[i]);
@@ -508,12 +543,15 @@ static void private_places_are_masked(void **state)
 	assert_false(contains(r.stdout_buf, "READ")); /* no file's content */
 	for (size_t i = 0; i < 7; i++) {
 		char want[256];
-		snprintf(want, sizeof want, "hidden %s 2\n", file[i]); /* ENOENT */
+		snprintf(want, sizeof want, "absent %s 2\n", file[i]); /* ENOENT */
 		assert_true(contains(r.stdout_buf, want));
 	}
-	assert_true(contains(r.stdout_buf, "sys []\n"));
-	/* The system's own /opt stays: only the project below it is hidden. */
-	assert_true(contains(r.stdout_buf, "opt True\n"));
+	if (!contains(r.stdout_buf, "walked True outside []\n"))
+		fail_msg("%s", r.stdout_buf);
+	/* Only what a mode keeps out (the root-only /etc/ssl/private). */
+	assert_true(contains(r.stdout_buf, "errors [] ") || contains(r.stdout_buf, "errors []\n") ||
+		    contains(r.stdout_buf, "errors ['PermissionError']\n"));
+	assert_true(contains(r.stdout_buf, "sys False home False\ncwd /tmp/work\n"));
 	aj_result_free(&r);
 }
 
@@ -591,7 +629,7 @@ int main(void)
 		EGRESS_TABLE,
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(users_are_the_runs_own),
-		HOSTILE_TEST(private_places_are_masked),
+		HOSTILE_TEST(view_is_an_allow_list),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

@@ -156,5 +156,13 @@ int jail_warm_prepare_ns(int fds[3]);
  * workspace (with the program written into it), a /proc of the run's pid
  * namespace, and (own_users) the run's own passwd and group. */
 int jail_populate_root(const struct jail_spec *s, const char *root, struct setup_error *e);
+/* The run's own passwd and group (root, nobody, its uid as "sandbox"), as
+ * new files in etc, the /etc of a root being built. */
+int jail_write_users(const struct jail_spec *s, const char *etc, struct setup_error *e);
+/* text as the new file path (0644); refuses to follow a symlink there. */
+int jail_write_new_file(const char *path, const char *text, struct setup_error *e);
+/* Makes root (a mount of its own, fully built) the root and detaches the
+ * old one, leaving no path back to it; cwd is the new /. */
+int jail_pivot_to(const char *root, struct setup_error *e);
 
 #endif

@@ -35,40 +35,35 @@
  * Any failed setup step is reported on the report pipe as "step: ERRNO" and
  * the run is refused (sandbox_error): nothing runs with less than promised.
  *
- * What the program sees: the host's filesystem read-only (mount_setattr
- * recursive, so not even world-writable host directories take a write) and
- * nosuid; a /dev of its own (null, zero, full, random, urandom, a private
- * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
- * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
- * network namespace with only a down loopback; hostname "sandbox"; a fresh
- * session keyring; a passwd and group of its own (root, nobody, its uid as
- * "sandbox"), read-only over the host's, which name the host's users. What people keep private by habit is covered with an
- * empty read-only tmpfs even where its mode is world-readable: /home, /root,
- * /run/user, /var/mail, /srv, /mnt, /media, the directory agentjail was
- * started from (unless it is the system's, or holds the interpreter), and
- * /sys (the host's devices and kernel state; no tier shows them). The
- * host's /tmp, /var/tmp and /dev/shm, where other users' temporary files
- * are, are the run's own tmpfs. Elsewhere the program can read what the
- * host lets any user read (the container tier shows only its image).
+ * What the program sees (src/linux/host_root.c): an allow-list of the
+ * host's files on a root of its own, as isolate and bubblewrap build
+ * theirs. The host's /usr (and the merged-/usr links /bin, /sbin, /lib*),
+ * a few /etc files (ld.so.cache, localtime, ssl, alternatives) and, where
+ * the interpreter lies elsewhere, its prefix, all read-only and nosuid; its
+ * own /etc/passwd, group, hosts and nsswitch.conf; a /dev of its own (null,
+ * zero, full, random, urandom, a private devpts); one size-limited tmpfs
+ * providing /tmp, /var/tmp, /dev/shm and the workspace /tmp/work (cwd and
+ * HOME); a /proc of its own pid namespace; a network namespace with only a
+ * down loopback; hostname "sandbox"; a fresh session keyring. Nothing else:
+ * not the directory agentjail was started from or its parent, not /home,
+ * /root, /opt, /var, /srv, /sys or another checkout's sources, whatever
+ * their modes. A deployer adds a host path on purpose with --ro-bind.
  *
  * Started by a normal user there is no other uid to run as: the program has
- * the caller's uid inside a user namespace, so it could read the caller's
- * own files. The caller's $HOME is covered too, wherever it is; a file the
- * caller owns elsewhere stays readable. Run as root for a uid of the run's
- * own.
+ * the caller's uid inside a user namespace, with the same view, so of the
+ * caller's own files it reaches only those under the view's few paths. Run
+ * as root for a uid of the run's own.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "../linux/binds.h"
 #include "../linux/creds.h"
+#include "../linux/host_root.h"
 #include "../linux/jail.h"
-#include "../linux/mounts.h"
 #include "../linux/ns.h"
 #include "../linux/session_io.h"
 #include "../linux/stream_hooks.h"
@@ -76,93 +71,16 @@
 #include "egress_pair.h"
 #include "tier.h"
 
-/* What the process tier's view needs besides the spec. */
-struct host_view {
-	char home[256];         /* the caller's $HOME, hidden in user-namespace mode */
-	char cwd[256];          /* the caller's working directory, hidden */
-};
-
-/* Where people keep what is theirs, world-readable or not by habit: each is
- * covered with an empty read-only tmpfs, for every run (root or not). /sys
- * too: the host's devices, firmware and kernel state are no program's
- * business, and no other tier shows them. */
-static const char *const private_places[] = {"/home", "/root", "/run/user", "/var/mail",
-					      "/srv",  "/mnt",  "/media",    "/sys"};
-
-/* A real directory (not a symlink, which mount would follow) that exists. */
-static bool is_plain_dir(const char *path)
-{
-	struct stat st;
-	return path[0] && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int hide_if_present(const char *path, const char *python, struct setup_error *e)
-{
-	size_t n = strlen(path);
-	if (!is_plain_dir(path))
-		return 0;
-	/* Never hide the interpreter itself (a Python under /home). */
-	if (strncmp(python, path, n) == 0 && python[n] == '/')
-		return 0;
-	return mount_hide(path, e);
-}
-
-/* The filesystem view, in the order it is built: the host's, read-only. */
+/* The filesystem view: an allow-list on a root of the run's own, built and
+ * pivoted into by host_root_build. */
 static int host_setup_root(const struct jail_spec *s, struct setup_error *e)
 {
-	const struct host_view *v = s->tier;
-	const char *py = s->python;
-	struct bind_trees binds;
-	int rc;
-
-	/* The deployer's paths first: one may lie in a place hidden below. */
-	if ((rc = binds_open(s->cfg, &binds, e)))
-		goto fail;
-	if ((rc = mount_tree_readonly("/", e)))
-		goto fail;
-	for (size_t i = 0; i < sizeof private_places / sizeof private_places[0]; i++)
-		if ((rc = hide_if_present(private_places[i], py, e)))
-			goto fail;
-	/* The directory agentjail was started from (a project, with its
-	 * keys and data), and, sharing the caller's uid in a user namespace,
-	 * the caller's $HOME wherever it is. */
-	if ((rc = hide_if_present(v->cwd, py, e)) ||
-	    (s->userns && (rc = hide_if_present(v->home, py, e))))
-		goto fail;
-	if ((rc = binds_attach("", s->cfg, &binds, e)))
-		return rc;
-	return jail_populate_root(s, "", e);
-fail:
-	binds_close(&binds);
-	return rc;
-}
-
-/* A directory of the caller's (its $HOME, its cwd), if hiding it cannot hide
- * the system: an absolute path of its own, not /, and not above the
- * interpreter or the libraries. */
-static void caller_dir(char *out, size_t n, const char *h, const char *python)
-{
-	static const char *const system_dirs[] = {"/usr/", "/lib", "/bin/", "/sbin/", "/etc/",
-						  "/proc/", "/dev/", "/sys/", "/tmp/"};
-	out[0] = '\0';
-	if (!h || h[0] != '/' || strlen(h) < 2 || strlen(h) >= n || strstr(h, ".."))
-		return;
-	size_t hl = strlen(h);
-	for (size_t i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
-		if (strncmp(system_dirs[i], h, hl) == 0 ||
-		    strncmp(h, system_dirs[i], strlen(system_dirs[i])) == 0)
-			return;
-	if (strncmp(python, h, hl) == 0)
-		return;
-	/* Not a top-level directory (/var, /opt, /run): the system's, too. */
-	if (!strchr(h + 1, '/'))
-		return;
-	memcpy(out, h, hl + 1);
+	return host_root_build(s, s->tier, e);
 }
 
 /* The spec and view every sandbox of this tier shares (a zygote's too). */
-static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
-			      struct host_view *view)
+static int process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
+			     struct host_root *view, struct aj_error *err)
 {
 	*s = (struct jail_spec){
 		.cfg = cfg,
@@ -171,7 +89,9 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */
 		.address_space_limit = true,
-		/* The view is the host's, whose passwd and group name its users. */
+		/* The run's own passwd and group: written into the view's /etc
+		 * (host_root.c), and over it for each warm run, whose uid is
+		 * not the zygote's. */
 		.own_users = true,
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
@@ -179,24 +99,22 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.tier = view,
 		.egress_fd = -1,
 	};
-	view->home[0] = '\0';
-	if (s->userns)
-		caller_dir(view->home, sizeof view->home, getenv("HOME"), cfg->python);
-	char cwd[256];
-	caller_dir(view->cwd, sizeof view->cwd, getcwd(cwd, sizeof cwd), cfg->python);
+	return host_root_prepare(view, cfg->python, err);
 }
 
 /* The run's spec, uid and view: everything but the code. */
-static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_view *view,
+static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_root *view,
 			struct uid_slot *slot, struct aj_error *err)
 {
-	process_spec_view(cfg, s, view);
+	int rc = process_spec_view(cfg, s, view, err);
+	if (rc)
+		return rc;
 	if (s->userns) {
 		s->uid = s->outer_uid;
 		s->gid = s->outer_gid;
 		return 0;
 	}
-	int rc = slot_acquire(cfg, slot, err);
+	rc = slot_acquire(cfg, slot, err);
 	s->uid = slot->uid;
 	s->gid = slot->gid;
 	return rc;
@@ -205,7 +123,7 @@ static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct
 /* Warm mode's state (cfg.warm): the zygote, in the same view as a cold
  * run's. */
 struct process_state {
-	struct host_view view;
+	struct host_root view;
 	struct warm warm;
 };
 
@@ -213,7 +131,7 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 		       struct aj_result *res)
 {
 	struct process_state *ps = state;
-	struct host_view view;
+	struct host_root view;
 	struct jail_spec s;
 	struct uid_slot slot = {.lock_fd = -1};
 	struct aj_error err = {0};
@@ -241,7 +159,7 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 struct process_session {
 	struct jail_session js;
 	struct uid_slot slot;
-	struct host_view view;
+	struct host_root view;
 };
 
 static int process_session_open(void *state, const struct aj_config *cfg,
@@ -304,12 +222,16 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	if (!ps)
 		return error_set(err, -ENOMEM, "open: out of memory");
 	struct jail_spec base;
-	process_spec_view(cfg, &base, &ps->view);
+	int rc = process_spec_view(cfg, &base, &ps->view, err);
+	if (rc) {
+		free(ps);
+		return rc;
+	}
 	base.preload = cfg->preload;
 	warm_init(&ps->warm, &base);
 	/* Started now, so that a preload that cannot be imported refuses the
 	 * open rather than every run. */
-	int rc = warm_prestart(&ps->warm, err);
+	rc = warm_prestart(&ps->warm, err);
 	if (rc) {
 		warm_destroy(&ps->warm);
 		free(ps);
