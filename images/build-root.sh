@@ -119,6 +119,22 @@ host)
 		mkdir -p "$root/usr/lib/locale"
 		cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
 	fi
+	# A shell and the few tools a program starts to look around (ls, stat,
+	# find), with the libraries they link: subprocess.run(["ls", "/"]) and
+	# shell=True work here as in a Debian image.
+	for tool in /bin/sh /usr/bin/ls /usr/bin/stat /usr/bin/find; do
+		[ -e "$tool" ] || continue
+		real=$(readlink -f "$tool")
+		mkdir -p "$root$(dirname "$real")" "$root$(dirname "$tool")"
+		[ -e "$root$real" ] || cp -L "$real" "$root$real"
+		[ "$real" = "$tool" ] || [ -e "$root$tool" ] || ln -s "$real" "$root$tool"
+		ldd "$real" 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
+			while read -r lib; do
+				[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
+				mkdir -p "$root$(dirname "$lib")"
+				cp -L "$lib" "$root$lib"
+			done
+	done
 	[ -e /etc/localtime ] && cp -L /etc/localtime "$root/etc/localtime"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"

@@ -555,6 +555,37 @@ static void view_is_an_allow_list(void **state)
 	aj_result_free(&r);
 }
 
+/* The image's own userland works in the view: a shell, ls, stat and find
+ * started through subprocess see the run's root (the tools each probed
+ * first, on the host: a tier runs only what the machine has). */
+static void userland_tools_run(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const tools[] = {"/bin/sh", "/usr/bin/ls", "/usr/bin/stat",
+					    "/usr/bin/find"};
+	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
+		if (access(tools[i], X_OK) != 0) {
+			print_message("skipped: %s is not on this host\n", tools[i]);
+			skip();
+		}
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import subprocess\n"
+		 "def run(*a, **k):\n"
+		 "    p = subprocess.run(*a, capture_output=True, text=True, **k)\n"
+		 "    print(p.returncode, p.stdout.split(), p.stderr.strip())\n"
+		 "open('/tmp/marker', 'w').close()\n"
+		 "run(['ls', '/'])\n"
+		 "run(['stat', '-c', '%%F', '/'])\n"
+		 "run(['find', '/tmp', '-name', 'marker'])\n"
+		 "run('echo $0', shell=True)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	if (!contains(r.stdout_buf, "0 ['directory'] \n0 ['/tmp/marker'] \n0 ['/bin/sh'] \n") ||
+	    !contains(r.stdout_buf, "'tmp', 'usr'"))
+		fail_msg("%s", r.stdout_buf);
+	aj_result_free(&r);
+}
+
 /* A deployer's path inside a place the tier hides (/home) is shown at its
  * own path while the rest stays hidden; a SANDBOX whose mount point would
  * have to be made among the host's own files is refused, naming it. */
@@ -630,6 +661,7 @@ int main(void)
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(users_are_the_runs_own),
 		HOSTILE_TEST(view_is_an_allow_list),
+		HOSTILE_TEST(userland_tools_run),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),
