@@ -151,6 +151,10 @@ for d in tmp proc dev var/tmp sys mnt; do
 	mkdir -p "$root/$d"
 done
 chmod 1777 "$root/tmp" "$root/var/tmp"
+# An empty /etc/ld.so.preload (nothing preloaded), where the gvisor tier
+# mounts its list naming its statx shim (src/gvisor/bundle.c): runsc would
+# otherwise make that mount point in the image.
+[ -e "$root/etc/ld.so.preload" ] || : >"$root/etc/ld.so.preload"
 # No setuid or setgid programs: nothing in the image can raise privilege,
 # whatever no_new_privs and nosuid already say.
 find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +

@@ -9,6 +9,7 @@
 #include "egress_cases.h"
 #include "session_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
 
 /* The view's top level and /etc, as host_root.c names them: a walk from
  * inside must find nothing outside these (and /var holds only the run's
@@ -552,37 +553,6 @@ static void view_is_an_allow_list(void **state)
 	assert_true(contains(r.stdout_buf, "errors [] ") || contains(r.stdout_buf, "errors []\n") ||
 		    contains(r.stdout_buf, "errors ['PermissionError']\n"));
 	assert_true(contains(r.stdout_buf, "sys False home False\ncwd /tmp/work\n"));
-	aj_result_free(&r);
-}
-
-/* The image's own userland works in the view: a shell, ls, stat and find
- * started through subprocess see the run's root (the tools each probed
- * first, on the host: a tier runs only what the machine has). */
-static void userland_tools_run(void **state)
-{
-	struct fixture *f = *state;
-	static const char *const tools[] = {"/bin/sh", "/usr/bin/ls", "/usr/bin/stat",
-					    "/usr/bin/find"};
-	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
-		if (access(tools[i], X_OK) != 0) {
-			print_message("skipped: %s is not on this host\n", tools[i]);
-			skip();
-		}
-	struct aj_result r;
-	run_code(&f->cfg, &r,
-		 "import subprocess\n"
-		 "def run(*a, **k):\n"
-		 "    p = subprocess.run(*a, capture_output=True, text=True, **k)\n"
-		 "    print(p.returncode, p.stdout.split(), p.stderr.strip())\n"
-		 "open('/tmp/marker', 'w').close()\n"
-		 "run(['ls', '/'])\n"
-		 "run(['stat', '-c', '%%F', '/'])\n"
-		 "run(['find', '/tmp', '-name', 'marker'])\n"
-		 "run('echo $0', shell=True)\n");
-	assert_status(&r, AJ_STATUS_OK);
-	if (!contains(r.stdout_buf, "0 ['directory'] \n0 ['/tmp/marker'] \n0 ['/bin/sh'] \n") ||
-	    !contains(r.stdout_buf, "'tmp', 'usr'"))
-		fail_msg("%s", r.stdout_buf);
 	aj_result_free(&r);
 }
 
