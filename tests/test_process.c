@@ -556,6 +556,62 @@ static void view_is_an_allow_list(void **state)
 	aj_result_free(&r);
 }
 
+/* An interpreter outside the system directories (a venv in /opt) runs: its
+ * prefix is shown, read-only, and nothing else of /opt; one in /tmp, which
+ * every run gets empty, is refused naming why. */
+static void interpreter_prefix_is_shown(void **state)
+{
+	struct fixture *f = *state;
+	char venv[160], cmd[400], py[200];
+	snprintf(venv, sizeof venv, "/opt/agentjail-venv-%s", f->token);
+	bool made_opt = mkdir("/opt", 0755) == 0;
+	/* The venv module is the host's Python's: probed, as a machine fact. */
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 -m venv --without-pip %s 2>/dev/null", venv);
+	if (system(cmd) != 0) {
+		if (made_opt)
+			rmdir("/opt");
+		print_message("skipped: /usr/bin/python3 cannot make a venv here\n");
+		skip();
+	}
+	snprintf(py, sizeof py, "%s/bin/python3", venv);
+	f->cfg.python = py;
+	struct aj_result r, r2;
+	run_code(&f->cfg, &r,
+		 "import os, sys\n"
+		 "print(sys.prefix, os.listdir('/opt'))\n"
+		 "try:\n"
+		 "    open(sys.prefix + '/x', 'w')\n"
+		 "except OSError as e:\n"
+		 "    print('refused', e.errno)\n");
+	/* One in /tmp: a link to the system's, which the run's own /tmp
+	 * would cover. */
+	char tmpdir[160], tmppy[200];
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/agentjail-py-%s", f->token);
+	snprintf(tmppy, sizeof tmppy, "%s/python3", tmpdir);
+	assert_int_equal(mkdir(tmpdir, 0755), 0);
+	assert_int_equal(symlink("/usr/bin/python3", tmppy), 0);
+	f->cfg.python = tmppy;
+	run_code(&f->cfg, &r2, "print('ran')\n");
+	unlink(tmppy);
+	rmdir(tmpdir);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", venv);
+	(void)!system(cmd);
+	if (made_opt)
+		rmdir("/opt");
+	assert_status(&r, AJ_STATUS_OK);
+	char want[400];
+	snprintf(want, sizeof want, "%s ['agentjail-venv-%s']\nrefused 30\n", venv, f->token);
+	assert_string_equal(r.stdout_buf, want);
+	aj_result_free(&r);
+	assert_status(&r2, AJ_STATUS_SANDBOX_ERROR);
+	snprintf(want, sizeof want,
+		 "python: %s lies in /tmp, which every run gets empty or its own: install it "
+		 "elsewhere",
+		 tmppy);
+	assert_true(contains(r2.message, want));
+	aj_result_free(&r2);
+}
+
 /* A deployer's path inside a place the tier hides (/home) is shown at its
  * own path while the rest stays hidden; a SANDBOX whose mount point would
  * have to be made among the host's own files is refused, naming it. */
@@ -632,6 +688,7 @@ int main(void)
 		HOSTILE_TEST(users_are_the_runs_own),
 		HOSTILE_TEST(view_is_an_allow_list),
 		HOSTILE_TEST(userland_tools_run),
+		HOSTILE_TEST(interpreter_prefix_is_shown),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

@@ -119,6 +119,17 @@ static int prefix_of(const char *p, char *out, size_t n, struct aj_error *err)
 					 "python: %s lies in %s, which every run gets empty or its "
 					 "own: install it elsewhere",
 					 p, run_places[i]);
+	/* Shown whole, it would cover the run's own /etc (its passwd) or
+	 * another of its places with the host's. */
+	for (size_t i = 0; i < sizeof own_dirs / sizeof own_dirs[0]; i++) {
+		char own[32];
+		snprintf(own, sizeof own, "/%s", own_dirs[i]);
+		if (path_is_under(own, out))
+			return error_set(err, -EINVAL,
+					 "python: %s: its prefix %s holds the run's own %s: "
+					 "install it elsewhere",
+					 p, out, own);
+	}
 	return 0;
 }
 
