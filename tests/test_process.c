@@ -612,6 +612,46 @@ static void interpreter_prefix_is_shown(void **state)
 	aj_result_free(&r2);
 }
 
+/* Runs on one open sandbox, whose later runs join network, ipc and uts
+ * namespaces made ahead by a thread of the host (process.c's pool, root
+ * only): each is a run's own, never the host's (which a thread that made
+ * them wrongly would hand on: /proc/self/ns names the main thread's), with
+ * only a down loopback and the hostname "sandbox". */
+static void each_run_has_fresh_namespaces(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	char host[160] = "", want[200];
+	static const char *const ns[] = {"net", "ipc", "uts"};
+	for (int k = 0; k < 3; k++) {
+		char path[64], link[64];
+		snprintf(path, sizeof path, "/proc/self/ns/%s", ns[k]);
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		assert_true(n > 0);
+		link[n] = '\0';
+		snprintf(host + strlen(host), sizeof host - strlen(host), "'%s',", link);
+	}
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	char code[600];
+	snprintf(code, sizeof code,
+		 "import os, socket\n"
+		 "mine = [os.readlink('/proc/self/ns/' + n) for n in ('net', 'ipc', 'uts')]\n"
+		 "print('shared', [m for m in mine if m in (%s)], socket.if_nameindex(),\n"
+		 "      socket.gethostname())\n",
+		 host);
+	snprintf(want, sizeof want, "shared [] [(1, 'lo')] sandbox\n");
+	for (int i = 0; i < 6; i++) {
+		struct aj_result r;
+		aj_run(sb, code, strlen(code), &r);
+		assert_status(&r, AJ_STATUS_OK);
+		assert_string_equal(r.stdout_buf, want);
+		aj_result_free(&r);
+		sleep_ms(50); /* time for the pool to make the next */
+	}
+	aj_close(sb);
+}
+
 /* A deployer's path inside a place the tier hides (/home) is shown at its
  * own path while the rest stays hidden; a SANDBOX whose mount point would
  * have to be made among the host's own files is refused, naming it. */
@@ -689,6 +729,7 @@ int main(void)
 		HOSTILE_TEST(view_is_an_allow_list),
 		HOSTILE_TEST(userland_tools_run),
 		HOSTILE_TEST(interpreter_prefix_is_shown),
+		HOSTILE_TEST(each_run_has_fresh_namespaces),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

@@ -61,6 +61,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/pool.h"
 #include "../linux/creds.h"
 #include "../linux/host_root.h"
 #include "../linux/jail.h"
@@ -120,11 +121,46 @@ static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct
 	return rc;
 }
 
-/* Warm mode's state (cfg.warm): the zygote, in the same view as a cold
- * run's. */
+/* A cold run's network, ipc and uts namespaces, made ahead (root only: a
+ * namespace the host owns is joined by an init of the host's user
+ * namespace, never by one in a user namespace of its own). Two are kept:
+ * from the third run of an open sandbox on, runs one after another each
+ * find one ready, and the filler makes the next while the program runs. */
+#define SPARE_NS 2
+
+static int spare_make(void *ctx, void *item)
+{
+	(void)ctx;
+	return jail_spare_ns_make(item);
+}
+
+static void spare_destroy(void *ctx, void *item)
+{
+	(void)ctx;
+	int *fds = item;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static const struct pool_ops spare_ops = {
+	.item_size = 3 * sizeof(int),
+	.size = SPARE_NS,
+	.make = spare_make,
+	.destroy = spare_destroy,
+	.retry_ms = 1000,
+	.block_signals = true,
+};
+
+/* An open sandbox's state: warm mode's zygote (cfg.warm), in the same
+ * view as a cold run's; or, cold and root, the spare namespaces. */
 struct process_state {
 	struct host_root view;
-	struct warm warm;
+	bool warm;
+	struct warm zygote;
+	struct pool spare;
+	int spare_items[SPARE_NS][3];
+	bool ran;               /* a run has ended: more are likely */
 };
 
 static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
@@ -145,10 +181,21 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
 	s.stream = supervisor_stream_of(req->tap);
+	/* Namespaces made ahead, if one is ready (else the clone makes
+	 * them, as always): off this run's clock. The thread making them
+	 * starts when a run follows one that ended: a one-shot caller (the
+	 * CLI's run, check's trial) never pays for any. */
+	if (ps && !ps->warm && __atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
+		(void)pool_start(&ps->spare); /* without it each run makes its own */
+	s.join_spare_ns = ps && !ps->warm && pool_take(&ps->spare, s.spare_ns);
 	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
 		result_sandbox_error(res, "%s", err.message);
 	else
-		rc = ps ? warm_run(&ps->warm, &s, res) : jail_run(&s, res);
+		rc = ps && ps->warm ? warm_run(&ps->zygote, &s, res) : jail_run(&s, res);
+	if (s.join_spare_ns)
+		spare_destroy(NULL, s.spare_ns); /* init holds them now, or the run failed */
+	if (ps)
+		__atomic_store_n(&ps->ran, true, __ATOMIC_RELEASE);
 	if (s.egress_fd >= 0)
 		close(s.egress_fd);
 	slot_release(&slot);
@@ -210,8 +257,17 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	*state = NULL;
 	if (access(cfg->python, X_OK) < 0)
 		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
-	if (!cfg->warm)
+	if (!cfg->warm && geteuid() != 0)
 		return 0;
+	if (!cfg->warm) {
+		struct process_state *ps = calloc(1, sizeof *ps);
+		if (!ps)
+			return error_set(err, -ENOMEM, "open: out of memory");
+		/* Its thread starts with a second run (process_run). */
+		pool_init(&ps->spare, &spare_ops, ps, ps->spare_items);
+		*state = ps;
+		return 0;
+	}
 	/* The zygote makes each run's namespaces and gives it a uid of its
 	 * own: both need root. */
 	if (geteuid() != 0)
@@ -228,12 +284,13 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 		return rc;
 	}
 	base.preload = cfg->preload;
-	warm_init(&ps->warm, &base);
+	ps->warm = true;
+	warm_init(&ps->zygote, &base);
 	/* Started now, so that a preload that cannot be imported refuses the
 	 * open rather than every run. */
-	rc = warm_prestart(&ps->warm, err);
+	rc = warm_prestart(&ps->zygote, err);
 	if (rc) {
-		warm_destroy(&ps->warm);
+		warm_destroy(&ps->zygote);
 		free(ps);
 		return rc;
 	}
@@ -246,7 +303,10 @@ static void process_close(void *state)
 	struct process_state *ps = state;
 	if (!ps)
 		return;
-	warm_destroy(&ps->warm);
+	if (ps->warm)
+		warm_destroy(&ps->zygote);
+	else
+		pool_destroy(&ps->spare);
 	free(ps);
 }
 
