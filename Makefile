@@ -105,6 +105,17 @@ HELPER_GEN := $(B)/gen/warm_helper.inc
 $(HELPER_GEN): $(B)/warm-helper.so tools/c_bytes.py
 	python3 tools/c_bytes.py warm_helper_so < $< > $@.tmp && mv $@.tmp $@
 
+# The gvisor tier's compatibility shim (src/gvisor/preload/no_automount.c,
+# libc only, never sanitized: every program in the sandbox loads it), as
+# bytes that src/gvisor/bundle.c writes into each sandbox's bundle.
+$(B)/gvisor-preload.so: src/gvisor/preload/no_automount.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O2 -fPIC -shared -Wl,-z,defs -Wl,-z,relro,-z,now -o $@ $<
+GVISOR_PRELOAD_GEN := $(B)/gen/gvisor_preload.inc
+$(GVISOR_PRELOAD_GEN): $(B)/gvisor-preload.so tools/c_bytes.py
+	python3 tools/c_bytes.py gvisor_preload_so < $< > $@.tmp && mv $@.tmp $@
+$(B)/obj/src/gvisor/bundle.o $(T)/obj/src/gvisor/bundle.o: $(GVISOR_PRELOAD_GEN)
+
 $(B)/obj/src/linux/jail_run.o $(T)/obj/src/linux/jail_run.o: $(LAUNCH_GEN)
 $(B)/obj/src/linux/jail_session.o $(T)/obj/src/linux/jail_session.o: $(REPL_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)

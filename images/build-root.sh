@@ -186,6 +186,22 @@ host)
 		mkdir -p "$root/usr/lib/locale"
 		cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
 	fi
+	# A shell and the few tools a program starts to look around (ls, stat,
+	# find), with the libraries they link: subprocess.run(["ls", "/"]) and
+	# shell=True work here as in a Debian image.
+	for tool in /bin/sh /usr/bin/ls /usr/bin/stat /usr/bin/find; do
+		[ -e "$tool" ] || continue
+		real=$(readlink -f "$tool")
+		mkdir -p "$root$(dirname "$real")" "$root$(dirname "$tool")"
+		[ -e "$root$real" ] || cp -L "$real" "$root$real"
+		[ "$real" = "$tool" ] || [ -e "$root$tool" ] || ln -s "$real" "$root$tool"
+		ldd "$real" 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
+			while read -r lib; do
+				[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
+				mkdir -p "$root$(dirname "$lib")"
+				cp -L "$lib" "$root$lib"
+			done
+	done
 	# A file, not the link a package's may have brought (tzdata's
 	# zoneinfo/localtime -> /etc/localtime, followed above).
 	[ -e /etc/localtime ] && rm -f "$root/etc/localtime" && cp -L /etc/localtime "$root/etc/localtime"
@@ -204,6 +220,10 @@ for d in tmp proc dev var/tmp sys mnt; do
 	mkdir -p "$root/$d"
 done
 chmod 1777 "$root/tmp" "$root/var/tmp"
+# An empty /etc/ld.so.preload (nothing preloaded), where the gvisor tier
+# mounts its list naming its statx shim (src/gvisor/bundle.c): runsc would
+# otherwise make that mount point in the image.
+[ -e "$root/etc/ld.so.preload" ] || : >"$root/etc/ld.so.preload"
 # No setuid or setgid programs: nothing in the image can raise privilege,
 # whatever no_new_privs and nosuid already say.
 find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +

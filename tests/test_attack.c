@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <errno.h>
+#include <unistd.h>
+
+#include "src/attack/isolation.h"
 #include "src/attack/programs.h"
 #include "src/attack/verdict.h"
 
@@ -274,6 +278,93 @@ static void fill_escapes_and_fills_every_placeholder(void **state)
 	}
 }
 
+/* ---- beside other sandboxes (isolation.h) ---- */
+
+static int first_range_busy(uint32_t lo, uint32_t hi)
+{
+	return lo <= 1000 && 1000 < hi;
+}
+
+/* Each invocation takes a uid range no other holds: a second attack gets
+ * the next range, a range comes free when its holder ends, one where
+ * processes run is passed over, and with every range taken the error says
+ * so. */
+static void uid_range_is_taken_per_invocation(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aj-test-attack-XXXXXX", what[256], path[64];
+	assert_non_null(mkdtemp(dir));
+	uint32_t a, b, c, d;
+	int fa, fb, fc, fd;
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &a, &fa, what, sizeof what), 0);
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &b, &fb, what, sizeof what), 0);
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &c, &fc, what, sizeof what), 0);
+	assert_int_equal(a, 1000);
+	assert_int_equal(b, 1008);
+	assert_int_equal(c, 1016);
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &d, &fd, what, sizeof what), -EBUSY);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(what, "all 3 uid ranges"));
+	close(fb); /* the second attack ends: its range is free again */
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &d, &fd, what, sizeof what), 0);
+	assert_int_equal(d, 1008);
+	close(fd);
+	close(fa);
+	/* A range where processes run already (another program's sandboxes
+	 * on the same uids) is passed over, though no attack holds it. */
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, first_range_busy, &d, &fd, what,
+					   sizeof what), 0);
+	assert_int_equal(d, 1008);
+	assert_int_equal(attack_range_take(dir, 1000, 8, 3, NULL, &a, &fa, what, sizeof what), 0);
+	assert_int_equal(a, 1000);
+	close(fa);
+	close(fc);
+	close(fd);
+	for (unsigned base = 1000; base <= 1016; base += 8) {
+		snprintf(path, sizeof path, "%s/range-%u", dir, base);
+		unlink(path);
+	}
+	rmdir(dir);
+	/* The block itself is no default's: the tiers' 64 slots from
+	 * 2000000000, bench's 2060000000, the suites' 2100000000 and up. */
+	assert_true(ATTACK_UID_FIRST >= 2000000000u + 64u);
+	assert_true(ATTACK_UID_FIRST > 2060000000u + 64u);
+	assert_true(ATTACK_UID_FIRST + ATTACK_SLOTS * ATTACK_RANGES <= 2100000000u);
+}
+
+/* Only the mounts under the attack's own directories count: a neighbour's
+ * overlay, a prefix that is not a parent, and the rest of the table do not;
+ * mountinfo's escapes are read back. */
+static void only_its_own_mounts_are_compared(void **state)
+{
+	(void)state;
+	const char *table =
+		"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+		"90 22 0:50 / /run/agentjail-attack-abc/mnt rw - tmpfs none rw\n"
+		"91 22 0:51 / /run/agentjail-attack-abcd rw - tmpfs none rw\n"
+		"92 22 0:52 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
+		"93 22 0:53 / /run/agentjail-attack-abc rw - tmpfs none rw\n"
+		"94 22 0:54 / /images/test/with\\040space rw - tmpfs none rw\n"
+		"95 22 0:55 / /images/testing rw - tmpfs none rw";
+	const char *dirs[] = {"/run/agentjail-attack-abc", "", "/images/test/"};
+	char *mine = attack_mounts_within(table, dirs, 3);
+	assert_non_null(mine);
+	assert_string_equal(mine, "90 22 0:50 / /run/agentjail-attack-abc/mnt rw - tmpfs none rw\n"
+				  "93 22 0:53 / /run/agentjail-attack-abc rw - tmpfs none rw\n"
+				  "94 22 0:54 / /images/test/with\\040space rw - tmpfs none rw\n");
+	free(mine);
+	/* A neighbour's mount coming and going leaves the comparison equal. */
+	const char *dirs2[] = {"/run/agentjail-attack-abc"};
+	char *before = attack_mounts_within(table, dirs2, 1);
+	char *after = attack_mounts_within("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+					   "90 22 0:50 / /run/agentjail-attack-abc/mnt rw - tmpfs none rw\n"
+					   "93 22 0:53 / /run/agentjail-attack-abc rw - tmpfs none rw\n",
+					   dirs2, 1);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +380,8 @@ int main(void)
 		cmocka_unit_test(unavailable_and_failed),
 		cmocka_unit_test(table_entries_declare_their_fixtures),
 		cmocka_unit_test(fill_escapes_and_fills_every_placeholder),
+		cmocka_unit_test(uid_range_is_taken_per_invocation),
+		cmocka_unit_test(only_its_own_mounts_are_compared),
 	};
 	return cmocka_run_group_tests_name("attack verdicts", tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include "egress_cases.h"
 #include "session_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
 #include "src/linux/spawn.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -220,6 +221,7 @@ int main(void)
 		HOSTILE_TABLE,
 		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
+		HOSTILE_TEST(userland_tools_run),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		EGRESS_TABLE,

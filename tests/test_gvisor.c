@@ -15,6 +15,7 @@
 #include "boot_cases.h"
 #include "session_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
 #include "src/core/internal.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -502,13 +503,15 @@ int main(void)
 	 * preset (make test builds it). */
 	snprintf(chart_dir, sizeof chart_dir, "%s-ds", image_dir);
 	fixture.chart_image = chart_dir;
-	fixture.dev_listing = "['fd', 'full', 'fuse', 'net', 'null', 'ptmx', 'pts', 'random', 'shm', "
+	/* And the statx shim (src/gvisor/bundle.c), read-only. */
+	fixture.dev_listing = "['agentjail-no-automount.so', 'fd', 'full', 'fuse', 'net', 'null', 'ptmx', 'pts', 'random', 'shm', "
 			      "'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']";
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
 		STREAM_TABLE,
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		HOSTILE_TEST(ro_bind_mount_point_must_be_in_the_image),
+		HOSTILE_TEST(userland_tools_run),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_TEST(guest_kernel_is_gvisors),

@@ -9,6 +9,20 @@
 #include "egress_cases.h"
 #include "session_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
+
+/* The view's top level and /etc, as host_root.c names them: a walk from
+ * inside must find nothing outside these (and /var holds only the run's
+ * own tmp). */
+#define VIEW_ALLOWED                                                                        \
+	"top = {'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'usr', 'etc', 'tmp', "     \
+	"'dev', 'proc', 'var'}\n"                                                            \
+	"etc = {'passwd', 'group', 'hosts', 'nsswitch.conf', 'ld.so.cache', 'localtime', "   \
+	"'ssl', 'alternatives', 'matplotlibrc'}\n"                                                           \
+	"def outside(p):\n"                                                                  \
+	"    parts = p.split('/')\n"                                                         \
+	"    return (parts[1] not in top or (parts[1] == 'etc' and parts[2:3] and\n"         \
+	"            parts[2] not in etc) or (parts[1] == 'var' and parts[2:3] not in ([], ['tmp'])))\n"
 
 static void identity_inside(void **state)
 {
@@ -275,16 +289,17 @@ static void unprivileged_caller_uses_userns(void **state)
 	assert_int_equal(chown(secret, nobody, nobody), 0);
 	assert_int_equal(chown(home, nobody, nobody), 0);
 
-	char code[700], buf[800];
+	char code[2000], buf[800];
 	snprintf(code, sizeof code,
-		 "import os, socket, pwd\n"
+		 "import os, socket, pwd\n" VIEW_ALLOWED
 		 "print(os.getuid(), socket.if_nameindex())\n"
 		 "for p in ['%s', '/proc/1/environ']:\n"
 		 "    try:\n"
 		 "        print(p, open(p).read())\n"
 		 "    except OSError as e:\n"
 		 "        print(p, type(e).__name__)\n"
-		 "print(os.listdir('/home'))\n"
+		 "print('outside', [p for p in os.listdir('/') if outside('/' + p)],\n"
+		 "      [p for p in os.listdir('/etc') if outside('/etc/' + p)])\n"
 		 "print('oom', open('/proc/self/oom_score_adj').read().strip())\n"
 		 "print('user', pwd.getpwuid(os.getuid()).pw_name)\n"
 		 "try:\n"
@@ -301,7 +316,8 @@ static void unprivileged_caller_uses_userns(void **state)
 	if (!contains(buf, "ok||65534 [(1, 'lo')]"))
 		fail_msg("%s", buf);
 	assert_true(contains(buf, "id_rsa FileNotFoundError"));
-	assert_true(contains(buf, "\n[]\n"));
+	/* The same allow-list as root's: nothing of the host's but it. */
+	assert_true(contains(buf, "\noutside [] []\n"));
 	/* init's environment (the caller's, API keys and all) is not readable
 	 * even by a program of the same uid: init is not dumpable. */
 	assert_true(contains(buf, "/proc/1/environ PermissionError"));
@@ -455,15 +471,18 @@ static void users_are_the_runs_own(void **state)
 	}
 }
 
-/* What people keep private by habit is not readable by the program even
- * where its mode lets anyone read it: a world-readable file in each place,
- * and in the directory agentjail was started from; and /sys is empty. */
-static void private_places_are_masked(void **state)
+/* The view is an allow-list: a walk of / from inside (bounded, errors
+ * counted, not fatal) finds only the system directories, the few /etc files
+ * and the run's own places. World-readable files the host holds elsewhere
+ * (in /home, /root, /var/mail, /srv, /mnt, /media, /opt, the directory
+ * agentjail was started from and its parent) are not there, and neither is
+ * /sys. */
+static void view_is_an_allow_list(void **state)
 {
 	struct fixture *f = *state;
 	static const char *const places[] = {"/home", "/root", "/var/mail", "/srv", "/mnt",
 					     "/media", "/opt"};
-	char made_dir[8][160], file[8][200], cwd[PATH_MAX];
+	char made_dir[8][160], file[8][200], cwd[PATH_MAX], start[220];
 	bool made[8] = {false};
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	for (size_t i = 0; i < 7; i++) {
@@ -477,9 +496,11 @@ static void private_places_are_masked(void **state)
 		fclose(fh);
 		chmod(file[i], 0644);
 	}
-	/* agentjail started from a project directory (the last one, in /opt,
-	 * which is not a private place of its own). */
-	assert_int_equal(chdir(made_dir[6]), 0);
+	/* agentjail started from a project directory below the last one (in
+	 * /opt), whose parent holds a world-readable file too. */
+	snprintf(start, sizeof start, "%s/project", made_dir[6]);
+	assert_int_equal(mkdir(start, 0755), 0);
+	assert_int_equal(chdir(start), 0);
 	struct aj_result r;
 	char list[2048] = "[";
 	for (size_t i = 0; i < 7; i++) {
@@ -489,16 +510,31 @@ static void private_places_are_masked(void **state)
 	}
 	strncat(list, "]", sizeof list - strlen(list) - 1);
 	run_code(&f->cfg, &r,
-		 "import os\n"
+		 "import os\n" VIEW_ALLOWED
 		 "for p in %s:\n"
 		 "    try:\n"
 		 "        print('READ', p, open(p).read().strip())\n"
 		 "    except OSError as e:\n"
-		 "        print('hidden', p, e.errno)\n"
-		 "print('sys', os.listdir('/sys'))\n"
-		 "print('opt', os.path.isdir('/opt'))\n",
-		 list);
+		 "        print('absent', p, e.errno)\n"
+		 "errors, seen, out, token = [], 0, [], '%s'\n"
+		 "for d, dirs, files in os.walk('/', onerror=errors.append):\n"
+		 "    if d in ('/proc', '/usr'):\n"
+		 "        dirs[:] = []  # the run's processes; the system's files\n"
+		 "    for n in dirs + files:\n"
+		 "        p = os.path.join(d, n)\n"
+		 "        seen += 1\n"
+		 "        if outside(p) or token in p:\n"
+		 "            out.append(p)\n"
+		 "    if seen > 50000:\n"
+		 "        print('UNBOUNDED')\n"
+		 "        break\n"
+		 "print('walked', seen > 10, 'outside', out)\n"
+		 "print('errors', sorted(set(type(e).__name__ for e in errors)))\n"
+		 "print('sys', os.path.exists('/sys'), 'home', os.path.exists('/home'))\n"
+		 "print('cwd', os.getcwd())\n",
+		 list, f->token);
 	assert_int_equal(chdir(cwd), 0);
+	rmdir(start);
 	for (size_t i = 0; i < 7; i++) {
 		unlink(file[i]);
 		rmdir(made_dir[i]);
@@ -509,13 +545,112 @@ static void private_places_are_masked(void **state)
 	assert_false(contains(r.stdout_buf, "READ")); /* no file's content */
 	for (size_t i = 0; i < 7; i++) {
 		char want[256];
-		snprintf(want, sizeof want, "hidden %s 2\n", file[i]); /* ENOENT */
+		snprintf(want, sizeof want, "absent %s 2\n", file[i]); /* ENOENT */
 		assert_true(contains(r.stdout_buf, want));
 	}
-	assert_true(contains(r.stdout_buf, "sys []\n"));
-	/* The system's own /opt stays: only the project below it is hidden. */
-	assert_true(contains(r.stdout_buf, "opt True\n"));
+	if (!contains(r.stdout_buf, "walked True outside []\n"))
+		fail_msg("%s", r.stdout_buf);
+	/* Only what a mode keeps out (the root-only /etc/ssl/private). */
+	assert_true(contains(r.stdout_buf, "errors [] ") || contains(r.stdout_buf, "errors []\n") ||
+		    contains(r.stdout_buf, "errors ['PermissionError']\n"));
+	assert_true(contains(r.stdout_buf, "sys False home False\ncwd /tmp/work\n"));
 	aj_result_free(&r);
+}
+
+/* An interpreter outside the system directories (a venv in /opt) runs: its
+ * prefix is shown, read-only, and nothing else of /opt; one in /tmp, which
+ * every run gets empty, is refused naming why. */
+static void interpreter_prefix_is_shown(void **state)
+{
+	struct fixture *f = *state;
+	char venv[160], cmd[400], py[200];
+	snprintf(venv, sizeof venv, "/opt/agentjail-venv-%s", f->token);
+	bool made_opt = mkdir("/opt", 0755) == 0;
+	/* The venv module is the host's Python's: probed, as a machine fact. */
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 -m venv --without-pip %s 2>/dev/null", venv);
+	if (system(cmd) != 0) {
+		if (made_opt)
+			rmdir("/opt");
+		print_message("skipped: /usr/bin/python3 cannot make a venv here\n");
+		skip();
+	}
+	snprintf(py, sizeof py, "%s/bin/python3", venv);
+	f->cfg.python = py;
+	struct aj_result r, r2;
+	run_code(&f->cfg, &r,
+		 "import os, sys\n"
+		 "print(sys.prefix, os.listdir('/opt'))\n"
+		 "try:\n"
+		 "    open(sys.prefix + '/x', 'w')\n"
+		 "except OSError as e:\n"
+		 "    print('refused', e.errno)\n");
+	/* One in /tmp: a link to the system's, which the run's own /tmp
+	 * would cover. */
+	char tmpdir[160], tmppy[200];
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/agentjail-py-%s", f->token);
+	snprintf(tmppy, sizeof tmppy, "%s/python3", tmpdir);
+	assert_int_equal(mkdir(tmpdir, 0755), 0);
+	assert_int_equal(symlink("/usr/bin/python3", tmppy), 0);
+	f->cfg.python = tmppy;
+	run_code(&f->cfg, &r2, "print('ran')\n");
+	unlink(tmppy);
+	rmdir(tmpdir);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", venv);
+	(void)!system(cmd);
+	if (made_opt)
+		rmdir("/opt");
+	assert_status(&r, AJ_STATUS_OK);
+	char want[400];
+	snprintf(want, sizeof want, "%s ['agentjail-venv-%s']\nrefused 30\n", venv, f->token);
+	assert_string_equal(r.stdout_buf, want);
+	aj_result_free(&r);
+	assert_status(&r2, AJ_STATUS_SANDBOX_ERROR);
+	snprintf(want, sizeof want,
+		 "python: %s lies in /tmp, which every run gets empty or its own: install it "
+		 "elsewhere",
+		 tmppy);
+	assert_true(contains(r2.message, want));
+	aj_result_free(&r2);
+}
+
+/* Runs on one open sandbox, whose later runs join network, ipc and uts
+ * namespaces made ahead by a thread of the host (process.c's pool, root
+ * only): each is a run's own, never the host's (which a thread that made
+ * them wrongly would hand on: /proc/self/ns names the main thread's), with
+ * only a down loopback and the hostname "sandbox". */
+static void each_run_has_fresh_namespaces(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb;
+	struct aj_error err;
+	char host[160] = "", want[200];
+	static const char *const ns[] = {"net", "ipc", "uts"};
+	for (int k = 0; k < 3; k++) {
+		char path[64], link[64];
+		snprintf(path, sizeof path, "/proc/self/ns/%s", ns[k]);
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		assert_true(n > 0);
+		link[n] = '\0';
+		snprintf(host + strlen(host), sizeof host - strlen(host), "'%s',", link);
+	}
+	assert_int_equal(aj_open(&f->cfg, &sb, &err), 0);
+	char code[600];
+	snprintf(code, sizeof code,
+		 "import os, socket\n"
+		 "mine = [os.readlink('/proc/self/ns/' + n) for n in ('net', 'ipc', 'uts')]\n"
+		 "print('shared', [m for m in mine if m in (%s)], socket.if_nameindex(),\n"
+		 "      socket.gethostname())\n",
+		 host);
+	snprintf(want, sizeof want, "shared [] [(1, 'lo')] sandbox\n");
+	for (int i = 0; i < 6; i++) {
+		struct aj_result r;
+		aj_run(sb, code, strlen(code), &r);
+		assert_status(&r, AJ_STATUS_OK);
+		assert_string_equal(r.stdout_buf, want);
+		aj_result_free(&r);
+		sleep_ms(50); /* time for the pool to make the next */
+	}
+	aj_close(sb);
 }
 
 /* A deployer's path inside a place the tier hides (/home) is shown at its
@@ -592,7 +727,10 @@ int main(void)
 		EGRESS_TABLE,
 		HOSTILE_TEST(identity_inside),
 		HOSTILE_TEST(users_are_the_runs_own),
-		HOSTILE_TEST(private_places_are_masked),
+		HOSTILE_TEST(view_is_an_allow_list),
+		HOSTILE_TEST(userland_tools_run),
+		HOSTILE_TEST(interpreter_prefix_is_shown),
+		HOSTILE_TEST(each_run_has_fresh_namespaces),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

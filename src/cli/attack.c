@@ -33,10 +33,12 @@
 
 #include "../attack/egress_server.h"
 #include "../attack/fixtures.h"
+#include "../attack/isolation.h"
 #include "../attack/programs.h"
 #include "../attack/verdict.h"
 #include "../core/internal.h"
 #include "../linux/report.h"
+#include "../tiers/tier.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -117,6 +119,8 @@ struct host {
 	int unix_listener;
 	pid_t sentinel;        /* for the program to aim at; 0: none */
 	uint32_t uid_lo, uid_hi;
+	int range_lock;        /* holds this invocation's uid range (isolation.h) */
+	char state_dir[64];    /* its runs' slot locks and run directories */
 };
 
 static void new_token(char *out)
@@ -211,6 +215,24 @@ static char *read_mounts(void)
 	fclose(f);
 	fclose(m);
 	return buf;
+}
+
+/* The host's mounts a run of this attack could have made: on its fixtures'
+ * directory (the mount attack's target among them), its run directories
+ * and the image it runs. Other sandboxes beside it (a Docker engine's
+ * overlays, another suite's runs) change the rest of the table in their
+ * own time; they are not this run's doing. */
+static char *own_mounts(const struct host *h, const struct aj_config *cfg)
+{
+	char image[PATH_MAX] = "";
+	struct aj_error err;
+	if (cfg->tier != AJ_TIER_PROCESS && image_dir(cfg, image, sizeof image, &err) < 0)
+		image[0] = '\0';
+	const char *dirs[] = {h->dir, h->state_dir, image};
+	char *all = read_mounts();
+	char *mine = all ? attack_mounts_within(all, dirs, sizeof dirs / sizeof dirs[0]) : NULL;
+	free(all);
+	return mine;
 }
 
 /* A process of the uid the run will get (as root; else the caller's), named
@@ -342,7 +364,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 	hostile_drain(h->listener);
 	hostile_drain(h->host_listener);
 	hostile_drain(h->unix_listener);
-	char *mounts = p->needs & HOSTILE_NEEDS_MOUNTS ? read_mounts() : NULL;
+	char *mounts = p->needs & HOSTILE_NEEDS_MOUNTS ? own_mounts(h, &cfg) : NULL;
 	struct sampler s = {.lo = h->uid_lo, .hi = h->uid_hi, .root0 = free_mb("/"),
 			    .tmp0 = free_mb("/tmp")};
 	bool sampling = (a->flags & SAMPLE) && pthread_create(&s.thread, NULL, sample_loop, &s) == 0;
@@ -406,7 +428,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		h->sentinel = 0;
 	}
 	if (mounts) {
-		char *now = read_mounts();
+		char *now = own_mounts(h, &cfg);
 		e->mounts_changed = now && strcmp(now, mounts) != 0;
 		/* An escape would have mounted on our directory: undo it. */
 		if (e->mounts_changed)
@@ -435,6 +457,13 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 }
 
 /* ---- the command ---- */
+
+/* Whether any task runs with a uid in [lo, hi): a range another program's
+ * sandboxes use now is not ours to count. */
+static int uids_running(uint32_t lo, uint32_t hi)
+{
+	return count_uid_tasks(lo, hi) > 0;
+}
 
 /* Ctrl-C mid-matrix: the host's fixtures go, as after a complete run (only
  * async-signal-safe calls). */
@@ -580,11 +609,6 @@ int cmd_attack(int argc, char **argv)
 {
 	struct aj_config cfg;
 	aj_config_init(&cfg);
-	/* A uid range and lock directory of the command's own, so the
-	 * deployer's sandboxes are never counted as its leftovers. */
-	cfg.uid_base = 2050000000u;
-	cfg.slots = 8;
-	cfg.state_dir = "/run/agentjail-attack";
 	struct attack_args args = {0};
 	struct tier_choice choice = {0};
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
@@ -601,10 +625,28 @@ int cmd_attack(int argc, char **argv)
 		return list_programs(args.json);
 	bool json = args.json, quick = args.quick, *chosen = choice.chosen, any = choice.any;
 	struct host h;
+	/* A uid range and lock directory of this invocation's own, taken
+	 * under a lock: a deployer's sandboxes, a test suite or another
+	 * attack beside it are never counted as its runs or leftovers. */
+	char what[256], state_dir[64];
+	uint32_t base;
+	int range_lock;
+	if (attack_range_take("/run/agentjail-attack", ATTACK_UID_FIRST, ATTACK_SLOTS,
+			      ATTACK_RANGES, uids_running, &base, &range_lock, what, sizeof what)) {
+		cli_error("attack: taking a uid range of its own: %s", what);
+		return 1;
+	}
+	cfg.uid_base = base;
+	cfg.slots = ATTACK_SLOTS;
+	snprintf(state_dir, sizeof state_dir, "/run/agentjail-attack-%u", (unsigned)base);
+	cfg.state_dir = state_dir;
 	cleanup_host = &h;
 	signal(SIGINT, on_interrupt);
 	signal(SIGTERM, on_interrupt);
-	if (setup_host(&h, &cfg)) {
+	int setup = setup_host(&h, &cfg);
+	h.range_lock = range_lock;
+	snprintf(h.state_dir, sizeof h.state_dir, "%s", state_dir);
+	if (setup) {
 		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));
 		teardown_host(&h);
 		return 1;
@@ -666,6 +708,7 @@ int cmd_attack(int argc, char **argv)
 	}
 	teardown_host(&h);
 	cleanup_host = NULL;
+	close(h.range_lock);
 	/* Nothing tested is no evidence that anything held. */
 	if (!tested)
 		bad = 1;

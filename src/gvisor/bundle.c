@@ -15,6 +15,11 @@
 #include "../core/contract.h"
 #include "../linux/report.h"
 #include "bundle.h"
+#include "gvisor_preload.inc" /* gvisor_preload_so: src/gvisor/preload/no_automount.c */
+
+/* Where the shim is inside: under the sandbox's own /dev tmpfs, where the
+ * sentry makes the mount point (never in the image). */
+#define PRELOAD_AT "/dev/agentjail-no-automount.so"
 
 static json_t *tmpfs(const char *where, uint64_t kb)
 {
@@ -192,7 +197,51 @@ static int add_egress_mount(json_t *mounts, const char *dir, struct aj_error *er
 	return 0;
 }
 
-static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
+static int write_bundle_file(const char *path, const void *data, size_t n,
+			     struct aj_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return error_set(err, -errno, "gvisor: create %s: %s", path, errno_name(errno));
+	int rc = write_full(fd, data, n);
+	close(fd);
+	return rc ? error_set(err, rc, "gvisor: write %s: %s", path, errno_name(-rc)) : 0;
+}
+
+/* runsc 20221219 (Debian 12's) refuses AT_NO_AUTOMOUNT in statx and
+ * newfstatat with EINVAL, which coreutils passes on every statx: `ls /` and
+ * `stat /` failed. A shim that drops the flag (it asks for nothing where no
+ * automount exists) is preloaded into every program through the sandbox's
+ * own /etc/ld.so.preload, read-only; not through LD_PRELOAD, which would be
+ * in the program's environment (rule E1). Only where the image carries that
+ * file as a mount point (images/build-root.sh makes it empty): runsc's
+ * gofer would otherwise make it in the image itself. */
+static int add_preload(json_t *mounts, const char *dir, const char *root, struct aj_error *err)
+{
+	char path[4200];
+	struct stat st;
+	snprintf(path, sizeof path, "%.4000s/etc/ld.so.preload", root);
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	char so[4200], list[4200];
+	snprintf(so, sizeof so, "%.4000s/no-automount.so", dir);
+	snprintf(list, sizeof list, "%.4000s/ld.so.preload", dir);
+	int rc;
+	if ((rc = write_bundle_file(so, gvisor_preload_so, sizeof gvisor_preload_so, err)) ||
+	    (rc = write_bundle_file(list, PRELOAD_AT "\n", strlen(PRELOAD_AT "\n"), err)))
+		return rc;
+	json_t *m1 = json_pack("{s:s, s:s, s:s, s:[s, s, s, s]}", "destination", PRELOAD_AT,
+			       "type", "bind", "source", so, "options", "bind", "ro", "nosuid",
+			       "nodev");
+	json_t *m2 = json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination",
+			       "/etc/ld.so.preload", "type", "bind", "source", list, "options",
+			       "bind", "ro", "nosuid", "nodev", "noexec");
+	if (!m1 || !m2 || json_array_append_new(mounts, m1) || json_array_append_new(mounts, m2))
+		return error_set(err, -ENOMEM, "gvisor: out of memory");
+	return 0;
+}
+
+static json_t *spec_json(const char *dir, const struct gvisor_bundle *b, struct aj_error *err)
 {
 	json_t *spec = spec_base(b);
 	if (!spec) {
@@ -201,7 +250,8 @@ static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
 	}
 	json_t *mounts = json_object_get(spec, "mounts");
 	if (add_ro_binds(mounts, b, err) ||
-	    (b->egress_dir && add_egress_mount(mounts, b->egress_dir, err))) {
+	    (b->egress_dir && add_egress_mount(mounts, b->egress_dir, err)) ||
+	    add_preload(mounts, dir, b->root, err)) {
 		json_decref(spec);
 		return NULL;
 	}
@@ -210,7 +260,7 @@ static json_t *spec_json(const struct gvisor_bundle *b, struct aj_error *err)
 
 int gvisor_bundle_write(const char *dir, const struct gvisor_bundle *b, struct aj_error *err)
 {
-	json_t *spec = spec_json(b, err);
+	json_t *spec = spec_json(dir, b, err);
 	if (!spec)
 		return err->code;
 	char path[4200];

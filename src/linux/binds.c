@@ -16,28 +16,36 @@
 #include "../core/internal.h"
 #include "binds.h"
 
+int bind_clone_readonly(const char *host, const char *what, int *fd, struct setup_error *e)
+{
+	/* A copy of what is mounted at host and below it (AT_RECURSIVE: a
+	 * directory's submounts show as on the host, not the empty
+	 * directories under them). */
+	*fd = open_tree(AT_FDCWD, host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (*fd < 0)
+		return setup_fail(e, errno, "%s: clone %s", what, host);
+	/* Read-only, every mount in it: nothing the program does reaches the
+	 * host's files. nosuid and nodev: a setuid binary or device node there
+	 * gives nothing. Set on the clone, so the run's copy alone changes. */
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	};
+	if (mount_setattr(*fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+		return setup_fail(e, errno, "%s: make %s read-only", what, host);
+	return 0;
+}
+
 int binds_open(const struct aj_config *cfg, struct bind_trees *t, struct setup_error *e)
 {
 	t->n = 0;
 	for (uint32_t i = 0; i < cfg->ro_bind_count && i < RO_BIND_SLOTS; i++) {
 		char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX];
 		ro_bind_split(cfg->ro_binds[i], host, target);
-		/* A copy of what is mounted at HOST and below it (AT_RECURSIVE:
-		 * a directory's submounts show as on the host, not the empty
-		 * directories under them). */
-		int fd = open_tree(AT_FDCWD, host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-		if (fd < 0)
-			return setup_fail(e, errno, "ro_bind: clone %s", host);
-		t->fd[t->n++] = fd;
-		/* Read-only, every mount in it: nothing the program does reaches
-		 * the host's files. nosuid and nodev: a setuid binary or device
-		 * node there gives nothing. Set on the clone, so the run's copy
-		 * alone changes. */
-		struct mount_attr attr = {
-			.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-		};
-		if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-			return setup_fail(e, errno, "ro_bind: make %s read-only", host);
+		int rc = bind_clone_readonly(host, "ro_bind", &t->fd[t->n], e);
+		if (t->fd[t->n] >= 0)
+			t->n++;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -64,10 +72,14 @@ static bool dir_is_empty(const char *path)
 }
 
 /* Staged directories: empty ones of the view covered with a tmpfs that
- * holds only mount points, made read-only once every bind is in. */
+ * holds only mount points, made read-only once every bind is in. own_dev:
+ * the filesystem of a root the run builds for itself (the process tier's
+ * tmpfs, binds_attach_own_root), whose directories take mount points as
+ * they are; 0: none. */
 struct staging {
 	char dir[RO_BIND_SLOTS][2 * RO_BIND_PATH_MAX];
 	uint32_t n;
+	dev_t own_dev;
 };
 
 static bool is_staged(const struct staging *s, const char *path)
@@ -75,7 +87,10 @@ static bool is_staged(const struct staging *s, const char *path)
 	for (uint32_t i = 0; i < s->n; i++)
 		if (path_is_under(path, s->dir[i]))
 			return true;
-	return false;
+	struct stat st;
+	/* lstat: a symlink is never the run's own directory. */
+	return s->own_dev && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_dev == s->own_dev;
 }
 
 /* Makes at (root + target) a mount point for a directory or a file. The
@@ -140,10 +155,9 @@ static int make_mount_point(const char *root, const char *target, bool dir, stru
 	return 0;
 }
 
-int binds_attach(const char *root, const struct aj_config *cfg, struct bind_trees *t,
-		 struct setup_error *e)
+static int attach(const char *root, const struct aj_config *cfg, struct bind_trees *t,
+		  struct staging *s, struct setup_error *e)
 {
-	struct staging s = {.n = 0};
 	int rc = 0;
 	for (uint32_t i = 0; i < t->n && !rc; i++) {
 		char host[RO_BIND_PATH_MAX], target[RO_BIND_PATH_MAX], at[2 * RO_BIND_PATH_MAX];
@@ -152,17 +166,37 @@ int binds_attach(const char *root, const struct aj_config *cfg, struct bind_tree
 		struct stat st;
 		if (fstat(t->fd[i], &st) < 0)
 			return setup_fail(e, errno, "ro_bind: stat %s", host);
-		if ((rc = make_mount_point(root, target, S_ISDIR(st.st_mode), &s, e)))
+		if ((rc = make_mount_point(root, target, S_ISDIR(st.st_mode), s, e)))
 			break;
 		if (move_mount(t->fd[i], "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			rc = setup_fail(e, errno, "ro_bind: mount %s on %s", host, target);
 	}
-	for (uint32_t i = 0; i < s.n && !rc; i++) {
+	for (uint32_t i = 0; i < s->n && !rc; i++) {
 		/* The staging tmpfs takes no file of the program's. */
 		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-		if (mount_setattr(AT_FDCWD, s.dir[i], 0, &attr, sizeof attr) < 0)
-			rc = setup_fail(e, errno, "ro_bind: make %s read-only", s.dir[i]);
+		if (mount_setattr(AT_FDCWD, s->dir[i], 0, &attr, sizeof attr) < 0)
+			rc = setup_fail(e, errno, "ro_bind: make %s read-only", s->dir[i]);
 	}
 	binds_close(t);
 	return rc;
+}
+
+int binds_attach(const char *root, const struct aj_config *cfg, struct bind_trees *t,
+		 struct setup_error *e)
+{
+	struct staging s = {.n = 0, .own_dev = 0};
+	return attach(root, cfg, t, &s, e);
+}
+
+int binds_attach_own_root(const char *root, const struct aj_config *cfg, struct bind_trees *t,
+			  struct setup_error *e)
+{
+	struct staging s = {.n = 0};
+	struct stat st;
+	if (stat(root, &st) < 0) {
+		binds_close(t);
+		return setup_fail(e, errno, "ro_bind: stat %s", root);
+	}
+	s.own_dev = st.st_dev;
+	return attach(root, cfg, t, &s, e);
 }

@@ -15,12 +15,21 @@ struct bind_trees {
 	uint32_t n;
 };
 
+/* A detached clone of what is mounted at host and below it, read-only,
+ * nosuid and nodev, as *fd (-1 when the clone failed); `what` starts the
+ * error. */
+int bind_clone_readonly(const char *host, const char *what, int *fd, struct setup_error *e);
 /* Clones each HOST as a detached, read-only, nosuid, nodev mount tree. */
 int binds_open(const struct aj_config *cfg, struct bind_trees *t, struct setup_error *e);
 /* Mounts each clone at root + SANDBOX, making its mount point where the
  * view allows (binds.c), and closes the clones. */
 int binds_attach(const char *root, const struct aj_config *cfg, struct bind_trees *t,
 		 struct setup_error *e);
+/* The same, into a root the run built for itself (a tmpfs of its own,
+ * still writable): its directories take a missing mount point as they
+ * are, while one among the host's files is refused as by binds_attach. */
+int binds_attach_own_root(const char *root, const struct aj_config *cfg, struct bind_trees *t,
+			  struct setup_error *e);
 void binds_close(struct bind_trees *t);
 
 #endif

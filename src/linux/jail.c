@@ -161,6 +161,10 @@ int jail_clone_init(const struct plan *p, void (*body)(const struct plan *p), pi
 {
 	const struct jail_spec *s = p->s;
 	unsigned long flags = jail_base_namespaces | (s->userns ? CLONE_NEWUSER : 0);
+	/* Namespaces made ahead are joined by init instead (jail_init.c). */
+	for (int i = 0; s->join_spare_ns && i < 3; i++)
+		if (s->spare_ns[i] >= 0)
+			flags &= ~(unsigned long)jail_spare_ns_types[i];
 	pid_t child = s->into_cgroup ? spawn_clone_into_cgroup(flags, s->cgroup_fd, pidfd)
 				     : spawn_clone(flags, pidfd);
 	if (child == 0) {

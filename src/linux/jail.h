@@ -80,6 +80,10 @@ struct jail_spec {
 	 * in the clone: fresh and never used, and off the run's clock (a
 	 * network namespace takes half a millisecond here). -1: none. */
 	int spare_ns[3];
+	/* A cold run's spare_ns, made ahead by the host (jail_spare_ns_make, the
+	 * process tier's pool) and joined the same way; without it spare_ns is
+	 * read in a warm run only. */
+	bool join_spare_ns;
 	/* Egress (docs/egress.md): a unix socket on which init sends the
 	 * listener it made on the run's 127.0.0.1:CONTRACT_EGRESS_PORT
 	 * (egress_door.c), and the program's environment names the proxy;
@@ -146,6 +150,12 @@ int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct j
  * process is reported on report_w, as in a cold run. */
 pid_t jail_warm_spawn(const struct jail_spec *s, int out_w, int err_w, int report_w, int *pidfd);
 
+/* In a thread of the host (a pool's filler), root only: makes fresh
+ * network, ipc and uts namespaces and returns the thread to its own, leaving
+ * an fd for each in fds[3] (net, ipc, uts), for a cold run's init to join
+ * (join_spare_ns). 0, or -errno (none made). */
+int jail_spare_ns_make(int fds[3]);
+
 /* In the zygote, between runs: makes fresh network, ipc and uts namespaces
  * and returns to its own, leaving an fd for each in fds[3] (net, ipc, uts).
  * 0, or -errno (none made). */
@@ -156,5 +166,13 @@ int jail_warm_prepare_ns(int fds[3]);
  * workspace (with the program written into it), a /proc of the run's pid
  * namespace, and (own_users) the run's own passwd and group. */
 int jail_populate_root(const struct jail_spec *s, const char *root, struct setup_error *e);
+/* The run's own passwd and group (root, nobody, its uid as "sandbox"), as
+ * new files in etc, the /etc of a root being built. */
+int jail_write_users(const struct jail_spec *s, const char *etc, struct setup_error *e);
+/* text as the new file path (0644); refuses to follow a symlink there. */
+int jail_write_new_file(const char *path, const char *text, struct setup_error *e);
+/* Makes root (a mount of its own, fully built) the root and detaches the
+ * old one, leaving no path back to it; cwd is the new /. */
+int jail_pivot_to(const char *root, struct setup_error *e);
 
 #endif

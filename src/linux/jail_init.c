@@ -46,9 +46,9 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 		if ((rc = write_full(s->join_cgroup_fds[i], "0", 1)))
 			return setup_fail(e, -rc, "cgroup: join");
 	/* A warm run's network, ipc and uts namespaces, made ahead by the
-	 * zygote (jail_warm_prepare_ns) and joined here, before anything
-	 * uses them. */
-	for (int i = 0; s->mode == JAIL_WARM_RUN && i < 3; i++)
+	 * zygote (jail_warm_prepare_ns), or a cold run's, by the host
+	 * (jail_spare_ns_make), joined here, before anything uses them. */
+	for (int i = 0; (s->mode == JAIL_WARM_RUN || s->join_spare_ns) && i < 3; i++)
 		if (s->spare_ns[i] >= 0 && setns(s->spare_ns[i], jail_spare_ns_types[i]) < 0)
 			return setup_fail(e, errno, "join the run's %s namespace",
 					  jail_spare_ns_names[i]);

@@ -1,12 +1,15 @@
 /* jail_populate_root: the run's own writable places, /dev, /proc and user
- * files, under a tier's view (each tier's setup_root calls it). Runs in
+ * files, under a tier's view (each tier's setup_root calls it), and the
+ * pivot into a view built under a directory. Runs in
  * init, after no allocation is allowed any more: stack buffers only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "jail.h"
@@ -72,7 +75,7 @@ static void users_text(const struct jail_spec *s, char *passwd, size_t pn, char 
 		snprintf(group + n, gn - (size_t)n, "sandbox:x:%u:\n", (unsigned)s->gid);
 }
 
-static int write_new_file(const char *path, const char *text, struct setup_error *e)
+int jail_write_new_file(const char *path, const char *text, struct setup_error *e)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -103,7 +106,7 @@ static int cover_user_files(const struct jail_spec *s, const char *root, const c
 	int rc;
 	for (int i = 0; i < 3; i++) {
 		snprintf(src[i], sizeof src[i], "%s/%s", tmp, sources[i]);
-		if ((rc = write_new_file(src[i], texts[i], e)))
+		if ((rc = jail_write_new_file(src[i], texts[i], e)))
 			return rc;
 	}
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -116,6 +119,33 @@ static int cover_user_files(const struct jail_spec *s, const char *root, const c
 		if ((rc = mount_file_readonly(src[files[i].text], dst, e)))
 			return rc;
 	}
+	return 0;
+}
+
+int jail_write_users(const struct jail_spec *s, const char *etc, struct setup_error *e)
+{
+	char passwd[256], group[128], path[300];
+	int rc;
+	users_text(s, passwd, sizeof passwd, group, sizeof group);
+	snprintf(path, sizeof path, "%s/passwd", etc);
+	if ((rc = jail_write_new_file(path, passwd, e)))
+		return rc;
+	snprintf(path, sizeof path, "%s/group", etc);
+	return jail_write_new_file(path, group, e);
+}
+
+int jail_pivot_to(const char *root, struct setup_error *e)
+{
+	/* pivot_root(".", ".") stacks the old root under the new one; detaching
+	 * it then leaves no path back to the host. */
+	if (chdir(root) < 0)
+		return setup_fail(e, errno, "view: chdir %s", root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return setup_fail(e, errno, "view: pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return setup_fail(e, errno, "view: detach the old root");
+	if (chdir("/") < 0)
+		return setup_fail(e, errno, "view: chdir /");
 	return 0;
 }
 

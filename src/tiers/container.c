@@ -102,17 +102,7 @@ static int image_setup_root(const struct jail_spec *s, struct setup_error *e)
 	/* binds_attach closes the clones, attached or not. */
 	if ((rc = binds_attach(root, s->cfg, &binds, e)) || (rc = jail_populate_root(s, root, e)))
 		return rc;
-	/* pivot_root(".", ".") stacks the old root under the new one; detaching
-	 * it then leaves no path back to the host. */
-	if (chdir(root) < 0)
-		return setup_fail(e, errno, "image: chdir %s", root);
-	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		return setup_fail(e, errno, "image: pivot_root");
-	if (umount2(".", MNT_DETACH) < 0)
-		return setup_fail(e, errno, "image: detach the old root");
-	if (chdir("/") < 0)
-		return setup_fail(e, errno, "image: chdir /");
-	return 0;
+	return jail_pivot_to(root, e);
 fail:
 	binds_close(&binds);
 	return rc;

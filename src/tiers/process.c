@@ -35,40 +35,36 @@
  * Any failed setup step is reported on the report pipe as "step: ERRNO" and
  * the run is refused (sandbox_error): nothing runs with less than promised.
  *
- * What the program sees: the host's filesystem read-only (mount_setattr
- * recursive, so not even world-writable host directories take a write) and
- * nosuid; a /dev of its own (null, zero, full, random, urandom, a private
- * devpts); one size-limited tmpfs providing /tmp, /var/tmp, /dev/shm and the
- * workspace /tmp/work (cwd and HOME); a /proc of its own pid namespace; a
- * network namespace with only a down loopback; hostname "sandbox"; a fresh
- * session keyring; a passwd and group of its own (root, nobody, its uid as
- * "sandbox"), read-only over the host's, which name the host's users. What people keep private by habit is covered with an
- * empty read-only tmpfs even where its mode is world-readable: /home, /root,
- * /run/user, /var/mail, /srv, /mnt, /media, the directory agentjail was
- * started from (unless it is the system's, or holds the interpreter), and
- * /sys (the host's devices and kernel state; no tier shows them). The
- * host's /tmp, /var/tmp and /dev/shm, where other users' temporary files
- * are, are the run's own tmpfs. Elsewhere the program can read what the
- * host lets any user read (the container tier shows only its image).
+ * What the program sees (src/linux/host_root.c): an allow-list of the
+ * host's files on a root of its own, as isolate and bubblewrap build
+ * theirs. The host's /usr (and the merged-/usr links /bin, /sbin, /lib*),
+ * a few /etc files (ld.so.cache, localtime, ssl, alternatives) and, where
+ * the interpreter lies elsewhere, its prefix, all read-only and nosuid; its
+ * own /etc/passwd, group, hosts and nsswitch.conf; a /dev of its own (null,
+ * zero, full, random, urandom, a private devpts); one size-limited tmpfs
+ * providing /tmp, /var/tmp, /dev/shm and the workspace /tmp/work (cwd and
+ * HOME); a /proc of its own pid namespace; a network namespace with only a
+ * down loopback; hostname "sandbox"; a fresh session keyring. Nothing else:
+ * not the directory agentjail was started from or its parent, not /home,
+ * /root, /opt, /var, /srv, /sys or another checkout's sources, whatever
+ * their modes. A deployer adds a host path on purpose with --ro-bind.
  *
  * Started by a normal user there is no other uid to run as: the program has
- * the caller's uid inside a user namespace, so it could read the caller's
- * own files. The caller's $HOME is covered too, wherever it is; a file the
- * caller owns elsewhere stays readable. Run as root for a uid of the run's
- * own.
+ * the caller's uid inside a user namespace, with the same view, so of the
+ * caller's own files it reaches only those under the view's few paths. Run
+ * as root for a uid of the run's own.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "../linux/binds.h"
+#include "../core/pool.h"
 #include "../linux/creds.h"
+#include "../linux/host_root.h"
 #include "../linux/jail.h"
-#include "../linux/mounts.h"
 #include "../linux/ns.h"
 #include "../linux/session_io.h"
 #include "../linux/stream_hooks.h"
@@ -76,93 +72,16 @@
 #include "egress_pair.h"
 #include "tier.h"
 
-/* What the process tier's view needs besides the spec. */
-struct host_view {
-	char home[256];         /* the caller's $HOME, hidden in user-namespace mode */
-	char cwd[256];          /* the caller's working directory, hidden */
-};
-
-/* Where people keep what is theirs, world-readable or not by habit: each is
- * covered with an empty read-only tmpfs, for every run (root or not). /sys
- * too: the host's devices, firmware and kernel state are no program's
- * business, and no other tier shows them. */
-static const char *const private_places[] = {"/home", "/root", "/run/user", "/var/mail",
-					      "/srv",  "/mnt",  "/media",    "/sys"};
-
-/* A real directory (not a symlink, which mount would follow) that exists. */
-static bool is_plain_dir(const char *path)
-{
-	struct stat st;
-	return path[0] && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int hide_if_present(const char *path, const char *python, struct setup_error *e)
-{
-	size_t n = strlen(path);
-	if (!is_plain_dir(path))
-		return 0;
-	/* Never hide the interpreter itself (a Python under /home). */
-	if (strncmp(python, path, n) == 0 && python[n] == '/')
-		return 0;
-	return mount_hide(path, e);
-}
-
-/* The filesystem view, in the order it is built: the host's, read-only. */
+/* The filesystem view: an allow-list on a root of the run's own, built and
+ * pivoted into by host_root_build. */
 static int host_setup_root(const struct jail_spec *s, struct setup_error *e)
 {
-	const struct host_view *v = s->tier;
-	const char *py = s->python;
-	struct bind_trees binds;
-	int rc;
-
-	/* The deployer's paths first: one may lie in a place hidden below. */
-	if ((rc = binds_open(s->cfg, &binds, e)))
-		goto fail;
-	if ((rc = mount_tree_readonly("/", e)))
-		goto fail;
-	for (size_t i = 0; i < sizeof private_places / sizeof private_places[0]; i++)
-		if ((rc = hide_if_present(private_places[i], py, e)))
-			goto fail;
-	/* The directory agentjail was started from (a project, with its
-	 * keys and data), and, sharing the caller's uid in a user namespace,
-	 * the caller's $HOME wherever it is. */
-	if ((rc = hide_if_present(v->cwd, py, e)) ||
-	    (s->userns && (rc = hide_if_present(v->home, py, e))))
-		goto fail;
-	if ((rc = binds_attach("", s->cfg, &binds, e)))
-		return rc;
-	return jail_populate_root(s, "", e);
-fail:
-	binds_close(&binds);
-	return rc;
-}
-
-/* A directory of the caller's (its $HOME, its cwd), if hiding it cannot hide
- * the system: an absolute path of its own, not /, and not above the
- * interpreter or the libraries. */
-static void caller_dir(char *out, size_t n, const char *h, const char *python)
-{
-	static const char *const system_dirs[] = {"/usr/", "/lib", "/bin/", "/sbin/", "/etc/",
-						  "/proc/", "/dev/", "/sys/", "/tmp/"};
-	out[0] = '\0';
-	if (!h || h[0] != '/' || strlen(h) < 2 || strlen(h) >= n || strstr(h, ".."))
-		return;
-	size_t hl = strlen(h);
-	for (size_t i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
-		if (strncmp(system_dirs[i], h, hl) == 0 ||
-		    strncmp(h, system_dirs[i], strlen(system_dirs[i])) == 0)
-			return;
-	if (strncmp(python, h, hl) == 0)
-		return;
-	/* Not a top-level directory (/var, /opt, /run): the system's, too. */
-	if (!strchr(h + 1, '/'))
-		return;
-	memcpy(out, h, hl + 1);
+	return host_root_build(s, s->tier, e);
 }
 
 /* The spec and view every sandbox of this tier shares (a zygote's too). */
-static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
-			      struct host_view *view)
+static int process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
+			     struct host_root *view, struct aj_error *err)
 {
 	*s = (struct jail_spec){
 		.cfg = cfg,
@@ -171,7 +90,9 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.userns = geteuid() != 0,
 		/* No cgroup in this tier: the address space is the limit. */
 		.address_space_limit = true,
-		/* The view is the host's, whose passwd and group name its users. */
+		/* The run's own passwd and group: written into the view's /etc
+		 * (host_root.c), and over it for each warm run, whose uid is
+		 * not the zygote's. */
 		.own_users = true,
 		.outer_uid = geteuid(),
 		.outer_gid = getegid(),
@@ -179,41 +100,74 @@ static void process_spec_view(const struct aj_config *cfg, struct jail_spec *s,
 		.tier = view,
 		.egress_fd = -1,
 	};
-	view->home[0] = '\0';
-	if (s->userns)
-		caller_dir(view->home, sizeof view->home, getenv("HOME"), cfg->python);
-	char cwd[256];
-	caller_dir(view->cwd, sizeof view->cwd, getcwd(cwd, sizeof cwd), cfg->python);
+	return host_root_prepare(view, cfg->python, err);
 }
 
 /* The run's spec, uid and view: everything but the code. */
-static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_view *view,
+static int process_spec(const struct aj_config *cfg, struct jail_spec *s, struct host_root *view,
 			struct uid_slot *slot, struct aj_error *err)
 {
-	process_spec_view(cfg, s, view);
+	int rc = process_spec_view(cfg, s, view, err);
+	if (rc)
+		return rc;
 	if (s->userns) {
 		s->uid = s->outer_uid;
 		s->gid = s->outer_gid;
 		return 0;
 	}
-	int rc = slot_acquire(cfg, slot, err);
+	rc = slot_acquire(cfg, slot, err);
 	s->uid = slot->uid;
 	s->gid = slot->gid;
 	return rc;
 }
 
-/* Warm mode's state (cfg.warm): the zygote, in the same view as a cold
- * run's. */
+/* A cold run's network, ipc and uts namespaces, made ahead (root only: a
+ * namespace the host owns is joined by an init of the host's user
+ * namespace, never by one in a user namespace of its own). Two are kept:
+ * from the third run of an open sandbox on, runs one after another each
+ * find one ready, and the filler makes the next while the program runs. */
+#define SPARE_NS 2
+
+static int spare_make(void *ctx, void *item)
+{
+	(void)ctx;
+	return jail_spare_ns_make(item);
+}
+
+static void spare_destroy(void *ctx, void *item)
+{
+	(void)ctx;
+	int *fds = item;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static const struct pool_ops spare_ops = {
+	.item_size = 3 * sizeof(int),
+	.size = SPARE_NS,
+	.make = spare_make,
+	.destroy = spare_destroy,
+	.retry_ms = 1000,
+	.block_signals = true,
+};
+
+/* An open sandbox's state: warm mode's zygote (cfg.warm), in the same
+ * view as a cold run's; or, cold and root, the spare namespaces. */
 struct process_state {
-	struct host_view view;
-	struct warm warm;
+	struct host_root view;
+	bool warm;
+	struct warm zygote;
+	struct pool spare;
+	int spare_items[SPARE_NS][3];
+	bool ran;               /* a run has ended: more are likely */
 };
 
 static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
 {
 	struct process_state *ps = state;
-	struct host_view view;
+	struct host_root view;
 	struct jail_spec s;
 	struct uid_slot slot = {.lock_fd = -1};
 	struct aj_error err = {0};
@@ -227,10 +181,21 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
 	s.stream = supervisor_stream_of(req->tap);
+	/* Namespaces made ahead, if one is ready (else the clone makes
+	 * them, as always): off this run's clock. The thread making them
+	 * starts when a run follows one that ended: a one-shot caller (the
+	 * CLI's run, check's trial) never pays for any. */
+	if (ps && !ps->warm && __atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
+		(void)pool_start(&ps->spare); /* without it each run makes its own */
+	s.join_spare_ns = ps && !ps->warm && pool_take(&ps->spare, s.spare_ns);
 	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
 		result_sandbox_error(res, "%s", err.message);
 	else
-		rc = ps ? warm_run(&ps->warm, &s, res) : jail_run(&s, res);
+		rc = ps && ps->warm ? warm_run(&ps->zygote, &s, res) : jail_run(&s, res);
+	if (s.join_spare_ns)
+		spare_destroy(NULL, s.spare_ns); /* init holds them now, or the run failed */
+	if (ps)
+		__atomic_store_n(&ps->ran, true, __ATOMIC_RELEASE);
 	if (s.egress_fd >= 0)
 		close(s.egress_fd);
 	slot_release(&slot);
@@ -241,7 +206,7 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 struct process_session {
 	struct jail_session js;
 	struct uid_slot slot;
-	struct host_view view;
+	struct host_root view;
 };
 
 static int process_session_open(void *state, const struct aj_config *cfg,
@@ -292,8 +257,17 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	*state = NULL;
 	if (access(cfg->python, X_OK) < 0)
 		return error_set(err, -errno, "python: %s: %s", cfg->python, errno_name(errno));
-	if (!cfg->warm)
+	if (!cfg->warm && geteuid() != 0)
 		return 0;
+	if (!cfg->warm) {
+		struct process_state *ps = calloc(1, sizeof *ps);
+		if (!ps)
+			return error_set(err, -ENOMEM, "open: out of memory");
+		/* Its thread starts with a second run (process_run). */
+		pool_init(&ps->spare, &spare_ops, ps, ps->spare_items);
+		*state = ps;
+		return 0;
+	}
 	/* The zygote makes each run's namespaces and gives it a uid of its
 	 * own: both need root. */
 	if (geteuid() != 0)
@@ -304,14 +278,19 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	if (!ps)
 		return error_set(err, -ENOMEM, "open: out of memory");
 	struct jail_spec base;
-	process_spec_view(cfg, &base, &ps->view);
+	int rc = process_spec_view(cfg, &base, &ps->view, err);
+	if (rc) {
+		free(ps);
+		return rc;
+	}
 	base.preload = cfg->preload;
-	warm_init(&ps->warm, &base);
+	ps->warm = true;
+	warm_init(&ps->zygote, &base);
 	/* Started now, so that a preload that cannot be imported refuses the
 	 * open rather than every run. */
-	int rc = warm_prestart(&ps->warm, err);
+	rc = warm_prestart(&ps->zygote, err);
 	if (rc) {
-		warm_destroy(&ps->warm);
+		warm_destroy(&ps->zygote);
 		free(ps);
 		return rc;
 	}
@@ -324,7 +303,10 @@ static void process_close(void *state)
 	struct process_state *ps = state;
 	if (!ps)
 		return;
-	warm_destroy(&ps->warm);
+	if (ps->warm)
+		warm_destroy(&ps->zygote);
+	else
+		pool_destroy(&ps->spare);
 	free(ps);
 }
 
