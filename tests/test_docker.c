@@ -13,6 +13,7 @@
 #include "boot_cases.h"
 #include "session_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
 #include "src/boot/run.h"
 #include "src/boot/spec.h"
 #include "src/docker/api.h"
@@ -749,6 +750,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		HOSTILE_TABLE,
 		STREAM_TABLE,
+		HOSTILE_TEST(userland_tools_run),
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,

@@ -8,6 +8,7 @@
 
 #include "egress_cases.h"
 #include "stream_cases.h"
+#include "userland_cases.h"
 #include "session_cases.h"
 
 static char image_dir[PATH_MAX], chart_dir[PATH_MAX + 4];
@@ -558,6 +559,7 @@ int main(void)
 		HOSTILE_TEST(its_own_kernel),
 		HOSTILE_TEST(guest_sys_is_empty),
 		HOSTILE_TEST(guest_runs_the_images_root),
+		HOSTILE_TEST(userland_tools_run),
 		HOSTILE_TEST(vmm_is_jailed),
 		HOSTILE_TEST(killed_vmm_is_a_sandbox_error),
 		HOSTILE_TEST(no_run_directory_outlives_its_run),
