@@ -434,7 +434,8 @@ def test_a_session_runs_chart_is_an_image_event(server):
     assert len(images) == 1 and got[-1].event == "result"
     img = images[0].data
     assert img["mime"] == "image/png" and img["name"]
-    assert base64.b64decode(img["base64"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "base64" not in img  # one name for an image's bytes: a result's
+    assert base64.b64decode(img["data"])[:8] == b"\x89PNG\r\n\x1a\n"
     # The result carries it too, as the plain answer would.
-    assert got[-1].data["images"][0]["data"] == img["base64"]
+    assert got[-1].data["images"][0]["data"] == img["data"]
     assert server.request("DELETE", f"/v1/sessions/{sid}").code == 204
