@@ -44,15 +44,15 @@ json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
 	}
 	snprintf(s->id, sizeof s->id, "%s", aj_session_id(s->s));
 	snprintf(s->owner, sizeof s->owner, "%s", owner);
-	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->name, owner);
+	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->id, owner);
 	queue_do(c, "SADD agentjail:key:%s:sessions %s", owner, s->id);
-	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->name, s->id);
+	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->id, s->id);
 	pthread_mutex_lock(&w->lock);
 	s->next = w->sessions;
 	w->sessions = s;
 	pthread_mutex_unlock(&w->lock);
 	worker_log(w, "session %s opened for %s", s->id, owner);
-	return json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "id", s->id, "worker", w->name, "limits",
+	return json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "id", s->id, "worker", w->id, "limits",
 			 limits_to_json(&cfg.limits));
 }
 
@@ -63,7 +63,7 @@ static void report_closed(struct worker *w, redisContext *c, struct wsession *s,
 	queue_do(c, "HSET agentjail:session:%s closed %s", s->id, reason);
 	queue_do(c, "EXPIRE agentjail:session:%s 3600", s->id);
 	queue_do(c, "SREM agentjail:key:%s:sessions %s", s->owner, s->id);
-	queue_do(c, "SREM agentjail:worker:%s:sessions %s", w->name, s->id);
+	queue_do(c, "SREM agentjail:worker:%s:sessions %s", w->id, s->id);
 	s->closed_reported = true;
 }
 
