@@ -8,7 +8,8 @@
  *
  * Cancel: the runner gives its aj_cancel token to the memory store
  * (runs_mem_set_cancel), and DELETE's cancel fires it there, at once. A
- * run cancelled while queued ends, once its turn comes, without running. */
+ * run cancelled while queued leaves the queue at once (its wait is called
+ * off: runs_mem_set_call_off) and ends without running. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct runner {
 	struct hsession *session; /* a session's call: a reference held */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
 	struct run_hook hook;
+	struct admit_ticket ticket; /* its wait, called off by a cancel */
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -88,13 +90,34 @@ static void runner_free(struct runner *r)
 	free(r);
 }
 
+/* A cancel while the run waits for its turn (the store calls it). */
+static void call_off(void *arg)
+{
+	struct runner *r = arg;
+	admit_call_off(&r->svc->adm, &r->ticket);
+}
+
 static void *runner_main(void *arg)
 {
 	struct runner *r = arg;
 	struct service *svc = r->svc;
 	struct http_response refusal = {0};
-	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	json_t *result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
+	runs_mem_set_call_off(&svc->runs, r->id, call_off, r);
+	int turn = service_admit_start(svc, r->use, &r->ticket, &refusal);
+	runs_mem_set_call_off(&svc->runs, r->id, NULL, NULL);
+	bool admitted = turn == 0;
+	json_t *result;
+	if (admitted) {
+		result = run_turn(r);
+	} else if (turn > 0) {
+		/* Cancelled while it waited: it left the queue then, and ends
+		 * now, never run. */
+		struct aj_result res;
+		runs_cancelled_result(&res);
+		result = run_answer(svc, r->id, &res, r->t0);
+	} else {
+		result = runs_refusal_end(&refusal, r->id);
+	}
 	runs_end(svc, r->id, result, false, &r->hook, admitted ? r->use : NULL);
 	runner_free(r);
 	runners_exit(&svc->local.runners);

@@ -99,7 +99,7 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	struct service *svc = l->svc;
 	unsigned retry;
 	double t0 = now_ms() / 1e3;
-	if (admit_start(&svc->adm, l->use, &retry) != ADMIT_OK) {
+	if (admit_start(&svc->adm, l->use, NULL, &retry) != ADMIT_OK) {
 		l->started = true; /* the queue place is given up */
 		metrics_refused(&svc->metrics, ADMIT_WAITED);
 		result_init(res);

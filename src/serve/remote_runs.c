@@ -95,7 +95,7 @@ static void *qrunner_main(void *arg)
 	struct http_response refusal = {0};
 	json_t *end;
 	bool detached = false;
-	bool admitted = !service_admit_start(svc, r->use, &refusal);
+	bool admitted = !service_admit_start(svc, r->use, NULL, &refusal);
 	if (!admitted) {
 		end = runs_refusal_end(&refusal, r->id);
 	} else {

@@ -230,10 +230,13 @@ int service_admit_enter(struct service *svc, struct key_use *u, struct http_resp
 	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
-int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs)
+int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
+			struct http_response *rs)
 {
 	unsigned retry = 0;
-	enum admit_verdict v = admit_start(&svc->adm, u, &retry);
+	enum admit_verdict v = admit_start(&svc->adm, u, t, &retry);
+	if (v == ADMIT_CALLED_OFF)
+		return 1;
 	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
@@ -241,5 +244,5 @@ int service_admit(struct service *svc, struct key_use *u, struct http_response *
 {
 	if (service_admit_enter(svc, u, rs))
 		return -1;
-	return service_admit_start(svc, u, rs);
+	return service_admit_start(svc, u, NULL, rs);
 }

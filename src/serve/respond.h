@@ -12,6 +12,7 @@
 struct service;
 struct key;
 struct key_use;
+struct admit_ticket;
 
 /* The request, read whole (its body capped), and what to answer. */
 struct http_request {
@@ -94,8 +95,10 @@ json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_h
 int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
 /* Its two halves, for a run that waits for its turn on a thread of its
  * own: the queue place (admit_abandon if the run goes no further), then
- * the turn; each 0, or -1 with the refusal in rs. */
+ * the turn; each 0, or -1 with the refusal in rs; the turn 1 when t (NULL:
+ * none) was called off meanwhile: it left the queue. */
 int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs);
-int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs);
+int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
+			struct http_response *rs);
 
 #endif
