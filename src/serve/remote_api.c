@@ -465,6 +465,13 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
 /* The fleet sizes admission (fleet.h), not this machine's CPUs: the
  * deployer's --concurrency, when given, stays a cap over it; without one,
  * while Redis cannot say, only the connections bound it. */
+/* A recorded run the store ended lost (runs_redis_on_lost). */
+static void count_lost(void *arg, bool may_have_started)
+{
+	struct service *svc = arg;
+	metrics_lost(&svc->metrics, may_have_started);
+}
+
 static int start(struct service *svc)
 {
 	/* A record's run waits for its turn here (up to --max-wait), then for
@@ -472,6 +479,9 @@ static int start(struct service *svc)
 	 * past both and a margin, its serve has given up on it too. */
 	double turn = svc->cfg.max_wait_sec + 5.0;
 	runs_redis_give_up(&svc->runs, turn + svc->cfg.max_wait_sec, turn + SESSION_TAKE_SEC);
+	/* Lost recorded runs are counted where their record ends: by a
+	 * reader too, and once. */
+	runs_redis_on_lost(&svc->runs, count_lost, svc);
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);

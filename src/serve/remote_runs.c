@@ -68,8 +68,9 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 		return run_failure_json("no_worker", r->id, false, false, err->message);
 	case REMOTE_LOST:
 	case REMOTE_UNKNOWN: {
+		/* Counted by the store if this ends the record (a reader may
+		 * have ended it lost first: counted then, once). */
 		bool may = f == REMOTE_UNKNOWN || taken;
-		metrics_lost(&svc->metrics, may);
 		char msg[1100];
 		snprintf(msg, sizeof msg, session ? "the session is closed, because %s" : "%s",
 			 err->message);

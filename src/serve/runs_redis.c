@@ -32,6 +32,8 @@ struct lost_run {
 struct redis_store {
 	struct queue *q;
 	double give_up_run, give_up_session; /* runs_redis_give_up */
+	void (*on_lost)(void *arg, bool may_have_started); /* runs_redis_on_lost */
+	void *on_lost_arg;
 	pthread_mutex_t lost_lock;
 	struct lost_run *lost;
 };
@@ -415,12 +417,21 @@ static void rfinish(struct run_store *st, const char *id, json_t *result)
 		json_object_set_new(copy, "events_lost", json_true());
 		result = copy;
 	}
+	bool lost = json_is_true(json_object_get(result, "lost"));
+	bool may = json_is_true(json_object_get(result, "may_have_started"));
 	char *text = json_dumps(result, JSON_COMPACT);
 	json_decref(copy);
 	redisContext *c = text ? queue_get(qof(st), 5.0, &err) : NULL;
-	if (c)
-		queue_put(qof(st), c, finish_text(st, c, id, text) < 0);
+	int won = -1;
+	if (c) {
+		won = finish_text(st, c, id, text);
+		queue_put(qof(st), c, won < 0);
+	}
 	free(text);
+	const struct redis_store *rs = st->impl;
+	/* Counted where it ended: a reader may have ended it first. */
+	if (won == 1 && lost && rs->on_lost)
+		rs->on_lost(rs->on_lost_arg, may);
 }
 
 /* A record no worker claimed: ended if its deadline passed (its serve
@@ -487,10 +498,15 @@ static int end_if_lost(struct run_store *st, redisContext *c, const char *id, co
 		return -1;
 	int won = finish_text(st, c, id, text);
 	free(text);
-	/* Whichever reader (of any serve replica) won tells the log once. */
-	if (won == 1)
+	/* Whichever reader (of any serve replica) won tells the log and
+	 * its metrics once. */
+	const struct redis_store *rs = st->impl;
+	if (won == 1) {
 		fprintf(stderr, "agentjail serve: recorded run %s lost (%s): %s\n", id,
 			never ? "it never started" : "it may have started", msg);
+		if (rs->on_lost)
+			rs->on_lost(rs->on_lost_arg, !never);
+	}
 	return won < 0 ? -1 : 1;
 }
 
@@ -828,6 +844,14 @@ void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec
 	struct redis_store *r = st->impl;
 	r->give_up_run = run_sec;
 	r->give_up_session = session_sec;
+}
+
+void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_have_started),
+			void *arg)
+{
+	struct redis_store *r = st->impl;
+	r->on_lost = fn;
+	r->on_lost_arg = arg;
 }
 
 int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size_t budget,

@@ -35,6 +35,12 @@
  * its own wait for a worker can last, for a record whose serve stopped
  * without ending it. 0 (the default): never. */
 void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec);
+/* fn(arg, may_have_started) once for each record this store ends with the
+ * lost-run answer (a reader that found its worker gone, or the runner
+ * that learnt it): only the call that ended it counts it, so a run lost
+ * is counted once however many replicas read it. NULL: none (a worker). */
+void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_have_started),
+			void *arg);
 /* The worker took run id: RUN_QUEUED -> RUN_RUNNING, naming worker. false
  * when the record is gone or has already ended (a reader found it lost,
  * or it expired): the run must not start. */

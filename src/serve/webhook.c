@@ -49,6 +49,7 @@ struct webhooks {
 	_Atomic double stop_by; /* monotonic ms: no attempt runs past it */
 	pthread_t threads[WEBHOOK_THREADS];
 	unsigned nthreads;
+	struct webhook_counts counts; /* under mu */
 };
 
 static double mono_ms(void)
@@ -263,6 +264,14 @@ static void *deliver_loop(void *arg)
 			say(d, "attempt %u of %d: %s: next in %u s", n, WEBHOOK_ATTEMPTS, what,
 			    backoff[n - 1]);
 		pthread_mutex_lock(&wh->mu);
+		if (delivered)
+			wh->counts.delivered++;
+		else if (last)
+			wh->counts.given_up++;
+		else
+			wh->counts.failed++;
+		if (stopped)
+			wh->counts.dropped++;
 		d->busy = false;
 		d->due = due;
 		if (delivered || last || stopped) {
@@ -350,6 +359,7 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 		if (old) {
 			say(old, "dropped after %u attempt(s): more than %d deliveries pending",
 			    old->attempts, WEBHOOK_MAX_PENDING);
+			wh->counts.dropped++;
 			unlink_delivery(wh, old);
 			delivery_free(old);
 		}
@@ -361,6 +371,16 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 	wh->tail = d;
 	wh->count++;
 	pthread_cond_signal(&wh->cv);
+	pthread_mutex_unlock(&wh->mu);
+}
+
+void webhooks_counts(struct webhooks *wh, struct webhook_counts *out)
+{
+	*out = (struct webhook_counts){0};
+	if (!wh)
+		return;
+	pthread_mutex_lock(&wh->mu);
+	*out = wh->counts;
 	pthread_mutex_unlock(&wh->mu);
 }
 

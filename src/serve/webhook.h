@@ -53,6 +53,14 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 struct service;
 void webhook_run_done(struct service *svc, const struct key *key, const char *url,
 		      const char *run_id);
+/* What the attempts came to, since start (/metrics): each attempt is
+ * one of delivered (2xx), failed (to be tried again) or given_up (the
+ * last, failed); dropped counts deliveries let go untried to the end (the
+ * bound of WEBHOOK_MAX_PENDING, a stop). */
+struct webhook_counts {
+	unsigned long long delivered, failed, given_up, dropped;
+};
+void webhooks_counts(struct webhooks *wh, struct webhook_counts *out);
 /* Delivers what it can within WEBHOOK_STOP_SEC, logs what is left as
  * dropped, and frees wh (NULL: nothing). */
 void webhooks_close(struct webhooks *wh);

@@ -146,6 +146,11 @@ def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, red
     assert entries.count("result") == 1
     info = state(s2, alice, ev.run_id)
     assert info["state"] == "done" and info["result"] == lost
+    # Counted once, by the replica that ended it (a reader, or the one
+    # that sent it).
+    counted = [m['agentjail_runs_lost_total{may_have_started="true"}']
+               for m in (s1.metrics(key=alice), s2.metrics(key=alice))]
+    assert sum(counted) == 1
 
 
 def test_a_background_run_outlives_serve(start, redis, workers, keys):
@@ -328,6 +333,10 @@ def test_a_reader_finds_a_worker_lost_with_no_serve_waiting(start, redis, worker
     assert lost["error"]["code"] == "run_lost" and lost["lost"] is True
     assert lost["may_have_started"] is True and lost["run_id"] == run_id
     assert state(s2, alice, run_id)["result"] == lost
+    # The reader that ended it counts it in /metrics.
+    m = s2.metrics(key=alice)
+    assert m['agentjail_runs_lost_total{may_have_started="true"}'] == 1
+    assert m['agentjail_runs_lost_total{may_have_started="false"}'] == 0
 
 
 def test_a_run_its_serve_left_untaken_is_given_up_by_a_reader(start, redis, workers, keys):
