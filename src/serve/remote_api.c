@@ -13,6 +13,7 @@
 #include "remote.h"
 #include "remote_runs.h"
 #include "run_tail.h"
+#include "remote_hooks.h"
 #include "runs_redis.h"
 #include "service.h"
 #include "sse.h"
@@ -482,6 +483,9 @@ static int start(struct service *svc)
 	/* Lost recorded runs are counted where their record ends: by a
 	 * reader too, and once. */
 	runs_redis_on_lost(&svc->runs, count_lost, svc);
+	/* Webhooks come from Redis's schedule: whoever ended the record,
+	 * whichever replica is up. */
+	remote_hooks_start(svc);
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);

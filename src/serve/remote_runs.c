@@ -13,9 +13,10 @@
  * it never started. Cancel: DELETE marks the record; the worker that runs
  * it polls the mark and fires the run's aj_cancel.
  *
- * Webhook: this thread sends it once the record has ended, whoever ended
- * it. A run left to its worker when serve stopped has none: no replica
- * learns of its end (docs/streaming.md says so). */
+ * Webhook: the record keeps it, and its end (whoever ends it) makes it
+ * due in Redis, where any replica's delivery threads take it
+ * (remote_hooks.c): a run left to its worker when serve stopped has its
+ * webhook delivered by the next serve. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -178,7 +179,8 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	struct run_info info = {.background = req->background,
-				.reserve = run_reserve(&req->limits, NULL)};
+				.reserve = run_reserve(&req->limits, NULL),
+				.webhook = req->webhook};
 	return qrunner_start(svc, rq, rs, r, &info);
 }
 

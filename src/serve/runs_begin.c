@@ -75,7 +75,9 @@ void runs_end(struct service *svc, const char *id, json_t *end, bool left,
 		 * worker may have ended it already: then this changes nothing. */
 		if (end)
 			svc->runs.ops->finish(&svc->runs, id, end);
-		if (hook->webhook)
+		/* A store that schedules webhooks made it due as the record
+		 * ended. */
+		if (hook->webhook && !svc->runs.schedules_webhooks)
 			webhook_run_done(svc, hook->key, hook->webhook, id);
 	}
 	json_decref(end);

@@ -104,7 +104,8 @@ static bool lost_take(struct redis_store *rs, const char *id)
  * expiry, id, the seconds after which a run no worker took is given up
  * (0: never), the seconds the record is kept after its end (what a
  * worker's poller renews by), what the record holds while live (its
- * fixed cost and its reservation: run_info.reserve), its fixed cost.
+ * fixed cost and its reservation: run_info.reserve), its fixed cost, its
+ * webhook URL ('': none).
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	FORGET_LUA
@@ -147,6 +148,7 @@ static const char create_lua[] =
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
 	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', ARGV[10], 'reserve', cost,\n"
 	"  'keep', ARGV[8])\n"
+	"if ARGV[11] ~= '' then redis.call('HSET', KEYS[2], 'webhook', ARGV[11]) end\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
@@ -211,8 +213,10 @@ static const char append_lua[] =
 	"return 1\n";
 
 /* The end, exactly once: whoever comes second (the worker's result after
- * a reader's lost answer, or the reverse) changes nothing. KEYS: hash,
- * events; ARGV: result, keep. */
+ * a reader's lost answer, or the reverse) changes nothing. A record with a
+ * webhook makes its delivery due now in RUNS_REDIS_HOOKS, in the same
+ * step, whoever ends it (a worker, a reader, the serve that sent it): any
+ * replica takes it from there. KEYS: hash, events; ARGV: result, keep. */
 static const char finish_lua[] =
 	GROW_LUA
 	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
@@ -225,6 +229,10 @@ static const char finish_lua[] =
 	"grow(KEYS[1], f[2], 2 * #ARGV[1], true)\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
+	"if redis.call('HEXISTS', KEYS[1], 'webhook') == 1 then\n"
+	"  redis.call('ZADD', '" RUNS_REDIS_HOOKS "', t[1] * 1000 + math.floor(t[2] / 1000),\n"
+	"    string.sub(KEYS[1], 15))\n"
+	"end\n"
 	"return 1\n";
 
 /* A run no worker claimed by its deadline is made unrunnable (the claim
@@ -335,8 +343,9 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	const char *argv[] = {set,    hash,	sizes, total,
 			      scan,   budget, owner, info->background ? "1" : "0",
 			      info->session ? info->session_id : "",
-			      expiry, id,	give_up, keep, cost, fixed};
-	long long v = script(c, err, create_lua, 5, argv, NULL, 15);
+			      expiry, id,	give_up, keep, cost, fixed,
+			      info->webhook ? info->webhook : ""};
+	long long v = script(c, err, create_lua, 5, argv, NULL, 16);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -862,6 +871,7 @@ int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size
 		return error_set(err, -ENOMEM, "runs: out of memory");
 	r->q = q;
 	pthread_mutex_init(&r->lost_lock, NULL);
-	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r};
+	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r,
+				 .schedules_webhooks = true};
 	return 0;
 }

@@ -27,6 +27,9 @@
  * live: the worker that runs it renews it (runs_redis_renew) each second,
  * so a dead worker's record outlives it long enough to be found lost. */
 #define RUNS_REDIS_LIVE_SEC 600
+/* A sorted set: the ids of ended records whose webhook is to be attempted,
+ * scored by when (Redis's clock, ms). remote_hooks.c takes them. */
+#define RUNS_REDIS_HOOKS "agentjail:hooks"
 
 /* Records made from now on are given up run_sec (a session's call:
  * session_sec) seconds after they were made if no worker has claimed

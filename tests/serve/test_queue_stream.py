@@ -197,6 +197,42 @@ def test_a_background_runs_webhook_through_the_queue_is_signed(start, redis, wor
         rcv.close()
 
 
+def test_a_background_runs_webhook_survives_a_serve_restart_and_goes_once(start, redis,
+                                                                         workers, keys):
+    rcv = Receiver()
+    try:
+        workers("w-hook-restart", *LIMITS, "--concurrency", "1")
+        allow = ("--webhook-allow", rcv.url + "/hooks")
+        s1 = serve(start, redis, keys, *allow)
+        alice = keys[1]
+        r = s1.request("POST", "/v1/runs", {"code": "import time\ntime.sleep(5)\nprint('late')",
+                                            "background": True,
+                                            "webhook": rcv.url + "/hooks/r"}, key=alice)
+        assert r.code == 202, r.body
+        run_id = r.json()["id"]
+        assert wait_for(lambda: state(s1, alice, run_id)["state"] == "running")
+        assert s1.stop() == 0  # SIGTERM while the worker runs it
+        # Two replicas come up after it: one of them delivers it, once.
+        s2 = serve(start, redis, keys, *allow)
+        s3 = serve(start, redis, keys, *allow)
+        assert rcv.wait(1)
+        headers, body = rcv.got[0]
+        assert headers["X-Agentjail-Run-Id"] == run_id
+        assert verify(headers, body, file_secret(pathlib.Path(keys[0]), "alice"))
+        record = json.loads(body)
+        assert record["state"] == "done" and record["result"]["stdout"] == "late\n"
+        # Its schedule in Redis says delivered: nothing is left to send.
+        assert wait_for(lambda: redis.cli("HGET", f"agentjail:run:{run_id}", "hook")
+                        == "delivered")
+        assert redis.cli("ZSCORE", "agentjail:hooks", run_id) == ""
+        assert len(rcv.got) == 1
+        delivered = [m['agentjail_webhook_attempts_total{outcome="delivered"}']
+                     for m in (s2.metrics(key=alice), s3.metrics(key=alice))]
+        assert sorted(delivered) == [0, 1]
+    finally:
+        rcv.close()
+
+
 def test_cancel_through_the_queue(start, redis, workers, keys):
     w = workers("w-cancel", *LIMITS, "--concurrency", "1")
     s = serve(start, redis, keys)
