@@ -186,6 +186,10 @@ int local_session_recorded(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 404, "not_found", "no such session");
 		return -1;
 	}
+	if (run_hook_set(&r->hook, rq, rs, NULL)) {
+		runner_free(r);
+		return -1;
+	}
 	/* The deployer's caps: a session's own can only be narrower. */
 	struct run_info info = {.session = true,
 				.reserve = run_reserve(&svc->cfg.sandbox.limits,

@@ -18,6 +18,7 @@
 #include "../mcp/config.h"
 #include "../mcp/server.h"
 #include "backend.h"
+#include "access_log.h"
 #include "mcp_http.h"
 #include "mcp_stream.h"
 #include "sse.h"
@@ -114,6 +115,11 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, stream, res, &err);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
+	/* A tools/call is a run apart from its request's line (a batch may
+	 * hold several). */
+	access_log_run(l->use && l->use->key ? l->use->key->name : NULL, "/mcp", "",
+		       svc->cfg.sandbox.tier, (now_ms() / 1e3 - t0) * 1e3,
+		       aj_status_name(res->status));
 }
 
 int mcp_http_init(struct service *svc)

@@ -197,6 +197,10 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
+	if (run_hook_set(&r->hook, rq, rs, NULL)) {
+		qrunner_free(r);
+		return -1;
+	}
 	/* The deployer's caps: a session's own can only be narrower. */
 	struct run_info info = {.session = true,
 				.reserve = run_reserve(&svc->cfg.sandbox.limits,

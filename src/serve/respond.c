@@ -163,6 +163,8 @@ json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, d
 void respond_run(struct service *svc, struct http_response *rs, const char *id,
 		 struct aj_result *res, double t0)
 {
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", aj_status_name(res->status));
 	respond_json(rs, 200, run_answer(svc, id, res, t0));
 }
 
@@ -184,6 +186,8 @@ json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_h
 void respond_run_failure(struct http_response *rs, int status, const char *code,
 			 const char *id, bool lost, bool may_have_started, const char *message)
 {
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", code);
 	respond_json(rs, status, run_failure_json(code, id, lost, may_have_started, message));
 }
 

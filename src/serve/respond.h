@@ -40,6 +40,11 @@ struct http_response {
 	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
 	const char *allow;    /* for 405 */
 	char run_id[33];      /* X-Run-Id, when set: a streamed run's id */
+	/* For the access log (access_log.h): the run this answer is about
+	 * (else run_id, when set) and how it ended (a status, or an error's
+	 * code). */
+	char log_run[33];
+	char log_verdict[32];
 	char location[64];    /* Location, when set: where a background run is */
 	/* A streamed answer (Server-Sent Events), when stream_read is set:
 	 * http.c sends code, content_type and the headers, then the body as
