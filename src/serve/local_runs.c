@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "call_limits.h"
 #include "local_runs.h"
 #include "runs_begin.h"
 #include "runs_mem.h"
@@ -32,6 +33,7 @@ struct runner {
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
 	struct run_hook hook;
 	struct admit_ticket ticket; /* its wait, called off by a cancel */
+	double call_sec;          /* a session call's own timeout (0: none) */
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -60,8 +62,17 @@ static json_t *run_turn(struct runner *r)
 		/* Cancelled while it waited: it never starts. */
 		runs_cancelled_result(&res);
 	} else if (r->session) {
+		struct call_deadline dl;
+		/* Without a timer, no shorter deadline: said in the result. */
+		bool timed = !call_deadline_start(&dl, cancel, r->call_sec);
 		int rc = aj_session_run_streaming(r->session->s, r->code, r->len, cancel, &stream,
 						  &res);
+		if (timed)
+			call_deadline_end(&dl, &res);
+		else
+			result_set_message(&res, "the call's timeout of %g s could not be kept "
+						 "(no thread for its timer)",
+					   r->call_sec);
 		if (rc == -ESHUTDOWN) {
 			const char *why = aj_session_closed_reason(r->session->s);
 			char msg[256];
@@ -173,13 +184,14 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 
 int local_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, struct hsession *h,
-			   const char *code, size_t len)
+			   const char *code, size_t len, double call_sec)
 {
 	struct runner *r = runner_new(id, code, len);
 	if (!r) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
+	r->call_sec = call_sec;
 	/* The runner's own reference: the route's ends with its request. */
 	if (!(r->session = sessions_get(&svc->sessions, h->id, h->owner))) {
 		runner_free(r);

@@ -13,6 +13,7 @@
 #include "remote.h"
 #include "remote_runs.h"
 #include "run_tail.h"
+#include "call_limits.h"
 #include "remote_hooks.h"
 #include "runs_redis.h"
 #include "service.h"
@@ -287,7 +288,7 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 static void session_run(struct service *svc, const struct http_request *rq,
 			struct http_response *rs, const char *id, const char *worker)
 {
-	static const char *const allowed[] = {"code", NULL};
+	static const char *const allowed[] = {"code", "limits", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	const char *code;
 	size_t len;
@@ -295,11 +296,21 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		json_decref(o);
 		return;
 	}
+	/* Checked here against the server's clock, and by the worker against
+	 * the session's own (it may have been narrowed at its open). */
+	double call_sec;
+	struct aj_error err = {0};
+	json_t *limits = json_object_get(o, "limits");
+	if (call_limits_parse(limits, svc->cfg.sandbox.limits.wall_sec, &call_sec, &err)) {
+		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		json_decref(o);
+		return;
+	}
 	if (accepts_sse(rq)) {
 		/* Recorded by its worker, and the answer a reader of the record. */
 		char rid[33];
 		queue_new_id(rid);
-		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len) &&
+		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len, limits) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
 		json_decref(o);
@@ -313,6 +324,8 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	}
 	json_t *req = json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session", id, "code", code,
 				len);
+	if (req && limits)
+		json_object_set(req, "limits", limits);
 	json_t *reply = NULL;
 	char run_id[33];
 	queue_new_id(run_id);
@@ -467,7 +480,7 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
  * deployer's --concurrency, when given, stays a cap over it; without one,
  * while Redis cannot say, only the connections bound it. */
 /* A recorded run the store ended lost (runs_redis_on_lost). */
-static void count_lost(void *arg, bool may_have_started)
+static void count_lost_run(void *arg, bool may_have_started)
 {
 	struct service *svc = arg;
 	metrics_lost(&svc->metrics, may_have_started);
@@ -482,7 +495,7 @@ static int start(struct service *svc)
 	runs_redis_give_up(&svc->runs, turn + svc->cfg.max_wait_sec, turn + SESSION_TAKE_SEC);
 	/* Lost recorded runs are counted where their record ends: by a
 	 * reader too, and once. */
-	runs_redis_on_lost(&svc->runs, count_lost, svc);
+	runs_redis_on_lost(&svc->runs, count_lost_run, svc);
 	/* Webhooks come from Redis's schedule: whoever ended the record,
 	 * whichever replica is up. */
 	remote_hooks_start(svc);

@@ -72,7 +72,7 @@ static const struct key *key_named(const struct keyring *kr, const char *name)
 	return NULL;
 }
 
-static void done(void *arg, const char *run_id, unsigned attempt, bool delivered, bool last)
+static void report_done(void *arg, const char *run_id, unsigned attempt, bool delivered, bool last)
 {
 	struct service *svc = arg;
 	struct aj_error err = {0};
@@ -97,11 +97,11 @@ static void done(void *arg, const char *run_id, unsigned attempt, bool delivered
 static int not_sent(struct service *svc, const char *id, unsigned n, const char *why)
 {
 	fprintf(stderr, "agentjail serve: webhook for run %s: not sent: %s\n", id, why);
-	done(svc, id, n, false, true);
+	report_done(svc, id, n, false, true);
 	return 0;
 }
 
-static int take(void *arg, struct webhook_job *job)
+static int take_due(void *arg, struct webhook_job *job)
 {
 	struct service *svc = arg;
 	struct aj_error err = {0};
@@ -153,6 +153,6 @@ static int take(void *arg, struct webhook_job *job)
 
 void remote_hooks_start(struct service *svc)
 {
-	const struct webhook_source src = {.take = take, .done = done, .arg = svc};
+	const struct webhook_source src = {.take = take_due, .done = report_done, .arg = svc};
 	webhooks_set_source(svc->webhooks, &src);
 }

@@ -186,7 +186,7 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
-			   const char *worker, const char *code, size_t len)
+			   const char *worker, const char *code, size_t len, json_t *limits)
 {
 	struct qrunner *r = qrunner_new(id,
 				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
@@ -197,6 +197,8 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
+	if (limits)
+		json_object_set(r->req, "limits", limits);
 	if (run_hook_set(&r->hook, rq, rs, NULL)) {
 		qrunner_free(r);
 		return -1;

@@ -272,6 +272,28 @@ def test_sessions_live_on_their_worker(start, redis, workers, tmp_path):
     assert worker.split("@")[0] in ("w-s1", "w-s2")
 
 
+def test_a_session_call_through_a_worker_keeps_its_own_timeout(start, redis, workers):
+    workers("w-call")
+    s = serve(start, redis)
+    r = s.request("POST", "/v1/sessions", {"limits": {"timeout_sec": 2}})
+    assert r.code == 201, r.body
+    base = f"/v1/sessions/{r.json()['id']}"
+    try:
+        r = s.request("POST", base + "/runs", {"code": "import time; time.sleep(30)",
+                                               "limits": {"timeout_sec": 0.5}})
+        assert r.code == 200 and r.json()["status"] == "timeout", r.body
+        assert r.json()["message"].startswith("the call's timeout of 0.5 s passed")
+        # Within the server's 5 s, past the session's own 2 s: its worker
+        # refuses it, naming the limit.
+        r = s.request("POST", base + "/runs", {"code": "print(1)",
+                                               "limits": {"timeout_sec": 3}})
+        assert r.code == 400 and r.json()["error"]["code"] == "bad_limits"
+        assert "3 is more than this session allows (2)" in r.json()["error"]["message"]
+        assert s.request("POST", base + "/runs", {"code": "print(1)"}).json()["stdout"] == "1\n"
+    finally:
+        s.request("DELETE", base)
+
+
 def test_a_session_whose_worker_dies_is_closed_with_why(start, redis, workers):
     a = workers("w-x1")
     s = serve(start, redis)
