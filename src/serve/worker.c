@@ -100,14 +100,16 @@ static int join_the_queue(struct worker *w)
 		return 0;
 	}
 	queue_do(c, "XGROUP CREATE %s %s 0 MKSTREAM", w->stream, QUEUE_GROUP);
-	bool taken = true;
+	bool taken = true, broken = false;
 	/* A live holder renews it every second: past its expiry and a
 	 * second more, it is alive. */
 	for (int waited = 0; taken && waited <= QUEUE_ALIVE_MS + 1000; waited += 250) {
 		redisReply *r = queue_cmd(c, &err, "SET %s %s NX PX %d", w->name_key, w->id,
 					  QUEUE_ALIVE_MS);
 		if (!r) {
-			taken = false; /* Redis went: the readers keep trying */
+			/* Redis went: the readers keep trying. */
+			taken = false;
+			broken = true;
 			break;
 		}
 		taken = r->type != REDIS_REPLY_STATUS;
@@ -115,7 +117,7 @@ static int join_the_queue(struct worker *w)
 		if (taken)
 			worker_pause_ms(250);
 	}
-	queue_put(&w->q, c, false);
+	queue_put(&w->q, c, broken);
 	if (taken) {
 		cli_error("worker: the name '%s' is in use by a live worker", w->name);
 		return -1;
@@ -195,6 +197,8 @@ int cmd_worker(int argc, char **argv)
 	}
 	if (join_the_queue(&w)) {
 		local_close(&w.local);
+		w.runs.ops->close(&w.runs);
+		queue_destroy(&w.q);
 		return EXIT_USAGE;
 	}
 	work(&w, &stop, a.url);

@@ -223,6 +223,15 @@ def test_a_worker_restarted_under_its_name_finds_its_predecessors_runs_lost(star
     assert taker and all(c != first for c in taker)
 
 
+def test_a_second_worker_under_a_live_ones_name_is_refused(redis, workers):
+    workers("w-dup")
+    r = subprocess.run([AGENTJAIL, "worker", "--queue", redis.url, "--name", "w-dup",
+                        "--uid-base", str(UID_BASE), "--state-dir", STATE_DIR],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "the name 'w-dup' is in use by a live worker" in r.stderr
+
+
 def test_redis_restart_gives_clear_errors_then_recovers(start, redis, workers):
     workers("w-r")
     s = serve(start, redis)
