@@ -486,6 +486,12 @@ static void count_lost_run(void *arg, bool may_have_started)
 	metrics_lost(&svc->metrics, may_have_started);
 }
 
+/* A cancel marked in Redis by this replica (runs_redis_on_cancel). */
+static void call_off_run(void *arg, const char *id)
+{
+	queue_run_call_off(arg, id);
+}
+
 static int start(struct service *svc)
 {
 	/* A record's run waits for its turn here (up to --max-wait), then for
@@ -496,6 +502,9 @@ static int start(struct service *svc)
 	/* Lost recorded runs are counted where their record ends: by a
 	 * reader too, and once. */
 	runs_redis_on_lost(&svc->runs, count_lost_run, svc);
+	/* A run cancelled while it waits here for its turn leaves the queue
+	 * at once. */
+	runs_redis_on_cancel(&svc->runs, call_off_run, svc);
 	/* Webhooks come from Redis's schedule: whoever ended the record,
 	 * whichever replica is up. */
 	remote_hooks_start(svc);

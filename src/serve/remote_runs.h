@@ -20,6 +20,9 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
 			   const char *worker, const char *code, size_t len, json_t *limits);
+/* A cancel of run id, taken by this replica: if it waits here for its
+ * turn, it leaves the queue now and ends cancelled, never sent. */
+void queue_run_call_off(struct service *svc, const char *id);
 /* Waits until no recorded run's thread is left (once serve drains, each
  * leaves within a second or so). */
 void queue_runs_wait(void);

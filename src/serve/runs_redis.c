@@ -34,6 +34,8 @@ struct redis_store {
 	double give_up_run, give_up_session; /* runs_redis_give_up */
 	void (*on_lost)(void *arg, bool may_have_started); /* runs_redis_on_lost */
 	void *on_lost_arg;
+	void (*on_cancel)(void *arg, const char *id); /* runs_redis_on_cancel */
+	void *on_cancel_arg;
 	pthread_mutex_t lost_lock;
 	struct lost_run *lost;
 };
@@ -698,6 +700,9 @@ static int rcancel(struct run_store *st, const char *id, const char *owner)
 			rc = -EIO;
 	}
 	queue_put(qof(st), c, rc == -EIO);
+	const struct redis_store *rs = st->impl;
+	if (!rc && info.state == RUN_QUEUED && rs->on_cancel)
+		rs->on_cancel(rs->on_cancel_arg, id);
 	return rc;
 }
 
@@ -861,6 +866,14 @@ void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_hav
 	struct redis_store *r = st->impl;
 	r->on_lost = fn;
 	r->on_lost_arg = arg;
+}
+
+void runs_redis_on_cancel(struct run_store *st, void (*fn)(void *arg, const char *id),
+			  void *arg)
+{
+	struct redis_store *r = st->impl;
+	r->on_cancel = fn;
+	r->on_cancel_arg = arg;
 }
 
 int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size_t budget,

@@ -44,6 +44,11 @@ void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec
  * is counted once however many replicas read it. NULL: none (a worker). */
 void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_have_started),
 			void *arg);
+/* fn(arg, id) after a cancel of run id was marked through this store (the
+ * replica that took the DELETE): the run may be waiting for its turn here,
+ * and leaves the queue at once. NULL: none. */
+void runs_redis_on_cancel(struct run_store *st, void (*fn)(void *arg, const char *id),
+			  void *arg);
 /* The worker took run id: RUN_QUEUED -> RUN_RUNNING, naming worker. false
  * when the record is gone or has already ended (a reader found it lost,
  * or it expired): the run must not start. */

@@ -305,6 +305,29 @@ def test_a_run_cancelled_before_a_worker_takes_it_never_runs(start, redis, worke
     assert result["status"] == "killed" and result["stdout"] == ""
 
 
+def test_a_run_cancelled_while_waiting_for_a_slot_leaves_at_once(start, redis, workers, keys):
+    workers("w-one-slot", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys, "--max-wait", "120")
+    alice = keys[1]
+    # The fleet offers one slot: the second run waits in serve's queue.
+    assert wait_for(lambda: s.metrics(key=alice)["agentjail_run_slots"] == 1)
+    busy = s.request("POST", "/v1/runs", {"code": "import time; time.sleep(100)",
+                                          "background": True}, key=alice).json()["id"]
+    assert wait_for(lambda: state(s, alice, busy)["state"] == "running")
+    queued = s.request("POST", "/v1/runs", {"code": "print('never')", "background": True},
+                       key=alice).json()["id"]
+    assert wait_for(lambda: s.metrics(key=alice)["agentjail_queue_depth"] == 1)
+    assert s.request("DELETE", f"/v1/runs/{queued}", key=alice).code == 202
+    # It ends now, while the slot's run still runs, and its place is free.
+    assert wait_for(lambda: state(s, alice, queued)["state"] == "done")
+    assert state(s, alice, busy)["state"] == "running"
+    result = state(s, alice, queued)["result"]
+    assert result["status"] == "killed" and "before it started" in result["message"]
+    assert s.metrics(key=alice)["agentjail_queue_depth"] == 0
+    s.request("DELETE", f"/v1/runs/{busy}", key=alice)
+    assert wait_for(lambda: state(s, alice, busy)["state"] == "done")
+
+
 def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
     workers("w-budget", *LIMITS, "--concurrency", "2")
     s = serve(start, redis, keys, "--runs-budget-mb", "1")
