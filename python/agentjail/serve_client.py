@@ -284,8 +284,11 @@ class _RunEvents(Closing):
             text = self._decoders[kind].decode(raw)
             return OutputEvent(kind, text, ev_id or 0) if text else None
         if kind == "image":
+            # "data", as in a result's images (a serve before 2026-12-04 said
+            # "base64").
             return ImageEvent(data.get("name") or "", data.get("mime") or "",
-                              base64.b64decode(data.get("base64") or ""), ev_id or 0)
+                              base64.b64decode(data.get("data", data.get("base64")) or ""),
+                              ev_id or 0)
         if kind == "result":
             return _execution(data)
         return None  # an event of a later serve

@@ -216,7 +216,10 @@ static void print_event(void *arg, const struct aj_event *ev)
 	} else {
 		size_t n;
 		char *b = base64_encode(ev->data, ev->len, &n);
-		json_object_set_new(o, "base64", b ? json_stringn_nocheck(b, n) : json_null());
+		/* An image's bytes are "data", as in a result's "images"; an
+		 * output chunk's that are not UTF-8 "base64". */
+		json_object_set_new(o, ev->kind == AJ_EVENT_IMAGE ? "data" : "base64",
+				    b ? json_stringn_nocheck(b, n) : json_null());
 		free(b);
 	}
 	char *s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);

@@ -86,7 +86,8 @@ enum admit_verdict admit_enter(struct admission *a, struct key_use *u, unsigned 
 	return v;
 }
 
-enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned *retry_after)
+enum admit_verdict admit_start(struct admission *a, struct key_use *u, struct admit_ticket *t,
+			       unsigned *retry_after)
 {
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -96,6 +97,15 @@ enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned 
 
 	pthread_mutex_lock(&a->lock);
 	while (!(a->running < a->concurrency && u->running < u->key->concurrency)) {
+		if (t && t->called_off) {
+			/* Its place is the next run's now, not when its turn
+			 * would have come. */
+			a->waiting--;
+			u->waiting--;
+			pthread_cond_broadcast(&a->changed);
+			pthread_mutex_unlock(&a->lock);
+			return ADMIT_CALLED_OFF;
+		}
 		if (pthread_cond_timedwait(&a->changed, &a->lock, &deadline) == ETIMEDOUT &&
 		    !(a->running < a->concurrency && u->running < u->key->concurrency)) {
 			a->waiting--;
@@ -115,6 +125,16 @@ enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned 
 	u->running++;
 	pthread_mutex_unlock(&a->lock);
 	return ADMIT_OK;
+}
+
+void admit_call_off(struct admission *a, struct admit_ticket *t)
+{
+	/* Set and told under the lock the waiter checks it under: it is
+	 * either seen before the wait or wakes the wait. */
+	pthread_mutex_lock(&a->lock);
+	t->called_off = true;
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
 }
 
 void admit_finish(struct admission *a, struct key_use *u)

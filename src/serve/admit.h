@@ -44,7 +44,16 @@ enum admit_verdict {
 	ADMIT_DRAINING,   /* 503: the server is shutting down */
 	ADMIT_WAITED,     /* 503: no slot came free within max_wait_sec */
 	ADMIT_NO_WORKER,  /* 503: the wait ended with no worker offering a slot */
-	ADMIT_VERDICTS
+	ADMIT_VERDICTS,
+	/* Not a refusal: the caller called its wait off (admit_call_off). */
+	ADMIT_CALLED_OFF = ADMIT_VERDICTS,
+};
+
+/* A wait for a turn that its caller may call off: a recorded run
+ * cancelled while it waits leaves the queue at once, its place free for
+ * the next, instead of holding it until its turn comes. */
+struct admit_ticket {
+	bool called_off; /* under the admission's lock */
 };
 
 int admission_init(struct admission *a, const struct keyring *kr, unsigned concurrency,
@@ -56,9 +65,14 @@ struct key_use *admission_use(struct admission *a, const struct key *k);
  * refuses (*retry_after: whole seconds to wait). */
 enum admit_verdict admit_enter(struct admission *a, struct key_use *u, unsigned *retry_after);
 /* Waits for the run's turn (server and key both under their concurrency);
- * ADMIT_OK with the run counted as running, or ADMIT_WAITED having left the
+ * ADMIT_OK with the run counted as running, or ADMIT_WAITED (or
+ * ADMIT_CALLED_OFF, when t was called off: t may be NULL) having left the
  * queue. */
-enum admit_verdict admit_start(struct admission *a, struct key_use *u, unsigned *retry_after);
+enum admit_verdict admit_start(struct admission *a, struct key_use *u, struct admit_ticket *t,
+			       unsigned *retry_after);
+/* Calls t's wait off: it leaves the queue now (or, its turn already come,
+ * changes nothing). */
+void admit_call_off(struct admission *a, struct admit_ticket *t);
 /* The run is over (after admit_start said ADMIT_OK). */
 void admit_finish(struct admission *a, struct key_use *u);
 /* Leaves the queue without running (after admit_enter, not admit_start). */

@@ -41,6 +41,7 @@
 #include "api.h"
 #include "runs_api.h"
 #include "service.h"
+#include "webhook.h"
 #include "wire.h"
 
 bool api_needs_key(const char *method, const char *path)
@@ -101,6 +102,12 @@ static void get_metrics(struct service *svc, struct http_response *rs)
 	svc->backend->gauges(svc, &g);
 	admission_counts(&svc->adm, &g.running, &g.waiting);
 	g.slots = admission_concurrency(&svc->adm);
+	struct webhook_counts h;
+	webhooks_counts(svc->webhooks, &h);
+	g.hooks_delivered = h.delivered;
+	g.hooks_failed = h.failed;
+	g.hooks_given_up = h.given_up;
+	g.hooks_dropped = h.dropped;
 	rs->body = metrics_render(&svc->metrics, &g);
 	if (!rs->body) {
 		respond_error(rs, 500, "internal", "out of memory");

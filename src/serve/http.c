@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "../core/internal.h"
+#include "access_log.h"
 #include "http.h"
 #include "service.h"
 
@@ -48,6 +49,12 @@ struct conn_state {
 	double refused_ms; /* when it was refused (now_ms); 0: not refused */
 	const struct key *key;
 	double started_ms;     /* when its headers came (now_ms) */
+	/* For the access log, once answered: */
+	const char *method;    /* access_log_method's */
+	const char *route;     /* access_log_route's */
+	int status;            /* 0: never answered */
+	char run_id[33];
+	char verdict[32];
 };
 
 static struct MHD_Daemon *daemon_handle;
@@ -118,8 +125,12 @@ static struct MHD_Response *response_of(struct http_response *rs)
 }
 
 static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
-			    struct http_response *rs)
+			    struct conn_state *st, struct http_response *rs)
 {
+	/* Kept for the access log line written when the answer is sent. */
+	st->status = rs->code;
+	snprintf(st->run_id, sizeof st->run_id, "%s", rs->log_run[0] ? rs->log_run : rs->run_id);
+	snprintf(st->verdict, sizeof st->verdict, "%s", rs->log_verdict);
 	struct MHD_Response *r = response_of(rs);
 	if (!r)
 		return MHD_NO;
@@ -233,6 +244,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		inflight++;
 		pthread_mutex_unlock(&inflight_lock);
 		st->started_ms = now_ms();
+		st->method = access_log_method(method);
+		st->route = access_log_route(url);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		st->has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
@@ -248,7 +261,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 				      "a valid key is required: Authorization: Bearer KEY");
 			st->refused = true;
 			st->refused_ms = now_ms();
-			return reply(svc, conn, &rs);
+			return reply(svc, conn, st, &rs);
 		}
 		if (cl && strtoull(cl, NULL, 10) > st->limit) {
 			respond_error(&rs, 413, "too_large",
@@ -256,7 +269,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 				      st->limit);
 			st->refused = true;
 			st->refused_ms = now_ms();
-			return reply(svc, conn, &rs);
+			return reply(svc, conn, st, &rs);
 		}
 		return MHD_YES;
 	}
@@ -275,7 +288,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 				      "the body did not arrive within %u s", svc->cfg.request_sec);
 			st->refused = true;
 			*upload_data_size = 0;
-			return reply(svc, conn, &rs);
+			return reply(svc, conn, st, &rs);
 		}
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
@@ -311,7 +324,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 	if (st->too_big) {
 		respond_error(&rs, 413, "too_large", "the body is more than the %zu bytes this "
 			      "route takes", st->limit);
-		return reply(svc, conn, &rs);
+		return reply(svc, conn, st, &rs);
 	}
 	struct http_request rq = {
 		.method = method,
@@ -335,7 +348,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		routes->mcp(svc, &rq, &rs);
 	else
 		routes->api(svc, &rq, &rs);
-	return reply(svc, conn, &rs);
+	return reply(svc, conn, st, &rs);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -346,6 +359,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!st)
 		return;
 	*con_cls = NULL;
+	if (st->status)
+		access_log_request(st->key ? st->key->name : NULL, st->method, st->route, st->status,
+				   now_ms() - st->started_ms, st->run_id, svc->cfg.sandbox.tier,
+				   st->verdict);
 	pthread_mutex_lock(&inflight_lock);
 	if (--inflight == 0)
 		pthread_cond_broadcast(&inflight_done);

@@ -9,6 +9,7 @@
 #include "narrow.h"
 #include "service.h"
 #include "sse.h"
+#include "call_limits.h"
 #include "wire.h"
 
 static int local_backend_run(struct service *svc, const struct aj_limits *limits,
@@ -74,19 +75,25 @@ static void session_gone(struct http_response *rs, struct hsession *h)
 static void session_run(struct service *svc, const struct http_request *rq,
 			struct http_response *rs, struct hsession *h)
 {
-	static const char *const allowed[] = {"code", NULL};
+	static const char *const allowed[] = {"code", "limits", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	const char *code;
 	size_t len;
+	double call_sec;
+	struct aj_error err = {0};
 	if (request_code(o, &code, &len, rs))
 		goto out;
+	if (call_limits_parse(json_object_get(o, "limits"), h->wall_sec, &call_sec, &err)) {
+		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		goto out;
+	}
 	if (accepts_sse(rq)) {
 		/* Recorded, and the answer a reader of the record. */
 		char rid[33];
 		queue_new_id(rid);
-		if (!local_session_recorded(svc, rq, rs, rid, h, code, len) &&
+		if (!local_session_recorded(svc, rq, rs, rid, h, code, len, call_sec) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory");
 		goto out;
@@ -96,7 +103,22 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
-	int rc = aj_session_run(h->s, code, len, &res);
+	struct aj_cancel *cancel = NULL;
+	struct call_deadline dl;
+	if (call_sec && aj_cancel_new(&cancel))
+		cancel = NULL;
+	if (call_sec && (!cancel || call_deadline_start(&dl, cancel, call_sec))) {
+		admit_finish(&svc->adm, u);
+		aj_cancel_free(cancel);
+		respond_error(rs, 503, "sandbox_unavailable",
+			      "cannot keep the call's timeout: out of memory or threads");
+		goto out;
+	}
+	if (!call_sec)
+		call_deadline_start(&dl, NULL, 0);
+	int rc = aj_session_run_cancellable(h->s, code, len, cancel, &res);
+	call_deadline_end(&dl, &res);
+	aj_cancel_free(cancel);
 	admit_finish(&svc->adm, u);
 	if (rc == -ESHUTDOWN) {
 		aj_result_free(&res);

@@ -8,13 +8,15 @@
  *
  * Cancel: the runner gives its aj_cancel token to the memory store
  * (runs_mem_set_cancel), and DELETE's cancel fires it there, at once. A
- * run cancelled while queued ends, once its turn comes, without running. */
+ * run cancelled while queued leaves the queue at once (its wait is called
+ * off: runs_mem_set_call_off) and ends without running. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
+#include "call_limits.h"
 #include "local_runs.h"
 #include "runs_begin.h"
 #include "runs_mem.h"
@@ -30,6 +32,8 @@ struct runner {
 	struct hsession *session; /* a session's call: a reference held */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
 	struct run_hook hook;
+	struct admit_ticket ticket; /* its wait, called off by a cancel */
+	double call_sec;          /* a session call's own timeout (0: none) */
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -58,8 +62,17 @@ static json_t *run_turn(struct runner *r)
 		/* Cancelled while it waited: it never starts. */
 		runs_cancelled_result(&res);
 	} else if (r->session) {
+		struct call_deadline dl;
+		/* Without a timer, no shorter deadline: said in the result. */
+		bool timed = !call_deadline_start(&dl, cancel, r->call_sec);
 		int rc = aj_session_run_streaming(r->session->s, r->code, r->len, cancel, &stream,
 						  &res);
+		if (timed)
+			call_deadline_end(&dl, &res);
+		else
+			result_set_message(&res, "the call's timeout of %g s could not be kept "
+						 "(no thread for its timer)",
+					   r->call_sec);
 		if (rc == -ESHUTDOWN) {
 			const char *why = aj_session_closed_reason(r->session->s);
 			char msg[256];
@@ -88,13 +101,34 @@ static void runner_free(struct runner *r)
 	free(r);
 }
 
+/* A cancel while the run waits for its turn (the store calls it). */
+static void call_off(void *arg)
+{
+	struct runner *r = arg;
+	admit_call_off(&r->svc->adm, &r->ticket);
+}
+
 static void *runner_main(void *arg)
 {
 	struct runner *r = arg;
 	struct service *svc = r->svc;
 	struct http_response refusal = {0};
-	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	json_t *result = admitted ? run_turn(r) : runs_refusal_end(&refusal, r->id);
+	runs_mem_set_call_off(&svc->runs, r->id, call_off, r);
+	int turn = service_admit_start(svc, r->use, &r->ticket, &refusal);
+	runs_mem_set_call_off(&svc->runs, r->id, NULL, NULL);
+	bool admitted = turn == 0;
+	json_t *result;
+	if (admitted) {
+		result = run_turn(r);
+	} else if (turn > 0) {
+		/* Cancelled while it waited: it left the queue then, and ends
+		 * now, never run. */
+		struct aj_result res;
+		runs_cancelled_result(&res);
+		result = run_answer(svc, r->id, &res, r->t0);
+	} else {
+		result = runs_refusal_end(&refusal, r->id);
+	}
 	runs_end(svc, r->id, result, false, &r->hook, admitted ? r->use : NULL);
 	runner_free(r);
 	runners_exit(&svc->local.runners);
@@ -150,17 +184,22 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 
 int local_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, struct hsession *h,
-			   const char *code, size_t len)
+			   const char *code, size_t len, double call_sec)
 {
 	struct runner *r = runner_new(id, code, len);
 	if (!r) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
+	r->call_sec = call_sec;
 	/* The runner's own reference: the route's ends with its request. */
 	if (!(r->session = sessions_get(&svc->sessions, h->id, h->owner))) {
 		runner_free(r);
 		respond_error(rs, 404, "not_found", "no such session");
+		return -1;
+	}
+	if (run_hook_set(&r->hook, rq, rs, NULL)) {
+		runner_free(r);
 		return -1;
 	}
 	/* The deployer's caps: a session's own can only be narrower. */

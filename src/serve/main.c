@@ -22,6 +22,7 @@
 #include "options.h"
 #include "queue.h"
 #include "service.h"
+#include "access_log.h"
 #include "webhook.h"
 
 int cmd_keys(int argc, char **argv);
@@ -59,6 +60,8 @@ static const char serve_usage[] =
 	"                       may hold; its oldest ended runs go first (default 256)\n"
 	"  --webhook-allow URL  a prefix a run's completion webhook must start with\n"
 	"                       (repeat for more; none: webhooks are refused)\n"
+	"  --access-log FILE|-|off  a JSON line per request and per recorded run: to\n"
+	"                       FILE (appended), - (stdout), off (default: stderr)\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"\n"
@@ -67,7 +70,7 @@ static const char serve_usage[] =
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
        OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_KEEP_RUNS, OPT_RUNS_BUDGET,
-       OPT_WEBHOOK_ALLOW };
+       OPT_WEBHOOK_ALLOW, OPT_ACCESS_LOG };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -153,6 +156,9 @@ static int serve_option(int o, const char *arg, void *ctx)
 			return -1;
 		c->runs_budget = (size_t)v << 20;
 		break;
+	case OPT_ACCESS_LOG:
+		c->access_log = arg;
+		break;
 	case OPT_WEBHOOK_ALLOW:
 		/* A webhook goes only where the deployer said: without this,
 		 * a key could make serve send requests to any address it can
@@ -188,6 +194,7 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
 		{"runs-budget-mb", required_argument, NULL, OPT_RUNS_BUDGET},
 		{"webhook-allow", required_argument, NULL, OPT_WEBHOOK_ALLOW},
+		{"access-log", required_argument, NULL, OPT_ACCESS_LOG},
 		{NULL, 0, NULL, 0}};
 	return service_parse(argc, argv, "serve", serve_usage, own, &c->sandbox, serve_option, c);
 }
@@ -298,6 +305,10 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: out of memory");
 		return 1;
 	}
+	if (access_log_open(svc.cfg.access_log, &err)) {
+		cli_error("serve: %s", err.message);
+		return EXIT_USAGE;
+	}
 	if (webhooks_open(&svc.webhooks, &svc.cfg, &err)) {
 		cli_error("serve: %s", err.message);
 		return EXIT_USAGE;
@@ -354,6 +365,7 @@ out:
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);
+	access_log_close();
 	fprintf(stderr, "agentjail serve: stopped\n");
 	return rc;
 }

@@ -18,6 +18,7 @@
 #include "../mcp/config.h"
 #include "../mcp/server.h"
 #include "backend.h"
+#include "access_log.h"
 #include "mcp_http.h"
 #include "mcp_stream.h"
 #include "sse.h"
@@ -99,7 +100,7 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	struct service *svc = l->svc;
 	unsigned retry;
 	double t0 = now_ms() / 1e3;
-	if (admit_start(&svc->adm, l->use, &retry) != ADMIT_OK) {
+	if (admit_start(&svc->adm, l->use, NULL, &retry) != ADMIT_OK) {
 		l->started = true; /* the queue place is given up */
 		metrics_refused(&svc->metrics, ADMIT_WAITED);
 		result_init(res);
@@ -114,6 +115,11 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, stream, res, &err);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
+	/* A tools/call is a run apart from its request's line (a batch may
+	 * hold several). */
+	access_log_run(l->use && l->use->key ? l->use->key->name : NULL, "/mcp", "",
+		       svc->cfg.sandbox.tier, (now_ms() / 1e3 - t0) * 1e3,
+		       aj_status_name(res->status));
 }
 
 int mcp_http_init(struct service *svc)

@@ -180,6 +180,18 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"# HELP agentjail_draining 1 while shutting down.\n"
 		"# TYPE agentjail_draining gauge\nagentjail_draining %d\n",
 		g->running, g->waiting, g->sessions_open, g->draining);
+	fprintf(f,
+		"# HELP agentjail_webhook_attempts_total Webhook POSTs made, by outcome: "
+		"delivered (2xx), failed (tried again), given_up (the last attempt failed).\n"
+		"# TYPE agentjail_webhook_attempts_total counter\n"
+		"agentjail_webhook_attempts_total{outcome=\"delivered\"} %llu\n"
+		"agentjail_webhook_attempts_total{outcome=\"failed\"} %llu\n"
+		"agentjail_webhook_attempts_total{outcome=\"given_up\"} %llu\n"
+		"# HELP agentjail_webhooks_dropped_total Webhook deliveries let go before their "
+		"last attempt (more than 64 pending, or serve stopping).\n"
+		"# TYPE agentjail_webhooks_dropped_total counter\n"
+		"agentjail_webhooks_dropped_total %llu\n",
+		g->hooks_delivered, g->hooks_failed, g->hooks_given_up, g->hooks_dropped);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -34,6 +34,9 @@ struct metrics_gauges {
 	unsigned workers; /* with a Redis queue: workers alive; else 0 */
 	unsigned slots;   /* runs admitted at once now (with a queue: the fleet's) */
 	int draining;
+	/* Webhook attempts (webhook.h's counts): delivered, failed (tried
+	 * again), given up (the last failed); deliveries dropped untried. */
+	unsigned long long hooks_delivered, hooks_failed, hooks_given_up, hooks_dropped;
 };
 
 void metrics_init(struct metrics *m);

@@ -13,7 +13,15 @@
  *                                its value is the run slots W offers (0
  *                                while it stops), which serve's admission
  *                                sums: a dead worker's go with its key
- *   agentjail:workers            a hash, worker name -> tier
+ *   agentjail:workers            a hash, worker W -> tier
+ *   agentjail:workername:NAME    W, while the worker started under NAME
+ *                                lives (3 s expiry): one live worker a name
+ *
+ * W is a worker's instance, NAME@START: its --name and 16 random hex digits
+ * new at each start. Claims, heartbeats, consumers and sessions name W, so
+ * a worker restarted under the same name is another W: its predecessor's
+ * runs are found lost (their W has no heartbeat) and buried, never taken
+ * for the new one's own.
  *   agentjail:session:SID        a hash: worker, owner (key name), closed
  *   agentjail:key:NAME:sessions  a set of the key's open sessions
  *

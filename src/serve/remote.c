@@ -281,10 +281,15 @@ json_t *remote_workers(struct queue *q, struct aj_error *err)
 	json_t *a = json_array();
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
 		long slots = slots_of(c, r->element[i]->str, err);
-		if (slots >= 0)
-			json_array_append_new(a, json_pack("{s:s, s:s, s:i}", "name",
-							   r->element[i]->str, "tier",
-							   r->element[i + 1]->str, "slots", (int)slots));
+		if (slots < 0)
+			continue;
+		/* NAME@START: its name, and which start of it (worker.h). */
+		const char *id = r->element[i]->str, *at = strchr(id, '@');
+		json_t *o = json_pack("{s:s%, s:s, s:i}", "name", id, at ? (size_t)(at - id) : strlen(id),
+				      "tier", r->element[i + 1]->str, "slots", (int)slots);
+		if (o && at)
+			json_object_set_new(o, "start", json_string(at + 1));
+		json_array_append_new(a, o);
 	}
 	freeReplyObject(r);
 	queue_put(q, c, false);

@@ -13,6 +13,8 @@
 #include "remote.h"
 #include "remote_runs.h"
 #include "run_tail.h"
+#include "call_limits.h"
+#include "remote_hooks.h"
 #include "runs_redis.h"
 #include "service.h"
 #include "sse.h"
@@ -286,7 +288,7 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 static void session_run(struct service *svc, const struct http_request *rq,
 			struct http_response *rs, const char *id, const char *worker)
 {
-	static const char *const allowed[] = {"code", NULL};
+	static const char *const allowed[] = {"code", "limits", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	const char *code;
 	size_t len;
@@ -294,11 +296,21 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		json_decref(o);
 		return;
 	}
+	/* Checked here against the server's clock, and by the worker against
+	 * the session's own (it may have been narrowed at its open). */
+	double call_sec;
+	struct aj_error err = {0};
+	json_t *limits = json_object_get(o, "limits");
+	if (call_limits_parse(limits, svc->cfg.sandbox.limits.wall_sec, &call_sec, &err)) {
+		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		json_decref(o);
+		return;
+	}
 	if (accepts_sse(rq)) {
 		/* Recorded by its worker, and the answer a reader of the record. */
 		char rid[33];
 		queue_new_id(rid);
-		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len) &&
+		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len, limits) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
 		json_decref(o);
@@ -312,6 +324,8 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	}
 	json_t *req = json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session", id, "code", code,
 				len);
+	if (req && limits)
+		json_object_set(req, "limits", limits);
 	json_t *reply = NULL;
 	char run_id[33];
 	queue_new_id(run_id);
@@ -465,6 +479,19 @@ static void gauges(struct service *svc, struct metrics_gauges *g)
 /* The fleet sizes admission (fleet.h), not this machine's CPUs: the
  * deployer's --concurrency, when given, stays a cap over it; without one,
  * while Redis cannot say, only the connections bound it. */
+/* A recorded run the store ended lost (runs_redis_on_lost). */
+static void count_lost_run(void *arg, bool may_have_started)
+{
+	struct service *svc = arg;
+	metrics_lost(&svc->metrics, may_have_started);
+}
+
+/* A cancel marked in Redis by this replica (runs_redis_on_cancel). */
+static void call_off_run(void *arg, const char *id)
+{
+	queue_run_call_off(arg, id);
+}
+
 static int start(struct service *svc)
 {
 	/* A record's run waits for its turn here (up to --max-wait), then for
@@ -472,6 +499,15 @@ static int start(struct service *svc)
 	 * past both and a margin, its serve has given up on it too. */
 	double turn = svc->cfg.max_wait_sec + 5.0;
 	runs_redis_give_up(&svc->runs, turn + svc->cfg.max_wait_sec, turn + SESSION_TAKE_SEC);
+	/* Lost recorded runs are counted where their record ends: by a
+	 * reader too, and once. */
+	runs_redis_on_lost(&svc->runs, count_lost_run, svc);
+	/* A run cancelled while it waits here for its turn leaves the queue
+	 * at once. */
+	runs_redis_on_cancel(&svc->runs, call_off_run, svc);
+	/* Webhooks come from Redis's schedule: whoever ended the record,
+	 * whichever replica is up. */
+	remote_hooks_start(svc);
 	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);

@@ -11,11 +11,14 @@
  * thread stops waiting for a run a worker holds (it goes on there, and
  * ends its record); one no worker took yet is abandoned and ends saying
  * it never started. Cancel: DELETE marks the record; the worker that runs
- * it polls the mark and fires the run's aj_cancel.
+ * it polls the mark and fires the run's aj_cancel. A run still waiting
+ * here for its turn when this replica takes its DELETE leaves the queue at
+ * once (queue_run_call_off) and ends unsent.
  *
- * Webhook: this thread sends it once the record has ended, whoever ended
- * it. A run left to its worker when serve stopped has none: no replica
- * learns of its end (docs/streaming.md says so). */
+ * Webhook: the record keeps it, and its end (whoever ends it) makes it
+ * due in Redis, where any replica's delivery threads take it
+ * (remote_hooks.c): a run left to its worker when serve stopped has its
+ * webhook delivered by the next serve. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,7 +40,38 @@ struct qrunner {
 	double run_sec;
 	double t0;
 	struct run_hook hook;
+	struct admit_ticket ticket; /* its wait for its turn, called off by a cancel */
+	struct qrunner *next_waiting;
 };
+
+/* The runs waiting here for their turn: a cancel taken by this replica
+ * calls theirs off (queue_run_call_off), so each leaves the queue at once. */
+static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct qrunner *waiting;
+
+static void wait_list(struct qrunner *r, bool add)
+{
+	pthread_mutex_lock(&waiting_lock);
+	struct qrunner **p = &waiting;
+	while (*p && *p != r)
+		p = &(*p)->next_waiting;
+	if (add && !*p) {
+		r->next_waiting = waiting;
+		waiting = r;
+	} else if (!add && *p) {
+		*p = r->next_waiting;
+	}
+	pthread_mutex_unlock(&waiting_lock);
+}
+
+void queue_run_call_off(struct service *svc, const char *id)
+{
+	pthread_mutex_lock(&waiting_lock);
+	for (struct qrunner *r = waiting; r; r = r->next_waiting)
+		if (!strcmp(r->id, id))
+			admit_call_off(&svc->adm, &r->ticket);
+	pthread_mutex_unlock(&waiting_lock);
+}
 
 /* The threads of recorded runs still waiting: the backend's stop waits
  * for them (they notice the drain within a second). */
@@ -68,8 +102,9 @@ static json_t *end_of(struct qrunner *r, enum remote_failure f, json_t *reply, b
 		return run_failure_json("no_worker", r->id, false, false, err->message);
 	case REMOTE_LOST:
 	case REMOTE_UNKNOWN: {
+		/* Counted by the store if this ends the record (a reader may
+		 * have ended it lost first: counted then, once). */
 		bool may = f == REMOTE_UNKNOWN || taken;
-		metrics_lost(&svc->metrics, may);
 		char msg[1100];
 		snprintf(msg, sizeof msg, session ? "the session is closed, because %s" : "%s",
 			 err->message);
@@ -95,8 +130,17 @@ static void *qrunner_main(void *arg)
 	struct http_response refusal = {0};
 	json_t *end;
 	bool detached = false;
-	bool admitted = !service_admit_start(svc, r->use, &refusal);
-	if (!admitted) {
+	wait_list(r, true);
+	int turn = service_admit_start(svc, r->use, &r->ticket, &refusal);
+	wait_list(r, false);
+	bool admitted = turn == 0;
+	if (turn > 0) {
+		/* Cancelled while it waited here: it left the queue then, and
+		 * ends now, never sent to a worker. */
+		struct aj_result res;
+		runs_cancelled_result(&res);
+		end = run_answer(svc, r->id, &res, r->t0);
+	} else if (!admitted) {
 		end = runs_refusal_end(&refusal, r->id);
 	} else {
 		struct aj_error err = {0};
@@ -177,13 +221,14 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	struct run_info info = {.background = req->background,
-				.reserve = run_reserve(&req->limits, NULL)};
+				.reserve = run_reserve(&req->limits, NULL),
+				.webhook = req->webhook};
 	return qrunner_start(svc, rq, rs, r, &info);
 }
 
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
-			   const char *worker, const char *code, size_t len)
+			   const char *worker, const char *code, size_t len, json_t *limits)
 {
 	struct qrunner *r = qrunner_new(id,
 				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
@@ -194,6 +239,12 @@ int queue_session_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
+	if (limits)
+		json_object_set(r->req, "limits", limits);
+	if (run_hook_set(&r->hook, rq, rs, NULL)) {
+		qrunner_free(r);
+		return -1;
+	}
 	/* The deployer's caps: a session's own can only be narrower. */
 	struct run_info info = {.session = true,
 				.reserve = run_reserve(&svc->cfg.sandbox.limits,

@@ -15,10 +15,14 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		       const struct recorded_request *req);
 /* A session's call recorded (POST /v1/sessions/ID/runs with Accept:
  * text/event-stream), sent to worker, which holds session: as
- * queue_run_recorded. */
+ * queue_run_recorded; limits (borrowed; NULL: none), the call's own,
+ * which the worker keeps. */
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
-			   const char *worker, const char *code, size_t len);
+			   const char *worker, const char *code, size_t len, json_t *limits);
+/* A cancel of run id, taken by this replica: if it waits here for its
+ * turn, it leaves the queue now and ends cancelled, never sent. */
+void queue_run_call_off(struct service *svc, const char *id);
 /* Waits until no recorded run's thread is left (once serve drains, each
  * leaves within a second or so). */
 void queue_runs_wait(void);

@@ -164,6 +164,8 @@ json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, d
 void respond_run(struct service *svc, struct http_response *rs, const char *id,
 		 struct aj_result *res, double t0)
 {
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", aj_status_name(res->status));
 	respond_json(rs, 200, run_answer(svc, id, res, t0));
 }
 
@@ -185,6 +187,8 @@ json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_h
 void respond_run_failure(struct http_response *rs, int status, const char *code,
 			 const char *id, bool lost, bool may_have_started, const char *message)
 {
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", code);
 	respond_json(rs, status, run_failure_json(code, id, lost, may_have_started, message));
 }
 
@@ -231,10 +235,13 @@ int service_admit_enter(struct service *svc, struct key_use *u, struct http_resp
 	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
-int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs)
+int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
+			struct http_response *rs)
 {
 	unsigned retry = 0;
-	enum admit_verdict v = admit_start(&svc->adm, u, &retry);
+	enum admit_verdict v = admit_start(&svc->adm, u, t, &retry);
+	if (v == ADMIT_CALLED_OFF)
+		return 1;
 	return refused(svc, v, retry, rs) ? -1 : 0;
 }
 
@@ -242,5 +249,5 @@ int service_admit(struct service *svc, struct key_use *u, struct http_response *
 {
 	if (service_admit_enter(svc, u, rs))
 		return -1;
-	return service_admit_start(svc, u, rs);
+	return service_admit_start(svc, u, NULL, rs);
 }

@@ -12,6 +12,7 @@
 struct service;
 struct key;
 struct key_use;
+struct admit_ticket;
 
 /* The request, read whole (its body capped), and what to answer. */
 struct http_request {
@@ -39,6 +40,11 @@ struct http_response {
 	unsigned retry_after; /* seconds, for 429 and 503; 0: none */
 	const char *allow;    /* for 405 */
 	char run_id[33];      /* X-Run-Id, when set: a streamed run's id */
+	/* For the access log (access_log.h): the run this answer is about
+	 * (else run_id, when set) and how it ended (a status, or an error's
+	 * code). */
+	char log_run[33];
+	char log_verdict[32];
 	char location[64];    /* Location, when set: where a background run is */
 	/* A streamed answer (Server-Sent Events), when stream_read is set:
 	 * http.c sends code, content_type and the headers, then the body as
@@ -94,8 +100,10 @@ json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_h
 int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
 /* Its two halves, for a run that waits for its turn on a thread of its
  * own: the queue place (admit_abandon if the run goes no further), then
- * the turn; each 0, or -1 with the refusal in rs. */
+ * the turn; each 0, or -1 with the refusal in rs; the turn 1 when t (NULL:
+ * none) was called off meanwhile: it left the queue. */
 int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs);
-int service_admit_start(struct service *svc, struct key_use *u, struct http_response *rs);
+int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
+			struct http_response *rs);
 
 #endif

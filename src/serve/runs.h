@@ -71,6 +71,11 @@ struct run_info {
 	 * from its create to its end, when its actual bytes replace it: live
 	 * runs never hold more than the budget. 0: nothing held ahead. */
 	size_t reserve;
+	/* create only: the background run's webhook URL (NULL: none). A store
+	 * that schedules webhooks itself (run_store.schedules_webhooks) keeps
+	 * it in the record and makes the delivery due when the record ends,
+	 * whoever ends it. */
+	const char *webhook;
 };
 
 struct run_store;
@@ -114,6 +119,9 @@ struct run_store_ops {
 
 struct run_store {
 	const struct run_store_ops *ops;
+	/* Its records' webhooks are delivered from the store (Redis: by any
+	 * serve replica, after a restart too), not by the run's thread. */
+	bool schedules_webhooks;
 	double keep_sec;
 	size_t budget;
 	void *impl;

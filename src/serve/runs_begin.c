@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "access_log.h"
 #include "runs_begin.h"
 #include "webhook.h"
 
@@ -51,6 +52,8 @@ int run_hook_set(struct run_hook *h, const struct http_request *rq, struct http_
 		 const char *webhook)
 {
 	h->key = rq->key;
+	h->route = access_log_route(rq->path);
+	h->t0 = now_ms();
 	if (webhook && !(h->webhook = strdup(webhook))) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
@@ -70,12 +73,23 @@ void runs_end(struct service *svc, const char *id, json_t *end, bool left,
 	if (!left) {
 		if (!end)
 			end = run_failure_json("internal", id, false, false, "out of memory");
+		/* Its line in the access log: how it ended, a status or the
+		 * error's code. */
+		const char *verdict = json_string_value(json_object_get(end, "status"));
+		if (!verdict)
+			verdict = json_string_value(
+				json_object_get(json_object_get(end, "error"), "code"));
+		access_log_run(hook->key ? hook->key->name : NULL, hook->route ? hook->route : "",
+			       id, svc->cfg.sandbox.tier, hook->t0 ? now_ms() - hook->t0 : 0,
+			       verdict);
 		/* The record ends before the slot is given back: once the drain
 		 * sees no run, every record is done and its readers can end. A
 		 * worker may have ended it already: then this changes nothing. */
 		if (end)
 			svc->runs.ops->finish(&svc->runs, id, end);
-		if (hook->webhook)
+		/* A store that schedules webhooks made it due as the record
+		 * ended. */
+		if (hook->webhook && !svc->runs.schedules_webhooks)
 			webhook_run_done(svc, hook->key, hook->webhook, id);
 	}
 	json_decref(end);

@@ -13,6 +13,8 @@
 struct run_hook {
 	const struct key *key; /* the run's: its webhook's secret */
 	char *webhook;         /* NULL: none */
+	const char *route;     /* the route that asked for it (access_log_route) */
+	double t0;             /* when it was asked for, now_ms() */
 };
 
 /* h for rq's key and a copy of webhook (NULL: none): 0, or -1 with the

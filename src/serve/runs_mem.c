@@ -66,6 +66,9 @@ struct mem_run {
 	bool events_lost; /* an append failed: the result says so */
 	bool cancel;
 	struct aj_cancel *token;
+	/* While it waits for its turn: calls the wait off (runs_mem.h). */
+	void (*call_off)(void *arg);
+	void *call_off_arg;
 	struct mem_run *hnext;
 	struct mem_run *newer, *older; /* the owner's records as made */
 	struct mem_run *onext, *oprev; /* ended: the owner's, as they ended */
@@ -465,6 +468,8 @@ static int mem_cancel(struct run_store *st, const char *id, const char *owner)
 		r->cancel = true;
 		if (r->token)
 			aj_cancel_fire(r->token);
+		if (r->call_off)
+			r->call_off(r->call_off_arg);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return r ? 0 : -ENOENT;
@@ -489,6 +494,21 @@ void runs_mem_set_cancel(struct run_store *st, const char *id, struct aj_cancel 
 		r->token = token;
 		if (token && r->cancel)
 			aj_cancel_fire(token);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void runs_mem_set_call_off(struct run_store *st, const char *id, void (*fn)(void *arg),
+			   void *arg)
+{
+	struct mem *m = st->impl;
+	pthread_mutex_lock(&m->lock);
+	struct mem_run *r = find_any(m, id);
+	if (r) {
+		r->call_off = fn;
+		r->call_off_arg = arg;
+		if (fn && r->cancel)
+			fn(arg);
 	}
 	pthread_mutex_unlock(&m->lock);
 }

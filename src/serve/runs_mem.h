@@ -10,5 +10,11 @@
  * that before freeing it). A cancel asked before the token came fires it
  * here. */
 void runs_mem_set_cancel(struct run_store *st, const char *id, struct aj_cancel *token);
+/* While run id waits for its turn: fn(arg) is what a cancel calls (under
+ * the store's lock: fn only flags and wakes), so that the run leaves the
+ * queue at once (NULL: no longer waiting; called before arg goes). A
+ * cancel asked before calls it here. */
+void runs_mem_set_call_off(struct run_store *st, const char *id, void (*fn)(void *arg),
+			   void *arg);
 
 #endif

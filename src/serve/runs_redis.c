@@ -32,6 +32,10 @@ struct lost_run {
 struct redis_store {
 	struct queue *q;
 	double give_up_run, give_up_session; /* runs_redis_give_up */
+	void (*on_lost)(void *arg, bool may_have_started); /* runs_redis_on_lost */
+	void *on_lost_arg;
+	void (*on_cancel)(void *arg, const char *id); /* runs_redis_on_cancel */
+	void *on_cancel_arg;
 	pthread_mutex_t lost_lock;
 	struct lost_run *lost;
 };
@@ -102,7 +106,8 @@ static bool lost_take(struct redis_store *rs, const char *id)
  * expiry, id, the seconds after which a run no worker took is given up
  * (0: never), the seconds the record is kept after its end (what a
  * worker's poller renews by), what the record holds while live (its
- * fixed cost and its reservation: run_info.reserve), its fixed cost.
+ * fixed cost and its reservation: run_info.reserve), its fixed cost, its
+ * webhook URL ('': none).
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
 	FORGET_LUA
@@ -145,6 +150,7 @@ static const char create_lua[] =
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
 	"  'background', ARGV[3], 'session_id', ARGV[4], 'bytes', ARGV[10], 'reserve', cost,\n"
 	"  'keep', ARGV[8])\n"
+	"if ARGV[11] ~= '' then redis.call('HSET', KEYS[2], 'webhook', ARGV[11]) end\n"
 	"if tonumber(ARGV[7]) > 0 then\n"
 	"  redis.call('HSET', KEYS[2], 'deadline', string.format('%.6f', created + ARGV[7]))\n"
 	"end\n"
@@ -209,8 +215,10 @@ static const char append_lua[] =
 	"return 1\n";
 
 /* The end, exactly once: whoever comes second (the worker's result after
- * a reader's lost answer, or the reverse) changes nothing. KEYS: hash,
- * events; ARGV: result, keep. */
+ * a reader's lost answer, or the reverse) changes nothing. A record with a
+ * webhook makes its delivery due now in RUNS_REDIS_HOOKS, in the same
+ * step, whoever ends it (a worker, a reader, the serve that sent it): any
+ * replica takes it from there. KEYS: hash, events; ARGV: result, keep. */
 static const char finish_lua[] =
 	GROW_LUA
 	"local f = redis.call('HMGET', KEYS[1], 'state', 'owner')\n"
@@ -223,6 +231,10 @@ static const char finish_lua[] =
 	"grow(KEYS[1], f[2], 2 * #ARGV[1], true)\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[2])\n"
 	"redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
+	"if redis.call('HEXISTS', KEYS[1], 'webhook') == 1 then\n"
+	"  redis.call('ZADD', '" RUNS_REDIS_HOOKS "', t[1] * 1000 + math.floor(t[2] / 1000),\n"
+	"    string.sub(KEYS[1], 15))\n"
+	"end\n"
 	"return 1\n";
 
 /* A run no worker claimed by its deadline is made unrunnable (the claim
@@ -333,8 +345,9 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	const char *argv[] = {set,    hash,	sizes, total,
 			      scan,   budget, owner, info->background ? "1" : "0",
 			      info->session ? info->session_id : "",
-			      expiry, id,	give_up, keep, cost, fixed};
-	long long v = script(c, err, create_lua, 5, argv, NULL, 15);
+			      expiry, id,	give_up, keep, cost, fixed,
+			      info->webhook ? info->webhook : ""};
+	long long v = script(c, err, create_lua, 5, argv, NULL, 16);
 	queue_put(qof(st), c, v == -2);
 	if (v == -2)
 		return -EIO;
@@ -415,12 +428,21 @@ static void rfinish(struct run_store *st, const char *id, json_t *result)
 		json_object_set_new(copy, "events_lost", json_true());
 		result = copy;
 	}
+	bool lost = json_is_true(json_object_get(result, "lost"));
+	bool may = json_is_true(json_object_get(result, "may_have_started"));
 	char *text = json_dumps(result, JSON_COMPACT);
 	json_decref(copy);
 	redisContext *c = text ? queue_get(qof(st), 5.0, &err) : NULL;
-	if (c)
-		queue_put(qof(st), c, finish_text(st, c, id, text) < 0);
+	int won = -1;
+	if (c) {
+		won = finish_text(st, c, id, text);
+		queue_put(qof(st), c, won < 0);
+	}
 	free(text);
+	const struct redis_store *rs = st->impl;
+	/* Counted where it ended: a reader may have ended it first. */
+	if (won == 1 && lost && rs->on_lost)
+		rs->on_lost(rs->on_lost_arg, may);
 }
 
 /* A record no worker claimed: ended if its deadline passed (its serve
@@ -487,10 +509,15 @@ static int end_if_lost(struct run_store *st, redisContext *c, const char *id, co
 		return -1;
 	int won = finish_text(st, c, id, text);
 	free(text);
-	/* Whichever reader (of any serve replica) won tells the log once. */
-	if (won == 1)
+	/* Whichever reader (of any serve replica) won tells the log and
+	 * its metrics once. */
+	const struct redis_store *rs = st->impl;
+	if (won == 1) {
 		fprintf(stderr, "agentjail serve: recorded run %s lost (%s): %s\n", id,
 			never ? "it never started" : "it may have started", msg);
+		if (rs->on_lost)
+			rs->on_lost(rs->on_lost_arg, !never);
+	}
 	return won < 0 ? -1 : 1;
 }
 
@@ -673,6 +700,9 @@ static int rcancel(struct run_store *st, const char *id, const char *owner)
 			rc = -EIO;
 	}
 	queue_put(qof(st), c, rc == -EIO);
+	const struct redis_store *rs = st->impl;
+	if (!rc && info.state == RUN_QUEUED && rs->on_cancel)
+		rs->on_cancel(rs->on_cancel_arg, id);
 	return rc;
 }
 
@@ -830,6 +860,22 @@ void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec
 	r->give_up_session = session_sec;
 }
 
+void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_have_started),
+			void *arg)
+{
+	struct redis_store *r = st->impl;
+	r->on_lost = fn;
+	r->on_lost_arg = arg;
+}
+
+void runs_redis_on_cancel(struct run_store *st, void (*fn)(void *arg, const char *id),
+			  void *arg)
+{
+	struct redis_store *r = st->impl;
+	r->on_cancel = fn;
+	r->on_cancel_arg = arg;
+}
+
 int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size_t budget,
 		    struct aj_error *err)
 {
@@ -838,6 +884,7 @@ int runs_redis_open(struct run_store *st, struct queue *q, double keep_sec, size
 		return error_set(err, -ENOMEM, "runs: out of memory");
 	r->q = q;
 	pthread_mutex_init(&r->lost_lock, NULL);
-	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r};
+	*st = (struct run_store){.ops = &redis_ops, .keep_sec = keep_sec, .budget = budget, .impl = r,
+				 .schedules_webhooks = true};
 	return 0;
 }

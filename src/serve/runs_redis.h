@@ -27,6 +27,9 @@
  * live: the worker that runs it renews it (runs_redis_renew) each second,
  * so a dead worker's record outlives it long enough to be found lost. */
 #define RUNS_REDIS_LIVE_SEC 600
+/* A sorted set: the ids of ended records whose webhook is to be attempted,
+ * scored by when (Redis's clock, ms). remote_hooks.c takes them. */
+#define RUNS_REDIS_HOOKS "agentjail:hooks"
 
 /* Records made from now on are given up run_sec (a session's call:
  * session_sec) seconds after they were made if no worker has claimed
@@ -35,6 +38,17 @@
  * its own wait for a worker can last, for a record whose serve stopped
  * without ending it. 0 (the default): never. */
 void runs_redis_give_up(struct run_store *st, double run_sec, double session_sec);
+/* fn(arg, may_have_started) once for each record this store ends with the
+ * lost-run answer (a reader that found its worker gone, or the runner
+ * that learnt it): only the call that ended it counts it, so a run lost
+ * is counted once however many replicas read it. NULL: none (a worker). */
+void runs_redis_on_lost(struct run_store *st, void (*fn)(void *arg, bool may_have_started),
+			void *arg);
+/* fn(arg, id) after a cancel of run id was marked through this store (the
+ * replica that took the DELETE): the run may be waiting for its turn here,
+ * and leaves the queue at once. NULL: none. */
+void runs_redis_on_cancel(struct run_store *st, void (*fn)(void *arg, const char *id),
+			  void *arg);
 /* The worker took run id: RUN_QUEUED -> RUN_RUNNING, naming worker. false
  * when the record is gone or has already ended (a reader found it lost,
  * or it expired): the run must not start. */

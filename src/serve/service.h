@@ -53,6 +53,7 @@ struct serve_config {
 	size_t runs_budget;         /* bytes of recorded runs one key may hold */
 	const char *webhook_allow[SERVE_MAX_WEBHOOK_ALLOW]; /* URL prefixes a webhook may have */
 	unsigned webhook_allow_count;
+	const char *access_log;     /* --access-log: FILE, -, off; NULL: stderr */
 };
 
 struct mcp_http;

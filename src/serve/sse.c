@@ -48,7 +48,9 @@ json_t *run_event_data(const struct run_event *ev)
 	if (ev->kind == RUN_EV_IMAGE)
 		return json_pack("{s:s, s:s, s:o}", "name", ev->name ? ev->name : "",
 				 "mime", ev->mime ? ev->mime : "application/octet-stream",
-				 "base64", base64_string(ev->data, ev->len));
+				 /* "data", as an image is in a result's
+				  * "images": one name for an image's bytes */
+				 "data", base64_string(ev->data, ev->len));
 	/* json_stringn refuses what is not valid UTF-8: then the bytes go as
 	 * they are, in base64 (a chunk may split a character). */
 	json_t *text = json_stringn(ev->data, ev->len);

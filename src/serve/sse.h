@@ -28,7 +28,7 @@ bool accepts_sse(const struct http_request *rq);
 
 const char *run_event_name(enum run_event_kind k);
 /* An event's data field as JSON: {"text"} (valid UTF-8) or {"base64"}
- * for output, {"name", "mime", "base64"} for an image, the contract object
+ * for output, {"name", "mime", "data"} (base64) for an image, the contract object
  * for the result. NULL: out of memory (or a result that is not JSON). */
 json_t *run_event_data(const struct run_event *ev);
 /* The event as its SSE text (malloc'ed, *len): NULL on ENOMEM. */

@@ -20,10 +20,17 @@
 #include "webhook_url.h"
 
 #define WEBHOOK_THREADS 4
+/* How often an idle delivery thread asks the source for a due one. */
+#define WEBHOOK_POLL_MS 250
 
 /* Seconds before each retry: attempt n+1 comes backoff[n-1] s after
  * attempt n failed. */
 static const unsigned backoff[WEBHOOK_ATTEMPTS - 1] = {1, 2, 4, 8, 16};
+
+unsigned webhook_backoff(unsigned n)
+{
+	return backoff[n >= 1 && n < WEBHOOK_ATTEMPTS ? n - 1 : 0];
+}
 
 struct delivery {
 	struct delivery *next; /* oldest first */
@@ -38,6 +45,7 @@ struct delivery {
 	unsigned attempts; /* made so far */
 	double due;        /* monotonic ms */
 	bool busy;         /* a thread is attempting it */
+	bool sourced;      /* the source's (webhook_source): its retries are too */
 };
 
 struct webhooks {
@@ -49,6 +57,8 @@ struct webhooks {
 	_Atomic double stop_by; /* monotonic ms: no attempt runs past it */
 	pthread_t threads[WEBHOOK_THREADS];
 	unsigned nthreads;
+	struct webhook_counts counts; /* under mu */
+	struct webhook_source source;  /* under mu; take NULL: none */
 };
 
 static double mono_ms(void)
@@ -215,9 +225,89 @@ static void timed_wait(struct webhooks *wh, double until_ms)
 	pthread_cond_timedwait(&wh->cv, &wh->mu, &ts);
 }
 
+/* One attempt of d, logged and counted: whether d is over (delivered,
+ * given up, or a retry the stop will not wait for), else *due is its next
+ * attempt's time. A sourced delivery is over after every attempt: its
+ * source keeps its schedule, and is told. */
+static bool attempt_once(struct webhooks *wh, struct delivery *d, double *due)
+{
+	char why[CURL_ERROR_SIZE];
+	long status = attempt(wh, d, why);
+	unsigned n = ++d->attempts;
+	bool delivered = status >= 200 && status < 300;
+	bool last = n >= WEBHOOK_ATTEMPTS;
+	char what[CURL_ERROR_SIZE + 32];
+	if (status >= 0)
+		snprintf(what, sizeof what, "HTTP %ld%s", status,
+			 status >= 300 && status < 400 ? " (a redirect, not followed)" : "");
+	else
+		snprintf(what, sizeof what, "%s", why);
+	*due = mono_ms() + backoff[last ? 0 : n - 1] * 1e3;
+	/* A retry past the stop's deadline will not be made here; a
+	 * sourced one is the source's, made by whoever takes it. */
+	bool stopped = !d->sourced && !delivered && !last && atomic_load(&wh->stopping) &&
+		       *due >= atomic_load(&wh->stop_by);
+	if (delivered)
+		say(d, "attempt %u of %d: %s: delivered", n, WEBHOOK_ATTEMPTS, what);
+	else if (last)
+		say(d, "attempt %u of %d: %s: given up", n, WEBHOOK_ATTEMPTS, what);
+	else if (stopped)
+		say(d, "attempt %u of %d: %s: dropped, the server is stopping", n,
+		    WEBHOOK_ATTEMPTS, what);
+	else
+		say(d, "attempt %u of %d: %s: next in %u s", n, WEBHOOK_ATTEMPTS, what,
+		    backoff[n - 1]);
+	pthread_mutex_lock(&wh->mu);
+	struct webhook_source src = wh->source;
+	if (delivered)
+		wh->counts.delivered++;
+	else if (last)
+		wh->counts.given_up++;
+	else
+		wh->counts.failed++;
+	if (stopped)
+		wh->counts.dropped++;
+	pthread_mutex_unlock(&wh->mu);
+	if (d->sourced && src.done)
+		src.done(src.arg, d->run_id, n, delivered, last);
+	return delivered || last || stopped || d->sourced;
+}
+
+static struct delivery *delivery_new(const char *url, const char *secret, const char *run_id,
+				     json_t *body, const char *text);
+
+/* A delivery the source has due now, claimed for one attempt, or NULL (mu
+ * held on entry and return, dropped while the source is asked). */
+static struct delivery *take_sourced(struct webhooks *wh)
+{
+	struct webhook_source src = wh->source;
+	pthread_mutex_unlock(&wh->mu);
+	struct webhook_job job = {0};
+	struct delivery *d = NULL;
+	if (src.take(src.arg, &job) == 1) {
+		d = delivery_new(job.url, job.secret, job.run_id, NULL, job.body);
+		if (d) {
+			d->sourced = true;
+			d->attempts = job.attempt - 1;
+		} else if (src.done) {
+			/* Cannot be made here (it says why): not again either. */
+			src.done(src.arg, job.run_id, job.attempt, false, true);
+		}
+	}
+	free(job.url);
+	free(job.body);
+	if (job.secret) {
+		OPENSSL_cleanse(job.secret, strlen(job.secret));
+		free(job.secret);
+	}
+	pthread_mutex_lock(&wh->mu);
+	return d;
+}
+
 static void *deliver_loop(void *arg)
 {
 	struct webhooks *wh = arg;
+	double next_poll = 0; /* monotonic ms: when the source is asked next */
 	pthread_mutex_lock(&wh->mu);
 	for (;;) {
 		bool stopping = atomic_load(&wh->stopping);
@@ -225,47 +315,45 @@ static void *deliver_loop(void *arg)
 		if (stopping && now >= stop_by)
 			break;
 		struct delivery *d = next_due(wh);
-		if (!d) {
-			if (stopping)
-				break;
-			pthread_cond_wait(&wh->cv, &wh->mu);
+		/* The source's deliveries are asked for only when no held one
+		 * is due, and not while stopping: what it holds outlives this
+		 * serve, for the next to take. */
+		bool polls = wh->source.take && !stopping;
+		if ((!d || d->due > now) && polls && now >= next_poll) {
+			struct delivery *s = take_sourced(wh);
+			if (!s) {
+				next_poll = mono_ms() + WEBHOOK_POLL_MS;
+				continue;
+			}
+			pthread_mutex_unlock(&wh->mu);
+			double due;
+			attempt_once(wh, s, &due);
+			delivery_free(s);
+			pthread_mutex_lock(&wh->mu);
 			continue;
 		}
-		if (d->due > now) {
-			timed_wait(wh, stopping && stop_by < d->due ? stop_by : d->due);
+		if (!d || d->due > now) {
+			double until = d ? d->due : 0;
+			if (polls && (!until || next_poll < until))
+				until = next_poll;
+			if (stopping && (!until || stop_by < until))
+				until = stop_by;
+			if (!until && stopping)
+				break;
+			if (!until)
+				pthread_cond_wait(&wh->cv, &wh->mu);
+			else
+				timed_wait(wh, until);
 			continue;
 		}
 		d->busy = true;
 		pthread_mutex_unlock(&wh->mu);
-		char why[CURL_ERROR_SIZE];
-		long status = attempt(wh, d, why);
-		unsigned n = ++d->attempts;
-		bool delivered = status >= 200 && status < 300;
-		bool last = n >= WEBHOOK_ATTEMPTS;
-		char what[CURL_ERROR_SIZE + 32];
-		if (status >= 0)
-			snprintf(what, sizeof what, "HTTP %ld%s", status,
-				 status >= 300 && status < 400 ? " (a redirect, not followed)" : "");
-		else
-			snprintf(what, sizeof what, "%s", why);
-		double due = mono_ms() + backoff[last ? 0 : n - 1] * 1e3;
-		/* A retry past the stop's deadline will not be made. */
-		bool stopped = !delivered && !last && atomic_load(&wh->stopping) &&
-			       due >= atomic_load(&wh->stop_by);
-		if (delivered)
-			say(d, "attempt %u of %d: %s: delivered", n, WEBHOOK_ATTEMPTS, what);
-		else if (last)
-			say(d, "attempt %u of %d: %s: given up", n, WEBHOOK_ATTEMPTS, what);
-		else if (stopped)
-			say(d, "attempt %u of %d: %s: dropped, the server is stopping", n,
-			    WEBHOOK_ATTEMPTS, what);
-		else
-			say(d, "attempt %u of %d: %s: next in %u s", n, WEBHOOK_ATTEMPTS, what,
-			    backoff[n - 1]);
+		double due;
+		bool over = attempt_once(wh, d, &due);
 		pthread_mutex_lock(&wh->mu);
 		d->busy = false;
 		d->due = due;
-		if (delivered || last || stopped) {
+		if (over) {
 			unlink_delivery(wh, d);
 			delivery_free(d);
 		}
@@ -312,8 +400,10 @@ int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct 
 	return 0;
 }
 
-void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
-		  json_t *body)
+/* A delivery of body (or of text, already dumped) to url, due now; NULL
+ * after saying why it is not sent. */
+static struct delivery *delivery_new(const char *url, const char *secret, const char *run_id,
+				     json_t *body, const char *text)
 {
 	struct delivery *d = calloc(1, sizeof *d);
 	struct webhook_url u = {0};
@@ -322,7 +412,7 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: %s\n", run_id,
 			d ? err.message : "out of memory");
 		free(d);
-		return;
+		return NULL;
 	}
 	snprintf(d->run_id, sizeof d->run_id, "%s", run_id);
 	d->url = strdup(u.full);
@@ -330,15 +420,29 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 		d->where = NULL;
 	webhook_url_free(&u);
 	d->secret = strdup(secret);
-	d->body = json_dumps(body, JSON_COMPACT);
-	if (!d->url || !d->where || !d->secret || !d->body || !wh || !wh->nthreads) {
-		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: %s\n", run_id,
-			wh && wh->nthreads ? "out of memory" : "no delivery thread");
+	d->body = text ? strdup(text) : json_dumps(body, JSON_COMPACT);
+	if (!d->url || !d->where || !d->secret || !d->body) {
+		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: out of memory\n",
+			run_id);
 		delivery_free(d);
-		return;
+		return NULL;
 	}
 	d->len = strlen(d->body);
 	d->due = mono_ms();
+	return d;
+}
+
+void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
+		  json_t *body)
+{
+	if (!wh || !wh->nthreads) {
+		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: no delivery thread\n",
+			run_id);
+		return;
+	}
+	struct delivery *d = delivery_new(url, secret, run_id, body, NULL);
+	if (!d)
+		return;
 	pthread_mutex_lock(&wh->mu);
 	if (wh->count >= WEBHOOK_MAX_PENDING) {
 		/* Bounded: a receiver down for long, with many runs ending,
@@ -350,6 +454,7 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 		if (old) {
 			say(old, "dropped after %u attempt(s): more than %d deliveries pending",
 			    old->attempts, WEBHOOK_MAX_PENDING);
+			wh->counts.dropped++;
 			unlink_delivery(wh, old);
 			delivery_free(old);
 		}
@@ -361,6 +466,26 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 	wh->tail = d;
 	wh->count++;
 	pthread_cond_signal(&wh->cv);
+	pthread_mutex_unlock(&wh->mu);
+}
+
+void webhooks_set_source(struct webhooks *wh, const struct webhook_source *src)
+{
+	if (!wh)
+		return;
+	pthread_mutex_lock(&wh->mu);
+	wh->source = *src;
+	pthread_cond_broadcast(&wh->cv);
+	pthread_mutex_unlock(&wh->mu);
+}
+
+void webhooks_counts(struct webhooks *wh, struct webhook_counts *out)
+{
+	*out = (struct webhook_counts){0};
+	if (!wh)
+		return;
+	pthread_mutex_lock(&wh->mu);
+	*out = wh->counts;
 	pthread_mutex_unlock(&wh->mu);
 }
 

@@ -21,6 +21,7 @@
 #define AJ_SERVE_WEBHOOK_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "agentjail.h"
 
@@ -53,6 +54,38 @@ void webhook_send(struct webhooks *wh, const char *url, const char *secret, cons
 struct service;
 void webhook_run_done(struct service *svc, const struct key *key, const char *url,
 		      const char *run_id);
+/* Deliveries whose schedule lives elsewhere (the Redis queue's: any serve
+ * replica takes them over, a restart included). An idle delivery thread
+ * asks take for one due now, claimed for one attempt: 1 with *job (its
+ * fields malloc'ed, freed here; attempt: this attempt's number, from 1),
+ * 0 when none is due. After the attempt, logged and counted as any, done
+ * says how it went (last: no attempt follows, delivered or not); the
+ * source then schedules the next attempt, for whichever replica. */
+struct webhook_job {
+	char run_id[65];
+	char *url, *secret, *body;
+	unsigned attempt;
+};
+struct webhook_source {
+	int (*take)(void *arg, struct webhook_job *job);
+	void (*done)(void *arg, const char *run_id, unsigned attempt, bool delivered, bool last);
+	void *arg;
+};
+/* Sets wh's source (NULL wh: nothing); its threads ask it from then on,
+ * and not once stopping. */
+void webhooks_set_source(struct webhooks *wh, const struct webhook_source *src);
+/* Seconds after a failed attempt n (1 to WEBHOOK_ATTEMPTS - 1) before the
+ * next. */
+unsigned webhook_backoff(unsigned n);
+
+/* What the attempts came to, since start (/metrics): each attempt is
+ * one of delivered (2xx), failed (to be tried again) or given_up (the
+ * last, failed); dropped counts deliveries let go untried to the end (the
+ * bound of WEBHOOK_MAX_PENDING, a stop). */
+struct webhook_counts {
+	unsigned long long delivered, failed, given_up, dropped;
+};
+void webhooks_counts(struct webhooks *wh, struct webhook_counts *out);
 /* Delivers what it can within WEBHOOK_STOP_SEC, logs what is left as
  * dropped, and frees wh (NULL: nothing). */
 void webhooks_close(struct webhooks *wh);

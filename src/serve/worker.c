@@ -75,14 +75,22 @@ static int name_worker(struct worker *w, const char *name)
 		host[strcspn(host, ".")] = '\0';
 		snprintf(w->name, sizeof w->name, "%s-%d", host, (int)getpid());
 	}
+	char start[33];
+	queue_new_id(start);
+	/* '@' is in no name (key_name_check): the start is told apart. */
+	snprintf(w->id, sizeof w->id, "%s@%.16s", w->name, start);
+	snprintf(w->name_key, sizeof w->name_key, "agentjail:workername:%s", w->name);
 	snprintf(w->stream, sizeof w->stream, "agentjail:runs:%s", aj_tier_name(w->cfg.tier));
-	snprintf(w->ops, sizeof w->ops, "agentjail:worker:%s:ops", w->name);
+	snprintf(w->ops, sizeof w->ops, "agentjail:worker:%s:ops", w->id);
 	return 0;
 }
 
-/* The group exists before the first read, and the name is not a live
- * worker's: 0, or -1 when it is. A Redis not reachable yet is no error
- * (the readers keep trying). */
+/* The group exists before the first read, and the name is this start's,
+ * not a live worker's: 0, or -1 when it is. A predecessor under the name
+ * that died (its key not yet expired) is waited out, so a restart goes
+ * on; its runs are another instance's, found lost by their readers and
+ * buried by a survivor (this one too). A Redis not reachable yet is no
+ * error (the readers keep trying). */
 static int join_the_queue(struct worker *w)
 {
 	struct aj_error err = {0};
@@ -92,11 +100,24 @@ static int join_the_queue(struct worker *w)
 		return 0;
 	}
 	queue_do(c, "XGROUP CREATE %s %s 0 MKSTREAM", w->stream, QUEUE_GROUP);
-	redisReply *r = queue_cmd(c, &err, "EXISTS agentjail:worker:%s:alive", w->name);
-	bool taken = r && r->integer == 1;
-	if (r)
+	bool taken = true, broken = false;
+	/* A live holder renews it every second: past its expiry and a
+	 * second more, it is alive. */
+	for (int waited = 0; taken && waited <= QUEUE_ALIVE_MS + 1000; waited += 250) {
+		redisReply *r = queue_cmd(c, &err, "SET %s %s NX PX %d", w->name_key, w->id,
+					  QUEUE_ALIVE_MS);
+		if (!r) {
+			/* Redis went: the readers keep trying. */
+			taken = false;
+			broken = true;
+			break;
+		}
+		taken = r->type != REDIS_REPLY_STATUS;
 		freeReplyObject(r);
-	queue_put(&w->q, c, false);
+		if (taken)
+			worker_pause_ms(250);
+	}
+	queue_put(&w->q, c, broken);
 	if (taken) {
 		cli_error("worker: the name '%s' is in use by a live worker", w->name);
 		return -1;
@@ -118,8 +139,8 @@ static void work(struct worker *w, const sigset_t *stop, const char *url)
 	}
 	printf("AGENTJAIL_WORKER=%s\n", w->name);
 	fflush(stdout);
-	worker_log(w, "taking %s runs from %s, %u at once", aj_tier_name(w->cfg.tier), url,
-		   w->concurrency);
+	worker_log(w, "taking %s runs from %s, %u at once, as %s", aj_tier_name(w->cfg.tier), url,
+		   w->concurrency, w->id);
 	int sig;
 	sigwait(stop, &sig);
 	worker_log(w, "%s: finishing the runs in progress, taking no new ones", strsignal(sig));
@@ -176,6 +197,8 @@ int cmd_worker(int argc, char **argv)
 	}
 	if (join_the_queue(&w)) {
 		local_close(&w.local);
+		w.runs.ops->close(&w.runs);
+		queue_destroy(&w.q);
 		return EXIT_USAGE;
 	}
 	work(&w, &stop, a.url);

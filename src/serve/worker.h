@@ -28,6 +28,7 @@ struct wsession {
 	char id[40];
 	char owner[KEY_NAME_MAX + 1];
 	struct aj_session *s;
+	double wall_sec; /* its calls' wall clock: a call's own may be shorter */
 	bool closed_reported;
 	struct wsession *next;
 };
@@ -49,9 +50,16 @@ struct worker {
 	struct aj_config cfg;
 	struct queue q;
 	struct local local;
-	char name[128];
+	char name[128];           /* --name: what logs and people call it */
+	/* This start of it, NAME@START (START: 16 random hex digits, new at
+	 * each start): what Redis knows it by (heartbeat, claims, consumer,
+	 * sessions, ops list). A worker restarted under the same name is
+	 * another instance, so its predecessor's runs are found lost, not
+	 * taken for its own: it can neither adopt nor hide them. */
+	char id[160];
+	char name_key[160];       /* agentjail:workername:NAME -> id, while it lives */
 	char stream[64];
-	char ops[160];
+	char ops[200];
 	unsigned concurrency;
 	atomic_bool stopping;     /* take nothing new */
 	atomic_bool keeper_stop;  /* the runs are over: the heartbeat may end */

@@ -48,7 +48,7 @@ static void bury(struct worker *w, redisContext *c, const char *dead, const char
 	for (size_t i = 0; p && i < p->elements; i++) {
 		const char *eid = p->element[i]->element[0]->str;
 		redisReply *cl = queue_cmd(c, &err, "XCLAIM %s %s %s 0 %s", stream, QUEUE_GROUP,
-					   w->name, eid);
+					   w->id, eid);
 		for (size_t k = 0; cl && k < cl->elements; k++) {
 			redisReply *e = cl->element[k];
 			if (e->type == REDIS_REPLY_ARRAY && e->elements >= 2)
@@ -88,7 +88,7 @@ static void bury_the_lost(struct worker *w, redisContext *c)
 	redisReply *all = queue_cmd(c, &err, "HGETALL agentjail:workers");
 	for (size_t i = 0; all && i + 1 < all->elements; i += 2) {
 		const char *name = all->element[i]->str;
-		if (!strcmp(name, w->name))
+		if (!strcmp(name, w->id))
 			continue;
 		redisReply *a = queue_cmd(c, &err, "EXISTS agentjail:worker:%s:alive", name);
 		bool dead = a && a->integer == 0;
@@ -97,7 +97,7 @@ static void bury_the_lost(struct worker *w, redisContext *c)
 		/* Only one survivor buries it: the lock expires if that one dies. */
 		if (dead) {
 			redisReply *l = queue_cmd(c, &err, "SET agentjail:burying:%s %s NX EX 30", name,
-						  w->name);
+						  w->id);
 			bool mine = l && l->type == REDIS_REPLY_STATUS;
 			if (l)
 				freeReplyObject(l);
@@ -111,13 +111,24 @@ static void bury_the_lost(struct worker *w, redisContext *c)
 		freeReplyObject(all);
 }
 
+/* The name, given up if this start still holds it. */
+static void release_name(struct worker *w, redisContext *c)
+{
+	static const char lua[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+				  "  redis.call('DEL', KEYS[1])\n"
+				  "end\n"
+				  "return 0\n";
+	queue_do(c, "EVAL %s 1 %s %s", lua, w->name_key, w->id);
+}
+
 /* Leaving: sessions end, and this worker's name with them. */
 static void leave(struct worker *w, redisContext *c)
 {
 	worker_sessions_report_closed(w, c, "its worker shut down");
-	queue_do(c, "DEL agentjail:worker:%s:alive", w->name);
-	queue_do(c, "HDEL agentjail:workers %s", w->name);
-	queue_do(c, "XGROUP DELCONSUMER %s %s %s", w->stream, QUEUE_GROUP, w->name);
+	queue_do(c, "DEL agentjail:worker:%s:alive", w->id);
+	queue_do(c, "HDEL agentjail:workers %s", w->id);
+	queue_do(c, "XGROUP DELCONSUMER %s %s %s", w->stream, QUEUE_GROUP, w->id);
+	release_name(w, c);
 }
 
 void *worker_keeper_loop(void *arg)
@@ -143,7 +154,7 @@ void *worker_keeper_loop(void *arg)
 		/* The heartbeat is also the offer: serve admits up to the sum of
 		 * the live workers' slots, so a dead worker's leave with its key,
 		 * and a stopping one offers none while it finishes. */
-		redisReply *r = queue_cmd(c, &err, "SET agentjail:worker:%s:alive %u PX %d", w->name,
+		redisReply *r = queue_cmd(c, &err, "SET agentjail:worker:%s:alive %u PX %d", w->id,
 					  atomic_load(&w->stopping) ? 0u : w->concurrency,
 					  QUEUE_ALIVE_MS);
 		if (!r) {
@@ -152,7 +163,10 @@ void *worker_keeper_loop(void *arg)
 			continue;
 		}
 		freeReplyObject(r);
-		queue_do(c, "HSET agentjail:workers %s %s", w->name, aj_tier_name(w->cfg.tier));
+		queue_do(c, "HSET agentjail:workers %s %s", w->id, aj_tier_name(w->cfg.tier));
+		/* The name stays this start's while it lives: a second worker
+		 * started under it is refused (worker.c). */
+		queue_do(c, "SET %s %s PX %d", w->name_key, w->id, QUEUE_ALIVE_MS);
 		/* Sessions the library closed (idle, lifetime, a failed sandbox). */
 		worker_sessions_report_closed(w, c, NULL);
 		if (now_ms() / 1e3 - last_reap > 2.0) {

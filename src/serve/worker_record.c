@@ -44,7 +44,7 @@ int worker_record_begin(struct worker *w, json_t *req, struct worker_record *rec
 	snprintf(rec->id, sizeof rec->id, "%s", id);
 	/* A record already ended (a reader found it lost meanwhile) or gone
 	 * (expired): its run must not start, nobody can follow it. */
-	if (!runs_redis_started(&rec->st, rec->id, w->name))
+	if (!runs_redis_started(&rec->st, rec->id, w->id))
 		return -1;
 	/* Out of memory: it runs, not cancellable, rather than not at all. */
 	if (aj_cancel_new(&rec->cancel))

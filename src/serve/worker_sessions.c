@@ -9,6 +9,7 @@
 #include "../core/internal.h"
 #include "narrow.h"
 #include "wire.h"
+#include "call_limits.h"
 #include "worker.h"
 
 static struct wsession *find_session(struct worker *w, const char *id)
@@ -44,15 +45,16 @@ json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
 	}
 	snprintf(s->id, sizeof s->id, "%s", aj_session_id(s->s));
 	snprintf(s->owner, sizeof s->owner, "%s", owner);
-	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->name, owner);
+	s->wall_sec = cfg.limits.wall_sec;
+	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->id, owner);
 	queue_do(c, "SADD agentjail:key:%s:sessions %s", owner, s->id);
-	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->name, s->id);
+	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->id, s->id);
 	pthread_mutex_lock(&w->lock);
 	s->next = w->sessions;
 	w->sessions = s;
 	pthread_mutex_unlock(&w->lock);
 	worker_log(w, "session %s opened for %s", s->id, owner);
-	return json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "id", s->id, "worker", w->name, "limits",
+	return json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "id", s->id, "worker", w->id, "limits",
 			 limits_to_json(&cfg.limits));
 }
 
@@ -63,7 +65,7 @@ static void report_closed(struct worker *w, redisContext *c, struct wsession *s,
 	queue_do(c, "HSET agentjail:session:%s closed %s", s->id, reason);
 	queue_do(c, "EXPIRE agentjail:session:%s 3600", s->id);
 	queue_do(c, "SREM agentjail:key:%s:sessions %s", s->owner, s->id);
-	queue_do(c, "SREM agentjail:worker:%s:sessions %s", w->name, s->id);
+	queue_do(c, "SREM agentjail:worker:%s:sessions %s", w->id, s->id);
 	s->closed_reported = true;
 }
 
@@ -89,8 +91,26 @@ static json_t *run_code(struct worker *w, struct wsession *s, json_t *req,
 {
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
+	double call_sec;
+	struct aj_error err = {0};
+	/* The call's own timeout, against this session's clock. */
+	if (call_limits_parse(json_object_get(req, "limits"), s->wall_sec, &call_sec, &err))
+		return worker_refusal("bad_limits", "%s", err.message);
+	struct aj_cancel *own = NULL;
+	if (call_sec && !cancel) {
+		if (aj_cancel_new(&own))
+			return worker_refusal("sandbox_unavailable", "out of memory");
+		cancel = own;
+	}
+	struct call_deadline dl;
+	if (call_deadline_start(&dl, cancel, call_sec)) {
+		aj_cancel_free(own);
+		return worker_refusal("sandbox_unavailable", "no thread for the call's timeout");
+	}
 	int rc = aj_session_run_streaming(s->s, json_string_value(code) ?: "",
 					  json_string_length(code), cancel, stream, &res);
+	call_deadline_end(&dl, &res);
+	aj_cancel_free(own);
 	if (rc == -ESHUTDOWN) {
 		aj_result_free(&res);
 		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");

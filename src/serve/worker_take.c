@@ -18,7 +18,7 @@ static bool claim(const struct worker *w, redisContext *c, json_t *request)
 	if (!id)
 		return false;
 	struct aj_error err;
-	redisReply *r = queue_cmd(c, &err, "SET agentjail:claim:%s %s NX EX 3600", id, w->name);
+	redisReply *r = queue_cmd(c, &err, "SET agentjail:claim:%s %s NX EX 3600", id, w->id);
 	bool won = r && r->type == REDIS_REPLY_STATUS;
 	if (r)
 		freeReplyObject(r);
@@ -162,7 +162,7 @@ static void read_loop(struct worker *w, const struct reader *rd)
 static redisReply *read_stream(struct worker *w, redisContext *c)
 {
 	return redisCommand(c, "XREADGROUP GROUP %s %s COUNT 1 BLOCK 1000 STREAMS %s >",
-			    QUEUE_GROUP, w->name, w->stream);
+			    QUEUE_GROUP, w->id, w->stream);
 }
 
 static void got_stream(struct worker *w, redisContext *c, redisReply *r)

@@ -125,11 +125,14 @@ def test_runs_go_to_a_worker(start, redis, workers):
     run_id = r.json()["run_id"]
     assert re.fullmatch(r"[0-9a-f]{32}", run_id)
     assert any(f"id {run_id}" in line for line in w.log)
-    assert redis.cli("GET", f"agentjail:claim:{run_id}") == "w-a"
+    # Claimed by this start of w-a: NAME@START.
+    taker = redis.cli("GET", f"agentjail:claim:{run_id}")
+    assert re.fullmatch(r"w-a@[0-9a-f]{16}", taker)
     r = s.run("import time; time.sleep(2)", timeout_sec=0.5)
     assert r.json()["status"] == "timeout"
     tiers = s.request("GET", "/v1/tiers").json()
-    assert tiers["workers"] == [{"name": "w-a", "tier": "process", "slots": os.cpu_count()}]
+    assert tiers["workers"] == [{"name": "w-a", "start": taker.split("@")[1], "tier": "process",
+                                 "slots": os.cpu_count()}]
     assert tiers["queue"] == redis.url
 
 
@@ -154,7 +157,7 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
         s.run("import time; time.sleep(3); print('finished')")))
     t.start()
     # The worker has taken it once its claim is in Redis.
-    assert wait_for(lambda: redis.claims() == ["w-doomed"])
+    assert wait_for(lambda: [c.split("@")[0] for c in redis.claims()] == ["w-doomed"])
     survivor = workers("w-survivor", "--concurrency", "1")
     doomed.stop(signal.SIGKILL)  # by its pid: the process this test started
     t.join(30)
@@ -166,7 +169,7 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
     assert body["error"]["message"].startswith("worker lost")
     assert body["lost"] is True
     assert body["may_have_started"] is True and body["retry_safe"] is False
-    assert redis.cli("GET", f"agentjail:claim:{body['run_id']}") == "w-doomed"
+    assert redis.cli("GET", f"agentjail:claim:{body['run_id']}").startswith("w-doomed@")
     m = s.metrics()
     assert m['agentjail_runs_lost_total{may_have_started="true"}'] == 1
     assert m['agentjail_runs_lost_total{may_have_started="false"}'] == 0
@@ -177,6 +180,56 @@ def test_a_worker_killed_mid_run_is_worker_lost_never_run_twice(start, redis, wo
     wait_for(lambda: survivor.runs() >= 1)
     assert survivor.runs() == 1
     assert s.stop() == 0  # the sanitizer build: nothing leaked on the way
+
+
+def test_a_worker_restarted_under_its_name_finds_its_predecessors_runs_lost(start, redis,
+                                                                          workers):
+    # A restart (systemd's, say) under the same --name is another start:
+    # the run the killed one held is lost, not hidden behind the new
+    # heartbeat, and never taken for the new one's own.
+    longer = ("--timeout", "30", "--cpu", "30")
+    doomed = workers("w-same", "--concurrency", "2", *longer)
+    s = start("--queue", redis.url, *longer)
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(
+        s.run("import time; time.sleep(60); print('finished')")))
+    t.start()
+    bg = s.request("POST", "/v1/runs", {"code": "import time; time.sleep(60)",
+                                        "background": True})
+    assert bg.code == 202
+    bg_id = bg.json()["id"]
+    assert wait_for(lambda: len(redis.claims()) == 2)
+    first = redis.cli("GET", f"agentjail:claim:{bg_id}")
+    doomed.stop(signal.SIGKILL)  # by its pid: the process this test started
+    again = workers("w-same", "--concurrency", "1", *longer)
+    t.join(60)
+    r = answers[0]
+    assert r.code == 502, r.body
+    body = r.json()
+    assert body["error"]["code"] == "run_lost" and body["may_have_started"] is True
+    # Found lost with that start (by its missing heartbeat, or by the new
+    # start burying it), not after a 30 s overrun behind the new heartbeat.
+    assert body["error"]["message"].startswith(f"worker lost: {first} stopped")
+    # The recorded run: a reader ends it lost, too.
+    assert wait_for(lambda: s.request("GET", f"/v1/runs/{bg_id}").json()["state"] == "done",
+                    timeout=60)
+    lost = s.request("GET", f"/v1/runs/{bg_id}").json()["result"]
+    assert lost["error"]["code"] == "run_lost" and lost["may_have_started"] is True
+    # The new start buried its predecessor and ran none of its runs.
+    assert wait_for(lambda: any("is lost" in line for line in again.log))
+    assert again.runs() == 0
+    assert s.run("print('served again')").json()["stdout"] == "served again\n"
+    taker = [c for c in redis.claims() if c != first and c.startswith("w-same@")]
+    assert taker and all(c != first for c in taker)
+
+
+def test_a_second_worker_under_a_live_ones_name_is_refused(redis, workers):
+    workers("w-dup")
+    r = subprocess.run([AGENTJAIL, "worker", "--queue", redis.url, "--name", "w-dup",
+                        "--uid-base", str(UID_BASE), "--state-dir", STATE_DIR],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "the name 'w-dup' is in use by a live worker" in r.stderr
 
 
 def test_redis_restart_gives_clear_errors_then_recovers(start, redis, workers):
@@ -224,7 +277,30 @@ def test_sessions_live_on_their_worker(start, redis, workers, tmp_path):
     r = s.request("POST", "/v1/sessions", None, key=alice)
     assert r.code == 201
     s.request("DELETE", f"/v1/sessions/{r.json()['id']}", key=alice)
-    assert worker in ("w-s1", "w-s2")
+    # Pinned to that start of the worker: NAME@START.
+    assert worker.split("@")[0] in ("w-s1", "w-s2")
+
+
+def test_a_session_call_through_a_worker_keeps_its_own_timeout(start, redis, workers):
+    workers("w-call")
+    s = serve(start, redis)
+    r = s.request("POST", "/v1/sessions", {"limits": {"timeout_sec": 2}})
+    assert r.code == 201, r.body
+    base = f"/v1/sessions/{r.json()['id']}"
+    try:
+        r = s.request("POST", base + "/runs", {"code": "import time; time.sleep(30)",
+                                               "limits": {"timeout_sec": 0.5}})
+        assert r.code == 200 and r.json()["status"] == "timeout", r.body
+        assert r.json()["message"].startswith("the call's timeout of 0.5 s passed")
+        # Within the server's 5 s, past the session's own 2 s: its worker
+        # refuses it, naming the limit.
+        r = s.request("POST", base + "/runs", {"code": "print(1)",
+                                               "limits": {"timeout_sec": 3}})
+        assert r.code == 400 and r.json()["error"]["code"] == "bad_limits"
+        assert "3 is more than this session allows (2)" in r.json()["error"]["message"]
+        assert s.request("POST", base + "/runs", {"code": "print(1)"}).json()["stdout"] == "1\n"
+    finally:
+        s.request("DELETE", base)
 
 
 def test_a_session_whose_worker_dies_is_closed_with_why(start, redis, workers):

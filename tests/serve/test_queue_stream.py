@@ -146,6 +146,11 @@ def test_a_worker_killed_mid_stream_ends_it_with_the_lost_answer_once(start, red
     assert entries.count("result") == 1
     info = state(s2, alice, ev.run_id)
     assert info["state"] == "done" and info["result"] == lost
+    # Counted once, by the replica that ended it (a reader, or the one
+    # that sent it).
+    counted = [m['agentjail_runs_lost_total{may_have_started="true"}']
+               for m in (s1.metrics(key=alice), s2.metrics(key=alice))]
+    assert sum(counted) == 1
 
 
 def test_a_background_run_outlives_serve(start, redis, workers, keys):
@@ -188,6 +193,42 @@ def test_a_background_runs_webhook_through_the_queue_is_signed(start, redis, wor
         assert record["id"] == run_id and record["state"] == "done"
         assert record["result"]["stdout"] == "hooked\n"
         assert record["result"] == state(s, alice, run_id)["result"]
+    finally:
+        rcv.close()
+
+
+def test_a_background_runs_webhook_survives_a_serve_restart_and_goes_once(start, redis,
+                                                                         workers, keys):
+    rcv = Receiver()
+    try:
+        workers("w-hook-restart", *LIMITS, "--concurrency", "1")
+        allow = ("--webhook-allow", rcv.url + "/hooks")
+        s1 = serve(start, redis, keys, *allow)
+        alice = keys[1]
+        r = s1.request("POST", "/v1/runs", {"code": "import time\ntime.sleep(5)\nprint('late')",
+                                            "background": True,
+                                            "webhook": rcv.url + "/hooks/r"}, key=alice)
+        assert r.code == 202, r.body
+        run_id = r.json()["id"]
+        assert wait_for(lambda: state(s1, alice, run_id)["state"] == "running")
+        assert s1.stop() == 0  # SIGTERM while the worker runs it
+        # Two replicas come up after it: one of them delivers it, once.
+        s2 = serve(start, redis, keys, *allow)
+        s3 = serve(start, redis, keys, *allow)
+        assert rcv.wait(1)
+        headers, body = rcv.got[0]
+        assert headers["X-Agentjail-Run-Id"] == run_id
+        assert verify(headers, body, file_secret(pathlib.Path(keys[0]), "alice"))
+        record = json.loads(body)
+        assert record["state"] == "done" and record["result"]["stdout"] == "late\n"
+        # Its schedule in Redis says delivered: nothing is left to send.
+        assert wait_for(lambda: redis.cli("HGET", f"agentjail:run:{run_id}", "hook")
+                        == "delivered")
+        assert redis.cli("ZSCORE", "agentjail:hooks", run_id) == ""
+        assert len(rcv.got) == 1
+        delivered = [m['agentjail_webhook_attempts_total{outcome="delivered"}']
+                     for m in (s2.metrics(key=alice), s3.metrics(key=alice))]
+        assert sorted(delivered) == [0, 1]
     finally:
         rcv.close()
 
@@ -264,6 +305,29 @@ def test_a_run_cancelled_before_a_worker_takes_it_never_runs(start, redis, worke
     assert result["status"] == "killed" and result["stdout"] == ""
 
 
+def test_a_run_cancelled_while_waiting_for_a_slot_leaves_at_once(start, redis, workers, keys):
+    workers("w-one-slot", *LIMITS, "--concurrency", "1")
+    s = serve(start, redis, keys, "--max-wait", "120")
+    alice = keys[1]
+    # The fleet offers one slot: the second run waits in serve's queue.
+    assert wait_for(lambda: s.metrics(key=alice)["agentjail_run_slots"] == 1)
+    busy = s.request("POST", "/v1/runs", {"code": "import time; time.sleep(100)",
+                                          "background": True}, key=alice).json()["id"]
+    assert wait_for(lambda: state(s, alice, busy)["state"] == "running")
+    queued = s.request("POST", "/v1/runs", {"code": "print('never')", "background": True},
+                       key=alice).json()["id"]
+    assert wait_for(lambda: s.metrics(key=alice)["agentjail_queue_depth"] == 1)
+    assert s.request("DELETE", f"/v1/runs/{queued}", key=alice).code == 202
+    # It ends now, while the slot's run still runs, and its place is free.
+    assert wait_for(lambda: state(s, alice, queued)["state"] == "done")
+    assert state(s, alice, busy)["state"] == "running"
+    result = state(s, alice, queued)["result"]
+    assert result["status"] == "killed" and "before it started" in result["message"]
+    assert s.metrics(key=alice)["agentjail_queue_depth"] == 0
+    s.request("DELETE", f"/v1/runs/{busy}", key=alice)
+    assert wait_for(lambda: state(s, alice, busy)["state"] == "done")
+
+
 def test_a_keys_live_runs_hold_its_budget(start, redis, workers, keys):
     workers("w-budget", *LIMITS, "--concurrency", "2")
     s = serve(start, redis, keys, "--runs-budget-mb", "1")
@@ -328,6 +392,10 @@ def test_a_reader_finds_a_worker_lost_with_no_serve_waiting(start, redis, worker
     assert lost["error"]["code"] == "run_lost" and lost["lost"] is True
     assert lost["may_have_started"] is True and lost["run_id"] == run_id
     assert state(s2, alice, run_id)["result"] == lost
+    # The reader that ended it counts it in /metrics.
+    m = s2.metrics(key=alice)
+    assert m['agentjail_runs_lost_total{may_have_started="true"}'] == 1
+    assert m['agentjail_runs_lost_total{may_have_started="false"}'] == 0
 
 
 def test_a_run_its_serve_left_untaken_is_given_up_by_a_reader(start, redis, workers, keys):

@@ -120,3 +120,38 @@ def test_session_limits_narrow_like_runs(server):
                        {"code": "import time; time.sleep(3)"})
     assert r.json()["status"] == "timeout"
     server.request("DELETE", f"/v1/sessions/{sid}")
+
+
+def test_a_call_takes_its_own_shorter_timeout_never_a_longer_one(server):
+    from conftest import Stream
+    sid = open_session(server)
+    base = f"/v1/sessions/{sid}"
+    assert server.request("POST", base + "/runs", {"code": "x = 1"}).json()["status"] == "ok"
+    r = server.request("POST", base + "/runs", {"code": "import time; time.sleep(30)",
+                                                "limits": {"timeout_sec": 0.5}})
+    assert r.code == 200
+    res = r.json()
+    assert res["status"] == "timeout", res
+    assert res["message"].startswith("the call's timeout of 0.5 s passed; the run was stopped")
+    # The session goes on (its files kept); a call without limits has the
+    # session's clock.
+    r = server.request("POST", base + "/runs", {"code": "print('after')"})
+    assert r.json()["stdout"] == "after\n"
+    # Never past the session's (5 s here), and nothing but the wall clock.
+    for limits, words in [({"timeout_sec": 6}, "limits.timeout_sec: 6 is more than this "
+                                               "session allows (5)"),
+                          ({"cpu_sec": 1}, "limits.cpu_sec: a session call takes only "
+                                           "timeout_sec"),
+                          ({"timeout_sec": "1"}, "limits.timeout_sec: expected a positive"),
+                          ([1], "limits: expected an object")]:
+        r = server.request("POST", base + "/runs", {"code": "print(1)", "limits": limits})
+        assert r.code == 400, (limits, r.body)
+        assert r.json()["error"]["code"] == "bad_limits"
+        assert words in r.json()["error"]["message"], r.json()
+    # The same limit on a streamed call.
+    st = Stream(server, "POST", base + "/runs", {"code": "import time; time.sleep(30)",
+                                                 "limits": {"timeout_sec": 0.5}})
+    events = list(st.events())
+    st.close()
+    assert events[-1].event == "result" and events[-1].data["status"] == "timeout"
+    assert server.request("DELETE", base).code == 204

@@ -434,7 +434,40 @@ def test_a_session_runs_chart_is_an_image_event(server):
     assert len(images) == 1 and got[-1].event == "result"
     img = images[0].data
     assert img["mime"] == "image/png" and img["name"]
-    assert base64.b64decode(img["base64"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "base64" not in img  # one name for an image's bytes: a result's
+    assert base64.b64decode(img["data"])[:8] == b"\x89PNG\r\n\x1a\n"
     # The result carries it too, as the plain answer would.
-    assert got[-1].data["images"][0]["data"] == img["base64"]
+    assert got[-1].data["images"][0]["data"] == img["data"]
     assert server.request("DELETE", f"/v1/sessions/{sid}").code == 204
+
+
+def test_a_run_cancelled_while_queued_frees_its_place_at_once(start):
+    s = start("--timeout", "120", "--cpu", "120", "--concurrency", "1", "--queue-size", "1",
+              "--max-wait", "120")
+
+    def state(run_id):
+        return s.request("GET", f"/v1/runs/{run_id}").json()
+
+    def background(code):
+        return s.request("POST", "/v1/runs", {"code": code, "background": True})
+
+    busy = background("import time; time.sleep(100)").json()["id"]
+    assert wait_for(lambda: state(busy)["state"] == "running")
+    queued = background("print('never')").json()["id"]
+    assert state(queued)["state"] == "queued"
+    # The one place in the queue is taken: a third run is refused.
+    full = background("print(3)")
+    assert full.code == 429 and full.json()["error"]["code"] == "queue_full"
+    assert s.request("DELETE", f"/v1/runs/{queued}").code == 202
+    # It ends now, while the slot's run still runs, and its place is free.
+    assert wait_for(lambda: state(queued)["state"] == "done")
+    assert state(busy)["state"] == "running"
+    result = state(queued)["result"]
+    assert result["status"] == "killed" and "before it started" in result["message"]
+    assert result["stdout"] == ""
+    assert s.metrics()["agentjail_queue_depth"] == 0
+    nxt = background("print(3)")
+    assert nxt.code == 202
+    for run_id in (busy, nxt.json()["id"]):
+        s.request("DELETE", f"/v1/runs/{run_id}")
+    assert wait_for(lambda: state(busy)["state"] == "done")

@@ -201,6 +201,11 @@ def test_a_background_run_posts_its_signed_record_after_two_503s(start, tmp_path
     assert wait_for(lambda: any("attempt 3 of 6: HTTP 200: delivered" in l for l in s.stderr))
     assert any("attempt 1 of 6: HTTP 503: next in 1 s" in l for l in s.stderr)
     assert len(rcv.got) == 3
+    # /metrics counts each attempt by its outcome.
+    m = s.metrics(key=token)
+    assert m['agentjail_webhook_attempts_total{outcome="delivered"}'] == 1
+    assert m['agentjail_webhook_attempts_total{outcome="failed"}'] == 2
+    assert m['agentjail_webhook_attempts_total{outcome="given_up"}'] == 0
     # Stopped cleanly: the test build's LeakSanitizer would make it exit 23.
     assert s.stop() == 0
 
