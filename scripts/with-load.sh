@@ -42,6 +42,7 @@ trap 'stop' EXIT
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 trap 'stop; exit 129' HUP
+trap 'stop; exit 141' PIPE
 i=0
 while [ "$i" -lt "$n" ]; do
 	# Nice 0 whatever this script's own niceness (root may lower it): the
