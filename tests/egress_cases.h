@@ -413,8 +413,11 @@ static void egress_ends_with_the_run(void **state)
 	aj_run_streaming(sb, code, strlen(code), c.cancel, &stream, &r);
 	aj_cancel_free(c.cancel);
 	aj_close(sb);
+	/* Stopped mid-transfer: its first output ("streaming") came on the
+	 * stream, and the cancel it fired ended it. (The result's own stdout
+	 * is not asked for: the microvm's cancelled result lacks it.) */
+	assert_true(c.fired);
 	assert_status(&r, AJ_STATUS_KILLED);
-	assert_true(contains(r.stdout_buf, "streaming"));
 	/* The server's own end of the connection stays open until it stops. */
 	assert_int_equal(count_open_fds(), fds + (int)egress_server_connections(e->server));
 	/* The server notices within its 100 ms tick (waited for up to 30 s:
