@@ -157,9 +157,10 @@ static int case_teardown(void **state)
 	struct fixture *f = *state;
 	/* The kernel tears a pid namespace down before its init is reaped, so
 	 * nothing should be left even for a moment; allow a short grace for a
-	 * tier whose teardown is asynchronous (a VM's process). */
+	 * tier whose teardown is asynchronous (a VM's process): up to 30 s, a
+	 * deadline that only catches what is really left on a busy machine. */
 	int left = 0;
-	for (int i = 0; i < 50; i++) {
+	for (int i = 0; i < 300; i++) {
 		left = sandbox_processes(f);
 		if (!left)
 			break;
@@ -384,7 +385,10 @@ static void hostile_sleep_forever(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
-	f->cfg.limits.wall_sec = 1;
+	/* The clock must pass while it sleeps, not before it has printed:
+	 * 5 s, where 1 s left a busy machine's sandbox setup and interpreter
+	 * start little room to print within it. */
+	f->cfg.limits.wall_sec = 5;
 	run_program(f, &r, HOSTILE_SLEEP_FOREVER, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	/* What it printed before the timeout is kept. */
@@ -397,6 +401,11 @@ static void hostile_thread_bomb(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
+	/* It ends by itself once its threads are refused: the wall clock and
+	 * CPU only catch a hang. Under TCG on a busy machine the microvm's
+	 * hundreds of thread starts took past the fixture's 10 s. */
+	f->cfg.limits.wall_sec = 120;
+	f->cfg.limits.cpu_sec = 60;
 	run_program(f, &r, HOSTILE_THREAD_BOMB, (struct hostile_values){0});
 	assert_status(&r, AJ_STATUS_OK);
 	int made = -1;
@@ -496,18 +505,28 @@ static void hostile_kill_all(void **state)
 	/* A sentinel of the test's, running as the very uid the sandbox will
 	 * get (one slot), so only the sandbox's own boundary can save it. */
 	f->cfg.slots = 1;
+	/* The sentinel says when it has the uid: the run starts after that
+	 * event, not after a pause a busy machine may not honour. */
+	int ready[2];
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
 	pid_t sentinel = fork();
 	assert_true(sentinel >= 0);
 	if (sentinel == 0) {
+		close(ready[0]);
 		if (geteuid() == 0 &&
 		    (setresgid(f->cfg.uid_base, f->cfg.uid_base, f->cfg.uid_base) ||
 		     setresuid(f->cfg.uid_base, f->cfg.uid_base, f->cfg.uid_base)))
 			_exit(3);
+		(void)!write(ready[1], "y", 1);
+		close(ready[1]);
 		for (int i = 0; i < 600; i++)
 			sleep_ms(100);
 		_exit(0);
 	}
-	sleep_ms(50);
+	close(ready[1]);
+	char c = 0;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
 	run_program(f, &r, HOSTILE_KILL_ALL, (struct hostile_values){0});
 	int ws = 0;
 	pid_t w = waitpid(sentinel, &ws, WNOHANG);

@@ -64,7 +64,10 @@ def test_a_crash_loses_state_not_files(session):
 
 def test_charts_come_back_as_bytes(sandbox_for):
     # The process tier runs the host's Python, which has Debian's matplotlib.
-    with sandbox_for("process").session() as s:
+    # Its first import builds the font cache: seconds of CPU, more on a
+    # busy machine than the suite's 10 s wall and 5 s CPU (it failed there).
+    # These limits only catch a hang.
+    with sandbox_for("process", timeout=120, cpu_sec=100, memory_mb=512).session() as s:
         ex = s.run("import matplotlib.pyplot as plt\n"
                    "plt.plot([1, 2, 3], [4, 1, 9])\n"
                    "plt.title('x')\n")

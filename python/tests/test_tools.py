@@ -104,7 +104,10 @@ def test_bad_calls_are_results_the_model_reads(sb):
     assert r.is_error and "NUL byte" in r.text
 
 
-def test_session_tool_returns_images_and_keeps_state(sb):
+def test_session_tool_returns_images_and_keeps_state(sandbox_for):
+    # matplotlib's first import builds its font cache: limits that only
+    # catch a hang, not the suite's 10 s wall and 5 s CPU.
+    sb = sandbox_for("process", timeout=120, cpu_sec=100, memory_mb=512)
     with sb.tool(session=True) as tool:
         assert tool.call({"code": "x = 20"}).text.startswith("status: ok")
         r = tool.handle_anthropic({
@@ -121,7 +124,12 @@ def test_session_tool_reopens_with_a_note(sandbox_for):
     sb = sandbox_for("process", session_idle_sec=1)
     with sb.tool(session=True) as tool:
         assert tool.call({"code": "x = 1"}).text.startswith("status: ok")
-        time.sleep(2.5)  # the idle timeout passes; the reaper closes it
+        # The idle timeout passes and the reaper closes it: waited for, as
+        # the event it is (a busy machine's reaper may come late).
+        deadline = time.monotonic() + 60
+        while tool._owned.closed_reason is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "idle" in tool._owned.closed_reason
         r = tool.call({"code": "print('x' in globals())"})
         assert "note: a new session was started, because the previous one closed (it was idle" \
             in r.text

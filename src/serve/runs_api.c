@@ -247,9 +247,15 @@ static void cancel_run(struct service *svc, const struct http_request *rq,
 	struct run_info info = {0};
 	bool done, past;
 	int rc = run_probe(svc, rq, id, 0, &done, &past);
-	/* A run not done has no result to read: info is cheap. */
-	if (!rc && !done && !(rc = st->ops->cancel(st, id, rq->key->name)))
-		rc = st->ops->info(st, id, rq->key->name, &info);
+	/* The state is read before the cancel, not after: a cancel takes
+	 * effect at once (a local run can end before the next line), and the
+	 * answer is the state the run was in when it was asked, so 202 never
+	 * says "done". A run not done has no result to read: info is cheap. */
+	if (!rc && !done && !(rc = st->ops->info(st, id, rq->key->name, &info)) &&
+	    info.state == RUN_DONE)
+		done = true; /* it ended meanwhile: left as it is */
+	if (!rc && !done)
+		rc = st->ops->cancel(st, id, rq->key->name);
 	if (rc == -ENOENT)
 		return no_such_run(rs);
 	if (rc)

@@ -14,3 +14,14 @@ export function sandboxProcesses(uidBase, slots = 64) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Polls pred until it holds (true) or ms pass (false): a state to reach,
+// never a duration to assert; the default minute only catches a hang.
+export async function waitFor(pred, ms = 60000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (pred()) return true;
+    await sleep(50);
+  }
+  return pred();
+}

@@ -15,7 +15,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { sandboxProcesses as countProcesses, sleep } from './procs.mjs';
+import { sandboxProcesses as countProcesses, sleep, waitFor } from './procs.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -465,20 +465,25 @@ describe('per-key runs per minute over MCP', () => {
 });
 
 describe('graceful shutdown', () => {
-  // One SIGTERM, observed by three tests: a call started 300 ms before it,
+  // One SIGTERM, observed by three tests: a call going when it came,
   // a call sent while the server drains, and how the server ends.
   const seen = {};
   before(async () => {
-    const s = await startServer();
+    // A wall clock that only catches a hang: the run's 5 s sleep must end
+    // by itself.
+    const s = await startServer(['--timeout', '60']);
     const { client, transport } = v1Client(s);
     await client.connect(transport);
     const t0 = Date.now();
     const call = client.callTool({ name: 'run_python',
-      arguments: { code: 'import time; time.sleep(1.5); print("done")' } })
+      arguments: { code: 'import time; time.sleep(5); print("done")' } })
       .then((r) => ({ r }), (e) => ({ e }));
-    await sleep(300);
+    // Each step waits for the event it needs, not for a pause: the run is
+    // going (its process is there), then serve has begun to drain (it says
+    // so); the run's 5 s leave the late call room to come meanwhile.
+    await waitFor(() => sandboxProcesses() > 0);
     s.proc.kill('SIGTERM');
-    await sleep(200);
+    await waitFor(() => /finishing the runs in progress/.test(s.stderr));
     const late = await post(s, callMsg('late', 'print(1)')).then(
       async (res) => ({ status: res.status, retry: res.headers.get('retry-after'), body: await res.json() }),
       (e) => ({ e }));
@@ -503,7 +508,7 @@ describe('graceful shutdown', () => {
 
   test('the server waits for the run in progress, then exits 0', () => {
     assert.deepEqual(seen.exit, { code: 0, signal: null }, seen.stderr);
-    assert.ok(seen.ms >= 1500, `exited ${seen.ms} ms after the call started: the run was cut short`);
+    assert.ok(seen.ms >= 5000, `exited ${seen.ms} ms after the call started: the run was cut short`);
   });
 });
 

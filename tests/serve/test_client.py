@@ -107,7 +107,10 @@ def test_submit_and_reopen_in_another_process(gated):
 
     h = client.submit("import time\nprint('go', flush=True)\ntime.sleep(60)\n")
     ev0 = next(h.events())
-    assert getattr(ev0, "text", None) and ev0.text.startswith("go"), repr(ev0)[:600]
+    # When it is not the output, all the result says of how the run ended.
+    assert isinstance(ev0, OutputEvent) and ev0.text.startswith("go"), (
+        repr(ev0), *(getattr(ev0, a, None) for a in
+                      ("message", "signal", "stdout", "stderr", "wall_ms", "cpu_ms")))
     assert h.cancel() in ("running", "queued")
     assert h.wait(timeout=60).status is Status.KILLED
 
