@@ -100,7 +100,7 @@ void jail_plan_init(struct plan *p, const struct jail_spec *s, enum jail_mode mo
 	p->spec.mode = mode;
 	p->s = &p->spec;
 	p->limits = s->cfg->limits;
-	p->out_w = p->err_w = p->report_w = p->life_r = p->req_r = p->rep_w = -1;
+	p->out_w = p->err_w = p->report_w = p->life_r = p->req_r = p->rep_w = p->verdict_w = -1;
 	memcpy(p->envp, contract_environment, sizeof contract_environment); /* rule E1 */
 	if (s->egress_fd >= 0) /* E1's egress rows: the clients find the proxy */
 		memcpy(p->envp + CONTRACT_ENVIRONMENT_COUNT, contract_egress_environment,
