@@ -7,7 +7,8 @@
 # that its reply echoes, so a reply left over from an earlier call is never
 # taken for the answer to this one.
 #
-#   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n}
+#   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n,
+#    "memory_mb": n}
 #       -> {"seq", "exit": code, "images": [{name, mime, data}], "dropped": n,
 #           "cpu_us": n, "rss_kb": n}, and "memory_error": true when an
 #           uncaught MemoryError (any subclass) ended the cell (its exit
@@ -152,6 +153,25 @@ def set_cpu_limit(seconds):
     resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
 
 
+def limit_memory(memory_mb):
+    """Where no address-space limit stands before the session's memory
+    cgroup (container, docker, microvm; process and gvisor have RLIMIT_AS
+    at the memory limit), a data limit below the cgroup's: an allocation
+    past it is a MemoryError in the cell, which keeps the session's state,
+    where the cgroup's OOM killer would end the interpreter and lose it.
+    The headroom is for what the cgroup counts beside this interpreter's
+    data (its stack and mapped files, the workspace's tmpfs pages, a PID 1
+    of the sandbox's): what fills those is still the OOM killer's. Not a
+    protection (the cgroup is): a cell may only lower it further."""
+    if not memory_mb or resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+        return
+    total = int(memory_mb) << 20
+    want = max(total - max(total // 8, 32 << 20), total // 2)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard == resource.RLIM_INFINITY or hard > want:
+        resource.setrlimit(resource.RLIMIT_DATA, (want, want))
+
+
 def image_snapshot():
     seen = {}
     try:
@@ -228,6 +248,7 @@ def usage():
 def op_run(req, state):
     state["cells"] += 1
     set_cpu_limit(int(req["cpu"]))
+    limit_memory(req.get("memory_mb"))
     before = image_snapshot()
     cpu0, _ = usage()
     code, memory_error = run_cell(base64.b64decode(req["code"]), state["cells"],
