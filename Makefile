@@ -68,22 +68,23 @@ $(BOOT_GEN): src/boot/boot.py tools/c_string.py
 LAUNCH_GEN := $(B)/gen/launch.inc
 $(LAUNCH_GEN): src/core/launch.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py launch_py < $< > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py launch_py --strip-comments $< > $@.tmp && mv $@.tmp $@
 
-# The session interpreter (src/core/repl.py), as a C string.
+# The session interpreter (src/core/repl.py), as a C string, after the
+# SystemExit rule it shares with the warm zygote (src/core/exit_rule.py).
 REPL_GEN := $(B)/gen/session_repl.inc
-$(REPL_GEN): src/core/repl.py tools/c_string.py
+$(REPL_GEN): src/core/exit_rule.py src/core/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py session_repl_py < $< > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/repl.py > $@.tmp && mv $@.tmp $@
 
 # Warm mode: the zygote (src/warm/zygote.py) as a C string, and the helper
 # library it loads (src/warm/helper.c with the jail's code, libc only) as
 # bytes. The helper is never built with the sanitizers: it is loaded into
 # the zygote's Python, which has no sanitizer runtime.
 ZYGOTE_GEN := $(B)/gen/warm_zygote.inc
-$(ZYGOTE_GEN): src/warm/zygote.py tools/c_string.py
+$(ZYGOTE_GEN): src/core/exit_rule.py src/warm/zygote.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py warm_zygote_py < $< > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py warm_zygote_py src/core/exit_rule.py src/warm/zygote.py > $@.tmp && mv $@.tmp $@
 
 HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/jail_init.c src/linux/jail_inside.c \
 	src/linux/jail_root.c src/linux/jail_run.c src/linux/jail_session.c src/linux/jail_warm.c \

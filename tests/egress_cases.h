@@ -512,6 +512,50 @@ static void egress_https_trusts_the_deployer_ca(void **state)
 	tls_server_stop(t);
 }
 
+/* How many processes the program could start beside itself (each sleeps
+ * until the count is done): its pids limit at work. */
+static unsigned egress_fork_count(const struct aj_config *cfg)
+{
+	struct aj_result r;
+	run_code(cfg, &r,
+		 "import os, time\n"
+		 "kids = []\n"
+		 "while len(kids) < 200:\n"
+		 "    try:\n"
+		 "        pid = os.fork()\n"
+		 "    except OSError:\n"
+		 "        break\n"
+		 "    if pid == 0:\n"
+		 "        time.sleep(60)\n"
+		 "        os._exit(0)\n"
+		 "    kids.append(pid)\n"
+		 "print('forked', len(kids))\n"
+		 "for pid in kids:\n"
+		 "    os.kill(pid, 9)\n");
+	assert_status(&r, AJ_STATUS_OK);
+	unsigned n = 0;
+	if (sscanf(r.stdout_buf, "forked %u", &n) != 1)
+		fail_msg("no count in what the program printed: %s", r.stdout_buf);
+	aj_result_free(&r);
+	return n;
+}
+
+/* The run's limits are the deployer's alone: with egress rules the program
+ * starts exactly as many processes as without (boot.py's forwarder, a
+ * thread of docker's and gvisor's PID 1, takes none of them). */
+static void egress_leaves_the_pids_alone(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.pids = 16;
+	struct aj_config without = f->cfg;
+	without.allow_cidrs = without.allow_hosts = NULL;
+	without.allow_cidr_count = without.allow_host_count = 0;
+	unsigned plain = egress_fork_count(&without);
+	unsigned ruled = egress_fork_count(&f->cfg);
+	assert_true(plain > 0 && plain < 16);
+	assert_int_equal(ruled, plain);
+}
+
 #define EGRESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, egress_setup, egress_teardown)
 #define EGRESS_SESSION_TEST(fn) {"session: " #fn, fn, egress_session_setup, egress_session_teardown, NULL}
 
@@ -532,6 +576,7 @@ static int egress_session_teardown(void **state)
 	EGRESS_TEST(egress_bypass_fails), EGRESS_TEST(egress_caps_end_transfers),             \
 	EGRESS_TEST(egress_session_narrows), EGRESS_TEST(egress_ends_with_the_run),           \
 	EGRESS_TEST(egress_https_trusts_the_deployer_ca),                                     \
+	EGRESS_TEST(egress_leaves_the_pids_alone),                                            \
 	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed)
 
 #endif

@@ -209,8 +209,9 @@ static void hostile_memory_512mb(void **state)
 }
 
 /* Any MemoryError that ends the program is memory, a subclass too (issue
- * 24 item 11): the interpreter's exit code says so on every tier
- * (AJ_MEMORY_ERROR_EXIT, src/core/launch.py), not the traceback's words. */
+ * 24 item 11): the interpreter says so on its verdict pipe on every tier
+ * (AJ_VERDICT_FD, src/core/launch.py), not in the traceback's words, and
+ * the exit code is Python's own 1 (issue 34). */
 static void hostile_memory_error_subclass(void **state)
 {
 	struct fixture *f = *state;
@@ -218,9 +219,22 @@ static void hostile_memory_error_subclass(void **state)
 	run_code(&f->cfg, &r, "class E(MemoryError):\n    pass\nraise E('mine')\n");
 	assert_status(&r, AJ_STATUS_MEMORY);
 	assert_true(r.has_exit_code);
-	assert_int_equal(r.exit_code, 121);
+	assert_int_equal(r.exit_code, 1);
 	assert_true(contains(r.stderr_buf, "E: mine"));
 	assert_false(contains(r.stderr_buf, "<string>")); /* the launcher's frame is not shown */
+	aj_result_free(&r);
+}
+
+/* A program that exits 121 itself (the code that once carried the memory
+ * verdict) ends with its own code and is an error, on every tier. */
+static void hostile_exit_121_is_error(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_result r;
+	run_code(&f->cfg, &r, "import sys\nsys.exit(121)\n");
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 121);
 	aj_result_free(&r);
 }
 
@@ -762,6 +776,34 @@ static void hostile_denied_syscalls(void **state)
  * interpreter adds matplotlib's two variables (repl.py) and moves its
  * soft CPU limit to each call's share, so there the CPU row is the session
  * tests' to judge. */
+/* The open-files limit is the deployer's on every tier (rule E2): past a
+ * value other than the default, open() fails with EMFILE. (The microvm
+ * guest once applied the default whatever the limits said.) */
+static void contract_open_files_limit(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.open_files = 32;
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import errno, os\n"
+		 "fds = []\n"
+		 "try:\n"
+		 "    while len(fds) < 1000:\n"
+		 "        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+		 "    print('stopped', len(fds), 'never')\n"
+		 "except OSError as e:\n"
+		 "    print('stopped', len(fds), errno.errorcode.get(e.errno, e.errno))\n");
+	assert_status(&r, AJ_STATUS_OK);
+	unsigned opened = 0;
+	char why[32] = "";
+	if (sscanf(r.stdout_buf, "stopped %u %31s", &opened, why) != 2)
+		fail_msg("no count in what the program printed: %s", r.stdout_buf);
+	assert_string_equal(why, "EMFILE");
+	assert_true(opened > 0);
+	assert_true(opened < 32); /* stdio and the interpreter's own count too */
+	aj_result_free(&r);
+}
+
 static void contract_environment_and_rlimits(void **state)
 {
 	struct fixture *f = *state;
@@ -1047,7 +1089,7 @@ static void ro_bind_shows_host_paths_read_only(void **state)
  * cmocka test of each. */
 #define HOSTILE_CASES(T)                                                                    \
 	T(benign_hello), T(benign_exit_code), T(benign_exception), T(hostile_cpu_loop),     \
-	T(hostile_memory_512mb), T(hostile_memory_error_subclass),                           \
+	T(hostile_memory_512mb), T(hostile_memory_error_subclass), T(hostile_exit_121_is_error), \
 	T(hostile_numpy_memory_error), T(hostile_fork_bomb), T(hostile_disk_fill),          \
 	T(hostile_read_secrets), T(hostile_network), T(hostile_sleep_forever),              \
 	T(hostile_thread_bomb), T(benign_thread_ends), T(hostile_big_file), T(hostile_fill_tmp_and_shm),           \
@@ -1056,7 +1098,7 @@ static void ro_bind_shows_host_paths_read_only(void **state)
 	T(isolation_sequential_runs), T(hostile_host_unix_socket), T(hostile_keyrings),     \
 	T(hostile_devices), T(hostile_denied_syscalls),                                     \
 	T(contract_environment_and_rlimits), T(deployer_environment_reaches_the_program),      \
-	T(caller_signal_state_is_not_inherited),                                              \
+	T(contract_open_files_limit), T(caller_signal_state_is_not_inherited),                \
 	T(cancel_stops_the_run)
 
 #define HOSTILE_TABLE HOSTILE_CASES(HOSTILE_TEST)

@@ -97,6 +97,35 @@ static void session_state_persists(void **state)
 	close_session(s);
 }
 
+/* Filling memory in a call is a MemoryError in the cell, on every tier
+ * (issue 34): the interpreter meets its own limit (RLIMIT_AS, or repl.py's
+ * RLIMIT_DATA under the memory cgroup) before the cgroup's OOM killer
+ * would end it, so the next call still has what an earlier one set. */
+static void session_memory_keeps_state(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "kept = 'before'\n", AJ_STATUS_OK, NULL);
+	cell(s, &r,
+	     "def fill():\n"
+	     "    chunks = []\n"
+	     "    while True:\n"
+	     "        chunks.append(bytearray(8 << 20))\n"
+	     "fill()\n");
+	assert_status(&r, AJ_STATUS_MEMORY);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 1);
+	assert_true(contains(r.stderr_buf, "MemoryError"));
+	aj_result_free(&r);
+	cell(s, &r, "print(kept)");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "before\n");
+	assert_null(r.message); /* no "restarted": the same interpreter */
+	aj_result_free(&r);
+	close_session(s);
+}
+
 static void session_crash_restarts_interpreter(void **state)
 {
 	struct fixture *f = *state;
@@ -693,6 +722,7 @@ static int session_teardown(void **state)
 
 #define SESSION_TABLE                                                                       \
 	SESSION_TEST(session_state_persists), SESSION_TEST(session_crash_restarts_interpreter),  \
+	SESSION_TEST(session_memory_keeps_state),                                            \
 	SESSION_TEST(session_call_runs_once),                                                \
 	SESSION_TEST(session_call_limits), SESSION_TEST(session_cancel),                     \
 	SESSION_TEST(session_interpreter_tampering),                                         \

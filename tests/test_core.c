@@ -928,13 +928,31 @@ static void classify_exits(void **state)
 	assert_int_equal(r.exit_code, 3);
 	aj_result_free(&r);
 
-	/* A MemoryError, any subclass, ends the interpreter with
-	 * AJ_MEMORY_ERROR_EXIT (src/core/launch.py): memory. */
-	o = exited(AJ_MEMORY_ERROR_EXIT << 8, 0);
+	/* A MemoryError, any subclass, ends the interpreter with Python's
+	 * 1 and its verdict pipe's byte (src/core/launch.py), which init
+	 * reports: memory, and the exit code the program's own. */
+	o = exited(1 << 8, 0);
+	o.report.flags = REPORT_MEMORY_ERROR;
 	classify(&o, "Traceback (most recent call last):\n  ...\n_ArrayMemoryError: x\n", &r);
 	assert_int_equal(r.status, AJ_STATUS_MEMORY);
-	assert_int_equal(r.exit_code, AJ_MEMORY_ERROR_EXIT);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 1);
 	assert_true(contains(r.message, "256 MiB"));
+	aj_result_free(&r);
+
+	/* A program that exits 121 itself (the code that once meant memory)
+	 * keeps its own exit and is an error. */
+	o = exited(121 << 8, 0);
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 121);
+	aj_result_free(&r);
+
+	/* The verdict with exit 0: the program did not end by it. */
+	o = exited(0, 0);
+	o.report.flags = REPORT_MEMORY_ERROR;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OK);
 	aj_result_free(&r);
 
 	/* The words on stderr decide nothing: exit 1 is an error. */
@@ -1292,30 +1310,52 @@ static void microvm_guest_cannot_choose_the_status(void **state)
 			    "microvm: the guest could not prepare the run: killed by signal 9 (KILL)");
 	aj_result_free(&res);
 
-	/* The program's exit code is a fact: 121 is memory, as on every tier. */
-	struct vm_result m = {.flags = VM_RUN_ENDED, .wstatus = AJ_MEMORY_ERROR_EXIT << 8};
+	/* The zygote's verdict pipe is a fact: memory, with the program's
+	 * own exit code, as on every tier. */
+	struct vm_result m = {.flags = VM_RUN_ENDED | VM_RUN_MEMORY_ERROR, .wstatus = 1 << 8};
 	result_init(&res);
 	vm_run_answer(VM_RESULT, &m, sizeof m, &l, &v, &res);
 	assert_int_equal(res.status, AJ_STATUS_MEMORY);
+	assert_int_equal(res.exit_code, 1);
+	aj_result_free(&res);
+	/* Exit 121 without it is the program's own error. */
+	struct vm_result e = {.flags = VM_RUN_ENDED, .wstatus = 121 << 8};
+	result_init(&res);
+	vm_run_answer(VM_RESULT, &e, sizeof e, &l, &v, &res);
+	assert_int_equal(res.status, AJ_STATUS_ERROR);
+	assert_int_equal(res.exit_code, 121);
 	aj_result_free(&res);
 	vm_output_free(&v);
 }
 
-/* A session cell's exit code is read with the same memory rule. */
+/* A session cell's reply is read with the same memory rule: its
+ * "memory_error" beside the cell's own exit code; 121 alone is an error. */
 static void session_reply_memory_error_exit(void **state)
 {
 	(void)state;
 	struct aj_config cfg;
 	aj_config_init(&cfg);
-	static const char line[] = "{\"seq\":1,\"exit\":121,\"images\":[]}";
-	struct aj_result res;
-	result_init(&res);
-	json_t *reply = session_reply_json(line, sizeof line - 1, &res);
-	assert_non_null(reply);
-	session_run_reply(reply, &cfg, &res);
-	json_decref(reply);
-	assert_int_equal(res.status, AJ_STATUS_MEMORY);
-	aj_result_free(&res);
+	static const struct {
+		const char *line;
+		enum aj_status status;
+		int exit_code;
+	} cases[] = {
+		{"{\"seq\":1,\"exit\":1,\"memory_error\":true,\"images\":[]}", AJ_STATUS_MEMORY, 1},
+		{"{\"seq\":1,\"exit\":121,\"images\":[]}", AJ_STATUS_ERROR, 121},
+		{"{\"seq\":1,\"exit\":1,\"memory_error\":1,\"images\":[]}", AJ_STATUS_ERROR, 1},
+		{"{\"seq\":1,\"exit\":0,\"memory_error\":true,\"images\":[]}", AJ_STATUS_OK, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct aj_result res;
+		result_init(&res);
+		json_t *reply = session_reply_json(cases[i].line, strlen(cases[i].line), &res);
+		assert_non_null(reply);
+		session_run_reply(reply, &cfg, &res);
+		json_decref(reply);
+		assert_int_equal(res.status, cases[i].status);
+		assert_int_equal(res.exit_code, cases[i].exit_code);
+		aj_result_free(&res);
+	}
 }
 
 /* ---- the pool filled by a thread (src/core/pool.c) ---- */

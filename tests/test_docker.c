@@ -672,7 +672,7 @@ static void boot_stream_holds_the_report(void **state)
 	(void)state;
 	struct boot_tap t;
 	size_t before;
-	const char run[] = "traceback\n\0agentjail-exit abc 256 1500 7000\n";
+	const char run[] = "traceback\n\0agentjail-exit abc 256 1500 7000 0\n";
 	boot_stream_case(run, sizeof run - 1, 3, 1000, &t, &before);
 	assert_int_equal(before, strlen("traceback\n"));
 	assert_int_equal(t.len, strlen("traceback\n"));
@@ -697,7 +697,7 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	(void)state;
 	struct sandbox_report r;
 	struct capture c;
-	const char good[] = "traceback\n\0agentjail-exit abc 256 1500 7000\n";
+	const char good[] = "traceback\n\0agentjail-exit abc 256 1500 7000 0\n";
 	take(&c, good, sizeof good - 1);
 	assert_true(boot_take_report(&c, "abc", &r));
 	assert_int_equal(r.wstatus, 256);
@@ -711,7 +711,7 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	assert_int_equal(c.len, sizeof good - 1);
 	capture_free(&c);
 	/* Followed by more bytes: not the report. */
-	const char early[] = "\0agentjail-exit abc 0 1 1\nmore\n";
+	const char early[] = "\0agentjail-exit abc 0 1 1 0\nmore\n";
 	take(&c, early, sizeof early - 1);
 	assert_false(boot_take_report(&c, "abc", &r));
 	capture_free(&c);
@@ -722,7 +722,7 @@ static void report_only_at_the_end_with_the_nonce(void **state)
 	assert_false(boot_take_report(&full, "abc", &r));
 	capture_free(&full);
 	/* Malformed figures. */
-	const char bad[] = "\0agentjail-exit abc 0 x 1\n";
+	const char bad[] = "\0agentjail-exit abc 0 x 1 0\n";
 	take(&c, bad, sizeof bad - 1);
 	assert_false(boot_take_report(&c, "abc", &r));
 	capture_free(&c);

@@ -440,17 +440,23 @@ static void exit_line_is_parsed_strictly(void **state)
 {
 	(void)state;
 	struct sandbox_report r;
-	assert_true(report_parse_exited("256 1500 2048", 0, &r));
+	assert_true(report_parse_exited("256 1500 2048 0", 0, &r));
 	assert_int_equal(r.kind, REPORT_EXITED);
 	assert_int_equal(r.wstatus, 256);
 	assert_int_equal(r.cpu_us, 1500);
 	assert_int_equal(r.maxrss_kb, 2048);
-	assert_true(report_parse_exited("9 0 0\n", '\n', &r));
+	assert_int_equal(r.flags, 0);
+	assert_true(report_parse_exited("9 0 0 0\n", '\n', &r));
 	assert_int_equal(r.wstatus, 9);
-	assert_false(report_parse_exited("9 0 0\n", 0, &r));
-	assert_false(report_parse_exited("9 0 0", '\n', &r));
-	assert_false(report_parse_exited("9 0 0 x", 0, &r));
-	assert_false(report_parse_exited("9 -1 0", 0, &r));
+	/* The launcher's verdict pipe, as the last number (MEMERR). */
+	assert_true(report_parse_exited("256 0 0 1\n", '\n', &r));
+	assert_int_equal(r.flags, REPORT_MEMORY_ERROR);
+	assert_false(report_parse_exited("256 0 0 2\n", '\n', &r));
+	assert_false(report_parse_exited("256 0 0\n", '\n', &r));
+	assert_false(report_parse_exited("9 0 0 0\n", 0, &r));
+	assert_false(report_parse_exited("9 0 0 0", '\n', &r));
+	assert_false(report_parse_exited("9 0 0 0 x", 0, &r));
+	assert_false(report_parse_exited("9 -1 0 0", 0, &r));
 	assert_false(report_parse_exited("9 0", 0, &r));
 }
 

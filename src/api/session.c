@@ -442,9 +442,12 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 	const struct aj_config *cfg = sandbox_config(s->sb);
 	const struct aj_session_limits *sl = &cfg->session;
 	char *b64 = base64_encode(code, len, NULL);
-	json_t *req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I}", "op", "run", "code", b64, "cpu",
-				      (int)cfg->limits.cpu_sec, "images", (int)sl->images,
-				      "image_bytes", (json_int_t)sl->image_kb * 1024)
+	/* memory_mb: the session's, under which repl.py keeps its own data
+	 * (a MemoryError keeps the state an OOM kill would take). */
+	json_t *req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "code", b64,
+				      "cpu", (int)cfg->limits.cpu_sec, "images", (int)sl->images,
+				      "image_bytes", (json_int_t)sl->image_kb * 1024, "memory_mb",
+				      (int)cfg->limits.memory_mb)
 			  : NULL;
 	free(b64);
 	if (!req) {

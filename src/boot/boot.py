@@ -10,7 +10,11 @@
 # would leave them as zombies), and when the program ends kills whatever it
 # left behind and reports, as the last bytes on stderr:
 #
-#     \0agentjail-exit NONCE WSTATUS CPU_US MAXRSS_KB\n
+#     \0agentjail-exit NONCE WSTATUS CPU_US MAXRSS_KB MEMERR\n
+#
+# MEMERR is 1 when the program's launcher wrote its verdict pipe (its fd 3:
+# an uncaught MemoryError ended it, AJ_VERDICT_FD in src/core/status.h),
+# else 0; the exit code stays the program's own.
 #
 # The host strips the report and checks it against Docker's own exit code,
 # so a program that prints a forged one can only mislabel its own figures.
@@ -22,7 +26,8 @@
 # fd 3, "k" stop it (kill everything in the container but this process).
 # To the host, on stdout: "R" ready, "o" / "e" / "r" the interpreter's
 # stdout, stderr and reply bytes (fds 1, 2, 4), "x" it ended:
-# "WSTATUS CPU_US MAXRSS_KB", "f" it could not be started: why. Only this
+# "WSTATUS CPU_US MAXRSS_KB 0" (a cell's MemoryError is in its reply, not
+# here), "f" it could not be started: why. Only this
 # process writes to its stdout (the interpreter's fds are pipes of its own),
 # so no frame needs a nonce: nothing inside can forge one.
 #
@@ -61,8 +66,8 @@ EGRESS_PORT = 3128
 
 def start(argv, fds=None):
     """In the forked child: the program's fds, then exec. fds maps the
-    child's fd numbers to this process's (a session's pipes); without it,
-    the child keeps this process's stdout and stderr (a run)."""
+    child's fd numbers to this process's (a session's pipes, a run's
+    verdict pipe); a run's child keeps this process's stdout and stderr."""
     try:
         os.chdir(WORKSPACE)
         null = os.open("/dev/null", os.O_RDONLY)
@@ -75,7 +80,13 @@ def start(argv, fds=None):
             os.dup2(f, n)
         # Nothing else crosses exec: in a session, not this process's own
         # stdout (the attach stream), which only this process may write.
-        os.closerange(5 if fds else 3, 1 << 20)
+        for n in (3, 4):
+            if n not in wanted:
+                try:
+                    os.close(n)
+                except OSError:
+                    pass  # not open
+        os.closerange(5, 1 << 20)
         # Dumpable again (fork kept PID 1's setting), or its own /proc
         # files are root's and the line below is refused. Nothing else of
         # the sandbox runs yet, and exec replaces this memory.
@@ -331,13 +342,20 @@ def run(nonce, rest):
     except OSError as e:
         os.write(2, ("agentjail: cannot write the program: %s\n" % e).encode())
         os._exit(125)
+    # The launcher's verdict pipe (its fd 3): read once the program has
+    # ended. The program holds the write end, so it can say MEMERR 1 of
+    # its own run only.
+    verdict_r, verdict_w = os.pipe()
+    os.set_blocking(verdict_r, False)
     pid = os.fork()
     if pid == 0:
         # -u: what the program printed before a timeout or a kill is not
         # lost in its own buffers (as in every tier).
         # main.py through the launcher (argv[1], src/core/launch.py): as
-        # `python3 -I -u main.py`, but for a MemoryError's exit code.
-        start([sys.executable, "-I", "-u", "-c", LAUNCH])
+        # `python3 -I -u main.py`, and it writes the verdict pipe when a
+        # MemoryError ends the program.
+        start([sys.executable, "-I", "-u", "-c", LAUNCH], {3: verdict_w})
+    os.close(verdict_w)
     status, cpu, rss = None, 0.0, 0
     while True:
         try:
@@ -354,7 +372,12 @@ def run(nonce, rest):
                 os.kill(-1, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    report = b"\0agentjail-exit %s %d %d %d\n" % (nonce, status, int(cpu * 1e6), rss)
+    try:
+        memory_error = len(os.read(verdict_r, 1)) == 1
+    except BlockingIOError:
+        memory_error = False
+    report = b"\0agentjail-exit %s %d %d %d %d\n" % (nonce, status, int(cpu * 1e6), rss,
+                                                     memory_error)
     os.write(2, report)
     if os.WIFEXITED(status):
         os._exit(os.WEXITSTATUS(status))
@@ -469,7 +492,7 @@ class Session:
         self.pipes, self.req_w, self.pid = {}, -1, 0
         # A request it never took must not reach the next interpreter.
         self.requests.clear()
-        self.send(b"x", b"%d %d %d" % (status, int(self.cpu * 1e6), self.rss))
+        self.send(b"x", b"%d %d %d 0" % (status, int(self.cpu * 1e6), self.rss))
 
     def stop(self):
         if self.pid:

@@ -94,6 +94,14 @@ static int append_rlimit(const struct contract_rlimit *row, uint64_t soft, uint6
 	return json_array_append_new(list->arr, item);
 }
 
+struct aj_limits boot_limits(const struct aj_limits *l, bool egress)
+{
+	struct aj_limits bl = *l;
+	if (egress)
+		bl.pids += BOOT_EGRESS_TASKS;
+	return bl;
+}
+
 json_t *boot_rlimits(const struct aj_limits *l, bool oci)
 {
 	/* The address space row on gvisor only (see its row). */

@@ -18,6 +18,16 @@ json_t *boot_argv(const char *python, bool egress, const struct aj_config *cfg);
 /* The environment of PID 1 (rule E1): the program's own (with cfg's
  * checked variables), nothing else of the deployer's. NULL on ENOMEM. */
 json_t *boot_environment(bool egress, const struct aj_config *cfg);
+/* The tasks boot.py itself adds with egress: its forwarder, one thread
+ * (boot.py's Forwarder), which the pids cgroup and RLIMIT_NPROC (per uid:
+ * boot.py's is the program's) count as they count a process. */
+#define BOOT_EGRESS_TASKS 1
+/* The limits a boot.py sandbox is made with: l, with pids raised by
+ * exactly BOOT_EGRESS_TASKS when egress is on, so that the program can
+ * start as many processes with egress rules as without: the run's limits
+ * are the deployer's alone. (A program that reads its RLIMIT_NPROC then
+ * sees the forwarder's one more.) */
+struct aj_limits boot_limits(const struct aj_limits *l, bool egress);
 /* The rlimit table (rule E2) for these limits: HostConfig.Ulimits, or with
  * oci an OCI spec's process.rlimits (gvisor), which alone carries the
  * address space row. NULL on ENOMEM. */

@@ -19,9 +19,10 @@ static const char usage[] =
 	"Runs the Python program in FILE (or read from stdin with -) in a sandbox.\n"
 	"Options may come before or after FILE; -- ends them (agentjail run -- -x.py).\n"
 	"Without --json its stdout and stderr pass through as it writes them, and\n"
-	"agentjail exits with its exit code: 121 when an uncaught MemoryError ended\n"
-	"it, 124 on timeout, 128+N when signal N ended it (output limit: 137), 125\n"
-	"when the sandbox itself failed, 2 on a usage error.\n"
+	"agentjail exits with its exit code (1 when an uncaught MemoryError ended\n"
+	"it, as Python's; --json says memory), 124 on timeout, 128+N when signal N\n"
+	"ended it (output limit: 137), 125 when the sandbox itself failed, 2 on a\n"
+	"usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  --json            print one JSON object with the result instead (a usage\n"

@@ -92,6 +92,9 @@ const struct contract_rlimit contract_rlimits[] = {
 	 CONTRACT_IF_ADDRESS_SPACE},
 	/* File size: a write past it fails with EFBIG (Python ignores SIGXFSZ). */
 	{RLIMIT_FSIZE, "file size", "RLIMIT_FSIZE", "fsize", FROM(file_size_mb), MIB, 0, 0},
+	/* Open files: the deployer's bound (EMFILE past it), so no run takes
+	 * more of the kernel's file table than it was given; on every tier,
+	 * the microvm's too (its frames carry the value, vm_run.open_files). */
 	{RLIMIT_NOFILE, "open files", "RLIMIT_NOFILE", "nofile", FROM(open_files), 1, 0, 0},
 	/* No core dumps: they would write the program's memory to disk. */
 	{RLIMIT_CORE, "core", "RLIMIT_CORE", "core", CONTRACT_FIXED, 0, 0, 0},

@@ -2,28 +2,94 @@
 # run (process and container: src/linux/jail.c; docker and gvisor:
 # src/boot/boot.py), started as `python3 -I -u -c <this>` in the
 # workspace. It runs main.py as `python3 -I -u main.py` would (the same
-# __main__, argv, tracebacks and exit codes), with one difference: an
-# uncaught MemoryError, or any subclass of it (numpy's _ArrayMemoryError),
-# ends the interpreter with exit code 121 instead of 1. That code is the
-# fact the status rules read (AJ_MEMORY_ERROR_EXIT, src/core/status.h): the
+# __main__, argv, tracebacks and exit codes), and says one thing more: when
+# an uncaught MemoryError, or any subclass of it (numpy's
+# _ArrayMemoryError), ends the program, it writes one byte on fd 3 (the
+# verdict pipe, AJ_VERDICT_FD in src/core/status.h) before it exits with
+# Python's own 1. The sandbox's init reads that pipe and carries the fact
+# in its report; the status rules read it (rule S7 of docs/design.md). The
 # interpreter knows the exception's class, where the last line of its
 # traceback names only a subclass ("_ArrayMemoryError", "E"). The warm
-# zygote, the microvm's zygote and the session interpreter end the same way.
-# A program can exit 121 itself: it only labels its own run `memory`.
+# zygote and the microvm's zygote do the same; a session's interpreter says
+# it in its reply. fd 3 is this process's, so the program can write it too:
+# it can only label its own run `memory`.
+#
+# Every run pays for this file, so it imports nothing the interpreter has
+# not already loaded at start (os, _imp, _warnings and importlib's frozen
+# _frozen_importlib_external), what only an uncaught exception needs is in
+# a function compiled only then, and main.py is compiled the way
+# `python3 main.py` compiles it (_agentjail_compile). The build drops this
+# file's comments (tools/c_string.py --strip-comments).
+def _agentjail_compile(source, program):
+    # main.py's code, as compile(source, program, "exec", dont_inherit=True)
+    # makes it, but compiled by exec() and caught at its first trace event,
+    # before its first line runs. The builtin compile() first builds the
+    # ast module's hundred-odd classes (CPython 3.11: a fifth of bare
+    # Python's start, the most of what this launcher cost), which exec() of
+    # a string and `python3 main.py` never do. exec() names the code
+    # "<string>": _imp._fix_co_filename (what the import system does for a
+    # moved .pyc) gives it and every function in it main.py's path. None
+    # when anything is not as expected (a warning while compiling, which
+    # must name main.py; a SyntaxError; a CPython without these parts):
+    # the caller then compiles it with compile(), as Python would.
+    import _imp
+    import _warnings
+    import sys
+
+    mutated = getattr(_warnings, "_filters_mutated", None)
+    fix = getattr(_imp, "_fix_co_filename", None)
+    if mutated is None or fix is None:
+        return None
+    here = sys._getframe()
+    caught = []
+
+    def first_event(frame, event, arg):
+        # Only main.py's module frame, which exec() starts right under
+        # this one (a codec that a coding cookie imports is not it).
+        if frame.f_back is here:
+            caught.append(frame.f_code)
+            raise RuntimeError  # before its first line
+        return None
+
+    # Every warning an error while compiling: it ends this attempt, and
+    # compile() then shows it under main.py's name.
+    error = ("error", None, Warning, None, 0)
+    _warnings.filters.insert(0, error)
+    mutated()
+    sys.settrace(first_event)
+    try:
+        exec(source, {})
+    except BaseException:  # noqa: B902 - the caught code, or compile() below
+        pass
+    finally:
+        sys.settrace(None)
+        _warnings.filters.remove(error)
+        mutated()
+    if not caught:
+        return None
+    code = caught[0]
+    fix(code, program)
+    return code
+
+
 def _agentjail_run():
-    import builtins
     import os
     import sys
-    import types
-    from importlib.machinery import SourceFileLoader
 
-    memory_error_exit = 121
-    program = os.path.join(os.getcwd(), "main.py")
-    main = types.ModuleType("__main__")
+    program = os.getcwd() + "/main.py"
+    # The verdict pipe is the launcher's, not something a child inherits.
+    try:
+        os.set_inheritable(3, False)
+    except OSError:
+        pass  # no pipe (run by hand): nothing to say
+    # __main__ as `python3 main.py` makes it, its names in the same order.
+    main = type(sys)("__main__")
+    main.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader(
+        "__main__", program)
+    main.__annotations__ = {}
+    main.__builtins__ = __builtins__
     main.__file__ = program
     main.__cached__ = None
-    main.__builtins__ = builtins
-    main.__loader__ = SourceFileLoader("__main__", program)
     sys.modules["__main__"] = main
     sys.argv[:] = ["main.py"]
     sys.orig_argv[:] = [sys.orig_argv[0], "-I", "-u", "main.py"]
@@ -33,51 +99,77 @@ def _agentjail_run():
     try:
         with open(program, "rb") as f:
             source = f.read()
-        exec(compile(source, program, "exec", dont_inherit=True), main.__dict__)
+        code = _agentjail_compile(source, program)
+        if code is None:
+            code = compile(source, program, "exec", dont_inherit=True)
+        del source
+        exec(code, main.__dict__)
     except SystemExit:
         raise  # the interpreter's own handling: exit code, or message and 1
     except BaseException as e:  # noqa: B902 - an uncaught exception, as Python reports it
-        # Without this file's frame: the traceback starts at main.py (and
-        # a SyntaxError has none at all), as `python3 main.py` prints it.
-        tb = e.__traceback__.tb_next
+        _agentjail_uncaught(e, e.__traceback__.tb_next)
+
+
+_AGENTJAIL_UNCAUGHT = r'''
+def _agentjail_uncaught(e, tb):
+    import os
+    import sys
+
+    # Without the launcher's frame: the traceback starts at main.py (and
+    # a SyntaxError has none at all), as `python3 main.py` prints it.
+    try:
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+    except BaseException as hook_error:  # noqa: B902
+        # What CPython prints when the hook itself fails (as the warm
+        # zygote's report_uncaught does): the hook's error from the
+        # hook's own frame, then the original.
         try:
-            sys.excepthook(type(e), e.with_traceback(tb), tb)
-        except BaseException as hook_error:  # noqa: B902
-            # What CPython prints when the hook itself fails (as the warm
-            # zygote's report_uncaught does): the hook's error from the
-            # hook's own frame, then the original.
+            import traceback
+            sys.stderr.write("Error in sys.excepthook:\n")
+            traceback.print_exception(type(hook_error), hook_error,
+                                      hook_error.__traceback__.tb_next, chain=False)
+            sys.stderr.write("\nOriginal exception was:\n")
+            traceback.print_exception(type(e), e, tb)
+        except BaseException:  # noqa: B902
+            pass
+        del hook_error
+    if isinstance(e, MemoryError):
+        # The verdict, on the pipe the sandbox's init reads; the exit
+        # code stays Python's 1.
+        try:
+            os.write(3, b"M")
+        except OSError:
+            pass
+    interrupted = isinstance(e, KeyboardInterrupt)
+    del e, tb
+    if interrupted:
+        # Python ends by SIGINT for an uncaught KeyboardInterrupt,
+        # after its exit steps.
+        import atexit
+        import signal
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
             try:
-                import traceback
-                sys.stderr.write("Error in sys.excepthook:\n")
-                traceback.print_exception(type(hook_error), hook_error,
-                                          hook_error.__traceback__.tb_next, chain=False)
-                sys.stderr.write("\nOriginal exception was:\n")
-                traceback.print_exception(type(e), e, tb)
+                stream.flush()
             except BaseException:  # noqa: B902
                 pass
-            del hook_error
-        code = memory_error_exit if isinstance(e, MemoryError) else 1
-        interrupted = isinstance(e, KeyboardInterrupt)
-        del e, tb
-        if interrupted:
-            # Python ends by SIGINT for an uncaught KeyboardInterrupt,
-            # after its exit steps.
-            import atexit
-            import signal
-            threading = sys.modules.get("threading")
-            if threading is not None:
-                threading._shutdown()
-            atexit._run_exitfuncs()
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:  # noqa: B902
-                    pass
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        # The ordinary exit: threads joined, atexit handlers run, streams
-        # flushed, as after any uncaught exception.
-        sys.exit(code)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    # The ordinary exit: threads joined, atexit handlers run, streams
+    # flushed, as after any uncaught exception.
+    sys.exit(1)
+'''
+
+
+def _agentjail_uncaught(e, tb):
+    # Compiled on first use: a run that ends well never pays for it. The
+    # names are the launcher's, as main.py's globals are its own module's.
+    scope = {"__builtins__": __builtins__}
+    exec(_AGENTJAIL_UNCAUGHT, scope)
+    scope["_agentjail_uncaught"](e, tb)
 
 
 _agentjail_run()

@@ -7,9 +7,12 @@
 # that its reply echoes, so a reply left over from an earlier call is never
 # taken for the answer to this one.
 #
-#   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n}
+#   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n,
+#    "memory_mb": n}
 #       -> {"seq", "exit": code, "images": [{name, mime, data}], "dropped": n,
-#           "cpu_us": n, "rss_kb": n}
+#           "cpu_us": n, "rss_kb": n}, and "memory_error": true when an
+#           uncaught MemoryError (any subclass) ended the cell (its exit
+#           code is then Python's 1; rule S7 of docs/design.md)
 #   {"seq", "op": "put", "path": p, "data": b64} -> {"seq", "ok": true}
 #   {"seq", "op": "get", "path": p, "max": n}    -> {"seq", "data": b64}
 #   {"seq", "op": "list", "path": p}             -> {"seq", "entries": [...]}
@@ -24,6 +27,9 @@
 # nothing but this session's own results. The limits that matter (uid,
 # namespaces, seccomp, rlimits, cgroups, the wall clock) were set before this
 # interpreter started, from outside.
+#
+# The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
+# rule the warm zygote shares) in front of this file.
 import ast
 import base64
 import errno
@@ -51,7 +57,6 @@ IMAGE_TYPES = {
     ".webp": "image/webp",
 }
 LIST_MAX = 10000
-MEMORY_ERROR_EXIT = 121  # AJ_MEMORY_ERROR_EXIT, src/core/status.h
 REPL_FILE = __file__ if "__file__" in globals() else "<string>"
 
 
@@ -91,20 +96,9 @@ def flush():
             pass
 
 
-def exit_code_of(e):
-    code = e.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except Exception:
-        pass
-    return 1
-
-
 def run_cell(source, number, namespace):
+    """The cell's exit code, and whether an uncaught MemoryError (any
+    subclass) ended it."""
     name = "<cell %d>" % number
     lines = source.decode("utf-8", "replace").splitlines(True)
     # Tracebacks show the cell's own lines, as they would a file's.
@@ -114,7 +108,7 @@ def run_cell(source, number, namespace):
     except (SyntaxError, ValueError) as e:
         # As Python reports a program that does not compile: no frames.
         traceback.print_exception(type(e), e, None)
-        return 1
+        return 1, False
     # A package an earlier cell installed (PIP_TARGET): the import system
     # forgets that its directory was missing when first looked at.
     importlib.invalidate_caches()
@@ -129,9 +123,9 @@ def run_cell(source, number, namespace):
             if value is not None:
                 namespace["_"] = value
                 print(repr(value))
-        return 0
+        return 0, False
     except SystemExit as e:
-        return exit_code_of(e)
+        return system_exit_code(e), False
     except BaseException as e:  # noqa: B902 - reported as Python would
         tb = trimmed(e.__traceback__)
         try:
@@ -139,11 +133,11 @@ def run_cell(source, number, namespace):
         except Exception:
             pass
         # Any MemoryError subclass too: the status rules' fact that a
-        # MemoryError ended the cell (AJ_MEMORY_ERROR_EXIT,
-        # src/core/status.h; src/core/launch.py for runs).
-        code = MEMORY_ERROR_EXIT if isinstance(e, MemoryError) else 1
+        # MemoryError ended the cell (rule S7; src/core/launch.py for
+        # runs), beside Python's own exit code.
+        memory_error = isinstance(e, MemoryError)
         del e, tb
-        return code
+        return 1, memory_error
 
 
 def set_cpu_limit(seconds):
@@ -157,6 +151,25 @@ def set_cpu_limit(seconds):
     if hard != resource.RLIM_INFINITY:
         want = min(want, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+
+
+def limit_memory(memory_mb):
+    """Where no address-space limit stands before the session's memory
+    cgroup (container, docker, microvm; process and gvisor have RLIMIT_AS
+    at the memory limit), a data limit below the cgroup's: an allocation
+    past it is a MemoryError in the cell, which keeps the session's state,
+    where the cgroup's OOM killer would end the interpreter and lose it.
+    The headroom is for what the cgroup counts beside this interpreter's
+    data (its stack and mapped files, the workspace's tmpfs pages, a PID 1
+    of the sandbox's): what fills those is still the OOM killer's. Not a
+    protection (the cgroup is): a cell may only lower it further."""
+    if not memory_mb or resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+        return
+    total = int(memory_mb) << 20
+    want = max(total - max(total // 8, 32 << 20), total // 2)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard == resource.RLIM_INFINITY or hard > want:
+        resource.setrlimit(resource.RLIMIT_DATA, (want, want))
 
 
 def image_snapshot():
@@ -235,15 +248,20 @@ def usage():
 def op_run(req, state):
     state["cells"] += 1
     set_cpu_limit(int(req["cpu"]))
+    limit_memory(req.get("memory_mb"))
     before = image_snapshot()
     cpu0, _ = usage()
-    code = run_cell(base64.b64decode(req["code"]), state["cells"], state["namespace"])
+    code, memory_error = run_cell(base64.b64decode(req["code"]), state["cells"],
+                                  state["namespace"])
     flush()
     images, dropped = collect_images(before, int(req["images"]), int(req["image_bytes"]))
     flush()
     cpu1, rss = usage()
-    return {"exit": code, "images": images, "dropped": dropped,
-            "cpu_us": int((cpu1 - cpu0) * 1e6), "rss_kb": rss}
+    answer = {"exit": code, "images": images, "dropped": dropped,
+              "cpu_us": int((cpu1 - cpu0) * 1e6), "rss_kb": rss}
+    if memory_error:
+        answer["memory_error"] = True
+    return answer
 
 
 # ---- files: only inside the workspace, never through a symlink ----

@@ -75,10 +75,13 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 		res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
 		if (!res->memory_kb)
 			res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
-		/* The cell's exit code, as the interpreter's would be: the
-		 * status rules' memory rule (a MemoryError ended the cell). */
+		/* The status rules' memory rule: the interpreter's word that a
+		 * MemoryError ended the cell ("memory_error": true), beside the
+		 * cell's own exit code. The reply is the session's own output,
+		 * so a cell can claim it only for its own call. */
 		if (res->exit_code >= 0 && res->exit_code <= 255 &&
-		    status_is_memory(W_EXITCODE(res->exit_code, 0), 0))
+		    status_is_memory(W_EXITCODE(res->exit_code, 0), 0,
+				     json_is_true(json_object_get(reply, "memory_error"))))
 			status_set_memory(res, 0, &cfg->limits);
 		if (take_images(json_object_get(reply, "images"), res, cfg->session.images,
 				image_bytes))

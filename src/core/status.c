@@ -5,17 +5,19 @@
 #include "internal.h"
 #include "status.h"
 
-bool status_is_memory(int wstatus, uint64_t oom_kills)
+bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error)
 {
 	/* The OOM killer's SIGKILL (to the program or to a process of its
 	 * tree) is the memory limit at work, not a crash; a program that still
 	 * exited 0 did what it was asked. */
 	if (oom_kills)
 		return !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
-	/* The interpreter's own word that a MemoryError ended the program: a
-	 * program can only claim it for itself, never hide an OOM kill (the
-	 * kernel's count above comes first) nor reach any other status. */
-	return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == AJ_MEMORY_ERROR_EXIT;
+	/* The interpreter's own word that a MemoryError ended the program,
+	 * which then exited with Python's 1 (the exit code stays the
+	 * program's): a program can only claim it for itself, never hide an
+	 * OOM kill (the kernel's count above comes first) nor reach any other
+	 * status; one that exits 0 did not end by it. */
+	return memory_error && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0;
 }
 
 void status_set_memory(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l)
@@ -98,7 +100,7 @@ void status_decide(const struct end_facts *f, const struct aj_limits *l, struct 
 			return;
 		}
 	}
-	if (status_is_memory(ws, f->oom_kills)) {
+	if (status_is_memory(ws, f->oom_kills, f->memory_error)) {
 		status_set_memory(res, f->oom_kills, l);
 		return;
 	}

@@ -19,9 +19,11 @@
  *   6. ended by SIGXCPU, or by SIGKILL with the CPU limit's hard second
  *      used                                          timeout
  *   7. the memory rule (status_is_memory): the OOM killer ended something
- *      in its cgroup and it did not exit 0, or it exited with
- *      AJ_MEMORY_ERROR_EXIT (every tier's interpreter ends so when an
- *      uncaught MemoryError, any subclass, ends the program)   memory
+ *      in its cgroup and it did not exit 0, or its interpreter said that
+ *      an uncaught MemoryError (any subclass) ended it and it exited with
+ *      a code other than 0 (the memory_error fact: the verdict pipe of
+ *      every tier's interpreter, read by the sandbox's init and carried
+ *      in its report; a session's reply)                  memory
  *   8. exit 0                                        ok
  *      any other exit                                error
  *      any other signal                              killed */
@@ -33,13 +35,15 @@
 
 #include "agentjail.h"
 
-/* The exit code every tier's interpreter ends with when an uncaught
- * MemoryError (or a subclass: numpy's _ArrayMemoryError) ends the program.
- * The same number is in src/core/launch.py, src/warm/zygote.py,
- * src/vm/guest/zygote.py and src/core/repl.py. Next to 120, CPython's
- * own code for a failed flush at exit; a program that exits with it itself
- * only labels its own run. */
-#define AJ_MEMORY_ERROR_EXIT 121
+/* The fd on which every one-shot tier's interpreter (src/core/launch.py,
+ * src/warm/zygote.py, src/vm/guest/zygote.py) writes one byte when an
+ * uncaught MemoryError (or a subclass: numpy's _ArrayMemoryError) ends the
+ * program, before it exits with Python's own 1: the write end of a pipe
+ * whose read end only the sandbox's init (boot.py, the guest agent) holds.
+ * It is the program's own process, so the program can write the byte too:
+ * it can label only its own run `memory` (never another's, never a
+ * sandbox_error), which it could do by raising a MemoryError anyway. */
+#define AJ_VERDICT_FD 3
 
 struct end_facts {
 	bool setup_failed;          /* rule 1 */
@@ -52,6 +56,7 @@ struct end_facts {
 	const char *unknown_end;    /* rule 5's sandbox_error message */
 	double cpu_ms;              /* the program's, for rule 6 */
 	uint64_t oom_kills;         /* the kernel's, in the run's cgroup; 0 without one */
+	bool memory_error;          /* rule 7: the interpreter's verdict pipe, or reply */
 };
 
 /* Sets res's status, exit code or signal and message from the facts, by
@@ -59,8 +64,9 @@ struct end_facts {
 void status_decide(const struct end_facts *f, const struct aj_limits *l, struct aj_result *res);
 
 /* Rule 7 on its own: whether a program that ended (not stopped by the host,
- * not by the CPU limit) ended by running out of memory. */
-bool status_is_memory(int wstatus, uint64_t oom_kills);
+ * not by the CPU limit) ended by running out of memory. memory_error: its
+ * interpreter said a MemoryError ended it (AJ_VERDICT_FD). */
+bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error);
 
 /* Status memory, and the message that says why: the OOM killer's count,
  * or (none) a MemoryError. */

@@ -87,7 +87,9 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 			      gid_t gid, const char *owner, const char *egress_dir)
 {
 	bool egress = egress_dir != NULL;
-	const struct aj_limits *l = &cfg->limits;
+	/* The program's limits, with room for boot.py's forwarder. */
+	const struct aj_limits bl = boot_limits(&cfg->limits, egress);
+	const struct aj_limits *l = &bl;
 	const uint64_t mib = 1024 * 1024;
 	struct boot_disk disk;
 	boot_disk_split(l->disk_mb, &disk);

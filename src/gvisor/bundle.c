@@ -43,6 +43,8 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 	 * would refuse most of them anyway, but memfd, SysV IPC and the
 	 * others the policy names stay as unavailable as elsewhere. */
 	bool egress = b->egress_dir != NULL;
+	/* The program's limits, with room for boot.py's forwarder. */
+	const struct aj_limits bl = boot_limits(l, egress);
 	json_t *seccomp = boot_seccomp(egress);
 	json_t *rules = json_object_get(seccomp, "syscalls");
 	if (!json_is_array(rules)) {
@@ -95,7 +97,7 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		 * whole sandbox, a session's included. RLIMIT_NPROC, counted by
 		 * the sentry, is the program's process bound: the host's pids
 		 * cgroup counts gVisor's own threads too (tiers/gvisor.c). */
-		"rlimits", boot_rlimits(l, true),
+		"rlimits", boot_rlimits(&bl, true),
 		"mounts",
 		/* gVisor's own /proc: the sandbox's processes only. No /sys. */
 		"destination", "/proc", "type", "proc", "source", "proc", "options", "nosuid",

@@ -3,6 +3,7 @@
  * operation. It runs in a copy of a possibly multi-threaded process: plain
  * system calls only, no malloc, no locks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/keyctl.h>
 #include <poll.h>
 #include <sched.h>
@@ -147,6 +148,21 @@ void jail_init_until_go(const struct plan *p)
 		jail_init_fail(p, &e);
 }
 
+int jail_init_verdict_pipe(const struct plan *p, struct plan *run)
+{
+	int fds[2];
+	*run = *p;
+	/* Close-on-exec: the inside process dup2s the write end to fd 3
+	 * (which clears it) just before exec; nothing else inherits either. */
+	if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		struct setup_error e;
+		setup_fail(&e, errno, "verdict pipe");
+		jail_init_fail(p, &e);
+	}
+	run->verdict_w = fds[1];
+	return fds[0];
+}
+
 pid_t jail_init_start_inside(const struct plan *p, const char *what)
 {
 	int fd = -1;
@@ -162,6 +178,8 @@ pid_t jail_init_start_inside(const struct plan *p, const char *what)
 	close(p->out_w);
 	if (p->err_w != p->out_w)
 		close(p->err_w);
+	if (p->verdict_w >= 0)
+		close(p->verdict_w); /* the program's alone: its EOF is no one's business */
 	return pid;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "../core/status.h"
 #include "creds.h"
 #include "jail_plan.h"
 #include "rlimits.h"
@@ -24,7 +25,9 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 5);
 	int err = fcntl(p->err_w, F_DUPFD_CLOEXEC, 5);
 	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 5);
-	if (out < 0 || err < 0 || rep < 0)
+	/* A one-shot run's verdict pipe, for its interpreter's fd 3. */
+	int verdict = p->verdict_w < 0 ? -1 : fcntl(p->verdict_w, F_DUPFD_CLOEXEC, 5);
+	if (out < 0 || err < 0 || rep < 0 || (p->verdict_w >= 0 && verdict < 0))
 		return setup_fail(e, errno, "stdio: dup");
 	*report = rep;
 	if (p->req_r >= 0) {
@@ -48,6 +51,12 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	 * (A warm run has no exec: its process closes them all once set up.) */
 	if (close_range(p->req_r >= 0 ? 5 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return setup_fail(e, errno, "stdio: close_range");
+	/* But the verdict pipe, at fd 3 (dup2 clears close-on-exec): the
+	 * launcher (src/core/launch.py) writes a byte there when a
+	 * MemoryError ends the program, and makes it close-on-exec at once
+	 * so the program's own children do not inherit it. */
+	if (verdict >= 0 && (dup2(verdict, AJ_VERDICT_FD) < 0 || close(verdict) < 0))
+		return setup_fail(e, errno, "verdict pipe: dup2");
 	return 0;
 }
 

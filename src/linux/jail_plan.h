@@ -36,6 +36,7 @@ struct plan {
 	const struct jail_spec *s;
 	int out_w, err_w, report_w, life_r;
 	int req_r, rep_w;           /* sessions: the interpreter's fds 3 and 4 */
+	int verdict_w;              /* one-shot runs: the program's AJ_VERDICT_FD (init's pipe) */
 	struct aj_limits limits;    /* what the inside process gets */
 	/* A warm run's: the zygote's Python's own handlers for these (as a
 	 * cold Python sets them), which init's reset must not take from the
@@ -93,6 +94,13 @@ int jail_init_cgroup_ns(const struct jail_spec *s, struct setup_error *e);
 /* SIGCHLD is taken only inside ppoll(..., during): a child that ends
  * between a reaping loop and ppoll still wakes it. 0, or -errno. */
 int jail_sigchld_only_in_ppoll(sigset_t *during);
+/* A one-shot run's verdict pipe (AJ_VERDICT_FD, src/core/status.h): *run
+ * becomes a copy of p whose inside process gets the pipe's write end as
+ * its fd 3. Returns the read end, which init keeps (non-blocking) to read
+ * once the program has ended (init_wait_and_report); init closes the write
+ * end once the inside process is started. A pipe that cannot be made is
+ * reported and ends init. */
+int jail_init_verdict_pipe(const struct plan *p, struct plan *run);
 /* Forks the inside process, which execs the plan's argv, and closes
  * init's copies of its output pipes (the supervisor reads them to EOF).
  * Returns its pid; a failed fork is reported as `what` and ends init. */

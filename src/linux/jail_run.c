@@ -13,15 +13,18 @@
 __attribute__((noreturn)) static void run_init(const struct plan *p)
 {
 	jail_init_until_go(p);
-	init_wait_and_report(jail_init_start_inside(p, "fork the program"), p->report_w);
+	struct plan run;
+	int verdict_r = jail_init_verdict_pipe(p, &run);
+	init_wait_and_report(jail_init_start_inside(&run, "fork the program"), p->report_w,
+			     verdict_r);
 }
 
 int jail_run(const struct jail_spec *s, struct aj_result *res)
 {
 	struct plan p;
 	jail_plan_init(&p, s, JAIL_RUN);
-	/* main.py through the launcher, as `python3 -I -u main.py` but for a
-	 * MemoryError's exit code (src/core/launch.py). */
+	/* main.py through the launcher, as `python3 -I -u main.py`, which
+	 * also writes the verdict pipe on a MemoryError (src/core/launch.py). */
 	char *const argv[] = {(char *)s->python, "-I", "-u", "-c", (char *)launch_py, NULL};
 	memcpy(p.argv, argv, sizeof argv);
 	struct aj_error err = {0};

@@ -65,7 +65,8 @@ __attribute__((noreturn)) static void interpreter_loop(const struct plan *p)
 			;
 		struct rusage ru;
 		getrusage(RUSAGE_CHILDREN, &ru);
-		report_exited(p->report_w, main_status, &ru);
+		/* A cell's MemoryError rides in its reply (repl.py), not here. */
+		report_exited(p->report_w, main_status, &ru, false);
 	}
 }
 

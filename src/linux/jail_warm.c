@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/status.h"
 #include "jail_plan.h"
 #include "mounts.h"
 #include "spawn.h"
@@ -62,7 +63,7 @@ __attribute__((noreturn)) static void zygote_init(const struct plan *p)
 	int ws = jail_init_wait(p, pid, &during);
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
-	report_exited(p->report_w, ws, &ru);
+	report_exited(p->report_w, ws, &ru, false); /* the zygote's end: no program's */
 	_exit(0); /* the kernel ends the rest */
 }
 
@@ -115,12 +116,15 @@ static const int python_signals[3] = {SIGINT, SIGPIPE, SIGXFSZ};
 /* A warm run's init (jail_warm_spawn): as a cold run's (jail_run.c), but the program's
  * process returns (0) to the zygote's Python instead of exec'ing. Never
  * returns in init. */
-static int warm_run_init(const struct plan *p)
+static int warm_run_init(const struct plan *zp)
 {
 	struct setup_error e;
-	if (jail_init_build(p, &e) || jail_init_cgroup_ns(p->s, &e))
-		jail_init_fail(p, &e);
-	close(p->s->code_fd); /* written to the workspace */
+	if (jail_init_build(zp, &e) || jail_init_cgroup_ns(zp->s, &e))
+		jail_init_fail(zp, &e);
+	close(zp->s->code_fd); /* written to the workspace */
+	struct plan run;
+	int verdict_r = jail_init_verdict_pipe(zp, &run);
+	const struct plan *p = &run;
 	/* _Fork, not a raw clone: the program's process goes on running
 	 * Python, and glibc's own record of the thread (its tid, which
 	 * raise() and abort() use) must be this process's. It runs no atfork
@@ -138,15 +142,17 @@ static int warm_run_init(const struct plan *p)
 			report_setup_failed(report, &e);
 			_exit(127);
 		}
-		/* No exec to close them: every fd above stdio goes now (the
-		 * report pipe too: the program must not forge its result). */
-		if (close_range(3, ~0U, 0) < 0)
+		/* No exec to close them: every fd above stdio and the verdict
+		 * pipe goes now (the report pipe too: the program must not
+		 * forge its result). */
+		if (close_range(AJ_VERDICT_FD + 1, ~0U, 0) < 0)
 			_exit(127);
 		return 0;
 	}
 	close(p->out_w);
 	close(p->err_w);
-	init_wait_and_report(pid, p->report_w);
+	close(p->verdict_w);
+	init_wait_and_report(pid, p->report_w, verdict_r);
 }
 
 int jail_warm_prepare_ns(int fds[3])

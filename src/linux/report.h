@@ -18,9 +18,14 @@ enum report_kind {
 	REPORT_READY = 3,        /* a session's sandbox is built and waits for calls */
 };
 
+/* sandbox_report.flags */
+#define REPORT_MEMORY_ERROR 1 /* the program's interpreter wrote its verdict pipe (status.h) */
+
 struct sandbox_report {
 	int32_t kind;
 	int32_t wstatus;
+	int32_t flags;       /* REPORT_EXITED: REPORT_MEMORY_ERROR */
+	int32_t reserved;
 	int64_t cpu_us;      /* the program and every descendant it reaped */
 	int64_t maxrss_kb;   /* largest resident set among them */
 	char message[456];
@@ -38,11 +43,17 @@ int setup_fail(struct setup_error *e, int err, const char *fmt, ...)
 const char *errno_name(int err);
 
 void report_setup_failed(int fd, const struct setup_error *e);
-void report_exited(int fd, int wstatus, const struct rusage *ru);
+void report_exited(int fd, int wstatus, const struct rusage *ru, bool memory_error);
 
-/* boot.py's word on the program's end, "WSTATUS CPU_US MAXRSS_KB" and
- * then exactly `end` ('\0': nothing), into r (kind REPORT_EXITED); false
- * if line is anything else. Not for the child's side: it uses sscanf. */
+/* Whether the program's interpreter wrote a byte on its verdict pipe
+ * (AJ_VERDICT_FD, src/core/status.h) before it ended: read, without
+ * blocking, from the read end init kept (-1: none). */
+bool report_read_verdict(int verdict_r);
+
+/* boot.py's word on the program's end, "WSTATUS CPU_US MAXRSS_KB MEMERR"
+ * (MEMERR 0, or 1: the verdict pipe's byte came) and then exactly `end`
+ * ('\0': nothing), into r (kind REPORT_EXITED); false if line is anything
+ * else. Not for the child's side: it uses sscanf. */
 bool report_parse_exited(const char *line, char end, struct sandbox_report *r);
 
 #endif

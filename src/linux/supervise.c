@@ -170,6 +170,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		.unknown_end = unknown,
 		.cpu_ms = res->cpu_ms,
 		.oom_kills = o->oom_kills,
+		.memory_error = o->exited_report && (r->flags & REPORT_MEMORY_ERROR),
 	};
 	status_decide(&f, l, res);
 }
@@ -199,7 +200,7 @@ int init_install_stop_handler(void)
 	return sigaction(STOP_SIGNAL, &sa, NULL) < 0 ? -errno : 0;
 }
 
-void init_wait_and_report(pid_t main_pid, int report_fd)
+void init_wait_and_report(pid_t main_pid, int report_fd, int verdict_r)
 {
 	int main_status = 0;
 	bool main_done = false;
@@ -222,6 +223,6 @@ void init_wait_and_report(pid_t main_pid, int report_fd)
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
 	if (main_done)
-		report_exited(report_fd, main_status, &ru);
+		report_exited(report_fd, main_status, &ru, report_read_verdict(verdict_r));
 	_exit(0);
 }

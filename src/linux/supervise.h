@@ -50,9 +50,11 @@ int supervise_run(const struct supervised *s, const struct aj_limits *l, struct 
 
 /* The init side: PID 1 of the sandbox. Waits for the program (main_pid),
  * reaps every orphan, and on STOP_SIGNAL from outside the namespace kills
- * everything else in it; then reports to report_fd and exits, which makes
- * the kernel kill whatever is left in the namespace. */
+ * everything else in it; then reports to report_fd (with the program's
+ * verdict pipe's word, read from verdict_r; -1: none) and exits, which
+ * makes the kernel kill whatever is left in the namespace. */
 int init_install_stop_handler(void);
-__attribute__((noreturn)) void init_wait_and_report(pid_t main_pid, int report_fd);
+__attribute__((noreturn)) void init_wait_and_report(pid_t main_pid, int report_fd,
+						     int verdict_r);
 
 #endif

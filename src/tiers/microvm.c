@@ -403,7 +403,7 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 			    .memory_mb = l->memory_mb, .pids = l->pids,
 			    .file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
 			    .output_kb = l->output_kb, .code_len = (uint32_t)req->len,
-			    .egress = req->egress != NULL};
+			    .egress = req->egress != NULL, .open_files = l->open_files};
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
 	struct egress_relay *relay = NULL;
@@ -658,7 +658,7 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 		.cpu_sec = cfg->session.cpu_sec, .memory_mb = l->memory_mb, .pids = l->pids,
 		.file_size_mb = l->file_size_mb, .disk_mb = l->disk_mb,
 		.output_kb = l->output_kb, .repl_len = (uint32_t)strlen(session_repl_py),
-		.egress = egress != NULL};
+		.egress = egress != NULL, .open_files = l->open_files};
 	uint32_t type = 0, len = 0;
 	void *payload = NULL;
 	if (egress &&

@@ -113,6 +113,7 @@ static void result_from_guest(const void *payload, uint32_t len, const struct aj
 	o.setup_failed = r.flags & VM_RUN_SETUP_FAILED;
 	o.exited_report = !o.setup_failed && (r.flags & VM_RUN_ENDED);
 	o.report.wstatus = r.wstatus;
+	o.report.flags = r.flags & VM_RUN_MEMORY_ERROR ? REPORT_MEMORY_ERROR : 0;
 	o.report.cpu_us = (int64_t)r.cpu_us;
 	o.report.maxrss_kb = (int64_t)r.memory_kb;
 	o.oom_kills = r.oom_kills;

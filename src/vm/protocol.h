@@ -28,7 +28,7 @@
 
 #include "../../include/agentjail.h"
 
-#define VM_PROTOCOL_VERSION 7
+#define VM_PROTOCOL_VERSION 8
 /* The guest's port name (QEMU virtserialport name=...), and the device
  * the guest opens: the first port of the first virtio-serial device. */
 #define VM_PORT_NAME "agent0"
@@ -102,6 +102,8 @@ struct vm_run {
 	/* After the code: the deployer's variables (cfg.env, which
 	 * aj_config_validate checked), "NAME=VALUE\n" each (rule E1). */
 	uint32_t env_len;
+	uint32_t open_files;    /* RLIMIT_NOFILE, as every tier's (rule E2) */
+	uint32_t reserved;      /* 0 */
 };
 
 /* The facts of a run, not their reading: the host decides the status with
@@ -127,6 +129,7 @@ struct vm_result {
 #define VM_RUN_TIMED_OUT 0x20u     /* the guest's wall clock stopped it */
 #define VM_RUN_OVERFLOW 0x40u      /* output passed its cap */
 #define VM_RUN_SETUP_FAILED 0x200u /* a protection could not be applied: nothing ran */
+#define VM_RUN_MEMORY_ERROR 0x400u /* the zygote's verdict pipe: a MemoryError ended it */
 
 struct vm_session_start {
 	uint32_t cpu_sec;       /* the session's total: the interpreter's hard RLIMIT_CPU */
@@ -138,7 +141,7 @@ struct vm_session_start {
 	uint32_t repl_len;      /* src/core/repl.py, run as python3 -I -u -c */
 	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
 	uint32_t env_len;       /* after repl.py: as VM_RUN's */
-	uint32_t reserved;      /* 0 */
+	uint32_t open_files;    /* RLIMIT_NOFILE, as every tier's (rule E2) */
 };
 
 struct vm_session_ready {
@@ -186,7 +189,7 @@ struct vm_call_result {
 
 _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
 _Static_assert(sizeof(struct vm_output_head) == 16, "vm_output_head has no padding");
-_Static_assert(sizeof(struct vm_run) == 40, "vm_run has no padding");
+_Static_assert(sizeof(struct vm_run) == 48, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
 _Static_assert(sizeof(struct vm_session_start) == 40, "vm_session_start has no padding");
 _Static_assert(sizeof(struct vm_call) == 24, "vm_call has no padding");

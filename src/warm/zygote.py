@@ -13,6 +13,9 @@
 # The zygote never reads a program, an output or anything else of a run:
 # every later run gets a copy of its memory, so nothing of one run may ever
 # be in it.
+#
+# The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
+# rule the session interpreter shares) in front of this file.
 import atexit
 import builtins
 import ctypes
@@ -35,9 +38,10 @@ SOL_SOCKET, SCM_RIGHTS = socket.SOL_SOCKET, socket.SCM_RIGHTS
 MAX_FDS = 9  # protocol.h's WARM_MAX_FDS
 REPLY_LEN = 256
 WORKSPACE_PROGRAM = "/tmp/work/main.py"
-# The exit code of a program an uncaught MemoryError ended, on every tier
-# (AJ_MEMORY_ERROR_EXIT, src/core/status.h; src/core/launch.py).
-MEMORY_ERROR_EXIT = 121
+# Where a run's program says that an uncaught MemoryError ended it: the
+# verdict pipe its init made (AJ_VERDICT_FD, src/core/status.h;
+# src/core/launch.py does the same for a cold run).
+VERDICT_FD = 3
 
 # Native libraries that start worker threads when they load (OpenBLAS under
 # numpy, OpenMP, MKL, numexpr) are held to one thread while the zygote
@@ -48,11 +52,13 @@ MEMORY_ERROR_EXIT = 121
 # microseconds here): what each run would otherwise set up itself is made
 # once, here, and every run gets its own pristine copy. The program's
 # __main__, as `python3 -I -u main.py` makes it, and its argv:
+# (its names in the same order, as src/core/launch.py makes it):
 MAIN = types.ModuleType("__main__")
+MAIN.__loader__ = importlib.machinery.SourceFileLoader("__main__", WORKSPACE_PROGRAM)
+MAIN.__annotations__ = {}
+MAIN.__builtins__ = builtins
 MAIN.__file__ = WORKSPACE_PROGRAM
 MAIN.__cached__ = None
-MAIN.__builtins__ = builtins
-MAIN.__loader__ = importlib.machinery.SourceFileLoader("__main__", WORKSPACE_PROGRAM)
 RUN_ARGV = ["main.py"]
 RUN_ORIG_ARGV = [sys.orig_argv[0], "-I", "-u", "main.py"]
 
@@ -83,24 +89,14 @@ def preload(sock, names):
             "copy one of them, so warm mode needs modules that start none"
             % (threads, ",".join(names) or "nothing"))
         os._exit(1)
+    # The builtin compile() builds the ast module's classes on its first
+    # call (CPython 3.11: a fifth of a bare start): once here, not in
+    # every run's compile of main.py.
+    compile("", "<zygote>", "exec")
     # The preloaded objects move to the permanent generation: a run's
     # garbage collector then never walks (and so never copies) them.
     gc.collect()
     gc.freeze()
-
-
-def exit_code(e):
-    """What `python3 main.py` exits with for a SystemExit."""
-    code = e.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        sys.stderr.write("%s\n" % (code,))
-    except Exception:  # noqa: BLE001
-        pass
-    return 1
 
 
 def run_program(sock, egress_environment):
@@ -108,7 +104,9 @@ def run_program(sock, egress_environment):
     would, then exit. Never returns."""
     # The helper has run CPython's after-fork repair (random reseeded
     # itself in its at-fork hook) and kept Python's signal handlers.
-    sock.detach()  # its fd was closed in the run's init
+    sock.detach()  # its fd was closed in the run's init; 3 is the verdict pipe now
+    # The verdict pipe is this process's, not something a child inherits.
+    os.set_inheritable(VERDICT_FD, False)
     # With egress: E1's egress rows, from the helper's C table.
     rows = egress_environment()
     i = 0
@@ -134,7 +132,7 @@ def run_program(sock, egress_environment):
             source = f.read()
         exec(compile(source, WORKSPACE_PROGRAM, "exec", dont_inherit=True), main.__dict__)
     except SystemExit as e:
-        code = exit_code(e)
+        code = system_exit_code(e)
     except BaseException as e:  # noqa: BLE001 - reported as Python would
         # Without this frame: the traceback starts at main.py, as cold
         # (and a SyntaxError has none at all).
@@ -143,8 +141,12 @@ def run_program(sock, egress_environment):
         code = 1
         if isinstance(e, MemoryError):
             # Any subclass too: the status rules' fact that a MemoryError
-            # ended the program (src/core/launch.py, src/core/status.h).
-            code = MEMORY_ERROR_EXIT
+            # ended the program, on the pipe its init reads; the exit code
+            # stays Python's 1 (src/core/launch.py, rule S7).
+            try:
+                os.write(VERDICT_FD, b"M")
+            except OSError:
+                pass
         if isinstance(e, KeyboardInterrupt):
             # Python ends by SIGINT for an uncaught KeyboardInterrupt.
             code = -signal.SIGINT

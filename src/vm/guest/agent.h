@@ -43,9 +43,6 @@
 #define WORKSPACE VM_GUEST_WORKSPACE
 /* After a kill, SIGKILL is repeated this often until everything is reaped. */
 #define KILL_REPEAT_MS 100
-/* The program's open-file limit: the frames carry none, so the default
- * every tier uses. */
-#define OPEN_FILES AJ_DEFAULT_OPEN_FILES
 #define MESSAGE_MAX 256
 
 /* failure.c: a failed step, "guest: STEP: ERRNO", the wording the host
@@ -189,6 +186,7 @@ struct zygote {
 	pid_t pid;
 	int request_fd;   /* write end of its fd 3 */
 	int control_fd;   /* read end of its fd 4, non-blocking */
+	int verdict_fd;   /* read end of its fd 6, the program's verdict pipe, non-blocking */
 	int out_fd;       /* read ends of its fd 1 and 2, non-blocking */
 	int err_fd;
 	char line[512];   /* partial control line */

@@ -82,7 +82,7 @@ int check_run_limits(const struct vm_run *l, struct failure *f)
 		{"wall_ms", l->wall_ms},         {"cpu_sec", l->cpu_sec},
 		{"memory_mb", l->memory_mb},     {"pids", l->pids},
 		{"file_size_mb", l->file_size_mb}, {"disk_mb", l->disk_mb},
-		{"output_kb", l->output_kb},
+		{"output_kb", l->output_kb},     {"open_files", l->open_files},
 	};
 	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
 		if (required[i].value == 0)
@@ -129,6 +129,7 @@ int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 		{"cpu_sec", l->cpu_sec},     {"memory_mb", l->memory_mb},
 		{"pids", l->pids},           {"file_size_mb", l->file_size_mb},
 		{"disk_mb", l->disk_mb},     {"output_kb", l->output_kb},
+		{"open_files", l->open_files},
 	};
 	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
 		if (required[i].value == 0)
@@ -137,8 +138,9 @@ int receive_session_start(frame_read *read_fn, const struct vm_frame_header *h,
 		return fail(f, 0, "VM_SESSION_START: output_kb %u is too large", l->output_kb);
 	if (l->disk_mb > UINT32_MAX / 256 - 1)
 		return fail(f, 0, "VM_SESSION_START: disk_mb %u is too large", l->disk_mb);
-	if (l->egress > 1)
-		return fail(f, 0, "VM_SESSION_START: egress %u (0 or 1)", l->egress);
+	if (l->egress > 1 || l->reserved)
+		return fail(f, 0, "VM_SESSION_START: egress %u, reserved %u (0 or 1, and 0)",
+			    l->egress, l->reserved);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -201,6 +202,11 @@ static void gather_facts(const struct run *r, struct result *res)
 	if (r->program_reaped) {
 		res->head.flags |= VM_RUN_ENDED;
 		res->head.wstatus = r->program_status;
+		/* The program's own word that a MemoryError ended it (zygote.py
+		 * writes its verdict pipe): a fact for the host's rule S7. */
+		char byte;
+		if (read(r->z->verdict_fd, &byte, 1) == 1)
+			res->head.flags |= VM_RUN_MEMORY_ERROR;
 		return;
 	}
 	int zs = r->zygote_status;

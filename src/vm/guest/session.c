@@ -97,13 +97,12 @@ static int child_limit(const struct contract_rlimit *row, uint64_t soft, uint64_
  * run cgroup bounds the session's memory; uid 1000 is the session's own
  * (nothing else in the VM runs as it). CPU: the hard limit is the
  * session's total, set here from outside; repl.py moves the soft one
- * (SIGXCPU) to each call's share and cannot raise the hard one. The frames
- * carry no open-file limit: the default every tier uses. */
+ * (SIGXCPU) to each call's share and cannot raise the hard one. */
 static void child_limits(int errp, const struct vm_session_start *s)
 {
 	const struct aj_limits l = {.cpu_sec = s->cpu_sec, .memory_mb = s->memory_mb,
 				    .pids = s->pids, .file_size_mb = s->file_size_mb,
-				    .open_files = OPEN_FILES};
+				    .open_files = s->open_files};
 	contract_rlimits_each(&l, false, true, child_limit, &errp);
 }
 

@@ -21,7 +21,10 @@
 #define ZYGOTE_REQUEST_FD 3
 #define ZYGOTE_CONTROL_FD 4
 #define ZYGOTE_CGROUP_FD 5
-#define ZYGOTE_FDS 6
+/* The program's verdict pipe (AJ_VERDICT_FD, src/core/status.h): the
+ * child moves it to fd 3 (the request pipe's, closed by then). */
+#define ZYGOTE_VERDICT_FD 6
+#define ZYGOTE_FDS 7
 
 /* Under TCG Python's imports are slow, so this is generous; it only exists
  * so a broken image powers off instead of hanging the host's boot. */
@@ -29,9 +32,9 @@
 
 int zygote_spawn(struct zygote *z, struct failure *f)
 {
-	int req[2], ctl[2], out[2], err[2];
+	int req[2], ctl[2], out[2], err[2], verdict[2];
 	if (pipe2(req, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-	    pipe2(err, O_CLOEXEC) < 0)
+	    pipe2(err, O_CLOEXEC) < 0 || pipe2(verdict, O_CLOEXEC) < 0)
 		return fail(f, errno, "zygote: pipe");
 	/* Its environment from nothing: what the program is promised (rule
 	 * E1, the table every tier reads), set before Python starts so the
@@ -50,7 +53,7 @@ int zygote_spawn(struct zygote *z, struct failure *f)
 		int keep[ZYGOTE_FDS] = {
 			[0] = open("/dev/null", O_RDONLY | O_CLOEXEC), [1] = out[1], [2] = err[1],
 			[ZYGOTE_REQUEST_FD] = req[0], [ZYGOTE_CONTROL_FD] = ctl[1],
-			[ZYGOTE_CGROUP_FD] = run_cgroup,
+			[ZYGOTE_CGROUP_FD] = run_cgroup, [ZYGOTE_VERDICT_FD] = verdict[1],
 		};
 		for (int i = 0; i < ZYGOTE_FDS; i++)
 			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 16);
@@ -82,7 +85,9 @@ int zygote_spawn(struct zygote *z, struct failure *f)
 	close(ctl[1]);
 	close(out[1]);
 	close(err[1]);
+	close(verdict[1]);
 	z->pid = pid;
+	z->verdict_fd = verdict[0];
 	z->request_fd = req[1];
 	z->control_fd = ctl[0];
 	z->out_fd = out[0];
@@ -91,6 +96,7 @@ int zygote_spawn(struct zygote *z, struct failure *f)
 	fcntl(z->control_fd, F_SETFL, O_NONBLOCK);
 	fcntl(z->out_fd, F_SETFL, O_NONBLOCK);
 	fcntl(z->err_fd, F_SETFL, O_NONBLOCK);
+	fcntl(z->verdict_fd, F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -177,10 +183,9 @@ static int add_row(const struct contract_rlimit *row, uint64_t soft, uint64_t ha
 int zygote_release(struct zygote *z, const struct vm_run *lim, const char *env,
 		   struct failure *f)
 {
-	/* The frames carry no open-file limit: the default every tier uses. */
 	const struct aj_limits l = {.cpu_sec = lim->cpu_sec, .memory_mb = lim->memory_mb,
 				    .pids = lim->pids, .file_size_mb = lim->file_size_mb,
-				    .open_files = OPEN_FILES};
+				    .open_files = lim->open_files};
 	struct zygote_request req = {.n = 0};
 	if (contract_rlimits_each(&l, false, true, add_row, &req))
 		return fail(f, ENOBUFS, "the request to the zygote");
@@ -223,4 +228,5 @@ void zygote_end(struct zygote *z)
 	close(z->control_fd);
 	close(z->out_fd);
 	close(z->err_fd);
+	close(z->verdict_fd);
 }

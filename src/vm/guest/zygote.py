@@ -6,8 +6,9 @@ Started at boot by the guest agent (agent.c, PID 1) as root:
 
 with fd 0 /dev/null, fd 1 and 2 the pipes the agent reads as the program's
 stdout and stderr, fd 3 the request pipe (agent -> zygote), fd 4 the
-control pipe (zygote -> agent) and fd 5 the run cgroup's directory (O_PATH:
-the cgroup2 hierarchy is mounted nowhere the program could look). The same
+control pipe (zygote -> agent), fd 5 the run cgroup's directory (O_PATH:
+the cgroup2 hierarchy is mounted nowhere the program could look) and fd 6
+the program's verdict pipe (program -> agent). The same
 flags and environment as the other tiers' `python3 -I -u main.py`, so
 sys.flags, sys.path and the stdio encoding are the ones a program gets there.
 
@@ -25,9 +26,14 @@ CPU clock starts at zero, so RLIMIT_CPU counts the program's time, not the
 imports'. The child then, in this order: joins the run's cgroup (memory and
 pids bound the whole tree) and closes fd 5, applies the rlimits, drops to
 uid/gid 1000 with no groups (and so no capabilities), sets the umask, enters
-the workspace, sets the environment from nothing, closes fd 4 and runs
-/tmp/work/main.py as the __main__ module. A step it cannot apply is reported as "fail STEP: ERRNO" on
-fd 4 and the run is refused: the program never runs with less than asked.
+the workspace, sets the environment from nothing, closes fd 4, moves the
+verdict pipe to fd 3 (AJ_VERDICT_FD, src/core/status.h; as on every tier)
+and runs /tmp/work/main.py as the __main__ module. A step it cannot apply
+is reported as "fail STEP: ERRNO" on fd 4 and the run is refused: the
+program never runs with less than asked. When an uncaught MemoryError (any
+subclass) ends the program, it writes one byte on the verdict pipe before
+it exits with Python's own 1 (src/core/launch.py does the same on the
+other tiers); the agent reads it once the program has ended.
 """
 import os
 import sys
@@ -62,11 +68,16 @@ UID = GID = 1000
 WORKSPACE = "/tmp/work"
 PROGRAM = WORKSPACE + "/main.py"
 CGROUP_FD = 5
+VERDICT_FD_AT_START = 6
+VERDICT_FD = 3  # AJ_VERDICT_FD, src/core/status.h
 # The program's environment: the one the agent started this interpreter
 # with, the table every tier reads (rule E1, src/core/contract.c). Taken
 # before anything here could change it.
 ENVIRONMENT = dict(os.environ)
-MEMORY_ERROR_EXIT = 121
+# The builtin compile() builds the ast module's classes on its first call
+# (CPython 3.11: a fifth of a bare start): once here, in the snapshot, not
+# in every run's compile of main.py.
+compile("", "<zygote>", "exec")
 
 
 class SetupFailed(Exception):
@@ -158,10 +169,12 @@ def main_module():
     """A fresh __main__, as the interpreter makes one for `python3 main.py`:
     the program sees none of the zygote's names."""
     main = types.ModuleType("__main__")
+    # Its names in the same order (src/core/launch.py makes it so too).
+    main.__loader__ = SourceFileLoader("__main__", PROGRAM)
+    main.__annotations__ = {}
+    main.__builtins__ = builtins
     main.__file__ = PROGRAM
     main.__cached__ = None
-    main.__loader__ = SourceFileLoader("__main__", PROGRAM)
-    main.__builtins__ = builtins
     sys.modules["__main__"] = main
     return main
 
@@ -180,6 +193,11 @@ def child(req):
         apply_limits(req)
         drop_privileges()
         enter_workspace(req)
+        # The verdict pipe at the fd every tier's program has it on (the
+        # request pipe's, closed in serve), close-on-exec: it is this
+        # process's, not something a child inherits.
+        step("verdict pipe", os.dup2, VERDICT_FD_AT_START, VERDICT_FD, False)
+        os.close(VERDICT_FD_AT_START)
     except SetupFailed as e:
         os.write(CONTROL_FD, ("fail %s\n" % e).encode())
         os._exit(127)
@@ -222,10 +240,15 @@ except BaseException as e:  # noqa: B902 - an uncaught exception, as Python repo
     tb = trimmed(e.__traceback__)
     sys.excepthook(type(e), e.with_traceback(tb), tb)
     # Any MemoryError subclass too: the status rules' fact that a
-    # MemoryError ended the program (AJ_MEMORY_ERROR_EXIT,
-    # src/core/status.h; src/core/launch.py, the other tiers' launcher).
-    code = MEMORY_ERROR_EXIT if isinstance(e, MemoryError) else 1
+    # MemoryError ended the program, on the pipe the agent reads; the exit
+    # code stays Python's 1 (rule S7; src/core/launch.py, the other tiers'
+    # launcher).
+    if isinstance(e, MemoryError):
+        try:
+            os.write(VERDICT_FD, b"M")
+        except OSError:
+            pass
     del e, tb
     # Exit the ordinary way: threads joined, atexit handlers run, streams
     # flushed, as after an uncaught exception.
-    sys.exit(code)
+    sys.exit(1)
