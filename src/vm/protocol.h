@@ -142,6 +142,7 @@ struct vm_session_start {
 	uint32_t egress;        /* 1: 127.0.0.1:EGRESS_PORT reaches the host's proxy */
 	uint32_t env_len;       /* after repl.py: as VM_RUN's */
 	uint32_t open_files;    /* RLIMIT_NOFILE, as every tier's (rule E2) */
+	uint32_t reserved;      /* 0 */
 };
 
 struct vm_session_ready {
@@ -191,7 +192,7 @@ _Static_assert(sizeof(struct vm_frame_header) == 8, "frame header is 8 bytes");
 _Static_assert(sizeof(struct vm_output_head) == 16, "vm_output_head has no padding");
 _Static_assert(sizeof(struct vm_run) == 48, "vm_run has no padding");
 _Static_assert(sizeof(struct vm_result) == 56, "vm_result has no padding");
-_Static_assert(sizeof(struct vm_session_start) == 40, "vm_session_start has no padding");
+_Static_assert(sizeof(struct vm_session_start) == 44, "vm_session_start has no padding");
 _Static_assert(sizeof(struct vm_call) == 24, "vm_call has no padding");
 _Static_assert(sizeof(struct vm_call_result) == 48, "vm_call_result has no padding");
 

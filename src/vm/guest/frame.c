@@ -93,8 +93,9 @@ int check_run_limits(const struct vm_run *l, struct failure *f)
 			    l->output_kb);
 	if (l->disk_mb > UINT32_MAX / 256 - 1)
 		return fail(f, 0, "VM_RUN: disk_mb %u is too large", l->disk_mb);
-	if (l->egress > 1)
-		return fail(f, 0, "VM_RUN: egress %u (0 or 1)", l->egress);
+	if (l->egress > 1 || l->reserved)
+		return fail(f, 0, "VM_RUN: egress %u, reserved %u (0 or 1, and 0)", l->egress,
+			    l->reserved);
 	return 0;
 }
 
