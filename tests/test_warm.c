@@ -292,9 +292,11 @@ static void zygote_out_of_reach(void **state)
 	struct aj_sandbox *sb = open_warm(&f->cfg);
 	struct aj_result r;
 	run_in(sb, &r,
-	       "import ctypes, os, socket\n"
-	       "# fds 3 and 4 were the zygote's socket and helper library\n"
-	       "for fd in (3, 4, 5):\n"
+	       "import ctypes, os, socket, stat\n"
+	       "# fds 3 and 4 were the zygote's socket and helper library; 3 is now\n"
+	       "# the run's verdict pipe (AJ_VERDICT_FD), as in a cold run\n"
+	       "print('verdict', stat.S_ISFIFO(os.fstat(3).st_mode), os.get_inheritable(3))\n"
+	       "for fd in (4, 5):\n"
 	       "    try:\n"
 	       "        os.fstat(fd)\n"
 	       "        print('OPEN', fd)\n"
@@ -310,7 +312,7 @@ static void zygote_out_of_reach(void **state)
 	       "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\n"
 	       "print('unshare', libc.unshare(0x20000000), ctypes.get_errno())\n");
 	assert_status(&r, AJ_STATUS_OK);
-	assert_true(contains(r.stdout_buf, "closed 3 9\nclosed 4 9\nclosed 5 9\n"));
+	assert_true(contains(r.stdout_buf, "verdict True False\nclosed 4 9\nclosed 5 9\n"));
 	assert_false(contains(r.stdout_buf, "OPEN"));
 	assert_false(contains(r.stdout_buf, "KILLED"));
 	assert_true(contains(r.stdout_buf, "init 1\n"));        /* EPERM */

@@ -4,7 +4,9 @@
 
 The source is the FILEs one after another (stdin without any): a snippet
 several scripts share (src/core/exit_rule.py) is written once and put in
-front of each. Used for src/boot/boot.py, src/core/launch.py, repl.py and
+front of each. The last file's opening comment block stays first, though:
+it names the script, and `ps` (and the warm tests, which find the zygote
+by it) read the command line's start. Used for src/boot/boot.py, src/core/launch.py, repl.py and
 src/warm/zygote.py, which the tiers pass to `python3 -c`: kept as .py files
 so they read (and are reviewed) as Python.
 
@@ -50,7 +52,11 @@ def main():
             with open(path, encoding="ascii") as f:
                 part = f.read()
             parts.append(part if part.endswith("\n") else part + "\n")
-        text = "".join(parts)
+        last = parts.pop().splitlines(keepends=True)
+        n = 0
+        while n < len(last) and last[n].startswith("#"):
+            n += 1
+        text = "".join(last[:n] + parts + last[n:])
     else:
         text = sys.stdin.read()
     if not text.isascii():

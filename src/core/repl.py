@@ -29,7 +29,7 @@
 # interpreter started, from outside.
 #
 # The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
-# rule the warm zygote shares) in front of this file.
+# rule the warm zygote shares) right after this header.
 import ast
 import base64
 import errno

@@ -15,7 +15,7 @@
 # be in it.
 #
 # The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
-# rule the session interpreter shares) in front of this file.
+# rule the session interpreter shares) right after this header.
 import atexit
 import builtins
 import ctypes
