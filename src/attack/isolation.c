@@ -72,7 +72,7 @@ static void unescape(const char *s, size_t n, char *out, size_t out_n)
 	out[o] = '\0';
 }
 
-static bool under(const char *p, const char *dir)
+static bool path_under(const char *p, const char *dir)
 {
 	size_t n = strlen(dir);
 	while (n > 1 && dir[n - 1] == '/')
@@ -100,7 +100,7 @@ char *attack_mounts_within(const char *mountinfo, const char *const *dirs, size_
 		unescape(f, fl, point, sizeof point);
 		bool keep = false;
 		for (size_t i = 0; i < n && !keep; i++)
-			keep = dirs[i] && dirs[i][0] && under(point, dirs[i]);
+			keep = dirs[i] && dirs[i][0] && path_under(point, dirs[i]);
 		if (keep && f < end) {
 			memcpy(out + len, line, ll);
 			len += ll;

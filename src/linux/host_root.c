@@ -158,7 +158,7 @@ struct taken {
 	char link[256];
 };
 
-static int take(const char *path, struct taken *t, struct setup_error *e)
+static int take_path(const char *path, struct taken *t, struct setup_error *e)
 {
 	struct stat st;
 	t->fd = -1;
@@ -239,7 +239,7 @@ static int build(const struct jail_spec *s, struct taken *t,
 	if ((rc = binds_open(s->cfg, binds, e)))
 		return rc;
 	for (size_t i = 0; i < n; i++)
-		if ((rc = take(paths[i], &t[i], e)))
+		if ((rc = take_path(paths[i], &t[i], e)))
 			return rc;
 	/* Bounded: it holds a few small files and mount points. nosuid and
 	 * nodev: nothing in it may count as either. */

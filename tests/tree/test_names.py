@@ -24,7 +24,6 @@ COPIES = {
     "add_ro_binds": {"src/docker/spec.c", "src/gvisor/bundle.c"},  # cfg.ro_bind into a spec
     "call": {"src/api/session.c", "src/serve/remote_api.c"},     # one session call
     "close_fd": {"src/vm/guest/session.c", "src/warm/warm.c"},
-    "is_plain_dir": {"src/linux/jail_root.c", "src/tiers/process.c"},
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "send_all": {"src/docker/http.c", "src/boot/session.c"},
     "close_backend": BACKENDS,
