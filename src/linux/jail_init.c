@@ -8,8 +8,11 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +24,16 @@
 #include "mounts.h"
 #include "spawn.h"
 #include "supervise.h"
+
+/* Whether fd names another namespace than the one this process is in. */
+static bool spare_is_new(int fd, const char *name)
+{
+	char path[32];
+	struct stat spare, own;
+	snprintf(path, sizeof path, "/proc/self/ns/%s", name);
+	return fstat(fd, &spare) == 0 && stat(path, &own) == 0 &&
+	       (spare.st_ino != own.st_ino || spare.st_dev != own.st_dev);
+}
 
 int jail_init_build(const struct plan *p, struct setup_error *e)
 {
@@ -49,10 +62,21 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 	/* A warm run's network, ipc and uts namespaces, made ahead by the
 	 * zygote (jail_warm_prepare_ns), or a cold run's, by the host
 	 * (jail_spare_ns_make), joined here, before anything uses them. */
-	for (int i = 0; (s->mode == JAIL_WARM_RUN || s->join_spare_ns) && i < 3; i++)
-		if (s->spare_ns[i] >= 0 && setns(s->spare_ns[i], jail_spare_ns_types[i]) < 0)
+	for (int i = 0; (s->mode == JAIL_WARM_RUN || s->join_spare_ns) && i < 3; i++) {
+		if (s->spare_ns[i] < 0)
+			continue;
+		/* A namespace made ahead must be a new one: were it the one
+		 * init was cloned into (the host's, or the zygote's), the run
+		 * would share its network, ipc or hostname. Refused, never
+		 * joined. */
+		if (!spare_is_new(s->spare_ns[i], jail_spare_ns_names[i]))
+			return setup_fail(e, EINVAL, "the run's %s namespace made ahead is its "
+						     "maker's own",
+					  jail_spare_ns_names[i]);
+		if (setns(s->spare_ns[i], jail_spare_ns_types[i]) < 0)
 			return setup_fail(e, errno, "join the run's %s namespace",
 					  jail_spare_ns_names[i]);
+	}
 	int keep[] = {p->out_w, p->err_w, p->report_w, p->life_r, p->req_r, p->rep_w,
 		      s->mode == JAIL_WARM_RUN ? s->code_fd : -1, s->egress_fd};
 	/* A copy of every fd the supervisor's process had (another thread's
