@@ -34,43 +34,6 @@ static const char usage[] =
 
 enum { OPT_JSON = 2000, OPT_JSON_STREAM };
 
-/* Reads all of fd, up to one byte past the largest program accepted (so a
- * larger one is recognised as such). */
-static int read_all(int fd, char **out, size_t *len)
-{
-	size_t alloc = 65536, n = 0;
-	char *buf = malloc(alloc);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (n == alloc) {
-			if (alloc > AJ_MAX_CODE_BYTES)
-				break;
-			alloc *= 2;
-			char *p = realloc(buf, alloc);
-			if (!p) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = p;
-		}
-		ssize_t r = read(fd, buf + n, alloc - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			free(buf);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 static int load_program(const char *path, char **code, size_t *len)
 {
 	bool from_stdin = strcmp(path, "-") == 0;
@@ -80,7 +43,9 @@ static int load_program(const char *path, char **code, size_t *len)
 		cli_error("%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	int rc = read_all(fd, code, len);
+	/* Up to one byte past the largest program accepted, so that a larger
+	 * one is recognised as such (code_check, rule I2). */
+	int rc = read_fd_up_to(fd, AJ_MAX_CODE_BYTES, code, len);
 	if (!from_stdin)
 		close(fd);
 	if (rc) {

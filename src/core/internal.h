@@ -116,6 +116,10 @@ void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
 /* Writes all n bytes, retrying short writes and EINTR: 0 or -errno. Only
  * write(2) inside, so a sandbox child may use it between clone and exec. */
 int write_full(int fd, const void *buf, size_t n);
+/* Reads fd to its end, or until it holds more than max bytes (so a caller
+ * tells a larger input by *len > max): 0 with *out malloc'ed and
+ * NUL-terminated past *len, or -errno. */
+int read_fd_up_to(int fd, size_t max, char **out, size_t *len);
 
 /* Base64 with padding. encode: malloc'ed, NUL-terminated, NULL on ENOMEM.
  * decode: 0, -EINVAL for anything but canonical base64, or -ENOMEM; *out

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -17,5 +18,39 @@ int write_full(int fd, const void *buf, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
+}
+
+int read_fd_up_to(int fd, size_t max, char **out, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (n <= max) {
+		if (n == cap) {
+			char *b = realloc(buf, cap * 2 + 1);
+			if (!b) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
 	return 0;
 }

@@ -29,44 +29,13 @@
 /* The whole of fd, at most max bytes: 0, -EFBIG past max, or -errno. */
 static int read_bounded(int fd, size_t max, char **out, size_t *len)
 {
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (n == cap) {
-			if (cap > max) {
-				free(buf);
-				return -EFBIG;
-			}
-			char *b = realloc(buf, cap * 2 + 1);
-			if (!b) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = b;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			free(buf);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n > max) {
-		free(buf);
+	int rc = read_fd_up_to(fd, max, out, len);
+	if (!rc && *len > max) {
+		free(*out);
+		*out = NULL;
 		return -EFBIG;
 	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
+	return rc;
 }
 
 /* One PEM block's body (its base64 lines, joined) is a DER certificate:
