@@ -9,8 +9,12 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stac
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 failed=0
 passed=0
+# The names of what failed, repeated after the totals: CI keeps only the
+# end of a long log, and the totals alone do not say where to look.
+names=""
 for t in "$@"; do
 	echo "== $t"
+	bad=""
 	case "$t" in
 	*.mjs)
 		# node's own test runner: its summary says "# pass N" / "# fail N".
@@ -19,6 +23,7 @@ for t in "$@"; do
 		printf '%s\n' "$out"
 		n=$(printf '%s\n' "$out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -n 1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -n 1)
+		bad=$(printf '%s\n' "$out" | sed -n 's/^ *not ok [0-9]* - \(.*\)$/\1/p')
 		;;
 	*/tests|tests/*/)
 		# pytest's summary: "== 3 failed, 97 passed in 60.1s ==".
@@ -30,6 +35,7 @@ for t in "$@"; do
 		f=$(printf '%s\n' "$summary" | grep -o '[0-9]* failed' | cut -d' ' -f1)
 		e=$(printf '%s\n' "$summary" | grep -o '[0-9]* error' | cut -d' ' -f1)
 		f=$(( ${f:-0} + ${e:-0} ))
+		bad=$(printf '%s\n' "$out" | sed -n 's/^\(FAILED\|ERROR\) \(.*\)$/\2/p')
 		[ "$f" -eq 0 ] && f=""
 		;;
 	*)
@@ -38,12 +44,17 @@ for t in "$@"; do
 		printf '%s\n' "$out"
 		n=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
+		bad=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' | sort -u)
 		;;
 	esac
 	passed=$((passed + ${n:-0}))
 	if [ "$rc" -ne 0 ]; then
 		failed=$((failed + ${f:-1}))
+		[ -n "$bad" ] || bad="(exit $rc, no test named)"
+		names="$names$(printf '%s\n' "$bad" | sed "s|^|  $t: |")
+"
 	fi
 done
 echo "$passed passed, $failed failed"
+[ -z "$names" ] || printf 'failed:\n%s' "$names"
 [ "$failed" -eq 0 ]
