@@ -72,7 +72,7 @@ class ServeClient:
             raise ServeError(0, "connection", f"{method} {path}: {e}") from None
 
     @staticmethod
-    def _body(code, limits, **more):
+    def _body(code, limits, env=None, **more):
         if isinstance(code, bytes):
             code = code.decode("utf-8")
         if not isinstance(code, str):
@@ -80,23 +80,28 @@ class ServeClient:
         body = {"code": code}
         if limits:
             body["limits"] = dict(limits)
+        if env:
+            # Names and values as strings: serve says which names it refuses.
+            body["env"] = {str(k): str(v) for k, v in dict(env).items()}
         body.update({k: v for k, v in more.items() if v is not None})
         return body
 
     # ---- runs ---------------------------------------------------------
 
-    def run(self, code, on_stdout=None, on_stderr=None, on_image=None, limits=None):
-        """Runs code and returns its Execution. With a callback, the run is
+    def run(self, code, on_stdout=None, on_stderr=None, on_image=None, limits=None, env=None):
+        """Runs code and returns its Execution. env: variables beside the
+        deployer's ({"NAME": "VALUE"}; a name serve refuses is ServeError
+        bad_env naming it). With a callback, the run is
         streamed and on_stdout(text) / on_stderr(text) / on_image(name,
         mime, data) are called as its events arrive, on this thread; one
         that raises cancels the run and its exception comes out of run() at
         once. Without a callback, it is serve's plain POST, answered at the
         end."""
         if on_stdout is None and on_stderr is None and on_image is None:
-            status, body = self._json("POST", "/v1/runs", self._body(code, limits))
+            status, body = self._json("POST", "/v1/runs", self._body(code, limits, env))
             return _execution(body)
         fns = {"stdout": on_stdout, "stderr": on_stderr}
-        with self.stream(code, limits) as events:
+        with self.stream(code, limits, env) as events:
             for ev in events:
                 if isinstance(ev, OutputEvent):
                     if fns[ev.stream] is not None:
@@ -108,19 +113,20 @@ class ServeClient:
                     return ev
         raise ServeError(0, "no_result", "the event stream ended without a result")
 
-    def stream(self, code, limits=None):
+    def stream(self, code, limits=None, env=None):
         """The run's events as they happen (OutputEvent, ImageEvent), then
         its Execution. The run is recorded on the server: `run_id` on the
         iterator, once the answer has begun. close() (or leaving a `with`
         block) before the end cancels the run, as a local stream's does;
         RemoteRunHandle.events() only reads."""
-        return _RunEvents(self, post=self._body(code, limits))
+        return _RunEvents(self, post=self._body(code, limits, env))
 
-    def submit(self, code, webhook=None, limits=None):
+    def submit(self, code, webhook=None, limits=None, env=None):
         """Starts a background run; its RemoteRunHandle. webhook: a URL the
         server POSTs the finished run to (it must be on its allow-list)."""
         status, body = self._json("POST", "/v1/runs",
-                                  self._body(code, limits, background=True, webhook=webhook))
+                                  self._body(code, limits, env, background=True,
+                                             webhook=webhook))
         return RemoteRunHandle(self, body["id"])
 
     def handle(self, run_id):

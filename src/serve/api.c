@@ -10,7 +10,7 @@
  *                                            or a background run's id
  *   GET    /v1/runs, /v1/runs/ID[/events]   recorded runs (runs_api.h)
  *   DELETE /v1/runs/ID                      cancel one
- *   POST   /v1/sessions                     {"limits"?, "allow_hosts"?,
+ *   POST   /v1/sessions                     {"limits"?, "env"?, "allow_hosts"?,
  *                                            "allow_cidrs"?} → {"id", ...}
  *   DELETE /v1/sessions/ID
  *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images), or
@@ -61,29 +61,26 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 static void post_session(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs)
 {
-	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", NULL};
+	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", "env", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
-	struct aj_config cfg = svc->cfg.sandbox;
-	struct egress_keep keep;
-	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
+	struct aj_config cfg;
+	struct run_terms t;
+	struct terms_lists lists;
 	struct aj_error err = {0};
+	const char *why;
 	if (atomic_load(&svc->draining)) {
 		respond_error(rs, 503, "shutting_down", "the server is shutting down");
 		rs->retry_after = 5;
 		goto out;
 	}
-	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &cfg.limits, &err)) {
-		respond_error(rs, 400, "bad_limits", "%s", err.message);
+	if (terms_narrow(&svc->cfg.sandbox, o, &t, &why, &err)) {
+		respond_error(rs, 400, why, "%s", err.message);
 		goto out;
 	}
-	if (egress_narrow(&svc->cfg.sandbox, o, &keep, &err)) {
-		respond_error(rs, 400, "bad_egress", "%s", err.message);
-		goto out;
-	}
-	egress_keep_apply(&svc->cfg.sandbox, &keep, &cfg, hosts, cidrs);
-	svc->backend->session_open(svc, rq, rs, &cfg, &keep);
+	terms_apply(&svc->cfg.sandbox, &t, &cfg, &lists);
+	svc->backend->session_open(svc, rq, rs, &cfg, &t);
 out:
 	json_decref(o);
 }

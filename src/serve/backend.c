@@ -4,16 +4,15 @@
 
 #include "service.h"
 
-int service_run_fate(struct service *svc, const struct aj_limits *limits,
-		     const struct egress_keep *keep, const char *code, size_t len,
-		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
-		     struct aj_error *err)
+int service_run_fate(struct service *svc, const struct run_terms *t, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err)
 {
 	fate->may_have_started = false;
-	return svc->backend->run(svc, limits, keep, code, len, cancel, fate, res, err);
+	return svc->backend->run(svc, t, code, len, cancel, fate, res, err);
 }
 
-int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
+int service_run(struct service *svc, const char *code, size_t len,
 		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res,
 		struct aj_error *err)
 {
@@ -22,10 +21,10 @@ int service_run(struct service *svc, const struct aj_limits *limits, const char 
 	int rc;
 	if (stream && svc->backend->run_streaming) {
 		fate.may_have_started = false;
-		rc = svc->backend->run_streaming(svc, limits, NULL, code, len, cancel, stream, &fate,
-						 res, err);
+		rc = svc->backend->run_streaming(svc, NULL, code, len, cancel, stream, &fate, res,
+						 err);
 	} else {
-		rc = service_run_fate(svc, limits, NULL, code, len, cancel, &fate, res, err);
+		rc = service_run_fate(svc, NULL, code, len, cancel, &fate, res, err);
 	}
 	/* A lost run is the run's end, told as a sandbox_error result to a
 	 * caller with no other way to say it (MCP's run_python). */

@@ -27,8 +27,7 @@ struct run_fate {
 struct recorded_request {
 	const char *code; /* borrowed: the backend copies what it keeps */
 	size_t len;
-	struct aj_limits limits;
-	struct egress_keep keep;
+	struct run_terms terms;
 	bool background;
 	const char *webhook; /* NULL: none; else allowed by --webhook-allow */
 };
@@ -41,18 +40,16 @@ struct backend_ops {
 	void (*stop)(struct service *svc);
 	/* Last: the sandboxes, or the queue's connections. */
 	void (*close)(struct service *svc);
-	/* Runs code under limits and the egress rules keep leaves (NULL: the
-	 * deployer's) as fate->id: service_run_fate's answers. */
-	int (*run)(struct service *svc, const struct aj_limits *limits,
-		   const struct egress_keep *keep, const char *code, size_t len,
+	/* Runs code under terms t (NULL: the deployer's) as fate->id:
+	 * service_run_fate's answers. */
+	int (*run)(struct service *svc, const struct run_terms *t, const char *code, size_t len,
 		   struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
 		   struct aj_error *err);
 	/* run, its output handed to stream as it happens, for a caller that
 	 * wants it but keeps no record (MCP's tools/call): the same answers.
 	 * NULL: this backend cannot, and the output comes whole. */
-	int (*run_streaming)(struct service *svc, const struct aj_limits *limits,
-			     const struct egress_keep *keep, const char *code, size_t len,
-			     struct aj_cancel *cancel, const struct aj_stream *stream,
+	int (*run_streaming)(struct service *svc, const struct run_terms *t, const char *code,
+			     size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
 			     struct run_fate *fate, struct aj_result *res, struct aj_error *err);
 	/* Starts a recorded run as id for rq->key and returns at once: its
 	 * record made in svc->runs (owner: the key's name), the run admitted
@@ -66,11 +63,11 @@ struct backend_ops {
 	int (*run_recorded)(struct service *svc, const struct http_request *rq,
 			    struct http_response *rs, const char *id,
 			    const struct recorded_request *req);
-	/* POST /v1/sessions, its body read and its limits and egress rules
-	 * narrowed into cfg (keep: which rules, for a worker to narrow its own). */
+	/* POST /v1/sessions, its body read and its terms t applied to cfg
+	 * (t itself: for a worker to narrow its own config the same way). */
 	void (*session_open)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct aj_config *cfg,
-			     const struct egress_keep *keep);
+			     const struct run_terms *t);
 	/* A call on one session (route.h), its route already checked. */
 	void (*session_call)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct session_route *r);
@@ -83,21 +80,21 @@ struct backend_ops {
 extern const struct backend_ops local_backend;  /* local_api.c */
 extern const struct backend_ops queue_backend;  /* remote_api.c */
 
-/* Runs code under limits, here or on a worker. 0 with *res (a worker lost
- * mid-run is a sandbox_error result saying so); or, with a queue, -EAGAIN
- * (no worker took it in time: it never will), -EIO (Redis unreachable),
- * -EINVAL or -EPERM (the worker's limits or egress rules are narrower),
- * err saying which, and *res a sandbox_error with the same words. */
-int service_run(struct service *svc, const struct aj_limits *limits, const char *code, size_t len,
+/* Runs code under the deployer's terms, here or on a worker. 0 with *res
+ * (a worker lost mid-run is a sandbox_error result saying so); or, with a
+ * queue, -EAGAIN (no worker took it in time: it never will), -EIO (Redis
+ * unreachable), -EINVAL, -EPERM or -EILSEQ (the worker's limits, egress
+ * rules or variables refuse the request's), err saying which, and *res a
+ * sandbox_error with the same words. */
+int service_run(struct service *svc, const char *code, size_t len,
 		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res,
 		struct aj_error *err);
 /* service_run under the caller's run id (fate->id, set before), telling a
  * lost run apart: -ECONNRESET (its worker died or its answer cannot be
  * learnt; fate->may_have_started says whether it may have run; counted in
  * the metrics), besides service_run's answers. */
-int service_run_fate(struct service *svc, const struct aj_limits *limits,
-		     const struct egress_keep *keep, const char *code, size_t len,
-		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
-		     struct aj_error *err);
+int service_run_fate(struct service *svc, const struct run_terms *t, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* Runs on this machine: the deployer's sandbox, and one more for each set
- * of narrowed limits and egress rules a caller asks for (aj_open fixes a sandbox's limits),
+ * of terms a caller asks for (narrower limits, fewer egress rules, more
+ * variables: aj_open fixes a sandbox's config),
  * kept while used and reused when asked for again. */
 #ifndef AJ_SERVE_LOCAL_H
 #define AJ_SERVE_LOCAL_H
@@ -14,8 +15,7 @@
 #define LOCAL_SANDBOXES 8
 
 struct local_entry {
-	struct aj_limits limits;
-	struct egress_keep keep;
+	struct run_terms terms;
 	struct aj_sandbox *sb;
 	unsigned refs;
 	uint64_t used; /* tick of its last use: the least recent goes first */
@@ -31,14 +31,13 @@ struct local {
 };
 
 int local_open(struct local *l, const struct aj_config *base, struct aj_error *err);
-/* aj_run_cancellable under limits and the egress rules keep leaves (NULL:
- * all of the deployer's); fills *res whatever happens. */
-void local_run(struct local *l, const struct aj_limits *limits, const struct egress_keep *keep,
-	       const char *code, size_t len, struct aj_cancel *cancel, struct aj_result *res);
+/* aj_run_cancellable under terms t (NULL: the deployer's); fills *res
+ * whatever happens. */
+void local_run(struct local *l, const struct run_terms *t, const char *code, size_t len,
+	       struct aj_cancel *cancel, struct aj_result *res);
 /* local_run, streaming to stream (NULL: none). */
-void local_run_streaming(struct local *l, const struct aj_limits *limits,
-			 const struct egress_keep *keep, const char *code, size_t len,
-			 struct aj_cancel *cancel, const struct aj_stream *stream,
+void local_run_streaming(struct local *l, const struct run_terms *t, const char *code,
+			 size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
 			 struct aj_result *res);
 void local_close(struct local *l);
 

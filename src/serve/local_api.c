@@ -12,34 +12,33 @@
 #include "call_limits.h"
 #include "wire.h"
 
-static int local_backend_run(struct service *svc, const struct aj_limits *limits,
-			     const struct egress_keep *keep, const char *code, size_t len,
-			     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
-			     struct aj_error *err)
+static int local_backend_run(struct service *svc, const struct run_terms *t, const char *code,
+			     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+			     struct aj_result *res, struct aj_error *err)
 {
 	(void)fate;
 	(void)err;
-	local_run(&svc->local, limits, keep, code, len, cancel, res);
+	local_run(&svc->local, t, code, len, cancel, res);
 	return 0;
 }
 
-static int local_backend_run_streaming(struct service *svc, const struct aj_limits *limits,
-				       const struct egress_keep *keep, const char *code, size_t len,
-				       struct aj_cancel *cancel, const struct aj_stream *stream,
+static int local_backend_run_streaming(struct service *svc, const struct run_terms *t,
+				       const char *code, size_t len, struct aj_cancel *cancel,
+				       const struct aj_stream *stream,
 				       struct run_fate *fate, struct aj_result *res,
 				       struct aj_error *err)
 {
 	(void)fate;
 	(void)err;
-	local_run_streaming(&svc->local, limits, keep, code, len, cancel, stream, res);
+	local_run_streaming(&svc->local, t, code, len, cancel, stream, res);
 	return 0;
 }
 
 static void session_open(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct aj_config *cfg,
-			 const struct egress_keep *keep)
+			 const struct run_terms *t)
 {
-	(void)keep; /* cfg holds the kept rules already */
+	(void)t; /* cfg holds them already */
 	struct aj_error err = {0};
 	struct hsession *h;
 	int rc = sessions_create(&svc->sessions, cfg, admission_use(&svc->adm, rq->key), &h,

@@ -27,8 +27,7 @@ struct runner {
 	struct key_use *use;
 	char *code;
 	size_t len;
-	struct aj_limits limits;
-	struct egress_keep keep;
+	struct run_terms terms;
 	struct hsession *session; /* a session's call: a reference held */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
 	struct run_hook hook;
@@ -84,8 +83,8 @@ static json_t *run_turn(struct runner *r)
 			return run_failure_json("session_closed", r->id, false, false, msg);
 		}
 	} else {
-		local_run_streaming(&svc->local, &r->limits, &r->keep, r->code, r->len, cancel,
-				    &stream, &res);
+		local_run_streaming(&svc->local, &r->terms, r->code, r->len, cancel, &stream,
+				    &res);
 	}
 	runs_mem_set_cancel(st, r->id, NULL);
 	aj_cancel_free(cancel);
@@ -171,14 +170,13 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
-	r->limits = req->limits;
-	r->keep = req->keep;
+	r->terms = req->terms;
 	if (run_hook_set(&r->hook, rq, rs, req->webhook)) {
 		runner_free(r);
 		return -1;
 	}
 	struct run_info info = {.background = req->background,
-				.reserve = run_reserve(&req->limits, NULL)};
+				.reserve = run_reserve(&req->terms.limits, NULL)};
 	return record_start(svc, rq, rs, r, &info);
 }
 

@@ -112,7 +112,7 @@ static void link_run(struct mcp_link *link, const char *code, size_t len, struct
 	l->started = true;
 	/* Streamed when the call wants notifications, on either backend. */
 	struct aj_error err;
-	service_run(svc, &svc->cfg.sandbox.limits, code, len, cancel, stream, res, &err);
+	service_run(svc, code, len, cancel, stream, res, &err);
 	admit_finish(&svc->adm, l->use);
 	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
 	/* A tools/call is a run apart from its request's line (a batch may

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "agentjail.h"
+#include "request_env.h"
 
 /* Fills *out from base and the JSON object obj (NULL: base as it is).
  * 0, or -EINVAL with err naming the field ("limits.memory_mb: ..."). */
@@ -49,5 +50,34 @@ json_t *egress_kept_json(json_t *body);
 /* The lists the request named, set on obj (a request to a worker) as
  * "allow_hosts" and "allow_cidrs". 0, or -1 when out of memory. */
 int egress_keep_to_json(const struct aj_config *base, const struct egress_keep *k, json_t *obj);
+
+/* All a request may ask of one run or session, each within the deployer's
+ * bounds: narrower limits, fewer egress rules, more environment variables
+ * (request_env.h). A copy is a plain assignment. */
+struct run_terms {
+	struct aj_limits limits;
+	struct egress_keep keep;
+	struct request_env env;
+};
+/* The deployer's own: what a request that names none gets. */
+void terms_default(const struct aj_config *base, struct run_terms *t);
+/* From a request body's "limits", "allow_hosts", "allow_cidrs" and "env"
+ * (each optional). 0, or -EINVAL with err naming the field and *code the
+ * answer's code: "bad_limits", "bad_egress" or "bad_env". */
+int terms_narrow(const struct aj_config *base, json_t *body, struct run_terms *t,
+		 const char **code, struct aj_error *err);
+/* What a config made from t points to; it must live as long as the config. */
+struct terms_lists {
+	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
+	const char *env[AJ_MAX_ENV];
+};
+/* cfg: base under t. */
+void terms_apply(const struct aj_config *base, const struct run_terms *t, struct aj_config *cfg,
+		 struct terms_lists *lists);
+/* t on obj, a request to a worker ("limits", the rules by name, "env"),
+ * for the worker to narrow its own deployer's config the same way. 0, or
+ * -1 when out of memory. */
+int terms_to_json(const struct aj_config *base, const struct run_terms *t, json_t *obj);
+bool terms_same(const struct run_terms *a, const struct run_terms *b);
 
 #endif

@@ -44,11 +44,14 @@ static int queue_send(struct service *svc, json_t *req, double run_sec, struct r
 		result_init(res);
 		result_sandbox_error(res, "%s", err->message);
 		rc = f == REMOTE_NO_WORKER ? -EAGAIN : f == REMOTE_REFUSED ? -EINVAL : -EIO;
-		/* A worker whose deployer allows fewer egress rules: told apart
-		 * from narrower limits, so the answer names which. */
+		/* A worker whose deployer allows fewer egress rules, or sets a
+		 * variable the request adds: told apart from narrower limits,
+		 * so the answer names which. */
 		const char *why = json_string_value(json_object_get(reply, "code"));
 		if (f == REMOTE_REFUSED && why && !strcmp(why, "bad_egress"))
 			rc = -EPERM;
+		if (f == REMOTE_REFUSED && why && !strcmp(why, "bad_env"))
+			rc = -EILSEQ;
 		/* Lost: no result will come. Not a sandbox's failure nor the
 		 * service's refusal, but a third answer: whether the code may
 		 * have run is what its caller needs to decide on a retry. */
@@ -65,14 +68,19 @@ static int queue_send(struct service *svc, json_t *req, double run_sec, struct r
 	return rc;
 }
 
-static int queue_run(struct service *svc, const struct aj_limits *limits,
-		     const struct egress_keep *keep, const char *code, size_t len,
-		     struct aj_cancel *cancel, struct run_fate *fate, struct aj_result *res,
-		     struct aj_error *err)
+/* The wall time a run may take under t (NULL: the deployer's). */
+static double run_sec(struct service *svc, const struct run_terms *t)
+{
+	return t ? t->limits.wall_sec : svc->cfg.sandbox.limits.wall_sec;
+}
+
+static int queue_run(struct service *svc, const struct run_terms *t, const char *code,
+		     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+		     struct aj_result *res, struct aj_error *err)
 {
 	(void)cancel;
-	json_t *req = queue_run_request(svc, limits, keep, code, len);
-	int rc = queue_send(svc, req, limits->wall_sec, fate, res, err);
+	json_t *req = queue_run_request(svc, t, code, len);
+	int rc = queue_send(svc, req, run_sec(svc, t), fate, res, err);
 	json_decref(req);
 	return rc;
 }
@@ -84,14 +92,14 @@ static int queue_run(struct service *svc, const struct aj_limits *limits,
  * answer, which is queue_run's. When no record can be made (Redis down,
  * the budget of such records held), the run goes as queue_run's, its
  * output whole in the answer. */
-static int queue_run_streaming(struct service *svc, const struct aj_limits *limits,
-			       const struct egress_keep *keep, const char *code, size_t len,
-			       struct aj_cancel *cancel, const struct aj_stream *stream,
+static int queue_run_streaming(struct service *svc, const struct run_terms *t,
+			       const char *code, size_t len, struct aj_cancel *cancel,
+			       const struct aj_stream *stream,
 			       struct run_fate *fate, struct aj_result *res, struct aj_error *err)
 {
 	(void)cancel;
 	struct run_store *st = &svc->runs;
-	json_t *req = queue_run_request(svc, limits, keep, code, len);
+	json_t *req = queue_run_request(svc, t, code, len);
 	struct run_info info = {0};
 	struct aj_error rerr = {0};
 	bool recorded = req && !st->ops->create(st, fate->id, RUNS_NO_OWNER, &info, &rerr);
@@ -101,7 +109,7 @@ static int queue_run_streaming(struct service *svc, const struct aj_limits *limi
 		json_object_set_new(req, "keep_sec", json_real(RUNS_NO_OWNER_KEEP_SEC));
 		tail = run_tail_start(st, fate->id, RUNS_NO_OWNER, stream);
 	}
-	int rc = queue_send(svc, req, limits->wall_sec, fate, res, err);
+	int rc = queue_send(svc, req, run_sec(svc, t), fate, res, err);
 	json_decref(req);
 	if (recorded) {
 		/* The worker ended the record when it answered; otherwise it
@@ -153,9 +161,9 @@ static long open_sessions(struct service *svc, const char *owner, struct aj_erro
 
 static void session_open(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct aj_config *cfg,
-			 const struct egress_keep *keep)
+			 const struct run_terms *t)
 {
-	const struct aj_limits *limits = &cfg->limits;
+	(void)cfg; /* the worker applies t to its own deployer's config */
 	struct aj_error err = {0};
 	long held = open_sessions(svc, rq->key->name, &err);
 	if (held < 0)
@@ -167,9 +175,8 @@ static void session_open(struct service *svc, const struct http_request *rq,
 		rs->retry_after = 5;
 		return;
 	}
-	json_t *req = json_pack("{s:s, s:s, s:o}", "op", "session_open", "owner", rq->key->name,
-				"limits", limits_to_json(limits));
-	if (!req || egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+	json_t *req = json_pack("{s:s, s:s}", "op", "session_open", "owner", rq->key->name);
+	if (!req || terms_to_json(&svc->cfg.sandbox, t, req)) {
 		json_decref(req);
 		respond_error(rs, 500, "internal", "out of memory");
 		return;
@@ -192,7 +199,9 @@ static void session_open(struct service *svc, const struct http_request *rq,
 				       json_object_get(reply, "worker")));
 	} else if (f == REMOTE_REFUSED) {
 		const char *code = json_string_value(json_object_get(reply, "code"));
-		respond_error(rs, code && !strcmp(code, "bad_limits") ? 400 : 503,
+		bool bad = code && (!strcmp(code, "bad_limits") || !strcmp(code, "bad_egress") ||
+				    !strcmp(code, "bad_env"));
+		respond_error(rs, bad ? 400 : 503,
 			      code ? code : "refused", "%s", err.message);
 	} else if (f == REMOTE_NO_WORKER) {
 		respond_error(rs, 503, "no_worker", "%s", err.message);

@@ -178,13 +178,13 @@ static int qrunner_start(struct service *svc, const struct http_request *rq, str
 	return rc < 0 ? -1 : 0;
 }
 
-json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
-			  const struct egress_keep *keep, const char *code, size_t len)
+json_t *queue_run_request(struct service *svc, const struct run_terms *t, const char *code,
+			  size_t len)
 {
-	json_t *req = json_pack("{s:s, s:s%, s:o}", "op", "run", "code", code, len, "limits",
-				limits_to_json(limits));
-	/* The rules the request kept, by name: the worker narrows its own. */
-	if (req && keep && egress_keep_to_json(&svc->cfg.sandbox, keep, req)) {
+	json_t *req = json_pack("{s:s, s:s%}", "op", "run", "code", code, len);
+	if (req && !t)
+		json_object_set_new(req, "limits", limits_to_json(&svc->cfg.sandbox.limits));
+	else if (req && terms_to_json(&svc->cfg.sandbox, t, req)) {
 		json_decref(req);
 		req = NULL;
 	}
@@ -210,8 +210,8 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		       const struct recorded_request *req)
 {
 	struct qrunner *r = qrunner_new(
-		id, queue_run_request(svc, &req->limits, &req->keep, req->code, req->len),
-		req->limits.wall_sec);
+		id, queue_run_request(svc, &req->terms, req->code, req->len),
+		req->terms.limits.wall_sec);
 	if (!r) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
@@ -221,7 +221,7 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	struct run_info info = {.background = req->background,
-				.reserve = run_reserve(&req->limits, NULL),
+				.reserve = run_reserve(&req->terms.limits, NULL),
 				.webhook = req->webhook};
 	return qrunner_start(svc, rq, rs, r, &info);
 }

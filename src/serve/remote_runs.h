@@ -27,9 +27,10 @@ void queue_run_call_off(struct service *svc, const char *id);
  * leaves within a second or so). */
 void queue_runs_wait(void);
 
-/* A run's request for a worker ({"op": "run", "code",
- * "limits", and the egress rules keep names}); NULL on ENOMEM. */
-json_t *queue_run_request(struct service *svc, const struct aj_limits *limits,
-			  const struct egress_keep *keep, const char *code, size_t len);
+/* A run's request for a worker ({"op": "run", "code", and terms t as
+ * terms_to_json writes them; t NULL: the deployer's, none named}); NULL on
+ * ENOMEM. */
+json_t *queue_run_request(struct service *svc, const struct run_terms *t, const char *code,
+			  size_t len);
 
 #endif

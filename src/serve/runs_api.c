@@ -19,7 +19,7 @@
 /* The plain POST: today's path, not recorded, as fast as it was. */
 static void post_plain(struct service *svc, const struct http_request *rq,
 		       struct http_response *rs, const char *code, size_t len,
-		       const struct aj_limits *limits, const struct egress_keep *keep)
+		       const struct run_terms *t)
 {
 	struct aj_error err = {0};
 	struct key_use *u = admission_use(&svc->adm, rq->key);
@@ -29,17 +29,18 @@ static void post_plain(struct service *svc, const struct http_request *rq,
 	struct aj_result res;
 	struct run_fate fate;
 	queue_new_id(fate.id);
-	int rc = service_run_fate(svc, limits, keep, code, len, NULL, &fate, &res, &err);
+	int rc = service_run_fate(svc, t, code, len, NULL, &fate, &res, &err);
 	admit_finish(&svc->adm, u);
 	if (rc == -ECONNRESET) {
 		/* 502: the worker it went to failed, as a gateway's upstream. */
 		respond_run_failure(rs, 502, "run_lost", fate.id, true, fate.may_have_started,
 				    err.message);
 	} else if (rc) {
-		bool bad = rc == -EINVAL || rc == -EPERM;
+		bool bad = rc == -EINVAL || rc == -EPERM || rc == -EILSEQ;
 		respond_run_failure(rs, bad ? 400 : 503,
 				    rc == -EINVAL   ? "bad_limits"
 				    : rc == -EPERM  ? "bad_egress"
+				    : rc == -EILSEQ ? "bad_env"
 				    : rc == -EAGAIN ? "no_worker"
 						    : "queue_unavailable",
 				    fate.id, false, false, err.message);
@@ -79,12 +80,13 @@ static void post_recorded(struct service *svc, const struct http_request *rq,
 static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	static const char *const allowed[] = {"code",       "limits",  "allow_hosts", "allow_cidrs",
-					      "background", "webhook", NULL};
+					      "env",        "background", "webhook", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	struct recorded_request req = {0};
 	struct aj_error err;
+	const char *why;
 	json_t *bg = json_object_get(o, "background");
 	json_t *wh = json_object_get(o, "webhook");
 	if (bg && !json_is_boolean(bg)) {
@@ -109,18 +111,14 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 	req.webhook = wh ? json_string_value(wh) : NULL;
 	if (request_code(o, &req.code, &req.len, rs))
 		goto out;
-	if (limits_narrow(&svc->cfg.sandbox, json_object_get(o, "limits"), &req.limits, &err)) {
-		respond_error(rs, 400, "bad_limits", "%s", err.message);
-		goto out;
-	}
-	if (egress_narrow(&svc->cfg.sandbox, o, &req.keep, &err)) {
-		respond_error(rs, 400, "bad_egress", "%s", err.message);
+	if (terms_narrow(&svc->cfg.sandbox, o, &req.terms, &why, &err)) {
+		respond_error(rs, 400, why, "%s", err.message);
 		goto out;
 	}
 	if (req.background || accepts_sse(rq))
 		post_recorded(svc, rq, rs, &req);
 	else
-		post_plain(svc, rq, rs, req.code, req.len, &req.limits, &req.keep);
+		post_plain(svc, rq, rs, req.code, req.len, &req.terms);
 out:
 	json_decref(o);
 }

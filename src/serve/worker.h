@@ -84,6 +84,8 @@ void worker_log(const struct worker *w, const char *fmt, ...) __attribute__((for
 void worker_answer(const struct worker *w, redisContext *c, json_t *request, json_t *body);
 json_t *worker_refusal(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A run's answer; frees res. */
+/* A refusal of a request's terms (terms_narrow's code and err). */
+json_t *worker_terms_refusal(const char *code, const struct aj_error *err);
 json_t *worker_result(const struct worker *w, struct aj_result *res);
 
 /* ---- worker_sessions.c ---- */

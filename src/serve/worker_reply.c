@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/internal.h"
 #include "worker.h"
@@ -50,6 +51,15 @@ json_t *worker_refusal(const char *code, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	return json_pack("{s:b, s:s, s:s}", "ok", 0, "code", code, "error", msg);
+}
+
+json_t *worker_terms_refusal(const char *code, const struct aj_error *err)
+{
+	/* Said of this worker: serve's own checks passed, its deployer's did not. */
+	const char *what = !strcmp(code, "bad_limits")	 ? "limits are narrower"
+			   : !strcmp(code, "bad_egress") ? "egress rules are narrower"
+							 : "deployer refuses the variables";
+	return worker_refusal(code, "this worker's %s: %s", what, err->message);
 }
 
 json_t *worker_result(const struct worker *w, struct aj_result *res)

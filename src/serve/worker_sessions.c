@@ -20,32 +20,23 @@ static struct wsession *find_session(struct worker *w, const char *id)
 	return NULL;
 }
 
-json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
+/* worker_session_open's session, under cfg. */
+static json_t *session_open_with(struct worker *w, redisContext *c, json_t *req,
+				 const struct aj_config *cfg, struct aj_error *err)
 {
-	struct aj_config cfg = w->cfg;
-	struct aj_error err = {0};
-	struct egress_keep keep;
-	const char *hosts[AJ_MAX_EGRESS_RULES], *cidrs[AJ_MAX_EGRESS_RULES];
-	if (limits_narrow(&w->cfg, json_object_get(req, "limits"), &cfg.limits, &err))
-		return worker_refusal("bad_limits", "this worker's limits are narrower: %s",
-				      err.message);
-	if (egress_narrow(&w->cfg, req, &keep, &err))
-		return worker_refusal("bad_egress", "this worker's egress rules are narrower: %s",
-				      err.message);
-	egress_keep_apply(&w->cfg, &keep, &cfg, hosts, cidrs);
 	const char *owner = json_string_value(json_object_get(req, "owner"));
 	struct wsession *s = calloc(1, sizeof *s);
 	if (!s || !owner)
 		return free(s), worker_refusal("internal", "out of memory or no owner");
-	int rc = aj_session_open(&cfg, &s->s, &err);
+	int rc = aj_session_open(cfg, &s->s, err);
 	if (rc) {
 		free(s);
 		return worker_refusal(rc == -EMFILE ? "session_limit" : "sandbox_unavailable", "%s",
-				      err.message);
+				      err->message);
 	}
 	snprintf(s->id, sizeof s->id, "%s", aj_session_id(s->s));
 	snprintf(s->owner, sizeof s->owner, "%s", owner);
-	s->wall_sec = cfg.limits.wall_sec;
+	s->wall_sec = cfg->limits.wall_sec;
 	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->id, owner);
 	queue_do(c, "SADD agentjail:key:%s:sessions %s", owner, s->id);
 	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->id, s->id);
@@ -55,7 +46,28 @@ json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
 	pthread_mutex_unlock(&w->lock);
 	worker_log(w, "session %s opened for %s", s->id, owner);
 	return json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "id", s->id, "worker", w->id, "limits",
-			 limits_to_json(&cfg.limits));
+			 limits_to_json(&cfg->limits));
+}
+
+json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
+{
+	struct aj_config cfg;
+	struct aj_error err = {0};
+	const char *why;
+	struct run_terms *t = malloc(sizeof *t);    /* 32 KiB: not on a reader's stack */
+	struct terms_lists *l = malloc(sizeof *l); /* what cfg points to until it opens */
+	if (!t || !l)
+		return free(t), free(l), worker_refusal("internal", "out of memory");
+	if (terms_narrow(&w->cfg, req, t, &why, &err)) {
+		json_t *refusal = worker_terms_refusal(why, &err);
+		return free(t), free(l), refusal;
+	}
+	/* t's variables are copied by aj_session_open, which keeps its own. */
+	terms_apply(&w->cfg, t, &cfg, l);
+	json_t *opened = session_open_with(w, c, req, &cfg, &err);
+	free(t);
+	free(l);
+	return opened;
 }
 
 /* Marks a closed session so in Redis: the serve answers 410 with why. */

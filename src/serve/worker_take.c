@@ -27,22 +27,24 @@ static bool claim(const struct worker *w, redisContext *c, json_t *request)
 
 static json_t *run(struct worker *w, json_t *req, const struct worker_record *rec)
 {
-	struct aj_limits limits;
-	struct egress_keep keep;
+	struct run_terms *t = malloc(sizeof *t); /* 32 KiB of variables: not on a reader's stack */
 	struct aj_error err;
-	if (limits_narrow(&w->cfg, json_object_get(req, "limits"), &limits, &err))
-		return worker_refusal("bad_limits", "this worker's limits are narrower: %s",
-				      err.message);
-	/* The rules serve's request kept, narrowed again against this
-	 * worker's own: a worker never runs with a rule its deployer lacks. */
-	if (egress_narrow(&w->cfg, req, &keep, &err))
-		return worker_refusal("bad_egress", "this worker's egress rules are narrower: %s",
-				      err.message);
+	const char *why;
+	if (!t)
+		return worker_refusal("internal", "out of memory");
+	/* serve's terms narrowed again against this worker's own config: a
+	 * worker never runs with a limit, rule or variable its deployer
+	 * would refuse. */
+	if (terms_narrow(&w->cfg, req, t, &why, &err)) {
+		free(t);
+		return worker_terms_refusal(why, &err);
+	}
 	json_t *code = json_object_get(req, "code");
 	struct aj_result res;
-	local_run_streaming(&w->local, &limits, &keep, json_string_value(code) ?: "",
+	local_run_streaming(&w->local, t, json_string_value(code) ?: "",
 			    json_string_length(code), worker_record_cancel(rec),
 			    worker_record_stream(rec), &res);
+	free(t);
 	/* The run's id, the one its caller's answer carries: an operator can
 	 * find the run here from what the client holds. */
 	worker_log(w, "run: %s, %.1f ms, id %s", aj_status_name(res.status), res.wall_ms,

@@ -201,3 +201,19 @@ def test_run_failures_name_the_problem():
         ServeClient(f"http://127.0.0.1:{port}", "k").run("print(1)")
     assert e.value.status == 0 and e.value.code == "connection"
     assert agentjail.ServeError is ServeError
+
+
+def test_env_per_run_on_every_way_in(start):
+    s = start("--timeout", "10")
+    client = ServeClient(s.url, s.key)
+    show = "import os\nprint(os.environ.get('GREETING'))\n"
+    assert client.run(show, env={"GREETING": "plain"}).stdout == "plain\n"
+    out = []
+    assert client.run(show, env={"GREETING": "streamed"}, on_stdout=out.append).ok
+    assert "".join(out) == "streamed\n"
+    assert client.submit(show, env={"GREETING": "background"}).wait().stdout == "background\n"
+    assert client.run(show).stdout == "None\n"
+    with pytest.raises(ServeError) as e:
+        client.run(show, env={"LD_PRELOAD": "/workspace/x.so"})
+    assert e.value.status == 400 and e.value.code == "bad_env"
+    assert "LD_PRELOAD may not be set" in str(e.value)
