@@ -143,6 +143,63 @@ static void forced_to_its_end(double force_every_ms, int forces_to_end)
 	rig_close(&r);
 }
 
+/* A setup that never finishes (clock_at_start: init never reports its
+ * program started) ends at the setup deadline as a stall, never as the
+ * program's timeout, however long the program's own wall clock. */
+static void setup_stall_is_not_a_timeout(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 3600);
+	supervisor_await_start(&r.sv, 0.05);
+	int end = rig_end(&r);
+	r.sv.grace_ms = 20;
+	r.sv.force = force_end;
+	supervisor_run(&r.sv);
+	assert_true(r.o.setup_stalled);
+	assert_false(r.o.timed_out);
+	assert_int_equal(r.p.stops, 1);
+	assert_true(r.sv.done);
+	close(end);
+	rig_close(&r);
+}
+
+static void on_started(struct supervisor *sv, struct supervisor_source *src, short revents)
+{
+	(void)revents;
+	supervisor_started(sv);
+	src->fd = -1;
+}
+
+/* The program's wall clock starts when it starts: a setup that already
+ * took a thousand seconds (far past the program's 0.05 s) is not charged
+ * to it, and the program's clock then ends the run as a timeout, its
+ * wall_ms counted from the start alone. */
+static void wall_clock_starts_with_the_program(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_open(&r, 100, 0.05);
+	r.sv.start_ms -= 1e6; /* the setup's thousand seconds */
+	supervisor_await_start(&r.sv, 3600);
+	int end = rig_end(&r);
+	int started[2];
+	assert_int_equal(pipe2(started, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(write(started[1], "s", 1), 1);
+	r.sv.src[1] = (struct supervisor_source){.fd = started[0], .ready = on_started};
+	r.sv.grace_ms = 20;
+	r.sv.force = force_end;
+	supervisor_run(&r.sv);
+	assert_false(r.o.setup_stalled);
+	assert_true(r.o.timed_out);
+	assert_false(r.sv.awaiting_start);
+	assert_true(r.o.wall_ms < 1e6);
+	close(started[0]);
+	close(started[1]);
+	close(end);
+	rig_close(&r);
+}
+
 static void timeout_then_force(void **state)
 {
 	(void)state;
@@ -465,6 +522,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(flood_stops_once),
 		cmocka_unit_test(timeout_then_force),
+		cmocka_unit_test(setup_stall_is_not_a_timeout),
+		cmocka_unit_test(wall_clock_starts_with_the_program),
 		cmocka_unit_test(unconfirmed_stop_is_broken),
 		cmocka_unit_test(force_repeats_until_the_end),
 		cmocka_unit_test(give_up_ends_broken),

@@ -15,8 +15,9 @@ __attribute__((noreturn)) static void run_init(const struct plan *p)
 	jail_init_until_go(p);
 	struct plan run;
 	int verdict_r = jail_init_verdict_pipe(p, &run);
-	init_wait_and_report(jail_init_start_inside(&run, "fork the program"), p->report_w,
-			     verdict_r);
+	pid_t pid = jail_init_start_inside(&run, "fork the program");
+	report_started(p->report_w);
+	init_wait_and_report(pid, p->report_w, verdict_r);
 }
 
 int jail_run(const struct jail_spec *s, struct aj_result *res)
@@ -49,7 +50,7 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = jp.out[0],
 				.err_fd = jp.err[0], .report_fd = jp.report[0],
 				.cancel_fd = s->cancel_fd, .start_ms = start, .cgroup = s->cgroup,
-				.stream = s->stream};
+				.stream = s->stream, .clock_at_start = true};
 	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	jail_close_fd(&pidfd);

@@ -152,6 +152,7 @@ static int warm_run_init(const struct plan *zp)
 	close(p->out_w);
 	close(p->err_w);
 	close(p->verdict_w);
+	report_started(p->report_w);
 	init_wait_and_report(pid, p->report_w, verdict_r);
 }
 

@@ -52,6 +52,14 @@ void report_exited(int fd, int wstatus, const struct rusage *ru, bool memory_err
 	(void)write_full(fd, &r, sizeof r);
 }
 
+void report_started(int fd)
+{
+	struct sandbox_report r;
+	memset(&r, 0, sizeof r);
+	r.kind = REPORT_STARTED;
+	(void)write_full(fd, &r, sizeof r);
+}
+
 bool report_read_verdict(int verdict_r)
 {
 	char byte;

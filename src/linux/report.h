@@ -16,6 +16,8 @@ enum report_kind {
 	REPORT_SETUP_FAILED = 1, /* a protection could not be applied: refuse */
 	REPORT_EXITED = 2,       /* the program ended; wstatus and usage follow */
 	REPORT_READY = 3,        /* a session's sandbox is built and waits for calls */
+	REPORT_STARTED = 4,      /* the sandbox is built and its program forked: the
+				  * program's wall clock starts (supervisor.h) */
 };
 
 /* sandbox_report.flags */
@@ -44,6 +46,7 @@ const char *errno_name(int err);
 
 void report_setup_failed(int fd, const struct setup_error *e);
 void report_exited(int fd, int wstatus, const struct rusage *ru, bool memory_error);
+void report_started(int fd);
 
 /* Whether the program's interpreter wrote a byte on its verdict pipe
  * (AJ_VERDICT_FD, src/core/status.h) before it ended: read, without

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,8 +16,15 @@
 /* How long init gets to stop the sandbox and report before it is SIGKILLed
  * (which still kills the whole pid namespace, only without usage figures). */
 #define STOP_GRACE_MS 1000.0
+/* How long the sandbox's build may take before its program starts (a
+ * clock_at_start run). Not the program's time: the kernel's, which on a
+ * loaded machine can wait seconds for a lock another sandbox's namespaces
+ * or mounts hold; a bound only so that a hung setup ends, named. */
+#define SETUP_DEADLINE_SEC 120.0
 
-static void read_report(int fd, struct outcome *o)
+/* sv: the supervisor still running (NULL after its loop), whose wall
+ * clock a REPORT_STARTED starts. */
+static void read_report(int fd, struct outcome *o, struct supervisor *sv)
 {
 	struct sandbox_report r;
 	for (;;) {
@@ -32,6 +40,8 @@ static void read_report(int fd, struct outcome *o)
 		} else if (r.kind == REPORT_EXITED) {
 			o->exited_report = true;
 			o->report = r;
+		} else if (r.kind == REPORT_STARTED && sv) {
+			supervisor_started(sv);
 		}
 	}
 }
@@ -40,7 +50,7 @@ static void read_report(int fd, struct outcome *o)
 static void on_init_report(struct supervisor *sv, struct supervisor_source *src, short revents)
 {
 	if (revents & POLLIN)
-		read_report(src->fd, sv->o);
+		read_report(src->fd, sv->o, sv);
 	else
 		/* At EOF the report pipe would poll ready forever while the
 		 * kernel tears init's namespaces down. */
@@ -58,6 +68,23 @@ static void on_init_end(struct supervisor *sv, struct supervisor_source *src, sh
 static void stop_init(struct supervisor *sv)
 {
 	const struct supervised *s = sv->ctx;
+	if (sv->o->setup_stalled) {
+		/* Where init waits, while it still does: the kernel's name for
+		 * the lock or step a stalled setup is stuck in (a warm run's
+		 * init is the zygote's child, its pid not known here). */
+		char path[40], wchan[64] = "";
+		snprintf(path, sizeof path, "/proc/%d/wchan", (int)s->pid);
+		int fd = s->pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		ssize_t n = fd >= 0 ? read(fd, wchan, sizeof wchan - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		wchan[n > 0 ? n : 0] = '\0';
+		snprintf(sv->o->setup_message, sizeof sv->o->setup_message,
+			 "the sandbox was not ready within %g s: its setup stalled (in the "
+			 "kernel's %s), and the program never started; the machine may be "
+			 "overloaded",
+			 SETUP_DEADLINE_SEC, wchan[0] && strcmp(wchan, "0") ? wchan : "(unknown)");
+	}
 	pidfd_send_signal(s->pidfd, STOP_SIGNAL, NULL, 0);
 }
 
@@ -75,6 +102,8 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	memset(o, 0, sizeof *o);
 	struct supervisor sv;
 	supervisor_init(&sv, o, s->start_ms, l->wall_sec);
+	if (s->clock_at_start)
+		supervisor_await_start(&sv, SETUP_DEADLINE_SEC);
 	sv.grace_ms = STOP_GRACE_MS;
 	sv.cancel_fd = s->cancel_fd;
 	sv.out_fd[0] = s->out_fd;
@@ -95,7 +124,7 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 	/* init has ended, and with it (the kernel saw to it) every process of
 	 * the namespace: what they wrote is all in the pipes now. */
 	supervisor_drain(&sv);
-	read_report(s->report_fd, o);
+	read_report(s->report_fd, o, NULL);
 	/* Reap through the pidfd, never by pid: if the application reaped it
 	 * first (a SIGCHLD handler of its own), a recycled pid could name an
 	 * unrelated child. The raw call, because only it returns the usage. */
@@ -160,7 +189,7 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 	else
 		snprintf(unknown, sizeof unknown, "sandbox init ended without reporting");
 	struct end_facts f = {
-		.setup_failed = o->setup_failed,
+		.setup_failed = o->setup_failed || o->setup_stalled,
 		.setup_message = o->setup_message,
 		.output_overflow = o->output_overflow,
 		.cancelled = o->cancelled,

@@ -28,6 +28,11 @@ struct supervised {
 	const struct cgroup_run *cgroup;
 	/* Streaming hooks (supervisor_stream_of); zero: none. */
 	struct supervisor_stream stream;
+	/* init reports REPORT_STARTED once the sandbox is built and its
+	 * program forked: the wall clock starts then, and the setup before it
+	 * has a deadline of its own (SETUP_DEADLINE_SEC). Without it, the
+	 * wall clock runs from start_ms. */
+	bool clock_at_start;
 };
 
 /* Runs until the sandbox's init has ended and been reaped. Never fails:

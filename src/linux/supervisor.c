@@ -17,6 +17,7 @@ void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms, 
 	sv->o = o;
 	sv->start_ms = start_ms;
 	sv->deadline_ms = start_ms + wall_sec * 1000.0;
+	sv->wall_ms_limit = wall_sec * 1000.0;
 	sv->cancel_fd = -1;
 	sv->in_fd = -1;
 	sv->stream.out_room_fd = -1;
@@ -26,6 +27,21 @@ void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms, 
 	}
 	for (int i = 0; i < SUPERVISOR_SOURCES; i++)
 		sv->src[i].fd = -1;
+}
+
+void supervisor_await_start(struct supervisor *sv, double setup_sec)
+{
+	sv->awaiting_start = true;
+	sv->deadline_ms = sv->start_ms + setup_sec * 1000.0;
+}
+
+void supervisor_started(struct supervisor *sv)
+{
+	if (!sv->awaiting_start)
+		return;
+	sv->awaiting_start = false;
+	sv->start_ms = now_ms();
+	sv->deadline_ms = sv->start_ms + sv->wall_ms_limit;
 }
 
 void supervisor_stop(struct supervisor *sv)
@@ -209,7 +225,10 @@ void supervisor_run(struct supervisor *sv)
 	while (going(sv)) {
 		double now = now_ms();
 		if (!sv->stopping && !sv->done && now >= sv->deadline_ms) {
-			o->timed_out = true;
+			if (sv->awaiting_start)
+				o->setup_stalled = true; /* the program never had its time */
+			else
+				o->timed_out = true;
 			supervisor_stop(sv);
 			if (!going(sv))
 				break;

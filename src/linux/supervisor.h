@@ -28,6 +28,8 @@ struct outcome {
 	bool output_overflow;
 	bool exited_report;         /* init reported the program's end */
 	bool setup_failed;          /* init reported a protection it could not apply */
+	bool setup_stalled;         /* not built by the setup deadline: never started
+				     * (setup_message says so) */
 	bool forced_kill;           /* init did not stop in time and was SIGKILLed */
 	struct sandbox_report report;
 	char setup_message[sizeof(struct sandbox_report){0}.message];
@@ -75,6 +77,8 @@ struct supervisor {
 				     * output_overflow, forced_kill; wall_ms */
 	double start_ms;            /* now_ms() when the program went in */
 	double deadline_ms;         /* the wall clock's end */
+	double wall_ms_limit;       /* the wall clock's length */
+	bool awaiting_start;        /* supervisor_await_start, not yet started */
 	/* How long the sandbox has to confirm a stop; 0: the loop ends at
 	 * the stop (the stop hook has ended the sandbox, or the caller will). */
 	double grace_ms;
@@ -136,6 +140,11 @@ struct supervisor {
 /* Sets the fields to "none": no fds, no hooks. */
 void supervisor_init(struct supervisor *sv, struct outcome *o, double start_ms,
 		     double wall_sec);
+/* For a tier that learns when its program starts: until supervisor_started,
+ * the deadline is setup_sec from start_ms and passing it is
+ * o->setup_stalled, not a timeout; then the wall clock starts afresh. */
+void supervisor_await_start(struct supervisor *sv, double setup_sec);
+void supervisor_started(struct supervisor *sv);
 
 /* Runs until a source says done, the sandbox is stopped (grace 0) or
  * broken (or, with give_up_ms, not ended in time after a stop). Sets o->wall_ms. */

@@ -629,7 +629,7 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 
 	struct supervised sv = {.pidfd = pidfd, .out_fd = f.out[0], .err_fd = f.err[0],
 				.report_fd = f.rep[0], .cancel_fd = s->cancel_fd, .start_ms = start,
-				.cgroup = s->cgroup, .stream = s->stream};
+				.cgroup = s->cgroup, .stream = s->stream, .clock_at_start = true};
 	rc = supervise_run(&sv, &s->cfg->limits, res);
 done:
 	if (z) {
