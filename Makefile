@@ -64,11 +64,13 @@ $(BOOT_GEN): src/boot/boot.py tools/c_string.py
 	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
 
 # The program's launcher (src/core/launch.py), as a C string: process,
-# container (jail.c), docker and gvisor (boot.py's argv) start main.py with it.
+# container (jail.c), docker and gvisor (boot.py's argv) start main.py with it,
+# after the exit rules it shares with the session and the warm zygote
+# (src/core/exit_rule.py).
 LAUNCH_GEN := $(B)/gen/launch.inc
-$(LAUNCH_GEN): src/core/launch.py tools/c_string.py
+$(LAUNCH_GEN): src/core/exit_rule.py src/core/launch.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py launch_py --strip-comments $< > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py launch_py --strip-comments src/core/exit_rule.py src/core/launch.py > $@.tmp && mv $@.tmp $@
 
 # The session interpreter (src/core/repl.py), as a C string, after the
 # SystemExit rule it shares with the warm zygote (src/core/exit_rule.py).

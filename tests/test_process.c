@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 
 #include "egress_cases.h"
+#include "end_programs.h"
 #include "session_cases.h"
 #include "stream_cases.h"
 #include "userland_cases.h"
@@ -711,6 +712,125 @@ static void ro_bind_reaches_into_hidden_places(void **state)
 	aj_result_free(&r2);
 }
 
+/* Reads fd to its end into a string of its own. */
+static char *read_to_end(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	ssize_t n;
+	while ((n = read(fd, buf + len, cap - len - 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n > 0);
+		len += (size_t)n;
+		if (cap - len < 2) {
+			buf = realloc(buf, cap *= 2);
+			assert_non_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/* `python3 -I -u main.py` as a user runs it, in dir, stdin empty: its
+ * stdout, stderr (each read whole: the programs write little) and wait
+ * status. */
+static void bare_python(const char *python, const char *dir, char **out, char **err, int *ws)
+{
+	int o[2], e[2];
+	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(e, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(o[1], 1) < 0 || dup2(e[1], 2) < 0 ||
+		    chdir(dir) < 0)
+			_exit(126);
+		char *const argv[] = {(char *)python, "-I", "-u", "main.py", NULL};
+		char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+		execve(python, argv, envp);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	*out = read_to_end(o[0]);
+	*err = read_to_end(e[0]);
+	close(o[0]);
+	close(e[0]);
+	assert_int_equal(waitpid(pid, ws, 0), pid);
+}
+
+/* s with every from replaced by to, in a string of its own. */
+static char *replaced(const char *s, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to), n = 0;
+	for (const char *p = s; (p = strstr(p, from)); p += fl)
+		n++;
+	char *out = malloc(strlen(s) + n * (tl > fl ? tl - fl : 0) + 1), *w = out;
+	assert_non_null(out);
+	for (const char *p = s, *q; ; p = q + fl) {
+		q = strstr(p, from);
+		size_t k = q ? (size_t)(q - p) : strlen(p);
+		memcpy(w, p, k);
+		w += k;
+		if (!q)
+			break;
+		memcpy(w, to, tl);
+		w += tl;
+	}
+	*w = '\0';
+	return out;
+}
+
+/* What an agent sees of a program's end, byte for byte what `python3 -I -u
+ * main.py` gives on the host: the launcher ends the program itself
+ * (src/core/exit_rule.py's finish, without the interpreter's teardown), and
+ * this is what says that end is Python's (the warm tests hold warm runs to
+ * cold ones). Benign programs only: they run bare as well. */
+static void end_is_bare_pythons(void **state)
+{
+	struct fixture *f = *state;
+	const char *python = f->cfg.python ? f->cfg.python : "/usr/bin/python3";
+	char dir[] = "/tmp/agentjail-end-XXXXXX", path[64], here[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/main.py", dir);
+	snprintf(here, sizeof here, "%s/", dir);
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(&f->cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	for (size_t i = 0; i < END_PROGRAMS; i++) {
+		FILE *fp = fopen(path, "w");
+		assert_non_null(fp);
+		fputs(end_programs[i], fp);
+		fclose(fp);
+		char *out, *errs;
+		int ws;
+		bare_python(python, dir, &out, &errs, &ws);
+		/* The one difference that is not the end's: where main.py is. */
+		char *bout = replaced(out, here, "/tmp/work/"), *berr = replaced(errs, here, "/tmp/work/");
+		struct aj_result r;
+		aj_run(sb, end_programs[i], strlen(end_programs[i]), &r);
+		bool same_end = WIFEXITED(ws) ? r.has_exit_code && r.exit_code == WEXITSTATUS(ws)
+					      : !r.has_exit_code && r.signal == WTERMSIG(ws);
+		if (!same_end || strcmp(r.stdout_buf, bout) || strcmp(r.stderr_buf, berr))
+			fail_msg("program %zu:\n%s\nbare: wait status 0x%x\nout %s\nerr %s\n"
+				 "run: %s exit %d signal %d\nout %s\nerr %s",
+				 i, end_programs[i], ws, bout, berr, aj_status_name(r.status),
+				 r.exit_code, r.signal, r.stdout_buf, r.stderr_buf);
+		aj_result_free(&r);
+		free(out);
+		free(errs);
+		free(bout);
+		free(berr);
+	}
+	aj_close(sb);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	fixture.tier = AJ_TIER_PROCESS;
@@ -731,6 +851,7 @@ int main(void)
 		HOSTILE_TEST(userland_tools_run),
 		HOSTILE_TEST(interpreter_prefix_is_shown),
 		HOSTILE_TEST(each_run_has_fresh_namespaces),
+		HOSTILE_TEST(end_is_bare_pythons),
 		HOSTILE_TEST(supervisor_death_kills_sandbox),
 		HOSTILE_TEST(netns_refused_fails_closed),
 		HOSTILE_TEST(caller_terminal_out_of_reach),

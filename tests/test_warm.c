@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "egress_cases.h"
+#include "end_programs.h"
 #include "stream_cases.h"
 #include "src/warm/protocol.h"
 
@@ -173,43 +174,19 @@ static void identity_like_cold(void **state)
 static void output_and_exit_like_cold(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const programs[] = {
-		"1/0\n",
-		"def f():\n    raise ValueError('deep')\nf()\n",
-		"syntax error here\n",
-		"import sys\nprint('out')\nsys.exit(3)\n",
-		"raise SystemExit('bye')\n",
-		"import sys\nsys.exit(None)\n",
-		"import os, sys\nprint('x', flush=True)\nos._exit(7)\n",
-		"import atexit\natexit.register(lambda: print('at exit'))\nprint('main')\n",
-		"import threading, time\n"
-		"threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
-		"print('main ends')\n",
-		"raise KeyboardInterrupt\n",
-		"import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n",
-		"import signal\nprint(signal.getsignal(signal.SIGPIPE), signal.getsignal(signal.SIGINT))\n",
-		"print(input())\n",
-		"import warnings\nwarnings.warn('careful')\n",
-		"print(__builtins__.__name__, __loader__.name, __spec__)\n",
-		/* What only the interpreter's end releases: a buffered file
-		 * left open on stdout, a __del__. */
-		"f = open('/dev/stdout', 'w')\nf.write('left buffered\\n')\n",
-		"class A:\n    def __del__(self):\n        print('deleted')\na = A()\nprint('made')\n",
-		"import sys\nsys.excepthook = lambda *a: 1 / 0\nraise ValueError('x')\n",
-	};
 	struct aj_config c = f->cfg;
 	c.warm = false;
 	struct aj_sandbox *cold = open_warm(&c), *warm = open_warm(&f->cfg);
-	for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+	for (size_t i = 0; i < END_PROGRAMS; i++) {
 		struct aj_result a, b;
-		run_in(cold, &a, programs[i]);
-		run_in(warm, &b, programs[i]);
+		run_in(cold, &a, end_programs[i]);
+		run_in(warm, &b, end_programs[i]);
 		if (a.status != b.status || a.has_exit_code != b.has_exit_code ||
 		    a.exit_code != b.exit_code || a.signal != b.signal ||
 		    strcmp(a.stdout_buf, b.stdout_buf) || strcmp(a.stderr_buf, b.stderr_buf))
 			fail_msg("program %zu:\n%s\ncold: %s exit %d signal %d\nout %s\nerr %s\n"
 				 "warm: %s exit %d signal %d\nout %s\nerr %s",
-				 i, programs[i], aj_status_name(a.status), a.exit_code, a.signal,
+				 i, end_programs[i], aj_status_name(a.status), a.exit_code, a.signal,
 				 a.stdout_buf, a.stderr_buf, aj_status_name(b.status), b.exit_code,
 				 b.signal, b.stdout_buf, b.stderr_buf);
 		aj_result_free(&a);

@@ -96,6 +96,12 @@ def _agentjail_run():
     # What `pip install` put in the workspace (PIP_TARGET, rule E1).
     if os.environ.get("PIP_TARGET"):
         sys.path.append(os.environ["PIP_TARGET"])
+    # What the interpreter made at start stays for good: the collection
+    # at the program's end (finish) then looks at the program's objects
+    # alone, as the warm zygote's runs do.
+    import gc
+    gc.freeze()
+    status = 0
     try:
         with open(program, "rb") as f:
             source = f.read()
@@ -104,10 +110,12 @@ def _agentjail_run():
             code = compile(source, program, "exec", dont_inherit=True)
         del source
         exec(code, main.__dict__)
-    except SystemExit:
-        raise  # the interpreter's own handling: exit code, or message and 1
+    except SystemExit as e:
+        status = system_exit_code(e)  # its code, or its message and 1
     except BaseException as e:  # noqa: B902 - an uncaught exception, as Python reports it
-        _agentjail_uncaught(e, e.__traceback__.tb_next)
+        status = _agentjail_uncaught(e, e.__traceback__.tb_next)
+    # Python's exit steps, then the end (src/core/exit_rule.py).
+    finish(status, main)
 
 
 _AGENTJAIL_UNCAUGHT = r'''
@@ -140,27 +148,12 @@ def _agentjail_uncaught(e, tb):
             os.write(3, b"M")
         except OSError:
             pass
-    interrupted = isinstance(e, KeyboardInterrupt)
-    del e, tb
-    if interrupted:
-        # Python ends by SIGINT for an uncaught KeyboardInterrupt,
-        # after its exit steps.
-        import atexit
+    # Python ends by SIGINT for an uncaught KeyboardInterrupt, after its
+    # exit steps (finish's negative code); after any other, with 1.
+    if isinstance(e, KeyboardInterrupt):
         import signal
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            threading._shutdown()
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:  # noqa: B902
-                pass
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    # The ordinary exit: threads joined, atexit handlers run, streams
-    # flushed, as after any uncaught exception.
-    sys.exit(1)
+        return -signal.SIGINT
+    return 1
 '''
 
 
@@ -169,7 +162,7 @@ def _agentjail_uncaught(e, tb):
     # names are the launcher's, as main.py's globals are its own module's.
     scope = {"__builtins__": __builtins__}
     exec(_AGENTJAIL_UNCAUGHT, scope)
-    scope["_agentjail_uncaught"](e, tb)
+    return scope["_agentjail_uncaught"](e, tb)
 
 
 _agentjail_run()

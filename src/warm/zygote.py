@@ -15,8 +15,8 @@
 # be in it.
 #
 # The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
-# rule the session interpreter shares) right after this header.
-import atexit
+# rule, and finish, the program's exit, which the launcher and the session
+# interpreter share) right after this header.
 import builtins
 import ctypes
 import gc
@@ -150,7 +150,7 @@ def run_program(sock, egress_environment):
         if isinstance(e, KeyboardInterrupt):
             # Python ends by SIGINT for an uncaught KeyboardInterrupt.
             code = -signal.SIGINT
-    finish(code)
+    finish(code, MAIN)
 
 
 def report_uncaught(e):
@@ -166,41 +166,6 @@ def report_uncaught(e):
             traceback.print_exception(type(e), e, e.__traceback__)
         except BaseException:  # noqa: BLE001
             pass
-
-
-def finish(code):
-    """Python's exit as far as a run can tell: threads joined, atexit, what
-    __main__ holds released (a file it left open is flushed and closed, a
-    __del__ runs), streams flushed (120 if stdout cannot be, as CPython);
-    then the status (a negative code: that signal, as Python does for
-    SIGINT)."""
-    threading = sys.modules.get("threading")
-    try:
-        try:
-            if threading is not None:
-                threading._shutdown()  # waits for non-daemon threads, as at exit
-        except KeyboardInterrupt:
-            pass
-        atexit._run_exitfuncs()
-        globals_ = MAIN.__dict__
-        builtins_ = globals_.get("__builtins__")
-        globals_.clear()
-        globals_["__builtins__"] = builtins_
-        gc.collect()
-    finally:
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001
-            if code >= 0:
-                code = 120
-        try:
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code & 0xFF)
 
 
 def reap():
