@@ -34,7 +34,7 @@ TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
 SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
 SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
-.PHONY: all deps test test-loaded unit demo bench bench-microvm bench-docker bench-session bench-python bench-serve clean examples
+.PHONY: all deps test test-loaded unit demo bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve clean examples
 all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
@@ -332,6 +332,11 @@ $(B)/bench-binding-c: bench/binding.c src/cli/measure.h $(B)/libagentjail.a
 
 bench-python: all $(B)/bench-binding-c
 	@$(PYTHON) bench/binding.py
+
+# What the launcher every cold run starts through costs beside bare Python,
+# outside any sandbox (bench/launcher.py).
+bench-launcher: $(LAUNCH_GEN)
+	@$(PYTHON) bench/launcher.py
 
 # What agentjail serve adds over a direct library run, and the queue's
 # scaling from one worker to two (bench/serve.py; Redis on loopback).
