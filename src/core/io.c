@@ -21,6 +21,23 @@ int write_full(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
 int read_fd_up_to(int fd, size_t max, char **out, size_t *len)
 {
 	size_t cap = 65536, n = 0;

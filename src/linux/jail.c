@@ -5,19 +5,24 @@
  * Three processes take part in a run.
  *
  *  supervisor  the caller of aj_run, on the host. It makes three pipes
- *              (stdout, stderr, report) and a life pipe, and clones init into
- *              new pid, mount, network, ipc and uts namespaces (and a user
- *              namespace when not root), into the run's cgroup where the
- *              tier has one (cgroup v2), and says "go" on the life pipe. Then it
- *              supervises (supervise.c): reads and caps both streams, keeps
- *              the wall clock, and stops the sandbox by signalling init.
+ *              (stdout, stderr, report) and a life socket, and clones init
+ *              into new pid, mount, network, ipc and uts namespaces (and a
+ *              user namespace when not root), into the run's cgroup where the
+ *              tier has one (cgroup v2) (jail_run_prepare); then says "go" on
+ *              the life socket and sends the program's source after it
+ *              (jail_run_ready). Then it supervises (supervise.c): reads and
+ *              caps both streams, keeps the wall clock from the program's
+ *              start, and stops the sandbox by signalling init. The process
+ *              tier prepares a run's sandbox ahead, in a thread of its own,
+ *              so that a run's wait is only its program's (process.c).
  *
  *  init        PID 1 of the new pid namespace, still privileged there, never
  *              exec'ing. It joins the run's cgroups itself (v1), resets what
  *              it inherited (signals, fds, keyring, session, its copy of the
  *              caller's argv), has the tier build
- *              the filesystem view (setup_root), waits for "go", forks the
- *              inside process, then reaps every process of the namespace
+ *              the filesystem view (setup_root), waits for "go", writes the
+ *              source that follows it into the workspace, forks the inside
+ *              process and reports that it started, then reaps every process of the namespace
  *              until the program ends, reports the program's wait status and
  *              usage on the report pipe, and exits. The kernel then SIGKILLs
  *              all that is left in the namespace (a setsid() double-forked
@@ -76,6 +81,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../core/contract.h"
@@ -116,8 +122,14 @@ int jail_pipes_open(struct jail_pipes *jp, struct plan *p)
 		jp->out[i] = jp->err[i] = jp->report[i] = jp->life[i] = jp->req[i] = jp->rep[i] = -1;
 	if ((rc = pipe_cloexec(jp->out, 1)) ||
 	    (mode != JAIL_ZYGOTE && (rc = pipe_cloexec(jp->err, 1))) ||
-	    (rc = pipe_cloexec(jp->report, 1)) || (rc = pipe_cloexec(jp->life, 0)))
+	    (rc = pipe_cloexec(jp->report, 1)))
 		return rc;
+	/* A one-shot run's life channel carries its program's source after
+	 * "go": a socket, so that a write to an init that is gone fails
+	 * (send's MSG_NOSIGNAL) instead of raising SIGPIPE in the caller. */
+	if (mode == JAIL_RUN ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jp->life) < 0
+			     : (rc = pipe_cloexec(jp->life, 0)) != 0)
+		return mode == JAIL_RUN ? -errno : rc;
 	if (mode == JAIL_SESSION &&
 	    ((rc = pipe_cloexec(jp->req, 0)) || (rc = pipe_cloexec(jp->rep, 1))))
 		return rc;

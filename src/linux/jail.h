@@ -94,8 +94,29 @@ struct jail_spec {
 };
 
 /* One run. Fills res fully; returns 0 if the program ran, -errno if the
- * sandbox could not be built (res says why). */
+ * sandbox could not be built (res says why). jail_run_prepare, then
+ * jail_run_ready. */
 int jail_run(const struct jail_spec *s, struct aj_result *res);
+
+/* A one-shot run's sandbox, built and waiting for its program: its init
+ * has made the namespaces and the view and reads "go" and then the
+ * program's source on its life socket. The process tier keeps one made
+ * ahead (process.c), so that a run's time is its program's. */
+struct jail_ready {
+	pid_t pid;
+	int pidfd;                      /* init; -1 once reaped */
+	int out_r, err_r, report_r;     /* the program's stdout, stderr; init's reports */
+	int life_w;                     /* "go", then the source, then EOF */
+};
+/* Builds s's sandbox (s->code is not read: the run gives it). Its init
+ * dies with the calling thread (PDEATHSIG), as a run's does. 0, or -errno
+ * with err saying why. */
+int jail_run_prepare(const struct jail_spec *s, struct jail_ready *r, struct aj_error *err);
+/* Runs s->code in r, under s's limits, cancel_fd, stream and cgroup, and
+ * uses r up (its fds closed, init reaped). jail_run's answers. */
+int jail_run_ready(struct jail_ready *r, const struct jail_spec *s, struct aj_result *res);
+/* Ends a sandbox that ran nothing: init killed and reaped, fds closed. */
+void jail_ready_discard(struct jail_ready *r);
 
 /* A session's sandbox: init alive between calls, and the host's ends of
  * its pipes. See jail.c's theory of operation, "Sessions". */
@@ -169,6 +190,10 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 /* The run's own passwd and group (root, nobody, its uid as "sandbox"), as
  * new files in etc, the /etc of a root being built. */
 int jail_write_users(const struct jail_spec *s, const char *etc, struct setup_error *e);
+/* The program's file at path, new, the run's uid's: len bytes read from
+ * from (UINT64_MAX: to its end; from -1: empty). In init, no allocation. */
+int jail_write_program(const struct jail_spec *s, int from, uint64_t len, const char *path,
+		       struct setup_error *e);
 /* text as the new file path (0644); refuses to follow a symlink there. */
 int jail_write_new_file(const char *path, const char *text, struct setup_error *e);
 /* Makes root (a mount of its own, fully built) the root and detaches the

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -15,33 +16,37 @@
 #include "jail.h"
 #include "mounts.h"
 
-/* A warm run's program, from the host's file (a stack buffer: init may not
- * allocate). The zygote never reads it: no run's code is ever in the
- * zygote's memory, which every later run gets a copy of. */
-static int copy_code(int from, int to)
+/* The program, from a file or socket of the host's (a stack buffer: init
+ * may not allocate): len bytes, or to the end (UINT64_MAX). The zygote
+ * never reads it: no run's code is ever in the zygote's memory, which
+ * every later run gets a copy of. */
+static int copy_code(int from, int to, uint64_t len)
 {
 	char buf[16384];
-	for (;;) {
-		ssize_t n = read(from, buf, sizeof buf);
+	while (len > 0) {
+		ssize_t n = read(from, buf, len < sizeof buf ? (size_t)len : sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return 0;
+			return len == UINT64_MAX ? 0 : -EIO; /* ended before its length */
 		int rc = write_full(to, buf, (size_t)n);
 		if (rc)
 			return rc;
+		if (len != UINT64_MAX)
+			len -= (uint64_t)n;
 	}
+	return 0;
 }
 
-static int write_program(const struct jail_spec *s, const char *path, struct setup_error *e)
+int jail_write_program(const struct jail_spec *s, int from, uint64_t len, const char *path,
+		       struct setup_error *e)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return setup_fail(e, errno, "workspace: create %s", JAIL_PROGRAM);
-	int rc = s->mode == JAIL_WARM_RUN ? copy_code(s->code_fd, fd)
-					    : write_full(fd, s->code, s->code_len);
+	int rc = from >= 0 ? copy_code(from, fd, len) : 0;
 	if (rc) {
 		close(fd);
 		return setup_fail(e, -rc, "workspace: write %s", JAIL_PROGRAM);
@@ -175,8 +180,12 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 	snprintf(p1, sizeof p1, "%s/t/work", tmp);
 	if ((rc = make_dir(p1, 0700, s->userns ? keep : s->uid, s->userns ? keep : s->gid, e)))
 		return rc;
+	/* A warm run's program now, from the host's file; a one-shot run's
+	 * after "go" (jail_run.c); the zygote's workspace holds an empty one. */
 	snprintf(p1, sizeof p1, "%s/t/work/" JAIL_PROGRAM, tmp);
-	if (s->mode != JAIL_SESSION && (rc = write_program(s, p1, e)))
+	if ((s->mode == JAIL_WARM_RUN || s->mode == JAIL_ZYGOTE) &&
+	    (rc = jail_write_program(s, s->mode == JAIL_WARM_RUN ? s->code_fd : -1, UINT64_MAX,
+				     p1, e)))
 		return rc;
 	if (s->own_users && (rc = cover_user_files(s, root, tmp, e)))
 		return rc;

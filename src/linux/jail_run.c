@@ -1,8 +1,13 @@
-/* JAIL_RUN: one run of a program (jail_run). init waits for the
- * supervisor's "go", forks the program, reaps the namespace until the
- * program ends and reports its end; see jail.c's theory of operation. */
+/* JAIL_RUN: one run of a program (jail_run). init builds the sandbox,
+ * waits for the supervisor's "go", reads the program's source after it
+ * into the workspace, forks the program, reaps the namespace until the
+ * program ends and reports its end; see jail.c's theory of operation.
+ * Built ahead (jail_run_prepare) or on the run's own clock (jail_run), the
+ * sandbox is the same: the source arrives after "go" either way. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "jail_plan.h"
@@ -13,6 +18,15 @@
 __attribute__((noreturn)) static void run_init(const struct plan *p)
 {
 	jail_init_until_go(p);
+	struct setup_error e;
+	/* The source follows "go" on the life socket: its length, then it. */
+	uint64_t len;
+	if (read_full(p->life_r, &len, sizeof len)) {
+		setup_fail(&e, EPIPE, "workspace: the program's source did not come");
+		jail_init_fail(p, &e);
+	}
+	if (jail_write_program(p->s, p->life_r, len, JAIL_WORKSPACE "/" JAIL_PROGRAM, &e))
+		jail_init_fail(p, &e);
 	struct plan run;
 	int verdict_r = jail_init_verdict_pipe(p, &run);
 	pid_t pid = jail_init_start_inside(&run, "fork the program");
@@ -20,7 +34,7 @@ __attribute__((noreturn)) static void run_init(const struct plan *p)
 	init_wait_and_report(pid, p->report_w, verdict_r);
 }
 
-int jail_run(const struct jail_spec *s, struct aj_result *res)
+int jail_run_prepare(const struct jail_spec *s, struct jail_ready *r, struct aj_error *err)
 {
 	struct plan p;
 	jail_plan_init(&p, s, JAIL_RUN);
@@ -28,32 +42,84 @@ int jail_run(const struct jail_spec *s, struct aj_result *res)
 	 * also writes the verdict pipe on a MemoryError (src/core/launch.py). */
 	char *const argv[] = {(char *)s->python, "-I", "-u", "-c", (char *)launch_py, NULL};
 	memcpy(p.argv, argv, sizeof argv);
-	struct aj_error err = {0};
 	struct jail_pipes jp;
-	int pidfd = -1;
 	int rc;
-
+	*r = (struct jail_ready){.pidfd = -1, .out_r = -1, .err_r = -1, .report_r = -1, .life_w = -1};
 	if ((rc = jail_pipes_open(&jp, &p))) {
-		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
-		goto done;
+		jail_pipes_close(&jp);
+		return error_set(err, rc, "pipes: %s", errno_name(-rc));
 	}
-	double start = now_ms();
-	pid_t pid;
-	if ((rc = jail_clone_init(&p, run_init, &pid, &pidfd, &err))) {
-		result_sandbox_error(res, "%s", err.message);
-		goto done;
+	if ((rc = jail_clone_init(&p, run_init, &r->pid, &r->pidfd, err))) {
+		jail_pipes_close(&jp);
+		return rc;
 	}
 	jail_pipes_close_child_ends(&jp);
-	if (write_full(jp.life[1], "g", 1) != 0) {
-		/* init is gone already; supervise() reports how. */
+	r->out_r = jp.out[0];
+	r->err_r = jp.err[0];
+	r->report_r = jp.report[0];
+	r->life_w = jp.life[1];
+	jp.out[0] = jp.err[0] = jp.report[0] = jp.life[1] = -1;
+	jail_pipes_close(&jp);
+	return 0;
+}
+
+/* "go", the source's length (8 bytes, host order) and the source on the
+ * life socket, then its end. A failure means init is gone: supervise()
+ * reports how. */
+static void send_program(int fd, const struct jail_spec *s)
+{
+	char head[9] = "g";
+	uint64_t len = s->code_len;
+	memcpy(head + 1, &len, sizeof len);
+	const char *p = s->code;
+	size_t n = s->code_len;
+	if (send(fd, head, sizeof head, MSG_NOSIGNAL) != (ssize_t)sizeof head)
+		return;
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
 	}
-	struct supervised sv = {.pid = pid, .pidfd = pidfd, .out_fd = jp.out[0],
-				.err_fd = jp.err[0], .report_fd = jp.report[0],
+	shutdown(fd, SHUT_WR);
+}
+
+int jail_run_ready(struct jail_ready *r, const struct jail_spec *s, struct aj_result *res)
+{
+	double start = now_ms();
+	send_program(r->life_w, s);
+	struct supervised sv = {.pid = r->pid, .pidfd = r->pidfd, .out_fd = r->out_r,
+				.err_fd = r->err_r, .report_fd = r->report_r,
 				.cancel_fd = s->cancel_fd, .start_ms = start, .cgroup = s->cgroup,
 				.stream = s->stream, .clock_at_start = true};
-	rc = supervise_run(&sv, &s->cfg->limits, res);
-done:
-	jail_close_fd(&pidfd);
-	jail_pipes_close(&jp);
+	int rc = supervise_run(&sv, &s->cfg->limits, res);
+	jail_close_fd(&r->pidfd); /* reaped by supervise */
+	jail_ready_discard(r);
 	return rc;
+}
+
+void jail_ready_discard(struct jail_ready *r)
+{
+	if (r->pidfd >= 0)
+		jail_kill_reap(r->pidfd);
+	jail_close_fd(&r->pidfd);
+	jail_close_fd(&r->out_r);
+	jail_close_fd(&r->err_r);
+	jail_close_fd(&r->report_r);
+	jail_close_fd(&r->life_w);
+}
+
+int jail_run(const struct jail_spec *s, struct aj_result *res)
+{
+	struct jail_ready r;
+	struct aj_error err = {0};
+	int rc = jail_run_prepare(s, &r, &err);
+	if (rc) {
+		result_sandbox_error(res, "%s", err.message);
+		return rc;
+	}
+	return jail_run_ready(&r, s, res);
 }

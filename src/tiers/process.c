@@ -55,6 +55,7 @@
  * as root for a uid of the run's own.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,16 +153,110 @@ static const struct pool_ops spare_ops = {
 	.block_signals = true,
 };
 
+/* A cold run's whole sandbox made ahead (jail_run_prepare): its init has
+ * built the namespaces, the view and the workspace and waits for the
+ * program, on a uid slot of its own. Root, no egress (a run with egress
+ * joins its proxy in init before the program starts: those take spare
+ * namespaces instead) and at least 4 x READY_RUNS slots only. Two are kept, as spare namespaces are; one
+ * that waited READY_MAX_AGE_MS is made again, so that a view bound from
+ * the host's files is never old (a file the host replaced since, such as
+ * /etc/ld.so.cache after ldconfig, is bound anew). */
+#define READY_RUNS 2
+#define READY_MAX_AGE_MS 60000.0
+
+struct ready_run {
+	struct jail_ready r;
+	struct uid_slot slot;
+	double made_ms;
+};
+
 /* An open sandbox's state: warm mode's zygote (cfg.warm), in the same
- * view as a cold run's; or, cold and root, the spare namespaces. */
+ * view as a cold run's; or, cold and root, runs made ahead (no egress) or
+ * spare namespaces (egress). */
 struct process_state {
 	struct host_root view;
+	const struct aj_config *cfg; /* the sandbox's, which outlives this */
 	bool warm;
 	struct warm zygote;
+	bool ahead;             /* runs made ahead, not spare namespaces */
 	struct pool spare;
 	int spare_items[SPARE_NS][3];
+	struct pool ready;
+	struct ready_run ready_items[READY_RUNS];
 	bool ran;               /* a run has ended: more are likely */
+	unsigned long served;   /* runs that took a sandbox made ahead */
 };
+
+/* A run's sandbox made by the filler thread, off every run's clock. Its
+ * init dies with that thread (PDEATHSIG), which lives as long as the
+ * sandbox: process_close ends the pool before anything else. */
+static int ready_make(void *ctx, void *item)
+{
+	struct process_state *ps = ctx;
+	struct ready_run *rr = item;
+	struct jail_spec s;
+	struct host_root view;
+	struct aj_error err = {0};
+	rr->slot = (struct uid_slot){.lock_fd = -1};
+	int rc = process_spec(ps->cfg, &s, &view, &rr->slot, &err);
+	if (!rc)
+		rc = jail_run_prepare(&s, &rr->r, &err);
+	if (rc)
+		slot_release(&rr->slot);
+	rr->made_ms = now_ms();
+	return rc;
+}
+
+static void ready_destroy(void *ctx, void *item)
+{
+	(void)ctx;
+	struct ready_run *rr = item;
+	jail_ready_discard(&rr->r);
+	slot_release(&rr->slot);
+}
+
+/* Still waiting (its init alive) and not too old. */
+static bool ready_usable(void *ctx, const void *item)
+{
+	(void)ctx;
+	const struct ready_run *rr = item;
+	struct pollfd pf = {.fd = rr->r.pidfd, .events = POLLIN};
+	return now_ms() - rr->made_ms < READY_MAX_AGE_MS && poll(&pf, 1, 0) == 0;
+}
+
+static const struct pool_ops ready_ops = {
+	.item_size = sizeof(struct ready_run),
+	.size = READY_RUNS,
+	.make = ready_make,
+	.destroy = ready_destroy,
+	.usable = ready_usable,
+	.wake_ms = 10000, /* to make again what grew old */
+	.retry_ms = 1000,
+	.block_signals = true,
+};
+
+/* A run in a sandbox made ahead, if one is ready: 0 or jail_run's answer
+ * with *ran set, or nothing done (*ran false). */
+static int run_made_ahead(struct process_state *ps, const struct aj_config *cfg,
+			  const struct run_request *req, struct aj_result *res, bool *ran)
+{
+	struct ready_run rr;
+	*ran = false;
+	/* The filler starts when a run follows one that ended: a one-shot
+	 * caller (the CLI's run, check's trial) never pays for one. */
+	if (__atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
+		(void)pool_start(&ps->ready);
+	if (!pool_take(&ps->ready, &rr))
+		return 0;
+	*ran = true;
+	__atomic_add_fetch(&ps->served, 1, __ATOMIC_RELAXED);
+	struct jail_spec s = {.cfg = cfg, .code = req->code, .code_len = req->len,
+			      .cancel_fd = req->cancel_fd, .stream = supervisor_stream_of(req->tap),
+			      .egress_fd = -1};
+	int rc = jail_run_ready(&rr.r, &s, res);
+	slot_release(&rr.slot);
+	return rc;
+}
 
 static int process_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		       struct aj_result *res)
@@ -173,6 +268,14 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	struct aj_error err = {0};
 	int rc;
 
+	if (ps && ps->ahead && !req->egress) {
+		bool ran;
+		rc = run_made_ahead(ps, cfg, req, res, &ran);
+		if (ran) {
+			__atomic_store_n(&ps->ran, true, __ATOMIC_RELEASE);
+			return rc;
+		}
+	}
 	if ((rc = process_spec(cfg, &s, &view, &slot, &err))) {
 		result_sandbox_error(res, "%s", err.message);
 		return rc;
@@ -185,9 +288,9 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	 * them, as always): off this run's clock. The thread making them
 	 * starts when a run follows one that ended: a one-shot caller (the
 	 * CLI's run, check's trial) never pays for any. */
-	if (ps && !ps->warm && __atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
+	if (ps && !ps->warm && !ps->ahead && __atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
 		(void)pool_start(&ps->spare); /* without it each run makes its own */
-	s.join_spare_ns = ps && !ps->warm && pool_take(&ps->spare, s.spare_ns);
+	s.join_spare_ns = ps && !ps->warm && !ps->ahead && pool_take(&ps->spare, s.spare_ns);
 	if ((rc = egress_pair_open(req->egress, &s.egress_fd, &err)))
 		result_sandbox_error(res, "%s", err.message);
 	else
@@ -263,8 +366,15 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 		struct process_state *ps = calloc(1, sizeof *ps);
 		if (!ps)
 			return error_set(err, -ENOMEM, "open: out of memory");
-		/* Its thread starts with a second run (process_run). */
+		/* Their threads start with a second run (process_run). */
+		ps->cfg = cfg;
+		/* Each sandbox made ahead holds a uid slot while it waits: only
+		 * where slots are plenty, so that a run never finds them all
+		 * held by the pool. */
+		ps->ahead = !cfg->allow_host_count && !cfg->allow_cidr_count &&
+			    cfg->slots >= 4 * READY_RUNS;
 		pool_init(&ps->spare, &spare_ops, ps, ps->spare_items);
+		pool_init(&ps->ready, &ready_ops, ps, ps->ready_items);
 		*state = ps;
 		return 0;
 	}
@@ -303,10 +413,12 @@ static void process_close(void *state)
 	struct process_state *ps = state;
 	if (!ps)
 		return;
-	if (ps->warm)
+	if (ps->warm) {
 		warm_destroy(&ps->zygote);
-	else
+	} else {
+		pool_destroy(&ps->ready);
 		pool_destroy(&ps->spare);
+	}
 	free(ps);
 }
 
@@ -325,6 +437,13 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 }
 
 /* The run sees the host's own tree (read-only, parts hidden). */
+static void process_made_ahead(void *state, unsigned *ready, unsigned long *served)
+{
+	struct process_state *ps = state;
+	*ready = ps->ahead ? pool_ready(&ps->ready) : 0;
+	*served = __atomic_load_n(&ps->served, __ATOMIC_RELAXED);
+}
+
 static int process_view_root(const struct aj_config *cfg, char *out, size_t n,
 			     struct aj_error *err)
 {
@@ -343,4 +462,5 @@ const struct tier_ops process_tier = {
 	.session_call = process_session_call,
 	.session_close = process_session_close,
 	.view_root = process_view_root,
+	.made_ahead = process_made_ahead,
 };
