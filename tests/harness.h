@@ -65,6 +65,40 @@ static inline void make_token(char *out, size_t n)
  * that the session is still usable after it, or was closed cleanly. */
 static bool harness_via_session;
 
+/* Sandboxes a case opened and has not closed yet (harness_track): a case
+ * that fails midway leaves its sandbox here, and the teardown closes it
+ * (harness_close_all) before it counts what is left, so one failure does
+ * not fail every case after it. */
+#define HARNESS_OPEN_MAX 8
+static struct aj_sandbox *harness_open[HARNESS_OPEN_MAX];
+
+static inline struct aj_sandbox *harness_track(struct aj_sandbox *sb)
+{
+	for (int i = 0; i < HARNESS_OPEN_MAX; i++)
+		if (!harness_open[i]) {
+			harness_open[i] = sb;
+			break;
+		}
+	return sb;
+}
+
+static inline void harness_close(struct aj_sandbox *sb)
+{
+	for (int i = 0; i < HARNESS_OPEN_MAX; i++)
+		if (harness_open[i] == sb)
+			harness_open[i] = NULL;
+	aj_close(sb);
+}
+
+static inline void harness_close_all(void)
+{
+	for (int i = 0; i < HARNESS_OPEN_MAX; i++)
+		if (harness_open[i]) {
+			aj_close(harness_open[i]);
+			harness_open[i] = NULL;
+		}
+}
+
 /* Set while the hostile table runs through sandboxes made ahead (the
  * process tier's pool, process.c): run_code then opens a sandbox, runs
  * twice so that its pool starts, waits until a sandbox made ahead is
@@ -78,6 +112,7 @@ static inline void run_made_ahead(const struct aj_config *cfg, struct aj_result 
 	struct aj_error err = {0};
 	if (aj_open(cfg, &sb, &err))
 		fail_msg("aj_open: %s", err.message);
+	harness_track(sb);
 	for (int i = 0; i < 2; i++) {
 		struct aj_result warmup;
 		aj_run(sb, "pass\n", 5, &warmup);
@@ -98,7 +133,7 @@ static inline void run_made_ahead(const struct aj_config *cfg, struct aj_result 
 	aj_run(sb, code, strlen(code), res);
 	sandbox_made_ahead(sb, &ready, &after);
 	assert_int_equal(after, served + 1);
-	aj_close(sb);
+	harness_close(sb);
 }
 
 static inline void run_in_session(const struct aj_config *cfg, struct aj_result *res,

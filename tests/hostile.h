@@ -155,6 +155,7 @@ static int case_setup(void **state)
 static int case_teardown(void **state)
 {
 	struct fixture *f = *state;
+	harness_close_all(); /* what a failed case left open */
 	/* The kernel tears a pid namespace down before its init is reaped, so
 	 * nothing should be left even for a moment; allow a short grace for a
 	 * tier whose teardown is asynchronous (a VM's process): up to 30 s, a

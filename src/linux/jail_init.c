@@ -41,8 +41,10 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 	int rc;
 
 	/* Die with the supervisor (a warm run's: with the zygote, which dies
-	 * with the host). (A supervisor that died before this line is caught
-	 * by wait_for_go: its end of the life pipe is closed.) Init's death
+	 * with the host; a run made ahead: with the process tier's thread that
+	 * made it, which lives as long as the sandbox). (A supervisor that
+	 * died before this line is caught by wait_for_go: its end of the life
+	 * socket is closed.) Init's death
 	 * then ends the whole namespace. A session's or a zygote's sandbox
 	 * outlives the thread that made it: its life pipe or socket stands in. */
 	if ((s->mode == JAIL_RUN || s->mode == JAIL_WARM_RUN) &&
