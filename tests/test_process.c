@@ -744,6 +744,16 @@ static void bare_python(const char *python, const char *dir, char **out, char **
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		/* A user's shell starts Python with every signal at its default
+		 * and none blocked, as the sandbox's init does; this test may run
+		 * with SIGINT ignored (a background job of make), which Python
+		 * would then leave ignored. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
 		int null = open("/dev/null", O_RDONLY);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(o[1], 1) < 0 || dup2(e[1], 2) < 0 ||
 		    chdir(dir) < 0)

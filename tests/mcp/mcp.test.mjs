@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync, chmodSync } from 'node:fs';
 import { sandboxProcesses as countProcesses, sleep, waitFor } from './procs.mjs';
+import { makeGate } from './gate.mjs';
 import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -37,6 +38,9 @@ if (process.env.AJ_TEST_UID_BASE) {
   after(() => rmSync(dir, { recursive: true, force: true }));
 }
 const LIMITS = [...ISOLATE, '--timeout', '5', '--cpu', '2'];
+const gate = makeGate(root);
+after(() => gate.remove());
+
 const token = randomBytes(16).toString('hex');
 
 const sandboxProcesses = () => countProcesses(UID_BASE);
@@ -885,11 +889,15 @@ describe('output as it happens (stdio)', () => {
 
   test('the SDK v1 client gets the progress through callTool\'s onprogress', async () => {
     const client = new Client({ name: 'agentjail-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: AGENTJAIL, args: ['mcp', ...LIMITS], stderr: 'ignore' }));
+    await client.connect(new StdioClientTransport({ command: AGENTJAIL, args: ['mcp', ...LIMITS, ...gate.bind], stderr: 'ignore' }));
     try {
       const seen = [];
-      const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("a", flush=True)\nprint("b")' } },
-        undefined, { onprogress: (p) => seen.push(p) });
+      const onprogress = (p) => {
+        seen.push(p);
+        if (seen.map((q) => q.message).join('') === 'a\nb\n') gate.open('stdio-v1');
+      };
+      const r = await client.callTool({ name: 'run_python', arguments: { code: gate.program('stdio-v1') } },
+        undefined, { onprogress });
       assert.equal(r.structuredContent.stdout, 'a\nb\n');
       assert.equal(seen.map((p) => p.message).join(''), 'a\nb\n');
       assert.equal(seen.at(-1).progress, 4);

@@ -16,6 +16,7 @@ import { request as httpRequest } from 'node:http';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { sandboxProcesses as countProcesses, sleep, waitFor } from './procs.mjs';
+import { makeGate } from './gate.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +25,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPV2 } from '@modelcontextprotocol/client';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const gate = makeGate(root);
+after(() => gate.remove());
 const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
 // The sandbox uids this file's servers give their runs: a process of one of
 // them after a test is a run left behind. A range of its own, so that other
@@ -320,7 +323,7 @@ const callWith = (id, code, meta) => ({ ...callMsg(id, code), params: { ...callM
 
 describe('output as it happens over /mcp (SSE)', () => {
   let s;
-  before(async () => { s = await startServer(['--output', '8']); });
+  before(async () => { s = await startServer(['--output', '8', ...gate.bind]); });
 
   test('with a progressToken: SSE, the first line while the program sleeps, then the second, then the result, then the end', async () => {
     const res = await post(s, callWith('sse', PRINT_SLEEP_PRINT, { progressToken: 'tok' }));
@@ -386,8 +389,12 @@ describe('output as it happens over /mcp (SSE)', () => {
     await client.connect(transport);
     try {
       const seen = [];
-      const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("a", flush=True)\nprint("b")' } },
-        undefined, { onprogress: (p) => seen.push(p.message) });
+      const onprogress = (p) => {
+        seen.push(p.message);
+        if (seen.join('') === 'a\nb\n') gate.open('http-v1');
+      };
+      const r = await client.callTool({ name: 'run_python', arguments: { code: gate.program('http-v1') } },
+        undefined, { onprogress });
       assert.equal(r.structuredContent.stdout, 'a\nb\n');
       assert.equal(seen.join(''), 'a\nb\n');
     } finally {
