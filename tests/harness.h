@@ -121,18 +121,20 @@ static inline void run_made_ahead(const struct aj_config *cfg, struct aj_result 
 	}
 	unsigned ready = 0;
 	unsigned long served = 0, after = 0;
+	/* A case whose config has none made ahead (one uid slot, egress
+	 * rules) runs as it would: the library makes none for it either. */
+	bool ahead = sandbox_made_ahead(sb, &ready, &served);
 	/* A deadline only against a filler that never makes one (the
 	 * filler builds a sandbox in milliseconds; a busy machine's seconds). */
-	for (int i = 0; i < 6000 && !ready; i++) {
+	for (int i = 0; ahead && i < 6000 && !ready; i++) {
+		usleep(10000);
 		sandbox_made_ahead(sb, &ready, &served);
-		if (!ready)
-			usleep(10000);
 	}
-	if (!ready)
+	if (ahead && !ready)
 		fail_msg("no sandbox made ahead within 60 s");
 	aj_run(sb, code, strlen(code), res);
 	sandbox_made_ahead(sb, &ready, &after);
-	assert_int_equal(after, served + 1);
+	assert_int_equal(after, served + (ahead ? 1 : 0));
 	harness_close(sb);
 }
 

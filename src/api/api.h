@@ -12,9 +12,9 @@
 
 struct tier_ops;
 
-/* The tier's runs made ahead (tier_ops.made_ahead), for tests: both 0 on
- * a tier or sandbox that makes none. */
-void sandbox_made_ahead(struct aj_sandbox *sb, unsigned *ready, unsigned long *served);
+/* The tier's runs made ahead (tier_ops.made_ahead), for tests: false, and
+ * both 0, on a tier or sandbox that makes none. */
+bool sandbox_made_ahead(struct aj_sandbox *sb, unsigned *ready, unsigned long *served);
 
 /* Largest program accepted: agent code is small, and the source file lands in
  * the sandbox's own size-limited writable space. */

@@ -350,10 +350,9 @@ const char *aj_version(void)
 	return AGENTJAIL_VERSION;
 }
 
-void sandbox_made_ahead(struct aj_sandbox *sb, unsigned *ready, unsigned long *served)
+bool sandbox_made_ahead(struct aj_sandbox *sb, unsigned *ready, unsigned long *served)
 {
 	*ready = 0;
 	*served = 0;
-	if (sb->ops->made_ahead && sb->state)
-		sb->ops->made_ahead(sb->state, ready, served);
+	return sb->ops->made_ahead && sb->state && sb->ops->made_ahead(sb->state, ready, served);
 }

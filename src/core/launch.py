@@ -77,6 +77,16 @@ def _agentjail_run():
     import sys
 
     program = os.getcwd() + "/main.py"
+    # Run as a compiled file on a descriptor (/dev/fd/4: the process tier's
+    # launcher compiled ahead, src/linux/jail_run.c), the interpreter has
+    # read it: the descriptor is not the program's to inherit.
+    if sys.argv[0].startswith("/dev/fd/"):
+        try:
+            os.close(int(sys.argv[0][8:]))
+        except (OSError, ValueError):
+            pass
+        if sys.path and sys.path[0] == "/dev/fd":
+            del sys.path[0]  # a script's directory, where -I does not imply -P
     # The verdict pipe is the launcher's, not something a child inherits.
     try:
         os.set_inheritable(3, False)

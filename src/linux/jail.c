@@ -106,7 +106,7 @@ void jail_plan_init(struct plan *p, const struct jail_spec *s, enum jail_mode mo
 	p->spec.mode = mode;
 	p->s = &p->spec;
 	p->limits = s->cfg->limits;
-	p->out_w = p->err_w = p->report_w = p->life_r = p->req_r = p->rep_w = p->verdict_w = -1;
+	p->out_w = p->err_w = p->report_w = p->life_r = p->req_r = p->rep_w = p->verdict_w = p->launch_fd = -1;
 	/* Rule E1: the contract's rows, the egress rows when the run has a
 	 * proxy (the clients find it), the deployer's checked variables. A
 	 * warm run's process is the zygote's fork: it has the zygote's, which

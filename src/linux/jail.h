@@ -91,7 +91,22 @@ struct jail_spec {
 	int egress_fd;
 	const int *join_cgroup_fds;
 	int n_join_cgroup_fds;
+	/* A one-shot run's launcher compiled by the run's own interpreter
+	 * (a .pyc's bytes: its magic, 12 bytes, the marshalled code), which
+	 * the program's interpreter runs from a memfd at JAIL_LAUNCH_FD
+	 * instead of compiling the launcher's source (half a millisecond of
+	 * every run); NULL: the source, in argv. */
+	const void *launch_pyc;
+	size_t launch_pyc_len;
 };
+
+/* Where the program's process finds the compiled launcher (launch_pyc); the
+ * launcher closes it before main.py runs. */
+#define JAIL_LAUNCH_FD 4
+/* The launcher's source (src/core/launch.py with exit_rule.py), for a tier
+ * that compiles it ahead with the run's interpreter. */
+const char *jail_launcher_source(void);
+#define JAIL_LAUNCH_PATH "/dev/fd/4" /* the interpreter's argv: its script */
 
 /* One run. Fills res fully; returns 0 if the program ran, -errno if the
  * sandbox could not be built (res says why). jail_run_prepare, then

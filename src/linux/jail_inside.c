@@ -27,7 +27,10 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	int rep = fcntl(p->report_w, F_DUPFD_CLOEXEC, 5);
 	/* A one-shot run's verdict pipe, for its interpreter's fd 3. */
 	int verdict = p->verdict_w < 0 ? -1 : fcntl(p->verdict_w, F_DUPFD_CLOEXEC, 5);
-	if (out < 0 || err < 0 || rep < 0 || (p->verdict_w >= 0 && verdict < 0))
+	/* And its compiled launcher, for fd 4 (JAIL_LAUNCH_FD). */
+	int launch = p->launch_fd < 0 ? -1 : fcntl(p->launch_fd, F_DUPFD_CLOEXEC, 5);
+	if (out < 0 || err < 0 || rep < 0 || (p->verdict_w >= 0 && verdict < 0) ||
+	    (p->launch_fd >= 0 && launch < 0))
 		return setup_fail(e, errno, "stdio: dup");
 	*report = rep;
 	if (p->req_r >= 0) {
@@ -57,6 +60,10 @@ static int setup_fds(const struct plan *p, int *report, struct setup_error *e)
 	 * so the program's own children do not inherit it. */
 	if (verdict >= 0 && (dup2(verdict, AJ_VERDICT_FD) < 0 || close(verdict) < 0))
 		return setup_fail(e, errno, "verdict pipe: dup2");
+	/* The compiled launcher at fd 4, read-only, which the interpreter
+	 * opens as /dev/fd/4 (argv) and the launcher closes at once. */
+	if (launch >= 0 && (dup2(launch, JAIL_LAUNCH_FD) < 0 || close(launch) < 0))
+		return setup_fail(e, errno, "launcher: dup2");
 	return 0;
 }
 

@@ -37,6 +37,8 @@ struct plan {
 	int out_w, err_w, report_w, life_r;
 	int req_r, rep_w;           /* sessions: the interpreter's fds 3 and 4 */
 	int verdict_w;              /* one-shot runs: the program's AJ_VERDICT_FD (init's pipe) */
+	int launch_fd;              /* one-shot runs: the compiled launcher (a memfd) for the
+				     * program's JAIL_LAUNCH_FD; -1: the launcher's source in argv */
 	struct aj_limits limits;    /* what the inside process gets */
 	/* A warm run's: the zygote's Python's own handlers for these (as a
 	 * cold Python sets them), which init's reset must not take from the

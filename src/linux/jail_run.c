@@ -7,13 +7,35 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "jail_plan.h"
 #include "supervise.h"
 
 #include "launch.inc" /* launch_py: src/core/launch.py */
+
+const char *jail_launcher_source(void)
+{
+	return launch_py;
+}
+
+/* The compiled launcher in a memfd of init's own, readable by the program's
+ * uid (it reopens it as JAIL_LAUNCH_PATH) and never writable by it. -1 with e. */
+static int launcher_memfd(const struct jail_spec *s, struct setup_error *e)
+{
+	int fd = memfd_create("agentjail-launcher", MFD_CLOEXEC);
+	if (fd < 0)
+		return setup_fail(e, errno, "launcher: memfd"), -1;
+	int rc = write_full(fd, s->launch_pyc, s->launch_pyc_len);
+	if (rc || fchmod(fd, 0444) < 0) {
+		close(fd);
+		return setup_fail(e, rc ? -rc : errno, "launcher: write"), -1;
+	}
+	return fd;
+}
 
 __attribute__((noreturn)) static void run_init(const struct plan *p)
 {
@@ -29,7 +51,11 @@ __attribute__((noreturn)) static void run_init(const struct plan *p)
 		jail_init_fail(p, &e);
 	struct plan run;
 	int verdict_r = jail_init_verdict_pipe(p, &run);
+	if (p->s->launch_pyc && (run.launch_fd = launcher_memfd(p->s, &e)) < 0)
+		jail_init_fail(p, &e);
 	pid_t pid = jail_init_start_inside(&run, "fork the program");
+	if (run.launch_fd >= 0)
+		close(run.launch_fd); /* the program's alone now */
 	report_started(p->report_w);
 	init_wait_and_report(pid, p->report_w, verdict_r);
 }
@@ -41,7 +67,12 @@ int jail_run_prepare(const struct jail_spec *s, struct jail_ready *r, struct aj_
 	/* main.py through the launcher, as `python3 -I -u main.py`, which
 	 * also writes the verdict pipe on a MemoryError (src/core/launch.py). */
 	char *const argv[] = {(char *)s->python, "-I", "-u", "-c", (char *)launch_py, NULL};
-	memcpy(p.argv, argv, sizeof argv);
+	/* Or the launcher compiled ahead, run from its memfd at fd 4. */
+	char *const argv_pyc[] = {(char *)s->python, "-I", "-u", JAIL_LAUNCH_PATH, NULL};
+	if (s->launch_pyc)
+		memcpy(p.argv, argv_pyc, sizeof argv_pyc);
+	else
+		memcpy(p.argv, argv, sizeof argv);
 	struct jail_pipes jp;
 	int rc;
 	*r = (struct jail_ready){.pidfd = -1, .out_r = -1, .err_r = -1, .report_r = -1, .life_w = -1};

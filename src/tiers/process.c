@@ -55,11 +55,14 @@
  * as root for a uid of the run's own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../core/pool.h"
@@ -185,7 +188,78 @@ struct process_state {
 	struct ready_run ready_items[READY_RUNS];
 	bool ran;               /* a run has ended: more are likely */
 	unsigned long served;   /* runs that took a sandbox made ahead */
+	/* The launcher compiled by the sandbox's interpreter (launcher_compile),
+	 * once, by the filler thread; set once and read by every run after. */
+	bool pyc_tried;
+	unsigned char *pyc;
+	size_t pyc_len;
 };
+
+/* Compiles the launcher with the sandbox's own interpreter (its bytecode and
+ * magic are that interpreter's: another Python refuses a .pyc not its own),
+ * as `python3 -I -S`: no site, so no .pth file of the host runs. The .pyc's
+ * bytes: its magic, 12 bytes of flags and stamp the interpreter does not
+ * read for a script, the marshalled code. 0, or -1 (runs then pass the
+ * source, as before). */
+static int launcher_compile(const char *python, unsigned char **out, size_t *len)
+{
+	static const char script[] =
+		"import sys, marshal, importlib.util as u\n"
+		"src = sys.stdin.buffer.read()\n"
+		"code = compile(src, '<agentjail launcher>', 'exec', dont_inherit=True)\n"
+		"sys.stdout.buffer.write(u.MAGIC_NUMBER + bytes(12) + marshal.dumps(code))\n";
+	int in[2] = {-1, -1}, outp[2] = {-1, -1};
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
+		for (int i = 0; i < 2; i++) {
+			if (in[i] >= 0)
+				close(in[i]);
+			if (outp[i] >= 0)
+				close(outp[i]);
+		}
+		return -1;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+	char *const argv[] = {(char *)python, "-I", "-S", "-c", (char *)script, NULL};
+	char *const envp[] = {"LANG=C.UTF-8", NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, python, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(outp[1]);
+	const char *src = jail_launcher_source();
+	if (!rc)
+		(void)write_full(in[1], src, strlen(src)); /* under a pipe's 64 KiB */
+	close(in[1]);
+	char *buf = NULL;
+	size_t n = 0;
+	int got = rc ? -1 : read_fd_up_to(outp[0], 1 << 20, &buf, &n);
+	close(outp[0]);
+	int ws = 0;
+	if (!rc)
+		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+			;
+	/* A .pyc's magic ends in \r\n; anything else is not one. */
+	if (rc || got || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || n <= 16 || buf[2] != '\r' ||
+	    buf[3] != '\n') {
+		free(buf);
+		return -1;
+	}
+	*out = (unsigned char *)buf;
+	*len = n;
+	return 0;
+}
+
+/* The compiled launcher, if there is one yet: into s. */
+static void launcher_for(struct process_state *ps, struct jail_spec *s)
+{
+	if (ps && __atomic_load_n(&ps->pyc_tried, __ATOMIC_ACQUIRE) && ps->pyc) {
+		s->launch_pyc = ps->pyc;
+		s->launch_pyc_len = ps->pyc_len;
+	}
+}
 
 /* A run's sandbox made by the filler thread, off every run's clock. Its
  * init dies with that thread (PDEATHSIG), which lives as long as the
@@ -198,7 +272,15 @@ static int ready_make(void *ctx, void *item)
 	struct host_root view;
 	struct aj_error err = {0};
 	rr->slot = (struct uid_slot){.lock_fd = -1};
+	if (!ps->pyc_tried) {
+		/* Once, here, off every run's clock (the filler is the only
+		 * writer; runs read it only once pyc_tried says it is set). */
+		if (launcher_compile(ps->cfg->python, &ps->pyc, &ps->pyc_len))
+			ps->pyc = NULL;
+		__atomic_store_n(&ps->pyc_tried, true, __ATOMIC_RELEASE);
+	}
 	int rc = process_spec(ps->cfg, &s, &view, &rr->slot, &err);
+	launcher_for(ps, &s);
 	if (!rc)
 		rc = jail_run_prepare(&s, &rr->r, &err);
 	if (rc)
@@ -283,6 +365,8 @@ static int process_run(void *state, const struct aj_config *cfg, const struct ru
 	s.code = req->code;
 	s.code_len = req->len;
 	s.cancel_fd = req->cancel_fd;
+	if (ps && !ps->warm)
+		launcher_for(ps, &s);
 	s.stream = supervisor_stream_of(req->tap);
 	/* Namespaces made ahead, if one is ready (else the clone makes
 	 * them, as always): off this run's clock. The thread making them
@@ -419,6 +503,7 @@ static void process_close(void *state)
 		pool_destroy(&ps->ready);
 		pool_destroy(&ps->spare);
 	}
+	free(ps->pyc);
 	free(ps);
 }
 
@@ -437,11 +522,12 @@ static int process_check(const struct aj_config *cfg, struct aj_error *err)
 }
 
 /* The run sees the host's own tree (read-only, parts hidden). */
-static void process_made_ahead(void *state, unsigned *ready, unsigned long *served)
+static bool process_made_ahead(void *state, unsigned *ready, unsigned long *served)
 {
 	struct process_state *ps = state;
 	*ready = ps->ahead ? pool_ready(&ps->ready) : 0;
 	*served = __atomic_load_n(&ps->served, __ATOMIC_RELAXED);
+	return ps->ahead;
 }
 
 static int process_view_root(const struct aj_config *cfg, char *out, size_t n,

@@ -42,10 +42,10 @@ struct tier_ops {
 	 * CONTRACT_CA_BUNDLE itself; false: the core adds the bundle to
 	 * cfg.ro_binds, which the tier mounts. */
 	bool shows_trust_bundle;
-	/* Runs whose sandboxes the tier makes ahead: how many wait now, and
-	 * how many runs took one so far (for tests: that the path is taken).
-	 * NULL: the tier makes none. */
-	void (*made_ahead)(void *state, unsigned *ready, unsigned long *served);
+	/* Runs whose sandboxes the tier makes ahead: whether this sandbox's
+	 * config has them at all, how many wait now, and how many runs took
+	 * one so far (for tests: that the path is taken). NULL: none. */
+	bool (*made_ahead)(void *state, unsigned *ready, unsigned long *served);
 };
 
 /* Opens the tier, runs an empty program, closes it: 0 if that ran with
