@@ -218,7 +218,8 @@ static void *echo(void *arg)
 		if (r <= 0)
 			break;
 		for (ssize_t off = 0; off < r;) {
-			ssize_t w = write(fd, buf + off, (size_t)(r - off));
+			/* The relay may have closed its end: EPIPE, never SIGPIPE. */
+			ssize_t w = send(fd, buf + off, (size_t)(r - off), MSG_NOSIGNAL);
 			if (w < 0 && errno == EAGAIN) {
 				struct pollfd q = {.fd = fd, .events = POLLOUT};
 				poll(&q, 1, -1);

@@ -116,6 +116,9 @@ void result_sandbox_error(struct aj_result *res, const char *fmt, ...)
 /* Writes all n bytes, retrying short writes and EINTR: 0 or -errno. Only
  * write(2) inside, so a sandbox child may use it between clone and exec. */
 int write_full(int fd, const void *buf, size_t n);
+/* write_full on a socket, with MSG_NOSIGNAL: a peer that is gone is
+ * -EPIPE, never SIGPIPE in the application that embeds the library. */
+int send_full(int fd, const void *buf, size_t n);
 /* Reads exactly n bytes: 0, -EIO at an end before them, or -errno. */
 int read_full(int fd, void *buf, size_t n);
 /* Reads fd to its end, or until it holds more than max bytes (so a caller

@@ -102,19 +102,8 @@ static void send_program(int fd, const struct jail_spec *s)
 	char head[9] = "g";
 	uint64_t len = s->code_len;
 	memcpy(head + 1, &len, sizeof len);
-	const char *p = s->code;
-	size_t n = s->code_len;
-	if (send(fd, head, sizeof head, MSG_NOSIGNAL) != (ssize_t)sizeof head)
+	if (send_full(fd, head, sizeof head) || send_full(fd, s->code, s->code_len))
 		return;
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
 	shutdown(fd, SHUT_WR);
 }
 

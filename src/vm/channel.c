@@ -41,8 +41,9 @@ int channel_send(int fd, uint32_t type, const void *a, size_t alen, const void *
 {
 	struct vm_frame_header h = {.type = type, .length = (uint32_t)(alen + blen)};
 	int rc;
-	if ((rc = write_full(fd, &h, sizeof h)) || (alen && (rc = write_full(fd, a, alen))) ||
-	    (blen && (rc = write_full(fd, b, blen))))
+	/* QEMU's socket: a VM that is gone is -EPIPE, not SIGPIPE. */
+	if ((rc = send_full(fd, &h, sizeof h)) || (alen && (rc = send_full(fd, a, alen))) ||
+	    (blen && (rc = send_full(fd, b, blen))))
 		return rc;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "egress_mux.h"
@@ -29,6 +30,12 @@ void egress_mux_init(struct egress_mux *m, int port, egress_open_fn *open, void 
 	m->open = open;
 	m->ctx = ctx;
 	m->port_eof_ends = port_eof_ends;
+	/* On the host the port is QEMU's socket, which a VM that ends closes:
+	 * a write there would raise SIGPIPE in the application that embeds
+	 * the library (send's MSG_NOSIGNAL makes it EPIPE). The guest's port
+	 * is a virtio-serial device, which send() cannot take. */
+	struct stat st;
+	m->port_is_socket = fstat(port, &st) == 0 && S_ISSOCK(st.st_mode);
 	for (unsigned i = 0; i < EGRESS_STREAMS; i++)
 		m->s[i].fd = -1;
 }
@@ -266,7 +273,9 @@ static int pump_out(struct egress_mux *m)
 	for (;;) {
 		if (m->woff == m->wlen && !compose(m))
 			return 0;
-		ssize_t w = write(m->port, m->wbuf + m->woff, m->wlen - m->woff);
+		ssize_t w = m->port_is_socket
+				    ? send(m->port, m->wbuf + m->woff, m->wlen - m->woff, MSG_NOSIGNAL)
+				    : write(m->port, m->wbuf + m->woff, m->wlen - m->woff);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

@@ -82,6 +82,7 @@ struct egress_mux {
 	egress_open_fn *open;   /* host: set; guest: NULL (an OPEN from the host is bad) */
 	void *ctx;
 	bool port_eof_ends;     /* host: EOF on the port is the end; guest: no host yet */
+	bool port_is_socket;    /* QEMU's chardev socket (host): written with send */
 	struct egress_stream s[EGRESS_STREAMS];
 	/* the frame being read */
 	uint8_t head[sizeof(struct egress_frame)];
