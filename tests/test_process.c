@@ -712,27 +712,6 @@ static void ro_bind_reaches_into_hidden_places(void **state)
 	aj_result_free(&r2);
 }
 
-/* Reads fd to its end into a string of its own. */
-static char *read_to_end(int fd)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-	assert_non_null(buf);
-	ssize_t n;
-	while ((n = read(fd, buf + len, cap - len - 1)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		assert_true(n > 0);
-		len += (size_t)n;
-		if (cap - len < 2) {
-			buf = realloc(buf, cap *= 2);
-			assert_non_null(buf);
-		}
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 /* `python3 -I -u main.py` as a user runs it, in dir, stdin empty: its
  * stdout, stderr (each read whole: the programs write little) and wait
  * status. */
@@ -765,8 +744,9 @@ static void bare_python(const char *python, const char *dir, char **out, char **
 	}
 	close(o[1]);
 	close(e[1]);
-	*out = read_to_end(o[0]);
-	*err = read_to_end(e[0]);
+	size_t n;
+	assert_int_equal(read_fd_up_to(o[0], 1 << 20, out, &n), 0);
+	assert_int_equal(read_fd_up_to(e[0], 1 << 20, err, &n), 0);
 	close(o[0]);
 	close(e[0]);
 	assert_int_equal(waitpid(pid, ws, 0), pid);

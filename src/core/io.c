@@ -5,55 +5,41 @@
 
 #include "internal.h"
 
-int write_full(int fd, const void *buf, size_t n)
+/* The one loop of write_full, send_full and read_full: n bytes, retried on
+ * EINTR; 0, -EIO when the other end stops short of them, or -errno. */
+enum full_way { FULL_WRITE, FULL_SEND, FULL_READ };
+
+static int full(int fd, char *p, size_t n, enum full_way way)
 {
-	const char *p = buf;
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
+		ssize_t k = way == FULL_READ   ? read(fd, p, n)
+			    : way == FULL_SEND ? send(fd, p, n, MSG_NOSIGNAL)
+					       : write(fd, p, n);
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
+		if (k < 0)
 			return -errno;
-		if (w == 0)
+		if (k == 0)
 			return -EIO;
-		p += w;
-		n -= (size_t)w;
+		p += k;
+		n -= (size_t)k;
 	}
 	return 0;
+}
+
+int write_full(int fd, const void *buf, size_t n)
+{
+	return full(fd, (char *)buf, n, FULL_WRITE); /* only read from */
 }
 
 int send_full(int fd, const void *buf, size_t n)
 {
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return full(fd, (char *)buf, n, FULL_SEND); /* only read from */
 }
 
 int read_full(int fd, void *buf, size_t n)
 {
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = read(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return full(fd, buf, n, FULL_READ);
 }
 
 int read_fd_up_to(int fd, size_t max, char **out, size_t *len)

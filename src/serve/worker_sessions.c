@@ -54,19 +54,18 @@ json_t *worker_session_open(struct worker *w, redisContext *c, json_t *req)
 	struct aj_config cfg;
 	struct aj_error err = {0};
 	const char *why;
-	struct run_terms *t = malloc(sizeof *t);    /* 32 KiB: not on a reader's stack */
-	struct terms_lists *l = malloc(sizeof *l); /* what cfg points to until it opens */
-	if (!t || !l)
-		return free(t), free(l), worker_refusal("internal", "out of memory");
+	struct run_terms *t = malloc(sizeof *t); /* 32 KiB: not on a reader's stack */
+	struct terms_lists l;                     /* what cfg points to until it opens */
+	if (!t)
+		return worker_refusal("internal", "out of memory");
 	if (terms_narrow(&w->cfg, req, t, &why, &err)) {
 		json_t *refusal = worker_terms_refusal(why, &err);
-		return free(t), free(l), refusal;
+		return free(t), refusal;
 	}
 	/* t's variables are copied by aj_session_open, which keeps its own. */
-	terms_apply(&w->cfg, t, &cfg, l);
+	terms_apply(&w->cfg, t, &cfg, &l);
 	json_t *opened = session_open_with(w, c, req, &cfg, &err);
 	free(t);
-	free(l);
 	return opened;
 }
 
