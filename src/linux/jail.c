@@ -44,16 +44,16 @@
  * --------
  * A session's sandbox is built the same way (jail_session_start) and lives
  * until the session closes. Init then does not wait for one "go": each 's'
- * on the life pipe starts a session interpreter (src/core/repl.py as
+ * on the life socket starts a session interpreter (src/core/repl.py as
  * `python3 -I -u -c`) through exactly the inside steps above, with two more
  * pipes as its fds 3 (requests) and 4 (replies). While it runs, init reaps
- * orphans and watches the life pipe; when the interpreter ends (a crash, a
+ * orphans and watches the life socket; when the interpreter ends (a crash, a
  * limit, or the supervisor's stop signal at a call's wall clock), init kills
  * whatever it left (its state is gone with it), reports its wait status and
- * waits for the next 's'. EOF on the life pipe (the session closed, or its
+ * waits for the next 's'. EOF on the life socket (the session closed, or its
  * process died) ends init, and with it the whole sandbox. A session's init
  * has no PDEATHSIG: that fires when the creating *thread* exits, and a
- * session outlives the call that opened it; the life pipe's EOF stands in.
+ * session outlives the call that opened it; the life socket's EOF stands in.
  * The per-call supervision is src/linux/session_io.c.
  *
  * Warm mode
@@ -124,12 +124,12 @@ int jail_pipes_open(struct jail_pipes *jp, struct plan *p)
 	    (mode != JAIL_ZYGOTE && (rc = pipe_cloexec(jp->err, 1))) ||
 	    (rc = pipe_cloexec(jp->report, 1)))
 		return rc;
-	/* A one-shot run's life channel carries its program's source after
-	 * "go": a socket, so that a write to an init that is gone fails
-	 * (send's MSG_NOSIGNAL) instead of raising SIGPIPE in the caller. */
-	if (mode == JAIL_RUN ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jp->life) < 0
-			     : (rc = pipe_cloexec(jp->life, 0)) != 0)
-		return mode == JAIL_RUN ? -errno : rc;
+	/* The life channel ("go", a session's "s", a one-shot run's source
+	 * after "go") is a socket, so that a write to an init that is gone
+	 * fails (send_full's MSG_NOSIGNAL) instead of raising SIGPIPE in the
+	 * caller; its EOF ends init as a pipe's did. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jp->life) < 0)
+		return -errno;
 	if (mode == JAIL_SESSION &&
 	    ((rc = pipe_cloexec(jp->req, 0)) || (rc = pipe_cloexec(jp->rep, 1))))
 		return rc;

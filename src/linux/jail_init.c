@@ -46,7 +46,7 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 	 * died before this line is caught by wait_for_go: its end of the life
 	 * socket is closed.) Init's death
 	 * then ends the whole namespace. A session's or a zygote's sandbox
-	 * outlives the thread that made it: its life pipe or socket stands in. */
+	 * outlives the thread that made it: its life socket stands in. */
 	if ((s->mode == JAIL_RUN || s->mode == JAIL_WARM_RUN) &&
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(1);

@@ -108,7 +108,7 @@ int jail_init_verdict_pipe(const struct plan *p, struct plan *run);
  * Returns its pid; a failed fork is reported as `what` and ends init. */
 pid_t jail_init_start_inside(const struct plan *p, const char *what);
 /* Reaps init's children until `pid` ends, and returns its wait status.
- * The life pipe's EOF (or a byte out of turn: the host is gone, or closed
+ * The life socket's EOF (or a byte out of turn: the host is gone, or closed
  * the sandbox mid-call) ends the sandbox instead: init kills all and
  * exits. */
 int jail_init_wait(const struct plan *p, pid_t pid, const sigset_t *during);

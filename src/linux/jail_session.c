@@ -19,7 +19,7 @@
 #include "session_repl.inc"
 
 /* A session's init, once the sandbox is built: one interpreter after
- * another, each on the supervisor's 's', until the life pipe's EOF. */
+ * another, each on the supervisor's 's', until the life socket's EOF. */
 __attribute__((noreturn)) static void interpreter_loop(const struct plan *p)
 {
 	struct setup_error e;

@@ -52,7 +52,7 @@ __attribute__((noreturn)) static void zygote_init(const struct plan *p)
 	spawn_reap(fd, &si);
 	close(fd);
 	pid = jail_init_start_inside(p, "fork the zygote");
-	/* Until the zygote ends, or the host does (the life pipe's EOF: the
+	/* Until the zygote ends, or the host does (the life socket's EOF: the
 	 * zygote notices a closed socket only when it reads it, and a stopped
 	 * or importing zygote does not read). */
 	sigset_t during;
@@ -90,7 +90,7 @@ int jail_zygote_start(const struct jail_spec *s, const char *zygote_py, struct j
 		goto done;
 	/* Its init starts the zygote at once: nothing to wait for. The pipe
 	 * stays open: its EOF (the host gone) ends the zygote's sandbox. */
-	if ((rc = write_full(jp.life[1], "g", 1))) {
+	if ((rc = send_full(jp.life[1], "g", 1))) {
 		error_set(err, rc, "warm: the zygote's sandbox ended while it was being built");
 		goto done;
 	}

@@ -137,7 +137,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		 * every process that could read the pipe is gone, and this
 		 * call's request is not written yet. */
 		drain(js->req_drain);
-		if (write_full(js->life_w, "s", 1)) {
+		if (send_full(js->life_w, "s", 1)) {
 			result_sandbox_error(res, "session: the sandbox's init is gone");
 			return -EPIPE;
 		}
