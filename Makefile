@@ -19,9 +19,9 @@ CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # agentjail serve/keys/worker: a dynamically linked binary of its own (it
 # loads an HTTP server, a Redis client, libcrypto and libcurl, for the
 # completion webhooks), sharing the CLI's option parsing and the MCP server.
-SERVE_SRC := $(wildcard src/serve/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
+SERVE_SRC := $(wildcard src/serve/*.c src/serve/*/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
 SERVE_PKGS := libmicrohttpd hiredis libcrypto libcurl
-HDRS := $(wildcard include/*.h src/*/*.h tests/*.h)
+HDRS := $(wildcard include/*.h src/*/*.h src/serve/*/*.h tests/*.h)
 
 B := build
 T := build/test
@@ -184,8 +184,8 @@ $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 		-o $@ $< $(T)/libagentjail.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
 
 # The webhooks' own test links their sources and serve's libraries.
-WEBHOOK_TOBJ := $(T)/obj/src/serve/webhook.o $(T)/obj/src/serve/webhook_url.o \
-	$(T)/obj/src/serve/keys.o
+WEBHOOK_TOBJ := $(T)/obj/src/serve/webhook/webhook.o $(T)/obj/src/serve/webhook/webhook_url.o \
+	$(T)/obj/src/serve/admit/keys.o
 $(T)/test_webhook: tests/test_webhook.c $(wildcard tests/*.h) $(WEBHOOK_TOBJ) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) $(SERVE_CFLAGS) -I. \
 		$(shell pkg-config --cflags cmocka) -o $@ $< $(WEBHOOK_TOBJ) $(T)/libagentjail.a \

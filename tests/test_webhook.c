@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include "harness.h"
-#include "src/serve/keys.h"
-#include "src/serve/service.h"
-#include "src/serve/webhook.h"
+#include "src/serve/admit/keys.h"
+#include "src/serve/admit/service.h"
+#include "src/serve/webhook/webhook.h"
 
 /* ---- the allow-list ---- */
 

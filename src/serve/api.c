@@ -37,12 +37,12 @@
 #include <time.h>
 
 #include "../core/internal.h"
-#include "narrow.h"
+#include "admit/narrow.h"
 #include "api.h"
 #include "runs_api.h"
-#include "service.h"
-#include "webhook.h"
-#include "wire.h"
+#include "admit/service.h"
+#include "webhook/webhook.h"
+#include "http/wire.h"
 
 bool api_needs_key(const char *method, const char *path)
 {

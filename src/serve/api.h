@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "respond.h"
+#include "http/respond.h"
 
 struct service;
 

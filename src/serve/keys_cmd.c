@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../cli/cli.h"
-#include "keys.h"
+#include "admit/keys.h"
 
 int cmd_keys(int argc, char **argv);
 

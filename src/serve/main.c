@@ -17,13 +17,13 @@
 
 #include "../cli/cli.h"
 #include "api.h"
-#include "http.h"
+#include "http/http.h"
 #include "mcp_http.h"
-#include "options.h"
-#include "queue.h"
-#include "service.h"
-#include "access_log.h"
-#include "webhook.h"
+#include "admit/options.h"
+#include "remote/queue.h"
+#include "admit/service.h"
+#include "http/access_log.h"
+#include "webhook/webhook.h"
 
 int cmd_keys(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
@@ -270,7 +270,7 @@ static int cmd_serve(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		svc.queue = &queue;
-		svc.backend = &queue_backend;
+		svc.backend = &remote_backend;
 		redisContext *c = queue_get(&queue, 2.0, &err);
 		if (!c)
 			fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
@@ -290,9 +290,9 @@ static int cmd_serve(int argc, char **argv)
 	/* Recorded runs: with a queue in Redis beside it (the workers write
 	 * them, and they outlive this serve); without, in serve's memory,
 	 * lost when it stops. */
-	if (svc.queue ? runs_redis_open(&svc.runs, svc.queue, svc.cfg.keep_runs_sec,
+	if (svc.queue ? remote_store_open(&svc.runs, svc.queue, svc.cfg.keep_runs_sec,
 					svc.cfg.runs_budget, &err)
-		      : runs_mem_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
+		      : local_store_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
 		cli_error("serve: %s", err.message);
 		return 1;
 	}

@@ -17,11 +17,11 @@
 #include "../core/internal.h"
 #include "../mcp/config.h"
 #include "../mcp/server.h"
-#include "backend.h"
-#include "access_log.h"
+#include "admit/backend.h"
+#include "http/access_log.h"
 #include "mcp_http.h"
 #include "mcp_stream.h"
-#include "sse.h"
+#include "runs/sse.h"
 
 struct mcp_http {
 	struct mcp_config cfg;

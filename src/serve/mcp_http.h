@@ -5,7 +5,7 @@
 #ifndef AJ_SERVE_MCP_HTTP_H
 #define AJ_SERVE_MCP_HTTP_H
 
-#include "service.h"
+#include "admit/service.h"
 
 int mcp_http_init(struct service *svc);
 void mcp_http_handle(struct service *svc, const struct http_request *rq, struct http_response *rs);

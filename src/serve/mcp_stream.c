@@ -8,7 +8,7 @@
 
 #include "../core/internal.h"
 #include "mcp_stream.h"
-#include "sse.h"
+#include "runs/sse.h"
 
 /* One wait of the reader's: short, so that a keep-alive due is sent soon
  * and a connection that ends is not held up (respond.h's stream_read). */

@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "respond.h"
+#include "http/respond.h"
 
 #define MCP_STREAM_QUEUE_MAX (4u << 20)
 

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "../core/internal.h"
-#include "narrow.h"
+#include "admit/narrow.h"
 #include "runs_api.h"
-#include "service.h"
-#include "sse.h"
-#include "webhook.h"
+#include "admit/service.h"
+#include "runs/sse.h"
+#include "webhook/webhook.h"
 
 #define LIST_DEFAULT 20
 #define LIST_MAX 100

@@ -12,7 +12,7 @@
 #ifndef AJ_SERVE_RUNS_API_H
 #define AJ_SERVE_RUNS_API_H
 
-#include "respond.h"
+#include "http/respond.h"
 
 #define RUNS_PATH "/v1/runs"
 

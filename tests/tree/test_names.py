@@ -15,14 +15,14 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # name: the files that each hold a copy of the same job.
-# serve's backend ops table (src/serve/backend.h): each backend's file
+# serve's backend ops table (src/serve/admit/backend.h): each backend's file
 # defines its entries under the op's own name, one meaning in both.
-BACKENDS = {"src/serve/local_api.c", "src/serve/remote_api.c"}
+BACKENDS = {"src/serve/local/local_api.c", "src/serve/remote/remote_api.c"}
 COPIES = {
     "main": {"src/cli/main.c", "src/serve/main.c", "src/vm/guest/agent.c"},  # a program's entry
     "add_note": {"src/api/session.c", "src/mcp/server.c"},       # a note into res's message
     "add_ro_binds": {"src/docker/spec.c", "src/gvisor/bundle.c"},  # cfg.ro_bind into a spec
-    "call": {"src/api/session.c", "src/serve/remote_api.c"},     # one session call
+    "call": {"src/api/session.c", "src/serve/remote/remote_api.c"},     # one session call
     "close_fd": {"src/vm/guest/session.c", "src/warm/warm.c"},
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "send_all": {"src/docker/http.c", "src/boot/session.c"},

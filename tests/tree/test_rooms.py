@@ -7,7 +7,7 @@ import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROOMS = ("src/linux/jail", "src/serve/worker", "src/cli/bench")
+ROOMS = ("src/linux/jail", "src/serve/worker/worker", "src/cli/bench")
 LONGEST = 100  # lines of a function body
 
 # A definition at the start of a line: a return type and the name, the
@@ -87,13 +87,13 @@ def test_the_jail_modes_are_an_enum():
 
 def test_the_checks_find_what_they_look_for(tmp_path):
     (tmp_path / "src" / "linux").mkdir(parents=True)
-    (tmp_path / "src" / "serve").mkdir()
+    (tmp_path / "src" / "serve" / "worker").mkdir(parents=True)
     (tmp_path / "src" / "cli").mkdir()
     body = "".join("\tx();\n" for _ in range(LONGEST + 1))
     (tmp_path / "src" / "cli" / "bench.c").write_text(
         "int cmd_bench(int argc,\n\t      char **argv)\n{\n" + body + "}\n")
     (tmp_path / "src" / "linux" / "jail.c").write_text("static int f(void)\n{\n\treturn 0;\n}\n")
-    (tmp_path / "src" / "serve" / "worker.c").write_text(
+    (tmp_path / "src" / "serve" / "worker" / "worker.c").write_text(
         "static const char usage[] = \"u\";\nstatic void log_msg(const char *fmt, ...);\n"
         "static struct worker {\n\tint a;\n} w;\nstatic int count = 0;\n")
     assert long_functions(str(tmp_path)) == [("src/cli/bench.c", "cmd_bench", LONGEST + 1)]

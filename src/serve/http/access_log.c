@@ -1,0 +1,162 @@
+/* serve's access log (access_log.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/internal.h"
+#include "access_log.h"
+
+static int log_fd = STDERR_FILENO; /* -1: off */
+static bool log_owned;             /* a FILE this opened */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int access_log_open(const char *spec, struct aj_error *err)
+{
+	if (!spec)
+		return 0;
+	if (!strcmp(spec, "off")) {
+		log_fd = -1;
+	} else if (!strcmp(spec, "-")) {
+		log_fd = STDOUT_FILENO;
+	} else {
+		/* Appended, never truncated: a log rotated by renaming keeps
+		 * going into the old file until serve is restarted. 0640: it
+		 * names keys and runs, not for every local user. */
+		int fd = open(spec, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+		if (fd < 0)
+			return error_set(err, -errno, "--access-log: %s: %s", spec, strerror(errno));
+		log_fd = fd;
+		log_owned = true;
+	}
+	return 0;
+}
+
+void access_log_close(void)
+{
+	if (log_owned)
+		close(log_fd);
+	log_owned = false;
+	log_fd = -1;
+}
+
+/* The segment after prefix, up to the next '/', is an id. */
+static const char *after_id(const char *p)
+{
+	const char *s = strchr(p, '/');
+	return s ? s : p + strlen(p);
+}
+
+const char *access_log_route(const char *path)
+{
+	static const char *const fixed[] = {"/v1/health", "/v1/tiers", "/metrics", "/mcp",
+					    "/v1/runs", "/v1/sessions"};
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		if (!strcmp(path, fixed[i]))
+			return fixed[i];
+	if (!strncmp(path, "/v1/runs/", 9) && path[9]) {
+		const char *rest = after_id(path + 9);
+		if (!*rest)
+			return "/v1/runs/{id}";
+		if (!strcmp(rest, "/events"))
+			return "/v1/runs/{id}/events";
+	} else if (!strncmp(path, "/v1/sessions/", 13) && path[13]) {
+		const char *rest = after_id(path + 13);
+		if (!*rest)
+			return "/v1/sessions/{id}";
+		if (!strcmp(rest, "/runs"))
+			return "/v1/sessions/{id}/runs";
+		if (!strcmp(rest, "/egress"))
+			return "/v1/sessions/{id}/egress";
+		if (!strcmp(rest, "/files"))
+			return "/v1/sessions/{id}/files";
+		if (!strncmp(rest, "/files/", 7))
+			return "/v1/sessions/{id}/files/{path}";
+	}
+	/* A path no route takes is not written: it is the client's text. */
+	return "(unknown)";
+}
+
+/* Writes o as one line (o consumed). */
+static void emit(json_t *o)
+{
+	if (!o)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	json_object_set_new(o, "ts", json_real((double)ts.tv_sec + ts.tv_nsec / 1e9));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	s[n] = '\n';
+	/* One write a line, under a lock: lines from the connections'
+	 * threads never interleave, even in a pipe. */
+	pthread_mutex_lock(&log_lock);
+	if (log_fd >= 0) {
+		const char *p = s;
+		size_t left = n + 1;
+		while (left) {
+			ssize_t w = write(log_fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break; /* a log that cannot be written loses the line, not a run */
+			p += w;
+			left -= (size_t)w;
+		}
+	}
+	pthread_mutex_unlock(&log_lock);
+	free(s);
+}
+
+static bool on(void)
+{
+	pthread_mutex_lock(&log_lock);
+	bool o = log_fd >= 0;
+	pthread_mutex_unlock(&log_lock);
+	return o;
+}
+
+const char *access_log_method(const char *method)
+{
+	static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS",
+					      "PATCH"};
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if (!strcmp(method, methods[i]))
+			return methods[i];
+	return "(other)"; /* the client's text is not written */
+}
+
+void access_log_request(const char *key, const char *method, const char *route, int status,
+			double ms, const char *run_id, enum aj_tier tier, const char *verdict)
+{
+	if (!on())
+		return;
+	json_t *o = json_pack("{s:s, s:o, s:s, s:s, s:i, s:f}", "event", "request", "key",
+			      key ? json_string(key) : json_null(), "method", method, "route",
+			      route, "status", status, "ms", ms);
+	if (o && run_id && *run_id) {
+		json_object_set_new(o, "run_id", json_string(run_id));
+		json_object_set_new(o, "tier", json_string(aj_tier_name(tier)));
+		if (verdict && *verdict)
+			json_object_set_new(o, "verdict", json_string(verdict));
+	}
+	emit(o);
+}
+
+void access_log_run(const char *key, const char *route, const char *run_id, enum aj_tier tier,
+		    double ms, const char *verdict)
+{
+	if (!on())
+		return;
+	emit(json_pack("{s:s, s:o, s:s, s:s, s:s, s:f, s:s}", "event", "run", "key",
+		       key ? json_string(key) : json_null(), "route", route, "run_id",
+		       run_id ? run_id : "", "tier", aj_tier_name(tier), "ms", ms, "verdict",
+		       verdict ? verdict : ""));
+}

@@ -1,0 +1,253 @@
+/* The answers every route shares, and the reading of a request's JSON
+ * body: no route, no backend. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+#include "../../api/api.h"
+#include "../admit/service.h"
+#include "wire.h"
+
+void respond_json(struct http_response *rs, int status, json_t *body)
+{
+	rs->code = status;
+	rs->content_type = "application/json";
+	rs->body = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER |
+						   JSON_REAL_PRECISION(12))
+			: NULL;
+	rs->len = rs->body ? strlen(rs->body) : 0;
+	json_decref(body);
+	if (!rs->body && status != 204) {
+		rs->code = 500;
+		rs->body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+		rs->len = rs->body ? strlen(rs->body) : 0;
+	}
+}
+
+void respond_error(struct http_response *rs, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	respond_json(rs, status,
+		     json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", msg,
+			       strlen(msg)));
+}
+
+void respond_method(struct http_response *rs, const char *method, const char *allow)
+{
+	respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", method);
+	rs->allow = allow;
+}
+
+/* A file operation's error as HTTP: the path's fault is the caller's. */
+void respond_file_error(struct http_response *rs, int rc, const char *message)
+{
+	switch (rc) {
+	case -ENOENT:
+		respond_error(rs, 404, "not_found", "%s", message);
+		break;
+	case -EFBIG:
+		respond_error(rs, 413, "too_large", "%s", message);
+		break;
+	case -EACCES:
+	case -EINVAL:
+	case -ENAMETOOLONG:
+	case -EILSEQ:
+	case -EISDIR:
+	case -ENOTDIR:
+	case -ELOOP:  /* a symlink: never followed */
+	case -EPERM:
+	case -EEXIST:
+		respond_error(rs, 400, "bad_path", "%s", message);
+		break;
+	case -ENOSPC:
+	case -EDQUOT:
+		respond_error(rs, 507, "no_space", "%s", message);
+		break;
+	default:
+		respond_error(rs, 500, "session_error", "%s", message);
+	}
+}
+
+/* The body as a JSON object whose keys are all in allowed (NULL-ended). */
+json_t *request_body(const struct http_request *rq, struct http_response *rs,
+			   const char *const *allowed)
+{
+	json_error_t je;
+	/* An empty body is an empty object: POST /v1/sessions needs none. */
+	json_t *o = rq->body_len ? json_loadb(rq->body, rq->body_len,
+					      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)
+				 : json_object();
+	if (!o) {
+		respond_error(rs, 400, "bad_json", "the body is not JSON: %s (at byte %d)", je.text,
+			      je.position);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		respond_error(rs, 400, "bad_request", "the body must be a JSON object");
+		return NULL;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		bool known = false;
+		for (size_t i = 0; allowed[i]; i++)
+			known |= !strcmp(allowed[i], k);
+		if (!known) {
+			respond_error(rs, 400, "bad_request", "unknown field '%.100s'", k);
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* The code of a run request: a string of source, which Python cannot hold
+ * a NUL in. */
+int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs)
+{
+	json_t *c = json_object_get(o, "code");
+	if (!json_is_string(c)) {
+		respond_error(rs, 400, "bad_request", "code: required, a string of Python source");
+		return -1;
+	}
+	*code = json_string_value(c);
+	*len = json_string_length(c);
+	if (*len > AJ_MAX_CODE_BYTES) {
+		/* The client's error, refused before any sandbox is asked: a
+		 * 413 (counted as a refusal), not a sandbox_error. */
+		respond_error(rs, 413, "too_large",
+			      "code: %zu bytes is more than the %u (4 MiB) a program may be", *len,
+			      AJ_MAX_CODE_BYTES);
+		return -1;
+	}
+	const char *nul = memchr(*code, '\0', *len);
+	if (nul) {
+		respond_error(rs, 400, "bad_request", "code: contains a NUL byte at offset %zu",
+			      (size_t)(nul - *code));
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t log_count(json_t *v)
+{
+	return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, double t0)
+{
+	metrics_run(&svc->metrics, svc->cfg.sandbox.tier, res->status, now_ms() / 1e3 - t0);
+	json_t *o = result_to_json_object(res, svc->cfg.sandbox.tier);
+	/* The proxy's counts for this run, from the log the answer carries
+	 * (a worker's run included): what /metrics adds up. */
+	json_t *e = o ? json_object_get(o, "egress") : NULL;
+	if (json_is_object(e))
+		metrics_egress(&svc->metrics, log_count(json_object_get(e, "allowed")),
+			       log_count(json_object_get(e, "denied")),
+			       log_count(json_object_get(e, "failed")));
+	if (o)
+		json_object_set_new(o, "run_id", json_string(id));
+	aj_result_free(res);
+	return o;
+}
+
+void respond_run(struct service *svc, struct http_response *rs, const char *id,
+		 struct aj_result *res, double t0)
+{
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", aj_status_name(res->status));
+	respond_json(rs, 200, run_answer(svc, id, res, t0));
+}
+
+json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_have_started,
+			 const char *message)
+{
+	json_t *o = json_pack("{s:{s:s, s:s}, s:s}", "error", "code", code, "message", message,
+			      "run_id", id);
+	if (o && lost) {
+		json_object_set_new(o, "lost", json_true());
+		json_object_set_new(o, "may_have_started", json_boolean(may_have_started));
+		/* Safe only when no worker ever took it: agent code is not
+		 * idempotent, and one that may have started may have acted. */
+		json_object_set_new(o, "retry_safe", json_boolean(!may_have_started));
+	}
+	return o;
+}
+
+void respond_run_failure(struct http_response *rs, int status, const char *code,
+			 const char *id, bool lost, bool may_have_started, const char *message)
+{
+	snprintf(rs->log_run, sizeof rs->log_run, "%s", id);
+	snprintf(rs->log_verdict, sizeof rs->log_verdict, "%s", code);
+	respond_json(rs, status, run_failure_json(code, id, lost, may_have_started, message));
+}
+
+static bool refused(struct service *svc, enum admit_verdict v, unsigned retry,
+		    struct http_response *rs)
+{
+	if (v == ADMIT_OK)
+		return false;
+	metrics_refused(&svc->metrics, v);
+	switch (v) {
+	case ADMIT_QUEUE_FULL:
+		respond_error(rs, 429, "queue_full",
+			      "%u runs are running and %u waiting, the most this server queues; "
+			      "retry after %u s",
+			      admission_concurrency(&svc->adm), svc->cfg.queue_size, retry);
+		break;
+	case ADMIT_RATE:
+		respond_error(rs, 429, "rate_limited", "this key used its runs per minute; retry "
+			      "after %u s", retry);
+		break;
+	case ADMIT_DRAINING:
+		respond_error(rs, 503, "shutting_down", "the server is shutting down");
+		break;
+	case ADMIT_NO_WORKER:
+		respond_error(rs, 503, "no_worker",
+			      "no live %s worker offered a run slot within %g s (start one: "
+			      "agentjail worker --queue %s --tier %s)",
+			      aj_tier_name(svc->cfg.sandbox.tier), svc->cfg.max_wait_sec,
+			      svc->cfg.queue_url, aj_tier_name(svc->cfg.sandbox.tier));
+		break;
+	default:
+		respond_error(rs, 503, "queue_timeout", "no run slot came free within %g s",
+			      svc->cfg.max_wait_sec);
+		break;
+	}
+	rs->retry_after = retry;
+	return true;
+}
+
+int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs)
+{
+	unsigned retry = 0;
+	enum admit_verdict v = admit_enter(&svc->adm, u, &retry);
+	return refused(svc, v, retry, rs) ? -1 : 0;
+}
+
+int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
+			struct http_response *rs)
+{
+	unsigned retry = 0;
+	enum admit_verdict v = admit_start(&svc->adm, u, t, &retry);
+	if (v == ADMIT_CALLED_OFF)
+		return 1;
+	return refused(svc, v, retry, rs) ? -1 : 0;
+}
+
+int service_admit(struct service *svc, struct key_use *u, struct http_response *rs)
+{
+	if (service_admit_enter(svc, u, rs))
+		return -1;
+	return service_admit_start(svc, u, NULL, rs);
+}

@@ -1,0 +1,270 @@
+/* The local backend: runs in this machine's sandboxes (local.c), sessions
+ * in its own table (sessions.c). The answers are those of api.c. */
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+#include "local_runs.h"
+#include "../admit/narrow.h"
+#include "../admit/service.h"
+#include "../runs/sse.h"
+#include "../admit/call_limits.h"
+#include "../http/wire.h"
+
+static int local_backend_run(struct service *svc, const struct run_terms *t, const char *code,
+			     size_t len, struct aj_cancel *cancel, struct run_fate *fate,
+			     struct aj_result *res, struct aj_error *err)
+{
+	(void)fate;
+	(void)err;
+	local_run(&svc->local, t, code, len, cancel, res);
+	return 0;
+}
+
+static int local_backend_run_streaming(struct service *svc, const struct run_terms *t,
+				       const char *code, size_t len, struct aj_cancel *cancel,
+				       const struct aj_stream *stream,
+				       struct run_fate *fate, struct aj_result *res,
+				       struct aj_error *err)
+{
+	(void)fate;
+	(void)err;
+	local_run_streaming(&svc->local, t, code, len, cancel, stream, res);
+	return 0;
+}
+
+static void session_open(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct aj_config *cfg,
+			 const struct run_terms *t)
+{
+	(void)t; /* cfg holds them already */
+	struct aj_error err = {0};
+	struct hsession *h;
+	int rc = sessions_create(&svc->sessions, cfg, admission_use(&svc->adm, rq->key), &h,
+				 &err);
+	if (rc == -EDQUOT) {
+		respond_error(rs, 429, "session_limit", "%s", err.message);
+		rs->retry_after = 5;
+	} else if (rc == -EMFILE) {
+		respond_error(rs, 503, "session_limit", "%s", err.message);
+		rs->retry_after = 5;
+	} else if (rc) {
+		respond_error(rs, 503, "sandbox_unavailable", "%s", err.message);
+	} else {
+		const struct aj_session_limits *sl = &cfg->session;
+		respond_json(rs, 201,
+			     json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:i, s:i}, s:s}", "id", h->id,
+				       "tier", aj_tier_name(cfg->tier), "limits",
+				       limits_to_json(&cfg->limits), "session", "idle_sec",
+				       sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
+				       (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb,
+				       "workspace", AJ_SESSION_WORKSPACE));
+		sessions_put(&svc->sessions, h);
+	}
+}
+
+static void session_gone(struct http_response *rs, struct hsession *h)
+{
+	respond_error(rs, 410, "session_closed", "the session is closed, because %s",
+		      aj_session_closed_reason(h->s) ? aj_session_closed_reason(h->s)
+						     : "it was deleted");
+}
+
+static void session_run(struct service *svc, const struct http_request *rq,
+			struct http_response *rs, struct hsession *h)
+{
+	static const char *const allowed[] = {"code", "limits", NULL};
+	json_t *o = request_body(rq, rs, allowed);
+	if (!o)
+		return;
+	const char *code;
+	size_t len;
+	double call_sec;
+	struct aj_error err = {0};
+	if (request_code(o, &code, &len, rs))
+		goto out;
+	if (call_limits_parse(json_object_get(o, "limits"), h->wall_sec, &call_sec, &err)) {
+		respond_error(rs, 400, "bad_limits", "%s", err.message);
+		goto out;
+	}
+	if (accepts_sse(rq)) {
+		/* Recorded, and the answer a reader of the record. */
+		char rid[33];
+		queue_new_id(rid);
+		if (!local_session_recorded(svc, rq, rs, rid, h, code, len, call_sec) &&
+		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
+			respond_error(rs, 500, "internal", "out of memory");
+		goto out;
+	}
+	struct key_use *u = admission_use(&svc->adm, rq->key);
+	double t0 = now_ms() / 1e3;
+	if (service_admit(svc, u, rs))
+		goto out;
+	struct aj_result res;
+	struct aj_cancel *cancel = NULL;
+	struct call_deadline dl;
+	if (call_sec && aj_cancel_new(&cancel))
+		cancel = NULL;
+	if (call_sec && (!cancel || call_deadline_start(&dl, cancel, call_sec))) {
+		admit_finish(&svc->adm, u);
+		aj_cancel_free(cancel);
+		respond_error(rs, 503, "sandbox_unavailable",
+			      "cannot keep the call's timeout: out of memory or threads");
+		goto out;
+	}
+	if (!call_sec)
+		call_deadline_start(&dl, NULL, 0);
+	int rc = aj_session_run_cancellable(h->s, code, len, cancel, &res);
+	call_deadline_end(&dl, &res);
+	aj_cancel_free(cancel);
+	admit_finish(&svc->adm, u);
+	if (rc == -ESHUTDOWN) {
+		aj_result_free(&res);
+		session_gone(rs, h);
+		goto out;
+	}
+	char id[33];
+	queue_new_id(id);
+	respond_run(svc, rs, id, &res, t0);
+out:
+	json_decref(o);
+}
+
+/* Keep only the rules the body names; one the session lacks is refused,
+ * named, and nothing changes (a call may drop rules, never add one). */
+static void session_egress(const struct http_request *rq, struct http_response *rs,
+			   struct hsession *h)
+{
+	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", NULL};
+	json_t *o = request_body(rq, rs, allowed);
+	if (!o)
+		return;
+	struct aj_error err = {0};
+	int rc = egress_session_keep(h->s, o, &err);
+	if (rc == -ESHUTDOWN)
+		session_gone(rs, h);
+	else if (rc)
+		respond_error(rs, 400, "bad_egress", "%s", err.message);
+	else
+		respond_json(rs, 200, egress_kept_json(o));
+	json_decref(o);
+}
+
+static void file_error(struct http_response *rs, struct hsession *h, int rc,
+		       const struct aj_error *err)
+{
+	if (rc == -ESHUTDOWN)
+		session_gone(rs, h);
+	else
+		respond_file_error(rs, rc, err->message);
+}
+
+static void session_files(const struct http_request *rq, struct http_response *rs,
+			  struct hsession *h, const struct session_route *r)
+{
+	struct aj_error err = {0};
+	int rc;
+	if (r->op == SESSION_PUT) {
+		if ((rc = aj_session_put(h->s, r->path, rq->body, rq->body_len, &err)))
+			return file_error(rs, h, rc, &err);
+		respond_json(rs, 201, json_pack("{s:s, s:I}", "path", r->path, "bytes",
+						(json_int_t)rq->body_len));
+	} else if (r->op == SESSION_GET) {
+		void *data;
+		size_t len;
+		if ((rc = aj_session_get(h->s, r->path, &data, &len, &err)))
+			return file_error(rs, h, rc, &err);
+		rs->code = 200;
+		rs->body = data;
+		rs->len = len;
+		rs->content_type = "application/octet-stream";
+	} else if (r->op == SESSION_LIST) {
+		struct aj_file_info *e;
+		size_t n;
+		const char *dir = rq->query_dir ? rq->query_dir : ".";
+		if ((rc = aj_session_list(h->s, dir, &e, &n, &err)))
+			return file_error(rs, h, rc, &err);
+		respond_json(rs, 200,
+			     json_pack("{s:s, s:o}", "dir", dir, "entries", file_list_to_json(e, n)));
+	} else {
+		respond_method(rs, rq->method, r->allow);
+	}
+}
+
+static void session_call(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, const struct session_route *r)
+{
+	if (r->op == SESSION_CLOSE) {
+		if (sessions_delete(&svc->sessions, r->id, admission_use(&svc->adm, rq->key)))
+			respond_error(rs, 404, "not_found", "no such session");
+		else
+			respond_json(rs, 204, NULL);
+		return;
+	}
+	struct hsession *h =
+		sessions_get(&svc->sessions, r->id, admission_use(&svc->adm, rq->key));
+	if (!h) {
+		/* Another key's session answers the same: its id tells nothing. */
+		respond_error(rs, 404, "not_found", "no such session");
+		return;
+	}
+	if (r->op == SESSION_RUN)
+		session_run(svc, rq, rs, h);
+	else if (r->op == SESSION_EGRESS)
+		session_egress(rq, rs, h);
+	else
+		session_files(rq, rs, h, r);
+	sessions_put(&svc->sessions, h);
+}
+
+static void tiers(struct service *svc, struct http_response *rs)
+{
+	json_t *a = json_array();
+	for (int t = 0; a && t < AJ_TIER_COUNT; t++) {
+		struct aj_config cfg = svc->cfg.sandbox;
+		cfg.tier = (enum aj_tier)t;
+		struct aj_error err = {0};
+		int rc = aj_check(cfg.tier, &cfg, &err);
+		json_array_append_new(a, json_pack("{s:s, s:b, s:s?}", "tier",
+						   aj_tier_name(cfg.tier), "available", rc == 0,
+						   "reason", rc ? err.message : NULL));
+	}
+	respond_json(rs, 200,
+		     json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
+			       "limits", limits_to_json(&svc->cfg.sandbox.limits), "tiers", a));
+}
+
+static void gauges(struct service *svc, struct metrics_gauges *g)
+{
+	g->sessions_open = sessions_open(&svc->sessions);
+}
+
+static int start(struct service *svc)
+{
+	(void)svc;
+	return 0;
+}
+
+static void stop(struct service *svc)
+{
+	local_runs_wait(&svc->local);
+}
+
+static void close_backend(struct service *svc)
+{
+	local_close(&svc->local);
+}
+
+const struct backend_ops local_backend = {
+	.start = start,
+	.stop = stop,
+	.close = close_backend,
+	.run = local_backend_run,
+	.run_streaming = local_backend_run_streaming,
+	.run_recorded = local_run_recorded,
+	.session_open = session_open,
+	.session_call = session_call,
+	.tiers = tiers,
+	.gauges = gauges,
+};

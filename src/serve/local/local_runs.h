@@ -1,0 +1,22 @@
+/* The local backend's recorded runs: a run of its own, or a session's call,
+ * on a thread of its own whose events go to the run store as they happen
+ * (local_runs.c). */
+#ifndef AJ_SERVE_LOCAL_RUNS_H
+#define AJ_SERVE_LOCAL_RUNS_H
+
+#include "../admit/service.h"
+
+/* backend_ops.run_recorded of the local backend. */
+int local_run_recorded(struct service *svc, const struct http_request *rq,
+		       struct http_response *rs, const char *id,
+		       const struct recorded_request *req);
+/* A session's call recorded (POST /v1/sessions/ID/runs with Accept:
+ * text/event-stream): as local_run_recorded, on h (the runner takes a
+ * reference of its own), within call_sec (0: the session's clock). */
+int local_session_recorded(struct service *svc, const struct http_request *rq,
+			   struct http_response *rs, const char *id, struct hsession *h,
+			   const char *code, size_t len, double call_sec);
+/* Waits until no recorded run's thread is left. */
+void local_runs_wait(struct local *l);
+
+#endif

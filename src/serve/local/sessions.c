@@ -1,0 +1,145 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+#include "sessions.h"
+
+void sessions_init(struct session_table *t)
+{
+	t->head = NULL;
+	pthread_mutex_init(&t->lock, NULL);
+}
+
+static bool live(const struct hsession *h)
+{
+	return !h->deleted && !aj_session_closed_reason(h->s);
+}
+
+/* Under the lock: drops entries no call holds that are deleted, and
+ * returns how many live ones owner (NULL: anyone) holds. */
+static unsigned sweep(struct session_table *t, const struct key_use *owner,
+		      struct hsession **dead)
+{
+	unsigned n = 0;
+	for (struct hsession **p = &t->head; *p;) {
+		struct hsession *h = *p;
+		if (h->deleted && !h->refs) {
+			*p = h->next;
+			h->next = *dead;
+			*dead = h;
+			continue;
+		}
+		if (live(h) && (!owner || h->owner == owner))
+			n++;
+		p = &h->next;
+	}
+	return n;
+}
+
+static void close_dead(struct hsession *dead)
+{
+	while (dead) {
+		struct hsession *next = dead->next;
+		aj_session_close(dead->s);
+		free(dead);
+		dead = next;
+	}
+}
+
+int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,
+		    struct hsession **out, struct aj_error *err)
+{
+	struct hsession *dead = NULL;
+	pthread_mutex_lock(&t->lock);
+	unsigned held = sweep(t, owner, &dead);
+	pthread_mutex_unlock(&t->lock);
+	close_dead(dead);
+	/* Checked before the open, so a key at its limit costs no sandbox;
+	 * two racing opens may briefly pass it, and the library's own
+	 * max_sessions still bounds the whole server. */
+	if (held >= owner->key->sessions)
+		return error_set(err, -EDQUOT,
+				 "key '%s' holds %u open session(s), its limit; close one first",
+				 owner->key->name, held);
+	struct hsession *h = calloc(1, sizeof *h);
+	if (!h)
+		return error_set(err, -ENOMEM, "session: out of memory");
+	int rc = aj_session_open(cfg, &h->s, err);
+	if (rc) {
+		free(h);
+		return rc;
+	}
+	snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
+	h->owner = owner;
+	h->wall_sec = cfg->limits.wall_sec;
+	h->refs = 1;
+	pthread_mutex_lock(&t->lock);
+	h->next = t->head;
+	t->head = h;
+	pthread_mutex_unlock(&t->lock);
+	*out = h;
+	return 0;
+}
+
+struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner)
+{
+	struct hsession *found = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (struct hsession *h = t->head; h; h = h->next)
+		if (!h->deleted && h->owner == owner && !strcmp(h->id, id)) {
+			h->refs++;
+			found = h;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+void sessions_put(struct session_table *t, struct hsession *h)
+{
+	struct hsession *dead = NULL;
+	pthread_mutex_lock(&t->lock);
+	h->refs--;
+	sweep(t, NULL, &dead);
+	pthread_mutex_unlock(&t->lock);
+	close_dead(dead);
+}
+
+int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner)
+{
+	struct hsession *dead = NULL;
+	int rc = -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	for (struct hsession *h = t->head; h; h = h->next)
+		if (!h->deleted && h->owner == owner && !strcmp(h->id, id)) {
+			h->deleted = true;
+			rc = 0;
+			break;
+		}
+	sweep(t, NULL, &dead);
+	pthread_mutex_unlock(&t->lock);
+	close_dead(dead);
+	return rc;
+}
+
+unsigned sessions_open(struct session_table *t)
+{
+	struct hsession *dead = NULL;
+	pthread_mutex_lock(&t->lock);
+	unsigned n = sweep(t, NULL, &dead);
+	pthread_mutex_unlock(&t->lock);
+	close_dead(dead);
+	return n;
+}
+
+void sessions_close_all(struct session_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	struct hsession *all = t->head;
+	t->head = NULL;
+	pthread_mutex_unlock(&t->lock);
+	close_dead(all);
+	pthread_mutex_destroy(&t->lock);
+}

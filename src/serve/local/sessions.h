@@ -1,0 +1,42 @@
+/* The sessions a server holds, each owned by the key that opened it: no
+ * other key can use, see or close it (it answers 404, as if it did not
+ * exist). A session the library closed (idle, lifetime, a failed sandbox)
+ * stays listed until it is next asked for, so its caller learns why. */
+#ifndef AJ_SERVE_SESSIONS_H
+#define AJ_SERVE_SESSIONS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "../admit/admit.h"
+#include "agentjail.h"
+
+struct hsession {
+	char id[40];
+	struct key_use *owner;
+	struct aj_session *s;
+	double wall_sec; /* its calls' wall clock: a call's own may be shorter */
+	unsigned refs;
+	bool deleted;
+	struct hsession *next;
+};
+
+struct session_table {
+	pthread_mutex_t lock;
+	struct hsession *head;
+};
+
+void sessions_init(struct session_table *t);
+/* Opens a session under cfg for owner: 0, -EDQUOT (the key holds its
+ * sessions already), or the library's -errno; err says why. */
+int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,
+		    struct hsession **out, struct aj_error *err);
+/* The session id names, if owner holds it, with a reference; else NULL. */
+struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner);
+void sessions_put(struct session_table *t, struct hsession *h);
+/* Closes it (once the calls using it end); -ENOENT if owner holds none. */
+int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner);
+unsigned sessions_open(struct session_table *t);
+void sessions_close_all(struct session_table *t);
+
+#endif
