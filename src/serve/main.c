@@ -20,7 +20,6 @@
 #include "http/http.h"
 #include "mcp_http.h"
 #include "admit/options.h"
-#include "remote/queue.h"
 #include "admit/service.h"
 #include "http/access_log.h"
 #include "webhook/webhook.h"
@@ -263,42 +262,19 @@ static int cmd_serve(int argc, char **argv)
 	sigset_t stop;
 	service_block_signals(&stop);
 
-	static struct queue queue;
-	if (svc.cfg.queue_url) {
-		if (queue_init(&queue, svc.cfg.queue_url, &err)) {
-			cli_error("serve: %s", err.message);
-			return EXIT_USAGE;
-		}
-		svc.queue = &queue;
-		svc.backend = &remote_backend;
-		redisContext *c = queue_get(&queue, 2.0, &err);
-		if (!c)
-			fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
-				err.message);
-		queue_put(&queue, c, false);
-	} else if (local_open(&svc.local, &svc.cfg.sandbox, &err)) {
-		cli_error("serve: the %s tier cannot run here: %s",
-			  aj_tier_name(svc.cfg.sandbox.tier), err.message);
-		return EXIT_SANDBOX;
-	} else {
-		svc.backend = &local_backend;
+	svc.backend = svc.cfg.queue_url ? &remote_backend : &local_backend;
+	rc = svc.backend->open(&svc, &err);
+	if (rc) {
+		cli_error("%s", err.message);
+		svc.backend->close(&svc);
+		return rc;
 	}
 	if (!svc.cfg.keys_path && one_time_key(&svc.keys)) {
 		cli_error("serve: cannot make a key");
 		return 1;
 	}
-	/* Recorded runs: with a queue in Redis beside it (the workers write
-	 * them, and they outlive this serve); without, in serve's memory,
-	 * lost when it stops. */
-	if (svc.queue ? remote_store_open(&svc.runs, svc.queue, svc.cfg.keep_runs_sec,
-					svc.cfg.runs_budget, &err)
-		      : local_store_open(&svc.runs, svc.cfg.keep_runs_sec, svc.cfg.runs_budget, &err)) {
-		cli_error("serve: %s", err.message);
-		return 1;
-	}
 	rc = 1;
 	metrics_init(&svc.metrics);
-	sessions_init(&svc.sessions);
 	if (admission_init(&svc.adm, &svc.keys, svc.cfg.concurrency, svc.cfg.queue_size,
 			   svc.cfg.max_wait_sec) ||
 	    mcp_http_init(&svc)) {
@@ -359,7 +335,6 @@ out:
 	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
 	webhooks_close(svc.webhooks);
-	sessions_close_all(&svc.sessions);
 	svc.backend->close(&svc);
 	svc.runs.ops->close(&svc.runs);
 	admission_destroy(&svc.adm);

@@ -130,7 +130,7 @@ int mcp_http_init(struct service *svc)
 	mcp_config_init(&m->cfg);
 	m->cfg.sandbox = svc->cfg.sandbox;
 	m->cfg.concurrency = svc->cfg.concurrency;
-	m->server = mcp_server_start(&m->cfg, svc->local.entries[0].sb);
+	m->server = mcp_server_start(&m->cfg, svc->backend->mcp_sandbox(svc));
 	if (!m->server) {
 		free(m);
 		return -1;

@@ -28,7 +28,7 @@ static void post_plain(struct service *svc, const struct http_request *rq,
 		return;
 	struct aj_result res;
 	struct run_fate fate;
-	queue_new_id(fate.id);
+	serve_id_new(fate.id);
 	int rc = service_run_fate(svc, t, code, len, NULL, &fate, &res, &err);
 	admit_finish(&svc->adm, u);
 	if (rc == -ECONNRESET) {
@@ -61,7 +61,7 @@ static void post_recorded(struct service *svc, const struct http_request *rq,
 		return;
 	}
 	char id[33];
-	queue_new_id(id);
+	serve_id_new(id);
 	if (svc->backend->run_recorded(svc, rq, rs, id, req))
 		return;
 	if (req->background) {

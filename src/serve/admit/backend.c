@@ -17,7 +17,7 @@ int service_run(struct service *svc, const char *code, size_t len,
 		struct aj_error *err)
 {
 	struct run_fate fate;
-	queue_new_id(fate.id);
+	serve_id_new(fate.id);
 	int rc;
 	if (stream && svc->backend->run_streaming) {
 		fate.may_have_started = false;

@@ -17,7 +17,7 @@ struct service;
 
 /* What a run's caller learns beside its result. */
 struct run_fate {
-	char id[33];           /* the run's id (queue_new_id): in its answer, and
+	char id[33];           /* the run's id (serve_id_new): in its answer, and
 				* in its worker's log and Redis claim */
 	bool may_have_started; /* when lost: a worker took it, or none can tell */
 };
@@ -33,12 +33,21 @@ struct recorded_request {
 };
 
 struct backend_ops {
+	/* First: makes the backend's own state (svc->backend_state, private
+	 * to it) from svc->cfg and opens svc->runs, the store of recorded runs
+	 * it keeps them in. 0; or an exit code for serve (the CLI's
+	 * EXIT_USAGE, EXIT_SANDBOX, 1) with err worded whole. */
+	int (*open)(struct service *svc, struct aj_error *err);
+	/* The sandbox MCP's tools/call may use directly, or NULL: it goes
+	 * through run (mcp_http.c). */
+	struct aj_sandbox *(*mcp_sandbox)(struct service *svc);
 	/* Once the admission is ready: what the backend runs beside the
 	 * requests (the queue's fleet count). 0, or -1 if it cannot. */
 	int (*start)(struct service *svc);
 	/* Ends what start began, whether or not it succeeded. */
 	void (*stop)(struct service *svc);
-	/* Last: the sandboxes, or the queue's connections. */
+	/* Last: the sessions and sandboxes, or the queue's connections;
+	 * the backend's state is freed. */
 	void (*close)(struct service *svc);
 	/* Runs code under terms t (NULL: the deployer's) as fate->id:
 	 * service_run_fate's answers. */
@@ -78,7 +87,7 @@ struct backend_ops {
 };
 
 extern const struct backend_ops local_backend;  /* local_api.c */
-extern const struct backend_ops remote_backend;  /* remote_api.c */
+extern const struct backend_ops remote_backend; /* remote_api.c */
 
 /* Runs code under the deployer's terms, here or on a worker. 0 with *res
  * (a worker lost mid-run is a sandbox_error result saying so); or, with a

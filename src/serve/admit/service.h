@@ -15,13 +15,9 @@
 
 #include "admit.h"
 #include "agentjail.h"
-#include "../remote/fleet.h"
 #include "keys.h"
-#include "../local/local.h"
 #include "metrics.h"
-#include "../remote/queue.h"
 #include "../runs/runs.h"
-#include "../local/sessions.h"
 
 #define SERVE_DEFAULT_PORT 8910
 #define SERVE_DEFAULT_QUEUE 64
@@ -64,14 +60,17 @@ struct service {
 	struct keyring keys;
 	struct admission adm;
 	struct metrics metrics;
-	struct local local;
-	struct session_table sessions;
 	struct mcp_http *mcp;
 	struct webhooks *webhooks;  /* completion webhooks' delivery (webhook.h) */
-	struct queue *queue;        /* with queue_url; else runs are local */
-	const struct backend_ops *backend; /* local or queue: chosen once, at start */
-	struct fleet fleet;         /* with queue_url: what the workers offer */
-	struct run_store runs;      /* recorded runs: streamed and background */
+	/* Where runs happen, chosen once at start: local (this machine's
+	 * sandboxes and sessions) or remote (the Redis queue's workers). Its
+	 * state is its own, behind the ops table like curl's Curl_cftype:
+	 * nothing above the backend reaches into it, so a front added later
+	 * (another API) cannot come to depend on one backend's insides. */
+	const struct backend_ops *backend;
+	void *backend_state;
+	struct run_store runs;      /* recorded runs: streamed and background
+				     * (the backend's open chooses the store) */
 	atomic_bool draining;
 };
 

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "../../core/internal.h"
+#include "../../cli/cli.h"
 #include "local_runs.h"
+#include "local_state.h"
 #include "../admit/narrow.h"
 #include "../admit/service.h"
 #include "../runs/sse.h"
@@ -18,7 +20,7 @@ static int local_backend_run(struct service *svc, const struct run_terms *t, con
 {
 	(void)fate;
 	(void)err;
-	local_run(&svc->local, t, code, len, cancel, res);
+	local_run(&local_of(svc)->local, t, code, len, cancel, res);
 	return 0;
 }
 
@@ -30,7 +32,7 @@ static int local_backend_run_streaming(struct service *svc, const struct run_ter
 {
 	(void)fate;
 	(void)err;
-	local_run_streaming(&svc->local, t, code, len, cancel, stream, res);
+	local_run_streaming(&local_of(svc)->local, t, code, len, cancel, stream, res);
 	return 0;
 }
 
@@ -41,7 +43,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 	(void)t; /* cfg holds them already */
 	struct aj_error err = {0};
 	struct hsession *h;
-	int rc = sessions_create(&svc->sessions, cfg, admission_use(&svc->adm, rq->key), &h,
+	int rc = sessions_create(&local_of(svc)->sessions, cfg, admission_use(&svc->adm, rq->key), &h,
 				 &err);
 	if (rc == -EDQUOT) {
 		respond_error(rs, 429, "session_limit", "%s", err.message);
@@ -60,7 +62,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 				       sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
 				       (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb,
 				       "workspace", AJ_SESSION_WORKSPACE));
-		sessions_put(&svc->sessions, h);
+		sessions_put(&local_of(svc)->sessions, h);
 	}
 }
 
@@ -91,7 +93,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	if (accepts_sse(rq)) {
 		/* Recorded, and the answer a reader of the record. */
 		char rid[33];
-		queue_new_id(rid);
+		serve_id_new(rid);
 		if (!local_session_recorded(svc, rq, rs, rid, h, code, len, call_sec) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory");
@@ -125,7 +127,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		goto out;
 	}
 	char id[33];
-	queue_new_id(id);
+	serve_id_new(id);
 	respond_run(svc, rs, id, &res, t0);
 out:
 	json_decref(o);
@@ -196,14 +198,14 @@ static void session_call(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct session_route *r)
 {
 	if (r->op == SESSION_CLOSE) {
-		if (sessions_delete(&svc->sessions, r->id, admission_use(&svc->adm, rq->key)))
+		if (sessions_delete(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key)))
 			respond_error(rs, 404, "not_found", "no such session");
 		else
 			respond_json(rs, 204, NULL);
 		return;
 	}
 	struct hsession *h =
-		sessions_get(&svc->sessions, r->id, admission_use(&svc->adm, rq->key));
+		sessions_get(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key));
 	if (!h) {
 		/* Another key's session answers the same: its id tells nothing. */
 		respond_error(rs, 404, "not_found", "no such session");
@@ -215,7 +217,7 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_egress(rq, rs, h);
 	else
 		session_files(rq, rs, h, r);
-	sessions_put(&svc->sessions, h);
+	sessions_put(&local_of(svc)->sessions, h);
 }
 
 static void tiers(struct service *svc, struct http_response *rs)
@@ -237,7 +239,35 @@ static void tiers(struct service *svc, struct http_response *rs)
 
 static void gauges(struct service *svc, struct metrics_gauges *g)
 {
-	g->sessions_open = sessions_open(&svc->sessions);
+	g->sessions_open = sessions_open(&local_of(svc)->sessions);
+}
+
+static int open_backend(struct service *svc, struct aj_error *err)
+{
+	struct local_state *s = calloc(1, sizeof *s);
+	if (!s) {
+		error_set(err, -ENOMEM, "serve: out of memory");
+		return 1;
+	}
+	if (local_open(&s->local, &svc->cfg.sandbox, err)) {
+		char why[sizeof err->message];
+		snprintf(why, sizeof why, "%s", err->message);
+		error_set(err, err->code, "serve: the %s tier cannot run here: %s",
+			     aj_tier_name(svc->cfg.sandbox.tier), why);
+		free(s);
+		return EXIT_SANDBOX;
+	}
+	sessions_init(&s->sessions);
+	svc->backend_state = s;
+	/* Recorded runs in serve's memory: lost when it stops. */
+	if (local_store_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, err))
+		return 1;
+	return 0;
+}
+
+static struct aj_sandbox *mcp_sandbox(struct service *svc)
+{
+	return local_of(svc)->local.entries[0].sb;
 }
 
 static int start(struct service *svc)
@@ -248,15 +278,23 @@ static int start(struct service *svc)
 
 static void stop(struct service *svc)
 {
-	local_runs_wait(&svc->local);
+	local_runs_wait(&local_of(svc)->local);
 }
 
 static void close_backend(struct service *svc)
 {
-	local_close(&svc->local);
+	struct local_state *s = local_of(svc);
+	if (!s)
+		return;
+	sessions_close_all(&s->sessions);
+	local_close(&s->local);
+	free(s);
+	svc->backend_state = NULL;
 }
 
 const struct backend_ops local_backend = {
+	.open = open_backend,
+	.mcp_sandbox = mcp_sandbox,
 	.start = start,
 	.stop = stop,
 	.close = close_backend,

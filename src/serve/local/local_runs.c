@@ -18,6 +18,7 @@
 #include "../../core/internal.h"
 #include "../admit/call_limits.h"
 #include "local_runs.h"
+#include "local_state.h"
 #include "../admit/runs_begin.h"
 #include "store.h"
 
@@ -83,7 +84,7 @@ static json_t *run_turn(struct runner *r)
 			return run_failure_json("session_closed", r->id, false, false, msg);
 		}
 	} else {
-		local_run_streaming(&svc->local, &r->terms, r->code, r->len, cancel, &stream,
+		local_run_streaming(&local_of(svc)->local, &r->terms, r->code, r->len, cancel, &stream,
 				    &res);
 	}
 	local_store_set_cancel(st, r->id, NULL);
@@ -94,7 +95,7 @@ static json_t *run_turn(struct runner *r)
 static void runner_free(struct runner *r)
 {
 	if (r->session)
-		sessions_put(&r->svc->sessions, r->session);
+		sessions_put(&local_of(r->svc)->sessions, r->session);
 	free(r->code);
 	run_hook_clear(&r->hook);
 	free(r);
@@ -130,7 +131,7 @@ static void *runner_main(void *arg)
 	}
 	runs_end(svc, r->id, result, false, &r->hook, admitted ? r->use : NULL);
 	runner_free(r);
-	runners_exit(&svc->local.runners);
+	runners_exit(&local_of(svc)->local.runners);
 	return NULL;
 }
 
@@ -141,7 +142,7 @@ static int record_start(struct service *svc, const struct http_request *rq, stru
 {
 	r->svc = svc;
 	r->t0 = now_ms() / 1e3;
-	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &svc->local.runners, runner_main, r);
+	int rc = runs_begin(svc, rq, rs, r->id, info, &r->use, &local_of(svc)->local.runners, runner_main, r);
 	if (rc)
 		runner_free(r);
 	return rc < 0 ? -1 : 0;
@@ -191,7 +192,7 @@ int local_session_recorded(struct service *svc, const struct http_request *rq,
 	}
 	r->call_sec = call_sec;
 	/* The runner's own reference: the route's ends with its request. */
-	if (!(r->session = sessions_get(&svc->sessions, h->id, h->owner))) {
+	if (!(r->session = sessions_get(&local_of(svc)->sessions, h->id, h->owner))) {
 		runner_free(r);
 		respond_error(rs, 404, "not_found", "no such session");
 		return -1;

@@ -4,7 +4,7 @@
 #ifndef AJ_SERVE_LOCAL_RUNS_H
 #define AJ_SERVE_LOCAL_RUNS_H
 
-#include "../admit/service.h"
+#include "local_state.h"
 
 /* backend_ops.run_recorded of the local backend. */
 int local_run_recorded(struct service *svc, const struct http_request *rq,

@@ -150,14 +150,3 @@ void queue_do(redisContext *c, const char *fmt, ...)
 	if (r)
 		freeReplyObject(r);
 }
-
-void queue_new_id(char id[33])
-{
-	unsigned char b[16];
-	/* Ids must never repeat: no fallback to anything weaker. */
-	while (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-		if (errno != EINTR)
-			abort();
-	for (int i = 0; i < 16; i++)
-		snprintf(id + 2 * i, 3, "%02x", b[i]);
-}

@@ -65,7 +65,5 @@ redisReply *queue_cmd(redisContext *c, struct aj_error *err, const char *fmt, ..
 /* A command whose answer nobody reads (a bookkeeping write that, failed,
  * leaves nothing to undo). */
 void queue_do(redisContext *c, const char *fmt, ...);
-/* 32 random hex digits. */
-void queue_new_id(char id[33]);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "../../core/internal.h"
 #include "remote.h"
+#include "../runs/runs.h"
 
 /* How long Redis may be unreachable while a caller waits before it is
  * told: after that the run's outcome cannot be learnt. */
@@ -84,7 +85,7 @@ enum remote_failure remote_call_until(struct queue *q, enum aj_tier tier, const 
 	if (run_id)
 		snprintf(id, sizeof id, "%s", run_id);
 	else
-		queue_new_id(id);
+		serve_id_new(id);
 	snprintf(reply_key, sizeof reply_key, "agentjail:reply:%s", id);
 	json_object_set_new(request, "id", json_string(id));
 	json_object_set_new(request, "reply", json_string(reply_key));

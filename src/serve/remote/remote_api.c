@@ -9,9 +9,11 @@
 #include <time.h>
 
 #include "../../core/internal.h"
+#include "../../cli/cli.h"
 #include "../admit/narrow.h"
 #include "remote.h"
 #include "remote_runs.h"
+#include "remote_state.h"
 #include "../runs/run_tail.h"
 #include "../admit/call_limits.h"
 #include "remote_hooks.h"
@@ -34,7 +36,7 @@ static int queue_send(struct service *svc, json_t *req, double run_sec, struct r
 	json_t *reply = NULL;
 	bool taken = true;
 	enum remote_failure f =
-		req ? remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, fate->id, req,
+		req ? remote_call(&remote_of(svc)->queue, svc->cfg.sandbox.tier, NULL, fate->id, req,
 				  svc->cfg.max_wait_sec, run_sec, &reply, &taken, err)
 		    : REMOTE_REDIS;
 	int rc = 0;
@@ -129,12 +131,12 @@ static int queue_run_streaming(struct service *svc, const struct run_terms *t,
  * dropped from its set on the way). -1 when Redis cannot say. */
 static long open_sessions(struct service *svc, const char *owner, struct aj_error *err)
 {
-	redisContext *c = queue_get(svc->queue, 5.0, err);
+	redisContext *c = queue_get(&remote_of(svc)->queue, 5.0, err);
 	if (!c)
 		return -1;
 	redisReply *m = queue_cmd(c, err, "SMEMBERS agentjail:key:%s:sessions", owner);
 	if (!m) {
-		queue_put(svc->queue, c, true);
+		queue_put(&remote_of(svc)->queue, c, true);
 		return -1;
 	}
 	long n = 0;
@@ -155,7 +157,7 @@ static long open_sessions(struct service *svc, const char *owner, struct aj_erro
 		}
 	}
 	freeReplyObject(m);
-	queue_put(svc->queue, c, false);
+	queue_put(&remote_of(svc)->queue, c, false);
 	return n;
 }
 
@@ -183,7 +185,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 	}
 	json_t *reply = NULL;
 	bool taken;
-	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, NULL, NULL, req,
+	enum remote_failure f = remote_call(&remote_of(svc)->queue, svc->cfg.sandbox.tier, NULL, NULL, req,
 					    svc->cfg.max_wait_sec, 60.0, &reply, &taken, &err);
 	json_decref(req);
 	if (f == REMOTE_OK) {
@@ -218,12 +220,12 @@ static int lookup(struct service *svc, const char *id, const char *owner, char *
 		  char **closed, struct aj_error *err)
 {
 	*closed = NULL;
-	redisContext *c = queue_get(svc->queue, 5.0, err);
+	redisContext *c = queue_get(&remote_of(svc)->queue, 5.0, err);
 	if (!c)
 		return -EIO;
 	redisReply *h = queue_cmd(c, err, "HMGET agentjail:session:%s worker owner closed", id);
 	if (!h) {
-		queue_put(svc->queue, c, true);
+		queue_put(&remote_of(svc)->queue, c, true);
 		return -EIO;
 	}
 	int rc = 0;
@@ -235,14 +237,14 @@ static int lookup(struct service *svc, const char *id, const char *owner, char *
 	if (!rc || rc == -ESHUTDOWN)
 		snprintf(worker, n, "%s", h->element[0]->str);
 	freeReplyObject(h);
-	queue_put(svc->queue, c, false);
+	queue_put(&remote_of(svc)->queue, c, false);
 	return rc;
 }
 
 static void forget(struct service *svc, const char *id, const char *owner)
 {
 	struct aj_error err;
-	redisContext *c = queue_get(svc->queue, 5.0, &err);
+	redisContext *c = queue_get(&remote_of(svc)->queue, 5.0, &err);
 	if (!c)
 		return;
 	redisReply *r = queue_cmd(c, &err, "DEL agentjail:session:%s", id);
@@ -250,7 +252,7 @@ static void forget(struct service *svc, const char *id, const char *owner)
 		freeReplyObject(r);
 	if ((r = queue_cmd(c, &err, "SREM agentjail:key:%s:sessions %s", owner, id)))
 		freeReplyObject(r);
-	queue_put(svc->queue, c, false);
+	queue_put(&remote_of(svc)->queue, c, false);
 }
 
 /* A session call (run_id: a run's id, else NULL): REMOTE_OK with *reply;
@@ -260,7 +262,7 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 {
 	struct aj_error err = {0};
 	bool taken;
-	enum remote_failure f = remote_call(svc->queue, svc->cfg.sandbox.tier, worker, run_id, req,
+	enum remote_failure f = remote_call(&remote_of(svc)->queue, svc->cfg.sandbox.tier, worker, run_id, req,
 					    SESSION_TAKE_SEC, run_sec, reply, &taken, &err);
 	if (f == REMOTE_OK)
 		return 0;
@@ -318,7 +320,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	if (accepts_sse(rq)) {
 		/* Recorded by its worker, and the answer a reader of the record. */
 		char rid[33];
-		queue_new_id(rid);
+		serve_id_new(rid);
 		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len, limits) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
@@ -337,7 +339,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 		json_object_set(req, "limits", limits);
 	json_t *reply = NULL;
 	char run_id[33];
-	queue_new_id(run_id);
+	serve_id_new(run_id);
 	int rc = call(svc, rs, worker, run_id, req, svc->cfg.sandbox.limits.wall_sec, &reply);
 	admit_finish(&svc->adm, u);
 	if (!rc) {
@@ -466,7 +468,7 @@ static void session_call(struct service *svc, const struct http_request *rq,
 static void tiers(struct service *svc, struct http_response *rs)
 {
 	struct aj_error err;
-	json_t *workers = remote_workers(svc->queue, &err);
+	json_t *workers = remote_workers(&remote_of(svc)->queue, &err);
 	json_t *t = workers ? json_pack("{s:s, s:s, s:o, s:o}", "serving",
 					aj_tier_name(svc->cfg.sandbox.tier), "queue",
 					svc->cfg.queue_url, "limits",
@@ -482,7 +484,7 @@ static void tiers(struct service *svc, struct http_response *rs)
 static void gauges(struct service *svc, struct metrics_gauges *g)
 {
 	unsigned slots;
-	fleet_counts(&svc->fleet, &slots, &g->workers);
+	fleet_counts(&remote_of(svc)->fleet, &slots, &g->workers);
 }
 
 /* The fleet sizes admission (fleet.h), not this machine's CPUs: the
@@ -501,6 +503,42 @@ static void call_off_run(void *arg, const char *id)
 	queue_run_call_off(arg, id);
 }
 
+static int open_backend(struct service *svc, struct aj_error *err)
+{
+	struct remote_state *s = calloc(1, sizeof *s);
+	if (!s) {
+		error_set(err, -ENOMEM, "serve: out of memory");
+		return 1;
+	}
+	if (queue_init(&s->queue, svc->cfg.queue_url, err)) {
+		char why[sizeof err->message];
+		snprintf(why, sizeof why, "%s", err->message);
+		error_set(err, err->code, "serve: %s", why);
+		free(s);
+		return EXIT_USAGE;
+	}
+	svc->backend_state = s;
+	struct aj_error down = {0};
+	redisContext *c = queue_get(&s->queue, 2.0, &down);
+	if (!c)
+		fprintf(stderr, "agentjail serve: %s (runs get 503 until it answers)\n",
+			down.message);
+	queue_put(&s->queue, c, false);
+	/* Recorded runs in Redis beside the queue: the workers write them,
+	 * and they outlive this serve. */
+	if (remote_store_open(&svc->runs, &s->queue, svc->cfg.keep_runs_sec, svc->cfg.runs_budget,
+			      err))
+		return 1;
+	return 0;
+}
+
+/* MCP's tools/call goes through the queue like any run. */
+static struct aj_sandbox *mcp_sandbox(struct service *svc)
+{
+	(void)svc;
+	return NULL;
+}
+
 static int start(struct service *svc)
 {
 	/* A record's run waits for its turn here (up to --max-wait), then for
@@ -517,7 +555,7 @@ static int start(struct service *svc)
 	/* Webhooks come from Redis's schedule: whoever ended the record,
 	 * whichever replica is up. */
 	remote_hooks_start(svc);
-	return fleet_start(&svc->fleet, svc->queue, svc->cfg.sandbox.tier, &svc->adm,
+	return fleet_start(&remote_of(svc)->fleet, &remote_of(svc)->queue, svc->cfg.sandbox.tier, &svc->adm,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : (unsigned)-1,
 			   svc->cfg.concurrency_set ? svc->cfg.concurrency : SERVE_MAX_CONNECTIONS);
 }
@@ -525,15 +563,22 @@ static int start(struct service *svc)
 static void stop(struct service *svc)
 {
 	queue_runs_wait();
-	fleet_stop(&svc->fleet);
+	fleet_stop(&remote_of(svc)->fleet);
 }
 
 static void close_backend(struct service *svc)
 {
-	queue_destroy(svc->queue);
+	struct remote_state *s = remote_of(svc);
+	if (!s)
+		return;
+	queue_destroy(&s->queue);
+	free(s);
+	svc->backend_state = NULL;
 }
 
 const struct backend_ops remote_backend = {
+	.open = open_backend,
+	.mcp_sandbox = mcp_sandbox,
 	.start = start,
 	.stop = stop,
 	.close = close_backend,

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "remote_hooks.h"
+#include "remote_state.h"
 #include "store.h"
 #include "../webhook/webhook.h"
 
@@ -76,7 +77,7 @@ static void report_done(void *arg, const char *run_id, unsigned attempt, bool de
 {
 	struct service *svc = arg;
 	struct aj_error err = {0};
-	redisContext *c = queue_get(svc->queue, 5.0, &err);
+	redisContext *c = queue_get(&remote_of(svc)->queue, 5.0, &err);
 	if (!c) {
 		/* The claim's lease runs out: the next attempt is made then. */
 		fprintf(stderr, "agentjail serve: webhook for run %s: %s; attempt %u's outcome "
@@ -90,7 +91,7 @@ static void report_done(void *arg, const char *run_id, unsigned attempt, bool de
 				  run_id, delivered ? "1" : "0", last ? "1" : "0", ms);
 	if (r)
 		freeReplyObject(r);
-	queue_put(svc->queue, c, !r);
+	queue_put(&remote_of(svc)->queue, c, !r);
 }
 
 /* Says why a claimed delivery is not sent, and gives it up. */
@@ -105,13 +106,13 @@ static int take_due(void *arg, struct webhook_job *job)
 {
 	struct service *svc = arg;
 	struct aj_error err = {0};
-	redisContext *c = queue_get(svc->queue, 5.0, &err);
+	redisContext *c = queue_get(&remote_of(svc)->queue, 5.0, &err);
 	if (!c)
 		return 0; /* Redis away: asked again at the next poll */
 	char lease[16];
 	snprintf(lease, sizeof lease, "%d", LEASE_MS);
 	redisReply *r = queue_cmd(c, &err, "EVAL %s 1 %s %s", claim_lua, RUNS_REDIS_HOOKS, lease);
-	queue_put(svc->queue, c, !r);
+	queue_put(&remote_of(svc)->queue, c, !r);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
 		if (r)
 			freeReplyObject(r);

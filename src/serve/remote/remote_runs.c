@@ -28,6 +28,7 @@
 #include "../../core/internal.h"
 #include "remote.h"
 #include "remote_runs.h"
+#include "remote_state.h"
 #include "../admit/runs_begin.h"
 #include "../http/wire.h"
 
@@ -147,7 +148,7 @@ static void *qrunner_main(void *arg)
 		json_t *reply = NULL;
 		bool taken = true;
 		enum remote_failure f = remote_call_until(
-			svc->queue, svc->cfg.sandbox.tier, *r->worker ? r->worker : NULL, r->id, r->req,
+			&remote_of(svc)->queue, svc->cfg.sandbox.tier, *r->worker ? r->worker : NULL, r->id, r->req,
 			*r->worker ? SESSION_TAKE_SEC : svc->cfg.max_wait_sec, r->run_sec,
 			&svc->draining, &reply, &taken, &err);
 		end = end_of(r, f, reply, taken, &err);

@@ -1,7 +1,10 @@
 /* What both run stores share: freeing what they hand out, and a record's
  * JSON as the API answers it. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "runs.h"
 
@@ -69,4 +72,15 @@ size_t run_reserve(const struct aj_limits *limits, const struct aj_session_limit
 	if (session) /* an image's bytes in its event, and 4/3 of them in the result */
 		n += (size_t)session->images * session->image_kb * 1024 * 7 / 3;
 	return n;
+}
+
+void serve_id_new(char id[33])
+{
+	unsigned char b[16];
+	/* Ids must never repeat: no fallback to anything weaker. */
+	while (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		if (errno != EINTR)
+			abort();
+	for (int i = 0; i < 16; i++)
+		snprintf(id + 2 * i, 3, "%02x", b[i]);
 }

@@ -140,6 +140,9 @@ void run_events_free(struct run_event *ev, size_t n);
 /* n bytes of p copied and NUL-ended (an event's data may hold NULs; the
  * end is for text readers): NULL when out of memory. */
 char *dup_bytes(const char *p, size_t n);
+/* A new id of 32 hex digits for a run or a session, from getrandom:
+ * never repeated, never guessed. */
+void serve_id_new(char id[33]);
 void run_info_clear(struct run_info *info);
 /* A run_info as the API's JSON: {"id", "state", "created", "ended"?,
  * "background", "session_id"?, "result"? (when done)}. */

@@ -76,7 +76,7 @@ static int name_worker(struct worker *w, const char *name)
 		snprintf(w->name, sizeof w->name, "%s-%d", host, (int)getpid());
 	}
 	char start[33];
-	queue_new_id(start);
+	serve_id_new(start);
 	/* '@' is in no name (key_name_check): the start is told apart. */
 	snprintf(w->id, sizeof w->id, "%s@%.16s", w->name, start);
 	snprintf(w->name_key, sizeof w->name_key, "agentjail:workername:%s", w->name);
