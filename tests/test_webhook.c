@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "src/serve/admit/keys.h"
+#include "src/serve/http/keys.h"
 #include "src/serve/admit/service.h"
 #include "src/serve/webhook/webhook.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../cli/cli.h"
-#include "admit/keys.h"
+#include "http/keys.h"
 
 int cmd_keys(int argc, char **argv);
 

@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "keys.h"
+#include "../http/keys.h"
 
 /* What admission knows of one key. */
 struct key_use {

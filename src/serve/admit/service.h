@@ -15,7 +15,7 @@
 
 #include "admit.h"
 #include "agentjail.h"
-#include "keys.h"
+#include "../http/keys.h"
 #include "metrics.h"
 #include "../runs/runs.h"
 
@@ -74,6 +74,7 @@ struct service {
 	atomic_bool draining;
 };
 
+#include "answer.h"
 #include "backend.h"
 #include "../http/respond.h"
 

@@ -9,10 +9,7 @@
 
 #include "agentjail.h"
 
-struct service;
 struct key;
-struct key_use;
-struct admit_ticket;
 
 /* The request, read whole (its body capped), and what to answer. */
 struct http_request {
@@ -77,14 +74,6 @@ json_t *request_body(const struct http_request *rq, struct http_response *rs,
 /* Its "code": a string of Python source (no NUL, at most 4 MiB): 0, or -1
  * with the 400 or the 413. */
 int request_code(json_t *o, const char **code, size_t *len, struct http_response *rs);
-/* A run's result as the contract object with its "run_id", counted in the
- * metrics (t0: when it was admitted, now_ms() / 1e3); frees res. NULL
- * only when memory ran out. What respond_run answers, and a recorded run's
- * result event. */
-json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, double t0);
-/* run_answer as the 200 answer. */
-void respond_run(struct service *svc, struct http_response *rs, const char *id,
-		 struct aj_result *res, double t0);
 /* The answer for a run that has an id but no result: status and code as
  * the API's errors, with "run_id", and for a lost run "lost": true,
  * "may_have_started" and "retry_safe" (true only if no worker ever took it). */
@@ -94,16 +83,5 @@ void respond_run_failure(struct http_response *rs, int status, const char *code,
  * result when it ends without a result of its own. */
 json_t *run_failure_json(const char *code, const char *id, bool lost, bool may_have_started,
 			 const char *message);
-
-/* A queue place, then the run's turn (admit.h): 0, or -1 with the
- * refusal (429 or 503, Retry-After) in rs. admit_finish after the run. */
-int service_admit(struct service *svc, struct key_use *u, struct http_response *rs);
-/* Its two halves, for a run that waits for its turn on a thread of its
- * own: the queue place (admit_abandon if the run goes no further), then
- * the turn; each 0, or -1 with the refusal in rs; the turn 1 when t (NULL:
- * none) was called off meanwhile: it left the queue. */
-int service_admit_enter(struct service *svc, struct key_use *u, struct http_response *rs);
-int service_admit_start(struct service *svc, struct key_use *u, struct admit_ticket *t,
-			struct http_response *rs);
 
 #endif

@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "../../core/internal.h"
-#include "../admit/keys.h"
+#include "../http/keys.h"
 #include "../admit/service.h"
 #include "webhook_url.h"
 

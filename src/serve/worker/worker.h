@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "../admit/keys.h"
+#include "../http/keys.h"
 #include "../local/local.h"
 #include "../remote/queue.h"
 #include "../runs/runs.h"
