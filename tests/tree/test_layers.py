@@ -64,14 +64,14 @@ def test_a_use_is_found(tmp_path):
 
 # ---- every folder's layer, as docs/design.md's Layout table writes it ----
 
-LAYER_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*`(src/[\w/]+|include)/?`\s*\|", re.M)
+LAYER_ROW = re.compile(r"^\|\s*(\d+(?:\.\d+)?)\s*\|\s*`(src/[\w/]+|include)/?`\s*\|", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def layers(root):
     """{folder: layer} from the design document's table ("src/linux", "include")."""
     with open(os.path.join(root, "docs", "design.md"), encoding="utf-8") as fh:
-        return {folder.rstrip("/"): int(n) for n, folder in LAYER_ROW.findall(fh.read())}
+        return {folder.rstrip("/"): float(n) for n, folder in LAYER_ROW.findall(fh.read())}
 
 
 def folder_of(path, table):
@@ -108,7 +108,7 @@ def upward_includes(root):
                 if own == "src/vm" and theirs == "src/vm":
                     continue
                 if table[theirs] >= table[own]:
-                    found.append((path, inc, "%s (layer %d) includes %s (layer %d)" %
+                    found.append((path, inc, "%s (layer %g) includes %s (layer %g)" %
                                   (own, table[own], theirs, table[theirs])))
     return found
 
@@ -119,6 +119,17 @@ def test_the_table_names_every_folder_of_src():
                if os.path.isdir(os.path.join(ROOT, "src", d))}
     assert folders - set(table) == set(), "docs/design.md's Layout table misses these"
     assert "include" in table and table["include"] == 0
+
+
+def test_the_table_names_every_wing_of_serve():
+    # serve's wings are a table of their own (docs/design.md, "The wings
+    # of src/serve"), read here like the library's.
+    table = layers(ROOT)
+    serve = os.path.join(ROOT, "src", "serve")
+    wings = {os.path.join("src", "serve", d) for d in os.listdir(serve)
+             if os.path.isdir(os.path.join(serve, d))}
+    assert wings and wings - set(table) == set(), "docs/design.md's wings of src/serve miss these"
+    assert all(9 < table[w] < 10 for w in wings)
 
 
 def test_no_include_runs_up_or_sideways():

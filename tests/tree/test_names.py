@@ -27,6 +27,8 @@ COPIES = {
     "read_line": {"src/docker/http.c", "src/mcp/server.c"},
     "send_all": {"src/docker/http.c", "src/boot/session.c"},
     "close_backend": BACKENDS,
+    "mcp_sandbox": BACKENDS,
+    "open_backend": BACKENDS,
     "gauges": BACKENDS,
     "session_call": BACKENDS,
     "session_egress": BACKENDS,
