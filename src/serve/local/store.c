@@ -26,13 +26,14 @@
 #include <time.h>
 
 #include "../../core/internal.h"
+#include "../runs/budget.h"
 #include "store.h"
 
 #define MEM_BUCKETS 4096
 /* What an event and a record cost beyond their bytes: the structures and
  * the allocator's share, rounded up, so the budget holds in RSS. */
 #define EVENT_OVERHEAD 96
-#define RECORD_OVERHEAD 512
+#define RECORD_OVERHEAD BUDGET_RECORD_COST
 /* A reader's batch: enough to keep a fast client busy, small enough that
  * many readers of a large run hold little each. */
 #define READ_BATCH_BYTES ((size_t)64 << 10)
@@ -198,7 +199,7 @@ static void recharge(struct mem_run *r)
 static void enforce_budget(struct run_store *st, struct mem_owner *o)
 {
 	struct mem *m = st->impl;
-	while (o->ended_first && o->bytes > st->budget)
+	while (o->ended_first && !budget_fits(o->bytes, 0, st->budget))
 		drop(m, o->ended_first);
 }
 
@@ -209,22 +210,14 @@ static int mem_create(struct run_store *st, const char *id, const char *owner,
 	pthread_mutex_lock(&m->lock);
 	struct mem_owner *o = owner_of(m, owner);
 	int rc = 0;
-	/* A run alone may hold the whole budget, no more. */
-	size_t reserve = RECORD_OVERHEAD +
-			 (info->reserve < st->budget - RECORD_OVERHEAD ? info->reserve
-								       : st->budget - RECORD_OVERHEAD);
-	if (st->budget <= RECORD_OVERHEAD)
-		reserve = RECORD_OVERHEAD;
+	size_t reserve = budget_cost(st->budget, info->reserve);
 	/* Room for its reservation: the key's ended records go first. */
-	while (o && o->ended_first && o->bytes + reserve > st->budget)
+	while (o && o->ended_first && !budget_fits(o->bytes, reserve, st->budget))
 		drop(m, o->ended_first);
 	if (!o) {
 		rc = error_set(err, -EIO, "out of memory");
-	} else if (o->live_bytes + reserve > st->budget) {
-		rc = error_set(err, -EDQUOT,
-			       "this key's runs still going hold its whole budget of %zu MiB for "
-			       "kept runs; retry when one ends",
-			       st->budget >> 20);
+	} else if (!budget_fits(o->live_bytes, reserve, st->budget)) {
+		rc = budget_refusal(err, owner, st->budget);
 	} else {
 		struct mem_run *r = calloc(1, sizeof *r);
 		if (!r) {

@@ -13,6 +13,7 @@
 #include "../../core/internal.h"
 #include "remote.h"
 #include "../http/respond.h"
+#include "../runs/budget.h"
 #include "store.h"
 
 /* Events one read takes at most: a reader holds these while it sends
@@ -83,7 +84,7 @@ static bool lost_take(struct redis_store *rs, const char *id)
  *                                starts in the set
  * A record costs RECORD_COST besides its events and result, so a flood of
  * empty runs is paid for too (as the memory store's overhead). */
-#define RECORD_COST 512
+#define RECORD_COST BUDGET_RECORD_COST
 
 /* Shared by the scripts that touch the total: forget(id) takes a record
  * off its key's set and total. Uses KEYS[1] (set), KEYS[3] (sizes),
@@ -110,7 +111,7 @@ static bool lost_take(struct redis_store *rs, const char *id)
  * webhook URL ('': none).
  * Times are Redis's clock: one clock for every serve and worker. */
 static const char create_lua[] =
-	FORGET_LUA
+	FORGET_LUA BUDGET_FITS_LUA
 	"local budget, cost = tonumber(ARGV[1]), tonumber(ARGV[9])\n"
 	"local n = redis.call('ZCARD', KEYS[1])\n"
 	"if n > 0 then\n"
@@ -128,11 +129,11 @@ static const char create_lua[] =
 	"end\n"
 	"local used = tonumber(redis.call('GET', KEYS[4]) or '0')\n"
 	"local at = 0\n"
-	"while used + cost > budget do\n"
+	"while not fits(used, cost, budget) do\n"
 	"  local ids = redis.call('ZRANGE', KEYS[1], at, at + 31)\n"
 	"  if #ids == 0 then break end\n"
 	"  for _, id in ipairs(ids) do\n"
-	"    if used + cost <= budget then break end\n"
+	"    if fits(used, cost, budget) then break end\n"
 	"    local h = 'agentjail:run:' .. id\n"
 	"    local s = redis.call('HGET', h, 'state')\n"
 	"    if not s or s == 'done' then\n"
@@ -144,7 +145,7 @@ static const char create_lua[] =
 	"    end\n"
 	"  end\n"
 	"end\n"
-	"if used + cost > budget then return -1 end\n"
+	"if not fits(used, cost, budget) then return -1 end\n"
 	"local t = redis.call('TIME')\n"
 	"local created = string.format('%.6f', t[1] + t[2] / 1e6)\n"
 	"redis.call('HSET', KEYS[2], 'owner', ARGV[2], 'state', 'queued', 'created', created,\n"
@@ -330,10 +331,7 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	snprintf(sizes, sizeof sizes, "agentjail:key:%s:runsize", owner);
 	snprintf(total, sizeof total, "agentjail:key:%s:runbytes", owner);
 	snprintf(scan, sizeof scan, "agentjail:key:%s:runscan", owner);
-	/* A run alone may hold the whole budget, no more. */
-	size_t room = st->budget > RECORD_COST ? st->budget - RECORD_COST : 0;
-	snprintf(cost, sizeof cost, "%zu",
-		 RECORD_COST + (info->reserve < room ? info->reserve : room));
+	snprintf(cost, sizeof cost, "%zu", budget_cost(st->budget, info->reserve));
 	snprintf(fixed, sizeof fixed, "%d", RECORD_COST);
 	snprintf(budget, sizeof budget, "%zu", st->budget);
 	snprintf(expiry, sizeof expiry, "%ld", live_sec(st));
@@ -352,10 +350,7 @@ static int rcreate(struct run_store *st, const char *id, const char *owner,
 	if (v == -2)
 		return -EIO;
 	if (v == -1)
-		return error_set(err, -EDQUOT,
-				 "key '%s' holds its runs budget (%zu MiB) in runs still going; "
-				 "wait for one to end",
-				 owner, st->budget >> 20);
+		return budget_refusal(err, owner, st->budget);
 	return 0;
 }
 
