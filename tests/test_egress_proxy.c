@@ -607,7 +607,8 @@ static void refusals_by_rule(void **state)
 	refused_get(&f, t, "HTTP/1.1 403", why);
 	/* Listed, but it resolves to loopback and no CIDR rule names it. */
 	snprintf(t, sizeof t, "origin.test:%u", f.o.port);
-	refused_get(&f, t, "HTTP/1.1 403", "loopback address: only an allow-cidr rule reaches it");
+	refused_get(&f, t, "HTTP/1.1 403",
+		    "loopback address: only an allow-cidr rule within 127.0.0.0/8 reaches it");
 	/* An address in a private range. */
 	refused_get(&f, "10.0.0.5", "HTTP/1.1 403", "10.0.0.5 is a private address");
 	/* A listed name whose record points into a private network. */
@@ -618,6 +619,40 @@ static void refusals_by_rule(void **state)
 	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
 	refused_get(&f, t, "HTTP/1.1 403", "loopback address");
 	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+}
+
+/* Issue 35: the Internet's rules (0.0.0.0/0, ::/0) do not open the host's
+ * own loopback server on that port, in any form of its address; a rule
+ * inside 127.0.0.0/8 does. */
+static void wide_rules_keep_loopback_closed(void **state)
+{
+	(void)state;
+	struct fx f;
+	char t[100];
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"0.0.0.0/0:%u", "::/0:%u", NULL}, NULL);
+	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403",
+		    "127.0.0.1 is a loopback address: only an allow-cidr rule within 127.0.0.0/8");
+	snprintf(t, sizeof t, "[::ffff:127.0.0.1]:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403", "::ffff:127.0.0.1 is a loopback address");
+	snprintf(t, sizeof t, "[::ffff:169.254.169.254]:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403", "cloud metadata address");
+	snprintf(t, sizeof t, "0.0.0.0:%u", f.o.port); /* Linux connects it to the host */
+	refused_get(&f, t, "HTTP/1.1 403", "special-purpose address");
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	egress_proxy_free(f.p);
+	json_decref(f.pending);
+
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.0/8:%u", NULL}, NULL);
+	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	char got[4096];
+	drain(c, got, sizeof got);
+	close(c);
+	assert_true(!strncmp(got, "HTTP/1.1 200", 12));
 	fx_end(&f);
 }
 
@@ -1086,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(connect_tunnel),
 		cmocka_unit_test(socks_by_name_and_address),
 		cmocka_unit_test(refusals_by_rule),
+		cmocka_unit_test(wide_rules_keep_loopback_closed),
 		cmocka_unit_test(socks_refused),
 		cmocka_unit_test(malformed_heads),
 		cmocka_unit_test(connect_443_checks_sni),
