@@ -780,6 +780,153 @@ static void connect_443_checks_sni(void **state)
 	json_decref(f.pending);
 }
 
+/* Issue 35: SNI is checked on every TLS tunnel, not only on 443. A CONNECT
+ * and a SOCKS tunnel to the origin's own port whose ClientHello names
+ * another host are refused, and the upstream gets no byte; one naming the
+ * tunnel's host passes. */
+static void tls_on_any_port_checks_sni(void **state)
+{
+	(void)state;
+	NEED_NAMES();
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, (const char *const[]){"origin.test:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	unsigned char hello[600];
+	size_t hn = client_hello("other.example", hello);
+	int c = dial(f.port);
+	putf(c, "CONNECT origin.test:%u HTTP/1.1\r\nHost: origin.test:%u\r\n\r\n", f.o.port,
+	     f.o.port);
+	char ok[sizeof established - 1];
+	get_exact(c, ok, sizeof ok);
+	put(c, hello, hn);
+	assert_int_equal(drain(c, NULL, 0), 0);
+	close(c);
+	json_decref(expect_entry(&f, false, "connect",
+				 "the TLS ClientHello names 'other.example', not origin.test"));
+	c = dial(f.port);
+	put(c, "\x05\x01\x00", 3);
+	unsigned char rep[10];
+	get_exact(c, rep, 2);
+	unsigned char req[64] = {5, 1, 0, 3, 11};
+	memcpy(req + 5, "origin.test", 11);
+	req[16] = (unsigned char)(f.o.port >> 8);
+	req[17] = (unsigned char)f.o.port;
+	put(c, req, 18);
+	get_exact(c, rep, 10);
+	assert_int_equal(rep[1], 0);
+	put(c, hello, hn);
+	assert_int_equal(drain(c, NULL, 0), 0);
+	close(c);
+	json_decref(expect_entry(&f, false, "socks", "names 'other.example', not origin.test"));
+	assert_int_equal(atomic_load(&f.o.received), 0);
+	/* The right name passes, bytes and all. */
+	hn = client_hello("origin.test", hello);
+	c = dial(f.port);
+	putf(c, "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", f.o.port);
+	get_exact(c, ok, sizeof ok);
+	put(c, hello, hn);
+	shutdown(c, SHUT_WR);
+	drain(c, NULL, 0);
+	close(c);
+	json_decref(expect_entry(&f, true, "connect", "allow-cidr 127.0.0.1/32:"));
+	assert_int_equal(atomic_load(&f.o.received), hn);
+	fx_end(&f);
+}
+
+/* A DNS server on 127.0.0.1:53 (where the test's resolv.conf points) that
+ * knows one name, intranet.corp.test, and counts the questions for it. */
+struct dns_server {
+	int fd, stop[2];
+	pthread_t thread;
+	atomic_int asked_search_name;
+};
+
+static void *dns_main(void *arg)
+{
+	struct dns_server *d = arg;
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = d->fd, .events = POLLIN},
+				       {.fd = d->stop[0], .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0 || pf[1].revents)
+			return NULL;
+		unsigned char q[512], a[600];
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		ssize_t n = recvfrom(d->fd, q, sizeof q, 0, (struct sockaddr *)&from, &fl);
+		if (n < 17)
+			continue;
+		static const unsigned char name[] = "\x08" "intranet" "\x04" "corp" "\x04" "test";
+		bool known = (size_t)n >= 12 + sizeof name + 4 && !memcmp(q + 12, name, sizeof name);
+		size_t qend = 12;
+		while (qend < (size_t)n && q[qend])
+			qend += q[qend] + 1u;
+		qend += 5; /* the root label, type and class */
+		if (qend > (size_t)n)
+			continue;
+		bool type_a = q[qend - 4] == 0 && q[qend - 3] == 1;
+		if (known)
+			atomic_fetch_add(&d->asked_search_name, 1);
+		memcpy(a, q, qend);
+		a[2] = 0x81;
+		a[3] = known ? 0x80 : 0x83; /* NOERROR, or NXDOMAIN */
+		a[6] = 0;
+		a[7] = known && type_a;
+		a[8] = a[9] = a[10] = a[11] = 0;
+		size_t len = qend;
+		if (known && type_a) {
+			static const unsigned char rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4,
+							   127, 0, 0, 1};
+			memcpy(a + len, rr, sizeof rr);
+			len += sizeof rr;
+		}
+		sendto(d->fd, a, len, 0, (struct sockaddr *)&from, fl);
+	}
+}
+
+/* Issue 35: the proxy's resolver ignores the host's search list. With
+ * LOCALDOMAIN=corp.test (what c-ares reads as the search list), a rule for
+ * the single label "intranet" must not reach intranet.corp.test: the name
+ * looked up is the name the rule checked. */
+static void resolver_ignores_search_list(void **state)
+{
+	(void)state;
+	if (!dns_ready)
+		skip();
+	struct dns_server d = {0};
+	d.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(d.fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(pipe2(d.stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&d.thread, NULL, dns_main, &d), 0);
+	setenv("LOCALDOMAIN", "corp.test", 1);
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, (const char *const[]){"intranet:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	char t[64], got[4096];
+	snprintf(t, sizeof t, "intranet:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	drain(c, got, sizeof got);
+	close(c);
+	unsetenv("LOCALDOMAIN");
+	if (strncmp(got, "HTTP/1.1 502", 12))
+		fail_msg("GET %s: %.80s", t, got);
+	json_t *e = next_entry(&f);
+	assert_string_equal(json_string_value(json_object_get(e, "failure")), "DNS");
+	json_decref(e);
+	assert_int_equal(atomic_load(&d.asked_search_name), 0);
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+	(void)!write(d.stop[1], "x", 1);
+	pthread_join(d.thread, NULL);
+	close(d.fd);
+	close(d.stop[0]);
+	close(d.stop[1]);
+}
+
 /* A tunnel to 443 whose upstream does not answer: failed in the log, as
  * every other connection the rules allowed and the proxy could not make is
  * (a CONNECT elsewhere answers 502). 127.0.0.2:443 has no listener: the
@@ -1126,6 +1273,8 @@ int main(void)
 		cmocka_unit_test(malformed_heads),
 		cmocka_unit_test(connect_443_checks_sni),
 		cmocka_unit_test(connect_443_unreachable_is_logged_failed),
+		cmocka_unit_test(tls_on_any_port_checks_sni),
+		cmocka_unit_test(resolver_ignores_search_list),
 		cmocka_unit_test(unreachable_destination_is_failed_not_denied),
 		cmocka_unit_test(unresolvable_listed_name_is_failed),
 		cmocka_unit_test(cidr_on_another_port_names_the_port),

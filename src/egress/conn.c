@@ -25,6 +25,10 @@
  * and an upstream to accept: a slow client holds only its own thread. */
 #define HEAD_TIMEOUT_MS 30000
 #define CONNECT_TIMEOUT_MS 10000
+/* How long a tunnel may carry nothing either way before the proxy ends it:
+ * a connection the sandbox forgot holds a thread, two fds and buffers of
+ * the host's (issue 35). The deployer's to change, here. */
+#define TUNNEL_IDLE_MS (300 * 1000)
 /* Each direction's buffer: 64 KiB, grown to 256 KiB for a bulk transfer
  * (a read that filled half of it) while the proxy has fewer than EGRESS_BIG_BUFFERS
  * grown: a 100 MiB download goes at 0.65-0.79 of direct with 256 KiB and
@@ -268,11 +272,12 @@ static bool sni_matches(struct conn *c, size_t from)
 		if (r == SNI_NONE) {
 			if (literal) /* no name can go with an address */
 				return true;
-			deny(c, "the TLS ClientHello names no server; a tunnel to %s:443 must", c->e.host);
+			deny(c, "the TLS ClientHello names no server; a TLS tunnel to %s must",
+			     c->e.host);
 			return false;
 		}
 		if (r == SNI_INVALID) {
-			deny(c, "port 443 carried no TLS ClientHello");
+			deny(c, "port %u carried no TLS ClientHello", c->e.port);
 			return false;
 		}
 		if (!read_more(c)) {
@@ -280,6 +285,34 @@ static bool sni_matches(struct conn *c, size_t from)
 			return false;
 		}
 	}
+}
+
+/* A tunnel to any port but 443: TLS is checked as on 443 (issue 35: an
+ * allowed CDN on 8443 fronts other sites too). The upstream is connected
+ * already, as a server that speaks first (SMTP, SSH, a database) must be
+ * heard, but gets no byte before this: if the client speaks first and its
+ * first byte opens a TLS handshake record (22), the ClientHello must name
+ * the tunnel's host. A server that speaks first makes it plain TCP (a later
+ * STARTTLS is not looked into). false: refused (reason set) or ended. */
+static bool tunnel_tls_checked(struct conn *c, size_t from)
+{
+	if (c->have == from) {
+		struct pollfd pf[3] = {{.fd = c->client, .events = POLLIN},
+				       {.fd = c->up, .events = POLLIN},
+				       {.fd = c->p->stop_fd, .events = POLLIN}};
+		int r;
+		while ((r = poll(pf, 3, TUNNEL_IDLE_MS)) < 0 && errno == EINTR)
+			;
+		if (r <= 0 || pf[2].revents)
+			return false;
+		if (!pf[0].revents)
+			return true; /* the server spoke first */
+		if (!read_more(c))
+			return true; /* the client ended: the relay says so to the server */
+	}
+	if ((unsigned char)c->buf[from] != 22)
+		return true;
+	return sni_matches(c, from);
 }
 
 /* Copies both ways until both sides are done, counting bytes against the
@@ -469,7 +502,8 @@ static void serve_http(struct conn *c)
 		return;
 	} else if (h.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		if (write_all(c, c->client, ok, sizeof ok - 1) && forward_rest(c, used))
+		if (write_all(c, c->client, ok, sizeof ok - 1) && tunnel_tls_checked(c, used) &&
+		    forward_rest(c, used))
 			relay(c);
 	} else if (send_forward_head(c, &h, used) && forward_rest(c, used)) {
 		relay(c);
@@ -539,7 +573,7 @@ static void serve_socks(struct conn *c)
 		return;
 	} else {
 		socks_reply(c, SOCKS_REP_OK);
-		if (forward_rest(c, used))
+		if (tunnel_tls_checked(c, used) && forward_rest(c, used))
 			relay(c);
 	}
 	egress_record(c->ec, &c->e);
