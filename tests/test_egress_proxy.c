@@ -1228,6 +1228,128 @@ static int count_fds(void)
 	return n;
 }
 
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Issue 35: one sandbox opening 250 connections that trickle (one byte of
+ * a request head, then nothing) costs the host at most EGRESS_CONCURRENT
+ * threads and fds: the rest are accepted and closed at once, each logged
+ * as a refusal, and no thread is started for them. When they end,
+ * threads and fds fall back to what they were. */
+#define TRICKLERS 250
+static void trickling_connections_are_capped(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	struct aj_egress_limits lim = {.out_mb = 1, .in_mb = 1, .connections = 10000};
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, &lim);
+	int threads0 = count_threads(), fds0 = count_fds();
+	static int c[TRICKLERS];
+	for (int i = 0; i < TRICKLERS; i++) {
+		c[i] = dial(f.port);
+		put(c[i], "G", 1);
+	}
+	/* Every one past the cap is refused in the log (bounded wait). */
+	int refused = 0;
+	for (int i = 0; i < 3000 && refused < TRICKLERS - EGRESS_CONCURRENT; i++) {
+		take(&f);
+		while (json_array_size(f.pending)) {
+			json_t *e = json_array_get(f.pending, 0);
+			if (str(e, "reason") && strstr(str(e, "reason"), "at most 64 connections at once"))
+				refused++;
+			json_array_remove(f.pending, 0);
+		}
+		if (refused < TRICKLERS - EGRESS_CONCURRENT)
+			sleep_ms(10);
+	}
+	assert_int_equal(refused, TRICKLERS - EGRESS_CONCURRENT);
+	int threads1 = count_threads(), fds1 = count_fds();
+	print_message("threads %d -> %d, fds %d -> %d (the test's own %d clients included)\n",
+		      threads0, threads1, fds0, fds1, TRICKLERS);
+	/* A thread per served connection; the test's own 250 client fds, and
+	 * two at most per served connection (its client and, later, its
+	 * upstream). */
+	assert_true(threads1 <= threads0 + EGRESS_CONCURRENT);
+	assert_true(fds1 <= fds0 + TRICKLERS + 2 * EGRESS_CONCURRENT);
+	for (int i = 0; i < TRICKLERS; i++)
+		close(c[i]);
+	for (int i = 0; i < 3000 && (count_threads() > threads0 || count_fds() > fds0); i++)
+		sleep_ms(10);
+	assert_int_equal(count_threads(), threads0);
+	assert_int_equal(count_fds(), fds0);
+	fx_end(&f);
+}
+
+/* Whether fd was closed by its peer within about ms (EOF or a reset). */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	char b[256];
+	while (poll(&pf, 1, ms) == 1) {
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n <= 0)
+			return n == 0 || errno != EAGAIN;
+	}
+	return false;
+}
+
+/* Issue 35: the request's deadline runs from the accept over the whole
+ * head: a client sending a byte every 200 ms (which a per-read timeout
+ * never ends) is cut once the head's time is spent. The deadline here is
+ * 1 s; the test gives it 20 s of trickling (a bound, not a measure). */
+static void head_deadline_is_whole(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	egress_proxy_set_timeouts(f.p, 1000, 60000);
+	int c = dial(f.port);
+	static const char head[] = "GET http://127.0.0.1:1/ HTTP/1.1\r\nX-Pad: "
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	bool cut = false;
+	for (size_t i = 0; i < 100 && i < sizeof head - 1 && !cut; i++) {
+		if (send(c, head + i, 1, MSG_NOSIGNAL) != 1)
+			cut = true;
+		else
+			cut = closed_within(c, 200);
+	}
+	close(c);
+	assert_true(cut);
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+}
+
+/* Issue 35: a tunnel that carries nothing either way for the idle time
+ * ends (here 1 s; the test waits up to 30 s for it). */
+static void idle_tunnel_ends(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	egress_proxy_set_timeouts(f.p, 30000, 1000);
+	int c = dial(f.port);
+	putf(c, "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", f.o.port);
+	char ok[sizeof established - 1];
+	get_exact(c, ok, sizeof ok);
+	put(c, "x", 1); /* the client speaks first: plain TCP, and the relay starts */
+	assert_true(closed_within(c, 30000));
+	close(c);
+	json_decref(expect_entry(&f, true, "connect", "allow-cidr"));
+	fx_end(&f);
+}
+
 static void stop_mid_transfer(void **state)
 {
 	(void)state;
@@ -1284,6 +1406,9 @@ int main(void)
 		cmocka_unit_test(kbps_cap_lets_bytes_through),
 		cmocka_unit_test(keep_narrows),
 		cmocka_unit_test(stop_mid_transfer),
+		cmocka_unit_test(trickling_connections_are_capped),
+		cmocka_unit_test(head_deadline_is_whole),
+		cmocka_unit_test(idle_tunnel_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,14 +21,11 @@
 #include "sni.h"
 #include "socks.h"
 
-/* How long the sandbox may take to send a request head or a ClientHello,
- * and an upstream to accept: a slow client holds only its own thread. */
-#define HEAD_TIMEOUT_MS 30000
+/* How long an answer to the client may wait for room, and an upstream to
+ * accept. The request's own deadline is the proxy's head_ms, from the
+ * accept (EGRESS_HEAD_MS); a quiet tunnel ends after its idle_ms. */
+#define WRITE_TIMEOUT_MS 30000
 #define CONNECT_TIMEOUT_MS 10000
-/* How long a tunnel may carry nothing either way before the proxy ends it:
- * a connection the sandbox forgot holds a thread, two fds and buffers of
- * the host's (issue 35). The deployer's to change, here. */
-#define TUNNEL_IDLE_MS (300 * 1000)
 /* Each direction's buffer: 64 KiB, grown to 256 KiB for a bulk transfer
  * (a read that filled half of it) while the proxy has fewer than EGRESS_BIG_BUFFERS
  * grown: a 100 MiB download goes at 0.65-0.79 of direct with 256 KiB and
@@ -45,6 +42,7 @@ struct conn {
 	size_t have;
 	struct egress_entry e;
 	struct egress_addrs addrs;     /* the addresses the rules allowed */
+	unsigned head_ms, idle_ms;     /* the proxy's, when this connection came */
 };
 
 /* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
@@ -63,7 +61,17 @@ static int conn_wait(struct conn *c, int fd, short events, int ms)
 	}
 }
 
-/* Reads more of the client's request into c->buf: true if bytes came. */
+/* What is left of the request's deadline, which runs from the accept
+ * over the whole head, greeting or ClientHello (issue 35: a client sending
+ * a byte a second kept a per-read timeout from ever firing): 0 once past. */
+static int head_ms_left(struct conn *c)
+{
+	uint64_t end = c->ec->accepted_ns + (uint64_t)c->head_ms * 1000000u, now = egress_now_ns();
+	return now >= end ? 0 : (int)((end - now) / 1000000u) + 1;
+}
+
+/* Reads more of the client's request into c->buf, before the request's
+ * deadline: true if bytes came. */
 static bool read_more(struct conn *c)
 {
 	if (c->have >= HTTP_HEAD_MAX)
@@ -77,7 +85,8 @@ static bool read_more(struct conn *c)
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return false;
-		if (conn_wait(c, c->client, POLLIN, HEAD_TIMEOUT_MS) != 1)
+		int left = head_ms_left(c);
+		if (!left || conn_wait(c, c->client, POLLIN, left) != 1)
 			return false;
 	}
 }
@@ -93,7 +102,7 @@ static bool write_all(struct conn *c, int fd, const void *data, size_t len)
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && errno == EAGAIN) {
-			if (conn_wait(c, fd, POLLOUT, HEAD_TIMEOUT_MS) != 1)
+			if (conn_wait(c, fd, POLLOUT, WRITE_TIMEOUT_MS) != 1)
 				return false;
 		} else {
 			return false;
@@ -301,7 +310,7 @@ static bool tunnel_tls_checked(struct conn *c, size_t from)
 				       {.fd = c->up, .events = POLLIN},
 				       {.fd = c->p->stop_fd, .events = POLLIN}};
 		int r;
-		while ((r = poll(pf, 3, TUNNEL_IDLE_MS)) < 0 && errno == EINTR)
+		while ((r = poll(pf, 3, (int)c->idle_ms)) < 0 && errno == EINTR)
 			;
 		if (r <= 0 || pf[2].revents)
 			return false;
@@ -351,12 +360,13 @@ static void relay(struct conn *c)
 		if (np == 0)
 			break; /* both sides ended and everything was delivered */
 		pf[np] = (struct pollfd){.fd = c->p->stop_fd, .events = POLLIN};
-		if (poll(pf, (nfds_t)np + 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[np].revents)
+		/* A tunnel that carries nothing for idle_ms ends: a connection
+		 * the sandbox forgot must not hold the host's thread, fds and
+		 * buffers for the session's life (issue 35). */
+		int r = poll(pf, (nfds_t)np + 1, (int)c->idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || pf[np].revents)
 			break;
 		bool fail = false;
 		for (int k = 0; k < np && !fail; k++) {
@@ -581,28 +591,6 @@ static void serve_socks(struct conn *c)
 
 /* ---- the thread ---- */
 
-/* Counts this connection against the connections cap: false (logged) when
- * it is past it. */
-static bool admit(struct conn *c)
-{
-	struct egress_proxy *p = c->p;
-	pthread_mutex_lock(&p->lock);
-	bool ok = p->connections < p->limits.connections;
-	if (ok)
-		p->connections++;
-	else if (!p->limit[0])
-		snprintf(p->limit, sizeof p->limit,
-			 "connections: the sandbox opened %u connections through the proxy, its cap",
-			 p->limits.connections);
-	pthread_mutex_unlock(&p->lock);
-	if (!ok) {
-		snprintf(c->e.host, sizeof c->e.host, "(any)");
-		deny(c, "the cap of %u connections is reached", p->limits.connections);
-		egress_record(c->ec, &c->e);
-	}
-	return ok;
-}
-
 void *egress_conn_main(void *arg)
 {
 	struct egress_conn *ec = arg;
@@ -614,7 +602,11 @@ void *egress_conn_main(void *arg)
 		c->client = ec->client;
 		c->up = -1;
 		c->e.via = "http";
-		if (admit(c) && read_more(c)) {
+		pthread_mutex_lock(&p->lock);
+		c->head_ms = p->head_ms;
+		c->idle_ms = p->idle_ms;
+		pthread_mutex_unlock(&p->lock);
+		if (read_more(c)) {
 			if ((unsigned char)c->buf[0] == 5)
 				serve_socks(c);
 			else

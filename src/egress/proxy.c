@@ -129,6 +129,8 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	if (!p)
 		return error_set(err, -ENOMEM, "egress: out of memory");
 	p->limits = cfg->egress;
+	p->head_ms = EGRESS_HEAD_MS;
+	p->idle_ms = EGRESS_IDLE_MS;
 	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&p->lock, NULL);
@@ -191,9 +193,57 @@ int egress_proxy_add_listener_from(struct egress_proxy *p, int fd)
 	return add_source(p, fd, true);
 }
 
+void egress_proxy_set_timeouts(struct egress_proxy *p, unsigned head_ms, unsigned idle_ms)
+{
+	pthread_mutex_lock(&p->lock);
+	p->head_ms = head_ms ? head_ms : 1;
+	p->idle_ms = idle_ms ? idle_ms : 1;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A connection past a cap, refused before a thread is spent on it: closed
+ * at once, and logged. Caller holds the lock. */
+static void refuse_at_accept(struct egress_proxy *p, int fd, const char *reason)
+{
+	close(fd);
+	struct egress_entry e = {.via = "http", .allowed = false};
+	snprintf(e.host, sizeof e.host, "(any)");
+	snprintf(e.reason, sizeof e.reason, "%s", reason);
+	egress_log_add(&p->log, &e);
+}
+
+/* Whether one more connection may be served: at most EGRESS_CONCURRENT at
+ * once, and limits.connections over the proxy's life (that cap, once
+ * reached, is the log's "limit"). Else fd is refused. Caller holds the
+ * lock. */
+static bool admit(struct egress_proxy *p, int fd)
+{
+	char why[120];
+	if (p->live >= EGRESS_CONCURRENT) {
+		snprintf(why, sizeof why,
+			 "the proxy serves at most %u connections at once; this one was closed",
+			 EGRESS_CONCURRENT);
+		refuse_at_accept(p, fd, why);
+		return false;
+	}
+	if (p->connections >= p->limits.connections) {
+		if (!p->limit[0])
+			snprintf(p->limit, sizeof p->limit,
+				 "connections: the sandbox opened %u connections through the proxy, its cap",
+				 p->limits.connections);
+		snprintf(why, sizeof why, "the cap of %u connections is reached", p->limits.connections);
+		refuse_at_accept(p, fd, why);
+		return false;
+	}
+	p->connections++;
+	return true;
+}
+
 /* Starts a connection's thread; owns fd. Caller holds the lock. */
 static void start_conn(struct egress_proxy *p, int fd)
 {
+	if (!admit(p, fd))
+		return;
 	struct egress_conn *c = calloc(1, sizeof *c);
 	pthread_attr_t a;
 	pthread_t t;
@@ -204,6 +254,7 @@ static void start_conn(struct egress_proxy *p, int fd)
 	c->p = p;
 	c->client = fd;
 	c->upstream = -1;
+	c->accepted_ns = egress_now_ns();
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 256 << 10);
@@ -389,7 +440,7 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 	return rc;
 }
 
-static uint64_t now_ns(void)
+uint64_t egress_now_ns(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -417,13 +468,13 @@ bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out,
 		/* The bandwidth cap: each direction's bytes leave no faster
 		 * than kbps, all connections together. */
 		uint64_t *next = out ? &p->next_out_ns : &p->next_in_ns;
-		uint64_t now = now_ns(), start = *next > now ? *next : now;
+		uint64_t now = egress_now_ns(), start = *next > now ? *next : now;
 		*next = start + (uint64_t)n * 8u * 1000000u / p->limits.kbps;
 		wait_until = start;
 	}
 	pthread_mutex_unlock(&p->lock);
 	while (ok && wait_until) {
-		uint64_t now = now_ns();
+		uint64_t now = egress_now_ns();
 		if (now >= wait_until)
 			break;
 		struct pollfd pf = {.fd = p->stop_fd, .events = POLLIN};

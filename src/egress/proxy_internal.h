@@ -55,6 +55,7 @@ struct egress_log {
 struct egress_conn {
 	struct egress_proxy *p;
 	int client, upstream;    /* -1 when not open */
+	uint64_t accepted_ns;    /* CLOCK_MONOTONIC at accept: the head's deadline runs from it */
 	/* While it relays: its log entry, bytes counted under the lock, so a
 	 * session call that ends meanwhile reports it ("open"). */
 	bool relaying;
@@ -73,6 +74,7 @@ struct egress_proxy {
 	pthread_t accept_thread;
 	struct egress_rules *rules;
 	struct aj_egress_limits limits;
+	unsigned head_ms, idle_ms; /* EGRESS_HEAD_MS, EGRESS_IDLE_MS unless the deployer set others */
 	/* Sources: listening sockets, and unix sockets a listener will come
 	 * on. Owned. */
 	int listeners[EGRESS_MAX_SOURCES];
@@ -120,6 +122,9 @@ int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char
 void *egress_conn_main(void *c);
 
 /* ---- proxy.c, for conn.c ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t egress_now_ns(void);
 
 /* The rules in force, held for one decision (keep may replace them
  * meanwhile); given back with egress_rules_drop. */
