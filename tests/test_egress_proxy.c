@@ -835,12 +835,40 @@ static void tls_on_any_port_checks_sni(void **state)
 }
 
 /* A DNS server on 127.0.0.1:53 (where the test's resolv.conf points) that
- * knows one name, intranet.corp.test, and counts the questions for it. */
+ * knows one name (in wire form), answers it 127.0.0.1, and counts the
+ * questions for it; on_ask, if set, runs at the first, before the answer. */
 struct dns_server {
 	int fd, stop[2];
 	pthread_t thread;
 	atomic_int asked_search_name;
+	const unsigned char *name;
+	size_t name_size;
+	void (*on_ask)(void *);
+	void *arg;
 };
+
+static void *dns_main(void *arg);
+
+static void dns_start(struct dns_server *d, const unsigned char *name, size_t name_size)
+{
+	d->name = name;
+	d->name_size = name_size;
+	d->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(d->fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(pipe2(d->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&d->thread, NULL, dns_main, d), 0);
+}
+
+static void dns_stop(struct dns_server *d)
+{
+	(void)!write(d->stop[1], "x", 1);
+	pthread_join(d->thread, NULL);
+	close(d->fd);
+	close(d->stop[0]);
+	close(d->stop[1]);
+}
 
 static void *dns_main(void *arg)
 {
@@ -856,8 +884,7 @@ static void *dns_main(void *arg)
 		ssize_t n = recvfrom(d->fd, q, sizeof q, 0, (struct sockaddr *)&from, &fl);
 		if (n < 17)
 			continue;
-		static const unsigned char name[] = "\x08" "intranet" "\x04" "corp" "\x04" "test";
-		bool known = (size_t)n >= 12 + sizeof name + 4 && !memcmp(q + 12, name, sizeof name);
+		bool known = (size_t)n >= 12 + d->name_size + 4 && !memcmp(q + 12, d->name, d->name_size);
 		size_t qend = 12;
 		while (qend < (size_t)n && q[qend])
 			qend += q[qend] + 1u;
@@ -865,8 +892,8 @@ static void *dns_main(void *arg)
 		if (qend > (size_t)n)
 			continue;
 		bool type_a = q[qend - 4] == 0 && q[qend - 3] == 1;
-		if (known)
-			atomic_fetch_add(&d->asked_search_name, 1);
+		if (known && atomic_fetch_add(&d->asked_search_name, 1) == 0 && d->on_ask)
+			d->on_ask(d->arg);
 		memcpy(a, q, qend);
 		a[2] = 0x81;
 		a[3] = known ? 0x80 : 0x83; /* NOERROR, or NXDOMAIN */
@@ -894,12 +921,8 @@ static void resolver_ignores_search_list(void **state)
 	if (!dns_ready)
 		skip();
 	struct dns_server d = {0};
-	d.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(d.fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	assert_int_equal(pipe2(d.stop, O_CLOEXEC), 0);
-	assert_int_equal(pthread_create(&d.thread, NULL, dns_main, &d), 0);
+	static const unsigned char name[] = "\x08" "intranet" "\x04" "corp" "\x04" "test";
+	dns_start(&d, name, sizeof name);
 	setenv("LOCALDOMAIN", "corp.test", 1);
 	struct fx f;
 	fx_setup(&f, ORIGIN_BODY, 1);
@@ -920,11 +943,50 @@ static void resolver_ignores_search_list(void **state)
 	assert_int_equal(atomic_load(&d.asked_search_name), 0);
 	assert_int_equal(atomic_load(&f.o.accepted), 0);
 	fx_end(&f);
-	(void)!write(d.stop[1], "x", 1);
-	pthread_join(d.thread, NULL);
-	close(d.fd);
-	close(d.stop[0]);
-	close(d.stop[1]);
+	dns_stop(&d);
+}
+
+/* The keep a session call makes, run by the DNS server while the proxy
+ * waits for its answer: deterministically between the connection's
+ * decision and its connect. */
+static void narrow_to_the_cidr_rule(void *arg)
+{
+	struct fx *f = arg;
+	struct aj_error err = {0};
+	const char *kept[] = {f->rules[1]};
+	assert_int_equal(egress_proxy_keep(f->p, NULL, 0, kept, 1, &err), 0);
+}
+
+/* Issue 35: a connection between its decision and its connect when a keep
+ * dropped its rule does not reach the dropped host: the rules are decided
+ * again after the connect, before any byte goes up. The rules are
+ * narrowed from the DNS server, while the proxy's lookup of racy.test
+ * (listed, so looked up) waits for its answer. */
+static void narrowing_during_a_connect_is_kept(void **state)
+{
+	(void)state;
+	if (!dns_ready)
+		skip();
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, (const char *const[]){"racy.test:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	struct dns_server d = {.on_ask = narrow_to_the_cidr_rule, .arg = &f};
+	static const unsigned char name[] = "\x04" "racy" "\x04" "test";
+	dns_start(&d, name, sizeof name);
+	char t[64], got[4096];
+	snprintf(t, sizeof t, "racy.test:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	drain(c, got, sizeof got);
+	close(c);
+	json_decref(expect_entry(&f, false, "http",
+				 "the rules were narrowed while it connected: no allow-host rule "
+				 "names racy.test"));
+	dns_stop(&d);
+	assert_true(atomic_load(&d.asked_search_name) > 0);
+	fx_end(&f); /* the origin's thread has read all it was sent */
+	assert_int_equal(atomic_load(&f.o.received), 0);
 }
 
 /* A tunnel to 443 whose upstream does not answer: failed in the log, as
@@ -1397,6 +1459,7 @@ int main(void)
 		cmocka_unit_test(connect_443_unreachable_is_logged_failed),
 		cmocka_unit_test(tls_on_any_port_checks_sni),
 		cmocka_unit_test(resolver_ignores_search_list),
+		cmocka_unit_test(narrowing_during_a_connect_is_kept),
 		cmocka_unit_test(unreachable_destination_is_failed_not_denied),
 		cmocka_unit_test(unresolvable_listed_name_is_failed),
 		cmocka_unit_test(cidr_on_another_port_names_the_port),

@@ -43,6 +43,7 @@ struct conn {
 	struct egress_entry e;
 	struct egress_addrs addrs;     /* the addresses the rules allowed */
 	unsigned head_ms, idle_ms;     /* the proxy's, when this connection came */
+	uint64_t generation;           /* of the rules decide() applied */
 };
 
 /* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
@@ -160,6 +161,7 @@ static bool decide(struct conn *c)
 	uint8_t a[16];
 	bool ok = false;
 	c->addrs.n = 0;
+	c->generation = r->generation;
 	if (parse_literal(c->e.host, &family, a) == 0) {
 		inet_ntop(family, a, c->e.address, sizeof c->e.address);
 		ok = egress_address_allowed(r, family, a, c->e.port, false, c->e.reason,
@@ -205,6 +207,32 @@ static bool decide(struct conn *c)
 	return ok;
 }
 
+/* Issue 35: a keep can narrow the rules while this connection was between
+ * its decision and its connect (a lookup, a slow upstream). Before any byte
+ * goes up, the address connected to is decided again against the rules in
+ * force now, if they changed: false (reason set, a denial) if they no
+ * longer allow it. */
+static bool still_allowed(struct conn *c, const struct sockaddr_storage *sa)
+{
+	struct egress_rules *r = egress_rules_take(c->p);
+	bool ok = r->generation == c->generation;
+	if (!ok) {
+		int family, lf;
+		uint8_t la[16];
+		const uint8_t *a = sa_addr(sa, &family);
+		char why[sizeof c->e.reason];
+		if (parse_literal(c->e.host, &lf, la) == 0)
+			ok = egress_address_allowed(r, family, a, c->e.port, false, why, sizeof why);
+		else
+			ok = egress_name_listed(r, c->e.host, c->e.port, why, sizeof why) &&
+			     egress_address_allowed(r, family, a, c->e.port, true, why, sizeof why);
+		if (!ok)
+			deny(c, "the rules were narrowed while it connected: %.150s", why);
+	}
+	egress_rules_drop(c->p, r);
+	return ok;
+}
+
 /* Connects to the first allowed address that answers: the one that was
  * checked, never a name again. 0, or -errno (reason set). */
 static int connect_up(struct conn *c)
@@ -231,6 +259,11 @@ static int connect_up(struct conn *c)
 				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
 			r = soerr ? -1 : 0;
 			errno = soerr;
+		}
+		if (r == 0 && !still_allowed(c, &sa)) {
+			egress_conn_set_upstream(c->ec, -1);
+			close(fd);
+			return -EPERM;
 		}
 		if (r == 0) {
 			c->up = fd;
@@ -508,7 +541,7 @@ static void serve_http(struct conn *c)
 		    connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		refuse_http(c, "502 Bad Gateway");
+		refuse_http(c, c->e.allowed ? "502 Bad Gateway" : "403 Forbidden");
 		return;
 	} else if (h.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -579,7 +612,7 @@ static void serve_socks(struct conn *c)
 		if (sni_matches(c, used) && connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		refuse_socks(c, SOCKS_REP_CONNECTION_REFUSED);
+		refuse_socks(c, c->e.allowed ? SOCKS_REP_CONNECTION_REFUSED : SOCKS_REP_NOT_ALLOWED);
 		return;
 	} else {
 		socks_reply(c, SOCKS_REP_OK);

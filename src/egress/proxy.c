@@ -431,6 +431,9 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 				       "rules can be dropped, never added",
 				       cidrs[i] ? cidrs[i] : "(null)");
 	if (!rc && !(rc = rules_new(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
+		/* A connection decided under the old rules sees the new
+		 * generation before its first byte goes up (conn.c). */
+		kept->generation = p->rules->generation + 1;
 		rules_unref(p->rules); /* a decision under way keeps its own */
 		p->rules = kept;
 		/* What is open now was allowed by the wider rules. */

@@ -29,6 +29,7 @@ struct egress_rules {
 	char **cidr_text;
 	uint32_t n_cidrs;
 	unsigned refs;           /* the proxy's and each decision's (proxy.c) */
+	uint64_t generation;     /* 0 at the start, one more at each keep */
 };
 
 /* One decision, as the log keeps it. */
