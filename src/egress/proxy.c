@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../core/internal.h"
@@ -25,18 +24,6 @@ bool egress_wanted(const struct aj_config *cfg)
 	return cfg->allow_host_count || cfg->allow_cidr_count;
 }
 
-void egress_rules_free(struct egress_rules *r)
-{
-	for (uint32_t i = 0; r->host_text && i < r->n_hosts; i++)
-		free(r->host_text[i]);
-	for (uint32_t i = 0; r->cidr_text && i < r->n_cidrs; i++)
-		free(r->cidr_text[i]);
-	free(r->hosts);
-	free(r->host_text);
-	free(r->cidrs);
-	free(r->cidr_text);
-	memset(r, 0, sizeof *r);
-}
 
 /* Parses the rules from their text (already validated by the config). */
 static int rules_parse(struct egress_rules *r, const char *const *hosts, uint32_t nh,
@@ -94,30 +81,8 @@ static int rules_new(struct egress_rules **out, const char *const *hosts, uint32
 	return 0;
 }
 
-/* Drops one reference; the lock held. */
-static void rules_unref(struct egress_rules *r)
-{
-	if (r && --r->refs == 0) {
-		egress_rules_free(r);
-		free(r);
-	}
-}
 
-struct egress_rules *egress_rules_take(struct egress_proxy *p)
-{
-	pthread_mutex_lock(&p->lock);
-	struct egress_rules *r = p->rules;
-	r->refs++;
-	pthread_mutex_unlock(&p->lock);
-	return r;
-}
 
-void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r)
-{
-	pthread_mutex_lock(&p->lock);
-	rules_unref(r);
-	pthread_mutex_unlock(&p->lock);
-}
 
 static void *proxy_accept_main(void *arg);
 
@@ -394,12 +359,6 @@ static void cut_all(struct egress_proxy *p)
 	}
 }
 
-void egress_conn_set_upstream(struct egress_conn *c, int fd)
-{
-	pthread_mutex_lock(&c->p->lock);
-	c->upstream = fd;
-	pthread_mutex_unlock(&c->p->lock);
-}
 
 /* Whether text is one of the rules in texts[0..n). */
 static bool among(const char *text, char *const *texts, uint32_t n)
@@ -434,7 +393,7 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 		/* A connection decided under the old rules sees the new
 		 * generation before its first byte goes up (conn.c). */
 		kept->generation = p->rules->generation + 1;
-		rules_unref(p->rules); /* a decision under way keeps its own */
+		egress_rules_unref(p->rules); /* a decision under way keeps its own */
 		p->rules = kept;
 		/* What is open now was allowed by the wider rules. */
 		cut_all(p);
@@ -443,97 +402,11 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 	return rc;
 }
 
-uint64_t egress_now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
-bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n)
-{
-	uint64_t wait_until = 0;
-	pthread_mutex_lock(&p->lock);
-	uint64_t *total = out ? &p->out_total : &p->in_total;
-	uint64_t cap = (uint64_t)(out ? p->limits.out_mb : p->limits.in_mb) << 20;
-	bool ok = *total + n <= cap;
-	if (ok) {
-		*total += n;
-		if (live)
-			*(out ? &live->bytes_out : &live->bytes_in) += n;
-	}
-	else if (!p->limit[0])
-		snprintf(p->limit, sizeof p->limit,
-			 "%s: the sandbox %s %u MiB through the proxy, its cap; the transfer was cut",
-			 out ? "out_mb" : "in_mb", out ? "sent" : "received",
-			 out ? p->limits.out_mb : p->limits.in_mb);
-	if (ok && p->limits.kbps) {
-		/* The bandwidth cap: each direction's bytes leave no faster
-		 * than kbps, all connections together. */
-		uint64_t *next = out ? &p->next_out_ns : &p->next_in_ns;
-		uint64_t now = egress_now_ns(), start = *next > now ? *next : now;
-		*next = start + (uint64_t)n * 8u * 1000000u / p->limits.kbps;
-		wait_until = start;
-	}
-	pthread_mutex_unlock(&p->lock);
-	while (ok && wait_until) {
-		uint64_t now = egress_now_ns();
-		if (now >= wait_until)
-			break;
-		struct pollfd pf = {.fd = p->stop_fd, .events = POLLIN};
-		int ms = (int)((wait_until - now) / 1000000u) + 1;
-		if (poll(&pf, 1, ms) > 0)
-			return false;
-	}
-	return ok;
-}
 
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || *s == '"' || *s == '\\')
-			*s = '?';
-}
 
-bool egress_big_buffer(struct egress_proxy *p, bool more)
-{
-	pthread_mutex_lock(&p->lock);
-	bool ok = !more || p->big_buffers < EGRESS_BIG_BUFFERS;
-	if (more && ok)
-		p->big_buffers++;
-	else if (!more)
-		p->big_buffers--;
-	pthread_mutex_unlock(&p->lock);
-	return ok;
-}
 
-void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
-{
-	pthread_mutex_lock(&c->p->lock);
-	if (start) {
-		c->live = *e;
-		/* The name is the sandbox's bytes: printable ASCII only in
-		 * the log. */
-		sanitize(c->live.host);
-		c->relaying = true;
-	} else {
-		/* Still listed live until egress_record takes it over, so no
-		 * take of the log misses it in between. */
-		e->bytes_out = c->live.bytes_out;
-		e->bytes_in = c->live.bytes_in;
-	}
-	pthread_mutex_unlock(&c->p->lock);
-}
 
-void egress_record(struct egress_conn *c, const struct egress_entry *e)
-{
-	struct egress_entry copy = *e;
-	sanitize(copy.host);
-	pthread_mutex_lock(&c->p->lock);
-	egress_log_add(&c->p->log, &copy);
-	c->relaying = false; /* final now: in the log, not listed live */
-	pthread_mutex_unlock(&c->p->lock);
-}
 
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
@@ -587,7 +460,7 @@ void egress_proxy_free(struct egress_proxy *p)
 	if (!p)
 		return;
 	egress_proxy_stop(p);
-	rules_unref(p->rules); /* the last: every connection's thread is done */
+	egress_rules_unref(p->rules); /* the last: every connection's thread is done */
 	egress_log_free(&p->log);
 	if (p->stop_fd >= 0)
 		close(p->stop_fd);

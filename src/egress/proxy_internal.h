@@ -2,6 +2,9 @@
  *
  *   proxy.c    the proxy: its rules, its sources (listeners), its
  *              connections' threads, keep, stop
+ *   ledger.c   what connections count and register under the proxy's lock
+ *              (rules held, bytes against the caps, buffers, live entries):
+ *              below proxy.c and conn.c, so neither calls the other back
  *   conn.c     one connection: the request (HTTP or SOCKS5), the decision,
  *              the upstream connection, the relay under the caps
  *   decide.c   the rules applied to a name or an address (no I/O)
@@ -122,7 +125,7 @@ int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char
 /* Serves one accepted connection; its thread's body. Frees c. */
 void *egress_conn_main(void *c);
 
-/* ---- proxy.c, for conn.c ---- */
+/* ---- ledger.c, for proxy.c and conn.c ---- */
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t egress_now_ns(void);
@@ -132,6 +135,8 @@ uint64_t egress_now_ns(void);
 struct egress_rules *egress_rules_take(struct egress_proxy *p);
 void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r);
 void egress_rules_free(struct egress_rules *r);
+/* Drops one reference (freeing the rules at the last); the lock held. */
+void egress_rules_unref(struct egress_rules *r);
 /* Counts n bytes one way against the caps (and, if live is not NULL, in
  * that relaying connection's entry); false (with p->limit set) when a cap is
  * passed, and the connection must end. Waits for the bandwidth cap first,
