@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "agentjail.h"
+#include "src/core/addr_class.h"
 #include "src/core/egress_rule.h"
 
 static void host_rule_ok(const char *spec, struct egress_host_rule *r)
@@ -46,6 +47,7 @@ static void host_rules_parse_and_match(void **state)
 
 	host_rule_ok("localhost:8080", &r); /* a single label: the deployer names it */
 	assert_true(egress_host_matches(&r, "LOCALHOST", 8080));
+	host_rule_ok("intranet:8080", &r);
 	host_rule_ok("*.pythonhosted.org:443", &r);
 	assert_true(r.below);
 	assert_true(egress_host_matches(&r, "files.pythonhosted.org", 443));
@@ -130,7 +132,61 @@ static void cidr_rules_parse_and_match(void **state)
 
 	cidr_ok("0.0.0.0/0:443", &r);
 	assert_true(admits(&r, "8.8.8.8", 443));
+	assert_true(admits(&r, "::ffff:8.8.8.8", 443));
 	assert_false(admits(&r, "2001:4860::8888", 443));
+}
+
+/* Issue 35: a rule means what it says. The IPv4 Internet is not the host's
+ * own loopback, link-local or metadata addresses (nor private ones); the
+ * IPv6 Internet is not IPv4 in any IPv6 form; a rule inside a block names
+ * it. */
+static void wide_rules_do_not_open_special_addresses(void **state)
+{
+	(void)state;
+	struct egress_cidr_rule r;
+	static const char *const v4_not_by_wide[] = {
+		"127.0.0.1", "169.254.169.254", "169.254.1.1", "10.0.0.5", "192.168.1.1",
+		"0.0.0.0", "::ffff:127.0.0.1", "::ffff:169.254.169.254"};
+	cidr_ok("0.0.0.0/0:8080", &r);
+	for (size_t i = 0; i < sizeof v4_not_by_wide / sizeof v4_not_by_wide[0]; i++)
+		if (admits(&r, v4_not_by_wide[i], 8080))
+			fail_msg("0.0.0.0/0 admits %s", v4_not_by_wide[i]);
+	static const char *const v6_not_by_wide[] = {
+		"::ffff:169.254.169.254", "::ffff:127.0.0.1", "::ffff:8.8.8.8", "::127.0.0.1",
+		"64:ff9b::a9fe:a9fe", "64:ff9b::808:808", "2002:7f00:1::1", "2002:808:808::1",
+		"::1", "::", "fe80::1", "fd00:ec2::254", "fd00::1"};
+	cidr_ok("::/0:8080", &r);
+	assert_true(admits(&r, "2606:2800:220:1::1", 8080));
+	for (size_t i = 0; i < sizeof v6_not_by_wide / sizeof v6_not_by_wide[0]; i++)
+		if (admits(&r, v6_not_by_wide[i], 8080))
+			fail_msg("::/0 admits %s", v6_not_by_wide[i]);
+	cidr_ok("2000::/3:8080", &r);
+	assert_false(admits(&r, "2002:808:808::1", 8080)); /* 6to4 lies in 2000::/3 */
+
+	/* A rule inside the block names it. */
+	cidr_ok("127.0.0.0/8:8080", &r);
+	assert_true(admits(&r, "127.0.0.1", 8080));
+	assert_true(admits(&r, "::ffff:127.0.0.1", 8080));
+	cidr_ok("169.254.0.0/16:80", &r);
+	assert_true(admits(&r, "169.254.1.1", 80));
+	assert_false(admits(&r, "169.254.169.254", 80)); /* the metadata address: by name only */
+	cidr_ok("169.254.169.254/32:80", &r);
+	assert_true(admits(&r, "169.254.169.254", 80));
+	cidr_ok("10.0.0.0/8:80", &r);
+	assert_true(admits(&r, "10.9.8.7", 80));
+	cidr_ok("::1/128:80", &r);
+	assert_true(admits(&r, "::1", 80));
+	assert_false(admits(&r, "127.0.0.1", 80));
+	/* A v6 rule inside a wrapping range matches it, under the same class
+	 * rule for the IPv4 address inside. */
+	cidr_ok("64:ff9b::/96:80", &r);
+	assert_true(admits(&r, "64:ff9b::808:808", 80));
+	assert_false(admits(&r, "64:ff9b::7f00:1", 80));
+	cidr_ok("::ffff:127.0.0.0/104:80", &r);
+	assert_true(admits(&r, "::ffff:127.0.0.1", 80));
+	cidr_ok("fc00::/7:80", &r);
+	assert_true(admits(&r, "fd12::1", 80));
+	assert_false(admits(&r, "fd00:ec2::254", 80));
 }
 
 static void cidr_rules_refused_with_a_reason(void **state)
@@ -142,6 +198,9 @@ static void cidr_rules_refused_with_a_reason(void **state)
 		{"", "no CIDR rule"},
 		{"10.0.0.0/", "no prefix length"},
 		{"10.0.0.0/33", "past 32"},
+		{"10.0.0.0/999", "past 32"},   /* not the whole address (issue 35) */
+		{"1.2.3.4/999:80", "past 32"},
+		{"fd00::/999", "past 128"},
 		{"fd00::/129", "past 128"},
 		{"10.0.0.5/8", "bits set past /8"},
 		{"10.0.0.0/8x", "after the prefix length"},
@@ -159,60 +218,118 @@ static void cidr_rules_refused_with_a_reason(void **state)
 	}
 }
 
-static enum egress_class class_of(const char *addr)
+static void class_of(const char *addr, struct addr_info *ai)
 {
 	uint8_t a[16];
 	int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
 	assert_int_equal(inet_pton(family, addr, a), 1);
-	return egress_classify(family, a);
+	addr_classify(family, a, ai);
 }
 
 /* Every address a host rule must not reach without a CIDR rule, in the
- * forms a resolver could hand back. */
+ * forms a resolver could hand back: its class, its block, and how it wraps
+ * IPv4 (src/core/addr_class.h). */
 static void addresses_are_classed(void **state)
 {
 	(void)state;
 	static const struct {
 		const char *addr;
-		enum egress_class c;
+		enum addr_class c;
+		unsigned block;
+		enum addr_wrap wrap;
 	} cases[] = {
-		{"93.184.216.34", EGRESS_PUBLIC},
-		{"2606:2800:220:1:248:1893:25c8:1946", EGRESS_PUBLIC},
-		{"127.0.0.1", EGRESS_LOOPBACK},
-		{"127.255.0.9", EGRESS_LOOPBACK},
-		{"::1", EGRESS_LOOPBACK},
-		{"::ffff:127.0.0.1", EGRESS_LOOPBACK},
-		{"64:ff9b::7f00:1", EGRESS_LOOPBACK},
-		{"2002:7f00:1::", EGRESS_LOOPBACK},
-		{"10.0.0.5", EGRESS_PRIVATE},
-		{"172.16.0.1", EGRESS_PRIVATE},
-		{"172.31.255.254", EGRESS_PRIVATE},
-		{"192.168.0.1", EGRESS_PRIVATE},
-		{"100.64.0.1", EGRESS_PRIVATE},
-		{"::ffff:10.1.2.3", EGRESS_PRIVATE},
-		{"fd12:3456::1", EGRESS_PRIVATE},
-		{"fc00::1", EGRESS_PRIVATE},
-		{"169.254.1.1", EGRESS_LINK_LOCAL},
-		{"fe80::1", EGRESS_LINK_LOCAL},
-		{"169.254.169.254", EGRESS_METADATA},
-		{"::ffff:169.254.169.254", EGRESS_METADATA},
-		{"fd00:ec2::254", EGRESS_METADATA},
-		{"0.0.0.0", EGRESS_SPECIAL},
-		{"::", EGRESS_SPECIAL},
-		{"224.0.0.1", EGRESS_SPECIAL},
-		{"255.255.255.255", EGRESS_SPECIAL},
-		{"ff02::1", EGRESS_SPECIAL},
-		{"192.0.2.1", EGRESS_SPECIAL},
-		{"2001:db8::1", EGRESS_SPECIAL},
-		{"172.32.0.1", EGRESS_PUBLIC},
-		{"100.128.0.1", EGRESS_PUBLIC},
+		{"93.184.216.34", ADDR_PUBLIC, 0, ADDR_PLAIN},
+		{"2606:2800:220:1:248:1893:25c8:1946", ADDR_PUBLIC, 0, ADDR_PLAIN},
+		{"127.0.0.1", ADDR_LOOPBACK, 8, ADDR_PLAIN},
+		{"127.255.0.9", ADDR_LOOPBACK, 8, ADDR_PLAIN},
+		{"::1", ADDR_LOOPBACK, 128, ADDR_PLAIN},
+		{"::ffff:127.0.0.1", ADDR_LOOPBACK, 104, ADDR_V4_MAPPED},
+		{"::127.0.0.1", ADDR_LOOPBACK, 104, ADDR_V4_COMPAT},
+		{"64:ff9b::7f00:1", ADDR_LOOPBACK, 104, ADDR_NAT64},
+		{"2002:7f00:1::", ADDR_LOOPBACK, 24, ADDR_6TO4},
+		{"10.0.0.5", ADDR_PRIVATE, 8, ADDR_PLAIN},
+		{"172.16.0.1", ADDR_PRIVATE, 12, ADDR_PLAIN},
+		{"172.31.255.254", ADDR_PRIVATE, 12, ADDR_PLAIN},
+		{"192.168.0.1", ADDR_PRIVATE, 16, ADDR_PLAIN},
+		{"100.64.0.1", ADDR_PRIVATE, 10, ADDR_PLAIN},
+		{"::ffff:10.1.2.3", ADDR_PRIVATE, 104, ADDR_V4_MAPPED},
+		{"fd12:3456::1", ADDR_PRIVATE, 7, ADDR_PLAIN},
+		{"fc00::1", ADDR_PRIVATE, 7, ADDR_PLAIN},
+		{"169.254.1.1", ADDR_LINK_LOCAL, 16, ADDR_PLAIN},
+		{"fe80::1", ADDR_LINK_LOCAL, 10, ADDR_PLAIN},
+		{"169.254.169.254", ADDR_METADATA, 32, ADDR_PLAIN},
+		{"::ffff:169.254.169.254", ADDR_METADATA, 128, ADDR_V4_MAPPED},
+		{"64:ff9b::a9fe:a9fe", ADDR_METADATA, 128, ADDR_NAT64},
+		{"2002:a9fe:a9fe::1", ADDR_METADATA, 48, ADDR_6TO4},
+		{"fd00:ec2::254", ADDR_METADATA, 128, ADDR_PLAIN},
+		{"0.0.0.0", ADDR_SPECIAL, 8, ADDR_PLAIN},
+		{"::", ADDR_SPECIAL, 128, ADDR_PLAIN},
+		{"224.0.0.1", ADDR_SPECIAL, 4, ADDR_PLAIN},
+		{"255.255.255.255", ADDR_SPECIAL, 4, ADDR_PLAIN},
+		{"ff02::1", ADDR_SPECIAL, 8, ADDR_PLAIN},
+		{"192.0.2.1", ADDR_SPECIAL, 24, ADDR_PLAIN},
+		{"2001:db8::1", ADDR_SPECIAL, 32, ADDR_PLAIN},
+		{"4000::1", ADDR_SPECIAL, 3, ADDR_PLAIN},
+		{"172.32.0.1", ADDR_PUBLIC, 0, ADDR_PLAIN},
+		{"100.128.0.1", ADDR_PUBLIC, 0, ADDR_PLAIN},
+		{"::ffff:8.8.8.8", ADDR_PUBLIC, 0, ADDR_V4_MAPPED},
+		{"2002:808:808::1", ADDR_PUBLIC, 0, ADDR_6TO4},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		enum egress_class c = class_of(cases[i].addr);
-		if (c != cases[i].c)
-			fail_msg("%s: %s, want %s", cases[i].addr, egress_class_name(c),
-				 egress_class_name(cases[i].c));
+		struct addr_info ai;
+		class_of(cases[i].addr, &ai);
+		if (ai.cls != cases[i].c || ai.block != cases[i].block || ai.wrap != cases[i].wrap)
+			fail_msg("%s: %s /%u wrap %d, want %s /%u wrap %d", cases[i].addr,
+				 addr_class_name(ai.cls), ai.block, (int)ai.wrap,
+				 addr_class_name(cases[i].c), cases[i].block, (int)cases[i].wrap);
 	}
+	struct addr_info ai;
+	class_of("::ffff:169.254.169.254", &ai);
+	assert_memory_equal(ai.v4, ((uint8_t[]){169, 254, 169, 254}), 4);
+	struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &sa6.sin6_addr);
+	assert_int_equal(addr_classify_sockaddr((struct sockaddr *)&sa6, sizeof sa6, &ai), 0);
+	assert_int_equal(ai.cls, ADDR_LOOPBACK);
+	struct sockaddr_un_like { sa_family_t f; char p[8]; } su = {AF_UNIX, ""};
+	assert_int_equal(addr_classify_sockaddr((struct sockaddr *)&su, sizeof su, &ai),
+			 -EAFNOSUPPORT);
+	assert_int_equal(ai.cls, ADDR_SPECIAL);
+}
+
+/* A host rule that can never match is a usage error naming why: localhost
+ * (RFC 6761: always loopback) without a CIDR rule that reaches loopback on
+ * its port, a name below "invalid". */
+static void never_matching_host_rules_refused(void **state)
+{
+	(void)state;
+	char why[400];
+	const char *lh[] = {"localhost:8080"}, *star[] = {"*.localhost"}, *inv[] = {"db.invalid"};
+	const char *loop[] = {"127.0.0.1/32:8080"}, *other_port[] = {"127.0.0.1/32:9090"},
+		   *wide[] = {"0.0.0.0/0:8080"};
+	assert_int_equal(egress_rules_check(lh, 1, NULL, 0, why, sizeof why), -EINVAL);
+	assert_non_null(strstr(why, "localhost is always a loopback address"));
+	assert_non_null(strstr(why, "127.0.0.1/32:8080"));
+	assert_int_equal(egress_rules_check(lh, 1, other_port, 1, why, sizeof why), -EINVAL);
+	assert_int_equal(egress_rules_check(lh, 1, wide, 1, why, sizeof why), -EINVAL);
+	assert_int_equal(egress_rules_check(star, 1, NULL, 0, why, sizeof why), -EINVAL);
+	assert_int_equal(egress_rules_check(inv, 1, NULL, 0, why, sizeof why), -EINVAL);
+	assert_non_null(strstr(why, "never resolve"));
+	assert_int_equal(egress_rules_check(lh, 1, loop, 1, why, sizeof why), 0);
+	const char *v6rule[] = {"::1/128:8080"};
+	assert_int_equal(egress_rules_check(lh, 1, v6rule, 1, why, sizeof why), 0);
+	const char *fine[] = {"notlocalhost.example", "localhost.example.org"};
+	assert_int_equal(egress_rules_check(fine, 2, NULL, 0, why, sizeof why), 0);
+
+	struct aj_config cfg;
+	struct aj_error err = {0};
+	aj_config_init(&cfg);
+	cfg.allow_hosts = lh;
+	cfg.allow_host_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "allow-host: host rule 'localhost:8080': localhost"));
+	cfg.allow_cidrs = loop;
+	cfg.allow_cidr_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), 0);
 }
 
 /* The config: rules validated with the option's name in the reason, the
@@ -255,6 +372,11 @@ static void config_rules_and_caps(void **state)
 	cfg.egress.connections = 0;
 	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
 	assert_non_null(strstr(err.message, "egress-connections"));
+	cfg.egress.connections = 100000; /* a typo's extra 0 (issue 35) */
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "egress-connections: 100000 is out of range"));
+	cfg.egress.connections = 10000;
+	assert_int_equal(aj_config_validate(&cfg, &err), 0);
 }
 
 int main(void)
@@ -264,7 +386,9 @@ int main(void)
 		cmocka_unit_test(host_rules_refused_with_a_reason),
 		cmocka_unit_test(cidr_rules_parse_and_match),
 		cmocka_unit_test(cidr_rules_refused_with_a_reason),
+		cmocka_unit_test(wide_rules_do_not_open_special_addresses),
 		cmocka_unit_test(addresses_are_classed),
+		cmocka_unit_test(never_matching_host_rules_refused),
 		cmocka_unit_test(config_rules_and_caps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -607,7 +607,8 @@ static void refusals_by_rule(void **state)
 	refused_get(&f, t, "HTTP/1.1 403", why);
 	/* Listed, but it resolves to loopback and no CIDR rule names it. */
 	snprintf(t, sizeof t, "origin.test:%u", f.o.port);
-	refused_get(&f, t, "HTTP/1.1 403", "loopback address: only an allow-cidr rule reaches it");
+	refused_get(&f, t, "HTTP/1.1 403",
+		    "loopback address: only an allow-cidr rule within 127.0.0.0/8 reaches it");
 	/* An address in a private range. */
 	refused_get(&f, "10.0.0.5", "HTTP/1.1 403", "10.0.0.5 is a private address");
 	/* A listed name whose record points into a private network. */
@@ -618,6 +619,40 @@ static void refusals_by_rule(void **state)
 	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
 	refused_get(&f, t, "HTTP/1.1 403", "loopback address");
 	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+}
+
+/* Issue 35: the Internet's rules (0.0.0.0/0, ::/0) do not open the host's
+ * own loopback server on that port, in any form of its address; a rule
+ * inside 127.0.0.0/8 does. */
+static void wide_rules_keep_loopback_closed(void **state)
+{
+	(void)state;
+	struct fx f;
+	char t[100];
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"0.0.0.0/0:%u", "::/0:%u", NULL}, NULL);
+	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403",
+		    "127.0.0.1 is a loopback address: only an allow-cidr rule within 127.0.0.0/8");
+	snprintf(t, sizeof t, "[::ffff:127.0.0.1]:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403", "::ffff:127.0.0.1 is a loopback address");
+	snprintf(t, sizeof t, "[::ffff:169.254.169.254]:%u", f.o.port);
+	refused_get(&f, t, "HTTP/1.1 403", "cloud metadata address");
+	snprintf(t, sizeof t, "0.0.0.0:%u", f.o.port); /* Linux connects it to the host */
+	refused_get(&f, t, "HTTP/1.1 403", "special-purpose address");
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	egress_proxy_free(f.p);
+	json_decref(f.pending);
+
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.0/8:%u", NULL}, NULL);
+	snprintf(t, sizeof t, "127.0.0.1:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	char got[4096];
+	drain(c, got, sizeof got);
+	close(c);
+	assert_true(!strncmp(got, "HTTP/1.1 200", 12));
 	fx_end(&f);
 }
 
@@ -743,6 +778,215 @@ static void connect_443_checks_sni(void **state)
 	}
 	egress_proxy_free(f.p);
 	json_decref(f.pending);
+}
+
+/* Issue 35: SNI is checked on every TLS tunnel, not only on 443. A CONNECT
+ * and a SOCKS tunnel to the origin's own port whose ClientHello names
+ * another host are refused, and the upstream gets no byte; one naming the
+ * tunnel's host passes. */
+static void tls_on_any_port_checks_sni(void **state)
+{
+	(void)state;
+	NEED_NAMES();
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, (const char *const[]){"origin.test:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	unsigned char hello[600];
+	size_t hn = client_hello("other.example", hello);
+	int c = dial(f.port);
+	putf(c, "CONNECT origin.test:%u HTTP/1.1\r\nHost: origin.test:%u\r\n\r\n", f.o.port,
+	     f.o.port);
+	char ok[sizeof established - 1];
+	get_exact(c, ok, sizeof ok);
+	put(c, hello, hn);
+	assert_int_equal(drain(c, NULL, 0), 0);
+	close(c);
+	json_decref(expect_entry(&f, false, "connect",
+				 "the TLS ClientHello names 'other.example', not origin.test"));
+	c = dial(f.port);
+	put(c, "\x05\x01\x00", 3);
+	unsigned char rep[10];
+	get_exact(c, rep, 2);
+	unsigned char req[64] = {5, 1, 0, 3, 11};
+	memcpy(req + 5, "origin.test", 11);
+	req[16] = (unsigned char)(f.o.port >> 8);
+	req[17] = (unsigned char)f.o.port;
+	put(c, req, 18);
+	get_exact(c, rep, 10);
+	assert_int_equal(rep[1], 0);
+	put(c, hello, hn);
+	assert_int_equal(drain(c, NULL, 0), 0);
+	close(c);
+	json_decref(expect_entry(&f, false, "socks", "names 'other.example', not origin.test"));
+	assert_int_equal(atomic_load(&f.o.received), 0);
+	/* The right name passes, bytes and all. */
+	hn = client_hello("origin.test", hello);
+	c = dial(f.port);
+	putf(c, "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", f.o.port);
+	get_exact(c, ok, sizeof ok);
+	put(c, hello, hn);
+	shutdown(c, SHUT_WR);
+	drain(c, NULL, 0);
+	close(c);
+	json_decref(expect_entry(&f, true, "connect", "allow-cidr 127.0.0.1/32:"));
+	assert_int_equal(atomic_load(&f.o.received), hn);
+	fx_end(&f);
+}
+
+/* A DNS server on 127.0.0.1:53 (where the test's resolv.conf points) that
+ * knows one name (in wire form), answers it 127.0.0.1, and counts the
+ * questions for it; on_ask, if set, runs at the first, before the answer. */
+struct dns_server {
+	int fd, stop[2];
+	pthread_t thread;
+	atomic_int asked_search_name;
+	const unsigned char *name;
+	size_t name_size;
+	void (*on_ask)(void *);
+	void *arg;
+};
+
+static void *dns_main(void *arg);
+
+static void dns_start(struct dns_server *d, const unsigned char *name, size_t name_size)
+{
+	d->name = name;
+	d->name_size = name_size;
+	d->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(d->fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(pipe2(d->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&d->thread, NULL, dns_main, d), 0);
+}
+
+static void dns_stop(struct dns_server *d)
+{
+	(void)!write(d->stop[1], "x", 1);
+	pthread_join(d->thread, NULL);
+	close(d->fd);
+	close(d->stop[0]);
+	close(d->stop[1]);
+}
+
+static void *dns_main(void *arg)
+{
+	struct dns_server *d = arg;
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = d->fd, .events = POLLIN},
+				       {.fd = d->stop[0], .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0 || pf[1].revents)
+			return NULL;
+		unsigned char q[512], a[600];
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		ssize_t n = recvfrom(d->fd, q, sizeof q, 0, (struct sockaddr *)&from, &fl);
+		if (n < 17)
+			continue;
+		bool known = (size_t)n >= 12 + d->name_size + 4 && !memcmp(q + 12, d->name, d->name_size);
+		size_t qend = 12;
+		while (qend < (size_t)n && q[qend])
+			qend += q[qend] + 1u;
+		qend += 5; /* the root label, type and class */
+		if (qend > (size_t)n)
+			continue;
+		bool type_a = q[qend - 4] == 0 && q[qend - 3] == 1;
+		if (known && atomic_fetch_add(&d->asked_search_name, 1) == 0 && d->on_ask)
+			d->on_ask(d->arg);
+		memcpy(a, q, qend);
+		a[2] = 0x81;
+		a[3] = known ? 0x80 : 0x83; /* NOERROR, or NXDOMAIN */
+		a[6] = 0;
+		a[7] = known && type_a;
+		a[8] = a[9] = a[10] = a[11] = 0;
+		size_t len = qend;
+		if (known && type_a) {
+			static const unsigned char rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4,
+							   127, 0, 0, 1};
+			memcpy(a + len, rr, sizeof rr);
+			len += sizeof rr;
+		}
+		sendto(d->fd, a, len, 0, (struct sockaddr *)&from, fl);
+	}
+}
+
+/* Issue 35: the proxy's resolver ignores the host's search list. With
+ * LOCALDOMAIN=corp.test (what c-ares reads as the search list), a rule for
+ * the single label "intranet" must not reach intranet.corp.test: the name
+ * looked up is the name the rule checked. */
+static void resolver_ignores_search_list(void **state)
+{
+	(void)state;
+	if (!dns_ready)
+		skip();
+	struct dns_server d = {0};
+	static const unsigned char name[] = "\x08" "intranet" "\x04" "corp" "\x04" "test";
+	dns_start(&d, name, sizeof name);
+	setenv("LOCALDOMAIN", "corp.test", 1);
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, (const char *const[]){"intranet:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	char t[64], got[4096];
+	snprintf(t, sizeof t, "intranet:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	drain(c, got, sizeof got);
+	close(c);
+	unsetenv("LOCALDOMAIN");
+	if (strncmp(got, "HTTP/1.1 502", 12))
+		fail_msg("GET %s: %.80s", t, got);
+	json_t *e = next_entry(&f);
+	assert_string_equal(json_string_value(json_object_get(e, "failure")), "DNS");
+	json_decref(e);
+	assert_int_equal(atomic_load(&d.asked_search_name), 0);
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+	dns_stop(&d);
+}
+
+/* The keep a session call makes, run by the DNS server while the proxy
+ * waits for its answer: deterministically between the connection's
+ * decision and its connect. */
+static void narrow_to_the_cidr_rule(void *arg)
+{
+	struct fx *f = arg;
+	struct aj_error err = {0};
+	const char *kept[] = {f->rules[1]};
+	assert_int_equal(egress_proxy_keep(f->p, NULL, 0, kept, 1, &err), 0);
+}
+
+/* Issue 35: a connection between its decision and its connect when a keep
+ * dropped its rule does not reach the dropped host: the rules are decided
+ * again after the connect, before any byte goes up. The rules are
+ * narrowed from the DNS server, while the proxy's lookup of racy.test
+ * (listed, so looked up) waits for its answer. */
+static void narrowing_during_a_connect_is_kept(void **state)
+{
+	(void)state;
+	if (!dns_ready)
+		skip();
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, (const char *const[]){"racy.test:%u", NULL},
+		    (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	struct dns_server d = {.on_ask = narrow_to_the_cidr_rule, .arg = &f};
+	static const unsigned char name[] = "\x04" "racy" "\x04" "test";
+	dns_start(&d, name, sizeof name);
+	char t[64], got[4096];
+	snprintf(t, sizeof t, "racy.test:%u", f.o.port);
+	int c = dial(f.port);
+	putf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
+	drain(c, got, sizeof got);
+	close(c);
+	json_decref(expect_entry(&f, false, "http",
+				 "the rules were narrowed while it connected: no allow-host rule "
+				 "names racy.test"));
+	dns_stop(&d);
+	assert_true(atomic_load(&d.asked_search_name) > 0);
+	fx_end(&f); /* the origin's thread has read all it was sent */
+	assert_int_equal(atomic_load(&f.o.received), 0);
 }
 
 /* A tunnel to 443 whose upstream does not answer: failed in the log, as
@@ -1046,6 +1290,128 @@ static int count_fds(void)
 	return n;
 }
 
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Issue 35: one sandbox opening 250 connections that trickle (one byte of
+ * a request head, then nothing) costs the host at most EGRESS_CONCURRENT
+ * threads and fds: the rest are accepted and closed at once, each logged
+ * as a refusal, and no thread is started for them. When they end,
+ * threads and fds fall back to what they were. */
+#define TRICKLERS 250
+static void trickling_connections_are_capped(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	struct aj_egress_limits lim = {.out_mb = 1, .in_mb = 1, .connections = 10000};
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, &lim);
+	int threads0 = count_threads(), fds0 = count_fds();
+	static int c[TRICKLERS];
+	for (int i = 0; i < TRICKLERS; i++) {
+		c[i] = dial(f.port);
+		put(c[i], "G", 1);
+	}
+	/* Every one past the cap is refused in the log (bounded wait). */
+	int refused = 0;
+	for (int i = 0; i < 3000 && refused < TRICKLERS - EGRESS_CONCURRENT; i++) {
+		take(&f);
+		while (json_array_size(f.pending)) {
+			json_t *e = json_array_get(f.pending, 0);
+			if (str(e, "reason") && strstr(str(e, "reason"), "at most 64 connections at once"))
+				refused++;
+			json_array_remove(f.pending, 0);
+		}
+		if (refused < TRICKLERS - EGRESS_CONCURRENT)
+			sleep_ms(10);
+	}
+	assert_int_equal(refused, TRICKLERS - EGRESS_CONCURRENT);
+	int threads1 = count_threads(), fds1 = count_fds();
+	print_message("threads %d -> %d, fds %d -> %d (the test's own %d clients included)\n",
+		      threads0, threads1, fds0, fds1, TRICKLERS);
+	/* A thread per served connection; the test's own 250 client fds, and
+	 * two at most per served connection (its client and, later, its
+	 * upstream). */
+	assert_true(threads1 <= threads0 + EGRESS_CONCURRENT);
+	assert_true(fds1 <= fds0 + TRICKLERS + 2 * EGRESS_CONCURRENT);
+	for (int i = 0; i < TRICKLERS; i++)
+		close(c[i]);
+	for (int i = 0; i < 3000 && (count_threads() > threads0 || count_fds() > fds0); i++)
+		sleep_ms(10);
+	assert_int_equal(count_threads(), threads0);
+	assert_int_equal(count_fds(), fds0);
+	fx_end(&f);
+}
+
+/* Whether fd was closed by its peer within about ms (EOF or a reset). */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	char b[256];
+	while (poll(&pf, 1, ms) == 1) {
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n <= 0)
+			return n == 0 || errno != EAGAIN;
+	}
+	return false;
+}
+
+/* Issue 35: the request's deadline runs from the accept over the whole
+ * head: a client sending a byte every 200 ms (which a per-read timeout
+ * never ends) is cut once the head's time is spent. The deadline here is
+ * 1 s; the test gives it 20 s of trickling (a bound, not a measure). */
+static void head_deadline_is_whole(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_BODY, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	egress_proxy_set_timeouts(f.p, 1000, 60000);
+	int c = dial(f.port);
+	static const char head[] = "GET http://127.0.0.1:1/ HTTP/1.1\r\nX-Pad: "
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	bool cut = false;
+	for (size_t i = 0; i < 100 && i < sizeof head - 1 && !cut; i++) {
+		if (send(c, head + i, 1, MSG_NOSIGNAL) != 1)
+			cut = true;
+		else
+			cut = closed_within(c, 200);
+	}
+	close(c);
+	assert_true(cut);
+	assert_int_equal(atomic_load(&f.o.accepted), 0);
+	fx_end(&f);
+}
+
+/* Issue 35: a tunnel that carries nothing either way for the idle time
+ * ends (here 1 s; the test waits up to 30 s for it). */
+static void idle_tunnel_ends(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, ORIGIN_SINK, 1);
+	proxy_start(&f, NULL, (const char *const[]){"127.0.0.1/32:%u", NULL}, NULL);
+	egress_proxy_set_timeouts(f.p, 30000, 1000);
+	int c = dial(f.port);
+	putf(c, "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", f.o.port);
+	char ok[sizeof established - 1];
+	get_exact(c, ok, sizeof ok);
+	put(c, "x", 1); /* the client speaks first: plain TCP, and the relay starts */
+	assert_true(closed_within(c, 30000));
+	close(c);
+	json_decref(expect_entry(&f, true, "connect", "allow-cidr"));
+	fx_end(&f);
+}
+
 static void stop_mid_transfer(void **state)
 {
 	(void)state;
@@ -1086,10 +1452,14 @@ int main(void)
 		cmocka_unit_test(connect_tunnel),
 		cmocka_unit_test(socks_by_name_and_address),
 		cmocka_unit_test(refusals_by_rule),
+		cmocka_unit_test(wide_rules_keep_loopback_closed),
 		cmocka_unit_test(socks_refused),
 		cmocka_unit_test(malformed_heads),
 		cmocka_unit_test(connect_443_checks_sni),
 		cmocka_unit_test(connect_443_unreachable_is_logged_failed),
+		cmocka_unit_test(tls_on_any_port_checks_sni),
+		cmocka_unit_test(resolver_ignores_search_list),
+		cmocka_unit_test(narrowing_during_a_connect_is_kept),
 		cmocka_unit_test(unreachable_destination_is_failed_not_denied),
 		cmocka_unit_test(unresolvable_listed_name_is_failed),
 		cmocka_unit_test(cidr_on_another_port_names_the_port),
@@ -1099,6 +1469,9 @@ int main(void)
 		cmocka_unit_test(kbps_cap_lets_bytes_through),
 		cmocka_unit_test(keep_narrows),
 		cmocka_unit_test(stop_mid_transfer),
+		cmocka_unit_test(trickling_connections_are_capped),
+		cmocka_unit_test(head_deadline_is_whole),
+		cmocka_unit_test(idle_tunnel_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

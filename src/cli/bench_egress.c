@@ -252,7 +252,7 @@ int bench_egress(long rounds, bool quick, bool as_json)
 	cfg.allow_cidrs = cidrs;
 	cfg.allow_cidr_count = 1;
 	cfg.egress = (struct aj_egress_limits){.out_mb = 1048576, .in_mb = 1048576,
-					       .connections = 100000};
+					       .connections = 10000};
 	struct egress_proxy *p = NULL;
 	struct aj_error err = {0};
 	uint16_t via = 0;

@@ -158,7 +158,11 @@ static int check_preload(const char *list, struct aj_error *err)
 
 static const struct range egress_out_range = {"egress-out-mb", "MiB", 1, 1048576};
 static const struct range egress_in_range = {"egress-in-mb", "MiB", 1, 1048576};
-static const struct range egress_conn_range = {"egress-connections", "connections", 1, 100000};
+/* The connections over a run's or session's life: each costs the host a
+ * log entry and a decision, so a typo's 100000 is refused (issue 35). At
+ * most EGRESS_CONCURRENT (src/egress/proxy.h) are open at once whatever
+ * this is. */
+static const struct range egress_conn_range = {"egress-connections", "connections", 1, 10000};
 
 /* The egress rules' syntax (src/core/egress_rule.c) and their caps; the
  * caps are checked whether or not a rule opens egress, so that a config is
@@ -182,6 +186,9 @@ static int egress_check(const struct aj_config *cfg, struct aj_error *err)
 		if (egress_cidr_rule_parse(cfg->allow_cidrs[i], &r, why, sizeof why))
 			return error_set(err, -EINVAL, "allow-cidr: %s", why);
 	}
+	if (egress_rules_check(cfg->allow_hosts, cfg->allow_host_count, cfg->allow_cidrs,
+			       cfg->allow_cidr_count, why, sizeof why))
+		return error_set(err, -EINVAL, "allow-host: %s", why);
 	const struct aj_egress_limits *e = &cfg->egress;
 	if ((rc = check_range(&egress_out_range, e->out_mb, err)) ||
 	    (rc = check_range(&egress_in_range, e->in_mb, err)) ||

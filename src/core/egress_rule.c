@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "addr_class.h"
 #include "egress_rule.h"
 
 static int refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -148,6 +149,7 @@ int egress_cidr_rule_parse(const char *spec, struct egress_cidr_rule *r, char *w
 	const char *slash = strchr(spec, '/');
 	const char *ports = NULL;
 	unsigned max;
+	bool has_prefix = slash != NULL;
 	if (slash) {
 		if ((size_t)(slash - spec) >= sizeof addr)
 			return refuse(why, n, "CIDR rule '%s': the address is too long", spec);
@@ -177,7 +179,6 @@ int egress_cidr_rule_parse(const char *spec, struct egress_cidr_rule *r, char *w
 		addr[len] = 0;
 		if (!v6 && colon)
 			ports = colon + 1;
-		r->prefix = 999; /* the whole address, set below */
 	}
 	if (inet_pton(AF_INET, addr, r->addr) == 1) {
 		r->family = AF_INET;
@@ -188,7 +189,9 @@ int egress_cidr_rule_parse(const char *spec, struct egress_cidr_rule *r, char *w
 	} else {
 		return refuse(why, n, "CIDR rule '%s': '%s' is not an IPv4 or IPv6 address", spec, addr);
 	}
-	if (r->prefix == 999)
+	/* A bare address is the whole address; a prefix past its length is
+	 * a slip, never taken as the whole address. */
+	if (!has_prefix)
 		r->prefix = max;
 	if (r->prefix > max)
 		return refuse(why, n, "CIDR rule '%s': a prefix length of %u is past %u", spec, r->prefix,
@@ -225,89 +228,86 @@ bool egress_host_matches(const struct egress_host_rule *r, const char *host, uin
 	return len == rl && strncasecmp(host, r->name, rl) == 0;
 }
 
-/* The IPv4 address an IPv6 one carries, where it does: mapped (::ffff:0:0/96),
- * NAT64 (64:ff9b::/96) and 6to4 (2002::/16). */
-static const uint8_t *embedded_v4(const uint8_t *a)
-{
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
-	if (!memcmp(a, mapped, 12) || !memcmp(a, nat64, 12))
-		return a + 12;
-	if (a[0] == 0x20 && a[1] == 0x02)
-		return a + 2;
-	return NULL;
-}
-
+/* A CIDR rule means exactly what it says (issue 35):
+ *   - an IPv4 rule matches an IPv4 address, or the same address in its
+ *     v4-mapped form (what a v6 socket connects to as IPv4);
+ *   - an IPv6 rule never matches an IPv6 address that carries an IPv4 one
+ *     (mapped, compatible, NAT64, 6to4) unless the rule lies inside that
+ *     range: ::/0 is the IPv6 Internet, not ::ffff:169.254.169.254;
+ *   - a rule reaches a non-public address (loopback, private, link-local,
+ *     metadata, special) only if it lies inside that address's block: it
+ *     names it. 0.0.0.0/0 is the IPv4 Internet, not the host's own
+ *     127.0.0.1 nor 169.254.169.254; 127.0.0.0/8 reaches 127.0.0.1, and
+ *     only 169.254.169.254/32 reaches the metadata address. */
 bool egress_cidr_matches(const struct egress_cidr_rule *r, int family, const uint8_t *addr,
 			 uint16_t port)
 {
 	if (!has_port(&r->ports, port))
 		return false;
+	struct addr_info ai;
+	addr_classify(family, addr, &ai);
+	unsigned block = ai.block;
 	if (family == AF_INET6 && r->family == AF_INET) {
-		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-		if (memcmp(addr, mapped, 12))
+		if (ai.wrap != ADDR_V4_MAPPED)
 			return false;
-		addr += 12;
+		addr = ai.v4;
 		family = AF_INET;
+		if (ai.cls != ADDR_PUBLIC)
+			block -= 96;
+	} else if (family == AF_INET6 && ai.wrap != ADDR_PLAIN && r->prefix < ai.wrap_prefix) {
+		return false;
 	}
-	return family == r->family && mask_equal(addr, r->addr, r->prefix);
+	if (family != r->family || !mask_equal(addr, r->addr, r->prefix))
+		return false;
+	return ai.cls == ADDR_PUBLIC || r->prefix >= block;
 }
 
-static enum egress_class classify_v4(const uint8_t *a)
+/* Whether name is special or below it ("localhost", "a.localhost"). */
+static bool at_or_below(const struct egress_host_rule *r, const char *special)
 {
-	if (a[0] == 169 && a[1] == 254 && a[2] == 169 && a[3] == 254)
-		return EGRESS_METADATA;
-	if (a[0] == 127)
-		return EGRESS_LOOPBACK;
-	if (a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168) ||
-	    (a[0] == 100 && (a[1] & 0xc0) == 64))
-		return EGRESS_PRIVATE;
-	if (a[0] == 169 && a[1] == 254)
-		return EGRESS_LINK_LOCAL;
-	/* This network, IETF protocol assignments, the documentation nets,
-	 * benchmarking, multicast, reserved and broadcast: nothing to reach. */
-	if (a[0] == 0 || (a[0] == 192 && a[1] == 0 && (a[2] == 0 || a[2] == 2)) ||
-	    (a[0] == 198 && (a[1] & 0xfe) == 18) || (a[0] == 198 && a[1] == 51 && a[2] == 100) ||
-	    (a[0] == 203 && a[1] == 0 && a[2] == 113) || a[0] >= 224)
-		return EGRESS_SPECIAL;
-	return EGRESS_PUBLIC;
+	size_t len = strlen(r->name), sl = strlen(special);
+	if (!r->below && len == sl)
+		return !strcmp(r->name, special);
+	return len >= sl && !strcmp(r->name + len - sl, special) &&
+	       (len == sl || r->name[len - sl - 1] == '.');
 }
 
-enum egress_class egress_classify(int family, const uint8_t *a)
+/* Whether some CIDR rule reaches a loopback address on one of h's ports. */
+static bool loopback_reached(const struct egress_host_rule *h, const char *const *cidrs,
+			     uint32_t n_cidrs)
 {
-	if (family == AF_INET)
-		return classify_v4(a);
-	static const uint8_t zero[16], one[16] = {[15] = 1};
-	static const uint8_t metadata[16] = {0xfd, 0, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54};
-	if (!memcmp(a, metadata, 16))
-		return EGRESS_METADATA;
-	if (!memcmp(a, one, 16))
-		return EGRESS_LOOPBACK;
-	if (!memcmp(a, zero, 16) || a[0] == 0xff || (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d &&
-						    a[3] == 0xb8))
-		return EGRESS_SPECIAL; /* unspecified, multicast, documentation */
-	const uint8_t *v4 = embedded_v4(a);
-	if (v4)
-		return classify_v4(v4);
-	if ((a[0] & 0xfe) == 0xfc)
-		return EGRESS_PRIVATE;
-	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
-		return EGRESS_LINK_LOCAL;
-	/* Outside 2000::/3 nothing is assigned for the public Internet. */
-	if ((a[0] & 0xe0) != 0x20)
-		return EGRESS_SPECIAL;
-	return EGRESS_PUBLIC;
-}
-
-const char *egress_class_name(enum egress_class c)
-{
-	switch (c) {
-	case EGRESS_PUBLIC: return "public";
-	case EGRESS_LOOPBACK: return "loopback";
-	case EGRESS_PRIVATE: return "private";
-	case EGRESS_LINK_LOCAL: return "link-local";
-	case EGRESS_METADATA: return "cloud metadata";
-	case EGRESS_SPECIAL: return "special-purpose";
+	static const uint8_t v4[4] = {127, 0, 0, 1}, v6[16] = {[15] = 1};
+	for (uint32_t i = 0; i < n_cidrs; i++) {
+		struct egress_cidr_rule c;
+		if (egress_cidr_rule_parse(cidrs[i], &c, NULL, 0))
+			continue;
+		for (unsigned k = 0; k < h->ports.n; k++)
+			if (egress_cidr_matches(&c, AF_INET, v4, h->ports.port[k]) ||
+			    egress_cidr_matches(&c, AF_INET6, v6, h->ports.port[k]))
+				return true;
 	}
-	return "unknown";
+	return false;
+}
+
+int egress_rules_check(const char *const *hosts, uint32_t n_hosts, const char *const *cidrs,
+		       uint32_t n_cidrs, char *why, size_t n)
+{
+	for (uint32_t i = 0; i < n_hosts; i++) {
+		struct egress_host_rule h;
+		if (egress_host_rule_parse(hosts[i], &h, why, n))
+			return -EINVAL;
+		/* A rule that can never match is a slip the deployer should
+		 * hear of, not a silent refusal of every connection. */
+		if (at_or_below(&h, "invalid"))
+			return refuse(why, n, "host rule '%s': names below 'invalid' never resolve "
+					      "(RFC 6761): the rule can never match", hosts[i]);
+		if (at_or_below(&h, "localhost") && !loopback_reached(&h, cidrs, n_cidrs))
+			return refuse(why, n,
+				      "host rule '%s': localhost is always a loopback address (RFC 6761), "
+				      "which a host rule never reaches: the rule can never match without "
+				      "an allow-cidr rule naming 127.0.0.1 on its port (such as "
+				      "127.0.0.1/32:%u)",
+				      hosts[i], h.ports.port[0]);
+	}
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* The deployer's egress rules (issue 26): which destinations a sandbox's
  * code may reach through agentjail's proxy, and nothing else. This file owns
- * their syntax, their matching and the classing of addresses; libc only (the
+ * their syntax and their matching (what an address is: addr_class.h); libc only (the
  * proxy and every front end read the same rules, and the fuzzer drives the
  * parsers).
  *
@@ -42,17 +42,6 @@ struct egress_cidr_rule {
 	struct egress_ports ports;
 };
 
-/* What an address is, for the rule that a host rule reaches public
- * addresses only. */
-enum egress_class {
-	EGRESS_PUBLIC,
-	EGRESS_LOOPBACK,
-	EGRESS_PRIVATE,      /* RFC 1918, shared 100.64/10, IPv6 ULA */
-	EGRESS_LINK_LOCAL,
-	EGRESS_METADATA,     /* 169.254.169.254, fd00:ec2::254 */
-	EGRESS_SPECIAL,      /* unspecified, multicast, broadcast, reserved, documentation */
-};
-
 /* Parse a rule: 0, or -EINVAL with why (n bytes) naming what is wrong. */
 int egress_host_rule_parse(const char *spec, struct egress_host_rule *r, char *why, size_t n);
 int egress_cidr_rule_parse(const char *spec, struct egress_cidr_rule *r, char *why, size_t n);
@@ -61,14 +50,19 @@ int egress_cidr_rule_parse(const char *spec, struct egress_cidr_rule *r, char *w
  * ignored) on port. */
 bool egress_host_matches(const struct egress_host_rule *r, const char *host, uint16_t port);
 /* Whether the rule admits a connection to addr (family's length, network
- * order) on port. An IPv4 address mapped into IPv6 (::ffff:a.b.c.d) is
- * matched as the IPv4 address it is. */
+ * order) on port: egress_rule.c says exactly when (a v4 rule matches the
+ * v4-mapped form; a v6 rule no form that carries IPv4 unless it lies in
+ * that range; a non-public address only a rule that lies inside its block,
+ * src/core/addr_class.h). */
 bool egress_cidr_matches(const struct egress_cidr_rule *r, int family, const uint8_t *addr,
 			 uint16_t port);
 
-/* The class of an address (family's length, network order); IPv6 forms
- * that carry an IPv4 address (mapped, NAT64, 6to4) are classed by it. */
-enum egress_class egress_classify(int family, const uint8_t *addr);
-const char *egress_class_name(enum egress_class c);
+/* The rules together: refuses (-EINVAL, why) a host rule that can never
+ * match. "localhost" and names below it are always loopback (RFC 6761),
+ * which a host rule never reaches: such a rule needs an allow-cidr rule
+ * that reaches 127.0.0.1 or ::1 on one of its ports. Names below "invalid"
+ * never resolve (RFC 6761). */
+int egress_rules_check(const char *const *hosts, uint32_t n_hosts, const char *const *cidrs,
+		       uint32_t n_cidrs, char *why, size_t n);
 
 #endif

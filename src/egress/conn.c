@@ -21,9 +21,10 @@
 #include "sni.h"
 #include "socks.h"
 
-/* How long the sandbox may take to send a request head or a ClientHello,
- * and an upstream to accept: a slow client holds only its own thread. */
-#define HEAD_TIMEOUT_MS 30000
+/* How long an answer to the client may wait for room, and an upstream to
+ * accept. The request's own deadline is the proxy's head_ms, from the
+ * accept (EGRESS_HEAD_MS); a quiet tunnel ends after its idle_ms. */
+#define WRITE_TIMEOUT_MS 30000
 #define CONNECT_TIMEOUT_MS 10000
 /* Each direction's buffer: 64 KiB, grown to 256 KiB for a bulk transfer
  * (a read that filled half of it) while the proxy has fewer than EGRESS_BIG_BUFFERS
@@ -41,6 +42,8 @@ struct conn {
 	size_t have;
 	struct egress_entry e;
 	struct egress_addrs addrs;     /* the addresses the rules allowed */
+	unsigned head_ms, idle_ms;     /* the proxy's, when this connection came */
+	uint64_t generation;           /* of the rules decide() applied */
 };
 
 /* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
@@ -59,7 +62,17 @@ static int conn_wait(struct conn *c, int fd, short events, int ms)
 	}
 }
 
-/* Reads more of the client's request into c->buf: true if bytes came. */
+/* What is left of the request's deadline, which runs from the accept
+ * over the whole head, greeting or ClientHello (issue 35: a client sending
+ * a byte a second kept a per-read timeout from ever firing): 0 once past. */
+static int head_ms_left(struct conn *c)
+{
+	uint64_t end = c->ec->accepted_ns + (uint64_t)c->head_ms * 1000000u, now = egress_now_ns();
+	return now >= end ? 0 : (int)((end - now) / 1000000u) + 1;
+}
+
+/* Reads more of the client's request into c->buf, before the request's
+ * deadline: true if bytes came. */
 static bool read_more(struct conn *c)
 {
 	if (c->have >= HTTP_HEAD_MAX)
@@ -73,7 +86,8 @@ static bool read_more(struct conn *c)
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return false;
-		if (conn_wait(c, c->client, POLLIN, HEAD_TIMEOUT_MS) != 1)
+		int left = head_ms_left(c);
+		if (!left || conn_wait(c, c->client, POLLIN, left) != 1)
 			return false;
 	}
 }
@@ -89,7 +103,7 @@ static bool write_all(struct conn *c, int fd, const void *data, size_t len)
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && errno == EAGAIN) {
-			if (conn_wait(c, fd, POLLOUT, HEAD_TIMEOUT_MS) != 1)
+			if (conn_wait(c, fd, POLLOUT, WRITE_TIMEOUT_MS) != 1)
 				return false;
 		} else {
 			return false;
@@ -147,6 +161,7 @@ static bool decide(struct conn *c)
 	uint8_t a[16];
 	bool ok = false;
 	c->addrs.n = 0;
+	c->generation = r->generation;
 	if (parse_literal(c->e.host, &family, a) == 0) {
 		inet_ntop(family, a, c->e.address, sizeof c->e.address);
 		ok = egress_address_allowed(r, family, a, c->e.port, false, c->e.reason,
@@ -192,6 +207,32 @@ static bool decide(struct conn *c)
 	return ok;
 }
 
+/* Issue 35: a keep can narrow the rules while this connection was between
+ * its decision and its connect (a lookup, a slow upstream). Before any byte
+ * goes up, the address connected to is decided again against the rules in
+ * force now, if they changed: false (reason set, a denial) if they no
+ * longer allow it. */
+static bool still_allowed(struct conn *c, const struct sockaddr_storage *sa)
+{
+	struct egress_rules *r = egress_rules_take(c->p);
+	bool ok = r->generation == c->generation;
+	if (!ok) {
+		int family, lf;
+		uint8_t la[16];
+		const uint8_t *a = sa_addr(sa, &family);
+		char why[sizeof c->e.reason];
+		if (parse_literal(c->e.host, &lf, la) == 0)
+			ok = egress_address_allowed(r, family, a, c->e.port, false, why, sizeof why);
+		else
+			ok = egress_name_listed(r, c->e.host, c->e.port, why, sizeof why) &&
+			     egress_address_allowed(r, family, a, c->e.port, true, why, sizeof why);
+		if (!ok)
+			deny(c, "the rules were narrowed while it connected: %.150s", why);
+	}
+	egress_rules_drop(c->p, r);
+	return ok;
+}
+
 /* Connects to the first allowed address that answers: the one that was
  * checked, never a name again. 0, or -errno (reason set). */
 static int connect_up(struct conn *c)
@@ -218,6 +259,11 @@ static int connect_up(struct conn *c)
 				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
 			r = soerr ? -1 : 0;
 			errno = soerr;
+		}
+		if (r == 0 && !still_allowed(c, &sa)) {
+			egress_conn_set_upstream(c->ec, -1);
+			close(fd);
+			return -EPERM;
 		}
 		if (r == 0) {
 			c->up = fd;
@@ -268,11 +314,12 @@ static bool sni_matches(struct conn *c, size_t from)
 		if (r == SNI_NONE) {
 			if (literal) /* no name can go with an address */
 				return true;
-			deny(c, "the TLS ClientHello names no server; a tunnel to %s:443 must", c->e.host);
+			deny(c, "the TLS ClientHello names no server; a TLS tunnel to %s must",
+			     c->e.host);
 			return false;
 		}
 		if (r == SNI_INVALID) {
-			deny(c, "port 443 carried no TLS ClientHello");
+			deny(c, "port %u carried no TLS ClientHello", c->e.port);
 			return false;
 		}
 		if (!read_more(c)) {
@@ -280,6 +327,34 @@ static bool sni_matches(struct conn *c, size_t from)
 			return false;
 		}
 	}
+}
+
+/* A tunnel to any port but 443: TLS is checked as on 443 (issue 35: an
+ * allowed CDN on 8443 fronts other sites too). The upstream is connected
+ * already, as a server that speaks first (SMTP, SSH, a database) must be
+ * heard, but gets no byte before this: if the client speaks first and its
+ * first byte opens a TLS handshake record (22), the ClientHello must name
+ * the tunnel's host. A server that speaks first makes it plain TCP (a later
+ * STARTTLS is not looked into). false: refused (reason set) or ended. */
+static bool tunnel_tls_checked(struct conn *c, size_t from)
+{
+	if (c->have == from) {
+		struct pollfd pf[3] = {{.fd = c->client, .events = POLLIN},
+				       {.fd = c->up, .events = POLLIN},
+				       {.fd = c->p->stop_fd, .events = POLLIN}};
+		int r;
+		while ((r = poll(pf, 3, (int)c->idle_ms)) < 0 && errno == EINTR)
+			;
+		if (r <= 0 || pf[2].revents)
+			return false;
+		if (!pf[0].revents)
+			return true; /* the server spoke first */
+		if (!read_more(c))
+			return true; /* the client ended: the relay says so to the server */
+	}
+	if ((unsigned char)c->buf[from] != 22)
+		return true;
+	return sni_matches(c, from);
 }
 
 /* Copies both ways until both sides are done, counting bytes against the
@@ -318,12 +393,13 @@ static void relay(struct conn *c)
 		if (np == 0)
 			break; /* both sides ended and everything was delivered */
 		pf[np] = (struct pollfd){.fd = c->p->stop_fd, .events = POLLIN};
-		if (poll(pf, (nfds_t)np + 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[np].revents)
+		/* A tunnel that carries nothing for idle_ms ends: a connection
+		 * the sandbox forgot must not hold the host's thread, fds and
+		 * buffers for the session's life (issue 35). */
+		int r = poll(pf, (nfds_t)np + 1, (int)c->idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || pf[np].revents)
 			break;
 		bool fail = false;
 		for (int k = 0; k < np && !fail; k++) {
@@ -465,11 +541,12 @@ static void serve_http(struct conn *c)
 		    connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		refuse_http(c, "502 Bad Gateway");
+		refuse_http(c, c->e.allowed ? "502 Bad Gateway" : "403 Forbidden");
 		return;
 	} else if (h.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		if (write_all(c, c->client, ok, sizeof ok - 1) && forward_rest(c, used))
+		if (write_all(c, c->client, ok, sizeof ok - 1) && tunnel_tls_checked(c, used) &&
+		    forward_rest(c, used))
 			relay(c);
 	} else if (send_forward_head(c, &h, used) && forward_rest(c, used)) {
 		relay(c);
@@ -535,39 +612,17 @@ static void serve_socks(struct conn *c)
 		if (sni_matches(c, used) && connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
 	} else if (connect_up(c)) {
-		refuse_socks(c, SOCKS_REP_CONNECTION_REFUSED);
+		refuse_socks(c, c->e.allowed ? SOCKS_REP_CONNECTION_REFUSED : SOCKS_REP_NOT_ALLOWED);
 		return;
 	} else {
 		socks_reply(c, SOCKS_REP_OK);
-		if (forward_rest(c, used))
+		if (tunnel_tls_checked(c, used) && forward_rest(c, used))
 			relay(c);
 	}
 	egress_record(c->ec, &c->e);
 }
 
 /* ---- the thread ---- */
-
-/* Counts this connection against the connections cap: false (logged) when
- * it is past it. */
-static bool admit(struct conn *c)
-{
-	struct egress_proxy *p = c->p;
-	pthread_mutex_lock(&p->lock);
-	bool ok = p->connections < p->limits.connections;
-	if (ok)
-		p->connections++;
-	else if (!p->limit[0])
-		snprintf(p->limit, sizeof p->limit,
-			 "connections: the sandbox opened %u connections through the proxy, its cap",
-			 p->limits.connections);
-	pthread_mutex_unlock(&p->lock);
-	if (!ok) {
-		snprintf(c->e.host, sizeof c->e.host, "(any)");
-		deny(c, "the cap of %u connections is reached", p->limits.connections);
-		egress_record(c->ec, &c->e);
-	}
-	return ok;
-}
 
 void *egress_conn_main(void *arg)
 {
@@ -580,7 +635,11 @@ void *egress_conn_main(void *arg)
 		c->client = ec->client;
 		c->up = -1;
 		c->e.via = "http";
-		if (admit(c) && read_more(c)) {
+		pthread_mutex_lock(&p->lock);
+		c->head_ms = p->head_ms;
+		c->idle_ms = p->idle_ms;
+		pthread_mutex_unlock(&p->lock);
+		if (read_more(c)) {
 			if ((unsigned char)c->buf[0] == 5)
 				serve_socks(c);
 			else

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "../core/addr_class.h"
 #include "proxy_internal.h"
 
 bool egress_name_listed(const struct egress_rules *r, const char *host, uint16_t port,
@@ -41,21 +42,31 @@ bool egress_address_allowed(const struct egress_rules *r, int family, const uint
 			if (egress_cidr_matches(&r->cidrs[i], family, addr, r->cidrs[i].ports.port[k]))
 				other_port = r->cidr_text[i];
 	}
-	enum egress_class c = egress_classify(family, addr);
+	struct addr_info ai;
+	addr_classify(family, addr, &ai);
 	char text[INET6_ADDRSTRLEN];
 	inet_ntop(family, addr, text, sizeof text);
-	if (by_listed_name && c == EGRESS_PUBLIC)
+	if (by_listed_name && ai.cls == ADDR_PUBLIC)
 		return true; /* why keeps the host rule's name */
 	if (other_port)
 		/* Only the port is wrong: say so, not that no rule reaches it. */
 		snprintf(why, n, "%s: port %u is not among allow-cidr %s's ports", text, port,
 			 other_port);
-	else if (c != EGRESS_PUBLIC)
+	else if (ai.cls != ADDR_PUBLIC) {
 		/* A listed name pointing into the host's own networks (DNS
-		 * rebinding, a record aimed at 10.0.0.5) stops here. */
-		snprintf(why, n, "%s is a %s address: only an allow-cidr rule reaches it", text,
-			 egress_class_name(c));
-	else
+		 * rebinding, a record aimed at 10.0.0.5) stops here, and so
+		 * does a wide rule (0.0.0.0/0) over them: only a rule inside
+		 * the address's block names it. */
+		uint8_t net[16] = {0};
+		unsigned len = family == AF_INET ? 4 : 16;
+		for (unsigned i = 0; i < len && i * 8 < ai.block; i++)
+			net[i] = (uint8_t)(addr[i] & (ai.block - i * 8 >= 8 ? 0xff
+									   : 0xff << (8 - (ai.block - i * 8))));
+		char block[INET6_ADDRSTRLEN];
+		inet_ntop(family, net, block, sizeof block);
+		snprintf(why, n, "%s is a %s address: only an allow-cidr rule within %s/%u reaches it",
+			 text, addr_class_name(ai.cls), block, ai.block);
+	} else
 		snprintf(why, n, "no allow-cidr rule names %s port %u", text, port);
 	return false;
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../core/internal.h"
@@ -25,18 +24,6 @@ bool egress_wanted(const struct aj_config *cfg)
 	return cfg->allow_host_count || cfg->allow_cidr_count;
 }
 
-void egress_rules_free(struct egress_rules *r)
-{
-	for (uint32_t i = 0; r->host_text && i < r->n_hosts; i++)
-		free(r->host_text[i]);
-	for (uint32_t i = 0; r->cidr_text && i < r->n_cidrs; i++)
-		free(r->cidr_text[i]);
-	free(r->hosts);
-	free(r->host_text);
-	free(r->cidrs);
-	free(r->cidr_text);
-	memset(r, 0, sizeof *r);
-}
 
 /* Parses the rules from their text (already validated by the config). */
 static int rules_parse(struct egress_rules *r, const char *const *hosts, uint32_t nh,
@@ -94,30 +81,8 @@ static int rules_new(struct egress_rules **out, const char *const *hosts, uint32
 	return 0;
 }
 
-/* Drops one reference; the lock held. */
-static void rules_unref(struct egress_rules *r)
-{
-	if (r && --r->refs == 0) {
-		egress_rules_free(r);
-		free(r);
-	}
-}
 
-struct egress_rules *egress_rules_take(struct egress_proxy *p)
-{
-	pthread_mutex_lock(&p->lock);
-	struct egress_rules *r = p->rules;
-	r->refs++;
-	pthread_mutex_unlock(&p->lock);
-	return r;
-}
 
-void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r)
-{
-	pthread_mutex_lock(&p->lock);
-	rules_unref(r);
-	pthread_mutex_unlock(&p->lock);
-}
 
 static void *proxy_accept_main(void *arg);
 
@@ -129,6 +94,8 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	if (!p)
 		return error_set(err, -ENOMEM, "egress: out of memory");
 	p->limits = cfg->egress;
+	p->head_ms = EGRESS_HEAD_MS;
+	p->idle_ms = EGRESS_IDLE_MS;
 	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&p->lock, NULL);
@@ -191,9 +158,57 @@ int egress_proxy_add_listener_from(struct egress_proxy *p, int fd)
 	return add_source(p, fd, true);
 }
 
+void egress_proxy_set_timeouts(struct egress_proxy *p, unsigned head_ms, unsigned idle_ms)
+{
+	pthread_mutex_lock(&p->lock);
+	p->head_ms = head_ms ? head_ms : 1;
+	p->idle_ms = idle_ms ? idle_ms : 1;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A connection past a cap, refused before a thread is spent on it: closed
+ * at once, and logged. Caller holds the lock. */
+static void refuse_at_accept(struct egress_proxy *p, int fd, const char *reason)
+{
+	close(fd);
+	struct egress_entry e = {.via = "http", .allowed = false};
+	snprintf(e.host, sizeof e.host, "(any)");
+	snprintf(e.reason, sizeof e.reason, "%s", reason);
+	egress_log_add(&p->log, &e);
+}
+
+/* Whether one more connection may be served: at most EGRESS_CONCURRENT at
+ * once, and limits.connections over the proxy's life (that cap, once
+ * reached, is the log's "limit"). Else fd is refused. Caller holds the
+ * lock. */
+static bool admit(struct egress_proxy *p, int fd)
+{
+	char why[120];
+	if (p->live >= EGRESS_CONCURRENT) {
+		snprintf(why, sizeof why,
+			 "the proxy serves at most %u connections at once; this one was closed",
+			 EGRESS_CONCURRENT);
+		refuse_at_accept(p, fd, why);
+		return false;
+	}
+	if (p->connections >= p->limits.connections) {
+		if (!p->limit[0])
+			snprintf(p->limit, sizeof p->limit,
+				 "connections: the sandbox opened %u connections through the proxy, its cap",
+				 p->limits.connections);
+		snprintf(why, sizeof why, "the cap of %u connections is reached", p->limits.connections);
+		refuse_at_accept(p, fd, why);
+		return false;
+	}
+	p->connections++;
+	return true;
+}
+
 /* Starts a connection's thread; owns fd. Caller holds the lock. */
 static void start_conn(struct egress_proxy *p, int fd)
 {
+	if (!admit(p, fd))
+		return;
 	struct egress_conn *c = calloc(1, sizeof *c);
 	pthread_attr_t a;
 	pthread_t t;
@@ -204,6 +219,7 @@ static void start_conn(struct egress_proxy *p, int fd)
 	c->p = p;
 	c->client = fd;
 	c->upstream = -1;
+	c->accepted_ns = egress_now_ns();
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 256 << 10);
@@ -343,12 +359,6 @@ static void cut_all(struct egress_proxy *p)
 	}
 }
 
-void egress_conn_set_upstream(struct egress_conn *c, int fd)
-{
-	pthread_mutex_lock(&c->p->lock);
-	c->upstream = fd;
-	pthread_mutex_unlock(&c->p->lock);
-}
 
 /* Whether text is one of the rules in texts[0..n). */
 static bool among(const char *text, char *const *texts, uint32_t n)
@@ -380,7 +390,10 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 				       "rules can be dropped, never added",
 				       cidrs[i] ? cidrs[i] : "(null)");
 	if (!rc && !(rc = rules_new(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
-		rules_unref(p->rules); /* a decision under way keeps its own */
+		/* A connection decided under the old rules sees the new
+		 * generation before its first byte goes up (conn.c). */
+		kept->generation = p->rules->generation + 1;
+		egress_rules_unref(p->rules); /* a decision under way keeps its own */
 		p->rules = kept;
 		/* What is open now was allowed by the wider rules. */
 		cut_all(p);
@@ -389,97 +402,11 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 	return rc;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
-bool egress_account(struct egress_proxy *p, struct egress_entry *live, bool out, size_t n)
-{
-	uint64_t wait_until = 0;
-	pthread_mutex_lock(&p->lock);
-	uint64_t *total = out ? &p->out_total : &p->in_total;
-	uint64_t cap = (uint64_t)(out ? p->limits.out_mb : p->limits.in_mb) << 20;
-	bool ok = *total + n <= cap;
-	if (ok) {
-		*total += n;
-		if (live)
-			*(out ? &live->bytes_out : &live->bytes_in) += n;
-	}
-	else if (!p->limit[0])
-		snprintf(p->limit, sizeof p->limit,
-			 "%s: the sandbox %s %u MiB through the proxy, its cap; the transfer was cut",
-			 out ? "out_mb" : "in_mb", out ? "sent" : "received",
-			 out ? p->limits.out_mb : p->limits.in_mb);
-	if (ok && p->limits.kbps) {
-		/* The bandwidth cap: each direction's bytes leave no faster
-		 * than kbps, all connections together. */
-		uint64_t *next = out ? &p->next_out_ns : &p->next_in_ns;
-		uint64_t now = now_ns(), start = *next > now ? *next : now;
-		*next = start + (uint64_t)n * 8u * 1000000u / p->limits.kbps;
-		wait_until = start;
-	}
-	pthread_mutex_unlock(&p->lock);
-	while (ok && wait_until) {
-		uint64_t now = now_ns();
-		if (now >= wait_until)
-			break;
-		struct pollfd pf = {.fd = p->stop_fd, .events = POLLIN};
-		int ms = (int)((wait_until - now) / 1000000u) + 1;
-		if (poll(&pf, 1, ms) > 0)
-			return false;
-	}
-	return ok;
-}
 
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || *s == '"' || *s == '\\')
-			*s = '?';
-}
 
-bool egress_big_buffer(struct egress_proxy *p, bool more)
-{
-	pthread_mutex_lock(&p->lock);
-	bool ok = !more || p->big_buffers < EGRESS_BIG_BUFFERS;
-	if (more && ok)
-		p->big_buffers++;
-	else if (!more)
-		p->big_buffers--;
-	pthread_mutex_unlock(&p->lock);
-	return ok;
-}
 
-void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start)
-{
-	pthread_mutex_lock(&c->p->lock);
-	if (start) {
-		c->live = *e;
-		/* The name is the sandbox's bytes: printable ASCII only in
-		 * the log. */
-		sanitize(c->live.host);
-		c->relaying = true;
-	} else {
-		/* Still listed live until egress_record takes it over, so no
-		 * take of the log misses it in between. */
-		e->bytes_out = c->live.bytes_out;
-		e->bytes_in = c->live.bytes_in;
-	}
-	pthread_mutex_unlock(&c->p->lock);
-}
 
-void egress_record(struct egress_conn *c, const struct egress_entry *e)
-{
-	struct egress_entry copy = *e;
-	sanitize(copy.host);
-	pthread_mutex_lock(&c->p->lock);
-	egress_log_add(&c->p->log, &copy);
-	c->relaying = false; /* final now: in the log, not listed live */
-	pthread_mutex_unlock(&c->p->lock);
-}
 
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
@@ -533,7 +460,7 @@ void egress_proxy_free(struct egress_proxy *p)
 	if (!p)
 		return;
 	egress_proxy_stop(p);
-	rules_unref(p->rules); /* the last: every connection's thread is done */
+	egress_rules_unref(p->rules); /* the last: every connection's thread is done */
 	egress_log_free(&p->log);
 	if (p->stop_fd >= 0)
 		close(p->stop_fd);

@@ -41,6 +41,20 @@
  * counted ("dropped"). */
 #define EGRESS_LOG_MAX 1000
 
+/* The connections one proxy serves at once, whatever --egress-connections
+ * (the total over its life) says: each costs the host a thread (256 KiB
+ * of stack), two fds and up to 2 x 256 KiB of buffers, none of it the
+ * sandbox's own limits (issue 35). One past it is accepted and closed at
+ * once, before any thread is spent, and logged as a refusal. */
+#define EGRESS_CONCURRENT 64
+/* The deadline for a connection's whole request (an HTTP head, a SOCKS5
+ * greeting and request, a tunnel's TLS ClientHello), from its accept: a
+ * client trickling a byte at a time holds its thread no longer. */
+#define EGRESS_HEAD_MS (30 * 1000)
+/* How long an established tunnel or forward request may carry nothing
+ * either way before the proxy ends it. */
+#define EGRESS_IDLE_MS (300 * 1000)
+
 struct egress_proxy;
 
 /* Whether cfg asks for egress at all. */
@@ -50,6 +64,11 @@ bool egress_wanted(const struct aj_config *cfg);
  * or -errno with err. */
 int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 		       struct aj_error *err);
+
+/* The deployer's own timeouts instead of EGRESS_HEAD_MS and EGRESS_IDLE_MS
+ * (milliseconds, each at least 1), for connections accepted from now on.
+ * Not a sandbox's to ask for: no front end passes one through. */
+void egress_proxy_set_timeouts(struct egress_proxy *p, unsigned head_ms, unsigned idle_ms);
 
 /* Serves a listening stream socket; the proxy owns fd from here on, even on
  * failure. 0 or -errno. */

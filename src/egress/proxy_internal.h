@@ -2,6 +2,9 @@
  *
  *   proxy.c    the proxy: its rules, its sources (listeners), its
  *              connections' threads, keep, stop
+ *   ledger.c   what connections count and register under the proxy's lock
+ *              (rules held, bytes against the caps, buffers, live entries):
+ *              below proxy.c and conn.c, so neither calls the other back
  *   conn.c     one connection: the request (HTTP or SOCKS5), the decision,
  *              the upstream connection, the relay under the caps
  *   decide.c   the rules applied to a name or an address (no I/O)
@@ -29,6 +32,7 @@ struct egress_rules {
 	char **cidr_text;
 	uint32_t n_cidrs;
 	unsigned refs;           /* the proxy's and each decision's (proxy.c) */
+	uint64_t generation;     /* 0 at the start, one more at each keep */
 };
 
 /* One decision, as the log keeps it. */
@@ -55,6 +59,7 @@ struct egress_log {
 struct egress_conn {
 	struct egress_proxy *p;
 	int client, upstream;    /* -1 when not open */
+	uint64_t accepted_ns;    /* CLOCK_MONOTONIC at accept: the head's deadline runs from it */
 	/* While it relays: its log entry, bytes counted under the lock, so a
 	 * session call that ends meanwhile reports it ("open"). */
 	bool relaying;
@@ -73,6 +78,7 @@ struct egress_proxy {
 	pthread_t accept_thread;
 	struct egress_rules *rules;
 	struct aj_egress_limits limits;
+	unsigned head_ms, idle_ms; /* EGRESS_HEAD_MS, EGRESS_IDLE_MS unless the deployer set others */
 	/* Sources: listening sockets, and unix sockets a listener will come
 	 * on. Owned. */
 	int listeners[EGRESS_MAX_SOURCES];
@@ -119,13 +125,18 @@ int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char
 /* Serves one accepted connection; its thread's body. Frees c. */
 void *egress_conn_main(void *c);
 
-/* ---- proxy.c, for conn.c ---- */
+/* ---- ledger.c, for proxy.c and conn.c ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t egress_now_ns(void);
 
 /* The rules in force, held for one decision (keep may replace them
  * meanwhile); given back with egress_rules_drop. */
 struct egress_rules *egress_rules_take(struct egress_proxy *p);
 void egress_rules_drop(struct egress_proxy *p, struct egress_rules *r);
 void egress_rules_free(struct egress_rules *r);
+/* Drops one reference (freeing the rules at the last); the lock held. */
+void egress_rules_unref(struct egress_rules *r);
 /* Counts n bytes one way against the caps (and, if live is not NULL, in
  * that relaying connection's entry); false (with p->limit set) when a cap is
  * passed, and the connection must end. Waits for the bandwidth cap first,

@@ -50,8 +50,18 @@ int egress_resolve(const char *host, int stop_fd, struct egress_addrs *out, char
 		return -EIO;
 	}
 	ares_channel ch;
-	struct ares_options o = {.timeout = 2000, .tries = 2};
-	int rc = ares_init_options(&ch, &o, ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+	/* No search list: the name the rules checked is the name looked up,
+	 * never "NAME.corp.example" from the host's resolv.conf or
+	 * LOCALDOMAIN (issue 35: a rule means exactly what it says). The flag
+	 * says so, and an empty list of domains too: c-ares 1.18's getaddrinfo
+	 * walks the search list whatever the flag says, and a list given here
+	 * is one resolv.conf and LOCALDOMAIN do not replace. (A trailing '.'
+	 * would skip the search too, but also /etc/hosts.) */
+	struct ares_options o = {.timeout = 2000, .tries = 2, .flags = ARES_FLAG_NOSEARCH,
+				 .domains = NULL, .ndomains = 0};
+	int rc = ares_init_options(&ch, &o,
+				   ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_FLAGS |
+					   ARES_OPT_DOMAINS);
 	if (rc != ARES_SUCCESS) {
 		snprintf(why, n, "resolver: %s", ares_strerror(rc));
 		return -EIO;

@@ -1,8 +1,11 @@
 """No two source files of src/ call each other, directly or round a longer
 loop: a file's functions call only into files that never call back, so the
 files can be read, tested and replaced from the bottom up (docs/design.md,
-Layout). A call is a name followed by "(" in a file that does not define
-it, where exactly one other file defines that name outside any "static".
+Layout). A call is a use of a name in a file that does not define it, where
+exactly one other file defines that name as a function outside any
+"static": a name followed by "(", or the name as a value (a function handed
+to pthread_create, put in an ops table or a hook), which is a call made
+later; a member (".name", "->name") is not a use.
 The microvm guest (src/vm/guest/) is a program of its own: its calls resolve
 only to its own files and the src/core files it compiles in."""
 import os
@@ -16,6 +19,19 @@ COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 DEFINITION = re.compile(r"^([A-Za-z_][^;{}()=#]*?)\b([A-Za-z_]\w*)\s*\([^;{}]*?\)\s*\{", re.M)
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+# A name as a value: an argument, an initializer or the right of "=", not
+# a member (s.name, p->name) and not a declarator ("int a, name;"). A
+# function used so is called as surely as by a call, only later.
+VALUE = re.compile(r"([(,=&{])\s*([A-Za-z_]\w*)\s*(?=([,)};]))")
+
+
+def uses(text):
+    """The names a file calls, or hands on as values."""
+    found = set(CALL.findall(text))
+    for m in VALUE.finditer(text):
+        if not (m.group(1) == "," and m.group(3) == ";"):
+            found.add(m.group(2))
+    return found
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
 
 
@@ -54,7 +70,7 @@ def call_graph(root):
     graph = {}
     for path, text in texts.items():
         own = {m.group(2) for m in DEFINITION.finditer(text)}
-        for name in set(CALL.findall(text)) - own:
+        for name in uses(text) - own:
             owners = {p for p in exported.get(name, ()) if p != path and reachable(path, p)}
             if len(owners) == 1:
                 graph.setdefault(path, {}).setdefault(owners.pop(), []).append(name)
@@ -113,9 +129,16 @@ def test_a_loop_is_found(tmp_path):
     (src / "b.c").write_text("int b(void)\n{\n\treturn c() + puts(\"a()\");\n}\n")
     (src / "c.c").write_text("int c(void)\n{\n\treturn a();\n}\nstatic int d(void)\n{\n}\n")
     (src / "d.c").write_text("int e(void)\n{\n\treturn d();\n}\n")
+    # A function handed to pthread_create is called, as is one put in a
+    # table; a member of the same name is not.
+    (src / "p.c").write_text("int p(void)\n{\n\tstruct x a, r;\n"
+                             "\treturn pthread_create(0, 0, q, 0) + s.r + t->r;\n}\n")
+    (src / "q.c").write_text("void *q(void *x)\n{\n\treturn x ? 0 : hook(p);\n}\n")
+    (src / "r.c").write_text("int r(void)\n{\n\treturn 0;\n}\n")
     # The guest's own a() is not the host's.
     (src / "vm" / "guest" / "g.c").write_text("int a(void)\n{\n\treturn c();\n}\n")
     graph = call_graph(str(tmp_path))
     assert "src/d.c" not in graph   # d() is static in c.c
     assert "src/vm/guest/g.c" not in graph
-    assert loops(graph) == [["src/a.c", "src/b.c", "src/c.c"]]
+    assert "src/r.c" not in graph.get("src/p.c", {})
+    assert loops(graph) == [["src/a.c", "src/b.c", "src/c.c"], ["src/p.c", "src/q.c"]]
