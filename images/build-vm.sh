@@ -64,7 +64,7 @@ for f in $guest_sources; do agent_sources="$agent_sources $guest/$f"; done
 for f in $core_sources; do agent_sources="$agent_sources $src/$f"; done
 # What the agent is built from and with, each hashed into the inputs.
 agent_inputs="$agent_sources $guest/agent.h $guest/zygote.py $guest/../protocol.h
-$src/core/internal.h $src/core/session_call.h $src/core/contract.h $src/core/keyed.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
+$src/core/internal.h $src/core/session_call.h $src/core/contract.h $src/core/keyed.h $src/core/thread.h $here/../include/agentjail.h $src/linux/seccomp_policy.c
 $src/linux/supervisor.h $src/linux/report.h $src/linux/egress_listen.h
 $here/../tools/gen_filter.c $src/vm/egress_mux.h"
 # Not built into the agent, but the machine its snapshots are taken of

@@ -31,6 +31,7 @@
 #include "../core/stream_tap.h"
 #include "../egress/proxy.h"
 #include "api.h"
+#include "../core/thread.h"
 
 /* Room in a reply line beyond its base64 payload. */
 #define REPLY_SLACK (64u << 10)
@@ -185,14 +186,9 @@ static void *reaper_main(void *arg)
 
 static void start_reaper(void)
 {
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* Without it, limits still hold at each call; only an abandoned
 	 * session would wait for its handle to be closed. */
-	(void)pthread_create(&t, &attr, reaper_main, NULL);
-	pthread_attr_destroy(&attr);
+	(void)thread_start_detached(reaper_main, NULL, 0);
 }
 
 /* ---- open and close ---- */

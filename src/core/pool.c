@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "pool.h"
+#include "thread.h"
 
 static void *slot(struct pool *p, unsigned i)
 {
@@ -153,10 +154,7 @@ void pool_kick(struct pool *p)
 
 unsigned pool_ready(struct pool *p)
 {
-	pthread_mutex_lock(&p->mu);
-	unsigned n = p->count;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return locked_read(&p->mu, &p->count);
 }
 
 void pool_destroy(struct pool *p)

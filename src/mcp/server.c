@@ -47,6 +47,7 @@
 #include "server.h"
 #include "session.h"
 #include "tool.h"
+#include "../core/thread.h"
 
 #define MODERN_VERSION "2026-07-28"
 #define LATEST_LEGACY_VERSION "2025-11-25"
@@ -423,11 +424,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	link->notifying |= mcp_notifier_active(&c->notes);
 	pthread_mutex_unlock(&s->lock);
 
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, call_main, c) != 0) {
+	if (thread_start_detached(call_main, c, 0) != 0) {
 		pthread_mutex_lock(&s->lock);
 		s->calls = c->next;
 		s->pending--;
@@ -440,7 +437,6 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 		free(c);
 		send_error(s, link, id, INTERNAL_ERROR, "cannot start a thread for the run", NULL);
 	}
-	pthread_attr_destroy(&attr);
 }
 
 /* notifications/cancelled: stop the run; its thread then sends nothing.

@@ -5,6 +5,7 @@
 
 #include "../../core/internal.h"
 #include "admit.h"
+#include "../../core/thread.h"
 
 int admission_init(struct admission *a, const struct keyring *kr, unsigned concurrency,
 		   unsigned queue_size, double max_wait_sec)
@@ -167,10 +168,7 @@ void admission_set_concurrency(struct admission *a, unsigned concurrency)
 
 unsigned admission_concurrency(struct admission *a)
 {
-	pthread_mutex_lock(&a->lock);
-	unsigned n = a->concurrency;
-	pthread_mutex_unlock(&a->lock);
-	return n;
+	return locked_read(&a->lock, &a->concurrency);
 }
 
 void admission_drain(struct admission *a)

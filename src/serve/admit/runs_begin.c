@@ -7,6 +7,7 @@
 #include "../http/access_log.h"
 #include "runs_begin.h"
 #include "../webhook/webhook.h"
+#include "../../core/thread.h"
 
 int runs_begin(struct service *svc, const struct http_request *rq, struct http_response *rs,
 	       const char *id, const struct run_info *info, struct key_use **use,
@@ -30,12 +31,7 @@ int runs_begin(struct service *svc, const struct http_request *rq, struct http_r
 	pthread_mutex_lock(&rn->lock);
 	rn->n++;
 	pthread_mutex_unlock(&rn->lock);
-	pthread_attr_t a;
-	pthread_t t;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &a, fn, arg);
-	pthread_attr_destroy(&a);
+	rc = thread_start_detached(fn, arg, 0);
 	if (!rc)
 		return 0;
 	/* The record exists: it ends with the failure, as a run would. */

@@ -20,6 +20,7 @@
 #include "../../linux/egress_listen.h"
 #include "../egress_mux.h"
 #include "agent.h"
+#include "../../core/thread.h"
 
 int egress_port_fd = -1;
 static int listener = -1;
@@ -59,12 +60,7 @@ int egress_start(struct failure *f)
 	egress_mux_init(&mux, egress_port_fd, NULL, NULL, false);
 	/* SIGCHLD stays blocked in the thread (inherited): its signalfd is
 	 * the main thread's. */
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &attr, forward, NULL);
-	pthread_attr_destroy(&attr);
+	rc = thread_start_detached(forward, NULL, 0);
 	if (rc)
 		return fail(f, rc, "egress: start the forwarder");
 	return 0;
