@@ -174,3 +174,43 @@ def test_through_workers(start, redis, port):
         session_drops_its_rules(s, port)
     finally:
         w.stop()
+
+
+def counts(pid):
+    """serve's threads and open fds."""
+    return (len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd")))
+
+
+# What the proxy holds at most at once (src/egress/proxy.h EGRESS_CONCURRENT):
+# a thread and its two fds each.
+PROXY_CAP = 64
+HOLD = ("import os, socket\n"
+        "held = []\n"
+        "for _ in range(240):\n"
+        "    c = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+        "    c.send(b'G')  # the first byte of a head that never ends\n"
+        "    held.append(c)\n"
+        "print(len(held))\n")
+
+
+def test_trickling_connections_cost_serve_a_bounded_count(start, port):
+    # A cell opens 240 connections to its proxy, one byte each, and keeps
+    # them: serve spends a thread and two fds on at most the proxy's cap of
+    # them (the rest are closed at accept), and all of it comes back when
+    # the cell lets them go.
+    s = start("--timeout", "60", "--cpu", "60", *rules(port))
+    r = s.request("POST", "/v1/sessions", {})
+    assert r.code == 201, r.body
+    sid = r.json()["id"]
+    call = lambda code: s.request("POST", f"/v1/sessions/{sid}/runs", {"code": code}).json()
+    assert call("print(1)")["stdout"] == "1\n"
+    threads0, fds0 = counts(s.proc.pid)
+    out = call(HOLD)
+    assert out["stdout"] == "240\n", out
+    threads, fds = counts(s.proc.pid)
+    assert threads <= threads0 + PROXY_CAP + 4, (threads0, threads)
+    assert fds <= fds0 + 2 * PROXY_CAP + 8, (fds0, fds)
+    assert call("for c in held: c.close()\nheld.clear()\nprint('let go')")["stdout"] == "let go\n"
+    assert wait_for(lambda: counts(s.proc.pid)[0] <= threads0 + 2
+                    and counts(s.proc.pid)[1] <= fds0 + 4, timeout=60), \
+        (threads0, fds0, counts(s.proc.pid))
