@@ -7,23 +7,43 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "harness.h"
 #include "src/serve/keys.h"
-#include "src/serve/service.h"
 #include "src/serve/webhook.h"
+
+#define SEND_AS(k, url, id, body)                                                         \
+	webhook_send(wh, url, &(struct webhook_key){(k)->name, (k)->webhook_secret}, id, body)
 
 /* ---- the allow-list ---- */
 
-static struct serve_config allow_cfg(void)
+/* The deployer's --webhook-allow entries, as the delivery takes them. */
+struct allow {
+	const char *e[16];
+	unsigned n;
+};
+
+static int check(const struct allow *c, const struct key *k, const char *url, struct aj_error *e)
 {
-	struct serve_config c = {0};
-	c.webhook_allow[c.webhook_allow_count++] = "https://hooks.example.com/agentjail";
-	c.webhook_allow[c.webhook_allow_count++] = "http://127.0.0.1:8080/";
-	c.webhook_allow[c.webhook_allow_count++] = "http://[fe80::1]:8080/";
+	const struct webhook_key wk = {.name = k->name, .secret = k->webhook_secret};
+	return webhook_allowed(c->e, c->n, &wk, url, e);
+}
+
+static int open_with(struct webhooks **wh, const struct allow *c, struct aj_error *e)
+{
+	return webhooks_start(wh, c->e, c->n, e);
+}
+
+static struct allow allow_cfg(void)
+{
+	struct allow c = {0};
+	c.e[c.n++] = "https://hooks.example.com/agentjail";
+	c.e[c.n++] = "http://127.0.0.1:8080/";
+	c.e[c.n++] = "http://[fe80::1]:8080/";
 	return c;
 }
 
@@ -38,7 +58,7 @@ static struct key secret_key(void)
 static void allow_list_takes_urls_under_a_prefix(void **state)
 {
 	(void)state;
-	struct serve_config c = allow_cfg();
+	struct allow c = allow_cfg();
 	struct key k = secret_key();
 	struct aj_error e;
 	static const char *const ok[] = {
@@ -52,7 +72,7 @@ static void allow_list_takes_urls_under_a_prefix(void **state)
 		"http://[fe80::1]:8080/hook",
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-		int rc = webhook_check(&c, &k, ok[i], &e);
+		int rc = check(&c, &k, ok[i], &e);
 		if (rc)
 			fail_msg("%s: %s", ok[i], e.message);
 	}
@@ -61,7 +81,7 @@ static void allow_list_takes_urls_under_a_prefix(void **state)
 static void allow_list_refuses_the_rest(void **state)
 {
 	(void)state;
-	struct serve_config c = allow_cfg();
+	struct allow c = allow_cfg();
 	struct key k = secret_key();
 	struct aj_error e;
 	static const struct {
@@ -94,30 +114,30 @@ static void allow_list_refuses_the_rest(void **state)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		e.message[0] = '\0';
-		if (!webhook_check(&c, &k, bad[i].url, &e))
+		if (!check(&c, &k, bad[i].url, &e))
 			fail_msg("%s was taken", bad[i].url);
 		if (!strstr(e.message, bad[i].why))
 			fail_msg("%s: '%s' does not say '%s'", bad[i].url, e.message, bad[i].why);
 	}
 	char longer[WEBHOOK_MAX_URL + 64];
 	snprintf(longer, sizeof longer, "http://127.0.0.1:8080/%0*d", WEBHOOK_MAX_URL, 0);
-	assert_int_not_equal(webhook_check(&c, &k, longer, &e), 0);
+	assert_int_not_equal(check(&c, &k, longer, &e), 0);
 	assert_non_null(strstr(e.message, "longer than"));
 }
 
 static void no_secret_or_no_allow_list_refuses(void **state)
 {
 	(void)state;
-	struct serve_config c = allow_cfg();
+	struct allow c = allow_cfg();
 	struct key k = {0};
 	snprintf(k.name, sizeof k.name, "old");
 	struct aj_error e;
-	assert_int_equal(webhook_check(&c, &k, "http://127.0.0.1:8080/", &e), -EINVAL);
+	assert_int_equal(check(&c, &k, "http://127.0.0.1:8080/", &e), -EINVAL);
 	assert_non_null(strstr(e.message, "no webhook secret"));
 	assert_non_null(strstr(e.message, "agentjail keys webhook-secret old"));
-	struct serve_config none = {0};
+	struct allow none = {0};
 	k = secret_key();
-	assert_int_equal(webhook_check(&none, &k, "http://127.0.0.1:8080/", &e), -EINVAL);
+	assert_int_equal(check(&none, &k, "http://127.0.0.1:8080/", &e), -EINVAL);
 	assert_non_null(strstr(e.message, "no webhooks"));
 }
 
@@ -128,11 +148,11 @@ static void a_bad_prefix_is_refused_at_start(void **state)
 					  "https://h.example/#f", "https://",
 					  "http://[fe80::1%25eth0]:8080/"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct serve_config c = {0};
-		c.webhook_allow[c.webhook_allow_count++] = bad[i];
+		struct allow c = {0};
+		c.e[c.n++] = bad[i];
 		struct webhooks *wh = NULL;
 		struct aj_error e;
-		if (!webhooks_open(&wh, &c, &e))
+		if (!open_with(&wh, &c, &e))
 			fail_msg("%s was taken as a prefix", bad[i]);
 		assert_null(wh);
 		assert_non_null(strstr(e.message, "--webhook-allow"));
@@ -302,12 +322,12 @@ static struct webhooks *open_allowing(unsigned port, char *url, size_t n)
 	static char prefix[64];
 	snprintf(prefix, sizeof prefix, "http://127.0.0.1:%u/", port);
 	snprintf(url, n, "http://127.0.0.1:%u/hook", port);
-	static struct serve_config c;
-	c = (struct serve_config){0};
-	c.webhook_allow[c.webhook_allow_count++] = prefix;
+	static struct allow c;
+	c = (struct allow){0};
+	c.e[c.n++] = prefix;
 	struct webhooks *wh = NULL;
 	struct aj_error e;
-	assert_int_equal(webhooks_open(&wh, &c, &e), 0);
+	assert_int_equal(open_with(&wh, &c, &e), 0);
 	return wh;
 }
 
@@ -319,7 +339,7 @@ static struct webhooks *send_to(struct receiver *r, const char *run_id, struct k
 	struct webhooks *wh = open_allowing(r->port, url, sizeof url);
 	*k = secret_key();
 	json_t *body = json_pack("{s:s, s:s}", "id", run_id, "state", "done");
-	webhook_send(wh, url, k->webhook_secret, run_id, body);
+	SEND_AS(k, url, run_id, body);
 	json_decref(body);
 	return wh;
 }
@@ -379,7 +399,7 @@ static void a_receiver_not_listening_at_first_gets_it_later(void **state)
 	int p[2], saved = dup(2);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	dup2(p[1], 2);
-	webhook_send(wh, url, k.webhook_secret, "feed", body);
+	SEND_AS(&k, url, "feed", body);
 	json_decref(body);
 	char text[4096] = "";
 	size_t len = 0;
@@ -442,48 +462,240 @@ static void a_stop_does_not_wait_for_a_receiver_that_never_answers(void **state)
 	receiver_stop(&r);
 }
 
-static void past_the_bound_the_oldest_waiting_is_dropped(void **state)
+/* stderr into a file, for a test to read what was logged (log_end). */
+static FILE *log_begin(int *saved)
+{
+	FILE *log = tmpfile();
+	assert_non_null(log);
+	fflush(stderr);
+	*saved = dup(2);
+	dup2(fileno(log), 2);
+	return log;
+}
+
+static void log_end(FILE *log, int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(log);
+}
+
+/* n deliveries to url as key k, run ids "<tag><i>". */
+static void send_many(struct webhooks *wh, const struct key *k, const char *url, const char *tag,
+		      int n)
+{
+	for (int i = 0; i < n; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "%s%02d", tag, i);
+		json_t *body = json_pack("{s:s}", "id", id);
+		SEND_AS(k, url, id, body);
+		json_decref(body);
+	}
+}
+
+static void past_a_keys_share_its_own_oldest_waiting_is_dropped(void **state)
 {
 	(void)state;
 	/* Nothing listens: every attempt is refused, and every delivery
 	 * waits for its retry, held. The log goes to a file, read after. */
 	char url[128];
 	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
-	FILE *log = tmpfile();
-	assert_non_null(log);
-	int saved = dup(2);
-	dup2(fileno(log), 2);
+	int saved;
+	FILE *log = log_begin(&saved);
 	struct key k = secret_key();
-	enum { SENT = WEBHOOK_MAX_PENDING + 6 };
-	for (int i = 0; i < SENT; i++) {
-		char id[16];
-		snprintf(id, sizeof id, "r%02d", i);
-		json_t *body = json_pack("{s:s}", "id", id);
-		webhook_send(wh, url, k.webhook_secret, id, body);
-		json_decref(body);
-	}
+	enum { SENT = WEBHOOK_KEY_PENDING + 6 };
+	send_many(wh, &k, url, "r", SENT);
 	webhooks_close(wh);
-	dup2(saved, 2);
-	close(saved);
-	rewind(log);
+	log_end(log, saved);
 	char line[512];
 	unsigned dropped = 0, stopping = 0;
 	while (fgets(line, sizeof line, log)) {
 		int n = -1;
-		if (strstr(line, "more than 64 deliveries pending")) {
-			/* The oldest waiting: at most WEBHOOK_THREADS (4) older
-			 * ones can be under way, never dropped. */
+		if (strstr(line, "more than 64 deliveries of key 'alice' pending")) {
+			/* The oldest waiting: at most WEBHOOK_DEST_INFLIGHT
+			 * older ones can be under way, never dropped. */
 			assert_int_equal(sscanf(line, "agentjail serve: webhook for run r%d", &n), 1);
-			assert_true(n < 6 + 4);
+			assert_true(n < 6 + WEBHOOK_DEST_INFLIGHT);
 			dropped++;
 		} else if (strstr(line, "the server is stopping")) {
 			stopping++;
 		}
 	}
 	fclose(log);
-	assert_int_equal(dropped, SENT - WEBHOOK_MAX_PENDING);
+	assert_int_equal(dropped, SENT - WEBHOOK_KEY_PENDING);
 	/* The rest, each dropped at the stop, said once. */
-	assert_int_equal(stopping, WEBHOOK_MAX_PENDING);
+	assert_int_equal(stopping, WEBHOOK_KEY_PENDING);
+}
+
+static void past_the_whole_bound_the_key_holding_the_most_loses_one(void **state)
+{
+	(void)state;
+	char url[128];
+	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
+	int saved;
+	FILE *log = log_begin(&saved);
+	/* Four keys fill their shares, all but one delivery of the whole
+	 * bound; a fifth key's two deliveries come last. */
+	enum { KEYS = WEBHOOK_MAX_PENDING / WEBHOOK_KEY_PENDING };
+	struct key k[KEYS + 1];
+	for (int i = 0; i <= KEYS; i++) {
+		k[i] = secret_key();
+		snprintf(k[i].name, sizeof k[i].name, "k%d", i);
+		char tag[8];
+		snprintf(tag, sizeof tag, "k%d-", i);
+		send_many(wh, &k[i], url, tag,
+			  i < KEYS - 1 ? WEBHOOK_KEY_PENDING : i == KEYS - 1 ? WEBHOOK_KEY_PENDING - 1 : 2);
+	}
+	webhooks_close(wh);
+	log_end(log, saved);
+	char line[512];
+	unsigned dropped = 0;
+	while (fgets(line, sizeof line, log)) {
+		if (!strstr(line, "more than 256 deliveries pending"))
+			continue;
+		/* The first of the keys holding a full share, never the
+		 * fifth, which holds the least. */
+		assert_non_null(strstr(line, "key 'k0' holding the most"));
+		assert_non_null(strstr(line, "webhook for run k0-"));
+		dropped++;
+	}
+	fclose(log);
+	assert_int_equal(dropped, 1);
+}
+
+/* ---- one key's hung receiver against another key's delivery ---- */
+
+/* A receiver that accepts and never reads nor answers: each attempt to it
+ * holds its sender until the sender's timeout. Counts the connections its
+ * senders hold open at once. */
+struct sink {
+	int fd;
+	unsigned port;
+	pthread_mutex_t mu;
+	int held[256];
+	unsigned n, max_open;
+	pthread_t t;
+};
+
+/* Connections whose sender has not closed them (under mu). */
+static unsigned sink_open(struct sink *s)
+{
+	unsigned open = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		struct pollfd p = {.fd = s->held[i], .events = POLLRDHUP};
+		if (poll(&p, 1, 0) == 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			open++;
+	}
+	return open;
+}
+
+static void *sink_loop(void *arg)
+{
+	struct sink *s = arg;
+	for (;;) {
+		int c = accept(s->fd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		pthread_mutex_lock(&s->mu);
+		if (s->n < sizeof s->held / sizeof s->held[0])
+			s->held[s->n++] = c;
+		else
+			close(c);
+		unsigned open = sink_open(s);
+		if (open > s->max_open)
+			s->max_open = open;
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+static void sink_start(struct sink *s)
+{
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s->fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(s->fd, 256), 0);
+	socklen_t al = sizeof a;
+	getsockname(s->fd, (struct sockaddr *)&a, &al);
+	s->port = ntohs(a.sin_port);
+	pthread_mutex_init(&s->mu, NULL);
+	assert_int_equal(pthread_create(&s->t, NULL, sink_loop, s), 0);
+}
+
+static void sink_stop(struct sink *s)
+{
+	shutdown(s->fd, SHUT_RDWR);
+	pthread_join(s->t, NULL);
+	close(s->fd);
+	for (unsigned i = 0; i < s->n; i++)
+		close(s->held[i]);
+}
+
+#define ATTACK_RUNS 200
+
+/* The issue's attack: key A's 200 runs end with a webhook to a receiver
+ * that never answers, and key B's one run ends among them, to a receiver
+ * that answers. B's must arrive, whatever A's fill. */
+static void one_keys_hung_receiver_does_not_silence_another_key(void **state)
+{
+	(void)state;
+	struct sink hung = {0};
+	sink_start(&hung);
+	struct receiver good = {.codes = {200}};
+	receiver_start(&good, 0);
+	char hung_url[128], good_url[128], prefix_a[64], prefix_b[64];
+	snprintf(prefix_a, sizeof prefix_a, "http://127.0.0.1:%u/", hung.port);
+	snprintf(prefix_b, sizeof prefix_b, "http://127.0.0.1:%u/", good.port);
+	snprintf(hung_url, sizeof hung_url, "%shook", prefix_a);
+	snprintf(good_url, sizeof good_url, "%shook", prefix_b);
+	struct allow c = {0};
+	c.e[c.n++] = prefix_a;
+	c.e[c.n++] = prefix_b;
+	struct webhooks *wh = NULL;
+	struct aj_error e;
+	assert_int_equal(open_with(&wh, &c, &e), 0);
+	struct key a = secret_key(), b = secret_key();
+	snprintf(b.name, sizeof b.name, "bob");
+	int saved;
+	FILE *log = log_begin(&saved);
+	for (int i = 0; i < ATTACK_RUNS; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "a%03d", i);
+		json_t *body = json_pack("{s:s}", "id", id);
+		SEND_AS(&a, hung_url, id, body);
+		json_decref(body);
+		if (i == ATTACK_RUNS / 2) {
+			body = json_pack("{s:s}", "id", "b000");
+			SEND_AS(&b, good_url, "b000", body);
+			json_decref(body);
+		}
+	}
+	bool arrived = receiver_wait(&good, 1);
+	pthread_mutex_lock(&hung.mu);
+	unsigned max_open = hung.max_open;
+	pthread_mutex_unlock(&hung.mu);
+	webhooks_close(wh);
+	log_end(log, saved);
+	char line[512];
+	unsigned dropped_a = 0, dropped_b = 0;
+	while (fgets(line, sizeof line, log)) {
+		if (!strstr(line, "dropped") || strstr(line, "stopping"))
+			continue;
+		if (strstr(line, "run b000"))
+			dropped_b++;
+		else
+			dropped_a++;
+	}
+	fclose(log);
+	fprintf(stderr, "attack: %d runs of key A to a hung receiver: at most %u of its "
+			"connections open at once; A's dropped: %u; B's dropped: %u; B's "
+			"arrived: %s\n",
+		ATTACK_RUNS, max_open, dropped_a, dropped_b, arrived ? "yes" : "no");
+	assert_true(arrived);
+	assert_int_equal(dropped_b, 0);
+	receiver_stop(&good);
+	sink_stop(&hung);
 }
 
 int main(void)
@@ -497,7 +709,9 @@ int main(void)
 		cmocka_unit_test(a_receiver_not_listening_at_first_gets_it_later),
 		cmocka_unit_test(a_redirect_is_not_followed),
 		cmocka_unit_test(a_stop_does_not_wait_for_a_receiver_that_never_answers),
-		cmocka_unit_test(past_the_bound_the_oldest_waiting_is_dropped),
+		cmocka_unit_test(past_a_keys_share_its_own_oldest_waiting_is_dropped),
+		cmocka_unit_test(past_the_whole_bound_the_key_holding_the_most_loses_one),
+		cmocka_unit_test(one_keys_hung_receiver_does_not_silence_another_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
