@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "src/serve/keys.h"
 #include "src/serve/webhook.h"
+#include "src/serve/webhook_post.h"
 
 #define SEND_AS(k, url, id, body)                                                         \
 	webhook_send(wh, url, &(struct webhook_key){(k)->name, (k)->webhook_secret}, id, body)
@@ -698,6 +699,179 @@ static void one_keys_hung_receiver_does_not_silence_another_key(void **state)
 	sink_stop(&hung);
 }
 
+/* ---- where a connection may go ---- */
+
+static bool addr_ok(const char *text, const char *host, char *why)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, text, &v4->sin_addr) == 1)
+		v4->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &v6->sin6_addr) == 1)
+		v6->sin6_family = AF_INET6;
+	else
+		fail_msg("%s: not an address", text);
+	char got[INET6_ADDRSTRLEN];
+	return webhook_address_ok((struct sockaddr *)&ss, host, got, why, 256);
+}
+
+static void a_name_reaches_public_addresses_only_a_literal_itself(void **state)
+{
+	(void)state;
+	char why[256];
+	static const struct {
+		const char *addr, *why;
+	} name_refused[] = {
+		{"127.0.0.1", "loopback"},         {"::1", "loopback"},
+		{"169.254.169.254", "metadata"},   {"::ffff:169.254.169.254", "metadata"},
+		{"10.1.2.3", "private"},           {"192.168.0.1", "private"},
+		{"fd00::1", "private"},            {"169.254.1.1", "link-local"},
+		{"fe80::1", "link-local"},         {"0.0.0.0", "special"},
+		{"::ffff:127.0.0.1", "loopback"},
+	};
+	for (size_t i = 0; i < sizeof name_refused / sizeof name_refused[0]; i++) {
+		why[0] = '\0';
+		if (addr_ok(name_refused[i].addr, "hooks.example.com", why))
+			fail_msg("hooks.example.com at %s was taken", name_refused[i].addr);
+		if (!strstr(why, name_refused[i].why) || !strstr(why, "hooks.example.com resolves"))
+			fail_msg("%s: '%s' does not say '%s'", name_refused[i].addr, why,
+				 name_refused[i].why);
+	}
+	assert_true(addr_ok("8.8.8.8", "hooks.example.com", why));
+	assert_true(addr_ok("2606:4700::1111", "hooks.example.com", why));
+	/* A literal is reached as written, whatever its class, and only it. */
+	assert_true(addr_ok("127.0.0.1", "127.0.0.1", why));
+	assert_true(addr_ok("::1", "[::1]", why));
+	assert_true(addr_ok("169.254.169.254", "169.254.169.254", why));
+	assert_false(addr_ok("127.0.0.2", "127.0.0.1", why));
+	assert_non_null(strstr(why, "not the address 127.0.0.1"));
+	assert_false(addr_ok("::ffff:127.0.0.1", "127.0.0.1", why));
+}
+
+/* Reads fd (stderr's pipe) into text until needle shows, within a deadline
+ * that only catches a hang: whether it showed. */
+static bool log_wait(int fd, char *text, size_t size, size_t *len, const char *needle)
+{
+	time_t until = time(NULL) + 60;
+	while (!strstr(text, needle) && *len < size - 1 && time(NULL) < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		ssize_t got = read(fd, text + *len, size - 1 - *len);
+		if (got <= 0)
+			break;
+		*len += (size_t)got;
+		text[*len] = '\0';
+	}
+	return strstr(text, needle) != NULL;
+}
+
+static void a_name_pointing_at_loopback_is_not_connected_to(void **state)
+{
+	(void)state;
+	/* The receiver listens on 127.0.0.1, allowed by name (localhost in
+	 * /etc/hosts), not as the literal: the name's answer is loopback, and
+	 * the POST does not go there. */
+	struct receiver r = {.codes = {200}};
+	receiver_start(&r, 0);
+	char prefix[64], url[128];
+	snprintf(prefix, sizeof prefix, "http://localhost:%u/", r.port);
+	snprintf(url, sizeof url, "%shook", prefix);
+	struct allow c = {0};
+	c.e[c.n++] = prefix;
+	struct webhooks *wh = NULL;
+	struct aj_error e;
+	assert_int_equal(open_with(&wh, &c, &e), 0);
+	struct key k = secret_key();
+	assert_int_equal(check(&c, &k, url, &e), 0);
+	int p[2], saved = dup(2);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	dup2(p[1], 2);
+	json_t *body = json_pack("{s:s}", "id", "10ca1");
+	SEND_AS(&k, url, "10ca1", body);
+	json_decref(body);
+	char text[8192] = "";
+	size_t len = 0;
+	bool said = log_wait(p[0], text, sizeof text, &len, "attempt 1 of 6");
+	webhooks_close(wh);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	close(p[0]);
+	fprintf(stderr, "%s", text);
+	assert_true(said);
+	assert_non_null(strstr(text, "not sent: localhost resolves to"));
+	assert_non_null(strstr(text, "a loopback address"));
+	assert_int_equal(r.n, 0);
+	receiver_stop(&r);
+}
+
+static void a_prefix_bound_to_a_key_is_that_keys_alone(void **state)
+{
+	(void)state;
+	struct allow c = {0};
+	c.e[c.n++] = "bob=http://127.0.0.1:8080/bob";
+	c.e[c.n++] = "http://127.0.0.1:8080/all";
+	struct webhooks *wh = NULL;
+	struct aj_error e;
+	assert_int_equal(open_with(&wh, &c, &e), 0);
+	webhooks_close(wh);
+	struct key alice = secret_key(), bob = secret_key();
+	snprintf(bob.name, sizeof bob.name, "bob");
+	assert_int_equal(check(&c, &bob, "http://127.0.0.1:8080/bob/x", &e), 0);
+	assert_int_equal(check(&c, &bob, "http://127.0.0.1:8080/all", &e), 0);
+	assert_int_equal(check(&c, &alice, "http://127.0.0.1:8080/all/x", &e), 0);
+	assert_int_equal(check(&c, &alice, "http://127.0.0.1:8080/bob/x", &e), -EINVAL);
+	assert_non_null(strstr(e.message, "allowed to another key, not to 'alice'"));
+	assert_int_equal(check(&c, &alice, "http://127.0.0.1:8080/other", &e), -EINVAL);
+	assert_non_null(strstr(e.message, "not under any URL"));
+	static const char *const bad[] = {"no such=http://127.0.0.1:8080/", "=http://h.example/",
+					  "bob=ftp://h.example/", "bob=https://u:p@h.example/"};
+	static const char *const why[] = {"before '=' a key's name", "before '=' a key's name",
+					  "only http", "user name"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct allow b = {.e = {bad[i]}, .n = 1};
+		e.message[0] = '\0';
+		if (!open_with(&wh, &b, &e))
+			fail_msg("%s was taken", bad[i]);
+		if (!strstr(e.message, why[i]) || !strstr(e.message, "--webhook-allow"))
+			fail_msg("%s: '%s' does not say '%s'", bad[i], e.message, why[i]);
+	}
+}
+
+static void a_destination_failing_in_a_row_rests(void **state)
+{
+	(void)state;
+	/* Nothing listens: each attempt is refused at once. */
+	char url[128];
+	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
+	struct key k = secret_key();
+	int p[2], saved = dup(2);
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	dup2(p[1], 2);
+	send_many(wh, &k, url, "c", 20);
+	char text[32768] = "";
+	size_t len = 0;
+	bool opened = log_wait(p[0], text, sizeof text, &len, "in a row: not tried for 30 s");
+	webhooks_close(wh);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	log_wait(p[0], text, sizeof text, &len, "\x01"); /* the rest, to the pipe's end */
+	close(p[0]);
+	fprintf(stderr, "%s", text);
+	assert_true(opened);
+	/* Once open, no attempt starts for 30 s, longer than this test:
+	 * the attempts are the five that opened it and those already under
+	 * way then. */
+	unsigned attempts = 0;
+	for (const char *t = text; (t = strstr(t, ": attempt ")); t++)
+		attempts++;
+	assert_true(attempts >= WEBHOOK_BREAK_AFTER);
+	assert_true(attempts <= WEBHOOK_BREAK_AFTER + WEBHOOK_DEST_INFLIGHT - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +886,10 @@ int main(void)
 		cmocka_unit_test(past_a_keys_share_its_own_oldest_waiting_is_dropped),
 		cmocka_unit_test(past_the_whole_bound_the_key_holding_the_most_loses_one),
 		cmocka_unit_test(one_keys_hung_receiver_does_not_silence_another_key),
+		cmocka_unit_test(a_name_reaches_public_addresses_only_a_literal_itself),
+		cmocka_unit_test(a_name_pointing_at_loopback_is_not_connected_to),
+		cmocka_unit_test(a_prefix_bound_to_a_key_is_that_keys_alone),
+		cmocka_unit_test(a_destination_failing_in_a_row_rests),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
