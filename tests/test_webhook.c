@@ -182,6 +182,12 @@ struct receiver {
 	pthread_cond_t cv;
 	bool released;
 	int held_fd; /* the held connection, still open */
+	/* sink: accept and never read nor answer, each attempt held until its
+	 * sender's timeout; held: those connections; max_open: the most its
+	 * senders held open at once. */
+	bool sink;
+	int held[256];
+	unsigned nheld, max_open;
 	struct seen seen[MAX_SEEN];
 	unsigned n;
 	pthread_t t;
@@ -200,6 +206,8 @@ static void header(const char *req, const char *name, char *out, size_t n)
 	snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), p);
 }
 
+static void sink_take(struct receiver *s, int c);
+
 static void *receive_loop(void *arg)
 {
 	struct receiver *r = arg;
@@ -207,6 +215,12 @@ static void *receive_loop(void *arg)
 		int c = accept(r->fd, NULL, NULL);
 		if (c < 0)
 			return NULL;
+		if (r->sink) {
+			pthread_mutex_lock(&r->mu);
+			sink_take(r, c);
+			pthread_mutex_unlock(&r->mu);
+			continue;
+		}
 		char req[8192];
 		size_t len = 0;
 		char *end = NULL;
@@ -288,6 +302,8 @@ static void receiver_stop(struct receiver *r)
 	close(r->fd);
 	if (r->held_fd >= 0)
 		close(r->held_fd);
+	for (unsigned i = 0; i < r->nheld; i++)
+		close(r->held[i]);
 }
 
 /* Waits for the receiver's n-th request: a state to reach, within a
@@ -495,23 +511,35 @@ static void send_many(struct webhooks *wh, const struct key *k, const char *url,
 	}
 }
 
+/* Webhooks allowed to a port nothing listens on (url): every attempt is
+ * refused, and every delivery waits for its retry, held. stderr goes to
+ * log, read after log_end. */
+struct refusing {
+	char url[128];
+	struct webhooks *wh;
+	FILE *log;
+	int saved;
+};
+
+static void refusing(struct refusing *f)
+{
+	f->wh = open_allowing(free_port(), f->url, sizeof f->url);
+	f->log = log_begin(&f->saved);
+}
+
 static void past_a_keys_share_its_own_oldest_waiting_is_dropped(void **state)
 {
 	(void)state;
-	/* Nothing listens: every attempt is refused, and every delivery
-	 * waits for its retry, held. The log goes to a file, read after. */
-	char url[128];
-	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
-	int saved;
-	FILE *log = log_begin(&saved);
+	struct refusing f;
+	refusing(&f);
 	struct key k = secret_key();
 	enum { SENT = WEBHOOK_KEY_PENDING + 6 };
-	send_many(wh, &k, url, "r", SENT);
-	webhooks_close(wh);
-	log_end(log, saved);
+	send_many(f.wh, &k, f.url, "r", SENT);
+	webhooks_close(f.wh);
+	log_end(f.log, f.saved);
 	char line[512];
 	unsigned dropped = 0, stopping = 0;
-	while (fgets(line, sizeof line, log)) {
+	while (fgets(line, sizeof line, f.log)) {
 		int n = -1;
 		if (strstr(line, "more than 64 deliveries of key 'alice' pending")) {
 			/* The oldest waiting: at most WEBHOOK_DEST_INFLIGHT
@@ -523,7 +551,7 @@ static void past_a_keys_share_its_own_oldest_waiting_is_dropped(void **state)
 			stopping++;
 		}
 	}
-	fclose(log);
+	fclose(f.log);
 	assert_int_equal(dropped, SENT - WEBHOOK_KEY_PENDING);
 	/* The rest, each dropped at the stop, said once. */
 	assert_int_equal(stopping, WEBHOOK_KEY_PENDING);
@@ -532,10 +560,8 @@ static void past_a_keys_share_its_own_oldest_waiting_is_dropped(void **state)
 static void past_the_whole_bound_the_key_holding_the_most_loses_one(void **state)
 {
 	(void)state;
-	char url[128];
-	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
-	int saved;
-	FILE *log = log_begin(&saved);
+	struct refusing f;
+	refusing(&f);
 	/* Four keys fill their shares, all but one delivery of the whole
 	 * bound; a fifth key's two deliveries come last. */
 	enum { KEYS = WEBHOOK_MAX_PENDING / WEBHOOK_KEY_PENDING };
@@ -545,14 +571,14 @@ static void past_the_whole_bound_the_key_holding_the_most_loses_one(void **state
 		snprintf(k[i].name, sizeof k[i].name, "k%d", i);
 		char tag[8];
 		snprintf(tag, sizeof tag, "k%d-", i);
-		send_many(wh, &k[i], url, tag,
+		send_many(f.wh, &k[i], f.url, tag,
 			  i < KEYS - 1 ? WEBHOOK_KEY_PENDING : i == KEYS - 1 ? WEBHOOK_KEY_PENDING - 1 : 2);
 	}
-	webhooks_close(wh);
-	log_end(log, saved);
+	webhooks_close(f.wh);
+	log_end(f.log, f.saved);
 	char line[512];
 	unsigned dropped = 0;
-	while (fgets(line, sizeof line, log)) {
+	while (fgets(line, sizeof line, f.log)) {
 		if (!strstr(line, "more than 256 deliveries pending"))
 			continue;
 		/* The first of the keys holding a full share, never the
@@ -561,29 +587,17 @@ static void past_the_whole_bound_the_key_holding_the_most_loses_one(void **state
 		assert_non_null(strstr(line, "webhook for run k0-"));
 		dropped++;
 	}
-	fclose(log);
+	fclose(f.log);
 	assert_int_equal(dropped, 1);
 }
 
 /* ---- one key's hung receiver against another key's delivery ---- */
 
-/* A receiver that accepts and never reads nor answers: each attempt to it
- * holds its sender until the sender's timeout. Counts the connections its
- * senders hold open at once. */
-struct sink {
-	int fd;
-	unsigned port;
-	pthread_mutex_t mu;
-	int held[256];
-	unsigned n, max_open;
-	pthread_t t;
-};
-
-/* Connections whose sender has not closed them (under mu). */
-static unsigned sink_open(struct sink *s)
+/* Connections a sink's senders have not closed (under mu). */
+static unsigned sink_open(struct receiver *s)
 {
 	unsigned open = 0;
-	for (unsigned i = 0; i < s->n; i++) {
+	for (unsigned i = 0; i < s->nheld; i++) {
 		struct pollfd p = {.fd = s->held[i], .events = POLLRDHUP};
 		if (poll(&p, 1, 0) == 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			open++;
@@ -591,46 +605,16 @@ static unsigned sink_open(struct sink *s)
 	return open;
 }
 
-static void *sink_loop(void *arg)
+/* A sink's new connection, kept unread (under mu). */
+static void sink_take(struct receiver *s, int c)
 {
-	struct sink *s = arg;
-	for (;;) {
-		int c = accept(s->fd, NULL, NULL);
-		if (c < 0)
-			return NULL;
-		pthread_mutex_lock(&s->mu);
-		if (s->n < sizeof s->held / sizeof s->held[0])
-			s->held[s->n++] = c;
-		else
-			close(c);
-		unsigned open = sink_open(s);
-		if (open > s->max_open)
-			s->max_open = open;
-		pthread_mutex_unlock(&s->mu);
-	}
-}
-
-static void sink_start(struct sink *s)
-{
-	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(s->fd >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(s->fd, 256), 0);
-	socklen_t al = sizeof a;
-	getsockname(s->fd, (struct sockaddr *)&a, &al);
-	s->port = ntohs(a.sin_port);
-	pthread_mutex_init(&s->mu, NULL);
-	assert_int_equal(pthread_create(&s->t, NULL, sink_loop, s), 0);
-}
-
-static void sink_stop(struct sink *s)
-{
-	shutdown(s->fd, SHUT_RDWR);
-	pthread_join(s->t, NULL);
-	close(s->fd);
-	for (unsigned i = 0; i < s->n; i++)
-		close(s->held[i]);
+	if (s->nheld < sizeof s->held / sizeof s->held[0])
+		s->held[s->nheld++] = c;
+	else
+		close(c);
+	unsigned open = sink_open(s);
+	if (open > s->max_open)
+		s->max_open = open;
 }
 
 #define ATTACK_RUNS 200
@@ -641,8 +625,8 @@ static void sink_stop(struct sink *s)
 static void one_keys_hung_receiver_does_not_silence_another_key(void **state)
 {
 	(void)state;
-	struct sink hung = {0};
-	sink_start(&hung);
+	struct receiver hung = {.sink = true};
+	receiver_start(&hung, 0);
 	struct receiver good = {.codes = {200}};
 	receiver_start(&good, 0);
 	char hung_url[128], good_url[128], prefix_a[64], prefix_b[64];
@@ -696,7 +680,7 @@ static void one_keys_hung_receiver_does_not_silence_another_key(void **state)
 	assert_true(arrived);
 	assert_int_equal(dropped_b, 0);
 	receiver_stop(&good);
-	sink_stop(&hung);
+	receiver_stop(&hung);
 }
 
 /* ---- where a connection may go ---- */
@@ -749,6 +733,23 @@ static void a_name_reaches_public_addresses_only_a_literal_itself(void **state)
 	assert_false(addr_ok("::ffff:127.0.0.1", "127.0.0.1", why));
 }
 
+/* stderr into a pipe (p), for a test to wait for a line (log_wait). */
+static void err_to_pipe(int p[2], int *saved)
+{
+	*saved = dup(2);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	dup2(p[1], 2);
+}
+
+/* stderr back; p[0] reads to the end of what was written. */
+static void err_back(int p[2], int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+}
+
 /* Reads fd (stderr's pipe) into text until needle shows, within a deadline
  * that only catches a hang: whether it showed. */
 static bool log_wait(int fd, char *text, size_t size, size_t *len, const char *needle)
@@ -785,9 +786,8 @@ static void a_name_pointing_at_loopback_is_not_connected_to(void **state)
 	assert_int_equal(open_with(&wh, &c, &e), 0);
 	struct key k = secret_key();
 	assert_int_equal(check(&c, &k, url, &e), 0);
-	int p[2], saved = dup(2);
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	dup2(p[1], 2);
+	int p[2], saved;
+	err_to_pipe(p, &saved);
 	json_t *body = json_pack("{s:s}", "id", "10ca1");
 	SEND_AS(&k, url, "10ca1", body);
 	json_decref(body);
@@ -795,9 +795,7 @@ static void a_name_pointing_at_loopback_is_not_connected_to(void **state)
 	size_t len = 0;
 	bool said = log_wait(p[0], text, sizeof text, &len, "attempt 1 of 6");
 	webhooks_close(wh);
-	dup2(saved, 2);
-	close(saved);
-	close(p[1]);
+	err_back(p, saved);
 	close(p[0]);
 	fprintf(stderr, "%s", text);
 	assert_true(said);
@@ -847,17 +845,14 @@ static void a_destination_failing_in_a_row_rests(void **state)
 	char url[128];
 	struct webhooks *wh = open_allowing(free_port(), url, sizeof url);
 	struct key k = secret_key();
-	int p[2], saved = dup(2);
-	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-	dup2(p[1], 2);
+	int p[2], saved;
+	err_to_pipe(p, &saved);
 	send_many(wh, &k, url, "c", 20);
 	char text[32768] = "";
 	size_t len = 0;
 	bool opened = log_wait(p[0], text, sizeof text, &len, "in a row: not tried for 30 s");
 	webhooks_close(wh);
-	dup2(saved, 2);
-	close(saved);
-	close(p[1]);
+	err_back(p, saved);
 	log_wait(p[0], text, sizeof text, &len, "\x01"); /* the rest, to the pipe's end */
 	close(p[0]);
 	fprintf(stderr, "%s", text);
