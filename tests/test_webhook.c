@@ -697,7 +697,7 @@ static bool addr_ok(const char *text, const char *host, char *why)
 	else
 		fail_msg("%s: not an address", text);
 	char got[INET6_ADDRSTRLEN];
-	return webhook_address_ok((struct sockaddr *)&ss, host, got, why, 256);
+	return webhook_address_ok((struct sockaddr *)&ss, sizeof ss, host, got, why, 256);
 }
 
 static void a_name_reaches_public_addresses_only_a_literal_itself(void **state)
@@ -712,7 +712,8 @@ static void a_name_reaches_public_addresses_only_a_literal_itself(void **state)
 		{"10.1.2.3", "private"},           {"192.168.0.1", "private"},
 		{"fd00::1", "private"},            {"169.254.1.1", "link-local"},
 		{"fe80::1", "link-local"},         {"0.0.0.0", "special"},
-		{"::ffff:127.0.0.1", "loopback"},
+		{"::ffff:127.0.0.1", "loopback"},  {"64:ff9b::a9fe:a9fe", "metadata"},
+		{"2002:a9fe:a9fe::1", "metadata"},
 	};
 	for (size_t i = 0; i < sizeof name_refused / sizeof name_refused[0]; i++) {
 		why[0] = '\0';

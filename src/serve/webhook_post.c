@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/egress_rule.h"
+#include "../core/addr_class.h"
 #include "webhook.h"
 #include "webhook_post.h"
 
@@ -41,20 +41,19 @@ bool webhook_host_literal(const char *host)
 	return literal_bytes(host, b) != 0;
 }
 
-bool webhook_address_ok(const struct sockaddr *sa, const char *host, char *text, char *why,
-			size_t n)
+bool webhook_address_ok(const struct sockaddr *sa, socklen_t len, const char *host, char *text,
+			char *why, size_t n)
 {
-	const uint8_t *a;
+	struct addr_info ai;
 	int family = sa->sa_family;
-	if (family == AF_INET)
-		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-	else if (family == AF_INET6)
-		a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	else {
-		snprintf(text, INET6_ADDRSTRLEN, "?");
+	snprintf(text, INET6_ADDRSTRLEN, "?");
+	if (addr_classify_sockaddr(sa, len, &ai)) {
 		snprintf(why, n, "not an IP address (family %d)", family);
 		return false;
 	}
+	const uint8_t *a = family == AF_INET
+				   ? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
+				   : (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
 	inet_ntop(family, a, text, INET6_ADDRSTRLEN);
 	uint8_t lit[16];
 	int lf = literal_bytes(host, lit);
@@ -66,14 +65,15 @@ bool webhook_address_ok(const struct sockaddr *sa, const char *host, char *text,
 		snprintf(why, n, "connecting to %s, not the address %s the URL names", text, host);
 		return false;
 	}
-	enum egress_class c = egress_classify(family, a);
-	if (c == EGRESS_PUBLIC)
+	/* The egress proxy's classes (addr_class.h): an IPv4 address inside
+	 * IPv6 (::ffff:169.254.169.254, NAT64, 6to4) is the IPv4 one. */
+	if (ai.cls == ADDR_PUBLIC)
 		return true;
 	/* A name the receiver's DNS can point anywhere: into serve's own
 	 * host or network (DNS rebinding) it may not lead. */
 	snprintf(why, n, "%s resolves to %s, a %s address: a name reaches public addresses only "
 			 "(allow the address itself as a literal prefix to reach it)",
-		 host, text, egress_class_name(c));
+		 host, text, addr_class_name(ai.cls));
 	return false;
 }
 
@@ -95,7 +95,8 @@ static curl_socket_t open_checked(void *arg, curlsocktype purpose, struct curl_s
 		snprintf(o->refused, sizeof o->refused, "an unexpected kind of socket");
 		return CURL_SOCKET_BAD;
 	}
-	if (!webhook_address_ok(&a->addr, o->host, text, o->refused, sizeof o->refused))
+	if (!webhook_address_ok(&a->addr, a->addrlen, o->host, text, o->refused,
+				sizeof o->refused))
 		return CURL_SOCKET_BAD;
 	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 	if (fd >= 0)

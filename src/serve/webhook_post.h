@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 struct webhook_post {
 	const char *url;    /* as allowed */
@@ -30,12 +31,11 @@ bool webhook_host_literal(const char *host);
 
 /* Whether a connection to sa may be made for a URL with host: a name's
  * address must be public (not loopback, private, link-local, cloud
- * metadata or special-purpose: src/core/egress_rule.c's classes, the
+ * metadata or special-purpose: src/core/addr_class.h's classes, the
  * egress proxy's); a literal host is reached as written (the deployer's
  * prefix named that address), and only it. false: why (n bytes) names the
  * address and its class. text (INET6_ADDRSTRLEN): the address. */
-struct sockaddr;
-bool webhook_address_ok(const struct sockaddr *sa, const char *host, char *text, char *why,
-			size_t n);
+bool webhook_address_ok(const struct sockaddr *sa, socklen_t len, const char *host, char *text,
+			char *why, size_t n);
 
 #endif
