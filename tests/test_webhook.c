@@ -679,6 +679,9 @@ static void one_keys_hung_receiver_does_not_silence_another_key(void **state)
 		ATTACK_RUNS, max_open, dropped_a, dropped_b, arrived ? "yes" : "no");
 	assert_true(arrived);
 	assert_int_equal(dropped_b, 0);
+	/* The hung receiver held no more than its destination's bound of the
+	 * delivery threads. */
+	assert_true(max_open <= WEBHOOK_DEST_INFLIGHT);
 	receiver_stop(&good);
 	receiver_stop(&hung);
 }

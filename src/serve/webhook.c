@@ -53,7 +53,7 @@ struct delivery {
 
 struct webhooks {
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* a delivery added, or stop */
+	pthread_cond_t cv; /* a delivery added, an attempt ended, or stop */
 	struct delivery *head, *tail;
 	size_t count;
 	struct webhook_dests dests; /* under mu */
@@ -134,8 +134,11 @@ static struct delivery *next_due(struct webhooks *wh, double now, double *wake)
 		if (d->busy)
 			continue;
 		double until = d->due;
-		if (d->due <= now && !webhook_dest_ready(d->dest, now, &until) && !until)
-			continue; /* its destination's attempts under way: their end */
+		if (d->due <= now && !webhook_dest_ready(d->dest, now, &until)) {
+			if (!until)
+				continue; /* its destination's attempts under way: their end */
+			/* until: its destination's circuit closes again */
+		}
 		if (until > now) {
 			if (!*wake || until < *wake)
 				*wake = until;
