@@ -185,6 +185,7 @@ $(T)/test_%: tests/test_%.c $(wildcard tests/*.h) $(T)/libagentjail.a
 
 # The webhooks' own test links their sources and serve's libraries.
 WEBHOOK_TOBJ := $(T)/obj/src/serve/webhook/webhook.o $(T)/obj/src/serve/webhook/webhook_url.o \
+	$(T)/obj/src/serve/webhook/webhook_post.o $(T)/obj/src/serve/webhook/webhook_dest.o \
 	$(T)/obj/src/serve/http/keys.o
 $(T)/test_webhook: tests/test_webhook.c $(wildcard tests/*.h) $(WEBHOOK_TOBJ) $(T)/libagentjail.a
 	$(CC) $(CFLAGS_BASE) -O1 -g $(SAN) $(PKG_CFLAGS) $(SERVE_CFLAGS) -I. \

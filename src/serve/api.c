@@ -43,6 +43,7 @@
 #include "admit/service.h"
 #include "webhook/webhook.h"
 #include "http/wire.h"
+#include "admit/webhook_run.h"
 
 bool api_needs_key(const char *method, const char *path)
 {

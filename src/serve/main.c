@@ -23,6 +23,7 @@
 #include "admit/service.h"
 #include "http/access_log.h"
 #include "webhook/webhook.h"
+#include "admit/webhook_run.h"
 
 int cmd_keys(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
@@ -58,7 +59,8 @@ static const char serve_usage[] =
 	"  --runs-budget-mb N   the bytes of kept runs' events and results one key\n"
 	"                       may hold; its oldest ended runs go first (default 256)\n"
 	"  --webhook-allow URL  a prefix a run's completion webhook must start with\n"
-	"                       (repeat for more; none: webhooks are refused)\n"
+	"                       (repeat for more; none: webhooks are refused;\n"
+	"                       NAME=URL: for key NAME's runs only)\n"
 	"  --access-log FILE|-|off  a JSON line per request and per recorded run: to\n"
 	"                       FILE (appended), - (stdout), off (default: stderr)\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
@@ -162,9 +164,9 @@ static int serve_option(int o, const char *arg, void *ctx)
 		/* A webhook goes only where the deployer said: without this,
 		 * a key could make serve send requests to any address it can
 		 * reach (its own metadata service, an internal admin port). */
-		if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) {
+		if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7) && !strchr(arg, '=')) {
 			cli_error("--webhook-allow: expected a URL prefix starting with http:// "
-				  "or https://, got '%s'", arg);
+				  "or https:// (or NAME=URL), got '%s'", arg);
 			return -1;
 		}
 		if (c->webhook_allow_count >= SERVE_MAX_WEBHOOK_ALLOW) {

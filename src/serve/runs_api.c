@@ -12,6 +12,7 @@
 #include "admit/service.h"
 #include "runs/sse.h"
 #include "webhook/webhook.h"
+#include "admit/webhook_run.h"
 
 #define LIST_DEFAULT 20
 #define LIST_MAX 100

@@ -6,6 +6,7 @@ import hmac
 import http.server
 import json
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -283,3 +284,65 @@ def test_a_redirect_is_not_followed(start, tmp_path, receivers):
     assert rcv.wait(2)
     assert target.got == []
     assert any("HTTP 302 (a redirect, not followed)" in l for l in s.stderr)
+
+
+# ---- one key's receiver against another's ----
+
+class Sink:
+    """A receiver that takes connections (the kernel's backlog) and never
+    reads nor answers: each POST to it waits for serve's timeout."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self):
+        self.sock.close()
+
+
+def submit(s, token, webhook):
+    """A background run, retried while serve's queue is full: its id."""
+    got = []
+
+    def once():
+        r = background(s, token, webhook, code="pass")
+        if r.code == 202:
+            got.append(r.json()["id"])
+            return True
+        assert r.code in (429, 503), r.body
+        return False
+
+    assert wait_for(once, timeout=120)
+    return got[0]
+
+
+def test_one_keys_hung_receiver_does_not_silence_another_keys(start, tmp_path, receivers):
+    sink = Sink()
+    try:
+        rcv = receivers()
+        f = tmp_path / "keys.json"
+        alice, bob = add_key(f, "alice"), add_key(f, "bob")
+        s = start("--timeout", "10", "--queue-size", "256",
+                  "--webhook-allow", f"alice={sink.url}/",
+                  "--webhook-allow", f"bob={rcv.url}/", keys=str(f))
+        # A prefix bound to a key is that key's alone.
+        r = background(s, bob, sink.url + "/hook")
+        assert r.code == 400 and "allowed to another key, not to 'bob'" in r.body.decode(), r.body
+        r = background(s, alice, rcv.url + "/hook")
+        assert r.code == 400 and "allowed to another key" in r.body.decode(), r.body
+        # More of alice's webhooks than her share, to a receiver that never
+        # answers, around bob's one.
+        for _ in range(8):
+            submit(s, alice, sink.url + "/hook")
+        bob_run = submit(s, bob, rcv.url + "/hook")
+        for _ in range(70):
+            submit(s, alice, sink.url + "/hook")
+        assert rcv.wait(1, timeout=120)
+        assert json.loads(rcv.got[0][1])["id"] == bob_run
+        assert not any(bob_run in l and "dropped" in l for l in s.stderr)
+        assert wait_for(lambda: any("more than 64 deliveries of key 'alice' pending" in l
+                                    for l in s.stderr), timeout=120)
+    finally:
+        sink.close()

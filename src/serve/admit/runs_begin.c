@@ -8,6 +8,7 @@
 #include "runs_begin.h"
 #include "../webhook/webhook.h"
 #include "../../core/thread.h"
+#include "webhook_run.h"
 
 int runs_begin(struct service *svc, const struct http_request *rq, struct http_response *rs,
 	       const char *id, const struct run_info *info, struct key_use **use,

@@ -24,6 +24,7 @@
 #include "remote_state.h"
 #include "store.h"
 #include "../webhook/webhook.h"
+#include "../admit/webhook_run.h"
 
 /* Longer than an attempt can take (WEBHOOK_TIMEOUT_SEC), with room: a
  * claim outlives its attempt unless its replica died. */

@@ -1,11 +1,10 @@
 /* Completion webhooks' delivery (webhook.h): a bounded list of deliveries,
- * each attempted by one of a few threads of their own when it is due, with
- * libcurl. */
+ * in shares by key, each attempted by one of a few threads of their own
+ * when it is due and its destination takes one (webhook_dest.c), with
+ * libcurl (webhook_post.c). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -15,11 +14,11 @@
 #include <time.h>
 
 #include "../../core/internal.h"
-#include "../admit/service.h"
 #include "webhook.h"
+#include "webhook_dest.h"
+#include "webhook_post.h"
 #include "webhook_url.h"
 
-#define WEBHOOK_THREADS 4
 /* How often an idle delivery thread asks the source for a due one. */
 #define WEBHOOK_POLL_MS 250
 
@@ -35,9 +34,12 @@ unsigned webhook_backoff(unsigned n)
 struct delivery {
 	struct delivery *next; /* oldest first */
 	char *url;             /* as checked */
+	char *host;            /* its host: a literal is reached as written */
 	/* scheme://host:port for the log: a webhook's path or query often
 	 * holds a token of the receiver's, which logs must not keep. */
 	char *where;
+	struct webhook_dest *dest; /* where's; the list's, not this one's */
+	char key[65];          /* the share it counts in ("": a sourced one) */
 	char *body;
 	size_t len;
 	char *secret;
@@ -46,13 +48,15 @@ struct delivery {
 	double due;        /* monotonic ms */
 	bool busy;         /* a thread is attempting it */
 	bool sourced;      /* the source's (webhook_source): its retries are too */
+	bool resting;      /* sourced while its destination's circuit is open */
 };
 
 struct webhooks {
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* a delivery added, or stop */
+	pthread_cond_t cv; /* a delivery added, an attempt ended, or stop */
 	struct delivery *head, *tail;
 	size_t count;
+	struct webhook_dests dests; /* under mu */
 	atomic_bool stopping;
 	_Atomic double stop_by; /* monotonic ms: no attempt runs past it */
 	pthread_t threads[WEBHOOK_THREADS];
@@ -73,6 +77,7 @@ static void delivery_free(struct delivery *d)
 	if (!d)
 		return;
 	free(d->url);
+	free(d->host);
 	free(d->where);
 	free(d->body);
 	if (d->secret) {
@@ -110,108 +115,38 @@ static void say(const struct delivery *d, const char *fmt, ...)
 		msg);
 }
 
-static size_t drop_answer(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p, (void)arg;
-	return size * n;
-}
-
 /* Ends an attempt under way once a stop's deadline has passed. */
-static int stop_check(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e)
+static bool stop_passed(void *arg)
 {
-	(void)a, (void)b, (void)c, (void)e;
 	struct webhooks *wh = arg;
 	return atomic_load(&wh->stopping) && mono_ms() >= atomic_load(&wh->stop_by);
 }
 
-/* "sha256=" and the hex HMAC-SHA256 of "<ts>.<body>" with secret. */
-static int sign(const struct delivery *d, const char *ts, char out[7 + 64 + 1])
-{
-	size_t tl = strlen(ts);
-	unsigned char *msg = malloc(tl + 1 + d->len);
-	if (!msg)
-		return -ENOMEM;
-	memcpy(msg, ts, tl);
-	msg[tl] = '.';
-	memcpy(msg + tl + 1, d->body, d->len);
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	unsigned char *ok = HMAC(EVP_sha256(), d->secret, (int)strlen(d->secret), msg,
-				 tl + 1 + d->len, mac, &n);
-	free(msg);
-	if (!ok || n != 32)
-		return -EIO;
-	memcpy(out, "sha256=", 7);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", mac[i]);
-	return 0;
-}
-
-/* One POST: the HTTP status (2xx delivered), or -1 with why in why. */
-static long attempt(struct webhooks *wh, const struct delivery *d, char why[CURL_ERROR_SIZE])
-{
-	char ts[32], sig[7 + 64 + 1], h_ts[64], h_sig[128], h_id[128];
-	/* Signed with the time of this attempt: a receiver that refuses old
-	 * timestamps (replays) still takes a late retry. */
-	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
-	if (sign(d, ts, sig)) {
-		snprintf(why, CURL_ERROR_SIZE, "cannot sign the body");
-		return -1;
-	}
-	snprintf(h_ts, sizeof h_ts, "X-Agentjail-Timestamp: %s", ts);
-	snprintf(h_sig, sizeof h_sig, "X-Agentjail-Signature: %s", sig);
-	snprintf(h_id, sizeof h_id, "X-Agentjail-Run-Id: %s", d->run_id);
-	CURL *c = curl_easy_init();
-	struct curl_slist *hs = NULL, *t;
-	const char *lines[] = {"Content-Type: application/json", h_id, h_ts, h_sig,
-			       /* no 100-continue round trip before the body */
-			       "Expect:"};
-	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-		if ((t = curl_slist_append(hs, lines[i])))
-			hs = t;
-	long status = -1;
-	why[0] = '\0';
-	if (!c || !hs) {
-		snprintf(why, CURL_ERROR_SIZE, "out of memory");
-		goto out;
-	}
-	curl_easy_setopt(c, CURLOPT_URL, d->url);
-	/* Only what the allow-list speaks of, and no redirect: a Location
-	 * could point anywhere, past the allow-list. */
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, d->body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)d->len);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "agentjail-webhook");
-	/* A receiver that hangs holds a delivery thread no longer than this. */
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)WEBHOOK_TIMEOUT_SEC);
-	/* Threads: libcurl must not use signals (SIGALRM) for its timeouts. */
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_answer);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stop_check);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, wh);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, why);
-	CURLcode rc = curl_easy_perform(c);
-	if (rc == CURLE_OK) {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	} else if (!why[0]) {
-		snprintf(why, CURL_ERROR_SIZE, "%s", curl_easy_strerror(rc));
-	}
-out:
-	curl_slist_free_all(hs);
-	curl_easy_cleanup(c);
-	return status;
-}
-
-/* The delivery not being attempted that is due first (under mu). */
-static struct delivery *next_due(struct webhooks *wh)
+/* The delivery not being attempted that is due first and whose
+ * destination takes an attempt now, or NULL; *wake: the earliest time one
+ * may be (0: none is waiting on a time, only on an attempt's end) (under
+ * mu). */
+static struct delivery *next_due(struct webhooks *wh, double now, double *wake)
 {
 	struct delivery *best = NULL;
-	for (struct delivery *d = wh->head; d; d = d->next)
-		if (!d->busy && (!best || d->due < best->due))
+	*wake = 0;
+	for (struct delivery *d = wh->head; d; d = d->next) {
+		if (d->busy)
+			continue;
+		double until = d->due;
+		if (d->due <= now && !webhook_dest_ready(d->dest, now, &until)) {
+			if (!until)
+				continue; /* its destination's attempts under way: their end */
+			/* until: its destination's circuit closes again */
+		}
+		if (until > now) {
+			if (!*wake || until < *wake)
+				*wake = until;
+			continue;
+		}
+		if (!best || d->due < best->due)
 			best = d;
+	}
 	return best;
 }
 
@@ -232,7 +167,18 @@ static void timed_wait(struct webhooks *wh, double until_ms)
 static bool attempt_once(struct webhooks *wh, struct delivery *d, double *due)
 {
 	char why[CURL_ERROR_SIZE];
-	long status = attempt(wh, d, why);
+	long status = -1;
+	const struct webhook_post p = {.url = d->url, .host = d->host, .run_id = d->run_id,
+				       .secret = d->secret, .body = d->body, .len = d->len,
+				       .stopped = stop_passed, .arg = wh};
+	if (d->resting)
+		/* Claimed from the source already: counted as an attempt, one
+		 * that fails fast instead of waiting on the receiver. */
+		snprintf(why, sizeof why, "not tried: %s failed %d attempts in a row and rests "
+					  "for up to %d s",
+			 d->where, WEBHOOK_BREAK_AFTER, WEBHOOK_BREAK_SEC);
+	else
+		status = webhook_post(&p, why);
 	unsigned n = ++d->attempts;
 	bool delivered = status >= 200 && status < 300;
 	bool last = n >= WEBHOOK_ATTEMPTS;
@@ -258,6 +204,11 @@ static bool attempt_once(struct webhooks *wh, struct delivery *d, double *due)
 		say(d, "attempt %u of %d: %s: next in %u s", n, WEBHOOK_ATTEMPTS, what,
 		    backoff[n - 1]);
 	pthread_mutex_lock(&wh->mu);
+	/* The receiver answered (below 500): it is up, whatever it said. */
+	bool opened = !d->resting && webhook_dest_end(d->dest, status >= 0 && status < 500,
+						     mono_ms());
+	/* A destination's slot freed: a delivery waiting on it may go. */
+	pthread_cond_broadcast(&wh->cv);
 	struct webhook_source src = wh->source;
 	if (delivered)
 		wh->counts.delivered++;
@@ -268,13 +219,16 @@ static bool attempt_once(struct webhooks *wh, struct delivery *d, double *due)
 	if (stopped)
 		wh->counts.dropped++;
 	pthread_mutex_unlock(&wh->mu);
+	if (opened)
+		say(d, "%d failed attempts in a row: not tried for %d s", WEBHOOK_BREAK_AFTER,
+		    WEBHOOK_BREAK_SEC);
 	if (d->sourced && src.done)
 		src.done(src.arg, d->run_id, n, delivered, last);
 	return delivered || last || stopped || d->sourced;
 }
 
-static struct delivery *delivery_new(const char *url, const char *secret, const char *run_id,
-				     json_t *body, const char *text);
+static struct delivery *delivery_new(const char *url, const struct webhook_key *key,
+				     const char *run_id, json_t *body, const char *text);
 
 /* A delivery the source has due now, claimed for one attempt, or NULL (mu
  * held on entry and return, dropped while the source is asked). */
@@ -285,7 +239,8 @@ static struct delivery *take_sourced(struct webhooks *wh)
 	struct webhook_job job = {0};
 	struct delivery *d = NULL;
 	if (src.take(src.arg, &job) == 1) {
-		d = delivery_new(job.url, job.secret, job.run_id, NULL, job.body);
+		const struct webhook_key k = {.name = "", .secret = job.secret};
+		d = delivery_new(job.url, &k, job.run_id, NULL, job.body);
 		if (d) {
 			d->sourced = true;
 			d->attempts = job.attempt - 1;
@@ -304,6 +259,43 @@ static struct delivery *take_sourced(struct webhooks *wh)
 	return d;
 }
 
+/* One attempt of s, the source's (mu held on entry and return). */
+static void attempt_sourced(struct webhooks *wh, struct delivery *s)
+{
+	double until;
+	s->dest = webhook_dest_get(&wh->dests, s->where);
+	if (!s->dest || (!webhook_dest_ready(s->dest, mono_ms(), &until) && until))
+		s->resting = true; /* its circuit open (or no memory to know) */
+	else
+		/* Counted, not waited for: the claim's lease is running. */
+		webhook_dest_begin(s->dest);
+	pthread_mutex_unlock(&wh->mu);
+	double due;
+	attempt_once(wh, s, &due);
+	delivery_free(s);
+	pthread_mutex_lock(&wh->mu);
+}
+
+/* How long an idle thread waits (mu held): until wake (0: none), the next
+ * poll of the source, the stop's deadline, or a signal; false when there
+ * is nothing left to wait for (stopping). */
+static bool idle_wait(struct webhooks *wh, double wake, bool polls, double next_poll,
+		      bool stopping, double stop_by)
+{
+	double until = wake;
+	if (polls && (!until || next_poll < until))
+		until = next_poll;
+	if (stopping && (!until || stop_by < until))
+		until = stop_by;
+	if (!until && stopping)
+		return false;
+	if (!until)
+		pthread_cond_wait(&wh->cv, &wh->mu);
+	else
+		timed_wait(wh, until);
+	return true;
+}
+
 static void *deliver_loop(void *arg)
 {
 	struct webhooks *wh = arg;
@@ -311,42 +303,29 @@ static void *deliver_loop(void *arg)
 	pthread_mutex_lock(&wh->mu);
 	for (;;) {
 		bool stopping = atomic_load(&wh->stopping);
-		double stop_by = atomic_load(&wh->stop_by), now = mono_ms();
+		double stop_by = atomic_load(&wh->stop_by), now = mono_ms(), wake;
 		if (stopping && now >= stop_by)
 			break;
-		struct delivery *d = next_due(wh);
+		struct delivery *d = next_due(wh, now, &wake);
 		/* The source's deliveries are asked for only when no held one
 		 * is due, and not while stopping: what it holds outlives this
 		 * serve, for the next to take. */
 		bool polls = wh->source.take && !stopping;
-		if ((!d || d->due > now) && polls && now >= next_poll) {
+		if (!d && polls && now >= next_poll) {
 			struct delivery *s = take_sourced(wh);
-			if (!s) {
+			if (s)
+				attempt_sourced(wh, s);
+			else
 				next_poll = mono_ms() + WEBHOOK_POLL_MS;
-				continue;
-			}
-			pthread_mutex_unlock(&wh->mu);
-			double due;
-			attempt_once(wh, s, &due);
-			delivery_free(s);
-			pthread_mutex_lock(&wh->mu);
 			continue;
 		}
-		if (!d || d->due > now) {
-			double until = d ? d->due : 0;
-			if (polls && (!until || next_poll < until))
-				until = next_poll;
-			if (stopping && (!until || stop_by < until))
-				until = stop_by;
-			if (!until && stopping)
+		if (!d) {
+			if (!idle_wait(wh, wake, polls, next_poll, stopping, stop_by))
 				break;
-			if (!until)
-				pthread_cond_wait(&wh->cv, &wh->mu);
-			else
-				timed_wait(wh, until);
 			continue;
 		}
 		d->busy = true;
+		webhook_dest_begin(d->dest);
 		pthread_mutex_unlock(&wh->mu);
 		double due;
 		bool over = attempt_once(wh, d, &due);
@@ -362,12 +341,13 @@ static void *deliver_loop(void *arg)
 	return NULL;
 }
 
-int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct aj_error *err)
+int webhooks_start(struct webhooks **out, const char *const *allow, unsigned n,
+		   struct aj_error *err)
 {
 	*out = NULL;
-	for (unsigned i = 0; i < cfg->webhook_allow_count; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct webhook_url a;
-		int rc = webhook_url_parse(cfg->webhook_allow[i], true, &a, err);
+		int rc = webhook_allow_parse(allow[i], NULL, &a, err);
 		if (rc)
 			return rc;
 		webhook_url_free(&a);
@@ -388,7 +368,7 @@ int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct 
 	pthread_cond_init(&wh->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	/* No deliveries can be asked for where none is allowed. */
-	unsigned want = cfg->webhook_allow_count ? WEBHOOK_THREADS : 0;
+	unsigned want = n ? WEBHOOK_THREADS : 0;
 	for (; wh->nthreads < want; wh->nthreads++)
 		if (pthread_create(&wh->threads[wh->nthreads], NULL, deliver_loop, wh))
 			break;
@@ -402,8 +382,8 @@ int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct 
 
 /* A delivery of body (or of text, already dumped) to url, due now; NULL
  * after saying why it is not sent. */
-static struct delivery *delivery_new(const char *url, const char *secret, const char *run_id,
-				     json_t *body, const char *text)
+static struct delivery *delivery_new(const char *url, const struct webhook_key *key,
+				     const char *run_id, json_t *body, const char *text)
 {
 	struct delivery *d = calloc(1, sizeof *d);
 	struct webhook_url u = {0};
@@ -415,13 +395,15 @@ static struct delivery *delivery_new(const char *url, const char *secret, const 
 		return NULL;
 	}
 	snprintf(d->run_id, sizeof d->run_id, "%s", run_id);
+	snprintf(d->key, sizeof d->key, "%s", key->name);
 	d->url = strdup(u.full);
+	d->host = strdup(u.host);
 	if (asprintf(&d->where, "%s://%s:%s", u.scheme, u.host, u.port) < 0)
 		d->where = NULL;
 	webhook_url_free(&u);
-	d->secret = strdup(secret);
+	d->secret = strdup(key->secret);
 	d->body = text ? strdup(text) : json_dumps(body, JSON_COMPACT);
-	if (!d->url || !d->where || !d->secret || !d->body) {
+	if (!d->url || !d->host || !d->where || !d->secret || !d->body) {
 		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: out of memory\n",
 			run_id);
 		delivery_free(d);
@@ -432,32 +414,76 @@ static struct delivery *delivery_new(const char *url, const char *secret, const 
 	return d;
 }
 
-void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
-		  json_t *body)
+/* Deliveries key holds (under mu). */
+static size_t held_by(const struct webhooks *wh, const char *key)
+{
+	size_t n = 0;
+	for (const struct delivery *d = wh->head; d; d = d->next)
+		n += !strcmp(d->key, key);
+	return n;
+}
+
+/* key's oldest delivery not under way (under mu). */
+static struct delivery *oldest_waiting(const struct webhooks *wh, const char *key)
+{
+	for (struct delivery *d = wh->head; d; d = d->next)
+		if (!d->busy && !strcmp(d->key, key))
+			return d;
+	return NULL;
+}
+
+/* The delivery to drop so that one more of key's fits, with why, or NULL
+ * (under mu). Bounded, so that a receiver down for long, with many runs
+ * ending, does not grow serve's memory; by key, so that one key's runs
+ * cannot push out another's: a key's full share drops its own oldest, and
+ * the whole bound the oldest of the key holding the most. The oldest
+ * waiting one is the one most likely to be given up anyway. */
+static struct delivery *to_drop(const struct webhooks *wh, const char *key, char *why, size_t n)
+{
+	if (held_by(wh, key) >= WEBHOOK_KEY_PENDING) {
+		snprintf(why, n, "more than %d deliveries of key '%s' pending", WEBHOOK_KEY_PENDING,
+			 key);
+		return oldest_waiting(wh, key);
+	}
+	if (wh->count < WEBHOOK_MAX_PENDING)
+		return NULL;
+	const char *most = key;
+	size_t most_n = 0;
+	for (const struct delivery *d = wh->head; d; d = d->next) {
+		size_t k = held_by(wh, d->key);
+		if (k > most_n)
+			most = d->key, most_n = k;
+	}
+	snprintf(why, n, "more than %d deliveries pending, key '%s' holding the most",
+		 WEBHOOK_MAX_PENDING, most);
+	return oldest_waiting(wh, most);
+}
+
+void webhook_send(struct webhooks *wh, const char *url, const struct webhook_key *key,
+		  const char *run_id, json_t *body)
 {
 	if (!wh || !wh->nthreads) {
 		fprintf(stderr, "agentjail serve: webhook for run %s: not sent: no delivery thread\n",
 			run_id);
 		return;
 	}
-	struct delivery *d = delivery_new(url, secret, run_id, body, NULL);
+	struct delivery *d = delivery_new(url, key, run_id, body, NULL);
 	if (!d)
 		return;
 	pthread_mutex_lock(&wh->mu);
-	if (wh->count >= WEBHOOK_MAX_PENDING) {
-		/* Bounded: a receiver down for long, with many runs ending,
-		 * must not grow serve's memory. The oldest waiting one is the
-		 * one most likely to be given up anyway. */
-		struct delivery *old = wh->head;
-		while (old && old->busy)
-			old = old->next;
-		if (old) {
-			say(old, "dropped after %u attempt(s): more than %d deliveries pending",
-			    old->attempts, WEBHOOK_MAX_PENDING);
-			wh->counts.dropped++;
-			unlink_delivery(wh, old);
-			delivery_free(old);
-		}
+	if (!(d->dest = webhook_dest_get(&wh->dests, d->where))) {
+		pthread_mutex_unlock(&wh->mu);
+		say(d, "not sent: out of memory");
+		delivery_free(d);
+		return;
+	}
+	char why[160];
+	struct delivery *old = to_drop(wh, d->key, why, sizeof why);
+	if (old) {
+		say(old, "dropped after %u attempt(s): %s", old->attempts, why);
+		wh->counts.dropped++;
+		unlink_delivery(wh, old);
+		delivery_free(old);
 	}
 	if (wh->tail)
 		wh->tail->next = d;
@@ -506,6 +532,7 @@ void webhooks_close(struct webhooks *wh)
 		unlink_delivery(wh, d);
 		delivery_free(d);
 	}
+	webhook_dests_free(&wh->dests);
 	pthread_cond_destroy(&wh->cv);
 	pthread_mutex_destroy(&wh->mu);
 	free(wh);

@@ -5,7 +5,14 @@
  * --webhook-allow prefixes, compared part by part after parsing (scheme,
  * host, port, then the path by segments), and holds no userinfo and no
  * fragment: otherwise a key could make serve send requests to any address
- * serve can reach (a metadata service, an internal admin port).
+ * serve can reach (a metadata service, an internal admin port). A prefix
+ * may be bound to one key (NAME=URL): only that key's runs may use it.
+ *
+ * Each attempt's connection is checked where it is made (webhook_post.c):
+ * a URL whose host is a name may reach only public addresses, so a name
+ * the receiver's DNS points at 169.254.169.254 or 127.0.0.1 between two
+ * attempts is refused; a host written as an address literal is reached as
+ * the deployer wrote it in the prefix, loopback or private included.
  *
  * Delivery runs on threads of its own, never on a request's: a POST of the
  * body (the run's info JSON) with
@@ -15,8 +22,16 @@
  * 2xx is delivered; anything else (a redirect is not followed: it could
  * lead out of the allow-list), a refused connection or 10 s without an
  * answer is retried after 1, 2, 4, 8 and 16 s: 6 attempts, each logged on
- * stderr. At most WEBHOOK_MAX_PENDING deliveries are held; past that the
- * oldest waiting one is dropped, and logged. */
+ * stderr.
+ *
+ * One key's receivers cannot silence another key's (webhook_dest.c): each
+ * key holds at most WEBHOOK_KEY_PENDING deliveries (a full share drops
+ * that key's oldest waiting one, never another key's), all keys together
+ * WEBHOOK_MAX_PENDING (full: the oldest waiting one of the key that holds
+ * the most is dropped); one destination (scheme://host:port) has at most
+ * WEBHOOK_DEST_INFLIGHT attempts under way of WEBHOOK_THREADS, and after
+ * WEBHOOK_BREAK_AFTER failed attempts in a row it is not tried for
+ * WEBHOOK_BREAK_SEC (its deliveries wait; then one attempt tries it). */
 #ifndef AJ_SERVE_WEBHOOK_H
 #define AJ_SERVE_WEBHOOK_H
 
@@ -26,34 +41,44 @@
 #include "agentjail.h"
 
 #define WEBHOOK_MAX_URL 2048
-#define WEBHOOK_MAX_PENDING 64
+#define WEBHOOK_KEY_PENDING 64
+#define WEBHOOK_MAX_PENDING 256
+#define WEBHOOK_THREADS 8
+#define WEBHOOK_DEST_INFLIGHT 2
+#define WEBHOOK_BREAK_AFTER 5
+#define WEBHOOK_BREAK_SEC 30
+#define WEBHOOK_CONNECT_SEC 5
 #define WEBHOOK_ATTEMPTS 6
 #define WEBHOOK_TIMEOUT_SEC 10
 #define WEBHOOK_STOP_SEC 5
 
-struct serve_config;
-struct key;
 struct webhooks;
 
-/* Checks the deployer's --webhook-allow prefixes (each a URL that parses,
- * http or https, without userinfo, query or fragment) and starts the
- * delivery threads: 0 with *out, or -errno with err naming the prefix. */
-int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct aj_error *err);
-/* Whether url may take key's run's webhook: 0, or -EINVAL with err saying
- * why (not under any allowed prefix, userinfo, a fragment, not http(s),
- * the key has no webhook secret, none allowed on this server). */
-int webhook_check(const struct serve_config *cfg, const struct key *key, const char *url,
-		  struct aj_error *err);
+/* The delivery's own view of a key: its name (the share it counts in, the
+ * prefixes bound to it) and the secret that signs its webhooks ("": none). */
+struct webhook_key {
+	const char *name;
+	const char *secret;
+};
+
+/* Checks the deployer's --webhook-allow entries (each a prefix URL that
+ * parses, http or https, without userinfo, query or fragment, or
+ * NAME=URL: the prefix bound to key NAME) and starts the delivery threads:
+ * 0 with *out, or -errno with err naming the entry. */
+int webhooks_start(struct webhooks **out, const char *const *allow, unsigned n,
+		   struct aj_error *err);
+/* Whether url may take key's run's webhook under the entries allow: 0, or
+ * -EINVAL with err saying why (not under any prefix allowed to the key,
+ * userinfo, a fragment, not http(s), the key has no webhook secret, none
+ * allowed on this server). */
+int webhook_allowed(const char *const *allow, unsigned n, const struct webhook_key *key,
+		    const char *url, struct aj_error *err);
 /* Queues the delivery of body (borrowed; dumped now) to url, signed with
- * secret, and returns at once. url must have passed webhook_check. */
-void webhook_send(struct webhooks *wh, const char *url, const char *secret, const char *run_id,
-		  json_t *body);
-/* A recorded run ended: its record (run_info_json, with the result) to
- * url, signed with key's secret. What a backend calls once it has
- * finished the record of a run that asked for a webhook. */
-struct service;
-void webhook_run_done(struct service *svc, const struct key *key, const char *url,
-		      const char *run_id);
+ * key's secret, in key's share, and returns at once. url must have been
+ * allowed. */
+void webhook_send(struct webhooks *wh, const char *url, const struct webhook_key *key,
+		  const char *run_id, json_t *body);
+
 /* Deliveries whose schedule lives elsewhere (the Redis queue's: any serve
  * replica takes them over, a restart included). An idle delivery thread
  * asks take for one due now, claimed for one attempt: 1 with *job (its
@@ -80,8 +105,8 @@ unsigned webhook_backoff(unsigned n);
 
 /* What the attempts came to, since start (/metrics): each attempt is
  * one of delivered (2xx), failed (to be tried again) or given_up (the
- * last, failed); dropped counts deliveries let go untried to the end (the
- * bound of WEBHOOK_MAX_PENDING, a stop). */
+ * last, failed); dropped counts deliveries let go untried to the end (a
+ * key's share or WEBHOOK_MAX_PENDING full, a stop). */
 struct webhook_counts {
 	unsigned long long delivered, failed, given_up, dropped;
 };

@@ -11,7 +11,6 @@
 
 #include "../../core/internal.h"
 #include "../http/keys.h"
-#include "../admit/service.h"
 #include "webhook_url.h"
 
 void webhook_url_free(struct webhook_url *u)
@@ -128,13 +127,36 @@ static bool under(const struct webhook_url *u, const struct webhook_url *a)
 	return (n && a->path[n - 1] == '/') || u->path[n] == '\0' || u->path[n] == '/';
 }
 
-int webhook_check(const struct serve_config *cfg, const struct key *key, const char *url,
-		  struct aj_error *err)
+int webhook_allow_parse(const char *entry, char key[KEY_NAME_MAX + 1], struct webhook_url *a,
+			struct aj_error *err)
 {
-	if (!cfg->webhook_allow_count)
+	const char *url = entry, *eq = strchr(entry, '=');
+	char name[KEY_NAME_MAX + 1] = "";
+	/* NAME=URL: a URL itself starts with its scheme, never a name and
+	 * '=' (a '=' later in a URL, in its path, is the URL's). */
+	if (eq && strncasecmp(entry, "http://", 7) && strncasecmp(entry, "https://", 8)) {
+		size_t n = (size_t)(eq - entry);
+		struct aj_error kerr;
+		snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1),
+			 entry);
+		if (n >= sizeof name || key_name_check(name, &kerr))
+			return error_set(err, -EINVAL, "--webhook-allow: '%.200s': before '=' a "
+						       "key's name, got %s",
+					 entry, n >= sizeof name ? "a longer one" : kerr.message);
+		url = eq + 1;
+	}
+	if (key)
+		memcpy(key, name, sizeof name);
+	return webhook_url_parse(url, true, a, err);
+}
+
+int webhook_allowed(const char *const *allow, unsigned count, const struct webhook_key *key,
+		    const char *url, struct aj_error *err)
+{
+	if (!count)
 		return error_set(err, -EINVAL, "webhook: this server takes no webhooks (its "
 					       "deployer allowed none: --webhook-allow)");
-	if (!key->webhook_secret[0])
+	if (!key->secret[0])
 		return error_set(err, -EINVAL,
 				 "webhook: the key '%s' has no webhook secret to sign with (the "
 				 "deployer makes one: agentjail keys webhook-secret %s --file FILE)",
@@ -143,18 +165,27 @@ int webhook_check(const struct serve_config *cfg, const struct key *key, const c
 	int rc = webhook_url_parse(url, false, &u, err);
 	if (rc)
 		return rc;
-	bool ok = false;
-	for (unsigned i = 0; !ok && i < cfg->webhook_allow_count; i++) {
+	bool ok = false, others = false;
+	for (unsigned i = 0; !ok && i < count; i++) {
 		struct webhook_url a;
 		struct aj_error aerr;
-		/* Checked at start (webhooks_open); one that fails now allows
+		char owner[KEY_NAME_MAX + 1];
+		/* Checked at start (webhooks_start); one that fails now allows
 		 * nothing. */
-		if (webhook_url_parse(cfg->webhook_allow[i], true, &a, &aerr))
+		if (webhook_allow_parse(allow[i], owner, &a, &aerr))
 			continue;
-		ok = under(&u, &a);
+		bool in = under(&u, &a);
+		/* A prefix bound to a key is that key's alone. */
+		ok = in && (!owner[0] || !strcmp(owner, key->name));
+		others |= in && !ok;
 		webhook_url_free(&a);
 	}
 	webhook_url_free(&u);
+	if (!ok && others)
+		return error_set(err, -EINVAL,
+				 "webhook: '%.200s' is under a prefix allowed to another key, not "
+				 "to '%s' (--webhook-allow NAME=URL)",
+				 url, key->name);
 	if (!ok)
 		return error_set(err, -EINVAL,
 				 "webhook: '%.200s' is not under any URL this server allows "

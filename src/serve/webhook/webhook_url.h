@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "../http/keys.h"
 #include "webhook.h"
 
 struct webhook_url {
@@ -17,5 +18,10 @@ struct webhook_url {
  * u: 0, or -EINVAL with err naming what is wrong. webhook_url_free after. */
 int webhook_url_parse(const char *url, bool prefix, struct webhook_url *u, struct aj_error *err);
 void webhook_url_free(struct webhook_url *u);
+/* An --webhook-allow entry, URL or NAME=URL, into its prefix a and the
+ * key it is bound to (key, if not NULL: its name, "" for any key): 0, or
+ * -EINVAL with err naming what is wrong. webhook_url_free(a) after. */
+int webhook_allow_parse(const char *entry, char key[KEY_NAME_MAX + 1], struct webhook_url *a,
+			struct aj_error *err);
 
 #endif
