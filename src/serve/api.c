@@ -55,7 +55,35 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 	/* A file goes up as the raw body: as large as a transfer may be. */
 	if (!strcmp(method, "PUT") && !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return (size_t)svc->cfg.sandbox.session.transfer_mb << 20;
-	return svc->cfg.max_body;
+	/* A route that takes a small object (a session's terms, its egress
+	 * rules) or none gets a small cap: only code may be large. */
+	size_t n = strlen(path);
+	bool small = strcmp(method, "POST") || !strcmp(path, "/v1/sessions") ||
+		     (n > 7 && !strcmp(path + n - 7, "/egress"));
+	return small && svc->cfg.max_body > SERVE_SMALL_BODY ? SERVE_SMALL_BODY : svc->cfg.max_body;
+}
+
+int api_may_buffer(struct service *svc, const struct http_request *head, struct http_response *rs)
+{
+	/* A session file is read into memory only for a session the key
+	 * holds, not for any path that looks like one. The local sessions are
+	 * looked up here; the queue's live on workers, and their transfers are
+	 * read and then looked up (the backend answers 404). */
+	if (strcmp(head->method, "PUT") || strncmp(head->path, SESSIONS_PREFIX,
+						   strlen(SESSIONS_PREFIX)) || svc->queue)
+		return 0;
+	struct session_route r;
+	if (session_route_parse(head, rs, &r))
+		return -1;
+	if (r.op != SESSION_PUT)
+		return 0;
+	struct hsession *h = sessions_get(&svc->sessions, r.id, admission_use(&svc->adm, head->key));
+	if (!h) {
+		respond_error(rs, 404, "not_found", "no such session");
+		return -1;
+	}
+	sessions_put(&svc->sessions, h);
+	return 0;
 }
 
 static void post_session(struct service *svc, const struct http_request *rq,

@@ -9,6 +9,7 @@
 
 #include "../core/internal.h"
 #include "../api/api.h"
+#include "json_caps.h"
 #include "service.h"
 #include "wire.h"
 
@@ -81,6 +82,8 @@ json_t *request_body(const struct http_request *rq, struct http_response *rs,
 			   const char *const *allowed)
 {
 	json_error_t je;
+	if (json_caps_check(rq->body, rq->body_len, rs))
+		return NULL; /* before jansson spends memory on it */
 	/* An empty body is an empty object: POST /v1/sessions needs none. */
 	json_t *o = rq->body_len ? json_loadb(rq->body, rq->body_len,
 					      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)
