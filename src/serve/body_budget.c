@@ -56,10 +56,12 @@ enum body_budget_verdict body_budget_reserve(const void *key, size_t n)
 	enum body_budget_verdict v = BODY_BUDGET_OK;
 	pthread_mutex_lock(&lock);
 	struct key_row *r = row_of(key);
-	if (n > cap_all - used || !r)
-		v = BODY_BUDGET_SERVER;
-	else if (n > cap_key - r->used)
+	/* The key's own first: a key over its share is told so (429, its own
+	 * doing) even when the server is full too. */
+	if (r && n > cap_key - r->used)
 		v = BODY_BUDGET_KEY;
+	else if (n > cap_all - used || !r)
+		v = BODY_BUDGET_SERVER;
 	else {
 		used += n;
 		r->used += n;
