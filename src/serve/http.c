@@ -21,6 +21,7 @@
  * per_ip_connections connections. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -45,6 +46,8 @@
  * instead of its answer: the price of not reading its body for ever. */
 #define DRAIN_BYTES ((size_t)64 << 20)
 #define DRAIN_SEC 10u
+/* A body at least this large is followed by malloc_trim (completed). */
+#define TRIM_AFTER ((size_t)1 << 20)
 
 struct conn_state {
 	char *body;
@@ -487,6 +490,13 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	conn_watch_next(st->watch);
 	free(st->body);
 	body_budget_release(st->key, st->reserved);
+	/* A large body (and what its route parsed from it) was freed into
+	 * this thread's malloc arena, which keeps it: after a burst of them
+	 * serve stayed at hundreds of MiB while its keep-alive connections
+	 * idled (issue 35). Handing the free pages back costs a walk of the
+	 * arenas, paid only after a body this large. */
+	if (st->cap >= TRIM_AFTER)
+		malloc_trim(0);
 	free(st);
 }
 
