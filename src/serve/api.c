@@ -162,6 +162,9 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 	} else if (!strcmp(p, "/metrics")) {
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");
+		if (!rq->key->metrics) /* server-wide counts: the operator's key only */
+			return respond_error(rs, 403, "forbidden", "this key may not read /metrics "
+					     "(agentjail keys add --metrics)");
 		get_metrics(svc, rs);
 	} else if (!strncmp(p, RUNS_PATH, strlen(RUNS_PATH)) &&
 		   (!p[strlen(RUNS_PATH)] || p[strlen(RUNS_PATH)] == '/')) {

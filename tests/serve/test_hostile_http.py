@@ -343,3 +343,20 @@ def test_a_nul_in_a_path_is_a_bad_path(server):
     assert r.code == 400, r.body
     assert server.request("GET", base + "/files/a").body == b"secret"
     server.request("DELETE", base)
+
+
+# --- /metrics ----------------------------------------------------------------
+
+def test_metrics_need_a_metrics_key(start, tmp_path):
+    keys = tmp_path / "keys.json"
+    tenant = add_key(keys, "tenant")
+    operator = add_key(keys, "operator", "--metrics")
+    s = start(keys=str(keys))
+    r = s.request("GET", "/metrics", key=tenant)
+    assert r.code == 403 and "--metrics" in r.json()["error"]["message"], r.body
+    assert s.run("print(1)", key=tenant).code == 200
+    r = s.request("GET", "/metrics", key=operator)
+    assert r.code == 200 and b"agentjail_runs_total" in r.body, r.body
+    with open(keys) as f:
+        entries = {k["name"]: k for k in json.load(f)["keys"]}
+    assert entries["operator"]["metrics"] is True and "metrics" not in entries["tenant"]
