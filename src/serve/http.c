@@ -220,7 +220,7 @@ static void drain_after_refusal(struct conn_state *st, int fd)
 }
 
 /* "Bearer TOKEN" → the key, or NULL. */
-static const struct key *authenticate(struct MHD_Connection *conn, const char **name)
+static const struct key *bearer_key(struct MHD_Connection *conn, const char **name)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						    MHD_HTTP_HEADER_AUTHORIZATION);
@@ -245,7 +245,7 @@ static struct conn_watch *watch_of(struct MHD_Connection *conn)
 
 /* An answer sent before the body is read: what the client still sends is
  * dropped, under the drain's bounds. */
-static enum MHD_Result refuse(struct MHD_Connection *conn, struct conn_state *st,
+static enum MHD_Result refuse_early(struct MHD_Connection *conn, struct conn_state *st,
 			      struct http_response *rs)
 {
 	st->refused = true;
@@ -300,32 +300,32 @@ static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *s
 	 * then ends there: a/%00b would be answered as the file a. */
 	if (conn_watch_take_nul(st->watch)) {
 		respond_error(&rs, 400, "bad_path", "the URL holds a NUL byte (%%00)");
-		return refuse(conn, st, &rs);
+		return refuse_early(conn, st, &rs);
 	}
 	bool mcp = !strcmp(url, "/mcp");
 	st->limit = mcp ? config->mcp_body : routes->api_body_limit(routes->ctx, method, url);
 	bool needs_key = mcp || routes->api_needs_key(method, url);
-	if (needs_key && !(st->key = authenticate(conn, &st->key_name))) {
+	if (needs_key && !(st->key = bearer_key(conn, &st->key_name))) {
 		/* Nothing is read or run for a request without a valid key. */
 		routes->count(routes->ctx, HTTP_AUTH_FAILED, 0);
 		respond_error(&rs, 401, "unauthorized",
 			      "a valid key is required: Authorization: Bearer KEY");
-		return refuse(conn, st, &rs);
+		return refuse_early(conn, st, &rs);
 	}
 	if (length > st->limit) {
 		respond_error(&rs, 413, "too_large",
 			      "the body is %s bytes; this route takes at most %zu", cl, st->limit);
-		return refuse(conn, st, &rs);
+		return refuse_early(conn, st, &rs);
 	}
 	if (!st->has_body)
 		return MHD_YES;
 	struct http_request head = {.method = method, .path = url, .key = st->key};
 	if (routes->may_buffer && routes->may_buffer(routes->ctx, &head, &rs))
-		return refuse(conn, st, &rs);
+		return refuse_early(conn, st, &rs);
 	/* A body of known length is reserved whole, before a byte of it is
 	 * read, and held in a buffer of exactly its size. */
 	if (length && reserve(st, length + 1, &rs))
-		return refuse(conn, st, &rs);
+		return refuse_early(conn, st, &rs);
 	return MHD_YES;
 }
 
@@ -518,7 +518,7 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
 
 /* The URL's %HH decoded as libmicrohttpd would, noting a NUL it yields
  * (on_head refuses the request). */
-static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
 {
 	(void)cls;
 	size_t n = MHD_http_unescape(s);
@@ -556,7 +556,7 @@ static struct MHD_Daemon *daemon_on(const struct addrinfo *ai)
 		 * where every client has the proxy's address). */
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connections,
 		MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 }
 

@@ -19,7 +19,7 @@ static void route_mcp(void *ctx, const struct http_request *rq, struct http_resp
 	mcp_http_handle(ctx, rq, rs);
 }
 
-static const struct key *authenticate(void *ctx, const char *token, size_t len,
+static const struct key *wired_key(void *ctx, const char *token, size_t len,
 				      const char **name)
 {
 	struct service *svc = ctx;
@@ -28,7 +28,7 @@ static const struct key *authenticate(void *ctx, const char *token, size_t len,
 	return k;
 }
 
-static void count(void *ctx, enum http_event ev, int code)
+static void wired_count(void *ctx, enum http_event ev, int code)
 {
 	struct service *svc = ctx;
 	if (ev == HTTP_AUTH_FAILED) {
@@ -72,8 +72,8 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .api_needs_key = api_needs_key,
 				    .api_body_limit = route_body_limit,
 				    .mcp = route_mcp,
-				    .authenticate = authenticate,
-				    .count = count,
+				    .authenticate = wired_key,
+				    .count = wired_count,
 				    .draining = draining,
 				    .may_buffer = may_buffer};
 }

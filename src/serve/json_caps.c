@@ -8,14 +8,7 @@
 
 #include "json_caps.h"
 
-static int too_many(struct http_response *rs)
-{
-	respond_error(rs, 413, "json_too_many_values",
-		      "the body's JSON holds more than %d values", JSON_CAP_VALUES);
-	return -1;
-}
-
-int json_caps_check(const char *text, size_t n, struct http_response *rs)
+enum json_caps_verdict json_caps_check(const char *text, size_t n)
 {
 	size_t values = 1, depth = 0;
 	bool in_string = false;
@@ -35,13 +28,9 @@ int json_caps_check(const char *text, size_t n, struct http_response *rs)
 		case '[':
 		case '{':
 			if (++values > JSON_CAP_VALUES)
-				return too_many(rs);
-			if (++depth > JSON_CAP_DEPTH) {
-				respond_error(rs, 400, "json_too_deep",
-					      "the body's JSON nests deeper than %d levels",
-					      JSON_CAP_DEPTH);
-				return -1;
-			}
+				return JSON_CAPS_VALUES;
+			if (++depth > JSON_CAP_DEPTH)
+				return JSON_CAPS_DEPTH;
 			break;
 		case ']':
 		case '}':
@@ -51,9 +40,9 @@ int json_caps_check(const char *text, size_t n, struct http_response *rs)
 		case ',':
 		case ':':
 			if (++values > JSON_CAP_VALUES)
-				return too_many(rs);
+				return JSON_CAPS_VALUES;
 			break;
 		}
 	}
-	return 0;
+	return JSON_CAPS_OK;
 }

@@ -11,17 +11,17 @@
 
 #include <stddef.h>
 
-#include "respond.h"
-
 /* Values (every object, array, member value, element, string, number and
  * literal) a request body may hold, and how deeply objects and arrays may
  * nest in it. */
 #define JSON_CAP_VALUES 10000
 #define JSON_CAP_DEPTH 32
 
-/* 0 when the n bytes at text are within the caps (whether or not they are
- * valid JSON: the parser says that); else -1 with the answer in rs: 413
- * json_too_many_values or 400 json_too_deep, naming the cap. */
-int json_caps_check(const char *text, size_t n, struct http_response *rs);
+enum json_caps_verdict { JSON_CAPS_OK, JSON_CAPS_VALUES, JSON_CAPS_DEPTH };
+
+/* Whether the n bytes at text are within the caps (whether or not they
+ * are valid JSON: the parser says that), and else which one they pass.
+ * respond.c's request_json_caps answers it. */
+enum json_caps_verdict json_caps_check(const char *text, size_t n);
 
 #endif

@@ -115,10 +115,10 @@ int cmd_keys(int argc, char **argv)
 			if (limit("sessions", optarg, &nk.sessions))
 				return EXIT_USAGE;
 			break;
-		case 'h':
 		case OPT_METRICS:
 			nk.metrics = true; /* may read /metrics (keys.h) */
 			break;
+		case 'h':
 		case OPT_HELP:
 			fputs(usage, stdout);
 			return 0;

@@ -19,7 +19,6 @@
 #include "../mcp/server.h"
 #include "backend.h"
 #include "access_log.h"
-#include "json_caps.h"
 #include "mcp_http.h"
 #include "mcp_stream.h"
 #include "sse.h"
@@ -205,7 +204,7 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 	 * the client's HTTP stack understands, before any thread starts. */
 	/* JSON_ALLOW_NUL as the MCP server reads it (code may hold a \u0000):
 	 * a call it answers is a call admitted here. */
-	if (json_caps_check(rq->body, rq->body_len, rs))
+	if (request_json_caps(rq, rs))
 		return; /* before jansson (here and in the MCP server) parses it */
 	json_t *msg = json_loadb(rq->body, rq->body_len, JSON_ALLOW_NUL, NULL);
 	bool is_call = json_is_object(msg) &&

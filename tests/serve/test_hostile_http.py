@@ -170,40 +170,30 @@ def test_the_server_and_key_body_budgets_refuse_before_reading(start, tmp_path):
     s = start("--max-body-kb", "1024", "--transfer-mb", "1", "--key-body-budget-mb", "2",
               "--body-budget-mb", "3", keys=str(keys))
     mib = 1024 * 1024
-    held = []
 
-    def hold(token):
+    def begin(token):
+        """A 1 MiB body's head under token, on a connection of its own."""
         c = connect(s)
         s.key = token
         send_head(c, s, "POST", "/v1/runs", {"Content-Type": "application/json",
                                              "Content-Length": str(mib)})
-        c.sendall(b'{"code": "')  # the body begun, never ended
-        held.append(c)
         return c
 
-    hold(tokens[0])
-    hold(tokens[1])
+    held = [begin(tokens[0]), begin(tokens[1])]
+    for h in held:
+        h.sendall(b'{"code": "')  # the body begun, never ended
     # Their heads reach serve before the third's (a second is ample; were
     # it not, one of them would be the one refused, as checked below).
     time.sleep(1)
-    # A third key's body does not fit the server's 3 MiB: refused at once.
-    c = connect(s)
-    s.key = tokens[2]
-    send_head(c, s, "POST", "/v1/runs", {"Content-Type": "application/json",
-                                         "Content-Length": str(mib)})
-    code, answer = read_answer(c)
-    assert code == 503 and answer["error"]["code"] == "body_budget", answer
-    assert "3 MiB" in answer["error"]["message"]
-    c.close()
-    # The first key's second body does not fit its 2 MiB.
-    c = connect(s)
-    s.key = tokens[0]
-    send_head(c, s, "POST", "/v1/runs", {"Content-Type": "application/json",
-                                         "Content-Length": str(mib)})
-    code, answer = read_answer(c)
-    assert code == 429 and answer["error"]["code"] == "key_body_budget", answer
-    assert "2 MiB" in answer["error"]["message"]
-    c.close()
+    # A third key's body does not fit the server's 3 MiB, and the first
+    # key's second body not its 2 MiB: each refused before it is read.
+    for token, status, code, cap in ((tokens[2], 503, "body_budget", "3 MiB"),
+                                     (tokens[0], 429, "key_body_budget", "2 MiB")):
+        c = begin(token)
+        got, answer = read_answer(c)
+        assert got == status and answer["error"]["code"] == code, answer
+        assert cap in answer["error"]["message"]
+        c.close()
     # The held bodies were never answered: they hold their bytes.
     for h in held:
         h.setblocking(False)
