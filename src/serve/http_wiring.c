@@ -1,4 +1,5 @@
 /* http_wiring.h: each handler the server calls, on the service. */
+#include "../cli/cli.h"
 #include "api.h"
 #include "http_wiring.h"
 #include "mcp_http.h"
@@ -76,4 +77,26 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .count = wired_count,
 				    .draining = draining,
 				    .may_buffer = may_buffer};
+}
+
+int http_wiring_budgets(struct serve_config *c)
+{
+	size_t transfer = (size_t)c->sandbox.session.transfer_mb << 20;
+	size_t largest = (c->max_body > transfer ? c->max_body : transfer) + 1;
+	size_t key_min = largest > ((size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20)
+				 ? ((largest >> 20) + 1) << 20
+				 : (size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20;
+	if (!c->key_body_budget)
+		c->key_body_budget = key_min;
+	if (!c->body_budget)
+		c->body_budget = c->key_body_budget > ((size_t)SERVE_DEFAULT_BODY_BUDGET_MB << 20)
+					 ? c->key_body_budget
+					 : (size_t)SERVE_DEFAULT_BODY_BUDGET_MB << 20;
+	if (c->key_body_budget < largest || c->body_budget < c->key_body_budget) {
+		cli_error("serve: --key-body-budget-mb must hold the largest body a route "
+			  "takes (%zu MiB: --max-body-kb, --transfer-mb), and --body-budget-mb "
+			  "one key's budget", (largest >> 20) + 1);
+		return -1;
+	}
+	return 0;
 }

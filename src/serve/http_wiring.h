@@ -6,8 +6,13 @@
 #include "http.h"
 
 struct service;
+struct serve_config;
 
 /* cfg and h for svc (h->ctx = svc). */
 void http_wiring(struct service *svc, struct http_config *cfg, struct http_handlers *h);
+/* c's body budgets, unless given: 32 MiB a key and 64 MiB in all, or as
+ * much as the largest body a route takes (else it could never be read);
+ * given, they must hold it. 0, or -1 after saying what is wrong. */
+int http_wiring_budgets(struct serve_config *c);
 
 #endif

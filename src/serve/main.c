@@ -247,31 +247,6 @@ static void serve_config_init(struct serve_config *c)
 	c->concurrency = cpus > 0 ? (unsigned)cpus : 1;
 }
 
-/* The body budgets, unless given: 32 MiB a key and 64 MiB in all, or as
- * much as the largest body a route takes (else it could never be read);
- * given, they must hold it. 0, or -1 after saying what is wrong. */
-static int body_budgets(struct serve_config *c)
-{
-	size_t transfer = (size_t)c->sandbox.session.transfer_mb << 20;
-	size_t largest = (c->max_body > transfer ? c->max_body : transfer) + 1;
-	size_t key_min = largest > ((size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20)
-				 ? ((largest >> 20) + 1) << 20
-				 : (size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20;
-	if (!c->key_body_budget)
-		c->key_body_budget = key_min;
-	if (!c->body_budget)
-		c->body_budget = c->key_body_budget > ((size_t)SERVE_DEFAULT_BODY_BUDGET_MB << 20)
-					 ? c->key_body_budget
-					 : (size_t)SERVE_DEFAULT_BODY_BUDGET_MB << 20;
-	if (c->key_body_budget < largest || c->body_budget < c->key_body_budget) {
-		cli_error("serve: --key-body-budget-mb must hold the largest body a route "
-			  "takes (%zu MiB: --max-body-kb, --transfer-mb), and --body-budget-mb "
-			  "one key's budget", (largest >> 20) + 1);
-		return -1;
-	}
-	return 0;
-}
-
 /* Without a keys file: one key, made now, known only to this process and
  * to whoever reads its stdout. */
 static int one_time_key(struct keyring *kr)
@@ -303,7 +278,7 @@ static int cmd_serve(int argc, char **argv)
 	int rc = parse_serve(argc, argv, &svc.cfg);
 	if (rc >= 0)
 		return rc;
-	if (body_budgets(&svc.cfg))
+	if (http_wiring_budgets(&svc.cfg))
 		return EXIT_USAGE;
 	struct aj_error err = {0};
 	if (svc.cfg.keys_path) {

@@ -171,20 +171,25 @@ def test_the_server_and_key_body_budgets_refuse_before_reading(start, tmp_path):
               "--body-budget-mb", "3", keys=str(keys))
     mib = 1024 * 1024
 
-    def begin(token):
+    def begin(token, headers=None):
         """A 1 MiB body's head under token, on a connection of its own."""
         c = connect(s)
         s.key = token
         send_head(c, s, "POST", "/v1/runs", {"Content-Type": "application/json",
-                                             "Content-Length": str(mib)})
+                                             "Content-Length": str(mib), **(headers or {})})
         return c
 
-    held = [begin(tokens[0]), begin(tokens[1])]
-    for h in held:
-        h.sendall(b'{"code": "')  # the body begun, never ended
-    # Their heads reach serve before the third's (a second is ample; were
-    # it not, one of them would be the one refused, as checked below).
-    time.sleep(1)
+    held = []
+    for token in tokens[:2]:
+        # libmicrohttpd sends 100 Continue once the head was taken, so
+        # after it the body's bytes are reserved.
+        c = begin(token, {"Expect": "100-continue"})
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += c.recv(1024)
+        assert got.startswith(b"HTTP/1.1 100"), got
+        c.sendall(b'{"code": "')  # the body begun, never ended
+        held.append(c)
     # A third key's body does not fit the server's 3 MiB, and the first
     # key's second body not its 2 MiB: each refused before it is read.
     for token, status, code, cap in ((tokens[2], 503, "body_budget", "3 MiB"),
