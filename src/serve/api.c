@@ -56,7 +56,40 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 	/* A file goes up as the raw body: as large as a transfer may be. */
 	if (!strcmp(method, "PUT") && !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return (size_t)svc->cfg.sandbox.session.transfer_mb << 20;
-	return svc->cfg.max_body;
+	/* A route that takes a small object (a session's terms, its egress
+	 * rules) or none gets a small cap: only code may be large. */
+	size_t n = strlen(path);
+	bool small = strcmp(method, "POST") || !strcmp(path, "/v1/sessions") ||
+		     (n > 7 && !strcmp(path + n - 7, "/egress"));
+	return small && svc->cfg.max_body > SERVE_SMALL_BODY ? SERVE_SMALL_BODY : svc->cfg.max_body;
+}
+
+int api_may_buffer(struct service *svc, const struct http_request *head, struct http_response *rs)
+{
+	/* A session file is read into memory only for a session the key
+	 * holds, not for any path that looks like one: the backend looks it
+	 * up (here, or in Redis for the queue's) before a byte is read. */
+	if (strcmp(head->method, "PUT") || strncmp(head->path, SESSIONS_PREFIX,
+						   strlen(SESSIONS_PREFIX)))
+		return 0;
+	struct session_route r;
+	if (session_route_parse(head, rs, &r))
+		return -1;
+	if (r.op != SESSION_PUT)
+		return 0;
+	int rc = svc->backend->session_held(svc, r.id, head->key);
+	if (rc == -ENOENT) {
+		/* Another key's session answers the same: its id tells nothing. */
+		respond_error(rs, 404, "not_found", "no such session");
+		return -1;
+	}
+	if (rc == -EIO) {
+		respond_error(rs, 503, "queue_unavailable",
+			      "the queue cannot be reached to find the session; retry");
+		rs->retry_after = 5;
+		return -1;
+	}
+	return 0; /* held, or closed: the call answers why */
 }
 
 static void post_session(struct service *svc, const struct http_request *rq,
@@ -135,6 +168,9 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 	} else if (!strcmp(p, "/metrics")) {
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");
+		if (!rq->key->metrics) /* server-wide counts: the operator's key only */
+			return respond_error(rs, 403, "forbidden", "this key may not read /metrics "
+					     "(agentjail keys add --metrics)");
 		get_metrics(svc, rs);
 	} else if (!strncmp(p, RUNS_PATH, strlen(RUNS_PATH)) &&
 		   (!p[strlen(RUNS_PATH)] || p[strlen(RUNS_PATH)] == '/')) {

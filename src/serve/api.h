@@ -14,5 +14,10 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 bool api_needs_key(const char *method, const char *path);
 /* The largest body a route takes, decided from its method and path. */
 size_t api_body_limit(const struct service *svc, const char *method, const char *path);
+/* Before a body is read (http.h's may_buffer): 0 to read it, or -1 with
+ * the answer in rs (404: a session transfer to a session the key does not
+ * hold). */
+int api_may_buffer(struct service *svc, const struct http_request *head,
+		   struct http_response *rs);
 
 #endif

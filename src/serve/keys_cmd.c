@@ -14,7 +14,7 @@ int cmd_keys(int argc, char **argv);
 
 static const char usage[] =
 	"usage: agentjail keys add --file FILE NAME [--concurrency N] [--runs-per-minute N]\n"
-	"                          [--sessions N]\n"
+	"                          [--sessions N] [--metrics]\n"
 	"       agentjail keys list --file FILE\n"
 	"       agentjail keys remove --file FILE NAME\n"
 	"       agentjail keys webhook-secret --file FILE NAME\n"
@@ -22,13 +22,15 @@ static const char usage[] =
 	"add makes a key, prints it once on stdout, and keeps only its SHA-256 in\n"
 	"FILE (made 0600 if missing). Its limits: runs at once (default 4), runs\n"
 	"started in any minute (default 600), sessions open (default 4).\n"
+	"--metrics lets the key read GET /metrics (every key's counts: the\n"
+	"operator's); other keys get 403 there.\n"
 	"It also makes the key's webhook secret, which signs its runs' completion\n"
 	"webhooks, shown once on stderr and kept in FILE.\n"
 	"webhook-secret makes NAME a new webhook secret (the old one stops\n"
 	"signing once serve restarts) and prints it once on stdout.\n"
 	"agentjail serve reads FILE at start (--keys FILE).\n";
 
-enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_HELP };
+enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_METRICS, OPT_HELP };
 
 static int limit(const char *name, const char *arg, uint32_t *out)
 {
@@ -77,6 +79,7 @@ int cmd_keys(int argc, char **argv)
 		{"concurrency", required_argument, NULL, OPT_CONC},
 		{"runs-per-minute", required_argument, NULL, OPT_RPM},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
+		{"metrics", no_argument, NULL, OPT_METRICS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -111,6 +114,9 @@ int cmd_keys(int argc, char **argv)
 		case OPT_SESSIONS:
 			if (limit("sessions", optarg, &nk.sessions))
 				return EXIT_USAGE;
+			break;
+		case OPT_METRICS:
+			nk.metrics = true; /* may read /metrics (keys.h) */
 			break;
 		case 'h':
 		case OPT_HELP:

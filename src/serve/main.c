@@ -18,6 +18,7 @@
 #include "../cli/cli.h"
 #include "api.h"
 #include "http/http.h"
+#include "http_wiring.h"
 #include "mcp_http.h"
 #include "admit/options.h"
 #include "admit/service.h"
@@ -45,6 +46,16 @@ static const char serve_usage[] =
 	"  --max-wait SEC       the longest a run waits for a slot (default 30)\n"
 	"  --max-body-kb N      largest JSON request body (default 8192)\n"
 	"  --idle-timeout SEC   close a connection silent this long (default 30)\n"
+	"  --head-timeout SEC   a request's head must arrive within this of the\n"
+	"                       connection's start or its previous answer (default 20)\n"
+	"  --body-timeout SEC   a request's body must arrive within this of its head\n"
+	"                       (default 60)\n"
+	"  --per-ip-connections N  connections one client address may hold (default\n"
+	"                       64; 0: no limit, behind a reverse proxy)\n"
+	"  --body-budget-mb N   request bodies held in memory at once, all keys\n"
+	"                       (default 64); more get 503 body_budget\n"
+	"  --key-body-budget-mb N  the same for one key's requests (default 32, or\n"
+	"                       the largest body a route takes); more get 429\n"
 	"  --origin ORIGIN      the one browser Origin /mcp accepts (default none)\n"
 	"  --queue redis://HOST[:PORT][/DB]\n"
 	"                       run nothing here: put runs on Redis for agentjail\n"
@@ -71,7 +82,8 @@ static const char serve_usage[] =
 
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
        OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_KEEP_RUNS, OPT_RUNS_BUDGET,
-       OPT_WEBHOOK_ALLOW, OPT_ACCESS_LOG };
+       OPT_WEBHOOK_ALLOW, OPT_ACCESS_LOG, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT, OPT_PER_IP,
+       OPT_BODY_BUDGET, OPT_KEY_BODY_BUDGET };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -141,6 +153,19 @@ static int serve_option(int o, const char *arg, void *ctx)
 		break;
 	case OPT_IDLE:
 		return parse_count_u("idle-timeout", arg, 1, 3600, &c->idle_sec);
+	case OPT_HEAD_TIMEOUT:
+		return parse_count_u("head-timeout", arg, 1, 3600, &c->head_sec);
+	case OPT_BODY_TIMEOUT:
+		return parse_count_u("body-timeout", arg, 1, 3600, &c->request_sec);
+	case OPT_PER_IP:
+		return parse_count_u("per-ip-connections", arg, 0, 100000, &c->per_ip_connections);
+	case OPT_BODY_BUDGET:
+	case OPT_KEY_BODY_BUDGET:
+		if (parse_count(o == OPT_BODY_BUDGET ? "body-budget-mb" : "key-body-budget-mb", arg,
+				1, 1 << 20, &v))
+			return -1;
+		*(o == OPT_BODY_BUDGET ? &c->body_budget : &c->key_body_budget) = (size_t)v << 20;
+		break;
 	case OPT_ORIGIN:
 		c->origin = arg;
 		break;
@@ -190,6 +215,11 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"max-wait", required_argument, NULL, OPT_MAX_WAIT},
 		{"max-body-kb", required_argument, NULL, OPT_MAX_BODY},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
+		{"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+		{"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+		{"per-ip-connections", required_argument, NULL, OPT_PER_IP},
+		{"body-budget-mb", required_argument, NULL, OPT_BODY_BUDGET},
+		{"key-body-budget-mb", required_argument, NULL, OPT_KEY_BODY_BUDGET},
 		{"origin", required_argument, NULL, OPT_ORIGIN},
 		{"queue", required_argument, NULL, OPT_QUEUE},
 		{"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
@@ -211,7 +241,9 @@ static void serve_config_init(struct serve_config *c)
 				   .keep_runs_sec = SERVE_DEFAULT_KEEP_RUNS_SEC,
 				   .runs_budget = SERVE_DEFAULT_RUNS_BUDGET,
 				   .request_sec = SERVE_DEFAULT_REQUEST_SEC,
-				   .max_connections = SERVE_MAX_CONNECTIONS};
+				   .max_connections = SERVE_MAX_CONNECTIONS,
+				   .head_sec = SERVE_DEFAULT_HEAD_SEC,
+				   .per_ip_connections = SERVE_DEFAULT_PER_IP};
 	aj_config_init(&c->sandbox);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	c->concurrency = cpus > 0 ? (unsigned)cpus : 1;
@@ -234,6 +266,7 @@ static int one_time_key(struct keyring *kr)
 	k->concurrency = KEY_MAX_LIMIT; /* the server's own bound holds */
 	k->runs_per_minute = KEY_MAX_LIMIT;
 	k->sessions = KEY_MAX_LIMIT;
+	k->metrics = true; /* the only key: the deployer's own */
 	kr->count = 1;
 	printf("AGENTJAIL_KEY=%s\n", token);
 	printf("AGENTJAIL_WEBHOOK_SECRET=%s\n", k->webhook_secret);
@@ -247,6 +280,8 @@ static int cmd_serve(int argc, char **argv)
 	int rc = parse_serve(argc, argv, &svc.cfg);
 	if (rc >= 0)
 		return rc;
+	if (http_wiring_budgets(&svc.cfg))
+		return EXIT_USAGE;
 	struct aj_error err = {0};
 	if (svc.cfg.keys_path) {
 		if (keys_load(&svc.keys, svc.cfg.keys_path, &err)) {
@@ -296,14 +331,14 @@ static int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	/* The server reaches the routes only through these. */
-	static const struct http_handlers routes = {.api = api_handle,
-						    .api_needs_key = api_needs_key,
-						    .api_body_limit = api_body_limit,
-						    .mcp = mcp_http_handle};
-	if (http_start(&svc, &routes, &err)) {
+	static struct http_config http_cfg;
+	static struct http_handlers routes;
+	http_wiring(&svc, &http_cfg, &routes);
+	if (http_start(&http_cfg, &routes, &err)) {
 		cli_error("serve: %s", err.message);
 		goto out;
 	}
+	svc.cfg.port = http_cfg.port;
 	const char *h = svc.cfg.host;
 	printf(strchr(h, ':') ? "AGENTJAIL_URL=http://[%s]:%u\n" : "AGENTJAIL_URL=http://%s:%u\n",
 	       h, svc.cfg.port);
@@ -331,7 +366,7 @@ static int cmd_serve(int argc, char **argv)
 	/* The last answers are sent before their connections close; a client
 	 * too slow to read one gets idle_sec. */
 	http_quiesce(svc.cfg.idle_sec);
-	http_stop(&svc);
+	http_stop();
 	rc = 0;
 out:
 	svc.backend->stop(&svc);

@@ -204,6 +204,8 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 	 * the client's HTTP stack understands, before any thread starts. */
 	/* JSON_ALLOW_NUL as the MCP server reads it (code may hold a \u0000):
 	 * a call it answers is a call admitted here. */
+	if (request_json_caps(rq, rs))
+		return; /* before jansson (here and in the MCP server) parses it */
 	json_t *msg = json_loadb(rq->body, rq->body_len, JSON_ALLOW_NUL, NULL);
 	bool is_call = json_is_object(msg) &&
 		       json_is_string(json_object_get(msg, "method")) &&

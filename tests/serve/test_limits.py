@@ -10,7 +10,7 @@ from conftest import wait_for, add_key
 def test_runs_per_minute(start, tmp_path):
     keys = tmp_path / "keys.json"
     slow = add_key(keys, "slow", "--runs-per-minute", "3")
-    other = add_key(keys, "other")
+    other = add_key(keys, "other", "--metrics")
     s = start(keys=str(keys))
     for _ in range(3):
         assert s.run("print(1)", key=slow).code == 200
@@ -28,7 +28,7 @@ def test_runs_per_minute(start, tmp_path):
 def test_concurrency_per_key_queues_the_rest(start, tmp_path):
     keys = tmp_path / "keys.json"
     one = add_key(keys, "one", "--concurrency", "1")
-    watcher = add_key(keys, "watcher")
+    watcher = add_key(keys, "watcher", "--metrics")
     s = start("--concurrency", "4", keys=str(keys))
     results = []
 

@@ -25,7 +25,7 @@ SAY = "import sys, time\ndef say(s):\n    sys.stdout.write(s + '\\n'); sys.stdou
 @pytest.fixture
 def keys(tmp_path):
     path = tmp_path / "keys.json"
-    return str(path), add_key(path, "alice"), add_key(path, "bob")
+    return str(path), add_key(path, "alice", "--metrics"), add_key(path, "bob")
 
 
 def serve(start, redis, keys, *args):

@@ -167,7 +167,7 @@ def verify(headers, body, secret, max_age=300):
 
 def keyed_server(start, tmp_path, *allow):
     f = tmp_path / "keys.json"
-    token = add_key(f, "alice")
+    token = add_key(f, "alice", "--metrics")
     args = ["--timeout", "10"]
     for a in allow:
         args += ["--webhook-allow", a]

@@ -31,6 +31,7 @@ COPIES = {
     "open_backend": BACKENDS,
     "gauges": BACKENDS,
     "session_call": BACKENDS,
+    "session_held": BACKENDS,
     "session_egress": BACKENDS,
     "session_files": BACKENDS,
     "session_open": BACKENDS,

@@ -77,6 +77,11 @@ struct backend_ops {
 	void (*session_open)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct aj_config *cfg,
 			     const struct run_terms *t);
+	/* Whether session id is open and held by key, asked before a
+	 * transfer's body is read, so a body is buffered only for a session
+	 * its key holds: 0; -ENOENT (none, or another key's: the same answer),
+	 * -ESHUTDOWN (closed: the call itself says why), -EIO (cannot tell). */
+	int (*session_held)(struct service *svc, const char *id, const struct key *key);
 	/* A call on one session (route.h), its route already checked. */
 	void (*session_call)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct session_route *r);

@@ -26,6 +26,11 @@
 #define SERVE_DEFAULT_IDLE_SEC 30
 #define SERVE_DEFAULT_REQUEST_SEC 60
 #define SERVE_MAX_CONNECTIONS 512
+#define SERVE_DEFAULT_HEAD_SEC 20
+#define SERVE_DEFAULT_PER_IP 64
+#define SERVE_DEFAULT_BODY_BUDGET_MB 64
+#define SERVE_DEFAULT_KEY_BODY_BUDGET_MB 32
+#define SERVE_SMALL_BODY ((size_t)64 << 10) /* routes that take a small object */
 #define SERVE_DEFAULT_KEEP_RUNS_SEC 3600.0
 #define SERVE_DEFAULT_RUNS_BUDGET ((size_t)256 << 20)
 #define SERVE_MAX_WEBHOOK_ALLOW 16
@@ -42,6 +47,10 @@ struct serve_config {
 	unsigned idle_sec;          /* a connection silent this long is closed */
 	unsigned request_sec;       /* a request body must arrive within this */
 	unsigned max_connections;
+	unsigned head_sec;          /* a request head must arrive within this */
+	unsigned per_ip_connections; /* 0: no limit */
+	size_t body_budget;         /* bytes of request bodies in memory at once */
+	size_t key_body_budget;     /* ... of one key's requests */
 	const char *keys_path;      /* NULL: one key, made at start, shown once */
 	const char *origin;         /* /mcp: the one Origin allowed besides none */
 	const char *queue_url;      /* redis://...: runs go to workers, not here */

@@ -12,9 +12,16 @@
  * still comes, bounded in bytes and time (drain_after_refusal). A refusal
  * found only mid-body (a chunked body past the cap) cannot be answered
  * until the body ends (libmicrohttpd queues no answer mid-body): the rest
- * is read and dropped under the same bounds, then answered. */
+ * is read and dropped under the same bounds, then answered.
+ *
+ * Before a body is read it must also fit the body budget (body_budget.h)
+ * and its route's pre-check (may_buffer: a session file goes into memory
+ * only for a session the key holds); every phase of a request but its
+ * answer has a deadline (conn_limits.h); a client address has at most
+ * per_ip_connections connections. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,8 +35,9 @@
 
 #include "../../core/internal.h"
 #include "access_log.h"
+#include "body_budget.h"
+#include "conn_limits.h"
 #include "http.h"
-#include "../admit/service.h"
 
 /* What a refused client's body may still cost once it is refused: the
  * bytes read and dropped, and the time, at most the idle timeout (a
@@ -38,16 +46,23 @@
  * instead of its answer: the price of not reading its body for ever. */
 #define DRAIN_BYTES ((size_t)64 << 20)
 #define DRAIN_SEC 10u
+/* A body at least this large is followed by malloc_trim (completed). */
+#define TRIM_AFTER ((size_t)1 << 20)
 
 struct conn_state {
 	char *body;
 	size_t len, cap, limit;
-	bool too_big;
+	size_t length;    /* its Content-Length; 0: none, or chunked */
+	size_t reserved;  /* of the body budget, given back when the request ends */
+	int late;         /* a refusal found mid-body (413, 429, 503), answered
+			   * once the body ends; 0: none */
 	bool refused;     /* an answer is queued before the body was read */
 	bool has_body;    /* the request announced a body (length or chunked) */
 	size_t dropped;   /* body bytes read and dropped after the refusal */
 	double refused_ms; /* when it was refused (now_ms); 0: not refused */
 	const struct key *key;
+	const char *key_name;
+	struct conn_watch *watch; /* the connection's deadlines */
 	double started_ms;     /* when its headers came (now_ms) */
 	/* For the access log, once answered: */
 	const char *method;    /* access_log_method's */
@@ -58,8 +73,9 @@ struct conn_state {
 };
 
 static struct MHD_Daemon *daemon_handle;
-/* The routes, given at start (http_start). */
+/* The routes and the config, given at start (http_start). */
 static const struct http_handlers *routes;
+static const struct http_config *config;
 
 /* Requests between their headers and the end of their answer's sending:
  * shutdown waits for these, not only for the runs, so an answer that is
@@ -124,8 +140,8 @@ static struct MHD_Response *response_of(struct http_response *rs)
 	return r;
 }
 
-static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
-			    struct conn_state *st, struct http_response *rs)
+static enum MHD_Result reply(struct MHD_Connection *conn, struct conn_state *st,
+			     struct http_response *rs)
 {
 	/* Kept for the access log line written when the answer is sent. */
 	st->status = rs->code;
@@ -156,45 +172,40 @@ static enum MHD_Result reply(struct service *svc, struct MHD_Connection *conn,
 	/* Answers hold program output and session files: no cache keeps them. */
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	if (atomic_load(&svc->draining))
+	if (routes->draining(routes->ctx))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->code, r);
 	MHD_destroy_response(r);
 	/* Counted only when it will go out: libmicrohttpd takes no answer
 	 * mid-body, and closes the connection instead. */
-	if (ret == MHD_YES) {
-		metrics_http(&svc->metrics, rs->code);
-		/* Whatever was too large, a body or the code in it, nothing ran:
-		 * a refusal, never a sandbox's failure. */
-		if (rs->code == 413)
-			metrics_too_large(&svc->metrics);
-	}
+	if (ret == MHD_YES)
+		routes->count(routes->ctx, HTTP_ANSWERED, rs->code);
 	return ret;
 }
 
 /* The drain's time: the idle timeout when that is shorter. */
-static double drain_ms(const struct service *svc)
+static double drain_ms(void)
 {
-	return (svc->cfg.idle_sec < DRAIN_SEC ? svc->cfg.idle_sec : DRAIN_SEC) * 1000.0;
+	return (config->idle_sec < DRAIN_SEC ? config->idle_sec : DRAIN_SEC) * 1000.0;
 }
 
 /* Whether a refused request's body may still be read and dropped. */
-static bool drain_allows(const struct service *svc, const struct conn_state *st)
+static bool drain_allows(const struct conn_state *st)
 {
-	return st->dropped <= DRAIN_BYTES && now_ms() - st->refused_ms < drain_ms(svc);
+	return st->dropped <= DRAIN_BYTES && now_ms() - st->refused_ms < drain_ms();
 }
 
 /* After an answer sent before the body was read (the connection's last):
  * the FIN goes after the answer, then what the client still sends is read
  * and dropped until it closes or a bound is reached, so that the close
  * after it is no reset that would destroy the answer unread. */
-static void drain_after_refusal(const struct service *svc, struct conn_state *st, int fd)
+static void drain_after_refusal(struct conn_state *st, int fd)
 {
 	shutdown(fd, SHUT_WR);
 	char buf[16384];
-	while (drain_allows(svc, st)) {
+	while (drain_allows(st)) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int n = poll(&p, 1, (int)(drain_ms(svc) - (now_ms() - st->refused_ms)) + 1);
+		int n = poll(&p, 1, (int)(drain_ms() - (now_ms() - st->refused_ms)) + 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -209,7 +220,7 @@ static void drain_after_refusal(const struct service *svc, struct conn_state *st
 }
 
 /* "Bearer TOKEN" → the key, or NULL. */
-static const struct key *authenticate(struct service *svc, struct MHD_Connection *conn)
+static const struct key *bearer_key(struct MHD_Connection *conn, const char **name)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						    MHD_HTTP_HEADER_AUTHORIZATION);
@@ -221,7 +232,182 @@ static const struct key *authenticate(struct service *svc, struct MHD_Connection
 	size_t n = strlen(token);
 	while (n && token[n - 1] == ' ')
 		n--;
-	return keys_find(&svc->keys, token, n);
+	return routes->authenticate(routes->ctx, token, n, name);
+}
+
+/* The connection's deadlines (NULL: not watched). */
+static struct conn_watch *watch_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* An answer sent before the body is read: what the client still sends is
+ * dropped, under the drain's bounds. */
+static enum MHD_Result refuse_early(struct MHD_Connection *conn, struct conn_state *st,
+			      struct http_response *rs)
+{
+	st->refused = true;
+	st->refused_ms = now_ms();
+	return reply(conn, st, rs);
+}
+
+/* The refusal of a body the budget cannot take (v: which budget). */
+static void refuse_body_budget(struct http_response *rs, enum body_budget_verdict v)
+{
+	if (v == BODY_BUDGET_KEY)
+		respond_error(rs, 429, "key_body_budget",
+			      "this key's requests hold %zu MiB of bodies already (its body "
+			      "budget); retry when they end", body_budget_key_cap() >> 20);
+	else
+		respond_error(rs, 503, "body_budget",
+			      "the server holds %zu MiB of request bodies already (its body "
+			      "budget); retry shortly", body_budget_cap() >> 20);
+	rs->retry_after = 1;
+}
+
+/* Reserves n more bytes of the budget for st's body: 0, or the refusal in
+ * rs. */
+static int reserve(struct conn_state *st, size_t n, struct http_response *rs)
+{
+	enum body_budget_verdict v = body_budget_reserve(st->key, n);
+	if (v != BODY_BUDGET_OK) {
+		refuse_body_budget(rs, v);
+		return -1;
+	}
+	st->reserved += n;
+	return 0;
+}
+
+/* The headers are in: decides whether to read the body at all, and
+ * reserves what a body of known length will hold. */
+static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *st,
+			       const char *url, const char *method)
+{
+	struct http_response rs = {0};
+	st->watch = watch_of(conn);
+	conn_watch_body(st->watch);
+	st->started_ms = now_ms();
+	st->method = access_log_method(method);
+	st->route = access_log_route(url);
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	size_t length = st->length = cl ? strtoull(cl, NULL, 10) : 0;
+	st->has_body = length > 0 || MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+								  MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	/* libmicrohttpd decodes %00 in the path as any byte, and the path
+	 * then ends there: a/%00b would be answered as the file a. */
+	if (conn_watch_take_nul(st->watch)) {
+		respond_error(&rs, 400, "bad_path", "the URL holds a NUL byte (%%00)");
+		return refuse_early(conn, st, &rs);
+	}
+	bool mcp = !strcmp(url, "/mcp");
+	st->limit = mcp ? config->mcp_body : routes->api_body_limit(routes->ctx, method, url);
+	bool needs_key = mcp || routes->api_needs_key(method, url);
+	if (needs_key && !(st->key = bearer_key(conn, &st->key_name))) {
+		/* Nothing is read or run for a request without a valid key. */
+		routes->count(routes->ctx, HTTP_AUTH_FAILED, 0);
+		respond_error(&rs, 401, "unauthorized",
+			      "a valid key is required: Authorization: Bearer KEY");
+		return refuse_early(conn, st, &rs);
+	}
+	if (length > st->limit) {
+		respond_error(&rs, 413, "too_large",
+			      "the body is %s bytes; this route takes at most %zu", cl, st->limit);
+		return refuse_early(conn, st, &rs);
+	}
+	if (!st->has_body)
+		return MHD_YES;
+	struct http_request head = {.method = method, .path = url, .key = st->key};
+	if (routes->may_buffer && routes->may_buffer(routes->ctx, &head, &rs))
+		return refuse_early(conn, st, &rs);
+	/* A body of known length is reserved whole, before a byte of it is
+	 * read, and held in a buffer of exactly its size. */
+	if (length && reserve(st, length + 1, &rs))
+		return refuse_early(conn, st, &rs);
+	return MHD_YES;
+}
+
+/* The buffer grown to hold n more bytes (a chunked body's growth reserved
+ * from the budget as it comes): 0, or the refusal (413, 429, 503) for
+ * once the body ends. */
+static int grow(struct conn_state *st, size_t n)
+{
+	if (st->len + n > st->limit)
+		return 413;
+	if (st->len + n + 1 <= st->cap)
+		return 0;
+	/* Exactly the length when it is known (reserved at the head), else
+	 * doubling up to the route's cap. */
+	size_t cap = st->length ? st->length + 1 : st->cap ? st->cap : 65536;
+	while (cap < st->len + n + 1)
+		cap *= 2;
+	if (cap > st->limit + 1)
+		cap = st->limit + 1;
+	if (cap > st->reserved) {
+		struct http_response rs = {0};
+		if (reserve(st, cap - st->reserved, &rs)) {
+			free(rs.body);
+			return rs.code;
+		}
+	}
+	char *p = realloc(st->body, cap);
+	if (!p)
+		return 503;
+	st->body = p;
+	st->cap = cap;
+	return 0;
+}
+
+/* A piece of the body. */
+static enum MHD_Result on_body(struct MHD_Connection *conn, struct conn_state *st,
+			       const char *data, size_t *size)
+{
+	struct http_response rs = {0};
+	/* A body dribbled in slowly holds a thread: it has body_sec to
+	 * arrive whole, whatever the idle timeout allows between its bytes
+	 * (conn_limits.c also cuts a body whose pieces never come).
+	 * libmicrohttpd takes no answer mid-body, so the 408 is offered and
+	 * the connection closed: waiting for the body's end to answer would
+	 * defeat the bound. */
+	if (now_ms() - st->started_ms > config->body_sec * 1000.0) {
+		respond_error(&rs, 408, "request_timeout", "the body did not arrive within %u s",
+			      config->body_sec);
+		st->refused = true;
+		*size = 0;
+		return reply(conn, st, &rs);
+	}
+	size_t n = *size;
+	*size = 0;
+	int late = st->late ? st->late : grow(st, n);
+	if (late) {
+		/* Refused mid-body (chunked, no length to refuse at the
+		 * headers): the answer waits for the body's end, the rest
+		 * dropped under the drain's bounds, past which the connection
+		 * is closed. */
+		if (!st->late)
+			st->refused_ms = now_ms();
+		st->late = late;
+		st->dropped += n;
+		return drain_allows(st) ? MHD_YES : MHD_NO;
+	}
+	memcpy(st->body + st->len, data, n);
+	st->len += n;
+	st->body[st->len] = '\0';
+	return MHD_YES;
+}
+
+/* The refusal found mid-body, answered now that the body ended. */
+static enum MHD_Result late_refusal(struct MHD_Connection *conn, struct conn_state *st)
+{
+	struct http_response rs = {0};
+	if (st->late == 413)
+		respond_error(&rs, 413, "too_large",
+			      "the body is more than the %zu bytes this route takes", st->limit);
+	else
+		refuse_body_budget(&rs, st->late == 429 ? BODY_BUDGET_KEY : BODY_BUDGET_SERVER);
+	return reply(conn, st, &rs);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -229,13 +415,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 				      const char *upload_data, size_t *upload_data_size,
 				      void **con_cls)
 {
+	(void)cls;
 	(void)version;
-	struct service *svc = cls;
 	struct conn_state *st = *con_cls;
-	struct http_response rs = {0};
-
 	if (!st) {
-		/* The headers are in: decide now whether to read the body at all. */
 		st = calloc(1, sizeof *st);
 		if (!st)
 			return MHD_NO;
@@ -243,89 +426,18 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		pthread_mutex_lock(&inflight_lock);
 		inflight++;
 		pthread_mutex_unlock(&inflight_lock);
-		st->started_ms = now_ms();
-		st->method = access_log_method(method);
-		st->route = access_log_route(url);
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
-		st->has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
-			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							   MHD_HTTP_HEADER_TRANSFER_ENCODING);
-		st->limit = !strcmp(url, "/mcp") ? svc->cfg.max_body
-						 : routes->api_body_limit(svc, method, url);
-		bool needs_key = !strcmp(url, "/mcp") || routes->api_needs_key(method, url);
-		if (needs_key && !(st->key = authenticate(svc, conn))) {
-			/* Nothing is read or run for a request without a valid key. */
-			metrics_auth_failure(&svc->metrics);
-			respond_error(&rs, 401, "unauthorized",
-				      "a valid key is required: Authorization: Bearer KEY");
-			st->refused = true;
-			st->refused_ms = now_ms();
-			return reply(svc, conn, st, &rs);
-		}
-		if (cl && strtoull(cl, NULL, 10) > st->limit) {
-			respond_error(&rs, 413, "too_large",
-				      "the body is %s bytes; this route takes at most %zu", cl,
-				      st->limit);
-			st->refused = true;
-			st->refused_ms = now_ms();
-			return reply(svc, conn, st, &rs);
-		}
-		return MHD_YES;
+		return on_head(conn, st, url, method);
 	}
 	if (st->refused) {
 		*upload_data_size = 0; /* the rest of the body is dropped */
 		return MHD_YES;
 	}
-	if (*upload_data_size) {
-		/* A body dribbled in slowly holds a thread: it has request_sec
-		 * to arrive whole, whatever the idle timeout allows between
-		 * its bytes. libmicrohttpd takes no answer mid-body, so the
-		 * 408 is offered and the connection closed: waiting for the
-		 * body's end to answer would defeat the bound. */
-		if (now_ms() - st->started_ms > svc->cfg.request_sec * 1000.0) {
-			respond_error(&rs, 408, "request_timeout",
-				      "the body did not arrive within %u s", svc->cfg.request_sec);
-			st->refused = true;
-			*upload_data_size = 0;
-			return reply(svc, conn, st, &rs);
-		}
-		size_t n = *upload_data_size;
-		*upload_data_size = 0;
-		if (st->too_big || st->len + n > st->limit) {
-			/* Past the cap mid-body (chunked, no length to refuse at the
-			 * headers): the answer waits for the body's end, the rest
-			 * dropped under the drain's bounds, past which the
-			 * connection is closed. */
-			if (!st->too_big)
-				st->refused_ms = now_ms();
-			st->too_big = true;
-			st->dropped += n;
-			return drain_allows(svc, st) ? MHD_YES : MHD_NO;
-		}
-		if (st->len + n + 1 > st->cap) {
-			size_t cap = st->cap ? st->cap : 65536;
-			while (cap < st->len + n + 1)
-				cap *= 2;
-			char *p = realloc(st->body, cap);
-			if (!p) {
-				st->too_big = true;
-				st->refused_ms = now_ms();
-				return MHD_YES;
-			}
-			st->body = p;
-			st->cap = cap;
-		}
-		memcpy(st->body + st->len, upload_data, n);
-		st->len += n;
-		st->body[st->len] = '\0';
-		return MHD_YES;
-	}
-	if (st->too_big) {
-		respond_error(&rs, 413, "too_large", "the body is more than the %zu bytes this "
-			      "route takes", st->limit);
-		return reply(svc, conn, st, &rs);
-	}
+	if (*upload_data_size)
+		return on_body(conn, st, upload_data, upload_data_size);
+	conn_watch_answer(st->watch);
+	if (st->late)
+		return late_refusal(conn, st);
+	struct http_response rs = {0};
 	struct http_request rq = {
 		.method = method,
 		.path = url,
@@ -345,24 +457,23 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		.query_before = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
 	};
 	if (!strcmp(url, "/mcp"))
-		routes->mcp(svc, &rq, &rs);
+		routes->mcp(routes->ctx, &rq, &rs);
 	else
-		routes->api(svc, &rq, &rs);
-	return reply(svc, conn, st, &rs);
+		routes->api(routes->ctx, &rq, &rs);
+	return reply(conn, st, &rs);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
-	struct service *svc = cls;
+	(void)cls;
 	struct conn_state *st = *con_cls;
 	if (!st)
 		return;
 	*con_cls = NULL;
 	if (st->status)
-		access_log_request(st->key ? st->key->name : NULL, st->method, st->route, st->status,
-				   now_ms() - st->started_ms, st->run_id, svc->cfg.sandbox.tier,
-				   st->verdict);
+		access_log_request(st->key_name, st->method, st->route, st->status,
+				   now_ms() - st->started_ms, st->run_id, config->tier, st->verdict);
 	pthread_mutex_lock(&inflight_lock);
 	if (--inflight == 0)
 		pthread_cond_broadcast(&inflight_done);
@@ -374,10 +485,46 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (ci)
-			drain_after_refusal(svc, st, ci->connect_fd);
+			drain_after_refusal(st, ci->connect_fd);
 	}
+	conn_watch_next(st->watch);
 	free(st->body);
+	body_budget_release(st->key, st->reserved);
+	/* A large body (and what its route parsed from it) was freed into
+	 * this thread's malloc arena, which keeps it: after a burst of them
+	 * serve stayed at hundreds of MiB while its keep-alive connections
+	 * idled (issue 35). Handing the free pages back costs a walk of the
+	 * arenas, paid only after a body this large. */
+	if (st->cap >= TRIM_AFTER)
+		malloc_trim(0);
 	free(st);
+}
+
+/* Each connection watched from its accept to its close (conn_limits.h). */
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			      enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = ci ? conn_watch_add(ci->connect_fd) : NULL;
+	} else {
+		/* Called before libmicrohttpd closes the socket. */
+		conn_watch_remove(*socket_context);
+		*socket_context = NULL;
+	}
+}
+
+/* The URL's %HH decoded as libmicrohttpd would, noting a NUL it yields
+ * (on_head refuses the request). */
+static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	size_t n = MHD_http_unescape(s);
+	if (memchr(s, '\0', n))
+		conn_watch_mark_nul(watch_of(conn));
+	return n;
 }
 
 static void log_error(void *cls, const char *fmt, va_list ap)
@@ -389,42 +536,63 @@ static void log_error(void *cls, const char *fmt, va_list ap)
 	funlockfile(stderr);
 }
 
-int http_start(struct service *svc, const struct http_handlers *h, struct aj_error *err)
+/* The daemon on ai's address. */
+static struct MHD_Daemon *daemon_on(const struct addrinfo *ai)
 {
-	routes = h;
-	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-				 .ai_socktype = SOCK_STREAM};
-	struct addrinfo *ai;
-	char port[16];
-	snprintf(port, sizeof port, "%u", svc->cfg.port);
-	int gai = getaddrinfo(svc->cfg.host, port, &hints, &ai);
-	if (gai)
-		return error_set(err, -EINVAL, "--listen: '%s' is not a numeric address: %s",
-				 svc->cfg.host, gai_strerror(gai));
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_ERROR_LOG | MHD_USE_POLL;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	daemon_handle = MHD_start_daemon(
-		flags, (uint16_t)svc->cfg.port, NULL, NULL, access_handler, svc,
+	return MHD_start_daemon(
+		flags, (uint16_t)config->port, NULL, NULL, access_handler, NULL,
 		/* First: the options after it log through it. */
-		MHD_OPTION_EXTERNAL_LOGGER, log_error, svc, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+		MHD_OPTION_EXTERNAL_LOGGER, log_error, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 		/* A client that goes quiet is cut off: it would hold a thread. */
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg.idle_sec,
+		MHD_OPTION_CONNECTION_TIMEOUT, config->idle_sec,
 		/* Each connection is a thread: bounded, so a flood of them cannot
 		 * exhaust the machine. */
-		MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_connections,
-		MHD_OPTION_NOTIFY_COMPLETED, completed, svc, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_LIMIT, config->max_connections,
+		/* ...and one address cannot take them all (0: behind a proxy,
+		 * where every client has the proxy's address). */
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connections,
+		MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+}
+
+int http_start(struct http_config *cfg, const struct http_handlers *h, struct aj_error *err)
+{
+	routes = h;
+	config = cfg;
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai;
+	char port[16];
+	snprintf(port, sizeof port, "%u", cfg->port);
+	int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+	if (gai)
+		return error_set(err, -EINVAL, "--listen: '%s' is not a numeric address: %s",
+				 cfg->host, gai_strerror(gai));
+	if (body_budget_init(cfg->body_budget, cfg->key_body_budget, cfg->max_connections) ||
+	    conn_limits_start(cfg->head_sec, cfg->body_sec)) {
+		freeaddrinfo(ai);
+		body_budget_destroy();
+		return error_set(err, -ENOMEM, "cannot start the HTTP server: out of memory");
+	}
+	daemon_handle = daemon_on(ai);
 	freeaddrinfo(ai);
-	if (!daemon_handle)
+	if (!daemon_handle) {
+		conn_limits_stop();
+		body_budget_destroy();
 		return error_set(err, -EADDRINUSE, "cannot listen on %s:%u (in use, or not an "
 				 "address of this machine)",
-				 svc->cfg.host, svc->cfg.port);
-	if (svc->cfg.port == 0) {
+				 cfg->host, cfg->port);
+	}
+	if (cfg->port == 0) {
 		const union MHD_DaemonInfo *info =
 			MHD_get_daemon_info(daemon_handle, MHD_DAEMON_INFO_BIND_PORT);
 		if (info)
-			svc->cfg.port = info->port;
+			cfg->port = info->port;
 	}
 	return 0;
 }
@@ -441,10 +609,11 @@ void http_quiesce(double timeout_sec)
 	pthread_mutex_unlock(&inflight_lock);
 }
 
-void http_stop(struct service *svc)
+void http_stop(void)
 {
-	(void)svc;
 	if (daemon_handle)
 		MHD_stop_daemon(daemon_handle);
 	daemon_handle = NULL;
+	conn_limits_stop();
+	body_budget_destroy();
 }

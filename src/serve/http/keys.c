@@ -137,7 +137,8 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 	{
 		static const char *const fields[] = {"name",	     "sha256",
 						     "concurrency",  "runs_per_minute",
-						     "sessions",     "webhook_secret"};
+						     "sessions",     "webhook_secret",
+						     "metrics"};
 		struct key *key = &kr->keys[i];
 		if (!json_is_object(e)) {
 			rc = error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
@@ -187,6 +188,12 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 			goto out;
 		if ((rc = webhook_secret_field(e, key, path, i, err)))
 			goto out;
+		json_t *m = json_object_get(e, "metrics");
+		if (m && !json_is_boolean(m)) {
+			rc = error_set(err, -EINVAL, "%s: keys[%zu].metrics: true or false", path, i);
+			goto out;
+		}
+		key->metrics = json_is_true(m);
 		kr->count++;
 	}
 out:
@@ -209,6 +216,8 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 				      k->runs_per_minute, "sessions", k->sessions);
 		if (e && k->webhook_secret[0])
 			json_object_set_new(e, "webhook_secret", json_string(k->webhook_secret));
+		if (e && k->metrics)
+			json_object_set_new(e, "metrics", json_true());
 		json_array_append_new(arr, e);
 	}
 	json_t *root = json_pack("{s:o}", "keys", arr);

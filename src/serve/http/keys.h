@@ -8,7 +8,10 @@
  * The file is JSON, written by `agentjail keys add`:
  *   {"keys": [{"name": "alice", "sha256": "<64 hex>", "concurrency": 4,
  *              "runs_per_minute": 120, "sessions": 4,
- *              "webhook_secret": "ajwh_..."}]}
+ *              "webhook_secret": "ajwh_...", "metrics": true}]}
+ *
+ * "metrics" (false unless given: `agentjail keys add --metrics`) lets the
+ * key read GET /metrics; every other key gets 403 there.
  *
  * The webhook secret signs the completion webhooks of the key's runs
  * (webhook.h). Unlike the key it is kept as it is, since serve needs it to
@@ -41,6 +44,9 @@ struct key {
 	uint32_t runs_per_minute; /* runs started in any 60 s */
 	uint32_t sessions;        /* sessions open at once */
 	char webhook_secret[KEY_WEBHOOK_SECRET_MAX + 1]; /* "": none */
+	/* May read /metrics: server-wide counts (every key's runs, refusals,
+	 * sessions) are the operator's, not any tenant's (issue 35). */
+	bool metrics;
 };
 
 struct keyring {

@@ -9,6 +9,7 @@
 
 #include "../../core/internal.h"
 #include "../../api/api.h"
+#include "json_caps.h"
 #include "respond.h"
 #include "wire.h"
 
@@ -76,11 +77,29 @@ void respond_file_error(struct http_response *rs, int rc, const char *message)
 	}
 }
 
+int request_json_caps(const struct http_request *rq, struct http_response *rs)
+{
+	switch (json_caps_check(rq->body, rq->body_len)) {
+	case JSON_CAPS_VALUES:
+		respond_error(rs, 413, "json_too_many_values",
+			      "the body's JSON holds more than %d values", JSON_CAP_VALUES);
+		return -1;
+	case JSON_CAPS_DEPTH:
+		respond_error(rs, 400, "json_too_deep",
+			      "the body's JSON nests deeper than %d levels", JSON_CAP_DEPTH);
+		return -1;
+	default:
+		return 0;
+	}
+}
+
 /* The body as a JSON object whose keys are all in allowed (NULL-ended). */
 json_t *request_body(const struct http_request *rq, struct http_response *rs,
 			   const char *const *allowed)
 {
 	json_error_t je;
+	if (request_json_caps(rq, rs))
+		return NULL; /* before jansson spends memory on it */
 	/* An empty body is an empty object: POST /v1/sessions needs none. */
 	json_t *o = rq->body_len ? json_loadb(rq->body, rq->body_len,
 					      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)

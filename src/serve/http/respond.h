@@ -67,6 +67,9 @@ void respond_method(struct http_response *rs, const char *method, const char *al
 /* A session file operation's -errno as its HTTP answer. */
 void respond_file_error(struct http_response *rs, int rc, const char *message);
 
+/* The body within the JSON caps (json_caps.h), before it is parsed: 0,
+ * or -1 with the 413 or the 400 naming the cap in rs. */
+int request_json_caps(const struct http_request *rq, struct http_response *rs);
 /* The body as a JSON object whose keys are all in allowed (NULL-ended), or
  * NULL with the 400 in rs. */
 json_t *request_body(const struct http_request *rq, struct http_response *rs,

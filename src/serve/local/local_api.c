@@ -194,6 +194,15 @@ static void session_files(const struct http_request *rq, struct http_response *r
 	}
 }
 
+static int session_held(struct service *svc, const char *id, const struct key *key)
+{
+	struct hsession *h = sessions_get(&local_of(svc)->sessions, id, admission_use(&svc->adm, key));
+	if (!h)
+		return -ENOENT;
+	sessions_put(&local_of(svc)->sessions, h);
+	return 0;
+}
+
 static void session_call(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct session_route *r)
 {
@@ -302,6 +311,7 @@ const struct backend_ops local_backend = {
 	.run_streaming = local_backend_run_streaming,
 	.run_recorded = local_run_recorded,
 	.session_open = session_open,
+	.session_held = session_held,
 	.session_call = session_call,
 	.tiers = tiers,
 	.gauges = gauges,

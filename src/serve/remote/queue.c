@@ -72,7 +72,10 @@ redisContext *queue_get(struct queue *q, double timeout_sec, struct aj_error *er
 		 * error, never a caller that hangs. */
 		c = redisConnectWithTimeout(q->host, q->port, tv(2.0));
 		if (!c || c->err) {
-			error_set(err, -ECONNREFUSED, "queue: cannot reach Redis at %s: %s", q->url,
+			/* Not the URL: these words may reach a client (503), and
+			 * the queue's address is the operator's (serve's start
+			 * line names it). */
+			error_set(err, -ECONNREFUSED, "queue: cannot reach Redis: %s",
 				  c ? c->errstr : "out of memory");
 			if (c)
 				redisFree(c);
@@ -84,8 +87,7 @@ redisContext *queue_get(struct queue *q, double timeout_sec, struct aj_error *er
 			if (r)
 				freeReplyObject(r);
 			if (!ok) {
-				error_set(err, -EIO, "queue: %s: cannot select database %d", q->url,
-					  q->db);
+				error_set(err, -EIO, "queue: Redis: cannot select database %d", q->db);
 				redisFree(c);
 				return NULL;
 			}

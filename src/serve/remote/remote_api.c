@@ -24,7 +24,10 @@
 
 static void queue_down(struct service *svc, struct http_response *rs, const char *why)
 {
-	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : svc->cfg.queue_url);
+	(void)svc;
+	/* Never the queue's URL: it names the Redis that holds every key's
+	 * runs, which a client has no business with. */
+	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : "the queue cannot be reached");
 	rs->retry_after = 5;
 }
 
@@ -238,6 +241,15 @@ static int lookup(struct service *svc, const char *id, const char *owner, char *
 		snprintf(worker, n, "%s", h->element[0]->str);
 	freeReplyObject(h);
 	queue_put(&remote_of(svc)->queue, c, false);
+	return rc;
+}
+
+static int session_held(struct service *svc, const char *id, const struct key *key)
+{
+	char worker[128], *closed = NULL;
+	struct aj_error err = {0};
+	int rc = lookup(svc, id, key->name, worker, sizeof worker, &closed, &err);
+	free(closed);
 	return rc;
 }
 
@@ -586,6 +598,7 @@ const struct backend_ops remote_backend = {
 	.run_streaming = queue_run_streaming,
 	.run_recorded = queue_run_recorded,
 	.session_open = session_open,
+	.session_held = session_held,
 	.session_call = session_call,
 	.tiers = tiers,
 	.gauges = gauges,
