@@ -1,6 +1,6 @@
 /* http_wiring.h: each handler the server calls, on the service. */
 #include "../cli/cli.h"
-#include "api.h"
+#include "api_v1.h"
 #include "http_wiring.h"
 #include "mcp_http.h"
 #include "admit/service.h"
@@ -70,8 +70,8 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .tier = c->sandbox.tier};
 	*h = (struct http_handlers){.ctx = svc,
 				    .api = route_api,
-				    .api_needs_key = api_needs_key,
-				    .api_body_limit = route_body_limit,
+				    .needs_key = api_needs_key,
+				    .body_limit = route_body_limit,
 				    .mcp = route_mcp,
 				    .authenticate = wired_key,
 				    .count = wired_count,

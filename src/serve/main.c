@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../cli/cli.h"
-#include "api.h"
+#include "api_v1.h"
 #include "http/http.h"
 #include "http_wiring.h"
 #include "mcp_http.h"

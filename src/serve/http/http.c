@@ -303,8 +303,8 @@ static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *s
 		return refuse_early(conn, st, &rs);
 	}
 	bool mcp = !strcmp(url, "/mcp");
-	st->limit = mcp ? config->mcp_body : routes->api_body_limit(routes->ctx, method, url);
-	bool needs_key = mcp || routes->api_needs_key(method, url);
+	st->limit = mcp ? config->mcp_body : routes->body_limit(routes->ctx, method, url);
+	bool needs_key = mcp || routes->needs_key(method, url);
 	if (needs_key && !(st->key = bearer_key(conn, &st->key_name))) {
 		/* Nothing is read or run for a request without a valid key. */
 		routes->count(routes->ctx, HTTP_AUTH_FAILED, 0);

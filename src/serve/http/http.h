@@ -36,8 +36,8 @@ struct http_handlers {
 	void *ctx; /* every handler's first argument */
 	/* The JSON API: every path but /mcp. */
 	void (*api)(void *ctx, const struct http_request *rq, struct http_response *rs);
-	bool (*api_needs_key)(const char *method, const char *path);
-	size_t (*api_body_limit)(void *ctx, const char *method, const char *path);
+	bool (*needs_key)(const char *method, const char *path);
+	size_t (*body_limit)(void *ctx, const char *method, const char *path);
 	/* /mcp: always keyed, its body capped at mcp_body. */
 	void (*mcp)(void *ctx, const struct http_request *rq, struct http_response *rs);
 	/* The key whose token this is (its name in *name), or NULL. */

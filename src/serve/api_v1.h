@@ -1,6 +1,6 @@
 /* The routes of the JSON API (api.c), handed to the server by main.c. */
-#ifndef AJ_SERVE_API_H
-#define AJ_SERVE_API_H
+#ifndef AJ_SERVE_API_V1_H
+#define AJ_SERVE_API_V1_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -38,7 +38,7 @@
 
 #include "../core/internal.h"
 #include "admit/narrow.h"
-#include "api.h"
+#include "api_v1.h"
 #include "runs_api.h"
 #include "admit/service.h"
 #include "webhook/webhook.h"
