@@ -45,6 +45,16 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py stream-queue      (the queue's write -> event row alone)
     bench/serve.py plain-against ROOT (plain print(1) on this build and on
                                       ROOT's build/agentjail, interleaved)
+    bench/serve.py warm [RUNS] [OTHER] (issue 35: serve --warm with its
+                                      defaults, print(1) as plain JSON: one
+                                      at a time on one kept-alive
+                                      connection, p50, p95 and runs/s, and
+                                      from 8 client threads, each its own
+                                      connection, runs/s; with OTHER (a
+                                      checkout, a build directory or an
+                                      agentjail binary) the same on it,
+                                      interleaved round by round; default
+                                      RUNS 400)
 """
 import base64
 import concurrent.futures
@@ -339,6 +349,59 @@ def plain_against(other_root, runs=200, runs_t=400):
             s.stop()
 
 
+def agentjail_of(other):
+    """OTHER's agentjail: the binary itself, DIR/agentjail or DIR/build/agentjail."""
+    for p in (other, os.path.join(other, "agentjail"), os.path.join(other, "build", "agentjail")):
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.abspath(p)
+    sys.exit(f"bench/serve.py: no agentjail binary at {other}")
+
+
+def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
+    """Issue 35: print(1) through serve --warm (its defaults: --concurrency
+    the CPUs), one at a time and from 8 clients, this build and OTHER's
+    interleaved round by round so that the machine's load lands on each
+    alike."""
+    binaries = {"this": AGENTJAIL}
+    if other:
+        binaries["other"] = agentjail_of(other)
+    serves = {n: Serve("--warm", binary=b) for n, b in binaries.items()}
+    try:
+        conns = {n: s.connection() for n, s in serves.items()}
+        for _ in range(20):  # warm-up: the zygote, the page cache
+            for n, s in serves.items():
+                s.run(conns[n])
+        lat = {n: [] for n in serves}
+        per = max(1, runs // rounds)
+        names = list(serves)
+        for r in range(rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                lat[name] += timed_serve(serves[name], conns[name], per)
+        tput = {n: [] for n in serves}
+        for r in range(t_rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                tput[name].append(throughput(serves[name], runs))
+        load = os.getloadavg()[0]
+        print(f"serve --warm, print(1) as plain JSON, process tier, {os.cpu_count()} CPUs, "
+              f"load {load:.1f}")
+        print(f"  {'':6} {'p50 ms':>7} {'p95 ms':>7} {'runs/s 1':>9} {'runs/s 8 (median, best)':>24}")
+        for n in serves:
+            t = sorted(tput[n])
+            print(f"  {n:6} {pct(lat[n], 50):7.2f} {pct(lat[n], 95):7.2f} "
+                  f"{1000 / statistics.mean(lat[n]):9.1f} {statistics.median(t):15.1f} "
+                  f"{t[-1]:8.1f}")
+            print(f"         ({per * rounds} runs one at a time; {t_rounds} x {runs} from "
+                  f"8 clients) {binaries[n]}")
+        if other:
+            print(f"  this / other: p50 {pct(lat['this'], 50) / pct(lat['other'], 50):.3f}, "
+                  f"runs/s one at a time "
+                  f"{statistics.mean(lat['other']) / statistics.mean(lat['this']):.3f}, "
+                  f"8 clients {statistics.median(tput['this']) / statistics.median(tput['other']):.3f}")
+    finally:
+        for s in serves.values():
+            s.stop()
+
+
 def streaming_queue(runs=5):
     """The write -> event row through serve --queue and one worker."""
     redis, rurl = start_redis()
@@ -361,6 +424,10 @@ def streaming_queue(runs=5):
 def main():
     if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
         plain_against(sys.argv[2])
+        return
+    if sys.argv[1:2] == ["warm"] and len(sys.argv) <= 4:
+        warm_rows(int(sys.argv[2]) if len(sys.argv) > 2 else 400,
+                  sys.argv[3] if len(sys.argv) > 3 else None)
         return
     if sys.argv[1:] == ["stream-queue"]:
         streaming_queue()
