@@ -366,20 +366,26 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
     if other:
         binaries["other"] = agentjail_of(other)
     serves = {n: Serve("--warm", binary=b) for n, b in binaries.items()}
+    library = warm_library()
     try:
         conns = {n: s.connection() for n, s in serves.items()}
         for _ in range(20):  # warm-up: the zygote, the page cache
             for n, s in serves.items():
                 s.run(conns[n])
+            library.run("print(1)")
         lat = {n: [] for n in serves}
+        lat["library"] = []
         per = max(1, runs // rounds)
-        names = list(serves)
+        names = list(lat)
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
-                lat[name] += timed_serve(serves[name], conns[name], per)
+                if name == "library":
+                    lat[name] += timed_library(library, per)
+                else:
+                    lat[name] += timed_serve(serves[name], conns[name], per)
         tput = {n: [] for n in serves}
         for r in range(t_rounds):
-            for name in (names if r % 2 == 0 else names[::-1]):
+            for name in (list(serves) if r % 2 == 0 else list(serves)[::-1]):
                 tput[name].append(throughput(serves[name], runs))
         load = os.getloadavg()[0]
         print(f"serve --warm, print(1) as plain JSON, process tier, {os.cpu_count()} CPUs, "
@@ -392,14 +398,39 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
                   f"{t[-1]:8.1f}")
             print(f"         ({per * rounds} runs one at a time; {t_rounds} x {runs} from "
                   f"8 clients) {binaries[n]}")
+        print(f"  {'library':6} {pct(lat['library'], 50):7.2f} {pct(lat['library'], 95):7.2f} "
+              f"{1000 / statistics.mean(lat['library']):9.1f}")
+        print(f"         (the same runs without HTTP: this build's library through the Python "
+              f"binding, Sandbox(warm=True).run)")
         if other:
             print(f"  this / other: p50 {pct(lat['this'], 50) / pct(lat['other'], 50):.3f}, "
                   f"runs/s one at a time "
                   f"{statistics.mean(lat['other']) / statistics.mean(lat['this']):.3f}, "
                   f"8 clients {statistics.median(tput['this']) / statistics.median(tput['other']):.3f}")
     finally:
+        library.close()
         for s in serves.values():
             s.stop()
+
+
+def warm_library():
+    """This build's library, warm, through the Python binding: the row
+    without HTTP (what serve adds is the difference)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    os.environ.setdefault("AGENTJAIL_LIBRARY", os.path.join(ROOT, "build", "libagentjail.so.0"))
+    from agentjail import Sandbox  # noqa: E402 - only this mode needs it
+    return Sandbox("process", warm=True, uid_base=UID_BASE, state_dir=STATE_DIR)
+
+
+def timed_library(sandbox, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = sandbox.run("print(1)")
+        ts.append((time.perf_counter() - t0) * 1000)
+        if r.status != "ok":
+            raise RuntimeError(f"the library's run ended {r.status}")
+    return ts
 
 
 def streaming_queue(runs=5):
