@@ -55,6 +55,9 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
                                       agentjail binary) the same on it,
                                       interleaved round by round; default
                                       RUNS 400)
+    bench/serve.py warm-concurrency [RUNS] (serve --warm at --concurrency
+                                      2, 4 and 8, print(1) from 8 clients,
+                                      runs/s, interleaved)
 """
 import base64
 import concurrent.futures
@@ -413,6 +416,30 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
             s.stop()
 
 
+def warm_concurrency(runs=400, levels=(2, 4, 8), rounds=4):
+    """print(1) from 8 clients through serve --warm at each --concurrency,
+    interleaved round by round: what admitting more runs than CPUs gives."""
+    serves = {n: Serve("--warm", "--concurrency", str(n)) for n in levels}
+    try:
+        for s in serves.values():
+            conn = s.connection()
+            timed_serve(s, conn, 20)
+            conn.close()
+        tput = {n: [] for n in serves}
+        for r in range(rounds):
+            for n in (levels if r % 2 == 0 else levels[::-1]):
+                tput[n].append(throughput(serves[n], runs))
+        print(f"serve --warm, print(1) from 8 clients, {rounds} x {runs} runs, interleaved, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+        base = statistics.median(tput[levels[0]])
+        for n, v in tput.items():
+            print(f"  --concurrency {n}: {statistics.median(v):7.1f} runs/s (median; best "
+                  f"{max(v):.1f}), x{statistics.median(v) / base:.2f}")
+    finally:
+        for s in serves.values():
+            s.stop()
+
+
 def warm_library():
     """This build's library, warm, through the Python binding: the row
     without HTTP (what serve adds is the difference)."""
@@ -459,6 +486,9 @@ def main():
     if sys.argv[1:2] == ["warm"] and len(sys.argv) <= 4:
         warm_rows(int(sys.argv[2]) if len(sys.argv) > 2 else 400,
                   sys.argv[3] if len(sys.argv) > 3 else None)
+        return
+    if sys.argv[1:2] == ["warm-concurrency"] and len(sys.argv) <= 3:
+        warm_concurrency(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
         return
     if sys.argv[1:] == ["stream-queue"]:
         streaming_queue()
