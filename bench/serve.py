@@ -69,6 +69,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -92,11 +93,12 @@ def free_port():
 
 
 class Serve:
-    def __init__(self, *args, binary=AGENTJAIL):
+    def __init__(self, *args, binary=AGENTJAIL, log=None):
+        """log: a file for serve's stderr (its access log), else none kept."""
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
              "--state-dir", STATE_DIR, "--queue-size", "1000", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=log or subprocess.DEVNULL, text=True)
         self.key = self.url = None
         while not self.url:
             line = self.proc.stdout.readline()
@@ -118,8 +120,10 @@ class Serve:
                       "Content-Type": "application/json"})
         r = conn.getresponse()
         body = r.read()
-        if r.status != 200 or json.loads(body)["status"] != "ok":
+        result = json.loads(body) if r.status == 200 else None
+        if not result or result["status"] != "ok":
             raise RuntimeError(f"serve answered {r.status}: {body[:200]!r}")
+        return result
 
     def stream(self, conn, code="print(1)", on_event=None):
         """POST /v1/runs as Server-Sent Events: on_event(name, data) for
@@ -171,12 +175,15 @@ def direct_round(n):
     return [float(x) for x in out.stdout.split() if float(x) >= 0]
 
 
-def timed_serve(serve, conn, n):
+def timed_serve(serve, conn, n, walls=None):
+    """n runs' ms at the client; each run's own wall_ms appended to walls."""
     ts = []
     for _ in range(n):
         t0 = time.perf_counter()
-        serve.run(conn)
+        result = serve.run(conn)
         ts.append((time.perf_counter() - t0) * 1000)
+        if walls is not None:
+            walls.append(result["wall_ms"])
     return ts
 
 
@@ -368,7 +375,9 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
     binaries = {"this": AGENTJAIL}
     if other:
         binaries["other"] = agentjail_of(other)
-    serves = {n: Serve("--warm", binary=b) for n, b in binaries.items()}
+    log = tempfile.TemporaryFile("w+")
+    serves = {n: Serve("--warm", binary=b, log=log if n == "this" else None)
+              for n, b in binaries.items()}
     library = warm_library()
     try:
         conns = {n: s.connection() for n, s in serves.items()}
@@ -380,12 +389,15 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
         lat["library"] = []
         per = max(1, runs // rounds)
         names = list(lat)
+        walls = []
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
                 if name == "library":
                     lat[name] += timed_library(library, per)
                 else:
-                    lat[name] += timed_serve(serves[name], conns[name], per)
+                    lat[name] += timed_serve(serves[name], conns[name], per,
+                                             walls if name == "this" else None)
+        inside = served_ms(log)[-per * rounds:]
         tput = {n: [] for n in serves}
         for r in range(t_rounds):
             for name in (list(serves) if r % 2 == 0 else list(serves)[::-1]):
@@ -405,6 +417,10 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
               f"{1000 / statistics.mean(lat['library']):9.1f}")
         print(f"         (the same runs without HTTP: this build's library through the Python "
               f"binding, Sandbox(warm=True).run)")
+        print(f"  this build's one-at-a-time runs, p50: {pct(lat['this'], 50):.2f} ms at the "
+              f"client, {pct(inside, 50):.2f} ms in serve (its access log: headers in to "
+              f"answer sent), {pct(walls, 50):.2f} ms the program's own wall_ms (the "
+              f"result's: from its init's start report to its end)")
         if other:
             print(f"  this / other: p50 {pct(lat['this'], 50) / pct(lat['other'], 50):.3f}, "
                   f"runs/s one at a time "
@@ -438,6 +454,22 @@ def warm_concurrency(runs=400, levels=(2, 4, 8), rounds=4):
     finally:
         for s in serves.values():
             s.stop()
+
+
+def served_ms(log):
+    """Each POST /v1/runs's ms in serve's access log so far, in order."""
+    log.flush()
+    log.seek(0)
+    out = []
+    for line in log:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # not an access log line
+        if e.get("event") == "request" and e.get("route") == "/v1/runs" and e.get("status") == 200:
+            out.append(e["ms"])
+    log.seek(0, os.SEEK_END)
+    return out
 
 
 def warm_library():
