@@ -53,8 +53,12 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
                                       connection, runs/s; with OTHER (a
                                       checkout, a build directory or an
                                       agentjail binary) the same on it,
-                                      interleaved round by round; default
-                                      RUNS 400)
+                                      interleaved round by round; beside
+                                      them the library without HTTP (the
+                                      Python binding, warm), and this
+                                      build's runs split into client,
+                                      serve (its access log) and the
+                                      program's wall_ms; default RUNS 400)
     bench/serve.py warm-concurrency [RUNS] (serve --warm at --concurrency
                                       2, 4 and 8, print(1) from 8 clients,
                                       runs/s, interleaved)
