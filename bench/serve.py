@@ -382,8 +382,9 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
     log = tempfile.TemporaryFile("w+")
     serves = {n: Serve("--warm", binary=b, log=log if n == "this" else None)
               for n, b in binaries.items()}
-    library = warm_library()
+    library = None
     try:
+        library = warm_library()
         conns = {n: s.connection() for n, s in serves.items()}
         for _ in range(20):  # warm-up: the zygote, the page cache
             for n, s in serves.items():
@@ -431,9 +432,11 @@ def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
                   f"{statistics.mean(lat['other']) / statistics.mean(lat['this']):.3f}, "
                   f"8 clients {statistics.median(tput['this']) / statistics.median(tput['other']):.3f}")
     finally:
-        library.close()
+        if library is not None:
+            library.close()
         for s in serves.values():
             s.stop()
+        log.close()
 
 
 def warm_concurrency(runs=400, levels=(2, 4, 8), rounds=4):
