@@ -45,6 +45,23 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py stream-queue      (the queue's write -> event row alone)
     bench/serve.py plain-against ROOT (plain print(1) on this build and on
                                       ROOT's build/agentjail, interleaved)
+    bench/serve.py warm [RUNS] [OTHER] (issue 35: serve --warm with its
+                                      defaults, print(1) as plain JSON: one
+                                      at a time on one kept-alive
+                                      connection, p50, p95 and runs/s, and
+                                      from 8 client threads, each its own
+                                      connection, runs/s; with OTHER (a
+                                      checkout, a build directory or an
+                                      agentjail binary) the same on it,
+                                      interleaved round by round; beside
+                                      them the library without HTTP (the
+                                      Python binding, warm), and this
+                                      build's runs split into client,
+                                      serve (its access log) and the
+                                      program's wall_ms; default RUNS 400)
+    bench/serve.py warm-concurrency [RUNS] (serve --warm at --concurrency
+                                      2, 4 and 8, print(1) from 8 clients,
+                                      runs/s, interleaved)
 """
 import base64
 import concurrent.futures
@@ -56,6 +73,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -79,11 +97,12 @@ def free_port():
 
 
 class Serve:
-    def __init__(self, *args, binary=AGENTJAIL):
+    def __init__(self, *args, binary=AGENTJAIL, log=None):
+        """log: a file for serve's stderr (its access log), else none kept."""
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
              "--state-dir", STATE_DIR, "--queue-size", "1000", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=log or subprocess.DEVNULL, text=True)
         self.key = self.url = None
         while not self.url:
             line = self.proc.stdout.readline()
@@ -105,8 +124,10 @@ class Serve:
                       "Content-Type": "application/json"})
         r = conn.getresponse()
         body = r.read()
-        if r.status != 200 or json.loads(body)["status"] != "ok":
+        result = json.loads(body) if r.status == 200 else None
+        if not result or result["status"] != "ok":
             raise RuntimeError(f"serve answered {r.status}: {body[:200]!r}")
+        return result
 
     def stream(self, conn, code="print(1)", on_event=None):
         """POST /v1/runs as Server-Sent Events: on_event(name, data) for
@@ -158,12 +179,15 @@ def direct_round(n):
     return [float(x) for x in out.stdout.split() if float(x) >= 0]
 
 
-def timed_serve(serve, conn, n):
+def timed_serve(serve, conn, n, walls=None):
+    """n runs' ms at the client; each run's own wall_ms appended to walls."""
     ts = []
     for _ in range(n):
         t0 = time.perf_counter()
-        serve.run(conn)
+        result = serve.run(conn)
         ts.append((time.perf_counter() - t0) * 1000)
+        if walls is not None:
+            walls.append(result["wall_ms"])
     return ts
 
 
@@ -339,6 +363,142 @@ def plain_against(other_root, runs=200, runs_t=400):
             s.stop()
 
 
+def agentjail_of(other):
+    """OTHER's agentjail: the binary itself, DIR/agentjail or DIR/build/agentjail."""
+    for p in (other, os.path.join(other, "agentjail"), os.path.join(other, "build", "agentjail")):
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.abspath(p)
+    sys.exit(f"bench/serve.py: no agentjail binary at {other}")
+
+
+def warm_rows(runs=400, other=None, rounds=10, t_rounds=4):
+    """Issue 35: print(1) through serve --warm (its defaults: --concurrency
+    the CPUs), one at a time and from 8 clients, this build and OTHER's
+    interleaved round by round so that the machine's load lands on each
+    alike."""
+    binaries = {"this": AGENTJAIL}
+    if other:
+        binaries["other"] = agentjail_of(other)
+    log = tempfile.TemporaryFile("w+")
+    serves = {n: Serve("--warm", binary=b, log=log if n == "this" else None)
+              for n, b in binaries.items()}
+    library = None
+    try:
+        library = warm_library()
+        conns = {n: s.connection() for n, s in serves.items()}
+        for _ in range(20):  # warm-up: the zygote, the page cache
+            for n, s in serves.items():
+                s.run(conns[n])
+            library.run("print(1)")
+        lat = {n: [] for n in serves}
+        lat["library"] = []
+        per = max(1, runs // rounds)
+        names = list(lat)
+        walls = []
+        for r in range(rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                if name == "library":
+                    lat[name] += timed_library(library, per)
+                else:
+                    lat[name] += timed_serve(serves[name], conns[name], per,
+                                             walls if name == "this" else None)
+        inside = served_ms(log)[-per * rounds:]
+        tput = {n: [] for n in serves}
+        for r in range(t_rounds):
+            for name in (list(serves) if r % 2 == 0 else list(serves)[::-1]):
+                tput[name].append(throughput(serves[name], runs))
+        load = os.getloadavg()[0]
+        print(f"serve --warm, print(1) as plain JSON, process tier, {os.cpu_count()} CPUs, "
+              f"load {load:.1f}")
+        print(f"  {'':6} {'p50 ms':>7} {'p95 ms':>7} {'runs/s 1':>9} {'runs/s 8 (median, best)':>24}")
+        for n in serves:
+            t = sorted(tput[n])
+            print(f"  {n:6} {pct(lat[n], 50):7.2f} {pct(lat[n], 95):7.2f} "
+                  f"{1000 / statistics.mean(lat[n]):9.1f} {statistics.median(t):15.1f} "
+                  f"{t[-1]:8.1f}")
+            print(f"         ({per * rounds} runs one at a time; {t_rounds} x {runs} from "
+                  f"8 clients) {binaries[n]}")
+        print(f"  {'library':6} {pct(lat['library'], 50):7.2f} {pct(lat['library'], 95):7.2f} "
+              f"{1000 / statistics.mean(lat['library']):9.1f}")
+        print(f"         (the same runs without HTTP: this build's library through the Python "
+              f"binding, Sandbox(warm=True).run)")
+        print(f"  this build's one-at-a-time runs, p50: {pct(lat['this'], 50):.2f} ms at the "
+              f"client, {pct(inside, 50):.2f} ms in serve (its access log: headers in to "
+              f"answer sent), {pct(walls, 50):.2f} ms the program's own wall_ms (the "
+              f"result's: from its init's start report to its end)")
+        if other:
+            print(f"  this / other: p50 {pct(lat['this'], 50) / pct(lat['other'], 50):.3f}, "
+                  f"runs/s one at a time "
+                  f"{statistics.mean(lat['other']) / statistics.mean(lat['this']):.3f}, "
+                  f"8 clients {statistics.median(tput['this']) / statistics.median(tput['other']):.3f}")
+    finally:
+        if library is not None:
+            library.close()
+        for s in serves.values():
+            s.stop()
+        log.close()
+
+
+def warm_concurrency(runs=400, levels=(2, 4, 8), rounds=4):
+    """print(1) from 8 clients through serve --warm at each --concurrency,
+    interleaved round by round: what admitting more runs than CPUs gives."""
+    serves = {n: Serve("--warm", "--concurrency", str(n)) for n in levels}
+    try:
+        for s in serves.values():
+            conn = s.connection()
+            timed_serve(s, conn, 20)
+            conn.close()
+        tput = {n: [] for n in serves}
+        for r in range(rounds):
+            for n in (levels if r % 2 == 0 else levels[::-1]):
+                tput[n].append(throughput(serves[n], runs))
+        print(f"serve --warm, print(1) from 8 clients, {rounds} x {runs} runs, interleaved, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+        base = statistics.median(tput[levels[0]])
+        for n, v in tput.items():
+            print(f"  --concurrency {n}: {statistics.median(v):7.1f} runs/s (median; best "
+                  f"{max(v):.1f}), x{statistics.median(v) / base:.2f}")
+    finally:
+        for s in serves.values():
+            s.stop()
+
+
+def served_ms(log):
+    """Each POST /v1/runs's ms in serve's access log so far, in order."""
+    log.flush()
+    log.seek(0)
+    out = []
+    for line in log:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # not an access log line
+        if e.get("event") == "request" and e.get("route") == "/v1/runs" and e.get("status") == 200:
+            out.append(e["ms"])
+    log.seek(0, os.SEEK_END)
+    return out
+
+
+def warm_library():
+    """This build's library, warm, through the Python binding: the row
+    without HTTP (what serve adds is the difference)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    os.environ.setdefault("AGENTJAIL_LIBRARY", os.path.join(ROOT, "build", "libagentjail.so.0"))
+    from agentjail import Sandbox  # noqa: E402 - only this mode needs it
+    return Sandbox("process", warm=True, uid_base=UID_BASE, state_dir=STATE_DIR)
+
+
+def timed_library(sandbox, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = sandbox.run("print(1)")
+        ts.append((time.perf_counter() - t0) * 1000)
+        if r.status != "ok":
+            raise RuntimeError(f"the library's run ended {r.status}")
+    return ts
+
+
 def streaming_queue(runs=5):
     """The write -> event row through serve --queue and one worker."""
     redis, rurl = start_redis()
@@ -361,6 +521,13 @@ def streaming_queue(runs=5):
 def main():
     if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
         plain_against(sys.argv[2])
+        return
+    if sys.argv[1:2] == ["warm"] and len(sys.argv) <= 4:
+        warm_rows(int(sys.argv[2]) if len(sys.argv) > 2 else 400,
+                  sys.argv[3] if len(sys.argv) > 3 else None)
+        return
+    if sys.argv[1:2] == ["warm-concurrency"] and len(sys.argv) <= 3:
+        warm_concurrency(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
         return
     if sys.argv[1:] == ["stream-queue"]:
         streaming_queue()
