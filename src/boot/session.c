@@ -406,7 +406,6 @@ struct call {
 	struct outcome o;
 	bool replied, ended, bad_reply;
 	bool acked;     /* the interpreter took the request: it may have run */
-	bool cpu_exceeded;
 	double cpu_base, cpu_limit;
 	struct outgoing g;
 };
@@ -495,8 +494,7 @@ static bool call_cpu(struct supervisor *sv)
 	struct call *k = sv->ctx;
 	if (k->ds->cpu_ms(k->ds) - k->cpu_base <= k->cpu_limit)
 		return false;
-	k->o.timed_out = true;
-	k->cpu_exceeded = true;
+	k->o.cpu_stopped = true; /* a fact for the status rules (src/core/status.h) */
 	return true;
 }
 
@@ -572,7 +570,6 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	sv.ctx = &k;
 	supervisor_run(&sv);
 	const bool broken = sv.broken;
-	const bool cpu_exceeded = k.cpu_exceeded;
 	capture_free(&k.rb);
 	if (broken) {
 		capture_free(&k.out);
@@ -600,7 +597,7 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 		res->stderr_truncated = k.err.truncated;
 		res->stdout_buf = capture_take(&k.out, &res->stdout_len);
 		res->stderr_buf = capture_take(&k.err, &res->stderr_len);
-		res->status = AJ_STATUS_OK;
+		/* The status is the reply's (session_run_reply). */
 		capture_free(&k.out);
 		capture_free(&k.err);
 		return 0;
@@ -616,20 +613,15 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	 * Asked only when the end could be the OOM killer's (a SIGKILL none
 	 * of ours sent, or no word at all): docker's answer takes a while. */
 	const int ws = k.o.report.wstatus;
-	if (ds->oom_since && !k.o.timed_out && !k.o.cancelled && !k.o.output_overflow &&
+	if (ds->oom_since && !k.o.timed_out && !k.o.cpu_stopped && !k.o.cancelled &&
+	    !k.o.output_overflow &&
 	    (!k.o.exited_report || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL)) &&
 	    ds->oom_since(ds, since))
 		k.o.oom_kills = 1;
+	if (k.bad_reply)
+		outcome_reply_too_long(&k.o, c->reply_max);
 	outcome_to_result(&k.o, l, &k.out, &k.err, res);
 	capture_free(&k.out);
 	capture_free(&k.err);
-	if (cpu_exceeded && res->status == AJ_STATUS_TIMEOUT)
-		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
-					"its runtime's own included)",
-				   l->cpu_sec);
-	if (k.bad_reply)
-		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
-					  "call was stopped",
-				     c->reply_max);
 	return 0;
 }

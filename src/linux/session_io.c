@@ -209,7 +209,7 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		res->stderr_truncated = err.truncated;
 		res->stdout_buf = capture_take(&out, &res->stdout_len);
 		res->stderr_buf = capture_take(&err, &res->stderr_len);
-		res->status = AJ_STATUS_OK;
+		/* The status is the reply's (session_run_reply). */
 		capture_free(&out);
 		capture_free(&err);
 		capture_free(&k.rb);
@@ -233,12 +233,10 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		cgroup_usage(js->cgroup, &o.oom_kills, &peak_kb);
 		o.oom_kills = o.oom_kills > oom_before ? o.oom_kills - oom_before : 0;
 	}
+	if (k.bad_reply)
+		outcome_reply_too_long(&o, c->reply_max);
 	outcome_to_result(&o, l, &out, &err, res);
 	capture_free(&out);
 	capture_free(&err);
-	if (k.bad_reply)
-		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
-					  "call was stopped",
-				     c->reply_max);
 	return 0;
 }

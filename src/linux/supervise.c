@@ -194,14 +194,23 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		.output_overflow = o->output_overflow,
 		.cancelled = o->cancelled,
 		.timed_out = o->timed_out,
+		.cpu_stopped = o->cpu_stopped,
 		.ended = o->exited_report,
 		.wstatus = r->wstatus,
-		.unknown_end = unknown,
+		.unknown_end = o->unknown_end ? o->unknown_end : unknown,
 		.cpu_ms = res->cpu_ms,
 		.oom_kills = o->oom_kills,
 		.memory_error = o->exited_report && (r->flags & REPORT_MEMORY_ERROR),
 	};
 	status_decide(&f, l, res);
+}
+
+void outcome_reply_too_long(struct outcome *o, size_t reply_max)
+{
+	o->setup_failed = true;
+	snprintf(o->setup_message, sizeof o->setup_message,
+		 "session: the interpreter's reply passed %zu bytes; the call was stopped",
+		 reply_max);
 }
 
 /* ---- init side ---- */

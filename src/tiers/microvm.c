@@ -68,6 +68,7 @@
 
 #include "../egress/proxy.h"
 #include "../core/pool.h"
+#include "../core/status.h"
 #include "../linux/creds.h"
 #include "../linux/stream_hooks.h"
 #include "../linux/supervise.h"
@@ -428,18 +429,12 @@ static int microvm_run(void *state, const struct aj_config *cfg, const struct ru
 			 &out, &type, &payload, &len, res);
 	if (rc == -EPROTO) {
 		/* An output frame out of the rules: res says which. */
-	} else if (rc == -ETIMEDOUT) {
-		/* The guest did not answer even past its own clock: the host's
-		 * clock ends the VM. */
-		res->status = AJ_STATUS_TIMEOUT;
-		res->signal = SIGKILL;
-		result_set_message(res, "wall-clock limit of %g s reached; the VM was destroyed",
-				   l->wall_sec);
-		rc = 0;
-	} else if (rc == -ECANCELED) {
-		res->status = AJ_STATUS_KILLED;
-		res->signal = SIGKILL;
-		result_set_message(res, "cancelled by the caller; the VM was destroyed");
+	} else if (rc == -ETIMEDOUT || rc == -ECANCELED) {
+		/* The guest did not answer even past its own clock, or the
+		 * caller cancelled: the host ends the VM, and the status rules
+		 * read what it saw (src/core/status.h). */
+		struct end_facts f = {.timed_out = rc == -ETIMEDOUT, .cancelled = rc == -ECANCELED};
+		status_decide(&f, l, res);
 		rc = 0;
 	} else if (rc) {
 		/* QEMU died, or the guest: a panic, a crash. Never the code's

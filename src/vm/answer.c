@@ -197,7 +197,7 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			ans->reply[r.reply_len] = '\0';
 			ans->reply_len = r.reply_len;
 		}
-		res->status = AJ_STATUS_OK;
+		/* The status is the reply's (session_run_reply). */
 		res->wall_ms = wall_ms;
 		res->stdout_truncated = out->truncated;
 		res->stderr_truncated = errc->truncated;
@@ -219,11 +219,9 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			 (int)(r.message_len < 300 ? r.message_len : 300), message);
 		o.wall_ms = wall_ms;
 		o.oom_kills = r.oom_kills; /* status memory: src/core/status.h */
-		outcome_to_result(&o, &cfg->limits, out, errc, res);
 		if (r.flags & VM_CALL_BAD_REPLY)
-			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
-						  "the call was stopped",
-					     call->reply_max);
+			outcome_reply_too_long(&o, call->reply_max);
+		outcome_to_result(&o, &cfg->limits, out, errc, res);
 	}
 	return 0;
 }
