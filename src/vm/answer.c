@@ -76,6 +76,17 @@ int vm_output_take(struct vm_output *v, const void *payload, uint32_t len, struc
 	return 0;
 }
 
+int vm_output_or_answer(struct vm_output *v, uint32_t type, void **payload, uint32_t len,
+			struct aj_result *res)
+{
+	if (type != VM_OUTPUT)
+		return 0;
+	int rc = vm_output_take(v, *payload, len, res);
+	free(*payload);
+	*payload = NULL;
+	return rc ? rc : 1;
+}
+
 /* The result's word on the streams: their lengths are what the output
  * frames brought, and what it says was cut. */
 static bool take_streams(struct vm_output *v, uint32_t stdout_len, uint32_t stderr_len,

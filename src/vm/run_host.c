@@ -18,12 +18,7 @@ static int recv_answer(int ch, double deadline, int cancel_fd, struct vm_output 
 	for (;;) {
 		vm_ready_wait_room(out, deadline, cancel_fd);
 		int rc = channel_recv(ch, deadline, cancel_fd, type, payload, len);
-		if (rc || *type != VM_OUTPUT)
-			return rc;
-		rc = vm_output_take(out, *payload, *len, res);
-		free(*payload);
-		*payload = NULL;
-		if (rc)
+		if (rc || (rc = vm_output_or_answer(out, *type, payload, *len, res)) <= 0)
 			return rc;
 	}
 }

@@ -131,12 +131,7 @@ static int read_call(struct vm_host_session *s, double deadline, int cancel_fd,
 		}
 		if (rc == 0)
 			rc = channel_recv(s->vm.ch, deadline, -1, type, payload, len);
-		if (rc || *type != VM_OUTPUT)
-			return rc;
-		rc = vm_output_take(out, *payload, *len, res);
-		free(*payload);
-		*payload = NULL;
-		if (rc)
+		if (rc || (rc = vm_output_or_answer(out, *type, payload, *len, res)) <= 0)
 			return rc;
 	}
 }
