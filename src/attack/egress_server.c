@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/locked.h"
 #include "egress_server.h"
 
 #define MAX_CONNS 64
@@ -203,18 +204,12 @@ int egress_server_start(struct egress_server **out, int *port)
 
 unsigned egress_server_connections(struct egress_server *s)
 {
-	pthread_mutex_lock(&s->lock);
-	unsigned n = s->accepted;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return read_locked(&s->lock, &s->accepted);
 }
 
 unsigned egress_server_closed(struct egress_server *s)
 {
-	pthread_mutex_lock(&s->lock);
-	unsigned n = s->closed;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return read_locked(&s->lock, &s->closed);
 }
 
 bool egress_server_saw(struct egress_server *s, const char *needle)

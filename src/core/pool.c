@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "locked.h"
 #include "pool.h"
 
 static void *slot(struct pool *p, unsigned i)
@@ -153,10 +154,7 @@ void pool_kick(struct pool *p)
 
 unsigned pool_ready(struct pool *p)
 {
-	pthread_mutex_lock(&p->mu);
-	unsigned n = p->count;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return read_locked(&p->mu, &p->count);
 }
 
 void pool_destroy(struct pool *p)
