@@ -170,17 +170,13 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 {
 	const struct sandbox_report *r = &o->report;
 
-	res->wall_ms = o->wall_ms;
+	replied_to_result(o->wall_ms, out, err, res);
 	if (o->exited_report) {
 		res->cpu_ms = (double)r->cpu_us / 1000.0;
 		res->memory_kb = (uint64_t)r->maxrss_kb;
 	} else {
 		res->cpu_ms = rusage_cpu_ms(&o->init_rusage);
 	}
-	res->stdout_truncated = out->truncated;
-	res->stderr_truncated = err->truncated;
-	res->stdout_buf = capture_take(out, &res->stdout_len);
-	res->stderr_buf = capture_take(err, &res->stderr_len);
 
 	char unknown[96];
 	if (o->init_reaped)
@@ -203,6 +199,16 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		.memory_error = o->exited_report && (r->flags & REPORT_MEMORY_ERROR),
 	};
 	status_decide(&f, l, res);
+}
+
+void replied_to_result(double wall_ms, struct capture *out, struct capture *err,
+		       struct aj_result *res)
+{
+	res->wall_ms = wall_ms;
+	res->stdout_truncated = out->truncated;
+	res->stderr_truncated = err->truncated;
+	res->stdout_buf = capture_take(out, &res->stdout_len);
+	res->stderr_buf = capture_take(err, &res->stderr_len);
 }
 
 void outcome_reply_too_long(struct outcome *o, size_t reply_max)

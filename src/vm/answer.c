@@ -208,12 +208,7 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			ans->reply[r.reply_len] = '\0';
 			ans->reply_len = r.reply_len;
 		}
-		/* The status is the reply's (session_run_reply). */
-		res->wall_ms = wall_ms;
-		res->stdout_truncated = out->truncated;
-		res->stderr_truncated = errc->truncated;
-		res->stdout_buf = capture_take(out, &res->stdout_len);
-		res->stderr_buf = capture_take(errc, &res->stderr_len);
+		replied_to_result(wall_ms, out, errc, res);
 	} else {
 		struct outcome o;
 		memset(&o, 0, sizeof o);
