@@ -27,7 +27,6 @@ LONG = {
     ("src/serve/main.c", "cmd_serve"): 127,
     ("src/serve/http.c", "access_handler"): 120,
     ("src/linux/supervisor.c", "supervisor_run"): 119,
-    ("src/docker/spec.c", "docker_container_spec"): 110,
     ("src/serve/mcp_http.c", "mcp_http_handle"): 109,
 }
 
