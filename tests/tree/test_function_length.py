@@ -22,7 +22,6 @@ LONG = {
     ("src/serve/remote.c", "remote_call_until"): 170,
     ("src/cli/attack.c", "cmd_attack"): 162,
     ("src/cli/image.c", "cmd_build"): 159,
-    ("src/tiers/docker.c", "docker_run"): 157,
     ("src/serve/keys_cmd.c", "cmd_keys"): 146,
     ("src/serve/main.c", "cmd_serve"): 127,
     ("src/serve/http.c", "access_handler"): 120,
