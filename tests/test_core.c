@@ -1039,6 +1039,18 @@ static void classify_signals(void **state)
 	aj_result_free(&r);
 }
 
+/* A run the host stopped before it ended: status and words, SIGKILL, no
+ * exit code of its own. */
+static void assert_stopped_by_the_host(struct aj_result *r, enum aj_status status,
+				       const char *words)
+{
+	assert_int_equal(r->status, status);
+	assert_true(contains(r->message, words));
+	assert_int_equal(r->signal, SIGKILL);
+	assert_false(r->has_exit_code);
+	aj_result_free(r);
+}
+
 static void classify_supervisor_verdicts(void **state)
 {
 	(void)state;
@@ -1046,11 +1058,7 @@ static void classify_supervisor_verdicts(void **state)
 	struct outcome o = exited(SIGKILL, 100);
 	o.timed_out = true;
 	classify(&o, NULL, &r);
-	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
-	assert_true(contains(r.message, "wall-clock limit of 10 s"));
-	assert_int_equal(r.signal, SIGKILL);
-	assert_false(r.has_exit_code);
-	aj_result_free(&r);
+	assert_stopped_by_the_host(&r, AJ_STATUS_TIMEOUT, "wall-clock limit of 10 s");
 
 	o = exited(SIGKILL, 100);
 	o.output_overflow = true;
@@ -1109,11 +1117,7 @@ static void classify_cpu_stopped_by_the_host(void **state)
 	o.cpu_stopped = true;
 	o.unknown_end = "gvisor: the sandbox ended without a report";
 	classify(&o, NULL, &r);
-	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
-	assert_true(contains(r.message, "CPU time limit of 10 s reached"));
-	assert_int_equal(r.signal, SIGKILL);
-	assert_false(r.has_exit_code);
-	aj_result_free(&r);
+	assert_stopped_by_the_host(&r, AJ_STATUS_TIMEOUT, "CPU time limit of 10 s reached");
 
 	/* A flood still outranks it; a cancel too (rule S3). */
 	o.output_overflow = true;
