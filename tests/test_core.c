@@ -1039,6 +1039,18 @@ static void classify_signals(void **state)
 	aj_result_free(&r);
 }
 
+/* A run the host stopped before it ended: status and words, SIGKILL, no
+ * exit code of its own. */
+static void assert_stopped_by_the_host(struct aj_result *r, enum aj_status status,
+				       const char *words)
+{
+	assert_int_equal(r->status, status);
+	assert_true(contains(r->message, words));
+	assert_int_equal(r->signal, SIGKILL);
+	assert_false(r->has_exit_code);
+	aj_result_free(r);
+}
+
 static void classify_supervisor_verdicts(void **state)
 {
 	(void)state;
@@ -1046,11 +1058,7 @@ static void classify_supervisor_verdicts(void **state)
 	struct outcome o = exited(SIGKILL, 100);
 	o.timed_out = true;
 	classify(&o, NULL, &r);
-	assert_int_equal(r.status, AJ_STATUS_TIMEOUT);
-	assert_true(contains(r.message, "wall-clock limit of 10 s"));
-	assert_int_equal(r.signal, SIGKILL);
-	assert_false(r.has_exit_code);
-	aj_result_free(&r);
+	assert_stopped_by_the_host(&r, AJ_STATUS_TIMEOUT, "wall-clock limit of 10 s");
 
 	o = exited(SIGKILL, 100);
 	o.output_overflow = true;
@@ -1085,6 +1093,49 @@ static void classify_supervisor_verdicts(void **state)
 	classify(&o, NULL, &r);
 	assert_int_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
 	assert_true(contains(r.message, "without reporting"));
+	aj_result_free(&r);
+
+	/* What the tier saw of such an end (gvisor: runsc's word) is the
+	 * message, by the same rule. */
+	memset(&o, 0, sizeof o);
+	o.unknown_end = "gvisor: the sandbox ended without a report (runsc exit code 3)";
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
+	assert_string_equal(r.message, o.unknown_end);
+	aj_result_free(&r);
+}
+
+/* The host's own count of the CPU time (gvisor's cgroup, where no
+ * RLIMIT_CPU works) stops a run as the wall clock does: timeout, by the
+ * status rules, not by a tier setting it beside them. */
+static void classify_cpu_stopped_by_the_host(void **state)
+{
+	(void)state;
+	struct aj_result r;
+	struct outcome o;
+	memset(&o, 0, sizeof o);
+	o.cpu_stopped = true;
+	o.unknown_end = "gvisor: the sandbox ended without a report";
+	classify(&o, NULL, &r);
+	assert_stopped_by_the_host(&r, AJ_STATUS_TIMEOUT, "CPU time limit of 10 s reached");
+
+	/* A flood still outranks it; a cancel too (rule S3). */
+	o.output_overflow = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_OUTPUT_LIMIT);
+	aj_result_free(&r);
+	o.output_overflow = false;
+	o.cancelled = true;
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_KILLED);
+	aj_result_free(&r);
+
+	/* A session interpreter's reply past its cap is rule 1's. */
+	o = exited(SIGKILL, 100);
+	outcome_reply_too_long(&o, 4096);
+	classify(&o, NULL, &r);
+	assert_int_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(r.message, "reply passed 4096 bytes"));
 	aj_result_free(&r);
 }
 
@@ -1344,6 +1395,10 @@ static void session_reply_memory_error_exit(void **state)
 		{"{\"seq\":1,\"exit\":121,\"images\":[]}", AJ_STATUS_ERROR, 121},
 		{"{\"seq\":1,\"exit\":1,\"memory_error\":1,\"images\":[]}", AJ_STATUS_ERROR, 1},
 		{"{\"seq\":1,\"exit\":0,\"memory_error\":true,\"images\":[]}", AJ_STATUS_OK, 0},
+		/* An exit code no process can have is a broken reply. */
+		{"{\"seq\":1,\"exit\":256,\"images\":[]}", AJ_STATUS_SANDBOX_ERROR, 0},
+		{"{\"seq\":1,\"exit\":-1,\"images\":[]}", AJ_STATUS_SANDBOX_ERROR, 0},
+		{"{\"seq\":1,\"images\":[]}", AJ_STATUS_SANDBOX_ERROR, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct aj_result res;
@@ -1571,6 +1626,7 @@ int main(void)
 		cmocka_unit_test(microvm_guest_cannot_choose_the_status),
 		cmocka_unit_test(session_reply_memory_error_exit),
 		cmocka_unit_test(classify_supervisor_verdicts),
+		cmocka_unit_test(classify_cpu_stopped_by_the_host),
 		cmocka_unit_test(config_checks_ro_binds),
 		cmocka_unit_test(config_checks_trust_ca),
 		cmocka_unit_test(config_checks_env),

@@ -406,7 +406,6 @@ struct call {
 	struct outcome o;
 	bool replied, ended, bad_reply;
 	bool acked;     /* the interpreter took the request: it may have run */
-	bool cpu_exceeded;
 	double cpu_base, cpu_limit;
 	struct outgoing g;
 };
@@ -495,8 +494,7 @@ static bool call_cpu(struct supervisor *sv)
 	struct call *k = sv->ctx;
 	if (k->ds->cpu_ms(k->ds) - k->cpu_base <= k->cpu_limit)
 		return false;
-	k->o.timed_out = true;
-	k->cpu_exceeded = true;
+	k->o.cpu_stopped = true; /* a fact for the status rules (src/core/status.h) */
 	return true;
 }
 
@@ -506,6 +504,85 @@ static void stop_call(struct supervisor *sv)
 {
 	struct call *k = sv->ctx;
 	k->g.stop = true;
+}
+
+/* The call under the one supervision loop: its request in frames, its
+ * output and reply out, the stop a "k" frame, the CPU watched where the
+ * sandbox does not enforce RLIMIT_CPU. */
+static void supervise_boot_call(struct boot_session *ds, const struct aj_limits *l, struct call *k,
+			   struct supervisor *sv)
+{
+	supervisor_init(sv, &k->o, now_ms(), l->wall_sec);
+	sv->grace_ms = STOP_GRACE_MS;
+	sv->cancel_fd = k->c->cancel_fd;
+	sv->cap[0] = &k->out;
+	sv->cap[1] = &k->err;
+	/* The frames carry the output: left unread while the consumer is
+	 * behind. */
+	sv->src[0] = (struct supervisor_source){
+		.fd = in_fd(ds), .while_stopping = true, .carries_output = true,
+		.ready = on_frames};
+	sv->stream = supervisor_stream_of(k->c->tap);
+	/* The request goes in frames, each sent whole: after the reply or
+	 * the interpreter's end the loop goes on until the frame being sent
+	 * is (the stream's framing must survive into the next call). */
+	sv->in_fd = ds->fd;
+	sv->wants_write = call_wants_write;
+	sv->write = call_write;
+	if (ds->cpu_ms && (k->cpu_base = ds->cpu_ms(ds)) >= 0) {
+		k->cpu_limit = (double)l->cpu_sec * 1000.0 + ds->cpu_allowance_ms;
+		sv->check = call_cpu;
+		sv->check_every_ms = BOOT_CPU_CHECK_MS;
+	}
+	sv->stop = stop_call;
+	/* No force: a boot that does not confirm a stop within the grace is
+	 * a broken sandbox, destroyed by the caller. */
+	sv->ctx = k;
+	supervisor_run(sv);
+}
+
+/* The sandbox failed the call: the session is over, and its sandbox goes
+ * now (the core's close would do it too). */
+static int boot_call_broken(struct boot_session *ds, struct call *k, bool stopping,
+		       struct aj_result *res)
+{
+	capture_free(&k->out);
+	capture_free(&k->err);
+	free(k->ans->reply);
+	k->ans->reply = NULL;
+	result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed", ds->tier,
+			     ds->dead ? "ended (its stream closed)"
+			     : stopping ? "did not stop the call within 2 s"
+					: "stopped taking requests");
+	ds->dead = true;
+	res->wall_ms = k->o.wall_ms;
+	ds->destroy(ds);
+	return -EPIPE;
+}
+
+/* The interpreter ended: how, as a run's program would have. If it did so
+ * by itself before it took the request, the core gives the request to a
+ * fresh one. */
+static void boot_call_ended(struct boot_session *ds, const struct aj_limits *l, struct call *k,
+		       bool stopping, double since, struct aj_result *res)
+{
+	ds->interpreter = false;
+	k->ans->ended = true;
+	k->ans->unread = !k->acked && !stopping;
+	/* The tier's word on its memory cgroup's OOM killer (a flag: one
+	 * process at least); the status rules decide (src/core/status.h).
+	 * Asked only when the end could be the OOM killer's (a SIGKILL none
+	 * of ours sent, or no word at all): docker's answer takes a while. */
+	const struct outcome *o = &k->o;
+	const int ws = o->report.wstatus;
+	if (ds->oom_since && !o->timed_out && !o->cpu_stopped && !o->cancelled &&
+	    !o->output_overflow &&
+	    (!o->exited_report || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL)) &&
+	    ds->oom_since(ds, since))
+		k->o.oom_kills = 1;
+	if (k->bad_reply)
+		outcome_reply_too_long(&k->o, k->c->reply_max);
+	outcome_to_result(&k->o, l, &k->out, &k->err, res);
 }
 
 int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
@@ -542,94 +619,22 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	capture_init(&k.err, cap);
 	capture_init(&k.rb, c->reply_max + 1);
 	const double since = now_ms();
-
 	struct supervisor sv;
-	supervisor_init(&sv, &k.o, now_ms(), l->wall_sec);
-	sv.grace_ms = STOP_GRACE_MS;
-	sv.cancel_fd = c->cancel_fd;
-	sv.cap[0] = &k.out;
-	sv.cap[1] = &k.err;
-	/* The frames carry the output: left unread while the consumer is
-	 * behind. */
-	sv.src[0] = (struct supervisor_source){
-		.fd = in_fd(ds), .while_stopping = true, .carries_output = true,
-		.ready = on_frames};
-	sv.stream = supervisor_stream_of(c->tap);
-	/* The request goes in frames, each sent whole: after the reply or
-	 * the interpreter's end the loop goes on until the frame being sent
-	 * is (the stream's framing must survive into the next call). */
-	sv.in_fd = ds->fd;
-	sv.wants_write = call_wants_write;
-	sv.write = call_write;
-	if (ds->cpu_ms && (k.cpu_base = ds->cpu_ms(ds)) >= 0) {
-		k.cpu_limit = (double)l->cpu_sec * 1000.0 + ds->cpu_allowance_ms;
-		sv.check = call_cpu;
-		sv.check_every_ms = BOOT_CPU_CHECK_MS;
-	}
-	sv.stop = stop_call;
-	/* No force: a boot that does not confirm a stop within the grace is
-	 * a broken sandbox, destroyed below. */
-	sv.ctx = &k;
-	supervisor_run(&sv);
-	const bool broken = sv.broken;
-	const bool cpu_exceeded = k.cpu_exceeded;
+	supervise_boot_call(ds, l, &k, &sv);
 	capture_free(&k.rb);
-	if (broken) {
-		capture_free(&k.out);
-		capture_free(&k.err);
-		free(ans->reply);
-		ans->reply = NULL;
-		result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed",
-				     ds->tier, ds->dead ? "ended (its stream closed)"
-				     : sv.stopping ? "did not stop the call within 2 s"
-						 : "stopped taking requests");
-		ds->dead = true;
-		res->wall_ms = k.o.wall_ms;
-		/* The sandbox goes now (the core's close would do it too). */
-		ds->destroy(ds);
-		return -EPIPE;
-	}
+	if (sv.broken)
+		return boot_call_broken(ds, &k, sv.stopping, res);
 	if (k.replied) {
 		/* It may have ended right after its reply (a cell closed its
 		 * request pipe): boot's report came with it, and the next call
 		 * starts a fresh interpreter. */
 		if (k.ended)
 			ds->interpreter = false;
-		res->wall_ms = k.o.wall_ms;
-		res->stdout_truncated = k.out.truncated;
-		res->stderr_truncated = k.err.truncated;
-		res->stdout_buf = capture_take(&k.out, &res->stdout_len);
-		res->stderr_buf = capture_take(&k.err, &res->stderr_len);
-		res->status = AJ_STATUS_OK;
-		capture_free(&k.out);
-		capture_free(&k.err);
-		return 0;
+		replied_to_result(k.o.wall_ms, &k.out, &k.err, res);
+	} else {
+		boot_call_ended(ds, l, &k, sv.stopping, since, res);
 	}
-	/* The interpreter ended: how, as a run's program would have. If it
-	 * did so by itself before it took the request, the core gives the
-	 * request to a fresh one. */
-	ds->interpreter = false;
-	ans->ended = true;
-	ans->unread = !k.acked && !sv.stopping;
-	/* The tier's word on its memory cgroup's OOM killer (a flag: one
-	 * process at least); the status rules decide (src/core/status.h).
-	 * Asked only when the end could be the OOM killer's (a SIGKILL none
-	 * of ours sent, or no word at all): docker's answer takes a while. */
-	const int ws = k.o.report.wstatus;
-	if (ds->oom_since && !k.o.timed_out && !k.o.cancelled && !k.o.output_overflow &&
-	    (!k.o.exited_report || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL)) &&
-	    ds->oom_since(ds, since))
-		k.o.oom_kills = 1;
-	outcome_to_result(&k.o, l, &k.out, &k.err, res);
 	capture_free(&k.out);
 	capture_free(&k.err);
-	if (cpu_exceeded && res->status == AJ_STATUS_TIMEOUT)
-		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
-					"its runtime's own included)",
-				   l->cpu_sec);
-	if (k.bad_reply)
-		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
-					  "call was stopped",
-				     c->reply_max);
 	return 0;
 }

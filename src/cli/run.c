@@ -247,8 +247,7 @@ int cmd_run(int argc, char **argv)
 	struct aj_result res;
 	if (aj_open(&cfg, &sb, &err)) {
 		free(code);
-		memset(&res, 0, sizeof res);
-		res.status = AJ_STATUS_SANDBOX_ERROR;
+		result_init(&res); /* a sandbox_error */
 		res.message = err.message;
 		if (out != RUN_PLAIN)
 			(void)print_result(&res, cfg.tier, out);

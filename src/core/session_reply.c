@@ -66,23 +66,26 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 {
 	size_t image_bytes = (size_t)cfg->session.image_kb * 1024;
 	json_t *exit = json_object_get(reply, "exit");
-	if (!json_is_integer(exit)) {
-		result_sandbox_error(res, "session: the interpreter's reply has no exit code");
+	json_int_t code = json_integer_value(exit);
+	if (!json_is_integer(exit) || code < 0 || code > 255) {
+		/* repl.py's exit is a status's code, 0-255 (exit_rule.py). */
+		result_sandbox_error(res, "session: the interpreter's reply has no exit code "
+					  "from 0 to 255");
 	} else {
-		res->has_exit_code = true;
-		res->exit_code = (int)json_integer_value(exit);
-		res->status = res->exit_code == 0 ? AJ_STATUS_OK : AJ_STATUS_ERROR;
 		res->cpu_ms = (double)json_integer_value(json_object_get(reply, "cpu_us")) / 1000.0;
 		if (!res->memory_kb)
 			res->memory_kb = (uint64_t)json_integer_value(json_object_get(reply, "rss_kb"));
-		/* The status rules' memory rule: the interpreter's word that a
-		 * MemoryError ended the cell ("memory_error": true), beside the
-		 * cell's own exit code. The reply is the session's own output,
-		 * so a cell can claim it only for its own call. */
-		if (res->exit_code >= 0 && res->exit_code <= 255 &&
-		    status_is_memory(W_EXITCODE(res->exit_code, 0), 0,
-				     json_is_true(json_object_get(reply, "memory_error"))))
-			status_set_memory(res, 0, &cfg->limits);
+		/* The cell's end, as facts for the status rules: its exit code,
+		 * and the interpreter's word that a MemoryError ended the cell
+		 * ("memory_error": true, rule 7). The reply is the session's
+		 * own output, so a cell can claim it only for its own call. */
+		struct end_facts f = {
+			.ended = true,
+			.wstatus = W_EXITCODE((int)code, 0),
+			.cpu_ms = res->cpu_ms,
+			.memory_error = json_is_true(json_object_get(reply, "memory_error")),
+		};
+		status_decide(&f, &cfg->limits, res);
 		if (take_images(json_object_get(reply, "images"), res, cfg->session.images,
 				image_bytes))
 			result_sandbox_error(res, "session: out of memory");

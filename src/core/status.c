@@ -5,7 +5,10 @@
 #include "internal.h"
 #include "status.h"
 
-bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error)
+/* Rule 7 on its own: whether a program that ended (not stopped by the host,
+ * not by the CPU limit) ended by running out of memory. memory_error: its
+ * interpreter said a MemoryError ended it (AJ_VERDICT_FD). */
+static bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error)
 {
 	/* The OOM killer's SIGKILL (to the program or to a process of its
 	 * tree) is the memory limit at work, not a crash; a program that still
@@ -20,7 +23,9 @@ bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error)
 	return memory_error && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0;
 }
 
-void status_set_memory(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l)
+/* Status memory, and the message that says why: the OOM killer's count,
+ * or (none) a MemoryError. */
+static void status_set_memory(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l)
 {
 	res->status = AJ_STATUS_MEMORY;
 	if (oom_kills)
@@ -46,7 +51,7 @@ void status_decide(const struct end_facts *f, const struct aj_limits *l, struct 
 	}
 	/* Stopped by the host: the program was SIGKILLed (or its sandbox
 	 * was). One that had already exited keeps its own exit code. */
-	if (f->output_overflow || f->timed_out || f->cancelled) {
+	if (f->output_overflow || f->timed_out || f->cpu_stopped || f->cancelled) {
 		if (f->ended && WIFEXITED(ws)) {
 			res->has_exit_code = true;
 			res->exit_code = WEXITSTATUS(ws);
@@ -63,6 +68,15 @@ void status_decide(const struct end_facts *f, const struct aj_limits *l, struct 
 	if (f->cancelled) {
 		res->status = AJ_STATUS_KILLED;
 		result_set_message(res, "cancelled by the caller; the run was stopped");
+		return;
+	}
+	if (f->cpu_stopped) {
+		/* Rule 6's limit, kept by the host where the sandbox has no
+		 * RLIMIT_CPU of its own: the figure is the whole sandbox's. */
+		res->status = AJ_STATUS_TIMEOUT;
+		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
+					"its runtime's own included, counted by the host)",
+				   l->cpu_sec);
 		return;
 	}
 	if (f->timed_out) {

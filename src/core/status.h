@@ -13,6 +13,8 @@
  *   2. the host stopped it: output cap passed        output_limit
  *   3.                      the caller cancelled     killed
  *   4.                      its wall clock ran out   timeout
+ *                          or the CPU time it counts
+ *                          itself passed the limit  timeout
  *   5. the end is unknown (no report) and the kernel's OOM killer ended
  *      something in its cgroup                       memory
  *      the end is unknown otherwise                  sandbox_error
@@ -51,6 +53,8 @@ struct end_facts {
 	bool output_overflow;       /* rule 2: which stream is res's *_truncated */
 	bool cancelled;             /* rule 3 */
 	bool timed_out;             /* rule 4 */
+	bool cpu_stopped;           /* rule 4: the host stopped it for the CPU time it
+				     * counted itself (gVisor enforces no RLIMIT_CPU) */
 	bool ended;                 /* wstatus is the program's (else rule 5) */
 	int wstatus;
 	const char *unknown_end;    /* rule 5's sandbox_error message */
@@ -62,14 +66,5 @@ struct end_facts {
 /* Sets res's status, exit code or signal and message from the facts, by
  * the rules above. Leaves streams and usage figures alone. */
 void status_decide(const struct end_facts *f, const struct aj_limits *l, struct aj_result *res);
-
-/* Rule 7 on its own: whether a program that ended (not stopped by the host,
- * not by the CPU limit) ended by running out of memory. memory_error: its
- * interpreter said a MemoryError ended it (AJ_VERDICT_FD). */
-bool status_is_memory(int wstatus, uint64_t oom_kills, bool memory_error);
-
-/* Status memory, and the message that says why: the OOM killer's count,
- * or (none) a MemoryError. */
-void status_set_memory(struct aj_result *res, uint64_t oom_kills, const struct aj_limits *l);
 
 #endif

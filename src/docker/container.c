@@ -79,41 +79,39 @@ int docker_attach(const char *socket, const char *id, struct http_conn *at,
 	return rc ? rc : http_upgrade(at, path, DOCKER_CALL_MS, err);
 }
 
-int docker_start(struct http_conn *api, const char *id, struct aj_error *err)
+/* A call on one container (/containers/ID then suffix) whose reply the host
+ * does not read: docker_call's answer, but 0 on the HTTP status done (0:
+ * none), which says the state asked for was there already. */
+static int container_call(struct http_conn *api, const char *method, const char *id,
+			  const char *suffix, const char *what, int done, struct aj_error *err)
 {
 	char path[128];
-	snprintf(path, sizeof path, "/containers/%s/start", id);
-	return docker_call(api, "POST", path, NULL, "start", NULL, NULL, err);
+	snprintf(path, sizeof path, "/containers/%s%s", id, suffix);
+	int status;
+	int rc = docker_call(api, method, path, NULL, what, &status, NULL, err);
+	return rc && done && status == done ? 0 : rc;
+}
+
+int docker_start(struct http_conn *api, const char *id, struct aj_error *err)
+{
+	return container_call(api, "POST", id, "/start", "start", 0, err);
 }
 
 int docker_kill(struct http_conn *api, const char *id, struct aj_error *err)
 {
-	char path[128];
-	snprintf(path, sizeof path, "/containers/%s/kill?signal=SIGKILL", id);
-	int status;
-	int rc = docker_call(api, "POST", path, NULL, "kill", &status, NULL, err);
 	/* 409: it had already stopped by itself. */
-	return rc && status == 409 ? 0 : rc;
+	return container_call(api, "POST", id, "/kill?signal=SIGKILL", "kill", 409, err);
 }
 
 int docker_wait_stopped(struct http_conn *api, const char *id, struct aj_error *err)
 {
-	char path[128];
-	snprintf(path, sizeof path, "/containers/%s/wait", id);
-	int status;
-	json_t *j = NULL;
-	int rc = docker_call(api, "POST", path, NULL, "wait", &status, &j, err);
-	json_decref(j);
-	return rc && status == 404 ? 0 : rc;
+	/* 404: it is gone already. */
+	return container_call(api, "POST", id, "/wait", "wait", 404, err);
 }
 
 int docker_remove(struct http_conn *api, const char *id, struct aj_error *err)
 {
-	char path[128];
-	snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
-	int status;
-	int rc = docker_call(api, "DELETE", path, NULL, "remove", &status, NULL, err);
-	return rc && status == 404 ? 0 : rc;
+	return container_call(api, "DELETE", id, "?force=1&v=1", "remove", 404, err);
 }
 
 double docker_unix_time(void)

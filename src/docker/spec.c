@@ -83,23 +83,16 @@ static int add_egress_bind(json_t *mounts, const char *dir)
 	return !m || json_array_append_new(mounts, m) ? -1 : 0;
 }
 
-json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
-			      gid_t gid, const char *owner, const char *egress_dir)
+/* The HostConfig: the container's protections and limits (l: the
+ * program's, with room for boot.py's forwarder), its mounts. NULL on
+ * ENOMEM. */
+static json_t *host_config(const struct aj_config *cfg, const struct aj_limits *l,
+			   const char *egress_dir)
 {
 	bool egress = egress_dir != NULL;
-	/* The program's limits, with room for boot.py's forwarder. */
-	const struct aj_limits bl = boot_limits(&cfg->limits, egress);
-	const struct aj_limits *l = &bl;
 	const uint64_t mib = 1024 * 1024;
 	struct boot_disk disk;
 	boot_disk_split(l->disk_mb, &disk);
-	char user[32];
-	snprintf(user, sizeof user, "%u:%u", (unsigned)uid, (unsigned)gid);
-	/* The interpreter the image's PATH finds (an image of Docker Hub's has
-	 * it in /usr/local/bin), unless another than the default was named. */
-	const char *python = cfg->python && *cfg->python && strcmp(cfg->python, AJ_DEFAULT_PYTHON)
-				     ? cfg->python
-				     : "python3";
 	json_t *profile = boot_seccomp(egress);
 	char *profile_text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
 	json_decref(profile);
@@ -169,7 +162,25 @@ json_t *docker_container_spec(const struct aj_config *cfg, const char *image, ui
 		return NULL;
 	}
 	json_decref(mounts);
+	return host;
+}
 
+json_t *docker_container_spec(const struct aj_config *cfg, const char *image, uid_t uid,
+			      gid_t gid, const char *owner, const char *egress_dir)
+{
+	bool egress = egress_dir != NULL;
+	/* The program's limits, with room for boot.py's forwarder. */
+	const struct aj_limits bl = boot_limits(&cfg->limits, egress);
+	char user[32];
+	snprintf(user, sizeof user, "%u:%u", (unsigned)uid, (unsigned)gid);
+	/* The interpreter the image's PATH finds (an image of Docker Hub's has
+	 * it in /usr/local/bin), unless another than the default was named. */
+	const char *python = cfg->python && *cfg->python && strcmp(cfg->python, AJ_DEFAULT_PYTHON)
+				     ? cfg->python
+				     : "python3";
+	json_t *host = host_config(cfg, &bl, egress_dir);
+	if (!host)
+		return NULL;
 	json_t *spec = json_pack(
 		"{s:s, s:o, s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b,"
 		" s:o, s:{s:s, s:s}, s:s, s:s, s:i, s:o}",

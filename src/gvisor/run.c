@@ -1,6 +1,7 @@
 /* One run in a gVisor sandbox: see run.h. */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -10,16 +11,6 @@
 #include "../gvisor/run.h"
 #include "../gvisor/watch.h"
 #include "../linux/stream_hooks.h"
-
-/* The sandbox was ended from the host (SIGKILL to its cgroup, or the OOM
- * killer's to the sentry): the program has no exit code of its own. */
-static void killed_by_host(struct aj_result *res, enum aj_status status)
-{
-	res->status = status;
-	res->has_exit_code = false;
-	res->exit_code = 0;
-	res->signal = SIGKILL;
-}
 
 /* The program, in a started sandbox, under the wall clock from start_ms;
  * the sandbox is destroyed after. Fills res fully. */
@@ -67,26 +58,20 @@ int gvisor_run_in(struct gvisor_started *s, const struct aj_config *cfg,
 	/* The program's own stderr is capped like stdout. */
 	boot_finish_run(&w.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
 	boot_stream_finish(&bs);
-	char why[200];
+	char why[200], unknown[400];
 	boot_last_line(&w.err, why, sizeof why);
-	o.oom_kills = oom_kills; /* status memory: src/core/status.h */
+	/* Facts for the status rules (src/core/status.h): the OOM killer's
+	 * count, and what runsc said of an end boot.py did not report. */
+	o.oom_kills = oom_kills;
+	snprintf(unknown, sizeof unknown,
+		 "gvisor: the sandbox ended without a report (runsc %s %d)%s%s", exit_code >= 0 ? "exit code" : "killed by signal",
+		 exit_code >= 0 ? exit_code : si.si_status, why[0] ? ": " : "", why);
+	o.unknown_end = unknown;
 	outcome_to_result(&o, l, &w.out, &w.err, res);
 	if (!o.exited_report && peak_kb)
 		res->memory_kb = peak_kb;
 	if (!o.exited_report && w.cpu_used > 0)
 		res->cpu_ms = w.cpu_used; /* the sandbox's, as last read */
-	if (w.cpu_exceeded && res->status != AJ_STATUS_OK && res->status != AJ_STATUS_OUTPUT_LIMIT) {
-		/* Stopped here for its CPU time, as RLIMIT_CPU's hard limit
-		 * would have stopped it on another tier. */
-		killed_by_host(res, AJ_STATUS_TIMEOUT);
-		result_set_message(res, "CPU time limit of %u s reached (the sandbox's CPU time, "
-					"gVisor's own included, counted by its cgroup)",
-				   l->cpu_sec);
-	} else if (res->status == AJ_STATUS_SANDBOX_ERROR) {
-		result_sandbox_error(res, "gvisor: the sandbox ended without a report (runsc %s %d)%s%s",
-				     exit_code >= 0 ? "exit code" : "killed by signal",
-				     exit_code >= 0 ? exit_code : si.si_status, why[0] ? ": " : "", why);
-	}
 	free(input);
 	int rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
 	struct aj_error left = {0};

@@ -26,7 +26,7 @@ static bool run_cpu_check(struct supervisor *sv)
 	w->cpu_used = cgroup_cpu_ms(&w->sb->cg) - w->cpu_base;
 	if (w->cpu_used <= w->cpu_limit)
 		return false;
-	w->cpu_exceeded = true;
+	sv->o->cpu_stopped = true; /* a fact for the status rules (src/core/status.h) */
 	return true;
 }
 

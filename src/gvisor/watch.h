@@ -18,7 +18,6 @@
 
 struct watch {
 	int pidfd, in_fd, out_fd, err_fd, cancel_fd;
-	bool cpu_exceeded;      /* the cgroup's CPU time passed the limit */
 	double cpu_used;        /* its CPU time since the program went in, last read */
 	double cpu_base, cpu_limit;
 	const struct gvisor_sandbox *sb;

@@ -108,6 +108,69 @@ static void stop_interpreter(struct supervisor *sv)
 	pidfd_send_signal(k->js->pidfd, STOP_SIGNAL, NULL, 0);
 }
 
+/* The call under the one supervision loop: the request into the
+ * interpreter's pipe, its streams, reply and init's report out, the stop
+ * init's stop signal. */
+static void supervise_jail_call(struct jail_call *k, const struct aj_limits *l, struct outcome *o,
+			   struct capture *out, struct capture *err, struct supervisor *sv)
+{
+	struct jail_session *js = k->js;
+	supervisor_init(sv, o, now_ms(), l->wall_sec);
+	sv->grace_ms = STOP_GRACE_MS;
+	sv->cancel_fd = k->c->cancel_fd;
+	sv->stream = supervisor_stream_of(k->c->tap);
+	sv->out_fd[0] = js->out_r;
+	sv->out_fd[1] = js->err_r;
+	sv->cap[0] = out;
+	sv->cap[1] = err;
+	sv->src[0] = (struct supervisor_source){
+		.fd = js->report_r, .while_stopping = true, .ready = on_call_report};
+	/* After the streams: a flood read in the same wake-up stops the
+	 * call before its reply is taken. */
+	sv->src[1] = (struct supervisor_source){
+		.fd = js->rep_r, .after_streams = true, .ready = on_reply};
+	sv->src[2] = (struct supervisor_source){
+		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_gone};
+	sv->in_fd = js->req_w;
+	sv->input = k->c->request;
+	sv->input_len = k->c->len;
+	sv->stop = stop_interpreter;
+	/* No force: an init that does not report within the grace is killed
+	 * with the session, by the caller. */
+	sv->ctx = k;
+	supervisor_run(sv);
+}
+
+/* The interpreter ended: how, as a run's program would have. oom_before:
+ * the session cgroup's OOM kills before the call. */
+static void jail_call_ended(struct jail_call *k, const struct aj_limits *l, struct outcome *o,
+		       bool stopping, uint64_t oom_before, struct capture *out,
+		       struct capture *err, struct aj_result *res)
+{
+	struct jail_session *js = k->js;
+	struct session_answer *ans = k->ans;
+	js->interpreter = false;
+	ans->ended = true;
+	/* A last look for an ack that came with its end. */
+	bool ignored_overflow = false;
+	supervise_drain(js->rep_r, &k->rb, &ignored_overflow);
+	session_take_reply(&k->rb, k->c->seq, ans, &k->acked);
+	free(ans->reply);
+	ans->reply = NULL;
+	ans->unread = !k->acked && !stopping;
+	int64_t total = o->report.cpu_us;
+	o->report.cpu_us = total - js->cpu_us_reported;
+	js->cpu_us_reported = total;
+	if (js->cgroup) {
+		uint64_t peak_kb = 0;
+		cgroup_usage(js->cgroup, &o->oom_kills, &peak_kb);
+		o->oom_kills = o->oom_kills > oom_before ? o->oom_kills - oom_before : 0;
+	}
+	if (k->bad_reply)
+		outcome_reply_too_long(o, k->c->reply_max);
+	outcome_to_result(o, l, out, err, res);
+}
+
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 		      const struct session_call *c, struct aj_result *res,
 		      struct session_answer *ans)
@@ -149,48 +212,23 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 	capture_init(&out, cap);
 	capture_init(&err, cap);
 	capture_init(&k.rb, c->reply_max + 1);
-
 	struct supervisor sv;
-	supervisor_init(&sv, &o, now_ms(), l->wall_sec);
-	sv.grace_ms = STOP_GRACE_MS;
-	sv.cancel_fd = c->cancel_fd;
-	sv.stream = supervisor_stream_of(c->tap);
-	sv.out_fd[0] = js->out_r;
-	sv.out_fd[1] = js->err_r;
-	sv.cap[0] = &out;
-	sv.cap[1] = &err;
-	sv.src[0] = (struct supervisor_source){
-		.fd = js->report_r, .while_stopping = true, .ready = on_call_report};
-	/* After the streams: a flood read in the same wake-up stops the
-	 * call before its reply is taken. */
-	sv.src[1] = (struct supervisor_source){
-		.fd = js->rep_r, .after_streams = true, .ready = on_reply};
-	sv.src[2] = (struct supervisor_source){
-		.fd = js->pidfd, .while_stopping = true, .after_streams = true, .ready = on_init_gone};
-	sv.in_fd = js->req_w;
-	sv.input = c->request;
-	sv.input_len = c->len;
-	sv.stop = stop_interpreter;
-	/* No force: an init that does not report within the grace is killed
-	 * with the session, by the caller. */
-	sv.ctx = &k;
-	supervisor_run(&sv);
+	supervise_jail_call(&k, l, &o, &out, &err, &sv);
+	int rc = 0;
 	if (sv.broken) {
-		capture_free(&k.rb);
-		capture_free(&out);
-		capture_free(&err);
 		free(ans->reply);
 		ans->reply = NULL;
 		result_sandbox_error(res, "session: the sandbox %s; the session is closed",
 				     sv.stopping ? "did not stop the call within 1 s"
 					     : "ended (its init is gone)");
 		res->wall_ms = o.wall_ms;
-		return -EPIPE;
+		rc = -EPIPE;
+	} else {
+		/* Everything the interpreter wrote before its reply (or its
+		 * end) is in the pipes now. */
+		supervisor_drain(&sv);
 	}
-	/* Everything the interpreter wrote before its reply (or its end) is in
-	 * the pipes now. */
-	supervisor_drain(&sv);
-	if (k.replied) {
+	if (!sv.broken && k.replied) {
 		if (k.ended) {
 			/* Its end was read in the same pass as its reply (a cell
 			 * closed its request pipe, so it ended right after): the
@@ -204,41 +242,12 @@ int jail_session_call(struct jail_session *js, const struct aj_limits *l,
 			if (o.exited_report)
 				js->cpu_us_reported = o.report.cpu_us;
 		}
-		res->wall_ms = o.wall_ms;
-		res->stdout_truncated = out.truncated;
-		res->stderr_truncated = err.truncated;
-		res->stdout_buf = capture_take(&out, &res->stdout_len);
-		res->stderr_buf = capture_take(&err, &res->stderr_len);
-		res->status = AJ_STATUS_OK;
-		capture_free(&out);
-		capture_free(&err);
-		capture_free(&k.rb);
-		return 0;
+		replied_to_result(o.wall_ms, &out, &err, res);
+	} else if (!sv.broken) {
+		jail_call_ended(&k, l, &o, sv.stopping, oom_before, &out, &err, res);
 	}
-	/* The interpreter ended: how, as a run's program would have. */
-	js->interpreter = false;
-	ans->ended = true;
-	/* A last look for an ack that came with its end. */
-	bool ignored_overflow = false;
-	supervise_drain(js->rep_r, &k.rb, &ignored_overflow);
-	session_take_reply(&k.rb, c->seq, ans, &k.acked);
-	free(ans->reply);
-	ans->reply = NULL;
-	ans->unread = !k.acked && !sv.stopping;
-	int64_t total = o.report.cpu_us;
-	o.report.cpu_us = total - js->cpu_us_reported;
-	js->cpu_us_reported = total;
 	capture_free(&k.rb);
-	if (js->cgroup) {
-		cgroup_usage(js->cgroup, &o.oom_kills, &peak_kb);
-		o.oom_kills = o.oom_kills > oom_before ? o.oom_kills - oom_before : 0;
-	}
-	outcome_to_result(&o, l, &out, &err, res);
 	capture_free(&out);
 	capture_free(&err);
-	if (k.bad_reply)
-		result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; the "
-					  "call was stopped",
-				     c->reply_max);
-	return 0;
+	return rc;
 }

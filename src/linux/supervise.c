@@ -170,17 +170,13 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 {
 	const struct sandbox_report *r = &o->report;
 
-	res->wall_ms = o->wall_ms;
+	replied_to_result(o->wall_ms, out, err, res);
 	if (o->exited_report) {
 		res->cpu_ms = (double)r->cpu_us / 1000.0;
 		res->memory_kb = (uint64_t)r->maxrss_kb;
 	} else {
 		res->cpu_ms = rusage_cpu_ms(&o->init_rusage);
 	}
-	res->stdout_truncated = out->truncated;
-	res->stderr_truncated = err->truncated;
-	res->stdout_buf = capture_take(out, &res->stdout_len);
-	res->stderr_buf = capture_take(err, &res->stderr_len);
 
 	char unknown[96];
 	if (o->init_reaped)
@@ -194,14 +190,33 @@ void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struc
 		.output_overflow = o->output_overflow,
 		.cancelled = o->cancelled,
 		.timed_out = o->timed_out,
+		.cpu_stopped = o->cpu_stopped,
 		.ended = o->exited_report,
 		.wstatus = r->wstatus,
-		.unknown_end = unknown,
+		.unknown_end = o->unknown_end ? o->unknown_end : unknown,
 		.cpu_ms = res->cpu_ms,
 		.oom_kills = o->oom_kills,
 		.memory_error = o->exited_report && (r->flags & REPORT_MEMORY_ERROR),
 	};
 	status_decide(&f, l, res);
+}
+
+void replied_to_result(double wall_ms, struct capture *out, struct capture *err,
+		       struct aj_result *res)
+{
+	res->wall_ms = wall_ms;
+	res->stdout_truncated = out->truncated;
+	res->stderr_truncated = err->truncated;
+	res->stdout_buf = capture_take(out, &res->stdout_len);
+	res->stderr_buf = capture_take(err, &res->stderr_len);
+}
+
+void outcome_reply_too_long(struct outcome *o, size_t reply_max)
+{
+	o->setup_failed = true;
+	snprintf(o->setup_message, sizeof o->setup_message,
+		 "session: the interpreter's reply passed %zu bytes; the call was stopped",
+		 reply_max);
 }
 
 /* ---- init side ---- */

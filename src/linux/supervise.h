@@ -45,6 +45,17 @@ void supervise(const struct supervised *s, const struct aj_limits *l, struct cap
 void outcome_to_result(const struct outcome *o, const struct aj_limits *l, struct capture *out,
 		       struct capture *err, struct aj_result *res);
 
+/* A call its interpreter answered: its wall time and streams into res
+ * (the captures' bytes moved). The status is the reply's
+ * (session_run_reply). */
+void replied_to_result(double wall_ms, struct capture *out, struct capture *err,
+		       struct aj_result *res);
+
+/* A session interpreter's reply passed its cap (reply_max bytes): a broken
+ * protocol, rule 1's sandbox_error (docs/design.md, "Status: the ladder"),
+ * set as a fact for outcome_to_result. */
+void outcome_reply_too_long(struct outcome *o, size_t reply_max);
+
 /* A whole run's supervision: captures capped at the limits, supervise,
  * then res filled from the outcome. 0 if the program ran, -EPERM if res is
  * a sandbox_error. */

@@ -24,6 +24,7 @@
  * saw it: what the status rules read (outcome_to_result). */
 struct outcome {
 	bool timed_out;
+	bool cpu_stopped;           /* a check hook stopped it for its CPU time */
 	bool cancelled;
 	bool output_overflow;
 	bool exited_report;         /* init reported the program's end */
@@ -38,6 +39,8 @@ struct outcome {
 	struct rusage init_rusage;
 	double wall_ms;
 	uint64_t oom_kills;         /* the kernel's, in the run's memory cgroup */
+	const char *unknown_end;    /* what the tier saw of an end init did not
+				     * report (NULL: init's wait status) */
 };
 
 struct supervisor;

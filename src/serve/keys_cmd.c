@@ -72,6 +72,77 @@ static int rotate_webhook_secret(struct keyring *kr, const char *file, const cha
 	return 0;
 }
 
+/* keys remove NAME: 0, or 1 said. */
+static int remove_key(struct keyring *kr, const char *file, const char *name)
+{
+	struct aj_error err = {0};
+	int rc = 0;
+	size_t i = 0;
+	while (i < kr->count && strcmp(kr->keys[i].name, name))
+		i++;
+	if (i == kr->count) {
+		cli_error("keys: %s holds no key named '%s'", file, name);
+		rc = 1;
+	} else {
+		memmove(&kr->keys[i], &kr->keys[i + 1], (kr->count - i - 1) * sizeof *kr->keys);
+		kr->count--;
+		if (keys_save(kr, file, &err)) {
+			cli_error("keys: %s", err.message);
+			rc = 1;
+		} else {
+			fprintf(stderr, "agentjail: keys: removed '%s' (a running server "
+					"keeps it until restarted)\n",
+				name);
+		}
+	}
+	return rc;
+}
+
+/* keys add NAME with nk's limits: 0, or an exit code said. */
+static int add_key(struct keyring *kr, const char *file, const char *name, struct key nk)
+{
+	struct aj_error err = {0};
+	int rc = 0;
+	if (key_name_check(name, &err)) {
+		cli_error("keys: %s", err.message);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < kr->count; i++)
+		if (!strcmp(kr->keys[i].name, name)) {
+			cli_error("keys: %s already holds a key named '%s' (remove it first)",
+				  file, name);
+			return 1;
+		}
+	struct key *grown = realloc(kr->keys, (kr->count + 1) * sizeof *kr->keys);
+	if (!grown) {
+		return 1;
+	}
+	kr->keys = grown;
+	char token[KEY_TOKEN_LEN + 1];
+	snprintf(nk.name, sizeof nk.name, "%s", name);
+	if (key_generate(&nk, token) || key_webhook_secret_generate(&nk)) {
+		cli_error("keys: cannot read random bytes");
+		return 1;
+	}
+	kr->keys[kr->count++] = nk;
+	if (keys_save(kr, file, &err)) {
+		cli_error("keys: %s", err.message);
+		return 1;
+	}
+	/* The token itself is shown this once and kept nowhere. It alone
+	 * goes to stdout, as before webhooks, for the scripts that read
+	 * it there; the webhook secret, which only a receiver needs, is
+	 * shown beside it on stderr (and printed again, new, by
+	 * webhook-secret). */
+	printf("%s\n", token);
+	fprintf(stderr, "agentjail: keys: added '%s' to %s; the key above is not kept: "
+			"save it now\n"
+			"agentjail: keys: its webhook secret (for the receivers of its runs' "
+			"webhooks): %s\n",
+		name, file, nk.webhook_secret);
+	return rc;
+}
+
 int cmd_keys(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -159,69 +230,10 @@ int cmd_keys(int argc, char **argv)
 	} else if (!strcmp(action, "webhook-secret")) {
 		rc = rotate_webhook_secret(&kr, file, name);
 	} else if (!strcmp(action, "remove")) {
-		size_t i = 0;
-		while (i < kr.count && strcmp(kr.keys[i].name, name))
-			i++;
-		if (i == kr.count) {
-			cli_error("keys: %s holds no key named '%s'", file, name);
-			rc = 1;
-		} else {
-			memmove(&kr.keys[i], &kr.keys[i + 1], (kr.count - i - 1) * sizeof *kr.keys);
-			kr.count--;
-			if (keys_save(&kr, file, &err)) {
-				cli_error("keys: %s", err.message);
-				rc = 1;
-			} else {
-				fprintf(stderr, "agentjail: keys: removed '%s' (a running server "
-						"keeps it until restarted)\n",
-					name);
-			}
-		}
+		rc = remove_key(&kr, file, name);
 	} else {
-		if (key_name_check(name, &err)) {
-			cli_error("keys: %s", err.message);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		for (size_t i = 0; i < kr.count; i++)
-			if (!strcmp(kr.keys[i].name, name)) {
-				cli_error("keys: %s already holds a key named '%s' (remove it first)",
-					  file, name);
-				rc = 1;
-				goto out;
-			}
-		struct key *grown = realloc(kr.keys, (kr.count + 1) * sizeof *kr.keys);
-		if (!grown) {
-			rc = 1;
-			goto out;
-		}
-		kr.keys = grown;
-		char token[KEY_TOKEN_LEN + 1];
-		snprintf(nk.name, sizeof nk.name, "%s", name);
-		if (key_generate(&nk, token) || key_webhook_secret_generate(&nk)) {
-			cli_error("keys: cannot read random bytes");
-			rc = 1;
-			goto out;
-		}
-		kr.keys[kr.count++] = nk;
-		if (keys_save(&kr, file, &err)) {
-			cli_error("keys: %s", err.message);
-			rc = 1;
-			goto out;
-		}
-		/* The token itself is shown this once and kept nowhere. It alone
-		 * goes to stdout, as before webhooks, for the scripts that read
-		 * it there; the webhook secret, which only a receiver needs, is
-		 * shown beside it on stderr (and printed again, new, by
-		 * webhook-secret). */
-		printf("%s\n", token);
-		fprintf(stderr, "agentjail: keys: added '%s' to %s; the key above is not kept: "
-				"save it now\n"
-				"agentjail: keys: its webhook secret (for the receivers of its runs' "
-				"webhooks): %s\n",
-			name, file, nk.webhook_secret);
+		rc = add_key(&kr, file, name, nk);
 	}
-out:
 	keys_free(&kr);
 	return rc;
 }

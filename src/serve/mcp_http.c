@@ -166,26 +166,29 @@ static void rpc_error(struct http_response *rs, int status, json_t *id, int code
 	respond_json(rs, status, o);
 }
 
-void mcp_http_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
+/* The request's method and headers, before its body is read: false, or
+ * true with the refusal in rs. */
+static bool head_refused(const struct service *svc, const struct http_request *rq,
+			 struct http_response *rs)
 {
 	if (!strcmp(rq->method, "GET") || !strcmp(rq->method, "DELETE")) {
 		/* No server-pushed stream and no session to end: stateless. */
 		respond_error(rs, 405, "method_not_allowed",
 			      "this server offers no SSE stream and no MCP session; POST messages");
 		rs->allow = "POST";
-		return;
+		return true;
 	}
 	if (strcmp(rq->method, "POST")) {
 		respond_error(rs, 405, "method_not_allowed", "%s is not allowed here", rq->method);
 		rs->allow = "POST";
-		return;
+		return true;
 	}
 	/* DNS rebinding: a web page the user opened must not reach a server
 	 * on their loopback. Browsers send Origin; other clients need not. */
 	if (rq->origin && (!svc->cfg.origin || strcmp(rq->origin, svc->cfg.origin))) {
 		respond_error(rs, 403, "forbidden_origin",
 			      "Origin %.200s is not allowed (agentjail serve --origin)", rq->origin);
-		return;
+		return true;
 	}
 	if (rq->protocol_version) {
 		bool known = false;
@@ -193,13 +196,20 @@ void mcp_http_handle(struct service *svc, const struct http_request *rq, struct 
 			known |= !strcmp(rq->protocol_version, versions[i]);
 		if (!known) {
 			rpc_error(rs, 400, NULL, -32600, "Unsupported MCP-Protocol-Version header");
-			return;
+			return true;
 		}
 	}
 	if (!accepts_json(rq->accept)) {
 		respond_error(rs, 406, "not_acceptable", "answers are application/json");
-		return;
+		return true;
 	}
+	return false;
+}
+
+void mcp_http_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
+{
+	if (head_refused(svc, rq, rs))
+		return;
 	/* A tools/call takes its queue place here, so a full queue is a 429
 	 * the client's HTTP stack understands, before any thread starts. */
 	/* JSON_ALLOW_NUL as the MCP server reads it (code may hold a \u0000):

@@ -176,6 +176,108 @@ static int exit_state(struct http_conn *c, const char *id, int *exit_code, bool 
 	return 0;
 }
 
+/* The run under the one supervision loop, from start_ms: the program in
+ * on the attach stream (at: its bytes that came with the 101 reply first),
+ * the output out, the stop the caller's (sv->stopping: kill it). */
+static void supervise_container(struct stream_run *s, struct http_conn *at,
+				const struct run_request *req, const struct aj_limits *l,
+				const char *input, size_t input_len, double start_ms,
+				struct boot_stream *bs, struct outcome *o, struct supervisor *sv)
+{
+	supervisor_init(sv, o, start_ms, l->wall_sec);
+	/* The stop is the caller's: it kills the container through the API
+	 * with SIGKILL (python as PID 1 ignores SIGTERM) once the loop ends. */
+	sv->grace_ms = 0;
+	sv->cancel_fd = req->cancel_fd;
+	sv->cap[0] = &s->out;
+	sv->cap[1] = &s->err;
+	/* The attach stream carries the output: left unread while the
+	 * consumer is behind. */
+	sv->src[0] = (struct supervisor_source){.fd = s->fd, .carries_output = true,
+						  .ready = on_stream};
+	sv->stream = boot_stream_hooks(bs, supervisor_stream_of(req->tap), &s->err,
+				       (size_t)l->output_kb * 1024);
+	sv->in_fd = s->fd;
+	sv->input = input; /* nonce line + program, for stdin */
+	sv->input_len = input_len;
+	sv->input_is_socket = true;
+	sv->input_end = stream_input_end;
+	sv->ctx = s;
+	/* Stream bytes that came with the 101 reply. */
+	if (at->len > at->pos)
+		take_stream(sv, s, at->buf + at->pos, at->len - at->pos);
+	supervisor_run(sv);
+}
+
+/* The result from what the host saw and boot.py's report, as facts for
+ * the status rules (src/core/status.h). */
+static void container_result(struct stream_run *s, const char *nonce, int exit_code, bool oom,
+			     const struct aj_limits *l, struct boot_stream *bs,
+			     struct outcome *o, struct aj_result *res)
+{
+	/* The program's own stderr is capped like stdout. */
+	boot_finish_run(&s->err, nonce, exit_code, (size_t)l->output_kb * 1024, o);
+	boot_stream_finish(bs);
+	o->init_wstatus = exit_code << 8;
+	char why[200], unknown[300];
+	boot_last_line(&s->err, why, sizeof why);
+	snprintf(unknown, sizeof unknown,
+		 "docker: the container's PID 1 ended without a report (exit code %d)%s%s",
+		 exit_code, why[0] ? ": " : "", why);
+	o->unknown_end = unknown;
+	/* Docker saw the memory cgroup's OOM killer at work (a flag, not a
+	 * count: one process at least). */
+	o->oom_kills = oom ? 1 : 0;
+	outcome_to_result(o, l, &s->out, &s->err, res);
+}
+
+/* After the loop: the stream closed, the container killed if the loop
+ * stopped it, its exit state and OOM flag read, and it removed (id then
+ * emptied: there is nothing left to remove on a failure). */
+static int end_container(struct http_conn *api, struct http_conn *at, char *id,
+			 const struct supervisor *sv, const struct outcome *o, double created_at,
+			 int *exit_code, bool *oom, struct docker_phases *ph, struct aj_error *err)
+{
+	double t = now_ms();
+	if (sv->poll_errno)
+		return error_set(err, -EIO, "docker: poll: %s", errno_name(sv->poll_errno));
+	/* Done with the stream. Closed before the kill: Docker finishes a
+	 * container's exit only once its output is copied out, and nobody
+	 * reads this stream any more (a flood would block the kill). */
+	http_close(at);
+	int rc;
+	if (sv->stopping && (rc = docker_kill(api, id, err)))
+		return rc;
+	if ((rc = exit_state(api, id, exit_code, oom, err)))
+		return rc;
+	/* A death by signal (128 + N) may be the OOM killer's. */
+	if (!*oom && *exit_code > 128 && !o->timed_out && !o->cancelled && !o->output_overflow &&
+	    (rc = docker_saw_oom(api, id, created_at - 1.0, oom, err)))
+		return rc;
+	ph->wait = now_ms() - t;
+	t = now_ms();
+	rc = docker_remove(api, id, err);
+	id[0] = 0; /* gone, or the error says it is left: not tried twice */
+	if (rc)
+		return rc;
+	ph->remove = now_ms() - t;
+	return 0;
+}
+
+/* Whatever failed, the container does not outlive the run: removed on a
+ * fresh connection, since the old one's state is unknown. */
+static void remove_after_failure(const struct docker_state *st, struct http_conn *api,
+				 const char *id, const struct aj_error *err,
+				 struct aj_result *res)
+{
+	struct aj_error e2 = {0};
+	http_close(api);
+	http_connect(api, st->socket, DOCKER_CALL_MS, &e2);
+	if (api->fd < 0 || docker_remove(api, id, &e2))
+		result_sandbox_error(res, "%s; and the container %.12s could not be removed: %s",
+				     err->message, id, e2.message);
+}
+
 static int docker_run(void *state, const struct aj_config *cfg, const struct run_request *req,
 		      struct aj_result *res)
 {
@@ -239,91 +341,22 @@ static int docker_run(void *state, const struct aj_config *cfg, const struct run
 		goto fail;
 	double start_ms = now_ms();
 	ph->start = start_ms - t;
-	supervisor_init(&sv, &o, start_ms, l->wall_sec);
-	/* The stop is the caller's: it kills the container through the API
-	 * with SIGKILL (python as PID 1 ignores SIGTERM) once the loop ends. */
-	sv.grace_ms = 0;
-	sv.cancel_fd = req->cancel_fd;
-	sv.cap[0] = &s.out;
-	sv.cap[1] = &s.err;
-	/* The attach stream carries the output: left unread while the
-	 * consumer is behind. */
-	sv.src[0] = (struct supervisor_source){.fd = s.fd, .carries_output = true,
-						 .ready = on_stream};
 	struct boot_stream bs;
-	sv.stream = boot_stream_hooks(&bs, supervisor_stream_of(req->tap), &s.err,
-				      (size_t)l->output_kb * 1024);
-	sv.in_fd = s.fd;
-	sv.input = input; /* nonce line + program, for stdin */
-	sv.input_len = input_len;
-	sv.input_is_socket = true;
-	sv.input_end = stream_input_end;
-	sv.ctx = &s;
-	/* Stream bytes that came with the 101 reply. */
-	if (at.len > at.pos)
-		take_stream(&sv, &s, at.buf + at.pos, at.len - at.pos);
-	supervisor_run(&sv);
-	bool must_kill = sv.stopping;
+	supervise_container(&s, &at, req, l, input, input_len, start_ms, &bs, &o, &sv);
 	ph->run = o.wall_ms;
-	t = now_ms();
-	if (sv.poll_errno) {
-		rc = error_set(&err, -EIO, "docker: poll: %s", errno_name(sv.poll_errno));
-		goto fail;
-	}
-	/* Done with the stream. Closed before the kill: Docker finishes a
-	 * container's exit only once its output is copied out, and nobody
-	 * reads this stream any more (a flood would block the kill). */
-	http_close(&at);
-	if (must_kill && (rc = docker_kill(&api, id, &err)))
-		goto fail;
 	int exit_code = -1;
 	bool oom = false;
-	if ((rc = exit_state(&api, id, &exit_code, &oom, &err)))
+	if ((rc = end_container(&api, &at, id, &sv, &o, created_at, &exit_code, &oom, ph, &err)))
 		goto fail;
-	/* A death by signal (128 + N) may be the OOM killer's. */
-	if (!oom && exit_code > 128 && !o.timed_out && !o.cancelled && !o.output_overflow &&
-	    (rc = docker_saw_oom(&api, id, created_at - 1.0, &oom, &err)))
-		goto fail;
-	ph->wait = now_ms() - t;
-	t = now_ms();
-	if ((rc = docker_remove(&api, id, &err))) {
-		id[0] = 0; /* the error says it is left; do not try twice */
-		goto fail;
-	}
-	id[0] = 0;
-	ph->remove = now_ms() - t;
 
-	/* The program's own stderr is capped like stdout. */
-	boot_finish_run(&s.err, nonce, exit_code, (size_t)l->output_kb * 1024, &o);
-	boot_stream_finish(&bs);
-	o.init_wstatus = exit_code << 8;
-	char why[200];
-	boot_last_line(&s.err, why, sizeof why);
-	/* Docker saw the memory cgroup's OOM killer at work (a flag, not a
-	 * count: one process at least). */
-	o.oom_kills = oom ? 1 : 0;
-	outcome_to_result(&o, l, &s.out, &s.err, res);
-	if (res->status == AJ_STATUS_SANDBOX_ERROR) {
-		result_sandbox_error(res, "docker: the container's PID 1 ended without a report "
-					  "(exit code %d)%s%s",
-				     exit_code, why[0] ? ": " : "", why);
-	}
+	container_result(&s, nonce, exit_code, oom, l, &bs, &o, res);
 	rc = res->status == AJ_STATUS_SANDBOX_ERROR ? -EIO : 0;
 	goto out;
 
 fail:
 	result_sandbox_error(res, "%s", err.message);
-	if (id[0]) {
-		/* Whatever failed, the container does not outlive the run: on a
-		 * fresh connection, since the old one's state is unknown. */
-		struct aj_error e2 = {0};
-		http_close(&api);
-		http_connect(&api, st->socket, DOCKER_CALL_MS, &e2);
-		if (api.fd < 0 || docker_remove(&api, id, &e2))
-			result_sandbox_error(res, "%s; and the container %.12s could not be removed: "
-						  "%s",
-					     err.message, id, e2.message);
-	}
+	if (id[0])
+		remove_after_failure(st, &api, id, &err, res);
 	capture_free(&s.out);
 	capture_free(&s.err);
 out:

@@ -76,6 +76,17 @@ int vm_output_take(struct vm_output *v, const void *payload, uint32_t len, struc
 	return 0;
 }
 
+int vm_output_or_answer(struct vm_output *v, uint32_t type, void **payload, uint32_t len,
+			struct aj_result *res)
+{
+	if (type != VM_OUTPUT)
+		return 0;
+	int rc = vm_output_take(v, *payload, len, res);
+	free(*payload);
+	*payload = NULL;
+	return rc ? rc : 1;
+}
+
 /* The result's word on the streams: their lengths are what the output
  * frames brought, and what it says was cut. */
 static bool take_streams(struct vm_output *v, uint32_t stdout_len, uint32_t stderr_len,
@@ -197,12 +208,7 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			ans->reply[r.reply_len] = '\0';
 			ans->reply_len = r.reply_len;
 		}
-		res->status = AJ_STATUS_OK;
-		res->wall_ms = wall_ms;
-		res->stdout_truncated = out->truncated;
-		res->stderr_truncated = errc->truncated;
-		res->stdout_buf = capture_take(out, &res->stdout_len);
-		res->stderr_buf = capture_take(errc, &res->stderr_len);
+		replied_to_result(wall_ms, out, errc, res);
 	} else {
 		struct outcome o;
 		memset(&o, 0, sizeof o);
@@ -219,11 +225,9 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			 (int)(r.message_len < 300 ? r.message_len : 300), message);
 		o.wall_ms = wall_ms;
 		o.oom_kills = r.oom_kills; /* status memory: src/core/status.h */
-		outcome_to_result(&o, &cfg->limits, out, errc, res);
 		if (r.flags & VM_CALL_BAD_REPLY)
-			result_sandbox_error(res, "session: the interpreter's reply passed %zu bytes; "
-						  "the call was stopped",
-					     call->reply_max);
+			outcome_reply_too_long(&o, call->reply_max);
+		outcome_to_result(&o, &cfg->limits, out, errc, res);
 	}
 	return 0;
 }

@@ -30,6 +30,12 @@ void vm_output_free(struct vm_output *v);
  * stream past its cap, another call's seq), when it is not. */
 int vm_output_take(struct vm_output *v, const void *payload, uint32_t len, struct aj_result *res);
 
+/* A frame read while the host waits for an answer: a VM_OUTPUT is taken
+ * (1, its payload freed) or refused (-EPROTO, res saying why); any other
+ * frame is the answer (0, left to the caller). */
+int vm_output_or_answer(struct vm_output *v, uint32_t type, void **payload, uint32_t len,
+			struct aj_result *res);
+
 /* The booting guest's VM_READY: 0, -EPROTO (another frame or protocol
  * version), -EIO (its Python did not start), with err saying so. */
 int vm_ready_answer(uint32_t type, const void *payload, uint32_t len, struct aj_error *err);

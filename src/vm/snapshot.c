@@ -7,6 +7,7 @@
  * starts a new QEMU mapping that RAM file privately, copy-on-write
  * (share=off: the file is never changed), with the device state streamed in
  * on fd 3; the guest resumes blocked on its port, ready for the run. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../linux/creds.h"
 #include "../linux/report.h"
 #include "answer.h"
 #include "channel.h"
@@ -246,4 +248,28 @@ int vm_snapshot_ensure(const struct vm_image *img, const char *accel, unsigned m
 		rc = make_snapshot(img, accel, mem_mb, dir, uid, gid, err);
 	close(lock);
 	return rc ? rc : hand_over(dir, gid, err);
+}
+
+void vm_run_dirs_sweep(const struct aj_config *cfg, const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "run-", 4))
+			continue;
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof path, "%.3000s/%.200s", base, de->d_name);
+		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid < cfg->uid_base ||
+		    st.st_uid - cfg->uid_base >= cfg->slots)
+			continue;
+		struct uid_slot slot = {.lock_fd = -1};
+		struct aj_error e = {0};
+		if (slot_acquire_nr(cfg, st.st_uid - cfg->uid_base, &slot, &e) == 0) {
+			vm_run_dir_remove(path);
+			slot_release(&slot);
+		}
+	}
+	if (d)
+		closedir(d);
 }

@@ -29,5 +29,10 @@ int vm_boot_probe(const struct vm_image *img, const char *run_base, const char *
  * its removal. */
 int vm_run_dir(const char *base, char *out, size_t n, uid_t uid, struct aj_error *err);
 void vm_run_dir_remove(const char *dir);
+/* Run directories under base whose maker died (a caller SIGKILLed with a
+ * run or a session in flight; its QEMU died with it): each belongs to a
+ * uid slot of cfg's, and one whose slot's lock can be taken now has no
+ * holder left, so it is removed, under that lock. */
+void vm_run_dirs_sweep(const struct aj_config *cfg, const char *base);
 
 #endif
