@@ -19,6 +19,7 @@
 #include "api.h"
 #include "http/http.h"
 #include "mcp_http.h"
+#include "tier_probe.h"
 #include "admit/options.h"
 #include "admit/service.h"
 #include "http/access_log.h"
@@ -293,6 +294,10 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
 	}
+	if (tier_probe_start(&svc, &svc.tier_probe)) {
+		cli_error("serve: cannot start the thread that checks the tiers");
+		goto out;
+	}
 	/* The server reaches the routes only through these. */
 	static const struct http_handlers routes = {.api = api_handle,
 						    .api_needs_key = api_needs_key,
@@ -332,6 +337,7 @@ static int cmd_serve(int argc, char **argv)
 	http_stop(&svc);
 	rc = 0;
 out:
+	tier_probe_stop(svc.tier_probe);
 	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
 	webhooks_close(svc.webhooks);

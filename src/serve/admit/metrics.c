@@ -192,6 +192,11 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"# TYPE agentjail_webhooks_dropped_total counter\n"
 		"agentjail_webhooks_dropped_total %llu\n",
 		g->hooks_delivered, g->hooks_failed, g->hooks_given_up, g->hooks_dropped);
+	fprintf(f,
+		"# HELP agentjail_tier_probes_total Probes of the tiers for GET /v1/tiers (one at "
+		"start, then at most one a minute, whatever the requests).\n"
+		"# TYPE agentjail_tier_probes_total counter\nagentjail_tier_probes_total %llu\n",
+		g->tier_probes);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

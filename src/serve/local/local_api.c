@@ -220,21 +220,24 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	sessions_put(&local_of(svc)->sessions, h);
 }
 
-static void tiers(struct service *svc, struct http_response *rs)
+/* A trial sandbox of every tier: tier_probe.c's, never a request's. */
+static json_t *tiers(struct service *svc, struct aj_error *err)
 {
 	json_t *a = json_array();
 	for (int t = 0; a && t < AJ_TIER_COUNT; t++) {
 		struct aj_config cfg = svc->cfg.sandbox;
 		cfg.tier = (enum aj_tier)t;
-		struct aj_error err = {0};
-		int rc = aj_check(cfg.tier, &cfg, &err);
+		struct aj_error why = {0};
+		int rc = aj_check(cfg.tier, &cfg, &why);
 		json_array_append_new(a, json_pack("{s:s, s:b, s:s?}", "tier",
 						   aj_tier_name(cfg.tier), "available", rc == 0,
-						   "reason", rc ? err.message : NULL));
+						   "reason", rc ? why.message : NULL));
 	}
-	respond_json(rs, 200,
-		     json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
-			       "limits", limits_to_json(&svc->cfg.sandbox.limits), "tiers", a));
+	json_t *o = json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
+			      "limits", limits_to_json(&svc->cfg.sandbox.limits), "tiers", a);
+	if (!o)
+		error_set(err, -ENOMEM, "out of memory");
+	return o;
 }
 
 static void gauges(struct service *svc, struct metrics_gauges *g)
@@ -304,5 +307,7 @@ const struct backend_ops local_backend = {
 	.session_open = session_open,
 	.session_call = session_call,
 	.tiers = tiers,
+	/* A probe starts a sandbox of every tier: once a minute at most. */
+	.tiers_max_age_sec = 60,
 	.gauges = gauges,
 };
