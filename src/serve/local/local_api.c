@@ -6,6 +6,7 @@
 
 #include "../../core/internal.h"
 #include "../../cli/cli.h"
+#include "download.h"
 #include "local_runs.h"
 #include "local_state.h"
 #include "../admit/narrow.h"
@@ -162,8 +163,9 @@ static void file_error(struct http_response *rs, struct hsession *h, int rc,
 		respond_file_error(rs, rc, err->message);
 }
 
-static void session_files(const struct http_request *rq, struct http_response *rs,
-			  struct hsession *h, const struct session_route *r)
+static void session_files(struct session_table *t, const struct http_request *rq,
+			  struct http_response *rs, struct hsession *h,
+			  const struct session_route *r)
 {
 	struct aj_error err = {0};
 	int rc;
@@ -173,14 +175,8 @@ static void session_files(const struct http_request *rq, struct http_response *r
 		respond_json(rs, 201, json_pack("{s:s, s:I}", "path", r->path, "bytes",
 						(json_int_t)rq->body_len));
 	} else if (r->op == SESSION_GET) {
-		void *data;
-		size_t len;
-		if ((rc = aj_session_get(h->s, r->path, &data, &len, &err)))
+		if ((rc = download_answer(t, h, r->path, rs, &err)))
 			return file_error(rs, h, rc, &err);
-		rs->code = 200;
-		rs->body = data;
-		rs->len = len;
-		rs->content_type = "application/octet-stream";
 	} else if (r->op == SESSION_LIST) {
 		struct aj_file_info *e;
 		size_t n;
@@ -216,7 +212,7 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	else if (r->op == SESSION_EGRESS)
 		session_egress(rq, rs, h);
 	else
-		session_files(rq, rs, h, r);
+		session_files(&local_of(svc)->sessions, rq, rs, h, r);
 	sessions_put(&local_of(svc)->sessions, h);
 }
 
