@@ -48,6 +48,13 @@ const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
 int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
 char *result_text(const struct aj_result *res, size_t *len);
 
+/* A part of a session's workspace file, for a download that streams: at
+ * most max bytes from offset in *data (malloc'ed; fewer only at the end),
+ * and the file's whole size in *size. aj_session_get's answers, and its
+ * -EFBIG for a file over the transfer cap, whatever the part. */
+int session_get_part(struct aj_session *s, const char *path, uint64_t offset, size_t max,
+		     void **data, size_t *len, uint64_t *size, struct aj_error *err);
+
 /* An open sandbox's tier, its state and its own copy of the config. */
 const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
 void *sandbox_state(const struct aj_sandbox *sb);

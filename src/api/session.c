@@ -621,6 +621,38 @@ int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *
 	return rc;
 }
 
+int session_get_part(struct aj_session *s, const char *path, uint64_t offset, size_t max,
+		     void **data, size_t *len, uint64_t *size, struct aj_error *err)
+{
+	const char *rel;
+	*data = NULL;
+	*len = 0;
+	int rc = workspace_path(path, false, &rel, err);
+	if (rc || (rc = enter(s, err)))
+		return rc;
+	size_t cap = (size_t)sandbox_config(s->sb)->session.transfer_mb << 20;
+	json_t *req = json_pack("{s:s, s:s, s:I, s:I}", "op", "get", "path", rel, "max",
+				(json_int_t)max, "offset", (json_int_t)offset);
+	json_t *reply = NULL;
+	if (!req)
+		rc = error_set(err, -ENOMEM, "get: out of memory");
+	else
+		rc = file_call(s, "get", req, max / 3 * 4 + 4 + REPLY_SLACK, &reply, err);
+	json_decref(req);
+	json_t *sz = json_object_get(reply, "size");
+	if (!rc && (!json_is_integer(sz) || json_integer_value(sz) < 0))
+		rc = error_set(err, -EPROTO, "get: the interpreter's reply holds no size");
+	else if (!rc && (uint64_t)json_integer_value(sz) > cap)
+		/* The whole file's cap, as aj_session_get's, before any part. */
+		rc = error_set(err, -EFBIG, "get: %s is more than the %zu MiB allowed", path,
+			       cap >> 20);
+	if (!rc && !(rc = session_get_reply(reply, max, path, data, len, err)))
+		*size = (uint64_t)json_integer_value(sz);
+	json_decref(reply);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
 		    size_t *count, struct aj_error *err)
 {

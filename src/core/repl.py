@@ -15,6 +15,9 @@
 #           code is then Python's 1; rule S7 of docs/design.md)
 #   {"seq", "op": "put", "path": p, "data": b64} -> {"seq", "ok": true}
 #   {"seq", "op": "get", "path": p, "max": n}    -> {"seq", "data": b64}
+#   {"seq", "op": "get", "path": p, "max": n, "offset": o}
+#       -> {"seq", "data": b64, "size": n}: at most max bytes from offset,
+#          and the file's size (a download in parts; the host checks the cap)
 #   {"seq", "op": "list", "path": p}             -> {"seq", "entries": [...]}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
@@ -368,6 +371,18 @@ def op_get(req, state):
             raise FileOpError(errno.EISDIR, "%s: is a directory" % req["path"])
         if not stat.S_ISREG(st.st_mode):
             raise FileOpError(errno.EINVAL, "%s: is not a regular file" % req["path"])
+        if "offset" in req:
+            # One part: the host asks for the next until it has size bytes.
+            offset = int(req["offset"])
+            os.lseek(fd, offset, os.SEEK_SET)
+            part, want = [], limit
+            while want > 0:
+                chunk = os.read(fd, min(want, 1 << 20))
+                if not chunk:
+                    break
+                part.append(chunk)
+                want -= len(chunk)
+            return {"data": base64.b64encode(b"".join(part)).decode(), "size": st.st_size}
         if st.st_size > limit:
             raise FileOpError(errno.EFBIG, "%s: %d bytes is more than the %d allowed"
                               % (req["path"], st.st_size, limit))

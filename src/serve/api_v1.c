@@ -1,7 +1,8 @@
 /* The JSON API of agentjail serve:
  *
  *   GET    /v1/health                       no key: liveness and draining
- *   GET    /v1/tiers                        what `agentjail check` says
+ *   GET    /v1/tiers                        what `agentjail check` says (cached:
+ *                                            tier_probe.h)
  *   GET    /metrics                         Prometheus text
  *   POST   /v1/runs                         {"code", "limits"?, "allow_hosts"?,
  *                                            "allow_cidrs"?, "background"?,
@@ -40,6 +41,7 @@
 #include "admit/narrow.h"
 #include "api_v1.h"
 #include "runs_api.h"
+#include "tier_probe.h"
 #include "admit/service.h"
 #include "webhook/webhook.h"
 #include "http/wire.h"
@@ -139,6 +141,7 @@ static void get_metrics(struct service *svc, struct http_response *rs)
 	g.hooks_failed = h.failed;
 	g.hooks_given_up = h.given_up;
 	g.hooks_dropped = h.dropped;
+	g.tier_probes = tier_probe_count(svc->tier_probe);
 	rs->body = metrics_render(&svc->metrics, &g);
 	if (!rs->body) {
 		respond_error(rs, 500, "internal", "out of memory");
@@ -164,7 +167,7 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 	} else if (!strcmp(p, "/v1/tiers")) {
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");
-		svc->backend->tiers(svc, rs);
+		tier_probe_answer(svc->tier_probe, rs);
 	} else if (!strcmp(p, "/metrics")) {
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");

@@ -20,6 +20,7 @@
 #include "http/http.h"
 #include "http_wiring.h"
 #include "mcp_http.h"
+#include "tier_probe.h"
 #include "admit/options.h"
 #include "admit/service.h"
 #include "http/access_log.h"
@@ -330,6 +331,10 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: cannot start the thread that counts the workers");
 		goto out;
 	}
+	if (tier_probe_start(&svc, &svc.tier_probe)) {
+		cli_error("serve: cannot start the thread that checks the tiers");
+		goto out;
+	}
 	/* The server reaches the routes only through these. */
 	static struct http_config http_cfg;
 	static struct http_handlers routes;
@@ -369,6 +374,7 @@ static int cmd_serve(int argc, char **argv)
 	http_stop();
 	rc = 0;
 out:
+	tier_probe_stop(svc.tier_probe);
 	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
 	webhooks_close(svc.webhooks);

@@ -85,8 +85,12 @@ struct backend_ops {
 	/* A call on one session (route.h), its route already checked. */
 	void (*session_call)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct session_route *r);
-	/* GET /v1/tiers. */
-	void (*tiers)(struct service *svc, struct http_response *rs);
+	/* What GET /v1/tiers answers (tier_probe.c calls it, one probe at a
+	 * time, no more often than tiers_max_age_sec): a new object, or NULL with err
+	 * saying why (words a client may read: no address of the backend's). */
+	json_t *(*tiers)(struct service *svc, struct aj_error *err);
+	/* How old (from its start) a tiers verdict may be when answered. */
+	double tiers_max_age_sec;
 	/* The backend's share of the metrics' gauges. */
 	void (*gauges)(struct service *svc, struct metrics_gauges *g);
 };

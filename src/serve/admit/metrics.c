@@ -96,6 +96,45 @@ void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied, uint64
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* What the backend and the parts beside the counters report now. */
+static void render_gauges(FILE *f, const struct metrics_gauges *g)
+{
+	fprintf(f,
+		"# HELP agentjail_run_slots Runs admitted at once now (with a queue: the live "
+		"workers' slots, capped by --concurrency).\n"
+		"# TYPE agentjail_run_slots gauge\nagentjail_run_slots %u\n"
+		"# HELP agentjail_workers_alive Live workers of the served tier (with a queue).\n"
+		"# TYPE agentjail_workers_alive gauge\nagentjail_workers_alive %u\n",
+		g->slots, g->workers);
+	fprintf(f,
+		"# HELP agentjail_runs_running Runs in a sandbox now.\n"
+		"# TYPE agentjail_runs_running gauge\nagentjail_runs_running %u\n"
+		"# HELP agentjail_queue_depth Runs waiting for a slot.\n"
+		"# TYPE agentjail_queue_depth gauge\nagentjail_queue_depth %u\n"
+		"# HELP agentjail_sessions_open Sessions open.\n"
+		"# TYPE agentjail_sessions_open gauge\nagentjail_sessions_open %u\n"
+		"# HELP agentjail_draining 1 while shutting down.\n"
+		"# TYPE agentjail_draining gauge\nagentjail_draining %d\n",
+		g->running, g->waiting, g->sessions_open, g->draining);
+	fprintf(f,
+		"# HELP agentjail_webhook_attempts_total Webhook POSTs made, by outcome: "
+		"delivered (2xx), failed (tried again), given_up (the last attempt failed).\n"
+		"# TYPE agentjail_webhook_attempts_total counter\n"
+		"agentjail_webhook_attempts_total{outcome=\"delivered\"} %llu\n"
+		"agentjail_webhook_attempts_total{outcome=\"failed\"} %llu\n"
+		"agentjail_webhook_attempts_total{outcome=\"given_up\"} %llu\n"
+		"# HELP agentjail_webhooks_dropped_total Webhook deliveries let go before their "
+		"last attempt (past the key's share or the bound of all pending, or serve stopping).\n"
+		"# TYPE agentjail_webhooks_dropped_total counter\n"
+		"agentjail_webhooks_dropped_total %llu\n",
+		g->hooks_delivered, g->hooks_failed, g->hooks_given_up, g->hooks_dropped);
+	fprintf(f,
+		"# HELP agentjail_tier_probes_total Probes of the tiers for GET /v1/tiers (when "
+		"first asked, then at most one a minute, whatever the requests).\n"
+		"# TYPE agentjail_tier_probes_total counter\nagentjail_tier_probes_total %llu\n",
+		g->tier_probes);
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 {
 	char *buf = NULL;
@@ -163,35 +202,7 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		(unsigned long long)m->egress[1], (unsigned long long)m->egress[0],
 		(unsigned long long)m->egress[2]);
 	pthread_mutex_unlock(&m->lock);
-	fprintf(f,
-		"# HELP agentjail_run_slots Runs admitted at once now (with a queue: the live "
-		"workers' slots, capped by --concurrency).\n"
-		"# TYPE agentjail_run_slots gauge\nagentjail_run_slots %u\n"
-		"# HELP agentjail_workers_alive Live workers of the served tier (with a queue).\n"
-		"# TYPE agentjail_workers_alive gauge\nagentjail_workers_alive %u\n",
-		g->slots, g->workers);
-	fprintf(f,
-		"# HELP agentjail_runs_running Runs in a sandbox now.\n"
-		"# TYPE agentjail_runs_running gauge\nagentjail_runs_running %u\n"
-		"# HELP agentjail_queue_depth Runs waiting for a slot.\n"
-		"# TYPE agentjail_queue_depth gauge\nagentjail_queue_depth %u\n"
-		"# HELP agentjail_sessions_open Sessions open.\n"
-		"# TYPE agentjail_sessions_open gauge\nagentjail_sessions_open %u\n"
-		"# HELP agentjail_draining 1 while shutting down.\n"
-		"# TYPE agentjail_draining gauge\nagentjail_draining %d\n",
-		g->running, g->waiting, g->sessions_open, g->draining);
-	fprintf(f,
-		"# HELP agentjail_webhook_attempts_total Webhook POSTs made, by outcome: "
-		"delivered (2xx), failed (tried again), given_up (the last attempt failed).\n"
-		"# TYPE agentjail_webhook_attempts_total counter\n"
-		"agentjail_webhook_attempts_total{outcome=\"delivered\"} %llu\n"
-		"agentjail_webhook_attempts_total{outcome=\"failed\"} %llu\n"
-		"agentjail_webhook_attempts_total{outcome=\"given_up\"} %llu\n"
-		"# HELP agentjail_webhooks_dropped_total Webhook deliveries let go before their "
-		"last attempt (more than 64 pending, or serve stopping).\n"
-		"# TYPE agentjail_webhooks_dropped_total counter\n"
-		"agentjail_webhooks_dropped_total %llu\n",
-		g->hooks_delivered, g->hooks_failed, g->hooks_given_up, g->hooks_dropped);
+	render_gauges(f, g);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

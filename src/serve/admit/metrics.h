@@ -37,6 +37,7 @@ struct metrics_gauges {
 	/* Webhook attempts (webhook.h's counts): delivered, failed (tried
 	 * again), given up (the last failed); deliveries dropped untried. */
 	unsigned long long hooks_delivered, hooks_failed, hooks_given_up, hooks_dropped;
+	unsigned long long tier_probes; /* GET /v1/tiers' probes (tier_probe.h) */
 };
 
 void metrics_init(struct metrics *m);

@@ -63,6 +63,7 @@ struct serve_config {
 
 struct mcp_http;
 struct backend_ops;
+struct tier_probe;
 
 struct service {
 	struct serve_config cfg;
@@ -70,6 +71,7 @@ struct service {
 	struct admission adm;
 	struct metrics metrics;
 	struct mcp_http *mcp;
+	struct tier_probe *tier_probe; /* GET /v1/tiers' cached verdict (tier_probe.h) */
 	struct webhooks *webhooks;  /* completion webhooks' delivery (webhook.h) */
 	/* Where runs happen, chosen once at start: local (this machine's
 	 * sandboxes and sessions) or remote (the Redis queue's workers). Its

@@ -6,6 +6,7 @@
 
 #include "../../core/internal.h"
 #include "../../cli/cli.h"
+#include "download.h"
 #include "local_runs.h"
 #include "local_state.h"
 #include "../admit/narrow.h"
@@ -162,8 +163,9 @@ static void file_error(struct http_response *rs, struct hsession *h, int rc,
 		respond_file_error(rs, rc, err->message);
 }
 
-static void session_files(const struct http_request *rq, struct http_response *rs,
-			  struct hsession *h, const struct session_route *r)
+static void session_files(struct session_table *t, const struct http_request *rq,
+			  struct http_response *rs, struct hsession *h,
+			  const struct session_route *r)
 {
 	struct aj_error err = {0};
 	int rc;
@@ -173,14 +175,8 @@ static void session_files(const struct http_request *rq, struct http_response *r
 		respond_json(rs, 201, json_pack("{s:s, s:I}", "path", r->path, "bytes",
 						(json_int_t)rq->body_len));
 	} else if (r->op == SESSION_GET) {
-		void *data;
-		size_t len;
-		if ((rc = aj_session_get(h->s, r->path, &data, &len, &err)))
+		if ((rc = download_answer(t, h, r->path, rs, &err)))
 			return file_error(rs, h, rc, &err);
-		rs->code = 200;
-		rs->body = data;
-		rs->len = len;
-		rs->content_type = "application/octet-stream";
 	} else if (r->op == SESSION_LIST) {
 		struct aj_file_info *e;
 		size_t n;
@@ -225,25 +221,28 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	else if (r->op == SESSION_EGRESS)
 		session_egress(rq, rs, h);
 	else
-		session_files(rq, rs, h, r);
+		session_files(&local_of(svc)->sessions, rq, rs, h, r);
 	sessions_put(&local_of(svc)->sessions, h);
 }
 
-static void tiers(struct service *svc, struct http_response *rs)
+/* A trial sandbox of every tier: tier_probe.c's, never a request's. */
+static json_t *tiers(struct service *svc, struct aj_error *err)
 {
 	json_t *a = json_array();
 	for (int t = 0; a && t < AJ_TIER_COUNT; t++) {
 		struct aj_config cfg = svc->cfg.sandbox;
 		cfg.tier = (enum aj_tier)t;
-		struct aj_error err = {0};
-		int rc = aj_check(cfg.tier, &cfg, &err);
+		struct aj_error why = {0};
+		int rc = aj_check(cfg.tier, &cfg, &why);
 		json_array_append_new(a, json_pack("{s:s, s:b, s:s?}", "tier",
 						   aj_tier_name(cfg.tier), "available", rc == 0,
-						   "reason", rc ? err.message : NULL));
+						   "reason", rc ? why.message : NULL));
 	}
-	respond_json(rs, 200,
-		     json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
-			       "limits", limits_to_json(&svc->cfg.sandbox.limits), "tiers", a));
+	json_t *o = json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
+			      "limits", limits_to_json(&svc->cfg.sandbox.limits), "tiers", a);
+	if (!o)
+		error_set(err, -ENOMEM, "out of memory");
+	return o;
 }
 
 static void gauges(struct service *svc, struct metrics_gauges *g)
@@ -314,5 +313,7 @@ const struct backend_ops local_backend = {
 	.session_held = session_held,
 	.session_call = session_call,
 	.tiers = tiers,
+	/* A probe starts a sandbox of every tier: once a minute at most. */
+	.tiers_max_age_sec = 60,
 	.gauges = gauges,
 };

@@ -107,6 +107,13 @@ void sessions_put(struct session_table *t, struct hsession *h)
 	close_dead(dead);
 }
 
+void sessions_hold(struct session_table *t, struct hsession *h)
+{
+	pthread_mutex_lock(&t->lock);
+	h->refs++;
+	pthread_mutex_unlock(&t->lock);
+}
+
 int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner)
 {
 	struct hsession *dead = NULL;

@@ -34,6 +34,9 @@ int sessions_create(struct session_table *t, const struct aj_config *cfg, struct
 /* The session id names, if owner holds it, with a reference; else NULL. */
 struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner);
 void sessions_put(struct session_table *t, struct hsession *h);
+/* One more reference on h, which the caller holds already (a download
+ * that outlives its request); sessions_put ends it. */
+void sessions_hold(struct session_table *t, struct hsession *h);
 /* Closes it (once the calls using it end); -ENOENT if owner holds none. */
 int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner);
 unsigned sessions_open(struct session_table *t);

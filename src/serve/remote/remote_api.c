@@ -22,12 +22,12 @@
 #include "../runs/sse.h"
 #include "../http/wire.h"
 
-static void queue_down(struct service *svc, struct http_response *rs, const char *why)
+static void queue_down(struct http_response *rs, const char *why)
 {
-	(void)svc;
 	/* Never the queue's URL: it names the Redis that holds every key's
 	 * runs, which a client has no business with. */
-	respond_error(rs, 503, "queue_unavailable", "%s", why ? why : "the queue cannot be reached");
+	respond_error(rs, 503, "queue_unavailable", "%s",
+		      why ? why : "the queue (Redis) cannot be reached");
 	rs->retry_after = 5;
 }
 
@@ -172,7 +172,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 	struct aj_error err = {0};
 	long held = open_sessions(svc, rq->key->name, &err);
 	if (held < 0)
-		return queue_down(svc, rs, err.message);
+		return queue_down(rs, err.message);
 	if ((unsigned long)held >= rq->key->sessions) {
 		respond_error(rs, 429, "session_limit",
 			      "key '%s' holds %ld open session(s), its limit; close one first",
@@ -212,7 +212,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 503, "no_worker", "%s", err.message);
 		rs->retry_after = 5;
 	} else {
-		queue_down(svc, rs, err.message);
+		queue_down(rs, err.message);
 	}
 	json_decref(reply);
 }
@@ -301,7 +301,7 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 		respond_error(rs, 410, "session_closed", "the session is closed, because %s",
 			      err.message);
 	} else {
-		queue_down(svc, rs, err.message);
+		queue_down(rs, err.message);
 	}
 	json_decref(*reply);
 	*reply = NULL;
@@ -439,7 +439,7 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	struct aj_error err = {0};
 	int rc = lookup(svc, id, rq->key->name, worker, sizeof worker, &closed, &err);
 	if (rc == -EIO)
-		return queue_down(svc, rs, err.message);
+		return queue_down(rs, err.message);
 	if (rc == -ENOENT) {
 		respond_error(rs, 404, "not_found", "no such session");
 		return;
@@ -477,20 +477,17 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	}
 }
 
-static void tiers(struct service *svc, struct http_response *rs)
+/* The workers alive in Redis. Not the queue's URL: it names a host of the
+ * deployer's network, which a key has no use for. */
+static json_t *tiers(struct service *svc, struct aj_error *err)
 {
-	struct aj_error err;
-	json_t *workers = remote_workers(&remote_of(svc)->queue, &err);
-	json_t *t = workers ? json_pack("{s:s, s:s, s:o, s:o}", "serving",
-					aj_tier_name(svc->cfg.sandbox.tier), "queue",
-					svc->cfg.queue_url, "limits",
-					limits_to_json(&svc->cfg.sandbox.limits), "workers", workers)
-			    : NULL;
-	if (t)
-		respond_json(rs, 200, t);
-	else
-		respond_error(rs, 503, "queue_unavailable", "cannot reach Redis at %s",
-			      svc->cfg.queue_url);
+	json_t *workers = remote_workers(&remote_of(svc)->queue, err);
+	if (!workers) {
+		error_set(err, -ECONNREFUSED, "the queue (Redis) cannot be reached");
+		return NULL;
+	}
+	return json_pack("{s:s, s:o, s:o}", "serving", aj_tier_name(svc->cfg.sandbox.tier),
+			 "limits", limits_to_json(&svc->cfg.sandbox.limits), "workers", workers);
 }
 
 static void gauges(struct service *svc, struct metrics_gauges *g)
@@ -601,5 +598,8 @@ const struct backend_ops remote_backend = {
 	.session_held = session_held,
 	.session_call = session_call,
 	.tiers = tiers,
+	/* A probe reads Redis only: a request waits for one begun after it,
+	 * shared with the requests that came meanwhile. */
+	.tiers_max_age_sec = 0,
 	.gauges = gauges,
 };
