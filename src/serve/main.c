@@ -323,7 +323,7 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: %s", err.message);
 		return EXIT_USAGE;
 	}
-	if (webhooks_open(&svc.webhooks, &svc.cfg, &err)) {
+	if (webhooks_open(&svc.webhooks, &svc.cfg, &svc.keys, &err)) {
 		cli_error("serve: %s", err.message);
 		return EXIT_USAGE;
 	}

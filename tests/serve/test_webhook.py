@@ -82,6 +82,16 @@ def test_serve_refuses_a_bad_allow_prefix(prefix, why):
     assert r.returncode == 2 and why in r.stderr and "--webhook-allow" in r.stderr
 
 
+def test_serve_refuses_a_prefix_bound_to_no_key(tmp_path):
+    # A typo in NAME would allow nothing, silently: serve names it and stops.
+    f = tmp_path / "keys.json"
+    add_key(f, "alice")
+    r = subprocess.run([AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--keys", str(f),
+                        "--webhook-allow", "alcie=http://127.0.0.1:9/"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "bound to 'alcie', which no key" in r.stderr, r.stderr
+
+
 def test_without_a_keys_file_the_key_has_a_webhook_secret():
     p = subprocess.Popen([AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--uid-base",
                           str(UID_BASE), "--state-dir", STATE_DIR],
@@ -329,9 +339,10 @@ def test_one_keys_hung_receiver_does_not_silence_another_keys(start, tmp_path, r
                   "--webhook-allow", f"bob={rcv.url}/", keys=str(f))
         # A prefix bound to a key is that key's alone.
         r = background(s, bob, sink.url + "/hook")
-        assert r.code == 400 and "allowed to another key, not to 'bob'" in r.body.decode(), r.body
+        # Another key's prefix answers as none at all.
+        assert r.code == 400 and "not under any URL" in r.body.decode(), r.body
         r = background(s, alice, rcv.url + "/hook")
-        assert r.code == 400 and "allowed to another key" in r.body.decode(), r.body
+        assert r.code == 400 and "not under any URL" in r.body.decode(), r.body
         # More of alice's webhooks than her share, to a receiver that never
         # answers, around bob's one.
         for _ in range(8):

@@ -11,8 +11,10 @@
 struct serve_config;
 struct service;
 
-/* webhooks_start with cfg's --webhook-allow. */
-int webhooks_open(struct webhooks **out, const struct serve_config *cfg, struct aj_error *err);
+/* webhooks_start with cfg's --webhook-allow, each NAME=URL's NAME a key
+ * of kr (else -EINVAL naming it). */
+int webhooks_open(struct webhooks **out, const struct serve_config *cfg,
+		  const struct keyring *kr, struct aj_error *err);
 /* webhook_allowed with cfg's --webhook-allow and key's name and secret. */
 int webhook_check(const struct serve_config *cfg, const struct key *key, const char *url,
 		  struct aj_error *err);
