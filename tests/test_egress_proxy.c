@@ -1346,8 +1346,11 @@ static void trickling_connections_are_capped(void **state)
 		close(c[i]);
 	for (int i = 0; i < 3000 && (count_threads() > threads0 || count_fds() > fds0); i++)
 		sleep_ms(10);
-	assert_int_equal(count_threads(), threads0);
-	assert_int_equal(count_fds(), fds0);
+	/* Back to the baseline or below: a thread of the fixture's that was
+	 * still ending when the baseline was taken (a loaded machine) may be
+	 * gone by now. */
+	assert_true(count_threads() <= threads0);
+	assert_true(count_fds() <= fds0);
 	fx_end(&f);
 }
 
