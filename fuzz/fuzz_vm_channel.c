@@ -23,6 +23,7 @@
  * never longer than the output cap (the guest is not trusted to have capped
  * them), a call's reply never longer than its cap. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,13 @@ static void one_session(struct input *in, const struct aj_config *cfg, size_t re
 			check_refusal(res.message);
 		} else if (ans.reply && (ans.reply_len > reply_max || ans.reply[ans.reply_len])) {
 			__builtin_trap();
+		} else if (ans.reply) {
+			/* As the session's caller then does (api/session.c): the
+			 * reply's status, decided by the ladder, is the call's. */
+			json_t *reply = session_reply_json(ans.reply, ans.reply_len, &res);
+			if (reply)
+				session_run_reply(reply, cfg, &res);
+			json_decref(reply);
 		}
 		check_result(&res, (size_t)cfg->limits.output_kb * 1024);
 		free(ans.reply);
