@@ -18,6 +18,7 @@
 
 #include "../core/internal.h"
 #include "proxy_internal.h"
+#include "../core/thread.h"
 
 bool egress_wanted(const struct aj_config *cfg)
 {
@@ -210,8 +211,6 @@ static void start_conn(struct egress_proxy *p, int fd)
 	if (!admit(p, fd))
 		return;
 	struct egress_conn *c = calloc(1, sizeof *c);
-	pthread_attr_t a;
-	pthread_t t;
 	if (!c) {
 		close(fd);
 		return;
@@ -220,19 +219,17 @@ static void start_conn(struct egress_proxy *p, int fd)
 	c->client = fd;
 	c->upstream = -1;
 	c->accepted_ns = egress_now_ns();
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 256 << 10);
 	c->next = p->conns;
 	p->conns = c;
 	p->live++;
-	if (pthread_create(&t, &a, egress_conn_main, c)) {
+	/* 256 KiB of stack: a connection's thread only relays and parses a
+	 * head; the host pays this for each connection a sandbox holds. */
+	if (thread_start_detached(egress_conn_main, c, 256 << 10)) {
 		p->conns = c->next;
 		p->live--;
 		close(fd);
 		free(c);
 	}
-	pthread_attr_destroy(&a);
 }
 
 int egress_proxy_add_connection(struct egress_proxy *p, int fd)
