@@ -184,6 +184,23 @@ static int case_teardown(void **state)
 	return 0;
 }
 
+/* The hostile table again, each program in a sandbox made ahead (the
+ * process tier's pool, cold or warm): the same sandbox, built before its
+ * run; each case checks that its run took one. */
+static inline int ahead_setup(void **state)
+{
+	harness_via_ahead = true;
+	return case_setup(state);
+}
+
+static inline int ahead_teardown(void **state)
+{
+	harness_via_ahead = false;
+	return case_teardown(state);
+}
+
+#define HOSTILE_AHEAD_TEST(fn) {"made ahead: " #fn, fn, ahead_setup, ahead_teardown, NULL}
+
 /* ---- the seed article's six ---- */
 
 static void hostile_cpu_loop(void **state)

@@ -821,22 +821,6 @@ static void end_is_bare_pythons(void **state)
 	rmdir(dir);
 }
 
-/* The hostile table again, each program in a sandbox made ahead (the
- * process tier's pool): the same sandbox, built before its run. */
-static int ahead_setup(void **state)
-{
-	harness_via_ahead = true;
-	return case_setup(state);
-}
-
-static int ahead_teardown(void **state)
-{
-	harness_via_ahead = false;
-	return case_teardown(state);
-}
-
-#define HOSTILE_AHEAD_TEST(fn) {"made ahead: " #fn, fn, ahead_setup, ahead_teardown, NULL}
-
 int main(void)
 {
 	fixture.tier = AJ_TIER_PROCESS;

@@ -745,7 +745,8 @@ int main(void)
 	fixture.warm = true;
 	const struct CMUnitTest tests[] = {HOSTILE_TABLE, WARM_CASES(HOSTILE_TEST),
 					   HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
-					   EGRESS_TABLE, STREAM_TABLE};
+					   EGRESS_TABLE, STREAM_TABLE,
+					   HOSTILE_CASES(HOSTILE_AHEAD_TEST)};
 
 	fixture.tier = AJ_TIER_PROCESS;
 	/* The process tier's view is the host's: numpy is the host's. */

@@ -75,6 +75,11 @@ struct jail_spec {
 	 * tasks files opened by the host (join_cgroup_fds below: the zygote's
 	 * view has no cgroupfs). */
 	int code_fd;
+	/* A warm run made ahead (warm_prepare): code_fd is instead its life
+	 * socket, on which "go", the source's length and the source come
+	 * (jail_send_program) once a run takes it; init builds the whole
+	 * sandbox before, and writes the program only after, "go". */
+	bool code_after_go;
 	/* Network, ipc and uts namespaces the zygote made ahead, while idle
 	 * (jail_warm_prepare_ns), for init to join instead of making them
 	 * in the clone: fresh and never used, and off the run's clock (a
@@ -132,6 +137,10 @@ int jail_run_prepare(const struct jail_spec *s, struct jail_ready *r, struct aj_
 int jail_run_ready(struct jail_ready *r, const struct jail_spec *s, struct aj_result *res);
 /* Ends a sandbox that ran nothing: init killed and reaped, fds closed. */
 void jail_ready_discard(struct jail_ready *r);
+/* A sandbox made ahead's "go", the source's length (8 bytes, host order)
+ * and the source, on its life socket fd, then the socket's end. A failure
+ * means init is gone: the supervisor reports how. */
+void jail_send_program(int fd, const char *code, size_t len);
 
 /* A session's sandbox: init alive between calls, and the host's ends of
  * its pipes. See jail.c's theory of operation, "Sessions". */

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -43,7 +44,7 @@ int jail_init_build(const struct plan *p, struct setup_error *e)
 	/* Die with the supervisor (a warm run's: with the zygote, which dies
 	 * with the host; a run made ahead: with the process tier's thread that
 	 * made it, which lives as long as the sandbox). (A supervisor that
-	 * died before this line is caught by wait_for_go: its end of the life
+	 * died before this line is caught by jail_init_wait_go: its end of the life
 	 * socket is closed.) Init's death
 	 * then ends the whole namespace. A session's or a zygote's sandbox
 	 * outlives the thread that made it: its life socket stands in. */
@@ -132,8 +133,7 @@ int jail_init_cgroup_ns(const struct jail_spec *s, struct setup_error *e)
 	return 0;
 }
 
-/* Waits for the supervisor's "go". EOF means the supervisor is gone. */
-static bool wait_for_go(int life_r)
+bool jail_init_wait_go(int life_r)
 {
 	char c;
 	ssize_t n;
@@ -168,9 +168,21 @@ void jail_init_until_go(const struct plan *p)
 	struct setup_error e;
 	if (jail_init_build(p, &e))
 		jail_init_fail(p, &e);
-	if (!wait_for_go(p->life_r))
+	if (!jail_init_wait_go(p->life_r))
 		_exit(1);
 	if (jail_init_cgroup_ns(p->s, &e))
+		jail_init_fail(p, &e);
+}
+
+void jail_init_take_program(const struct plan *p, int fd)
+{
+	struct setup_error e;
+	uint64_t len;
+	if (read_full(fd, &len, sizeof len)) {
+		setup_fail(&e, EPIPE, "workspace: the program's source did not come");
+		jail_init_fail(p, &e);
+	}
+	if (jail_write_program(p->s, fd, len, JAIL_WORKSPACE "/" JAIL_PROGRAM, &e))
 		jail_init_fail(p, &e);
 }
 

@@ -90,6 +90,13 @@ int jail_init_build(const struct plan *p, struct setup_error *e);
  * (after it) in a cgroup namespace of the run's; a step that fails is
  * reported and ends init, and so does the supervisor's end. */
 void jail_init_until_go(const struct plan *p);
+/* Waits for the supervisor's "go" on fd: false at its EOF (the
+ * supervisor is gone, or discarded a sandbox made ahead). */
+bool jail_init_wait_go(int fd);
+/* After "go" on fd: the program's source (its length, then it; see
+ * jail_send_program) into the workspace. A source that does not come
+ * whole is reported and ends init. */
+void jail_init_take_program(const struct plan *p, int fd);
 /* Joined to the run's cgroup by now: root the program's view of cgroups
  * there, so /proc/self/cgroup shows no host path. */
 int jail_init_cgroup_ns(const struct jail_spec *s, struct setup_error *e);

@@ -181,9 +181,10 @@ int jail_populate_root(const struct jail_spec *s, const char *root, struct setup
 	if ((rc = make_dir(p1, 0700, s->userns ? keep : s->uid, s->userns ? keep : s->gid, e)))
 		return rc;
 	/* A warm run's program now, from the host's file; a one-shot run's
-	 * after "go" (jail_run.c); the zygote's workspace holds an empty one. */
+	 * and a warm run made ahead's after "go" (jail_run.c, jail_warm.c);
+	 * the zygote's workspace holds an empty one. */
 	snprintf(p1, sizeof p1, "%s/t/work/" JAIL_PROGRAM, tmp);
-	if ((s->mode == JAIL_WARM_RUN || s->mode == JAIL_ZYGOTE) &&
+	if (((s->mode == JAIL_WARM_RUN && !s->code_after_go) || s->mode == JAIL_ZYGOTE) &&
 	    (rc = jail_write_program(s, s->mode == JAIL_WARM_RUN ? s->code_fd : -1, UINT64_MAX,
 				     p1, e)))
 		return rc;

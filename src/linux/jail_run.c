@@ -41,14 +41,7 @@ __attribute__((noreturn)) static void run_init(const struct plan *p)
 {
 	jail_init_until_go(p);
 	struct setup_error e;
-	/* The source follows "go" on the life socket: its length, then it. */
-	uint64_t len;
-	if (read_full(p->life_r, &len, sizeof len)) {
-		setup_fail(&e, EPIPE, "workspace: the program's source did not come");
-		jail_init_fail(p, &e);
-	}
-	if (jail_write_program(p->s, p->life_r, len, JAIL_WORKSPACE "/" JAIL_PROGRAM, &e))
-		jail_init_fail(p, &e);
+	jail_init_take_program(p, p->life_r);
 	struct plan run;
 	int verdict_r = jail_init_verdict_pipe(p, &run);
 	if (p->s->launch_pyc && (run.launch_fd = launcher_memfd(p->s, &e)) < 0)
@@ -94,15 +87,12 @@ int jail_run_prepare(const struct jail_spec *s, struct jail_ready *r, struct aj_
 	return 0;
 }
 
-/* "go", the source's length (8 bytes, host order) and the source on the
- * life socket, then its end. A failure means init is gone: supervise()
- * reports how. */
-static void send_program(int fd, const struct jail_spec *s)
+void jail_send_program(int fd, const char *code, size_t len)
 {
 	char head[9] = "g";
-	uint64_t len = s->code_len;
-	memcpy(head + 1, &len, sizeof len);
-	if (send_full(fd, head, sizeof head) || send_full(fd, s->code, s->code_len))
+	uint64_t n = len;
+	memcpy(head + 1, &n, sizeof n);
+	if (send_full(fd, head, sizeof head) || send_full(fd, code, len))
 		return;
 	shutdown(fd, SHUT_WR);
 }
@@ -110,7 +100,7 @@ static void send_program(int fd, const struct jail_spec *s)
 int jail_run_ready(struct jail_ready *r, const struct jail_spec *s, struct aj_result *res)
 {
 	double start = now_ms();
-	send_program(r->life_w, s);
+	jail_send_program(r->life_w, s->code, s->code_len);
 	struct supervised sv = {.pid = r->pid, .pidfd = r->pidfd, .out_fd = r->out_r,
 				.err_fd = r->err_r, .report_fd = r->report_r,
 				.cancel_fd = s->cancel_fd, .start_ms = start, .cgroup = s->cgroup,

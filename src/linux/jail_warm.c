@@ -119,7 +119,19 @@ static const int python_signals[3] = {SIGINT, SIGPIPE, SIGXFSZ};
 static int warm_run_init(const struct plan *zp)
 {
 	struct setup_error e;
-	if (jail_init_build(zp, &e) || jail_init_cgroup_ns(zp->s, &e))
+	if (jail_init_build(zp, &e))
+		jail_init_fail(zp, &e);
+	/* Made ahead (warm_prepare): the sandbox is built, on the uid slot
+	 * the host took for it, before any program exists; the program comes
+	 * only with "go", so nothing of the run it serves is here until that
+	 * run takes it. Its EOF first (the host discarded it: too old, or the
+	 * sandbox closed) ends init, and with it everything built. */
+	if (zp->s->code_after_go) {
+		if (!jail_init_wait_go(zp->s->code_fd))
+			_exit(1);
+		jail_init_take_program(zp, zp->s->code_fd);
+	}
+	if (jail_init_cgroup_ns(zp->s, &e))
 		jail_init_fail(zp, &e);
 	close(zp->s->code_fd); /* written to the workspace */
 	struct plan run;

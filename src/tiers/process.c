@@ -168,7 +168,8 @@ static const struct pool_ops spare_ops = {
 #define READY_MAX_AGE_MS 60000.0
 
 struct ready_run {
-	struct jail_ready r;
+	struct jail_ready r;    /* cold */
+	struct warm_ready w;    /* warm: its init forked from the zygote */
 	struct uid_slot slot;
 	double made_ms;
 };
@@ -272,17 +273,22 @@ static int ready_make(void *ctx, void *item)
 	struct host_root view;
 	struct aj_error err = {0};
 	rr->slot = (struct uid_slot){.lock_fd = -1};
-	if (!ps->pyc_tried) {
+	if (!ps->warm && !ps->pyc_tried) {
 		/* Once, here, off every run's clock (the filler is the only
-		 * writer; runs read it only once pyc_tried says it is set). */
+		 * writer; runs read it only once pyc_tried says it is set). A
+		 * warm run has no launcher: the zygote runs main.py. */
 		if (launcher_compile(ps->cfg->python, &ps->pyc, &ps->pyc_len))
 			ps->pyc = NULL;
 		__atomic_store_n(&ps->pyc_tried, true, __ATOMIC_RELEASE);
 	}
+	rr->r.pidfd = rr->w.pidfd = -1;
 	int rc = process_spec(ps->cfg, &s, &view, &rr->slot, &err);
 	launcher_for(ps, &s);
+	/* Warm: the zygote clones the run's init, which builds the same
+	 * sandbox a warm run's builds, on this uid slot, and waits. */
 	if (!rc)
-		rc = jail_run_prepare(&s, &rr->r, &err);
+		rc = ps->warm ? warm_prepare(&ps->zygote, &s, &rr->w, &err)
+			      : jail_run_prepare(&s, &rr->r, &err);
 	if (rc)
 		slot_release(&rr->slot);
 	rr->made_ms = now_ms();
@@ -291,18 +297,24 @@ static int ready_make(void *ctx, void *item)
 
 static void ready_destroy(void *ctx, void *item)
 {
-	(void)ctx;
+	struct process_state *ps = ctx;
 	struct ready_run *rr = item;
-	jail_ready_discard(&rr->r);
+	if (ps->warm)
+		warm_ready_discard(&ps->zygote, &rr->w);
+	else
+		jail_ready_discard(&rr->r);
+	/* After its init is killed: the slot's uid runs nothing any more. */
 	slot_release(&rr->slot);
 }
 
 /* Still waiting (its init alive) and not too old. */
 static bool ready_usable(void *ctx, const void *item)
 {
-	(void)ctx;
+	const struct process_state *ps = ctx;
 	const struct ready_run *rr = item;
-	struct pollfd pf = {.fd = rr->r.pidfd, .events = POLLIN};
+	/* (A warm one's init also dies with its zygote: one killed as
+	 * broken takes every sandbox it made ahead with it.) */
+	struct pollfd pf = {.fd = ps->warm ? rr->w.pidfd : rr->r.pidfd, .events = POLLIN};
 	return now_ms() - rr->made_ms < READY_MAX_AGE_MS && poll(&pf, 1, 0) == 0;
 }
 
@@ -328,6 +340,10 @@ static int run_made_ahead(struct process_state *ps, const struct aj_config *cfg,
 	 * caller (the CLI's run, check's trial) never pays for one. */
 	if (__atomic_load_n(&ps->ran, __ATOMIC_ACQUIRE))
 		(void)pool_start(&ps->ready);
+	/* Made with the sandbox's limits (the tmpfs's size, the rlimits the
+	 * program's process takes): a run asking other ones is made anew. */
+	if (memcmp(&cfg->limits, &ps->cfg->limits, sizeof cfg->limits))
+		return 0;
 	if (!pool_take(&ps->ready, &rr))
 		return 0;
 	*ran = true;
@@ -335,7 +351,8 @@ static int run_made_ahead(struct process_state *ps, const struct aj_config *cfg,
 	struct jail_spec s = {.cfg = cfg, .code = req->code, .code_len = req->len,
 			      .cancel_fd = req->cancel_fd, .stream = supervisor_stream_of(req->tap),
 			      .egress_fd = -1};
-	int rc = jail_run_ready(&rr.r, &s, res);
+	int rc = ps->warm ? warm_run_ready(&ps->zygote, &rr.w, &s, res)
+			  : jail_run_ready(&rr.r, &s, res);
 	slot_release(&rr.slot);
 	return rc;
 }
@@ -439,6 +456,14 @@ static void process_session_close(void *session)
 	free(ps);
 }
 
+/* Runs made ahead hold a uid slot each while they wait: only where slots are
+ * plenty, so that a run never finds them all held by the pool; and none for
+ * a sandbox with egress rules (see READY_RUNS). */
+static bool process_ahead_allowed(const struct aj_config *cfg)
+{
+	return !cfg->allow_host_count && !cfg->allow_cidr_count && cfg->slots >= 4 * READY_RUNS;
+}
+
 static int process_open(const struct aj_config *cfg, void **state, struct aj_error *err)
 {
 	*state = NULL;
@@ -452,11 +477,7 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 			return error_set(err, -ENOMEM, "open: out of memory");
 		/* Their threads start with a second run (process_run). */
 		ps->cfg = cfg;
-		/* Each sandbox made ahead holds a uid slot while it waits: only
-		 * where slots are plenty, so that a run never finds them all
-		 * held by the pool. */
-		ps->ahead = !cfg->allow_host_count && !cfg->allow_cidr_count &&
-			    cfg->slots >= 4 * READY_RUNS;
+		ps->ahead = process_ahead_allowed(cfg);
 		pool_init(&ps->spare, &spare_ops, ps, ps->spare_items);
 		pool_init(&ps->ready, &ready_ops, ps, ps->ready_items);
 		*state = ps;
@@ -479,11 +500,17 @@ static int process_open(const struct aj_config *cfg, void **state, struct aj_err
 	}
 	base.preload = cfg->preload;
 	ps->warm = true;
+	ps->cfg = cfg;
 	warm_init(&ps->zygote, &base);
+	/* Warm runs made ahead too (without egress, on plenty of uid slots),
+	 * as cold ones are: see above. Their pool starts with a second run. */
+	ps->ahead = process_ahead_allowed(cfg);
+	pool_init(&ps->ready, &ready_ops, ps, ps->ready_items);
 	/* Started now, so that a preload that cannot be imported refuses the
 	 * open rather than every run. */
 	rc = warm_prestart(&ps->zygote, err);
 	if (rc) {
+		pool_destroy(&ps->ready);
 		warm_destroy(&ps->zygote);
 		free(ps);
 		return rc;
@@ -497,12 +524,12 @@ static void process_close(void *state)
 	struct process_state *ps = state;
 	if (!ps)
 		return;
-	if (ps->warm) {
+	/* The sandboxes made ahead first: a warm one holds its zygote. */
+	pool_destroy(&ps->ready);
+	if (ps->warm)
 		warm_destroy(&ps->zygote);
-	} else {
-		pool_destroy(&ps->ready);
+	else
 		pool_destroy(&ps->spare);
-	}
 	free(ps->pyc);
 	free(ps);
 }

@@ -77,7 +77,7 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 	memcpy(&q, msg, sizeof q);
 	r.seq = q.seq;
 	if (q.magic != WARM_MAGIC || q.n_cgroup_fds > WARM_MAX_CGROUP_FDS ||
-	    q.egress > 1 || nfds != WARM_FD_CGROUP + q.n_cgroup_fds + q.egress ||
+	    q.egress > 1 || q.ahead > 1 || nfds != WARM_FD_CGROUP + q.n_cgroup_fds + q.egress ||
 	    (q.cgroup_v2 && q.n_cgroup_fds != 1) ||
 	    q.uid == 0 || q.gid == 0) {
 		reply_error(&r, -EPROTO, "a malformed request");
@@ -121,6 +121,7 @@ __attribute__((visibility("default"))) int agentjail_warm_spawn(const void *msg,
 		.n_join_cgroup_fds = q.cgroup_v2 ? 0 : q.n_cgroup_fds,
 		.setup_root = warm_setup_root,
 		.code_fd = fds[WARM_FD_CODE],
+		.code_after_go = q.ahead,
 		.zygote_fd = -1,
 		.helper_fd = -1,
 		.spare_ns = {spare_ns[0], spare_ns[1], spare_ns[2]},

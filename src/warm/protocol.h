@@ -15,7 +15,8 @@ enum {
 	WARM_FD_OUT,    /* the program's stdout (the pipe's write end) */
 	WARM_FD_ERR,    /* its stderr */
 	WARM_FD_REPORT, /* init's report pipe */
-	WARM_FD_CODE,   /* the program, a file init copies into the workspace */
+	WARM_FD_CODE,   /* the program, a file init copies into the workspace (made
+			 * ahead: the socket its "go" and program come on) */
 	WARM_FD_CGROUP, /* v2: the run's cgroup directory; v1: its tasks files */
 };
 #define WARM_MAX_CGROUP_FDS 4
@@ -34,6 +35,9 @@ struct warm_request {
 	uint8_t n_cgroup_fds;
 	uint8_t own_users;            /* the run's own passwd and group (process tier) */
 	uint8_t egress;               /* one more fd, the egress door; E1's egress rows */
+	/* Made ahead (warm_prepare): WARM_FD_CODE is the run's life socket,
+	 * on which "go" and the program come later (jail_spec.code_after_go). */
+	uint8_t ahead;
 };
 
 struct warm_reply {

@@ -489,11 +489,15 @@ broken:
 	return ZYGOTE_BROKEN;
 }
 
-/* One attempt's fds: the pipes' both ends and the program's memfd. */
+/* One attempt's fds: the pipes' both ends and the program's memfd (or, made
+ * ahead, the socket its "go" and program come on: go[0] init's, go[1] the
+ * host's). */
 struct run_fds {
-	int out[2], err[2], rep[2];
+	int out[2], err[2], rep[2], go[2];
 	int code;
 };
+
+#define RUN_FDS_NONE {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, -1}
 
 static void run_fds_close(struct run_fds *f)
 {
@@ -501,16 +505,27 @@ static void run_fds_close(struct run_fds *f)
 		close_fd(&f->out[i]);
 		close_fd(&f->err[i]);
 		close_fd(&f->rep[i]);
+		close_fd(&f->go[i]);
 	}
 	close_fd(&f->code);
 }
 
-static int run_fds_make(struct run_fds *f, const struct jail_spec *s, struct aj_result *res)
+static int run_fds_make(struct run_fds *f, const struct jail_spec *s, bool ahead,
+			struct aj_result *res)
 {
 	int rc;
 	if ((rc = pipe_cloexec(f->out, 1)) || (rc = pipe_cloexec(f->err, 1)) ||
 	    (rc = pipe_cloexec(f->rep, 1))) {
 		result_sandbox_error(res, "pipes: %s", errno_name(-rc));
+		return rc;
+	}
+	if (ahead) {
+		/* A socket, not a pipe: a send to an init that is gone fails
+		 * (send_full's MSG_NOSIGNAL) instead of raising SIGPIPE. */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->go) < 0) {
+			rc = -errno;
+			result_sandbox_error(res, "warm: socketpair: %s", errno_name(errno));
+		}
 		return rc;
 	}
 	/* The program travels as a file the run's init copies: never through
@@ -553,26 +568,35 @@ static int cgroup_fds(const struct jail_spec *s, int *fds, int *nfds, int *opene
 	return 0;
 }
 
-int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
+/* A run's request to the zygote, for s. Zeroed padding and all: no byte of
+ * the host's stack goes to the zygote, whose memory every later run copies. */
+static void request_make(struct warm_request *q, const struct jail_spec *s, bool ahead)
+{
+	memset(q, 0, sizeof *q);
+	q->magic = WARM_MAGIC;
+	q->uid = s->uid;
+	q->gid = s->gid;
+	q->limits = s->cfg->limits;
+	q->address_space_limit = s->address_space_limit;
+	q->cgroup_ns = s->cgroup_ns;
+	q->cgroup_v2 = s->into_cgroup;
+	q->own_users = s->own_users;
+	q->ahead = ahead;
+}
+
+/* A run's init, started by the zygote for s (ahead: built, waiting for
+ * "go"). 0 with *f's host ends, *pidfd, *zp (a reference on the zygote)
+ * and *start (when init was asked for), or -errno with res filled. */
+static int warm_start(struct warm *w, const struct jail_spec *s, bool ahead, struct run_fds *f,
+		      int *pidfd, struct warm_zygote **zp, double *start, struct aj_result *res)
 {
 	struct aj_error err = {0};
-	struct run_fds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1};
-	int pidfd = -1, fds[WARM_MAX_FDS], nfds = WARM_FD_CGROUP, opened = 0;
+	int fds[WARM_MAX_FDS], nfds = WARM_FD_CGROUP, opened = 0;
 	struct warm_zygote *z = NULL;
+	struct warm_request q;
 	int rc;
 
-	/* Zeroed padding and all: no byte of the host's stack goes to the
-	 * zygote, whose memory every later run copies. */
-	struct warm_request q;
-	memset(&q, 0, sizeof q);
-	q.magic = WARM_MAGIC;
-	q.uid = s->uid;
-	q.gid = s->gid;
-	q.limits = s->cfg->limits;
-	q.address_space_limit = s->address_space_limit;
-	q.cgroup_ns = s->cgroup_ns;
-	q.cgroup_v2 = s->into_cgroup;
-	q.own_users = s->own_users;
+	request_make(&q, s, ahead);
 	if ((rc = cgroup_fds(s, fds, &nfds, &opened, res)))
 		goto done;
 	q.n_cgroup_fds = (uint8_t)(nfds - WARM_FD_CGROUP);
@@ -580,26 +604,24 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 		q.egress = 1;
 		fds[nfds++] = s->egress_fd; /* the caller's: it closes it */
 	}
-
-	double start = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		/* Fresh pipes and program file for each attempt: a broken
 		 * zygote may have started the run it did not answer for. */
-		run_fds_close(&f);
-		if ((rc = run_fds_make(&f, s, res)))
+		run_fds_close(f);
+		if ((rc = run_fds_make(f, s, ahead, res)))
 			goto done;
-		fds[WARM_FD_OUT] = f.out[1];
-		fds[WARM_FD_ERR] = f.err[1];
-		fds[WARM_FD_REPORT] = f.rep[1];
-		fds[WARM_FD_CODE] = f.code;
+		fds[WARM_FD_OUT] = f->out[1];
+		fds[WARM_FD_ERR] = f->err[1];
+		fds[WARM_FD_REPORT] = f->rep[1];
+		fds[WARM_FD_CODE] = ahead ? f->go[0] : f->code;
 		pthread_mutex_lock(&w->lock);
 		if (!(rc = zygote_get(w, &z, &err))) {
 			q.seq = ++w->seq;
 			/* The run's clock starts as its init is asked for: a
 			 * zygote's start or a broken one's replacement is not
 			 * the program's time. */
-			start = now_ms();
-			rc = zygote_ask(z, &q, fds, nfds, &pidfd, &err);
+			*start = now_ms();
+			rc = zygote_ask(z, &q, fds, nfds, pidfd, &err);
 			if (rc == ZYGOTE_BROKEN) {
 				/* Broken (zygote_ask killed it): no run goes to it
 				 * again, and this one goes to a new one. */
@@ -618,28 +640,113 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	}
 	if (rc == ZYGOTE_BROKEN)
 		rc = -EPIPE;
-	if (rc) {
+	if (rc)
 		result_sandbox_error(res, "%s", err.message[0] ? err.message : "warm: no zygote");
-		goto done;
-	}
-	close_fd(&f.out[1]);
-	close_fd(&f.err[1]);
-	close_fd(&f.rep[1]);
-	close_fd(&f.code);
-
-	struct supervised sv = {.pidfd = pidfd, .out_fd = f.out[0], .err_fd = f.err[0],
-				.report_fd = f.rep[0], .cancel_fd = s->cancel_fd, .start_ms = start,
-				.cgroup = s->cgroup, .stream = s->stream, .clock_at_start = true};
-	rc = supervise_run(&sv, &s->cfg->limits, res);
+	/* init has its ends now (or there is no init): the host must not hold
+	 * a write end of what it reads to EOF. */
+	close_fd(&f->out[1]);
+	close_fd(&f->err[1]);
+	close_fd(&f->rep[1]);
+	close_fd(&f->go[0]);
+	close_fd(&f->code);
 done:
-	if (z) {
+	for (int i = 0; i < opened; i++)
+		close(fds[WARM_FD_CGROUP + i]);
+	if (rc && z) {
 		pthread_mutex_lock(&w->lock);
 		zygote_put(z);
 		pthread_mutex_unlock(&w->lock);
+		z = NULL;
 	}
-	for (int i = 0; i < opened; i++)
-		close(fds[WARM_FD_CGROUP + i]);
+	*zp = z;
+	return rc;
+}
+
+/* Supervises the run on init's pidfd and f's host ends, as a cold run is
+ * supervised, from start. */
+static int warm_supervise(const struct jail_spec *s, int pidfd, const struct run_fds *f,
+			  double start, struct aj_result *res)
+{
+	struct supervised sv = {.pidfd = pidfd, .out_fd = f->out[0], .err_fd = f->err[0],
+				.report_fd = f->rep[0], .cancel_fd = s->cancel_fd, .start_ms = start,
+				.cgroup = s->cgroup, .stream = s->stream, .clock_at_start = true};
+	return supervise_run(&sv, &s->cfg->limits, res);
+}
+
+static void zygote_release(struct warm *w, struct warm_zygote *z)
+{
+	if (!z)
+		return;
+	pthread_mutex_lock(&w->lock);
+	zygote_put(z);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
+{
+	struct run_fds f = RUN_FDS_NONE;
+	struct warm_zygote *z = NULL;
+	int pidfd = -1;
+	double start = 0;
+	int rc = warm_start(w, s, false, &f, &pidfd, &z, &start, res);
+	if (!rc)
+		rc = warm_supervise(s, pidfd, &f, start, res);
+	zygote_release(w, z);
 	close_fd(&pidfd);
 	run_fds_close(&f);
 	return rc;
+}
+
+int warm_prepare(struct warm *w, const struct jail_spec *s, struct warm_ready *r,
+		 struct aj_error *err)
+{
+	struct run_fds f = RUN_FDS_NONE;
+	struct aj_result res;
+	memset(&res, 0, sizeof res);
+	double start;
+	*r = (struct warm_ready){.pidfd = -1, .out_r = -1, .err_r = -1, .report_r = -1,
+				 .go_w = -1};
+	int rc = warm_start(w, s, true, &f, &r->pidfd, &r->zygote, &start, &res);
+	if (rc) {
+		error_set(err, rc, "%s", res.message ? res.message : "warm: made ahead");
+		aj_result_free(&res);
+		run_fds_close(&f);
+		return rc;
+	}
+	r->out_r = f.out[0];
+	r->err_r = f.err[0];
+	r->report_r = f.rep[0];
+	r->go_w = f.go[1];
+	return 0;
+}
+
+int warm_run_ready(struct warm *w, struct warm_ready *r, const struct jail_spec *s,
+		   struct aj_result *res)
+{
+	/* The program's clock starts now (and, as for every run, again when
+	 * init reports it started): the wait before was no run's. */
+	double start = now_ms();
+	jail_send_program(r->go_w, s->code, s->code_len);
+	struct run_fds f = RUN_FDS_NONE;
+	f.out[0] = r->out_r;
+	f.err[0] = r->err_r;
+	f.rep[0] = r->report_r;
+	int rc = warm_supervise(s, r->pidfd, &f, start, res);
+	warm_ready_discard(w, r);
+	return rc;
+}
+
+void warm_ready_discard(struct warm *w, struct warm_ready *r)
+{
+	/* init first (the zygote reaps it): a sandbox made ahead that is
+	 * discarded unused serves no run. */
+	if (r->pidfd >= 0)
+		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
+	close_fd(&r->pidfd);
+	close_fd(&r->out_r);
+	close_fd(&r->err_r);
+	close_fd(&r->report_r);
+	close_fd(&r->go_w);
+	zygote_release(w, r->zygote);
+	r->zygote = NULL;
 }

@@ -52,4 +52,24 @@ void warm_kick(struct warm *w);
  * -errno if the sandbox could not be built. */
 int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res);
 
+/* A warm run's sandbox made ahead (warm_prepare): its init, cloned by the
+ * zygote, has built the namespaces, view and workspace on the uid slot of
+ * the spec it was made for, and waits for "go" and the program on go_w.
+ * It holds a reference on its zygote, which its init dies with. */
+struct warm_ready {
+	int pidfd;                      /* init (the zygote's child, not ours) */
+	int out_r, err_r, report_r;
+	int go_w;                       /* "go", then the source, then EOF */
+	struct warm_zygote *zygote;
+};
+/* Makes s's sandbox ahead (s->code is not read). 0, or -errno with err. */
+int warm_prepare(struct warm *w, const struct jail_spec *s, struct warm_ready *r,
+		 struct aj_error *err);
+/* Runs s->code in r under s's limits, cancel_fd and stream: as warm_run,
+ * then discards r (one sandbox made ahead serves exactly one run). */
+int warm_run_ready(struct warm *w, struct warm_ready *r, const struct jail_spec *s,
+		   struct aj_result *res);
+/* Ends r's init unused (if it is still there) and frees what r holds. */
+void warm_ready_discard(struct warm *w, struct warm_ready *r);
+
 #endif
