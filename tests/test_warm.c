@@ -705,6 +705,61 @@ static void namespaces_are_each_runs_own(void **state)
 	harness_close(sb);
 }
 
+/* Waits (a deadline only against a filler that never makes one) until a
+ * warm run made ahead is ready, then runs code in it: true if the run took
+ * one. */
+static bool run_taking_one_made_ahead(struct aj_sandbox *sb, const char *code, struct aj_result *r)
+{
+	unsigned ready = 0;
+	unsigned long served = 0, after = 0;
+	for (int i = 0; i < 6000 && !ready; i++) {
+		sandbox_made_ahead(sb, &ready, &served);
+		if (!ready)
+			usleep(10000);
+	}
+	aj_run(sb, code, strlen(code), r);
+	sandbox_made_ahead(sb, &ready, &after);
+	return after == served + 1;
+}
+
+/* The process tier makes warm runs ahead, as it makes cold ones: each takes
+ * an init the zygote cloned before the request, on a uid slot of its own,
+ * and serves exactly one run; nothing of one run (a file, its uid) is in
+ * the next made-ahead one. */
+static void warm_runs_are_made_ahead(void **state)
+{
+	struct fixture *f = *state;
+	if (f->tier != AJ_TIER_PROCESS)
+		skip(); /* the container tier's runs need their cgroup first */
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(&f->cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	harness_track(sb);
+	unsigned ready;
+	unsigned long served;
+	assert_true(sandbox_made_ahead(sb, &ready, &served));
+	struct aj_result r;
+	for (int i = 0; i < 2; i++) { /* the filler starts with a second run */
+		aj_run(sb, "pass\n", 5, &r);
+		assert_status(&r, AJ_STATUS_OK);
+		aj_result_free(&r);
+	}
+	static const char code[] =
+		"import os\n"
+		"print(os.path.exists('/tmp/mark'), os.getuid(), open('main.py').read().count('mark'))\n"
+		"open('/tmp/mark', 'w').write('x')\n";
+	for (int i = 0; i < 2; i++) {
+		if (!run_taking_one_made_ahead(sb, code, &r))
+			fail_msg("run %d did not take a warm run made ahead", i);
+		assert_status(&r, AJ_STATUS_OK);
+		assert_true(strncmp(r.stdout_buf, "False ", 6) == 0);
+		assert_true(strstr(r.stdout_buf, " 3\n") != NULL); /* its own program, whole */
+		aj_result_free(&r);
+	}
+	harness_close(sb);
+}
+
 /* A session on a warm sandbox keeps its own interpreter: no zygote. */
 static void sessions_start_no_zygote(void **state)
 {
@@ -731,7 +786,7 @@ static void sessions_start_no_zygote(void **state)
 	T(tampered_zygote_is_replaced), T(preload_failure_refuses_open),                    \
 	T(thread_starting_preload_is_refused),                                              \
 	T(concurrent_runs_on_one_zygote), T(namespaces_are_each_runs_own),                  \
-	T(sessions_start_no_zygote)
+	T(sessions_start_no_zygote), T(warm_runs_are_made_ahead)
 
 int main(void)
 {

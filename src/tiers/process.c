@@ -310,12 +310,13 @@ static void ready_destroy(void *ctx, void *item)
 /* Still waiting (its init alive) and not too old. */
 static bool ready_usable(void *ctx, const void *item)
 {
-	const struct process_state *ps = ctx;
+	struct process_state *ps = ctx;
 	const struct ready_run *rr = item;
 	/* (A warm one's init also dies with its zygote: one killed as
 	 * broken takes every sandbox it made ahead with it.) */
 	struct pollfd pf = {.fd = ps->warm ? rr->w.pidfd : rr->r.pidfd, .events = POLLIN};
-	return now_ms() - rr->made_ms < READY_MAX_AGE_MS && poll(&pf, 1, 0) == 0;
+	return now_ms() - rr->made_ms < READY_MAX_AGE_MS && poll(&pf, 1, 0) == 0 &&
+	       (!ps->warm || warm_ready_usable(&ps->zygote, &rr->w));
 }
 
 static const struct pool_ops ready_ops = {

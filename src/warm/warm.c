@@ -736,6 +736,18 @@ int warm_run_ready(struct warm *w, struct warm_ready *r, const struct jail_spec 
 	return rc;
 }
 
+bool warm_ready_usable(struct warm *w, const struct warm_ready *r)
+{
+	/* Only on the zygote that serves now: one that retired (its span of
+	 * runs or time, which bounds the runs sharing its hash secret and
+	 * layout) or broke serves no more runs, and ends once what it made
+	 * ahead is discarded. */
+	pthread_mutex_lock(&w->lock);
+	bool ok = r->zygote == w->current && !zygote_retired(r->zygote);
+	pthread_mutex_unlock(&w->lock);
+	return ok;
+}
+
 void warm_ready_discard(struct warm *w, struct warm_ready *r)
 {
 	/* init first (the zygote reaps it): a sandbox made ahead that is

@@ -69,6 +69,8 @@ int warm_prepare(struct warm *w, const struct jail_spec *s, struct warm_ready *r
  * then discards r (one sandbox made ahead serves exactly one run). */
 int warm_run_ready(struct warm *w, struct warm_ready *r, const struct jail_spec *s,
 		   struct aj_result *res);
+/* Whether r is still to be used: made on the zygote that serves now. */
+bool warm_ready_usable(struct warm *w, const struct warm_ready *r);
 /* Ends r's init unused (if it is still there) and frees what r holds. */
 void warm_ready_discard(struct warm *w, struct warm_ready *r);
 
