@@ -673,7 +673,7 @@ static int warm_supervise(const struct jail_spec *s, int pidfd, const struct run
 	return supervise_run(&sv, &s->cfg->limits, res);
 }
 
-static void zygote_release(struct warm *w, struct warm_zygote *z)
+static void zygote_put_locking(struct warm *w, struct warm_zygote *z)
 {
 	if (!z)
 		return;
@@ -691,7 +691,7 @@ int warm_run(struct warm *w, const struct jail_spec *s, struct aj_result *res)
 	int rc = warm_start(w, s, false, &f, &pidfd, &z, &start, res);
 	if (!rc)
 		rc = warm_supervise(s, pidfd, &f, start, res);
-	zygote_release(w, z);
+	zygote_put_locking(w, z);
 	close_fd(&pidfd);
 	run_fds_close(&f);
 	return rc;
@@ -759,6 +759,6 @@ void warm_ready_discard(struct warm *w, struct warm_ready *r)
 	close_fd(&r->err_r);
 	close_fd(&r->report_r);
 	close_fd(&r->go_w);
-	zygote_release(w, r->zygote);
+	zygote_put_locking(w, r->zygote);
 	r->zygote = NULL;
 }
