@@ -62,12 +62,17 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py warm-concurrency [RUNS] (serve --warm at --concurrency
                                       2, 4 and 8, print(1) from 8 clients,
                                       runs/s, interleaved)
+    bench/serve.py warm-cpu [RUNS]    (serve --warm, print(1) from 8
+                                      clients: the machine's CPU per run,
+                                      this client's share, and the runs/s
+                                      the CPUs allow at that cost)
 """
 import base64
 import concurrent.futures
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -463,6 +468,37 @@ def warm_concurrency(runs=400, levels=(2, 4, 8), rounds=4):
             s.stop()
 
 
+def machine_busy_ms():
+    """The machine's busy CPU time so far, all cores (/proc/stat), in ms."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v) - v[3] - v[4]) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def warm_cpu(runs=1200, rounds=3):
+    """Issue 35: what a serve --warm run costs the machine in CPU when 8
+    clients keep it busy, the ceiling on runs/s it sets (the CPUs over the
+    cost), and the part of it that is this client's own (getrusage)."""
+    s = Serve("--warm")
+    try:
+        conn = s.connection()
+        timed_serve(s, conn, 50)
+        conn.close()
+        print(f"serve --warm, print(1) from 8 clients, {rounds} x {runs} runs, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+        for _ in range(rounds):
+            b0, r0 = machine_busy_ms(), resource.getrusage(resource.RUSAGE_SELF)
+            rate = throughput(s, runs)
+            b1, r1 = machine_busy_ms(), resource.getrusage(resource.RUSAGE_SELF)
+            client = ((r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)) * 1000
+            per = (b1 - b0) / runs
+            print(f"  {rate:6.1f} runs/s; machine CPU {per:.2f} ms a run (this client "
+                  f"{client / runs:.2f}); the CPUs allow {os.cpu_count() * 1000 / per:.0f} "
+                  f"runs/s at that cost")
+    finally:
+        s.stop()
+
+
 def served_ms(log):
     """Each POST /v1/runs's ms in serve's access log so far, in order."""
     log.flush()
@@ -525,6 +561,9 @@ def main():
     if sys.argv[1:2] == ["warm"] and len(sys.argv) <= 4:
         warm_rows(int(sys.argv[2]) if len(sys.argv) > 2 else 400,
                   sys.argv[3] if len(sys.argv) > 3 else None)
+        return
+    if sys.argv[1:2] == ["warm-cpu"] and len(sys.argv) <= 3:
+        warm_cpu(int(sys.argv[2]) if len(sys.argv) > 2 else 1200)
         return
     if sys.argv[1:2] == ["warm-concurrency"] and len(sys.argv) <= 3:
         warm_concurrency(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
