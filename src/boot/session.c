@@ -487,8 +487,8 @@ static int call_write(struct supervisor *sv)
 	return rc;
 }
 
-/* Where the sandbox does not enforce RLIMIT_CPU (gVisor), its CPU time is
- * watched from here instead. */
+/* Where the sandbox counts RLIMIT_CPU on a clock of its own (gVisor's
+ * sentry), its CPU time is also watched from here, on the host's count. */
 static bool call_cpu(struct supervisor *sv)
 {
 	struct call *k = sv->ctx;
@@ -508,7 +508,7 @@ static void stop_call(struct supervisor *sv)
 
 /* The call under the one supervision loop: its request in frames, its
  * output and reply out, the stop a "k" frame, the CPU watched where the
- * sandbox does not enforce RLIMIT_CPU. */
+ * sandbox's own RLIMIT_CPU is not the host's count. */
 static void supervise_boot_call(struct boot_session *ds, const struct aj_limits *l, struct call *k,
 			   struct supervisor *sv)
 {

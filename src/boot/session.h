@@ -32,9 +32,10 @@ struct boot_session {
 	/* Whether the OOM killer struck in the sandbox since `since` (now_ms
 	 * of the call's start); NULL: it cannot be told. */
 	bool (*oom_since)(struct boot_session *bs, double since);
-	/* Where the sandbox does not enforce RLIMIT_CPU itself (gVisor): the
-	 * CPU time its whole sandbox has used, in ms (-1: unknown), watched
-	 * against each call's limit plus cpu_allowance_ms; NULL: not needed. */
+	/* Where the sandbox's RLIMIT_CPU is counted on a clock not the
+	 * host's (gVisor's sentry): the CPU time its whole sandbox has used,
+	 * in ms (-1: unknown), watched against each call's limit plus
+	 * cpu_allowance_ms; NULL: not needed. */
 	double (*cpu_ms)(struct boot_session *bs);
 	double cpu_allowance_ms;
 };

@@ -77,8 +77,9 @@ size_t contract_environment_fill(char **out, bool egress, const struct aj_config
  * setting process itself may count against it. */
 const struct contract_rlimit contract_rlimits[] = {
 	/* CPU: SIGXCPU at the soft limit, SIGKILL one second later at the
-	 * hard one, for a program that catches or ignores SIGXCPU. (gVisor
-	 * does not enforce it; the host counts the sandbox's cgroup there.
+	 * hard one, for a program that catches or ignores SIGXCPU. (gVisor's
+	 * sentry counts it on its own clock; the host counts the sandbox's
+	 * cgroup there as well, src/gvisor/watch.h.
 	 * A session's interpreter moves the soft one to each call's share and
 	 * cannot raise the hard one, the session's total.) */
 	{RLIMIT_CPU, "cpu", "RLIMIT_CPU", "cpu", FROM(cpu_sec), 1, 1, 0},

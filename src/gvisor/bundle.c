@@ -86,10 +86,9 @@ static json_t *spec_base(const struct gvisor_bundle *b)
 		/* No capability in any set, and none to gain (no_new_privs). */
 		"capabilities", "bounding", "effective", "inheritable", "permitted", "ambient",
 		"noNewPrivileges", 1,
-		/* The rlimit table (rule E2), enforced by the sentry. gVisor
-		 * does not enforce RLIMIT_CPU (the supervisor's clock and the
-		 * host's count of the sandbox's cgroup stop a CPU loop); set
-		 * anyway, a program reading its limits sees the deployer's.
+		/* The rlimit table (rule E2), enforced by the sentry:
+		 * RLIMIT_CPU on the sentry's own clock (watch.h), so the host's
+		 * count of the sandbox's cgroup stops a CPU loop as well.
 		 * Address space, per process, as on the process tier: an
 		 * allocation past the limit is Python's MemoryError inside the
 		 * sandbox, where the host's OOM killer (the cgroup, the whole

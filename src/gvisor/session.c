@@ -74,8 +74,9 @@ int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cf
 	gs->bs.cpu_ms = session_cpu_ms;
 	gs->bs.cpu_allowance_ms = CPU_ALLOWANCE_MS;
 	/* RLIMIT_CPU, the interpreter's hard limit under which repl.py sets
-	 * each call's soft one, is not enforced by gVisor: each call's CPU is
-	 * watched from here (boot.c), so a run's sandbox serves as well. */
+	 * each call's soft one, is counted by the sentry on its own clock:
+	 * each call's CPU is also watched on the host's count (boot/session.c,
+	 * src/gvisor/watch.h), so a run's sandbox serves as well. */
 	int rc = gvisor_start(st, st->platform, cfg, egress, &gs->s, err);
 	if (rc) {
 		gs->destroyed = true; /* start_sandbox left nothing */

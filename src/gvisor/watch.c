@@ -19,7 +19,8 @@ static void run_input_end(struct supervisor *sv)
 	w->in_fd = sv->in_fd = -1;
 }
 
-/* gVisor does not enforce RLIMIT_CPU: the cgroup's CPU time, read here. */
+/* The host's count of the sandbox's CPU (its cgroup), whatever the sentry's
+ * own RLIMIT_CPU counts (watch.h). */
 static bool run_cpu_check(struct supervisor *sv)
 {
 	struct watch *w = sv->ctx;

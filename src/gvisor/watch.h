@@ -8,8 +8,12 @@
 #include "../linux/supervise.h"
 #include "../linux/supervisor.h"
 
-/* gVisor does not enforce RLIMIT_CPU: the supervisor reads the CPU time of
- * the run's cgroup every CPU_CHECK_MS and stops the sandbox past the limit.
+/* gVisor's sentry enforces RLIMIT_CPU on a clock of its own (a task's time
+ * in the application as the sentry sees it: on the ptrace platform under
+ * load, close to wall time; 2026-12-05, runsc 2022-12: SIGXCPU at 1.0 and
+ * 2.0 s of it), which is no bound on what the sandbox takes of the host.
+ * So the supervisor also reads the CPU time of the run's cgroup every
+ * CPU_CHECK_MS and stops the sandbox past the limit.
  * The cgroup's time includes runsc's, the gofer's and the sentry's own
  * (starting them and the interpreter takes 0.3-0.6 s of CPU here), hence
  * the allowance on top of the program's limit. */
