@@ -356,6 +356,37 @@ int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *
 int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info **entries,
 		    size_t *count, struct aj_error *err);
 void aj_file_list_free(struct aj_file_info *entries, size_t count);
+/* A command in a session's sandbox (aj_session_exec): one more program of
+ * the session, as its user, in its workspace, under the same limits, egress
+ * rules and status ladder as a cell. Either command (run by /bin/sh -c) or
+ * argv (argv[0] looked up on PATH), not both. */
+struct aj_exec {
+	const char *command;           /* a shell command line, or NULL */
+	const char *const *argv;       /* NULL-terminated, or NULL */
+	/* The working directory, relative to the workspace (or absolute under
+	 * it); NULL or "": the workspace. "..", and a symlink anywhere on
+	 * the way, are refused. */
+	const char *cwd;
+	/* NAME=VALUE additions to the session's environment, checked by the
+	 * rules that check the deployer's own (docs/design.md, rule E1). */
+	const char *const *env;
+	uint32_t env_count;
+	const void *stdin_data;        /* its stdin (NULL: /dev/null) */
+	size_t stdin_len;              /* at most the session's transfer_mb */
+	/* The command's own deadline in seconds: 0 for the wall-clock limit,
+	 * never more than it. The command's whole process group is killed
+	 * when it passes, and the session's interpreter keeps its state. */
+	double timeout_sec;
+};
+
+/* Runs x in the session's sandbox and fills res as aj_session_run does:
+ * its exit code or signal, its output (streamed to stream as it comes,
+ * NULL: not streamed), the status by the same ladder. What the command
+ * leaves running in its process group is killed when it ends. 0 when it
+ * ran (whatever its status), -EINVAL with res saying why for a bad x,
+ * -ESHUTDOWN for a closed session. */
+int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_cancel *cancel,
+		    const struct aj_stream *stream, struct aj_result *res);
 /* An id naming the session (random, 32 hex digits), for front ends. */
 const char *aj_session_id(const struct aj_session *s);
 /* NULL while the session is open; else why it closed ("idle for 300 s"). */

@@ -702,6 +702,8 @@ static void session_cycles_leave_nothing(void **state)
 	print_message("    %d session cycles\n", cycles);
 }
 
+#include "exec_cases.h"
+
 static int session_setup(void **state)
 {
 	harness_via_session = true;
@@ -730,6 +732,6 @@ static int session_teardown(void **state)
 	SESSION_TEST(session_charts), SESSION_TEST(session_idle_and_lifetime),               \
 	SESSION_TEST(session_max_sessions), SESSION_TEST(session_isolation_concurrent),      \
 	SESSION_TEST(session_caller_death_ends_sandbox),                                     \
-	SESSION_TEST(session_cycles_leave_nothing)
+	SESSION_TEST(session_cycles_leave_nothing), EXEC_TABLE
 
 #endif

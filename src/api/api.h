@@ -55,6 +55,27 @@ char *result_text(const struct aj_result *res, size_t *len);
 int session_get_part(struct aj_session *s, const char *path, uint64_t offset, size_t max,
 		     void **data, size_t *len, uint64_t *size, struct aj_error *err);
 
+/* One call of a session's interpreter, as every call kind makes it
+ * (session.c): the session locked and checked open, req (without "seq")
+ * sent, the reply handed to on_reply, the notes on lost state added. wall_sec:
+ * the host's deadline for this call (0: the config's wall-clock limit). */
+struct stream_tap;
+typedef void (*session_reply_fn)(json_t *reply, const struct aj_config *cfg,
+				 struct aj_result *res);
+int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, double wall_sec,
+			   struct aj_cancel *cancel, struct stream_tap *tap,
+			   session_reply_fn on_reply, struct aj_result *res);
+/* The session's config (its sandbox's copy); NULL for no session. */
+const struct aj_config *session_config(const struct aj_session *s);
+/* A call's stream started (NULL stream: none): 0, or -errno with res
+ * saying why. */
+int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
+			 struct aj_result *res);
+/* A caller's path as one relative to the workspace (*rel, inside path):
+ * valid UTF-8, no "..", absolute only under the workspace; the workspace
+ * itself only if may_be_workspace. 0, or -errno with err naming why. */
+int session_workspace_path(const char *path, bool may_be_workspace, const char **rel,
+			   struct aj_error *err);
 /* An open sandbox's tier, its state and its own copy of the config. */
 const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
 void *sandbox_state(const struct aj_sandbox *sb);

@@ -38,6 +38,8 @@
 /* A listing's reply: repl.py lists at most 10,000 entries. */
 #define LIST_REPLY_MAX (32u << 20)
 #define PATH_MAX_BYTES 4096
+/* How long after a call's own deadline the host stops it (above). */
+#define OWN_DEADLINE_GRACE_SEC 2.0
 
 /* The thread that opens a session's sandbox and, when told, closes it. */
 struct keeper {
@@ -319,9 +321,9 @@ static int enter(struct aj_session *s, struct aj_error *err)
  * and returns the parsed reply (NULL when the interpreter gave none: res
  * says how the call ended). 0, or -errno when the session's sandbox failed
  * (it is closed then). */
-static int call(struct aj_session *s, json_t *request, size_t reply_max, int cancel,
-		struct stream_tap *tap,
-		struct aj_result *res, json_t **reply, struct session_answer *ans)
+static int call(struct aj_session *s, const struct aj_config *cfg, json_t *request,
+		size_t reply_max, int cancel, struct stream_tap *tap, struct aj_result *res,
+		json_t **reply, struct session_answer *ans)
 {
 	*reply = NULL;
 	uint64_t seq = ++s->seq;
@@ -347,7 +349,7 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 	const struct session_call c = {.request = req, .len = n + 1, .seq = seq,
 				       .cancel_fd = cancel, .reply_max = reply_max, .tap = tap};
 	const struct tier_ops *ops = sandbox_ops(s->sb);
-	int rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
+	int rc = ops->session_call(s->tier_session, cfg, &c, res, ans);
 	/* What the dying interpreter printed (a thread a cell left, as it
 	 * ended) reached the stream as it was read: the tiers that find an
 	 * unread request stream each byte they capture. fn cannot take it
@@ -360,7 +362,7 @@ static int call(struct aj_session *s, json_t *request, size_t reply_max, int can
 		 * ran, so a fresh interpreter gets it, once. */
 		aj_result_free(res);
 		result_init(res);
-		rc = ops->session_call(s->tier_session, sandbox_config(s->sb), &c, res, ans);
+		rc = ops->session_call(s->tier_session, cfg, &c, res, ans);
 		ans->restarted = true;
 	} else if (!rc && ans->unread) {
 		result_sandbox_error(res, "session: the interpreter had ended before it took this "
@@ -410,56 +412,36 @@ static void stream_images(struct stream_tap *tap, const struct aj_result *res)
 				 res->images[i].data, res->images[i].len);
 }
 
-int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
-			     struct aj_cancel *cancel, const struct aj_stream *stream,
-			     struct aj_result *res)
+const struct aj_config *session_config(const struct aj_session *s)
+{
+	return s ? sandbox_config(s->sb) : NULL;
+}
+
+int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, double wall_sec,
+			   struct aj_cancel *cancel, struct stream_tap *tap,
+			   session_reply_fn on_reply, struct aj_result *res)
 {
 	struct aj_error err = {0};
-	struct stream_tap *tap = NULL;
 	int rc;
-
-	result_init(res);
-	if (stream && !stream->fn) {
-		result_sandbox_error(res, "session: the stream has no fn to deliver events to");
-		rc = -EINVAL;
-		goto out;
-	}
-	if ((rc = code_check(code, len, res)))
-		goto out;
-	if (stream && (rc = stream_tap_start(stream, &tap))) {
-		result_sandbox_error(res, "session: the stream's delivery thread: %s",
-				     strerror(-rc));
-		goto out;
-	}
 	if ((rc = enter(s, &err))) {
 		result_sandbox_error(res, "%s", err.message);
-		goto out;
+		return rc;
 	}
-	const struct aj_config *cfg = sandbox_config(s->sb);
-	const struct aj_session_limits *sl = &cfg->session;
-	char *b64 = base64_encode(code, len, NULL);
-	/* memory_mb: the session's, under which repl.py keeps its own data
-	 * (a MemoryError keeps the state an OOM kill would take). */
-	json_t *req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "code", b64,
-				      "cpu", (int)cfg->limits.cpu_sec, "images", (int)sl->images,
-				      "image_bytes", (json_int_t)sl->image_kb * 1024, "memory_mb",
-				      (int)cfg->limits.memory_mb)
-			  : NULL;
-	free(b64);
-	if (!req) {
-		result_sandbox_error(res, "session: out of memory");
-		rc = -ENOMEM;
-		pthread_mutex_unlock(&s->lock);
-		goto out;
+	/* A call with a deadline of its own (an exec's, kept inside the
+	 * sandbox, which kills the command and keeps the interpreter): the
+	 * host's comes OWN_DEADLINE_GRACE_SEC after it, for the interpreter's
+	 * kill and answer on a busy machine, and the result's words name the
+	 * call's own. */
+	struct aj_config own = *sandbox_config(s->sb), host = own;
+	if (wall_sec > 0) {
+		own.limits.wall_sec = wall_sec;
+		host.limits.wall_sec = wall_sec + OWN_DEADLINE_GRACE_SEC;
 	}
-	size_t image_bytes = (size_t)sl->image_kb * 1024;
-	size_t reply_max = (size_t)sl->images * (image_bytes / 3 * 4 + 4 + 256) + REPLY_SLACK;
 	struct session_answer ans;
 	json_t *reply = NULL;
-	rc = call(s, req, reply_max, cancel_fd(cancel), tap, res, &reply, &ans);
-	json_decref(req);
+	rc = call(s, &host, req, reply_max, cancel_fd(cancel), tap, res, &reply, &ans);
 	if (!rc && reply)
-		session_run_reply(reply, cfg, res);
+		on_reply(reply, &own, res);
 	json_decref(reply);
 	stream_images(tap, res);
 	if (!rc) {
@@ -472,10 +454,63 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
+			     struct aj_cancel *cancel, const struct aj_stream *stream,
+			     struct aj_result *res)
+{
+	struct stream_tap *tap = NULL;
+	json_t *req = NULL;
+	int rc;
+
+	result_init(res);
+	if ((rc = session_stream_start(stream, &tap, res)) || (rc = code_check(code, len, res)))
+		goto out;
+	if (!s) {
+		rc = -EINVAL;
+		result_sandbox_error(res, "session: no session given");
+		goto out;
+	}
+	const struct aj_config *cfg = sandbox_config(s->sb);
+	const struct aj_session_limits *sl = &cfg->session;
+	char *b64 = base64_encode(code, len, NULL);
+	/* memory_mb: the session's, under which repl.py keeps its own data
+	 * (a MemoryError keeps the state an OOM kill would take). */
+	req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "code", b64, "cpu",
+			      (int)cfg->limits.cpu_sec, "images", (int)sl->images, "image_bytes",
+			      (json_int_t)sl->image_kb * 1024, "memory_mb",
+			      (int)cfg->limits.memory_mb)
+		  : NULL;
+	free(b64);
+	if (!req) {
+		result_sandbox_error(res, "session: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	size_t image_bytes = (size_t)sl->image_kb * 1024;
+	size_t reply_max = (size_t)sl->images * (image_bytes / 3 * 4 + 4 + 256) + REPLY_SLACK;
+	rc = session_call_streaming(s, req, reply_max, 0, cancel, tap, session_run_reply, res);
 out:
+	json_decref(req);
 	/* Every event is delivered before the call returns. */
 	stream_tap_finish(tap);
 	result_ensure_streams(res);
+	return rc;
+}
+
+int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
+			 struct aj_result *res)
+{
+	*tap = NULL;
+	if (stream && !stream->fn) {
+		result_sandbox_error(res, "session: the stream has no fn to deliver events to");
+		return -EINVAL;
+	}
+	int rc = stream ? stream_tap_start(stream, tap) : 0;
+	if (rc)
+		result_sandbox_error(res, "session: the stream's delivery thread: %s", strerror(-rc));
 	return rc;
 }
 
@@ -494,8 +529,8 @@ int aj_session_run(struct aj_session *s, const char *code, size_t len, struct aj
 
 /* A caller's path as one relative to the workspace: valid UTF-8, no "..",
  * absolute only under the workspace. */
-static int workspace_path(const char *path, bool may_be_workspace, const char **rel,
-			  struct aj_error *err)
+int session_workspace_path(const char *path, bool may_be_workspace, const char **rel,
+			   struct aj_error *err)
 {
 	static const char ws[] = AJ_SESSION_WORKSPACE;
 	if (!path)
@@ -539,7 +574,7 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 	struct aj_result res;
 	struct session_answer ans;
 	result_init(&res);
-	int rc = call(s, req, reply_max, -1, NULL, &res, reply, &ans);
+	int rc = call(s, sandbox_config(s->sb), req, reply_max, -1, NULL, &res, reply, &ans);
 	if (ans.restarted)
 		s->state_lost = true; /* told at the next run */
 	if (ans.ended)
@@ -569,7 +604,7 @@ int aj_session_put(struct aj_session *s, const char *path, const void *data, siz
 		   struct aj_error *err)
 {
 	const char *rel;
-	int rc = workspace_path(path, false, &rel, err);
+	int rc = session_workspace_path(path, false, &rel, err);
 	if (rc)
 		return rc;
 	if (!data && len)
@@ -603,7 +638,7 @@ int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *
 	const char *rel;
 	*data = NULL;
 	*len = 0;
-	int rc = workspace_path(path, false, &rel, err);
+	int rc = session_workspace_path(path, false, &rel, err);
 	if (rc || (rc = enter(s, err)))
 		return rc;
 	size_t cap = (size_t)sandbox_config(s->sb)->session.transfer_mb << 20;
@@ -627,7 +662,7 @@ int session_get_part(struct aj_session *s, const char *path, uint64_t offset, si
 	const char *rel;
 	*data = NULL;
 	*len = 0;
-	int rc = workspace_path(path, false, &rel, err);
+	int rc = session_workspace_path(path, false, &rel, err);
 	if (rc || (rc = enter(s, err)))
 		return rc;
 	size_t cap = (size_t)sandbox_config(s->sb)->session.transfer_mb << 20;
@@ -659,7 +694,7 @@ int aj_session_list(struct aj_session *s, const char *dir, struct aj_file_info *
 	const char *rel;
 	*entries = NULL;
 	*count = 0;
-	int rc = workspace_path(dir ? dir : "", true, &rel, err);
+	int rc = session_workspace_path(dir ? dir : "", true, &rel, err);
 	if (rc || (rc = enter(s, err)))
 		return rc;
 	json_t *req = json_pack("{s:s, s:s}", "op", "list", "path", rel);

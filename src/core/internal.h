@@ -96,6 +96,10 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
  * with err. */
 json_t *session_reply_json(const char *line, size_t len, struct aj_result *res);
 void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
+/* An exec call's reply ({"exit": code} or {"signal": n}, "timed_out" when
+ * its own deadline killed it, "cpu_us", "rss_kb") as res's status by the
+ * same rules; cfg's wall_sec is the command's own deadline. */
+void session_exec_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err);
 int session_get_reply(json_t *reply, size_t cap, const char *path, void **data, size_t *len,
 		      struct aj_error *err);

@@ -19,6 +19,10 @@
 #       -> {"seq", "data": b64, "size": n}: at most max bytes from offset,
 #          and the file's size (a download in parts; the host checks the cap)
 #   {"seq", "op": "list", "path": p}             -> {"seq", "entries": [...]}
+#   {"seq", "op": "exec", "shell": cmd | "argv": [..], "cwd": p, "env": {..},
+#    "stdin": b64 (absent: /dev/null), "timeout_ms": n, "cpu": s}
+#       -> {"seq", "exit": code} or {"seq", "signal": n}, "timed_out": true
+#          when its deadline killed it, "cpu_us", "rss_kb" (op_exec)
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
 # Before it acts on a request it answers {"ack": SEQ}: the host then knows
@@ -427,7 +431,90 @@ def op_list(req, state):
     return {"entries": entries}
 
 
-OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list}
+# ---- commands: one more program of the session ----
+
+def exec_child(cpu):
+    """In the command's process, before its exec: its own CPU budget (the
+    call's share; the hard limit, the session's total, stays as the host
+    set it), and the signals this interpreter's host ignores back to their
+    defaults (SIGXCPU must end a command at its limit, Ctrl-C a job)."""
+    import signal
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    want = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+    for s in (signal.SIGXCPU, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def feed(pipe, data):
+    """stdin, from a thread of its own: the command may read it slowly, or
+    never, while this interpreter waits for its end."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(pipe.fileno(), view):]
+    except OSError:
+        pass  # it closed its stdin or ended: what is left is not read
+    finally:
+        pipe.close()
+
+
+def op_exec(req, state):
+    """The command as the session's own child: its user, namespaces, limits
+    and filter are this interpreter's, set from outside. stdout and stderr
+    are this interpreter's (the host captures, caps and streams them); its
+    own process group, killed whole at its deadline and at its end (what it
+    left running ends with it)."""
+    import signal
+    import subprocess
+    import threading
+
+    argv = req.get("argv") or ["/bin/sh", "-c", req["shell"]]
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    data = base64.b64decode(req["stdin"]) if "stdin" in req else None
+    fd = open_dir(parts_of(req.get("cwd") or ""), False)
+    flush()
+    cpu0, _ = usage()
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fchdir(fd)  # the command's cwd, with no path to follow again
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else None,
+                                env=env, start_new_session=True,
+                                preexec_fn=lambda: exec_child(int(req["cpu"])))
+    except OSError as e:
+        # As a shell reports it: 127 not found, 126 not runnable.
+        code = 127 if isinstance(e, FileNotFoundError) else 126
+        os.write(2, ("agentjail: exec: %s: %s\n" % (argv[0], os.strerror(e.errno or 5)))
+                 .encode("utf-8", "replace"))
+        return {"exit": code, "cpu_us": 0, "rss_kb": 0}
+    finally:
+        os.fchdir(here)
+        os.close(here)
+        os.close(fd)
+    if data is not None:
+        threading.Thread(target=feed, args=(proc.stdin, data), daemon=True).start()
+    timed_out = False
+    try:
+        proc.wait(req["timeout_ms"] / 1000.0)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group: what it started too
+    except OSError:
+        pass
+    rc = proc.wait()
+    cpu1, rss = usage()
+    answer = {"exit": rc} if rc >= 0 else {"signal": -rc}
+    answer.update({"cpu_us": int((cpu1 - cpu0) * 1e6), "rss_kb": rss})
+    if timed_out:
+        answer["timed_out"] = True
+    return answer
+
+
+OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
+       "exec": op_exec}
 
 
 def serve():

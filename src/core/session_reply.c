@@ -96,6 +96,46 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 	}
 }
 
+void session_exec_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res)
+{
+	json_t *exit = json_object_get(reply, "exit"), *sig = json_object_get(reply, "signal");
+	json_int_t code = json_integer_value(exit), signo = json_integer_value(sig);
+	const char *why = json_string_value(json_object_get(reply, "error"));
+	int ws;
+	if (why) {
+		/* It never started: its directory was not one (a symlink, a
+		 * file, missing). The caller's to fix, in the interpreter's
+		 * words. */
+		result_sandbox_error(res, "exec: cwd: %.400s", why);
+		return;
+	}
+	/* One of the two, each in its range: the reply is the session's own
+	 * output (any cell can write it), so it is checked, never trusted
+	 * past this call's own result. */
+	if (json_is_integer(exit) && !sig && code >= 0 && code <= 255)
+		ws = W_EXITCODE((int)code, 0);
+	else if (json_is_integer(sig) && !exit && signo >= 1 && signo <= 64)
+		ws = (int)signo; /* a wait status: killed by signo, no core */
+	else {
+		result_sandbox_error(res, "session: the interpreter's exec reply has no exit code "
+					  "from 0 to 255 or signal from 1 to 64");
+		return;
+	}
+	json_int_t cpu_us = json_integer_value(json_object_get(reply, "cpu_us"));
+	json_int_t rss_kb = json_integer_value(json_object_get(reply, "rss_kb"));
+	res->cpu_ms = cpu_us > 0 ? (double)cpu_us / 1000.0 : 0;
+	if (!res->memory_kb && rss_kb > 0)
+		res->memory_kb = (uint64_t)rss_kb;
+	struct end_facts f = {
+		.ended = true,
+		.wstatus = ws,
+		.cpu_ms = res->cpu_ms,
+		/* Its own deadline passed: the interpreter killed its group. */
+		.timed_out = json_is_true(json_object_get(reply, "timed_out")),
+	};
+	status_decide(&f, &cfg->limits, res);
+}
+
 static const struct {
 	const char *name;
 	int code;

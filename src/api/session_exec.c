@@ -1,0 +1,163 @@
+/* aj_session_exec: a command in a session's sandbox. The command is one
+ * more program of the session: the session's interpreter (src/core/repl.py,
+ * op "exec") starts it as its own child, so it runs as the session's user,
+ * in its namespaces, under its rlimits, cgroups, seccomp filter and egress
+ * rules, on every tier that keeps a session, with nothing a tier must add.
+ * Its stdout and stderr are the interpreter's own pipes: the tier captures,
+ * caps and streams them as a cell's. This file checks what the caller asks
+ * (the command, its directory, its environment, stdin, the deadline) and
+ * words every refusal; repl.py's reply becomes the result by the status
+ * rules (session_exec_reply). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "../core/stream_tap.h"
+#include "api.h"
+
+/* Most argv entries: far more than any command line an agent writes, and
+ * few enough that the request stays one small line. */
+#define EXEC_MAX_ARGS 4096
+/* The reply: an exit code or a signal and two counters. */
+#define EXEC_REPLY_MAX (64u << 10)
+
+/* The command as JSON: "shell" (a string for /bin/sh -c) or "argv". */
+static int command_json(const struct aj_exec *x, json_t *req, struct aj_result *res)
+{
+	if (!x->command == !x->argv)
+		return result_sandbox_error(res, "exec: give either a command (for /bin/sh -c) or an "
+						 "argv, not %s",
+					    x->command ? "both" : "neither"),
+		       -EINVAL;
+	if (x->command) {
+		size_t n = strlen(x->command);
+		if (!n || n > AJ_MAX_CODE_BYTES || !utf8_valid(x->command, n))
+			return result_sandbox_error(res, "exec: the command is %s",
+						    !n ? "empty"
+						    : n > AJ_MAX_CODE_BYTES
+							? "longer than the 4 MiB allowed"
+							: "not valid UTF-8"),
+			       -EINVAL;
+		return json_object_set_new(req, "shell", json_string(x->command)) ? -ENOMEM : 0;
+	}
+	json_t *argv = json_array();
+	size_t total = 0, i = 0;
+	int rc = argv ? 0 : -ENOMEM;
+	for (; !rc && x->argv[i]; i++) {
+		size_t n = strlen(x->argv[i]);
+		total += n;
+		if (i >= EXEC_MAX_ARGS || total > AJ_MAX_CODE_BYTES)
+			rc = -EINVAL, result_sandbox_error(res, "exec: argv is longer than %d entries or "
+								"4 MiB",
+							   EXEC_MAX_ARGS);
+		else if (!utf8_valid(x->argv[i], n))
+			rc = -EINVAL,
+			result_sandbox_error(res, "exec: argv[%zu] is not valid UTF-8", i);
+		else if (json_array_append_new(argv, json_string(x->argv[i])))
+			rc = -ENOMEM;
+	}
+	if (!rc && (!i || !x->argv[0][0]))
+		rc = -EINVAL, result_sandbox_error(res, "exec: argv has no program (argv[0] is %s)",
+						   i ? "empty" : "missing");
+	if (!rc && json_object_set(req, "argv", argv))
+		rc = -ENOMEM;
+	json_decref(argv);
+	return rc;
+}
+
+/* The additions to the environment, by the rules the deployer's own
+ * variables pass (env.c): a NAME=VALUE list as a JSON object. */
+static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t *req,
+		    struct aj_result *res)
+{
+	struct aj_config check = *cfg;
+	struct aj_error err = {0};
+	check.env = x->env;
+	check.env_count = x->env_count;
+	int rc = env_check(&check, &err);
+	if (rc)
+		return result_sandbox_error(res, "exec: %s", err.message), rc;
+	json_t *env = json_object();
+	for (uint32_t i = 0; env && i < x->env_count; i++) {
+		const char *eq = strchr(x->env[i], '=');
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(eq - x->env[i]), x->env[i]);
+		if (json_object_set_new(env, name, json_string(eq + 1)))
+			break;
+	}
+	rc = env && !json_object_set(req, "env", env) ? 0 : -ENOMEM;
+	json_decref(env);
+	return rc;
+}
+
+/* The request for x, every part checked: 0, or -errno with res saying why. */
+static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, json_t **out,
+			double *timeout, struct aj_result *res)
+{
+	struct aj_error err = {0};
+	const char *cwd = "";
+	int rc;
+	*out = NULL;
+	if (x->cwd && x->cwd[0] && (rc = session_workspace_path(x->cwd, true, &cwd, &err)))
+		return result_sandbox_error(res, "exec: cwd: %s", err.message), rc;
+	*timeout = x->timeout_sec ? x->timeout_sec : cfg->limits.wall_sec;
+	if (!(*timeout > 0) || *timeout > cfg->limits.wall_sec)
+		return result_sandbox_error(res, "exec: timeout: %g s is not within the session's "
+						 "wall-clock limit (0 < timeout <= %g s)",
+					    x->timeout_sec, cfg->limits.wall_sec),
+		       -EINVAL;
+	size_t cap = (size_t)cfg->session.transfer_mb << 20;
+	if (x->stdin_len && !x->stdin_data)
+		return result_sandbox_error(res, "exec: stdin: a length without its data"), -EINVAL;
+	if (x->stdin_len > cap)
+		return result_sandbox_error(res, "exec: stdin: %zu bytes is more than the session's "
+						 "transfer limit of %u MiB",
+					    x->stdin_len, cfg->session.transfer_mb),
+		       -EFBIG;
+	json_t *req = json_pack("{s:s, s:s, s:I, s:i}", "op", "exec", "cwd", cwd, "timeout_ms",
+				(json_int_t)(*timeout * 1000.0), "cpu", (int)cfg->limits.cpu_sec);
+	if (!req)
+		return result_sandbox_error(res, "exec: out of memory"), -ENOMEM;
+	if ((rc = command_json(x, req, res)) || (rc = env_json(cfg, x, req, res)))
+		goto fail;
+	if (x->stdin_data) {
+		char *b64 = base64_encode(x->stdin_data, x->stdin_len, NULL);
+		if (!b64 || json_object_set_new(req, "stdin", json_string(b64)))
+			rc = -ENOMEM;
+		free(b64);
+	}
+	if (rc)
+		goto fail;
+	*out = req;
+	return 0;
+fail:
+	if (rc == -ENOMEM && !res->message)
+		result_sandbox_error(res, "exec: out of memory");
+	json_decref(req);
+	return rc;
+}
+
+int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_cancel *cancel,
+		    const struct aj_stream *stream, struct aj_result *res)
+{
+	struct stream_tap *tap = NULL;
+	json_t *req = NULL;
+	double timeout = 0;
+	int rc;
+
+	result_init(res);
+	if (!s || !x) {
+		result_sandbox_error(res, "exec: no %s given", s ? "command" : "session");
+		rc = -EINVAL;
+	} else if (!(rc = exec_request(session_config(s), x, &req, &timeout, res)) &&
+		   !(rc = session_stream_start(stream, &tap, res))) {
+		rc = session_call_streaming(s, req, EXEC_REPLY_MAX, timeout, cancel, tap,
+					    session_exec_reply, res);
+	}
+	json_decref(req);
+	stream_tap_finish(tap);
+	result_ensure_streams(res);
+	return rc;
+}

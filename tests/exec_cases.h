@@ -1,0 +1,225 @@
+/* Commands in a session (aj_session_exec), the cases every tier with
+ * sessions runs (session_cases.h puts EXEC_TABLE in SESSION_TABLE). The
+ * test images hold dash (/bin/sh) and python3, so the commands use the
+ * shell's builtins and python3 -c. Nothing here names a tier. */
+#ifndef AJ_TEST_EXEC_CASES_H
+#define AJ_TEST_EXEC_CASES_H
+
+#include "hostile.h"
+
+static int exec_sh(struct aj_session *s, const char *command, double timeout,
+		   struct aj_result *r)
+{
+	struct aj_exec x = {.command = command, .timeout_sec = timeout};
+	return aj_session_exec(s, &x, NULL, NULL, r);
+}
+
+/* A command, taken by the session (rc 0), with the status wanted. */
+static void exec_expect(struct aj_session *s, const char *command, enum aj_status want,
+			struct aj_result *r)
+{
+	int rc = exec_sh(s, command, 0, r);
+	if (rc)
+		fail_msg("aj_session_exec(%s): %d: %s", command, rc, r->message ? r->message : "-");
+	if (r->status != want)
+		fail_msg("exec %s: %s, want %s: %s / %s / %s", command, aj_status_name(r->status),
+			 aj_status_name(want), r->message ? r->message : "-", r->stdout_buf,
+			 r->stderr_buf);
+}
+
+/* The processes the sandbox's pid namespace shows, as a command counts
+ * them (its own python3 included). */
+static long exec_process_count(struct aj_session *s)
+{
+	struct aj_result r;
+	exec_expect(s,
+		    "python3 -c \"import os; print(sum(1 for p in os.listdir('/proc') "
+		    "if p.isdigit()))\"",
+		    AJ_STATUS_OK, &r);
+	long n = strtol(r.stdout_buf, NULL, 10);
+	aj_result_free(&r);
+	return n;
+}
+
+/* Exit codes, both streams, a signal, a program not found, argv. */
+static void exec_exit_and_output(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	exec_expect(s, "echo out; echo err >&2; exit 3", AJ_STATUS_ERROR, &r);
+	assert_true(r.has_exit_code);
+	assert_int_equal(r.exit_code, 3);
+	assert_string_equal(r.stdout_buf, "out\n");
+	assert_string_equal(r.stderr_buf, "err\n");
+	aj_result_free(&r);
+	exec_expect(s, "kill -TERM $$", AJ_STATUS_KILLED, &r);
+	assert_false(r.has_exit_code);
+	assert_int_equal(r.signal, 15);
+	aj_result_free(&r);
+	static const char *const argv[] = {"python3", "-c", "import sys; print(sys.argv[1:])",
+					   "a b", "$HOME", NULL};
+	static const char *const missing[] = {"no-such-program", NULL};
+	struct aj_exec x = {.argv = argv};
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "['a b', '$HOME']\n"); /* no shell between */
+	aj_result_free(&r);
+	x.argv = missing;
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 127);
+	assert_true(contains(r.stderr_buf, "no-such-program"));
+	aj_result_free(&r);
+	close_session(s);
+}
+
+/* A command and a cell share the workspace, and a command leaves the
+ * interpreter's state as it was. */
+static void exec_shares_the_session(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "kept = 7\nimport os\nos.mkdir('sub')\nopen('sub/in.txt', 'w').write('from-cell\\n')\n",
+		    AJ_STATUS_OK, NULL);
+	struct aj_exec x = {.command = "pwd; read line < in.txt; echo \"$line\"; "
+				       "echo from-command > out.txt",
+			    .cwd = "sub"};
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, AJ_SESSION_WORKSPACE "/sub\nfrom-cell\n");
+	aj_result_free(&r);
+	cell_expect(s, "print(kept, open('sub/out.txt').read().strip(), os.getcwd())",
+		    AJ_STATUS_OK, "7 from-command " AJ_SESSION_WORKSPACE);
+	close_session(s);
+}
+
+/* A directory outside the workspace, or through a symlink, is refused;
+ * so is an environment variable the deployer's rules refuse. */
+static void exec_refuses_what_it_must(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	static const char *const outside[] = {"..", "/etc", "sub/../..", AJ_SESSION_WORKSPACE "/.."};
+	for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+		struct aj_exec x = {.command = "pwd", .cwd = outside[i]};
+		assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), -EACCES);
+		assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+		assert_true(contains(r.message, "cwd"));
+		assert_int_equal(r.stdout_len, 0);
+		aj_result_free(&r);
+	}
+	cell_expect(s, "import os\nos.symlink('/', 'root')\nos.mkdir('d')\n", AJ_STATUS_OK, NULL);
+	struct aj_exec link = {.command = "pwd", .cwd = "root"};
+	assert_int_equal(aj_session_exec(s, &link, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
+	assert_true(contains(r.message, "symlink"));
+	assert_int_equal(r.stdout_len, 0);
+	aj_result_free(&r);
+	static const char *const env_ok[] = {"GREETING=hello there", NULL};
+	static const char *const env_bad[] = {"LD_PRELOAD=/tmp/work/x.so", NULL};
+	static const char *const env_proxy[] = {"https_proxy=http://10.0.0.1:1", NULL};
+	struct aj_exec e = {.command = "echo \"$GREETING\"", .env = env_ok, .env_count = 1,
+			    .cwd = "d"};
+	assert_int_equal(aj_session_exec(s, &e, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "hello there\n");
+	aj_result_free(&r);
+	e.env = env_bad;
+	assert_int_equal(aj_session_exec(s, &e, NULL, NULL, &r), -EINVAL);
+	assert_true(contains(r.message, "LD_PRELOAD"));
+	aj_result_free(&r);
+	e.env = env_proxy;
+	assert_int_equal(aj_session_exec(s, &e, NULL, NULL, &r), -EINVAL);
+	assert_true(contains(r.message, "https_proxy"));
+	aj_result_free(&r);
+	struct aj_exec both = {.command = "true", .argv = (const char *const[]){"true", NULL}};
+	assert_int_equal(aj_session_exec(s, &both, NULL, NULL, &r), -EINVAL);
+	aj_result_free(&r);
+	struct aj_exec late = {.command = "true", .timeout_sec = f->cfg.limits.wall_sec + 1};
+	assert_int_equal(aj_session_exec(s, &late, NULL, NULL, &r), -EINVAL);
+	assert_true(contains(r.message, "timeout"));
+	aj_result_free(&r);
+	close_session(s);
+}
+
+/* stdin: 1 MiB in, counted by the command; none is /dev/null. */
+static void exec_stdin(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	size_t n = 1u << 20;
+	char *data = malloc(n);
+	assert_non_null(data);
+	memset(data, 'a', n);
+	struct aj_exec x = {
+		.command = "python3 -c \"import sys; d = sys.stdin.buffer.read(); "
+			   "print(len(d), set(d) == {97})\"",
+		.stdin_data = data,
+		.stdin_len = n};
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "1048576 True\n");
+	aj_result_free(&r);
+	free(data);
+	exec_expect(s, "python3 -c \"import sys; print(len(sys.stdin.read()))\"", AJ_STATUS_OK,
+		    &r);
+	assert_string_equal(r.stdout_buf, "0\n");
+	aj_result_free(&r);
+	close_session(s);
+}
+
+/* Its deadline kills the command's whole process group, and nothing of
+ * it is left; the interpreter keeps its state. What a command leaves
+ * running when it ends is killed too. */
+static void exec_timeout_kills_the_group(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	cell_expect(s, "kept = 'still here'", AJ_STATUS_OK, NULL);
+	long before = exec_process_count(s);
+	int rc = exec_sh(s,
+			 "python3 -c \"import os, time; os.fork(); os.fork(); time.sleep(100)\" & "
+			 "python3 -c \"import time; time.sleep(100)\"",
+			 1, &r);
+	assert_int_equal(rc, 0);
+	assert_status(&r, AJ_STATUS_TIMEOUT);
+	assert_true(contains(r.message, "1 s"));
+	aj_result_free(&r);
+	assert_int_equal(exec_process_count(s), before);
+	exec_expect(s, "python3 -c \"import os, time; os.fork() or time.sleep(100)\" & exit 0",
+		    AJ_STATUS_OK, &r);
+	aj_result_free(&r);
+	assert_int_equal(exec_process_count(s), before);
+	cell_expect(s, "print(kept)", AJ_STATUS_OK, "still here");
+	close_session(s);
+}
+
+/* Output past the cap stops the call, as a cell's does. */
+static void exec_output_cap(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.limits.output_kb = 64;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	exec_expect(s, "python3 -c \"import sys; sys.stdout.write('x' * (1 << 20))\"",
+		    AJ_STATUS_OUTPUT_LIMIT, &r);
+	assert_true(r.stdout_truncated);
+	assert_true(r.stdout_len <= 64 * 1024);
+	aj_result_free(&r);
+	exec_expect(s, "echo after", AJ_STATUS_OK, &r);
+	assert_true(contains(r.stdout_buf, "after"));
+	aj_result_free(&r);
+	close_session(s);
+}
+
+#define EXEC_TABLE                                                                          \
+	SESSION_TEST(exec_exit_and_output), SESSION_TEST(exec_shares_the_session),           \
+	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
+	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap)
+
+#endif
