@@ -199,5 +199,11 @@ class _Lib:
             raise AttributeError(f"agentjail: {name} is not declared")
         fn = getattr(self._dll, name)
         fn.restype, fn.argtypes = self._ffi._functions[name]
-        setattr(self, name, fn)
-        return fn
+
+        def call(*args):
+            # ffi.NULL as an argument is a null pointer, as cffi takes it
+            # (ctypes spells it None).
+            return fn(*(None if a is NULL else a for a in args))
+
+        setattr(self, name, call)
+        return call

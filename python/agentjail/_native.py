@@ -109,6 +109,13 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
                              struct aj_cancel *cancel, const struct aj_stream *stream,
                              struct aj_result *res);
+struct aj_exec {
+    const char *command; const char *const *argv; const char *cwd;
+    const char *const *env; uint32_t env_count;
+    const void *stdin_data; size_t stdin_len; double timeout_sec;
+};
+int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_cancel *cancel,
+                    const struct aj_stream *stream, struct aj_result *res);
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
                    struct aj_error *err);
 int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,

@@ -45,6 +45,13 @@ class InvalidCode(AgentjailError, ValueError):
     more than the library accepts."""
 
 
+class InvalidCommand(AgentjailError, ValueError):
+    """A command Session.exec refuses before it starts: both or neither of
+    a shell line and an argv, a cwd outside the workspace or through a
+    symlink, an environment variable the sandbox's rules refuse, a
+    timeout past the sandbox's; the message names which."""
+
+
 class SandboxClosed(AgentjailError, ValueError):
     """The sandbox (or session) was closed; like I/O on a closed file."""
 

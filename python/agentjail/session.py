@@ -16,6 +16,7 @@ import os
 
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
+from ._exec import exec_call
 from ._runs import execute
 from ._streams import RunMethods
 from .config import c_strings
@@ -71,6 +72,20 @@ class Session(RunMethods, Handle):
     def _execute(self, code, timeout, listener=None, started=None):
         return execute(self, lib.aj_session_run_cancellable, lib.aj_session_run_streaming,
                        code, timeout, listener, started, self._closed_rc)
+
+    def exec(self, command, *, cwd=None, env=None, stdin=None, timeout=None,
+             on_stdout=None, on_stderr=None):
+        """Runs a command in the session's sandbox, as one more program of
+        the session: its user, workspace, limits and egress rules. command:
+        a str for /bin/sh -c, or a list (argv, no shell). cwd: a directory
+        of the workspace (relative); env: a dict added to the session's
+        environment (checked as the sandbox's own variables); stdin: bytes
+        or str; timeout: the command's own deadline in seconds (at most the
+        sandbox's; its whole process group is killed and the session keeps
+        its state). on_stdout / on_stderr: called with its output as it
+        comes. Returns an Execution as run() does: exit_code, stdout,
+        stderr, status. A refused command raises InvalidCommand."""
+        return exec_call(self, command, cwd, env, stdin, timeout, on_stdout, on_stderr)
 
     def _closed_rc(self, rc, res):
         if rc == -errno.ESHUTDOWN:

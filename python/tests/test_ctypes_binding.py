@@ -36,6 +36,8 @@ with Sandbox(ro_bind=["/usr/share"], **opts) as sb:
                         [(f.name, f.type, f.size) for f in s.list_files("d")]]
         s.run("a = 5")
         out["session"] = [s.run("print(a)").stdout, s.closed_reason]
+        ex = s.exec(["sh", "-c", 'read l; echo "$l $X"; exit 4'], stdin="in", env={"X": "x"})
+        out["exec"] = [ex.status, ex.exit_code, ex.stdout]
     out["closed"] = s.closed_reason
 print(json.dumps(out))
 '''
@@ -57,6 +59,7 @@ def test_every_kind_of_call_through_ctypes():
     assert out["tool"] == ["42", True, "run_python"]
     assert out["files"] == ["000102", [["x.bin", "file", 3]]]
     assert out["session"] == ["5\n", None]
+    assert out["exec"] == ["error", 4, "in x\n"]  # argv, stdin, env: NULL-ended arrays
     assert out["closed"] == "closed by the caller"
 
 

@@ -1,0 +1,83 @@
+"""Session.exec: a command in a session's sandbox (aj_session_exec), its
+arguments made C, the call made as a run's is (cancellable, streamed to
+on_stdout / on_stderr when given), the result an Execution."""
+import errno
+
+from ._calls import blocking
+from ._listen import listener_for
+from ._native import ffi, lib
+from ._runs import finish
+from .config import c_strings
+from .errors import InvalidCommand, SandboxError
+
+
+def _c_command(x, command, keep):
+    if isinstance(command, str):
+        x.command = _c(command, "command", keep)
+    elif isinstance(command, (list, tuple)) and command:
+        if not all(isinstance(a, str) for a in command):
+            raise TypeError("command: an argv list holds only str")
+        # NULL-terminated, as struct aj_exec's argv is (a new array is
+        # zeroed: its last entry stays NULL).
+        argv = ffi.new("const char *[]", len(command) + 1)
+        for i, a in enumerate(command):
+            argv[i] = _c(a, f"argv[{i}]", keep)
+        keep.append(argv)
+        x.argv = argv
+    else:
+        raise TypeError(f"command must be a str (for /bin/sh -c) or a non-empty list (argv), "
+                        f"not {command!r}")
+
+
+def _c(value, what, keep):
+    if "\0" in value:
+        raise InvalidCommand(f"{what}: contains a NUL byte")
+    c = ffi.new("char[]", value.encode("utf-8", "surrogateescape"))
+    keep.append(c)
+    return c
+
+
+def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
+    x = ffi.new("struct aj_exec *")
+    keep = []
+    _c_command(x, command, keep)
+    if cwd is not None:
+        x.cwd = _c(str(cwd), "cwd", keep)
+    if env:
+        if not isinstance(env, dict):
+            raise TypeError(f"env must be a dict of names to values, not {type(env).__name__}")
+        pairs = c_strings("env", [f"{k}={v}" for k, v in env.items()], "variable")
+        keep.append(pairs)
+        x.env = pairs.array
+        x.env_count = len(pairs.items)
+    if stdin is not None:
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+        buf = ffi.new("char[]", data or b"\0")
+        keep.append(buf)
+        x.stdin_data = ffi.cast("void *", buf)
+        x.stdin_len = len(data)
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout: {timeout!r} is not a positive number of seconds")
+        x.timeout_sec = float(timeout)
+    listener = listener_for(on_stdout, on_stderr, None)
+    call = session._calls.begin(None)
+    try:
+        res = ffi.new("struct aj_result *")
+        stream = listener.c_stream if listener is not None else ffi.NULL
+        rc = blocking(call, lib.aj_session_exec, session._handle, x, call.token, stream, res)
+        session._closed_rc(rc, res)
+        try:
+            ex = finish(call, res, session.tier, None)
+        except SandboxError as e:
+            if rc in (-errno.EINVAL, -errno.EACCES, -errno.EFBIG, -errno.ENAMETOOLONG,
+                      -errno.EILSEQ) or (e.execution.message or "").startswith("exec: cwd"):
+                raise InvalidCommand(e.execution.message) from None
+            raise
+    finally:
+        session._calls.end(call)
+    if listener is not None:
+        listener.end()
+        if listener.error is not None:
+            raise listener.error
+    return ex

@@ -1,0 +1,61 @@
+"""Session.exec through the binding: a command in the session's sandbox,
+beside its cells (the C suites run the same contract on every tier; this
+checks the binding's arguments, errors and streaming)."""
+import pytest
+
+from agentjail import InvalidCommand, Status
+
+
+@pytest.fixture(params=["process", "container"])
+def session(request, sandbox_for):
+    s = sandbox_for(request.param).session()
+    yield s
+    s.close()
+
+
+def test_shell_and_argv(session):
+    ex = session.exec("echo out; echo err >&2; exit 3")
+    assert (ex.status, ex.exit_code, ex.stdout, ex.stderr) == (Status.ERROR, 3, "out\n", "err\n")
+    ex = session.exec(["python3", "-c", "import sys; print(sys.argv[1:])", "a b", "$X"])
+    assert ex.ok and ex.stdout == "['a b', '$X']\n"
+
+
+def test_beside_the_cells(session):
+    session.run("import os\nos.mkdir('d')\nstate = 'kept'")
+    session.put_file("d/in.txt", "from-file\n")
+    ex = session.exec('read l < in.txt; echo "$l $GREETING"; echo made > out.txt', cwd="d",
+                      env={"GREETING": "hi"}, stdin=b"unused")
+    assert ex.ok and ex.stdout == "from-file hi\n"
+    assert session.get_file("d/out.txt") == b"made\n"
+    assert session.run("print(state)").stdout == "kept\n"
+
+
+def test_stdin_and_streaming(session):
+    seen = []
+    ex = session.exec(["python3", "-c", "import sys\nfor l in sys.stdin: print(l.upper(), end='')"],
+                      stdin="a\nb\n", on_stdout=seen.append)
+    assert ex.stdout == "A\nB\n" and "".join(seen) == "A\nB\n"
+
+
+def test_timeout_keeps_the_session(session):
+    session.run("x = 1")
+    ex = session.exec("python3 -c 'import time; time.sleep(30)'", timeout=1)
+    assert ex.status is Status.TIMEOUT and "1 s" in ex.message
+    assert session.run("print(x)").stdout == "1\n"
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"command": "pwd", "cwd": ".."}, "'..'"),
+    ({"command": "pwd", "cwd": "/etc"}, "outside the workspace"),
+    ({"command": "true", "env": {"LD_PRELOAD": "x"}}, "LD_PRELOAD"),
+    ({"command": "true", "timeout": 1000}, "timeout"),
+])
+def test_refusals_name_the_problem(sandbox_for, kwargs, word):
+    with sandbox_for("process").session() as s:
+        with pytest.raises(InvalidCommand) as e:
+            s.exec(kwargs.pop("command"), **kwargs)
+        assert word in str(e.value)
+        with pytest.raises(TypeError):
+            s.exec(42)
+        with pytest.raises(TypeError):
+            s.exec(["ok", 3])
