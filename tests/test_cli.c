@@ -250,6 +250,36 @@ static void exit_codes_for_endings(void **state)
 	json_decref(j);
 }
 
+/* agentjail exec: one command in a fresh sandbox, its output passed
+ * through and its exit code agentjail's, as run's contract says; argv
+ * with no shell between, --shell, --stdin and --env; usage errors 2. */
+static void exec_one_command(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "exec", "--", "python3", "-c", "import sys; print(sys.argv[1:]); sys.exit(5)",
+	    "a b", "$X");
+	assert_int_equal(res.exit_code, 5);
+	assert_string_equal(res.out, "['a b', '$X']\n");
+	CLI(&res, "line in\n", "exec", "--stdin", "--env", "X=1", "--shell",
+	    "read l; echo \"$l $X\" >&2; exit 0");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.err, "line in 1\n");
+	CLI(&res, NULL, "exec", "--json", "--timeout", "0.5", "--", "python3", "-c",
+	    "import time; time.sleep(60)");
+	assert_int_equal(res.exit_code, 124);
+	json_t *j = one_json_object(res.out);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "timeout");
+	json_decref(j);
+	CLI(&res, NULL, "exec");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "which command?"));
+	CLI(&res, NULL, "exec", "--shell", "true", "--", "true");
+	assert_int_equal(res.exit_code, 2);
+	CLI(&res, NULL, "exec", "--env", "LD_PRELOAD=/x.so", "--", "true");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "LD_PRELOAD"));
+}
+
 #define NO_ENGINE "/nonexistent/docker.sock"
 #define NO_ENGINE_MESSAGE                                                              \
 	"docker: cannot reach the engine at " NO_ENGINE ": connect: ENOENT (is dockerd " \
@@ -906,6 +936,23 @@ static void repl_json_session(void **state)
 }
 
 /* From a pipe: '# %%' cells and % commands, as a person would script it. */
+/* In repl, !LINE is a shell line in the session's sandbox, beside the
+ * cells (it ends the cell before it); --json takes {"exec"}. */
+static void repl_exec_lines(void **state)
+{
+	(void)state;
+	CLI(&res, "x = 5\n_ = open('f.txt', 'w').write('cell')\n!read l < f.txt; echo \"sh $l\"; exit 3\n"
+		  "print(x)\n",
+	    "repl");
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "sh cell\n5\n"); /* the cell after it kept x */
+	CLI(&res, "{\"exec\": [\"python3\", \"-c\", \"print(6 * 7)\"]}\n{\"exec\": 3}\n", "repl",
+	    "--json");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.out, "\"stdout\":\"42\\n\""));
+	assert_true(contains(res.out, "{\"error\":\"exec: give a command line"));
+}
+
 static void repl_cells_from_a_pipe(void **state)
 {
 	(void)state;
@@ -1431,6 +1478,7 @@ int main(void)
 		cmocka_unit_test(passes_output_and_exit_code_through),
 		cmocka_unit_test(json_contract),
 		cmocka_unit_test(exit_codes_for_endings),
+		cmocka_unit_test(exec_one_command),
 		cmocka_unit_test(unavailable_tier_is_a_sandbox_error),
 		cmocka_unit_test(caller_environment_does_not_leak),
 		cmocka_unit_test(check_lists_every_tier),
@@ -1446,6 +1494,7 @@ int main(void)
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),
+		cmocka_unit_test(repl_exec_lines),
 		cmocka_unit_test(env_flags_and_config_key), cmocka_unit_test(ro_bind_flags_and_config_key),
 		cmocka_unit_test(version_is_one),
 		cmocka_unit_test(help_lists_every_command),

@@ -13,6 +13,7 @@
 #define EXIT_TIMEOUT 124
 
 int cmd_run(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
@@ -142,6 +143,18 @@ int parse_matrix_command(int argc, char **argv, const char *name, const char *us
 /* An aj_event_fn that passes a run's output through as it comes: stdout
  * chunks to fd 1, stderr chunks to fd 2 (run, repl). */
 void cli_pass_output(void *arg, const struct aj_event *ev);
+/* How a run's outcome is printed (run, exec): passed through, one JSON
+ * object at the end (--json), or a JSON line per event as it happens
+ * (--json-stream). */
+enum run_output { RUN_PLAIN, RUN_JSON, RUN_JSON_STREAM };
+/* --json-stream's aj_event_fn: one JSON line per event. */
+void cli_print_event(void *arg, const struct aj_event *ev);
+/* The result as --json prints it (the last line under --json-stream);
+ * -1 when it could not be encoded. */
+int cli_print_result(const struct aj_result *res, enum aj_tier tier, enum run_output out);
+/* agentjail's exit status for a result (docs/design.md's contract): its
+ * exit code, 124 timeout, 125 sandbox error, 128+N signal N. */
+int cli_exit_code_for(const struct aj_result *r);
 
 /* "agentjail: " + message on stderr (but see cli_usage_begin). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -17,6 +17,7 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run FILE|-     run one program\n"
+	"  exec -- CMD..  run one command (or --shell LINE) in a fresh sandbox\n"
 	"  repl           a session: state, files and charts that last across cells\n"
 	"  check          which tiers work on this machine, and why the others don't\n"
 	"  image          build, list and remove the image roots the container, microvm,\n"
@@ -68,9 +69,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{"run", cmd_run},       {"repl", cmd_repl},   {"check", cmd_check}, {"image", cmd_image},
-	{"mcp", cmd_mcp},       {"attack", cmd_attack}, {"bench", cmd_bench}, {"serve", NULL},
-	{"keys", NULL},         {"worker", NULL},
+	{"run", cmd_run},       {"exec", cmd_exec},     {"repl", cmd_repl},   {"check", cmd_check},
+	{"image", cmd_image},   {"mcp", cmd_mcp},       {"attack", cmd_attack}, {"bench", cmd_bench},
+	{"serve", NULL},        {"keys", NULL},         {"worker", NULL},
 };
 
 int main(int argc, char **argv)

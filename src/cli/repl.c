@@ -22,6 +22,7 @@ static const char usage[] =
 	"From a terminal, a one-line statement runs at once and a block (a line\n"
 	"ending in ':') runs at an empty line. From a pipe, cells are separated by\n"
 	"lines that start with '# %%' (Jupyter's percent format). In both:\n"
+	"  !LINE               run LINE with /bin/sh -c in the session's sandbox\n"
 	"  %put LOCAL [PATH]   copy a host file into the workspace\n"
 	"  %get PATH [LOCAL]   copy a workspace file out (default: its base name)\n"
 	"  %ls [DIR]           list a workspace directory\n"
@@ -32,6 +33,7 @@ static const char usage[] =
 	"  {\"put\": PATH, \"data\": TEXT}         or \"base64\": B64 instead of \"data\"\n"
 	"  {\"get\": PATH}                       {\"path\": PATH, \"base64\": B64}\n"
 	"  {\"list\": DIR}                       {\"entries\": [{\"name\", \"type\", \"size\"}]}\n"
+	"  {\"exec\": LINE|[ARGV], \"cwd\"?, \"stdin\"?}  a command: the result object\n"
 	"  what fails                          {\"error\": MESSAGE}\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP EGRESS_OPTIONS_HELP
@@ -109,22 +111,39 @@ static void report_cell(struct repl *r, const struct aj_result *res)
 			  res->images_dropped == 1 ? "" : "s");
 }
 
-static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
+/* A call's end, a cell's or a command's: the session closed by a limit
+ * is noted, and the result reported (its output went out as it came) or
+ * made the JSON answer. */
+static int call_done(struct repl *r, int rc, struct aj_result *res, json_t **as_json)
 {
-	struct aj_result res;
-	/* A person watches a long cell's output as it comes; a script's JSON
-	 * answer is one line at the end. */
-	const struct aj_stream pass = {cli_pass_output, NULL, 0};
-	int rc = aj_session_run_streaming(r->s, code, len, NULL, as_json ? NULL : &pass, &res);
-	r->cells++;
 	if (rc == -ESHUTDOWN)
 		r->closed = true;
 	if (as_json)
-		*as_json = result_to_json_object(&res, r->tier);
+		*as_json = result_to_json_object(res, r->tier);
 	else
-		report_cell(r, &res);
-	aj_result_free(&res);
+		report_cell(r, res);
+	aj_result_free(res);
 	return rc;
+}
+
+/* A person watches a long call's output as it comes; a script's JSON
+ * answer is one line at the end. */
+static const struct aj_stream pass = {cli_pass_output, NULL, 0};
+
+static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
+{
+	struct aj_result res;
+	int rc = aj_session_run_streaming(r->s, code, len, NULL, as_json ? NULL : &pass, &res);
+	r->cells++;
+	return call_done(r, rc, &res, as_json);
+}
+
+/* A command in the session (!LINE, or {"exec"}). */
+static int exec_command(struct repl *r, const struct aj_exec *x, json_t **as_json)
+{
+	struct aj_result res;
+	int rc = aj_session_exec(r->s, x, NULL, as_json ? NULL : &pass, &res);
+	return call_done(r, rc, &res, as_json);
 }
 
 static int read_file(const char *path, char **data, size_t *len)
@@ -152,6 +171,12 @@ static int read_file(const char *path, char **data, size_t *len)
 /* %put, %get, %ls, %quit. Returns 1 to quit, 0 to go on. */
 static int magic(struct repl *r, char *line)
 {
+	if (line[0] == '!') {
+		line[strcspn(line, "\r\n")] = '\0';
+		const struct aj_exec x = {.command = line + 1};
+		exec_command(r, &x, NULL);
+		return 0;
+	}
 	char *save = NULL;
 	char *cmd = strtok_r(line, " \t\n", &save);
 	char *a = strtok_r(NULL, " \t\n", &save);
@@ -253,7 +278,7 @@ static void text_loop(struct repl *r)
 			if (tty) {
 				/* A one-line statement runs at once; a block runs at
 				 * the empty line that ends it. */
-				if (!c.len && line[0] == '%') {
+				if (!c.len && (line[0] == '%' || line[0] == '!')) {
 					if (magic(r, line))
 						break;
 					continue;
@@ -269,7 +294,7 @@ static void text_loop(struct repl *r)
 				}
 			} else if (!strncmp(line, "# %%", 4)) {
 				boundary = true;
-			} else if (line[0] == '%') {
+			} else if (line[0] == '%' || line[0] == '!') {
 				/* A command ends the cell before it. */
 				if (c.len && !blank(c.buf))
 					run_cell(r, c.buf, c.len, NULL);
@@ -300,6 +325,33 @@ static json_t *error_json(const char *msg)
 	return json_pack("{s:s}", "error", msg);
 }
 
+/* {"exec": LINE or [ARGV], "cwd"?, "stdin"? (text)}: the result object. */
+static json_t *json_exec(struct repl *r, json_t *req)
+{
+	json_t *cmd = json_object_get(req, "exec"), *stdin_text = json_object_get(req, "stdin");
+	struct aj_exec x = {.cwd = json_string_value(json_object_get(req, "cwd"))};
+	const char *argv[257] = {0};
+	size_t i, n = json_array_size(cmd);
+	json_t *e, *out = NULL;
+	if (json_is_string(cmd))
+		x.command = json_string_value(cmd);
+	else if (json_is_array(cmd) && n && n < 257) {
+		json_array_foreach(cmd, i, e) {
+			if (!(argv[i] = json_string_value(e)))
+				return error_json("exec: an argv holds only strings");
+		}
+		x.argv = argv;
+	} else {
+		return error_json("exec: give a command line (a string) or an argv (1 to 256 strings)");
+	}
+	if (stdin_text && !json_is_string(stdin_text))
+		return error_json("exec: \"stdin\" is text (a string)");
+	x.stdin_data = json_string_value(stdin_text);
+	x.stdin_len = json_string_length(stdin_text);
+	exec_command(r, &x, &out);
+	return out ? out : error_json("out of memory");
+}
+
 static json_t *json_request(struct repl *r, json_t *req)
 {
 	struct aj_error err = {0};
@@ -312,6 +364,8 @@ static json_t *json_request(struct repl *r, json_t *req)
 		run_cell(r, code, json_string_length(json_object_get(req, "run")), &out);
 		return out ? out : error_json("out of memory");
 	}
+	if (json_object_get(req, "exec"))
+		return json_exec(r, req);
 	if (put) {
 		json_t *text = json_object_get(req, "data"), *b64 = json_object_get(req, "base64");
 		unsigned char *bytes = NULL;
@@ -359,7 +413,7 @@ static json_t *json_request(struct repl *r, json_t *req)
 		aj_file_list_free(e, n);
 		return json_pack("{s:o}", "entries", arr);
 	}
-	return error_json("request: expected one of \"run\", \"put\", \"get\", \"list\"");
+	return error_json("request: expected one of \"run\", \"exec\", \"put\", \"get\", \"list\"");
 }
 
 static void json_loop(struct repl *r)

@@ -67,7 +67,7 @@ static int load_program(const char *path, char **code, size_t *len)
 	return 0;
 }
 
-static int exit_code_for(const struct aj_result *r)
+int cli_exit_code_for(const struct aj_result *r)
 {
 	switch (r->status) {
 	case AJ_STATUS_OK:
@@ -82,10 +82,6 @@ static int exit_code_for(const struct aj_result *r)
 		return 128 + (r->signal ? r->signal : SIGKILL);
 	}
 }
-
-/* How a run's outcome is printed: passed through, one JSON object at the
- * end (--json), or a JSON line per event as it happens (--json-stream). */
-enum run_output { RUN_PLAIN, RUN_JSON, RUN_JSON_STREAM };
 
 /* What run's arguments give beyond the config. */
 struct run_args {
@@ -165,7 +161,7 @@ static void print_line(const char *s)
 
 /* --json-stream's line for an event: its text when the chunk is valid
  * UTF-8, else its bytes as base64 (a chunk may end inside a character). */
-static void print_event(void *arg, const struct aj_event *ev)
+void cli_print_event(void *arg, const struct aj_event *ev)
 {
 	(void)arg;
 	static const char *const kinds[] = {"stdout", "stderr", "image"};
@@ -209,7 +205,7 @@ void cli_pass_output(void *arg, const struct aj_event *ev)
 /* The result as --json prints it; under --json-stream the same object as
  * the last line, marked {"event": "result", ...}. Returns 0, or -1 when it
  * could not be encoded. */
-static int print_result(const struct aj_result *res, enum aj_tier tier, enum run_output out)
+int cli_print_result(const struct aj_result *res, enum aj_tier tier, enum run_output out)
 {
 	char *s = aj_result_to_json(res, tier);
 	if (!s)
@@ -250,7 +246,7 @@ int cmd_run(int argc, char **argv)
 		result_init(&res); /* a sandbox_error */
 		res.message = err.message;
 		if (out != RUN_PLAIN)
-			(void)print_result(&res, cfg.tier, out);
+			(void)cli_print_result(&res, cfg.tier, out);
 		else
 			cli_error("sandbox error: %s", err.message);
 		return EXIT_SANDBOX;
@@ -259,15 +255,15 @@ int cmd_run(int argc, char **argv)
 	 * line per event), printed on the library's delivery thread while this
 	 * one waits in the run: stdout is that thread's until the run returns,
 	 * after every event was delivered. --json alone prints at the end. */
-	const struct aj_stream stream = {out == RUN_JSON_STREAM ? print_event : cli_pass_output,
+	const struct aj_stream stream = {out == RUN_JSON_STREAM ? cli_print_event : cli_pass_output,
 					 NULL, 0};
 	aj_run_streaming(sb, code, len, NULL, out == RUN_JSON ? NULL : &stream, &res);
 	free(code);
 	aj_close(sb);
 
-	int rc = exit_code_for(&res);
+	int rc = cli_exit_code_for(&res);
 	if (out != RUN_PLAIN) {
-		if (print_result(&res, cfg.tier, out) < 0) {
+		if (cli_print_result(&res, cfg.tier, out) < 0) {
 			cli_error("out of memory encoding the result");
 			rc = EXIT_SANDBOX;
 		}
