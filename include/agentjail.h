@@ -387,6 +387,40 @@ struct aj_exec {
  * -ESHUTDOWN for a closed session. */
 int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_cancel *cancel,
 		    const struct aj_stream *stream, struct aj_result *res);
+/* ---- Background commands: started now, waited on, fed and signalled later
+ *
+ * aj_session_spawn starts x in the background and returns its pid at once
+ * (x->timeout_sec: 0 for none, at most the session's lifetime; x->stdin_data
+ * is written to its stdin first, which then closes unless stdin_open). Its
+ * output is kept in the sandbox, up to the output limit a stream (past it
+ * its process group is killed: output_limit); it dies with the session and
+ * with the session's interpreter (a call that ends it ends them too). Any
+ * number of waits may follow, one after another or from another thread or
+ * caller holding the session: aj_session_proc_wait streams its output from
+ * the start and fills res as aj_session_exec does once it ended (cancel
+ * stops the wait, not the command). Other calls of the session go on
+ * between a wait's reads. */
+struct aj_proc_info {
+	uint32_t pid;
+	char *command;          /* the shell line, or the argv joined by spaces */
+	bool running;
+};
+
+int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_open,
+		     uint32_t *pid, struct aj_error *err);
+int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *cancel,
+			 const struct aj_stream *stream, struct aj_result *res);
+/* Writes data to its stdin (close: then closes it). -ESRCH: no such
+ * command in this session; -EPIPE: its stdin is closed. */
+int aj_session_proc_input(struct aj_session *s, uint32_t pid, const void *data, size_t len,
+			  bool close, struct aj_error *err);
+/* Sends signal (1 to 64) to its process group; nothing once it ended. */
+int aj_session_proc_signal(struct aj_session *s, uint32_t pid, int signal, struct aj_error *err);
+/* The session's background commands, running and recently ended. */
+int aj_session_procs(struct aj_session *s, struct aj_proc_info **procs, size_t *count,
+		     struct aj_error *err);
+void aj_proc_list_free(struct aj_proc_info *procs, size_t count);
+
 /* An id naming the session (random, 32 hex digits), for front ends. */
 const char *aj_session_id(const struct aj_session *s);
 /* NULL while the session is open; else why it closed ("idle for 300 s"). */

@@ -27,18 +27,39 @@ static void exec_expect(struct aj_session *s, const char *command, enum aj_statu
 			 r->stderr_buf);
 }
 
-/* The processes the sandbox's pid namespace shows, as a command counts
- * them (its own python3 included). */
-static long exec_process_count(struct aj_session *s)
+/* The live processes the sandbox's pid namespace shows, as a command
+ * counts them (its own python3 included; zombies not), once it is at most
+ * want: killed processes end, and are reaped, as events of their own (30 s
+ * only catches one that never ends). want < 0: counted once. */
+static long exec_process_count_until(struct aj_session *s, long want)
 {
+	char command[600];
+	snprintf(command, sizeof command,
+		 "python3 -c \"import os, time\n"
+		 "def live():\n"
+		 "    n = 0\n"
+		 "    for p in os.listdir('/proc'):\n"
+		 "        try:\n"
+		 "            n += p.isdigit() and open('/proc/%%s/stat' %% p).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+		 "        except OSError:\n"
+		 "            pass\n"
+		 "    return n\n"
+		 "for i in range(3000):\n"
+		 "    n = live()\n"
+		 "    if %ld < 0 or n <= %ld: break\n"
+		 "    time.sleep(0.01)\n"
+		 "print(n)\"",
+		 want, want);
 	struct aj_result r;
-	exec_expect(s,
-		    "python3 -c \"import os; print(sum(1 for p in os.listdir('/proc') "
-		    "if p.isdigit()))\"",
-		    AJ_STATUS_OK, &r);
+	exec_expect(s, command, AJ_STATUS_OK, &r);
 	long n = strtol(r.stdout_buf, NULL, 10);
 	aj_result_free(&r);
 	return n;
+}
+
+static long exec_process_count(struct aj_session *s)
+{
+	return exec_process_count_until(s, -1);
 }
 
 /* Exit codes, both streams, a signal, a program not found, argv. */
@@ -190,11 +211,11 @@ static void exec_timeout_kills_the_group(void **state)
 	assert_status(&r, AJ_STATUS_TIMEOUT);
 	assert_true(contains(r.message, "1 s"));
 	aj_result_free(&r);
-	assert_int_equal(exec_process_count(s), before);
+	assert_int_equal(exec_process_count_until(s, before), before);
 	exec_expect(s, "python3 -c \"import os, time; os.fork() or time.sleep(100)\" & exit 0",
 		    AJ_STATUS_OK, &r);
 	aj_result_free(&r);
-	assert_int_equal(exec_process_count(s), before);
+	assert_int_equal(exec_process_count_until(s, before), before);
 	cell_expect(s, "print(kept)", AJ_STATUS_OK, "still here");
 	close_session(s);
 }
@@ -217,9 +238,175 @@ static void exec_output_cap(void **state)
 	close_session(s);
 }
 
+/* ---- background commands ---- */
+
+/* A stream that keeps what it was given, and a thread that fires a
+ * cancel once the stream has seen a word (the wait's events arrive while
+ * the command still runs). */
+struct proc_seen {
+	pthread_mutex_t m;
+	char text[4096];
+	size_t len;
+};
+
+static void proc_seen_fn(void *arg, const struct aj_event *ev)
+{
+	struct proc_seen *s = arg;
+	pthread_mutex_lock(&s->m);
+	size_t n = ev->len < sizeof s->text - 1 - s->len ? ev->len : sizeof s->text - 1 - s->len;
+	memcpy(s->text + s->len, ev->data, n);
+	s->len += n;
+	s->text[s->len] = '\0';
+	pthread_mutex_unlock(&s->m);
+}
+
+struct proc_cancel_when {
+	struct aj_cancel *c;
+	struct proc_seen *seen;
+	const char *word;
+};
+
+static void *proc_cancel_when_seen(void *arg)
+{
+	struct proc_cancel_when *w = arg;
+	/* 60 s only catches a wait that never streams. */
+	for (int i = 0; i < 6000; i++) {
+		pthread_mutex_lock(&w->seen->m);
+		bool got = strstr(w->seen->text, w->word) != NULL;
+		pthread_mutex_unlock(&w->seen->m);
+		if (got)
+			break;
+		usleep(10000);
+	}
+	aj_cancel_fire(w->c);
+	return NULL;
+}
+
+
+static uint32_t spawn_sh(struct aj_session *s, const char *command, bool stdin_open)
+{
+	struct aj_exec x = {.command = command};
+	struct aj_error err = {0};
+	uint32_t pid = 0;
+	if (aj_session_spawn(s, &x, stdin_open, &pid, &err))
+		fail_msg("aj_session_spawn(%s): %s", command, err.message);
+	return pid;
+}
+
+static void proc_wait_expect(struct aj_session *s, uint32_t pid, enum aj_status want,
+			     struct aj_result *r)
+{
+	int rc = aj_session_proc_wait(s, pid, NULL, NULL, r);
+	if (rc || r->status != want)
+		fail_msg("wait %u: rc %d, %s, want %s: %s / %s", pid, rc, aj_status_name(r->status),
+			 aj_status_name(want), r->message ? r->message : "-", r->stdout_buf);
+}
+
+/* Started at once, a cell runs while it does, waited on twice (the second
+ * wait, as a second client's re-attach, gets the same whole output and
+ * end); listed while running and after. */
+static void background_wait_and_reattach(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	uint32_t pid = spawn_sh(s, "echo started; read go; echo \"got $go\"; echo err >&2; exit 6",
+				true);
+	struct aj_proc_info *procs = NULL;
+	size_t n = 0;
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_procs(s, &procs, &n, &err), 0);
+	bool listed = false;
+	for (size_t i = 0; i < n; i++)
+		listed |= procs[i].pid == pid && procs[i].running && contains(procs[i].command, "read go");
+	aj_proc_list_free(procs, n);
+	assert_true(listed);
+	cell_expect(s, "print('a cell meanwhile')", AJ_STATUS_OK, "a cell meanwhile");
+	assert_int_equal(aj_session_proc_input(s, pid, "yes\n", 4, true, &err), 0);
+	for (int i = 0; i < 2; i++) {
+		proc_wait_expect(s, pid, AJ_STATUS_ERROR, &r);
+		assert_int_equal(r.exit_code, 6);
+		assert_string_equal(r.stdout_buf, "started\ngot yes\n");
+		assert_string_equal(r.stderr_buf, "err\n");
+		aj_result_free(&r);
+	}
+	assert_int_equal(aj_session_proc_input(s, pid, "x", 1, false, &err), -EPIPE);
+	assert_int_equal(aj_session_proc_signal(s, 999999, SIGTERM, &err), -ESRCH);
+	assert_int_equal(aj_session_proc_wait(s, 999999, NULL, NULL, &r), -ESRCH);
+	aj_result_free(&r);
+	close_session(s);
+}
+
+/* A signal ends its whole group; its output streams while it runs. */
+static void background_kill_and_stream(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	long before = exec_process_count(s);
+	uint32_t pid = spawn_sh(s,
+				"python3 -c \"import os, time; os.fork(); time.sleep(100)\" & "
+				"python3 -u -c \"import time\nwhile True: print('tick'); time.sleep(0.05)\"",
+				false);
+	/* Its output comes while it runs: a wait's first events, seen by
+	 * the stream before the command ends. */
+	struct proc_seen seen = {.m = PTHREAD_MUTEX_INITIALIZER};
+	const struct aj_stream st = {proc_seen_fn, &seen, 0};
+	struct aj_cancel *c = NULL;
+	assert_int_equal(aj_cancel_new(&c), 0);
+	pthread_t t;
+	struct proc_cancel_when wc = {c, &seen, "tick"};
+	assert_int_equal(pthread_create(&t, NULL, proc_cancel_when_seen, &wc), 0);
+	assert_int_equal(aj_session_proc_wait(s, pid, c, &st, &r), -ECANCELED);
+	pthread_join(t, NULL);
+	aj_cancel_free(c);
+	aj_result_free(&r);
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_proc_signal(s, pid, SIGTERM, &err), 0);
+	proc_wait_expect(s, pid, AJ_STATUS_KILLED, &r);
+	assert_int_equal(r.signal, SIGTERM);
+	assert_true(contains(r.stdout_buf, "tick\n"));
+	aj_result_free(&r);
+	assert_int_equal(exec_process_count_until(s, before), before);
+	close_session(s);
+}
+
+/* Its own deadline, and the pids limit against a shell that starts
+ * background jobs for ever: the session stays usable. */
+static void background_deadline_and_pids(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r;
+	long before = exec_process_count(s);
+	struct aj_exec x = {.command = "python3 -c 'import time; time.sleep(30)'", .timeout_sec = 1};
+	struct aj_error err = {0};
+	uint32_t pid = 0;
+	assert_int_equal(aj_session_spawn(s, &x, false, &pid, &err), 0);
+	proc_wait_expect(s, pid, AJ_STATUS_TIMEOUT, &r);
+	assert_true(contains(r.message, "1 s"));
+	aj_result_free(&r);
+	/* The shell meets the pids limit (it cannot fork: it ends) or its
+	 * deadline; either way its group ends whole. */
+	x.command = "while true; do python3 -c 'import time; time.sleep(30)' & done";
+	x.timeout_sec = 5;
+	assert_int_equal(aj_session_spawn(s, &x, false, &pid, &err), 0);
+	assert_int_equal(aj_session_proc_wait(s, pid, NULL, NULL, &r), 0);
+	if (r.status != AJ_STATUS_ERROR && r.status != AJ_STATUS_TIMEOUT)
+		fail_msg("fork loop: %s: %s", aj_status_name(r.status), r.message ? r.message : "");
+	aj_result_free(&r);
+	assert_int_equal(exec_process_count_until(s, before), before);
+	exec_expect(s, "echo still", AJ_STATUS_OK, &r);
+	assert_string_equal(r.stdout_buf, "still\n");
+	aj_result_free(&r);
+	close_session(s);
+}
+
 #define EXEC_TABLE                                                                          \
 	SESSION_TEST(exec_exit_and_output), SESSION_TEST(exec_shares_the_session),           \
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
-	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap)
+	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
+	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
+	SESSION_TEST(background_deadline_and_pids)
 
 #endif

@@ -13,7 +13,7 @@ Output as it happens: run(code, on_stdout=...), stream(code), submit(code),
 and arun / astream for asyncio."""
 from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
 from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
-                     InvalidCommand,
+                     InvalidCommand, ProcessError,
                      SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed,
                      SessionLimitReached)
 from .result import Execution, FileInfo, Image, Status
@@ -34,7 +34,7 @@ __all__ = [
     "Session", "Execution", "Image", "FileInfo", "Status", "OutputEvent", "ImageEvent",
     "RunStream", "AsyncRunStream", "RunHandle", "ServeClient", "RemoteRunHandle", "ServeError", "RunPythonTool", "ToolResult",
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
-    "SandboxError", "InvalidCode", "InvalidCommand", "SandboxClosed", "SessionClosed", "FileTransferError",
+    "SandboxError", "InvalidCode", "InvalidCommand", "ProcessError", "SandboxClosed", "SessionClosed", "FileTransferError",
     "EgressError", "SessionLimitReached",
     "LIBRARY_PATH", "LIBRARY_VERSION",
 ]

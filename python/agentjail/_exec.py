@@ -8,7 +8,7 @@ from ._listen import listener_for
 from ._native import ffi, lib
 from ._runs import finish
 from .config import c_strings
-from .errors import InvalidCommand, SandboxError
+from .errors import InvalidCommand, ProcessError, SandboxError
 
 
 def _c_command(x, command, keep):
@@ -37,7 +37,8 @@ def _c(value, what, keep):
     return c
 
 
-def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
+def c_exec(command, cwd, env, stdin, timeout):
+    """struct aj_exec for these arguments, and what must outlive it."""
     x = ffi.new("struct aj_exec *")
     keep = []
     _c_command(x, command, keep)
@@ -60,12 +61,24 @@ def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout: {timeout!r} is not a positive number of seconds")
         x.timeout_sec = float(timeout)
+    return x, keep
+
+
+def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
+    x, keep = c_exec(command, cwd, env, stdin, timeout)
+    return _result_call(session, lambda token, stream, res: lib.aj_session_exec(
+        session._handle, x, token, stream, res), on_stdout, on_stderr)
+
+
+def _result_call(session, fn, on_stdout, on_stderr):
+    """fn(token, stream, res): a call whose answer is a result (exec, a
+    background command's wait), streamed to the callbacks when given."""
     listener = listener_for(on_stdout, on_stderr, None)
     call = session._calls.begin(None)
     try:
         res = ffi.new("struct aj_result *")
         stream = listener.c_stream if listener is not None else ffi.NULL
-        rc = blocking(call, lib.aj_session_exec, session._handle, x, call.token, stream, res)
+        rc = blocking(call, fn, call.token, stream, res)
         session._closed_rc(rc, res)
         try:
             ex = finish(call, res, session.tier, None)
@@ -81,3 +94,52 @@ def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
         if listener.error is not None:
             raise listener.error
     return ex
+
+
+class Process:
+    """A background command of a session (Session.spawn, or Session.process
+    to re-attach by pid from anywhere that holds the session). Its output is
+    kept in the sandbox: every wait() streams it from the start."""
+
+    def __init__(self, session, pid, command=None):
+        self.session, self.pid, self.command = session, pid, command
+
+    def wait(self, on_stdout=None, on_stderr=None):
+        """Its end, as an Execution (exit_code, stdout, stderr, status),
+        with its output passed to the callbacks as it comes."""
+        s = self.session
+        return _result_call(s, lambda token, stream, res: lib.aj_session_proc_wait(
+            s._handle, self.pid, token, stream, res), on_stdout, on_stderr)
+
+    def send_stdin(self, data):
+        data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        self.session._lib_call(ProcessError, lib.aj_session_proc_input, self.pid, data,
+                               len(data), False)
+
+    def close_stdin(self):
+        self.session._lib_call(ProcessError, lib.aj_session_proc_input, self.pid, b"", 0, True)
+
+    def kill(self, signal=9):
+        """Sends signal (default SIGKILL) to its process group."""
+        self.session._lib_call(ProcessError, lib.aj_session_proc_signal, self.pid, int(signal))
+
+    def __repr__(self):
+        return f"<Process {self.pid} {self.command!r}>"
+
+
+def spawn_call(session, command, cwd, env, stdin, timeout, keep_stdin):
+    x, keep = c_exec(command, cwd, env, stdin, timeout)
+    pid = ffi.new("uint32_t *")
+    session._lib_call(InvalidCommand, lib.aj_session_spawn, x, bool(keep_stdin), pid)
+    return Process(session, pid[0], command if isinstance(command, str) else " ".join(command))
+
+
+def procs_call(session):
+    pprocs = ffi.new("struct aj_proc_info **")
+    pcount = ffi.new("size_t *")
+    session._lib_call(ProcessError, lib.aj_session_procs, pprocs, pcount)
+    try:
+        return [(p.pid, ffi.string(p.command).decode("utf-8", "replace"), bool(p.running))
+                for p in (pprocs[0][i] for i in range(pcount[0]))]
+    finally:
+        lib.aj_proc_list_free(pprocs[0], pcount[0])

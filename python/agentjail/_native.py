@@ -116,6 +116,17 @@ struct aj_exec {
 };
 int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_cancel *cancel,
                     const struct aj_stream *stream, struct aj_result *res);
+struct aj_proc_info { uint32_t pid; char *command; bool running; };
+int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_open,
+                     uint32_t *pid, struct aj_error *err);
+int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *cancel,
+                         const struct aj_stream *stream, struct aj_result *res);
+int aj_session_proc_input(struct aj_session *s, uint32_t pid, const void *data, size_t len,
+                          bool close, struct aj_error *err);
+int aj_session_proc_signal(struct aj_session *s, uint32_t pid, int signal, struct aj_error *err);
+int aj_session_procs(struct aj_session *s, struct aj_proc_info **procs, size_t *count,
+                     struct aj_error *err);
+void aj_proc_list_free(struct aj_proc_info *procs, size_t count);
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
                    struct aj_error *err);
 int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,

@@ -52,6 +52,11 @@ class InvalidCommand(AgentjailError, ValueError):
     timeout past the sandbox's; the message names which."""
 
 
+class ProcessError(AgentjailError, OSError):
+    """A background command's call refused: no such command in the session
+    (errno ESRCH), its stdin closed (EPIPE), a bad signal (EINVAL)."""
+
+
 class SandboxClosed(AgentjailError, ValueError):
     """The sandbox (or session) was closed; like I/O on a closed file."""
 

@@ -16,7 +16,7 @@ import os
 
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
-from ._exec import exec_call
+from ._exec import Process, exec_call, procs_call, spawn_call
 from ._runs import execute
 from ._streams import RunMethods
 from .config import c_strings
@@ -86,6 +86,23 @@ class Session(RunMethods, Handle):
         comes. Returns an Execution as run() does: exit_code, stdout,
         stderr, status. A refused command raises InvalidCommand."""
         return exec_call(self, command, cwd, env, stdin, timeout, on_stdout, on_stderr)
+
+    def spawn(self, command, *, cwd=None, env=None, stdin=None, timeout=None,
+              keep_stdin=False):
+        """Starts a command in the background and returns its Process at
+        once (pid, wait(), kill(), send_stdin(), close_stdin()). stdin goes
+        in first, then its stdin closes unless keep_stdin. timeout: its own
+        deadline (None: the session's life). It dies with the session."""
+        return spawn_call(self, command, cwd, env, stdin, timeout, keep_stdin)
+
+    def processes(self):
+        """The session's background commands: [(pid, command, running)]."""
+        return procs_call(self)
+
+    def process(self, pid):
+        """A handle on the background command pid (to wait on, feed or kill
+        from another thread or caller)."""
+        return Process(self, int(pid))
 
     def _closed_rc(self, rc, res):
         if rc == -errno.ESHUTDOWN:

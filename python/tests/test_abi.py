@@ -46,6 +46,7 @@ STRUCTS = {
     "aj_file_info": ["name", "type", "size"],
     "aj_event": ["kind", "data", "len", "name", "mime", "offset"],
     "aj_stream": ["fn", "arg", "buffer_kb"],
+    "aj_proc_info": ["pid", "command", "running"],
     "aj_exec": ["command", "argv", "cwd", "env", "env_count", "stdin_data", "stdin_len",
                 "timeout_sec"],
 }

@@ -1,9 +1,11 @@
 """Session.exec through the binding: a command in the session's sandbox,
 beside its cells (the C suites run the same contract on every tier; this
 checks the binding's arguments, errors and streaming)."""
+import errno
+
 import pytest
 
-from agentjail import InvalidCommand, Status
+from agentjail import InvalidCommand, ProcessError, Status
 
 
 @pytest.fixture(params=["process", "container"])
@@ -59,3 +61,33 @@ def test_refusals_name_the_problem(sandbox_for, kwargs, word):
             s.exec(42)
         with pytest.raises(TypeError):
             s.exec(["ok", 3])
+
+
+def test_background_process(session):
+    p = session.spawn("read x; echo got $x; echo e >&2; exit 3", keep_stdin=True)
+    assert (p.pid, p.command, True) in session.processes()
+    assert session.run("print('meanwhile')").stdout == "meanwhile\n"
+    p.send_stdin("hi\n")
+    p.close_stdin()
+    ex = p.wait()
+    assert (ex.exit_code, ex.stdout, ex.stderr) == (3, "got hi\n", "e\n")
+    seen = []
+    again = session.process(p.pid).wait(on_stdout=seen.append)  # re-attached by pid
+    assert again.stdout == "got hi\n" and "".join(seen) == "got hi\n"
+    q = session.spawn(["python3", "-c", "import time; time.sleep(60)"])
+    q.kill(15)
+    assert q.wait().status is Status.KILLED
+
+
+def test_background_errors(sandbox_for):
+    with sandbox_for("process").session() as s:
+        with pytest.raises(ProcessError) as e:
+            s.process(99999).kill()
+        assert e.value.errno == errno.ESRCH
+        p = s.spawn("true")
+        p.wait()
+        with pytest.raises(ProcessError) as e:
+            p.send_stdin("late")
+        assert e.value.errno == errno.EPIPE
+        with pytest.raises(InvalidCommand):
+            s.spawn("true", timeout=10 ** 7)

@@ -65,6 +65,17 @@ typedef void (*session_reply_fn)(json_t *reply, const struct aj_config *cfg,
 int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, double wall_sec,
 			   struct aj_cancel *cancel, struct stream_tap *tap,
 			   session_reply_fn on_reply, struct aj_result *res);
+/* One request whose reply is data, not a result (files, a background
+ * command's ops): 0 with *reply, or -errno with err "WHAT: why" (the
+ * interpreter's own error included, as -errno). */
+int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+		    json_t **reply, struct aj_error *err);
+/* A command's request (session_exec.c), every part checked: "exec", or
+ * "spawn" for one in the background (its timeout may be 0, none, up to
+ * the session's lifetime; its stdin a pipe, x->stdin_data left to the
+ * caller). 0, or -errno with res saying why. */
+int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool background,
+		 json_t **out, double *timeout, struct aj_result *res);
 /* The session's config (its sandbox's copy); NULL for no session. */
 const struct aj_config *session_config(const struct aj_session *s);
 /* A call's stream started (NULL stream: none): 0, or -errno with res

@@ -600,6 +600,18 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 	return rc;
 }
 
+int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+		    json_t **reply, struct aj_error *err)
+{
+	*reply = NULL;
+	int rc = enter(s, err);
+	if (!rc) {
+		rc = file_call(s, what, req, reply_max, reply, err);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
 		   struct aj_error *err)
 {

@@ -92,9 +92,8 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 	return rc;
 }
 
-/* The request for x, every part checked: 0, or -errno with res saying why. */
-static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, json_t **out,
-			double *timeout, struct aj_result *res)
+int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool background,
+		 json_t **out, double *timeout, struct aj_result *res)
 {
 	struct aj_error err = {0};
 	const char *cwd = "";
@@ -102,11 +101,15 @@ static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, js
 	*out = NULL;
 	if (x->cwd && x->cwd[0] && (rc = session_workspace_path(x->cwd, true, &cwd, &err)))
 		return result_sandbox_error(res, "exec: cwd: %s", err.message), rc;
-	*timeout = x->timeout_sec ? x->timeout_sec : cfg->limits.wall_sec;
-	if (!(*timeout > 0) || *timeout > cfg->limits.wall_sec)
+	/* A command in the foreground has the call's wall clock at most; one in
+	 * the background may run as long as the session lives (0: so long). */
+	double most = background ? cfg->session.lifetime_sec : cfg->limits.wall_sec;
+	*timeout = x->timeout_sec ? x->timeout_sec : background ? 0 : most;
+	if (x->timeout_sec < 0 || (!background && !(*timeout > 0)) || *timeout > most)
 		return result_sandbox_error(res, "exec: timeout: %g s is not within the session's "
-						 "wall-clock limit (0 < timeout <= %g s)",
-					    x->timeout_sec, cfg->limits.wall_sec),
+						 "%s (0 < timeout <= %g s)",
+					    x->timeout_sec,
+					    background ? "lifetime" : "wall-clock limit", most),
 		       -EINVAL;
 	size_t cap = (size_t)cfg->session.transfer_mb << 20;
 	if (x->stdin_len && !x->stdin_data)
@@ -116,13 +119,20 @@ static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, js
 						 "transfer limit of %u MiB",
 					    x->stdin_len, cfg->session.transfer_mb),
 		       -EFBIG;
-	json_t *req = json_pack("{s:s, s:s, s:I, s:i}", "op", "exec", "cwd", cwd, "timeout_ms",
-				(json_int_t)(*timeout * 1000.0), "cpu", (int)cfg->limits.cpu_sec);
+	json_t *req = json_pack("{s:s, s:s, s:I, s:i, s:I}", "op", background ? "spawn" : "exec",
+				"cwd", cwd, "timeout_ms", (json_int_t)(*timeout * 1000.0), "cpu",
+				(int)cfg->limits.cpu_sec, "cap",
+				(json_int_t)cfg->limits.output_kb * 1024);
 	if (!req)
 		return result_sandbox_error(res, "exec: out of memory"), -ENOMEM;
 	if ((rc = command_json(x, req, res)) || (rc = env_json(cfg, x, req, res)))
 		goto fail;
-	if (x->stdin_data) {
+	/* In the background, stdin is always a pipe: the caller's first bytes
+	 * go in once it runs, and it is closed then unless the caller keeps it
+	 * open (aj_session_spawn). */
+	if (background && json_object_set_new(req, "stdin", json_true()))
+		rc = -ENOMEM;
+	else if (x->stdin_data && !background) {
 		char *b64 = base64_encode(x->stdin_data, x->stdin_len, NULL);
 		if (!b64 || json_object_set_new(req, "stdin", json_string(b64)))
 			rc = -ENOMEM;
@@ -151,7 +161,7 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	if (!s || !x) {
 		result_sandbox_error(res, "exec: no %s given", s ? "command" : "session");
 		rc = -EINVAL;
-	} else if (!(rc = exec_request(session_config(s), x, &req, &timeout, res)) &&
+	} else if (!(rc = exec_request(session_config(s), x, false, &req, &timeout, res)) &&
 		   !(rc = session_stream_start(stream, &tap, res))) {
 		rc = session_call_streaming(s, req, EXEC_REPLY_MAX, timeout, cancel, tap,
 					    session_exec_reply, res);

@@ -23,6 +23,19 @@
 #    "stdin": b64 (absent: /dev/null), "timeout_ms": n, "cpu": s}
 #       -> {"seq", "exit": code} or {"seq", "signal": n}, "timed_out": true
 #          when its deadline killed it, "cpu_us", "rss_kb" (op_exec)
+#   {"seq", "op": "spawn", as exec but "stdin": bool, "timeout_ms" (0: none),
+#    "cap": bytes kept of each stream} -> {"seq", "pid": n}: a background
+#          command (Proc below), its output kept here for proc_read
+#   {"seq", "op": "proc_read", "pid", "out": offset, "err": offset,
+#    "wait_ms": n, "max": bytes}
+#       -> {"seq", "out": b64, "err": b64 (from the offsets, at most max
+#          each), "out_end", "err_end", "out_truncated", "err_truncated",
+#          "ended": bool, and once ended as exec's reply: "exit" or
+#          "signal", "timed_out", "output_limit"}
+#   {"seq", "op": "proc_input", "pid", "data": b64, "close": bool}
+#   {"seq", "op": "proc_signal", "pid", "signal": n}   (its process group)
+#   {"seq", "op": "procs"} -> {"seq", "procs": [{"pid", "command", "running"}]}
+#   a process op on a pid that is not the session's -> {"seq", "error", "errno": "ESRCH"}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
 # Before it acts on a request it answers {"ack": SEQ}: the host then knows
@@ -513,8 +526,198 @@ def op_exec(req, state):
     return answer
 
 
+# ---- background commands: started, then read, fed and signalled by pid ----
+
+PROCS = {}
+ENDED_KEPT = 64  # ended commands whose output can still be read
+
+
+class Proc:
+    """A background command: its process group, its output kept (up to cap
+    bytes a stream; past it the group is killed: output_limit), its end.
+    Reader and waiter threads of its own fill it; a condition wakes
+    proc_read."""
+
+    def __init__(self, popen, command, cap, timeout):
+        import threading
+
+        import time
+
+        self.popen, self.command, self.cap = popen, command, cap
+        self.started, self.wall_ms, self.timeout = time.monotonic(), 0, timeout
+        self.bufs = [bytearray(), bytearray()]
+        self.truncated = [False, False]
+        self.open_streams = 2
+        self.returncode = None
+        self.timed_out = False
+        self.cond = threading.Condition()
+        self.pending = []  # stdin not yet written
+        self.stdin_closing = False
+        for i, f in enumerate((popen.stdout, popen.stderr)):
+            threading.Thread(target=self.read, args=(f, i), daemon=True).start()
+        threading.Thread(target=self.wait, args=(timeout,), daemon=True).start()
+        if popen.stdin is not None:
+            threading.Thread(target=self.feed, daemon=True).start()
+
+    def kill(self, sig=9):
+        try:
+            os.killpg(self.popen.pid, sig)
+        except OSError:
+            pass
+
+    def read(self, f, i):
+        while True:
+            try:
+                chunk = os.read(f.fileno(), 65536)
+            except OSError:
+                chunk = b""
+            with self.cond:
+                if not chunk:
+                    self.open_streams -= 1
+                    self.cond.notify_all()
+                    f.close()
+                    return
+                room = self.cap - len(self.bufs[i])
+                self.bufs[i] += chunk[:max(room, 0)]
+                if len(chunk) > room:
+                    self.truncated[i] = True
+                    self.kill()
+                self.cond.notify_all()
+
+    def wait(self, timeout):
+        import subprocess
+
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+        self.kill()  # the group: what it left running ends with it
+        rc = self.popen.wait()
+        import time
+
+        with self.cond:
+            self.wall_ms = (time.monotonic() - self.started) * 1000
+            self.returncode = rc
+            self.cond.notify_all()
+
+    def feed(self):
+        stdin = self.popen.stdin
+        while True:
+            with self.cond:
+                while not self.pending and not self.stdin_closing:
+                    self.cond.wait()
+                data = b"".join(self.pending)
+                self.pending.clear()
+                closing = self.stdin_closing
+            try:
+                if data:
+                    stdin.write(data)
+                    stdin.flush()
+                if closing:
+                    stdin.close()
+                    return
+            except OSError:
+                return  # it closed its stdin or ended
+
+    def ended(self):
+        return self.returncode is not None and self.open_streams == 0
+
+
+def proc_of(req):
+    proc = PROCS.get(req.get("pid"))
+    if proc is None:
+        raise FileOpError(errno.ESRCH, "no command %s in this session" % req.get("pid"))
+    return proc
+
+
+def op_spawn(req, state):
+    import subprocess
+
+    argv = req.get("argv") or ["/bin/sh", "-c", req["shell"]]
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    fd = open_dir(parts_of(req.get("cwd") or ""), False)
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fchdir(fd)
+        popen = subprocess.Popen(argv, stdin=subprocess.PIPE if req.get("stdin") else None,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 start_new_session=True,
+                                 preexec_fn=lambda: exec_child(int(req["cpu"])))
+    except OSError as e:
+        raise FileOpError(e.errno or errno.ENOENT, "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
+    finally:
+        os.fchdir(here)
+        os.close(here)
+        os.close(fd)
+    timeout = req.get("timeout_ms") or 0
+    PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
+                            timeout / 1000.0 if timeout else None)
+    ended = [pid for pid, p in PROCS.items() if p.ended()]
+    for pid in ended[:max(0, len(ended) - ENDED_KEPT)]:
+        del PROCS[pid]
+    return {"pid": popen.pid}
+
+
+def op_proc_read(req, state):
+    import time
+
+    proc = proc_of(req)
+    offs = [int(req["out"]), int(req["err"])]
+    most = int(req["max"])
+    deadline = time.monotonic() + int(req["wait_ms"]) / 1000.0
+    with proc.cond:
+        while not proc.ended() and all(len(b) <= o for b, o in zip(proc.bufs, offs)):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            proc.cond.wait(left)
+        parts = [bytes(b[o:o + most]) for b, o in zip(proc.bufs, offs)]
+        answer = {"out": base64.b64encode(parts[0]).decode(),
+                  "err": base64.b64encode(parts[1]).decode(),
+                  "out_end": offs[0] + len(parts[0]), "err_end": offs[1] + len(parts[1]),
+                  "out_truncated": proc.truncated[0], "err_truncated": proc.truncated[1],
+                  "ended": proc.ended() and all(len(b) == o + len(p) for b, o, p
+                                                 in zip(proc.bufs, offs, parts))}
+        if answer["ended"]:
+            rc = proc.returncode
+            answer.update({"exit": rc} if rc >= 0 else {"signal": -rc})
+            answer["timed_out"] = proc.timed_out
+            answer["output_limit"] = any(proc.truncated)
+            answer["wall_ms"] = proc.wall_ms
+            answer["timeout_ms"] = int((proc.timeout or 0) * 1000)
+    return answer
+
+
+def op_proc_input(req, state):
+    proc = proc_of(req)
+    if proc.popen.stdin is None:
+        raise FileOpError(errno.EBADF, "command %d was started without stdin" % proc.popen.pid)
+    with proc.cond:
+        if proc.stdin_closing:
+            raise FileOpError(errno.EPIPE, "command %d: its stdin is closed" % proc.popen.pid)
+        if req.get("data"):
+            proc.pending.append(base64.b64decode(req["data"]))
+        proc.stdin_closing = bool(req.get("close"))
+        proc.cond.notify_all()
+    return {"ok": True}
+
+
+def op_proc_signal(req, state):
+    proc = proc_of(req)
+    if not proc.ended():
+        proc.kill(int(req["signal"]))
+    return {"ok": True}
+
+
+def op_procs(req, state):
+    return {"procs": [{"pid": pid, "command": p.command, "running": p.returncode is None}
+                      for pid, p in PROCS.items()]}
+
+
 OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
-       "exec": op_exec}
+       "exec": op_exec, "spawn": op_spawn, "proc_read": op_proc_read,
+       "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs}
 
 
 def serve():

@@ -141,7 +141,8 @@ static const struct {
 	int code;
 } errnos[] = {{"ENOENT", ENOENT}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},
 	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
-	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG}};
+	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG},
+	      {"ESRCH", ESRCH},   {"EBADF", EBADF},   {"EPIPE", EPIPE}};
 
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err)
 {

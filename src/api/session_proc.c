@@ -1,0 +1,251 @@
+/* Background commands of a session (aj_session_spawn and the calls by
+ * pid). The session's interpreter starts each (repl.py op "spawn") as it
+ * starts a foreground one, so the same sandbox holds it on every tier, and
+ * keeps its output, capped, for the reads here: a wait is a series of short
+ * reads (PROC_POLL_MS each, the session's lock released between them, so a
+ * cell or a file call goes on meanwhile), each streaming what came since
+ * the last; its end becomes the result by the status rules. */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../core/internal.h"
+#include "../core/status.h"
+#include "../core/stream_tap.h"
+#include "api.h"
+
+/* How long one read waits inside the sandbox for output or the end:
+ * short, because the session's other calls wait for it. */
+#define PROC_POLL_MS 200
+/* The most bytes of each stream one read carries. */
+#define PROC_READ_MAX (256u << 10)
+#define PROC_REPLY_MAX (PROC_READ_MAX / 3 * 8 + 8192)
+#define PROCS_REPLY_MAX (8u << 20)
+
+int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_open,
+		     uint32_t *pid, struct aj_error *err)
+{
+	struct aj_result res;
+	json_t *req = NULL, *reply = NULL;
+	double timeout;
+	result_init(&res);
+	if (!s || !x || !pid)
+		return error_set(err, -EINVAL, "spawn: no %s given", !s ? "session" : !x ? "command"
+										       : "pid");
+	int rc = exec_request(session_config(s), x, true, &req, &timeout, &res);
+	if (rc) {
+		error_set(err, rc, "%s", res.message ? res.message : "spawn: refused");
+		aj_result_free(&res);
+		return rc;
+	}
+	rc = session_request(s, "spawn", req, 4096, &reply, err);
+	json_decref(req);
+	json_int_t got = json_integer_value(json_object_get(reply, "pid"));
+	json_decref(reply);
+	if (!rc && (got <= 1 || got > INT32_MAX))
+		rc = error_set(err, -EPROTO, "spawn: the interpreter's reply holds no pid");
+	if (rc)
+		return rc;
+	*pid = (uint32_t)got;
+	/* Its first input, then its stdin closed unless the caller keeps it. */
+	if (x->stdin_len || !stdin_open)
+		rc = aj_session_proc_input(s, *pid, x->stdin_data, x->stdin_len, !stdin_open, err);
+	return rc;
+}
+
+/* One request about pid, with the reply's data (NULL when none wanted). */
+static int proc_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			json_t **reply, struct aj_error *err)
+{
+	json_t *r = NULL;
+	if (!req)
+		return error_set(err, -ENOMEM, "%s: out of memory", what);
+	int rc = session_request(s, what, req, reply_max, &r, err);
+	json_decref(req);
+	if (reply)
+		*reply = r;
+	else
+		json_decref(r);
+	return rc;
+}
+
+int aj_session_proc_input(struct aj_session *s, uint32_t pid, const void *data, size_t len,
+			  bool close, struct aj_error *err)
+{
+	const struct aj_config *cfg = session_config(s);
+	if (!cfg)
+		return error_set(err, -EINVAL, "input: no session given");
+	if (len && !data)
+		return error_set(err, -EINVAL, "input: a length without its data");
+	if (len > (size_t)cfg->session.transfer_mb << 20)
+		return error_set(err, -EFBIG, "input: %zu bytes is more than the session's transfer "
+					      "limit of %u MiB",
+				 len, cfg->session.transfer_mb);
+	char *b64 = base64_encode(data ? data : "", len, NULL);
+	json_t *req = b64 ? json_pack("{s:s, s:I, s:s, s:b}", "op", "proc_input", "pid",
+				      (json_int_t)pid, "data", b64, "close", close)
+			  : NULL;
+	free(b64);
+	return proc_request(s, "input", req, 4096, NULL, err);
+}
+
+int aj_session_proc_signal(struct aj_session *s, uint32_t pid, int signal, struct aj_error *err)
+{
+	if (signal < 1 || signal > 64)
+		return error_set(err, -EINVAL, "signal: %d is not a signal (1 to 64)", signal);
+	return proc_request(s, "signal",
+			    json_pack("{s:s, s:I, s:i}", "op", "proc_signal", "pid", (json_int_t)pid,
+				      "signal", signal),
+			    4096, NULL, err);
+}
+
+int aj_session_procs(struct aj_session *s, struct aj_proc_info **procs, size_t *count,
+		     struct aj_error *err)
+{
+	json_t *reply = NULL;
+	*procs = NULL;
+	*count = 0;
+	int rc = proc_request(s, "procs", json_pack("{s:s}", "op", "procs"), PROCS_REPLY_MAX,
+			      &reply, err);
+	json_t *arr = json_object_get(reply, "procs");
+	size_t i, n = 0;
+	json_t *e;
+	if (!rc && !json_is_array(arr))
+		rc = error_set(err, -EPROTO, "procs: the interpreter's reply holds no list");
+	struct aj_proc_info *v = rc || !json_array_size(arr) ? NULL
+				 : calloc(json_array_size(arr), sizeof *v);
+	json_array_foreach(v ? arr : NULL, i, e) {
+		json_int_t pid = json_integer_value(json_object_get(e, "pid"));
+		const char *command = json_string_value(json_object_get(e, "command"));
+		if (pid <= 1 || pid > INT32_MAX || !command || !(v[n].command = strdup(command)))
+			continue; /* not what repl.py lists: the session's own doing */
+		v[n].pid = (uint32_t)pid;
+		v[n].running = json_is_true(json_object_get(e, "running"));
+		n++;
+	}
+	json_decref(reply);
+	*procs = v;
+	*count = n;
+	return rc;
+}
+
+void aj_proc_list_free(struct aj_proc_info *procs, size_t count)
+{
+	for (size_t i = 0; procs && i < count; i++)
+		free(procs[i].command);
+	free(procs);
+}
+
+/* What a read brought of one stream, appended to its capture and pushed
+ * to the stream. -EPROTO for a reply that is not repl.py's. */
+static int take_part(json_t *reply, const char *key, const char *end_key, uint64_t *offset,
+		     struct capture *c, int which, struct stream_tap *tap)
+{
+	json_t *d = json_object_get(reply, key);
+	unsigned char *buf = NULL;
+	size_t n = 0;
+	json_int_t end = json_integer_value(json_object_get(reply, end_key));
+	if (!json_is_string(d) || base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
+		return -EPROTO;
+	if ((uint64_t)end != *offset + n || n > PROC_READ_MAX) {
+		free(buf);
+		return -EPROTO;
+	}
+	*offset += n;
+	capture_append(c, (const char *)buf, n);
+	if (tap && n)
+		stream_tap_push(tap, which, (const char *)buf, n);
+	free(buf);
+	return 0;
+}
+
+/* The end, as exec's: the status by the rules, the output kept. */
+static void proc_result(json_t *reply, const struct aj_config *cfg, struct capture *out,
+			struct capture *err, struct aj_result *res)
+{
+	res->stdout_truncated = json_is_true(json_object_get(reply, "out_truncated"));
+	res->stderr_truncated = json_is_true(json_object_get(reply, "err_truncated"));
+	free(res->stdout_buf);
+	free(res->stderr_buf);
+	res->stdout_buf = capture_take(out, &res->stdout_len);
+	res->stderr_buf = capture_take(err, &res->stderr_len);
+	double wall = json_number_value(json_object_get(reply, "wall_ms"));
+	json_int_t deadline = json_integer_value(json_object_get(reply, "timeout_ms"));
+	/* Its own deadline, for the words of a timeout. */
+	struct aj_config own = *cfg;
+	if (deadline > 0)
+		own.limits.wall_sec = (double)deadline / 1000.0;
+	cfg = &own;
+	session_exec_reply(reply, cfg, res);
+	if (res->status != AJ_STATUS_SANDBOX_ERROR &&
+	    json_is_true(json_object_get(reply, "output_limit"))) {
+		struct end_facts f = {.ended = true, .output_overflow = true, .wstatus = SIGKILL};
+		status_decide(&f, &cfg->limits, res);
+	}
+	if (wall > 0)
+		res->wall_ms = wall;
+}
+
+static bool cancelled(struct aj_cancel *cancel)
+{
+	struct pollfd p = {.fd = cancel_fd(cancel), .events = POLLIN};
+	return p.fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *cancel,
+			 const struct aj_stream *stream, struct aj_result *res)
+{
+	struct stream_tap *tap = NULL;
+	struct aj_error err = {0};
+	const struct aj_config *cfg = session_config(s);
+	uint64_t off[2] = {0, 0};
+	struct capture out, errc;
+	int rc;
+	result_init(res);
+	if (!cfg) {
+		result_sandbox_error(res, "wait: no session given");
+		return -EINVAL;
+	}
+	capture_init(&out, (size_t)cfg->limits.output_kb * 1024);
+	capture_init(&errc, (size_t)cfg->limits.output_kb * 1024);
+	if ((rc = session_stream_start(stream, &tap, res)))
+		goto out;
+	for (;;) {
+		if (cancelled(cancel)) {
+			rc = -ECANCELED;
+			result_sandbox_error(res, "wait: cancelled by the caller (the command goes on)");
+			break;
+		}
+		json_t *reply = NULL;
+		rc = proc_request(s, "wait",
+				  json_pack("{s:s, s:I, s:I, s:I, s:i, s:I}", "op", "proc_read", "pid",
+					    (json_int_t)pid, "out", (json_int_t)off[0], "err",
+					    (json_int_t)off[1], "wait_ms", PROC_POLL_MS, "max",
+					    (json_int_t)PROC_READ_MAX),
+				  PROC_REPLY_MAX, &reply, &err);
+		if (!rc && (take_part(reply, "out", "out_end", &off[0], &out, 0, tap) ||
+			    take_part(reply, "err", "err_end", &off[1], &errc, 1, tap)))
+			rc = error_set(&err, -EPROTO, "wait: the interpreter's reply is not a read");
+		if (rc) {
+			json_decref(reply);
+			result_sandbox_error(res, "%s", err.message);
+			break;
+		}
+		bool ended = json_is_true(json_object_get(reply, "ended"));
+		if (ended)
+			proc_result(reply, cfg, &out, &errc, res);
+		json_decref(reply);
+		if (ended)
+			break;
+	}
+out:
+	capture_free(&out);
+	capture_free(&errc);
+	stream_tap_finish(tap);
+	result_ensure_streams(res);
+	return rc;
+}
