@@ -77,7 +77,18 @@ int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cf
 	 * each call's soft one, is counted by the sentry on its own clock:
 	 * each call's CPU is also watched on the host's count (boot/session.c,
 	 * src/gvisor/watch.h), so a run's sandbox serves as well. */
-	int rc = gvisor_start(st, st->platform, cfg, egress, &gs->s, err);
+	/* The sandbox of a run, with the session's total CPU as its RLIMIT_CPU
+	 * (soft; hard a second later), as the docker tier's: the interpreter's
+	 * hard limit, under which repl.py sets each call's soft one. With the
+	 * call's own limit there instead, the sentry killed the interpreter
+	 * once its whole life's CPU (its start included, and on ptrace under
+	 * load the sentry's clock runs near the wall clock) reached one call's
+	 * limit plus a second: a SIGKILL the status rules could not tell from
+	 * the program's own (status killed instead of timeout, and the state
+	 * lost after calls that each kept their budget). */
+	struct aj_config scfg = *cfg;
+	scfg.limits.cpu_sec = cfg->session.cpu_sec;
+	int rc = gvisor_start(st, st->platform, &scfg, egress, &gs->s, err);
 	if (rc) {
 		gs->destroyed = true; /* start_sandbox left nothing */
 		goto fail;
