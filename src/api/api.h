@@ -71,6 +71,12 @@ const struct aj_config *session_config(const struct aj_session *s);
  * saying why. */
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
 			 struct aj_result *res);
+/* What aj_session_exec would refuse x for under cfg (a session's config),
+ * checked without a session or a sandbox: for a front end that answers a
+ * refusal before it starts a call (serve's 400 before a stream). 0, or
+ * aj_session_exec's -errno with err in its words. */
+int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
+		       struct aj_error *err);
 /* A caller's path as one relative to the workspace (*rel, inside path):
  * valid UTF-8, no "..", absolute only under the workspace; the workspace
  * itself only if may_be_workspace. 0, or -errno with err naming why. */

@@ -92,9 +92,11 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 	return rc;
 }
 
-/* The request for x, every part checked: 0, or -errno with res saying why. */
-static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, json_t **out,
-			double *timeout, struct aj_result *res)
+/* The request for x, every part checked: 0, or -errno with res saying why.
+ * Without with_stdin the request carries no stdin (a check only: the
+ * bytes are counted, not encoded). */
+static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool with_stdin,
+			json_t **out, double *timeout, struct aj_result *res)
 {
 	struct aj_error err = {0};
 	const char *cwd = "";
@@ -122,7 +124,7 @@ static int exec_request(const struct aj_config *cfg, const struct aj_exec *x, js
 		return result_sandbox_error(res, "exec: out of memory"), -ENOMEM;
 	if ((rc = command_json(x, req, res)) || (rc = env_json(cfg, x, req, res)))
 		goto fail;
-	if (x->stdin_data) {
+	if (with_stdin && x->stdin_data) {
 		char *b64 = base64_encode(x->stdin_data, x->stdin_len, NULL);
 		if (!b64 || json_object_set_new(req, "stdin", json_string(b64)))
 			rc = -ENOMEM;
@@ -151,7 +153,7 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	if (!s || !x) {
 		result_sandbox_error(res, "exec: no %s given", s ? "command" : "session");
 		rc = -EINVAL;
-	} else if (!(rc = exec_request(session_config(s), x, &req, &timeout, res)) &&
+	} else if (!(rc = exec_request(session_config(s), x, true, &req, &timeout, res)) &&
 		   !(rc = session_stream_start(stream, &tap, res))) {
 		rc = session_call_streaming(s, req, EXEC_REPLY_MAX, timeout, cancel, tap,
 					    session_exec_reply, res);
@@ -159,5 +161,20 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	json_decref(req);
 	stream_tap_finish(tap);
 	result_ensure_streams(res);
+	return rc;
+}
+
+int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
+		       struct aj_error *err)
+{
+	struct aj_result res;
+	json_t *req = NULL;
+	double timeout;
+	result_init(&res);
+	int rc = cfg && x ? exec_request(cfg, x, false, &req, &timeout, &res) : -EINVAL;
+	if (rc)
+		error_set(err, rc, "%s", res.message ? res.message : "exec: no command given");
+	json_decref(req);
+	aj_result_free(&res);
 	return rc;
 }
