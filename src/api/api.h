@@ -46,6 +46,9 @@ json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
 /* The probe's verdict for sb (probing it on first use); NULL if unknown. */
 const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
 int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
+/* The outputSchema of a tool whose result is the contract's result object
+ * (run_python's, run_command's); with sessions, its images too. */
+json_t *tool_output_schema(bool sessions);
 char *result_text(const struct aj_result *res, size_t *len);
 
 /* A part of a session's workspace file, for a download that streams: at
