@@ -735,6 +735,19 @@ const logsOf = (got) => got.filter((g) => g.m.method === 'notifications/message'
 const callParams = (code, meta) => ({ ...(meta ? { _meta: meta } : {}), name: 'run_python', arguments: { code } });
 const PRINT_SLEEP_PRINT = 'import time\nprint("first line", flush=True)\ntime.sleep(2)\nprint("second line", flush=True)';
 
+// The call with id 1 printed "first line", slept, printed "second line":
+// the first came as a progress notification while it ran, before its
+// result; then the server ends cleanly.
+async function firstLineStreams(s) {
+  const got = await untilResponse(s, 1);
+  const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
+  assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
+  assert.ok(got[first].running);
+  assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
+  s.end();
+  assert.equal(await s.exited, 0);
+}
+
 describe('output as it happens (stdio)', () => {
   test('with a progressToken the first line arrives while the program sleeps, before the second and the result', async () => {
     const s = rawServer();
@@ -849,13 +862,7 @@ describe('output as it happens (stdio)', () => {
   test('a session call streams too (--sessions)', async () => {
     const s = rawServer(['--sessions', ...LIMITS]);
     s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams(PRINT_SLEEP_PRINT, { progressToken: 'ses' }) });
-    const got = await untilResponse(s, 1);
-    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
-    assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
-    assert.ok(got[first].running);
-    assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
-    s.end();
-    assert.equal(await s.exited, 0);
+    await firstLineStreams(s);
   });
 
   test('concurrent streaming calls: every line one whole message, each call\'s notifications its own output', async () => {
@@ -1009,12 +1016,6 @@ describe('run_command: off unless the deployer names it', () => {
     s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {
       _meta: { progressToken: 'sh' }, name: 'run_command',
       arguments: { command: 'echo first line; sleep 2; echo second line' } } });
-    const got = await untilResponse(s, 1);
-    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
-    assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
-    assert.ok(got[first].running);
-    assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
-    s.end();
-    assert.equal(await s.exited, 0);
+    await firstLineStreams(s);
   });
 });
