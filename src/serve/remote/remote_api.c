@@ -288,7 +288,10 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 			respond_file_error(rs, -(int)json_integer_value(json_object_get(*reply, "errno")),
 					   err.message);
 		else
-			respond_error(rs, 400, code ? code : "refused", "%s", err.message);
+			/* Too large for the worker's own limit (a command's
+			 * stdin): a 413, as here. */
+			respond_error(rs, code && !strcmp(code, "too_large") ? 413 : 400,
+				      code ? code : "refused", "%s", err.message);
 	} else if (f == REMOTE_LOST && run_id) {
 		/* The session went with its worker (410), and the run with it:
 		 * its caller learns, as for any lost run, whether it may have
