@@ -603,6 +603,62 @@ static void mcp_session_options_name_the_problem(void **state)
 	assert_true(contains(res.out, "--transfer-mb N"));
 }
 
+/* --tools and the file's "tools": the tools that run something, named;
+ * run_command only with sessions (it runs in the connection's session). */
+static void mcp_tools_name_the_problem(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file; /* the config's JSON, or NULL: flags only */
+		const char *flag; /* --tools' value, or NULL */
+		bool sessions;
+		const char *words;
+	} cases[] = {
+		{NULL, "run_python,run_command", false, "mcp: --tools: run_command runs in the "
+							"connection's session: it needs sessions"},
+		{NULL, "run_python,,run_command", true, "--tools: unknown tool ''"},
+		{NULL, "run_python,upload_file", true, "unknown tool 'upload_file' (run_python, "
+						       "run_command; the file tools come with "
+						       "sessions)"},
+		{"{\"tools\": 3}", NULL, true, "tools: expected a string (\"run_python,"
+						 "run_command\") or an array of strings"},
+		{"{\"tools\": [\"run_python\", 1]}", NULL, true,
+		 "tools: item 2 of the array is not a string"},
+		{"{\"tools\": []}", NULL, true, "tools: names no tool"},
+		{"{\"tools\": [\"run_command\"]}", NULL, false, "it needs sessions"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "t%zu.json", i);
+		const char *json = cases[i].file ? cases[i].file : "{}";
+		const char *file = program(name, json, strlen(json));
+		const char *argv[8] = {"mcp", "--config", file}, **a = argv + 3;
+		if (cases[i].sessions)
+			*a++ = "--sessions";
+		if (cases[i].flag)
+			*a++ = "--tools", *a++ = cases[i].flag;
+		cli(&res, "", argv);
+		assert_int_equal(res.exit_code, 2);
+		if (!contains(res.err, cases[i].words))
+			fail_msg("case %zu: %s", i, res.err);
+	}
+	/* Valid, from the file or the flag: the server starts (a session opened
+	 * and closed to check, in this run's uid range) and ends at EOF. */
+	const char *base = getenv("AJ_TEST_UID_BASE");
+	char json[300];
+	snprintf(json, sizeof json,
+		 "{\"sessions\": true, \"tools\": [\"run_python\", \"run_command\"], "
+		 "\"uid_base\": %s, \"state_dir\": \"/run/agentjail-test-%s\"}",
+		 base && *base ? base : "2100000000", base && *base ? base : "cli");
+	const char *file = program("t9.json", json, strlen(json));
+	CLI(&res, "", "mcp", "--config", file, "--tier", "process");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.err, "(run_python, run_command and the file tools)"));
+	CLI(&res, "", "mcp", "--config", file, "--tools", "run_command");
+	assert_int_equal(res.exit_code, 0);
+	assert_true(contains(res.err, "(run_command and the file tools)"));
+}
+
 /* The MCP config's egress keys: the CLI's options under the file's names,
  * refused in the same words, and the flags add to the file's rules. */
 static void mcp_config_egress_keys(void **state)
@@ -1485,6 +1541,7 @@ int main(void)
 		cmocka_unit_test(image_lifecycle),
 		cmocka_unit_test(mcp_config_errors_name_the_problem),
 		cmocka_unit_test(mcp_session_options_name_the_problem),
+		cmocka_unit_test(mcp_tools_name_the_problem),
 		cmocka_unit_test(one_tier_options_name_the_problem),
 		cmocka_unit_test(egress_options_name_the_problem),
 		cmocka_unit_test(mcp_config_egress_keys),

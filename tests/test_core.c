@@ -8,6 +8,8 @@
 
 #include "harness.h"
 #include "src/core/internal.h"
+#include "src/api/api.h"
+#include "src/api/tool_files.h"
 #include "src/core/pool.h"
 #include "src/core/status.h"
 #include "src/linux/supervise.h"
@@ -879,6 +881,56 @@ static void tool_definition_carries_the_limits(void **state)
 	aj_free(note);
 }
 
+/* run_command is offered only where the deployer turned it on, and only
+ * with sessions; its words carry the session's limits and what is there. */
+static void run_command_only_where_turned_on(void **state)
+{
+	(void)state;
+	struct aj_config c;
+	aj_config_init(&c);
+	c.limits.wall_sec = 7;
+	unsigned both = TOOL_BIT(TOOL_RUN_PYTHON) | TOOL_BIT(TOOL_RUN_COMMAND);
+	static const struct {
+		bool sessions;
+		unsigned tools;
+		const char *names;
+	} cases[] = {
+		{false, TOOLS_DEFAULT, "run_python"},
+		{true, TOOLS_DEFAULT, "run_python upload_file download_file list_files"},
+		{false, TOOL_BIT(TOOL_RUN_PYTHON) | TOOL_BIT(TOOL_RUN_COMMAND), "run_python"},
+		{true, TOOL_BIT(TOOL_RUN_PYTHON) | TOOL_BIT(TOOL_RUN_COMMAND),
+		 "run_python run_command upload_file download_file list_files"},
+		{true, TOOL_BIT(TOOL_RUN_COMMAND), "run_command upload_file download_file list_files"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *list = tool_list(&c, cases[i].sessions, cases[i].tools, NULL);
+		char names[200] = "";
+		size_t k;
+		json_t *t;
+		json_array_foreach(list, k, t)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+				 k ? " " : "", json_string_value(json_object_get(t, "name")));
+		assert_string_equal(names, cases[i].names);
+		/* A tool is called by name exactly when it is listed. */
+		enum tool_kind kind;
+		bool found = !tool_find("run_command", cases[i].sessions, cases[i].tools, &kind);
+		assert_int_equal(found, strstr(cases[i].names, "run_command") != NULL);
+		found = !tool_find("run_python", cases[i].sessions, cases[i].tools, &kind);
+		assert_int_equal(found, strstr(cases[i].names, "run_python") != NULL);
+		if (cases[i].tools == both && cases[i].sessions) {
+			const char *desc = json_string_value(
+				json_object_get(json_array_get(list, 1), "description"));
+			assert_non_null(strstr(desc, "/bin/sh -c, a POSIX shell"));
+			assert_non_null(strstr(desc, "7 s of wall-clock time"));
+			assert_non_null(strstr(desc, "There is no network."));
+		}
+		json_decref(list);
+	}
+	assert_int_equal(tool_bit_named("run_command", 11), TOOL_BIT(TOOL_RUN_COMMAND));
+	assert_int_equal(tool_bit_named("upload_file", 11), 0);
+	assert_int_equal(tool_bit_named("run_python,", 10), TOOL_BIT(TOOL_RUN_PYTHON));
+}
+
 static void classify(struct outcome *o, const char *err_text, struct aj_result *r)
 {
 	struct aj_limits l = {.wall_sec = 10, .cpu_sec = 10, .memory_mb = 256, .output_kb = 1};
@@ -1620,6 +1672,7 @@ int main(void)
 		cmocka_unit_test(tool_arguments_take_only_code),
 		cmocka_unit_test(result_text_reads_well),
 		cmocka_unit_test(tool_definition_carries_the_limits),
+		cmocka_unit_test(run_command_only_where_turned_on),
 		cmocka_unit_test(classify_exits),
 		cmocka_unit_test(classify_signals),
 		cmocka_unit_test(classify_oom_kills),

@@ -46,6 +46,9 @@ json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
 /* The probe's verdict for sb (probing it on first use); NULL if unknown. */
 const struct tool_packages *tool_packages_of(struct aj_sandbox *sb);
 int tool_code_argument(json_t *args, const char **code, size_t *len, char *why, size_t n);
+/* The outputSchema of a tool whose result is the contract's result object
+ * (run_python's, run_command's); with sessions, its images too. */
+json_t *tool_output_schema(bool sessions);
 char *result_text(const struct aj_result *res, size_t *len);
 
 /* A part of a session's workspace file, for a download that streams: at
@@ -74,7 +77,8 @@ int session_request(struct aj_session *s, const char *what, json_t *req, size_t 
  * "spawn" for one in the background (its timeout may be 0, none, up to
  * the session's lifetime; its stdin a pipe, x->stdin_data left to the
  * caller). 0, or -errno with res saying why. */
-int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool background,
+enum exec_kind { EXEC_RUN, EXEC_SPAWN, EXEC_CHECK /* EXEC_RUN's checks, stdin not encoded */ };
+int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
 		 json_t **out, double *timeout, struct aj_result *res);
 /* The session's config (its sandbox's copy); NULL for no session. */
 const struct aj_config *session_config(const struct aj_session *s);
@@ -82,6 +86,12 @@ const struct aj_config *session_config(const struct aj_session *s);
  * saying why. */
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
 			 struct aj_result *res);
+/* What aj_session_exec would refuse x for under cfg (a session's config),
+ * checked without a session or a sandbox: for a front end that answers a
+ * refusal before it starts a call (serve's 400 before a stream). 0, or
+ * aj_session_exec's -errno with err in its words. */
+int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
+		       struct aj_error *err);
 /* A caller's path as one relative to the workspace (*rel, inside path):
  * valid UTF-8, no "..", absolute only under the workspace; the workspace
  * itself only if may_be_workspace. 0, or -errno with err naming why. */

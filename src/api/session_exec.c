@@ -92,9 +92,10 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 	return rc;
 }
 
-int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool background,
+int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
 		 json_t **out, double *timeout, struct aj_result *res)
 {
+	const bool background = kind == EXEC_SPAWN;
 	struct aj_error err = {0};
 	const char *cwd = "";
 	int rc;
@@ -129,10 +130,11 @@ int exec_request(const struct aj_config *cfg, const struct aj_exec *x, bool back
 		goto fail;
 	/* In the background, stdin is always a pipe: the caller's first bytes
 	 * go in once it runs, and it is closed then unless the caller keeps it
-	 * open (aj_session_spawn). */
+	 * open (aj_session_spawn). A check counts stdin's bytes, and encodes
+	 * none. */
 	if (background && json_object_set_new(req, "stdin", json_true()))
 		rc = -ENOMEM;
-	else if (x->stdin_data && !background) {
+	else if (x->stdin_data && kind == EXEC_RUN) {
 		char *b64 = base64_encode(x->stdin_data, x->stdin_len, NULL);
 		if (!b64 || json_object_set_new(req, "stdin", json_string(b64)))
 			rc = -ENOMEM;
@@ -161,7 +163,7 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	if (!s || !x) {
 		result_sandbox_error(res, "exec: no %s given", s ? "command" : "session");
 		rc = -EINVAL;
-	} else if (!(rc = exec_request(session_config(s), x, false, &req, &timeout, res)) &&
+	} else if (!(rc = exec_request(session_config(s), x, EXEC_RUN, &req, &timeout, res)) &&
 		   !(rc = session_stream_start(stream, &tap, res))) {
 		rc = session_call_streaming(s, req, EXEC_REPLY_MAX, timeout, cancel, tap,
 					    session_exec_reply, res);
@@ -169,5 +171,20 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	json_decref(req);
 	stream_tap_finish(tap);
 	result_ensure_streams(res);
+	return rc;
+}
+
+int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
+		       struct aj_error *err)
+{
+	struct aj_result res;
+	json_t *req = NULL;
+	double timeout;
+	result_init(&res);
+	int rc = cfg && x ? exec_request(cfg, x, EXEC_CHECK, &req, &timeout, &res) : -EINVAL;
+	if (rc)
+		error_set(err, rc, "%s", res.message ? res.message : "exec: no command given");
+	json_decref(req);
+	aj_result_free(&res);
 	return rc;
 }

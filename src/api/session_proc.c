@@ -36,7 +36,7 @@ int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_o
 	if (!s || !x || !pid)
 		return error_set(err, -EINVAL, "spawn: no %s given", !s ? "session" : !x ? "command"
 										       : "pid");
-	int rc = exec_request(session_config(s), x, true, &req, &timeout, &res);
+	int rc = exec_request(session_config(s), x, EXEC_SPAWN, &req, &timeout, &res);
 	if (rc) {
 		error_set(err, rc, "%s", res.message ? res.message : "spawn: refused");
 		aj_result_free(&res);

@@ -176,7 +176,7 @@ static void run_description(const struct aj_config *cfg, const struct tool_packa
 		 l->file_size_mb, l->output_kb);
 }
 
-static json_t *output_schema(bool sessions)
+json_t *tool_output_schema(bool sessions)
 {
 	json_t *nullable_int = json_pack("{s:[s,s]}", "type", "integer", "null");
 	json_t *output = json_pack(
@@ -234,7 +234,7 @@ json_t *tool_definition_object(const struct aj_config *cfg, bool sessions,
 		"additionalProperties", 0);
 	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
 			 AJ_TOOL_NAME, "title", "Run Python in a sandbox", "description", desc,
-			 "inputSchema", input, "outputSchema", output_schema(sessions),
+			 "inputSchema", input, "outputSchema", tool_output_schema(sessions),
 			 "annotations", "title", "Run Python in a sandbox",
 			 /* Without sessions nothing outside the sandbox changes, and
 			  * the sandbox is gone after the call. In a session the code

@@ -13,6 +13,7 @@
 #include "../tiers/tier.h"
 #include "../core/internal.h"
 #include "api.h"
+#include "tool_command.h"
 #include "tool_files.h"
 
 #define WS AJ_SESSION_WORKSPACE
@@ -102,16 +103,19 @@ static int file_tools_append(json_t *list, const struct aj_config *cfg)
 	return bad ? -1 : 0;
 }
 
-json_t *tool_list(const struct aj_config *cfg, bool sessions,
+json_t *tool_list(const struct aj_config *cfg, bool sessions, unsigned tools,
 		  const struct tool_packages *packages)
 {
 	json_t *list = json_array();
-	if (!list ||
-	    json_array_append_new(list, tool_definition_object(cfg, sessions, packages))) {
-		json_decref(list);
-		return NULL;
-	}
-	if (sessions && file_tools_append(list, cfg)) {
+	int bad = !list;
+	if (!bad && (tools & TOOL_BIT(TOOL_RUN_PYTHON)))
+		bad = json_array_append_new(list, tool_definition_object(cfg, sessions, packages));
+	/* A command runs in the session, beside the code's state and files. */
+	if (!bad && sessions && (tools & TOOL_BIT(TOOL_RUN_COMMAND)))
+		bad = json_array_append_new(list, command_tool_definition(cfg));
+	if (!bad && sessions)
+		bad = file_tools_append(list, cfg);
+	if (bad) {
 		json_decref(list);
 		return NULL;
 	}
@@ -123,6 +127,7 @@ static const char *const names[] = {
 	[TOOL_UPLOAD_FILE] = "upload_file",
 	[TOOL_DOWNLOAD_FILE] = "download_file",
 	[TOOL_LIST_FILES] = "list_files",
+	[TOOL_RUN_COMMAND] = COMMAND_TOOL_NAME,
 };
 
 const char *tool_name(enum tool_kind kind)
@@ -130,17 +135,31 @@ const char *tool_name(enum tool_kind kind)
 	return names[kind];
 }
 
-int tool_find(const char *name, bool sessions, enum tool_kind *out)
+int tool_find(const char *name, bool sessions, unsigned tools, enum tool_kind *out)
 {
-	/* Without sessions the file tools do not exist: there is no sandbox
-	 * that outlives a call to hold the files. */
-	size_t n = sessions ? sizeof names / sizeof names[0] : 1;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(name, names[i])) {
-			*out = (enum tool_kind)i;
-			return 0;
-		}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (strcmp(name, names[i]))
+			continue;
+		bool running = TOOLS_RUNNING & TOOL_BIT(i);
+		/* Without sessions the file tools and run_command do not exist:
+		 * there is no sandbox that outlives a call to hold the files. A
+		 * running tool exists only where the deployer turned it on. */
+		if ((running && !(tools & TOOL_BIT(i))) ||
+		    (!sessions && i != TOOL_RUN_PYTHON))
+			return -1;
+		*out = (enum tool_kind)i;
+		return 0;
+	}
 	return -1;
+}
+
+unsigned tool_bit_named(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if ((TOOLS_RUNNING & TOOL_BIT(i)) && strlen(names[i]) == len &&
+		    !strncmp(name, names[i], len))
+			return TOOL_BIT(i);
+	return 0;
 }
 
 json_t *tool_error(const char *fmt, ...)
@@ -399,6 +418,7 @@ json_t *file_tool_call(enum tool_kind kind, struct aj_session *s, json_t *args,
 	case TOOL_LIST_FILES:
 		return list(s, args, note);
 	case TOOL_RUN_PYTHON:
+	case TOOL_RUN_COMMAND:
 		break;
 	}
 	return tool_error("not a file tool");
@@ -408,7 +428,7 @@ char *aj_tool_list(struct aj_sandbox *sb, bool session)
 {
 	if (!sb)
 		return NULL;
-	json_t *list = tool_list(sandbox_config(sb), session, tool_packages_of(sb));
+	json_t *list = tool_list(sandbox_config(sb), session, TOOLS_DEFAULT, tool_packages_of(sb));
 	char *out = list ? json_dumps(list, JSON_COMPACT) : NULL;
 	json_decref(list);
 	return out;
@@ -423,7 +443,7 @@ char *aj_session_tool_call(struct aj_session *s, const char *name, const char *a
 	json_t *args = args_json ? json_loadb(args_json, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	char why[200];
 	/* Every refusal is a result the model reads, as on the MCP server. */
-	if (!s || !name || tool_find(name, true, &kind) || kind == TOOL_RUN_PYTHON)
+	if (!s || !name || tool_find(name, true, TOOLS_DEFAULT, &kind) || kind == TOOL_RUN_PYTHON)
 		result = tool_error("Unknown tool: %.120s (the file tools are upload_file, "
 				    "download_file and list_files)", name ? name : "(none)");
 	else if (!args)

@@ -9,16 +9,34 @@
 
 #include "../core/internal.h"
 
-enum tool_kind { TOOL_RUN_PYTHON = 0, TOOL_UPLOAD_FILE, TOOL_DOWNLOAD_FILE, TOOL_LIST_FILES };
+struct tool_packages; /* api.h */
 
-/* The Tool objects for tools/list: run_python alone, or with sessions its
- * session form and the file tools. packages: tool_packages_of's verdict
- * (NULL: not known). NULL on ENOMEM. */
-json_t *tool_list(const struct aj_config *cfg, bool sessions,
+enum tool_kind {
+	TOOL_RUN_PYTHON = 0,
+	TOOL_UPLOAD_FILE,
+	TOOL_DOWNLOAD_FILE,
+	TOOL_LIST_FILES,
+	TOOL_RUN_COMMAND,
+};
+
+/* The tools that run something, as the deployer chose them (agentjail mcp
+ * --tools): a bit for each kind. run_python alone unless told: a shell
+ * widens what a model does at once. */
+#define TOOL_BIT(kind) (1u << (kind))
+#define TOOLS_RUNNING (TOOL_BIT(TOOL_RUN_PYTHON) | TOOL_BIT(TOOL_RUN_COMMAND))
+#define TOOLS_DEFAULT TOOL_BIT(TOOL_RUN_PYTHON)
+
+/* The Tool objects for tools/list: those of tools (TOOL_BITs) the sandbox
+ * can offer (run_python, its session form with sessions; run_command only
+ * with sessions), and with sessions the file tools. packages:
+ * tool_packages_of's verdict (NULL: not known). NULL on ENOMEM. */
+json_t *tool_list(const struct aj_config *cfg, bool sessions, unsigned tools,
 		  const struct tool_packages *packages);
 const char *tool_name(enum tool_kind kind);
 /* 0 with *out, or -1 for a name that is not one of the list's tools. */
-int tool_find(const char *name, bool sessions, enum tool_kind *out);
+int tool_find(const char *name, bool sessions, unsigned tools, enum tool_kind *out);
+/* A running tool's name (len bytes) as its TOOL_BIT: 0 for no such tool. */
+unsigned tool_bit_named(const char *name, size_t len);
 /* A CallToolResult with isError and one text block (printf-style). */
 json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0, or -1 with why (the arguments do not fit the tool's schema). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/tool_files.h"
 #include "../mcp/server.h"
 #include "cli.h"
 
@@ -20,6 +21,11 @@ static const char usage[] =
 	"images), opened at the first call and closed when stdin closes, and the\n"
 	"tools upload_file, download_file and list_files join run_python.\n"
 	"\n"
+	"--tools run_python,run_command (with --sessions) adds run_command: a shell\n"
+	"command (/bin/sh -c) in the same session's sandbox, its workspace the\n"
+	"working directory, under the same limits. Off unless named: a shell widens\n"
+	"what a model does at once, though not what the sandbox lets it do.\n"
+	"\n"
 	"options (they override FILE's values):\n"
 	"  --config FILE     JSON: {\"tier\": \"container\", \"timeout\": 10, \"memory\": 256, ...}\n"
 	"                    (keys: tier, image, python, timeout, cpu, memory, pids,\n"
@@ -27,8 +33,8 @@ static const char usage[] =
 	"                    docker_socket, sessions, session_idle, session_lifetime,\n"
 	"                    max_sessions, transfer_mb, warm, preload, ro_bind,\n"
 	"                    allow_hosts, allow_cidrs, egress_out_mb, egress_in_mb,\n"
-	"                    egress_connections, egress_kbps, trust_ca; unknown keys\n"
-	"                    are errors).\n"
+	"                    egress_connections, egress_kbps, trust_ca, env, tools;\n"
+	"                    unknown keys are errors).\n"
 	"                    preload: \"numpy,pandas\" or [\"numpy\", \"pandas\"]\n"
 	"                    ro_bind: \"HOST[:SANDBOX]\" or a list of them (the\n"
 	"                    --ro-bind flags add to it)\n"
@@ -39,10 +45,12 @@ static const char usage[] =
 	"  --concurrency N   runs at once; more calls wait their turn (default 4;\n"
 	"                    a session runs its calls one at a time)\n"
 	"  --sessions        one session per connection, and the file tools\n"
+	"  --tools LIST      the tools that run something: run_python (the default),\n"
+	"                    run_command (needs --sessions), comma-separated\n"
 	SESSION_OPTIONS_HELP LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  -h, --help        this help\n";
 
-enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_SESSIONS, OPT_HELP };
+enum { OPT_CONFIG = 3000, OPT_CONCURRENCY, OPT_SESSIONS, OPT_TOOLS, OPT_HELP };
 
 /* Fail at start, not at every call: a session is opened and closed once,
  * so a tier without sessions, or one that cannot start them here, shows
@@ -66,6 +74,7 @@ int mcp_arguments(int argc, char **argv, struct mcp_config *cfg)
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"concurrency", required_argument, NULL, OPT_CONCURRENCY},
 		{"sessions", no_argument, NULL, OPT_SESSIONS},
+		{"tools", required_argument, NULL, OPT_TOOLS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	struct option opts[48];
@@ -98,6 +107,13 @@ int mcp_arguments(int argc, char **argv, struct mcp_config *cfg)
 			cfg->sessions = true;
 			continue;
 		}
+		if (c == OPT_TOOLS) {
+			if (mcp_tools_parse(optarg, &cfg->tools, &err)) {
+				cli_error("mcp: --%s", err.message);
+				return EXIT_USAGE;
+			}
+			continue;
+		}
 		if (c == OPT_CONCURRENCY) {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -120,6 +136,10 @@ int mcp_arguments(int argc, char **argv, struct mcp_config *cfg)
 	}
 	if (aj_config_validate(&cfg->sandbox, &err)) {
 		cli_config_error("mcp", &err);
+		return EXIT_USAGE;
+	}
+	if (mcp_tools_check(cfg, &err)) {
+		cli_error("mcp: --%s", err.message);
 		return EXIT_USAGE;
 	}
 	return -1;
@@ -154,10 +174,11 @@ int cmd_mcp(int argc, char **argv)
 		rc = EXIT_SANDBOX;
 		goto out;
 	}
-	fprintf(stderr, "agentjail mcp: serving %s on the %s tier\n",
-		cfg.sessions ? "a session per connection (run_python and the file tools)"
-			     : "run_python",
-		aj_tier_name(cfg.sandbox.tier));
+	bool py = cfg.tools & TOOL_BIT(TOOL_RUN_PYTHON), sh = cfg.tools & TOOL_BIT(TOOL_RUN_COMMAND);
+	fprintf(stderr, "agentjail mcp: serving %s%s%s%s%s on the %s tier\n",
+		cfg.sessions ? "a session per connection (" : "", py ? "run_python" : "",
+		py && sh ? ", " : "", sh ? "run_command" : "",
+		cfg.sessions ? " and the file tools)" : "", aj_tier_name(cfg.sandbox.tier));
 	rc = mcp_serve(&cfg, sb, stdin, stdout);
 	aj_close(sb);
 out:

@@ -8,7 +8,7 @@
  *    "ro_bind": ["/srv/data:/mnt/data"], "allow_hosts": ["pypi.org:443"],
  *    "allow_cidrs": ["10.1.0.0/16:5432"], "egress_out_mb": 64,
  *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0,
- *    "env": {"TZ": "UTC"},
+ *    "env": {"TZ": "UTC"}, "tools": ["run_python", "run_command"],
  *    "uid_base": 2000000000, "state_dir": "/run/agentjail"}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../api/tool_files.h"
 #include "config.h"
 
 void mcp_config_init(struct mcp_config *c)
@@ -27,6 +28,7 @@ void mcp_config_init(struct mcp_config *c)
 	memset(c, 0, sizeof *c);
 	aj_config_init(&c->sandbox);
 	c->concurrency = MCP_DEFAULT_CONCURRENCY;
+	c->tools = TOOLS_DEFAULT;
 }
 
 static void mcp_env_clear(struct mcp_config *c)
@@ -59,7 +61,7 @@ void mcp_config_free(struct mcp_config *c)
 	mcp_env_clear(c);
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES, VARIABLES };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES, VARIABLES, TOOLS };
 
 static const struct key {
 	const char *name;
@@ -75,6 +77,7 @@ static const struct key {
 	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
 	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
 	{"uid_base", WHOLE}, {"state_dir", TEXT}, {"trust_ca", TEXT}, {"env", VARIABLES},
+	{"tools", TOOLS},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
@@ -82,7 +85,7 @@ static const char known[] = "tier, image, python, timeout, cpu, memory, pids, fi
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
 			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
 			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir, trust_ca, "
-			    "env";
+			    "env, tools";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -294,6 +297,66 @@ static int set_env(struct mcp_config *c, json_t *v, struct aj_error *err)
 	return 0;
 }
 
+/* One name of a tools list (n bytes) into *tools. */
+static int add_tool(const char *name, size_t n, unsigned *tools, struct aj_error *err)
+{
+	unsigned bit = tool_bit_named(name, n);
+	if (!bit)
+		return error_set(err, -EINVAL,
+				 "tools: unknown tool '%.*s' (run_python, run_command; the file "
+				 "tools come with sessions)",
+				 (int)(n > 64 ? 64 : n), name);
+	*tools |= bit;
+	return 0;
+}
+
+int mcp_tools_parse(const char *list, unsigned *tools, struct aj_error *err)
+{
+	unsigned t = 0;
+	for (const char *p = list;; p++) {
+		size_t n = strcspn(p, ",");
+		if (add_tool(p, n, &t, err))
+			return -EINVAL;
+		p += n;
+		if (!*p)
+			break;
+	}
+	*tools = t;
+	return 0;
+}
+
+/* tools: "run_python,run_command", or the same as an array of names. */
+static int set_tools(struct mcp_config *c, json_t *v, struct aj_error *err)
+{
+	if (json_is_string(v))
+		return mcp_tools_parse(json_string_value(v), &c->tools, err);
+	unsigned t = 0;
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) {
+		if (!json_is_string(item))
+			return error_set(err, -EINVAL, "tools: item %zu of the array is not a string",
+					 i + 1);
+		if (add_tool(json_string_value(item), json_string_length(item), &t, err))
+			return -EINVAL;
+	}
+	if (!t)
+		return error_set(err, -EINVAL, "tools: names no tool (run_python, run_command)");
+	c->tools = t;
+	return 0;
+}
+
+int mcp_tools_check(const struct mcp_config *c, struct aj_error *err)
+{
+	/* A command runs in the connection's session, beside run_python's
+	 * files: without one there is no sandbox for it. */
+	if ((c->tools & TOOL_BIT(TOOL_RUN_COMMAND)) && !c->sessions)
+		return error_set(err, -EINVAL,
+				 "tools: run_command runs in the connection's session: it needs "
+				 "sessions (--sessions, or \"sessions\": true)");
+	return 0;
+}
+
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err)
 {
 	json_error_t je;
@@ -333,6 +396,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 			rc = set_strings(c, name, v, &why);
 		else if (k->kind == VARIABLES && json_is_object(v))
 			rc = set_env(c, v, &why);
+		else if (k->kind == TOOLS && (json_is_string(v) || json_is_array(v)))
+			rc = set_tools(c, v, &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
@@ -344,6 +409,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 							  "of strings" :
 				       k->kind == RULES ? "a string (a rule) or an array of strings" :
 				       k->kind == VARIABLES ? "an object of strings ({\"TZ\": \"UTC\"})" :
+				       k->kind == TOOLS ? "a string (\"run_python,run_command\") or an "
+							  "array of strings" :
 				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);

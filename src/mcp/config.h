@@ -12,6 +12,10 @@ struct mcp_config {
 	/* One session per connection (sandbox.session bounds it), and the
 	 * file tools beside run_python; false: every call a fresh sandbox. */
 	bool sessions;
+	/* The tools that run something (tool_files.h's TOOL_BITs): run_python
+	 * unless the deployer names others (--tools; run_command needs
+	 * sessions). */
+	unsigned tools;
 	/* owned copies of the file's strings: image, python, docker_image,
 	 * docker_socket, state_dir, preload, trust_ca */
 	char *strings[7];
@@ -36,6 +40,12 @@ void mcp_config_init(struct mcp_config *c);
 /* Reads FILE over c. Unknown keys and wrong types are errors naming the
  * key; 0 or -errno with err. */
 int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err);
+/* A list of the tools that run something ("run_python,run_command") as
+ * *tools: 0, or -EINVAL with err naming the name it does not know. */
+int mcp_tools_parse(const char *list, unsigned *tools, struct aj_error *err);
+/* Whether c's tools can be served (run_command only in a session): 0, or
+ * -EINVAL with err saying why. */
+int mcp_tools_check(const struct mcp_config *c, struct aj_error *err);
 void mcp_config_free(struct mcp_config *c);
 
 #endif

@@ -198,6 +198,41 @@ static void add_note(struct aj_result *res, const char *note)
 	free(old);
 }
 
+/* run_python's code or run_command's command in the session (the lock
+ * held), its output streamed as the call asked: its CallToolResult. */
+static json_t *run_in_session(struct mcp_server *s, struct call *c, struct aj_session *ses,
+			      const char *note)
+{
+	const char *code;
+	size_t len;
+	char why[200];
+	struct aj_result res;
+	struct aj_stream st;
+	int rc = 0;
+	if (c->tool == TOOL_RUN_PYTHON) {
+		tool_code_argument(c->args, &code, &len, why, sizeof why);
+		aj_session_run_streaming(ses, code, len, c->cancel, call_stream(c, &st), &res);
+	} else {
+		rc = command_tool_exec(ses, c->args, c->cancel, call_stream(c, &st), &res);
+	}
+	mcp_notifier_finish(&c->notes);
+	json_t *result;
+	if (rc && rc != -ESHUTDOWN) {
+		/* What the library refuses in the arguments (a timeout past the
+		 * session's limit) is the model's to correct, as a schema's. */
+		result = tool_error("%s%sInvalid arguments for %s: %s", note ? note : "",
+				    note ? "\n\n" : "", tool_name(c->tool),
+				    res.message ? res.message : "refused");
+	} else {
+		add_note(&res, note);
+		result = tool_result(&res, s->cfg->sandbox.tier);
+	}
+	fprintf(stderr, "agentjail mcp: %s: %s, %.1f ms, %zu image(s)\n", tool_name(c->tool),
+		aj_status_name(res.status), res.wall_ms, res.image_count);
+	aj_result_free(&res);
+	return result;
+}
+
 /* One call in the connection's session; NULL when it was cancelled before
  * it started (it gets no response, and the session is left as it was). */
 static json_t *call_in_session(struct mcp_server *s, struct call *c)
@@ -222,20 +257,8 @@ static json_t *call_in_session(struct mcp_server *s, struct call *c)
 			tool_name(c->tool));
 		return NULL;
 	}
-	if (c->tool == TOOL_RUN_PYTHON) {
-		const char *code;
-		size_t len;
-		char why[200];
-		struct aj_result res;
-		struct aj_stream st;
-		tool_code_argument(c->args, &code, &len, why, sizeof why);
-		aj_session_run_streaming(ses, code, len, c->cancel, call_stream(c, &st), &res);
-		mcp_notifier_finish(&c->notes);
-		add_note(&res, note);
-		fprintf(stderr, "agentjail mcp: run_python: %s, %.1f ms, %zu image(s)\n",
-			aj_status_name(res.status), res.wall_ms, res.image_count);
-		result = tool_result(&res, s->cfg->sandbox.tier);
-		aj_result_free(&res);
+	if (c->tool == TOOL_RUN_PYTHON || c->tool == TOOL_RUN_COMMAND) {
+		result = run_in_session(s, c, ses, note);
 	} else {
 		result = file_tool_call(c->tool, ses, c->args, note);
 		fprintf(stderr, "agentjail mcp: %s: %s\n", tool_name(c->tool),
@@ -355,7 +378,7 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 		return;
 	}
 	enum tool_kind tool;
-	if (tool_find(json_string_value(name), s->cfg->sessions, &tool)) {
+	if (tool_find(json_string_value(name), s->cfg->sessions, s->cfg->tools, &tool)) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Unknown tool: %.120s", json_string_value(name));
 		send_error(s, link, id, INVALID_PARAMS, msg, NULL);
@@ -377,8 +400,9 @@ static void start_call(struct mcp_server *s, struct mcp_link *link, json_t *id, 
 	const char *code;
 	size_t len;
 	char why[200];
-	int bad = tool == TOOL_RUN_PYTHON ? tool_code_argument(args, &code, &len, why, sizeof why)
-					  : file_tool_arguments(tool, args, why, sizeof why);
+	int bad = tool == TOOL_RUN_PYTHON    ? tool_code_argument(args, &code, &len, why, sizeof why)
+		  : tool == TOOL_RUN_COMMAND ? command_tool_arguments(args, why, sizeof why)
+					     : file_tool_arguments(tool, args, why, sizeof why);
 	if (bad) {
 		/* Arguments that do not fit the tool's inputSchema are a tool
 		 * execution error (MCP 2025-11-25, SEP-1303), not a protocol
@@ -477,9 +501,27 @@ static const char instructions_session[] =
 	"notebook. upload_file, download_file and list_files move files in and out of the "
 	"workspace. Figures and images under outputs/ come back as images.";
 
+static const char instructions_commands[] =
+	"run_python runs Python, and run_command a shell command (/bin/sh -c), in one sandbox "
+	"session that lives across calls, with the workspace (" AJ_SESSION_WORKSPACE ") as "
+	"their working directory: files there persist and both see them, and Python's "
+	"variables and imports persist, like a notebook. upload_file, download_file and "
+	"list_files move files in and out of the workspace. Figures and images under outputs/ "
+	"come back as images.";
+static const char instructions_command_only[] =
+	"run_command runs a shell command (/bin/sh -c) in one sandbox session that lives "
+	"across calls, the workspace (" AJ_SESSION_WORKSPACE ") its working directory: files "
+	"there persist. upload_file, download_file and list_files move files in and out of "
+	"the workspace.";
+
 static const char *instructions(const struct mcp_server *s)
 {
-	return s->cfg->sessions ? instructions_session : instructions_alone;
+	if (!s->cfg->sessions)
+		return instructions_alone;
+	if (!(s->cfg->tools & TOOL_BIT(TOOL_RUN_COMMAND)))
+		return instructions_session;
+	return s->cfg->tools & TOOL_BIT(TOOL_RUN_PYTHON) ? instructions_commands
+							 : instructions_command_only;
 }
 
 static void handle_legacy(struct mcp_server *s, struct mcp_link *link, json_t *id, const char *method, json_t *params)
@@ -727,7 +769,7 @@ struct mcp_server *mcp_server_start(const struct mcp_config *cfg, struct aj_sand
 	/* What the description names as installed is probed once, through
 	 * the sandbox the calls will use (none with a queue: then it is not
 	 * known here, and the words promise only the standard library). */
-	s.tools = tool_list(&cfg->sandbox, cfg->sessions, tool_packages_of(sandbox));
+	s.tools = tool_list(&cfg->sandbox, cfg->sessions, cfg->tools, tool_packages_of(sandbox));
 	if (!s.tools) {
 		fprintf(stderr, "agentjail mcp: cannot build the tool definitions\n");
 		return NULL;

@@ -10,6 +10,7 @@
 #include "agentjail.h"
 #include "../core/internal.h"
 #include "../api/api.h"
+#include "../api/tool_command.h"
 #include "../api/tool_files.h"
 
 #define TOOL_NAME AJ_TOOL_NAME

@@ -16,6 +16,10 @@
  *   DELETE /v1/sessions/ID
  *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images), or
  *                                            an event stream, recorded
+ *   POST   /v1/sessions/ID/exec             {"command" | "argv", "cwd"?, "env"?,
+ *                                            "stdin"?, "timeout"?}: a command in
+ *                                            the session's sandbox, answered as
+ *                                            .../runs is (call_body.h)
  *   POST   /v1/sessions/ID/egress           {"allow_hosts", "allow_cidrs"}:
  *                                            keep only these rules
  *   PUT    /v1/sessions/ID/files/PATH       the body is the file
@@ -53,31 +57,52 @@ bool api_needs_key(const char *method, const char *path)
 	return strcmp(path, "/v1/health") != 0;
 }
 
+size_t api_exec_body_limit(const struct serve_config *c)
+{
+	/* Code's cap (a command as long as code may be), or stdin as large as
+	 * a transfer may be, in base64 (4 bytes for every 3), beside a small
+	 * object's worth of command and fields: a body is one or the other,
+	 * and the body budgets must hold it (http_wiring_budgets). */
+	size_t transfer = (size_t)c->sandbox.session.transfer_mb << 20;
+	size_t stdin_body = (transfer + 2) / 3 * 4 + SERVE_SMALL_BODY;
+	return stdin_body > c->max_body ? stdin_body : c->max_body;
+}
+
+/* Whether path is a session's route ending in tail ("/exec"). */
+static bool session_route_is(const char *path, const char *tail)
+{
+	size_t n = strlen(path), t = strlen(tail);
+	return !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)) && n > t &&
+	       !strcmp(path + n - t, tail);
+}
+
 size_t api_body_limit(const struct service *svc, const char *method, const char *path)
 {
 	/* A file goes up as the raw body: as large as a transfer may be. */
 	if (!strcmp(method, "PUT") && !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return (size_t)svc->cfg.sandbox.session.transfer_mb << 20;
+	if (!strcmp(method, "POST") && session_route_is(path, "/exec"))
+		return api_exec_body_limit(&svc->cfg);
 	/* A route that takes a small object (a session's terms, its egress
 	 * rules) or none gets a small cap: only code may be large. */
-	size_t n = strlen(path);
 	bool small = strcmp(method, "POST") || !strcmp(path, "/v1/sessions") ||
-		     (n > 7 && !strcmp(path + n - 7, "/egress"));
+		     session_route_is(path, "/egress");
 	return small && svc->cfg.max_body > SERVE_SMALL_BODY ? SERVE_SMALL_BODY : svc->cfg.max_body;
 }
 
 int api_may_buffer(struct service *svc, const struct http_request *head, struct http_response *rs)
 {
-	/* A session file is read into memory only for a session the key
-	 * holds, not for any path that looks like one: the backend looks it
-	 * up (here, or in Redis for the queue's) before a byte is read. */
-	if (strcmp(head->method, "PUT") || strncmp(head->path, SESSIONS_PREFIX,
-						   strlen(SESSIONS_PREFIX)))
+	/* A session file, or a command with its stdin, is read into memory
+	 * only for a session the key holds, not for any path that looks like
+	 * one: the backend looks it up (here, or in Redis for the queue's)
+	 * before a byte is read. */
+	if ((strcmp(head->method, "PUT") && strcmp(head->method, "POST")) ||
+	    strncmp(head->path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return 0;
 	struct session_route r;
 	if (session_route_parse(head, rs, &r))
 		return -1;
-	if (r.op != SESSION_PUT)
+	if (r.op != SESSION_PUT && r.op != SESSION_EXEC)
 		return 0;
 	int rc = svc->backend->session_held(svc, r.id, head->key);
 	if (rc == -ENOENT) {

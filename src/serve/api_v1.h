@@ -14,6 +14,11 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 bool api_needs_key(const char *method, const char *path);
 /* The largest body a route takes, decided from its method and path. */
 size_t api_body_limit(const struct service *svc, const char *method, const char *path);
+/* The largest body POST /v1/sessions/ID/exec takes: a request's (c's
+ * max_body), or a transfer's worth of stdin in base64 and a small
+ * object's room beside it, whichever is larger. */
+struct serve_config;
+size_t api_exec_body_limit(const struct serve_config *c);
 /* Before a body is read (http.h's may_buffer): 0 to read it, or -1 with
  * the answer in rs (404: a session transfer to a session the key does not
  * hold). */

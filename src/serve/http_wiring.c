@@ -81,8 +81,9 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 
 int http_wiring_budgets(struct serve_config *c)
 {
-	size_t transfer = (size_t)c->sandbox.session.transfer_mb << 20;
-	size_t largest = (c->max_body > transfer ? c->max_body : transfer) + 1;
+	/* A command's body holds the most: code's cap and a transfer's worth
+	 * of stdin (api_exec_body_limit). */
+	size_t largest = api_exec_body_limit(c) + 1;
 	size_t key_min = largest > ((size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20)
 				 ? ((largest >> 20) + 1) << 20
 				 : (size_t)SERVE_DEFAULT_KEY_BODY_BUDGET_MB << 20;
@@ -94,7 +95,7 @@ int http_wiring_budgets(struct serve_config *c)
 					 : (size_t)SERVE_DEFAULT_BODY_BUDGET_MB << 20;
 	if (c->key_body_budget < largest || c->body_budget < c->key_body_budget) {
 		cli_error("serve: --key-body-budget-mb must hold the largest body a route "
-			  "takes (%zu MiB: --max-body-kb, --transfer-mb), and --body-budget-mb "
+			  "takes (%zu MiB: --max-body-kb and --transfer-mb, in base64), and --body-budget-mb "
 			  "one key's budget", (largest >> 20) + 1);
 		return -1;
 	}

@@ -735,6 +735,19 @@ const logsOf = (got) => got.filter((g) => g.m.method === 'notifications/message'
 const callParams = (code, meta) => ({ ...(meta ? { _meta: meta } : {}), name: 'run_python', arguments: { code } });
 const PRINT_SLEEP_PRINT = 'import time\nprint("first line", flush=True)\ntime.sleep(2)\nprint("second line", flush=True)';
 
+// The call with id 1 printed "first line", slept, printed "second line":
+// the first came as a progress notification while it ran, before its
+// result; then the server ends cleanly.
+async function firstLineStreams(s) {
+  const got = await untilResponse(s, 1);
+  const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
+  assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
+  assert.ok(got[first].running);
+  assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
+  s.end();
+  assert.equal(await s.exited, 0);
+}
+
 describe('output as it happens (stdio)', () => {
   test('with a progressToken the first line arrives while the program sleeps, before the second and the result', async () => {
     const s = rawServer();
@@ -849,13 +862,7 @@ describe('output as it happens (stdio)', () => {
   test('a session call streams too (--sessions)', async () => {
     const s = rawServer(['--sessions', ...LIMITS]);
     s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: callParams(PRINT_SLEEP_PRINT, { progressToken: 'ses' }) });
-    const got = await untilResponse(s, 1);
-    const first = got.findIndex((g) => g.m.method === 'notifications/progress' && /first line/.test(g.m.params.message));
-    assert.ok(first >= 0 && first < got.length - 1, JSON.stringify(got.map((g) => g.m)));
-    assert.ok(got[first].running);
-    assert.equal(got.at(-1).m.result.structuredContent.stdout, 'first line\nsecond line\n');
-    s.end();
-    assert.equal(await s.exited, 0);
+    await firstLineStreams(s);
   });
 
   test('concurrent streaming calls: every line one whole message, each call\'s notifications its own output', async () => {
@@ -904,5 +911,111 @@ describe('output as it happens (stdio)', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+// ---- run_command: a shell in the session, when the deployer turns it on ----
+
+const COMMANDS = ['--sessions', '--tools', 'run_python,run_command'];
+
+describe('run_command (--sessions --tools run_python,run_command), SDK v1 client', () => {
+  let client;
+  before(async () => {
+    client = new Client({ name: 'agentjail-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({
+      command: AGENTJAIL, args: ['mcp', ...COMMANDS, ...LIMITS], stderr: 'ignore',
+    }));
+  });
+  after(async () => { await client.close(); });
+
+  const call = (name, args) => client.callTool({ name, arguments: args });
+
+  test('lists run_command beside run_python and the file tools, its words saying what is there', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name),
+      ['run_python', 'run_command', 'upload_file', 'download_file', 'list_files']);
+    const rc = tools[1];
+    assert.deepEqual(rc.inputSchema.required, ['command']);
+    assert.deepEqual(Object.keys(rc.inputSchema.properties), ['command', 'timeout']);
+    assert.equal(rc.inputSchema.additionalProperties, false);
+    assert.equal(rc.inputSchema.properties.timeout.maximum, 5);
+    assert.ok(rc.outputSchema.required.includes('exit_code'));
+    assert.match(rc.description, /\/bin\/sh -c, a POSIX shell/);
+    assert.match(rc.description, /working directory is the workspace \/tmp\/work/);
+    assert.match(rc.description, /5 s of wall-clock time/);
+    assert.match(rc.description, /256 MiB of\s+memory/);
+    assert.match(rc.description, /There is no network/);
+    assert.equal(rc.annotations.destructiveHint, true);
+    assert.equal(rc.annotations.openWorldHint, false);
+  });
+
+  test('a command runs in the session: its output and exit status, the files run_python sees', async () => {
+    let r = await call('run_python', { code: "open('from_python.txt', 'w').write('py')\nkept = 7" });
+    assert.equal(r.isError, false, text(r));
+    r = await call('run_command', { command: 'pwd; cat from_python.txt; echo; echo oops >&2; echo sh > from_sh.txt; exit 3' });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.status, 'error');
+    assert.equal(r.structuredContent.exit_code, 3);
+    assert.equal(r.structuredContent.stdout, '/tmp/work\npy\n');
+    assert.equal(r.structuredContent.stderr, 'oops\n');
+    assert.match(text(r), /status: error \(exit code 3\)\n--- stdout ---\n\/tmp\/work\npy\n/);
+    r = await call('run_python', { code: "print(open('from_sh.txt').read().strip(), kept)" });
+    assert.equal(r.structuredContent.stdout, 'sh 7\n');
+  });
+
+  test('its own timeout stops it and keeps Python\'s state; arguments outside the schema are isError', async () => {
+    await call('run_python', { code: 'still = "here"' });
+    let r = await call('run_command', { command: 'sleep 30', timeout: 0.5 });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.status, 'timeout');
+    r = await call('run_python', { code: 'print(still)' });
+    assert.equal(r.structuredContent.stdout, 'here\n');
+    for (const [args, words] of [
+      [{ cmd: 'ls' }, /unexpected argument 'cmd'/],
+      [{ command: 1 }, /'command' must be a string/],
+      [{ command: 'true', timeout: -1 }, /'timeout' must be a positive number/],
+      [{ command: 'true', timeout: 6 }, /timeout: 6 s is not within the session's wall-clock limit/],
+    ]) {
+      r = await call('run_command', args);
+      assert.equal(r.isError, true, JSON.stringify(args));
+      assert.equal(r.structuredContent, undefined);
+      assert.match(text(r), /Invalid arguments for run_command/);
+      assert.match(text(r), words);
+    }
+  });
+});
+
+describe('run_command: off unless the deployer names it', () => {
+  test('--sessions alone offers no run_command; a call to it is an unknown tool', async () => {
+    const s = rawServer(['--sessions', ...LIMITS]);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    assert.ok(!(await s.next()).result.tools.some((t) => t.name === 'run_command'));
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'true' } } });
+    const e = await s.next();
+    assert.equal(e.error.code, -32602);
+    assert.match(e.error.message, /Unknown tool: run_command/);
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+
+  test('--tools without --sessions, or naming no such tool, is refused at start, saying why', async () => {
+    for (const [args, words] of [
+      [['--tools', 'run_python,run_command'], /run_command runs in the connection's session: it needs sessions/],
+      [['--sessions', '--tools', 'run_python,run_bash'], /unknown tool 'run_bash'/],
+    ]) {
+      const p = spawn(AGENTJAIL, ['mcp', ...ISOLATE, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let err = '';
+      p.stderr.on('data', (d) => { err += d; });
+      assert.equal(await new Promise((r) => p.on('exit', r)), 2, args.join(' '));
+      assert.match(err, words);
+    }
+  });
+
+  test('a command\'s output streams as progress notifications, before its result', async () => {
+    const s = rawServer([...COMMANDS, ...LIMITS]);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {
+      _meta: { progressToken: 'sh' }, name: 'run_command',
+      arguments: { command: 'echo first line; sleep 2; echo second line' } } });
+    await firstLineStreams(s);
   });
 });

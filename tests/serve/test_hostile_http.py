@@ -211,11 +211,15 @@ def test_the_server_and_key_body_budgets_refuse_before_reading(start, tmp_path):
     assert wait_for(lambda: s.run("print(1)").code == 200, 30)
 
 
-def test_a_file_for_a_session_the_key_does_not_hold_is_refused_before_its_body(server):
+@pytest.mark.parametrize("method, path, kind", [
+    ("PUT", "/v1/sessions/nosuchsession/files/big.bin", "application/octet-stream"),
+    # A command's body may hold a transfer's worth of stdin (test_exec.py).
+    ("POST", "/v1/sessions/nosuchsession/exec", "application/json")])
+def test_a_file_for_a_session_the_key_does_not_hold_is_refused_before_its_body(server, method,
+                                                                             path, kind):
     c = connect(server)
-    send_head(c, server, "PUT", "/v1/sessions/nosuchsession/files/big.bin",
-              {"Content-Type": "application/octet-stream",
-               "Content-Length": str(16 * 1024 * 1024)})
+    send_head(c, server, method, path,
+              {"Content-Type": kind, "Content-Length": str(16 * 1024 * 1024)})
     c.settimeout(30)  # answered at once, not after 16 MiB the server would hold
     code, answer = read_answer(c)
     assert code == 404 and answer["error"]["code"] == "not_found", answer

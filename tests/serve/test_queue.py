@@ -281,12 +281,17 @@ def test_sessions_live_on_their_worker(start, redis, workers, tmp_path):
     assert worker.split("@")[0] in ("w-s1", "w-s2")
 
 
-def test_a_session_call_through_a_worker_keeps_its_own_timeout(start, redis, workers):
-    workers("w-call")
+def session_of_two_seconds(start, redis, workers, name, *worker_args):
+    """serve, one worker, and the path of a session of its own 2 s clock."""
+    workers(name, *worker_args)
     s = serve(start, redis)
     r = s.request("POST", "/v1/sessions", {"limits": {"timeout_sec": 2}})
     assert r.code == 201, r.body
-    base = f"/v1/sessions/{r.json()['id']}"
+    return s, f"/v1/sessions/{r.json()['id']}"
+
+
+def test_a_session_call_through_a_worker_keeps_its_own_timeout(start, redis, workers):
+    s, base = session_of_two_seconds(start, redis, workers, "w-call")
     try:
         r = s.request("POST", base + "/runs", {"code": "import time; time.sleep(30)",
                                                "limits": {"timeout_sec": 0.5}})
@@ -299,6 +304,40 @@ def test_a_session_call_through_a_worker_keeps_its_own_timeout(start, redis, wor
         assert r.code == 400 and r.json()["error"]["code"] == "bad_limits"
         assert "3 is more than this session allows (2)" in r.json()["error"]["message"]
         assert s.request("POST", base + "/runs", {"code": "print(1)"}).json()["stdout"] == "1\n"
+    finally:
+        s.request("DELETE", base)
+
+
+def test_a_command_in_a_session_goes_to_its_worker(start, redis, workers):
+    import base64
+    from conftest import Stream
+    # The worker's transfer limit (1 MiB) under serve's (16 MiB).
+    s, base = session_of_two_seconds(start, redis, workers, "w-exec", "--transfer-mb", "1")
+    try:
+        s.request("POST", base + "/runs", {"code": "open('a.txt', 'w').write('from python')"})
+        r = s.request("POST", base + "/exec", {"argv": ["sh", "-c", "cat a.txt; read x; "
+                                                                   "echo \" $x\"; exit 5"],
+                                               "stdin": "aGk=", "env": {"X": "1"}})
+        assert r.code == 200, r.body
+        assert (r.json()["status"], r.json()["exit_code"], r.json()["stdout"]) == \
+            ("error", 5, "from python hi\n"), r.body
+        # serve checks what it can against its own limits (5 s) ...
+        r = s.request("POST", base + "/exec", {"command": "pwd", "cwd": "../.."})
+        assert r.code == 400 and "cwd" in r.json()["error"]["message"], r.body
+        # ... the worker against the session's own (2 s), naming it.
+        r = s.request("POST", base + "/exec", {"command": "true", "timeout": 3})
+        assert r.code == 400 and "timeout: 3 s is not within" in r.json()["error"]["message"]
+        big = base64.b64encode(b"a" * ((1 << 20) + 1)).decode()
+        r = s.request("POST", base + "/exec", {"command": "wc -c", "stdin": big})
+        assert r.code == 413 and r.json()["error"]["code"] == "too_large", r.body
+        assert "1 MiB" in r.json()["error"]["message"]
+        r = s.request("POST", base + "/exec", {"command": "sleep 30", "timeout": 0.5})
+        assert r.json()["status"] == "timeout", r.body
+        st = Stream(s, "POST", base + "/exec", {"command": "echo one; sleep 1; echo two"})
+        got = list(st.events())
+        st.close()
+        assert b"".join(e.bytes() for e in got if e.event == "stdout") == b"one\ntwo\n"
+        assert got[-1].event == "result" and got[-1].data["status"] == "ok"
     finally:
         s.request("DELETE", base)
 

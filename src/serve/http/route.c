@@ -1,4 +1,4 @@
-/* /v1/sessions/ID[/runs|/egress|/files[/PATH]]: one parse for the local sessions
+/* /v1/sessions/ID[/runs|/exec|/egress|/files[/PATH]]: one parse for the local sessions
  * and the queue's, so both answer a route the same before either looks
  * the session up. */
 #include <string.h>
@@ -16,8 +16,9 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 	}
 	memcpy(r->id, rest, n);
 	r->id[n] = '\0';
-	const char *tail = rest + n; /* "", "/runs", "/egress", "/files", "/files/PATH" */
-	bool runs = !strcmp(tail, "/runs"), egress = !strcmp(tail, "/egress");
+	const char *tail = rest + n; /* "", "/runs", "/exec", "/egress", "/files", "/files/PATH" */
+	bool exec = !strcmp(tail, "/exec");
+	bool runs = exec || !strcmp(tail, "/runs"), egress = !strcmp(tail, "/egress");
 	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);
 	if (!runs && !egress && !files && *tail) {
 		respond_error(rs, 404, "not_found", "no such route: %.200s", rq->path);
@@ -35,7 +36,7 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 		return 0;
 	}
 	if (runs || egress) {
-		r->op = runs ? SESSION_RUN : SESSION_EGRESS;
+		r->op = exec ? SESSION_EXEC : runs ? SESSION_RUN : SESSION_EGRESS;
 		return 0;
 	}
 	r->path = tail[6] == '/' && tail[7] ? tail + 7 : NULL;

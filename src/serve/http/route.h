@@ -11,6 +11,7 @@
 enum session_op {
 	SESSION_CLOSE,  /* DELETE /v1/sessions/ID */
 	SESSION_RUN,    /* POST .../runs */
+	SESSION_EXEC,   /* POST .../exec: a command */
 	SESSION_EGRESS, /* POST .../egress: keep only the rules named */
 	SESSION_PUT,    /* PUT .../files/PATH */
 	SESSION_GET,    /* GET .../files/PATH */

@@ -12,7 +12,8 @@
 #include "../admit/narrow.h"
 #include "../admit/service.h"
 #include "../runs/sse.h"
-#include "../admit/call_limits.h"
+#include "../../api/api.h"
+#include "../admit/call_body.h"
 #include "../http/wire.h"
 
 static int local_backend_run(struct service *svc, const struct run_terms *t, const char *code,
@@ -74,28 +75,19 @@ static void session_gone(struct http_response *rs, struct hsession *h)
 						     : "it was deleted");
 }
 
+/* A call on the session, code (.../runs) or a command (.../exec): the
+ * same admission, record, stream and answer for both (call_body.h). */
 static void session_run(struct service *svc, const struct http_request *rq,
-			struct http_response *rs, struct hsession *h)
+			struct http_response *rs, struct hsession *h, bool exec)
 {
-	static const char *const allowed[] = {"code", "limits", NULL};
-	json_t *o = request_body(rq, rs, allowed);
-	if (!o)
+	struct call_body b;
+	if (call_body_read(rq, rs, exec, session_config(h->s), &b))
 		return;
-	const char *code;
-	size_t len;
-	double call_sec;
-	struct aj_error err = {0};
-	if (request_code(o, &code, &len, rs))
-		goto out;
-	if (call_limits_parse(json_object_get(o, "limits"), h->wall_sec, &call_sec, &err)) {
-		respond_error(rs, 400, "bad_limits", "%s", err.message);
-		goto out;
-	}
 	if (accepts_sse(rq)) {
 		/* Recorded, and the answer a reader of the record. */
 		char rid[33];
 		serve_id_new(rid);
-		if (!local_session_recorded(svc, rq, rs, rid, h, code, len, call_sec) &&
+		if (!local_session_recorded(svc, rq, rs, rid, h, &b) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory");
 		goto out;
@@ -105,33 +97,22 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	if (service_admit(svc, u, rs))
 		goto out;
 	struct aj_result res;
-	struct aj_cancel *cancel = NULL;
-	struct call_deadline dl;
-	if (call_sec && aj_cancel_new(&cancel))
-		cancel = NULL;
-	if (call_sec && (!cancel || call_deadline_start(&dl, cancel, call_sec))) {
-		admit_finish(&svc->adm, u);
-		aj_cancel_free(cancel);
-		respond_error(rs, 503, "sandbox_unavailable",
-			      "cannot keep the call's timeout: out of memory or threads");
-		goto out;
-	}
-	if (!call_sec)
-		call_deadline_start(&dl, NULL, 0);
-	int rc = aj_session_run_cancellable(h->s, code, len, cancel, &res);
-	call_deadline_end(&dl, &res);
-	aj_cancel_free(cancel);
+	int rc = call_body_run(h->s, &b, NULL, NULL, &res);
 	admit_finish(&svc->adm, u);
-	if (rc == -ESHUTDOWN) {
+	if (rc == -ESHUTDOWN || rc == -EAGAIN) {
 		aj_result_free(&res);
-		session_gone(rs, h);
+		if (rc == -ESHUTDOWN)
+			session_gone(rs, h);
+		else
+			respond_error(rs, 503, "sandbox_unavailable",
+				      "cannot keep the call's timeout: out of memory or threads");
 		goto out;
 	}
 	char id[33];
 	serve_id_new(id);
 	respond_run(svc, rs, id, &res, t0);
 out:
-	json_decref(o);
+	call_body_clear(&b);
 }
 
 /* Keep only the rules the body names; one the session lacks is refused,
@@ -216,8 +197,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 404, "not_found", "no such session");
 		return;
 	}
-	if (r->op == SESSION_RUN)
-		session_run(svc, rq, rs, h);
+	if (r->op == SESSION_RUN || r->op == SESSION_EXEC)
+		session_run(svc, rq, rs, h, r->op == SESSION_EXEC);
 	else if (r->op == SESSION_EGRESS)
 		session_egress(rq, rs, h);
 	else

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "../../core/internal.h"
-#include "../admit/call_limits.h"
 #include "local_runs.h"
 #include "local_state.h"
 #include "../admit/runs_begin.h"
@@ -30,10 +29,10 @@ struct runner {
 	size_t len;
 	struct run_terms terms;
 	struct hsession *session; /* a session's call: a reference held */
+	struct call_body call;    /* ... and what it asks */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
 	struct run_hook hook;
 	struct admit_ticket ticket; /* its wait, called off by a cancel */
-	double call_sec;          /* a session call's own timeout (0: none) */
 };
 
 static void to_store(void *arg, const struct aj_event *ev)
@@ -62,17 +61,7 @@ static json_t *run_turn(struct runner *r)
 		/* Cancelled while it waited: it never starts. */
 		runs_cancelled_result(&res);
 	} else if (r->session) {
-		struct call_deadline dl;
-		/* Without a timer, no shorter deadline: said in the result. */
-		bool timed = !call_deadline_start(&dl, cancel, r->call_sec);
-		int rc = aj_session_run_streaming(r->session->s, r->code, r->len, cancel, &stream,
-						  &res);
-		if (timed)
-			call_deadline_end(&dl, &res);
-		else
-			result_set_message(&res, "the call's timeout of %g s could not be kept "
-						 "(no thread for its timer)",
-					   r->call_sec);
+		int rc = call_body_run(r->session->s, &r->call, cancel, &stream, &res);
 		if (rc == -ESHUTDOWN) {
 			const char *why = aj_session_closed_reason(r->session->s);
 			char msg[256];
@@ -97,6 +86,7 @@ static void runner_free(struct runner *r)
 	if (r->session)
 		sessions_put(&local_of(r->svc)->sessions, r->session);
 	free(r->code);
+	call_body_clear(&r->call);
 	run_hook_clear(&r->hook);
 	free(r);
 }
@@ -183,14 +173,15 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 
 int local_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, struct hsession *h,
-			   const char *code, size_t len, double call_sec)
+			   struct call_body *call)
 {
-	struct runner *r = runner_new(id, code, len);
+	struct runner *r = runner_new(id, "", 0);
 	if (!r) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
-	r->call_sec = call_sec;
+	r->call = *call;
+	*call = (struct call_body){0};
 	/* The runner's own reference: the route's ends with its request. */
 	if (!(r->session = sessions_get(&local_of(svc)->sessions, h->id, h->owner))) {
 		runner_free(r);

@@ -73,7 +73,6 @@ int sessions_create(struct session_table *t, const struct aj_config *cfg, struct
 	}
 	snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
 	h->owner = owner;
-	h->wall_sec = cfg->limits.wall_sec;
 	h->refs = 1;
 	pthread_mutex_lock(&t->lock);
 	h->next = t->head;

@@ -15,7 +15,6 @@ struct hsession {
 	char id[40];
 	struct key_use *owner;
 	struct aj_session *s;
-	double wall_sec; /* its calls' wall clock: a call's own may be shorter */
 	unsigned refs;
 	bool deleted;
 	struct hsession *next;

@@ -15,7 +15,7 @@
 #include "remote_runs.h"
 #include "remote_state.h"
 #include "../runs/run_tail.h"
-#include "../admit/call_limits.h"
+#include "../admit/call_body.h"
 #include "remote_hooks.h"
 #include "store.h"
 #include "../admit/service.h"
@@ -288,7 +288,10 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 			respond_file_error(rs, -(int)json_integer_value(json_object_get(*reply, "errno")),
 					   err.message);
 		else
-			respond_error(rs, 400, code ? code : "refused", "%s", err.message);
+			/* Too large for the worker's own limit (a command's
+			 * stdin): a 413, as here. */
+			respond_error(rs, code && !strcmp(code, "too_large") ? 413 : 400,
+				      code ? code : "refused", "%s", err.message);
 	} else if (f == REMOTE_LOST && run_id) {
 		/* The session went with its worker (410), and the run with it:
 		 * its caller learns, as for any lost run, whether it may have
@@ -308,47 +311,32 @@ static int call(struct service *svc, struct http_response *rs, const char *worke
 	return -1;
 }
 
+/* A call on the session, code (.../runs) or a command (.../exec): read
+ * here against the server's limits, and by the worker against the
+ * session's own (it may have been narrowed at its open). */
 static void session_run(struct service *svc, const struct http_request *rq,
-			struct http_response *rs, const char *id, const char *worker)
+			struct http_response *rs, const char *id, const char *worker, bool exec)
 {
-	static const char *const allowed[] = {"code", "limits", NULL};
-	json_t *o = request_body(rq, rs, allowed);
-	const char *code;
-	size_t len;
-	if (!o || request_code(o, &code, &len, rs)) {
-		json_decref(o);
+	struct call_body b;
+	if (call_body_read(rq, rs, exec, &svc->cfg.sandbox, &b))
 		return;
-	}
-	/* Checked here against the server's clock, and by the worker against
-	 * the session's own (it may have been narrowed at its open). */
-	double call_sec;
-	struct aj_error err = {0};
-	json_t *limits = json_object_get(o, "limits");
-	if (call_limits_parse(limits, svc->cfg.sandbox.limits.wall_sec, &call_sec, &err)) {
-		respond_error(rs, 400, "bad_limits", "%s", err.message);
-		json_decref(o);
-		return;
-	}
 	if (accepts_sse(rq)) {
 		/* Recorded by its worker, and the answer a reader of the record. */
 		char rid[33];
 		serve_id_new(rid);
-		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, code, len, limits) &&
+		if (!queue_session_recorded(svc, rq, rs, rid, id, worker, &b) &&
 		    sse_answer(rs, &svc->runs, rid, rq->key->name, 0, svc->cfg.idle_sec))
 			respond_error(rs, 500, "internal", "out of memory (the run %s goes on)", rid);
-		json_decref(o);
+		call_body_clear(&b);
 		return;
 	}
 	struct key_use *u = admission_use(&svc->adm, rq->key);
 	double t0 = now_ms() / 1e3;
 	if (service_admit(svc, u, rs)) {
-		json_decref(o);
+		call_body_clear(&b);
 		return;
 	}
-	json_t *req = json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session", id, "code", code,
-				len);
-	if (req && limits)
-		json_object_set(req, "limits", limits);
+	json_t *req = call_body_request(&b, id);
 	json_t *reply = NULL;
 	char run_id[33];
 	serve_id_new(run_id);
@@ -361,7 +349,7 @@ static void session_run(struct service *svc, const struct http_request *rq,
 	}
 	json_decref(reply);
 	json_decref(req);
-	json_decref(o);
+	call_body_clear(&b);
 }
 
 /* Keep only the named rules, on the worker that holds the session (which
@@ -468,8 +456,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		}
 		json_decref(req);
 		json_decref(reply);
-	} else if (r->op == SESSION_RUN) {
-		session_run(svc, rq, rs, id, worker);
+	} else if (r->op == SESSION_RUN || r->op == SESSION_EXEC) {
+		session_run(svc, rq, rs, id, worker, r->op == SESSION_EXEC);
 	} else if (r->op == SESSION_EGRESS) {
 		session_egress(svc, rq, rs, id, worker);
 	} else {

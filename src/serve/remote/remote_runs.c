@@ -229,19 +229,15 @@ int queue_run_recorded(struct service *svc, const struct http_request *rq,
 
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
-			   const char *worker, const char *code, size_t len, json_t *limits)
+			   const char *worker, const struct call_body *call)
 {
-	struct qrunner *r = qrunner_new(id,
-				       json_pack("{s:s, s:s, s:s%}", "op", "session_run", "session",
-						 session, "code", code, len),
+	struct qrunner *r = qrunner_new(id, call_body_request(call, session),
 				       svc->cfg.sandbox.limits.wall_sec);
 	if (!r) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return -1;
 	}
 	snprintf(r->worker, sizeof r->worker, "%s", worker);
-	if (limits)
-		json_object_set(r->req, "limits", limits);
 	if (run_hook_set(&r->hook, rq, rs, NULL)) {
 		qrunner_free(r);
 		return -1;

@@ -3,6 +3,7 @@
 #ifndef AJ_SERVE_REMOTE_RUNS_H
 #define AJ_SERVE_REMOTE_RUNS_H
 
+#include "../admit/call_body.h"
 #include "../admit/service.h"
 
 /* A session call's wait for a worker to take it: the worker holds the
@@ -13,13 +14,13 @@
 int queue_run_recorded(struct service *svc, const struct http_request *rq,
 		       struct http_response *rs, const char *id,
 		       const struct recorded_request *req);
-/* A session's call recorded (POST /v1/sessions/ID/runs with Accept:
- * text/event-stream), sent to worker, which holds session: as
- * queue_run_recorded; limits (borrowed; NULL: none), the call's own,
- * which the worker keeps. */
+/* A session's call recorded (POST /v1/sessions/ID/runs or /exec with
+ * Accept: text/event-stream), sent to worker, which holds session: as
+ * queue_run_recorded; call is what it asks (call_body.h), which the
+ * worker reads again against the session's own limits. */
 int queue_session_recorded(struct service *svc, const struct http_request *rq,
 			   struct http_response *rs, const char *id, const char *session,
-			   const char *worker, const char *code, size_t len, json_t *limits);
+			   const char *worker, const struct call_body *call);
 /* A cancel of run id, taken by this replica: if it waits here for its
  * turn, it leaves the queue now and ends cancelled, never sent. */
 void queue_run_call_off(struct service *svc, const char *id);

@@ -28,7 +28,6 @@ struct wsession {
 	char id[40];
 	char owner[KEY_NAME_MAX + 1];
 	struct aj_session *s;
-	double wall_sec; /* its calls' wall clock: a call's own may be shorter */
 	bool closed_reported;
 	struct wsession *next;
 };

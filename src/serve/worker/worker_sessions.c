@@ -9,7 +9,8 @@
 #include "../../core/internal.h"
 #include "../admit/narrow.h"
 #include "../http/wire.h"
-#include "../admit/call_limits.h"
+#include "../../api/api.h"
+#include "../admit/call_body.h"
 #include "worker.h"
 
 static struct wsession *find_session(struct worker *w, const char *id)
@@ -36,7 +37,6 @@ static json_t *session_open_with(struct worker *w, redisContext *c, json_t *req,
 	}
 	snprintf(s->id, sizeof s->id, "%s", aj_session_id(s->s));
 	snprintf(s->owner, sizeof s->owner, "%s", owner);
-	s->wall_sec = cfg->limits.wall_sec;
 	queue_do(c, "HSET agentjail:session:%s worker %s owner %s", s->id, w->id, owner);
 	queue_do(c, "SADD agentjail:key:%s:sessions %s", owner, s->id);
 	queue_do(c, "SADD agentjail:worker:%s:sessions %s", w->id, s->id);
@@ -97,34 +97,26 @@ static json_t *errno_refusal(int rc, const struct aj_error *err)
 			 err->message);
 }
 
-static json_t *run_code(struct worker *w, struct wsession *s, json_t *req,
-			const struct aj_stream *stream, struct aj_cancel *cancel)
+/* A call on the session, code or a command, read from the request as
+ * serve read its body (call_body.h), against this session's own limits. */
+static json_t *session_call_op(struct worker *w, struct wsession *s, json_t *req, bool exec,
+			       const struct aj_stream *stream, struct aj_cancel *cancel)
 {
-	json_t *code = json_object_get(req, "code");
+	struct call_body b;
 	struct aj_result res;
-	double call_sec;
 	struct aj_error err = {0};
-	/* The call's own timeout, against this session's clock. */
-	if (call_limits_parse(json_object_get(req, "limits"), s->wall_sec, &call_sec, &err))
-		return worker_refusal("bad_limits", "%s", err.message);
-	struct aj_cancel *own = NULL;
-	if (call_sec && !cancel) {
-		if (aj_cancel_new(&own))
-			return worker_refusal("sandbox_unavailable", "out of memory");
-		cancel = own;
-	}
-	struct call_deadline dl;
-	if (call_deadline_start(&dl, cancel, call_sec)) {
-		aj_cancel_free(own);
-		return worker_refusal("sandbox_unavailable", "no thread for the call's timeout");
-	}
-	int rc = aj_session_run_streaming(s->s, json_string_value(code) ?: "",
-					  json_string_length(code), cancel, stream, &res);
-	call_deadline_end(&dl, &res);
-	aj_cancel_free(own);
-	if (rc == -ESHUTDOWN) {
+	int status;
+	const char *code;
+	if (call_body_parse(req, exec, session_config(s->s), &b, &status, &code, &err))
+		return worker_refusal(code, "%s", err.message);
+	int rc = call_body_run(s->s, &b, cancel, stream, &res);
+	call_body_clear(&b);
+	if (rc == -ESHUTDOWN || rc == -EAGAIN) {
 		aj_result_free(&res);
-		return worker_refusal("closed", "%s", aj_session_closed_reason(s->s) ?: "closed");
+		return rc == -EAGAIN ? worker_refusal("sandbox_unavailable",
+						      "no thread for the call's timeout")
+				     : worker_refusal("closed", "%s",
+						      aj_session_closed_reason(s->s) ?: "closed");
 	}
 	return worker_result(w, &res);
 }
@@ -195,8 +187,9 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
 	if (closed)
 		return worker_refusal("closed", "%s", closed);
 	const char *path = json_string_value(json_object_get(req, "path"));
-	if (!strcmp(op, "session_run"))
-		return run_code(w, s, req, stream, cancel);
+	bool exec;
+	if (!call_body_op(op, &exec))
+		return session_call_op(w, s, req, exec, stream, cancel);
 	if (!strcmp(op, "put"))
 		return put_file(s, req, path);
 	if (!strcmp(op, "get"))
