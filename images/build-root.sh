@@ -16,7 +16,9 @@
 #                                               PACKAGES as the host has
 #                                               them installed (with their
 #                                               Python, data and font
-#                                               dependencies), each whole
+#                                               dependencies and the C
+#                                               libraries their programs
+#                                               link), each whole
 #                                               (see "whole" below)
 #
 # Either way the root is then made fit to be mounted read-only: no setuid or
@@ -40,6 +42,17 @@ generated_by() {
 	# update-ca-certificates: the bundle and the hashed links beside it.
 	ca-certificates) echo etc/ssl/certs ;;
 	esac
+}
+
+# The shared libraries named in the ldd output on stdin, each copied to the
+# same path in the root (the file, not a link to it) unless already there.
+copy_linked() {
+	awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | sort -u |
+		while read -r lib; do
+			[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
 }
 
 [ -d "$root" ] || die "$root is not a directory"
@@ -78,15 +91,10 @@ host)
 		ldd "$py"
 		find "/usr/lib/$ver/lib-dynload" -name '*.so' -exec ldd {} \;
 		/sbin/ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ {print "=> " $NF; exit}'
-	} 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-		sort -u | while read -r lib; do
-		[ -e "$lib" ] || continue
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done
+	} 2>/dev/null | copy_linked
 	# PACKAGES, from the host's own installation: each package's files and
 	# those of the Python, data and font packages it depends on (its C
-	# libraries come with the ldd pass below).
+	# libraries, and its programs', come with the ldd pass below).
 	if [ -n "$packages" ]; then
 		want=$(echo "$packages" | tr ',' ' ')
 		for p in $want; do
@@ -160,14 +168,17 @@ host)
 				hops=$((hops + 1))
 			done
 		done <"$list"
+		# The C libraries every program and shared object of theirs links
+		# (ldd follows them all the way): a Python extension's, and a
+		# program's such as nodejs' /usr/bin/node (libstdc++; on Debian's
+		# own build libnode, libuv, ICU, OpenSSL), which no Python, data or
+		# font dependency brings.
+		while read -r f; do
+			[ -f "/$f" ] && [ ! -L "/$f" ] || continue
+			case "$f" in *.so | *.so.*) ;; *) [ -x "/$f" ] || continue ;; esac
+			echo "/$f"
+		done <"$list" | xargs -r -d '\n' ldd 2>/dev/null | copy_linked
 		rm -f "$list"
-		find "$root/usr/lib/python3" -name '*.so' -exec ldd {} \; 2>/dev/null |
-			awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-			sort -u | while read -r lib; do
-			[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
-			mkdir -p "$root$(dirname "$lib")"
-			cp -L "$lib" "$root$lib"
-		done
 	fi
 	# The CA bundle, as the host's ca-certificates made it, and the links
 	# by which OpenSSL's default paths (/usr/lib/ssl/cert.pem, certs/ and
@@ -195,12 +206,7 @@ host)
 		mkdir -p "$root$(dirname "$real")" "$root$(dirname "$tool")"
 		[ -e "$root$real" ] || cp -L "$real" "$root$real"
 		[ "$real" = "$tool" ] || [ -e "$root$tool" ] || ln -s "$real" "$root$tool"
-		ldd "$real" 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-			while read -r lib; do
-				[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
-				mkdir -p "$root$(dirname "$lib")"
-				cp -L "$lib" "$root$lib"
-			done
+		ldd "$real" 2>/dev/null | copy_linked
 	done
 	# A file, not the link a package's may have brought (tzdata's
 	# zoneinfo/localtime -> /etc/localtime, followed above).

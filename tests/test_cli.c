@@ -1372,53 +1372,93 @@ static int remove_dir(void **state)
 }
 
 /* images/build-root.sh host ROOT PACKAGES, what `image build --from-host
- * --packages` runs before the VM parts: each package arrives whole
- * (docs/tiers/container.md, "Images"): the bundle and hashed links
- * ca-certificates' update-ca-certificates made, python3-requests' byte-
- * compiled caches, python3-tz's tzdata (whose zoneinfo/localtime link leads
- * to /etc/localtime, a file in the image); and the image's own CA bundle. */
+ * --packages` runs before the VM parts, then `chroot ROOT CHECK` with its
+ * output in out: 0, or -1 with the script's or the check's output there. */
+static int build_root_and_check(const char *packages, const char *check, char *out, size_t n)
+{
+	char dir[] = "/tmp/aj-root-XXXXXX", cmd[2048], root[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(root, sizeof root, "%s/root", dir);
+	snprintf(cmd, sizeof cmd, "mkdir %s && sh images/build-root.sh host %s %s >%s/log 2>&1",
+		 root, root, packages, dir);
+	int rc = system(cmd);
+	bool built = rc == 0;
+	if (built) {
+		snprintf(cmd, sizeof cmd, "chroot %s %s >%s/out 2>&1", root, check, dir);
+		rc = system(cmd);
+	}
+	snprintf(cmd, sizeof cmd, "%s/%s", dir, built ? "out" : "log");
+	FILE *fp = fopen(cmd, "r");
+	size_t got = fp ? fread(out, 1, n - 1, fp) : 0;
+	out[got] = '\0';
+	if (fp)
+		fclose(fp);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Whether the host has each of the comma-separated packages installed. */
+static bool host_has_packages(const char *packages)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd,
+		 "for p in $(echo %s | tr , ' '); do dpkg-query -W -f='${Status}' $p "
+		 "2>/dev/null | grep -q 'install ok installed' || exit 1; done",
+		 packages);
+	return system(cmd) == 0;
+}
+
+/* Each package arrives whole (docs/tiers/container.md, "Images"): the
+ * bundle and hashed links ca-certificates' update-ca-certificates made,
+ * python3-requests' byte-compiled caches, python3-tz's tzdata (whose
+ * zoneinfo/localtime link leads to /etc/localtime, a file in the image);
+ * and the image's own CA bundle. */
 static void image_packages_arrive_whole(void **state)
 {
 	(void)state;
 	if (geteuid() != 0)
 		skip(); /* the script chroots into the root it made */
-	if (system("for p in ca-certificates python3-requests python3-tz; do dpkg-query -W "
-		   "-f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || exit 1; "
-		   "done"))
+	if (!host_has_packages("ca-certificates,python3-requests,python3-tz"))
 		skip(); /* the host lacks a package to copy */
-	char dir[] = "/tmp/aj-root-XXXXXX", cmd[1024];
-	assert_non_null(mkdtemp(dir));
-	snprintf(cmd, sizeof cmd,
-		 "mkdir %s/root && sh images/build-root.sh host %s/root "
-		 "ca-certificates,python3-requests,python3-tz >%s/log 2>&1",
-		 dir, dir, dir);
-	int rc = system(cmd);
-	snprintf(cmd, sizeof cmd,
-		 "chroot %s/root /usr/bin/python3 -I -c \"import glob, os, ssl\n"
-		 "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
-		 "links = glob.glob('/etc/ssl/certs/*.0')\n"
-		 "print('links', len(links) > 100, all(os.path.exists(l) for l in links))\n"
-		 "print('pyc', len(glob.glob('/usr/lib/python3/dist-packages/requests/__pycache__/"
-		 "*.pyc')) > 5)\n"
-		 "print('localtime', os.path.isfile('/etc/localtime'), "
-		 "os.path.islink('/etc/localtime'))\n"
-		 "\" >%s/out 2>&1",
-		 dir, dir);
-	if (rc == 0)
-		rc = system(cmd);
-	snprintf(cmd, sizeof cmd, "%s/%s", dir, rc == 0 ? "out" : "log");
-	FILE *fp = fopen(cmd, "r");
-	char out[4096] = "";
-	size_t n = fp ? fread(out, 1, sizeof out - 1, fp) : 0;
-	out[n] = '\0';
-	if (fp)
-		fclose(fp);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	if (rc != 0)
+	char out[4096];
+	if (build_root_and_check(
+		    "ca-certificates,python3-requests,python3-tz",
+		    "/usr/bin/python3 -I -c \"import glob, os, ssl\n"
+		    "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
+		    "links = glob.glob('/etc/ssl/certs/*.0')\n"
+		    "print('links', len(links) > 100, all(os.path.exists(l) for l in links))\n"
+		    "print('pyc', len(glob.glob('/usr/lib/python3/dist-packages/requests/__pycache__/"
+		    "*.pyc')) > 5)\n"
+		    "print('localtime', os.path.isfile('/etc/localtime'), "
+		    "os.path.islink('/etc/localtime'))\n"
+		    "\"",
+		    out, sizeof out))
 		fail_msg("build-root.sh or the check failed: %s", out);
 	if (!contains(out, "x509 True\nlinks True True\npyc True\nlocaltime True False\n"))
 		fail_msg("the packages did not arrive whole: %s", out);
+}
+
+/* A package's programs bring the C libraries they link, not only its Python
+ * extensions': nodejs' node (libstdc++ from the host's nodesource build;
+ * libnode, libuv, ICU from Debian's) and coreutils' factor (libgmp, which
+ * nothing of Python links) run in the root; the test image of node and
+ * coreutils is built this way (docs/tiers/container.md, "Images"). */
+static void image_programs_bring_their_libraries(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* the script chroots into the root it made */
+	if (!host_has_packages("nodejs,coreutils"))
+		skip(); /* the host lacks a package to copy */
+	char out[4096];
+	if (build_root_and_check("nodejs,coreutils",
+				 "/bin/sh -c \"node -e 'console.log(6 * 7)' && "
+				 "factor 12 && ls -d /usr\"",
+				 out, sizeof out))
+		fail_msg("build-root.sh or the check failed: %s", out);
+	if (!contains(out, "42\n12: 2 2 3\n/usr\n"))
+		fail_msg("a program of the packages does not run in the root: %s", out);
 }
 
 int main(void)
@@ -1457,6 +1497,7 @@ int main(void)
 		cmocka_unit_test(run_passes_output_as_it_comes),
 		cmocka_unit_test(repl_passes_output_as_it_comes),
 		cmocka_unit_test(image_packages_arrive_whole),
+		cmocka_unit_test(image_programs_bring_their_libraries),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }
