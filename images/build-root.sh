@@ -151,6 +151,20 @@ host)
 				[ -e "/$g" ] && find "/$g" \( -type f -o -type l \) | sed 's|^/||'
 			done
 		done | sort -u >"$list"
+		# A directory a package ships that is a link on this host (merged
+		# /usr: procps lists /sbin, here -> usr/sbin) is not copied as that
+		# link, which would lead the files listed through it (/sbin/sysctl)
+		# to a directory the root may lack: they go into one of its name.
+		# A package's own link to a directory, nothing listed through it
+		# (tzdata's zoneinfo/posix/Africa), stays a link.
+		while read -r f; do
+			[ -L "/$f" ] && [ -d "/$f" ] || continue
+			awk -v p="$f/" 'index($0, p) == 1 {found = 1; exit} END {exit !found}' "$list" &&
+				echo "$f"
+		done <"$list" >"$list.through"
+		grep -vxF -f "$list.through" "$list" >"$list.files" || true
+		mv "$list.files" "$list"
+		rm -f "$list.through"
 		tar -C / -cf - -T "$list" | tar -C "$root" -xf -
 		# Symlink targets outside the list, followed link by link (an
 		# alternative is two links deep), until none is missing.
