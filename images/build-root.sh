@@ -6,7 +6,10 @@
 #
 #   build-root.sh debootstrap ROOT [PACKAGES]   Debian bookworm, minbase, with
 #                                               python3 (full stdlib),
-#                                               ca-certificates and the
+#                                               ca-certificates, the
+#                                               userland below (a shell,
+#                                               coreutils, git, curl,
+#                                               nodejs...) and the
 #                                               comma-separated PACKAGES
 #   build-root.sh host ROOT [PACKAGES]          the host's /usr/bin/python3, its
 #                                               standard library and the
@@ -55,12 +58,23 @@ copy_linked() {
 		done
 }
 
+# The userland every image from Debian carries beside Python, each as
+# PACKAGE:COMMAND (a command of it the build checks is there): bash and dash
+# (/bin/sh) for shell commands, the tools a program starts to look around,
+# search, fetch and check out (coreutils, grep, sed, findutils, curl, git,
+# procps' ps), and JavaScript (Debian's nodejs). minbase already has the
+# essential ones; they are named so that no change of Debian's leaves them
+# out unnoticed.
+userland="bash:bash dash:sh coreutils:ls grep:grep sed:sed findutils:find curl:curl git:git
+procps:ps nodejs:node"
+
 [ -d "$root" ] || die "$root is not a directory"
 
 case "$mode" in
 debootstrap)
 	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 	include=python3,ca-certificates
+	for u in $userland; do include="$include,${u%%:*}"; done
 	[ -n "$packages" ] && include="$include,$packages"
 	# minbase: dpkg, apt and the essentials, no init system; python3, not
 	# python3-minimal, so the whole standard library is there.
@@ -71,6 +85,10 @@ debootstrap)
 		die "debootstrap failed (see above)"
 	# Package caches and lists: nothing a program needs, a lot of space.
 	rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
+	for u in $userland; do
+		chroot "$root" /bin/sh -c "PATH=/usr/bin:/bin; command -v ${u#*:}" >/dev/null ||
+			die "the image has no ${u#*:} (Debian package ${u%%:*})"
+	done
 	;;
 host)
 	py=$(readlink -f /usr/bin/python3)

@@ -1371,16 +1371,18 @@ static int remove_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* images/build-root.sh host ROOT PACKAGES, what `image build --from-host
- * --packages` runs before the VM parts, then `chroot ROOT CHECK` with its
+/* images/build-root.sh MODE ROOT PACKAGES (with PATH first on $PATH), what
+ * `image build` runs before the VM parts, then `chroot ROOT CHECK` with its
  * output in out: 0, or -1 with the script's or the check's output there. */
-static int build_root_and_check(const char *packages, const char *check, char *out, size_t n)
+static int build_root_and_check(const char *path, const char *mode, const char *packages,
+				const char *check, char *out, size_t n)
 {
 	char dir[] = "/tmp/aj-root-XXXXXX", cmd[2048], root[64];
 	assert_non_null(mkdtemp(dir));
 	snprintf(root, sizeof root, "%s/root", dir);
-	snprintf(cmd, sizeof cmd, "mkdir %s && sh images/build-root.sh host %s %s >%s/log 2>&1",
-		 root, root, packages, dir);
+	snprintf(cmd, sizeof cmd,
+		 "mkdir %s && PATH=%s:$PATH sh images/build-root.sh %s %s %s >%s/log 2>&1", root,
+		 path, mode, root, packages, dir);
 	int rc = system(cmd);
 	bool built = rc == 0;
 	if (built) {
@@ -1423,7 +1425,7 @@ static void image_packages_arrive_whole(void **state)
 		skip(); /* the host lacks a package to copy */
 	char out[4096];
 	if (build_root_and_check(
-		    "ca-certificates,python3-requests,python3-tz",
+		    "/usr/bin", "host", "ca-certificates,python3-requests,python3-tz",
 		    "/usr/bin/python3 -I -c \"import glob, os, ssl\n"
 		    "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
 		    "links = glob.glob('/etc/ssl/certs/*.0')\n"
@@ -1452,13 +1454,78 @@ static void image_programs_bring_their_libraries(void **state)
 	if (!host_has_packages("nodejs,coreutils"))
 		skip(); /* the host lacks a package to copy */
 	char out[4096];
-	if (build_root_and_check("nodejs,coreutils",
+	if (build_root_and_check("/usr/bin", "host", "nodejs,coreutils",
 				 "/bin/sh -c \"node -e 'console.log(6 * 7)' && "
 				 "factor 12 && ls -d /usr\"",
 				 out, sizeof out))
 		fail_msg("build-root.sh or the check failed: %s", out);
 	if (!contains(out, "42\n12: 2 2 3\n/usr\n"))
 		fail_msg("a program of the packages does not run in the root: %s", out);
+}
+
+/* A stand-in for debootstrap in DIR (made if need be), for DIR to go first
+ * on PATH: it writes its arguments to DIR/args and fills the root it is
+ * given from the host's own PACKAGES (build-root.sh host), no network. */
+static void fake_debootstrap(const char *dir, const char *packages)
+{
+	char bin[PATH_MAX], cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	mkdir(dir, 0755);
+	snprintf(bin, sizeof bin, "%s/debootstrap", dir);
+	FILE *fp = fopen(bin, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"#!/bin/sh\necho \"$*\" >%s/args\nfor a; do root=$a; done\n"
+		"exec sh %s/images/build-root.sh host \"$root\" %s\n",
+		dir, cwd, packages);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(bin, 0755), 0);
+}
+
+/* Every image built from Debian carries the userland beside python3 and
+ * ca-certificates (docs/tiers/container.md, "Images"): build-root.sh asks
+ * debootstrap for it, and refuses a root where a package's command is
+ * missing. debootstrap is fake_debootstrap's stand-in. */
+static void debian_images_carry_the_userland(void **state)
+{
+	(void)state;
+	static const char userland[] = "bash,dash,coreutils,grep,sed,findutils,curl,git,procps,"
+				       "nodejs";
+	if (geteuid() != 0)
+		skip(); /* the script chroots into the root it made */
+	if (!host_has_packages(userland))
+		skip(); /* the host lacks a package to copy */
+	char fake[400], args[420], out[4096];
+	snprintf(fake, sizeof fake, "%s/fake", program_dir);
+	snprintf(args, sizeof args, "%s/args", fake);
+	/* A root without node is refused, naming the package. */
+	fake_debootstrap(fake, "bash,dash,coreutils,grep,sed,findutils,curl,git,procps");
+	if (!build_root_and_check(fake, "debootstrap", "", "/bin/true", out, sizeof out) ||
+	    !contains(out, "the image has no node (Debian package nodejs)"))
+		fail_msg("a root without node was not refused: %s", out);
+	fake_debootstrap(fake, userland);
+	if (build_root_and_check(fake, "debootstrap", "", "/usr/bin/node -e 'console.log(6 * 7)'",
+				 out, sizeof out))
+		fail_msg("build-root.sh debootstrap or the check failed: %s", out);
+	assert_true(contains(out, "42\n"));
+	/* The --include list, each package in it between commas. */
+	char line[1024] = "", include[1024], want[256];
+	FILE *fp = fopen(args, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(line, sizeof line, fp));
+	fclose(fp);
+	const char *inc = strstr(line, "--include=");
+	assert_non_null(inc);
+	inc += strlen("--include=");
+	snprintf(include, sizeof include, ",%.*s,", (int)strcspn(inc, " \n"), inc);
+	snprintf(want, sizeof want, "python3,ca-certificates,%s", userland);
+	char *save = NULL;
+	for (char *p = strtok_r(want, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char item[64];
+		snprintf(item, sizeof item, ",%s,", p);
+		if (!strstr(include, item))
+			fail_msg("debootstrap was not asked for %s: %s", p, line);
+	}
 }
 
 int main(void)
@@ -1498,6 +1565,7 @@ int main(void)
 		cmocka_unit_test(repl_passes_output_as_it_comes),
 		cmocka_unit_test(image_packages_arrive_whole),
 		cmocka_unit_test(image_programs_bring_their_libraries),
+		cmocka_unit_test(debian_images_carry_the_userland),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }
