@@ -1411,6 +1411,16 @@ static bool host_has_packages(const char *packages)
 	return system(cmd) == 0;
 }
 
+/* The build-root tests chroot into the root they make, which needs root, and
+ * copy the host's PACKAGES: skipped without either. */
+static void need_root_and_packages(const char *packages)
+{
+	if (geteuid() != 0)
+		skip();
+	if (!host_has_packages(packages))
+		skip();
+}
+
 /* Each package arrives whole (docs/tiers/container.md, "Images"): the
  * bundle and hashed links ca-certificates' update-ca-certificates made,
  * python3-requests' byte-compiled caches, python3-tz's tzdata (whose
@@ -1419,10 +1429,7 @@ static bool host_has_packages(const char *packages)
 static void image_packages_arrive_whole(void **state)
 {
 	(void)state;
-	if (geteuid() != 0)
-		skip(); /* the script chroots into the root it made */
-	if (!host_has_packages("ca-certificates,python3-requests,python3-tz"))
-		skip(); /* the host lacks a package to copy */
+	need_root_and_packages("ca-certificates,python3-requests,python3-tz");
 	char out[4096];
 	if (build_root_and_check(
 		    "/usr/bin", "host", "ca-certificates,python3-requests,python3-tz",
@@ -1449,10 +1456,7 @@ static void image_packages_arrive_whole(void **state)
 static void image_programs_bring_their_libraries(void **state)
 {
 	(void)state;
-	if (geteuid() != 0)
-		skip(); /* the script chroots into the root it made */
-	if (!host_has_packages("nodejs,coreutils"))
-		skip(); /* the host lacks a package to copy */
+	need_root_and_packages("nodejs,coreutils");
 	char out[4096];
 	if (build_root_and_check("/usr/bin", "host", "nodejs,coreutils",
 				 "/bin/sh -c \"node -e 'console.log(6 * 7)' && "
@@ -1491,10 +1495,7 @@ static void debian_images_carry_the_userland(void **state)
 	(void)state;
 	static const char userland[] = "bash,dash,coreutils,grep,sed,findutils,curl,git,procps,"
 				       "nodejs";
-	if (geteuid() != 0)
-		skip(); /* the script chroots into the root it made */
-	if (!host_has_packages(userland))
-		skip(); /* the host lacks a package to copy */
+	need_root_and_packages(userland);
 	char fake[400], args[420], out[4096];
 	snprintf(fake, sizeof fake, "%s/fake", program_dir);
 	snprintf(args, sizeof args, "%s/args", fake);
