@@ -6,7 +6,10 @@
 #
 #   build-root.sh debootstrap ROOT [PACKAGES]   Debian bookworm, minbase, with
 #                                               python3 (full stdlib),
-#                                               ca-certificates and the
+#                                               ca-certificates, the
+#                                               userland below (a shell,
+#                                               coreutils, git, curl,
+#                                               nodejs...) and the
 #                                               comma-separated PACKAGES
 #   build-root.sh host ROOT [PACKAGES]          the host's /usr/bin/python3, its
 #                                               standard library and the
@@ -16,7 +19,9 @@
 #                                               PACKAGES as the host has
 #                                               them installed (with their
 #                                               Python, data and font
-#                                               dependencies), each whole
+#                                               dependencies and the C
+#                                               libraries their programs
+#                                               link), each whole
 #                                               (see "whole" below)
 #
 # Either way the root is then made fit to be mounted read-only: no setuid or
@@ -42,12 +47,34 @@ generated_by() {
 	esac
 }
 
+# The shared libraries named in the ldd output on stdin, each copied to the
+# same path in the root (the file, not a link to it) unless already there.
+copy_linked() {
+	awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | sort -u |
+		while read -r lib; do
+			[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+}
+
+# The userland every image from Debian carries beside Python, each as
+# PACKAGE:COMMAND (a command of it the build checks is there): bash and dash
+# (/bin/sh) for shell commands, the tools a program starts to look around,
+# search, fetch and check out (coreutils, grep, sed, findutils, curl, git,
+# procps' ps), and JavaScript (Debian's nodejs). minbase already has the
+# essential ones; they are named so that no change of Debian's leaves them
+# out unnoticed.
+userland="bash:bash dash:sh coreutils:ls grep:grep sed:sed findutils:find curl:curl git:git
+procps:ps nodejs:node"
+
 [ -d "$root" ] || die "$root is not a directory"
 
 case "$mode" in
 debootstrap)
 	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 	include=python3,ca-certificates
+	for u in $userland; do include="$include,${u%%:*}"; done
 	[ -n "$packages" ] && include="$include,$packages"
 	# minbase: dpkg, apt and the essentials, no init system; python3, not
 	# python3-minimal, so the whole standard library is there.
@@ -58,6 +85,10 @@ debootstrap)
 		die "debootstrap failed (see above)"
 	# Package caches and lists: nothing a program needs, a lot of space.
 	rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
+	for u in $userland; do
+		chroot "$root" /bin/sh -c "PATH=/usr/bin:/bin; command -v ${u#*:}" >/dev/null ||
+			die "the image has no ${u#*:} (Debian package ${u%%:*})"
+	done
 	;;
 host)
 	py=$(readlink -f /usr/bin/python3)
@@ -78,15 +109,10 @@ host)
 		ldd "$py"
 		find "/usr/lib/$ver/lib-dynload" -name '*.so' -exec ldd {} \;
 		/sbin/ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ {print "=> " $NF; exit}'
-	} 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-		sort -u | while read -r lib; do
-		[ -e "$lib" ] || continue
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done
+	} 2>/dev/null | copy_linked
 	# PACKAGES, from the host's own installation: each package's files and
 	# those of the Python, data and font packages it depends on (its C
-	# libraries come with the ldd pass below).
+	# libraries, and its programs', come with the ldd pass below).
 	if [ -n "$packages" ]; then
 		want=$(echo "$packages" | tr ',' ' ')
 		for p in $want; do
@@ -143,6 +169,20 @@ host)
 				[ -e "/$g" ] && find "/$g" \( -type f -o -type l \) | sed 's|^/||'
 			done
 		done | sort -u >"$list"
+		# A directory a package ships that is a link on this host (merged
+		# /usr: procps lists /sbin, here -> usr/sbin) is not copied as that
+		# link, which would lead the files listed through it (/sbin/sysctl)
+		# to a directory the root may lack: they go into one of its name.
+		# A package's own link to a directory, nothing listed through it
+		# (tzdata's zoneinfo/posix/Africa), stays a link.
+		while read -r f; do
+			[ -L "/$f" ] && [ -d "/$f" ] || continue
+			awk -v p="$f/" 'index($0, p) == 1 {found = 1; exit} END {exit !found}' "$list" &&
+				echo "$f"
+		done <"$list" >"$list.through"
+		grep -vxF -f "$list.through" "$list" >"$list.files" || true
+		mv "$list.files" "$list"
+		rm -f "$list.through"
 		tar -C / -cf - -T "$list" | tar -C "$root" -xf -
 		# Symlink targets outside the list, followed link by link (an
 		# alternative is two links deep), until none is missing.
@@ -160,14 +200,17 @@ host)
 				hops=$((hops + 1))
 			done
 		done <"$list"
+		# The C libraries every program and shared object of theirs links
+		# (ldd follows them all the way): a Python extension's, and a
+		# program's such as nodejs' /usr/bin/node (libstdc++; on Debian's
+		# own build libnode, libuv, ICU, OpenSSL), which no Python, data or
+		# font dependency brings.
+		while read -r f; do
+			[ -f "/$f" ] && [ ! -L "/$f" ] || continue
+			case "$f" in *.so | *.so.*) ;; *) [ -x "/$f" ] || continue ;; esac
+			echo "/$f"
+		done <"$list" | xargs -r -d '\n' ldd 2>/dev/null | copy_linked
 		rm -f "$list"
-		find "$root/usr/lib/python3" -name '*.so' -exec ldd {} \; 2>/dev/null |
-			awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-			sort -u | while read -r lib; do
-			[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
-			mkdir -p "$root$(dirname "$lib")"
-			cp -L "$lib" "$root$lib"
-		done
 	fi
 	# The CA bundle, as the host's ca-certificates made it, and the links
 	# by which OpenSSL's default paths (/usr/lib/ssl/cert.pem, certs/ and
@@ -195,12 +238,7 @@ host)
 		mkdir -p "$root$(dirname "$real")" "$root$(dirname "$tool")"
 		[ -e "$root$real" ] || cp -L "$real" "$root$real"
 		[ "$real" = "$tool" ] || [ -e "$root$tool" ] || ln -s "$real" "$root$tool"
-		ldd "$real" 2>/dev/null | awk '/\//{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' |
-			while read -r lib; do
-				[ -e "$lib" ] && [ ! -e "$root$lib" ] || continue
-				mkdir -p "$root$(dirname "$lib")"
-				cp -L "$lib" "$root$lib"
-			done
+		ldd "$real" 2>/dev/null | copy_linked
 	done
 	# A file, not the link a package's may have brought (tzdata's
 	# zoneinfo/localtime -> /etc/localtime, followed above).

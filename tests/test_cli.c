@@ -1474,54 +1474,162 @@ static int remove_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* images/build-root.sh host ROOT PACKAGES, what `image build --from-host
- * --packages` runs before the VM parts: each package arrives whole
- * (docs/tiers/container.md, "Images"): the bundle and hashed links
- * ca-certificates' update-ca-certificates made, python3-requests' byte-
- * compiled caches, python3-tz's tzdata (whose zoneinfo/localtime link leads
- * to /etc/localtime, a file in the image); and the image's own CA bundle. */
-static void image_packages_arrive_whole(void **state)
+/* images/build-root.sh MODE ROOT PACKAGES (with PATH first on $PATH), what
+ * `image build` runs before the VM parts, then `chroot ROOT CHECK` with its
+ * output in out: 0, or -1 with the script's or the check's output there. */
+static int build_root_and_check(const char *path, const char *mode, const char *packages,
+				const char *check, char *out, size_t n)
 {
-	(void)state;
-	if (geteuid() != 0)
-		skip(); /* the script chroots into the root it made */
-	if (system("for p in ca-certificates python3-requests python3-tz; do dpkg-query -W "
-		   "-f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || exit 1; "
-		   "done"))
-		skip(); /* the host lacks a package to copy */
-	char dir[] = "/tmp/aj-root-XXXXXX", cmd[1024];
+	char dir[] = "/tmp/aj-root-XXXXXX", cmd[2048], root[64];
 	assert_non_null(mkdtemp(dir));
+	snprintf(root, sizeof root, "%s/root", dir);
 	snprintf(cmd, sizeof cmd,
-		 "mkdir %s/root && sh images/build-root.sh host %s/root "
-		 "ca-certificates,python3-requests,python3-tz >%s/log 2>&1",
-		 dir, dir, dir);
+		 "mkdir %s && PATH=%s:$PATH sh images/build-root.sh %s %s %s >%s/log 2>&1", root,
+		 path, mode, root, packages, dir);
 	int rc = system(cmd);
-	snprintf(cmd, sizeof cmd,
-		 "chroot %s/root /usr/bin/python3 -I -c \"import glob, os, ssl\n"
-		 "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
-		 "links = glob.glob('/etc/ssl/certs/*.0')\n"
-		 "print('links', len(links) > 100, all(os.path.exists(l) for l in links))\n"
-		 "print('pyc', len(glob.glob('/usr/lib/python3/dist-packages/requests/__pycache__/"
-		 "*.pyc')) > 5)\n"
-		 "print('localtime', os.path.isfile('/etc/localtime'), "
-		 "os.path.islink('/etc/localtime'))\n"
-		 "\" >%s/out 2>&1",
-		 dir, dir);
-	if (rc == 0)
+	bool built = rc == 0;
+	if (built) {
+		snprintf(cmd, sizeof cmd, "chroot %s %s >%s/out 2>&1", root, check, dir);
 		rc = system(cmd);
-	snprintf(cmd, sizeof cmd, "%s/%s", dir, rc == 0 ? "out" : "log");
+	}
+	snprintf(cmd, sizeof cmd, "%s/%s", dir, built ? "out" : "log");
 	FILE *fp = fopen(cmd, "r");
-	char out[4096] = "";
-	size_t n = fp ? fread(out, 1, sizeof out - 1, fp) : 0;
-	out[n] = '\0';
+	size_t got = fp ? fread(out, 1, n - 1, fp) : 0;
+	out[got] = '\0';
 	if (fp)
 		fclose(fp);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
-	if (rc != 0)
+	return rc == 0 ? 0 : -1;
+}
+
+/* Whether the host has each of the comma-separated packages installed. */
+static bool host_has_packages(const char *packages)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd,
+		 "for p in $(echo %s | tr , ' '); do dpkg-query -W -f='${Status}' $p "
+		 "2>/dev/null | grep -q 'install ok installed' || exit 1; done",
+		 packages);
+	return system(cmd) == 0;
+}
+
+/* The build-root tests chroot into the root they make, which needs root, and
+ * copy the host's PACKAGES: skipped without either. */
+static void need_root_and_packages(const char *packages)
+{
+	if (geteuid() != 0)
+		skip();
+	if (!host_has_packages(packages))
+		skip();
+}
+
+/* Each package arrives whole (docs/tiers/container.md, "Images"): the
+ * bundle and hashed links ca-certificates' update-ca-certificates made,
+ * python3-requests' byte-compiled caches, python3-tz's tzdata (whose
+ * zoneinfo/localtime link leads to /etc/localtime, a file in the image);
+ * and the image's own CA bundle. */
+static void image_packages_arrive_whole(void **state)
+{
+	(void)state;
+	need_root_and_packages("ca-certificates,python3-requests,python3-tz");
+	char out[4096];
+	if (build_root_and_check(
+		    "/usr/bin", "host", "ca-certificates,python3-requests,python3-tz",
+		    "/usr/bin/python3 -I -c \"import glob, os, ssl\n"
+		    "print('x509', ssl.create_default_context().cert_store_stats()['x509'] > 100)\n"
+		    "links = glob.glob('/etc/ssl/certs/*.0')\n"
+		    "print('links', len(links) > 100, all(os.path.exists(l) for l in links))\n"
+		    "print('pyc', len(glob.glob('/usr/lib/python3/dist-packages/requests/__pycache__/"
+		    "*.pyc')) > 5)\n"
+		    "print('localtime', os.path.isfile('/etc/localtime'), "
+		    "os.path.islink('/etc/localtime'))\n"
+		    "\"",
+		    out, sizeof out))
 		fail_msg("build-root.sh or the check failed: %s", out);
 	if (!contains(out, "x509 True\nlinks True True\npyc True\nlocaltime True False\n"))
 		fail_msg("the packages did not arrive whole: %s", out);
+}
+
+/* A package's programs bring the C libraries they link, not only its Python
+ * extensions': nodejs' node (libstdc++ from the host's nodesource build;
+ * libnode, libuv, ICU from Debian's) and coreutils' factor (libgmp, which
+ * nothing of Python links) run in the root; the test image of node and
+ * coreutils is built this way (docs/tiers/container.md, "Images"). */
+static void image_programs_bring_their_libraries(void **state)
+{
+	(void)state;
+	need_root_and_packages("nodejs,coreutils");
+	char out[4096];
+	if (build_root_and_check("/usr/bin", "host", "nodejs,coreutils",
+				 "/bin/sh -c \"node -e 'console.log(6 * 7)' && "
+				 "factor 12 && ls -d /usr\"",
+				 out, sizeof out))
+		fail_msg("build-root.sh or the check failed: %s", out);
+	if (!contains(out, "42\n12: 2 2 3\n/usr\n"))
+		fail_msg("a program of the packages does not run in the root: %s", out);
+}
+
+/* A stand-in for debootstrap in DIR (made if need be), for DIR to go first
+ * on PATH: it writes its arguments to DIR/args and fills the root it is
+ * given from the host's own PACKAGES (build-root.sh host), no network. */
+static void fake_debootstrap(const char *dir, const char *packages)
+{
+	char bin[PATH_MAX], cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	mkdir(dir, 0755);
+	snprintf(bin, sizeof bin, "%s/debootstrap", dir);
+	FILE *fp = fopen(bin, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"#!/bin/sh\necho \"$*\" >%s/args\nfor a; do root=$a; done\n"
+		"exec sh %s/images/build-root.sh host \"$root\" %s\n",
+		dir, cwd, packages);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(bin, 0755), 0);
+}
+
+/* Every image built from Debian carries the userland beside python3 and
+ * ca-certificates (docs/tiers/container.md, "Images"): build-root.sh asks
+ * debootstrap for it, and refuses a root where a package's command is
+ * missing. debootstrap is fake_debootstrap's stand-in. */
+static void debian_images_carry_the_userland(void **state)
+{
+	(void)state;
+	static const char userland[] = "bash,dash,coreutils,grep,sed,findutils,curl,git,procps,"
+				       "nodejs";
+	need_root_and_packages(userland);
+	char fake[400], args[420], out[4096];
+	snprintf(fake, sizeof fake, "%s/fake", program_dir);
+	snprintf(args, sizeof args, "%s/args", fake);
+	/* A root without node is refused, naming the package. */
+	fake_debootstrap(fake, "bash,dash,coreutils,grep,sed,findutils,curl,git,procps");
+	if (!build_root_and_check(fake, "debootstrap", "", "/bin/true", out, sizeof out) ||
+	    !contains(out, "the image has no node (Debian package nodejs)"))
+		fail_msg("a root without node was not refused: %s", out);
+	fake_debootstrap(fake, userland);
+	if (build_root_and_check(fake, "debootstrap", "", "/usr/bin/node -e 'console.log(6 * 7)'",
+				 out, sizeof out))
+		fail_msg("build-root.sh debootstrap or the check failed: %s", out);
+	assert_true(contains(out, "42\n"));
+	/* The --include list, each package in it between commas. */
+	char line[1024] = "", include[1024], want[256];
+	FILE *fp = fopen(args, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(line, sizeof line, fp));
+	fclose(fp);
+	const char *inc = strstr(line, "--include=");
+	assert_non_null(inc);
+	inc += strlen("--include=");
+	snprintf(include, sizeof include, ",%.*s,", (int)strcspn(inc, " \n"), inc);
+	snprintf(want, sizeof want, "python3,ca-certificates,%s", userland);
+	char *save = NULL;
+	for (char *p = strtok_r(want, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char item[64];
+		snprintf(item, sizeof item, ",%s,", p);
+		if (!strstr(include, item))
+			fail_msg("debootstrap was not asked for %s: %s", p, line);
+	}
 }
 
 int main(void)
@@ -1563,6 +1671,8 @@ int main(void)
 		cmocka_unit_test(run_passes_output_as_it_comes),
 		cmocka_unit_test(repl_passes_output_as_it_comes),
 		cmocka_unit_test(image_packages_arrive_whole),
+		cmocka_unit_test(image_programs_bring_their_libraries),
+		cmocka_unit_test(debian_images_carry_the_userland),
 	};
 	return cmocka_run_group_tests_name("agentjail command", tests, make_dir, remove_dir);
 }
