@@ -93,36 +93,17 @@ static int exec_operands(int argc, char **argv, struct aj_config *cfg, void *ctx
 /* agentjail's whole stdin, for --stdin: at most cap bytes. */
 static int read_stdin(size_t cap, char **data, size_t *len)
 {
-	size_t n = 0, room = 1 << 16;
-	char *buf = malloc(room);
-	for (ssize_t got = 1; buf && got > 0;) {
-		if (n == room) {
-			char *more = n > cap ? NULL : realloc(buf, room *= 2);
-			if (!more) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = more;
-		}
-		got = read(0, buf + n, room - n);
-		if (got < 0 && errno == EINTR)
-			got = 1;
-		else if (got < 0) {
-			free(buf);
-			buf = NULL;
-		} else
-			n += (size_t)got;
+	int rc = read_fd_up_to(0, cap, data, len);
+	if (rc)
+		cli_error("exec: --stdin: cannot read stdin: %s", strerror(-rc));
+	else if (*len > cap)
+		cli_error("exec: --stdin: more than the session transfer limit (%zu MiB)", cap >> 20);
+	if (!rc && *len > cap) {
+		free(*data);
+		*data = NULL;
+		rc = -EFBIG;
 	}
-	if (!buf || n > cap) {
-		free(buf);
-		cli_error("exec: --stdin: %s", buf ? "more than the session transfer limit"
-						    : "could not read stdin (or more than the limit)");
-		return -1;
-	}
-	*data = buf;
-	*len = n;
-	return 0;
+	return rc ? -1 : 0;
 }
 
 /* The session, the command in it, and its end. */
