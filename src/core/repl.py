@@ -460,6 +460,33 @@ def exec_child(cpu):
         signal.signal(s, signal.SIG_DFL)
 
 
+def command_argv(req):
+    return req.get("argv") or ["/bin/sh", "-c", req["shell"]]
+
+
+def start_command(req, **pipes):
+    """A command's process (exec's and spawn's alike): its argv, the
+    session's environment with the request's additions, its cwd (a
+    workspace directory opened without following a symlink, entered by its
+    fd, so no path is followed again), its own process group and its own
+    CPU budget (exec_child). pipes: Popen's stdin/stdout/stderr. OSError
+    when it cannot start (FileOpError for its cwd)."""
+    import subprocess
+
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    fd = open_dir(parts_of(req.get("cwd") or ""), False)
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fchdir(fd)
+        return subprocess.Popen(command_argv(req), env=env, start_new_session=True,
+                                preexec_fn=lambda: exec_child(int(req["cpu"])), **pipes)
+    finally:
+        os.fchdir(here)
+        os.close(here)
+        os.close(fd)
+
+
 def feed(pipe, data):
     """stdin, from a thread of its own: the command may read it slowly, or
     never, while this interpreter waits for its end."""
@@ -483,29 +510,18 @@ def op_exec(req, state):
     import subprocess
     import threading
 
-    argv = req.get("argv") or ["/bin/sh", "-c", req["shell"]]
-    env = dict(os.environ)
-    env.update(req.get("env") or {})
     data = base64.b64decode(req["stdin"]) if "stdin" in req else None
-    fd = open_dir(parts_of(req.get("cwd") or ""), False)
     flush()
     cpu0, _ = usage()
-    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fchdir(fd)  # the command's cwd, with no path to follow again
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else None,
-                                env=env, start_new_session=True,
-                                preexec_fn=lambda: exec_child(int(req["cpu"])))
+        proc = start_command(req, stdin=subprocess.PIPE if data is not None else None)
     except OSError as e:
         # As a shell reports it: 127 not found, 126 not runnable.
         code = 127 if isinstance(e, FileNotFoundError) else 126
-        os.write(2, ("agentjail: exec: %s: %s\n" % (argv[0], os.strerror(e.errno or 5)))
+        os.write(2, ("agentjail: exec: %s: %s\n" % (command_argv(req)[0],
+                                                    os.strerror(e.errno or 5)))
                  .encode("utf-8", "replace"))
         return {"exit": code, "cpu_us": 0, "rss_kb": 0}
-    finally:
-        os.fchdir(here)
-        os.close(here)
-        os.close(fd)
     if data is not None:
         threading.Thread(target=feed, args=(proc.stdin, data), daemon=True).start()
     timed_out = False
@@ -633,23 +649,12 @@ def proc_of(req):
 def op_spawn(req, state):
     import subprocess
 
-    argv = req.get("argv") or ["/bin/sh", "-c", req["shell"]]
-    env = dict(os.environ)
-    env.update(req.get("env") or {})
-    fd = open_dir(parts_of(req.get("cwd") or ""), False)
-    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    argv = command_argv(req)
     try:
-        os.fchdir(fd)
-        popen = subprocess.Popen(argv, stdin=subprocess.PIPE if req.get("stdin") else None,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 start_new_session=True,
-                                 preexec_fn=lambda: exec_child(int(req["cpu"])))
+        popen = start_command(req, stdin=subprocess.PIPE if req.get("stdin") else None,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         raise FileOpError(e.errno or errno.ENOENT, "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
-    finally:
-        os.fchdir(here)
-        os.close(here)
-        os.close(fd)
     timeout = req.get("timeout_ms") or 0
     PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
                             timeout / 1000.0 if timeout else None)
