@@ -3,10 +3,9 @@ arguments made C, the call made as a run's is (cancellable, streamed to
 on_stdout / on_stderr when given), the result an Execution."""
 import errno
 
-from ._calls import blocking
 from ._listen import listener_for
 from ._native import ffi, lib
-from ._runs import finish
+from ._runs import result_call
 from .config import c_strings
 from .errors import InvalidCommand, ProcessError, SandboxError
 
@@ -72,28 +71,24 @@ def exec_call(session, command, cwd, env, stdin, timeout, on_stdout, on_stderr):
 
 def _result_call(session, fn, on_stdout, on_stderr):
     """fn(token, stream, res): a call whose answer is a result (exec, a
-    background command's wait), streamed to the callbacks when given."""
-    listener = listener_for(on_stdout, on_stderr, None)
-    call = session._calls.begin(None)
-    try:
-        res = ffi.new("struct aj_result *")
-        stream = listener.c_stream if listener is not None else ffi.NULL
-        rc = blocking(call, fn, call.token, stream, res)
+    background command's wait), streamed to the callbacks when given; what
+    the library refused before it started is InvalidCommand."""
+    rcs = []
+
+    def check(rc, res):
+        rcs.append(rc)
         session._closed_rc(rc, res)
-        try:
-            ex = finish(call, res, session.tier, None)
-        except SandboxError as e:
-            if rc in (-errno.EINVAL, -errno.EACCES, -errno.EFBIG, -errno.ENAMETOOLONG,
-                      -errno.EILSEQ) or (e.execution.message or "").startswith("exec: cwd"):
-                raise InvalidCommand(e.execution.message) from None
-            raise
-    finally:
-        session._calls.end(call)
-    if listener is not None:
-        listener.end()
-        if listener.error is not None:
-            raise listener.error
-    return ex
+
+    try:
+        return result_call(session, lambda token, stream, res: fn(
+            token, ffi.NULL if stream is None else stream, res), None,
+            listener_for(on_stdout, on_stderr, None), check_rc=check)
+    except SandboxError as e:
+        if rcs and rcs[0] in (-errno.EINVAL, -errno.EACCES, -errno.EFBIG, -errno.ENAMETOOLONG,
+                              -errno.EILSEQ) or \
+                (e.execution.message or "").startswith("exec: cwd"):
+            raise InvalidCommand(e.execution.message) from None
+        raise
 
 
 class Process:

@@ -59,16 +59,28 @@ def execute(owner, plain_fn, stream_fn, code, timeout, listener=None, started=No
     first exception its sink raised, raised here."""
     data = code_bytes(code)
     deadline = check_deadline(timeout, owner._config.c.limits.wall_sec)
+
+    def fn(token, stream, res):
+        if stream is None:
+            return plain_fn(owner._handle, data, len(data), token, res)
+        return stream_fn(owner._handle, data, len(data), token, stream, res)
+
+    return result_call(owner, fn, deadline, listener, started, check_rc)
+
+
+def result_call(owner, fn, deadline, listener, started=None, check_rc=None):
+    """A call of owner whose answer is a result (a run, a session's
+    command, a background command's wait): fn(token, stream, res), stream
+    the listener's (None without one). started and check_rc as execute's.
+    After the call: the listener's end, and the first exception its sink
+    raised."""
     call = owner._calls.begin(deadline)
     try:
         if started is not None:
             started(call)
         res = ffi.new("struct aj_result *")
-        if listener is None:
-            rc = blocking(call, plain_fn, owner._handle, data, len(data), call.token, res)
-        else:
-            rc = blocking(call, stream_fn, owner._handle, data, len(data), call.token,
-                          listener.c_stream, res)
+        rc = blocking(call, fn, call.token,
+                      listener.c_stream if listener is not None else None, res)
         if check_rc is not None:
             check_rc(rc, res)
         ex = finish(call, res, owner.tier, deadline)
