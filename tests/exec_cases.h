@@ -148,6 +148,23 @@ static void exec_refuses_what_it_must(void **state)
 	assert_status(&r, AJ_STATUS_OK);
 	assert_string_equal(r.stdout_buf, "hello there\n");
 	aj_result_free(&r);
+	/* A long name arrives whole; a value that is not UTF-8 is refused,
+	 * never dropped. */
+	char long_var[320];
+	memset(long_var, 'N', 300);
+	snprintf(long_var + 300, sizeof long_var - 300, "=whole");
+	const char *const env_long[] = {long_var, NULL};
+	struct aj_exec l = {.argv = (const char *const[]){"python3", "-c",
+		"import os; print([v for k, v in os.environ.items() if len(k) == 300])", NULL},
+			    .env = env_long, .env_count = 1};
+	assert_int_equal(aj_session_exec(s, &l, NULL, NULL, &r), 0);
+	assert_string_equal(r.stdout_buf, "['whole']\n");
+	aj_result_free(&r);
+	const char *const env_binary[] = {"BIN=\xff", NULL};
+	l.env = env_binary;
+	assert_int_equal(aj_session_exec(s, &l, NULL, NULL, &r), -EINVAL);
+	assert_true(contains(r.message, "BIN"));
+	aj_result_free(&r);
 	e.env = env_bad;
 	assert_int_equal(aj_session_exec(s, &e, NULL, NULL, &r), -EINVAL);
 	assert_true(contains(r.message, "LD_PRELOAD"));

@@ -80,14 +80,20 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 	if (rc)
 		return result_sandbox_error(res, "exec: %s", err.message), rc;
 	json_t *env = json_object();
-	for (uint32_t i = 0; env && i < x->env_count; i++) {
+	rc = env ? 0 : -ENOMEM;
+	for (uint32_t i = 0; !rc && i < x->env_count; i++) {
+		/* The name whole, however long (env_check bounds the bytes). */
 		const char *eq = strchr(x->env[i], '=');
-		char name[256];
-		snprintf(name, sizeof name, "%.*s", (int)(eq - x->env[i]), x->env[i]);
-		if (json_object_set_new(env, name, json_string(eq + 1)))
-			break;
+		size_t n = (size_t)(eq - x->env[i]);
+		if (!utf8_valid(eq + 1, strlen(eq + 1)))
+			rc = -EINVAL, result_sandbox_error(res, "exec: env: %.*s: the value is not "
+								"valid UTF-8",
+							   (int)n, x->env[i]);
+		else if (json_object_setn_new(env, x->env[i], n, json_string(eq + 1)))
+			rc = -ENOMEM;
 	}
-	rc = env && !json_object_set(req, "env", env) ? 0 : -ENOMEM;
+	if (!rc && json_object_set(req, "env", env))
+		rc = -ENOMEM;
 	json_decref(env);
 	return rc;
 }
