@@ -1477,6 +1477,8 @@ struct pool_log {
 	int unusable;           /* an item usable() refuses (0: none) */
 	int destroyed[16];
 	int ndestroyed;
+	bool hold;              /* a make waits while it is set */
+	pthread_cond_t cv;      /* hold's change */
 };
 
 static int log_make(void *ctx, void *item)
@@ -1484,6 +1486,9 @@ static int log_make(void *ctx, void *item)
 	struct pool_log *g = ctx;
 	pthread_mutex_lock(&g->mu);
 	int id = ++g->calls, rc = 0;
+	pthread_cond_broadcast(&g->cv);
+	while (g->hold)
+		pthread_cond_wait(&g->cv, &g->mu);
 	if (g->fails_left > 0) {
 		g->fails_left--;
 		g->fails++;
@@ -1556,6 +1561,7 @@ static void log_pool_init(struct log_pool *f, unsigned want, int fails)
 	f->g.want = want;
 	f->g.fails_left = fails;
 	pthread_mutex_init(&f->g.mu, NULL);
+	pthread_cond_init(&f->g.cv, NULL);
 	pool_init(&f->p, &log_ops, &f->g, f->slots);
 }
 
@@ -1652,6 +1658,88 @@ static void pool_thread_replaces_the_oldest_that_aged(void **state)
 	pthread_mutex_destroy(&g->mu);
 }
 
+/* Lets the make in progress finish once the taker has said it asks. */
+static void *release_when_asked(void *arg)
+{
+	struct pool_log *g = arg;
+	pthread_mutex_lock(&g->mu);
+	while (g->want != 0) /* the taker's "asked": it sets want to 0 */
+		pthread_cond_wait(&g->cv, &g->mu);
+	g->hold = false;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+/* Calls made so far, once the thread is inside the make numbered n. */
+static void wait_in_make(struct pool_log *g, int n)
+{
+	pthread_mutex_lock(&g->mu);
+	while (g->calls < n)
+		pthread_cond_wait(&g->cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* pool_take_wait: the item in the making is waited for, not made twice
+ * (warm's next zygote); a make that fails or a bound ends the wait. */
+static void pool_take_wait_waits_for_the_item_in_the_making(void **state)
+{
+	(void)state;
+	struct log_pool f;
+	log_pool_init(&f, 1, 0);
+	struct pool_log *g = &f.g;
+	struct pool *p = &f.p;
+	int id = 0;
+	/* Nothing in the making: no wait at all. */
+	assert_false(pool_take_wait(p, &id, 60000));
+	g->hold = true;
+	assert_int_equal(pool_start(p), 0);
+	wait_in_make(g, 1);
+	assert_false(pool_take(p, &id)); /* a plain take does not wait */
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, release_when_asked, g), 0);
+	pthread_mutex_lock(&g->mu);
+	g->want = 0; /* asked (and no refill after the take) */
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	/* 60 s only catches a hang. */
+	assert_true(pool_take_wait(p, &id, 60000));
+	assert_int_equal(id, 1);
+	pthread_join(t, NULL);
+	/* A make that fails ends the wait with nothing. */
+	pthread_mutex_lock(&g->mu);
+	g->hold = true;
+	g->fails_left = 1;
+	g->want = 1;
+	pthread_mutex_unlock(&g->mu);
+	pool_kick(p);
+	wait_in_make(g, 2);
+	assert_int_equal(pthread_create(&t, NULL, release_when_asked, g), 0);
+	log_set(g, (int *)&g->want, 0);
+	pthread_mutex_lock(&g->mu);
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	assert_false(pool_take_wait(p, &id, 60000));
+	pthread_join(t, NULL);
+	assert_int_equal(g->fails, 1);
+	/* A make that hangs: the bound ends the wait. */
+	pthread_mutex_lock(&g->mu);
+	g->hold = true;
+	g->want = 1;
+	pthread_mutex_unlock(&g->mu);
+	pool_kick(p);
+	wait_in_make(g, 3);
+	assert_false(pool_take_wait(p, &id, 50));
+	log_set(g, (int *)&g->want, 0);
+	pthread_mutex_lock(&g->mu);
+	g->hold = false;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	pool_destroy(p);
+	assert_int_equal(g->calls, 3);
+	pthread_mutex_destroy(&g->mu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1690,6 +1778,7 @@ int main(void)
 		cmocka_unit_test(pool_takes_newest_refills_and_ends_what_is_left),
 		cmocka_unit_test(pool_make_that_fails_is_tried_again),
 		cmocka_unit_test(pool_thread_replaces_the_oldest_that_aged),
+		cmocka_unit_test(pool_take_wait_waits_for_the_item_in_the_making),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

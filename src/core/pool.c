@@ -1,4 +1,5 @@
 /* The pool filled by a thread: see pool.h. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +13,9 @@ static void *slot(struct pool *p, unsigned i)
 	return p->items + (size_t)i * p->ops->item_size;
 }
 
-/* Under the lock: waits for a take, a kick or the stop, at most ms (0: no
- * bound). */
-static void wait_for(struct pool *p, unsigned ms)
+/* ms from now on CLOCK_REALTIME (the condition variables' clock). */
+static struct timespec deadline_in(unsigned ms)
 {
-	if (!ms) {
-		pthread_cond_wait(&p->cv, &p->mu);
-		return;
-	}
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += ms / 1000;
@@ -28,6 +24,18 @@ static void wait_for(struct pool *p, unsigned ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
+	return until;
+}
+
+/* Under the lock: waits for a take, a kick or the stop, at most ms (0: no
+ * bound). */
+static void wait_for(struct pool *p, unsigned ms)
+{
+	if (!ms) {
+		pthread_cond_wait(&p->cv, &p->mu);
+		return;
+	}
+	struct timespec until = deadline_in(ms);
 	pthread_cond_timedwait(&p->cv, &p->mu, &until);
 }
 
@@ -77,9 +85,13 @@ static void *filler_main(void *arg)
 			wait_for(p, o->wake_ms);
 			continue;
 		}
+		p->making = true;
 		pthread_mutex_unlock(&p->mu);
 		int rc = o->make(p->ctx, item);
 		pthread_mutex_lock(&p->mu);
+		p->making = false;
+		/* Whatever came of it, a pool_take_wait waits no more. */
+		pthread_cond_broadcast(&p->made);
 		if (rc) {
 			/* Runs make their own meanwhile; again in a while. */
 			wait_for(p, o->retry_ms);
@@ -106,6 +118,7 @@ void pool_init(struct pool *p, const struct pool_ops *ops, void *ctx, void *item
 	p->items = items;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->made, NULL);
 }
 
 int pool_start(struct pool *p)
@@ -145,6 +158,17 @@ bool pool_take(struct pool *p, void *out)
 	return got;
 }
 
+bool pool_take_wait(struct pool *p, void *out, unsigned ms)
+{
+	struct timespec until = deadline_in(ms);
+	pthread_mutex_lock(&p->mu);
+	int rc = 0;
+	while (!p->count && p->making && !p->stopping && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&p->made, &p->mu, &until);
+	pthread_mutex_unlock(&p->mu);
+	return pool_take(p, out);
+}
+
 void pool_kick(struct pool *p)
 {
 	pthread_mutex_lock(&p->mu);
@@ -162,6 +186,7 @@ void pool_destroy(struct pool *p)
 	pthread_mutex_lock(&p->mu);
 	p->stopping = true;
 	pthread_cond_broadcast(&p->cv);
+	pthread_cond_broadcast(&p->made);
 	bool running = p->running;
 	pthread_mutex_unlock(&p->mu);
 	if (running)
@@ -172,5 +197,6 @@ void pool_destroy(struct pool *p)
 	while (p->count)
 		p->ops->destroy(p->ctx, slot(p, --p->count));
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->made);
 	pthread_mutex_destroy(&p->mu);
 }

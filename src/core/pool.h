@@ -3,7 +3,8 @@
  * mode's next zygote. Making an item is slow (a sandbox's start, a VM's
  * restore, an interpreter's imports), so the filler makes them ahead,
  * outside the lock, and a run takes one that is ready or makes its own:
- * a run never waits for the pool. pthread and libc only. */
+ * a run never waits for the pool, save where its owner asks to wait for
+ * the item in the making (pool_take_wait). pthread and libc only. */
 #ifndef AJ_POOL_H
 #define AJ_POOL_H
 
@@ -44,8 +45,10 @@ struct pool {
 	unsigned count;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	pthread_cond_t made;    /* an item made, or a make that failed, or the stop */
 	pthread_t filler;
 	bool running, stopping;
+	bool making;            /* the filler is making an item now */
 };
 
 /* items: room for ops->size items, as long as p lives. No thread yet: a
@@ -56,6 +59,10 @@ int pool_start(struct pool *p);
 /* Moves a ready, usable item into *out (the newest: it waited least);
  * false when none is ready. Wakes the filler to replace it. */
 bool pool_take(struct pool *p, void *out);
+/* As pool_take, but when none is ready and the filler is making one,
+ * waits for it at most ms: for an item whose second making would cost as
+ * much as the wait and leave one of the two unused (warm's next zygote). */
+bool pool_take_wait(struct pool *p, void *out, unsigned ms);
 /* Wakes the filler now (its wanted or idle may have changed). */
 void pool_kick(struct pool *p);
 /* How many items are ready (for tests). */

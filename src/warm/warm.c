@@ -373,7 +373,8 @@ void warm_destroy(struct warm *w)
 	pthread_mutex_destroy(&w->lock);
 }
 
-/* Under w->lock: the zygote a run goes to, with a reference for it. */
+/* Under w->lock (let go of while it waits for a replacement still
+ * starting): the zygote a run goes to, with a reference for it. */
 static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error *err)
 {
 	struct warm_zygote *z = w->current;
@@ -385,6 +386,28 @@ static int zygote_get(struct warm *w, struct warm_zygote **out, struct aj_error 
 	}
 	if (!z && pool_take(&w->pool, &z))
 		w->current = z; /* started ahead by the pool's thread */
+	if (!z) {
+		/* Its replacement is still starting (a busy machine: the start
+		 * took longer than the last WARM_AHEAD_RUNS runs): waited for,
+		 * not started twice. A second start costs as much as the wait
+		 * and would leave the first idle in the pool, a zygote nobody
+		 * uses. The lock is not held meanwhile: the pool's thread
+		 * takes it to finish the start. */
+		pthread_mutex_unlock(&w->lock);
+		struct warm_zygote *made = NULL;
+		bool got = pool_take_wait(&w->pool, &made, WARM_START_MS);
+		pthread_mutex_lock(&w->lock);
+		if (got && w->current)
+			zygote_put(made); /* another run's wait took the current one's place */
+		else if (got)
+			w->current = made;
+		z = w->current;
+		if (z && zygote_retired(z)) {
+			w->current = NULL;
+			zygote_put(z);
+			z = NULL;
+		}
+	}
 	if (!z) {
 		int rc = zygote_start(w, &z, err);
 		if (rc)
