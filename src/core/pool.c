@@ -13,20 +13,6 @@ static void *slot(struct pool *p, unsigned i)
 	return p->items + (size_t)i * p->ops->item_size;
 }
 
-/* ms from now on CLOCK_REALTIME (the condition variables' clock). */
-static struct timespec deadline_in(unsigned ms)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	return until;
-}
-
 /* Under the lock: waits for a take, a kick or the stop, at most ms (0: no
  * bound). */
 static void wait_for(struct pool *p, unsigned ms)
@@ -35,7 +21,7 @@ static void wait_for(struct pool *p, unsigned ms)
 		pthread_cond_wait(&p->cv, &p->mu);
 		return;
 	}
-	struct timespec until = deadline_in(ms);
+	struct timespec until = thread_deadline(CLOCK_REALTIME, ms);
 	pthread_cond_timedwait(&p->cv, &p->mu, &until);
 }
 
@@ -160,7 +146,7 @@ bool pool_take(struct pool *p, void *out)
 
 bool pool_take_wait(struct pool *p, void *out, unsigned ms)
 {
-	struct timespec until = deadline_in(ms);
+	struct timespec until = thread_deadline(CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&p->mu);
 	int rc = 0;
 	while (!p->count && p->making && !p->stopping && rc != ETIMEDOUT)

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 /* Starts fn(arg) on a detached thread (stack: 0 for the default, else
  * that many bytes): 0, or pthread_create's error, and no thread. */
@@ -23,6 +24,21 @@ static inline int thread_start_detached(void *(*fn)(void *), void *arg, size_t s
 	rc = pthread_create(&t, &a, fn, arg);
 	pthread_attr_destroy(&a);
 	return rc;
+}
+
+/* ms from now on clock: a deadline for pthread_cond_timedwait on a
+ * condition variable of that clock. */
+static inline struct timespec thread_deadline(clockid_t clock, unsigned ms)
+{
+	struct timespec t;
+	clock_gettime(clock, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
 }
 
 /* *v, read under lock. */

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "../../core/internal.h"
+#include "../../core/thread.h"
 #include "../runs/budget.h"
 #include "store.h"
 
@@ -391,17 +392,6 @@ static int mem_info(struct run_store *st, const char *id, const char *owner,
 	return r ? 0 : -ENOENT;
 }
 
-static void deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static int mem_events(struct run_store *st, const char *id, const char *owner, uint64_t after,
 		      int wait_ms, struct run_event **ev, size_t *n, bool *done)
 {
@@ -411,7 +401,7 @@ static int mem_events(struct run_store *st, const char *id, const char *owner, u
 	*done = false;
 	struct timespec until;
 	if (wait_ms > 0)
-		deadline_in(&until, wait_ms);
+		until = thread_deadline(CLOCK_MONOTONIC, (unsigned)wait_ms);
 	pthread_mutex_lock(&m->lock);
 	struct mem_run *r;
 	/* Looked up again after each wait: the record may have expired or
