@@ -147,13 +147,17 @@ static json_t *list(struct aj_session *s)
 	return answer(200, json_pack("{s:o}", "processes", a));
 }
 
-/* Its end as exec's result object, with its pid: res freed. */
+/* Its end as exec's result object, with its pid and "running": false:
+ * res freed. */
 static json_t *ended(struct aj_session *s, uint32_t pid, struct aj_result *res)
 {
 	json_t *o = result_to_json_object(res, session_config(s)->tier);
 	aj_result_free(res);
-	if (o)
-		json_object_set_new(o, "pid", json_integer(pid));
+	if (o && (json_object_set_new(o, "pid", json_integer(pid)) ||
+		  json_object_set_new(o, "running", json_false()))) {
+		json_decref(o);
+		o = NULL;
+	}
 	return o;
 }
 
