@@ -8,7 +8,7 @@
 
 /* tail after "/processes": "", "/PID", "/PID/events|stdin|signal". 0, or
  * -1 with the 404 or 405 in rs. */
-static int proc_route(const struct http_request *rq, struct http_response *rs, const char *tail,
+static int processes_route(const struct http_request *rq, struct http_response *rs, const char *tail,
 		      struct session_route *r)
 {
 	static const struct {
@@ -66,7 +66,7 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 	r->path = NULL;
 	r->allow = NULL;
 	if (!strcmp(tail, "/processes") || !strncmp(tail, "/processes/", 11))
-		return proc_route(rq, rs, tail + 10, r);
+		return processes_route(rq, rs, tail + 10, r);
 	bool exec = !strcmp(tail, "/exec");
 	bool runs = exec || !strcmp(tail, "/runs"), egress = !strcmp(tail, "/egress");
 	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);
