@@ -8,8 +8,8 @@
 
 /* tail after "/processes": "", "/PID", "/PID/events|stdin|signal". 0, or
  * -1 with the 404 or 405 in rs. */
-static int processes_route(const struct http_request *rq, struct http_response *rs, const char *tail,
-		      struct session_route *r)
+static int processes_route(const struct http_request *rq, struct http_response *rs,
+			   const char *tail, struct session_route *r)
 {
 	static const struct {
 		const char *tail, *method;
