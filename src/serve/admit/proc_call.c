@@ -18,7 +18,7 @@
 
 static const char *const actions[] = {"spawn", "list", "state", "read", "stdin", "signal"};
 
-static json_t *answer(int status, json_t *body)
+static json_t *proc_answer(int status, json_t *body)
 {
 	return json_pack("{s:i, s:o}", "http", status, "body", body ? body : json_object());
 }
@@ -30,11 +30,11 @@ json_t *proc_answer_error(int status, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return answer(status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+	return proc_answer(status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
 }
 
 /* What the library refused, as the answer a client can act on. */
-static json_t *failed(struct aj_session *s, uint32_t pid, int rc, const struct aj_error *err)
+static json_t *proc_refused(struct aj_session *s, uint32_t pid, int rc, const struct aj_error *err)
 {
 	const char *closed = aj_session_closed_reason(s);
 	if (rc == -ESHUTDOWN || closed)
@@ -125,26 +125,26 @@ static json_t *spawn(struct aj_session *s, json_t *body)
 	int rc = aj_session_spawn(s, &b.x, b.stdin_open, &pid, &err);
 	call_body_clear(&b);
 	if (rc && !pid)
-		return failed(s, 0, rc, &err);
+		return proc_refused(s, 0, rc, &err);
 	/* Started, but its first input failed: it runs, and says so. */
-	return answer(201, json_pack("{s:I}", "pid", (json_int_t)pid));
+	return proc_answer(201, json_pack("{s:I}", "pid", (json_int_t)pid));
 }
 
-static json_t *list(struct aj_session *s)
+static json_t *proc_list(struct aj_session *s)
 {
 	struct aj_proc_info *v;
 	size_t n;
 	struct aj_error err = {0};
 	int rc = aj_session_procs(s, &v, &n, &err);
 	if (rc)
-		return failed(s, 0, rc, &err);
+		return proc_refused(s, 0, rc, &err);
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < n; i++)
 		json_array_append_new(a, json_pack("{s:I, s:s, s:b}", "pid", (json_int_t)v[i].pid,
 						   "command", v[i].command, "running",
 						   v[i].running));
 	aj_proc_list_free(v, n);
-	return answer(200, json_pack("{s:o}", "processes", a));
+	return proc_answer(200, json_pack("{s:o}", "processes", a));
 }
 
 /* Its end as exec's result object, with its pid and "running": false:
@@ -185,7 +185,7 @@ static json_t *state(struct aj_session *s, uint32_t pid, double wait)
 	struct aj_result res;
 	int rc = aj_session_procs(s, &v, &n, &err);
 	if (rc)
-		return failed(s, pid, rc, &err);
+		return proc_refused(s, pid, rc, &err);
 	for (i = 0; i < n && v[i].pid != pid; i++)
 		;
 	json_t *running = i < n ? json_pack("{s:I, s:s, s:b}", "pid", (json_int_t)pid, "command",
@@ -194,23 +194,23 @@ static json_t *state(struct aj_session *s, uint32_t pid, double wait)
 	bool was_running = i < n && v[i].running;
 	aj_proc_list_free(v, n);
 	if (i == n)
-		return failed(s, pid, -ESRCH, &err);
+		return proc_refused(s, pid, -ESRCH, &err);
 	if (was_running && !wait)
-		return answer(200, running);
+		return proc_answer(200, running);
 	/* Ended (its result comes at once), or waited for up to wait s. */
 	rc = was_running ? wait_up_to(s, pid, wait, &res)
 			 : aj_session_proc_wait(s, pid, NULL, NULL, &res);
 	if (rc == -ECANCELED) {
 		aj_result_free(&res);
-		return answer(200, running);
+		return proc_answer(200, running);
 	}
 	json_decref(running);
 	if (rc) {
 		error_set(&err, rc, "%s", res.message ? res.message : "wait failed");
 		aj_result_free(&res);
-		return failed(s, pid, rc, &err);
+		return proc_refused(s, pid, rc, &err);
 	}
-	return answer(200, ended(s, pid, &res));
+	return proc_answer(200, ended(s, pid, &res));
 }
 
 static json_t *b64_string(const char *p, size_t n)
@@ -233,7 +233,7 @@ static json_t *read_from(struct aj_session *s, uint32_t pid, json_t *req)
 				     : aj_session_proc_read(s, pid, (uint64_t)out, (uint64_t)errs,
 							    200, &o, &err);
 	if (rc)
-		return failed(s, pid, rc, &err);
+		return proc_refused(s, pid, rc, &err);
 	json_t *body = json_pack("{s:o, s:o, s:b}", "out", b64_string(o.out, o.out_len), "err",
 				 b64_string(o.err, o.err_len), "ended", o.ended);
 	bool end = o.ended;
@@ -243,11 +243,11 @@ static json_t *read_from(struct aj_session *s, uint32_t pid, json_t *req)
 			error_set(&err, rc, "%s", res.message ? res.message : "wait failed");
 			aj_result_free(&res);
 			json_decref(body);
-			return failed(s, pid, rc, &err);
+			return proc_refused(s, pid, rc, &err);
 		}
 		json_object_set_new(body, "result", ended(s, pid, &res));
 	}
-	return answer(200, body);
+	return proc_answer(200, body);
 }
 
 static json_t *input(struct aj_session *s, uint32_t pid, json_t *body)
@@ -270,8 +270,8 @@ static json_t *input(struct aj_session *s, uint32_t pid, json_t *body)
 	int rc = aj_session_proc_input(s, pid, data, len, json_is_true(c), &err);
 	free(data);
 	if (rc)
-		return failed(s, pid, rc, &err);
-	return answer(200, json_pack("{s:I, s:I, s:b}", "pid", (json_int_t)pid, "bytes",
+		return proc_refused(s, pid, rc, &err);
+	return proc_answer(200, json_pack("{s:I, s:I, s:b}", "pid", (json_int_t)pid, "bytes",
 				     (json_int_t)len, "closed", json_is_true(c)));
 }
 
@@ -302,8 +302,8 @@ static json_t *send_signal(struct aj_session *s, uint32_t pid, json_t *body)
 				    "\"KILL\") or a number from 1 to 64");
 	int rc = aj_session_proc_signal(s, pid, n, &err);
 	if (rc)
-		return failed(s, pid, rc, &err);
-	return answer(200, json_pack("{s:I, s:i}", "pid", (json_int_t)pid, "signal", n));
+		return proc_refused(s, pid, rc, &err);
+	return proc_answer(200, json_pack("{s:I, s:i}", "pid", (json_int_t)pid, "signal", n));
 }
 
 json_t *proc_call_run(struct aj_session *s, json_t *req)
@@ -316,7 +316,7 @@ json_t *proc_call_run(struct aj_session *s, json_t *req)
 	if (!strcmp(a, "spawn"))
 		return spawn(s, body);
 	if (!strcmp(a, "list"))
-		return list(s);
+		return proc_list(s);
 	if (pid < 1 || pid > INT32_MAX)
 		return proc_answer_error(404, "not_found", "no process %lld in this session",
 				    (long long)pid);

@@ -65,7 +65,7 @@ static int add_text(struct proc_reader *r, const char *p, size_t n)
 	return 0;
 }
 
-static int add_event(struct proc_reader *r, enum run_event_kind kind, char *data, size_t n)
+static int stream_event(struct proc_reader *r, enum run_event_kind kind, char *data, size_t n)
 {
 	char id[48];
 	size_t len;
@@ -89,7 +89,7 @@ static int take_read(struct proc_reader *r, json_t *body)
 		    base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
 			return -1;
 		r->off[i] += n;
-		int rc = n ? add_event(r, i ? RUN_EV_STDERR : RUN_EV_STDOUT, (char *)buf, n) : 0;
+		int rc = n ? stream_event(r, i ? RUN_EV_STDERR : RUN_EV_STDOUT, (char *)buf, n) : 0;
 		free(buf);
 		if (rc)
 			return -1;
@@ -98,7 +98,7 @@ static int take_read(struct proc_reader *r, json_t *body)
 		return 0;
 	char *res = json_dumps(json_object_get(body, "result"), JSON_COMPACT | JSON_PRESERVE_ORDER |
 									JSON_REAL_PRECISION(12));
-	int rc = res ? add_event(r, RUN_EV_RESULT, res, strlen(res)) : -1;
+	int rc = res ? stream_event(r, RUN_EV_RESULT, res, strlen(res)) : -1;
 	free(res);
 	r->ended = true;
 	return rc;
