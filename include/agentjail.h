@@ -420,6 +420,24 @@ int aj_session_proc_signal(struct aj_session *s, uint32_t pid, int signal, struc
 int aj_session_procs(struct aj_session *s, struct aj_proc_info **procs, size_t *count,
 		     struct aj_error *err);
 void aj_proc_list_free(struct aj_proc_info *procs, size_t count);
+/* One read of its output from given offsets of its stdout and stderr (the
+ * bytes a caller has already), without waiting for its end: a caller that
+ * keeps its own place (serve's event stream, resumed after a dropped
+ * connection) reads on from it. At most 256 KiB of each stream; wait_ms
+ * (0 to 200) is how long the read waits inside the sandbox for a byte or
+ * the end when none is there yet. ended: nothing follows these bytes and
+ * the command ended (aj_session_proc_wait then gives its result at once).
+ * 0; -ESRCH no such command in this session; -EINVAL an offset past what
+ * the command printed, or a bad argument. */
+struct aj_proc_output {
+	char *out, *err; /* malloc'ed; NULL when nothing came */
+	size_t out_len, err_len;
+	bool ended;
+};
+int aj_session_proc_read(struct aj_session *s, uint32_t pid, uint64_t out_offset,
+			 uint64_t err_offset, int wait_ms, struct aj_proc_output *got,
+			 struct aj_error *err);
+void aj_proc_output_free(struct aj_proc_output *got);
 
 /* An id naming the session (random, 32 hex digits), for front ends. */
 const char *aj_session_id(const struct aj_session *s);

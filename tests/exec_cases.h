@@ -354,6 +354,57 @@ static void background_wait_and_reattach(void **state)
 	close_session(s);
 }
 
+/* Reads from a caller's own offsets, while it runs and after: what a
+ * resumed event stream does (aj_session_proc_read). */
+static void background_read_from_offsets(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_proc_output o;
+	struct aj_error err = {0};
+	uint32_t pid = spawn_sh(s, "echo one; read go; echo two >&2", true);
+	/* Its first line comes before its end (a deadline of 60 s only
+	 * catches a read that never brings it). */
+	int i;
+	for (i = 0; i < 300; i++) {
+		assert_int_equal(aj_session_proc_read(s, pid, 0, 0, 200, &o, &err), 0);
+		bool got = o.out_len == 4;
+		if (got) {
+			assert_memory_equal(o.out, "one\n", 4);
+			assert_false(o.ended);
+		}
+		aj_proc_output_free(&o);
+		if (got)
+			break;
+	}
+	assert_true(i < 300);
+	/* From where the caller is: nothing new yet, and not the end. */
+	assert_int_equal(aj_session_proc_read(s, pid, 4, 0, 0, &o, &err), 0);
+	assert_true(o.out_len == 0 && o.err_len == 0 && !o.ended);
+	aj_proc_output_free(&o);
+	assert_int_equal(aj_session_proc_input(s, pid, "x\n", 2, true, &err), 0);
+	for (i = 0; i < 300; i++) {
+		assert_int_equal(aj_session_proc_read(s, pid, 4, 0, 200, &o, &err), 0);
+		bool ended = o.ended;
+		if (ended)
+			assert_true(o.out_len == 0 && o.err_len == 4 && !memcmp(o.err, "two\n", 4));
+		aj_proc_output_free(&o);
+		if (ended)
+			break;
+	}
+	assert_true(i < 300);
+	/* Any place up to the end, again, after it ended. */
+	assert_int_equal(aj_session_proc_read(s, pid, 1, 2, 0, &o, &err), 0);
+	assert_true(o.out_len == 3 && !memcmp(o.out, "ne\n", 3) && o.err_len == 2 && o.ended);
+	aj_proc_output_free(&o);
+	/* A place it never printed, an unknown pid, a wait too long. */
+	assert_int_equal(aj_session_proc_read(s, pid, 5, 0, 0, &o, &err), -EINVAL);
+	assert_true(contains(err.message, "past the 4 bytes of stdout"));
+	assert_int_equal(aj_session_proc_read(s, 999999, 0, 0, 0, &o, &err), -ESRCH);
+	assert_int_equal(aj_session_proc_read(s, pid, 0, 0, 201, &o, &err), -EINVAL);
+	close_session(s);
+}
+
 /* A signal ends its whole group; its output streams while it runs. */
 static void background_kill_and_stream(void **state)
 {
@@ -424,6 +475,6 @@ static void background_deadline_and_pids(void **state)
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
-	SESSION_TEST(background_deadline_and_pids)
+	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets)
 
 #endif

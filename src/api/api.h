@@ -92,6 +92,9 @@ int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap
  * aj_session_exec's -errno with err in its words. */
 int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
 		       struct aj_error *err);
+/* The same for aj_session_spawn's x (a background command's timeout). */
+int session_spawn_check(const struct aj_config *cfg, const struct aj_exec *x,
+			struct aj_error *err);
 /* A caller's path as one relative to the workspace (*rel, inside path):
  * valid UTF-8, no "..", absolute only under the workspace; the workspace
  * itself only if may_be_workspace. 0, or -errno with err naming why. */

@@ -180,17 +180,30 @@ int aj_session_exec(struct aj_session *s, const struct aj_exec *x, struct aj_can
 	return rc;
 }
 
-int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
-		       struct aj_error *err)
+static int check_as(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
+		    struct aj_error *err)
 {
 	struct aj_result res;
 	json_t *req = NULL;
 	double timeout;
 	result_init(&res);
-	int rc = cfg && x ? exec_request(cfg, x, EXEC_CHECK, &req, &timeout, &res) : -EINVAL;
+	int rc = cfg && x ? exec_request(cfg, x, kind, &req, &timeout, &res) : -EINVAL;
 	if (rc)
 		error_set(err, rc, "%s", res.message ? res.message : "exec: no command given");
 	json_decref(req);
 	aj_result_free(&res);
 	return rc;
+}
+
+int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
+		       struct aj_error *err)
+{
+	return check_as(cfg, x, EXEC_CHECK, err);
+}
+
+int session_spawn_check(const struct aj_config *cfg, const struct aj_exec *x,
+			struct aj_error *err)
+{
+	/* spawn's request counts stdin's bytes, and encodes none. */
+	return check_as(cfg, x, EXEC_SPAWN, err);
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -140,27 +141,100 @@ void aj_proc_list_free(struct aj_proc_info *procs, size_t count)
 	free(procs);
 }
 
-/* What a read brought of one stream, appended to its capture and pushed
- * to the stream. -EPROTO for a reply that is not repl.py's. */
-static int take_part(json_t *reply, const char *key, const char *end_key, uint64_t *offset,
-		     struct capture *c, int which, struct stream_tap *tap)
+/* One stream's part of a read: its bytes decoded (*buf, NULL when none),
+ * checked against the offset it was asked from. -EPROTO for a reply
+ * that is not repl.py's. */
+static int take_part(json_t *reply, const char *key, const char *end_key, uint64_t offset,
+		     unsigned char **buf, size_t *n)
 {
 	json_t *d = json_object_get(reply, key);
-	unsigned char *buf = NULL;
-	size_t n = 0;
 	json_int_t end = json_integer_value(json_object_get(reply, end_key));
-	if (!json_is_string(d) || base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
+	*buf = NULL;
+	*n = 0;
+	if (!json_is_string(d) || base64_decode(json_string_value(d), json_string_length(d), buf, n))
 		return -EPROTO;
-	if ((uint64_t)end != *offset + n || n > PROC_READ_MAX) {
-		free(buf);
+	if ((uint64_t)end != offset + *n || *n > PROC_READ_MAX) {
+		free(*buf);
+		*buf = NULL;
 		return -EPROTO;
 	}
+	return 0;
+}
+
+/* One read of pid's output from off (stdout, stderr) on, waiting up to
+ * wait_ms for some: 0 with *reply and each stream's new bytes in part
+ * (malloc'ed), or -errno with err saying why. */
+static int read_once(struct aj_session *s, const char *what, uint32_t pid, const uint64_t off[2],
+		     int wait_ms, json_t **reply, unsigned char *part[2], size_t len[2],
+		     struct aj_error *err)
+{
+	*reply = NULL;
+	part[0] = part[1] = NULL;
+	int rc = proc_request(s, what,
+			      json_pack("{s:s, s:I, s:I, s:I, s:i, s:I}", "op", "proc_read", "pid",
+					(json_int_t)pid, "out", (json_int_t)off[0], "err",
+					(json_int_t)off[1], "wait_ms", wait_ms, "max",
+					(json_int_t)PROC_READ_MAX),
+			      PROC_REPLY_MAX, reply, err);
+	if (!rc && (take_part(*reply, "out", "out_end", off[0], &part[0], &len[0]) ||
+		    take_part(*reply, "err", "err_end", off[1], &part[1], &len[1]))) {
+		free(part[0]);
+		part[0] = NULL;
+		rc = error_set(err, -EPROTO, "%s: the interpreter's reply is not a read", what);
+	}
+	if (rc) {
+		json_decref(*reply);
+		*reply = NULL;
+	}
+	return rc;
+}
+
+int aj_session_proc_read(struct aj_session *s, uint32_t pid, uint64_t out_offset,
+			 uint64_t err_offset, int wait_ms, struct aj_proc_output *got,
+			 struct aj_error *err)
+{
+	const uint64_t off[2] = {out_offset, err_offset};
+	unsigned char *part[2];
+	size_t len[2] = {0, 0};
+	json_t *reply;
+	if (!got)
+		return error_set(err, -EINVAL, "read: nowhere to put the output");
+	*got = (struct aj_proc_output){0};
+	if (!session_config(s))
+		return error_set(err, -EINVAL, "read: no session given");
+	if (wait_ms < 0 || wait_ms > PROC_POLL_MS)
+		return error_set(err, -EINVAL, "read: wait_ms %d is not within 0 to %d", wait_ms,
+				 PROC_POLL_MS);
+	if (out_offset > INT64_MAX || err_offset > INT64_MAX)
+		return error_set(err, -EINVAL, "read: an offset past what any command prints");
+	int rc = read_once(s, "read", pid, off, wait_ms, &reply, part, len, err);
+	if (rc)
+		return rc;
+	*got = (struct aj_proc_output){(char *)part[0], (char *)part[1], len[0], len[1],
+				       json_is_true(json_object_get(reply, "ended"))};
+	json_decref(reply);
+	return 0;
+}
+
+void aj_proc_output_free(struct aj_proc_output *got)
+{
+	if (!got)
+		return;
+	free(got->out);
+	free(got->err);
+	*got = (struct aj_proc_output){0};
+}
+
+/* What a read brought of one stream, appended to its capture and pushed
+ * to the stream. */
+static void keep_part(unsigned char *buf, size_t n, uint64_t *offset, struct capture *c, int which,
+		      struct stream_tap *tap)
+{
 	*offset += n;
 	capture_append(c, (const char *)buf, n);
 	if (tap && n)
 		stream_tap_push(tap, which, (const char *)buf, n);
 	free(buf);
-	return 0;
 }
 
 /* The end, as exec's: the status by the rules, the output kept. */
@@ -220,21 +294,15 @@ int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *c
 			result_sandbox_error(res, "wait: cancelled by the caller (the command goes on)");
 			break;
 		}
-		json_t *reply = NULL;
-		rc = proc_request(s, "wait",
-				  json_pack("{s:s, s:I, s:I, s:I, s:i, s:I}", "op", "proc_read", "pid",
-					    (json_int_t)pid, "out", (json_int_t)off[0], "err",
-					    (json_int_t)off[1], "wait_ms", PROC_POLL_MS, "max",
-					    (json_int_t)PROC_READ_MAX),
-				  PROC_REPLY_MAX, &reply, &err);
-		if (!rc && (take_part(reply, "out", "out_end", &off[0], &out, 0, tap) ||
-			    take_part(reply, "err", "err_end", &off[1], &errc, 1, tap)))
-			rc = error_set(&err, -EPROTO, "wait: the interpreter's reply is not a read");
-		if (rc) {
-			json_decref(reply);
+		json_t *reply;
+		unsigned char *part[2];
+		size_t len[2] = {0, 0};
+		if ((rc = read_once(s, "wait", pid, off, PROC_POLL_MS, &reply, part, len, &err))) {
 			result_sandbox_error(res, "%s", err.message);
 			break;
 		}
+		keep_part(part[0], len[0], &off[0], &out, 0, tap);
+		keep_part(part[1], len[1], &off[1], &errc, 1, tap);
 		bool ended = json_is_true(json_object_get(reply, "ended"));
 		if (ended)
 			proc_result(reply, cfg, &out, &errc, res);

@@ -31,7 +31,8 @@
 #       -> {"seq", "out": b64, "err": b64 (from the offsets, at most max
 #          each), "out_end", "err_end", "out_truncated", "err_truncated",
 #          "ended": bool, and once ended as exec's reply: "exit" or
-#          "signal", "timed_out", "output_limit"}
+#          "signal", "timed_out", "output_limit"}; an offset past what
+#          the stream holds -> {"seq", "error", "errno": "EINVAL"}
 #   {"seq", "op": "proc_input", "pid", "data": b64, "close": bool}
 #   {"seq", "op": "proc_signal", "pid", "signal": n}   (its process group)
 #   {"seq", "op": "procs"} -> {"seq", "procs": [{"pid", "command", "running"}]}
@@ -670,6 +671,10 @@ def op_proc_read(req, state):
     proc = proc_of(req)
     offs = [int(req["out"]), int(req["err"])]
     most = int(req["max"])
+    for name, b, o in zip(("stdout", "stderr"), proc.bufs, offs):
+        if o < 0 or o > len(b):  # a place no reader was ever given: it would wait for ever
+            raise FileOpError(errno.EINVAL, "offset %d is past the %d bytes of %s it printed"
+                              % (o, len(b), name))
     deadline = time.monotonic() + int(req["wait_ms"]) / 1000.0
     with proc.cond:
         while not proc.ended() and all(len(b) <= o for b, o in zip(proc.bufs, offs)):

@@ -20,6 +20,10 @@
  *                                            "stdin"?, "timeout"?}: a command in
  *                                            the session's sandbox, answered as
  *                                            .../runs is (call_body.h)
+ *   POST   /v1/sessions/ID/processes        a command in the background, and
+ *   GET    .../processes[/PID[/events]]     its list, state and output; POST
+ *   POST   .../processes/PID/stdin|signal   to its stdin, a signal
+ *                                            (admit/proc_call.h)
  *   POST   /v1/sessions/ID/egress           {"allow_hosts", "allow_cidrs"}:
  *                                            keep only these rules
  *   PUT    /v1/sessions/ID/files/PATH       the body is the file
@@ -81,12 +85,16 @@ size_t api_body_limit(const struct service *svc, const char *method, const char 
 	/* A file goes up as the raw body: as large as a transfer may be. */
 	if (!strcmp(method, "PUT") && !strncmp(path, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX)))
 		return (size_t)svc->cfg.sandbox.session.transfer_mb << 20;
-	if (!strcmp(method, "POST") && session_route_is(path, "/exec"))
+	/* A background command's body is exec's; its stdin a transfer's in
+	 * base64, as exec's stdin is. */
+	if (!strcmp(method, "POST") &&
+	    (session_route_is(path, "/exec") || session_route_is(path, "/processes") ||
+	     session_route_is(path, "/stdin")))
 		return api_exec_body_limit(&svc->cfg);
 	/* A route that takes a small object (a session's terms, its egress
 	 * rules) or none gets a small cap: only code may be large. */
 	bool small = strcmp(method, "POST") || !strcmp(path, "/v1/sessions") ||
-		     session_route_is(path, "/egress");
+		     session_route_is(path, "/egress") || session_route_is(path, "/signal");
 	return small && svc->cfg.max_body > SERVE_SMALL_BODY ? SERVE_SMALL_BODY : svc->cfg.max_body;
 }
 
@@ -102,7 +110,7 @@ int api_may_buffer(struct service *svc, const struct http_request *head, struct 
 	struct session_route r;
 	if (session_route_parse(head, rs, &r))
 		return -1;
-	if (r.op != SESSION_PUT && r.op != SESSION_EXEC)
+	if (r.op != SESSION_PUT && r.op != SESSION_EXEC && r.op != SESSION_PROC)
 		return 0;
 	int rc = svc->backend->session_held(svc, r.id, head->key);
 	if (rc == -ENOENT) {

@@ -224,7 +224,10 @@ class Stream:
             line = line.decode().rstrip("\n")
             if line == "":
                 if "data" in fields:
-                    yield Event(int(fields["id"]), fields.get("event", "message"),
+                    # A run's ids are numbers; a background command's
+                    # are its place, "OUT-ERR".
+                    i = fields["id"]
+                    yield Event(int(i) if i.isdigit() else i, fields.get("event", "message"),
                                 json.loads(fields["data"]))
                 fields = {}
             elif line.startswith(":"):

@@ -520,3 +520,39 @@ def test_help_says_how_admission_is_sized():
     out = subprocess.run([AGENTJAIL, "serve", "--help"], capture_output=True, text=True,
                          timeout=30).stdout
     assert "the sum of the slots the live" in out and "503 no_worker" in out
+
+
+def test_a_background_command_through_its_worker(start, redis, workers):
+    from conftest import Stream
+    s, base = session_of_two_seconds(start, redis, workers, "w-procs")
+    try:
+        r = s.request("POST", base + "/processes",
+                      {"command": "echo one; read go; echo two", "stdin": True})
+        assert r.code == 201, r.body
+        pid = r.json()["pid"]
+        listed = s.request("GET", base + "/processes").json()["processes"]
+        assert {"pid": pid, "command": "echo one; read go; echo two", "running": True} in listed
+        st = Stream(s, "GET", f"{base}/processes/{pid}/events")
+        first = []
+        for e in st.events():
+            first.append(e)
+            if e.event == "stdout":
+                break
+        st.close()
+        assert first[-1].bytes() == b"one\n" and first[-1].id == "4-0"
+        r = s.request("POST", f"{base}/processes/{pid}/stdin", {"data": "eAo=", "close": True})
+        assert r.code == 200, r.body
+        st = Stream(s, "GET", f"{base}/processes/{pid}/events",
+                    headers={"Last-Event-ID": first[-1].id})
+        rest = list(st.events())
+        st.close()
+        assert b"".join(e.bytes() for e in rest if e.event == "stdout") == b"two\n"
+        assert rest[-1].event == "result" and rest[-1].data["stdout"] == "one\ntwo\n"
+        r = s.request("GET", f"{base}/processes/999999")
+        assert r.code == 404 and "no process 999999" in r.json()["error"]["message"]
+        pid = s.request("POST", base + "/processes", {"command": "sleep 100"}).json()["pid"]
+        assert s.request("POST", f"{base}/processes/{pid}/signal", {"signal": "KILL"}).code == 200
+        res = s.request("GET", f"{base}/processes/{pid}?wait=30").json()
+        assert (res["status"], res["signal"]) == ("killed", 9), res
+    finally:
+        s.request("DELETE", base)

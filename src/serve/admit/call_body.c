@@ -84,9 +84,17 @@ static int exec_parse(json_t *o, const struct aj_config *cfg, struct call_body *
 	const char *stdin_b64;
 	int rc;
 	*code = "bad_request";
+	json_t *in = json_object_get(o, "stdin");
+	if (b->spawn && json_is_boolean(in))
+		b->stdin_open = json_is_true(in), in = NULL;
 	if ((rc = string_field(o, "command", &b->x.command, err)) || (rc = argv_field(o, b, err)) ||
-	    (rc = string_field(o, "cwd", &b->x.cwd, err)) ||
-	    (rc = string_field(o, "stdin", &stdin_b64, err)))
+	    (rc = string_field(o, "cwd", &b->x.cwd, err)))
+		return rc;
+	if (in && !json_is_string(in))
+		return error_set(err, -EINVAL, b->spawn ? "stdin: expected true (kept open) or "
+							  "base64 (the command's first input)"
+							: "stdin: expected a string");
+	if ((rc = string_field(in ? o : NULL, "stdin", &stdin_b64, err)))
 		return rc;
 	if (stdin_b64 && base64_decode(stdin_b64, strlen(stdin_b64), &b->stdin_data,
 				       &b->x.stdin_len))
@@ -104,7 +112,7 @@ static int exec_parse(json_t *o, const struct aj_config *cfg, struct call_body *
 	}
 	/* The rest as aj_session_exec will check it, in its words, which
 	 * start with the field as serve's own do ("cwd: ..."). */
-	rc = session_exec_check(cfg, &b->x, err);
+	rc = b->spawn ? session_spawn_check(cfg, &b->x, err) : session_exec_check(cfg, &b->x, err);
 	if (rc == -EFBIG)
 		*code = "too_large";
 	static const char library[] = "exec: ";
@@ -112,6 +120,18 @@ static int exec_parse(json_t *o, const struct aj_config *cfg, struct call_body *
 		memmove(err->message, err->message + strlen(library),
 			strlen(err->message) - strlen(library) + 1);
 	return rc;
+}
+
+/* A parse's end: 0, or -1 with *status and b cleared. */
+static int parsed(int rc, struct call_body *b, int *status, const char **code)
+{
+	if (!rc)
+		return 0;
+	*status = rc == -EFBIG ? 413 : rc == -ENOMEM ? 500 : 400;
+	if (rc == -ENOMEM)
+		*code = "internal";
+	call_body_clear(b);
+	return -1;
 }
 
 int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct call_body *b,
@@ -129,13 +149,15 @@ int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct ca
 		rc = call_limits_parse(json_object_get(o, "limits"), cfg->limits.wall_sec,
 				       &b->call_sec, err);
 	}
-	if (!rc)
-		return 0;
-	*status = rc == -EFBIG ? 413 : rc == -ENOMEM ? 500 : 400;
-	if (rc == -ENOMEM)
-		*code = "internal";
-	call_body_clear(b);
-	return -1;
+	return parsed(rc, b, status, code);
+}
+
+int call_body_parse_spawn(json_t *o, const struct aj_config *cfg, struct call_body *b,
+			  int *status, const char **code, struct aj_error *err)
+{
+	*b = (struct call_body){.o = json_incref(o), .exec = true, .spawn = true};
+	int rc = exec_parse(o, cfg, b, code, err);
+	return parsed(rc, b, status, code);
 }
 
 int call_body_read(const struct http_request *rq, struct http_response *rs, bool exec,

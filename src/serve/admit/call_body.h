@@ -27,6 +27,8 @@
 struct call_body {
 	json_t *o;   /* the body, a reference: the strings below point into it */
 	bool exec;   /* a command (.../exec), else code (.../runs) */
+	bool spawn;  /* a command in the background (POST .../processes) */
+	bool stdin_open; /* spawn's "stdin": true: kept open for .../stdin */
 	/* code */
 	const char *code;
 	size_t len;
@@ -46,6 +48,12 @@ struct call_body {
  * 413), *code and err naming the field. */
 int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct call_body *b,
 		    int *status, const char **code, struct aj_error *err);
+/* o as POST .../processes' body: exec's fields, but "stdin" may be true
+ * (kept open) as well as base64 (given, then closed), and "timeout" is
+ * within the session's lifetime (none: as long as the session lives).
+ * As call_body_parse. */
+int call_body_parse_spawn(json_t *o, const struct aj_config *cfg, struct call_body *b,
+			  int *status, const char **code, struct aj_error *err);
 /* rq's body as a call of its kind (no field but the call's own): 0, or -1
  * with the answer in rs. */
 int call_body_read(const struct http_request *rq, struct http_response *rs, bool exec,

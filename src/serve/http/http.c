@@ -455,6 +455,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		.query_after = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
 		.query_limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
 		.query_before = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
+		.query_wait = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "wait"),
 	};
 	if (!strcmp(url, "/mcp"))
 		routes->mcp(routes->ctx, &rq, &rs);

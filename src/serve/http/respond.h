@@ -27,6 +27,7 @@ struct http_request {
 	 * ?before= (NULL: not given). */
 	const char *last_event_id;
 	const char *query_after, *query_limit, *query_before;
+	const char *query_wait; /* GET .../processes/PID?wait= */
 };
 
 struct http_response {

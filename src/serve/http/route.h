@@ -4,6 +4,8 @@
 #ifndef AJ_SERVE_ROUTE_H
 #define AJ_SERVE_ROUTE_H
 
+#include <stdint.h>
+
 #include "respond.h"
 
 #define SESSIONS_PREFIX "/v1/sessions/"
@@ -18,6 +20,17 @@ enum session_op {
 	SESSION_LIST,   /* GET .../files[?dir=D] */
 	SESSION_FILES_METHOD, /* any other method on files: 405 once the
 			       * session is found (allow says which) */
+	SESSION_PROC,   /* .../processes[/PID[/events|/stdin|/signal]]: proc says which */
+};
+
+/* The background command routes (docs/serve.md, "Background commands"). */
+enum proc_action {
+	PROC_SPAWN,  /* POST .../processes */
+	PROC_LIST,   /* GET  .../processes */
+	PROC_STATE,  /* GET  .../processes/PID[?wait=S] */
+	PROC_EVENTS, /* GET  .../processes/PID/events */
+	PROC_STDIN,  /* POST .../processes/PID/stdin */
+	PROC_SIGNAL, /* POST .../processes/PID/signal */
 };
 
 struct session_route {
@@ -25,6 +38,8 @@ struct session_route {
 	enum session_op op;
 	const char *path;  /* SESSION_PUT, SESSION_GET: the file */
 	const char *allow; /* SESSION_FILES_METHOD: the methods it takes */
+	enum proc_action proc; /* SESSION_PROC */
+	uint32_t pid;          /* SESSION_PROC but PROC_SPAWN, PROC_LIST */
 };
 
 /* rq->path, under SESSIONS_PREFIX, as a session call: 0, or -1 with the

@@ -14,6 +14,8 @@
 #include "../runs/sse.h"
 #include "../../api/api.h"
 #include "../admit/call_body.h"
+#include "../admit/proc_call.h"
+#include "../admit/proc_route.h"
 #include "../http/wire.h"
 
 static int local_backend_run(struct service *svc, const struct run_terms *t, const char *code,
@@ -171,6 +173,39 @@ static void session_files(struct session_table *t, const struct http_request *rq
 	}
 }
 
+/* The background command routes reach the session here directly; a
+ * stream holds it until it ends, and ends when it is deleted. */
+struct proc_hold {
+	struct session_table *t;
+	struct hsession *h;
+};
+
+static json_t *proc_call_here(void *arg, json_t *req)
+{
+	struct proc_hold *p = arg;
+	return sessions_deleted(p->t, p->h) ? NULL : proc_call_run(p->h->s, req);
+}
+
+static void proc_release(void *arg)
+{
+	struct proc_hold *p = arg;
+	sessions_put(p->t, p->h);
+	free(p);
+}
+
+static void session_proc(struct service *svc, const struct http_request *rq,
+			 struct http_response *rs, struct hsession *h,
+			 const struct session_route *r)
+{
+	struct proc_hold *p = malloc(sizeof *p);
+	if (!p)
+		return respond_error(rs, 500, "internal", "out of memory");
+	*p = (struct proc_hold){&local_of(svc)->sessions, h};
+	sessions_hold(p->t, h);
+	const struct proc_source src = {proc_call_here, proc_release, p};
+	proc_route(svc, rq, rs, r, &src);
+}
+
 static int session_held(struct service *svc, const char *id, const struct key *key)
 {
 	struct hsession *h = sessions_get(&local_of(svc)->sessions, id, admission_use(&svc->adm, key));
@@ -201,6 +236,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_run(svc, rq, rs, h, r->op == SESSION_EXEC);
 	else if (r->op == SESSION_EGRESS)
 		session_egress(rq, rs, h);
+	else if (r->op == SESSION_PROC)
+		session_proc(svc, rq, rs, h, r);
 	else
 		session_files(&local_of(svc)->sessions, rq, rs, h, r);
 	sessions_put(&local_of(svc)->sessions, h);

@@ -130,6 +130,14 @@ int sessions_delete(struct session_table *t, const char *id, const struct key_us
 	return rc;
 }
 
+bool sessions_deleted(struct session_table *t, struct hsession *h)
+{
+	pthread_mutex_lock(&t->lock);
+	bool deleted = h->deleted;
+	pthread_mutex_unlock(&t->lock);
+	return deleted;
+}
+
 unsigned sessions_open(struct session_table *t)
 {
 	struct hsession *dead = NULL;

@@ -38,6 +38,9 @@ void sessions_put(struct session_table *t, struct hsession *h);
 void sessions_hold(struct session_table *t, struct hsession *h);
 /* Closes it (once the calls using it end); -ENOENT if owner holds none. */
 int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner);
+/* Whether h, which the caller holds, was deleted meanwhile (a stream that
+ * holds it ends then, so the session closes). */
+bool sessions_deleted(struct session_table *t, struct hsession *h);
 unsigned sessions_open(struct session_table *t);
 void sessions_close_all(struct session_table *t);
 

@@ -12,6 +12,7 @@
 #include "../../cli/cli.h"
 #include "../admit/narrow.h"
 #include "remote.h"
+#include "remote_procs.h"
 #include "remote_runs.h"
 #include "remote_state.h"
 #include "../runs/run_tail.h"
@@ -460,6 +461,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_run(svc, rq, rs, id, worker, r->op == SESSION_EXEC);
 	} else if (r->op == SESSION_EGRESS) {
 		session_egress(svc, rq, rs, id, worker);
+	} else if (r->op == SESSION_PROC) {
+		remote_session_proc(svc, rq, rs, id, worker, r);
 	} else {
 		session_files(svc, rq, rs, worker, r);
 	}

@@ -59,7 +59,7 @@ json_t *run_event_data(const struct run_event *ev)
 	return json_pack("{s:o}", "base64", base64_string(ev->data, ev->len));
 }
 
-char *sse_format(const struct run_event *ev, size_t *len)
+char *sse_format_as(const char *id, const struct run_event *ev, size_t *len)
 {
 	char *data = NULL;
 	/* The result's text is the one-line contract object already. */
@@ -79,13 +79,20 @@ char *sse_format(const struct run_event *ev, size_t *len)
 	if (!data)
 		return NULL;
 	char *out = NULL;
-	int n = asprintf(&out, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id,
-			 run_event_name(ev->kind), data);
+	int n = asprintf(&out, "id: %s\nevent: %s\ndata: %s\n\n", id, run_event_name(ev->kind),
+			 data);
 	free(data);
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
 	return out;
+}
+
+char *sse_format(const struct run_event *ev, size_t *len)
+{
+	char id[24];
+	snprintf(id, sizeof id, "%llu", (unsigned long long)ev->id);
+	return sse_format_as(id, ev, len);
 }
 
 /* What is being sent: at most three pieces (a result's header, its text
@@ -261,12 +268,19 @@ static void sse_done(void *arg)
 	free(r);
 }
 
+int sse_keepalive_ms(unsigned idle_sec)
+{
+	if (idle_sec * 500u < (unsigned)SSE_KEEPALIVE_MS)
+		return idle_sec ? (int)(idle_sec * 500u) : 500;
+	return SSE_KEEPALIVE_MS;
+}
+
 int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
 	       const char *owner, uint64_t after, unsigned idle_sec)
 {
 	struct sse_reader *r = calloc(1, sizeof *r);
 	/* The client waits this long before it reconnects (SSE's retry). */
-	static char first[] = "retry: 1000\n\n";
+	static char first[] = SSE_RETRY;
 	if (!r || !(r->owner = strdup(owner))) {
 		free(r);
 		return -ENOMEM;
@@ -275,9 +289,7 @@ int sse_answer(struct http_response *rs, struct run_store *st, const char *id,
 	snprintf(r->id, sizeof r->id, "%s", id);
 	r->after = after;
 	r->idle_since = now_ms();
-	r->keepalive_ms = SSE_KEEPALIVE_MS;
-	if (idle_sec * 500u < (unsigned)r->keepalive_ms)
-		r->keepalive_ms = idle_sec ? (int)(idle_sec * 500u) : 500;
+	r->keepalive_ms = sse_keepalive_ms(idle_sec);
 	out_add(r, first, strlen(first), false);
 	rs->code = 200;
 	rs->content_type = SSE_CONTENT_TYPE;

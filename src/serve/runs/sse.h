@@ -33,6 +33,14 @@ const char *run_event_name(enum run_event_kind k);
 json_t *run_event_data(const struct run_event *ev);
 /* The event as its SSE text (malloc'ed, *len): NULL on ENOMEM. */
 char *sse_format(const struct run_event *ev, size_t *len);
+/* The same under an id of the caller's words (ev->id unused): a stream
+ * whose place is not an event number (a background command's offsets). */
+char *sse_format_as(const char *id, const struct run_event *ev, size_t *len);
+/* The first text of every stream: how long a client waits to reconnect. */
+#define SSE_RETRY "retry: 1000\n\n"
+/* How often a stream with nothing to say sends a comment, for a server
+ * whose connections are cut after idle_sec s without a byte. */
+int sse_keepalive_ms(unsigned idle_sec);
 
 /* Answers rs as a stream of run id's events after event number after,
  * read from st as owner, on a connection closed after idle_sec s without

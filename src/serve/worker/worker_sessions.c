@@ -11,6 +11,7 @@
 #include "../http/wire.h"
 #include "../../api/api.h"
 #include "../admit/call_body.h"
+#include "../admit/proc_call.h"
 #include "worker.h"
 
 static struct wsession *find_session(struct worker *w, const char *id)
@@ -190,6 +191,8 @@ json_t *worker_session_op(struct worker *w, json_t *req, const char *op,
 	bool exec;
 	if (!call_body_op(op, &exec))
 		return session_call_op(w, s, req, exec, stream, cancel);
+	if (proc_call_is(op)) /* answered as the local backend answers it */
+		return json_pack("{s:b, s:o}", "ok", 1, "answer", proc_call_run(s->s, req));
 	if (!strcmp(op, "put"))
 		return put_file(s, req, path);
 	if (!strcmp(op, "get"))
