@@ -44,6 +44,15 @@ function reply(obj) {
     off += fs.writeSync(REPLIES, data, off);
 }
 
+// stdout and stderr written as the cell writes them: a pipe's writes
+// block (libuv would otherwise queue what the pipe cannot take at once, and
+// a cell's output would reach the host after its reply, past the output
+// cap's reach and out of its call).
+for (const stream of [process.stdout, process.stderr]) {
+  if (stream._handle && typeof stream._handle.setBlocking === 'function')
+    stream._handle.setBlocking(true);
+}
+
 // Node's REPL evaluator, never reading a terminal: its input is a stream
 // nothing writes, its output (the context's console) the session's stdout.
 const server = repl.start({
@@ -112,8 +121,17 @@ function runCell(req) {
     } else if (value !== undefined) {
       process.stdout.write(util.inspect(value) + '\n');
     }
-    const after = usage();
-    reply({ exit, cpu_us: after.cpu - before.cpu, rss_kb: after.rss });
+    // What is still queued (a stream that could not block) is written
+    // before the reply: the host takes the reply as the cell's end.
+    let pending = 2;
+    const flushed = () => {
+      if (--pending)
+        return;
+      const after = usage();
+      reply({ exit, cpu_us: after.cpu - before.cpu, rss_kb: after.rss });
+    };
+    process.stdout.write('', flushed);
+    process.stderr.write('', flushed);
   };
   current = done;
   try {

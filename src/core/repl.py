@@ -844,9 +844,9 @@ def ended_how(rc):
 
 
 def op_js(req, state):
-    node, restarted = state.get("node"), False
+    node, restarted = state.get("node"), state.pop("node_lost", False)
     if node is not None and node.popen.poll() is not None:
-        node.end()
+        node.end()  # it ended between calls (a callback's process.exit)
         node, restarted = None, True
     flush()
     if node is None:
@@ -860,7 +860,7 @@ def op_js(req, state):
         # of V8's): its end is the cell's, and the next cell gets a fresh
         # node, told that the state is gone.
         rc = node.end()
-        state["node"] = None
+        state["node"], state["node_lost"] = None, True
         answer = {"exit": rc} if rc >= 0 else {"signal": -rc}
         os.write(2, ("javascript: node ended (%s): the next JavaScript call starts a fresh "
                      "one\n" % ended_how(rc)).encode())
