@@ -211,12 +211,7 @@ static void js_hostile_fork_loop(void **state)
 		  "console.log('made', kids.length);\n"
 		  "for (const c of kids) c.kill('SIGKILL');",
 		  AJ_STATUS_OK, &r);
-	int made = -1;
-	const char *p = strstr(r.stdout_buf, "made ");
-	if (p)
-		made = atoi(p + 5);
-	assert_true(made >= 0);
-	assert_true((uint32_t)made < f->cfg.limits.pids);
+	assert_made_under_pids(f, &r);
 	aj_result_free(&r);
 	close_session(s);
 }

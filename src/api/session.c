@@ -390,18 +390,6 @@ static int call(struct aj_session *s, const struct aj_config *cfg, json_t *reque
 #define STATE_ENDING "the session's interpreter ended: the next call starts a fresh one " \
 		     "(workspace files are kept)"
 
-/* Adds note to res's message, before or after what it says already. */
-static void add_note(struct aj_result *res, const char *note, bool before)
-{
-	char *old = res->message;
-	res->message = NULL;
-	if (!old)
-		result_set_message(res, "%s", note);
-	else
-		result_set_message(res, "%s; %s", before ? note : old, before ? old : note);
-	free(old);
-}
-
 /* The call's images, after its output (and the rest of its output a tier
  * did not stream): the interpreter hands them over only in its reply. */
 static void stream_images(struct stream_tap *tap, const struct aj_result *res)
@@ -446,11 +434,11 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	stream_images(tap, res);
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
-			add_note(res, STATE_LOST, true);
+			result_add_note(res, STATE_LOST, true);
 		s->state_lost = false;
 		if (ans.ended) {
 			s->state_lost = true;
-			add_note(res, STATE_ENDING, false);
+			result_add_note(res, STATE_ENDING, false);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);

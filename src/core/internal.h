@@ -113,6 +113,8 @@ int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *cou
 
 /* Result helpers. */
 void result_init(struct aj_result *res);
+/* Adds note to res's message ("a; b"), before or after what it says. */
+void result_add_note(struct aj_result *res, const char *note, bool before);
 void result_set_message(struct aj_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Every result carries both streams, even a refused one, so front ends

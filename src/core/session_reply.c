@@ -146,18 +146,11 @@ void session_js_reply(json_t *reply, const struct aj_config *cfg, struct aj_resu
 		return;
 	}
 	session_exec_reply(reply, cfg, res);
-	if (json_is_true(json_object_get(reply, "js_restarted"))) {
-		static const char note[] = "the session's JavaScript interpreter had ended: "
-					   "variables from earlier JavaScript calls are gone "
-					   "(Python's state and the workspace files are kept)";
-		char *old = res->message;
-		res->message = NULL;
-		if (old)
-			result_set_message(res, "%s; %s", note, old);
-		else
-			result_set_message(res, "%s", note);
-		free(old);
-	}
+	if (json_is_true(json_object_get(reply, "js_restarted")))
+		result_add_note(res, "the session's JavaScript interpreter had ended: variables "
+				     "from earlier JavaScript calls are gone (Python's state and the "
+				     "workspace files are kept)",
+				true);
 }
 
 static const struct {
