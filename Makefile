@@ -74,10 +74,22 @@ $(LAUNCH_GEN): src/core/exit_rule.py src/core/launch.py tools/c_string.py
 
 # The session interpreter (src/core/repl.py), as a C string, after the
 # SystemExit rule it shares with the warm zygote (src/core/exit_rule.py).
+# After them, how node starts (src/core/node_flags.py) and the JavaScript
+# interpreter it starts (src/core/repl.js) as the string REPL_JS: a
+# session's first JavaScript call starts node on it.
 REPL_GEN := $(B)/gen/session_repl.inc
-$(REPL_GEN): src/core/exit_rule.py src/core/repl.py tools/c_string.py
+$(REPL_GEN): src/core/exit_rule.py src/core/node_flags.py src/core/repl.js src/core/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/repl.py > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py --py-string REPL_JS src/core/repl.js > $(B)/gen/repl_js.py.tmp && mv $(B)/gen/repl_js.py.tmp $(B)/gen/repl_js.py
+	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/node_flags.py $(B)/gen/repl_js.py src/core/repl.py > $@.tmp && mv $@.tmp $@
+
+# A one-shot JavaScript run's program (src/core/js_run.py after
+# node_flags.py), as a C string: src/api/language.c puts the JavaScript
+# after it, and every tier runs it as a Python program.
+JS_RUN_GEN := $(B)/gen/js_run.inc
+$(JS_RUN_GEN): src/core/node_flags.py src/core/js_run.py tools/c_string.py
+	@mkdir -p $(dir $@)
+	python3 tools/c_string.py js_run_py src/core/node_flags.py src/core/js_run.py > $@.tmp && mv $@.tmp $@
 
 # Warm mode: the zygote (src/warm/zygote.py) as a C string, and the helper
 # library it loads (src/warm/helper.c with the jail's code, libc only) as
@@ -124,6 +136,7 @@ $(B)/obj/src/linux/jail_session.o $(T)/obj/src/linux/jail_session.o: $(REPL_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
 $(B)/obj/src/vm/session_host.o $(T)/obj/src/vm/session_host.o: $(REPL_GEN)
 $(B)/obj/src/boot/session.o $(T)/obj/src/boot/session.o: $(REPL_GEN)
+$(B)/obj/src/api/language.o $(T)/obj/src/api/language.o: $(JS_RUN_GEN)
 $(B)/obj/src/linux/seccomp.o $(T)/obj/src/linux/seccomp.o: $(GEN)
 $(B)/obj/src/boot/spec.o $(T)/obj/src/boot/spec.o: $(DOCKER_GEN) $(BOOT_GEN) $(LAUNCH_GEN)
 
@@ -215,7 +228,7 @@ FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/mcp/*.c) src/cli/options.c src/cli/run
 	src/cli/mcp.c src/vm/guest/frame.c src/vm/guest/failure.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
 $(B)/fuzz/obj/src/vm/guest/frame.o $(B)/fuzz/obj/src/vm/guest/failure.o: src/vm/guest/agent.h
-$(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN) $(LAUNCH_GEN)
+$(B)/fuzz/obj/%.o: %.c $(HDRS) $(GEN) $(DOCKER_GEN) $(BOOT_GEN) $(REPL_GEN) $(ZYGOTE_GEN) $(HELPER_GEN) $(LAUNCH_GEN) $(JS_RUN_GEN)
 	@mkdir -p $(dir $@)
 	@$(FUZZ_CC) $(CFLAGS_BASE) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) \
 		-I$(B)/gen -c $< -o $@
@@ -256,7 +269,7 @@ $(MCP_DEPS): tests/mcp/package.json
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages nodejs --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
@@ -366,7 +379,7 @@ $(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
 
 .PHONY: soak
 soak: all $(B)/soak
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages nodejs --name test >/dev/null
 	@(./scripts/ensure-dockerd.sh && AGENTJAIL_IMAGES=$(TEST_IMAGES) \
 		$(B)/agentjail image import test >/dev/null) || \
 		echo "soak: no Docker Engine here; the docker tier is left out" >&2

@@ -346,6 +346,28 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 			     struct aj_cancel *cancel, const struct aj_stream *stream,
 			     struct aj_result *res);
+/* ---- Languages: Python (the default) and JavaScript (docs/javascript.md)
+ *
+ * A session's JavaScript runs in one Node interpreter of the session's,
+ * started on its first JavaScript call, as a child of the session's Python
+ * interpreter (so in the same sandbox, under the same limits): top-level
+ * let, const, class and function declarations persist from call to call,
+ * top-level await works, the last expression's value is shown (not
+ * undefined), an uncaught error prints its stack on stderr and exits 1. A
+ * sandbox whose image has no node refuses with a sandbox_error naming the
+ * package. A one-shot run (aj_run_lang) runs the JavaScript with node in a
+ * fresh sandbox: the exit code, stdout and stderr are node's. */
+enum aj_language { AJ_LANG_PYTHON = 0, AJ_LANG_JAVASCRIPT = 1 };
+/* "python", "javascript" or "js": 0, else -EINVAL (out unchanged). */
+int aj_language_parse(const char *name, enum aj_language *out);
+const char *aj_language_name(enum aj_language lang);
+/* aj_run_streaming in lang (cancel and stream may be NULL). */
+int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, size_t len,
+		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res);
+/* aj_session_run_streaming in lang (cancel and stream may be NULL). */
+int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char *code,
+			size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
+			struct aj_result *res);
 /* Writes (creates or replaces) a workspace file, making its directories. */
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
 		   struct aj_error *err);

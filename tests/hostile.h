@@ -278,19 +278,25 @@ static void hostile_numpy_memory_error(void **state)
 	aj_result_free(&r);
 }
 
+/* "made N" in the output: how many processes a loop started, which the
+ * first process alone can never take past the pids limit. */
+static void assert_made_under_pids(const struct fixture *f, const struct aj_result *r)
+{
+	int made = -1;
+	const char *p = strstr(r->stdout_buf, "made ");
+	if (p)
+		made = atoi(p + 5);
+	assert_true(made >= 0);
+	assert_true((uint32_t)made < f->cfg.limits.pids);
+}
+
 static void hostile_fork_bomb(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_result r;
 	run_program(f, &r, HOSTILE_FORK_BOMB, (struct hostile_values){0});
 	assert_int_not_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
-	int made = -1;
-	const char *p = strstr(r.stdout_buf, "made ");
-	if (p)
-		made = atoi(p + 5);
-	/* The first process alone can never fork past the pids limit. */
-	assert_true(made >= 0);
-	assert_true((uint32_t)made < f->cfg.limits.pids);
+	assert_made_under_pids(f, &r);
 	aj_result_free(&r);
 }
 

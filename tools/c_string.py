@@ -1,6 +1,11 @@
 """Build step: prints Python source as a C string constant named argv[1].
 
     c_string.py NAME [--strip-comments] [FILE ...]
+    c_string.py --py-string NAME FILE
+
+--py-string prints FILE (ASCII) as one Python line, NAME = '...', to put
+in front of a script as the others are: src/core/repl.js travels inside
+repl.py this way.
 
 The source is the FILEs one after another (stdin without any): a snippet
 several scripts share (src/core/exit_rule.py) is written once and put in
@@ -41,8 +46,16 @@ def strip_comments(text):
     return "".join(out)
 
 
+def py_string(name, path):
+    with open(path, encoding="ascii") as f:
+        print("%s = %r" % (name, f.read()))
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--py-string"]:
+        py_string(args[1], args[2])
+        return
     name = args.pop(0)
     strip = "--strip-comments" in args
     files = [a for a in args if a != "--strip-comments"]

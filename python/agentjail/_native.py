@@ -109,6 +109,12 @@ int aj_session_run_cancellable(struct aj_session *s, const char *code, size_t le
 int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
                              struct aj_cancel *cancel, const struct aj_stream *stream,
                              struct aj_result *res);
+int aj_language_parse(const char *name, int *out);
+int aj_run_lang(struct aj_sandbox *sb, int lang, const char *code, size_t len,
+                struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res);
+int aj_session_run_lang(struct aj_session *s, int lang, const char *code, size_t len,
+                        struct aj_cancel *cancel, const struct aj_stream *stream,
+                        struct aj_result *res);
 struct aj_exec {
     const char *command; const char *const *argv; const char *cwd;
     const char *const *env; uint32_t env_count;

@@ -48,6 +48,29 @@ def finish(call, res, tier, deadline):
     return ex
 
 
+def language_number(language):
+    """The library's number for a language's name ("python", "javascript"
+    or "js", as aj_language_parse reads it); ValueError naming the ones
+    there are."""
+    if isinstance(language, str):
+        out = ffi.new("int *")
+        if lib.aj_language_parse(language.encode("utf-8", "replace"), out) == 0:
+            return out[0]
+    raise ValueError(f"language: {language!r} is not one the sandbox runs: "
+                     "'python' (the default), 'javascript' or 'js'")
+
+
+def in_language(language, plain_fn, stream_fn, lang_fn):
+    """plain_fn and stream_fn (a run's or a session call's) for language:
+    as they are for Python, else lang_fn (aj_run_lang, aj_session_run_lang)
+    in their shapes."""
+    number = language_number(language)
+    if number == 0:
+        return plain_fn, stream_fn
+    return ((lambda h, c, n, token, res: lang_fn(h, number, c, n, token, ffi.NULL, res)),
+            (lambda h, c, n, token, stream, res: lang_fn(h, number, c, n, token, stream, res)))
+
+
 def execute(owner, plain_fn, stream_fn, code, timeout, listener=None, started=None,
             check_rc=None):
     """One run of owner (a Sandbox or a Session: its _calls, _handle, tier

@@ -296,7 +296,8 @@ class RunMethods:
     """run(code, on_stdout=, on_stderr=, on_image=), stream, submit, arun,
     astream, over the owner's _execute."""
 
-    def run(self, code, timeout=None, on_stdout=None, on_stderr=None, on_image=None):
+    def run(self, code, timeout=None, on_stdout=None, on_stderr=None, on_image=None,
+            language="python"):
         """Runs code (str or bytes) and returns its Execution. timeout: a
         deadline of this call's own, shorter than the configured one;
         reaching it stops the run with status timeout.
@@ -308,8 +309,13 @@ class RunMethods:
         session's call made, at its end. They run on a thread of the
         library's, one at a time; a slow one slows the program (its output
         waits), never grows memory. One that raises is not called again,
-        and run() raises its exception once the run has ended."""
-        return self._execute(code, timeout, listener_for(on_stdout, on_stderr, on_image))
+        and run() raises its exception once the run has ended.
+
+        language: "python" (the default), or "javascript" ("js"): run by
+        node, in a session by one node that keeps its state across calls
+        (docs/javascript.md); another name is a ValueError naming these."""
+        return self._execute(code, timeout, listener_for(on_stdout, on_stderr, on_image),
+                             language=language)
 
     def stream(self, code, timeout=None):
         """The run's events as they happen, then its Execution:

@@ -13,7 +13,7 @@ Output as it happens (docs/python.md): run(code, on_stdout=print),
 stream(code), submit(code) -> RunHandle, and arun / astream for asyncio."""
 from ._calls import Calls, Handle
 from ._native import ffi, lib
-from ._runs import execute
+from ._runs import execute, in_language
 from ._streams import RunMethods
 from .config import Config
 from .errors import ConfigError, SandboxClosed, SandboxUnavailable
@@ -86,9 +86,10 @@ class Sandbox(RunMethods, Handle):
 
     # run(code, timeout=None, on_stdout=, on_stderr=, on_image=), stream,
     # submit, arun, astream: RunMethods, over this.
-    def _execute(self, code, timeout, listener=None, started=None):
-        return execute(self, lib.aj_run_cancellable, lib.aj_run_streaming, code, timeout,
-                       listener, started)
+    def _execute(self, code, timeout, listener=None, started=None, language="python"):
+        plain, streaming = in_language(language, lib.aj_run_cancellable, lib.aj_run_streaming,
+                                       lib.aj_run_lang)
+        return execute(self, plain, streaming, code, timeout, listener, started)
 
     def cancel(self):
         """Stops every run in progress on this sandbox (from any thread):

@@ -17,7 +17,7 @@ import os
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from ._exec import Process, exec_call, procs_call, spawn_call
-from ._runs import execute
+from ._runs import execute, in_language
 from ._streams import RunMethods
 from .config import c_strings
 from .errors import (EgressError, FileTransferError, SandboxUnavailable, SessionClosed,
@@ -69,9 +69,11 @@ class Session(RunMethods, Handle):
     # run(code, timeout=None, on_stdout=, on_stderr=, on_image=), stream,
     # submit, arun, astream (RunMethods): a call of the session, with the
     # images it made (figures left open, new images under outputs/).
-    def _execute(self, code, timeout, listener=None, started=None):
-        return execute(self, lib.aj_session_run_cancellable, lib.aj_session_run_streaming,
-                       code, timeout, listener, started, self._closed_rc)
+    def _execute(self, code, timeout, listener=None, started=None, language="python"):
+        plain, streaming = in_language(language, lib.aj_session_run_cancellable,
+                                       lib.aj_session_run_streaming, lib.aj_session_run_lang)
+        return execute(self, plain, streaming, code, timeout, listener, started,
+                       self._closed_rc)
 
     def exec(self, command, *, cwd=None, env=None, stdin=None, timeout=None,
              on_stdout=None, on_stderr=None):

@@ -95,6 +95,12 @@ int session_exec_check(const struct aj_config *cfg, const struct aj_exec *x,
 /* The same for aj_session_spawn's x (a background command's timeout). */
 int session_spawn_check(const struct aj_config *cfg, const struct aj_exec *x,
 			struct aj_error *err);
+/* A cell of code (Python's, or the JavaScript of language.c) as one call:
+ * op is repl.py's ("run", "js"), on_reply reads its reply. The body of
+ * aj_session_run_streaming. */
+int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_reply,
+		   const char *code, size_t len, struct aj_cancel *cancel,
+		   const struct aj_stream *stream, struct aj_result *res);
 /* A caller's path as one relative to the workspace (*rel, inside path):
  * valid UTF-8, no "..", absolute only under the workspace; the workspace
  * itself only if may_be_workspace. 0, or -errno with err naming why. */

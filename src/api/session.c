@@ -390,18 +390,6 @@ static int call(struct aj_session *s, const struct aj_config *cfg, json_t *reque
 #define STATE_ENDING "the session's interpreter ended: the next call starts a fresh one " \
 		     "(workspace files are kept)"
 
-/* Adds note to res's message, before or after what it says already. */
-static void add_note(struct aj_result *res, const char *note, bool before)
-{
-	char *old = res->message;
-	res->message = NULL;
-	if (!old)
-		result_set_message(res, "%s", note);
-	else
-		result_set_message(res, "%s; %s", before ? note : old, before ? old : note);
-	free(old);
-}
-
 /* The call's images, after its output (and the rest of its output a tier
  * did not stream): the interpreter hands them over only in its reply. */
 static void stream_images(struct stream_tap *tap, const struct aj_result *res)
@@ -446,20 +434,20 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	stream_images(tap, res);
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
-			add_note(res, STATE_LOST, true);
+			result_add_note(res, STATE_LOST, true);
 		s->state_lost = false;
 		if (ans.ended) {
 			s->state_lost = true;
-			add_note(res, STATE_ENDING, false);
+			result_add_note(res, STATE_ENDING, false);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
-int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
-			     struct aj_cancel *cancel, const struct aj_stream *stream,
-			     struct aj_result *res)
+int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_reply,
+		   const char *code, size_t len, struct aj_cancel *cancel,
+		   const struct aj_stream *stream, struct aj_result *res)
 {
 	struct stream_tap *tap = NULL;
 	json_t *req = NULL;
@@ -478,7 +466,7 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 	char *b64 = base64_encode(code, len, NULL);
 	/* memory_mb: the session's, under which repl.py keeps its own data
 	 * (a MemoryError keeps the state an OOM kill would take). */
-	req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "code", b64, "cpu",
+	req = b64 ? json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", op, "code", b64, "cpu",
 			      (int)cfg->limits.cpu_sec, "images", (int)sl->images, "image_bytes",
 			      (json_int_t)sl->image_kb * 1024, "memory_mb",
 			      (int)cfg->limits.memory_mb)
@@ -491,13 +479,20 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 	}
 	size_t image_bytes = (size_t)sl->image_kb * 1024;
 	size_t reply_max = (size_t)sl->images * (image_bytes / 3 * 4 + 4 + 256) + REPLY_SLACK;
-	rc = session_call_streaming(s, req, reply_max, 0, cancel, tap, session_run_reply, res);
+	rc = session_call_streaming(s, req, reply_max, 0, cancel, tap, on_reply, res);
 out:
 	json_decref(req);
 	/* Every event is delivered before the call returns. */
 	stream_tap_finish(tap);
 	result_ensure_streams(res);
 	return rc;
+}
+
+int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
+			     struct aj_cancel *cancel, const struct aj_stream *stream,
+			     struct aj_result *res)
+{
+	return session_run_op(s, "run", session_run_reply, code, len, cancel, stream, res);
 }
 
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,

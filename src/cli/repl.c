@@ -23,13 +23,16 @@ static const char usage[] =
 	"ending in ':') runs at an empty line. From a pipe, cells are separated by\n"
 	"lines that start with '# %%' (Jupyter's percent format). In both:\n"
 	"  !LINE               run LINE with /bin/sh -c in the session's sandbox\n"
+	"  %js CODE            run CODE as JavaScript in the session's node, whose\n"
+	"                      variables persist from call to call as Python's do\n"
 	"  %put LOCAL [PATH]   copy a host file into the workspace\n"
 	"  %get PATH [LOCAL]   copy a workspace file out (default: its base name)\n"
 	"  %ls [DIR]           list a workspace directory\n"
 	"  %quit               end the session (so does end of input)\n"
 	"\n"
 	"With --json, each input line is one request and each answer one line:\n"
-	"  {\"run\": CODE}                       the result object (\"images\" when any)\n"
+	"  {\"run\": CODE, \"language\"?}         the result object (\"images\" when any);\n"
+	"                                      \"language\": \"python\" or \"javascript\"\n"
 	"  {\"put\": PATH, \"data\": TEXT}         or \"base64\": B64 instead of \"data\"\n"
 	"  {\"get\": PATH}                       {\"path\": PATH, \"base64\": B64}\n"
 	"  {\"list\": DIR}                       {\"entries\": [{\"name\", \"type\", \"size\"}]}\n"
@@ -130,12 +133,18 @@ static int call_done(struct repl *r, int rc, struct aj_result *res, json_t **as_
  * answer is one line at the end. */
 static const struct aj_stream pass = {cli_pass_output, NULL, 0};
 
-static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
+static int run_cell_in(struct repl *r, enum aj_language lang, const char *code, size_t len,
+		       json_t **as_json)
 {
 	struct aj_result res;
-	int rc = aj_session_run_streaming(r->s, code, len, NULL, as_json ? NULL : &pass, &res);
+	int rc = aj_session_run_lang(r->s, lang, code, len, NULL, as_json ? NULL : &pass, &res);
 	r->cells++;
 	return call_done(r, rc, &res, as_json);
+}
+
+static int run_cell(struct repl *r, const char *code, size_t len, json_t **as_json)
+{
+	return run_cell_in(r, AJ_LANG_PYTHON, code, len, as_json);
 }
 
 /* A command in the session (!LINE, or {"exec"}). */
@@ -175,6 +184,14 @@ static int magic(struct repl *r, char *line)
 		line[strcspn(line, "\r\n")] = '\0';
 		const struct aj_exec x = {.command = line + 1};
 		exec_command(r, &x, NULL);
+		return 0;
+	}
+	if (!strncmp(line, "%js", 3) && (line[3] == ' ' || line[3] == '\t')) {
+		/* The rest of the line, as one JavaScript cell. */
+		char *code = line + 4;
+		code[strcspn(code, "\r\n")] = '\0';
+		if (code[strspn(code, " \t")])
+			run_cell_in(r, AJ_LANG_JAVASCRIPT, code, strlen(code), NULL);
 		return 0;
 	}
 	char *save = NULL;
@@ -361,7 +378,12 @@ static json_t *json_request(struct repl *r, json_t *req)
 	json_t *list = json_object_get(req, "list");
 	json_t *out = NULL;
 	if (code) {
-		run_cell(r, code, json_string_length(json_object_get(req, "run")), &out);
+		const char *language = json_string_value(json_object_get(req, "language"));
+		enum aj_language lang = AJ_LANG_PYTHON;
+		if (json_object_get(req, "language") &&
+		    (!language || aj_language_parse(language, &lang)))
+			return error_json("run: \"language\" is \"python\" or \"javascript\" (or \"js\")");
+		run_cell_in(r, lang, code, json_string_length(json_object_get(req, "run")), &out);
 		return out ? out : error_json("out of memory");
 	}
 	if (json_object_get(req, "exec"))

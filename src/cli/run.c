@@ -16,7 +16,8 @@
 static const char usage[] =
 	"usage: agentjail run [options] FILE|- [options]\n"
 	"\n"
-	"Runs the Python program in FILE (or read from stdin with -) in a sandbox.\n"
+	"Runs the Python program in FILE (or read from stdin with -) in a sandbox\n"
+	"(a JavaScript one, run by node, with --language js).\n"
 	"Options may come before or after FILE; -- ends them (agentjail run -- -x.py).\n"
 	"Without --json its stdout and stderr pass through as it writes them, and\n"
 	"agentjail exits with its exit code (1 when an uncaught MemoryError ended\n"
@@ -25,6 +26,8 @@ static const char usage[] =
 	"usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
+	"  --language LANG   python (the default) or javascript (js): the language of\n"
+	"                    FILE (docs/javascript.md)\n"
 	"  --json            print one JSON object with the result instead (a usage\n"
 	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  --json-stream     print one JSON object per line as the run goes:\n"
@@ -32,7 +35,7 @@ static const char usage[] =
 	"                    then {\"event\": \"result\", ...} with --json's object\n"
 	"  -h, --help        this help\n";
 
-enum { OPT_JSON = 2000, OPT_JSON_STREAM };
+enum { OPT_JSON = 2000, OPT_JSON_STREAM, OPT_LANGUAGE };
 
 static int load_program(const char *path, char **code, size_t *len)
 {
@@ -87,6 +90,8 @@ int cli_exit_code_for(const struct aj_result *r)
 struct run_args {
 	bool json, json_stream;
 	const char **program;
+	const char *language;   /* as given; NULL: python */
+	enum aj_language lang;
 };
 
 static void run_opt(int opt, const char *arg, void *ctx)
@@ -97,6 +102,8 @@ static void run_opt(int opt, const char *arg, void *ctx)
 		a->json = true;
 	else if (opt == OPT_JSON_STREAM)
 		a->json_stream = true;
+	else if (opt == OPT_LANGUAGE)
+		a->language = arg;
 }
 
 /* Options before or after FILE (getopt permutes; -- ends them), so that
@@ -107,6 +114,13 @@ static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 	if (a->json && a->json_stream) {
 		/* Two formats on one stdout could only be parsed as neither. */
 		cli_error("run: --json and --json-stream are two output formats: give one");
+		cli_try_help("run");
+		return EXIT_USAGE;
+	}
+	if (a->language && aj_language_parse(a->language, &a->lang)) {
+		cli_error("run: --language: '%s' is not a language this sandbox runs (python, "
+			  "javascript or js)",
+			  a->language);
 		cli_try_help("run");
 		return EXIT_USAGE;
 	}
@@ -129,23 +143,26 @@ static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 }
 
 static int run_parse(int argc, char **argv, struct aj_config *cfg, enum run_output *out,
-		     const char **program)
+		     const char **program, enum aj_language *lang)
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"json-stream", no_argument, NULL, OPT_JSON_STREAM},
+					    {"language", required_argument, NULL, OPT_LANGUAGE},
 					    {NULL, 0, NULL, 0}};
-	struct run_args a = {false, false, program};
+	struct run_args a = {false, false, program, NULL, AJ_LANG_PYTHON};
 	const struct command_parse cp = {"run", usage, own, one_tier_options, run_opt,
 					 run_operands, &a};
 	int rc = parse_command(argc, argv, &cp, cfg);
 	*out = a.json_stream ? RUN_JSON_STREAM : a.json ? RUN_JSON : RUN_PLAIN;
+	*lang = a.lang;
 	return rc;
 }
 
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program)
 {
 	enum run_output out;
-	int rc = run_parse(argc, argv, cfg, &out, program);
+	enum aj_language lang;
+	int rc = run_parse(argc, argv, cfg, &out, program, &lang);
 	*json = out != RUN_PLAIN;
 	return rc;
 }
@@ -226,7 +243,8 @@ int cmd_run(int argc, char **argv)
 	struct aj_config cfg;
 	enum run_output out;
 	const char *program;
-	int done = run_parse(argc, argv, &cfg, &out, &program);
+	enum aj_language lang;
+	int done = run_parse(argc, argv, &cfg, &out, &program, &lang);
 	if (done >= 0)
 		return done;
 	struct aj_error err = {0};
@@ -257,7 +275,7 @@ int cmd_run(int argc, char **argv)
 	 * after every event was delivered. --json alone prints at the end. */
 	const struct aj_stream stream = {out == RUN_JSON_STREAM ? cli_print_event : cli_pass_output,
 					 NULL, 0};
-	aj_run_streaming(sb, code, len, NULL, out == RUN_JSON ? NULL : &stream, &res);
+	aj_run_lang(sb, lang, code, len, NULL, out == RUN_JSON ? NULL : &stream, &res);
 	free(code);
 	aj_close(sb);
 

@@ -100,6 +100,11 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
  * its own deadline killed it, "cpu_us", "rss_kb") as res's status by the
  * same rules; cfg's wall_sec is the command's own deadline. */
 void session_exec_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
+/* A JavaScript cell's reply (repl.py's op "js"): as an exec's, its "error"
+ * (node missing, or unable to start under the memory limit) a
+ * sandbox_error in its words, and "js_restarted" a note that the state of
+ * earlier JavaScript calls is gone. */
+void session_js_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err);
 int session_get_reply(json_t *reply, size_t cap, const char *path, void **data, size_t *len,
 		      struct aj_error *err);
@@ -108,6 +113,8 @@ int session_list_reply(json_t *reply, struct aj_file_info **entries, size_t *cou
 
 /* Result helpers. */
 void result_init(struct aj_result *res);
+/* Adds note to res's message ("a; b"), before or after what it says. */
+void result_add_note(struct aj_result *res, const char *note, bool before);
 void result_set_message(struct aj_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Every result carries both streams, even a refused one, so front ends

@@ -36,6 +36,11 @@
 #   {"seq", "op": "proc_input", "pid", "data": b64, "close": bool}
 #   {"seq", "op": "proc_signal", "pid", "signal": n}   (its process group)
 #   {"seq", "op": "procs"} -> {"seq", "procs": [{"pid", "command", "running"}]}
+#   {"seq", "op": "js", "code": b64, "cpu": s, "memory_mb": n}
+#       -> {"seq", "exit": code} or {"seq", "signal": n} (node ended during
+#          the cell), "cpu_us", "rss_kb", "images": [], and "js_restarted":
+#          true when an earlier cell's node had ended (its state is gone);
+#          {"seq", "error", "errno"} when node cannot start (op_js)
 #   a process op on a pid that is not the session's -> {"seq", "error", "errno": "ESRCH"}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
@@ -50,7 +55,9 @@
 # interpreter started, from outside.
 #
 # The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
-# rule the warm zygote shares) right after this header.
+# rule the warm zygote shares), src/core/node_flags.py (how node starts,
+# shared with a one-shot JavaScript run) and REPL_JS (src/core/repl.js, the
+# JavaScript interpreter, as a string) right after this header.
 import ast
 import base64
 import errno
@@ -725,9 +732,158 @@ def op_procs(req, state):
                       for pid, p in PROCS.items()]}
 
 
+# ---- JavaScript: one node of the session's, started on the first call ----
+
+class Node:
+    """The session's JavaScript interpreter (src/core/repl.js): a child of
+    this interpreter, so the same user, namespaces, limits and filter. Its
+    stdout and stderr are this interpreter's; a pipe pair of its own carries
+    the cells and their ends."""
+
+    def __init__(self, memory_mb, cpu):
+        import subprocess
+
+        path = node_path()
+        if not path:
+            raise FileOpError(errno.ENOENT, NODE_NOT_INSTALLED)
+        try:
+            flags = node_flags(memory_mb)
+        except RuntimeError as e:
+            raise FileOpError(errno.ENOMEM, str(e))
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        death = parent_death_signal()
+        try:
+            self.popen = subprocess.Popen(
+                [path] + flags + ["-e", REPL_JS, str(req_r), str(rep_w)],
+                stdin=subprocess.DEVNULL, pass_fds=(req_r, rep_w), env=node_environment(),
+                preexec_fn=lambda: (death(), exec_child(cpu)))
+        except OSError as e:
+            os.close(self.req_w)
+            os.close(self.rep_r)
+            raise FileOpError(e.errno or errno.ENOENT, "javascript: %s: %s"
+                              % (path, os.strerror(e.errno or 2)))
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self.replies = io.open(self.rep_r, "rb", closefd=False)
+        ready = self.take()
+        if not ready or not ready.get("ready"):
+            rc = self.end()
+            raise FileOpError(errno.ENOMEM, "javascript: node ended as it started (%s) under "
+                              "this sandbox's memory limit of %s MiB: its own words are on "
+                              "stderr; raise --memory" % (ended_how(rc), memory_mb))
+
+    def take(self):
+        """node's next reply, or None when it ended."""
+        try:
+            line = self.replies.readline()
+            return json.loads(line) if line else None
+        except (OSError, ValueError):
+            return None
+
+    def cpu_spent(self):
+        """node's CPU seconds so far, rounded up (/proc/PID/stat)."""
+        with open("/proc/%d/stat" % self.popen.pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return math.ceil((int(fields[11]) + int(fields[12])) / ticks)
+
+    def call(self, code, number, cpu):
+        """Runs one cell: its reply, or None when node ended during it."""
+        try:
+            # This call's CPU budget, as a cell's (set_cpu_limit): node's
+            # own soft limit moves; the hard one stays the session's.
+            hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+            want = self.cpu_spent() + cpu
+            if hard != resource.RLIM_INFINITY:
+                want = min(want, hard)
+            resource.prlimit(self.popen.pid, resource.RLIMIT_CPU, (want, hard))
+            data = (json.dumps({"cell": number, "code": code}) + "\n").encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.req_w, view):]
+        except OSError:
+            return None
+        return self.take()
+
+    def end(self):
+        """Ends node (if it has not ended) and its pipes: its wait status
+        as Popen gives it."""
+        try:
+            self.popen.kill()
+        except OSError:
+            pass
+        rc = self.popen.wait()
+        for fd in (self.req_w, self.rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return rc
+
+
+def parent_death_signal():
+    """What node's process calls before its exec so that it dies with this
+    interpreter (SIGKILL when its parent ends): prctl(PR_SET_PDEATHSIG)
+    through ctypes, loaded here, before the fork. Without ctypes, node ends
+    when its request pipe closes, and the sandbox's end takes it anyway."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return lambda: None
+    return lambda: prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+
+
+def ended_how(rc):
+    if rc < 0:
+        import signal
+
+        try:
+            return "killed by signal %d (%s)" % (-rc, signal.Signals(-rc).name)
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit %d" % rc
+
+
+def op_js(req, state):
+    node, restarted = state.get("node"), state.pop("node_lost", False)
+    if node is not None and node.popen.poll() is not None:
+        node.end()  # it ended between calls (a callback's process.exit)
+        node, restarted = None, True
+    flush()
+    if node is None:
+        node = Node(req.get("memory_mb"), int(req["cpu"]))
+        state["node"] = node
+    state["js_cells"] = state.get("js_cells", 0) + 1
+    code = base64.b64decode(req["code"]).decode("utf-8", "replace")
+    answer = node.call(code, state["js_cells"], int(req["cpu"]))
+    if answer is None:
+        # node ended during the cell (process.exit, its CPU limit, a crash
+        # of V8's): its end is the cell's, and the next cell gets a fresh
+        # node, told that the state is gone.
+        rc = node.end()
+        state["node"], state["node_lost"] = None, True
+        answer = {"exit": rc} if rc >= 0 else {"signal": -rc}
+        os.write(2, ("javascript: node ended (%s): the next JavaScript call starts a fresh "
+                     "one\n" % ended_how(rc)).encode())
+    else:
+        answer = {"exit": int(answer.get("exit", 1)), "cpu_us": int(answer.get("cpu_us", 0)),
+                  "rss_kb": int(answer.get("rss_kb", 0))}
+    answer.setdefault("cpu_us", 0)
+    answer.setdefault("rss_kb", 0)
+    answer["images"] = []
+    if restarted:
+        answer["js_restarted"] = True
+    return answer
+
+
 OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
        "exec": op_exec, "spawn": op_spawn, "proc_read": op_proc_read,
-       "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs}
+       "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs,
+       "js": op_js}
 
 
 def serve():

@@ -69,3 +69,14 @@ double now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
+
+void result_add_note(struct aj_result *res, const char *note, bool before)
+{
+	char *old = res->message;
+	res->message = NULL;
+	if (!old)
+		result_set_message(res, "%s", note);
+	else
+		result_set_message(res, "%s; %s", before ? note : old, before ? old : note);
+	free(old);
+}

@@ -136,6 +136,23 @@ void session_exec_reply(json_t *reply, const struct aj_config *cfg, struct aj_re
 	status_decide(&f, &cfg->limits, res);
 }
 
+void session_js_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res)
+{
+	const char *why = json_string_value(json_object_get(reply, "error"));
+	if (why) {
+		/* The image has no node, or node cannot start under the
+		 * memory limit: repl.py's words ("javascript: ..."). */
+		result_sandbox_error(res, "%.400s", why);
+		return;
+	}
+	session_exec_reply(reply, cfg, res);
+	if (json_is_true(json_object_get(reply, "js_restarted")))
+		result_add_note(res, "the session's JavaScript interpreter had ended: variables "
+				     "from earlier JavaScript calls are gone (Python's state and the "
+				     "workspace files are kept)",
+				true);
+}
+
 static const struct {
 	const char *name;
 	int code;

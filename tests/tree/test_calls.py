@@ -110,7 +110,8 @@ def loops(graph):
 
 def test_the_graph_sees_calls_across_files():
     graph = call_graph(ROOT)
-    assert "aj_run_streaming" in graph["src/cli/run.c"]["src/api/sandbox.c"]
+    assert "aj_run_lang" in graph["src/cli/run.c"]["src/api/language.c"]
+    assert "aj_run_streaming" in graph["src/api/language.c"]["src/api/sandbox.c"]
     assert "status_decide" in graph["src/linux/supervise.c"]["src/core/status.c"]
 
 

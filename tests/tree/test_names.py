@@ -20,7 +20,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BACKENDS = {"src/serve/local/local_api.c", "src/serve/remote/remote_api.c"}
 COPIES = {
     "main": {"src/cli/main.c", "src/serve/main.c", "src/vm/guest/agent.c"},  # a program's entry
-    "add_note": {"src/api/session.c", "src/mcp/server.c"},       # a note into res's message
     "add_ro_binds": {"src/docker/spec.c", "src/gvisor/bundle.c"},  # cfg.ro_bind into a spec
     "call": {"src/api/session.c", "src/serve/remote/remote_api.c"},     # one session call
     "close_fd": {"src/vm/guest/session.c", "src/warm/warm.c"},

@@ -1,0 +1,123 @@
+/* Languages: the code of a run or a session call is Python (the default)
+ * or JavaScript (docs/javascript.md). This is the one place that turns
+ * JavaScript into what every tier already runs, so no tier has a line of
+ * its own for it:
+ *
+ * - a session's JavaScript cell is repl.py's op "js": the session's Python
+ *   interpreter starts node (src/core/repl.js) as its own child on the
+ *   first call and forwards each cell to it;
+ * - a one-shot run is a Python program (src/core/js_run.py after
+ *   src/core/node_flags.py, with the JavaScript in base64 after them) that
+ *   writes the JavaScript to a file in /tmp and replaces itself with node:
+ *   every tier's launcher runs it as any program, and its exit code and
+ *   output are node's. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "api.h"
+
+#include "js_run.inc" /* js_run_py: src/core/node_flags.py, src/core/js_run.py */
+
+static const struct {
+	const char *name;
+	enum aj_language lang;
+} languages[] = {
+	{"python", AJ_LANG_PYTHON},
+	{"javascript", AJ_LANG_JAVASCRIPT},
+	{"js", AJ_LANG_JAVASCRIPT},
+};
+
+int aj_language_parse(const char *name, enum aj_language *out)
+{
+	for (size_t i = 0; name && i < sizeof languages / sizeof languages[0]; i++)
+		if (!strcmp(name, languages[i].name)) {
+			*out = languages[i].lang;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *aj_language_name(enum aj_language lang)
+{
+	return lang == AJ_LANG_JAVASCRIPT ? "javascript" : lang == AJ_LANG_PYTHON ? "python" : "?";
+}
+
+/* The words for a language the caller named that is neither. */
+static int bad_language(enum aj_language lang, struct aj_result *res)
+{
+	result_sandbox_error(res, "language: %d is not a language (python or javascript)",
+			     (int)lang);
+	return -EINVAL;
+}
+
+/* The Python program a one-shot JavaScript run is: NULL with res saying
+ * why (code refused, or too large once in base64). */
+static char *js_program(const struct aj_config *cfg, const char *code, size_t len,
+			struct aj_result *res)
+{
+	if (code_check(code, len, res))
+		return NULL;
+	size_t b64_len = 0;
+	char *b64 = base64_encode(code, len, &b64_len);
+	if (!b64) {
+		result_sandbox_error(res, "run: out of memory");
+		return NULL;
+	}
+	size_t n = strlen(js_run_py) + b64_len + 64;
+	char *program = NULL;
+	if (n > AJ_MAX_CODE_BYTES)
+		/* base64 makes 4 bytes of 3: the program must stay a program
+		 * the tiers take (AJ_MAX_CODE_BYTES). */
+		result_sandbox_error(res, "code: %zu bytes of JavaScript is more than the %u a "
+					  "one-shot run takes (a session call takes up to %u)",
+				     len, (unsigned)((AJ_MAX_CODE_BYTES - strlen(js_run_py) - 64) / 4 * 3),
+				     AJ_MAX_CODE_BYTES);
+	else if (!(program = malloc(n)))
+		result_sandbox_error(res, "run: out of memory");
+	else
+		snprintf(program, n, "%s\nrun_js('%s', %u)\n", js_run_py, b64,
+			 cfg->limits.memory_mb);
+	free(b64);
+	return program;
+}
+
+int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, size_t len,
+		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res)
+{
+	if (lang == AJ_LANG_PYTHON)
+		return aj_run_streaming(sb, code, len, cancel, stream, res);
+	result_init(res);
+	if (lang != AJ_LANG_JAVASCRIPT)
+		return bad_language(lang, res);
+	if (!sb) {
+		result_sandbox_error(res, "run: no sandbox");
+		return -EINVAL;
+	}
+	char *program = js_program(sandbox_config(sb), code, len, res);
+	if (!program) {
+		result_ensure_streams(res);
+		return -EINVAL;
+	}
+	aj_result_free(res);
+	int rc = aj_run_streaming(sb, program, strlen(program), cancel, stream, res);
+	free(program);
+	return rc;
+}
+
+int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char *code,
+			size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
+			struct aj_result *res)
+{
+	if (lang == AJ_LANG_PYTHON)
+		return aj_session_run_streaming(s, code, len, cancel, stream, res);
+	if (lang != AJ_LANG_JAVASCRIPT) {
+		result_init(res);
+		int rc = bad_language(lang, res);
+		result_ensure_streams(res);
+		return rc;
+	}
+	return session_run_op(s, "js", session_js_reply, code, len, cancel, stream, res);
+}
