@@ -141,7 +141,9 @@ void aj_proc_list_free(struct aj_proc_info *procs, size_t count)
 }
 
 /* What a read brought of one stream, appended to its capture and pushed
- * to the stream. -EPROTO for a reply that is not repl.py's. */
+ * to the stream. -EPROTO for a reply that is not repl.py's. A terminal's
+ * output is a window: a read from before it answers where its data starts
+ * ("out_from", past *offset; what lay between is gone). */
 static int take_part(json_t *reply, const char *key, const char *end_key, uint64_t *offset,
 		     struct capture *c, int which, struct stream_tap *tap)
 {
@@ -149,6 +151,13 @@ static int take_part(json_t *reply, const char *key, const char *end_key, uint64
 	unsigned char *buf = NULL;
 	size_t n = 0;
 	json_int_t end = json_integer_value(json_object_get(reply, end_key));
+	json_t *from = which == 0 ? json_object_get(reply, "out_from") : NULL;
+	if (from) {
+		json_int_t f = json_integer_value(from);
+		if (!json_is_integer(from) || f < 0 || (uint64_t)f < *offset)
+			return -EPROTO;
+		*offset = (uint64_t)f;
+	}
 	if (!json_is_string(d) || base64_decode(json_string_value(d), json_string_length(d), &buf, &n))
 		return -EPROTO;
 	if ((uint64_t)end != *offset + n || n > PROC_READ_MAX) {
@@ -167,8 +176,12 @@ static int take_part(json_t *reply, const char *key, const char *end_key, uint64
 static void proc_result(json_t *reply, const struct aj_config *cfg, struct capture *out,
 			struct capture *err, struct aj_result *res)
 {
-	res->stdout_truncated = json_is_true(json_object_get(reply, "out_truncated"));
-	res->stderr_truncated = json_is_true(json_object_get(reply, "err_truncated"));
+	/* (Or this wait's own capture filled: a terminal's output, which the
+	 * sandbox keeps as a window and never stops for, can outgrow it.) */
+	res->stdout_truncated = json_is_true(json_object_get(reply, "out_truncated")) ||
+				out->truncated;
+	res->stderr_truncated = json_is_true(json_object_get(reply, "err_truncated")) ||
+				err->truncated;
 	free(res->stdout_buf);
 	free(res->stderr_buf);
 	res->stdout_buf = capture_take(out, &res->stdout_len);
