@@ -455,11 +455,35 @@ struct aj_proc_output {
 	char *out, *err; /* malloc'ed; NULL when nothing came */
 	size_t out_len, err_len;
 	bool ended;
+	/* Where out starts: out_offset, or past it when a terminal's output
+	 * (kept as a window, aj_session_pty) moved on; the bytes between
+	 * are gone. The next read goes from out_from + out_len. */
+	uint64_t out_from;
 };
 int aj_session_proc_read(struct aj_session *s, uint32_t pid, uint64_t out_offset,
 			 uint64_t err_offset, int wait_ms, struct aj_proc_output *got,
 			 struct aj_error *err);
 void aj_proc_output_free(struct aj_proc_output *got);
+
+/* ---- A terminal: a command on a pseudo-terminal of the session's own
+ *
+ * aj_session_pty starts x (NULL: /bin/bash) in the background as
+ * aj_session_spawn does, but on a terminal: the pty's slave is its stdin,
+ * stdout, stderr and controlling terminal, cols x rows its size (1 to
+ * 4096 each). aj_session_proc_input types into it (bytes as keys: "\x03"
+ * is Ctrl-C to its foreground job, close sends Ctrl-D), aj_session_proc_wait
+ * streams what it shows (all of it on stdout; a terminal's output is kept
+ * as a window of the last output-limit bytes and never ends it for
+ * output_limit), aj_session_proc_signal signals it, and
+ * aj_session_pty_resize changes its size (its foreground job gets
+ * SIGWINCH). x->stdin_data, if any, is typed once it runs. The terminal
+ * is the sandbox's own (a devpts instance of at most 16 ptys); the docker
+ * tier offers none (-EOPNOTSUPP, err saying why). */
+int aj_session_pty(struct aj_session *s, const struct aj_exec *x, uint16_t cols, uint16_t rows,
+		   uint32_t *pid, struct aj_error *err);
+/* -ENOTTY: pid has no terminal; nothing once it ended. */
+int aj_session_pty_resize(struct aj_session *s, uint32_t pid, uint16_t cols, uint16_t rows,
+			  struct aj_error *err);
 
 /* An id naming the session (random, 32 hex digits), for front ends. */
 const char *aj_session_id(const struct aj_session *s);

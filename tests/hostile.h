@@ -48,6 +48,9 @@ struct fixture {
 	/* Its ptys are its own kernel's (gVisor's sentry), not the host's
 	 * shared pool: nothing of the host's to bound (RLIMIT_NOFILE does). */
 	bool guest_ptys;
+	/* Its terminals pass Ctrl-C, Ctrl-Z and Ctrl-\ on as bytes, not as
+	 * signals to the foreground job (gVisor before 2023-02). */
+	bool pty_keys_not_signals;
 	/* Extra leftovers a tier can have (its engine's containers): counted
 	 * after every case, which must leave none. NULL: none to count. */
 	int (*count_leftovers)(void);

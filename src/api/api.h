@@ -76,8 +76,14 @@ int session_request(struct aj_session *s, const char *what, json_t *req, size_t 
 /* A command's request (session_exec.c), every part checked: "exec", or
  * "spawn" for one in the background (its timeout may be 0, none, up to
  * the session's lifetime; its stdin a pipe, x->stdin_data left to the
- * caller). 0, or -errno with res saying why. */
-enum exec_kind { EXEC_RUN, EXEC_SPAWN, EXEC_CHECK /* EXEC_RUN's checks, stdin not encoded */ };
+ * caller), or "pty" for one on a terminal (as "spawn"; the caller adds
+ * the terminal's size). 0, or -errno with res saying why. */
+enum exec_kind {
+	EXEC_RUN,
+	EXEC_SPAWN,
+	EXEC_PTY,   /* EXEC_SPAWN's rules, on a terminal ("pty": its stdin is the terminal) */
+	EXEC_CHECK, /* EXEC_RUN's checks, stdin not encoded */
+};
 int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
 		 json_t **out, double *timeout, struct aj_result *res);
 /* The session's config (its sandbox's copy); NULL for no session. */

@@ -101,7 +101,7 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
 		 json_t **out, double *timeout, struct aj_result *res)
 {
-	const bool background = kind == EXEC_SPAWN;
+	const bool background = kind == EXEC_SPAWN || kind == EXEC_PTY;
 	struct aj_error err = {0};
 	const char *cwd = "";
 	int rc;
@@ -126,7 +126,8 @@ int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec
 						 "transfer limit of %u MiB",
 					    x->stdin_len, cfg->session.transfer_mb),
 		       -EFBIG;
-	json_t *req = json_pack("{s:s, s:s, s:I, s:i, s:I}", "op", background ? "spawn" : "exec",
+	json_t *req = json_pack("{s:s, s:s, s:I, s:i, s:I}", "op",
+				kind == EXEC_PTY ? "pty" : background ? "spawn" : "exec",
 				"cwd", cwd, "timeout_ms", (json_int_t)(*timeout * 1000.0), "cpu",
 				(int)cfg->limits.cpu_sec, "cap",
 				(json_int_t)cfg->limits.output_kb * 1024);
@@ -138,7 +139,7 @@ int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec
 	 * go in once it runs, and it is closed then unless the caller keeps it
 	 * open (aj_session_spawn). A check counts stdin's bytes, and encodes
 	 * none. */
-	if (background && json_object_set_new(req, "stdin", json_true()))
+	if (kind == EXEC_SPAWN && json_object_set_new(req, "stdin", json_true()))
 		rc = -ENOMEM;
 	else if (x->stdin_data && kind == EXEC_RUN) {
 		char *b64 = base64_encode(x->stdin_data, x->stdin_len, NULL);

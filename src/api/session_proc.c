@@ -142,18 +142,27 @@ void aj_proc_list_free(struct aj_proc_info *procs, size_t count)
 }
 
 /* One stream's part of a read: its bytes decoded (*buf, NULL when none),
- * checked against the offset it was asked from. -EPROTO for a reply
- * that is not repl.py's. */
-static int take_part(json_t *reply, const char *key, const char *end_key, uint64_t offset,
-		     unsigned char **buf, size_t *n)
+ * checked against the offset it was asked from. A terminal's output is a
+ * window: a read from before it answers where its data starts (from_key,
+ * past *offset, which moves there: what lay between is gone). -EPROTO for
+ * a reply that is not repl.py's. */
+static int take_part(json_t *reply, const char *key, const char *end_key, const char *from_key,
+		     uint64_t *offset, unsigned char **buf, size_t *n)
 {
 	json_t *d = json_object_get(reply, key);
 	json_int_t end = json_integer_value(json_object_get(reply, end_key));
+	json_t *from = json_object_get(reply, from_key);
 	*buf = NULL;
 	*n = 0;
+	if (from) {
+		json_int_t f = json_integer_value(from);
+		if (!json_is_integer(from) || f < 0 || (uint64_t)f < *offset)
+			return -EPROTO;
+		*offset = (uint64_t)f;
+	}
 	if (!json_is_string(d) || base64_decode(json_string_value(d), json_string_length(d), buf, n))
 		return -EPROTO;
-	if ((uint64_t)end != offset + *n || *n > PROC_READ_MAX) {
+	if ((uint64_t)end != *offset + *n || *n > PROC_READ_MAX) {
 		free(*buf);
 		*buf = NULL;
 		return -EPROTO;
@@ -163,8 +172,9 @@ static int take_part(json_t *reply, const char *key, const char *end_key, uint64
 
 /* One read of pid's output from off (stdout, stderr) on, waiting up to
  * wait_ms for some: 0 with *reply and each stream's new bytes in part
- * (malloc'ed), or -errno with err saying why. */
-static int read_once(struct aj_session *s, const char *what, uint32_t pid, const uint64_t off[2],
+ * (malloc'ed), off moved to where each part starts, or -errno with err
+ * saying why. */
+static int read_once(struct aj_session *s, const char *what, uint32_t pid, uint64_t off[2],
 		     int wait_ms, json_t **reply, unsigned char *part[2], size_t len[2],
 		     struct aj_error *err)
 {
@@ -176,8 +186,8 @@ static int read_once(struct aj_session *s, const char *what, uint32_t pid, const
 					(json_int_t)off[1], "wait_ms", wait_ms, "max",
 					(json_int_t)PROC_READ_MAX),
 			      PROC_REPLY_MAX, reply, err);
-	if (!rc && (take_part(*reply, "out", "out_end", off[0], &part[0], &len[0]) ||
-		    take_part(*reply, "err", "err_end", off[1], &part[1], &len[1]))) {
+	if (!rc && (take_part(*reply, "out", "out_end", "out_from", &off[0], &part[0], &len[0]) ||
+		    take_part(*reply, "err", "err_end", "err_from", &off[1], &part[1], &len[1]))) {
 		free(part[0]);
 		part[0] = NULL;
 		rc = error_set(err, -EPROTO, "%s: the interpreter's reply is not a read", what);
@@ -193,7 +203,7 @@ int aj_session_proc_read(struct aj_session *s, uint32_t pid, uint64_t out_offset
 			 uint64_t err_offset, int wait_ms, struct aj_proc_output *got,
 			 struct aj_error *err)
 {
-	const uint64_t off[2] = {out_offset, err_offset};
+	uint64_t off[2] = {out_offset, err_offset};
 	unsigned char *part[2];
 	size_t len[2] = {0, 0};
 	json_t *reply;
@@ -211,7 +221,7 @@ int aj_session_proc_read(struct aj_session *s, uint32_t pid, uint64_t out_offset
 	if (rc)
 		return rc;
 	*got = (struct aj_proc_output){(char *)part[0], (char *)part[1], len[0], len[1],
-				       json_is_true(json_object_get(reply, "ended"))};
+				       json_is_true(json_object_get(reply, "ended")), off[0]};
 	json_decref(reply);
 	return 0;
 }
@@ -241,8 +251,12 @@ static void keep_part(unsigned char *buf, size_t n, uint64_t *offset, struct cap
 static void proc_result(json_t *reply, const struct aj_config *cfg, struct capture *out,
 			struct capture *err, struct aj_result *res)
 {
-	res->stdout_truncated = json_is_true(json_object_get(reply, "out_truncated"));
-	res->stderr_truncated = json_is_true(json_object_get(reply, "err_truncated"));
+	/* (Or this wait's own capture filled: a terminal's output, which the
+	 * sandbox keeps as a window and never stops for, can outgrow it.) */
+	res->stdout_truncated = json_is_true(json_object_get(reply, "out_truncated")) ||
+				out->truncated;
+	res->stderr_truncated = json_is_true(json_object_get(reply, "err_truncated")) ||
+				err->truncated;
 	free(res->stdout_buf);
 	free(res->stderr_buf);
 	res->stdout_buf = capture_take(out, &res->stdout_len);

@@ -35,7 +35,15 @@
 #          the stream holds -> {"seq", "error", "errno": "EINVAL"}
 #   {"seq", "op": "proc_input", "pid", "data": b64, "close": bool}
 #   {"seq", "op": "proc_signal", "pid", "signal": n}   (its process group)
-#   {"seq", "op": "procs"} -> {"seq", "procs": [{"pid", "command", "running"}]}
+#   {"seq", "op": "pty", as spawn but "cols", "rows" and no "stdin"}
+#       -> {"seq", "pid": n}: a command on a pseudo-terminal of its own (its
+#          stdin, stdout and stderr, its controlling terminal); its output
+#          is read as a background command's "out", kept as a window of
+#          the last cap bytes (a terminal never ends for output_limit):
+#          a read from before the window answers "out_from" where its data
+#          starts. proc_input writes to the terminal.
+#   {"seq", "op": "proc_resize", "pid", "cols", "rows"}   (a pty's size)
+#   {"seq", "op": "procs"} -> {"seq", "procs": [{"pid", "command", "running", "pty"}]}
 #   {"seq", "op": "js", "code": b64, "cpu": s, "memory_mb": n}
 #       -> {"seq", "exit": code} or {"seq", "signal": n} (node ended during
 #          the cell), "cpu_us", "rss_kb", "images": [], and "js_restarted":
@@ -454,25 +462,33 @@ def op_list(req, state):
 
 # ---- commands: one more program of the session ----
 
-def exec_child(cpu):
+def exec_child(cpu, ctty=False):
     """In the command's process, before its exec: its own CPU budget (the
     call's share; the hard limit, the session's total, stays as the host
     set it), and the signals this interpreter's host ignores back to their
-    defaults (SIGXCPU must end a command at its limit, Ctrl-C a job)."""
+    defaults (SIGXCPU must end a command at its limit, Ctrl-C a job). ctty:
+    its stdin, a pty's slave, becomes its controlling terminal (it leads a
+    new session already), so Ctrl-C and a resize reach its foreground job."""
     import signal
 
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     want = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
-    for s in (signal.SIGXCPU, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+    for s in (signal.SIGXCPU, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
+              signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGWINCH):
         signal.signal(s, signal.SIG_DFL)
+    if ctty:
+        import fcntl
+        import termios
+
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def command_argv(req):
     return req.get("argv") or ["/bin/sh", "-c", req["shell"]]
 
 
-def start_command(req, **pipes):
+def start_command(req, ctty=False, **pipes):
     """A command's process (exec's and spawn's alike): its argv, the
     session's environment with the request's additions, its cwd (a
     workspace directory opened without following a symlink, entered by its
@@ -488,7 +504,7 @@ def start_command(req, **pipes):
     try:
         os.fchdir(fd)
         return subprocess.Popen(command_argv(req), env=env, start_new_session=True,
-                                preexec_fn=lambda: exec_child(int(req["cpu"])), **pipes)
+                                preexec_fn=lambda: exec_child(int(req["cpu"]), ctty), **pipes)
     finally:
         os.fchdir(here)
         os.close(here)
@@ -560,27 +576,40 @@ class Proc:
     """A background command: its process group, its output kept (up to cap
     bytes a stream; past it the group is killed: output_limit), its end.
     Reader and waiter threads of its own fill it; a condition wakes
-    proc_read."""
+    proc_read. With pty (the master's fd), its one stream is the terminal:
+    a window of the last cap bytes (base: the offset the window starts at),
+    never output_limit, and its input goes to the terminal."""
 
-    def __init__(self, popen, command, cap, timeout):
+    def __init__(self, popen, command, cap, timeout, pty=None):
         import threading
 
         import time
 
-        self.popen, self.command, self.cap = popen, command, cap
+        self.popen, self.command, self.cap, self.pty = popen, command, cap, pty
         self.started, self.wall_ms, self.timeout = time.monotonic(), 0, timeout
         self.bufs = [bytearray(), bytearray()]
+        self.base = [0, 0]
         self.truncated = [False, False]
-        self.open_streams = 2
+        # The master (and the exit's wake pipe) is closed by the last of
+        # its reader, feeder and waiter to end (never under another: its
+        # number could be reused).
+        self.master_users = 3 if pty is not None else 0
+        if pty is not None:
+            self.exited_r, self.exited_w = os.pipe2(os.O_CLOEXEC)
+        streams = [io.FileIO(pty, "rb", closefd=False)] if pty is not None \
+            else [popen.stdout, popen.stderr]
+        self.open_streams = len(streams)
         self.returncode = None
         self.timed_out = False
         self.cond = threading.Condition()
         self.pending = []  # stdin not yet written
         self.stdin_closing = False
-        for i, f in enumerate((popen.stdout, popen.stderr)):
+        self.stdin_fd = pty if pty is not None else \
+            (popen.stdin.fileno() if popen.stdin is not None else None)
+        for i, f in enumerate(streams):
             threading.Thread(target=self.read, args=(f, i), daemon=True).start()
         threading.Thread(target=self.wait, args=(timeout,), daemon=True).start()
-        if popen.stdin is not None:
+        if self.stdin_fd is not None:
             threading.Thread(target=self.feed, daemon=True).start()
 
     def kill(self, sig=9):
@@ -589,18 +618,48 @@ class Proc:
         except OSError:
             pass
 
-    def read(self, f, i):
+    def read_chunk(self, f):
+        """The next output, b"" at the end. A pty's master reads EIO once
+        no process holds the terminal, on Linux; gVisor's never does, so
+        the end is also the command's exit (the waiter's wake): what the
+        master holds then is drained, and that is all."""
+        import select
+
         while True:
             try:
-                chunk = os.read(f.fileno(), 65536)
+                if self.pty is not None:
+                    ready = select.select([f, self.exited_r], [], [])[0]
+                    if f not in ready and select.select([f], [], [], 0)[0] == []:
+                        return b""  # exited, and nothing left to read
+                return os.read(f.fileno(), 65536)
+            except InterruptedError:
+                continue
             except OSError:
-                chunk = b""
+                return b""
+
+    def read(self, f, i):
+        while True:
+            chunk = self.read_chunk(f)
             with self.cond:
                 if not chunk:
+                    # (A pty's master reads EIO once no process holds
+                    # the terminal: its end.)
                     self.open_streams -= 1
+                    self.stdin_closing = self.stdin_closing or self.pty is not None
                     self.cond.notify_all()
-                    f.close()
+                    if self.pty is None:
+                        f.close()
+                    else:
+                        self.release_master()
                     return
+                if self.pty is not None:
+                    self.bufs[i] += chunk
+                    over = len(self.bufs[i]) - self.cap
+                    if over > 0:
+                        del self.bufs[i][:over]
+                        self.base[i] += over
+                    self.cond.notify_all()
+                    continue
                 room = self.cap - len(self.bufs[i])
                 self.bufs[i] += chunk[:max(room, 0)]
                 if len(chunk) > room:
@@ -623,9 +682,28 @@ class Proc:
             self.wall_ms = (time.monotonic() - self.started) * 1000
             self.returncode = rc
             self.cond.notify_all()
+        if self.pty is not None:
+            os.write(self.exited_w, b"x")  # read_chunk: drain, then the end
+            with self.cond:
+                self.release_master()
+
+    def release_master(self):
+        """Under cond: one user of the pty's master is done with it."""
+        self.master_users -= 1
+        if self.master_users == 0:
+            os.close(self.pty)
+            os.close(self.exited_r)
+            os.close(self.exited_w)
 
     def feed(self):
-        stdin = self.popen.stdin
+        try:
+            self.feed_all()
+        finally:
+            if self.pty is not None:
+                with self.cond:
+                    self.release_master()
+
+    def feed_all(self):
         while True:
             with self.cond:
                 while not self.pending and not self.stdin_closing:
@@ -634,11 +712,14 @@ class Proc:
                 self.pending.clear()
                 closing = self.stdin_closing
             try:
-                if data:
-                    stdin.write(data)
-                    stdin.flush()
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.stdin_fd, view):]
                 if closing:
-                    stdin.close()
+                    if self.pty is None:
+                        self.popen.stdin.close()
+                    elif self.open_streams:
+                        os.write(self.stdin_fd, b"\x04")  # end of input, as a terminal gives it
                     return
             except OSError:
                 return  # it closed its stdin or ended
@@ -666,36 +747,46 @@ def op_spawn(req, state):
     timeout = req.get("timeout_ms") or 0
     PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
                             timeout / 1000.0 if timeout else None)
+    forget_ended()
+    return {"pid": popen.pid}
+
+
+def forget_ended():
     ended = [pid for pid, p in PROCS.items() if p.ended()]
     for pid in ended[:max(0, len(ended) - ENDED_KEPT)]:
         del PROCS[pid]
-    return {"pid": popen.pid}
 
 
 def op_proc_read(req, state):
     import time
 
     proc = proc_of(req)
-    offs = [int(req["out"]), int(req["err"])]
+    # A pty's window may have moved past what the reader had: from its start.
+    offs = [max(int(req["out"]), proc.base[0]), max(int(req["err"]), proc.base[1])]
     most = int(req["max"])
-    for name, b, o in zip(("stdout", "stderr"), proc.bufs, offs):
-        if o < 0 or o > len(b):  # a place no reader was ever given: it would wait for ever
+    for name, b, base, o in zip(("stdout", "stderr"), proc.bufs, proc.base, offs):
+        if o > base + len(b):  # a place no reader was ever given: it would wait for ever
             raise FileOpError(errno.EINVAL, "offset %d is past the %d bytes of %s it printed"
-                              % (o, len(b), name))
+                              % (o, base + len(b), name))
     deadline = time.monotonic() + int(req["wait_ms"]) / 1000.0
     with proc.cond:
-        while not proc.ended() and all(len(b) <= o for b, o in zip(proc.bufs, offs)):
+        while not proc.ended() and all(len(b) + base <= o for b, base, o
+                                       in zip(proc.bufs, proc.base, offs)):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             proc.cond.wait(left)
-        parts = [bytes(b[o:o + most]) for b, o in zip(proc.bufs, offs)]
+        offs = [max(o, base) for o, base in zip(offs, proc.base)]
+        parts = [bytes(b[o - base:o - base + most]) for b, base, o
+                 in zip(proc.bufs, proc.base, offs)]
         answer = {"out": base64.b64encode(parts[0]).decode(),
                   "err": base64.b64encode(parts[1]).decode(),
                   "out_end": offs[0] + len(parts[0]), "err_end": offs[1] + len(parts[1]),
                   "out_truncated": proc.truncated[0], "err_truncated": proc.truncated[1],
-                  "ended": proc.ended() and all(len(b) == o + len(p) for b, o, p
-                                                 in zip(proc.bufs, offs, parts))}
+                  "ended": proc.ended() and all(len(b) + base == o + len(p) for b, base, o, p
+                                                 in zip(proc.bufs, proc.base, offs, parts))}
+        if offs[0] > int(req["out"]):
+            answer["out_from"] = offs[0]
         if answer["ended"]:
             rc = proc.returncode
             answer.update({"exit": rc} if rc >= 0 else {"signal": -rc})
@@ -708,7 +799,7 @@ def op_proc_read(req, state):
 
 def op_proc_input(req, state):
     proc = proc_of(req)
-    if proc.popen.stdin is None:
+    if proc.stdin_fd is None:
         raise FileOpError(errno.EBADF, "command %d was started without stdin" % proc.popen.pid)
     with proc.cond:
         if proc.stdin_closing:
@@ -728,7 +819,8 @@ def op_proc_signal(req, state):
 
 
 def op_procs(req, state):
-    return {"procs": [{"pid": pid, "command": p.command, "running": p.returncode is None}
+    return {"procs": [{"pid": pid, "command": p.command, "running": p.returncode is None,
+                       "pty": p.pty is not None}
                       for pid, p in PROCS.items()]}
 
 
@@ -880,10 +972,63 @@ def op_js(req, state):
     return answer
 
 
+def winsize(req):
+    import struct
+
+    return struct.pack("HHHH", int(req["rows"]), int(req["cols"]), 0, 0)
+
+
+def op_pty(req, state):
+    """A command on a terminal of its own: the pty's slave is its stdin,
+    stdout, stderr and controlling terminal, the master stays here (Proc
+    reads it and writes input to it). The terminal is the sandbox's own
+    devpts instance, bounded by the tier (max=), not the host's."""
+    import fcntl
+    import termios
+
+    argv = command_argv(req)
+    # What a terminal program reads to know what it draws on (the
+    # caller's env may say otherwise).
+    req["env"] = {"TERM": "xterm-256color", **(req.get("env") or {})}
+    try:
+        master, slave = os.openpty()
+    except OSError as e:
+        raise FileOpError(e.errno or errno.ENODEV, "pty: this sandbox has no pseudo-terminal "
+                          "to give (%s)" % os.strerror(e.errno or errno.ENODEV))
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, winsize(req))
+        os.set_inheritable(master, False)
+        popen = start_command(req, ctty=True, stdin=slave, stdout=slave, stderr=slave)
+    except OSError as e:
+        os.close(master)
+        raise FileOpError(e.errno or errno.ENOENT, "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
+    finally:
+        os.close(slave)  # the command's alone: its end is the master's EOF
+    timeout = req.get("timeout_ms") or 0
+    PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
+                            timeout / 1000.0 if timeout else None, pty=master)
+    forget_ended()
+    return {"pid": popen.pid}
+
+
+def op_proc_resize(req, state):
+    import fcntl
+    import termios
+
+    proc = proc_of(req)
+    if proc.pty is None:
+        raise FileOpError(errno.ENOTTY, "command %d has no terminal to resize" % proc.popen.pid)
+    with proc.cond:
+        if proc.open_streams:  # its reader holds the master open (see Proc)
+            # The kernel tells the terminal's foreground job (SIGWINCH).
+            fcntl.ioctl(proc.pty, termios.TIOCSWINSZ, winsize(req))
+    return {"ok": True}
+
+
 OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
        "exec": op_exec, "spawn": op_spawn, "proc_read": op_proc_read,
        "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs,
-       "js": op_js}
+       "js": op_js, "pty": op_pty, "proc_resize": op_proc_resize}
 
 
 def serve():

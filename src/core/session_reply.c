@@ -159,7 +159,8 @@ static const struct {
 } errnos[] = {{"ENOENT", ENOENT}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},
 	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
 	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG},
-	      {"ESRCH", ESRCH},   {"EBADF", EBADF},   {"EPIPE", EPIPE}};
+	      {"ESRCH", ESRCH},   {"EBADF", EBADF},   {"EPIPE", EPIPE},     {"ENOTTY", ENOTTY},
+	      {"ENODEV", ENODEV}};
 
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err)
 {
