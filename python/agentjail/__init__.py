@@ -23,6 +23,7 @@ from .sandbox import (ContainerSandbox, DockerSandbox, GvisorSandbox, MicrovmSan
                       ProcessSandbox, Sandbox)
 from .serve_client import RemoteRunHandle, ServeClient
 from .session import Session
+from ._exec import Process, Terminal
 from .tools import RunPythonTool, ToolResult, run_python_tool
 from .check import check
 
@@ -36,5 +37,5 @@ __all__ = [
     "run_python_tool", "check", "AgentjailError", "ConfigError", "SandboxUnavailable",
     "SandboxError", "InvalidCode", "InvalidCommand", "ProcessError", "SandboxClosed", "SessionClosed", "FileTransferError",
     "EgressError", "SessionLimitReached",
-    "LIBRARY_PATH", "LIBRARY_VERSION",
+    "LIBRARY_PATH", "LIBRARY_VERSION", "Process", "Terminal",
 ]

@@ -122,6 +122,36 @@ class Process:
         return f"<Process {self.pid} {self.command!r}>"
 
 
+class Terminal(Process):
+    """A command on a terminal of the session's own (Session.pty): what it
+    shows streams to wait()'s on_stdout (a terminal has one stream, kept in
+    the sandbox as a window of the last output-limit bytes), send_stdin()
+    types keys ("\\x03" is Ctrl-C), close_stdin() types Ctrl-D."""
+
+    def resize(self, cols, rows):
+        """Its new size: its foreground job gets SIGWINCH."""
+        self.session._lib_call(ProcessError, lib.aj_session_pty_resize, self.pid,
+                               _side(cols, "cols"), _side(rows, "rows"))
+
+    def __repr__(self):
+        return f"<Terminal {self.pid} {self.command!r}>"
+
+
+def _side(n, what):
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
+        raise ValueError(f"{what}: {n!r} is not a terminal side (1 to 4096)")
+    return n
+
+
+def pty_call(session, command, cols, rows, cwd, env, timeout):
+    command = ["/bin/bash"] if command is None else command
+    x, keep = c_exec(command, cwd, env, None, timeout)
+    pid = ffi.new("uint32_t *")
+    session._lib_call(ProcessError, lib.aj_session_pty, x, _side(cols, "cols"),
+                      _side(rows, "rows"), pid)
+    return Terminal(session, pid[0], command if isinstance(command, str) else " ".join(command))
+
+
 def spawn_call(session, command, cwd, env, stdin, timeout, keep_stdin):
     x, keep = c_exec(command, cwd, env, stdin, timeout)
     pid = ffi.new("uint32_t *")

@@ -133,6 +133,10 @@ int aj_session_proc_signal(struct aj_session *s, uint32_t pid, int signal, struc
 int aj_session_procs(struct aj_session *s, struct aj_proc_info **procs, size_t *count,
                      struct aj_error *err);
 void aj_proc_list_free(struct aj_proc_info *procs, size_t count);
+int aj_session_pty(struct aj_session *s, const struct aj_exec *x, uint16_t cols, uint16_t rows,
+                   uint32_t *pid, struct aj_error *err);
+int aj_session_pty_resize(struct aj_session *s, uint32_t pid, uint16_t cols, uint16_t rows,
+                          struct aj_error *err);
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
                    struct aj_error *err);
 int aj_session_get(struct aj_session *s, const char *path, void **data, size_t *len,

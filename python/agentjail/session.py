@@ -16,7 +16,7 @@ import os
 
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
-from ._exec import Process, exec_call, procs_call, spawn_call
+from ._exec import Process, exec_call, procs_call, pty_call, spawn_call
 from ._runs import execute, in_language
 from ._streams import RunMethods
 from .config import c_strings
@@ -96,6 +96,14 @@ class Session(RunMethods, Handle):
         in first, then its stdin closes unless keep_stdin. timeout: its own
         deadline (None: the session's life). It dies with the session."""
         return spawn_call(self, command, cwd, env, stdin, timeout, keep_stdin)
+
+    def pty(self, cols=80, rows=24, command=None, *, cwd=None, env=None, timeout=None):
+        """Starts command (None: /bin/bash) on a terminal of the session's
+        own, cols x rows, and returns its Terminal at once: send_stdin()
+        types, wait(on_stdout=...) streams what it shows, resize(cols, rows),
+        kill(). Same sandbox and limits as any command; the docker tier
+        offers no terminal (ProcessError saying why)."""
+        return pty_call(self, command, cols, rows, cwd, env, timeout)
 
     def processes(self):
         """The session's background commands: [(pid, command, running)]."""

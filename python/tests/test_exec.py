@@ -5,7 +5,7 @@ import errno
 
 import pytest
 
-from agentjail import InvalidCommand, ProcessError, Status
+from agentjail import InvalidCommand, ProcessError, Status, Terminal
 
 
 @pytest.fixture(params=["process", "container"])
@@ -91,3 +91,37 @@ def test_background_errors(sandbox_for):
         assert e.value.errno == errno.EPIPE
         with pytest.raises(InvalidCommand):
             s.spawn("true", timeout=10 ** 7)
+
+
+def test_terminal(session):
+    """Session.pty: a terminal of the size asked that follows a resize,
+    typed keys reach it, what it shows streams; its end is a result."""
+    import threading
+
+    shown, seen = [], threading.Event()
+
+    def on_out(text):
+        shown.append(text)
+        if "ready" in "".join(shown):
+            seen.set()
+
+    t = session.pty(100, 30, "stty size; echo ready; read x; stty size; echo \"got-$x\"")
+    assert t.pid in [p for p, _, _ in session.processes()]
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(t.wait(on_stdout=on_out)))
+    waiter.start()
+    assert seen.wait(60)  # only catches a terminal that never shows it
+    t.resize(132, 43)
+    t.send_stdin("hi\n")
+    waiter.join(60)
+    ex = result[0]
+    assert ex.ok, ex.message
+    assert "30 100\r\n" in ex.stdout and "43 132\r\n" in ex.stdout and "got-hi\r\n" in ex.stdout
+    assert "".join(shown) == ex.stdout
+    with pytest.raises(ValueError):
+        t.resize(0, 24)
+    plain = session.spawn("sleep 30")
+    with pytest.raises(ProcessError) as e:  # a plain command has no terminal to resize
+        Terminal(session, plain.pid).resize(80, 24)
+    assert e.value.errno == errno.ENOTTY and "no terminal" in str(e.value)
+    plain.kill()
