@@ -343,6 +343,18 @@ static void image_lifecycle(void **state)
 {
 	(void)state;
 	char dir[300];
+	/* A relative directory is refused, naming it (it was once ignored:
+	 * the image went to the default directory). */
+	setenv("AGENTJAIL_IMAGES", "build/images-relative", 1);
+	CLI(&res, NULL, "image", "build", "--from-host", "--name", "rel");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "AGENTJAIL_IMAGES must be an absolute path (it is "
+				      "'build/images-relative')"));
+	CLI(&res, "print(1)\n", "run", "--tier", "container", "--image", "rel", "-");
+	assert_int_equal(res.exit_code, 125);
+	assert_true(contains(res.err, "AGENTJAIL_IMAGES must be an absolute path"));
+	snprintf(dir, sizeof dir, "%s/rel", AJ_DEFAULT_IMAGES_DIR);
+	assert_false(path_exists(dir));
 	snprintf(dir, sizeof dir, "%s/images", program_dir);
 	setenv("AGENTJAIL_IMAGES", dir, 1);
 

@@ -562,6 +562,13 @@ int cmd_image(int argc, char **argv)
 				fputs(usage, stdout);
 				return 0;
 			}
+		/* A relative one was once ignored without a word: the image
+		 * went to the default directory instead. */
+		const char *d = getenv("AGENTJAIL_IMAGES");
+		if (d && d[0] && d[0] != '/') {
+			cli_error("image: AGENTJAIL_IMAGES must be an absolute path (it is '%s')", d);
+			return EXIT_USAGE;
+		}
 		return image_commands[i].fn(argc - 1, argv + 1);
 	}
 	cli_error("image: unknown command '%s' (build, import, list, rm)", argv[1]);

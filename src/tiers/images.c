@@ -18,6 +18,10 @@ int image_dir(const struct aj_config *cfg, char *out, size_t n, struct aj_error 
 {
 	const char *image = cfg->image ? cfg->image : AJ_DEFAULT_IMAGE;
 	const char *dir = getenv("AGENTJAIL_IMAGES");
+	if (image[0] != '/' && dir && dir[0] && dir[0] != '/')
+		return error_set(err, -EINVAL, "image: AGENTJAIL_IMAGES must be an absolute path "
+					       "(it is '%s')",
+				 dir);
 	int w = image[0] == '/'
 			? snprintf(out, n, "%s", image)
 			: snprintf(out, n, "%s/%s", dir && dir[0] == '/' ? dir : AJ_DEFAULT_IMAGES_DIR,
