@@ -237,6 +237,41 @@ static void exec_timeout_kills_the_group(void **state)
 	close_session(s);
 }
 
+/* Every command starts with the signals at their defaults and none
+ * blocked, whatever a cell did to the interpreter's, and with the call's
+ * CPU budget: the first command and the later ones alike (repl.py starts
+ * the later ones another way, by vfork, and sets the budget from outside). */
+static void exec_signals_and_cpu_budget(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_config cfg = f->cfg;
+	cfg.limits.cpu_sec = 1;
+	cfg.limits.wall_sec = 30;
+	struct aj_session *s = open_session(&cfg);
+	struct aj_result r;
+	for (int i = 0; i < 3; i++) {
+		exec_expect(s, "grep -E '^Sig(Ign|Blk)' /proc/self/status", AJ_STATUS_OK, &r);
+		assert_true(contains(r.stdout_buf, "SigBlk:\t0000000000000000\n"));
+		assert_true(contains(r.stdout_buf, "SigIgn:\t0000000000000000\n"));
+		aj_result_free(&r);
+		static const char *const loop[] = {"python3", "-c", "while True: pass", NULL};
+		const struct aj_exec x = {.argv = loop};
+		assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+		if (r.status != AJ_STATUS_TIMEOUT || r.signal != SIGXCPU)
+			fail_msg("a CPU loop: %s, signal %d: %s", aj_status_name(r.status), r.signal,
+				 r.message ? r.message : "-");
+		aj_result_free(&r);
+		if (i == 1)
+			/* A cell that ignores and blocks signals: the commands
+			 * after it are started as the first one was. */
+			cell_expect(s, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+				       "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\n"
+				       "print('set')",
+				    AJ_STATUS_OK, "set");
+	}
+	close_session(s);
+}
+
 /* Output past the cap stops the call, as a cell's does. */
 static void exec_output_cap(void **state)
 {
@@ -474,6 +509,7 @@ static void background_deadline_and_pids(void **state)
 	SESSION_TEST(exec_exit_and_output), SESSION_TEST(exec_shares_the_session),           \
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
+	SESSION_TEST(exec_signals_and_cpu_budget),            \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
 	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets)
 
