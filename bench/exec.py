@@ -10,7 +10,14 @@ caller that waits on it. Figures only, never an assertion.
              of RUNS each; medians and each tier's median minus bare's
   first      Session.spawn of a command that prints one line at once and
              then sleeps; the time from spawn's return to the first
-             on_stdout callback of a wait started right after it (median)
+             on_stdout callback of a wait started right after it (median;
+             it includes the command's own start, python3's)
+  echo       a line sent to a background `cat` (send_stdin) until the wait's
+             on_stdout sees it come back, and a key typed into a terminal
+             (Session.pty running cat) until its echo shows (medians)
+  js         console.log(1): bare `node -e` from this host, a one-shot
+             JavaScript run and a session's JavaScript call on the process
+             tier (medians, and the ratio to bare node)
 
     AJ_PYTEST_UID_BASE=... python3 bench/exec.py [RUNS] [ROUNDS]
 """
@@ -57,6 +64,63 @@ def first_byte(session, n):
     return out
 
 
+def echo_round_trips(session, proc, n, line):
+    """Times from sending line to seeing it come back on proc's output,
+    with one wait streaming it meanwhile."""
+    import threading
+
+    got, seen = threading.Condition(), []
+    out = []
+
+    def on_out(text):
+        with got:
+            seen.append(text)
+            got.notify_all()
+
+    waiter = threading.Thread(target=proc.wait, kwargs={"on_stdout": on_out}, daemon=True)
+    waiter.start()
+    for i in range(n):
+        want = f"{line}{i}"
+        t0 = time.perf_counter()
+        proc.send_stdin(want + "\n")
+        with got:
+            while want not in "".join(seen):
+                got.wait(30)
+            seen.clear()
+        out.append((time.perf_counter() - t0) * 1000)
+    proc.kill()
+    waiter.join(30)
+    return out
+
+
+def javascript(n):
+    sb = agentjail.Sandbox(uid_base=UID_BASE + 300)
+    session = sb.session()
+    try:
+        lat = {"bare node -e": [], "one-shot run": [], "session call": []}
+        session.run("console.log(0)", language="javascript")  # node started
+        for _ in range(n):
+            t0 = time.perf_counter()
+            subprocess.run(["node", "-e", "console.log(1)"], check=True, capture_output=True)
+            lat["bare node -e"].append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            ex = sb.run("console.log(1)", language="javascript")
+            lat["one-shot run"].append((time.perf_counter() - t0) * 1000)
+            assert ex.ok and ex.stdout == "1\n", ex
+            t0 = time.perf_counter()
+            ex = session.run("console.log(1)", language="javascript")
+            lat["session call"].append((time.perf_counter() - t0) * 1000)
+            assert ex.ok and ex.stdout == "1\n", ex
+        base = statistics.median(lat["bare node -e"])
+        print(f"JavaScript console.log(1), process tier, {n} runs interleaved:")
+        for name, xs in lat.items():
+            m = statistics.median(xs)
+            print(f"  {name:14} median {m:8.2f} ms   {m / base:5.2f}x bare node")
+    finally:
+        session.close()
+        sb.close()
+
+
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -88,6 +152,13 @@ def main():
         fb = first_byte(sessions["process"], 20)
         print(f"background command, first output byte to a waiting caller (process tier, 20 "
               f"runs): median {statistics.median(fb):.2f} ms, max {max(fb):.2f} ms")
+        s = sessions["process"]
+        bg = echo_round_trips(s, s.spawn(["cat"], keep_stdin=True), 20, "line")
+        tty = echo_round_trips(s, s.pty(80, 24, ["cat"]), 20, "key")
+        print(f"input to output, process tier, 20 each: background cat median "
+              f"{statistics.median(bg):.2f} ms (max {max(bg):.2f}); terminal echo median "
+              f"{statistics.median(tty):.2f} ms (max {max(tty):.2f})")
+        javascript(runs)
     finally:
         for s in sessions.values():
             s.close()

@@ -73,6 +73,15 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
  * interpreter's own error included, as -errno). */
 int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
 		    json_t **reply, struct aj_error *err);
+/* session_request for a background command's read (a poll): it takes the
+ * session only when no other call waits for it. */
+int session_poll_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			 json_t **reply, struct aj_error *err);
+/* How long a poll may wait inside the sandbox (most: the caller's bound):
+ * POLL_BUSY_MS while the session is in use by other calls (one behind the
+ * poll waits for it), else most. */
+#define POLL_BUSY_MS 5
+int session_poll_ms(struct aj_session *s, int most);
 /* A command's request (session_exec.c), every part checked: "exec", or
  * "spawn" for one in the background (its timeout may be 0, none, up to
  * the session's lifetime; its stdin a pipe, x->stdin_data left to the

@@ -54,6 +54,10 @@ struct keeper {
 
 struct aj_session {
 	pthread_mutex_t lock;       /* one call at a time */
+	/* Calls waiting for the lock, besides background reads (polls):
+	 * a poll lets them go first (session_poll_request). */
+	atomic_uint callers;
+	_Atomic double last_call_ms; /* when such a call last took the lock */
 	struct keeper keeper;
 	struct aj_sandbox *sb;      /* the tier, opened for this session */
 	void *tier_session;         /* NULL once the sandbox is destroyed */
@@ -302,11 +306,40 @@ const char *aj_session_closed_reason(const struct aj_session *s)
 
 /* Takes the lock and makes sure the session is open; on failure the lock
  * is released and err (or res) says why. */
+static int enter_locked(struct aj_session *s, struct aj_error *err);
+
 static int enter(struct aj_session *s, struct aj_error *err)
 {
 	if (!s)
 		return error_set(err, -EINVAL, "session: no session given");
+	atomic_fetch_add(&s->callers, 1);
 	pthread_mutex_lock(&s->lock);
+	atomic_fetch_sub(&s->callers, 1);
+	atomic_store(&s->last_call_ms, now_ms());
+	return enter_locked(s, err);
+}
+
+/* A background read's enter: after every other call waiting for the lock
+ * (a wait's reads follow one another, and a mutex goes back to the thread
+ * that just let it go: typed input would wait behind read after read). */
+static int enter_poll(struct aj_session *s, struct aj_error *err)
+{
+	if (!s)
+		return error_set(err, -EINVAL, "session: no session given");
+	for (;;) {
+		while (atomic_load(&s->callers))
+			usleep(200);
+		pthread_mutex_lock(&s->lock);
+		if (!atomic_load(&s->callers))
+			break;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return enter_locked(s, err);
+}
+
+/* The rest of enter, with the lock taken. */
+static int enter_locked(struct aj_session *s, struct aj_error *err)
+{
 	enforce_limits(s, now_ms());
 	if (!s->tier_session) {
 		int rc = error_set(err, -ESHUTDOWN, "session: closed, because %s",
@@ -593,6 +626,27 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 		*reply = NULL;
 	}
 	return rc;
+}
+
+int session_poll_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			 json_t **reply, struct aj_error *err)
+{
+	*reply = NULL;
+	int rc = enter_poll(s, err);
+	if (!rc) {
+		rc = file_call(s, what, req, reply_max, reply, err);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+int session_poll_ms(struct aj_session *s, int most)
+{
+	/* Another call (typed input, a signal) in the last 2 s: the session
+	 * is in use, and a call behind a read waits for the read's end. */
+	return now_ms() - atomic_load(&s->last_call_ms) < 2000.0 && most > POLL_BUSY_MS
+		       ? POLL_BUSY_MS
+		       : most;
 }
 
 int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
