@@ -11,6 +11,8 @@
  *   GET  .../processes/PID/events              SSE (proc_events.h)
  *   POST .../processes/PID/stdin               {"data"?: base64, "close"?: bool}
  *   POST .../processes/PID/signal              {"signal": "SIGTERM" | 15}
+ *   POST .../processes/PID/resize              {"cols", "rows"} (a terminal's:
+ *                                               "pty" in the spawn, proc_pty.h)
  *
  * Each route is one JSON request for whoever holds the session (the local
  * backend here, the queue's worker there), run on the session by
@@ -41,12 +43,19 @@ json_t *proc_read_request(uint32_t pid, const uint64_t off[2]);
 /* Whether req is one of these (the worker's op). */
 bool proc_call_is(const char *op);
 /* req run on s: {"http": status, "body": object}; NULL on ENOMEM. A read's
- * body: {"out", "err" (base64), "ended", and once ended "result"}. */
+ * body: {"out", "out_from" (the stdout offset out starts at), "err"
+ * (base64), "ended", and once ended "result"}. */
 json_t *proc_call_run(struct aj_session *s, json_t *req);
 /* An error answer of proc_call_run's shape, for a backend that could
  * not reach the session ({"http": status, "body": {"error"}}). */
 json_t *proc_answer_error(int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* An answer of status with body (NULL: {}). */
+json_t *proc_answer(int status, json_t *body);
+/* What the library refused (rc, err) on pid, as the answer a client can
+ * act on: 404 for no such pid, 409 for a state it is in, 410 for a
+ * closed session, 501 for what the tier does not offer. */
+json_t *proc_refused(struct aj_session *s, uint32_t pid, int rc, const struct aj_error *err);
 /* An answer as rs's (one that is not proc_call_run's: 502). */
 void proc_call_answer(json_t *answer, struct http_response *rs);
 
