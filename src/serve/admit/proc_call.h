@@ -28,6 +28,7 @@
 #include "agentjail.h"
 #include "../http/respond.h"
 #include "../http/route.h"
+#include "proc_answer.h"
 
 /* The longest ?wait= of GET .../processes/PID, in seconds: a request
  * holds its connection and thread while it waits. */
@@ -46,16 +47,6 @@ bool proc_call_is(const char *op);
  * body: {"out", "out_from" (the stdout offset out starts at), "err"
  * (base64), "ended", and once ended "result"}. */
 json_t *proc_call_run(struct aj_session *s, json_t *req);
-/* An error answer of proc_call_run's shape, for a backend that could
- * not reach the session ({"http": status, "body": {"error"}}). */
-json_t *proc_answer_error(int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* An answer of status with body (NULL: {}). */
-json_t *proc_answer(int status, json_t *body);
-/* What the library refused (rc, err) on pid, as the answer a client can
- * act on: 404 for no such pid, 409 for a state it is in, 410 for a
- * closed session, 501 for what the tier does not offer. */
-json_t *proc_refused(struct aj_session *s, uint32_t pid, int rc, const struct aj_error *err);
 /* An answer as rs's (one that is not proc_call_run's: 502). */
 void proc_call_answer(json_t *answer, struct http_response *rs);
 

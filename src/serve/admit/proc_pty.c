@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proc_call.h"
+#include "proc_answer.h"
 #include "proc_pty.h"
 
 /* {"cols": C, "rows": R} as size: NULL, or the 400 naming what is wrong.
