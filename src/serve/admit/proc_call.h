@@ -2,7 +2,8 @@
  * commands"):
  *
  *   POST /v1/sessions/ID/processes             exec's body, "stdin": true
- *                                               to keep stdin open -> 201 {"pid"}
+ *                                               to keep stdin open, or "pty" for
+ *                                               a terminal (proc_pty.h) -> 201 {"pid"}
  *   GET  /v1/sessions/ID/processes             {"processes": [{"pid", "command",
  *                                               "running"}]}
  *   GET  .../processes/PID[?wait=S]            running: {"pid", "command",
