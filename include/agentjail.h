@@ -479,6 +479,9 @@ void aj_proc_output_free(struct aj_proc_output *got);
  * SIGWINCH). x->stdin_data, if any, is typed once it runs. The terminal
  * is the sandbox's own (a devpts instance of at most 16 ptys); the docker
  * tier offers none (-EOPNOTSUPP, err saying why). */
+/* A terminal's side, columns or rows, at most: far past any screen,
+ * small enough for a request. */
+#define AJ_PTY_SIDE_MAX 4096
 int aj_session_pty(struct aj_session *s, const struct aj_exec *x, uint16_t cols, uint16_t rows,
 		   uint32_t *pid, struct aj_error *err);
 /* -ENOTTY: pid has no terminal; nothing once it ended. */

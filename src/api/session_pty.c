@@ -13,15 +13,12 @@
 #include "../core/internal.h"
 #include "api.h"
 
-/* A terminal's side: far past any screen, small enough for a request. */
-#define PTY_SIDE_MAX 4096
-
 static int size_check(const char *what, uint16_t cols, uint16_t rows, struct aj_error *err)
 {
-	if (!cols || !rows || cols > PTY_SIDE_MAX || rows > PTY_SIDE_MAX)
+	if (!cols || !rows || cols > AJ_PTY_SIDE_MAX || rows > AJ_PTY_SIDE_MAX)
 		return error_set(err, -EINVAL, "%s: a terminal of %u columns and %u rows: each must "
 					       "be 1 to %d",
-				 what, cols, rows, PTY_SIDE_MAX);
+				 what, cols, rows, AJ_PTY_SIDE_MAX);
 	return 0;
 }
 

@@ -164,7 +164,9 @@ def test_another_key_cannot_see_or_touch_it(start, tmp_path):
                                ("GET", f"/{pid}/events", None),
                                ("POST", "", {"command": "true"}),
                                ("POST", f"/{pid}/stdin", {"data": "eA=="}),
-                               ("POST", f"/{pid}/signal", {"signal": 9})):
+                               ("POST", f"/{pid}/signal", {"signal": 9}),
+                               ("POST", "", {"pty": {"cols": 80, "rows": 24}}),
+                               ("POST", f"/{pid}/resize", {"cols": 10, "rows": 10})):
         r = s.request(method, f"/v1/sessions/{sid}/processes{tail}", body, key=bob)
         assert (r.code, r.body) == (404, none.body), (method, tail)
     assert proc(s, sid, pid, key=alice).json()["running"] is True

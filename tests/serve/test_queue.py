@@ -556,3 +556,32 @@ def test_a_background_command_through_its_worker(start, redis, workers):
         assert (res["status"], res["signal"]) == ("killed", 9), res
     finally:
         s.request("DELETE", base)
+
+
+def test_a_terminal_through_its_worker(start, redis, workers):
+    from conftest import Stream
+    s, base = session_of_two_seconds(start, redis, workers, "w-pty")
+    try:
+        r = s.request("POST", base + "/processes",
+                      {"command": "stty size; read x; stty size; echo got-$x",
+                       "pty": {"cols": 80, "rows": 24}})
+        assert r.code == 201, r.body
+        pid = r.json()["pid"]
+        st = Stream(s, "GET", f"{base}/processes/{pid}/events")
+        shown = b""
+        for e in st.events():
+            shown += e.bytes() if e.event == "stdout" else b""
+            if b"24 80" in shown:
+                break
+        r = s.request("POST", f"{base}/processes/{pid}/resize", {"cols": 100, "rows": 30})
+        assert r.code == 200, r.body
+        assert s.request("POST", f"{base}/processes/{pid}/stdin", {"data": "aGkK"}).code == 200
+        rest = list(st.events())
+        st.close()
+        shown += b"".join(e.bytes() for e in rest if e.event == "stdout")
+        assert b"30 100\r\n" in shown and b"got-hi\r\n" in shown, shown
+        plain = s.request("POST", base + "/processes", {"command": "sleep 100"}).json()["pid"]
+        r = s.request("POST", f"{base}/processes/{plain}/resize", {"cols": 1, "rows": 1})
+        assert r.code == 409 and r.json()["error"]["code"] == "not_a_terminal", r.body
+    finally:
+        s.request("DELETE", base)

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,50 +14,10 @@
 #include "call_body.h"
 #include "call_limits.h"
 #include "proc_call.h"
+#include "proc_pty.h"
 
-static const char *const actions[] = {"spawn", "list", "state", "read", "stdin", "signal"};
-
-static json_t *proc_answer(int status, json_t *body)
-{
-	return json_pack("{s:i, s:o}", "http", status, "body", body ? body : json_object());
-}
-
-json_t *proc_answer_error(int status, const char *code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return proc_answer(status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
-}
-
-/* What the library refused, as the answer a client can act on. */
-static json_t *proc_refused(struct aj_session *s, uint32_t pid, int rc, const struct aj_error *err)
-{
-	const char *closed = aj_session_closed_reason(s);
-	if (rc == -ESHUTDOWN || closed)
-		return proc_answer_error(410, "session_closed", "the session is closed, because %s",
-				    closed ? closed : "it was deleted");
-	switch (rc) {
-	case -ESRCH:
-		return proc_answer_error(404, "not_found", "no process %u in this session", pid);
-	case -EPIPE:
-		return proc_answer_error(409, "stdin_closed", "process %u: its stdin is closed", pid);
-	case -EBADF:
-		return proc_answer_error(409, "no_stdin", "process %u was started without \"stdin\": "
-				    "true, so nothing can be written to it", pid);
-	case -EFBIG:
-		return proc_answer_error(413, "too_large", "%s", err->message);
-	case -EINVAL:
-	case -ENOENT:
-	case -ENOTDIR:
-	case -EACCES:
-		return proc_answer_error(400, "bad_request", "%s", err->message);
-	default:
-		return proc_answer_error(500, "session_error", "%s", err->message);
-	}
-}
+static const char *const actions[] = {"spawn", "list", "state", "read", "stdin", "signal",
+				       "resize"};
 
 /* ?wait=S: seconds, 0 to PROC_WAIT_MAX_SEC. */
 static int wait_query(const char *q, double *sec)
@@ -73,13 +32,15 @@ static int wait_query(const char *q, double *sec)
 json_t *proc_call_request(const struct http_request *rq, struct http_response *rs,
 			  const struct session_route *r)
 {
-	static const char *const spawn_fields[] = {"command", "argv", "cwd", "env",
-						   "stdin",   "timeout", NULL};
+	static const char *const spawn_fields[] = {"command", "argv",    "cwd", "env",
+						   "stdin",   "timeout", "pty", NULL};
 	static const char *const stdin_fields[] = {"data", "close", NULL};
 	static const char *const signal_fields[] = {"signal", NULL};
+	static const char *const resize_fields[] = {"cols", "rows", NULL};
 	const char *const *fields = r->proc == PROC_SPAWN   ? spawn_fields
 				    : r->proc == PROC_STDIN  ? stdin_fields
 				    : r->proc == PROC_SIGNAL ? signal_fields
+				    : r->proc == PROC_RESIZE ? resize_fields
 							     : NULL;
 	json_t *body = NULL;
 	double wait = 0;
@@ -120,9 +81,19 @@ static json_t *spawn(struct aj_session *s, json_t *body)
 	int status;
 	const char *code;
 	uint32_t pid = 0;
-	if (call_body_parse_spawn(body, session_config(s), &b, &status, &code, &err))
+	uint16_t size[2];
+	json_t *as_spawn = NULL;
+	bool pty = json_object_get(body, "pty") != NULL;
+	json_t *bad = pty ? proc_pty_body(body, size, &as_spawn) : NULL;
+	if (bad)
+		return bad;
+	int rc = call_body_parse_spawn(pty ? as_spawn : body, session_config(s), &b, &status, &code,
+				       &err);
+	json_decref(as_spawn); /* b holds it */
+	if (rc)
 		return proc_answer_error(status, code, "%s", err.message);
-	int rc = aj_session_spawn(s, &b.x, b.stdin_open, &pid, &err);
+	rc = pty ? aj_session_pty(s, &b.x, size[0], size[1], &pid, &err)
+		 : aj_session_spawn(s, &b.x, b.stdin_open, &pid, &err);
 	call_body_clear(&b);
 	if (rc && !pid)
 		return proc_refused(s, 0, rc, &err);
@@ -234,7 +205,10 @@ static json_t *read_from(struct aj_session *s, uint32_t pid, json_t *req)
 							    200, &o, &err);
 	if (rc)
 		return proc_refused(s, pid, rc, &err);
-	json_t *body = json_pack("{s:o, s:o, s:b}", "out", b64_string(o.out, o.out_len), "err",
+	/* out_from: where out starts, past the place asked for when a
+	 * terminal's window moved on (the bytes between are gone). */
+	json_t *body = json_pack("{s:o, s:I, s:o, s:b}", "out", b64_string(o.out, o.out_len),
+				 "out_from", (json_int_t)o.out_from, "err",
 				 b64_string(o.err, o.err_len), "ended", o.ended);
 	bool end = o.ended;
 	aj_proc_output_free(&o);
@@ -328,6 +302,8 @@ json_t *proc_call_run(struct aj_session *s, json_t *req)
 		return input(s, (uint32_t)pid, body);
 	if (!strcmp(a, "signal"))
 		return send_signal(s, (uint32_t)pid, body);
+	if (!strcmp(a, "resize"))
+		return proc_pty_resize(s, (uint32_t)pid, body);
 	return proc_answer_error(400, "bad_request", "unknown action '%.40s'", a);
 }
 

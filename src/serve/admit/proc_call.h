@@ -2,7 +2,8 @@
  * commands"):
  *
  *   POST /v1/sessions/ID/processes             exec's body, "stdin": true
- *                                               to keep stdin open -> 201 {"pid"}
+ *                                               to keep stdin open, or "pty" for
+ *                                               a terminal (proc_pty.h) -> 201 {"pid"}
  *   GET  /v1/sessions/ID/processes             {"processes": [{"pid", "command",
  *                                               "running"}]}
  *   GET  .../processes/PID[?wait=S]            running: {"pid", "command",
@@ -11,6 +12,8 @@
  *   GET  .../processes/PID/events              SSE (proc_events.h)
  *   POST .../processes/PID/stdin               {"data"?: base64, "close"?: bool}
  *   POST .../processes/PID/signal              {"signal": "SIGTERM" | 15}
+ *   POST .../processes/PID/resize              {"cols", "rows"} (a terminal's:
+ *                                               "pty" in the spawn, proc_pty.h)
  *
  * Each route is one JSON request for whoever holds the session (the local
  * backend here, the queue's worker there), run on the session by
@@ -26,6 +29,7 @@
 #include "agentjail.h"
 #include "../http/respond.h"
 #include "../http/route.h"
+#include "proc_answer.h"
 
 /* The longest ?wait= of GET .../processes/PID, in seconds: a request
  * holds its connection and thread while it waits. */
@@ -41,12 +45,9 @@ json_t *proc_read_request(uint32_t pid, const uint64_t off[2]);
 /* Whether req is one of these (the worker's op). */
 bool proc_call_is(const char *op);
 /* req run on s: {"http": status, "body": object}; NULL on ENOMEM. A read's
- * body: {"out", "err" (base64), "ended", and once ended "result"}. */
+ * body: {"out", "out_from" (the stdout offset out starts at), "err"
+ * (base64), "ended", and once ended "result"}. */
 json_t *proc_call_run(struct aj_session *s, json_t *req);
-/* An error answer of proc_call_run's shape, for a backend that could
- * not reach the session ({"http": status, "body": {"error"}}). */
-json_t *proc_answer_error(int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* An answer as rs's (one that is not proc_call_run's: 502). */
 void proc_call_answer(json_t *answer, struct http_response *rs);
 

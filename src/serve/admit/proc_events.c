@@ -77,10 +77,35 @@ static int stream_event(struct proc_reader *r, enum run_event_kind kind, char *d
 	return rc;
 }
 
+/* A terminal's window moved past the client's place in stdout: the place
+ * goes to where the read's bytes start, so each event's id stays the
+ * offset after its own bytes, and the bytes between, which no one can
+ * have any more, are said to be gone (a comment, which clients skip)
+ * rather than passed off as given. 0, or -1 (a from behind the place). */
+static int take_window(struct proc_reader *r, json_t *body)
+{
+	json_t *from = json_object_get(body, "out_from");
+	if (!from)
+		return 0;
+	if (!json_is_integer(from) || json_integer_value(from) < 0 ||
+	    (uint64_t)json_integer_value(from) < r->off[0])
+		return -1;
+	uint64_t to = (uint64_t)json_integer_value(from);
+	char note[128];
+	int n = to > r->off[0] ? snprintf(note, sizeof note, ": stdout %" PRIu64 " to %" PRIu64
+					 " is gone (a terminal keeps its last output)\n\n",
+					 r->off[0], to)
+			       : 0;
+	r->off[0] = to;
+	return n > 0 ? add_text(r, note, (size_t)n) : 0;
+}
+
 /* A read's body as events: 0, or -1 (a body that is not a read's). */
 static int take_read(struct proc_reader *r, json_t *body)
 {
 	static const char *const keys[] = {"out", "err"};
+	if (take_window(r, body))
+		return -1;
 	for (int i = 0; i < 2; i++) {
 		json_t *d = json_object_get(body, keys[i]);
 		unsigned char *buf = NULL;

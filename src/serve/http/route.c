@@ -6,7 +6,7 @@
 
 #include "route.h"
 
-/* tail after "/processes": "", "/PID", "/PID/events|stdin|signal". 0, or
+/* tail after "/processes": "", "/PID", "/PID/events|stdin|signal|resize". 0, or
  * -1 with the 404 or 405 in rs. */
 static int processes_route(const struct http_request *rq, struct http_response *rs,
 			   const char *tail, struct session_route *r)
@@ -17,7 +17,8 @@ static int processes_route(const struct http_request *rq, struct http_response *
 	} routes[] = {{"", "GET", PROC_STATE},
 		      {"/events", "GET", PROC_EVENTS},
 		      {"/stdin", "POST", PROC_STDIN},
-		      {"/signal", "POST", PROC_SIGNAL}};
+		      {"/signal", "POST", PROC_SIGNAL},
+		      {"/resize", "POST", PROC_RESIZE}};
 	r->op = SESSION_PROC;
 	if (!*tail) {
 		bool post = !strcmp(rq->method, "POST");

@@ -20,7 +20,7 @@ enum session_op {
 	SESSION_LIST,   /* GET .../files[?dir=D] */
 	SESSION_FILES_METHOD, /* any other method on files: 405 once the
 			       * session is found (allow says which) */
-	SESSION_PROC,   /* .../processes[/PID[/events|/stdin|/signal]]: proc says which */
+	SESSION_PROC,   /* .../processes[/PID[/events|/stdin|/signal|/resize]]: proc says which */
 };
 
 /* The background command routes (docs/serve.md, "Background commands"). */
@@ -31,6 +31,7 @@ enum proc_action {
 	PROC_EVENTS, /* GET  .../processes/PID/events */
 	PROC_STDIN,  /* POST .../processes/PID/stdin */
 	PROC_SIGNAL, /* POST .../processes/PID/signal */
+	PROC_RESIZE, /* POST .../processes/PID/resize (a terminal's) */
 };
 
 struct session_route {
