@@ -314,11 +314,17 @@ static void attack_expect_for(const struct attack *a, enum hostile_lang lang,
 	}
 }
 
-/* The first line of the run's stderr, as the reason a cell is n/a. */
-static void first_stderr_line(const struct aj_result *r, char *why, size_t wn)
+/* The reason in the run's own words where they say more than the verdict's:
+ * a sandbox's failure, or (n/a: exit 127) the first line of stderr, which
+ * names what the image lacks. */
+static void verdict_reason(enum attack_verdict v, const struct attack_evidence *e,
+			   const struct aj_result *r, char *why, size_t wn)
 {
+	if (v == VERDICT_ERROR && r->status == AJ_STATUS_SANDBOX_ERROR && r->message)
+		snprintf(why, wn, "%s", r->message);
 	size_t n = 0;
-	while (r->stderr_buf && n < r->stderr_len && r->stderr_buf[n] != '\n')
+	while (v == VERDICT_NA && e->missing == 1 && r->stderr_buf && n < r->stderr_len &&
+	       r->stderr_buf[n] != '\n')
 		n++;
 	if (n)
 		snprintf(why, wn, "%.*s", (int)n, r->stderr_buf);
@@ -500,10 +506,7 @@ static void run_attack(const struct attack *a, enum hostile_lang lang,
 		e->procs_left = left;
 	}
 	*v = attack_judge(x, e, why, wn);
-	if (*v == VERDICT_ERROR && r.status == AJ_STATUS_SANDBOX_ERROR && r.message)
-		snprintf(why, wn, "%s", r.message);
-	if (*v == VERDICT_NA && e->missing == 1)
-		first_stderr_line(&r, why, wn);
+	verdict_reason(*v, e, &r, why, wn);
 	aj_result_free(&r);
 	free(code);
 }
