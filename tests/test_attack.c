@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "src/attack/isolation.h"
+#include "src/attack/languages.h"
 #include "src/attack/programs.h"
 #include "src/attack/verdict.h"
 
@@ -198,19 +199,53 @@ static void unavailable_and_failed(void **state)
 	assert_string_equal(attack_verdict_name(VERDICT_ESCAPED), "ESCAPED");
 }
 
+/* Exit 127 (the image lacks node or a tool): n/a, not an escape nor a
+ * pass; yet any sign of an escape still reads ESCAPED. */
+static void missing_tool_is_na(void **state)
+{
+	(void)state;
+	struct attack_expect x = {.stopped_by = 1u << AJ_STATUS_TIMEOUT};
+	struct attack_evidence e;
+	attack_evidence_init(&e);
+	e.status = AJ_STATUS_ERROR;
+	e.missing = 1;
+	assert_int_equal(judge(&x, &e), VERDICT_NA);
+	assert_string_equal(why, "not in the image");
+	e.listener_accepted = 1;
+	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED);
+	e.listener_accepted = -1;
+	e.missing = 0;
+	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED); /* an error is no timeout */
+}
+
+/* A program that ended with an error or a signal held against the memory
+ * limit only if the host's figure of its peak stayed within the limit. */
+static void memory_peak_decides_for_other_runtimes(void **state)
+{
+	(void)state;
+	struct attack_expect x = {.stopped_by = (1u << AJ_STATUS_MEMORY) | (1u << AJ_STATUS_ERROR) |
+						(1u << AJ_STATUS_KILLED),
+				  .max_memory_kb = 262144};
+	struct attack_evidence e;
+	attack_evidence_init(&e);
+	e.status = AJ_STATUS_ERROR;
+	e.memory_kb = 262144;
+	assert_int_equal(judge(&x, &e), VERDICT_HELD);
+	e.memory_kb = 600000;
+	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED);
+	assert_string_equal(why, "held 585 MiB");
+}
+
 /* ---- the hostile-program table every user runs (programs.h) ---- */
 
 /* Each program has a unique name, code and a line on what holding means;
  * every placeholder it uses is one the host fills, and its fixture is
  * among the needs the entry declares (a user that sets up only what the
  * needs say must leave no placeholder of the program unset). */
-static void table_entries_declare_their_fixtures(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *key;
-		unsigned need; /* 0: always filled */
-	} keys[] = {{"{TOKEN}", 0},
+static const struct {
+	const char *key;
+	unsigned need; /* 0: always filled */
+} placeholders[] = {{"{TOKEN}", 0},
 		    {"{CWD}", 0},
 		    {"{SECRET}", HOSTILE_NEEDS_SECRET},
 		    /* A listener, or the egress origin and its UDP socket. */
@@ -220,6 +255,47 @@ static void table_entries_declare_their_fixtures(void **state)
 		    {"{SOCK}", HOSTILE_NEEDS_UNIX},
 		    {"{SENTINEL}", HOSTILE_NEEDS_SENTINEL},
 		    {"{MNT}", HOSTILE_NEEDS_MOUNTS}};
+
+/* Every placeholder code uses is declared by p's needs, and a marker
+ * program writes its marker with the token. */
+static void check_fixtures(const struct hostile_program *p, const char *code, const char *lang)
+{
+	const size_t nk = sizeof placeholders / sizeof placeholders[0];
+	for (const char *c = code; (c = strchr(c, '{')); c++) {
+		size_t k = 0;
+		for (; k < nk; k++)
+			if (!strncmp(c, placeholders[k].key, strlen(placeholders[k].key)))
+				break;
+		/* Not a placeholder at all: a dict, a set, a block. */
+		if (k == nk) {
+			assert_false(c[1] >= 'A' && c[1] <= 'Z');
+			continue;
+		}
+		if (placeholders[k].need && !(p->needs & placeholders[k].need))
+			fail_msg("%s (%s) uses %s but does not declare its fixture", p->id, lang,
+				 placeholders[k].key);
+	}
+	/* A marker program names its marker, with the token, so that the
+	 * host knows what to look for and whose it is. */
+	if (p->needs & HOSTILE_NEEDS_MARKERS) {
+		char want[64];
+		assert_non_null(p->marker);
+		snprintf(want, sizeof want, "%s{TOKEN}", p->marker);
+		if (!strstr(code, want))
+			fail_msg("%s (%s) does not write %s", p->id, lang, want);
+	} else {
+		assert_null(p->marker);
+	}
+}
+
+/* Each program has a unique name, code and a line on what holding means;
+ * every placeholder it uses, in every language it is written in, is one
+ * the host fills, and its fixture is among the needs the entry declares
+ * (a user that sets up only what the needs say must leave no placeholder
+ * of the program unset). */
+static void table_entries_declare_their_fixtures(void **state)
+{
+	(void)state;
 	for (size_t i = 0; i < HOSTILE_COUNT; i++) {
 		const struct hostile_program *p = &hostile_programs[i];
 		assert_non_null(p->id);
@@ -227,32 +303,60 @@ static void table_entries_declare_their_fixtures(void **state)
 		assert_non_null(p->held);
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(p->id, hostile_programs[j].id);
-		for (const char *c = p->code; (c = strchr(c, '{')); c++) {
-			size_t k = 0;
-			for (; k < sizeof keys / sizeof keys[0]; k++)
-				if (!strncmp(c, keys[k].key, strlen(keys[k].key)))
-					break;
-			/* Not a placeholder at all: a Python dict or set. */
-			if (k == sizeof keys / sizeof keys[0]) {
-				assert_false(c[1] >= 'A' && c[1] <= 'Z');
-				continue;
-			}
-			if (keys[k].need && !(p->needs & keys[k].need))
-				fail_msg("%s uses %s but does not declare its fixture", p->id,
-					 keys[k].key);
-		}
-		/* A marker program names its marker, with the token, so that the
-		 * host knows what to look for and whose it is. */
-		if (p->needs & HOSTILE_NEEDS_MARKERS) {
-			char want[64];
-			assert_non_null(p->marker);
-			snprintf(want, sizeof want, "%s{TOKEN}", p->marker);
-			if (!strstr(p->code, want))
-				fail_msg("%s does not write %s", p->id, want);
-		} else {
-			assert_null(p->marker);
+		for (int l = 0; l < HOSTILE_LANG_COUNT; l++) {
+			const char *code = hostile_code((enum hostile_id)i, (enum hostile_lang)l, NULL);
+			if (code)
+				check_fixtures(p, code, hostile_lang_name((enum hostile_lang)l));
 		}
 	}
+}
+
+/* The core attacks are there in every language (issue 36's list); the
+ * Python code is the table's. */
+static void core_attacks_in_every_language(void **state)
+{
+	(void)state;
+	static const enum hostile_id core[] = {
+		HOSTILE_CPU_LOOP,        HOSTILE_MEMORY_512MB,         HOSTILE_FORK_FLAT,
+		HOSTILE_DISK_FILL_EVERYWHERE, HOSTILE_READ_SECRETS,    HOSTILE_NETWORK_HOST,
+		HOSTILE_SLEEP_FOREVER,   HOSTILE_OUTPUT_FLOOD};
+	for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+		for (int l = 0; l < HOSTILE_LANG_COUNT; l++)
+			if (!hostile_code(core[i], (enum hostile_lang)l, NULL))
+				fail_msg("%s has no %s program", hostile_programs[core[i]].id,
+					 hostile_lang_name((enum hostile_lang)l));
+	assert_ptr_equal(hostile_code(HOSTILE_KEYRINGS, HOSTILE_PYTHON, NULL),
+			 hostile_programs[HOSTILE_KEYRINGS].code);
+	assert_null(hostile_code(HOSTILE_KEYRINGS, HOSTILE_SHELL, NULL));
+	const char *tools = NULL;
+	assert_non_null(hostile_code(HOSTILE_NETWORK_HOST, HOSTILE_SHELL, &tools));
+	assert_string_equal(tools, "curl");
+	enum hostile_lang lang = HOSTILE_PYTHON;
+	assert_int_equal(hostile_lang_parse("sh", &lang), 0);
+	assert_int_equal(lang, HOSTILE_SHELL);
+	assert_int_equal(hostile_lang_parse("javascript", &lang), 0);
+	assert_int_equal(lang, HOSTILE_JS);
+	assert_int_equal(hostile_lang_parse("perl", &lang), -1);
+	assert_int_equal(lang, HOSTILE_JS);
+}
+
+/* In a shell line a value lands inside '...': a quote in it ends the
+ * literal, escapes itself and starts it again; the launcher carries the
+ * line and the tools inside Python literals. */
+static void shell_fill_and_launcher_escape(void **state)
+{
+	(void)state;
+	struct hostile_values v = {.token = "t0k", .cwd = "/a'b\\c", .port = 42};
+	char *code = hostile_fill_lang("cd '{CWD}' && echo '{TOKEN}' {PORT}", &v, HOSTILE_SHELL);
+	assert_non_null(code);
+	assert_string_equal(code, "cd '/a'\\''b\\c' && echo 't0k' 42");
+	char *program = hostile_shell_program(code, "head tr");
+	assert_non_null(program);
+	assert_non_null(strstr(program, "['/bin/sh'] + 'head tr'.split()"));
+	assert_non_null(strstr(program, "exit(127)"));
+	assert_non_null(strstr(program, "['sh', '-c', 'cd \\'/a\\'\\\\\\'\\'b\\\\c\\' && echo \\'t0k\\' 42'])"));
+	free(program);
+	free(code);
 }
 
 /* Filled values land inside Python '...' literals: a quote or backslash in
@@ -380,6 +484,10 @@ int main(void)
 		cmocka_unit_test(unavailable_and_failed),
 		cmocka_unit_test(table_entries_declare_their_fixtures),
 		cmocka_unit_test(fill_escapes_and_fills_every_placeholder),
+		cmocka_unit_test(core_attacks_in_every_language),
+		cmocka_unit_test(shell_fill_and_launcher_escape),
+		cmocka_unit_test(missing_tool_is_na),
+		cmocka_unit_test(memory_peak_decides_for_other_runtimes),
 		cmocka_unit_test(uid_range_is_taken_per_invocation),
 		cmocka_unit_test(only_its_own_mounts_are_compared),
 	};

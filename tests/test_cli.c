@@ -847,7 +847,8 @@ static void one_tier_options_name_the_problem(void **state)
 static void attack_warm(void **state)
 {
 	(void)state;
-	CLI(&res, NULL, "attack", "--quick", "--json", "--warm", "--tier", "process");
+	CLI(&res, NULL, "attack", "--quick", "--json", "--warm", "--tier", "process", "--lang",
+	    "python");
 	assert_int_equal(res.exit_code, 0);
 	json_t *j = one_json_object(res.out);
 	assert_true(json_is_true(json_object_get(j, "all_held")));
@@ -864,7 +865,7 @@ static void attack_quick(void **state)
 {
 	(void)state;
 	CLI(&res, NULL, "attack", "--quick", "--json", "--tier", "process", "--tier", "docker",
-	    "--docker-socket", NO_ENGINE);
+	    "--docker-socket", NO_ENGINE, "--lang", "python");
 	assert_int_equal(res.exit_code, 0);
 	json_t *j = one_json_object(res.out);
 	assert_true(json_is_true(json_object_get(j, "all_held")));
@@ -897,6 +898,59 @@ static void attack_quick(void **state)
 	CLI(&res, NULL, "attack", "--quick", "--tier", "docker", "--docker-socket", NO_ENGINE);
 	assert_int_equal(res.exit_code, 1);
 	assert_true(contains(res.out, "nothing could be tested here"));
+}
+
+/* agentjail attack --lang shell,js: the core attacks as shell lines and as
+ * JavaScript in the process and container tiers, each cell saying its
+ * language, every one held; n/a only where the image lacks a tool the
+ * line needs (the test image has no curl), with that reason. */
+static void attack_shell_and_js(void **state)
+{
+	(void)state;
+	char cwd[PATH_MAX], image[PATH_MAX + 32];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(image, sizeof image, "%s/build/images/test", cwd);
+	cli_silence_ms = 600000;
+	CLI(&res, NULL, "attack", "--json", "--tier", "process", "--tier", "container", "--image",
+	    image, "--lang", "shell,js");
+	cli_silence_ms = 60000;
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	assert_true(json_is_true(json_object_get(j, "all_held")));
+	json_t *tiers = json_object_get(j, "tiers");
+	assert_int_equal(json_array_size(tiers), 2);
+	for (size_t t = 0; t < 2; t++) {
+		json_t *tier = json_array_get(tiers, t);
+		assert_true(json_is_true(json_object_get(tier, "available")));
+		json_t *results = json_object_get(tier, "results");
+		int shell = 0, js = 0;
+		for (size_t i = 0; i < json_array_size(results); i++) {
+			json_t *r = json_array_get(results, i);
+			const char *lang = json_string_value(json_object_get(r, "language"));
+			const char *v = json_string_value(json_object_get(r, "verdict"));
+			const char *why = json_string_value(json_object_get(r, "reason"));
+			shell += !strcmp(lang, "shell");
+			js += !strcmp(lang, "js");
+			if (strcmp(v, "held") &&
+			    !(!strcmp(v, "n/a") && contains(why, "is not in this sandbox's image")))
+				fail_msg("%s, %s, %s: %s (%s)",
+					 json_string_value(json_object_get(tier, "tier")), lang,
+					 json_string_value(json_object_get(r, "attack")), v, why);
+		}
+		assert_int_equal(shell, 8);
+		assert_int_equal(js, 8);
+	}
+	json_decref(j);
+	CLI(&res, NULL, "attack", "--lang", "python,perl");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "attack: --lang: 'perl' is not a language (python, shell, js)"));
+	CLI(&res, NULL, "attack", "--list", "--json");
+	assert_int_equal(res.exit_code, 0);
+	j = json_loads(res.out, 0, NULL);
+	json_t *cpu = json_array_get(j, 0);
+	assert_int_equal(json_array_size(json_object_get(cpu, "languages")), 3);
+	assert_true(contains(json_string_value(json_object_get(cpu, "js")), "Date.now()"));
+	json_decref(j);
 }
 
 /* agentjail bench in its quick mode: figures, with the machine, for bare
@@ -1667,6 +1721,7 @@ int main(void)
 		cmocka_unit_test(mcp_config_egress_keys),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(attack_warm),
+		cmocka_unit_test(attack_shell_and_js),
 		cmocka_unit_test(bench_quick),
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "languages.h"
 #include "programs.h"
 
 /* The devices program, with and without its pty part: the soak runs it
@@ -466,7 +467,34 @@ const char *hostile_need_name(unsigned bit_index)
 	return bit_index < sizeof need_names / sizeof need_names[0] ? need_names[bit_index] : NULL;
 }
 
+void hostile_put_literal(FILE *m, const char *s, enum hostile_lang lang)
+{
+	for (const char *c = s ? s : ""; *c; c++) {
+		if (lang == HOSTILE_SHELL) {
+			/* Inside '...' nothing is special but the quote: end the
+			 * literal, an escaped quote, start it again. */
+			if (*c == '\'')
+				fputs("'\\''", m);
+			else
+				fputc(*c, m);
+			continue;
+		}
+		/* Python's and JavaScript's '...' alike. */
+		if (*c == '\\' || *c == '\'')
+			fputc('\\', m);
+		if (*c == '\n')
+			fputs("\\n", m);
+		else
+			fputc(*c, m);
+	}
+}
+
 char *hostile_fill(const char *code, const struct hostile_values *v)
+{
+	return hostile_fill_lang(code, v, HOSTILE_PYTHON);
+}
+
+char *hostile_fill_lang(const char *code, const struct hostile_values *v, enum hostile_lang lang)
 {
 	char port[16], host_port[16], sentinel[16];
 	snprintf(port, sizeof port, "%d", v->port);
@@ -491,14 +519,7 @@ char *hostile_fill(const char *code, const struct hostile_values *v)
 			fputc(*code++, m);
 			continue;
 		}
-		for (const char *c = vals[k] ? vals[k] : ""; *c; c++) {
-			if (*c == '\\' || *c == '\'')
-				fputc('\\', m);
-			if (*c == '\n')
-				fputs("\\n", m);
-			else
-				fputc(*c, m);
-		}
+		hostile_put_literal(m, vals[k], lang);
 		code += strlen(keys[k]);
 	}
 	if (fclose(m)) {

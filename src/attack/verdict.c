@@ -17,6 +17,7 @@ void attack_evidence_init(struct attack_evidence *e)
 		.mounts_changed = -1,
 		.egress_allowed_arrived = -1,
 		.disk_drop_mb = -1,
+		.missing = -1,
 	};
 }
 
@@ -58,6 +59,13 @@ enum attack_verdict attack_judge(const struct attack_expect *x, const struct att
 		       VERDICT_ESCAPED;
 	if (x->max_output && e->output_bytes > x->max_output)
 		return snprintf(why, n, "%zu bytes of output", e->output_bytes), VERDICT_ESCAPED;
+	if (x->max_memory_kb && e->memory_kb > x->max_memory_kb)
+		return snprintf(why, n, "held %llu MiB", (unsigned long long)(e->memory_kb >> 10)),
+		       VERDICT_ESCAPED;
+	/* What the image does not have, the program could not run: nothing
+	 * is known of the tier either way (the escapes above still count). */
+	if (e->missing == 1)
+		return snprintf(why, n, "not in the image"), VERDICT_NA;
 	/* A sandbox that failed proves nothing either way. */
 	if (e->status == AJ_STATUS_SANDBOX_ERROR)
 		return snprintf(why, n, "sandbox_error"), VERDICT_ERROR;

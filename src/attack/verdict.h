@@ -31,6 +31,11 @@ struct attack_evidence {
 	int egress_allowed_arrived;
 	int64_t disk_drop_mb;     /* most host free space lost during the run */
 	size_t output_bytes;      /* the larger of stdout and stderr, as captured */
+	uint64_t memory_kb;       /* the run's peak memory as the host measured it (0: none) */
+	/* It exited 127, as a shell does for a command not found: the image
+	 * lacks the interpreter or a tool the program is written with (the
+	 * shell launcher's and a JavaScript run's words for it). */
+	int missing;
 };
 
 /* What holding means for one attack, beyond the evidence checks. */
@@ -46,6 +51,7 @@ struct attack_expect {
 	uint32_t max_procs;       /* tasks allowed at once (pids, init, a VMM) */
 	uint32_t max_disk_mb;     /* host free space the run may take */
 	size_t max_output;        /* bytes of either stream */
+	uint64_t max_memory_kb;   /* the run's peak memory (0: not checked) */
 };
 
 void attack_evidence_init(struct attack_evidence *e);

@@ -34,6 +34,7 @@
 #include "../attack/egress_server.h"
 #include "../attack/fixtures.h"
 #include "../attack/isolation.h"
+#include "../attack/languages.h"
 #include "../attack/programs.h"
 #include "../attack/verdict.h"
 #include "../core/internal.h"
@@ -42,20 +43,25 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: agentjail attack [--tier T ...] [--quick] [--json] [--warm] [--image NAME|DIR]\n"
-	"                        [--docker-image I] [--docker-socket P]\n"
+	"usage: agentjail attack [--tier T ...] [--lang L,...] [--quick] [--json] [--warm]\n"
+	"                        [--image NAME|DIR] [--docker-image I] [--docker-socket P]\n"
 	"       agentjail attack --list [--json]\n"
 	"\n"
 	"Runs the hostile-program matrix: the seed article's six (CPU loop, 512 MB,\n"
 	"fork bomb, disk fill, reading a host secret, a network call), then the rest\n"
 	"of the table, in every tier available here (or each --tier). Each cell is\n"
-	"held, ESCAPED, n/a (tier not available) or error, judged from checks on the\n"
-	"host after the run. --quick runs the six only. --warm runs the tiers that\n"
-	"have a warm mode (process, container) in it: each attack a fork of a zygote.\n"
+	"held, ESCAPED, n/a (tier not available, or the image lacks node or a tool the\n"
+	"program needs: the reason is shown) or error, judged from checks on the host\n"
+	"after the run. --lang python,shell,js (default: all) chooses the languages:\n"
+	"the core attacks are written as a Python program, a shell line (run by\n"
+	"/bin/sh -c) and JavaScript (run by node), each judged by the same checks.\n"
+	"--quick runs the six only. --warm runs the tiers that have a warm mode\n"
+	"(process, container) in it: each attack a fork of a zygote.\n"
 	"Exits 1 if anything escaped or a sandbox failed, 0 otherwise.\n"
 	"--list prints the hostile-program table instead (every program the tests,\n"
-	"the soak and attack run: its name, what the host sets up for it, what\n"
-	"counts as held; with --json, its code too) and runs nothing.\n";
+	"the soak and attack run: its name, its languages, what the host sets up for\n"
+	"it, what counts as held; with --json, its code in each language too) and\n"
+	"runs nothing.\n";
 
 /* How attack runs and judges a program, beyond the needs the table gives
  * it (src/attack/programs.h). */
@@ -274,9 +280,59 @@ static bool output_has(const struct aj_result *r, const char *token)
 	       (r->stderr_buf && memmem(r->stderr_buf, r->stderr_len, token, n));
 }
 
-static void run_attack(const struct attack *a, const struct aj_config *base, struct host *h,
-		       struct attack_evidence *e, struct attack_expect *x, char *why, size_t wn,
-		       enum attack_verdict *v)
+/* The program of attack a in lang, filled with vals, as what the tier runs:
+ * JavaScript as it is (aj_run_lang runs it with node), a shell line in the
+ * launcher that hands it to /bin/sh (malloc'd; NULL: out of memory). */
+static char *attack_code(const struct attack *a, enum hostile_lang lang,
+			 const struct hostile_values *vals)
+{
+	const char *tools;
+	char *code = hostile_fill_lang(hostile_code(a->program, lang, &tools), vals, lang);
+	if (lang != HOSTILE_SHELL || !code)
+		return code;
+	char *program = hostile_shell_program(code, tools);
+	free(code);
+	return program;
+}
+
+/* What holding means for a in lang under cfg's limits. */
+static void attack_expect_for(const struct attack *a, enum hostile_lang lang,
+			      const struct aj_config *cfg, struct attack_expect *x)
+{
+	memset(x, 0, sizeof *x);
+	x->stopped_by = a->stopped_by;
+	x->must_finish = !a->stopped_by;
+	x->max_output = (size_t)cfg->limits.output_kb * 1024;
+	/* Where the memory limit is an address space (process, gvisor:
+	 * RLIMIT_AS), an allocation past it fails inside the program: Python
+	 * tells the host it was a MemoryError, but node and the shell only
+	 * end with an error or an abort. For them the host's own figure
+	 * decides: ended before its end, its peak within the limit. */
+	if (lang != HOSTILE_PYTHON && (a->stopped_by & S(MEMORY))) {
+		x->stopped_by |= S(ERROR) | S(KILLED);
+		x->max_memory_kb = (uint64_t)cfg->limits.memory_mb * 1024;
+	}
+}
+
+/* The reason in the run's own words where they say more than the verdict's:
+ * a sandbox's failure, or (n/a: exit 127) the first line of stderr, which
+ * names what the image lacks. */
+static void verdict_reason(enum attack_verdict v, const struct attack_evidence *e,
+			   const struct aj_result *r, char *why, size_t wn)
+{
+	if (v == VERDICT_ERROR && r->status == AJ_STATUS_SANDBOX_ERROR && r->message)
+		snprintf(why, wn, "%s", r->message);
+	size_t n = 0;
+	while (v == VERDICT_NA && e->missing == 1 && r->stderr_buf && n < r->stderr_len &&
+	       r->stderr_buf[n] != '\n')
+		n++;
+	if (n)
+		snprintf(why, wn, "%.*s", (int)n, r->stderr_buf);
+}
+
+static void run_attack(const struct attack *a, enum hostile_lang lang,
+		       const struct aj_config *base, struct host *h, struct attack_evidence *e,
+		       struct attack_expect *x, char *why, size_t wn, enum attack_verdict *v)
 {
 	struct aj_config cfg = *base;
 	if (a->wall_sec)
@@ -287,10 +343,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 	if (p->needs & HOSTILE_NEEDS_SENTINEL)
 		cfg.slots = 1; /* the sentinel has the very uid the run gets */
 	attack_evidence_init(e);
-	memset(x, 0, sizeof *x);
-	x->stopped_by = a->stopped_by;
-	x->must_finish = !a->stopped_by;
-	x->max_output = (size_t)cfg.limits.output_kb * 1024;
+	attack_expect_for(a, lang, &cfg, x);
 	/* Counting the run's tasks on the host needs its uids, which only
 	 * root's runs have: without root this check cannot be made, and the
 	 * attack is not judged on its status alone. */
@@ -352,7 +405,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		cfg.allow_hosts = NULL;
 		cfg.allow_host_count = 0;
 	}
-	char *code = hostile_fill(p->code, &vals);
+	char *code = attack_code(a, lang, &vals);
 	if (p->needs & HOSTILE_NEEDS_SECRET) {
 		int fd = open(h->secret, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
@@ -376,7 +429,8 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 	if (!code)
 		result_sandbox_error(&r, "out of memory");
 	else if (aj_open(&cfg, &sb, &err) == 0) {
-		aj_run(sb, code, strlen(code), &r);
+		aj_run_lang(sb, lang == HOSTILE_JS ? AJ_LANG_JAVASCRIPT : AJ_LANG_PYTHON, code,
+			    strlen(code), NULL, NULL, &r);
 		aj_close(sb);
 	} else {
 		result_sandbox_error(&r, "%s", err.message);
@@ -394,6 +448,8 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		sleep(2);
 	e->status = r.status;
 	e->output_bytes = r.stdout_len > r.stderr_len ? r.stdout_len : r.stderr_len;
+	e->memory_kb = r.memory_kb;
+	e->missing = r.status == AJ_STATUS_ERROR && r.has_exit_code && r.exit_code == 127;
 	if (p->needs & (HOSTILE_NEEDS_SECRET | HOSTILE_NEEDS_CMDLINE | HOSTILE_NEEDS_LISTENER |
 			 HOSTILE_NEEDS_KEYRING))
 		e->token_seen = output_has(&r, h->token);
@@ -450,8 +506,7 @@ static void run_attack(const struct attack *a, const struct aj_config *base, str
 		e->procs_left = left;
 	}
 	*v = attack_judge(x, e, why, wn);
-	if (*v == VERDICT_ERROR && r.status == AJ_STATUS_SANDBOX_ERROR && r.message)
-		snprintf(why, wn, "%s", r.message);
+	verdict_reason(*v, e, &r, why, wn);
 	aj_result_free(&r);
 	free(code);
 }
@@ -553,15 +608,37 @@ static void teardown_host(struct host *h)
 	rmdir(h->dir);
 }
 
-enum { OPT_JSON = 3000, OPT_QUICK, OPT_WARM_TIERS, OPT_LIST, OPT_HELP };
+enum { OPT_JSON = 3000, OPT_QUICK, OPT_WARM_TIERS, OPT_LIST, OPT_LANG, OPT_HELP };
 
 struct attack_args {
 	bool json, quick, warm, list;
+	bool langs[HOSTILE_LANG_COUNT]; /* the languages --lang chose (none: all) */
+	bool any_lang;
 };
+
+/* --lang python,shell,js: each name a language of the table's. */
+static int parse_langs(const char *arg, struct attack_args *a)
+{
+	char copy[128];
+	snprintf(copy, sizeof copy, "%s", arg);
+	char *save = NULL;
+	for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		enum hostile_lang lang;
+		if (hostile_lang_parse(name, &lang)) {
+			cli_error("attack: --lang: '%s' is not a language (python, shell, js)", name);
+			return -1;
+		}
+		a->langs[lang] = a->any_lang = true;
+	}
+	if (!a->any_lang) {
+		cli_error("attack: --lang: which languages? (python, shell, js)");
+		return -1;
+	}
+	return 0;
+}
 
 static int attack_opt(int opt, const char *arg, void *ctx)
 {
-	(void)arg;
 	struct attack_args *a = ctx;
 	if (opt == OPT_JSON)
 		a->json = true;
@@ -571,18 +648,21 @@ static int attack_opt(int opt, const char *arg, void *ctx)
 		a->warm = true;
 	else if (opt == OPT_LIST)
 		a->list = true;
+	else if (opt == OPT_LANG)
+		return parse_langs(arg, a);
 	return opt == OPT_HELP;
 }
 
 /* --list: the table, for a reader or (--json) for a program that runs it
- * another way (the binding's tests). */
+ * another way (the binding's tests): each program's languages, and with
+ * --json the code in each ("code" the Python). */
 static int list_programs(bool json)
 {
 	json_t *all = json_array();
 	for (size_t i = 0; i < HOSTILE_COUNT; i++) {
 		const struct hostile_program *p = &hostile_programs[i];
-		json_t *needs = json_array();
-		char line[160] = "";
+		json_t *needs = json_array(), *langs = json_array();
+		char line[160] = "", in[32] = "";
 		for (unsigned b = 0; hostile_need_name(b); b++) {
 			if (!(p->needs & (1u << b)))
 				continue;
@@ -590,11 +670,23 @@ static int list_programs(bool json)
 			snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s",
 				 line[0] ? "," : "", hostile_need_name(b));
 		}
+		json_t *o = json_pack("{s:s, s:s, s:o, s:s?, s:s}", "id", p->id, "code", p->code,
+				      "needs", needs, "marker", p->marker, "held", p->held);
+		for (int l = 0; l < HOSTILE_LANG_COUNT; l++) {
+			const char *code = hostile_code((enum hostile_id)i, (enum hostile_lang)l, NULL);
+			if (!code)
+				continue;
+			const char *name = hostile_lang_name((enum hostile_lang)l);
+			json_array_append_new(langs, json_string(name));
+			snprintf(in + strlen(in), sizeof in - strlen(in), "%s%s", in[0] ? "," : "",
+				 name);
+			if (l != HOSTILE_PYTHON)
+				json_object_set_new(o, name, json_string(code));
+		}
+		json_object_set_new(o, "languages", langs);
 		if (!json)
-			printf("%-22s %-30s %s\n", p->id, line[0] ? line : "-", p->held);
-		json_array_append_new(all, json_pack("{s:s, s:s, s:o, s:s?, s:s}", "id", p->id,
-						     "code", p->code, "needs", needs, "marker",
-						     p->marker, "held", p->held));
+			printf("%-22s %-18s %-30s %s\n", p->id, in, line[0] ? line : "-", p->held);
+		json_array_append_new(all, o);
 	}
 	if (json) {
 		char *s = json_dumps(all, JSON_COMPACT);
@@ -602,6 +694,177 @@ static int list_programs(bool json)
 		free(s);
 	}
 	json_decref(all);
+	return 0;
+}
+
+/* Every cell of the matrix: a tier, a language, an attack. */
+struct matrix {
+	enum attack_verdict v[AJ_TIER_COUNT][HOSTILE_LANG_COUNT][N_ATTACKS];
+	char why[AJ_TIER_COUNT][HOSTILE_LANG_COUNT][N_ATTACKS][128];
+	char na[AJ_TIER_COUNT][AJ_ERROR_MAX];
+	int tiers[AJ_TIER_COUNT], nt;
+	int tested, bad;
+	json_t *jt;
+};
+
+/* Whether the matrix has attack i in lang: the table has it in that
+ * language, and (--quick) it is one of the seed's six. */
+static bool cell_wanted(const struct attack_args *args, size_t i, enum hostile_lang lang)
+{
+	return args->langs[lang] && hostile_code(attacks[i].program, lang, NULL) &&
+	       (!args->quick || (attacks[i].flags & SEED));
+}
+
+/* One tier's column: every attack in every language chosen. */
+static void run_tier(int t, const struct aj_config *cfg, const struct attack_args *args,
+		     struct host *h, struct matrix *m)
+{
+	struct aj_config tc = *cfg;
+	tc.tier = (enum aj_tier)t;
+	/* --warm: the tiers with a warm mode run in it; the others as always
+	 * (their column says which). */
+	tc.warm = args->warm && (t == AJ_TIER_PROCESS || t == AJ_TIER_CONTAINER);
+	struct aj_error why = {0};
+	bool available = aj_check((enum aj_tier)t, &tc, &why) == 0;
+	snprintf(m->na[t], sizeof m->na[t], "%s", available ? "" : why.message);
+	json_t *jr = json_array();
+	int held = 0, total = 0;
+	if (!args->json)
+		fprintf(stderr, "attack: %s...\n", aj_tier_name((enum aj_tier)t));
+	for (int l = 0; l < HOSTILE_LANG_COUNT; l++)
+		for (size_t i = 0; i < N_ATTACKS; i++) {
+			if (!cell_wanted(args, i, (enum hostile_lang)l))
+				continue;
+			struct attack_evidence e;
+			struct attack_expect x;
+			enum attack_verdict *v = &m->v[t][l][i];
+			char *reason = m->why[t][l][i];
+			if (available) {
+				run_attack(&attacks[i], (enum hostile_lang)l, &tc, h, &e, &x, reason,
+					   sizeof m->why[t][l][i], v);
+			} else {
+				attack_evidence_init(&e);
+				e.ran = false;
+				memset(&x, 0, sizeof x);
+				*v = attack_judge(&x, &e, reason, sizeof m->why[t][l][i]);
+			}
+			total++;
+			held += *v == VERDICT_HELD;
+			m->tested += *v != VERDICT_NA;
+			m->bad |= *v == VERDICT_ESCAPED || *v == VERDICT_ERROR;
+			json_array_append_new(
+				jr, json_pack("{s:s, s:s, s:s, s:s?, s:s}", "attack", attacks[i].name,
+					      "language", hostile_lang_name((enum hostile_lang)l),
+					      "verdict", attack_verdict_name(*v), "status",
+					      e.ran ? aj_status_name(e.status) : NULL, "reason",
+					      reason));
+		}
+	json_array_append_new(m->jt, json_pack("{s:s, s:b, s:b, s:s?, s:i, s:i, s:o}", "tier",
+					       aj_tier_name((enum aj_tier)t), "warm", tc.warm,
+					       "available", available, "unavailable_reason",
+					       available ? NULL : m->na[t], "held", held, "total",
+					       total, "results", jr));
+}
+
+/* The matrix as text: a row per attack, grouped by language; a column per
+ * tier. */
+static void print_matrix(const struct matrix *m, const struct attack_args *args)
+{
+	printf("%-20s", "attack");
+	for (int k = 0; k < m->nt; k++) {
+		bool warm = args->warm &&
+			    (m->tiers[k] == AJ_TIER_PROCESS || m->tiers[k] == AJ_TIER_CONTAINER);
+		char head[48];
+		snprintf(head, sizeof head, "%s%s", aj_tier_name((enum aj_tier)m->tiers[k]),
+			 warm ? " (warm)" : "");
+		printf(" %-30s", head);
+	}
+	printf("\n");
+	for (int l = 0; l < HOSTILE_LANG_COUNT; l++) {
+		if (!args->langs[l])
+			continue;
+		printf("[%s]\n", hostile_lang_name((enum hostile_lang)l));
+		for (size_t i = 0; i < N_ATTACKS; i++) {
+			if (!cell_wanted(args, i, (enum hostile_lang)l))
+				continue;
+			printf("%-20s", attacks[i].name);
+			for (int k = 0; k < m->nt; k++) {
+				char cell[80];
+				enum attack_verdict v = m->v[m->tiers[k]][l][i];
+				const char *why = m->why[m->tiers[k]][l][i];
+				if (v == VERDICT_NA && !strcmp(why, "tier not available"))
+					snprintf(cell, sizeof cell, "n/a");
+				else if (v == VERDICT_NA)
+					snprintf(cell, sizeof cell, "n/a (%.24s)", why);
+				else
+					snprintf(cell, sizeof cell, "%s (%.22s)",
+						 attack_verdict_name(v), why);
+				printf(" %-30s", cell);
+			}
+			printf("\n");
+		}
+	}
+	printf("%-20s", "held");
+	for (int k = 0; k < m->nt; k++) {
+		json_t *o = json_array_get(m->jt, (size_t)k);
+		char cell[40];
+		if (!json_is_true(json_object_get(o, "available")))
+			snprintf(cell, sizeof cell, "n/a");
+		else
+			snprintf(cell, sizeof cell, "%lld/%lld",
+				 json_integer_value(json_object_get(o, "held")),
+				 json_integer_value(json_object_get(o, "total")));
+		printf(" %-30s", cell);
+	}
+	printf("\n");
+	for (int k = 0; k < m->nt; k++)
+		if (m->na[m->tiers[k]][0])
+			printf("%s: n/a: %s\n", aj_tier_name((enum aj_tier)m->tiers[k]),
+			       m->na[m->tiers[k]]);
+	/* A cell n/a for want of a tool or of node says so in full here. */
+	for (int k = 0; k < m->nt; k++)
+		for (int l = 0; l < HOSTILE_LANG_COUNT; l++)
+			for (size_t i = 0; i < N_ATTACKS; i++)
+				if (cell_wanted(args, i, (enum hostile_lang)l) &&
+				    m->v[m->tiers[k]][l][i] == VERDICT_NA && !m->na[m->tiers[k]][0])
+					printf("%s, %s, %s: n/a: %s\n",
+					       aj_tier_name((enum aj_tier)m->tiers[k]),
+					       hostile_lang_name((enum hostile_lang)l), attacks[i].name,
+					       m->why[m->tiers[k]][l][i]);
+	if (!m->tested)
+		printf("nothing could be tested here\n");
+}
+
+/* A uid range and lock directory of this invocation's own, taken under a
+ * lock, and the host's fixtures: a deployer's sandboxes, a test suite or
+ * another attack beside it are never counted as its runs or leftovers.
+ * 0, else 1 (said). */
+static int attack_begin(struct aj_config *cfg, struct host *h, char *state_dir, size_t sn)
+{
+	char what[256];
+	uint32_t base;
+	int range_lock;
+	if (attack_range_take("/run/agentjail-attack", ATTACK_UID_FIRST, ATTACK_SLOTS,
+			      ATTACK_RANGES, uids_running, &base, &range_lock, what, sizeof what)) {
+		cli_error("attack: taking a uid range of its own: %s", what);
+		return 1;
+	}
+	cfg->uid_base = base;
+	cfg->slots = ATTACK_SLOTS;
+	snprintf(state_dir, sn, "/run/agentjail-attack-%u", (unsigned)base);
+	cfg->state_dir = state_dir;
+	cleanup_host = h;
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
+	int setup = setup_host(h, cfg);
+	h->range_lock = range_lock;
+	snprintf(h->state_dir, sizeof h->state_dir, "%s", state_dir);
+	if (setup) {
+		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));
+		teardown_host(h);
+		close(range_lock);
+		return 1;
+	}
 	return 0;
 }
 
@@ -615,6 +878,7 @@ int cmd_attack(int argc, char **argv)
 					    {"quick", no_argument, NULL, OPT_QUICK},
 					    {"warm", no_argument, NULL, OPT_WARM_TIERS},
 					    {"list", no_argument, NULL, OPT_LIST},
+					    {"lang", required_argument, NULL, OPT_LANG},
 					    {"help", no_argument, NULL, OPT_HELP},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "attack", usage, own, &cfg, &choice, attack_opt,
@@ -623,150 +887,45 @@ int cmd_attack(int argc, char **argv)
 		return done;
 	if (args.list)
 		return list_programs(args.json);
-	bool json = args.json, quick = args.quick, *chosen = choice.chosen, any = choice.any;
+	if (!args.any_lang)
+		for (int l = 0; l < HOSTILE_LANG_COUNT; l++)
+			args.langs[l] = true;
 	struct host h;
-	/* A uid range and lock directory of this invocation's own, taken
-	 * under a lock: a deployer's sandboxes, a test suite or another
-	 * attack beside it are never counted as its runs or leftovers. */
-	char what[256], state_dir[64];
-	uint32_t base;
-	int range_lock;
-	if (attack_range_take("/run/agentjail-attack", ATTACK_UID_FIRST, ATTACK_SLOTS,
-			      ATTACK_RANGES, uids_running, &base, &range_lock, what, sizeof what)) {
-		cli_error("attack: taking a uid range of its own: %s", what);
+	char state_dir[64];
+	if (attack_begin(&cfg, &h, state_dir, sizeof state_dir))
 		return 1;
-	}
-	cfg.uid_base = base;
-	cfg.slots = ATTACK_SLOTS;
-	snprintf(state_dir, sizeof state_dir, "/run/agentjail-attack-%u", (unsigned)base);
-	cfg.state_dir = state_dir;
-	cleanup_host = &h;
-	signal(SIGINT, on_interrupt);
-	signal(SIGTERM, on_interrupt);
-	int setup = setup_host(&h, &cfg);
-	h.range_lock = range_lock;
-	snprintf(h.state_dir, sizeof h.state_dir, "%s", state_dir);
-	if (setup) {
-		cli_error("attack: setting up the host's fixtures: %s", strerror(errno));
+	struct matrix *m = calloc(1, sizeof *m);
+	if (!m) {
+		cli_error("attack: out of memory");
 		teardown_host(&h);
+		close(h.range_lock);
 		return 1;
 	}
-
-	json_t *jt = json_array();
-	enum attack_verdict verdicts[AJ_TIER_COUNT][N_ATTACKS];
-	char reasons[AJ_TIER_COUNT][N_ATTACKS][48];
-	char na[AJ_TIER_COUNT][AJ_ERROR_MAX];
-	int tiers[AJ_TIER_COUNT], nt = 0, bad = 0, tested = 0;
+	m->jt = json_array();
 	for (int t = 0; t < AJ_TIER_COUNT; t++) {
-		if (any && !chosen[t])
+		if (choice.any && !choice.chosen[t])
 			continue;
-		tiers[nt++] = t;
-		struct aj_config tc = cfg;
-		tc.tier = (enum aj_tier)t;
-		/* --warm: the tiers with a warm mode run in it; the others as
-		 * always (their column says which). */
-		tc.warm = args.warm && (t == AJ_TIER_PROCESS || t == AJ_TIER_CONTAINER);
-		struct aj_error why = {0};
-		bool available = aj_check((enum aj_tier)t, &tc, &why) == 0;
-		snprintf(na[t], sizeof na[t], "%s", available ? "" : why.message);
-		json_t *jr = json_array();
-		int held = 0, total = 0;
-		if (!json)
-			fprintf(stderr, "attack: %s...\n", aj_tier_name((enum aj_tier)t));
-		for (size_t i = 0; i < N_ATTACKS; i++) {
-			const struct attack *a = &attacks[i];
-			if (quick && !(a->flags & SEED))
-				continue;
-			struct attack_evidence e;
-			struct attack_expect x;
-			enum attack_verdict v;
-			if (available) {
-				run_attack(a, &tc, &h, &e, &x, reasons[t][i], sizeof reasons[t][i], &v);
-			} else {
-				attack_evidence_init(&e);
-				e.ran = false;
-				memset(&x, 0, sizeof x);
-				v = attack_judge(&x, &e, reasons[t][i], sizeof reasons[t][i]);
-			}
-			verdicts[t][i] = v;
-			total++;
-			held += v == VERDICT_HELD;
-			tested += v != VERDICT_NA;
-			bad |= v == VERDICT_ESCAPED || v == VERDICT_ERROR;
-			json_array_append_new(
-				jr, json_pack("{s:s, s:s, s:s?, s:s}", "attack", a->name, "verdict",
-					      attack_verdict_name(v), "status",
-					      e.ran ? aj_status_name(e.status) : NULL, "reason",
-					      reasons[t][i]));
-		}
-		json_array_append_new(jt, json_pack("{s:s, s:b, s:b, s:s?, s:i, s:i, s:o}", "tier",
-						    aj_tier_name((enum aj_tier)t), "warm", tc.warm,
-						    "available",
-						    available, "unavailable_reason",
-						    available ? NULL : na[t], "held", held, "total",
-						    total, "results", jr));
+		m->tiers[m->nt++] = t;
+		run_tier(t, &cfg, &args, &h, m);
 	}
 	teardown_host(&h);
 	cleanup_host = NULL;
 	close(h.range_lock);
 	/* Nothing tested is no evidence that anything held. */
-	if (!tested)
-		bad = 1;
-
-	if (json) {
+	if (!m->tested)
+		m->bad = 1;
+	int bad = m->bad;
+	if (args.json) {
 		json_t *root = json_pack("{s:s, s:o, s:i, s:b}", "agentjail", AGENTJAIL_VERSION,
-					 "tiers", jt, "tested", tested, "all_held", !bad);
+					 "tiers", m->jt, "tested", m->tested, "all_held", !bad);
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
 		free(s);
 		json_decref(root);
-		return bad ? 1 : 0;
+	} else {
+		print_matrix(m, &args);
+		json_decref(m->jt);
 	}
-	printf("%-20s", "attack");
-	for (int k = 0; k < nt; k++) {
-		bool warm = args.warm && (tiers[k] == AJ_TIER_PROCESS || tiers[k] == AJ_TIER_CONTAINER);
-		char head[48];
-		snprintf(head, sizeof head, "%s%s", aj_tier_name((enum aj_tier)tiers[k]),
-			 warm ? " (warm)" : "");
-		printf(" %-30s", head);
-	}
-	printf("\n");
-	for (size_t i = 0; i < N_ATTACKS; i++) {
-		if (quick && !(attacks[i].flags & SEED))
-			continue;
-		printf("%-20s", attacks[i].name);
-		for (int k = 0; k < nt; k++) {
-			char cell[80];
-			enum attack_verdict v = verdicts[tiers[k]][i];
-			if (v == VERDICT_NA && !strcmp(reasons[tiers[k]][i], "tier not available"))
-				snprintf(cell, sizeof cell, "n/a");
-			else if (v == VERDICT_NA)
-				snprintf(cell, sizeof cell, "n/a (%.24s)", reasons[tiers[k]][i]);
-			else
-				snprintf(cell, sizeof cell, "%s (%.22s)", attack_verdict_name(v),
-					 reasons[tiers[k]][i]);
-			printf(" %-30s", cell);
-		}
-		printf("\n");
-	}
-	printf("%-20s", "held");
-	for (int k = 0; k < nt; k++) {
-		json_t *o = json_array_get(jt, (size_t)k);
-		char cell[40];
-		if (!json_is_true(json_object_get(o, "available")))
-			snprintf(cell, sizeof cell, "n/a");
-		else
-			snprintf(cell, sizeof cell, "%lld/%lld",
-				 json_integer_value(json_object_get(o, "held")),
-				 json_integer_value(json_object_get(o, "total")));
-		printf(" %-30s", cell);
-	}
-	printf("\n");
-	for (int k = 0; k < nt; k++)
-		if (na[tiers[k]][0])
-			printf("%s: n/a: %s\n", aj_tier_name((enum aj_tier)tiers[k]), na[tiers[k]]);
-	if (!tested)
-		printf("nothing could be tested here\n");
-	json_decref(jt);
+	free(m);
 	return bad ? 1 : 0;
 }

@@ -20,7 +20,6 @@ LONGEST = 100  # lines of a function body
 LONG = {
     ("src/cli/attack.c", "run_attack"): 176,
     ("src/serve/remote/remote.c", "remote_call_until"): 170,
-    ("src/cli/attack.c", "cmd_attack"): 162,
     ("src/cli/image.c", "cmd_build"): 159,
     ("src/serve/main.c", "cmd_serve"): 127,
     ("src/linux/supervisor.c", "supervisor_run"): 119,
