@@ -234,6 +234,10 @@ static void memory_peak_decides_for_other_runtimes(void **state)
 	e.memory_kb = 600000;
 	assert_int_equal(judge(&x, &e), VERDICT_ESCAPED);
 	assert_string_equal(why, "held 585 MiB");
+	/* Ended by the memory limit as the tier saw it: held, whatever the
+	 * RSS figure says (file pages charged elsewhere count in it). */
+	e.status = AJ_STATUS_MEMORY;
+	assert_int_equal(judge(&x, &e), VERDICT_HELD);
 }
 
 /* ---- the hostile-program table every user runs (programs.h) ---- */

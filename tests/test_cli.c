@@ -931,8 +931,9 @@ static void attack_shell_and_js(void **state)
 			const char *why = json_string_value(json_object_get(r, "reason"));
 			shell += !strcmp(lang, "shell");
 			js += !strcmp(lang, "js");
-			if (strcmp(v, "held") &&
-			    !(!strcmp(v, "n/a") && contains(why, "is not in this sandbox's image")))
+			/* (The test image carries what every line needs: coreutils,
+			 * curl and nodejs, so every cell is judged.) */
+			if (strcmp(v, "held"))
 				fail_msg("%s, %s, %s: %s (%s)",
 					 json_string_value(json_object_get(tier, "tier")), lang,
 					 json_string_value(json_object_get(r, "attack")), v, why);
