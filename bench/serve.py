@@ -43,6 +43,10 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py fleet             (the fleet admission row alone)
     bench/serve.py stream [RUNS]     (the streaming rows alone; default 200)
     bench/serve.py stream-queue      (the queue's write -> event row alone)
+    bench/serve.py pty [KEYS]        (issue 36: a keystroke's echo through
+                                      serve: POST .../PID/stdin of one key
+                                      to a terminal running cat, until the
+                                      events stream shows it; p50 and p95)
     bench/serve.py plain-against ROOT (plain print(1) on this build and on
                                       ROOT's build/agentjail, interleaved)
     bench/serve.py warm [RUNS] [OTHER] (issue 35: serve --warm with its
@@ -554,7 +558,74 @@ def streaming_queue(runs=5):
         stop_all(ws, [serve], redis)
 
 
+def pty_echo(keys=200):
+    """ms from POSTing one key to a terminal (cat on a pty: the terminal
+    echoes it) until serve's events stream shows it."""
+    import threading
+
+    serve = Serve()
+    try:
+        auth = {"Authorization": f"Bearer {serve.key}", "Content-Type": "application/json"}
+        conn = serve.connection()
+
+        def call(method, path, body=None):
+            conn.request(method, path, json.dumps(body) if body is not None else None, auth)
+            r = conn.getresponse()
+            data = r.read()
+            if r.status >= 300:
+                raise RuntimeError(f"{method} {path}: {r.status} {data[:200]!r}")
+            return json.loads(data) if data else None
+
+        sid = call("POST", "/v1/sessions", {})["id"]
+        pid = call("POST", f"/v1/sessions/{sid}/processes",
+                   {"argv": ["cat"], "pty": {"cols": 80, "rows": 24}})["pid"]
+        shown, cond = bytearray(), threading.Condition()
+        events = serve.connection()
+        events.request("GET", f"/v1/sessions/{sid}/processes/{pid}/events",
+                       headers={"Authorization": f"Bearer {serve.key}",
+                                "Accept": "text/event-stream"})
+        stream = events.getresponse()
+
+        def read_events():
+            name = None
+            for line in stream:
+                line = line.rstrip(b"\r\n")
+                if line.startswith(b"event:"):
+                    name = line[6:].strip()
+                elif line.startswith(b"data:") and name == b"stdout":
+                    payload = json.loads(line[5:])
+                    text = payload["text"].encode() if "text" in payload else \
+                        base64.b64decode(payload["base64"])
+                    with cond:
+                        shown.extend(text)
+                        cond.notify_all()
+
+        threading.Thread(target=read_events, daemon=True).start()
+        lat = []
+        for i in range(keys):
+            key = bytes([ord("a") + i % 26])
+            with cond:
+                before = len(shown)
+            t0 = time.perf_counter()
+            call("POST", f"/v1/sessions/{sid}/processes/{pid}/stdin",
+                 {"data": base64.b64encode(key).decode()})
+            with cond:
+                while key not in shown[before:]:
+                    if not cond.wait(30):
+                        raise RuntimeError("the key's echo never came")
+            lat.append((time.perf_counter() - t0) * 1000)
+        call("DELETE", f"/v1/sessions/{sid}")
+        print(f"terminal echo through serve, process tier, {keys} keys one after another: "
+              f"p50 {pct(lat, 50):.2f} ms, p95 {pct(lat, 95):.2f} ms "
+              f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
+    finally:
+        serve.stop()
+
+
 def main():
+    if sys.argv[1:2] == ["pty"] and len(sys.argv) <= 3:
+        pty_echo(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
+        return
     if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
         plain_against(sys.argv[2])
         return
