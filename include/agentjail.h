@@ -357,8 +357,14 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
  * sandbox whose image has no node refuses with a sandbox_error naming the
  * package. A one-shot run (aj_run_lang) runs the JavaScript with node in a
  * fresh sandbox: the exit code, stdout and stderr are node's. */
-enum aj_language { AJ_LANG_PYTHON = 0, AJ_LANG_JAVASCRIPT = 1 };
-/* "python", "javascript" or "js": 0, else -EINVAL (out unchanged). */
+/* A shell line (AJ_LANG_BASH: /bin/bash -c, AJ_LANG_SH: /bin/sh -c) runs
+ * as a command does (docs/commands.md): one-shot, a fresh sandbox whose
+ * program is the shell, its exit code and output the shell's; in a
+ * session, aj_session_exec's command. An image without that shell ends
+ * with exit 127, saying so. */
+enum aj_language { AJ_LANG_PYTHON = 0, AJ_LANG_JAVASCRIPT = 1, AJ_LANG_BASH = 2, AJ_LANG_SH = 3 };
+#define AJ_LANGUAGE_NAMES "python, javascript (js), bash, sh (shell)"
+/* A name of AJ_LANGUAGE_NAMES: 0, else -EINVAL (out unchanged). */
 int aj_language_parse(const char *name, enum aj_language *out);
 const char *aj_language_name(enum aj_language lang);
 /* aj_run_streaming in lang (cancel and stream may be NULL). */

@@ -272,6 +272,44 @@ static void exec_signals_and_cpu_budget(void **state)
 	close_session(s);
 }
 
+/* A shell line as a language: one-shot in a fresh sandbox whose program
+ * is the shell (bash or sh), and in a session as its command; the shell's
+ * exit code, output and signals' defaults (`yes | head` ends). */
+static void shell_language_runs(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(&f->cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	harness_track(sb);
+	static const char line[] = "echo \"$0 $(pwd)\"; yes | head -2; echo err >&2; exit 4";
+	const struct {
+		enum aj_language lang;
+		const char *shell;
+	} cases[] = {{AJ_LANG_BASH, "/bin/bash"}, {AJ_LANG_SH, "/bin/sh"}};
+	struct aj_result r;
+	char want[128];
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(aj_run_lang(sb, cases[i].lang, line, strlen(line), NULL, NULL, &r), 0);
+		snprintf(want, sizeof want, "%s %s\ny\ny\n", cases[i].shell, AJ_SESSION_WORKSPACE);
+		if (r.status != AJ_STATUS_ERROR || r.exit_code != 4 || strcmp(r.stdout_buf, want) ||
+		    strcmp(r.stderr_buf, "err\n"))
+			fail_msg("%s: %s %d: %s / %s", cases[i].shell, aj_status_name(r.status),
+				 r.exit_code, r.stdout_buf, r.stderr_buf);
+		aj_result_free(&r);
+	}
+	struct aj_session *s = open_session(&f->cfg);
+	cell_expect(s, "open('made.txt', 'w').write('by a cell')", AJ_STATUS_OK, "");
+	assert_int_equal(aj_session_run_lang(s, AJ_LANG_SH, "cat made.txt; exit 5", 20, NULL, NULL,
+					     &r),
+			 0);
+	assert_int_equal(r.exit_code, 5);
+	assert_string_equal(r.stdout_buf, "by a cell");
+	aj_result_free(&r);
+	close_session(s);
+}
+
 /* Output past the cap stops the call, as a cell's does. */
 static void exec_output_cap(void **state)
 {
@@ -509,7 +547,7 @@ static void background_deadline_and_pids(void **state)
 	SESSION_TEST(exec_exit_and_output), SESSION_TEST(exec_shares_the_session),           \
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
-	SESSION_TEST(exec_signals_and_cpu_budget),            \
+	SESSION_TEST(exec_signals_and_cpu_budget), SESSION_TEST(shell_language_runs),        \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
 	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets)
 

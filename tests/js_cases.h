@@ -171,7 +171,7 @@ static void js_one_shot_run(void **state)
 	aj_result_free(&r);
 	assert_int_equal(aj_run_lang(sb, (enum aj_language)7, "1", 1, NULL, NULL, &r), -EINVAL);
 	assert_status(&r, AJ_STATUS_SANDBOX_ERROR);
-	assert_true(contains(r.message, "python or javascript"));
+	assert_true(contains(r.message, AJ_LANGUAGE_NAMES));
 	aj_result_free(&r);
 }
 

@@ -57,7 +57,7 @@ def language_number(language):
         if lib.aj_language_parse(language.encode("utf-8", "replace"), out) == 0:
             return out[0]
     raise ValueError(f"language: {language!r} is not one the sandbox runs: "
-                     "'python' (the default), 'javascript' or 'js'")
+                     "'python' (the default), 'javascript' or 'js', 'bash', 'sh' or 'shell'")
 
 
 def in_language(language, plain_fn, stream_fn, lang_fn):

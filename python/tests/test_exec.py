@@ -125,3 +125,16 @@ def test_terminal(session):
         Terminal(session, plain.pid).resize(80, 24)
     assert e.value.errno == errno.ENOTTY and "no terminal" in str(e.value)
     plain.kill()
+
+
+def test_shell_as_a_language(sandbox_for):
+    """language="bash" / "sh": a one-shot run whose program is the shell,
+    and in a session the same line as its command."""
+    sb = sandbox_for("process")
+    ex = sb.run('echo "$0"; exit 3', language="bash")
+    assert (ex.status, ex.exit_code, ex.stdout) == (Status.ERROR, 3, "/bin/bash\n")
+    with sb.session() as s:
+        s.run("open('f.txt', 'w').write('from a cell')")
+        assert s.run("cat f.txt", language="sh").stdout == "from a cell"
+    with pytest.raises(ValueError, match="'bash', 'sh' or 'shell'"):
+        sb.run("true", language="zsh")

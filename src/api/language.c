@@ -28,7 +28,36 @@ static const struct {
 	{"python", AJ_LANG_PYTHON},
 	{"javascript", AJ_LANG_JAVASCRIPT},
 	{"js", AJ_LANG_JAVASCRIPT},
+	{"bash", AJ_LANG_BASH},
+	{"sh", AJ_LANG_SH},
+	{"shell", AJ_LANG_SH},
 };
+
+/* The shell a shell language runs. */
+static const char *shell_of(enum aj_language lang)
+{
+	return lang == AJ_LANG_BASH ? "/bin/bash" : "/bin/sh";
+}
+
+static bool is_shell(enum aj_language lang)
+{
+	return lang == AJ_LANG_BASH || lang == AJ_LANG_SH;
+}
+
+/* A one-shot shell run's program: Python that replaces itself with the
+ * shell (the signals Python ignores back to their defaults, so `yes |
+ * head` ends as it would in a terminal), or says the image lacks it. */
+static const char shell_run_py[] =
+	"import base64, os, signal\n"
+	"signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+	"signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+	"shell, line = '%s', base64.b64decode('%s')\n"
+	"try:\n"
+	"    os.execv(shell, [shell, '-c', line])\n"
+	"except OSError as e:\n"
+	"    os.write(2, ('agentjail: %%s: %%s (this sandbox\\'s image has no such shell)\\n'\n"
+	"              %% (shell, e.strerror)).encode())\n"
+	"    os._exit(127)\n";
 
 int aj_language_parse(const char *name, enum aj_language *out)
 {
@@ -42,15 +71,40 @@ int aj_language_parse(const char *name, enum aj_language *out)
 
 const char *aj_language_name(enum aj_language lang)
 {
-	return lang == AJ_LANG_JAVASCRIPT ? "javascript" : lang == AJ_LANG_PYTHON ? "python" : "?";
+	for (size_t i = 0; i < sizeof languages / sizeof languages[0]; i++)
+		if (languages[i].lang == lang)
+			return languages[i].name;
+	return "?";
 }
 
-/* The words for a language the caller named that is neither. */
+/* The words for a language number that is none of them. */
 static int bad_language(enum aj_language lang, struct aj_result *res)
 {
-	result_sandbox_error(res, "language: %d is not a language (python or javascript)",
+	result_sandbox_error(res, "language: %d is not a language (" AJ_LANGUAGE_NAMES ")",
 			     (int)lang);
 	return -EINVAL;
+}
+
+/* The Python program a one-shot shell run is: NULL with res saying why. */
+static char *shell_program(enum aj_language lang, const char *code, size_t len,
+			   struct aj_result *res)
+{
+	if (code_check(code, len, res))
+		return NULL;
+	size_t b64_len = 0;
+	char *b64 = base64_encode(code, len, &b64_len);
+	size_t n = sizeof shell_run_py + b64_len + 16;
+	char *program = b64 && n <= AJ_MAX_CODE_BYTES ? malloc(n) : NULL;
+	if (program)
+		snprintf(program, n, shell_run_py, shell_of(lang), b64);
+	else if (b64)
+		result_sandbox_error(res, "code: %zu bytes of shell is more than a one-shot run "
+					  "takes (a session's exec takes up to %u)",
+				     len, AJ_MAX_CODE_BYTES);
+	else
+		result_sandbox_error(res, "run: out of memory");
+	free(b64);
+	return program;
 }
 
 /* The Python program a one-shot JavaScript run is: NULL with res saying
@@ -90,13 +144,14 @@ int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, 
 	if (lang == AJ_LANG_PYTHON)
 		return aj_run_streaming(sb, code, len, cancel, stream, res);
 	result_init(res);
-	if (lang != AJ_LANG_JAVASCRIPT)
+	if (lang != AJ_LANG_JAVASCRIPT && !is_shell(lang))
 		return bad_language(lang, res);
 	if (!sb) {
 		result_sandbox_error(res, "run: no sandbox");
 		return -EINVAL;
 	}
-	char *program = js_program(sandbox_config(sb), code, len, res);
+	char *program = is_shell(lang) ? shell_program(lang, code, len, res)
+				       : js_program(sandbox_config(sb), code, len, res);
 	if (!program) {
 		result_ensure_streams(res);
 		return -EINVAL;
@@ -113,6 +168,21 @@ int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char 
 {
 	if (lang == AJ_LANG_PYTHON)
 		return aj_session_run_streaming(s, code, len, cancel, stream, res);
+	if (is_shell(lang)) {
+		/* A session's shell line is its command (docs/commands.md). */
+		if (code_check(code, len, res)) {
+			result_ensure_streams(res);
+			return -EINVAL;
+		}
+		char *line = strndup(code, len);
+		const char *argv[] = {shell_of(lang), "-c", line, NULL};
+		const struct aj_exec x = {.argv = argv};
+		int rc = line ? aj_session_exec(s, &x, cancel, stream, res) : -ENOMEM;
+		if (!line)
+			result_sandbox_error(res, "run: out of memory");
+		free(line);
+		return rc;
+	}
 	if (lang != AJ_LANG_JAVASCRIPT) {
 		result_init(res);
 		int rc = bad_language(lang, res);

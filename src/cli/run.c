@@ -118,8 +118,8 @@ static int run_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
 		return EXIT_USAGE;
 	}
 	if (a->language && aj_language_parse(a->language, &a->lang)) {
-		cli_error("run: --language: '%s' is not a language this sandbox runs (python, "
-			  "javascript or js)",
+		cli_error("run: --language: '%s' is not a language this sandbox runs "
+			  "(" AJ_LANGUAGE_NAMES ")",
 			  a->language);
 		cli_try_help("run");
 		return EXIT_USAGE;
