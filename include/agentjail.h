@@ -191,6 +191,14 @@ struct aj_config {
 	 * every tier shows read-only at that path. Certificates only (no key),
 	 * at most AJ_MAX_TRUST_CA_KB. NULL: the view's bundle alone. */
 	const char *trust_ca;
+	/* The names a command's own environment additions may set
+	 * (aj_session_exec's and aj_session_spawn's x->env, and every front
+	 * end's): each a name ("GREETING") or a prefix ending in '*'
+	 * ("APP_*"), at most AJ_MAX_ENV. The variable rules of env above
+	 * hold for them all the same. None (the default): any name those
+	 * rules allow. */
+	const char *const *exec_env_allow;
+	uint32_t exec_env_allow_count;
 };
 
 #define AJ_MAX_RO_BINDS 16

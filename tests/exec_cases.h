@@ -272,6 +272,44 @@ static void exec_signals_and_cpu_budget(void **state)
 	close_session(s);
 }
 
+/* The deployer's allow-list of the names a command's env may set: a name
+ * or a prefix; anything else refused naming it, before anything runs. */
+static void exec_env_allow_list_holds(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_config cfg = f->cfg;
+	static const char *const allow[] = {"GREETING", "APP_*"};
+	cfg.exec_env_allow = allow;
+	cfg.exec_env_allow_count = 2;
+	struct aj_session *s = open_session(&cfg);
+	static const char *const ok[] = {"GREETING=hi", "APP_MODE=x", "APP_=y"};
+	struct aj_exec x = {.command = "echo \"$GREETING $APP_MODE $APP_\"", .env = ok,
+			    .env_count = 3};
+	struct aj_result r;
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "hi x y\n");
+	aj_result_free(&r);
+	static const char *const bad[] = {"GREETING=hi", "GREETINGS=no"};
+	x.env = bad;
+	x.env_count = 2;
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), -EPERM);
+	if (!contains(r.message, "GREETINGS is not among the names the deployer lets a command set"))
+		fail_msg("the refusal does not name it: %s", r.message);
+	aj_result_free(&r);
+	uint32_t pid;
+	struct aj_error err = {0};
+	assert_int_equal(aj_session_spawn(s, &x, false, &pid, &err), -EPERM);
+	assert_true(contains(err.message, "GREETINGS"));
+	close_session(s);
+	/* Its entries are checked with the config. */
+	static const char *const wrong[] = {"*"};
+	cfg.exec_env_allow = wrong;
+	cfg.exec_env_allow_count = 1;
+	assert_int_equal(aj_config_validate(&cfg, &err), -EINVAL);
+	assert_true(contains(err.message, "exec_env_allow: '*' is not a variable name"));
+}
+
 /* A shell line as a language: one-shot in a fresh sandbox whose program
  * is the shell (bash or sh), and in a session as its command; the shell's
  * exit code, output and signals' defaults (`yes | head` ends). */
@@ -548,6 +586,7 @@ static void background_deadline_and_pids(void **state)
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
 	SESSION_TEST(exec_signals_and_cpu_budget), SESSION_TEST(shell_language_runs),        \
+	SESSION_TEST(exec_env_allow_list_holds),                                            \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
 	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets)
 

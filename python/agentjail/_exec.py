@@ -85,7 +85,7 @@ def _result_call(session, fn, on_stdout, on_stderr):
             listener_for(on_stdout, on_stderr, None), check_rc=check)
     except SandboxError as e:
         if rcs and rcs[0] in (-errno.EINVAL, -errno.EACCES, -errno.EFBIG, -errno.ENAMETOOLONG,
-                              -errno.EILSEQ) or \
+                              -errno.EILSEQ, -errno.EPERM) or \
                 (e.execution.message or "").startswith("exec: cwd"):
             raise InvalidCommand(e.execution.message) from None
         raise

@@ -60,6 +60,8 @@ struct aj_config {
     uint32_t allow_cidr_count;
     struct aj_egress_limits egress;
     const char *trust_ca;
+    const char *const *exec_env_allow;
+    uint32_t exec_env_allow_count;
 };
 struct aj_error { int code; char message[512]; };
 struct aj_image { char *name; char *mime; unsigned char *data; size_t len; };

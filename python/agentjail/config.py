@@ -60,11 +60,14 @@ FIELDS = {
     # A PEM file of CAs the sandbox trusts beside its image's bundle
     # (docs/egress.md, "HTTPS"); the library checks the file.
     "trust_ca": ("trust_ca", str),
+    # The only names a command's own env may set (NAME or PREFIX*).
+    "exec_env_allow": ("exec_env_allow", RULES),
 }
 
 # The C list fields and their counts, for the keywords that are lists.
 _LISTS = {"ro_binds": "ro_bind_count", "allow_hosts": "allow_host_count",
-          "allow_cidrs": "allow_cidr_count", "env": "env_count"}
+          "allow_cidrs": "allow_cidr_count", "env": "env_count",
+          "exec_env_allow": "exec_env_allow_count"}
 
 
 class Config:

@@ -35,7 +35,7 @@ STRUCTS = {
                   "session", "warm", "preload", "ro_binds", "ro_bind_count", "env",
                   "env_count", "allow_hosts",
                   "allow_host_count", "allow_cidrs", "allow_cidr_count", "egress",
-                  "trust_ca"],
+                  "trust_ca", "exec_env_allow", "exec_env_allow_count"],
     "aj_egress_limits": ["out_mb", "in_mb", "connections", "kbps"],
     "aj_error": ["code", "message"],
     "aj_result": ["status", "exit_code", "has_exit_code", "signal", "stdout_buf",

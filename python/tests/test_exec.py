@@ -138,3 +138,17 @@ def test_shell_as_a_language(sandbox_for):
         assert s.run("cat f.txt", language="sh").stdout == "from a cell"
     with pytest.raises(ValueError, match="'bash', 'sh' or 'shell'"):
         sb.run("true", language="zsh")
+
+
+def test_env_allow_list(sandbox_for):
+    """exec_env_allow: the only names a command's env may set."""
+    import agentjail
+
+    sb = sandbox_for("process", exec_env_allow=["GREETING", "APP_*"])
+    with sb.session() as s:
+        assert s.exec('echo "$GREETING $APP_X"', env={"GREETING": "hi", "APP_X": "x"}).stdout \
+            == "hi x\n"
+        with pytest.raises(InvalidCommand, match="OTHER is not among the names"):
+            s.exec("true", env={"OTHER": "1"})
+    with pytest.raises(agentjail.ConfigError, match="exec_env_allow: 'no-dash'"):
+        sandbox_for("process", exec_env_allow=["no-dash"])

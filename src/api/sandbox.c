@@ -36,6 +36,7 @@ struct aj_sandbox {
 	char **allow_hosts, **allow_cidrs; /* egress rules, copied */
 	char *trust_dir, *trust_file; /* trust_ca: the bundle made at open */
 	char **env;        /* the deployer's variables, copied */
+	char **exec_env_allow; /* the names a command's env may set, copied */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -160,7 +161,9 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	if ((rc = own_ro_binds(sb, err)) || (rc = own_trust_bundle(sb, err)) ||
 	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
 	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err)) ||
-	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err))) {
+	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err)) ||
+	    (rc = own_rules(&sb->exec_env_allow, &sb->cfg.exec_env_allow, cfg->exec_env_allow_count,
+			    err))) {
 		aj_close(sb);
 		return rc;
 	}
@@ -316,6 +319,7 @@ void aj_close(struct aj_sandbox *sb)
 	free_rules(sb->allow_hosts, sb->cfg.allow_host_count);
 	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
 	free_rules(sb->env, sb->cfg.env_count);
+	free_rules(sb->exec_env_allow, sb->cfg.exec_env_allow_count);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);

@@ -85,7 +85,12 @@ static int env_json(const struct aj_config *cfg, const struct aj_exec *x, json_t
 		/* The name whole, however long (env_check bounds the bytes). */
 		const char *eq = strchr(x->env[i], '=');
 		size_t n = (size_t)(eq - x->env[i]);
-		if (!utf8_valid(eq + 1, strlen(eq + 1)))
+		if (!exec_env_allowed(cfg, x->env[i], n))
+			rc = -EPERM, result_sandbox_error(res, "exec: env: %.*s is not among the names "
+								"the deployer lets a command set "
+								"(exec_env_allow)",
+							   (int)n, x->env[i]);
+		else if (!utf8_valid(eq + 1, strlen(eq + 1)))
 			rc = -EINVAL, result_sandbox_error(res, "exec: env: %.*s: the value is not "
 								"valid UTF-8",
 							   (int)n, x->env[i]);

@@ -80,6 +80,8 @@ extern const struct option egress_options[];
 	"                    sandbox's own; repeatable, up to 64. LD_*, the proxy\n"   \
 	"                    variables, PATH, HOME and the PYTHON* that change what\n"  \
 	"                    runs are refused, with the reason\n"                     \
+	"  --exec-env-allow NAME|PREFIX*  the only names a command's own env may\n"   \
+	"                    set (repeatable, up to 64; none: any the rules allow)\n" \
 	"  --allow-host PATTERN[:PORTS]  let the code reach this host through\n"   \
 	"                    agentjail's proxy: pypi.org or *.pythonhosted.org;\n"   \
 	"                    PORTS 443 or 80,443 (default 80,443). Repeatable, up to\n" \

@@ -30,6 +30,7 @@ enum {
 	OPT_PRELOAD,
 	OPT_RO_BIND,
 	OPT_ENV,
+	OPT_EXEC_ENV_ALLOW,
 	OPT_ALLOW_HOST,
 	OPT_ALLOW_CIDR,
 	OPT_EGRESS_OUT_MB,
@@ -79,6 +80,7 @@ const struct option one_tier_options[] = {
  * command that runs code for someone else takes them, never the code. */
 const struct option egress_options[] = {
 	{"env", required_argument, NULL, OPT_ENV},
+	{"exec-env-allow", required_argument, NULL, OPT_EXEC_ENV_ALLOW},
 	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
 	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
 	{"egress-out-mb", required_argument, NULL, OPT_EGRESS_OUT_MB},
@@ -347,7 +349,7 @@ void cli_config_error(const char *command, const struct aj_error *err)
 	static const struct {
 		const char *limit, *option;
 	} renamed[] = {{"transfer: ", "transfer-mb: "}, {"ro_bind: ", "ro-bind: "},
-				   {"trust_ca: ", "trust-ca: "}};
+				   {"trust_ca: ", "trust-ca: "}, {"exec_env_allow: ", "exec-env-allow: "}};
 	for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
 		size_t n = strlen(renamed[i].limit);
 		if (!strncmp(err->message, renamed[i].limit, n)) {
@@ -486,6 +488,13 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	case OPT_ENV: {
 		static const char *vars[AJ_MAX_ENV];
 		return add_rule("env", arg, vars, AJ_MAX_ENV, &cfg->env, &cfg->env_count);
+	}
+	/* --exec-env-allow NAME or PREFIX*, once per name: what a command's
+	 * own env may set (aj_config_validate checks each). */
+	case OPT_EXEC_ENV_ALLOW: {
+		static const char *names[AJ_MAX_ENV];
+		return add_rule("exec-env-allow", arg, names, AJ_MAX_ENV, &cfg->exec_env_allow,
+				&cfg->exec_env_allow_count);
 	}
 	case OPT_ALLOW_HOST: {
 		static const char *hosts[AJ_MAX_EGRESS_RULES];

@@ -255,7 +255,7 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 	}
 	if ((rc = ro_bind_check(cfg, err)))
 		return rc;
-	if ((rc = env_check(cfg, err)))
+	if ((rc = env_check(cfg, err)) || (rc = exec_env_allow_check(cfg, err)))
 		return rc;
 	if ((rc = egress_check(cfg, err)))
 		return rc;

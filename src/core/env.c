@@ -156,3 +156,43 @@ int env_check(const struct aj_config *cfg, struct aj_error *err)
 	}
 	return 0;
 }
+
+/* Whether an entry of exec_env_allow lets name[0..n) be set. */
+static bool allow_entry_matches(const char *entry, const char *name, size_t n)
+{
+	size_t k = strlen(entry);
+	if (k && entry[k - 1] == '*')
+		return n >= k - 1 && !strncmp(entry, name, k - 1);
+	return k == n && !strncmp(entry, name, n);
+}
+
+int exec_env_allow_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	if (cfg->exec_env_allow_count && !cfg->exec_env_allow)
+		return error_set(err, -EINVAL, "exec_env_allow: a count without its names");
+	if (cfg->exec_env_allow_count > AJ_MAX_ENV)
+		return error_set(err, -EINVAL, "exec_env_allow: %u names, more than %d",
+				 cfg->exec_env_allow_count, AJ_MAX_ENV);
+	for (uint32_t i = 0; i < cfg->exec_env_allow_count; i++) {
+		const char *e = cfg->exec_env_allow[i];
+		size_t n = e ? strlen(e) : 0;
+		size_t name_n = n && e[n - 1] == '*' ? n - 1 : n;
+		/* "*" alone would be the default said another way: refused as
+		 * the mistake it most likely is. */
+		if (!e || !name_n || !variable_name(e, name_n))
+			return error_set(err, -EINVAL, "exec_env_allow: '%.64s' is not a variable name "
+						       "or a prefix of one ending in '*'",
+					 e ? e : "(missing)");
+	}
+	return 0;
+}
+
+bool exec_env_allowed(const struct aj_config *cfg, const char *name, size_t n)
+{
+	if (!cfg->exec_env_allow_count)
+		return true;
+	for (uint32_t i = 0; i < cfg->exec_env_allow_count; i++)
+		if (allow_entry_matches(cfg->exec_env_allow[i], name, n))
+			return true;
+	return false;
+}

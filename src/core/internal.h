@@ -41,6 +41,10 @@ bool utf8_valid(const char *s, size_t n);
 /* cfg.env (env.c), for aj_config_validate: 0, or -EINVAL naming the
  * variable and why it may not be set. */
 int env_check(const struct aj_config *cfg, struct aj_error *err);
+/* cfg->exec_env_allow's entries checked (aj_config_validate), and whether
+ * it lets a command's env set name[0..n) (none given: every name). */
+int exec_env_allow_check(const struct aj_config *cfg, struct aj_error *err);
+bool exec_env_allowed(const struct aj_config *cfg, const char *name, size_t n);
 
 /* cfg.ro_binds (ro_bind.c). A path in one is shorter than this. */
 #define RO_BIND_PATH_MAX 256
