@@ -8,11 +8,7 @@
 #ifndef AJ_ATTACK_LANGUAGES_H
 #define AJ_ATTACK_LANGUAGES_H
 
-#include <stdio.h>
-
 #include "programs.h"
-
-enum hostile_lang { HOSTILE_PYTHON, HOSTILE_SHELL, HOSTILE_JS, HOSTILE_LANG_COUNT };
 
 /* "python", "shell", "js". */
 const char *hostile_lang_name(enum hostile_lang lang);
@@ -26,13 +22,6 @@ int hostile_lang_parse(const char *name, enum hostile_lang *out);
  * no such program. For the shell, *tools (if tools is non-NULL) gets the
  * commands the line needs besides /bin/sh, space-separated. */
 const char *hostile_code(enum hostile_id id, enum hostile_lang lang, const char **tools);
-
-/* The code with its placeholders filled, each value escaped for the
- * language's '...' literal (malloc'd; NULL: out of memory). */
-char *hostile_fill_lang(const char *code, const struct hostile_values *v, enum hostile_lang lang);
-
-/* s written to m as the contents of the language's '...' literal. */
-void hostile_put_literal(FILE *m, const char *s, enum hostile_lang lang);
 
 /* The Python program a shell line runs as on every tier: it checks that
  * /bin/sh and the tools are in the sandbox's image (else exits 127, as a

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "languages.h"
 #include "programs.h"
 
 /* The devices program, with and without its pty part: the soak runs it

@@ -16,6 +16,7 @@
 #define AJ_ATTACK_PROGRAMS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* What the host sets up before the program runs, and checks after. */
@@ -113,6 +114,17 @@ struct hostile_values {
 	int port, host_port;
 	pid_t sentinel;
 };
+
+/* The languages a hostile program is written in: the table's Python,
+ * and languages.c's shell lines and JavaScript. */
+enum hostile_lang { HOSTILE_PYTHON, HOSTILE_SHELL, HOSTILE_JS, HOSTILE_LANG_COUNT };
+
+/* The code with its placeholders filled, each value escaped for the
+ * language's '...' literal (malloc'd; NULL: out of memory). */
+char *hostile_fill_lang(const char *code, const struct hostile_values *v, enum hostile_lang lang);
+
+/* s written to m as the contents of the language's '...' literal. */
+void hostile_put_literal(FILE *m, const char *s, enum hostile_lang lang);
 
 /* The program with its placeholders filled (malloc'd; NULL: out of
  * memory). Strings are escaped for a Python '...' literal, so a cwd with
