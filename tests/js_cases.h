@@ -147,17 +147,24 @@ static void js_output_streams(void **state)
 	close_session(s);
 }
 
+/* A sandbox for one-shot runs, closed by the harness after the case. */
+static struct aj_sandbox *open_one_shot(const struct aj_config *cfg)
+{
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	harness_track(sb);
+	return sb;
+}
+
 /* A one-shot run: node's exit code and output, in a fresh sandbox. */
 static void js_one_shot_run(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_session *probe = js_session(&f->cfg);
 	close_session(probe);
-	struct aj_sandbox *sb = NULL;
-	struct aj_error err = {0};
-	if (aj_open(&f->cfg, &sb, &err))
-		fail_msg("aj_open: %s", err.message);
-	harness_track(sb);
+	struct aj_sandbox *sb = open_one_shot(&f->cfg);
 	static const char code[] = "const os = require('os');\n"
 				   "console.log([1, 2].map(v => v * 2).join(','), process.cwd());\n"
 				   "console.error('to stderr');\n"
@@ -396,11 +403,7 @@ static void ts_one_shot_run(void **state)
 	bool has_ts = probe != NULL;
 	if (probe)
 		close_session(probe);
-	struct aj_sandbox *sb = NULL;
-	struct aj_error err = {0};
-	if (aj_open(&f->cfg, &sb, &err))
-		fail_msg("aj_open: %s", err.message);
-	harness_track(sb);
+	struct aj_sandbox *sb = open_one_shot(&f->cfg);
 	static const char code[] = "type Pair<T> = [T, T];\n"
 				   "const p: Pair<number> = [3, 4];\n"
 				   "console.log(p.map((v: number): number => v * 2).join(','));\n"
