@@ -75,21 +75,24 @@ $(LAUNCH_GEN): src/core/exit_rule.py src/core/launch.py tools/c_string.py
 # The session interpreter (src/core/repl.py), as a C string, after the
 # SystemExit rule it shares with the warm zygote (src/core/exit_rule.py).
 # After them, how node starts (src/core/node_flags.py) and the JavaScript
-# interpreter it starts (src/core/repl.js) as the string REPL_JS: a
-# session's first JavaScript call starts node on it.
+# interpreter it starts (src/core/repl.js, with src/core/ts_strip.js for
+# TypeScript cells) as the string REPL_JS: a session's first JavaScript
+# call starts node on it.
 REPL_GEN := $(B)/gen/session_repl.inc
-$(REPL_GEN): src/core/exit_rule.py src/core/node_flags.py src/core/repl.js src/core/repl.py tools/c_string.py
+$(REPL_GEN): src/core/exit_rule.py src/core/node_flags.py src/core/repl.js src/core/ts_strip.js src/core/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py --py-string REPL_JS src/core/repl.js > $(B)/gen/repl_js.py.tmp && mv $(B)/gen/repl_js.py.tmp $(B)/gen/repl_js.py
+	python3 tools/c_string.py --py-string REPL_JS src/core/repl.js src/core/ts_strip.js > $(B)/gen/repl_js.py.tmp && mv $(B)/gen/repl_js.py.tmp $(B)/gen/repl_js.py
 	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/node_flags.py $(B)/gen/repl_js.py src/core/repl.py > $@.tmp && mv $@.tmp $@
 
-# A one-shot JavaScript run's program (src/core/js_run.py after
-# node_flags.py), as a C string: src/api/language.c puts the JavaScript
-# after it, and every tier runs it as a Python program.
+# A one-shot JavaScript or TypeScript run's program (src/core/js_run.py
+# after node_flags.py and src/core/ts_strip.js as the string TS_STRIP_JS),
+# as a C string: src/api/language.c puts the code after it, and every tier
+# runs it as a Python program.
 JS_RUN_GEN := $(B)/gen/js_run.inc
-$(JS_RUN_GEN): src/core/node_flags.py src/core/js_run.py tools/c_string.py
+$(JS_RUN_GEN): src/core/node_flags.py src/core/ts_strip.js src/core/js_run.py tools/c_string.py
 	@mkdir -p $(dir $@)
-	python3 tools/c_string.py js_run_py src/core/node_flags.py src/core/js_run.py > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py --py-string TS_STRIP_JS src/core/ts_strip.js > $(B)/gen/ts_strip_js.py.tmp && mv $(B)/gen/ts_strip_js.py.tmp $(B)/gen/ts_strip_js.py
+	python3 tools/c_string.py js_run_py src/core/node_flags.py $(B)/gen/ts_strip_js.py src/core/js_run.py > $@.tmp && mv $@.tmp $@
 
 # Warm mode: the zygote (src/warm/zygote.py) as a C string, and the helper
 # library it loads (src/warm/helper.c with the jail's code, libc only) as
@@ -269,7 +272,7 @@ $(MCP_DEPS): tests/mcp/package.json
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
@@ -379,7 +382,7 @@ $(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
 
 .PHONY: soak
 soak: all $(B)/soak
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@(./scripts/ensure-dockerd.sh && AGENTJAIL_IMAGES=$(TEST_IMAGES) \
 		$(B)/agentjail image import test >/dev/null) || \
 		echo "soak: no Docker Engine here; the docker tier is left out" >&2

@@ -365,13 +365,26 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
  * sandbox whose image has no node refuses with a sandbox_error naming the
  * package. A one-shot run (aj_run_lang) runs the JavaScript with node in a
  * fresh sandbox: the exit code, stdout and stderr are node's. */
+/* TypeScript (AJ_LANG_TYPESCRIPT) runs as the JavaScript left once the
+ * image's TypeScript compiler (Debian's node-typescript) has stripped its
+ * types; types are not checked. A session's TypeScript cells share the
+ * JavaScript cells' node and state; a syntax error exits 1 with the
+ * compiler's FILE:LINE:COL lines on stderr. Without the compiler a session
+ * call is a sandbox_error naming the package, a one-shot run exits 127
+ * saying the same on stderr. */
 /* A shell line (AJ_LANG_BASH: /bin/bash -c, AJ_LANG_SH: /bin/sh -c) runs
  * as a command does (docs/commands.md): one-shot, a fresh sandbox whose
  * program is the shell, its exit code and output the shell's; in a
  * session, aj_session_exec's command. An image without that shell ends
  * with exit 127, saying so. */
-enum aj_language { AJ_LANG_PYTHON = 0, AJ_LANG_JAVASCRIPT = 1, AJ_LANG_BASH = 2, AJ_LANG_SH = 3 };
-#define AJ_LANGUAGE_NAMES "python, javascript (js), bash, sh (shell)"
+enum aj_language {
+	AJ_LANG_PYTHON = 0,
+	AJ_LANG_JAVASCRIPT = 1,
+	AJ_LANG_BASH = 2,
+	AJ_LANG_SH = 3,
+	AJ_LANG_TYPESCRIPT = 4
+};
+#define AJ_LANGUAGE_NAMES "python, javascript (js), typescript (ts), bash, sh (shell)"
 /* A name of AJ_LANGUAGE_NAMES: 0, else -EINVAL (out unchanged). */
 int aj_language_parse(const char *name, enum aj_language *out);
 const char *aj_language_name(enum aj_language lang);

@@ -147,17 +147,24 @@ static void js_output_streams(void **state)
 	close_session(s);
 }
 
+/* A sandbox for one-shot runs, closed by the harness after the case. */
+static struct aj_sandbox *open_one_shot(const struct aj_config *cfg)
+{
+	struct aj_sandbox *sb = NULL;
+	struct aj_error err = {0};
+	if (aj_open(cfg, &sb, &err))
+		fail_msg("aj_open: %s", err.message);
+	harness_track(sb);
+	return sb;
+}
+
 /* A one-shot run: node's exit code and output, in a fresh sandbox. */
 static void js_one_shot_run(void **state)
 {
 	struct fixture *f = *state;
 	struct aj_session *probe = js_session(&f->cfg);
 	close_session(probe);
-	struct aj_sandbox *sb = NULL;
-	struct aj_error err = {0};
-	if (aj_open(&f->cfg, &sb, &err))
-		fail_msg("aj_open: %s", err.message);
-	harness_track(sb);
+	struct aj_sandbox *sb = open_one_shot(&f->cfg);
 	static const char code[] = "const os = require('os');\n"
 				   "console.log([1, 2].map(v => v * 2).join(','), process.cwd());\n"
 				   "console.error('to stderr');\n"
@@ -305,11 +312,149 @@ static void js_hostile_heap_fill(void **state)
 	close_session(s);
 }
 
+/* The words for an image without a TypeScript compiler (ts_strip.js). */
+#define TS_MISSING                                                                          \
+	"typescript: this sandbox's image has no TypeScript compiler (Debian package "      \
+	"node-typescript)"
+
+/* A session whose node strips TypeScript, or NULL when its image has no
+ * compiler: then the session's answer must be the refusal that says so
+ * (a sandbox_error), and the session goes on. */
+static struct aj_session *ts_session(const struct aj_config *cfg)
+{
+	struct aj_session *s = js_session(cfg);
+	struct aj_result r;
+	assert_int_equal(aj_session_run_lang(s, AJ_LANG_TYPESCRIPT, "1 as number", 11, NULL, NULL,
+					     &r),
+			 0);
+	if (r.status == AJ_STATUS_SANDBOX_ERROR && contains(r.message, "no TypeScript")) {
+		assert_string_equal(r.message, TS_MISSING);
+		print_message("no TypeScript compiler in the image: its refusal checked\n");
+		aj_result_free(&r);
+		js_expect(s, "'still here'", AJ_STATUS_OK, &r); /* the session goes on */
+		aj_result_free(&r);
+		close_session(s);
+		return NULL;
+	}
+	if (r.status != AJ_STATUS_OK || strcmp(r.stdout_buf, "1\n"))
+		fail_msg("ts: %s: %s / %s / %s", aj_status_name(r.status),
+			 r.message ? r.message : "-", r.stdout_buf, r.stderr_buf);
+	aj_result_free(&r);
+	return s;
+}
+
+/* Time for the compiler: loading it takes node seconds of CPU where the
+ * microVM runs without KVM (9 s for a one-shot run here, under TCG), past
+ * the default 10 s; a deadline that only catches a hang. */
+static void ts_generous(struct fixture *f)
+{
+	f->cfg.limits.wall_sec = 120;
+	f->cfg.limits.cpu_sec = 120;
+}
+
+/* A TypeScript cell with the status wanted. */
+static void ts_expect(struct aj_session *s, const char *code, enum aj_status want,
+		      struct aj_result *r)
+{
+	assert_int_equal(aj_session_run_lang(s, AJ_LANG_TYPESCRIPT, code, strlen(code), NULL,
+					     NULL, r),
+			 0);
+	if (r->status != want)
+		fail_msg("ts %s: %s, want %s: %s / %s / %s", code, aj_status_name(r->status),
+			 aj_status_name(want), r->message ? r->message : "-", r->stdout_buf,
+			 r->stderr_buf);
+}
+
+/* TypeScript cells: types stripped (an interface, a typed function, a
+ * generic, an enum), their declarations kept for later TypeScript and
+ * JavaScript cells alike, top-level await; a syntax error names its
+ * place (FILE:LINE:COL) and exits 1; a type error is not checked. */
+static void ts_session_cells(void **state)
+{
+	struct fixture *f = *state;
+	ts_generous(f);
+	struct aj_session *s = ts_session(&f->cfg);
+	if (!s)
+		return;
+	struct aj_result r;
+	ts_expect(s, "interface Point { x: number; y: number }\n"
+		     "function norm1(p: Point): number { return Math.abs(p.x) + Math.abs(p.y) }\n"
+		     "function first<T>(items: T[]): T { return items[0] }\n"
+		     "enum Color { Red, Green, Blue }\n"
+		     "let x: number = 1\n"
+		     "console.log(norm1({ x: -2, y: 3 }), first<string>(['a', 'b']), Color.Blue)",
+		  AJ_STATUS_OK, &r);
+	assert_string_equal(r.stdout_buf, "5 a 2\n");
+	aj_result_free(&r);
+	ts_expect(s, "const y: number = await Promise.resolve(x + 1)\nx + y + Color.Green", AJ_STATUS_OK,
+		  &r);
+	assert_string_equal(r.stdout_buf, "4\n");
+	aj_result_free(&r);
+	js_expect(s, "x = x * 10; [x, y, Color[0]]", AJ_STATUS_OK, &r);
+	assert_string_equal(r.stdout_buf, "[ 10, 2, 'Red' ]\n");
+	aj_result_free(&r);
+	ts_expect(s, "const ok: number = 1\nlet bad: = 3", AJ_STATUS_ERROR, &r);
+	assert_int_equal(r.exit_code, 1);
+	assert_true(contains(r.stderr_buf, ".ts:2:10 - error TS1110: Type expected."));
+	aj_result_free(&r);
+	ts_expect(s, "const s: string = 5 as any as number; typeof s", AJ_STATUS_OK, &r);
+	assert_string_equal(r.stdout_buf, "'number'\n"); /* types are not checked */
+	aj_result_free(&r);
+	close_session(s);
+}
+
+/* A one-shot TypeScript run: node's exit code and output once the types
+ * are stripped; a syntax error ends it before it runs, naming the place;
+ * an error's stack names the TypeScript's own lines. */
+static void ts_one_shot_run(void **state)
+{
+	struct fixture *f = *state;
+	ts_generous(f);
+	struct aj_session *probe = ts_session(&f->cfg);
+	bool has_ts = probe != NULL;
+	if (probe)
+		close_session(probe);
+	struct aj_sandbox *sb = open_one_shot(&f->cfg);
+	static const char code[] = "type Pair<T> = [T, T];\n"
+				   "const p: Pair<number> = [3, 4];\n"
+				   "console.log(p.map((v: number): number => v * 2).join(','));\n"
+				   "process.exitCode = 3 as number;\n";
+	struct aj_result r;
+	assert_int_equal(aj_run_lang(sb, AJ_LANG_TYPESCRIPT, code, strlen(code), NULL, NULL, &r), 0);
+	if (!has_ts) {
+		assert_int_equal(r.exit_code, 127);
+		assert_string_equal(r.stderr_buf, TS_MISSING "\n");
+		aj_result_free(&r);
+		return;
+	}
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_int_equal(r.exit_code, 3);
+	assert_string_equal(r.stdout_buf, "6,8\n");
+	aj_result_free(&r);
+	static const char bad[] = "console.log('never')\nlet n: = 1\n";
+	assert_int_equal(aj_run_lang(sb, AJ_LANG_TYPESCRIPT, bad, strlen(bad), NULL, NULL, &r), 0);
+	assert_int_equal(r.exit_code, 1);
+	assert_string_equal(r.stdout_buf, "");
+	assert_true(contains(r.stderr_buf, ".ts:2:8 - error TS1110: Type expected."));
+	aj_result_free(&r);
+	static const char thrower[] = "interface A { n: number }\n\n"
+				      "function boom(a: A): never { throw new Error('at ' + a.n) }\n"
+				      "boom({ n: 1 })\n";
+	assert_int_equal(aj_run_lang(sb, AJ_LANG_TYPESCRIPT, thrower, strlen(thrower), NULL, NULL,
+				     &r),
+			 0);
+	assert_int_equal(r.exit_code, 1);
+	assert_true(contains(r.stderr_buf, "Error: at 1"));
+	assert_true(contains(r.stderr_buf, ".ts:3:")); /* boom's line in the TypeScript */
+	aj_result_free(&r);
+}
+
 #define JS_TABLE                                                                            \
 	SESSION_TEST(js_state_across_calls), SESSION_TEST(js_await_and_exit),                \
 	SESSION_TEST(js_output_streams), SESSION_TEST(js_one_shot_run),                      \
 	SESSION_TEST(js_hostile_cpu_loop), SESSION_TEST(js_hostile_fork_loop),               \
 	SESSION_TEST(js_hostile_read_secret), SESSION_TEST(js_hostile_disk_fill),            \
-	SESSION_TEST(js_hostile_output_flood), SESSION_TEST(js_hostile_heap_fill)
+	SESSION_TEST(js_hostile_output_flood), SESSION_TEST(js_hostile_heap_fill),           \
+	SESSION_TEST(ts_session_cells), SESSION_TEST(ts_one_shot_run)
 
 #endif

@@ -1469,6 +1469,29 @@ static void json_stream_events_then_the_result(void **state)
 }
 
 /* Without --json, run passes the output through as it comes. */
+/* run --language ts: TypeScript, its types stripped by the host's
+ * compiler on the process tier (or the refusal that names the package
+ * where the host has none); a syntax error names its place, exit 1. */
+static void run_language_typescript(void **state)
+{
+	(void)state;
+	CLI(&res, "interface N { v: number }\nconst n: N = { v: 6 }\nconsole.log(n.v * 7)\n", "run",
+	    "--language", "ts", "-");
+	if (res.exit_code == 127) {
+		assert_string_equal(res.err, "typescript: this sandbox's image has no TypeScript "
+					     "compiler (Debian package node-typescript)\n");
+		return;
+	}
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "42\n");
+	CLI(&res, "let n: = 1\n", "run", "--language", "typescript", "-");
+	assert_int_equal(res.exit_code, 1);
+	assert_true(contains(res.err, ".ts:1:8 - error TS1110: Type expected."));
+	CLI(&res, "1", "run", "--language", "tsx", "-");
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "typescript (ts)"));
+}
+
 static void run_passes_output_as_it_comes(void **state)
 {
 	(void)state;
@@ -1736,6 +1759,7 @@ int main(void)
 		cmocka_unit_test(json_usage_errors_are_json),
 		cmocka_unit_test(bench_numpy_row_finds_its_image),
 		cmocka_unit_test(json_stream_events_then_the_result),
+		cmocka_unit_test(run_language_typescript),
 		cmocka_unit_test(run_passes_output_as_it_comes),
 		cmocka_unit_test(repl_passes_output_as_it_comes),
 		cmocka_unit_test(image_packages_arrive_whole),

@@ -1,10 +1,11 @@
 """Build step: prints Python source as a C string constant named argv[1].
 
     c_string.py NAME [--strip-comments] [FILE ...]
-    c_string.py --py-string NAME FILE
+    c_string.py --py-string NAME FILE [FILE ...]
 
---py-string prints FILE (ASCII) as one Python line, NAME = '...', to put
-in front of a script as the others are: src/core/repl.js travels inside
+--py-string prints the FILEs (ASCII) one after another as one Python line,
+NAME = '...', to put in front of a script as the others are:
+src/core/repl.js (with src/core/ts_strip.js after it) travels inside
 repl.py this way.
 
 The source is the FILEs one after another (stdin without any): a snippet
@@ -46,15 +47,18 @@ def strip_comments(text):
     return "".join(out)
 
 
-def py_string(name, path):
-    with open(path, encoding="ascii") as f:
-        print("%s = %r" % (name, f.read()))
+def py_string(name, paths):
+    text = ""
+    for path in paths:
+        with open(path, encoding="ascii") as f:
+            text += f.read()
+    print("%s = %r" % (name, text))
 
 
 def main():
     args = sys.argv[1:]
     if args[:1] == ["--py-string"]:
-        py_string(args[1], args[2])
+        py_string(args[1], args[2:])
         return
     name = args.pop(0)
     strip = "--strip-comments" in args

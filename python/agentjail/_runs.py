@@ -50,14 +50,15 @@ def finish(call, res, tier, deadline):
 
 def language_number(language):
     """The library's number for a language's name ("python", "javascript"
-    or "js", as aj_language_parse reads it); ValueError naming the ones
-    there are."""
+    or "js", "typescript" or "ts", ..., as aj_language_parse reads it);
+    ValueError naming the ones there are."""
     if isinstance(language, str):
         out = ffi.new("int *")
         if lib.aj_language_parse(language.encode("utf-8", "replace"), out) == 0:
             return out[0]
     raise ValueError(f"language: {language!r} is not one the sandbox runs: "
-                     "'python' (the default), 'javascript' or 'js', 'bash', 'sh' or 'shell'")
+                     "'python' (the default), 'javascript' or 'js', 'typescript' or 'ts', "
+                     "'bash', 'sh' or 'shell'")
 
 
 def in_language(language, plain_fn, stream_fn, lang_fn):

@@ -311,9 +311,11 @@ class RunMethods:
         waits), never grows memory. One that raises is not called again,
         and run() raises its exception once the run has ended.
 
-        language: "python" (the default), or "javascript" ("js"): run by
-        node, in a session by one node that keeps its state across calls
-        (docs/javascript.md); another name is a ValueError naming these."""
+        language: "python" (the default), "javascript" ("js"): run by
+        node, in a session by one node that keeps its state across calls,
+        "typescript" ("ts"): the same once its types are stripped (not
+        checked), or "bash", "sh" (docs/javascript.md); another name is a
+        ValueError naming these."""
         return self._execute(code, timeout, listener_for(on_stdout, on_stderr, on_image),
                              language=language)
 

@@ -4,7 +4,7 @@ tests/js_cases.h; this checks the binding's argument, its errors and
 streaming)."""
 import pytest
 
-from agentjail import Status
+from agentjail import SandboxError, Status
 
 
 @pytest.fixture
@@ -41,5 +41,24 @@ def test_one_shot_run(sb):
 @pytest.mark.parametrize("bad", ["ruby", "", None, 1])
 def test_bad_language_is_named(session, sb, bad):
     for owner in (session, sb):
-        with pytest.raises(ValueError, match="'python'.*'javascript' or 'js'"):
+        with pytest.raises(ValueError, match="'python'.*'javascript' or 'js'.*'typescript' or 'ts'"):
             owner.run("1", language=bad)
+
+
+def test_typescript(session, sb):
+    """TypeScript: its types stripped (not checked), in the session's node
+    beside JavaScript's state; one-shot too."""
+    try:
+        ex = session.run("let n: number = 20\nfunction twice<T extends number>(v: T): number "
+                         "{ return v * 2 }", language="typescript")
+    except SandboxError as e:
+        assert str(e) == ("typescript: this sandbox's image has no TypeScript compiler "
+                          "(Debian package node-typescript)")
+        return
+    assert ex.ok and ex.stdout == ""
+    assert session.run("twice(n) + 2", language="js").stdout == "42\n"
+    ex = session.run("let bad: = 1", language="ts")
+    assert (ex.status, ex.exit_code) == (Status.ERROR, 1)
+    assert ".ts:1:10 - error TS1110: Type expected." in ex.stderr
+    ex = sb.run("const s: string = 'typed'; console.log(s)", language="typescript")
+    assert (ex.status, ex.stdout) == (Status.OK, "typed\n")

@@ -1,5 +1,5 @@
-/* Languages: the code of a run or a session call is Python (the default)
- * or JavaScript (docs/javascript.md). This is the one place that turns
+/* Languages: the code of a run or a session call is Python (the default),
+ * JavaScript or TypeScript (docs/javascript.md), or a shell line. This is the one place that turns
  * JavaScript into what every tier already runs, so no tier has a line of
  * its own for it:
  *
@@ -10,7 +10,10 @@
  *   src/core/node_flags.py, with the JavaScript in base64 after them) that
  *   writes the JavaScript to a file in /tmp and replaces itself with node:
  *   every tier's launcher runs it as any program, and its exit code and
- *   output are node's. */
+ *   output are node's;
+ * - TypeScript is JavaScript once the image's TypeScript compiler has
+ *   stripped its types (src/core/ts_strip.js), in the same node: a
+ *   session's op "ts", a one-shot run's step before node runs it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,8 @@ static const struct {
 	{"python", AJ_LANG_PYTHON},
 	{"javascript", AJ_LANG_JAVASCRIPT},
 	{"js", AJ_LANG_JAVASCRIPT},
+	{"typescript", AJ_LANG_TYPESCRIPT},
+	{"ts", AJ_LANG_TYPESCRIPT},
 	{"bash", AJ_LANG_BASH},
 	{"sh", AJ_LANG_SH},
 	{"shell", AJ_LANG_SH},
@@ -42,6 +47,12 @@ static const char *shell_of(enum aj_language lang)
 static bool is_shell(enum aj_language lang)
 {
 	return lang == AJ_LANG_BASH || lang == AJ_LANG_SH;
+}
+
+/* JavaScript, or TypeScript: JavaScript once its types are stripped. */
+static bool is_node(enum aj_language lang)
+{
+	return lang == AJ_LANG_JAVASCRIPT || lang == AJ_LANG_TYPESCRIPT;
 }
 
 /* A one-shot shell run's program: Python that replaces itself with the
@@ -107,10 +118,10 @@ static char *shell_program(enum aj_language lang, const char *code, size_t len,
 	return program;
 }
 
-/* The Python program a one-shot JavaScript run is: NULL with res saying
- * why (code refused, or too large once in base64). */
-static char *js_program(const struct aj_config *cfg, const char *code, size_t len,
-			struct aj_result *res)
+/* The Python program a one-shot JavaScript or TypeScript run is: NULL
+ * with res saying why (code refused, or too large once in base64). */
+static char *js_program(const struct aj_config *cfg, enum aj_language lang, const char *code,
+			size_t len, struct aj_result *res)
 {
 	if (code_check(code, len, res))
 		return NULL;
@@ -125,15 +136,15 @@ static char *js_program(const struct aj_config *cfg, const char *code, size_t le
 	if (n > AJ_MAX_CODE_BYTES)
 		/* base64 makes 4 bytes of 3: the program must stay a program
 		 * the tiers take (AJ_MAX_CODE_BYTES). */
-		result_sandbox_error(res, "code: %zu bytes of JavaScript is more than the %u a "
+		result_sandbox_error(res, "code: %zu bytes of %s is more than the %u a "
 					  "one-shot run takes (a session call takes up to %u)",
-				     len, (unsigned)((AJ_MAX_CODE_BYTES - strlen(js_run_py) - 64) / 4 * 3),
+				     len, lang == AJ_LANG_TYPESCRIPT ? "TypeScript" : "JavaScript", (unsigned)((AJ_MAX_CODE_BYTES - strlen(js_run_py) - 64) / 4 * 3),
 				     AJ_MAX_CODE_BYTES);
 	else if (!(program = malloc(n)))
 		result_sandbox_error(res, "run: out of memory");
 	else
-		snprintf(program, n, "%s\nrun_js('%s', %u)\n", js_run_py, b64,
-			 cfg->limits.memory_mb);
+		snprintf(program, n, "%s\nrun_js('%s', %u, %s)\n", js_run_py, b64,
+			 cfg->limits.memory_mb, lang == AJ_LANG_TYPESCRIPT ? "True" : "False");
 	free(b64);
 	return program;
 }
@@ -144,14 +155,14 @@ int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, 
 	if (lang == AJ_LANG_PYTHON)
 		return aj_run_streaming(sb, code, len, cancel, stream, res);
 	result_init(res);
-	if (lang != AJ_LANG_JAVASCRIPT && !is_shell(lang))
+	if (!is_node(lang) && !is_shell(lang))
 		return bad_language(lang, res);
 	if (!sb) {
 		result_sandbox_error(res, "run: no sandbox");
 		return -EINVAL;
 	}
 	char *program = is_shell(lang) ? shell_program(lang, code, len, res)
-				       : js_program(sandbox_config(sb), code, len, res);
+				       : js_program(sandbox_config(sb), lang, code, len, res);
 	if (!program) {
 		result_ensure_streams(res);
 		return -EINVAL;
@@ -183,11 +194,13 @@ int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char 
 		free(line);
 		return rc;
 	}
-	if (lang != AJ_LANG_JAVASCRIPT) {
+	if (!is_node(lang)) {
 		result_init(res);
 		int rc = bad_language(lang, res);
 		result_ensure_streams(res);
 		return rc;
 	}
-	return session_run_op(s, "js", session_js_reply, code, len, cancel, stream, res);
+	/* repl.py's op "ts": the session's node strips the types first. */
+	return session_run_op(s, lang == AJ_LANG_TYPESCRIPT ? "ts" : "js", session_js_reply, code,
+			      len, cancel, stream, res);
 }

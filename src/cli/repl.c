@@ -25,6 +25,8 @@ static const char usage[] =
 	"  !LINE               run LINE with /bin/sh -c in the session's sandbox\n"
 	"  %js CODE            run CODE as JavaScript in the session's node, whose\n"
 	"                      variables persist from call to call as Python's do\n"
+	"  %ts CODE            run CODE as TypeScript (its types stripped, not\n"
+	"                      checked) in the same node, sharing its variables\n"
 	"  %put LOCAL [PATH]   copy a host file into the workspace\n"
 	"  %get PATH [LOCAL]   copy a workspace file out (default: its base name)\n"
 	"  %ls [DIR]           list a workspace directory\n"
@@ -186,12 +188,14 @@ static int magic(struct repl *r, char *line)
 		exec_command(r, &x, NULL);
 		return 0;
 	}
-	if (!strncmp(line, "%js", 3) && (line[3] == ' ' || line[3] == '\t')) {
-		/* The rest of the line, as one JavaScript cell. */
+	bool ts = !strncmp(line, "%ts", 3);
+	if ((ts || !strncmp(line, "%js", 3)) && (line[3] == ' ' || line[3] == '\t')) {
+		/* The rest of the line, as one JavaScript or TypeScript cell. */
 		char *code = line + 4;
 		code[strcspn(code, "\r\n")] = '\0';
 		if (code[strspn(code, " \t")])
-			run_cell_in(r, AJ_LANG_JAVASCRIPT, code, strlen(code), NULL);
+			run_cell_in(r, ts ? AJ_LANG_TYPESCRIPT : AJ_LANG_JAVASCRIPT, code,
+				    strlen(code), NULL);
 		return 0;
 	}
 	char *save = NULL;

@@ -26,8 +26,9 @@ static const char usage[] =
 	"usage error.\n"
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
-	"  --language LANG   python (the default) or javascript (js): the language of\n"
-	"                    FILE (docs/javascript.md)\n"
+	"  --language LANG   python (the default), javascript (js), typescript (ts:\n"
+	"                    its types stripped, not checked), bash or sh: the\n"
+	"                    language of FILE (docs/javascript.md)\n"
 	"  --json            print one JSON object with the result instead (a usage\n"
 	"                    error too: {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  --json-stream     print one JSON object per line as the run goes:\n"

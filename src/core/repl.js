@@ -13,6 +13,12 @@
 //
 //   (at start)                     -> {"ready": true}
 //   {"cell": n, "code": text}      -> {"exit": 0 | 1, "cpu_us": n, "rss_kb": n}
+//   {"cell": n, "code": text, "ts": true}  (TypeScript: its types stripped
+//                                   first, src/core/ts_strip.js)
+//                                  -> the same, exit 1 with its syntax
+//                                     errors on stderr; or {"refused":
+//                                     words} where the image has no
+//                                     TypeScript compiler
 //
 // A cell runs in one vm context kept for the session, through Node's own
 // REPL evaluator (require('repl')'s eval): top-level let, const, class and
@@ -77,6 +83,9 @@ function trimmed(stack) {
 }
 
 function describe(err) {
+  // A TypeScript cell that does not parse: the compiler's own lines.
+  if (err && err.tsErrors)
+    return err.stack;
   // A cell that does not parse: Node's REPL calls it Recoverable (it would
   // wait for more lines); the SyntaxError inside is what the cell gets.
   if (err instanceof repl.Recoverable && err.err)
@@ -92,6 +101,9 @@ function describe(err) {
 
 // The cell being run: its end (error or value) settles it once.
 let current = null;
+// The TypeScript compiler, loaded on the first TypeScript cell (null: the
+// image has none).
+let typescript;
 
 // Node's REPL hands an uncaught error, a cell's or a callback's later, to
 // its domain; it is the cell's end while a cell runs, else printed.
@@ -133,9 +145,25 @@ function runCell(req) {
     process.stdout.write('', flushed);
     process.stderr.write('', flushed);
   };
+  let code = String(req.code);
+  const name = '<cell ' + Number(req.cell) + '>';
+  if (req.ts) {
+    // A TypeScript cell is the JavaScript its types stripped leave, run
+    // as a JavaScript cell in the same context: the two share the state.
+    if (typescript === undefined)
+      typescript = loadTypeScript();
+    if (!typescript)
+      return reply({ refused: TYPESCRIPT_MISSING });
+    const out = stripTypes(typescript, code, name + '.ts', false);
+    if (out.errors) {
+      current = done;
+      return done({ stack: out.errors, tsErrors: true });
+    }
+    code = out.js;
+  }
   current = done;
   try {
-    server.eval(String(req.code), server.context, '<cell ' + Number(req.cell) + '>', done);
+    server.eval(code, server.context, name, done);
   } catch (err) {
     done(err);
   }

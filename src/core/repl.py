@@ -49,6 +49,10 @@
 #          the cell), "cpu_us", "rss_kb", "images": [], and "js_restarted":
 #          true when an earlier cell's node had ended (its state is gone);
 #          {"seq", "error", "errno"} when node cannot start (op_js)
+#   {"seq", "op": "ts", as "js"}: a TypeScript cell, its types stripped in
+#       the same node (src/core/ts_strip.js), sharing the JavaScript state
+#       -> as "js"; {"seq", "error", "errno": "ENOENT"} when the image has
+#          no TypeScript compiler
 #   a process op on a pid that is not the session's -> {"seq", "error", "errno": "ESRCH"}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
@@ -937,7 +941,7 @@ class Node:
         ticks = os.sysconf("SC_CLK_TCK")
         return math.ceil((int(fields[11]) + int(fields[12])) / ticks)
 
-    def call(self, code, number, cpu):
+    def call(self, code, number, cpu, ts=False):
         """Runs one cell: its reply, or None when node ended during it."""
         try:
             # This call's CPU budget, as a cell's (set_cpu_limit): node's
@@ -947,7 +951,7 @@ class Node:
             if hard != resource.RLIM_INFINITY:
                 want = min(want, hard)
             resource.prlimit(self.popen.pid, resource.RLIMIT_CPU, (want, hard))
-            data = (json.dumps({"cell": number, "code": code}) + "\n").encode()
+            data = (json.dumps({"cell": number, "code": code, "ts": ts}) + "\n").encode()
             view = memoryview(data)
             while view:
                 view = view[os.write(self.req_w, view):]
@@ -996,7 +1000,11 @@ def ended_how(rc):
     return "exit %d" % rc
 
 
-def op_js(req, state):
+def op_ts(req, state):
+    return op_js(req, state, ts=True)
+
+
+def op_js(req, state, ts=False):
     node, restarted = state.get("node"), state.pop("node_lost", False)
     if node is not None and node.popen.poll() is not None:
         node.end()  # it ended between calls (a callback's process.exit)
@@ -1007,7 +1015,9 @@ def op_js(req, state):
         state["node"] = node
     state["js_cells"] = state.get("js_cells", 0) + 1
     code = base64.b64decode(req["code"]).decode("utf-8", "replace")
-    answer = node.call(code, state["js_cells"], int(req["cpu"]))
+    answer = node.call(code, state["js_cells"], int(req["cpu"]), ts)
+    if answer is not None and answer.get("refused"):
+        raise FileOpError(errno.ENOENT, str(answer["refused"]))  # no TypeScript compiler
     if answer is None:
         # node ended during the cell (process.exit, its CPU limit, a crash
         # of V8's): its end is the cell's, and the next cell gets a fresh
@@ -1084,7 +1094,7 @@ def op_proc_resize(req, state):
 OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
        "exec": op_exec, "spawn": op_spawn, "proc_read": op_proc_read,
        "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs,
-       "js": op_js, "pty": op_pty, "proc_resize": op_proc_resize}
+       "js": op_js, "ts": op_ts, "pty": op_pty, "proc_resize": op_proc_resize}
 
 
 def serve():
