@@ -250,9 +250,14 @@ static void exec_signals_and_cpu_budget(void **state)
 	struct aj_session *s = open_session(&cfg);
 	struct aj_result r;
 	for (int i = 0; i < 3; i++) {
-		exec_expect(s, "grep -E '^Sig(Ign|Blk)' /proc/self/status", AJ_STATUS_OK, &r);
-		assert_true(contains(r.stdout_buf, "SigBlk:\t0000000000000000\n"));
-		assert_true(contains(r.stdout_buf, "SigIgn:\t0000000000000000\n"));
+		/* (The shell's own read: the test image has no grep.) */
+		exec_expect(s,
+			    "while read k v; do case $k in SigIgn:|SigBlk:) echo \"$k $v\";; esac; "
+			    "done < /proc/self/status",
+			    AJ_STATUS_OK, &r);
+		if (!contains(r.stdout_buf, "SigBlk: 0000000000000000\n") ||
+		    !contains(r.stdout_buf, "SigIgn: 0000000000000000\n"))
+			fail_msg("command %d: %s", i, r.stdout_buf);
 		aj_result_free(&r);
 		static const char *const loop[] = {"python3", "-c", "while True: pass", NULL};
 		const struct aj_exec x = {.argv = loop};

@@ -511,6 +511,8 @@ def exec_child(cpu, ctty=False):
     resource.setrlimit(resource.RLIMIT_CPU, cpu_budget(cpu))
     for s in CHILD_DEFAULT_SIGNALS:
         signal.signal(getattr(signal, s), signal.SIG_DFL)
+    # And none blocked (a cell may have blocked some in this thread).
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     if ctty:
         import fcntl
         import termios
