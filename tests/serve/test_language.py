@@ -2,6 +2,8 @@
 "language" field of POST /v1/runs and of a session's runs, plain, streamed
 and background, on this machine and through a queue's worker; an unknown
 or malformed one is a 400 naming the accepted names."""
+import subprocess
+
 import pytest
 
 from conftest import Stream, wait_for
@@ -54,14 +56,18 @@ def test_a_streamed_javascript_run(server):
     assert got[-1].event == "result" and got[-1].data["status"] == "ok"
 
 
-def test_a_background_javascript_run(server):
-    r = server.request("POST", "/v1/runs", {"code": "console.log(6*7)", "language": "javascript",
-                                            "background": True})
+def background_result(srv, body):
+    """body run in the background on srv: its result once done."""
+    r = srv.request("POST", "/v1/runs", {**body, "background": True})
     assert r.code == 202, r.body
     rid = r.json()["id"]
-    assert wait_for(lambda: server.request("GET", f"/v1/runs/{rid}").json()["state"] == "done",
+    assert wait_for(lambda: srv.request("GET", f"/v1/runs/{rid}").json()["state"] == "done",
                     timeout=60)
-    res = server.request("GET", f"/v1/runs/{rid}").json()["result"]
+    return srv.request("GET", f"/v1/runs/{rid}").json()["result"]
+
+
+def test_a_background_javascript_run(server):
+    res = background_result(server, {"code": "console.log(6*7)", "language": "javascript"})
     assert res["status"] == "ok" and res["stdout"] == "42\n"
 
 
@@ -89,18 +95,28 @@ def test_a_bad_language_is_a_400_naming_the_accepted_ones(server, path, language
 def test_the_queue_runs_javascript_on_a_worker(start, redis, workers):  # noqa: F811
     w = workers("w-js")
     s = serve(start, redis)
-    r = s.request("POST", "/v1/runs", {"code": "console.log(6*7)", "language": "javascript"})
-    assert r.code == 200, r.body
-    assert r.json()["stdout"] == "42\n"
+    # What crosses Redis: a worker older than languages knows only the ops
+    # "run" and "session_run", so another language must come under an op
+    # it refuses, never under one it would run as Python.
+    monitor = subprocess.Popen(["redis-cli", "-p", str(redis.port), "MONITOR"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert monitor.stdout.readline().strip() == "OK"
+        r = s.request("POST", "/v1/runs", {"code": "console.log(6*7)", "language": "javascript"})
+        assert r.code == 200, r.body
+        assert r.json()["stdout"] == "42\n"
+        sent = ""
+        while '"XADD"' not in sent:
+            sent = monitor.stdout.readline()
+            assert sent, "no XADD seen"
+    finally:
+        monitor.terminate()  # by its pid: the process this test started
+        monitor.wait(10)
+    assert '\\"op\\":\\"run_language\\"' in sent.replace(" ", ""), sent
+    assert '\\"language\\":\\"javascript\\"' in sent.replace(" ", ""), sent
     assert wait_for(lambda: any(": run: javascript, ok" in line for line in w.log))
     # A background run travels the same way.
-    r = s.request("POST", "/v1/runs", {"code": "echo $((6*7))", "language": "bash",
-                                       "background": True})
-    assert r.code == 202, r.body
-    rid = r.json()["id"]
-    assert wait_for(lambda: s.request("GET", f"/v1/runs/{rid}").json()["state"] == "done",
-                    timeout=60)
-    assert s.request("GET", f"/v1/runs/{rid}").json()["result"]["stdout"] == "42\n"
+    assert background_result(s, {"code": "echo $((6*7))", "language": "bash"})["stdout"] == "42\n"
     # And a session's calls, on the worker that holds it.
     sid = s.request("POST", "/v1/sessions").json()["id"]
     runs = f"/v1/sessions/{sid}/runs"
