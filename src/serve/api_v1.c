@@ -4,8 +4,9 @@
  *   GET    /v1/tiers                        what `agentjail check` says (cached:
  *                                            tier_probe.h)
  *   GET    /metrics                         Prometheus text
- *   POST   /v1/runs                         {"code", "limits"?, "allow_hosts"?,
- *                                            "allow_cidrs"?, "background"?,
+ *   POST   /v1/runs                         {"code", "language"?, "limits"?,
+ *                                            "allow_hosts"?, "allow_cidrs"?,
+ *                                            "env"?, "background"?,
  *                                            "webhook"?} → a result, an event
  *                                            stream (Accept: text/event-stream)
  *                                            or a background run's id
@@ -14,7 +15,8 @@
  *   POST   /v1/sessions                     {"limits"?, "env"?, "allow_hosts"?,
  *                                            "allow_cidrs"?} → {"id", ...}
  *   DELETE /v1/sessions/ID
- *   POST   /v1/sessions/ID/runs             {"code"} → a result (+ images), or
+ *   POST   /v1/sessions/ID/runs             {"code", "language"?, "limits"?} →
+ *                                            a result (+ images), or
  *                                            an event stream, recorded
  *   POST   /v1/sessions/ID/exec             {"command" | "argv", "cwd"?, "env"?,
  *                                            "stdin"?, "timeout"?}: a command in

@@ -37,13 +37,14 @@ static void post_plain(struct service *svc, const struct http_request *rq,
 		respond_run_failure(rs, 502, "run_lost", fate.id, true, fate.may_have_started,
 				    err.message);
 	} else if (rc) {
-		bool bad = rc == -EINVAL || rc == -EPERM || rc == -EILSEQ;
+		bool bad = rc == -EINVAL || rc == -EPERM || rc == -EILSEQ || rc == -ENOEXEC;
 		respond_run_failure(rs, bad ? 400 : 503,
-				    rc == -EINVAL   ? "bad_limits"
-				    : rc == -EPERM  ? "bad_egress"
-				    : rc == -EILSEQ ? "bad_env"
-				    : rc == -EAGAIN ? "no_worker"
-						    : "queue_unavailable",
+				    rc == -EINVAL    ? "bad_limits"
+				    : rc == -EPERM   ? "bad_egress"
+				    : rc == -EILSEQ  ? "bad_env"
+				    : rc == -ENOEXEC ? "bad_language"
+				    : rc == -EAGAIN  ? "no_worker"
+						     : "queue_unavailable",
 				    fate.id, false, false, err.message);
 		rs->retry_after = bad ? 0 : 5;
 	} else {
@@ -81,7 +82,8 @@ static void post_recorded(struct service *svc, const struct http_request *rq,
 static void post_run(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	static const char *const allowed[] = {"code",       "limits",  "allow_hosts", "allow_cidrs",
-					      "env",        "background", "webhook", NULL};
+					      "env",        "background", "webhook", "language",
+					      NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;

@@ -101,9 +101,10 @@ extern const struct backend_ops remote_backend; /* remote_api.c */
 /* Runs code under the deployer's terms, here or on a worker. 0 with *res
  * (a worker lost mid-run is a sandbox_error result saying so); or, with a
  * queue, -EAGAIN (no worker took it in time: it never will), -EIO (Redis
- * unreachable), -EINVAL, -EPERM or -EILSEQ (the worker's limits, egress
- * rules or variables refuse the request's), err saying which, and *res a
- * sandbox_error with the same words. */
+ * unreachable), -EINVAL, -EPERM, -EILSEQ or -ENOEXEC (the worker's
+ * limits, egress rules, variables or languages refuse the request's: a
+ * worker older than languages refuses any but Python), err saying which,
+ * and *res a sandbox_error with the same words. */
 int service_run(struct service *svc, const char *code, size_t len,
 		struct aj_cancel *cancel, const struct aj_stream *stream, struct aj_result *res,
 		struct aj_error *err);

@@ -13,8 +13,9 @@
 #include "../../core/internal.h"
 #include "call_body.h"
 #include "call_limits.h"
+#include "narrow.h"
 
-static const char *const run_fields[] = {"code", "limits", NULL};
+static const char *const run_fields[] = {"code", "limits", "language", NULL};
 static const char *const exec_fields[] = {"command", "argv", "cwd", "env", "stdin", "timeout",
 					  NULL};
 
@@ -145,9 +146,12 @@ int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct ca
 		json_t *c = json_object_get(o, "code");
 		b->code = json_string_value(c) ? json_string_value(c) : "";
 		b->len = json_string_length(c);
-		*code = "bad_limits";
-		rc = call_limits_parse(json_object_get(o, "limits"), cfg->limits.wall_sec,
-				       &b->call_sec, err);
+		*code = "bad_language";
+		if (!(rc = language_field(o, &b->lang, err))) {
+			*code = "bad_limits";
+			rc = call_limits_parse(json_object_get(o, "limits"), cfg->limits.wall_sec,
+					       &b->call_sec, err);
+		}
 	}
 	return parsed(rc, b, status, code);
 }
@@ -211,7 +215,7 @@ int call_body_run(struct aj_session *s, const struct call_body *b, struct aj_can
 				     b->call_sec);
 		return -EAGAIN;
 	}
-	int rc = aj_session_run_streaming(s, b->code, b->len, cancel, stream, res);
+	int rc = aj_session_run_lang(s, b->lang, b->code, b->len, cancel, stream, res);
 	call_deadline_end(&dl, res);
 	aj_cancel_free(own);
 	return rc;
@@ -220,8 +224,10 @@ int call_body_run(struct aj_session *s, const struct call_body *b, struct aj_can
 json_t *call_body_request(const struct call_body *b, const char *session)
 {
 	json_t *req = json_copy(b->o);
-	if (req && (json_object_set_new(req, "op", json_string(b->exec ? "session_exec"
-									 : "session_run")) ||
+	const char *op = b->exec			 ? "session_exec"
+			 : b->lang == AJ_LANG_PYTHON ? "session_run"
+						     : "session_run_language";
+	if (req && (json_object_set_new(req, "op", json_string(op)) ||
 		    json_object_set_new(req, "session", json_string(session)))) {
 		json_decref(req);
 		return NULL;
@@ -232,5 +238,7 @@ json_t *call_body_request(const struct call_body *b, const char *session)
 int call_body_op(const char *op, bool *exec)
 {
 	*exec = op && !strcmp(op, "session_exec");
-	return op && (*exec || !strcmp(op, "session_run")) ? 0 : -1;
+	return op && (*exec || !strcmp(op, "session_run") || !strcmp(op, "session_run_language"))
+		       ? 0
+		       : -1;
 }

@@ -1,9 +1,10 @@
 /* What one call on a session asks, read from its JSON once for both
  * backends and the worker, and the one way it is run on a session:
  *
- *   POST /v1/sessions/ID/runs  {"code", "limits"?}: Python in the session's
- *                              interpreter (aj_session_run_streaming), a
- *                              call's own shorter timeout kept by a timer
+ *   POST /v1/sessions/ID/runs  {"code", "limits"?, "language"?}: code in
+ *                              the session (aj_session_run_lang: Python
+ *                              unless named), a call's own shorter
+ *                              timeout kept by a timer
  *   POST /v1/sessions/ID/exec  {"command" | "argv", "cwd"?, "env"?,
  *                              "stdin"? (base64), "timeout"?}: a command in
  *                              the session's sandbox (aj_session_exec),
@@ -32,6 +33,7 @@ struct call_body {
 	/* code */
 	const char *code;
 	size_t len;
+	enum aj_language lang; /* "language": AJ_LANG_PYTHON unless named */
 	double call_sec; /* limits.timeout_sec, 0: the session's own clock */
 	/* a command: x points into o and into what follows, owned */
 	struct aj_exec x;
@@ -68,7 +70,9 @@ void call_body_clear(struct call_body *b);
 int call_body_run(struct aj_session *s, const struct call_body *b, struct aj_cancel *cancel,
 		  const struct aj_stream *stream, struct aj_result *res);
 /* b as the queue's request to the session's worker: its body with "op"
- * (session_run or session_exec) and "session"; NULL on ENOMEM. */
+ * (session_run, session_run_language: code in another language than
+ * Python, which a worker without languages refuses, or session_exec) and
+ * "session"; NULL on ENOMEM. */
 json_t *call_body_request(const struct call_body *b, const char *session);
 /* A worker's request's op as a call's kind: 0 with *exec, or -1 for
  * another op. */

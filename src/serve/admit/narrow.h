@@ -53,17 +53,24 @@ int egress_keep_to_json(const struct aj_config *base, const struct egress_keep *
 
 /* All a request may ask of one run or session, each within the deployer's
  * bounds: narrower limits, fewer egress rules, more environment variables
- * (request_env.h). A copy is a plain assignment. */
+ * (request_env.h), and a run's language (a session's calls name their
+ * own: call_body.h). A copy is a plain assignment. */
 struct run_terms {
 	struct aj_limits limits;
 	struct egress_keep keep;
 	struct request_env env;
+	enum aj_language lang; /* the run's code: AJ_LANG_PYTHON unless named */
 };
+/* A body's "language" (absent: Python), by aj_language_parse: 0, or
+ * -EINVAL with err naming the field and the accepted names. The one
+ * reading of it, for runs (terms_narrow) and session calls alike. */
+int language_field(json_t *body, enum aj_language *out, struct aj_error *err);
 /* The deployer's own: what a request that names none gets. */
 void terms_default(const struct aj_config *base, struct run_terms *t);
-/* From a request body's "limits", "allow_hosts", "allow_cidrs" and "env"
- * (each optional). 0, or -EINVAL with err naming the field and *code the
- * answer's code: "bad_limits", "bad_egress" or "bad_env". */
+/* From a request body's "limits", "allow_hosts", "allow_cidrs", "env" and
+ * "language" (each optional). 0, or -EINVAL with err naming the field and
+ * *code the answer's code: "bad_limits", "bad_egress", "bad_env" or
+ * "bad_language". */
 int terms_narrow(const struct aj_config *base, json_t *body, struct run_terms *t,
 		 const char **code, struct aj_error *err);
 /* What a config made from t points to; it must live as long as the config. */

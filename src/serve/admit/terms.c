@@ -1,6 +1,7 @@
-/* run_terms (narrow.h): a request's limits, egress rules and variables,
- * read, applied and passed on together, so every route and both backends
+/* run_terms (narrow.h): a request's limits, egress rules, variables and
+ * language, read, applied and passed on together, so every route and both backends
  * narrow the deployer's config the same way. */
+#include <errno.h>
 #include <string.h>
 
 #include "../../core/internal.h"
@@ -11,6 +12,21 @@ void terms_default(const struct aj_config *base, struct run_terms *t)
 	t->limits = base->limits;
 	egress_keep_all(base, &t->keep);
 	t->env.count = t->env.bytes = 0;
+	t->lang = AJ_LANG_PYTHON;
+}
+
+int language_field(json_t *body, enum aj_language *out, struct aj_error *err)
+{
+	json_t *v = json_object_get(body, "language");
+	*out = AJ_LANG_PYTHON;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return error_set(err, -EINVAL, "language: expected a string, one of " AJ_LANGUAGE_NAMES);
+	if (aj_language_parse(json_string_value(v), out))
+		return error_set(err, -EINVAL, "language: '%.40s' is not one of " AJ_LANGUAGE_NAMES,
+				 json_string_value(v));
+	return 0;
 }
 
 int terms_narrow(const struct aj_config *base, json_t *body, struct run_terms *t,
@@ -23,6 +39,8 @@ int terms_narrow(const struct aj_config *base, json_t *body, struct run_terms *t
 		*code = "bad_egress";
 	} else if ((rc = request_env_parse(base, json_object_get(body, "env"), &t->env, err))) {
 		*code = "bad_env";
+	} else if ((rc = language_field(body, &t->lang, err))) {
+		*code = "bad_language";
 	}
 	return rc;
 }
@@ -46,9 +64,17 @@ int terms_to_json(const struct aj_config *base, const struct run_terms *t, json_
 	json_t *env = request_env_to_json(&t->env);
 	if (t->env.count && (!env || json_object_set_new(obj, "env", env)))
 		return -1;
+	/* Python's runs say nothing: the request a worker without languages
+	 * reads is the one it always read (the op says the rest:
+	 * queue_run_request). */
+	if (t->lang != AJ_LANG_PYTHON &&
+	    json_object_set_new(obj, "language", json_string(aj_language_name(t->lang))))
+		return -1;
 	return 0;
 }
 
+/* The language is not compared: a sandbox runs any of them (terms_same
+ * picks a cached sandbox). */
 bool terms_same(const struct run_terms *a, const struct run_terms *b)
 {
 	const struct aj_limits *x = &a->limits, *y = &b->limits;

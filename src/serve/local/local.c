@@ -83,14 +83,14 @@ void local_run_streaming(struct local *l, const struct run_terms *t, const char 
 		pthread_mutex_unlock(&l->lock);
 		if (!e) {
 			/* Every place is busy: this one serves one run. */
-			aj_run_streaming(sb, code, len, cancel, stream, res);
+			aj_run_lang(sb, t->lang, code, len, cancel, stream, res);
 			aj_close(sb);
 			return;
 		}
 		if (sb)
 			aj_close(sb);
 	}
-	aj_run_streaming(e->sb, code, len, cancel, stream, res);
+	aj_run_lang(e->sb, t->lang, code, len, cancel, stream, res);
 	pthread_mutex_lock(&l->lock);
 	e->refs--;
 	pthread_mutex_unlock(&l->lock);

@@ -58,6 +58,11 @@ static int queue_send(struct service *svc, json_t *req, double run_sec, struct r
 			rc = -EPERM;
 		if (f == REMOTE_REFUSED && why && !strcmp(why, "bad_env"))
 			rc = -EILSEQ;
+		/* A language this worker does not run: a worker without
+		 * languages refuses the op ("unknown op 'run_language'"). */
+		if (f == REMOTE_REFUSED && why &&
+		    (!strcmp(why, "bad_language") || !strcmp(why, "bad_request")))
+			rc = -ENOEXEC;
 		/* Lost: no result will come. Not a sandbox's failure nor the
 		 * service's refusal, but a third answer: whether the code may
 		 * have run is what its caller needs to decide on a retry. */

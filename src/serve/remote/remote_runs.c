@@ -182,7 +182,12 @@ static int qrunner_start(struct service *svc, const struct http_request *rq, str
 json_t *queue_run_request(struct service *svc, const struct run_terms *t, const char *code,
 			  size_t len)
 {
-	json_t *req = json_pack("{s:s, s:s%}", "op", "run", "code", code, len);
+	/* Another language is another op: a worker that knows no "language"
+	 * refuses an op it does not know ("unknown op"), where it would run
+	 * the code as Python under "run". */
+	bool python = !t || t->lang == AJ_LANG_PYTHON;
+	json_t *req = json_pack("{s:s, s:s%}", "op", python ? "run" : "run_language", "code", code,
+				len);
 	if (req && !t)
 		json_object_set_new(req, "limits", limits_to_json(&svc->cfg.sandbox.limits));
 	else if (req && terms_to_json(&svc->cfg.sandbox, t, req)) {

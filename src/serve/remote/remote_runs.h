@@ -29,8 +29,9 @@ void queue_run_call_off(struct service *svc, const char *id);
 void queue_runs_wait(void);
 
 /* A run's request for a worker ({"op": "run", "code", and terms t as
- * terms_to_json writes them; t NULL: the deployer's, none named}); NULL on
- * ENOMEM. */
+ * terms_to_json writes them; t NULL: the deployer's, none named}; op
+ * "run_language" with "language" for another language than Python); NULL
+ * on ENOMEM. */
 json_t *queue_run_request(struct service *svc, const struct run_terms *t, const char *code,
 			  size_t len);
 

@@ -56,9 +56,10 @@ json_t *worker_refusal(const char *code, const char *fmt, ...)
 json_t *worker_terms_refusal(const char *code, const struct aj_error *err)
 {
 	/* Said of this worker: serve's own checks passed, its deployer's did not. */
-	const char *what = !strcmp(code, "bad_limits")	 ? "limits are narrower"
-			   : !strcmp(code, "bad_egress") ? "egress rules are narrower"
-							 : "deployer refuses the variables";
+	const char *what = !strcmp(code, "bad_limits")	   ? "limits are narrower"
+			   : !strcmp(code, "bad_egress")   ? "egress rules are narrower"
+			   : !strcmp(code, "bad_language") ? "languages are fewer"
+							   : "deployer refuses the variables";
 	return worker_refusal(code, "this worker's %s: %s", what, err->message);
 }
 

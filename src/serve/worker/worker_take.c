@@ -44,10 +44,12 @@ static json_t *run(struct worker *w, json_t *req, const struct worker_record *re
 	local_run_streaming(&w->local, t, json_string_value(code) ?: "",
 			    json_string_length(code), worker_record_cancel(rec),
 			    worker_record_stream(rec), &res);
+	enum aj_language lang = t->lang;
 	free(t);
 	/* The run's id, the one its caller's answer carries: an operator can
 	 * find the run here from what the client holds. */
-	worker_log(w, "run: %s, %.1f ms, id %s", aj_status_name(res.status), res.wall_ms,
+	worker_log(w, "run: %s, %s, %.1f ms, id %s", aj_language_name(lang),
+		   aj_status_name(res.status), res.wall_ms,
 		   json_string_value(json_object_get(req, "id")) ?: "?");
 	return worker_result(w, &res);
 }
@@ -58,7 +60,9 @@ static json_t *handle(struct worker *w, redisContext *c, json_t *req,
 	const char *op = json_string_value(json_object_get(req, "op"));
 	if (!op)
 		return worker_refusal("bad_request", "no op");
-	if (!strcmp(op, "run"))
+	/* run_language: a run in the request's "language" (queue_run_request);
+	 * run's own request has none, and terms_narrow reads it as Python. */
+	if (!strcmp(op, "run") || !strcmp(op, "run_language"))
 		return run(w, req, rec);
 	if (!strcmp(op, "session_open"))
 		return worker_session_open(w, c, req);
