@@ -2,6 +2,8 @@
 "language" field of POST /v1/runs and of a session's runs, plain, streamed
 and background, on this machine and through a queue's worker; an unknown
 or malformed one is a 400 naming the accepted names."""
+import os
+import re
 import subprocess
 
 import pytest
@@ -9,7 +11,10 @@ import pytest
 from conftest import Stream, wait_for
 from test_queue import redis, workers, serve  # noqa: F401 (fixtures)
 
-NAMES = "python, javascript (js), bash, sh (shell)"
+# The library's own list (include/agentjail.h), read as the server has it.
+NAMES = re.search(r'#define AJ_LANGUAGE_NAMES "([^"]*)"',
+                  open(os.path.join(os.path.dirname(__file__), "..", "..", "include",
+                                    "agentjail.h")).read()).group(1)
 
 
 def test_a_javascript_run(server):
