@@ -238,7 +238,13 @@ struct aj_result {
 	/* With egress rules: the proxy's decisions during this run or call, a
 	 * JSON object (docs/egress.md, "The decision log"); else NULL. */
 	char *egress_log;
+	/* Sessions only: the session's background commands (aj_session_spawn,
+	 * aj_session_pty) still running when the call ended, by pid, at most
+	 * AJ_MAX_BACKGROUND_LISTED; NULL and 0 when none. */
+	uint32_t *background_pids;
+	size_t background_count;
 };
+#define AJ_MAX_BACKGROUND_LISTED 256
 
 struct aj_image {
 	char *name;             /* "figure-1.png", "outputs/plot.png" */

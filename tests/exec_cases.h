@@ -455,6 +455,17 @@ static void background_wait_and_reattach(void **state)
 	aj_proc_list_free(procs, n);
 	assert_true(listed);
 	cell_expect(s, "print('a cell meanwhile')", AJ_STATUS_OK, "a cell meanwhile");
+	/* A call's result names what runs on in the background. */
+	struct aj_result c;
+	cell(s, &c, "print('and it says so')");
+	assert_int_equal(c.background_count, 1);
+	assert_int_equal(c.background_pids[0], pid);
+	char *json = aj_result_to_json(&c, f->tier);
+	char want[64];
+	snprintf(want, sizeof want, "\"background\":[%u]", pid);
+	assert_true(json && contains(json, want));
+	free(json);
+	aj_result_free(&c);
 	assert_int_equal(aj_session_proc_input(s, pid, "yes\n", 4, true, &err), 0);
 	for (int i = 0; i < 2; i++) {
 		proc_wait_expect(s, pid, AJ_STATUS_ERROR, &r);
@@ -463,6 +474,10 @@ static void background_wait_and_reattach(void **state)
 		assert_string_equal(r.stderr_buf, "err\n");
 		aj_result_free(&r);
 	}
+	exec_expect(s, "true", AJ_STATUS_OK, &c);
+	assert_int_equal(c.background_count, 0); /* it ended: none listed */
+	assert_null(c.background_pids);
+	aj_result_free(&c);
 	assert_int_equal(aj_session_proc_input(s, pid, "x", 1, false, &err), -EPIPE);
 	assert_int_equal(aj_session_proc_signal(s, 999999, SIGTERM, &err), -ESRCH);
 	assert_int_equal(aj_session_proc_wait(s, 999999, NULL, NULL, &r), -ESRCH);

@@ -72,6 +72,9 @@ class Execution:
     # "failure", "reason", "bytes_out", "bytes_in"}], "allowed", "denied", "failed", ...};
     # None without egress rules.
     egress: Optional[Dict[str, Any]] = None
+    # A session's call: the pids of its background commands still running
+    # when the call ended (Session.spawn, Session.pty).
+    background: List[int] = field(default_factory=list)
 
     @property
     def ok(self):
@@ -154,6 +157,11 @@ class _as_c_result:
         # to_json carries the log as `agentjail run --json` does.
         res.egress_log = (self._buf(json.dumps(ex.egress).encode())
                           if ex.egress is not None else ffi.NULL)
+        if ex.background:
+            pids = ffi.new("uint32_t[]", list(ex.background))
+            self._keep.append(pids)
+            res.background_pids = pids
+        res.background_count = len(ex.background)
         self.res = res
 
     def _buf(self, b):
@@ -195,6 +203,7 @@ def execution_from_c(res, tier):
         images_dropped=res.images_dropped,
         egress=(json.loads(ffi.string(res.egress_log).decode("utf-8", "replace"))
                 if res.egress_log != ffi.NULL else None),
+        background=[int(res.background_pids[i]) for i in range(res.background_count)],
     )
 
 
@@ -219,4 +228,5 @@ def execution_from_json(o, tier=None):
                 for i in o.get("images") or []],
         images_dropped=int(o.get("images_dropped") or 0),
         egress=o.get("egress"),
+        background=[int(p) for p in o.get("background") or []],
     )

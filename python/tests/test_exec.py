@@ -107,6 +107,7 @@ def test_terminal(session):
 
     t = session.pty(100, 30, "stty size; echo ready; read x; stty size; echo \"got-$x\"")
     assert t.pid in [p for p, _, _ in session.processes()]
+    assert session.run("1").background == [t.pid]  # a call says what runs on
     result = []
     waiter = threading.Thread(target=lambda: result.append(t.wait(on_stdout=on_out)))
     waiter.start()

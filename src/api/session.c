@@ -461,8 +461,10 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	struct session_answer ans;
 	json_t *reply = NULL;
 	rc = call(s, &host, req, reply_max, cancel_fd(cancel), tap, res, &reply, &ans);
-	if (!rc && reply)
+	if (!rc && reply) {
 		on_reply(reply, &own, res);
+		result_background_from_json(reply, res);
+	}
 	json_decref(reply);
 	stream_images(tap, res);
 	if (!rc) {

@@ -88,6 +88,10 @@ void trust_bundle_remove(char *dir);
  * JSON of their own (MCP's structuredContent). NULL on ENOMEM. */
 typedef struct json_t json_t;
 json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier);
+/* res->background_pids from o's "background" (a session's reply, or the
+ * contract object a worker sent): pids from 2 to INT32_MAX, at most
+ * AJ_MAX_BACKGROUND_LISTED; anything else in it is not taken. */
+void result_background_from_json(json_t *o, struct aj_result *res);
 
 /* The session interpreter's reply line (session_reply.c), which the code in
  * the session can forge: each reader checks every field it takes.

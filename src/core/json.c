@@ -87,11 +87,40 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 	 * an object so that a reader parses the answer once. */
 	if (res->egress_log)
 		bad |= json_object_set_new(o, "egress", egress_log_to_json(res->egress_log));
+	/* Only when a session's background commands outlive the call. */
+	if (res->background_count) {
+		json_t *pids = json_array();
+		for (size_t i = 0; pids && i < res->background_count; i++)
+			bad |= json_array_append_new(pids, json_integer(res->background_pids[i]));
+		bad |= !pids || json_object_set_new(o, "background", pids);
+	}
 	if (bad) {
 		json_decref(o);
 		return NULL;
 	}
 	return o;
+}
+
+void result_background_from_json(json_t *o, struct aj_result *res)
+{
+	json_t *pids = json_object_get(o, "background");
+	size_t n = json_array_size(pids), k = 0;
+	if (!n)
+		return;
+	if (n > AJ_MAX_BACKGROUND_LISTED)
+		n = AJ_MAX_BACKGROUND_LISTED;
+	uint32_t *v = calloc(n, sizeof *v);
+	for (size_t i = 0; v && i < n; i++) {
+		json_t *p = json_array_get(pids, i);
+		json_int_t pid = json_integer_value(p);
+		if (json_is_integer(p) && pid > 1 && pid <= INT32_MAX)
+			v[k++] = (uint32_t)pid;
+	}
+	free(res->background_pids);
+	res->background_pids = k ? v : NULL;
+	res->background_count = k;
+	if (!k)
+		free(v);
 }
 
 char *aj_result_to_json(const struct aj_result *res, enum aj_tier tier)

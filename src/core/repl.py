@@ -1150,6 +1150,11 @@ def serve():
         except OSError as e:
             answer = {"error": "%s: %s" % (req.get("path", ""), os.strerror(e.errno or 5)),
                       "errno": errno.errorcode.get(e.errno, "EIO")}
+        # A call's end says which background commands outlive it.
+        if req.get("op") in ("run", "exec", "js", "ts") and "error" not in answer:
+            running = [pid for pid, p in PROCS.items() if p.returncode is None]
+            if running:
+                answer["background"] = running[:256]  # AJ_MAX_BACKGROUND_LISTED
         # The sequence number first: the host matches replies on it.
         reply({"seq": seq, **answer})
 

@@ -25,6 +25,7 @@ void aj_result_free(struct aj_result *res)
 	}
 	free(res->images);
 	free(res->egress_log);
+	free(res->background_pids);
 	memset(res, 0, sizeof *res);
 }
 

@@ -64,6 +64,7 @@ int result_from_json(json_t *o, struct aj_result *res, enum aj_tier *tier)
 		return bad(res, "out of memory");
 	if (!res->stdout_buf || !res->stderr_buf)
 		return bad(res, "out of memory");
+	result_background_from_json(o, res);
 	json_t *imgs = json_object_get(o, "images");
 	if (json_is_array(imgs) && json_array_size(imgs)) {
 		res->images = calloc(json_array_size(imgs), sizeof *res->images);
