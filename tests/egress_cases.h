@@ -378,6 +378,47 @@ static void egress_session_narrows(void **state)
 	aj_session_close(s);
 }
 
+/* A command holds to the rules exactly as a cell (docs/commands.md): curl
+ * reaches the allowed server through the proxy, a host no rule names is
+ * refused by it (403, logged), and curl told to go around the proxy
+ * reaches nothing (the sandbox has no network of its own). */
+static void egress_holds_for_commands(void **state)
+{
+	struct fixture *f = *state;
+	struct egress_case *e = &egress_case;
+	struct aj_session *s = NULL;
+	struct aj_error err = {0};
+	if (aj_session_open(&f->cfg, &s, &err))
+		fail_msg("aj_session_open: %s", err.message);
+	char line[300];
+	struct aj_result r;
+	snprintf(line, sizeof line, "curl -sS -m 30 http://127.0.0.1:%d/c-%s", e->port, f->token);
+	struct aj_exec x = {.command = line};
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	if (r.status != AJ_STATUS_OK || !contains(r.stdout_buf, "egress-ok"))
+		fail_msg("curl to the allowed server: %s: %s / %s", aj_status_name(r.status),
+			 r.stdout_buf, r.stderr_buf);
+	json_t *log = egress_log(&r);
+	assert_entry(log, "127.0.0.1", e->port, "http", true, "allow-cidr");
+	json_decref(log);
+	aj_result_free(&r);
+	x.command = "curl -s -m 30 -o /dev/null -w '%{http_code}' http://10.9.8.7:8080/";
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	assert_string_equal(r.stdout_buf, "403");
+	log = egress_log(&r);
+	assert_entry(log, "10.9.8.7", 8080, "http", false, "");
+	json_decref(log);
+	aj_result_free(&r);
+	snprintf(line, sizeof line, "curl -sS -m 10 --noproxy '*' http://127.0.0.1:%d/x", e->port);
+	x.command = line;
+	assert_int_equal(aj_session_exec(s, &x, NULL, NULL, &r), 0);
+	if (r.status != AJ_STATUS_ERROR)
+		fail_msg("curl around the proxy: %s: %s", aj_status_name(r.status), r.stderr_buf);
+	aj_result_free(&r);
+	assert_int_equal(egress_server_connections(e->server), 1);
+	aj_session_close(s);
+}
+
 /* The run's first output, seen on its stream, cancels it: the run ends
  * mid-transfer at an event, not at a wall clock the program must beat. */
 struct cancel_on_output {
@@ -575,7 +616,7 @@ static int egress_session_teardown(void **state)
 	EGRESS_TEST(egress_bypass_fails), EGRESS_TEST(egress_caps_end_transfers),             \
 	EGRESS_TEST(egress_session_narrows), EGRESS_TEST(egress_ends_with_the_run),           \
 	EGRESS_TEST(egress_https_trusts_the_deployer_ca),                                     \
-	EGRESS_TEST(egress_leaves_the_pids_alone),                                            \
+	EGRESS_TEST(egress_leaves_the_pids_alone), EGRESS_TEST(egress_holds_for_commands),     \
 	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed)
 
 #endif
