@@ -570,6 +570,26 @@ static void background_kill_and_stream(void **state)
 	close_session(s);
 }
 
+/* Background commands (and what they started) die with the session that
+ * ran them: nothing of them is left on the host once it is closed. */
+static void background_dies_with_the_session(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	spawn_sh(s, "sleep 300 & sleep 300", false);
+	spawn_sh(s, "python3 -c 'import os, time; os.setsid(); time.sleep(300)'", false);
+	struct aj_result r;
+	cell(s, &r, "print(1)");
+	assert_int_equal(r.background_count, 2);
+	aj_result_free(&r);
+	close_session(s);
+	int left = -1;
+	/* An event, waited for: 30 s only catches what stays. */
+	for (int i = 0; i < 300 && (left = sandbox_processes(f)); i++)
+		sleep_ms(100);
+	assert_int_equal(left, 0);
+}
+
 /* Its own deadline, and the pids limit against a shell that starts
  * background jobs for ever: the session stays usable. */
 static void background_deadline_and_pids(void **state)
@@ -608,6 +628,7 @@ static void background_deadline_and_pids(void **state)
 	SESSION_TEST(exec_signals_and_cpu_budget), SESSION_TEST(shell_language_runs),        \
 	SESSION_TEST(exec_env_allow_list_holds),                                            \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
-	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets)
+	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets), \
+	SESSION_TEST(background_dies_with_the_session)
 
 #endif
