@@ -471,9 +471,12 @@ CHILD_DEFAULT_SIGNALS = ("SIGXCPU", "SIGINT", "SIGQUIT", "SIGTERM", "SIGTSTP", "
 
 
 def cpu_budget(cpu):
-    """A command's RLIMIT_CPU: the call's share as the soft limit, the hard
-    one, the session's total, as the host set it."""
+    """A command's RLIMIT_CPU: the call's share as the soft limit (None:
+    the session's whole), the hard one, the session's total, as the host
+    set it."""
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if cpu is None:
+        return (hard, hard)
     return (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard)
 
 
@@ -642,13 +645,16 @@ class Proc:
     a window of the last cap bytes (base: the offset the window starts at),
     never output_limit, and its input goes to the terminal."""
 
-    def __init__(self, popen, command, cap, timeout, pty=None):
+    def __init__(self, command, cap, timeout, pty=None, stdin=False):
+        """Its threads, started before the command is (a command that fills
+        the session's pids limit at once, a fork loop, must not leave its
+        own readers and waiter unmade): each waits for attach, or for
+        abandon when the command could not start. RuntimeError when the
+        threads cannot start (nothing is left of them then)."""
         import threading
 
-        import time
-
-        self.popen, self.command, self.cap, self.pty = popen, command, cap, pty
-        self.started, self.wall_ms, self.timeout = time.monotonic(), 0, timeout
+        self.popen, self.command, self.cap, self.pty = None, command, cap, pty
+        self.started, self.wall_ms, self.timeout = 0, 0, timeout
         self.bufs = [bytearray(), bytearray()]
         self.base = [0, 0]
         self.truncated = [False, False]
@@ -656,23 +662,48 @@ class Proc:
         # its reader, feeder and waiter to end (never under another: its
         # number could be reused).
         self.master_users = 3 if pty is not None else 0
-        if pty is not None:
-            self.exited_r, self.exited_w = os.pipe2(os.O_CLOEXEC)
-        streams = [io.FileIO(pty, "rb", closefd=False)] if pty is not None \
-            else [popen.stdout, popen.stderr]
-        self.open_streams = len(streams)
+        self.open_streams = 1 if pty is not None else 2
+        self.streams = []
         self.returncode = None
         self.timed_out = False
         self.cond = threading.Condition()
         self.pending = []  # stdin not yet written
         self.stdin_closing = False
-        self.stdin_fd = pty if pty is not None else \
-            (popen.stdin.fileno() if popen.stdin is not None else None)
-        for i, f in enumerate(streams):
-            threading.Thread(target=self.read, args=(f, i), daemon=True).start()
-        threading.Thread(target=self.wait, args=(timeout,), daemon=True).start()
-        if self.stdin_fd is not None:
-            threading.Thread(target=self.feed, daemon=True).start()
+        self.stdin_fd = None
+        self.attached, self.abandoned = threading.Event(), False
+        targets = [(self.read, (i,)) for i in range(self.open_streams)] + [(self.wait, ())]
+        if pty is not None or stdin:
+            targets.append((self.feed, ()))
+        try:
+            for target, args in targets:
+                threading.Thread(target=target, args=args, daemon=True).start()
+        except RuntimeError:
+            self.abandon()
+            raise
+
+    def attach(self, popen):
+        """The command started: its threads go on with it."""
+        import time
+
+        self.popen, self.started = popen, time.monotonic()
+        if self.pty is not None:
+            self.exited_r, self.exited_w = os.pipe2(os.O_CLOEXEC)
+            self.streams = [io.FileIO(self.pty, "rb", closefd=False)]
+            self.stdin_fd = self.pty
+        else:
+            self.streams = [popen.stdout, popen.stderr]
+            self.stdin_fd = popen.stdin.fileno() if popen.stdin is not None else None
+        self.attached.set()
+
+    def abandon(self):
+        """The command did not start: its threads end, touching nothing."""
+        self.abandoned = True
+        self.attached.set()
+
+    def go(self):
+        """In a thread: False when the command never started."""
+        self.attached.wait()
+        return not self.abandoned
 
     def kill(self, sig=9):
         try:
@@ -699,7 +730,10 @@ class Proc:
             except OSError:
                 return b""
 
-    def read(self, f, i):
+    def read(self, i):
+        if not self.go():
+            return
+        f = self.streams[i]
         while True:
             chunk = self.read_chunk(f)
             with self.cond:
@@ -729,9 +763,12 @@ class Proc:
                     self.kill()
                 self.cond.notify_all()
 
-    def wait(self, timeout):
+    def wait(self):
         import subprocess
 
+        if not self.go():
+            return
+        timeout = self.timeout
         try:
             self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -758,6 +795,11 @@ class Proc:
             os.close(self.exited_w)
 
     def feed(self):
+        if not self.go() or self.stdin_fd is None:
+            if not self.abandoned and self.pty is not None:
+                with self.cond:
+                    self.release_master()
+            return
         try:
             self.feed_all()
         finally:
@@ -801,16 +843,33 @@ def op_spawn(req, state):
     import subprocess
 
     argv = command_argv(req)
+    proc = new_proc(req, argv, stdin=bool(req.get("stdin")))
     try:
         popen = start_command(req, stdin=subprocess.PIPE if req.get("stdin") else None,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        raise FileOpError(e.errno or errno.ENOENT, "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
-    timeout = req.get("timeout_ms") or 0
-    PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
-                            timeout / 1000.0 if timeout else None)
+    except BaseException as e:
+        proc.abandon()
+        if isinstance(e, OSError) and not isinstance(e, FileOpError):
+            raise FileOpError(e.errno or errno.ENOENT,
+                              "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
+        raise
+    proc.attach(popen)
+    PROCS[popen.pid] = proc
     forget_ended()
     return {"pid": popen.pid}
+
+
+def new_proc(req, argv, **kw):
+    """A Proc whose threads wait for its command (Proc's own words on why),
+    or FileOpError(EAGAIN) when the session's process limit leaves no room
+    for them: refused before the command starts."""
+    timeout = req.get("timeout_ms") or 0
+    try:
+        return Proc(req.get("shell") or " ".join(argv), int(req["cap"]),
+                    timeout / 1000.0 if timeout else None, **kw)
+    except RuntimeError as e:
+        raise FileOpError(errno.EAGAIN, "%s: not started: the session's process limit leaves "
+                          "no room for the threads that read it (%s)" % (argv[0], e))
 
 
 def forget_ended():
@@ -911,7 +970,10 @@ class Node:
             self.popen = subprocess.Popen(
                 [path] + flags + ["-e", REPL_JS, str(req_r), str(rep_w)],
                 stdin=subprocess.DEVNULL, pass_fds=(req_r, rep_w), env=node_environment(),
-                preexec_fn=lambda: (death(), exec_child(cpu)))
+                # Its start is no cell's: its CPU budget is the session's
+                # until a cell's is set (call); a slow machine (a microVM
+                # under TCG) spends seconds of CPU starting node.
+                preexec_fn=lambda: (death(), exec_child(None)))
         except OSError as e:
             os.close(self.req_w)
             os.close(self.rep_r)
@@ -924,6 +986,11 @@ class Node:
         ready = self.take()
         if not ready or not ready.get("ready"):
             rc = self.end()
+            import signal
+
+            if rc == -signal.SIGXCPU:
+                raise FileOpError(errno.ETIME, "javascript: node ran out of the session's CPU "
+                                  "time as it started (%s)" % ended_how(rc))
             raise FileOpError(errno.ENOMEM, "javascript: node ended as it started (%s) under "
                               "this sandbox's memory limit of %s MiB: its own words are on "
                               "stderr; raise --memory" % (ended_how(rc), memory_mb))
@@ -1063,18 +1130,24 @@ def op_pty(req, state):
     except OSError as e:
         raise FileOpError(e.errno or errno.ENODEV, "pty: this sandbox has no pseudo-terminal "
                           "to give (%s)" % os.strerror(e.errno or errno.ENODEV))
+    proc = None
     try:
+        proc = new_proc(req, argv, pty=master)
         fcntl.ioctl(slave, termios.TIOCSWINSZ, winsize(req))
         os.set_inheritable(master, False)
         popen = start_command(req, ctty=True, stdin=slave, stdout=slave, stderr=slave)
-    except OSError as e:
+    except BaseException as e:
+        if proc is not None:
+            proc.abandon()
         os.close(master)
-        raise FileOpError(e.errno or errno.ENOENT, "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
+        if isinstance(e, OSError) and not isinstance(e, FileOpError):
+            raise FileOpError(e.errno or errno.ENOENT,
+                              "%s: %s" % (argv[0], os.strerror(e.errno or 2)))
+        raise
     finally:
         os.close(slave)  # the command's alone: its end is the master's EOF
-    timeout = req.get("timeout_ms") or 0
-    PROCS[popen.pid] = Proc(popen, req.get("shell") or " ".join(argv), int(req["cap"]),
-                            timeout / 1000.0 if timeout else None, pty=master)
+    proc.attach(popen)
+    PROCS[popen.pid] = proc
     forget_ended()
     return {"pid": popen.pid}
 
@@ -1147,6 +1220,10 @@ def serve():
             answer = {"error": "bad request: no %s" % e, "errno": "EINVAL"}
         except FileOpError as e:
             answer = {"error": str(e), "errno": e.errno_name}
+        except RuntimeError as e:
+            # A thread that could not start (the session's process limit):
+            # this call fails, the interpreter and its state go on.
+            answer = {"error": "%s: %s" % (req.get("op"), e), "errno": "EAGAIN"}
         except OSError as e:
             answer = {"error": "%s: %s" % (req.get("path", ""), os.strerror(e.errno or 5)),
                       "errno": errno.errorcode.get(e.errno, "EIO")}

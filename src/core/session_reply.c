@@ -160,7 +160,7 @@ static const struct {
 	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
 	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG},
 	      {"ESRCH", ESRCH},   {"EBADF", EBADF},   {"EPIPE", EPIPE},     {"ENOTTY", ENOTTY},
-	      {"ENODEV", ENODEV}};
+	      {"ENODEV", ENODEV}, {"EAGAIN", EAGAIN}};
 
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err)
 {
