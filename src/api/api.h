@@ -73,6 +73,11 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
  * interpreter's own error included, as -errno). */
 int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
 		    json_t **reply, struct aj_error *err);
+/* A background command's start (req: exec_request's "spawn" or "pty",
+ * taken): 0 with *pid from the interpreter's reply, or -errno with err
+ * "WHAT: why". */
+int session_proc_start(struct aj_session *s, const char *what, json_t *req, uint32_t *pid,
+		       struct aj_error *err);
 /* session_request for a background command's read (a poll): it takes the
  * session only when no other call waits for it. */
 int session_poll_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,

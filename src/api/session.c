@@ -630,16 +630,25 @@ static int file_call(struct aj_session *s, const char *what, json_t *req, size_t
 	return rc;
 }
 
-int session_poll_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
-			 json_t **reply, struct aj_error *err)
+/* One request whose reply is data, entered by enter_fn (a call's, or a
+ * poll's that lets every other call go first). */
+static int request_entered(int (*enter_fn)(struct aj_session *, struct aj_error *),
+			   struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			   json_t **reply, struct aj_error *err)
 {
 	*reply = NULL;
-	int rc = enter_poll(s, err);
+	int rc = enter_fn(s, err);
 	if (!rc) {
 		rc = file_call(s, what, req, reply_max, reply, err);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return rc;
+}
+
+int session_poll_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			 json_t **reply, struct aj_error *err)
+{
+	return request_entered(enter_poll, s, what, req, reply_max, reply, err);
 }
 
 int session_poll_ms(struct aj_session *s, int most)
@@ -654,13 +663,7 @@ int session_poll_ms(struct aj_session *s, int most)
 int session_request(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
 		    json_t **reply, struct aj_error *err)
 {
-	*reply = NULL;
-	int rc = enter(s, err);
-	if (!rc) {
-		rc = file_call(s, what, req, reply_max, reply, err);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return rc;
+	return request_entered(enter, s, what, req, reply_max, reply, err);
 }
 
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,

@@ -31,7 +31,7 @@ int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_o
 		     uint32_t *pid, struct aj_error *err)
 {
 	struct aj_result res;
-	json_t *req = NULL, *reply = NULL;
+	json_t *req = NULL;
 	double timeout;
 	result_init(&res);
 	if (!s || !x || !pid)
@@ -43,18 +43,26 @@ int aj_session_spawn(struct aj_session *s, const struct aj_exec *x, bool stdin_o
 		aj_result_free(&res);
 		return rc;
 	}
-	rc = session_request(s, "spawn", req, 4096, &reply, err);
+	if ((rc = session_proc_start(s, "spawn", req, pid, err)))
+		return rc;
+	/* Its first input, then its stdin closed unless the caller keeps it. */
+	if (x->stdin_len || !stdin_open)
+		rc = aj_session_proc_input(s, *pid, x->stdin_data, x->stdin_len, !stdin_open, err);
+	return rc;
+}
+
+int session_proc_start(struct aj_session *s, const char *what, json_t *req, uint32_t *pid,
+		       struct aj_error *err)
+{
+	json_t *reply = NULL;
+	int rc = session_request(s, what, req, 4096, &reply, err);
 	json_decref(req);
 	json_int_t got = json_integer_value(json_object_get(reply, "pid"));
 	json_decref(reply);
 	if (!rc && (got <= 1 || got > INT32_MAX))
-		rc = error_set(err, -EPROTO, "spawn: the interpreter's reply holds no pid");
-	if (rc)
-		return rc;
-	*pid = (uint32_t)got;
-	/* Its first input, then its stdin closed unless the caller keeps it. */
-	if (x->stdin_len || !stdin_open)
-		rc = aj_session_proc_input(s, *pid, x->stdin_data, x->stdin_len, !stdin_open, err);
+		rc = error_set(err, -EPROTO, "%s: the interpreter's reply holds no pid", what);
+	if (!rc)
+		*pid = (uint32_t)got;
 	return rc;
 }
 

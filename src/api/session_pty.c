@@ -46,7 +46,7 @@ int aj_session_pty(struct aj_session *s, const struct aj_exec *x, uint16_t cols,
 	const struct aj_config *cfg = session_config(s);
 	const struct aj_exec dflt = {.argv = shell};
 	struct aj_result res;
-	json_t *req = NULL, *reply = NULL;
+	json_t *req = NULL;
 	double timeout;
 	int rc;
 	if (!cfg || !pid)
@@ -67,15 +67,8 @@ int aj_session_pty(struct aj_session *s, const struct aj_exec *x, uint16_t cols,
 		json_decref(req);
 		return error_set(err, -ENOMEM, "pty: out of memory");
 	}
-	rc = session_request(s, "pty", req, 4096, &reply, err);
-	json_decref(req);
-	json_int_t got = json_integer_value(json_object_get(reply, "pid"));
-	json_decref(reply);
-	if (!rc && (got <= 1 || got > INT32_MAX))
-		rc = error_set(err, -EPROTO, "pty: the interpreter's reply holds no pid");
-	if (rc)
+	if ((rc = session_proc_start(s, "pty", req, pid, err)))
 		return rc;
-	*pid = (uint32_t)got;
 	if (x->stdin_len)
 		rc = aj_session_proc_input(s, *pid, x->stdin_data, x->stdin_len, false, err);
 	return rc;

@@ -953,7 +953,7 @@ class Node:
     stdout and stderr are this interpreter's; a pipe pair of its own carries
     the cells and their ends."""
 
-    def __init__(self, memory_mb, cpu):
+    def __init__(self, memory_mb):
         import subprocess
 
         path = node_path()
@@ -1080,7 +1080,7 @@ def op_js(req, state, ts=False):
         node, restarted = None, True
     flush()
     if node is None:
-        node = Node(req.get("memory_mb"), int(req["cpu"]))
+        node = Node(req.get("memory_mb"))
         state["node"] = node
     state["js_cells"] = state.get("js_cells", 0) + 1
     code = base64.b64decode(req["code"]).decode("utf-8", "replace")
