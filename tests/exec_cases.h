@@ -635,12 +635,63 @@ static void background_deadline_and_pids(void **state)
 	close_session(s);
 }
 
+/* A command the kernel's OOM killer ends reads memory, not killed, in the
+ * foreground and in the background alike (rule 7 of src/core/status.h):
+ * two commands of 60% of the session's memory each, one held in the
+ * background, meet the memory cgroup's limit together (each alone is under
+ * its data limit). A SIGKILL the caller sends still reads killed. The
+ * process and gvisor tiers bound each process's address space instead
+ * (RLIMIT_AS: a MemoryError), with no cgroup (process) or one at twice the
+ * limit that only backstops the sentry (gvisor, src/gvisor/sandbox.c):
+ * the two fit there, and nothing is the OOM killer's. */
+static void exec_oom_kill_reads_memory(void **state)
+{
+	struct fixture *f = *state;
+	if (f->tier == AJ_TIER_PROCESS || f->tier == AJ_TIER_GVISOR)
+		skip();
+	struct aj_session *s = open_session(&f->cfg);
+	struct aj_result r, b;
+	char command[300];
+	const unsigned mb = f->cfg.limits.memory_mb * 6 / 10;
+	snprintf(command, sizeof command,
+		 "python3 -c \"import time; b = b'x' * (%u << 20); open('held', 'w').close(); "
+		 "time.sleep(120)\"",
+		 mb);
+	uint32_t pid = spawn_sh(s, command, false);
+	exec_expect(s, "for i in $(seq 3000); do [ -e held ] && exit 0; sleep 0.01; done; exit 1",
+		    AJ_STATUS_OK, &r);
+	aj_result_free(&r);
+	snprintf(command, sizeof command, "python3 -c \"b = b'x' * (%u << 20); print('done')\"",
+		 mb);
+	if (exec_sh(s, command, 0, &r))
+		fail_msg("exec of the second 60%%: %s", r.message ? r.message : "-");
+	if (r.status == AJ_STATUS_MEMORY) {
+		/* The foreground command was the one killed; the held one is
+		 * the caller's to end, and reads killed. */
+		assert_true(contains(r.message, "OOM killer"));
+		struct aj_error err = {0};
+		assert_int_equal(aj_session_proc_signal(s, pid, SIGKILL, &err), 0);
+		proc_wait_expect(s, pid, AJ_STATUS_KILLED, &b);
+	} else {
+		if (r.status != AJ_STATUS_OK)
+			fail_msg("the second 60%%: %s: %s", aj_status_name(r.status),
+				 r.message ? r.message : "-");
+		proc_wait_expect(s, pid, AJ_STATUS_MEMORY, &b);
+		assert_true(contains(b.message, "OOM killer"));
+	}
+	aj_result_free(&r);
+	aj_result_free(&b);
+	exec_expect(s, "echo still", AJ_STATUS_OK, &r);
+	aj_result_free(&r);
+	close_session(s);
+}
+
 #define EXEC_TABLE                                                                          \
 	SESSION_TEST(exec_exit_and_output), SESSION_TEST(exec_shares_the_session),           \
 	SESSION_TEST(exec_refuses_what_it_must), SESSION_TEST(exec_stdin),                   \
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
 	SESSION_TEST(exec_signals_and_cpu_budget), SESSION_TEST(shell_language_runs),        \
-	SESSION_TEST(exec_env_allow_list_holds),                                            \
+	SESSION_TEST(exec_env_allow_list_holds), SESSION_TEST(exec_oom_kill_reads_memory),  \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
 	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets), \
 	SESSION_TEST(background_dies_with_the_session)

@@ -1350,7 +1350,7 @@ static void microvm_result_counts_the_output_frames(void **state)
 		assert_int_equal(take_output(&v, 1, 3, 2, 'w', why, sizeof why), 0);
 		static const char reply[] = "{\"seq\":3}";
 		struct vm_call_result r = {.flags = VM_CALL_REPLIED, .stderr_len = said,
-					   .reply_len = sizeof reply - 1};
+					   .reply_len = sizeof reply - 1, .oom_kills = 2};
 		char frame[sizeof r + sizeof reply];
 		memcpy(frame, &r, sizeof r);
 		memcpy(frame + sizeof r, reply, sizeof reply - 1);
@@ -1358,10 +1358,13 @@ static void microvm_result_counts_the_output_frames(void **state)
 		struct session_answer ans;
 		result_init(&res);
 		memset(&ans, 0, sizeof ans);
+		uint64_t ooms = 9;
 		int rc = vm_call_answer(VM_CALL_RESULT, frame, (uint32_t)(sizeof r + sizeof reply - 1),
-					&cfg, &call, 1.0, &v, &res, &ans);
+					&cfg, &call, 1.0, &v, &res, &ans, &ooms);
 		if (said == 2) {
 			assert_int_equal(rc, 0);
+			/* A replied call's OOM kills are kept for a command's end. */
+			assert_int_equal(ooms, 2);
 			assert_string_equal(res.stderr_buf, "ww");
 			assert_string_equal(ans.reply, reply);
 		} else {

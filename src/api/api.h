@@ -87,6 +87,11 @@ int session_poll_request(struct aj_session *s, const char *what, json_t *req, si
  * poll waits for it), else most. */
 #define POLL_BUSY_MS 5
 int session_poll_ms(struct aj_session *s, int most);
+/* A background command's end (its reply, the result by the status rules):
+ * a SIGKILL nobody here sent becomes status memory when the tier counts
+ * OOM kills in the session's sandbox since since_ms (session.c). */
+void session_command_oom(struct aj_session *s, json_t *reply, double since_ms,
+			 struct aj_result *res);
 /* A command's request (session_exec.c), every part checked: "exec", or
  * "spawn" for one in the background (its timeout may be 0, none, up to
  * the session's lifetime; its stdin a pipe, x->stdin_data left to the

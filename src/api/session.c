@@ -18,16 +18,19 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../tiers/tier.h"
 #include "../core/internal.h"
+#include "../core/status.h"
 #include "../core/stream_tap.h"
 #include "../egress/proxy.h"
 #include "api.h"
@@ -438,6 +441,46 @@ const struct aj_config *session_config(const struct aj_session *s)
 	return s ? sandbox_config(s->sb) : NULL;
 }
 
+/* A command (or node) that ended by a SIGKILL nobody here asked for, or
+ * exited 137 (128 + SIGKILL: a shell's word that its child was so killed):
+ * not by its own deadline ("timed_out"), a signal a caller sent
+ * ("signalled") or the output cap ("output_limit"), each in the
+ * interpreter's reply. What is left is the kernel's OOM killer or a kill
+ * of its own doing: the tier is asked for OOM kills in the session's
+ * sandbox since the command began, and any makes the status memory (rule
+ * 7, src/core/status.h). Only these ends: docker's answer takes a while.
+ * A cell could forge those words only to keep its own command's status
+ * what it was. The session is locked. */
+static void oom_ended(struct aj_session *s, json_t *reply, double since_ms,
+		      const struct aj_config *cfg, struct aj_result *res)
+{
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	const bool sigkill = res->status == AJ_STATUS_KILLED && res->signal == SIGKILL;
+	const bool shell_137 = res->status == AJ_STATUS_ERROR && res->has_exit_code &&
+			       res->exit_code == 128 + SIGKILL;
+	if (!(sigkill || shell_137) || !s->tier_session || !ops->session_oom_kills ||
+	    json_is_true(json_object_get(reply, "signalled")) ||
+	    json_is_true(json_object_get(reply, "timed_out")) ||
+	    json_is_true(json_object_get(reply, "output_limit")))
+		return;
+	uint64_t kills = ops->session_oom_kills(s->tier_session, since_ms);
+	if (!kills)
+		return;
+	struct end_facts f = {.ended = true,
+			      .wstatus = sigkill ? SIGKILL : W_EXITCODE(128 + SIGKILL, 0),
+			      .cpu_ms = res->cpu_ms,
+			      .oom_kills = kills};
+	status_decide(&f, &cfg->limits, res);
+}
+
+void session_command_oom(struct aj_session *s, json_t *reply, double since_ms,
+			 struct aj_result *res)
+{
+	pthread_mutex_lock(&s->lock);
+	oom_ended(s, reply, since_ms, session_config(s), res);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, double wall_sec,
 			   struct aj_cancel *cancel, struct stream_tap *tap,
 			   session_reply_fn on_reply, struct aj_result *res)
@@ -460,9 +503,11 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	}
 	struct session_answer ans;
 	json_t *reply = NULL;
+	const double started = now_ms();
 	rc = call(s, &host, req, reply_max, cancel_fd(cancel), tap, res, &reply, &ans);
 	if (!rc && reply) {
 		on_reply(reply, &own, res);
+		oom_ended(s, reply, started, &own, res);
 		result_background_from_json(reply, res);
 	}
 	json_decref(reply);

@@ -257,8 +257,8 @@ static void keep_part(unsigned char *buf, size_t n, uint64_t *offset, struct cap
 }
 
 /* The end, as exec's: the status by the rules, the output kept. */
-static void proc_result(json_t *reply, const struct aj_config *cfg, struct capture *out,
-			struct capture *err, struct aj_result *res)
+static void proc_result(struct aj_session *s, json_t *reply, const struct aj_config *cfg,
+			struct capture *out, struct capture *err, struct aj_result *res)
 {
 	/* (Or this wait's own capture filled: a terminal's output, which the
 	 * sandbox keeps as a window and never stops for, can outgrow it.) */
@@ -285,6 +285,7 @@ static void proc_result(json_t *reply, const struct aj_config *cfg, struct captu
 	}
 	if (wall > 0)
 		res->wall_ms = wall;
+	session_command_oom(s, reply, now_ms() - (wall > 0 ? wall : 0), res);
 }
 
 static bool cancelled(struct aj_cancel *cancel)
@@ -328,7 +329,7 @@ int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *c
 		keep_part(part[1], len[1], &off[1], &errc, 1, tap);
 		bool ended = json_is_true(json_object_get(reply, "ended"));
 		if (ended)
-			proc_result(reply, cfg, &out, &errc, res);
+			proc_result(s, reply, cfg, &out, &errc, res);
 		json_decref(reply);
 		if (ended)
 			break;

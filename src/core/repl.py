@@ -31,7 +31,8 @@
 #       -> {"seq", "out": b64, "err": b64 (from the offsets, at most max
 #          each), "out_end", "err_end", "out_truncated", "err_truncated",
 #          "ended": bool, and once ended as exec's reply: "exit" or
-#          "signal", "timed_out", "output_limit"}; an offset past what
+#          "signal", "timed_out", "signalled" (a proc_signal reached
+#          it), "output_limit"}; an offset past what
 #          the stream holds -> {"seq", "error", "errno": "EINVAL"}
 #   {"seq", "op": "proc_input", "pid", "data": b64, "close": bool}
 #   {"seq", "op": "proc_signal", "pid", "signal": n}   (its process group)
@@ -666,6 +667,9 @@ class Proc:
         self.streams = []
         self.returncode = None
         self.timed_out = False
+        # A caller signalled it: a SIGKILL at its end is theirs, never
+        # taken for the OOM killer's (the host's status rules).
+        self.signalled = False
         self.cond = threading.Condition()
         self.pending = []  # stdin not yet written
         self.stdin_closing = False
@@ -912,6 +916,7 @@ def op_proc_read(req, state):
             rc = proc.returncode
             answer.update({"exit": rc} if rc >= 0 else {"signal": -rc})
             answer["timed_out"] = proc.timed_out
+            answer["signalled"] = proc.signalled
             answer["output_limit"] = any(proc.truncated)
             answer["wall_ms"] = proc.wall_ms
             answer["timeout_ms"] = int((proc.timeout or 0) * 1000)
@@ -935,6 +940,7 @@ def op_proc_input(req, state):
 def op_proc_signal(req, state):
     proc = proc_of(req)
     if not proc.ended():
+        proc.signalled = True
         proc.kill(int(req["signal"]))
     return {"ok": True}
 

@@ -192,6 +192,13 @@ void docker_session_close(void *session)
 		session_free(session);
 }
 
+uint64_t docker_session_oom_kills(void *session, double since_ms)
+{
+	/* The engine's "oom" events since the command began (a flag: one
+	 * process at least). */
+	return oom_since(&((struct docker_session *)session)->bs, since_ms) ? 1 : 0;
+}
+
 int docker_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans)

@@ -15,6 +15,9 @@ int docker_session_open(void *state, const struct aj_config *cfg, struct egress_
 int docker_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans);
+/* tier_ops.session_oom_kills: 1 when the engine logged an OOM kill in
+ * the container since since_ms, else 0. */
+uint64_t docker_session_oom_kills(void *session, double since_ms);
 void docker_session_close(void *session);
 
 #endif

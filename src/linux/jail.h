@@ -161,11 +161,15 @@ struct jail_session {
 	bool started_before;    /* an earlier interpreter ran: its state is gone */
 	int64_t cpu_us_reported;
 	const struct cgroup_run *cgroup; /* whose OOM kills decide `memory`; NULL: none */
+	uint64_t oom_counted;   /* the cgroup's OOM kills some answer has counted */
 };
 
 /* Builds the session's sandbox (init, view, limits) and leaves it waiting
  * for its first interpreter; 0, or -errno with the reason in err. */
 int jail_session_start(const struct jail_spec *s, struct jail_session *js, struct aj_error *err);
+/* The OOM kills in the session's cgroup that no answer counted yet, now
+ * counted (tier_ops.session_oom_kills); 0 without a cgroup. */
+uint64_t jail_session_oom_kills(struct jail_session *js);
 /* Kills init (and so everything in the sandbox), reaps it, closes the
  * pipes. The namespaces and mounts go with init. */
 void jail_session_end(struct jail_session *js);

@@ -162,13 +162,26 @@ static void jail_call_ended(struct jail_call *k, const struct aj_limits *l, stru
 	o->report.cpu_us = total - js->cpu_us_reported;
 	js->cpu_us_reported = total;
 	if (js->cgroup) {
-		uint64_t peak_kb = 0;
-		cgroup_usage(js->cgroup, &o->oom_kills, &peak_kb);
-		o->oom_kills = o->oom_kills > oom_before ? o->oom_kills - oom_before : 0;
+		uint64_t peak_kb = 0, now = 0;
+		cgroup_usage(js->cgroup, &now, &peak_kb);
+		o->oom_kills = now > oom_before ? now - oom_before : 0;
+		/* Counted by this end: never again for a command's. */
+		js->oom_counted = now;
 	}
 	if (k->bad_reply)
 		outcome_reply_too_long(o, k->c->reply_max);
 	outcome_to_result(o, l, out, err, res);
+}
+
+uint64_t jail_session_oom_kills(struct jail_session *js)
+{
+	uint64_t now = 0, peak_kb = 0;
+	if (!js->cgroup)
+		return 0;
+	cgroup_usage(js->cgroup, &now, &peak_kb);
+	uint64_t n = now > js->oom_counted ? now - js->oom_counted : 0;
+	js->oom_counted = now;
+	return n;
 }
 
 int jail_session_call(struct jail_session *js, const struct aj_limits *l,

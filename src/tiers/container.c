@@ -383,6 +383,12 @@ static int container_session_call(void *session, const struct aj_config *cfg,
 	return rc;
 }
 
+static uint64_t container_session_oom_kills(void *session, double since_ms)
+{
+	(void)since_ms; /* the cgroup's count: what no answer counted yet */
+	return jail_session_oom_kills(&((struct container_session *)session)->js);
+}
+
 static void container_session_close(void *session)
 {
 	struct container_session *cs = session;
@@ -409,6 +415,7 @@ const struct tier_ops container_tier = {
 	.close = container_close,
 	.session_open = container_session_open,
 	.session_call = container_session_call,
+	.session_oom_kills = container_session_oom_kills,
 	.session_close = container_session_close,
 	.view_root = image_view_root,
 };

@@ -302,6 +302,12 @@ static int microvm_session_open(void *state, const struct aj_config *cfg,
 	return rc;
 }
 
+static uint64_t microvm_session_oom_kills(void *session, double since_ms)
+{
+	(void)since_ms; /* the guest's count: what no answer counted yet */
+	return vm_host_session_oom_kills(session);
+}
+
 static int microvm_session_call(void *session, const struct aj_config *cfg,
 				const struct session_call *call, struct aj_result *res,
 				struct session_answer *ans)
@@ -322,6 +328,7 @@ const struct tier_ops microvm_tier = {
 	.close = microvm_close,
 	.session_open = microvm_session_open,
 	.session_call = microvm_session_call,
+	.session_oom_kills = microvm_session_oom_kills,
 	.session_close = microvm_session_close,
 	.view_root = image_view_root,
 	.shows_trust_bundle = true, /* the guest's agent: src/vm/guest/trust.c */

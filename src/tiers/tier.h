@@ -32,6 +32,13 @@ struct tier_ops {
 			    const struct session_call *call, struct aj_result *res,
 			    struct session_answer *ans);
 	/* Destroys the sandbox: nothing of it remains. */
+	/* The OOM kills in the session's sandbox since since_ms (now_ms's
+	 * clock) that no earlier answer counted, counted now (a later ask
+	 * does not see them again); 0 where none or unknown. Asked only for a
+	 * command that ended by a SIGKILL nobody here sent, to tell the
+	 * kernel's OOM killer from other kills (status memory, rule 7 of
+	 * src/core/status.h); NULL: the tier cannot tell. */
+	uint64_t (*session_oom_kills)(void *session, double since_ms);
 	void (*session_close)(void *session);
 	/* The host directory whose tree the sandbox sees as / (an image root;
 	 * the host's own / on the process tier), from which the core reads

@@ -175,7 +175,8 @@ int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
  * (src/core/status.h, through outcome_to_result). */
 static int call_from_guest(const void *payload, uint32_t len, const struct aj_config *cfg,
 			   const struct session_call *call, double wall_ms, struct vm_output *v,
-			   struct aj_result *res, struct session_answer *ans)
+			   struct aj_result *res, struct session_answer *ans,
+			   uint64_t *replied_ooms)
 {
 	struct vm_call_result r;
 	if (len < sizeof r) {
@@ -209,6 +210,9 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 			ans->reply_len = r.reply_len;
 		}
 		replied_to_result(wall_ms, out, errc, res);
+		/* Kills no end has counted: a command's, maybe (the guest's
+		 * count since its last answer). */
+		*replied_ooms = r.oom_kills;
 	} else {
 		struct outcome o;
 		memset(&o, 0, sizeof o);
@@ -234,11 +238,12 @@ static int call_from_guest(const void *payload, uint32_t len, const struct aj_co
 
 int vm_call_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_config *cfg,
 		   const struct session_call *call, double wall_ms, struct vm_output *out,
-		   struct aj_result *res, struct session_answer *ans)
+		   struct aj_result *res, struct session_answer *ans, uint64_t *replied_ooms)
 {
+	*replied_ooms = 0;
 	if (type != VM_CALL_RESULT) {
 		result_sandbox_error(res, "microvm: unexpected frame %u from the guest", type);
 		return -EPROTO;
 	}
-	return call_from_guest(payload, len, cfg, call, wall_ms, out, res, ans);
+	return call_from_guest(payload, len, cfg, call, wall_ms, out, res, ans, replied_ooms);
 }

@@ -52,9 +52,10 @@ int vm_session_ready_answer(uint32_t type, const void *payload, uint32_t len,
 /* A call's VM_CALL_RESULT, read with the jail tiers' rules, its streams
  * out's: 0 with res and ans filled; -EPROTO (another frame, or a malformed
  * one) or -EPIPE (the guest says it cannot go on) with res a sandbox error:
- * the host then ends the VM. */
+ * the host then ends the VM. *replied_ooms: the guest's OOM kills since its
+ * last answer when the interpreter replied (no end counted them), else 0. */
 int vm_call_answer(uint32_t type, const void *payload, uint32_t len, const struct aj_config *cfg,
 		   const struct session_call *call, double wall_ms, struct vm_output *out,
-		   struct aj_result *res, struct session_answer *ans);
+		   struct aj_result *res, struct session_answer *ans, uint64_t *replied_ooms);
 
 #endif

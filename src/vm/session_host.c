@@ -22,6 +22,7 @@ struct vm_host_session {
 	struct ready_vm vm;
 	struct egress_relay *relay; /* the session's egress port, or NULL */
 	bool gone;              /* the VM was destroyed: the session is over */
+	uint64_t oom_uncounted; /* the guest's OOM kills in calls that replied */
 };
 
 static void session_vm_end(struct vm_host_session *s)
@@ -179,6 +180,7 @@ int vm_host_session_call(struct vm_host_session *s, const struct aj_config *cfg,
 		return -EFBIG;
 	}
 	struct vm_output out;
+	uint64_t ooms = 0; /* a replied call's, for a command's end */
 	vm_output_init(&out, (size_t)l->output_kb * 1024, call->seq);
 	out.sv.stream = supervisor_stream_of(call->tap);
 	int rc = channel_send(s->vm.ch, VM_CALL, &vc, sizeof vc, call->request, call->len);
@@ -190,7 +192,8 @@ int vm_host_session_call(struct vm_host_session *s, const struct aj_config *cfg,
 		call_lost(s, rc, l, res);
 	else if (!rc)
 		rc = vm_call_answer(type, payload, len, cfg, call, now_ms() - start, &out, res,
-				    ans);
+				    ans, &ooms);
+	s->oom_uncounted += ooms;
 	vm_output_free(&out);
 	free(payload);
 	if (!rc)
@@ -200,6 +203,13 @@ int vm_host_session_call(struct vm_host_session *s, const struct aj_config *cfg,
 	session_vm_end(s);
 	res->wall_ms = now_ms() - start;
 	return rc == -ETIMEDOUT || rc == -ECANCELED || rc >= 0 ? -EPIPE : rc;
+}
+
+uint64_t vm_host_session_oom_kills(struct vm_host_session *s)
+{
+	uint64_t n = s->oom_uncounted;
+	s->oom_uncounted = 0;
+	return n;
 }
 
 void vm_host_session_close(struct vm_host_session *s)

@@ -25,6 +25,9 @@ int vm_host_session_call(struct vm_host_session *s, const struct aj_config *cfg,
 			 struct session_answer *ans);
 /* The VM, its run directory and its uid slot: nothing remains. NULL is
  * fine. */
+/* tier_ops.session_oom_kills: the guest's OOM kills that no end counted
+ * (reported by calls that replied), now counted. */
+uint64_t vm_host_session_oom_kills(struct vm_host_session *s);
 void vm_host_session_close(struct vm_host_session *s);
 
 #endif
