@@ -635,6 +635,40 @@ static void background_deadline_and_pids(void **state)
 	close_session(s);
 }
 
+/* A command starts with every signal at its default, as nsjail's do: none
+ * ignored, not even one ignored above the sandbox's start, glibc's own 32
+ * included (its sigaction cannot reset that one; an ignored disposition
+ * outlives exec). The jail tiers' init is this process's child, so the
+ * case ignores 32 here while the session opens; the other tiers start
+ * theirs afresh, and must show the same. gVisor's /proc/self/status has no
+ * SigIgn line: the case skips where the probe finds none. */
+static void exec_signals_start_at_default(void **state)
+{
+	struct fixture *f = *state;
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} ign = {.handler = SIG_IGN}, was;
+	assert_int_equal(syscall(SYS_rt_sigaction, 32, &ign, &was, sizeof ign.mask), 0);
+	struct aj_session *s = open_session(&f->cfg);
+	assert_int_equal(syscall(SYS_rt_sigaction, 32, &was, NULL, sizeof was.mask), 0);
+	struct aj_result r;
+	/* The shell's own line (builtins only: the test image has no grep). */
+	exec_expect(s,
+		    "n=none; while IFS= read -r l; do case \"$l\" in SigIgn:*) n=\"$l\";; esac; "
+		    "done < /proc/self/status; echo \"$n\"",
+		    AJ_STATUS_OK, &r);
+	bool none = !strcmp(r.stdout_buf, "none\n");
+	if (!none)
+		assert_string_equal(r.stdout_buf, "SigIgn:\t0000000000000000\n");
+	aj_result_free(&r);
+	close_session(s);
+	if (none)
+		skip();
+}
+
 /* A command the kernel's OOM killer ends reads memory, not killed, in the
  * foreground and in the background alike (rule 7 of src/core/status.h):
  * two commands of 60% of the session's memory each, one held in the
@@ -692,6 +726,7 @@ static void exec_oom_kill_reads_memory(void **state)
 	SESSION_TEST(exec_timeout_kills_the_group), SESSION_TEST(exec_output_cap),            \
 	SESSION_TEST(exec_signals_and_cpu_budget), SESSION_TEST(shell_language_runs),        \
 	SESSION_TEST(exec_env_allow_list_holds), SESSION_TEST(exec_oom_kill_reads_memory),  \
+	SESSION_TEST(exec_signals_start_at_default),                                        \
 	SESSION_TEST(background_wait_and_reattach), SESSION_TEST(background_kill_and_stream), \
 	SESSION_TEST(background_deadline_and_pids), SESSION_TEST(background_read_from_offsets), \
 	SESSION_TEST(background_dies_with_the_session)

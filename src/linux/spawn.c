@@ -91,6 +91,17 @@ void close_fds_except(const int *keep, int n)
 	close_range(lo, UINT_MAX, 0);
 }
 
+/* The kernel's struct sigaction (x86_64, arm64): glibc's sigaction()
+ * refuses the two signals it keeps for itself (SIGCANCEL 32, SIGSETXID 33),
+ * but an ignored one is inherited through exec like any other, and the
+ * program would start with it ignored (seen: 32 ignored above a test run). */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
 int child_reset_signals(void)
 {
 	struct sigaction dfl;
@@ -98,9 +109,17 @@ int child_reset_signals(void)
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
 	for (int sig = 1; sig < NSIG; sig++) {
-		/* SIGKILL and SIGSTOP cannot be changed; glibc keeps its two
-		 * internal signals to itself. Both refusals are fine. */
-		if (sigaction(sig, &dfl, NULL) < 0 && errno != EINVAL)
+		if (sigaction(sig, &dfl, NULL) == 0)
+			continue;
+		if (errno != EINVAL)
+			return -errno;
+		/* SIGKILL and SIGSTOP cannot be changed. glibc's own two, by
+		 * the kernel itself: this child is one thread, which will exec
+		 * or never start another, so nothing of glibc's needs their
+		 * handlers. */
+		struct kernel_sigaction k = {.handler = SIG_DFL};
+		if (sig != SIGKILL && sig != SIGSTOP &&
+		    syscall(SYS_rt_sigaction, sig, &k, NULL, sizeof k.mask) < 0)
 			return -errno;
 	}
 	sigset_t none;
