@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "src/cli/measure.h"
 
 static const char *cli_path(void)
 {
@@ -1330,6 +1331,39 @@ static void bench_numpy_row_finds_its_image(void **state)
 	json_decref(j);
 }
 
+/* agentjail bench --commands: every row measured in every round (none
+ * failed), exec's figure over bare /bin/true and JavaScript's ratio to
+ * bare node given; node's rows only where this host has node (probed as
+ * the bench does, on PATH). No timing is asserted. */
+static void bench_commands_quick(void **state)
+{
+	(void)state;
+	CLI(&res, NULL, "bench", "--commands", "--quick", "--runs", "2", "--json", "--tier",
+	    "process");
+	assert_int_equal(res.exit_code, 0);
+	json_t *j = one_json_object(res.out);
+	json_t *rows = json_object_get(json_object_get(j, "commands"), "rows");
+	char *node = measure_find_in_path("node");
+	static const char *const want[] = {"bare /bin/true", "exec true: process",
+					   "first byte: process", "bare node -e",
+					   "js one-shot: process", "js session: process"};
+	size_t n = node ? 6 : 3;
+	free(node);
+	assert_int_equal(json_array_size(rows), n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = json_array_get(rows, i);
+		assert_string_equal(json_string_value(json_object_get(r, "row")), want[i]);
+		assert_int_equal(json_integer_value(json_object_get(r, "samples")), 2);
+		assert_int_equal(json_integer_value(json_object_get(r, "failed")), 0);
+		assert_true(json_real_value(json_object_get(r, "median_ms")) > 0);
+	}
+	assert_non_null(json_object_get(json_array_get(rows, 1), "over_bare_ms"));
+	if (n == 6)
+		assert_true(json_real_value(json_object_get(json_array_get(rows, 5),
+							    "ratio_to_bare_node")) > 0);
+	json_decref(j);
+}
+
 /* ---- Output as it happens (docs/streaming.md) ---- */
 
 /* Reads fd until buf holds needle (or the end); false at the end. */
@@ -1747,6 +1781,7 @@ int main(void)
 		cmocka_unit_test(attack_warm),
 		cmocka_unit_test(attack_shell_and_js),
 		cmocka_unit_test(bench_quick),
+		cmocka_unit_test(bench_commands_quick),
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),

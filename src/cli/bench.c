@@ -38,6 +38,7 @@
 #include "../core/internal.h"
 #include "../docker/api.h"
 #include "../tiers/tier.h"
+#include "bench_commands.h"
 #include "bench_egress.h"
 #include "bench_stream.h"
 #include "cli.h"
@@ -48,6 +49,7 @@ static const char usage[] =
 	"                       [--image NAME|DIR] [--docker-image I] [--docker-socket P]\n"
 	"       agentjail bench --egress [--runs N] [--quick] [--json]\n"
 	"       agentjail bench --stream [--tier T ...] [--runs N] [--quick] [--json]\n"
+	"       agentjail bench --commands [--tier T ...] [--runs N] [--quick] [--json]\n"
 	"\n"
 	"Times print(1) in every tier available here (or each --tier), beside bare\n"
 	"python3 -I and the peers installed (bwrap, nsjail, docker run with the seed's\n"
@@ -65,7 +67,11 @@ static const char usage[] =
 	"--stream: streaming output instead, on the process tier (or each --tier):\n"
 	"the p50 and p95 from the program's write to the stream's fn, and\n"
 	"aj_run against aj_run_streaming on print(1) and on 1 MiB of output,\n"
-	"interleaved over N rounds: medians and the ratio.\n";
+	"interleaved over N rounds: medians and the ratio.\n"
+	"--commands: commands and JavaScript in a session instead, on process and\n"
+	"container (or each --tier): exec of true against bare /bin/true, a\n"
+	"background command's first byte, and console.log(1) one-shot and in a\n"
+	"session against bare node -e, interleaved over N rounds: medians.\n";
 
 #define PROGRAM "print(1)\n"
 #define MAX_ROWS 14
@@ -393,10 +399,11 @@ static void print_ms(json_t *v)
 		printf(" %9s", "-");
 }
 
-enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_EGRESS, OPT_STREAM };
+enum { OPT_JSON = 3100, OPT_QUICK, OPT_RUNS, OPT_NO_PEERS, OPT_EGRESS, OPT_STREAM,
+       OPT_COMMANDS };
 
 struct bench_args {
-	bool json, quick, peers, egress, stream;
+	bool json, quick, peers, egress, stream, commands;
 	long runs;
 };
 
@@ -414,6 +421,8 @@ static int bench_opt(int opt, const char *arg, void *ctx)
 		a->egress = true;
 	} else if (opt == OPT_STREAM) {
 		a->stream = true;
+	} else if (opt == OPT_COMMANDS) {
+		a->commands = true;
 	} else if (opt == OPT_RUNS) {
 		a->runs = strtol(arg, &end, 10);
 		if (*end || a->runs < 1 || a->runs > 10000) {
@@ -837,6 +846,7 @@ int cmd_bench(int argc, char **argv)
 					    {"no-peers", no_argument, NULL, OPT_NO_PEERS},
 					    {"egress", no_argument, NULL, OPT_EGRESS},
 					    {"stream", no_argument, NULL, OPT_STREAM},
+					    {"commands", no_argument, NULL, OPT_COMMANDS},
 					    {NULL, 0, NULL, 0}};
 	int done = parse_matrix_command(argc, argv, "bench", usage, own, &b->cfg, &b->choice,
 					bench_opt, &b->args);
@@ -852,6 +862,12 @@ int cmd_bench(int argc, char **argv)
 	if (b->args.stream) {
 		int rc = bench_stream(&b->cfg, &b->choice, b->args.runs, b->args.quick,
 				      b->args.json);
+		free(b);
+		return rc ? EXIT_SANDBOX : 0;
+	}
+	if (b->args.commands) {
+		int rc = bench_commands(&b->cfg, &b->choice, b->args.runs, b->args.quick,
+					b->args.json);
 		free(b);
 		return rc ? EXIT_SANDBOX : 0;
 	}
