@@ -87,6 +87,9 @@ int session_poll_request(struct aj_session *s, const char *what, json_t *req, si
  * poll waits for it), else most. */
 #define POLL_BUSY_MS 5
 int session_poll_ms(struct aj_session *s, int most);
+/* Whether the session's tier wakes a poll for a call that waits behind it
+ * (tier_ops.session_nudge): the poll's request says so to repl.py. */
+bool session_nudges(struct aj_session *s);
 /* A background command's end (its reply, the result by the status rules):
  * a SIGKILL nobody here sent becomes status memory when the tier counts
  * OOM kills in the session's sandbox since since_ms (session.c). */

@@ -61,6 +61,11 @@ struct aj_session {
 	 * a poll lets them go first (session_poll_request). */
 	atomic_uint callers;
 	_Atomic double last_call_ms; /* when such a call last took the lock */
+	/* A poll holds the lock, its small request sent or being sent whole
+	 * (polling, under nudge_lock): a caller that comes may wake it
+	 * (nudge_poll). */
+	pthread_mutex_t nudge_lock;
+	bool polling;
 	struct keeper keeper;
 	struct aj_sandbox *sb;      /* the tier, opened for this session */
 	void *tier_session;         /* NULL once the sandbox is destroyed */
@@ -263,6 +268,7 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 		return rc;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->nudge_lock, NULL);
 	make_id(s->id);
 	s->opened_ms = s->last_ms = now_ms();
 	pthread_once(&reaper_once, start_reaper);
@@ -289,6 +295,7 @@ void aj_session_close(struct aj_session *s)
 	end_sandbox(s, "it was closed");
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->nudge_lock);
 	egress_proxy_free(s->egress);
 	aj_close(s->sb);
 	free(s->closed_reason);
@@ -311,11 +318,34 @@ const char *aj_session_closed_reason(const struct aj_session *s)
  * is released and err (or res) says why. */
 static int enter_locked(struct aj_session *s, struct aj_error *err);
 
+/* A caller wants the lock while a poll may hold it: the tier wakes the
+ * poll's wait inside the sandbox, where it can (tier.h, session_nudge).
+ * Safe without the session's lock: the sandbox cannot go while a poll
+ * holds that lock, and polling is true only then. */
+static void nudge_poll(struct aj_session *s)
+{
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	if (!ops->session_nudge)
+		return;
+	pthread_mutex_lock(&s->nudge_lock);
+	if (s->polling)
+		ops->session_nudge(s->tier_session);
+	pthread_mutex_unlock(&s->nudge_lock);
+}
+
+static void set_polling(struct aj_session *s, bool on)
+{
+	pthread_mutex_lock(&s->nudge_lock);
+	s->polling = on;
+	pthread_mutex_unlock(&s->nudge_lock);
+}
+
 static int enter(struct aj_session *s, struct aj_error *err)
 {
 	if (!s)
 		return error_set(err, -EINVAL, "session: no session given");
 	atomic_fetch_add(&s->callers, 1);
+	nudge_poll(s);
 	pthread_mutex_lock(&s->lock);
 	atomic_fetch_sub(&s->callers, 1);
 	atomic_store(&s->last_call_ms, now_ms());
@@ -684,7 +714,12 @@ static int request_entered(int (*enter_fn)(struct aj_session *, struct aj_error 
 	*reply = NULL;
 	int rc = enter_fn(s, err);
 	if (!rc) {
+		const bool poll = enter_fn == enter_poll;
+		if (poll)
+			set_polling(s, true);
 		rc = file_call(s, what, req, reply_max, reply, err);
+		if (poll)
+			set_polling(s, false);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return rc;
@@ -696,10 +731,18 @@ int session_poll_request(struct aj_session *s, const char *what, json_t *req, si
 	return request_entered(enter_poll, s, what, req, reply_max, reply, err);
 }
 
+bool session_nudges(struct aj_session *s)
+{
+	return sandbox_ops(s->sb)->session_nudge != NULL;
+}
+
 int session_poll_ms(struct aj_session *s, int most)
 {
 	/* Another call (typed input, a signal) in the last 2 s: the session
-	 * is in use, and a call behind a read waits for the read's end. */
+	 * is in use, and a call behind a read waits for the read's end,
+	 * unless the tier wakes the read for it (nudge_poll). */
+	if (session_nudges(s))
+		return most;
 	return now_ms() - atomic_load(&s->last_call_ms) < 2000.0 && most > POLL_BUSY_MS
 		       ? POLL_BUSY_MS
 		       : most;

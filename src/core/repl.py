@@ -27,7 +27,8 @@
 #    "cap": bytes kept of each stream} -> {"seq", "pid": n}: a background
 #          command (Proc below), its output kept here for proc_read
 #   {"seq", "op": "proc_read", "pid", "out": offset, "err": offset,
-#    "wait_ms": n, "max": bytes}
+#    "wait_ms": n, "max": bytes, "nudge": bool (the host may wake the wait:
+#    Nudge below)}
 #       -> {"seq", "out": b64, "err": b64 (from the offsets, at most max
 #          each), "out_end", "err_end", "out_truncated", "err_truncated",
 #          "ended": bool, and once ended as exec's reply: "exit" or
@@ -882,9 +883,59 @@ def forget_ended():
         del PROCS[pid]
 
 
+class Nudge:
+    """A wait for a background command's output (op_proc_read) holds the
+    host's session: a call that comes for it meanwhile (typed input, a
+    signal) would wait out the read. On the tiers that can, the host then
+    writes an empty line into the request pipe (no request: the main loop
+    skips it), and a watcher thread that sees new bytes there while the
+    main loop reads none wakes the wait, which answers at once. lines: the
+    request lines the main loop has read; woke: the value lines had when
+    the watcher last saw bytes no read took. Started by the first read that
+    asks for it ("nudge"); one that cannot start (the pids limit) leaves
+    the reads to wait their time."""
+    lines = 0
+    woke = -1
+    read = None  # set by the main loop at each line, once started
+
+    @classmethod
+    def start(cls):
+        import threading
+
+        if cls.read:
+            return
+        cls.read = threading.Event()
+        try:
+            threading.Thread(target=cls.watch, daemon=True).start()
+        except RuntimeError:
+            cls.read = None
+
+    @classmethod
+    def watch(cls):
+        import select
+
+        while True:
+            seen = cls.lines
+            try:
+                select.select([REQUESTS], [], [])
+            except (OSError, ValueError):
+                return  # a cell closed the pipe
+            if cls.lines == seen:
+                cls.woke = seen
+                for p in list(PROCS.values()):
+                    with p.cond:
+                        p.cond.notify_all()
+            # The bytes stay until the main loop reads them: till then.
+            cls.read.wait()
+            cls.read.clear()
+
+
 def op_proc_read(req, state):
     import time
 
+    if req.get("nudge"):
+        Nudge.start()
+    mine = Nudge.lines
     proc = proc_of(req)
     # A pty's window may have moved past what the reader had: from its start.
     offs = [max(int(req["out"]), proc.base[0]), max(int(req["err"]), proc.base[1])]
@@ -898,6 +949,8 @@ def op_proc_read(req, state):
         while not proc.ended() and all(len(b) + base <= o for b, base, o
                                        in zip(proc.bufs, proc.base, offs)):
             left = deadline - time.monotonic()
+            if Nudge.woke == mine:
+                break  # a call waits behind this read
             if left <= 0:
                 break
             proc.cond.wait(left)
@@ -1203,6 +1256,9 @@ def serve():
             line = requests.readline()
         except OSError:
             line = b""  # a cell closed the request pipe
+        Nudge.lines += 1
+        if Nudge.read:
+            Nudge.read.set()
         if not line:
             # The host is gone or the pipe is: end now, without the
             # interpreter's shutdown (daemon threads a cell left would

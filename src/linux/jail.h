@@ -167,6 +167,12 @@ struct jail_session {
 /* Builds the session's sandbox (init, view, limits) and leaves it waiting
  * for its first interpreter; 0, or -errno with the reason in err. */
 int jail_session_start(const struct jail_spec *s, struct jail_session *js, struct aj_error *err);
+/* tier_ops.session_nudge: an empty line into the request pipe, which
+ * wakes repl.py's wait for a background command's output (its nudge
+ * watcher) and is no request. One byte, so never inside a request (pipe
+ * writes up to PIPE_BUF are whole); never blocks (the pipe is the host's
+ * non-blocking end), never SIGPIPE (the host holds a read end too). */
+void jail_session_nudge(struct jail_session *js);
 /* The OOM kills in the session's cgroup that no answer counted yet, now
  * counted (tier_ops.session_oom_kills); 0 without a cgroup. */
 uint64_t jail_session_oom_kills(struct jail_session *js);

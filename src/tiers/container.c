@@ -383,6 +383,11 @@ static int container_session_call(void *session, const struct aj_config *cfg,
 	return rc;
 }
 
+static void container_session_nudge(void *session)
+{
+	jail_session_nudge(&((struct container_session *)session)->js);
+}
+
 static uint64_t container_session_oom_kills(void *session, double since_ms)
 {
 	(void)since_ms; /* the cgroup's count: what no answer counted yet */
@@ -416,6 +421,7 @@ const struct tier_ops container_tier = {
 	.session_open = container_session_open,
 	.session_call = container_session_call,
 	.session_oom_kills = container_session_oom_kills,
+	.session_nudge = container_session_nudge,
 	.session_close = container_session_close,
 	.view_root = image_view_root,
 };

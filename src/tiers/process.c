@@ -447,6 +447,11 @@ static int process_session_call(void *session, const struct aj_config *cfg,
 	return jail_session_call(&ps->js, &cfg->limits, call, res, ans);
 }
 
+static void process_session_nudge(void *session)
+{
+	jail_session_nudge(&((struct process_session *)session)->js);
+}
+
 static void process_session_close(void *session)
 {
 	struct process_session *ps = session;
@@ -574,6 +579,7 @@ const struct tier_ops process_tier = {
 	.close = process_close,
 	.session_open = process_session_open,
 	.session_call = process_session_call,
+	.session_nudge = process_session_nudge,
 	.session_close = process_session_close,
 	.view_root = process_view_root,
 	.made_ahead = process_made_ahead,

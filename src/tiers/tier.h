@@ -32,6 +32,15 @@ struct tier_ops {
 			    const struct session_call *call, struct aj_result *res,
 			    struct session_answer *ans);
 	/* Destroys the sandbox: nothing of it remains. */
+	/* Wakes a background read that waits inside the sandbox for output
+	 * (repl.py's proc_read), so that a call waiting behind it goes now.
+	 * Called without the core's session lock while a read holds it, its
+	 * request short (under PIPE_BUF) and sent, or being sent, in one
+	 * piece: a wake must never fall inside a request. A wake that comes
+	 * early is lost, and the read waits its time. NULL: the tier cannot,
+	 * and reads are kept short while the session is in use instead
+	 * (session_poll_ms). */
+	void (*session_nudge)(void *session);
 	/* The OOM kills in the session's sandbox since since_ms (now_ms's
 	 * clock) that no earlier answer counted, counted now (a later ask
 	 * does not see them again); 0 where none or unknown. Asked only for a
