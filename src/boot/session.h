@@ -38,8 +38,15 @@ struct boot_session {
 	 * cpu_allowance_ms; NULL: not needed. */
 	double (*cpu_ms)(struct boot_session *bs);
 	double cpu_allowance_ms;
+	/* An eventfd a caller waiting behind a call rings (boot_session_nudge);
+	 * the call's own loop sends the wake frame. -1: none. */
+	int nudge_fd;
 };
 
+/* tier_ops.session_nudge for gvisor and docker: rings nudge_fd, and the
+ * call in flight sends an empty line after its request (a frame of its
+ * own, so the stream's framing holds), which wakes repl.py's read. */
+void boot_session_nudge(struct boot_session *bs);
 /* Sets up the buffers, and out_fd -1 (fd, out_fd, err_fd, demux, tier
  * and the hooks are the caller's to fill). */
 void boot_session_init(struct boot_session *bs);

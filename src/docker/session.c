@@ -192,6 +192,11 @@ void docker_session_close(void *session)
 		session_free(session);
 }
 
+void docker_session_nudge(void *session)
+{
+	boot_session_nudge(&((struct docker_session *)session)->bs);
+}
+
 uint64_t docker_session_oom_kills(void *session, double since_ms)
 {
 	/* The engine's "oom" events since the command began (a flag: one

@@ -18,6 +18,8 @@ int docker_session_call(void *session, const struct aj_config *cfg,
 /* tier_ops.session_oom_kills: 1 when the engine logged an OOM kill in
  * the container since since_ms, else 0. */
 uint64_t docker_session_oom_kills(void *session, double since_ms);
+/* tier_ops.session_nudge (boot_session_nudge). */
+void docker_session_nudge(void *session);
 void docker_session_close(void *session);
 
 #endif

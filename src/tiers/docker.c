@@ -422,6 +422,7 @@ const struct tier_ops docker_tier = {
 	.session_open = docker_session_open,
 	.session_call = docker_session_call,
 	.session_oom_kills = docker_session_oom_kills,
+	.session_nudge = docker_session_nudge,
 	.session_close = docker_session_close,
 	.view_root = docker_view_root,
 };

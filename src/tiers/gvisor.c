@@ -246,6 +246,7 @@ const struct tier_ops gvisor_tier = {
 	.close = gvisor_close,
 	.session_open = open_session,
 	.session_call = gvisor_session_call,
+	.session_nudge = gvisor_session_nudge,
 	.session_close = gvisor_session_close,
 	.view_root = image_view_root,
 };
