@@ -43,10 +43,11 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
     bench/serve.py fleet             (the fleet admission row alone)
     bench/serve.py stream [RUNS]     (the streaming rows alone; default 200)
     bench/serve.py stream-queue      (the queue's write -> event row alone)
-    bench/serve.py pty [KEYS]        (issue 36: a keystroke's echo through
+    bench/serve.py pty [KEYS] [TIER] (issue 36: a keystroke's echo through
                                       serve: POST .../PID/stdin of one key
                                       to a terminal running cat, until the
-                                      events stream shows it; p50 and p95)
+                                      events stream shows it; p50 and p95;
+                                      TIER: serve's --tier, default process)
     bench/serve.py plain-against ROOT (plain print(1) on this build and on
                                       ROOT's build/agentjail, interleaved)
     bench/serve.py warm [RUNS] [OTHER] (issue 35: serve --warm with its
@@ -558,12 +559,12 @@ def streaming_queue(runs=5):
         stop_all(ws, [serve], redis)
 
 
-def pty_echo(keys=200):
+def pty_echo(keys=200, tier="process"):
     """ms from POSTing one key to a terminal (cat on a pty: the terminal
     echoes it) until serve's events stream shows it."""
     import threading
 
-    serve = Serve()
+    serve = Serve("--tier", tier)
     try:
         auth = {"Authorization": f"Bearer {serve.key}", "Content-Type": "application/json"}
         conn = serve.connection()
@@ -615,7 +616,7 @@ def pty_echo(keys=200):
                         raise RuntimeError("the key's echo never came")
             lat.append((time.perf_counter() - t0) * 1000)
         call("DELETE", f"/v1/sessions/{sid}")
-        print(f"terminal echo through serve, process tier, {keys} keys one after another: "
+        print(f"terminal echo through serve, {tier} tier, {keys} keys one after another: "
               f"p50 {pct(lat, 50):.2f} ms, p95 {pct(lat, 95):.2f} ms "
               f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
     finally:
@@ -623,8 +624,9 @@ def pty_echo(keys=200):
 
 
 def main():
-    if sys.argv[1:2] == ["pty"] and len(sys.argv) <= 3:
-        pty_echo(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
+    if sys.argv[1:2] == ["pty"] and len(sys.argv) <= 4:
+        pty_echo(int(sys.argv[2]) if len(sys.argv) > 2 else 200,
+                 sys.argv[3] if len(sys.argv) > 3 else "process")
         return
     if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
         plain_against(sys.argv[2])
