@@ -18,6 +18,7 @@
 #include "../cli/cli.h"
 #include "api_v1.h"
 #include "http/http.h"
+#include "http/tls.h"
 #include "http_wiring.h"
 #include "mcp_http.h"
 #include "tier_probe.h"
@@ -75,6 +76,9 @@ static const char serve_usage[] =
 	"                       NAME=URL: for key NAME's runs only)\n"
 	"  --access-log FILE|-|off  a JSON line per request and per recorded run: to\n"
 	"                       FILE (appended), - (stdout), off (default: stderr)\n"
+	"  --tls-cert FILE --tls-key FILE  serve HTTPS on --listen (every route, /mcp\n"
+	"                       too): FILE a PEM certificate (its chain after it) and\n"
+	"                       its unencrypted PEM key; AGENTJAIL_URL is https://\n"
 	SERVICE_OPTIONS_HELP SESSION_OPTIONS_HELP
 		LIMIT_OPTIONS_HELP ONE_TIER_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"\n"
@@ -84,7 +88,7 @@ static const char serve_usage[] =
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
        OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_KEEP_RUNS, OPT_RUNS_BUDGET,
        OPT_WEBHOOK_ALLOW, OPT_ACCESS_LOG, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT, OPT_PER_IP,
-       OPT_BODY_BUDGET, OPT_KEY_BODY_BUDGET };
+       OPT_BODY_BUDGET, OPT_KEY_BODY_BUDGET, OPT_TLS_CERT, OPT_TLS_KEY };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -186,6 +190,12 @@ static int serve_option(int o, const char *arg, void *ctx)
 	case OPT_ACCESS_LOG:
 		c->access_log = arg;
 		break;
+	case OPT_TLS_CERT:
+		c->tls_cert = arg;
+		break;
+	case OPT_TLS_KEY:
+		c->tls_key = arg;
+		break;
 	case OPT_WEBHOOK_ALLOW:
 		/* A webhook goes only where the deployer said: without this,
 		 * a key could make serve send requests to any address it can
@@ -227,6 +237,8 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"runs-budget-mb", required_argument, NULL, OPT_RUNS_BUDGET},
 		{"webhook-allow", required_argument, NULL, OPT_WEBHOOK_ALLOW},
 		{"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 		{NULL, 0, NULL, 0}};
 	return service_parse(argc, argv, "serve", serve_usage, own, &c->sandbox, serve_option, c);
 }
@@ -284,6 +296,13 @@ static int cmd_serve(int argc, char **argv)
 	if (http_wiring_budgets(&svc.cfg))
 		return EXIT_USAGE;
 	struct aj_error err = {0};
+	/* Checked before anything starts: a wrong file is the deployer's to
+	 * fix, never a listener whose every handshake fails. */
+	static struct tls_files tls;
+	if (tls_files_load(svc.cfg.tls_cert, svc.cfg.tls_key, &tls, &err)) {
+		cli_error("serve: %s", err.message);
+		return EXIT_USAGE;
+	}
 	if (svc.cfg.keys_path) {
 		if (keys_load(&svc.keys, svc.cfg.keys_path, &err)) {
 			cli_error("serve: --keys: %s", err.message);
@@ -339,19 +358,22 @@ static int cmd_serve(int argc, char **argv)
 	static struct http_config http_cfg;
 	static struct http_handlers routes;
 	http_wiring(&svc, &http_cfg, &routes);
+	http_cfg.tls_cert_pem = tls.cert_pem;
+	http_cfg.tls_key_pem = tls.key_pem;
 	if (http_start(&http_cfg, &routes, &err)) {
 		cli_error("serve: %s", err.message);
 		goto out;
 	}
 	svc.cfg.port = http_cfg.port;
 	const char *h = svc.cfg.host;
-	printf(strchr(h, ':') ? "AGENTJAIL_URL=http://[%s]:%u\n" : "AGENTJAIL_URL=http://%s:%u\n",
-	       h, svc.cfg.port);
+	const char *scheme = tls.cert_pem ? "https" : "http";
+	printf(strchr(h, ':') ? "AGENTJAIL_URL=%s://[%s]:%u\n" : "AGENTJAIL_URL=%s://%s:%u\n",
+	       scheme, h, svc.cfg.port);
 	fflush(stdout);
 	fprintf(stderr,
-		"agentjail serve: listening on %s:%u, tier %s%s%s, %u runs at once%s, %u queued, "
+		"agentjail serve: listening on %s:%u%s, tier %s%s%s, %u runs at once%s, %u queued, "
 		"%zu key(s)\n",
-		h, svc.cfg.port, aj_tier_name(svc.cfg.sandbox.tier),
+		h, svc.cfg.port, tls.cert_pem ? " (TLS)" : "", aj_tier_name(svc.cfg.sandbox.tier),
 		svc.cfg.queue_url ? " on the workers of " : "",
 		svc.cfg.queue_url ? svc.cfg.queue_url : "",
 		admission_concurrency(&svc.adm),
@@ -383,6 +405,7 @@ out:
 	admission_destroy(&svc.adm);
 	metrics_destroy(&svc.metrics);
 	keys_free(&svc.keys);
+	tls_files_free(&tls);
 	access_log_close();
 	fprintf(stderr, "agentjail serve: stopped\n");
 	return rc;

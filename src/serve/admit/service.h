@@ -59,6 +59,7 @@ struct serve_config {
 	const char *webhook_allow[SERVE_MAX_WEBHOOK_ALLOW]; /* URL prefixes a webhook may have */
 	unsigned webhook_allow_count;
 	const char *access_log;     /* --access-log: FILE, -, off; NULL: stderr */
+	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key: PEM files; NULL: plain */
 };
 
 struct mcp_http;

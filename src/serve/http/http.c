@@ -544,6 +544,15 @@ static struct MHD_Daemon *daemon_on(const struct addrinfo *ai)
 			 MHD_USE_ERROR_LOG | MHD_USE_POLL;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* TLS where the deployer gave a certificate: every route, /mcp too. */
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem},
+		{MHD_OPTION_END, 0, NULL}};
+	if (config->tls_cert_pem)
+		flags |= MHD_USE_TLS;
+	else
+		tls[0].option = MHD_OPTION_END;
 	return MHD_start_daemon(
 		flags, (uint16_t)config->port, NULL, NULL, access_handler, NULL,
 		/* First: the options after it log through it. */
@@ -558,7 +567,8 @@ static struct MHD_Daemon *daemon_on(const struct addrinfo *ai)
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connections,
 		MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
-		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, tls,
+		MHD_OPTION_END);
 }
 
 int http_start(struct http_config *cfg, const struct http_handlers *h, struct aj_error *err)

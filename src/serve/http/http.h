@@ -25,6 +25,9 @@ struct http_config {
 	size_t body_budget;        /* bytes of bodies in memory at once */
 	size_t key_body_budget;    /* of those, one key's */
 	enum aj_tier tier;         /* named in the access log */
+	/* TLS (libmicrohttpd's, through GnuTLS) with this certificate chain
+	 * and key, both PEM, checked (tls.h); NULL: plain HTTP. */
+	const char *tls_cert_pem, *tls_key_pem;
 };
 
 enum http_event {
