@@ -48,6 +48,10 @@ Streaming (issue 27), serve --warm on the process tier, no queue:
                                       to a terminal running cat, until the
                                       events stream shows it; p50 and p95;
                                       TIER: serve's --tier, default process)
+    bench/serve.py tls [RUNS]        (issue 37: print(1) on serve --warm over
+                                      plain HTTP and over TLS, one kept-alive
+                                      connection each, interleaved; p50s and
+                                      their ratio)
     bench/serve.py plain-against ROOT (plain print(1) on this build and on
                                       ROOT's build/agentjail, interleaved)
     bench/serve.py warm [RUNS] [OTHER] (issue 35: serve --warm with its
@@ -373,6 +377,52 @@ def plain_against(other_root, runs=200, runs_t=400):
             s.stop()
 
 
+def tls_rows(runs=400):
+    """print(1) as plain JSON on serve --warm over plain HTTP and over TLS
+    (--tls-cert, a certificate made here), each on one kept-alive
+    connection, the two rows interleaved round by round: what TLS adds to
+    a run (issue 37's goal: at most 10 %)."""
+    import ssl
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="aj-bench-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    serves = {"plain": Serve("--warm", "--concurrency", "2"),
+              "tls": Serve("--warm", "--concurrency", "2", "--tls-cert", cert, "--tls-key", key)}
+    try:
+        ctx = ssl.create_default_context(cafile=cert)
+        conns = {"plain": serves["plain"].connection(),
+                 "tls": http.client.HTTPSConnection("127.0.0.1", serves["tls"].port,
+                                                    context=ctx, timeout=120)}
+        for _ in range(10):
+            for n, s in serves.items():
+                s.run(conns[n])
+        socks = {n: c.sock for n, c in conns.items()}
+        rows = {"plain": [], "tls": []}
+        rounds = 20
+        per = max(1, runs // rounds)
+        for r in range(rounds):
+            for name in (["plain", "tls"] if r % 2 == 0 else ["tls", "plain"]):
+                for _ in range(per):
+                    t0 = time.perf_counter()
+                    serves[name].run(conns[name])
+                    rows[name].append((time.perf_counter() - t0) * 1000)
+        kept = all(conns[n].sock is socks[n] for n in conns)
+        print(f"print(1) through serve --warm, process tier, {per * rounds} runs a row, "
+              f"interleaved, one kept-alive connection each ({'kept' if kept else 'NOT kept'}):")
+        for name, ts in rows.items():
+            print(f"  {name:6} p50 {pct(ts, 50):6.2f} ms  p95 {pct(ts, 95):6.2f} ms")
+        print(f"  tls / plain p50: {pct(rows['tls'], 50) / pct(rows['plain'], 50):.3f} "
+              f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
+    finally:
+        for s in serves.values():
+            s.stop()
+
+
 def agentjail_of(other):
     """OTHER's agentjail: the binary itself, DIR/agentjail or DIR/build/agentjail."""
     for p in (other, os.path.join(other, "agentjail"), os.path.join(other, "build", "agentjail")):
@@ -627,6 +677,9 @@ def main():
     if sys.argv[1:2] == ["pty"] and len(sys.argv) <= 4:
         pty_echo(int(sys.argv[2]) if len(sys.argv) > 2 else 200,
                  sys.argv[3] if len(sys.argv) > 3 else "process")
+        return
+    if sys.argv[1:2] == ["tls"] and len(sys.argv) <= 3:
+        tls_rows(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
         return
     if sys.argv[1:2] == ["plain-against"] and len(sys.argv) == 3:
         plain_against(sys.argv[2])
