@@ -14,7 +14,7 @@ int cmd_keys(int argc, char **argv);
 
 static const char usage[] =
 	"usage: agentjail keys add --file FILE NAME [--concurrency N] [--runs-per-minute N]\n"
-	"                          [--sessions N] [--metrics]\n"
+	"                          [--sessions N] [--metrics] [--e2b]\n"
 	"       agentjail keys list --file FILE\n"
 	"       agentjail keys remove --file FILE NAME\n"
 	"       agentjail keys webhook-secret --file FILE NAME\n"
@@ -24,13 +24,16 @@ static const char usage[] =
 	"started in any minute (default 600), sessions open (default 4).\n"
 	"--metrics lets the key read GET /metrics (every key's counts: the\n"
 	"operator's); other keys get 403 there.\n"
+	"--e2b makes the key in the E2B SDKs' shape (e2b_ and 64 hex digits, the\n"
+	"same 256 random bits), for code and configs written for E2B; it works on\n"
+	"every route as any key does.\n"
 	"It also makes the key's webhook secret, which signs its runs' completion\n"
 	"webhooks, shown once on stderr and kept in FILE.\n"
 	"webhook-secret makes NAME a new webhook secret (the old one stops\n"
 	"signing once serve restarts) and prints it once on stdout.\n"
 	"agentjail serve reads FILE at start (--keys FILE).\n";
 
-enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_METRICS, OPT_HELP };
+enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_METRICS, OPT_E2B, OPT_HELP };
 
 static int limit(const char *name, const char *arg, uint32_t *out)
 {
@@ -99,7 +102,8 @@ static int remove_key(struct keyring *kr, const char *file, const char *name)
 }
 
 /* keys add NAME with nk's limits: 0, or an exit code said. */
-static int add_key(struct keyring *kr, const char *file, const char *name, struct key nk)
+static int add_key(struct keyring *kr, const char *file, const char *name, struct key nk,
+		   bool e2b_shape)
 {
 	struct aj_error err = {0};
 	int rc = 0;
@@ -118,9 +122,9 @@ static int add_key(struct keyring *kr, const char *file, const char *name, struc
 		return 1;
 	}
 	kr->keys = grown;
-	char token[KEY_TOKEN_LEN + 1];
+	char token[KEY_TOKEN_MAX + 1];
 	snprintf(nk.name, sizeof nk.name, "%s", name);
-	if (key_generate(&nk, token) || key_webhook_secret_generate(&nk)) {
+	if (key_generate(&nk, e2b_shape, token) || key_webhook_secret_generate(&nk)) {
 		cli_error("keys: cannot read random bytes");
 		return 1;
 	}
@@ -151,6 +155,7 @@ int cmd_keys(int argc, char **argv)
 		{"runs-per-minute", required_argument, NULL, OPT_RPM},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"metrics", no_argument, NULL, OPT_METRICS},
+		{"e2b", no_argument, NULL, OPT_E2B},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -164,6 +169,7 @@ int cmd_keys(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *file = NULL;
+	bool e2b_shape = false;
 	struct key nk = {.concurrency = KEY_DEFAULT_CONCURRENCY,
 			 .runs_per_minute = KEY_DEFAULT_RUNS_PER_MINUTE,
 			 .sessions = KEY_DEFAULT_SESSIONS};
@@ -188,6 +194,9 @@ int cmd_keys(int argc, char **argv)
 			break;
 		case OPT_METRICS:
 			nk.metrics = true; /* may read /metrics (keys.h) */
+			break;
+		case OPT_E2B:
+			e2b_shape = true;
 			break;
 		case 'h':
 		case OPT_HELP:
@@ -232,7 +241,7 @@ int cmd_keys(int argc, char **argv)
 	} else if (!strcmp(action, "remove")) {
 		rc = remove_key(&kr, file, name);
 	} else {
-		rc = add_key(&kr, file, name, nk);
+		rc = add_key(&kr, file, name, nk, e2b_shape);
 	}
 	keys_free(&kr);
 	return rc;

@@ -270,8 +270,8 @@ static int one_time_key(struct keyring *kr)
 	if (!kr->keys)
 		return -1;
 	struct key *k = &kr->keys[0];
-	char token[KEY_TOKEN_LEN + 1];
-	if (key_generate(k, token) || key_webhook_secret_generate(k)) {
+	char token[KEY_TOKEN_MAX + 1];
+	if (key_generate(k, false, token) || key_webhook_secret_generate(k)) {
 		free(kr->keys);
 		return -1;
 	}

@@ -64,3 +64,18 @@ def test_without_a_keys_file_one_key_is_made(start):
     assert s.key and t.key and s.key != t.key
     assert s.run("print(1)").code == 200
     assert s.run("print(1)", key=t.key).code == 401
+
+
+def test_a_key_in_e2b_shape_works_as_any_key(start, tmp_path):
+    f = tmp_path / "keys.json"
+    token = add_key(f, "e2b-user", "--e2b")
+    # E2B's shape: e2b_ and the 256 bits as lowercase hex; kept as a hash.
+    assert token.startswith("e2b_") and len(token) == 68
+    assert all(c in "0123456789abcdef" for c in token[4:])
+    assert token not in f.read_text() and token[4:] not in f.read_text()
+    assert json.loads(f.read_text())["keys"][0]["sha256"] == \
+        hashlib.sha256(token.encode()).hexdigest()
+    assert add_key(f, "other", "--e2b") != token
+    s = start(keys=str(f))
+    assert s.run("print(1)", key=token).code == 200
+    assert s.run("print(1)", key=token[:-1] + ("0" if token[-1] != "0" else "1")).code == 401

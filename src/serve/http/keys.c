@@ -278,11 +278,24 @@ static int random_token(const char *prefix, char *out)
 	return 0;
 }
 
-int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1])
+/* "e2b_" and 256 random bits as 64 hex digits into out. */
+static int e2b_token(char *out)
 {
-	if (random_token("aj_", token))
+	unsigned char raw[32];
+	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return -EIO;
-	sha256(token, KEY_TOKEN_LEN, k->hash);
+	memcpy(out, "e2b_", 4);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(out + 4 + 2 * i, 3, "%02x", raw[i]);
+	OPENSSL_cleanse(raw, sizeof raw);
+	return 0;
+}
+
+int key_generate(struct key *k, bool e2b_shape, char token[KEY_TOKEN_MAX + 1])
+{
+	if (e2b_shape ? e2b_token(token) : random_token("aj_", token))
+		return -EIO;
+	sha256(token, strlen(token), k->hash);
 	return 0;
 }
 

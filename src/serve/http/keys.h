@@ -29,6 +29,10 @@
 
 #define KEY_NAME_MAX 64
 #define KEY_TOKEN_LEN 46 /* "aj_" + 43 */
+/* The E2B SDKs' shape, for their users' code and configs: "e2b_" and the
+ * same 256 bits as 64 lowercase hex digits (agentjail keys add --e2b). */
+#define KEY_E2B_TOKEN_LEN 68
+#define KEY_TOKEN_MAX KEY_E2B_TOKEN_LEN
 #define KEY_DEFAULT_CONCURRENCY 4
 #define KEY_DEFAULT_RUNS_PER_MINUTE 600
 #define KEY_DEFAULT_SESSIONS 4
@@ -60,9 +64,9 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err);
 int keys_save(const struct keyring *kr, const char *path, struct aj_error *err);
 void keys_free(struct keyring *kr);
 
-/* A new token (NUL-terminated, KEY_TOKEN_LEN chars) from getrandom, and its
- * hash into k->hash. */
-int key_generate(struct key *k, char token[KEY_TOKEN_LEN + 1]);
+/* A new token (NUL-terminated, KEY_TOKEN_LEN chars, or KEY_E2B_TOKEN_LEN
+ * in E2B's shape) from getrandom, and its hash into k->hash. */
+int key_generate(struct key *k, bool e2b_shape, char token[KEY_TOKEN_MAX + 1]);
 /* A new webhook secret (ajwh_ + 256 random bits, base64url) into
  * k->webhook_secret: 0, or -EIO. */
 int key_webhook_secret_generate(struct key *k);
