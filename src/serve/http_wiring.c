@@ -1,18 +1,35 @@
 /* http_wiring.h: each handler the server calls, on the service. */
 #include "../cli/cli.h"
 #include "api_v1.h"
+#include "e2b/e2b.h"
 #include "http_wiring.h"
 #include "mcp_http.h"
 #include "admit/service.h"
 
+/* The E2B-compatible API's paths are its own (e2b.h); every other one is
+ * the v1 API's. */
 static void route_api(void *ctx, const struct http_request *rq, struct http_response *rs)
 {
-	api_handle(ctx, rq, rs);
+	if (e2b_is(rq->path))
+		e2b_handle(ctx, rq, rs);
+	else
+		api_handle(ctx, rq, rs);
+}
+
+static bool route_needs_key(const char *method, const char *path)
+{
+	return e2b_is(path) ? e2b_needs_key(method, path) : api_needs_key(method, path);
 }
 
 static size_t route_body_limit(void *ctx, const char *method, const char *path)
 {
-	return api_body_limit(ctx, method, path);
+	return e2b_is(path) ? e2b_body_limit(ctx, method, path) : api_body_limit(ctx, method, path);
+}
+
+static const struct key *sandbox_key(void *ctx, const char *id, const char *token,
+				     const char **name)
+{
+	return e2b_sandbox_key(ctx, id, token, name);
 }
 
 static void route_mcp(void *ctx, const struct http_request *rq, struct http_response *rs)
@@ -70,7 +87,8 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .tier = c->sandbox.tier};
 	*h = (struct http_handlers){.ctx = svc,
 				    .api = route_api,
-				    .needs_key = api_needs_key,
+				    .needs_key = route_needs_key,
+				    .sandbox_key = sandbox_key,
 				    .body_limit = route_body_limit,
 				    .mcp = route_mcp,
 				    .authenticate = wired_key,

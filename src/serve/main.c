@@ -20,6 +20,7 @@
 #include "http/http.h"
 #include "http/tls.h"
 #include "http_wiring.h"
+#include "e2b/e2b.h"
 #include "mcp_http.h"
 #include "tier_probe.h"
 #include "admit/options.h"
@@ -334,7 +335,7 @@ static int cmd_serve(int argc, char **argv)
 	metrics_init(&svc.metrics);
 	if (admission_init(&svc.adm, &svc.keys, svc.cfg.concurrency, svc.cfg.queue_size,
 			   svc.cfg.max_wait_sec) ||
-	    mcp_http_init(&svc)) {
+	    mcp_http_init(&svc) || e2b_open(&svc)) {
 		cli_error("serve: out of memory");
 		return 1;
 	}
@@ -382,8 +383,10 @@ static int cmd_serve(int argc, char **argv)
 
 	/* Waits for the signal, dropping expired recorded runs each second. */
 	int sig;
-	while ((sig = sigtimedwait(&stop, NULL, &(struct timespec){.tv_sec = 1})) < 0)
+	while ((sig = sigtimedwait(&stop, NULL, &(struct timespec){.tv_sec = 1})) < 0) {
 		svc.runs.ops->sweep(&svc.runs);
+		e2b_sweep(&svc);
+	}
 	fprintf(stderr, "agentjail serve: %s: finishing the runs in progress, refusing new ones\n",
 		strsignal(sig));
 	/* Drain first, with the listener up: a request arriving now gets a
@@ -399,6 +402,7 @@ out:
 	tier_probe_stop(svc.tier_probe);
 	svc.backend->stop(&svc);
 	mcp_http_stop(&svc);
+	e2b_close(&svc);
 	webhooks_close(svc.webhooks);
 	svc.backend->close(&svc);
 	svc.runs.ops->close(&svc.runs);

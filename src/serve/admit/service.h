@@ -65,6 +65,7 @@ struct serve_config {
 struct mcp_http;
 struct backend_ops;
 struct tier_probe;
+struct e2b;
 
 struct service {
 	struct serve_config cfg;
@@ -72,6 +73,7 @@ struct service {
 	struct admission adm;
 	struct metrics metrics;
 	struct mcp_http *mcp;
+	struct e2b *e2b;            /* the E2B-compatible API's sandboxes (e2b/e2b.h) */
 	struct tier_probe *tier_probe; /* GET /v1/tiers' cached verdict (tier_probe.h) */
 	struct webhooks *webhooks;  /* completion webhooks' delivery (webhook.h) */
 	/* Where runs happen, chosen once at start: local (this machine's

@@ -163,6 +163,8 @@ static enum MHD_Result reply(struct MHD_Connection *conn, struct conn_state *st,
 		MHD_add_response_header(r, "X-Run-Id", rs->run_id);
 	if (rs->location[0])
 		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, rs->location);
+	if (rs->header_name)
+		MHD_add_response_header(r, rs->header_name, rs->header_value);
 	if (rs->content_type && !strcmp(rs->content_type, "text/event-stream"))
 		/* A buffering proxy in front would hold the events back. */
 		MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -219,20 +221,50 @@ static void drain_after_refusal(struct conn_state *st, int fd)
 	}
 }
 
-/* "Bearer TOKEN" → the key, or NULL. */
-static const struct key *bearer_key(struct MHD_Connection *conn, const char **name)
+const char *http_header(const struct http_request *rq, const char *name)
+{
+	return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
+const char *http_query(const struct http_request *rq, const char *name)
+{
+	return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name)
+			: NULL;
+}
+
+/* The token with spaces around it trimmed: its length, from *t on. */
+static size_t trimmed(const char **t)
+{
+	while (**t == ' ')
+		(*t)++;
+	size_t n = strlen(*t);
+	while (n && (*t)[n - 1] == ' ')
+		n--;
+	return n;
+}
+
+/* The request's key, or NULL: "Authorization: Bearer KEY"; else
+ * "X-API-KEY: KEY" (the E2B SDKs' control plane); else, for a request to
+ * one sandbox ("E2b-Sandbox-Id", the E2B SDKs' data plane), the key that
+ * owns the sandbox whose own access token "X-Access-Token" carries. */
+static const struct key *request_key(struct MHD_Connection *conn, const char **name)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						    MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return NULL;
-	const char *token = h + 7;
-	while (*token == ' ')
-		token++;
-	size_t n = strlen(token);
-	while (n && token[n - 1] == ' ')
-		n--;
-	return routes->authenticate(routes->ctx, token, n, name);
+	if (h && !strncasecmp(h, "Bearer ", 7)) {
+		const char *token = h + 7;
+		size_t n = trimmed(&token);
+		return routes->authenticate(routes->ctx, token, n, name);
+	}
+	if ((h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-API-KEY"))) {
+		size_t n = trimmed(&h);
+		return routes->authenticate(routes->ctx, h, n, name);
+	}
+	const char *sandbox = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	const char *token = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
+	if (sandbox && token && routes->sandbox_key)
+		return routes->sandbox_key(routes->ctx, sandbox, token, name);
+	return NULL;
 }
 
 /* The connection's deadlines (NULL: not watched). */
@@ -305,7 +337,7 @@ static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *s
 	bool mcp = !strcmp(url, "/mcp");
 	st->limit = mcp ? config->mcp_body : routes->body_limit(routes->ctx, method, url);
 	bool needs_key = mcp || routes->needs_key(method, url);
-	if (needs_key && !(st->key = bearer_key(conn, &st->key_name))) {
+	if (needs_key && !(st->key = request_key(conn, &st->key_name))) {
 		/* Nothing is read or run for a request without a valid key. */
 		routes->count(routes->ctx, HTTP_AUTH_FAILED, 0);
 		respond_error(&rs, 401, "unauthorized",
@@ -319,7 +351,7 @@ static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *s
 	}
 	if (!st->has_body)
 		return MHD_YES;
-	struct http_request head = {.method = method, .path = url, .key = st->key};
+	struct http_request head = {.method = method, .path = url, .key = st->key, .conn = conn};
 	if (routes->may_buffer && routes->may_buffer(routes->ctx, &head, &rs))
 		return refuse_early(conn, st, &rs);
 	/* A body of known length is reserved whole, before a byte of it is
@@ -456,6 +488,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 		.query_limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
 		.query_before = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
 		.query_wait = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "wait"),
+		.conn = conn,
 	};
 	if (!strcmp(url, "/mcp"))
 		routes->mcp(routes->ctx, &rq, &rs);

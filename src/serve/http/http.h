@@ -46,6 +46,10 @@ struct http_handlers {
 	/* The key whose token this is (its name in *name), or NULL. */
 	const struct key *(*authenticate)(void *ctx, const char *token, size_t len,
 					  const char **name);
+	/* The key that owns sandbox id, if token is its own access token
+	 * (the E2B API's data plane), or NULL. NULL: no such sandboxes. */
+	const struct key *(*sandbox_key)(void *ctx, const char *id, const char *token,
+					 const char **name);
 	void (*count)(void *ctx, enum http_event ev, int code);
 	/* Whether the server is shutting down (answers then close). */
 	bool (*draining)(void *ctx);

@@ -28,7 +28,14 @@ struct http_request {
 	const char *last_event_id;
 	const char *query_after, *query_limit, *query_before;
 	const char *query_wait; /* GET .../processes/PID?wait= */
+	void *conn;             /* the server's, for http_header and http_query */
 };
+
+/* A request header's value by name (case-insensitive), or NULL: for a
+ * route that needs one of its own (the E2B API's). */
+const char *http_header(const struct http_request *rq, const char *name);
+/* A query argument's value (decoded), or NULL. */
+const char *http_query(const struct http_request *rq, const char *name);
 
 struct http_response {
 	int code;
@@ -44,6 +51,10 @@ struct http_response {
 	char log_run[33];
 	char log_verdict[32];
 	char location[64];    /* Location, when set: where a background run is */
+	/* One more header a route's protocol wants (the E2B API's
+	 * X-Next-Token), when header_name is set. */
+	const char *header_name;
+	char header_value[160];
 	/* A streamed answer (Server-Sent Events), when stream_read is set:
 	 * http.c sends code, content_type and the headers, then the body as
 	 * stream_read gives it, on the connection's own thread. stream_read

@@ -1,0 +1,158 @@
+/* e2b.h: the wing's routes, its state and its sweep. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../core/internal.h"
+#include "../admit/service.h"
+#include "../http/keys.h"
+#include "connect_rpc.h"
+#include "e2b_internal.h"
+#include "v1_client.h"
+
+#define PROCESS_PREFIX "/process.Process/"
+#define FILESYSTEM_PREFIX "/filesystem.Filesystem/"
+
+struct e2b *e2b_of(struct service *svc)
+{
+	return svc->e2b;
+}
+
+int e2b_open(struct service *svc)
+{
+	struct e2b *e = calloc(1, sizeof *e);
+	if (!e || !(e->sandboxes = e2b_sandboxes_new())) {
+		free(e);
+		return -ENOMEM;
+	}
+	svc->e2b = e;
+	return 0;
+}
+
+void e2b_close(struct service *svc)
+{
+	struct e2b *e = svc->e2b;
+	if (!e)
+		return;
+	e2b_sandboxes_free(e->sandboxes);
+	free(e);
+	svc->e2b = NULL;
+}
+
+void e2b_sweep(struct service *svc)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct e2b_sandbox *gone = NULL;
+	size_t n = 0;
+	if (!svc->e2b || e2b_sandboxes_expired(svc->e2b->sandboxes, (double)ts.tv_sec, &gone, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		/* Its E2B timeout passed: the session closes, as kill would. */
+		char path[80];
+		snprintf(path, sizeof path, "/v1/sessions/%s", gone[i].id);
+		struct http_response v1;
+		v1_call(svc, gone[i].key, "DELETE", path, NULL, NULL, &v1);
+		v1_free(&v1);
+		json_decref(gone[i].metadata);
+	}
+	free(gone);
+}
+
+static bool control_path(const char *path)
+{
+	return !strncmp(path, "/sandboxes", 10) || !strncmp(path, "/v2/sandboxes", 13);
+}
+
+bool e2b_is(const char *path)
+{
+	return control_path(path) || !strcmp(path, "/health") || !strcmp(path, "/files") ||
+	       !strcmp(path, "/execute") || !strncmp(path, "/contexts", 9) ||
+	       !strncmp(path, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
+	       !strncmp(path, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
+}
+
+bool e2b_needs_key(const char *method, const char *path)
+{
+	(void)method;
+	return strcmp(path, "/health") != 0;
+}
+
+size_t e2b_body_limit(const struct service *svc, const char *method, const char *path)
+{
+	/* A file goes up as the body, as large as a transfer may be; code as
+	 * large as code may be; every other call is a small object. */
+	if (!strcmp(method, "POST") && !strcmp(path, "/files"))
+		return ((size_t)svc->cfg.sandbox.session.transfer_mb << 20) + SERVE_SMALL_BODY;
+	if (!strcmp(method, "POST") &&
+	    (!strcmp(path, "/execute") || !strcmp(path, PROCESS_PREFIX "SendInput")))
+		return svc->cfg.max_body;
+	return svc->cfg.max_body > SERVE_SMALL_BODY ? SERVE_SMALL_BODY : svc->cfg.max_body;
+}
+
+const struct key *e2b_sandbox_key(struct service *svc, const char *id, const char *token,
+				  const char **name)
+{
+	const struct key *k = svc->e2b ? e2b_sandboxes_key(svc->e2b->sandboxes, id, token) : NULL;
+	*name = k ? k->name : NULL;
+	return k;
+}
+
+const char *e2b_path(const char *path, char *out, size_t n)
+{
+	size_t h = strlen(E2B_HOME);
+	if (!strncmp(path, E2B_HOME, h) && (!path[h] || path[h] == '/'))
+		snprintf(out, n, "%s%s", AJ_SESSION_WORKSPACE, path + h);
+	else
+		snprintf(out, n, "%s", path);
+	return out;
+}
+
+/* A data-plane call: the sandbox its E2b-Sandbox-Id names, the caller's. */
+static void data_plane(struct service *svc, const struct http_request *rq,
+		       struct http_response *rs)
+{
+	const char *p = rq->path;
+	if (!strcmp(p, "/health")) {
+		/* envd's: the sandbox answers (agentjail's own is /v1/health). */
+		return respond_json(rs, 204, NULL);
+	}
+	const char *id = http_header(rq, "E2b-Sandbox-Id");
+	bool rpc = !strncmp(p, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
+		   !strncmp(p, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
+	struct e2b_call c = {.svc = svc, .rq = rq, .rs = rs};
+	if (!id || e2b_sandboxes_get(svc->e2b->sandboxes, id, rq->key, &c.sb)) {
+		/* Another key's sandbox answers as an unknown one. */
+		if (rpc)
+			return connect_error(rq, rs, "not_found", "sandbox %.40s not found",
+					     id ? id : "(no E2b-Sandbox-Id header)");
+		return e2b_error(rs, 404, "sandbox %.40s not found",
+				 id ? id : "(no E2b-Sandbox-Id header)");
+	}
+	if (!strncmp(p, PROCESS_PREFIX, strlen(PROCESS_PREFIX))) {
+		if (strcmp(rq->method, "POST"))
+			respond_method(rs, rq->method, "POST");
+		else
+			e2b_process(&c, p + strlen(PROCESS_PREFIX));
+	} else if (rpc) {
+		connect_error(rq, rs, "unimplemented",
+			      "filesystem.Filesystem/%.60s is not supported by agentjail yet "
+			      "(docs/e2b.md)", p + strlen(FILESYSTEM_PREFIX));
+	} else {
+		e2b_error(rs, 501, "%s %s is not supported by agentjail yet (docs/e2b.md)",
+			  rq->method, p);
+	}
+	json_decref(c.sb.metadata);
+}
+
+void e2b_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
+{
+	if (atomic_load(&svc->draining))
+		return e2b_error(rs, 503, "the server is shutting down");
+	if (control_path(rq->path))
+		e2b_control(svc, rq, rs);
+	else
+		data_plane(svc, rq, rs);
+}

@@ -1,0 +1,47 @@
+/* What the E2B wing's files share (e2b.h is its face to serve). */
+#ifndef AJ_SERVE_E2B_INTERNAL_H
+#define AJ_SERVE_E2B_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../http/respond.h"
+#include "e2b.h"
+#include "sandboxes.h"
+
+/* The version of envd this API answers as: the SDKs gate features on it
+ * (stdin false 0.3.0, CloseStdin 0.5.2, octet-stream uploads 0.5.7,
+ * metadata 0.6.2). */
+#define E2B_ENVD_VERSION "0.6.13"
+/* E2B's home directory, which is agentjail's workspace here. */
+#define E2B_HOME "/home/user"
+
+struct e2b {
+	struct e2b_sandboxes *sandboxes;
+};
+
+/* One data-plane call: the request, its answer, the sandbox it is for
+ * (a copy; its metadata reference released by e2b_handle). */
+struct e2b_call {
+	struct service *svc;
+	const struct http_request *rq;
+	struct http_response *rs;
+	struct e2b_sandbox sb;
+};
+
+struct e2b *e2b_of(struct service *svc);
+/* An E2B path as the sandbox's: E2B's home (/home/user) is the workspace,
+ * a relative path is the workspace's; out (n bytes) holds it. */
+const char *e2b_path(const char *path, char *out, size_t n);
+/* {"code": status, "message"}: the control plane's error shape. */
+void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* control.c: /sandboxes and /v2/sandboxes. */
+void e2b_control(struct service *svc, const struct http_request *rq, struct http_response *rs);
+/* process.c: /process.Process/METHOD; process_stream.c its streams. */
+void e2b_process(struct e2b_call *c, const char *method);
+void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty);
+
+#endif

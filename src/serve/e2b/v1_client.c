@@ -1,0 +1,63 @@
+/* v1_client.h: the request made here, the v1 routes' answer kept whole. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../api_v1.h"
+#include "v1_client.h"
+
+void v1_call_raw(struct service *svc, const struct key *key, const char *method,
+		 const char *path, const void *body, size_t len, struct http_response *rs)
+{
+	memset(rs, 0, sizeof *rs);
+	struct http_request rq = {.method = method,
+				  .path = path,
+				  .body = body ? body : "",
+				  .body_len = body ? len : 0,
+				  .key = key,
+				  .content_type = "application/octet-stream"};
+	api_handle(svc, &rq, rs);
+}
+
+void v1_call(struct service *svc, const struct key *key, const char *method, const char *path,
+	     json_t *body, const char *accept, struct http_response *rs)
+{
+	memset(rs, 0, sizeof *rs);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	if (body && !text) {
+		respond_error(rs, 500, "internal", "out of memory");
+		return;
+	}
+	struct http_request rq = {.method = method,
+				  .path = path,
+				  .body = text ? text : "",
+				  .body_len = text ? strlen(text) : 0,
+				  .key = key,
+				  .accept = accept,
+				  .content_type = "application/json"};
+	api_handle(svc, &rq, rs);
+	free(text);
+}
+
+json_t *v1_body(const struct http_response *rs)
+{
+	if (!rs->body || !rs->len)
+		return NULL;
+	return json_loadb(rs->body, rs->len, 0, NULL);
+}
+
+const char *v1_error_message(const struct http_response *rs, char *buf, size_t n)
+{
+	json_t *b = v1_body(rs);
+	const char *m = json_string_value(json_object_get(json_object_get(b, "error"), "message"));
+	snprintf(buf, n, "%s", m ? m : "");
+	json_decref(b);
+	return buf;
+}
+
+void v1_free(struct http_response *rs)
+{
+	free(rs->body);
+	rs->body = NULL;
+	rs->len = 0;
+}
