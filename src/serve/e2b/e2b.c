@@ -137,9 +137,12 @@ static void data_plane(struct service *svc, const struct http_request *rq,
 		else
 			e2b_process(&c, p + strlen(PROCESS_PREFIX));
 	} else if (rpc) {
-		connect_error(rq, rs, "unimplemented",
-			      "filesystem.Filesystem/%.60s is not supported by agentjail yet "
-			      "(docs/e2b.md)", p + strlen(FILESYSTEM_PREFIX));
+		if (strcmp(rq->method, "POST"))
+			respond_method(rs, rq->method, "POST");
+		else
+			e2b_filesystem(&c, p + strlen(FILESYSTEM_PREFIX));
+	} else if (!strcmp(p, "/files")) {
+		e2b_files(&c);
 	} else {
 		e2b_error(rs, 501, "%s %s is not supported by agentjail yet (docs/e2b.md)",
 			  rq->method, p);

@@ -43,5 +43,8 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 /* process.c: /process.Process/METHOD; process_stream.c its streams. */
 void e2b_process(struct e2b_call *c, const char *method);
 void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty);
+/* files.c: GET and POST /files, and /filesystem.Filesystem/METHOD. */
+void e2b_files(struct e2b_call *c);
+void e2b_filesystem(struct e2b_call *c, const char *method);
 
 #endif
