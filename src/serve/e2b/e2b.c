@@ -77,7 +77,11 @@ bool e2b_is(const char *path)
 bool e2b_needs_key(const char *method, const char *path)
 {
 	(void)method;
-	return strcmp(path, "/health") != 0;
+	/* envd's health, and the code interpreter's contexts, which the SDKs
+	 * call without the sandbox's token: here a context is only a
+	 * language's name (execute.c), and no call on them touches the
+	 * sandbox, so they need none; the sandbox must exist all the same. */
+	return strcmp(path, "/health") != 0 && strncmp(path, "/contexts", 9) != 0;
 }
 
 size_t e2b_body_limit(const struct service *svc, const char *method, const char *path)
@@ -123,7 +127,10 @@ static void data_plane(struct service *svc, const struct http_request *rq,
 	bool rpc = !strncmp(p, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
 		   !strncmp(p, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
 	struct e2b_call c = {.svc = svc, .rq = rq, .rs = rs};
-	if (!id || e2b_sandboxes_get(svc->e2b->sandboxes, id, rq->key, &c.sb)) {
+	/* A contexts call comes without a key: any live sandbox of the id. */
+	bool keyless = !rq->key && !strncmp(p, "/contexts", 9);
+	if (!id || (!rq->key && !keyless) ||
+	    e2b_sandboxes_get(svc->e2b->sandboxes, id, rq->key, &c.sb)) {
 		/* Another key's sandbox answers as an unknown one. */
 		if (rpc)
 			return connect_error(rq, rs, "not_found", "sandbox %.40s not found",
@@ -143,6 +150,8 @@ static void data_plane(struct service *svc, const struct http_request *rq,
 			e2b_filesystem(&c, p + strlen(FILESYSTEM_PREFIX));
 	} else if (!strcmp(p, "/files")) {
 		e2b_files(&c);
+	} else if (!strcmp(p, "/execute") || !strncmp(p, "/contexts", 9)) {
+		e2b_code(&c);
 	} else {
 		e2b_error(rs, 501, "%s %s is not supported by agentjail yet (docs/e2b.md)",
 			  rq->method, p);

@@ -46,5 +46,7 @@ void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty);
 /* files.c: GET and POST /files, and /filesystem.Filesystem/METHOD. */
 void e2b_files(struct e2b_call *c);
 void e2b_filesystem(struct e2b_call *c, const char *method);
+/* execute.c: /execute and /contexts (the code interpreter's port). */
+void e2b_code(struct e2b_call *c);
 
 #endif

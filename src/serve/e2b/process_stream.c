@@ -11,17 +11,15 @@
 #include "../../core/internal.h"
 #include "connect_rpc.h"
 #include "e2b_internal.h"
+#include "sse_in.h"
 #include "v1_client.h"
 
 struct pstream {
 	struct http_response inner; /* the v1 event stream */
+	struct sse_in in;
 	uint32_t pid;
 	bool pty;                   /* output is a terminal's: "pty" data */
 	bool started, done;
-	char *line;                 /* the SSE text not yet a whole line */
-	size_t line_len, line_cap;
-	char event[16];             /* the event being read: its name */
-	json_t *data;               /* and its data */
 	char *out;                  /* envelopes to send, from pos */
 	size_t len, pos, cap;
 };
@@ -65,71 +63,30 @@ static int emit(struct pstream *s, int flags, json_t *msg)
 	return connect_envelope(&s->out, &s->len, &s->cap, flags, msg);
 }
 
-/* One whole SSE event (its name, its data) as envelopes. */
-static int take_event(struct pstream *s)
+/* One v1 event (name NULL: a keep-alive) as envelopes. */
+static int take_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 {
-	const char *ev = s->event;
-	json_t *d = s->data;
-	int rc = 0;
+	struct pstream *s = arg;
+	if (!ev)
+		return emit(s, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
 	if (!strcmp(ev, "stdout") || !strcmp(ev, "stderr")) {
 		const char *text = json_string_value(json_object_get(d, "text"));
 		const char *b64 = json_string_value(json_object_get(d, "base64"));
 		char *enc = text ? base64_encode(text, strlen(text), NULL) : NULL;
 		const char *field = s->pty ? "pty" : ev;
+		int rc = 0;
 		if (text || b64)
 			rc = emit(s, 0, json_pack("{s:{s:{s:s}}}", "event", "data", field,
 						  enc ? enc : b64));
 		free(enc);
-	} else if (!strcmp(ev, "result")) {
-		rc = emit(s, 0, json_pack("{s:{s:o}}", "event", "end", end_event(d)));
-		if (!rc)
-			rc = connect_end(&s->out, &s->len, &s->cap, NULL, NULL);
+		return rc;
+	}
+	if (!strcmp(ev, "result")) {
+		in->stop = true;
 		s->done = true;
+		return emit(s, 0, json_pack("{s:{s:o}}", "event", "end", end_event(d))) ||
+		       connect_end(&s->out, &s->len, &s->cap, NULL, NULL);
 	}
-	s->event[0] = '\0';
-	json_decref(s->data);
-	s->data = NULL;
-	return rc;
-}
-
-/* One SSE line (no newline). */
-static int take_line(struct pstream *s, const char *l, size_t n)
-{
-	if (!n)
-		return s->event[0] ? take_event(s) : 0;
-	if (l[0] == ':') /* the v1 stream's keep-alive */
-		return emit(s, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
-	if (n > 7 && !strncmp(l, "event: ", 7))
-		snprintf(s->event, sizeof s->event, "%.*s", (int)(n - 7), l + 7);
-	else if (n > 6 && !strncmp(l, "data: ", 6)) {
-		json_decref(s->data);
-		s->data = json_loadb(l + 6, n - 6, 0, NULL);
-	}
-	return 0;
-}
-
-static int feed(struct pstream *s, const char *p, size_t n)
-{
-	if (s->line_len + n > s->line_cap) {
-		size_t cap = (s->line_len + n) * 2;
-		char *b = realloc(s->line, cap);
-		if (!b)
-			return -1;
-		s->line = b;
-		s->line_cap = cap;
-	}
-	memcpy(s->line + s->line_len, p, n);
-	s->line_len += n;
-	size_t start = 0;
-	for (size_t i = 0; i < s->line_len && !s->done; i++) {
-		if (s->line[i] != '\n')
-			continue;
-		if (take_line(s, s->line + start, i - start))
-			return -1;
-		start = i + 1;
-	}
-	memmove(s->line, s->line + start, s->line_len - start);
-	s->line_len -= start;
 	return 0;
 }
 
@@ -148,7 +105,7 @@ static long pstream_read(void *arg, char *buf, size_t max)
 		}
 		char chunk[16384];
 		long n = s->inner.stream_read(s->inner.stream_arg, chunk, sizeof chunk);
-		if (n > 0 && feed(s, chunk, (size_t)n))
+		if (n > 0 && sse_in_feed(&s->in, chunk, (size_t)n))
 			return -1;
 		if (n <= 0) {
 			/* The session went, or the command was forgotten: the
@@ -171,8 +128,7 @@ static void pstream_done(void *arg)
 	if (s->inner.stream_done)
 		s->inner.stream_done(s->inner.stream_arg);
 	v1_free(&s->inner);
-	json_decref(s->data);
-	free(s->line);
+	sse_in_free(&s->in);
 	free(s->out);
 	free(s);
 }
@@ -184,6 +140,8 @@ void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty)
 		return connect_error(c->rq, c->rs, "internal", "out of memory");
 	s->pid = pid;
 	s->pty = pty;
+	s->in.on_event = take_event;
+	s->in.arg = s;
 	char path[160];
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes/%u/events", c->sb.id, pid);
 	v1_call(c->svc, c->rq->key, "GET", path, NULL, "text/event-stream", &s->inner);

@@ -32,7 +32,8 @@ void e2b_sandboxes_free(struct e2b_sandboxes *t);
  * here into sb->token first. 0, or -EIO (no random bytes), -ENOMEM. */
 int e2b_sandboxes_add(struct e2b_sandboxes *t, struct e2b_sandbox *sb);
 /* A copy of key's sandbox id (metadata with a reference of its own), for
- * key only: another key's answers as none. 0, or -ENOENT. */
+ * key only: another key's answers as none (key NULL: any key's, for the
+ * calls that carry none). 0, or -ENOENT. */
 int e2b_sandboxes_get(struct e2b_sandboxes *t, const char *id, const struct key *key,
 		      struct e2b_sandbox *out);
 /* The key owning sandbox id if token is its token (compared in constant
