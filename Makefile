@@ -268,17 +268,22 @@ MCP_DEPS := tests/mcp/node_modules/.installed
 $(MCP_DEPS): tests/mcp/package.json
 	cd tests/mcp && npm install --no-audit --no-fund --silent
 	@touch $@
+# The E2B-compatible API's tests drive it with E2B's own SDKs from npm.
+E2B_DEPS := tests/e2b/node_modules/.installed
+$(E2B_DEPS): tests/e2b/package.json
+	cd tests/e2b && npm install --no-audit --no-fund --silent
+	@touch $@
 
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
-test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS)
+test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs tests/e2b/e2b.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
 	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
 	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 

@@ -285,6 +285,7 @@ static void create(struct service *svc, const struct http_request *rq, struct ht
 		goto out;
 	struct http_response v1;
 	v1_call(svc, rq->key, "POST", "/v1/sessions", terms, NULL, &v1);
+	terms = NULL; /* v1_call's now */
 	if (v1.code != 201) {
 		from_v1(rs, &v1, "the sandbox could not be made");
 		goto out;

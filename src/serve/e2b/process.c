@@ -68,7 +68,6 @@ static void proc_post(struct e2b_call *c, uint32_t pid, const char *action, json
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes/%u/%s", c->sb.id, pid, action);
 	struct http_response v1;
 	v1_call(c->svc, c->rq->key, "POST", path, body, NULL, &v1);
-	json_decref(body);
 	if (v1.code >= 300)
 		return v1_failed(c->rq, c->rs, &v1);
 	v1_free(&v1);
@@ -177,9 +176,23 @@ static json_t *spawn_body(struct e2b_call *c, json_t *msg)
 		json_array_append(argv, a);
 	}
 	json_t *body = json_pack("{s:o}", "argv", argv);
-	json_t *envs = json_object_get(p, "envs");
+	json_t *envs = json_deep_copy(json_object_get(p, "envs"));
+	if (json_object_get(msg, "pty")) {
+		/* What the SDKs' pty.create always sends: a terminal here has
+		 * TERM=xterm-256color, and the UTF-8 locale is C's. Not the
+		 * caller's own variables, which the deployer's allow-list
+		 * (exec_env_allow) would otherwise refuse. */
+		static const char *const sdk[][2] = {
+			{"TERM", "xterm-256color"}, {"LANG", "C.UTF-8"}, {"LC_ALL", "C.UTF-8"}};
+		for (size_t k = 0; k < 3; k++) {
+			const char *v = json_string_value(json_object_get(envs, sdk[k][0]));
+			if (v && !strcmp(v, sdk[k][1]))
+				json_object_del(envs, sdk[k][0]);
+		}
+	}
 	if (json_is_object(envs) && json_object_size(envs))
 		json_object_set(body, "env", envs);
+	json_decref(envs);
 	char cwd[4200];
 	const char *wd = json_string_value(json_object_get(p, "cwd"));
 	if (wd && *wd)
@@ -215,7 +228,6 @@ static void start(struct e2b_call *c, json_t *msg)
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes", c->sb.id);
 	struct http_response v1;
 	v1_call(c->svc, c->rq->key, "POST", path, body, NULL, &v1);
-	json_decref(body);
 	if (v1.code >= 300)
 		return v1_failed(c->rq, c->rs, &v1);
 	json_t *b = v1_body(&v1);

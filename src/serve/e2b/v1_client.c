@@ -1,4 +1,5 @@
 /* v1_client.h: the request made here, the v1 routes' answer kept whole. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,9 @@ void v1_call(struct service *svc, const struct key *key, const char *method, con
 {
 	memset(rs, 0, sizeof *rs);
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	if (body && !text) {
+	bool had_body = body != NULL;
+	json_decref(body);
+	if (had_body && !text) {
 		respond_error(rs, 500, "internal", "out of memory");
 		return;
 	}

@@ -14,8 +14,8 @@
 struct service;
 struct key;
 
-/* method path under key, with body (JSON, or NULL) and accept (NULL:
- * JSON): the answer in rs, as the v1 API gives it (rs->body JSON, or a
+/* method path under key, with body (JSON, or NULL; its reference taken)
+ * and accept (NULL: JSON): the answer in rs, as the v1 API gives it (rs->body JSON, or a
  * stream: rs->stream_read set; the caller calls rs->stream_done). */
 void v1_call(struct service *svc, const struct key *key, const char *method, const char *path,
 	     json_t *body, const char *accept, struct http_response *rs);

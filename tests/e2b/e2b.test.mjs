@@ -1,0 +1,261 @@
+// agentjail serve's E2B-compatible API driven by E2B's own SDKs from npm
+// (e2b and @e2b/code-interpreter, unmodified: package.json pins the latest
+// the registry served), pointed at serve by E2B_API_URL, E2B_SANDBOX_URL and
+// E2B_API_KEY as a user switching from E2B would. The calls are E2B's
+// documented examples: create, runCode with state, a matplotlib chart as a
+// PNG result, JavaScript, files, commands with onStdout, a background command
+// killed by pid, a PTY with resize, list with a metadata filter, setTimeout,
+// connect from a second client, kill, and allowOut letting one loopback host
+// through and no other; then what is not supported fails naming itself, and
+// another key's sandbox is as unknown as a made-up one.
+//
+// Safety: the code runs only inside the sandbox (the process tier), under a
+// uid range of this file's own (AJ_SERVE_UID_BASE + 6000000, 2156000000
+// unless moved), which the last test checks is empty; the network servers
+// listen on loopback only.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Sandbox as Base, NotFoundError, CommandExitError } from 'e2b';
+import { Sandbox } from '@e2b/code-interpreter';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
+const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 6000000;
+const decode = (b) => new TextDecoder().decode(b);
+
+function sandboxProcesses() {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
+    } catch { /* gone meanwhile */ }
+  }
+  return n;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Polls pred until it holds or ms pass: a state to reach, never a duration
+// to assert; the default minute only catches a hang.
+async function waitFor(pred, ms = 60000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await pred()) return true;
+    await sleep(50);
+  }
+  return pred();
+}
+
+// A loopback HTTP server answering "NAME" to every request.
+async function namedServer(host, name) {
+  const srv = createServer((_, res) => res.end(name));
+  srv.listen(0, host);
+  await once(srv, 'listening');
+  return srv;
+}
+
+async function startServe(args) {
+  const child = spawn(AGENTJAIL, ['serve', '--listen', '127.0.0.1:0', '--uid-base',
+    String(UID_BASE), '--state-dir', `/run/agentjail-e2b-test-${UID_BASE}`,
+    '--timeout', '30', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const errs = [];
+  child.stderr.on('data', (d) => errs.push(d));
+  const seen = {};
+  for await (const chunk of child.stdout) {
+    out += chunk;
+    for (const line of out.split('\n')) {
+      const [k, v] = line.split('=');
+      if (k && v) seen[k] = v;
+    }
+    if (seen.AGENTJAIL_URL) break;
+  }
+  assert.ok(seen.AGENTJAIL_URL, `serve did not start: ${out}`);
+  return { child, url: seen.AGENTJAIL_URL, key: seen.AGENTJAIL_KEY,
+    stderr: () => Buffer.concat(errs).toString() };
+}
+
+let serve, inside, outside, keysDir, otherKey;
+
+before(async () => {
+  inside = await namedServer('127.0.0.1', 'inside');
+  outside = await namedServer('127.0.0.2', 'outside');
+  // Two keys, each in E2B's shape: the second one's view of the first's
+  // sandboxes is tested below.
+  keysDir = mkdtempSync(join(tmpdir(), 'aj-e2b-keys-'));
+  const file = join(keysDir, 'keys.json');
+  const add = (name) => execFileSync(AGENTJAIL, ['keys', 'add', '--file', file, name, '--e2b',
+    '--sessions', '8'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  const mine = add('alice');
+  otherKey = add('bob');
+  serve = await startServe(['--keys', file,
+    '--allow-cidr', `127.0.0.1/32:${inside.address().port}`,
+    '--allow-cidr', `127.0.0.2/32:${outside.address().port}`]);
+  serve.key = mine;
+  process.env.E2B_API_KEY = mine;
+  process.env.E2B_API_URL = serve.url;
+  process.env.E2B_SANDBOX_URL = serve.url;
+});
+
+after(async () => {
+  if (serve) {
+    // A clean stop: exit 0, so no sanitizer report (a leak, an error) was made.
+    serve.child.kill('SIGTERM');
+    const [code] = await once(serve.child, 'exit');
+    assert.equal(code, 0, serve.stderr().slice(-3000));
+  }
+  inside?.close();
+  outside?.close();
+  if (keysDir) rmSync(keysDir, { recursive: true, force: true });
+});
+
+describe('E2B code interpreter', () => {
+  test('runCode keeps state, a chart comes back as a PNG, JavaScript runs', async () => {
+    const sbx = await Sandbox.create();
+    try {
+      await sbx.runCode('x = 1');
+      const e = await sbx.runCode('x += 1\nprint(x)');
+      assert.equal(e.error, undefined);
+      // Output comes in the chunks it was read in (print's text and its
+      // newline may be two): their text is what counts.
+      assert.equal(e.logs.stdout.join(''), '2\n');
+      const failed = await sbx.runCode('1 / 0');
+      assert.equal(failed.error.name, 'ZeroDivisionError');
+      assert.equal(failed.error.value, 'division by zero');
+      const chart = await sbx.runCode("import matplotlib.pyplot as plt\n" +
+        "plt.plot([1, 2, 3, 4])\nplt.ylabel('some numbers')\nplt.show()");
+      assert.equal(chart.error, undefined);
+      const png = chart.results.find((r) => r.png);
+      assert.ok(png, `no PNG among ${JSON.stringify(chart.results.map((r) => r.formats()))}`);
+      assert.equal(Buffer.from(png.png, 'base64').subarray(1, 4).toString(), 'PNG');
+      const js = await sbx.runCode('const a = [1, 2, 3]; console.log(a.length * 2)',
+        { language: 'js' });
+      assert.equal(js.logs.stdout.join(''), '6\n');
+      const ctx = await sbx.createCodeContext({ language: 'python' });
+      assert.equal((await sbx.runCode('print(x)', { context: ctx })).logs.stdout.join(''), '2\n');
+    } finally {
+      await sbx.kill();
+    }
+  });
+});
+
+describe('E2B sandbox', () => {
+  let sbx;
+  before(async () => { sbx = await Base.create({ metadata: { suite: 'e2b-test' } }); });
+  after(async () => { await sbx?.kill(); });
+
+  test('files: write, read, list, exists, rename, remove', async () => {
+    await sbx.files.write('/home/user/hello.txt', 'Hello, world!');
+    assert.equal(await sbx.files.read('/home/user/hello.txt'), 'Hello, world!');
+    await sbx.files.write([{ path: '/home/user/data/a.bin', data: new Uint8Array([0, 1, 255]) }]);
+    assert.deepEqual(Array.from(await sbx.files.read('/home/user/data/a.bin',
+      { format: 'bytes' })), [0, 1, 255]);
+    const names = (await sbx.files.list('/home/user')).map((e) => e.name);
+    assert.ok(names.includes('hello.txt') && names.includes('data'), names.join(' '));
+    assert.equal(await sbx.files.exists('/home/user/nope.txt'), false);
+    await sbx.files.rename('/home/user/hello.txt', '/home/user/data/hello.txt');
+    assert.equal((await sbx.files.getInfo('/home/user/data/hello.txt')).size, 13);
+    await sbx.files.remove('/home/user/data');
+    assert.equal(await sbx.files.exists('/home/user/data'), false);
+    await assert.rejects(sbx.files.read('/home/user/gone.txt'), { name: 'FileNotFoundError' });
+  });
+
+  test('commands: output as it comes, exit codes, a background command killed by pid',
+    async () => {
+      const lines = [];
+      const r = await sbx.commands.run('echo one; echo two >&2; echo three',
+        { onStdout: (d) => lines.push(d) });
+      assert.equal(r.exitCode, 0);
+      assert.equal(r.stdout, 'one\nthree\n');
+      assert.equal(r.stderr, 'two\n');
+      assert.equal(lines.join(''), 'one\nthree\n');
+      await assert.rejects(sbx.commands.run('exit 3'),
+        (e) => e instanceof CommandExitError && e.exitCode === 3);
+      const bg = await sbx.commands.run('sleep 60', { background: true });
+      assert.ok((await sbx.commands.list()).some((p) => p.pid === bg.pid));
+      assert.equal(await sbx.commands.kill(bg.pid), true);
+      await assert.rejects(bg.wait(), (e) => e instanceof CommandExitError);
+      assert.ok(await waitFor(async () =>
+        !(await sbx.commands.list()).some((p) => p.pid === bg.pid)));
+    });
+
+  test('a PTY follows a resize', async () => {
+    let shown = '';
+    const t = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { shown += decode(d); } });
+    await sbx.pty.sendInput(t.pid, new TextEncoder().encode('stty size\n'));
+    assert.ok(await waitFor(() => shown.includes('24 80')), shown);
+    await sbx.pty.resize(t.pid, { cols: 100, rows: 30 });
+    await sbx.pty.sendInput(t.pid, new TextEncoder().encode('stty size\n'));
+    assert.ok(await waitFor(() => shown.includes('30 100')), shown);
+    assert.equal(await sbx.pty.kill(t.pid), true);
+  });
+
+  test('list by metadata, setTimeout, and connect from a second client', async () => {
+    const page = await Base.list({ query: { metadata: { suite: 'e2b-test' } } }).nextItems();
+    assert.deepEqual(page.map((s) => s.sandboxId), [sbx.sandboxId]);
+    const none = await Base.list({ query: { metadata: { suite: 'other' } } }).nextItems();
+    assert.deepEqual(none, []);
+    await sbx.setTimeout(600 * 1000);
+    const info = await sbx.getInfo();
+    assert.ok(info.endAt.getTime() - Date.now() > 500 * 1000);
+    const second = await Base.connect(sbx.sandboxId);
+    assert.equal((await second.commands.run('echo from the second')).stdout,
+      'from the second\n');
+  });
+});
+
+test('allowOut lets one loopback host through and no other', async () => {
+  const sbx = await Base.create({ network: { allowOut: ['127.0.0.1'], denyOut: ['0.0.0.0/0'] } });
+  try {
+    const ok = await sbx.commands.run(`curl -sS http://127.0.0.1:${inside.address().port}/`);
+    assert.equal(ok.stdout, 'inside');
+    await assert.rejects(
+      sbx.commands.run(`curl -sS -f http://127.0.0.2:${outside.address().port}/`),
+      (e) => e instanceof CommandExitError && !e.stdout.includes('outside'));
+  } finally {
+    await sbx.kill();
+  }
+  // A destination outside the deployer's rules is refused at create.
+  await assert.rejects(Base.create({ network: { allowOut: ['10.9.9.9'] } }),
+    /10\.9\.9\.9 is not among the destinations this deployment allows/);
+});
+
+test('what is not supported fails naming itself', async () => {
+  await assert.rejects(Base.create('my-own-template'), /template 'my-own-template' not found/);
+  const sbx = await Base.create();
+  try {
+    await assert.rejects(sbx.pause(), /pause .* is not supported by agentjail/);
+  } finally {
+    await sbx.kill();
+  }
+  await assert.rejects(Base.getInfo(sbx.sandboxId), NotFoundError);
+});
+
+test("another key's sandbox is as unknown as a made-up one", async () => {
+  const sbx = await Base.create();
+  try {
+    const as = { apiKey: otherKey };
+    await assert.rejects(Base.getInfo(sbx.sandboxId, as), NotFoundError);
+    await assert.rejects(Base.getInfo('0123456789abcdef0123456789abcdef', as), NotFoundError);
+    assert.equal(await Base.kill(sbx.sandboxId, as), false);
+    await assert.rejects(Base.connect(sbx.sandboxId, as));
+    assert.deepEqual(await Base.list(as).nextItems(), []);
+    // The sandbox goes on for its own key.
+    assert.equal((await sbx.commands.run('echo still')).stdout, 'still\n');
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('no sandbox process is left behind', async () => {
+  assert.ok(await waitFor(() => sandboxProcesses() === 0), `${sandboxProcesses()} left`);
+});
