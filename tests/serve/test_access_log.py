@@ -86,3 +86,30 @@ def test_a_log_file_that_cannot_be_opened_stops_serve(start, tmp_path):
                         str(tmp_path / "no" / "such" / "dir" / "log")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--access-log" in r.stderr and "No such file" in r.stderr
+
+
+def test_commands_and_e2b_routes_are_logged_by_shape(start):
+    s = start("--timeout", "10")
+    sid = s.request("POST", "/v1/sessions").json()["id"]
+    assert s.request("POST", f"/v1/sessions/{sid}/exec", {"command": "true"}).code == 200
+    pid = s.request("POST", f"/v1/sessions/{sid}/processes", {"command": "true"}).json()["pid"]
+    assert s.request("GET", f"/v1/sessions/{sid}/processes/{pid}?wait=30").code == 200
+    # The E2B-compatible API's control plane, its key in X-API-KEY.
+    sbx = s.request("POST", "/sandboxes", {"templateID": "base"}, key=None,
+                    headers={"X-API-KEY": s.key})
+    assert sbx.code == 201
+    e2b_id = sbx.json()["sandboxID"]
+    assert s.request("DELETE", f"/sandboxes/{e2b_id}", key=None,
+                     headers={"X-API-KEY": s.key}).code == 204
+    assert s.request("DELETE", f"/v1/sessions/{sid}").code == 204
+
+    def logged():
+        return [x for x in requests(lines(s.stderr))
+                if x["method"] == "DELETE" and x["route"] == "/v1/sessions/{id}"]
+    assert wait_for(logged)
+    routes = {x["route"] for x in requests(lines(s.stderr))}
+    for shape in ("/v1/sessions/{id}/exec", "/v1/sessions/{id}/processes",
+                  "/v1/sessions/{id}/processes/{pid}", "/sandboxes", "/sandboxes/{id}"):
+        assert shape in routes, (shape, routes)
+    assert "(unknown)" not in routes
+    assert not any(sid in r or e2b_id in r for r in routes)

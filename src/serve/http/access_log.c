@@ -51,6 +51,73 @@ static const char *after_id(const char *p)
 	return s ? s : p + strlen(p);
 }
 
+/* tail (what follows a session's id) as one of the shapes below, or NULL. */
+static const char *session_shape(const char *rest)
+{
+	static const struct {
+		const char *tail, *shape;
+	} tails[] = {{"", "/v1/sessions/{id}"},
+		     {"/runs", "/v1/sessions/{id}/runs"},
+		     {"/exec", "/v1/sessions/{id}/exec"},
+		     {"/egress", "/v1/sessions/{id}/egress"},
+		     {"/files", "/v1/sessions/{id}/files"},
+		     {"/processes", "/v1/sessions/{id}/processes"}};
+	for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++)
+		if (!strcmp(rest, tails[i].tail))
+			return tails[i].shape;
+	if (!strncmp(rest, "/files/", 7))
+		return "/v1/sessions/{id}/files/{path}";
+	if (strncmp(rest, "/processes/", 11) || !rest[11])
+		return NULL;
+	const char *sub = after_id(rest + 11);
+	static const char *const procs[] = {"/events", "/stdin", "/signal", "/resize"};
+	static const char *const shapes[] = {
+		"/v1/sessions/{id}/processes/{pid}/events", "/v1/sessions/{id}/processes/{pid}/stdin",
+		"/v1/sessions/{id}/processes/{pid}/signal", "/v1/sessions/{id}/processes/{pid}/resize"};
+	if (!*sub)
+		return "/v1/sessions/{id}/processes/{pid}";
+	for (size_t i = 0; i < 4; i++)
+		if (!strcmp(sub, procs[i]))
+			return shapes[i];
+	return NULL;
+}
+
+/* The E2B-compatible API's paths (e2b/e2b.h) as their shapes, or NULL. */
+static const char *e2b_shape(const char *path)
+{
+	static const char *const fixed[] = {
+		"/health", "/files", "/execute", "/contexts", "/sandboxes", "/v2/sandboxes",
+		/* envd's Connect-RPC methods: a fixed set, so a name is never a
+		 * client's text. */
+		"/process.Process/Start", "/process.Process/Connect", "/process.Process/List",
+		"/process.Process/SendInput", "/process.Process/StreamInput",
+		"/process.Process/SendSignal", "/process.Process/CloseStdin",
+		"/process.Process/Update", "/filesystem.Filesystem/Stat",
+		"/filesystem.Filesystem/ListDir", "/filesystem.Filesystem/MakeDir",
+		"/filesystem.Filesystem/Move", "/filesystem.Filesystem/Remove",
+		"/filesystem.Filesystem/WatchDir"};
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		if (!strcmp(path, fixed[i]))
+			return fixed[i];
+	const char *p = !strncmp(path, "/v2", 3) ? path + 3 : path;
+	if (!strncmp(p, "/sandboxes/", 11) && p[11]) {
+		const char *rest = after_id(p + 11);
+		static const char *const tails[] = {"", "/timeout", "/connect", "/refreshes",
+						    "/pause", "/resume", "/fork", "/metrics"};
+		static const char *const shapes[] = {
+			"/sandboxes/{id}",       "/sandboxes/{id}/timeout", "/sandboxes/{id}/connect",
+			"/sandboxes/{id}/refreshes", "/sandboxes/{id}/pause", "/sandboxes/{id}/resume",
+			"/sandboxes/{id}/fork",  "/sandboxes/{id}/metrics"};
+		for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++)
+			if (!strcmp(rest, tails[i]))
+				return shapes[i];
+	}
+	if (!strncmp(path, "/contexts/", 10) && path[10])
+		return !strcmp(after_id(path + 10), "/restart") ? "/contexts/{id}/restart"
+								 : "/contexts/{id}";
+	return NULL;
+}
+
 const char *access_log_route(const char *path)
 {
 	static const char *const fixed[] = {"/v1/health", "/v1/tiers", "/metrics", "/mcp",
@@ -58,6 +125,7 @@ const char *access_log_route(const char *path)
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		if (!strcmp(path, fixed[i]))
 			return fixed[i];
+	const char *shape = NULL;
 	if (!strncmp(path, "/v1/runs/", 9) && path[9]) {
 		const char *rest = after_id(path + 9);
 		if (!*rest)
@@ -65,20 +133,12 @@ const char *access_log_route(const char *path)
 		if (!strcmp(rest, "/events"))
 			return "/v1/runs/{id}/events";
 	} else if (!strncmp(path, "/v1/sessions/", 13) && path[13]) {
-		const char *rest = after_id(path + 13);
-		if (!*rest)
-			return "/v1/sessions/{id}";
-		if (!strcmp(rest, "/runs"))
-			return "/v1/sessions/{id}/runs";
-		if (!strcmp(rest, "/egress"))
-			return "/v1/sessions/{id}/egress";
-		if (!strcmp(rest, "/files"))
-			return "/v1/sessions/{id}/files";
-		if (!strncmp(rest, "/files/", 7))
-			return "/v1/sessions/{id}/files/{path}";
+		shape = session_shape(after_id(path + 13));
+	} else {
+		shape = e2b_shape(path);
 	}
 	/* A path no route takes is not written: it is the client's text. */
-	return "(unknown)";
+	return shape ? shape : "(unknown)";
 }
 
 /* Writes o as one line (o consumed). */
