@@ -26,6 +26,13 @@ static size_t route_body_limit(void *ctx, const char *method, const char *path)
 	return e2b_is(path) ? e2b_body_limit(ctx, method, path) : api_body_limit(ctx, method, path);
 }
 
+static void reword(void *ctx, const char *path, struct http_response *rs)
+{
+	(void)ctx;
+	if (e2b_is(path))
+		e2b_reword(path, rs);
+}
+
 static const struct key *sandbox_key(void *ctx, const char *id, const char *token,
 				     const char **name)
 {
@@ -89,6 +96,7 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .api = route_api,
 				    .needs_key = route_needs_key,
 				    .sandbox_key = sandbox_key,
+				    .reword = reword,
 				    .body_limit = route_body_limit,
 				    .mcp = route_mcp,
 				    .authenticate = wired_key,

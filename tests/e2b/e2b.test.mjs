@@ -247,6 +247,8 @@ test("another key's sandbox is as unknown as a made-up one", async () => {
     await assert.rejects(Base.getInfo(sbx.sandboxId, as), NotFoundError);
     await assert.rejects(Base.getInfo('0123456789abcdef0123456789abcdef', as), NotFoundError);
     assert.equal(await Base.kill(sbx.sandboxId, as), false);
+    await assert.rejects(Base.create({ apiKey: `e2b_${'0'.repeat(64)}` }),
+      (e) => e.name === 'AuthenticationError' && /a valid key is required: X-API-KEY/.test(e.message));
     await assert.rejects(Base.connect(sbx.sandboxId, as));
     assert.deepEqual(await Base.list(as).nextItems(), []);
     // The sandbox goes on for its own key.

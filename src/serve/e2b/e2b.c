@@ -159,6 +159,32 @@ static void data_plane(struct service *svc, const struct http_request *rq,
 	json_decref(c.sb.metadata);
 }
 
+void e2b_reword(const char *path, struct http_response *rs)
+{
+	json_t *b = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
+	const char *m = json_string_value(json_object_get(json_object_get(b, "error"), "message"));
+	char message[600];
+	snprintf(message, sizeof message, "%s",
+		 rs->code == 401 ? "a valid key is required: X-API-KEY (E2B_API_KEY: an agentjail "
+				   "key), or a sandbox's own access token for its calls"
+		 : m		 ? m
+				 : "refused");
+	json_decref(b);
+	free(rs->body);
+	rs->body = NULL;
+	int status = rs->code;
+	bool rpc = !strncmp(path, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
+		   !strncmp(path, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
+	unsigned retry = rs->retry_after;
+	const char *allow = rs->allow;
+	respond_json(rs, status,
+		     rpc ? json_pack("{s:s, s:s}", "code", connect_code_of_http(status), "message",
+				     message)
+			 : json_pack("{s:i, s:s}", "code", status, "message", message));
+	rs->retry_after = retry;
+	rs->allow = allow;
+}
+
 void e2b_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	if (atomic_load(&svc->draining))

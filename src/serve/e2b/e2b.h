@@ -39,5 +39,8 @@ size_t e2b_body_limit(const struct service *svc, const char *method, const char 
 const struct key *e2b_sandbox_key(struct service *svc, const char *id, const char *token,
 				  const char **name);
 void e2b_handle(struct service *svc, const struct http_request *rq, struct http_response *rs);
+/* A v1 error answer on one of the wing's paths in E2B's words: {"code":
+ * status, "message"}, or a Connect error's {"code": name, "message"}. */
+void e2b_reword(const char *path, struct http_response *rs);
 
 #endif

@@ -58,6 +58,7 @@ struct conn_state {
 			   * once the body ends; 0: none */
 	bool refused;     /* an answer is queued before the body was read */
 	bool has_body;    /* the request announced a body (length or chunked) */
+	char *path;       /* the request's, for the words of a refusal (reword) */
 	size_t dropped;   /* body bytes read and dropped after the refusal */
 	double refused_ms; /* when it was refused (now_ms); 0: not refused */
 	const struct key *key;
@@ -275,6 +276,14 @@ static struct conn_watch *watch_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* A refusal this server makes itself, in the words of the request's API
+ * (the E2B API's error shape on its paths). */
+static void reword(const struct conn_state *st, struct http_response *rs)
+{
+	if (routes->reword && st->path)
+		routes->reword(routes->ctx, st->path, rs);
+}
+
 /* An answer sent before the body is read: what the client still sends is
  * dropped, under the drain's bounds. */
 static enum MHD_Result refuse_early(struct MHD_Connection *conn, struct conn_state *st,
@@ -282,6 +291,7 @@ static enum MHD_Result refuse_early(struct MHD_Connection *conn, struct conn_sta
 {
 	st->refused = true;
 	st->refused_ms = now_ms();
+	reword(st, rs);
 	return reply(conn, st, rs);
 }
 
@@ -323,6 +333,7 @@ static enum MHD_Result on_head(struct MHD_Connection *conn, struct conn_state *s
 	st->started_ms = now_ms();
 	st->method = access_log_method(method);
 	st->route = access_log_route(url);
+	st->path = strdup(url); /* NULL: refusals keep the v1 words */
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t length = st->length = cl ? strtoull(cl, NULL, 10) : 0;
@@ -408,6 +419,7 @@ static enum MHD_Result on_body(struct MHD_Connection *conn, struct conn_state *s
 			      config->body_sec);
 		st->refused = true;
 		*size = 0;
+		reword(st, &rs);
 		return reply(conn, st, &rs);
 	}
 	size_t n = *size;
@@ -439,6 +451,7 @@ static enum MHD_Result late_refusal(struct MHD_Connection *conn, struct conn_sta
 			      "the body is more than the %zu bytes this route takes", st->limit);
 	else
 		refuse_body_budget(&rs, st->late == 429 ? BODY_BUDGET_KEY : BODY_BUDGET_SERVER);
+	reword(st, &rs);
 	return reply(conn, st, &rs);
 }
 
@@ -523,6 +536,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	conn_watch_next(st->watch);
 	free(st->body);
+	free(st->path);
 	body_budget_release(st->key, st->reserved);
 	/* A large body (and what its route parsed from it) was freed into
 	 * this thread's malloc arena, which keeps it: after a burst of them

@@ -51,6 +51,10 @@ struct http_handlers {
 	const struct key *(*sandbox_key)(void *ctx, const char *id, const char *token,
 					 const char **name);
 	void (*count)(void *ctx, enum http_event ev, int code);
+	/* A refusal the server makes itself (no key, too large, over a body
+	 * budget, too slow), rs's v1 error, rewritten in the words of path's
+	 * API; NULL: as it is. */
+	void (*reword)(void *ctx, const char *path, struct http_response *rs);
 	/* Whether the server is shutting down (answers then close). */
 	bool (*draining)(void *ctx);
 	/* Called with the request's head (method, path, key; no body yet)
