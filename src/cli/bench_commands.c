@@ -9,7 +9,7 @@
  *              run (aj_run_lang) and a session's call (aj_session_run_lang)
  *              on the first tier chosen: medians and the ratio to bare
  *              node (goal: a session call at most 0.3 x).
- *   first byte a background command that prints at once (`echo x; exec
+ *   first byte a background command that prints at crow_once (`echo x; exec
  *              sleep 30`): from aj_session_spawn's call to the first byte
  *              a read (aj_session_proc_read) hands over, per tier: median
  *              (goal: 5 ms); the command is then killed and waited for.
@@ -103,7 +103,7 @@ static double first_byte_ms(struct aj_session *s)
 	return t;
 }
 
-static double once(struct crow *c)
+static double crow_once(struct crow *c)
 {
 	switch (c->kind) {
 	case BARE_TRUE:
@@ -120,7 +120,7 @@ static double once(struct crow *c)
 	return -1;
 }
 
-static struct crow *add(struct cbench *b, enum crow_kind kind, enum aj_tier t, const char *name)
+static struct crow *add_crow(struct cbench *b, enum crow_kind kind, enum aj_tier t, const char *name)
 {
 	if (b->nr >= MAX_CROWS)
 		return NULL;
@@ -148,7 +148,7 @@ static char **argv2(const char *a, const char *b, const char *c)
 static void make_rows(struct cbench *b, const struct aj_config *base,
 		      const struct tier_choice *choice)
 {
-	add(b, BARE_TRUE, AJ_TIER_PROCESS, "bare /bin/true")->argv = argv2("/bin/true", NULL, NULL);
+	add_crow(b, BARE_TRUE, AJ_TIER_PROCESS, "bare /bin/true")->argv = argv2("/bin/true", NULL, NULL);
 	b->node = measure_find_in_path("node");
 	if (!b->node)
 		b->node = measure_find_in_path("nodejs");
@@ -169,9 +169,9 @@ static void make_rows(struct cbench *b, const struct aj_config *base,
 		}
 		char name[64];
 		snprintf(name, sizeof name, "exec true: %s", aj_tier_name((enum aj_tier)t));
-		add(b, EXEC_TRUE, (enum aj_tier)t, name)->s = s;
+		add_crow(b, EXEC_TRUE, (enum aj_tier)t, name)->s = s;
 		snprintf(name, sizeof name, "first byte: %s", aj_tier_name((enum aj_tier)t));
-		add(b, FIRST_BYTE, (enum aj_tier)t, name)->s = fs;
+		add_crow(b, FIRST_BYTE, (enum aj_tier)t, name)->s = fs;
 		if (js_done || !b->node)
 			continue;
 		struct aj_sandbox *sb = NULL;
@@ -181,12 +181,12 @@ static void make_rows(struct cbench *b, const struct aj_config *base,
 			continue;
 		}
 		js_done = true;
-		add(b, BARE_NODE, (enum aj_tier)t, "bare node -e")->argv =
+		add_crow(b, BARE_NODE, (enum aj_tier)t, "bare node -e")->argv =
 			argv2(b->node, "-e", JS_CODE);
 		snprintf(name, sizeof name, "js one-shot: %s", aj_tier_name((enum aj_tier)t));
-		add(b, JS_ONE_SHOT, (enum aj_tier)t, name)->sb = sb;
+		add_crow(b, JS_ONE_SHOT, (enum aj_tier)t, name)->sb = sb;
 		snprintf(name, sizeof name, "js session: %s", aj_tier_name((enum aj_tier)t));
-		add(b, JS_SESSION, (enum aj_tier)t, name)->s = s;
+		add_crow(b, JS_SESSION, (enum aj_tier)t, name)->s = s;
 	}
 }
 
@@ -233,7 +233,7 @@ static json_t *result_json(struct cbench *b, long rounds)
 			 rows, "unavailable", un);
 }
 
-static void print_rows(json_t *root)
+static void print_crows(json_t *root)
 {
 	json_t *c = json_object_get(root, "commands");
 	printf("commands and JavaScript in a session, %lld interleaved rounds (medians)\n",
@@ -285,7 +285,7 @@ int bench_commands(const struct aj_config *cfg, const struct tier_choice *choice
 	for (long round = -warm; round < n; round++)
 		for (int i = 0; i < b->nr; i++) {
 			struct crow *c = &b->rows[i];
-			double t = once(c);
+			double t = crow_once(c);
 			if (round < 0 || !c->v)
 				continue;
 			if (t < 0)
@@ -299,7 +299,7 @@ int bench_commands(const struct aj_config *cfg, const struct tier_choice *choice
 		puts(s ? s : "{}");
 		free(s);
 	} else {
-		print_rows(root);
+		print_crows(root);
 	}
 	bool failed = b->nr <= 1;
 	for (int i = 0; i < b->nr; i++) {

@@ -26,7 +26,7 @@ static size_t route_body_limit(void *ctx, const char *method, const char *path)
 	return e2b_is(path) ? e2b_body_limit(ctx, method, path) : api_body_limit(ctx, method, path);
 }
 
-static void reword(void *ctx, const char *path, struct http_response *rs)
+static void reword_refusal(void *ctx, const char *path, struct http_response *rs)
 {
 	(void)ctx;
 	if (e2b_is(path))
@@ -96,7 +96,7 @@ void http_wiring(struct service *svc, struct http_config *cfg, struct http_handl
 				    .api = route_api,
 				    .needs_key = route_needs_key,
 				    .sandbox_key = sandbox_key,
-				    .reword = reword,
+				    .reword = reword_refusal,
 				    .body_limit = route_body_limit,
 				    .mcp = route_mcp,
 				    .authenticate = wired_key,

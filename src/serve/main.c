@@ -335,7 +335,7 @@ static int cmd_serve(int argc, char **argv)
 	metrics_init(&svc.metrics);
 	if (admission_init(&svc.adm, &svc.keys, svc.cfg.concurrency, svc.cfg.queue_size,
 			   svc.cfg.max_wait_sec) ||
-	    mcp_http_init(&svc) || e2b_open(&svc)) {
+	    mcp_http_init(&svc) || e2b_open(&svc, api_handle)) {
 		cli_error("serve: out of memory");
 		return 1;
 	}

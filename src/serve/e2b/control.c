@@ -6,7 +6,7 @@
  *                                          for, 201 with the sandbox's own
  *                                          access token
  *   GET    /sandboxes/ID                   info
- *   GET    /sandboxes, /v2/sandboxes       list (metadata filter, state,
+ *   GET    /sandboxes, /v2/sandboxes       list_sandboxes (metadata filter, state,
  *                                          limit, nextToken; X-Next-Token)
  *   DELETE /sandboxes/ID                   kill: DELETE /v1/sessions/ID
  *   POST   /sandboxes/ID/timeout           a new end, from now
@@ -29,25 +29,14 @@
 
 #include "../../core/internal.h"
 #include "../admit/service.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "control.h"
 #include "v1_client.h"
 
 /* E2B's default timeout for a sandbox, in seconds. */
 #define E2B_DEFAULT_TIMEOUT_SEC 300
 /* The templates a create may name: each is the deployer's sandbox. */
 static const char *const templates[] = {"base", "code-interpreter-v1", "code-interpreter", NULL};
-
-void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
-{
-	char m[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof m, fmt, ap);
-	va_end(ap);
-	free(rs->body);
-	rs->body = NULL;
-	respond_json(rs, status, json_pack("{s:i, s:s}", "code", status, "message", m));
-}
 
 static double now_unix(void)
 {
@@ -315,7 +304,7 @@ out:
 
 /* The caller's sandbox id, if its session is still open: 0, or -1 with the
  * 404 answered (a session that closed by itself is forgotten). */
-static int live(struct service *svc, const struct http_request *rq, struct http_response *rs,
+static int live_sandbox(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		const char *id, struct e2b_sandbox *out)
 {
 	struct e2b *e = e2b_of(svc);
@@ -333,7 +322,7 @@ static int live(struct service *svc, const struct http_request *rq, struct http_
 	return 0;
 }
 
-static void kill_sandbox(struct service *svc, const struct http_request *rq,
+static void kill_e2b_sandbox(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const char *id)
 {
 	if (e2b_sandboxes_remove(e2b_of(svc)->sandboxes, id, rq->key))
@@ -355,7 +344,7 @@ static void set_end(struct service *svc, const struct http_request *rq, struct h
 	if (!o)
 		return;
 	struct e2b_sandbox sb;
-	if (live(svc, rq, rs, id, &sb))
+	if (live_sandbox(svc, rq, rs, id, &sb))
 		goto out;
 	json_t *alias = json_object_get(o, field);
 	if (alias && strcmp(field, "timeout"))
@@ -381,7 +370,7 @@ static void info(struct service *svc, const struct http_request *rq, struct http
 		 const char *id)
 {
 	struct e2b_sandbox sb;
-	if (live(svc, rq, rs, id, &sb))
+	if (live_sandbox(svc, rq, rs, id, &sb))
 		return;
 	respond_json(rs, 200, info_json(svc, &sb));
 	json_decref(sb.metadata);
@@ -436,7 +425,7 @@ static bool metadata_matches(const struct e2b_sandbox *sb, const char *q)
 	return ok;
 }
 
-static void list(struct service *svc, const struct http_request *rq, struct http_response *rs,
+static void list_sandboxes(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		 bool v2)
 {
 	const char *state = http_query(rq, "state");
@@ -502,7 +491,7 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 		if (!strcmp(m, "POST"))
 			return create(svc, rq, rs);
 		if (!strcmp(m, "GET"))
-			return list(svc, rq, rs, v2);
+			return list_sandboxes(svc, rq, rs, v2);
 		return respond_method(rs, m, "GET, POST");
 	}
 	char id[40];
@@ -513,7 +502,7 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 		if (!strcmp(m, "GET"))
 			return info(svc, rq, rs, id);
 		if (!strcmp(m, "DELETE"))
-			return kill_sandbox(svc, rq, rs, id);
+			return kill_e2b_sandbox(svc, rq, rs, id);
 		return respond_method(rs, m, "GET, DELETE");
 	}
 	if (strcmp(m, "POST") && strcmp(rest, "/metrics"))

@@ -9,24 +9,25 @@
 #include "../admit/service.h"
 #include "../http/keys.h"
 #include "connect_rpc.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "control.h"
+#include "e2b.h"
+#include "execute.h"
+#include "files.h"
+#include "process.h"
 #include "v1_client.h"
 
 #define PROCESS_PREFIX "/process.Process/"
 #define FILESYSTEM_PREFIX "/filesystem.Filesystem/"
 
-struct e2b *e2b_of(struct service *svc)
-{
-	return svc->e2b;
-}
-
-int e2b_open(struct service *svc)
+int e2b_open(struct service *svc, e2b_v1_fn v1)
 {
 	struct e2b *e = calloc(1, sizeof *e);
 	if (!e || !(e->sandboxes = e2b_sandboxes_new())) {
 		free(e);
 		return -ENOMEM;
 	}
+	e->v1 = v1;
 	svc->e2b = e;
 	return 0;
 }
@@ -102,16 +103,6 @@ const struct key *e2b_sandbox_key(struct service *svc, const char *id, const cha
 	const struct key *k = svc->e2b ? e2b_sandboxes_key(svc->e2b->sandboxes, id, token) : NULL;
 	*name = k ? k->name : NULL;
 	return k;
-}
-
-const char *e2b_path(const char *path, char *out, size_t n)
-{
-	size_t h = strlen(E2B_HOME);
-	if (!strncmp(path, E2B_HOME, h) && (!path[h] || path[h] == '/'))
-		snprintf(out, n, "%s%s", AJ_SESSION_WORKSPACE, path + h);
-	else
-		snprintf(out, n, "%s", path);
-	return out;
 }
 
 /* A data-plane call: the sandbox its E2b-Sandbox-Id names, the caller's. */

@@ -18,12 +18,14 @@
 #include <stddef.h>
 
 #include "../http/respond.h"
+#include "common.h"
 
 struct service;
 struct key;
 
-/* The wing's state into svc (svc->e2b): 0, or -ENOMEM. */
-int e2b_open(struct service *svc);
+/* The wing's state into svc (svc->e2b), its calls going to v1: 0, or
+ * -ENOMEM. */
+int e2b_open(struct service *svc, e2b_v1_fn v1);
 void e2b_close(struct service *svc);
 /* Closes the sandboxes whose E2B timeout has passed (serve's main loop,
  * each second). */

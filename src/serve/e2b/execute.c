@@ -24,7 +24,8 @@
 #include <time.h>
 
 #include "../../core/internal.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "execute.h"
 #include "sse_in.h"
 #include "v1_client.h"
 
@@ -124,7 +125,7 @@ static json_t *error_of(json_t *res)
 			 "traceback", err ? err : "");
 }
 
-static int take_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
+static int cell_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 {
 	struct xstream *x = arg;
 	if (!ev)
@@ -224,7 +225,7 @@ static void execute(struct e2b_call *c)
 			e2b_error(c->rs, 500, "out of memory");
 			goto out;
 		}
-		x->in.on_event = take_event;
+		x->in.on_event = cell_event;
 		x->in.arg = x;
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/runs", c->sb.id);

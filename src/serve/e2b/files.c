@@ -24,7 +24,8 @@
 
 #include "../../core/internal.h"
 #include "connect_rpc.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "files.h"
 #include "v1_client.h"
 
 /* The workspace's paths as E2B's (its home). */
@@ -38,7 +39,7 @@ static const char *e2b_view(const char *path, char *out, size_t n)
 	return out;
 }
 
-static void file_error(struct http_response *rs, struct http_response *v1, const char *path)
+static void e2b_file_error(struct http_response *rs, struct http_response *v1, const char *path)
 {
 	char m[400];
 	v1_error_message(v1, m, sizeof m);
@@ -47,7 +48,7 @@ static void file_error(struct http_response *rs, struct http_response *v1, const
 	e2b_error(rs, code == 410 ? 404 : code, "%s: %s", path, m[0] ? m : "refused");
 }
 
-static void read_file(struct e2b_call *c, const char *path)
+static void read_e2b_file(struct e2b_call *c, const char *path)
 {
 	char p[4200], url[4400];
 	snprintf(url, sizeof url, "/v1/sessions/%s/files/%s", c->sb.id,
@@ -55,7 +56,7 @@ static void read_file(struct e2b_call *c, const char *path)
 	struct http_response v1;
 	v1_call(c->svc, c->rq->key, "GET", url, NULL, NULL, &v1);
 	if (v1.code != 200)
-		return file_error(c->rs, &v1, path);
+		return e2b_file_error(c->rs, &v1, path);
 	/* The v1 answer as it is: its bytes, whole or streamed. */
 	*c->rs = v1;
 	c->rs->content_type = "application/octet-stream";
@@ -71,7 +72,7 @@ static int put_one(struct e2b_call *c, const char *path, const char *data, size_
 	struct http_response v1;
 	v1_call_raw(c->svc, c->rq->key, "PUT", url, data, len, &v1);
 	if (v1.code >= 300) {
-		file_error(c->rs, &v1, path);
+		e2b_file_error(c->rs, &v1, path);
 		return -1;
 	}
 	v1_free(&v1);
@@ -181,7 +182,7 @@ void e2b_files(struct e2b_call *c)
 	if (!strcmp(c->rq->method, "GET")) {
 		if (!path)
 			return e2b_error(c->rs, 400, "?path= is required");
-		return read_file(c, path);
+		return read_e2b_file(c, path);
 	}
 	if (!strcmp(c->rq->method, "POST"))
 		return write_files(c, path);

@@ -25,7 +25,9 @@
 
 #include "../../core/internal.h"
 #include "connect_rpc.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "process.h"
+#include "process_stream.h"
 #include "v1_client.h"
 
 /* The pid a request's {"process": {"pid": N}} names, or 0 with the error
@@ -96,7 +98,7 @@ static void close_stdin(struct e2b_call *c, json_t *msg)
 		proc_post(c, pid, "stdin", json_pack("{s:b}", "close", 1));
 }
 
-static void send_signal(struct e2b_call *c, json_t *msg)
+static void signal_process(struct e2b_call *c, json_t *msg)
 {
 	uint32_t pid = selected_pid(c->rq, c->rs, msg);
 	if (!pid)
@@ -128,7 +130,7 @@ static void update(struct e2b_call *c, json_t *msg)
 			    json_object_get(size, "rows")));
 }
 
-static void list(struct e2b_call *c)
+static void list_processes(struct e2b_call *c)
 {
 	char path[128];
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes", c->sb.id);
@@ -218,7 +220,7 @@ static json_t *spawn_body(struct e2b_call *c, json_t *msg)
 	return body;
 }
 
-static void start(struct e2b_call *c, json_t *msg)
+static void start_process(struct e2b_call *c, json_t *msg)
 {
 	json_t *body = spawn_body(c, msg);
 	if (!body)
@@ -273,17 +275,17 @@ void e2b_process(struct e2b_call *c, const char *method)
 	if (!msg)
 		return;
 	if (!strcmp(method, "Start"))
-		start(c, msg);
+		start_process(c, msg);
 	else if (!strcmp(method, "Connect"))
 		connect_to(c, msg);
 	else if (!strcmp(method, "List"))
-		list(c);
+		list_processes(c);
 	else if (!strcmp(method, "SendInput"))
 		send_input(c, msg);
 	else if (!strcmp(method, "CloseStdin"))
 		close_stdin(c, msg);
 	else if (!strcmp(method, "SendSignal"))
-		send_signal(c, msg);
+		signal_process(c, msg);
 	else if (!strcmp(method, "Update"))
 		update(c, msg);
 	else if (!strcmp(method, "StreamInput"))

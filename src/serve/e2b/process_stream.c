@@ -10,7 +10,8 @@
 
 #include "../../core/internal.h"
 #include "connect_rpc.h"
-#include "e2b_internal.h"
+#include "common.h"
+#include "process_stream.h"
 #include "sse_in.h"
 #include "v1_client.h"
 
@@ -58,17 +59,17 @@ static json_t *end_event(json_t *result)
 			 "error", status);
 }
 
-static int emit(struct pstream *s, int flags, json_t *msg)
+static int emit_envelope(struct pstream *s, int flags, json_t *msg)
 {
 	return connect_envelope(&s->out, &s->len, &s->cap, flags, msg);
 }
 
 /* One v1 event (name NULL: a keep-alive) as envelopes. */
-static int take_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
+static int process_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 {
 	struct pstream *s = arg;
 	if (!ev)
-		return emit(s, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+		return emit_envelope(s, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
 	if (!strcmp(ev, "stdout") || !strcmp(ev, "stderr")) {
 		const char *text = json_string_value(json_object_get(d, "text"));
 		const char *b64 = json_string_value(json_object_get(d, "base64"));
@@ -76,7 +77,7 @@ static int take_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 		const char *field = s->pty ? "pty" : ev;
 		int rc = 0;
 		if (text || b64)
-			rc = emit(s, 0, json_pack("{s:{s:{s:s}}}", "event", "data", field,
+			rc = emit_envelope(s, 0, json_pack("{s:{s:{s:s}}}", "event", "data", field,
 						  enc ? enc : b64));
 		free(enc);
 		return rc;
@@ -84,7 +85,7 @@ static int take_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 	if (!strcmp(ev, "result")) {
 		in->stop = true;
 		s->done = true;
-		return emit(s, 0, json_pack("{s:{s:o}}", "event", "end", end_event(d))) ||
+		return emit_envelope(s, 0, json_pack("{s:{s:o}}", "event", "end", end_event(d))) ||
 		       connect_end(&s->out, &s->len, &s->cap, NULL, NULL);
 	}
 	return 0;
@@ -99,7 +100,7 @@ static long pstream_read(void *arg, char *buf, size_t max)
 		s->len = s->pos = 0;
 		if (!s->started) {
 			s->started = true;
-			if (emit(s, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)s->pid)))
+			if (emit_envelope(s, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)s->pid)))
 				return -1;
 			continue;
 		}
@@ -140,7 +141,7 @@ void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty)
 		return connect_error(c->rq, c->rs, "internal", "out of memory");
 	s->pid = pid;
 	s->pty = pty;
-	s->in.on_event = take_event;
+	s->in.on_event = process_event;
 	s->in.arg = s;
 	char path[160];
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes/%u/events", c->sb.id, pid);

@@ -62,7 +62,7 @@ int e2b_sandboxes_add(struct e2b_sandboxes *t, struct e2b_sandbox *sb)
 }
 
 /* The one for id (NULL key: any key's); the lock held. */
-static struct e2b_sandbox **find(struct e2b_sandboxes *t, const char *id, const struct key *key)
+static struct e2b_sandbox **find_sandbox(struct e2b_sandboxes *t, const char *id, const struct key *key)
 {
 	for (struct e2b_sandbox **p = &t->head; *p; p = &(*p)->next)
 		if (!strcmp((*p)->id, id) && (!key || (*p)->key == key))
@@ -81,7 +81,7 @@ int e2b_sandboxes_get(struct e2b_sandboxes *t, const char *id, const struct key 
 		      struct e2b_sandbox *out)
 {
 	pthread_mutex_lock(&t->lock);
-	struct e2b_sandbox **p = find(t, id, key);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
 	if (p)
 		copy_out(*p, out);
 	pthread_mutex_unlock(&t->lock);
@@ -93,7 +93,7 @@ const struct key *e2b_sandboxes_key(struct e2b_sandboxes *t, const char *id, con
 	const struct key *k = NULL;
 	size_t n = strlen(token);
 	pthread_mutex_lock(&t->lock);
-	struct e2b_sandbox **p = find(t, id, NULL);
+	struct e2b_sandbox **p = find_sandbox(t, id, NULL);
 	/* The token's bytes are compared whole, whatever matched first. */
 	if (p && n == E2B_TOKEN_HEX && !CRYPTO_memcmp((*p)->token, token, E2B_TOKEN_HEX))
 		k = (*p)->key;
@@ -104,7 +104,7 @@ const struct key *e2b_sandboxes_key(struct e2b_sandboxes *t, const char *id, con
 int e2b_sandboxes_remove(struct e2b_sandboxes *t, const char *id, const struct key *key)
 {
 	pthread_mutex_lock(&t->lock);
-	struct e2b_sandbox **p = find(t, id, key), *gone = p ? *p : NULL;
+	struct e2b_sandbox **p = find_sandbox(t, id, key), *gone = p ? *p : NULL;
 	if (p)
 		*p = gone->next;
 	pthread_mutex_unlock(&t->lock);
@@ -117,7 +117,7 @@ int e2b_sandboxes_set_end(struct e2b_sandboxes *t, const char *id, const struct 
 			  double end_unix)
 {
 	pthread_mutex_lock(&t->lock);
-	struct e2b_sandbox **p = find(t, id, key);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
 	if (p)
 		(*p)->end_unix = end_unix;
 	pthread_mutex_unlock(&t->lock);

@@ -5,7 +5,7 @@
 
 #include "sse_in.h"
 
-static int take_line(struct sse_in *in, const char *l, size_t n)
+static int sse_line(struct sse_in *in, const char *l, size_t n)
 {
 	if (!n) {
 		if (!in->event[0])
@@ -43,7 +43,7 @@ int sse_in_feed(struct sse_in *in, const char *p, size_t n)
 	for (size_t i = 0; i < in->len && !in->stop; i++) {
 		if (in->line[i] != '\n')
 			continue;
-		if (take_line(in, in->line + start, i - start))
+		if (sse_line(in, in->line + start, i - start))
 			return -1;
 		start = i + 1;
 	}

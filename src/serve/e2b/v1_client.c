@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../api_v1.h"
+#include "common.h"
 #include "v1_client.h"
 
 void v1_call_raw(struct service *svc, const struct key *key, const char *method,
@@ -17,7 +17,7 @@ void v1_call_raw(struct service *svc, const struct key *key, const char *method,
 				  .body_len = body ? len : 0,
 				  .key = key,
 				  .content_type = "application/octet-stream"};
-	api_handle(svc, &rq, rs);
+	e2b_of(svc)->v1(svc, &rq, rs);
 }
 
 void v1_call(struct service *svc, const struct key *key, const char *method, const char *path,
@@ -38,7 +38,7 @@ void v1_call(struct service *svc, const struct key *key, const char *method, con
 				  .key = key,
 				  .accept = accept,
 				  .content_type = "application/json"};
-	api_handle(svc, &rq, rs);
+	e2b_of(svc)->v1(svc, &rq, rs);
 	free(text);
 }
 

@@ -3,7 +3,8 @@
  * handed to the same routes, under the caller's key. So every rule the v1
  * API keeps (a key's sessions and admission, the deployer's terms, the
  * session's limits) holds for E2B's calls too, and both backends (this
- * machine, the queue's workers) serve them with nothing of E2B's own. */
+ * machine, the queue's workers) serve them with nothing of E2B's own. The
+ * routes are the handler e2b_open was given (api_v1.c's, from main.c). */
 #ifndef AJ_SERVE_E2B_V1_CLIENT_H
 #define AJ_SERVE_E2B_V1_CLIENT_H
 

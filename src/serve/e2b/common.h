@@ -1,14 +1,17 @@
-/* What the E2B wing's files share (e2b.h is its face to serve). */
-#ifndef AJ_SERVE_E2B_INTERNAL_H
-#define AJ_SERVE_E2B_INTERNAL_H
+/* What the E2B wing's files share (e2b.h is its face to serve): its
+ * state, one data-plane call, the path mapping, the control plane's error
+ * shape (common.c). */
+#ifndef AJ_SERVE_E2B_COMMON_H
+#define AJ_SERVE_E2B_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../http/respond.h"
-#include "e2b.h"
 #include "sandboxes.h"
+
+struct service;
 
 /* The version of envd this API answers as: the SDKs gate features on it
  * (stdin false 0.3.0, CloseStdin 0.5.2, octet-stream uploads 0.5.7,
@@ -17,8 +20,14 @@
 /* E2B's home directory, which is agentjail's workspace here. */
 #define E2B_HOME "/home/user"
 
+/* The v1 API's handler, which the wing calls for everything it does
+ * (v1_client.h): handed in by the layer above that holds both. */
+typedef void (*e2b_v1_fn)(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs);
+
 struct e2b {
 	struct e2b_sandboxes *sandboxes;
+	e2b_v1_fn v1; /* the v1 API's routes (api_v1.c's api_handle, given by main.c) */
 };
 
 /* One data-plane call: the request, its answer, the sandbox it is for
@@ -37,16 +46,5 @@ const char *e2b_path(const char *path, char *out, size_t n);
 /* {"code": status, "message"}: the control plane's error shape. */
 void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* control.c: /sandboxes and /v2/sandboxes. */
-void e2b_control(struct service *svc, const struct http_request *rq, struct http_response *rs);
-/* process.c: /process.Process/METHOD; process_stream.c its streams. */
-void e2b_process(struct e2b_call *c, const char *method);
-void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty);
-/* files.c: GET and POST /files, and /filesystem.Filesystem/METHOD. */
-void e2b_files(struct e2b_call *c);
-void e2b_filesystem(struct e2b_call *c, const char *method);
-/* execute.c: /execute and /contexts (the code interpreter's port). */
-void e2b_code(struct e2b_call *c);
 
 #endif

@@ -1,0 +1,38 @@
+/* What the E2B wing's files share (common.h): its state, its path
+ * mapping and its control plane's error shape. The bottom of the wing:
+ * it calls none of its other files. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+#include "../admit/service.h"
+#include "common.h"
+
+struct e2b *e2b_of(struct service *svc)
+{
+	return svc->e2b;
+}
+
+const char *e2b_path(const char *path, char *out, size_t n)
+{
+	size_t h = strlen(E2B_HOME);
+	if (!strncmp(path, E2B_HOME, h) && (!path[h] || path[h] == '/'))
+		snprintf(out, n, "%s%s", AJ_SESSION_WORKSPACE, path + h);
+	else
+		snprintf(out, n, "%s", path);
+	return out;
+}
+
+void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
+{
+	char m[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	free(rs->body);
+	rs->body = NULL;
+	respond_json(rs, status, json_pack("{s:i, s:s}", "code", status, "message", m));
+}
