@@ -141,6 +141,8 @@ static void write_multipart(struct e2b_call *c, const char *path, const char *ct
 		const char *next = memmem(data, (size_t)(end - data), next_delim, dl + 2);
 		if (!next)
 			break;
+		/* Each part to its filename (the SDKs name it by its whole
+		 * path), else to ?path=. */
 		char name[4200];
 		if (!part_filename(head, (size_t)(hend - head), name, sizeof name)) {
 			if (!path)
@@ -148,8 +150,7 @@ static void write_multipart(struct e2b_call *c, const char *path, const char *ct
 						 "and ?path= is not given");
 			snprintf(name, sizeof name, "%s", path);
 		}
-		/* A lone file's part goes to ?path= when it is given. */
-		if (put_one(c, path ? path : name, data, (size_t)(next - data), out))
+		if (put_one(c, name, data, (size_t)(next - data), out))
 			return;
 		p = next + 2;
 	}
