@@ -34,7 +34,7 @@ TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
 SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
 SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
-.PHONY: all deps test test-loaded unit demo bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve clean examples
+.PHONY: all deps test test-loaded unit demo bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b clean examples
 all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
@@ -364,6 +364,11 @@ bench-launcher: $(LAUNCH_GEN)
 # scaling from one worker to two (bench/serve.py; Redis on loopback).
 bench-serve: all $(B)/bench-binding-c
 	@$(PYTHON) bench/serve.py
+
+# Time to first output through the E2B-compatible API, E2B's own SDK beside
+# the v1 API by fetch and by curl (bench/e2b.mjs; the SDKs of tests/e2b).
+bench-e2b: all $(E2B_DEPS)
+	@node bench/e2b.mjs 40 --tier process
 
 # The soak (bench/soak*.c): SOAK_SEQ sequential runs and SOAK_CONC at
 # concurrency 4 on one sandbox per tier, benign and hostile mixed, every
