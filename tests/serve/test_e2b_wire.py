@@ -215,3 +215,17 @@ def test_run_code_as_python_calls_it(start):
     errors = [json.loads(x) for x in data.decode().splitlines() if '"error"' in x]
     assert errors and errors[-1]["name"] == "ZeroDivisionError"
     assert control(s, "DELETE", f"/sandboxes/{sbx['sandboxID']}")[0] == 204
+
+
+def test_a_sandbox_whose_session_ended_is_gone(start):
+    s = start("--timeout", "10")
+    sbx = create_2_45(s)
+    sid = sbx["sandboxID"]
+    # Its session closed by agentjail's own API (as idleness or its lifetime
+    # would close it): the E2B API lists it no more, and knows it no more.
+    assert s.request("DELETE", f"/v1/sessions/{sid}").code == 204
+    code, _, data = control(s, "GET", "/v2/sandboxes?state=running,paused")
+    assert code == 200 and json.loads(data) == []
+    assert control(s, "GET", f"/sandboxes/{sid}")[0] == 404
+    code, _, data = unary(s, sbx, "/process.Process/List", {})
+    assert code == 404 and json.loads(data)["code"] == "not_found"

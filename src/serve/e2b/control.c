@@ -447,6 +447,14 @@ static void list_sandboxes(struct service *svc, const struct http_request *rq, s
 	}
 	long seen = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* A sandbox whose session agentjail closed (idle, its lifetime,
+		 * a failed sandbox) is forgotten, never listed. */
+		int held = svc->backend->session_held(svc, a[i].id, rq->key);
+		if (held == -ENOENT || held == -ESHUTDOWN) {
+			e2b_sandboxes_remove(e2b_of(svc)->sandboxes, a[i].id, rq->key);
+			json_decref(a[i].metadata);
+			continue;
+		}
 		if (metadata_matches(&a[i], md) && seen++ >= from &&
 		    (long)json_array_size(out) < (v2 ? limit : LONG_MAX))
 			json_array_append_new(out, info_json(svc, &a[i]));

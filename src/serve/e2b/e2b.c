@@ -166,6 +166,14 @@ void e2b_reword(const char *path, struct http_response *rs)
 	int status = rs->code;
 	bool rpc = !strncmp(path, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
 		   !strncmp(path, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
+	if (status == 401 && !control_path(path)) {
+		/* A sandbox's call without its token: as for an unknown sandbox,
+		 * whether or not the id names one (nothing tells a wrong token
+		 * from a sandbox that has ended). */
+		status = 404;
+		snprintf(message, sizeof message, "sandbox not found (or the access token is not "
+			 "its own): it may have ended");
+	}
 	unsigned retry = rs->retry_after;
 	const char *allow = rs->allow;
 	respond_json(rs, status,
