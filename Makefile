@@ -64,7 +64,7 @@ $(BOOT_GEN): src/boot/boot.py tools/c_string.py
 	python3 tools/c_string.py docker_boot_py < $< > $@.tmp && mv $@.tmp $@
 
 # The program's launcher (src/core/launch.py), as a C string: process,
-# container (jail.c), docker and gvisor (boot.py's argv) start main.py with it,
+# container (jail_plan.c), docker and gvisor (boot.py's argv) start main.py with it,
 # after the exit rules it shares with the session and the warm zygote
 # (src/core/exit_rule.py).
 LAUNCH_GEN := $(B)/gen/launch.inc
@@ -103,7 +103,7 @@ $(ZYGOTE_GEN): src/core/exit_rule.py src/warm/zygote.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py warm_zygote_py src/core/exit_rule.py src/warm/zygote.py > $@.tmp && mv $@.tmp $@
 
-HELPER_SRC := src/warm/helper.c src/linux/jail.c src/linux/jail_init.c src/linux/jail_inside.c \
+HELPER_SRC := src/warm/helper.c src/linux/jail_plan.c src/linux/jail_init.c src/linux/jail_inside.c \
 	src/linux/jail_root.c src/linux/jail_run.c src/linux/jail_session.c src/linux/jail_warm.c \
 	src/linux/mounts.c src/linux/creds.c src/linux/egress_door.c src/linux/egress_listen.c \
 	src/linux/rlimits.c src/linux/seccomp.c src/linux/spawn.c src/linux/report.c \

@@ -1,5 +1,5 @@
 # The program's launcher on the tiers that start a fresh interpreter for a
-# run (process and container: src/linux/jail.c; docker and gvisor:
+# run (process and container: src/linux/jail_plan.c; docker and gvisor:
 # src/boot/boot.py), started as `python3 -I -u -c <this>` in the
 # workspace. It runs main.py as `python3 -I -u main.py` would (the same
 # __main__, argv, tracebacks and exit codes), and says one thing more: when

@@ -1,6 +1,6 @@
 /* The jail: one run of a program in a fresh set of namespaces on the host
  * kernel, supervised. The process and container tiers are this engine with a
- * different filesystem view (and, for the container, a cgroup); see jail.c
+ * different filesystem view (and, for the container, a cgroup); see jail_plan.c
  * for the theory of operation. */
 #ifndef AJ_JAIL_H
 #define AJ_JAIL_H
@@ -143,7 +143,7 @@ void jail_ready_discard(struct jail_ready *r);
 void jail_send_program(int fd, const char *code, size_t len);
 
 /* A session's sandbox: init alive between calls, and the host's ends of
- * its pipes. See jail.c's theory of operation, "Sessions". */
+ * its pipes. See jail_plan.c's theory of operation, "Sessions". */
 struct jail_session {
 	pid_t pid;
 	int pidfd;              /* init */

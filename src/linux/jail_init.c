@@ -1,5 +1,5 @@
 /* init's steps every mode of the jail shares (jail_plan.h): PID 1 of the
- * sandbox, still privileged there, never exec'ing. See jail.c's theory of
+ * sandbox, still privileged there, never exec'ing. See jail_plan.c's theory of
  * operation. It runs in a copy of a possibly multi-threaded process: plain
  * system calls only, no malloc, no locks. */
 #include <errno.h>

@@ -2,7 +2,7 @@
  * in a session, the interpreter; in warm mode, the zygote). It connects
  * stdio, applies the rlimits, drops to the run's uid with no groups and no
  * capabilities and no_new_privs, loads the seccomp filter and execs; see
- * jail.c's theory of operation. It runs in a copy of a possibly
+ * jail_plan.c's theory of operation. It runs in a copy of a possibly
  * multi-threaded process: plain system calls only, no malloc. */
 #include <errno.h>
 #include <fcntl.h>

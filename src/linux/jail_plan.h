@@ -2,7 +2,7 @@
  * jail_mode) and by no one else: the plan init and the inside process work
  * from, and the steps every mode takes, each written once.
  *
- *   jail.c         the supervisor's shared steps: plan, pipes, clone, end
+ *   jail_plan.c    the supervisor's shared steps: plan, pipes, clone, end
  *   jail_init.c    init's shared steps: build the sandbox, wait, fail
  *   jail_inside.c  the inside process: stdio, limits, uid, filter, exec
  *   jail_root.c    jail_populate_root, for the tiers' setup_root
@@ -48,7 +48,7 @@ struct plan {
 	char *envp[CONTRACT_ENVIRONMENT_MAX + 1];
 };
 
-/* ---- the supervisor's side (jail.c) ---- */
+/* ---- the supervisor's side (jail_plan.c) ---- */
 
 /* A plan for s in the given mode: the run's limits and environment, no
  * pipe yet (every fd -1), argv empty. */

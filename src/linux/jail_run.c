@@ -1,7 +1,7 @@
 /* JAIL_RUN: one run of a program (jail_run). init builds the sandbox,
  * waits for the supervisor's "go", reads the program's source after it
  * into the workspace, forks the program, reaps the namespace until the
- * program ends and reports its end; see jail.c's theory of operation.
+ * program ends and reports its end; see jail_plan.c's theory of operation.
  * Built ahead (jail_run_prepare) or on the run's own clock (jail_run), the
  * sandbox is the same: the source arrives after "go" either way. */
 #include <errno.h>

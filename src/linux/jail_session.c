@@ -1,6 +1,6 @@
 /* JAIL_SESSION: a session's sandbox (jail_session_start). init stays
  * between calls and starts the session interpreter on each 's' of the life
- * pipe; see jail.c's theory of operation, "Sessions". The per-call
+ * pipe; see jail_plan.c's theory of operation, "Sessions". The per-call
  * supervision is session_io.c. */
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * own (jail_zygote_start), whose inside process keeps the privilege to
  * make each run's namespaces. JAIL_WARM_RUN: one run, cloned by the zygote
  * (jail_warm_spawn), whose program's process returns to the zygote's
- * Python instead of exec'ing. See jail.c's theory of operation. */
+ * Python instead of exec'ing. See jail_plan.c's theory of operation. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 /* The container tier: the seed article's "Docker with strict flags", built
- * natively. It is the jail engine (src/linux/jail.c: namespaces, init,
+ * natively. It is the jail engine (src/linux/jail_plan.c: namespaces, init,
  * supervisor, rlimits, uid, capabilities, seccomp) with two differences:
  *
  *  view     the program sees an image root (agentjail image build), not the
@@ -20,7 +20,7 @@
  * Setup order, in init: join the run's cgroups (v1), private mount tree, bind
  * the image, make it
  * read-only, /dev, scratch tmpfs and program, /proc, pivot_root, detach the
- * old root; then (jail.c) cgroup namespace, fork the
+ * old root; then (jail_plan.c) cgroup namespace, fork the
  * program: rlimits, uid, capabilities, no_new_privs, seccomp, exec.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* The process tier: the seed article's restricted subprocess, hardened. It
- * is the jail engine (src/linux/jail.c, whose theory of operation this
+ * is the jail engine (src/linux/jail_plan.c, whose theory of operation this
  * repeats in brief) with the host's own filesystem, read-only, as its view.
  *
  * Theory of operation

@@ -4,9 +4,9 @@
  * memfd, so it works in any view: the host's (process tier) or an image's
  * (container tier), wherever agentjail is installed.
  *
- * agentjail_warm_spawn checks the request and gives it to jail.c's
+ * agentjail_warm_spawn checks the request and gives it to jail_plan.c's
  * jail_warm_spawn, the same init and inside steps as a cold run's (see
- * jail.c and warm.c for what differs). Nothing here allocates: it runs in
+ * jail_plan.c and warm.c for what differs). Nothing here allocates: it runs in
  * the zygote, whose memory every later run copies, and in the run's init. */
 #include <dlfcn.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
  *            init's pidfd; from there the host supervises exactly as in a
  *            cold run (supervise.c: wall clock, output caps, cancel, kill).
  *
- *  zygote    zygote.py, in a sandbox of its own built by jail.c like a
+ *  zygote    zygote.py, in a sandbox of its own built by jail_plan.c like a
  *            cold run's (the tier's view: the host's / read-only, or the
  *            image as root; an empty network namespace; a clean
  *            environment; no fd of the caller's) but keeping root and its
@@ -27,7 +27,7 @@
  *  init      cloned by the zygote (helper.c, jail_warm_spawn) into new pid,
  *            mount, network, ipc and uts namespaces, born in the run's
  *            cgroup (v2) or joining it (v1, through the tasks files the
- *            host opened). It does a cold init's steps (jail.c: signals,
+ *            host opened). It does a cold init's steps (jail_plan.c: signals,
  *            fds, keyring, session, hostname, the run's own /dev, tmpfs and
  *            /proc over the zygote's view, the program copied into the
  *            workspace, the cgroup namespace), forks the program's process

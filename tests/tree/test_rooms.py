@@ -62,7 +62,7 @@ def file_scope_state(root):
 
 def test_the_rooms_are_found():
     files = room_files(ROOT)
-    assert "src/linux/jail.c" in files and "src/cli/bench.c" in files
+    assert "src/linux/jail_plan.c" in files and "src/cli/bench.c" in files
     assert any(f.startswith("src/serve/worker") for f in files)
 
 
