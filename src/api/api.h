@@ -87,6 +87,9 @@ int session_poll_request(struct aj_session *s, const char *what, json_t *req, si
  * poll waits for it), else most. */
 #define POLL_BUSY_MS 5
 int session_poll_ms(struct aj_session *s, int most);
+/* A background read begins (+1) or ends (-1): session_poll_ms keeps reads
+ * short while more than one is under way. */
+void session_readers(struct aj_session *s, int delta);
 /* Whether the session's tier wakes a poll for a call that waits behind it
  * (tier_ops.session_nudge): the poll's request says so to repl.py. */
 bool session_nudges(struct aj_session *s);

@@ -66,6 +66,7 @@ struct aj_session {
 	 * (nudge_poll). */
 	pthread_mutex_t nudge_lock;
 	bool polling;
+	atomic_uint readers;        /* background reads under way (session_readers) */
 	struct keeper keeper;
 	struct aj_sandbox *sb;      /* the tier, opened for this session */
 	void *tier_session;         /* NULL once the sandbox is destroyed */
@@ -731,6 +732,14 @@ int session_poll_request(struct aj_session *s, const char *what, json_t *req, si
 	return request_entered(enter_poll, s, what, req, reply_max, reply, err);
 }
 
+void session_readers(struct aj_session *s, int delta)
+{
+	if (delta > 0)
+		atomic_fetch_add(&s->readers, (unsigned)delta);
+	else
+		atomic_fetch_sub(&s->readers, (unsigned)-delta);
+}
+
 bool session_nudges(struct aj_session *s)
 {
 	return sandbox_ops(s->sb)->session_nudge != NULL;
@@ -741,8 +750,12 @@ int session_poll_ms(struct aj_session *s, int most)
 	/* Another call (typed input, a signal) in the last 2 s: the session
 	 * is in use, and a call behind a read waits for the read's end,
 	 * unless the tier wakes the read for it (nudge_poll). */
-	if (session_nudges(s))
-		return most;
+	if (session_nudges(s)) {
+		/* A call behind a read wakes it; another read does not (two
+		 * reads would wake each other for ever): with two or more
+		 * reads under way they take turns in short reads. */
+		return atomic_load(&s->readers) > 1 && most > POLL_BUSY_MS ? POLL_BUSY_MS : most;
+	}
 	return now_ms() - atomic_load(&s->last_call_ms) < 2000.0 && most > POLL_BUSY_MS
 		       ? POLL_BUSY_MS
 		       : most;

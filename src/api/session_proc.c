@@ -188,12 +188,14 @@ static int read_once(struct aj_session *s, const char *what, uint32_t pid, uint6
 {
 	*reply = NULL;
 	part[0] = part[1] = NULL;
+	session_readers(s, 1);
 	json_t *req = json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:b}", "op", "proc_read", "pid",
 				(json_int_t)pid, "out", (json_int_t)off[0], "err", (json_int_t)off[1],
 				"wait_ms", session_poll_ms(s, wait_ms), "max",
 				(json_int_t)PROC_READ_MAX, "nudge", session_nudges(s));
 	int rc = req ? session_poll_request(s, what, req, PROC_REPLY_MAX, reply, err)
 		     : error_set(err, -ENOMEM, "%s: out of memory", what);
+	session_readers(s, -1);
 	json_decref(req);
 	if (!rc && (take_part(*reply, "out", "out_end", "out_from", &off[0], &part[0], &len[0]) ||
 		    take_part(*reply, "err", "err_end", "err_from", &off[1], &part[1], &len[1]))) {
