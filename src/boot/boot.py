@@ -97,10 +97,16 @@ def start(argv, fds=None):
             f.write("1000")
         # Python ignores SIGPIPE and SIGXFSZ itself, and SIGINT and SIGXCPU
         # are ignored below; an ignored signal stays ignored across exec,
-        # and the program must start with the defaults.
+        # and the program must start with the defaults: every one, those
+        # ignored above this container too (Docker's start left 32).
         for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGXCPU,
                   signal.SIGCHLD, signal.SIGALRM):
             signal.signal(s, signal.SIG_DFL)
+        for s in signal.valid_signals():
+            if s not in (signal.SIGKILL, signal.SIGSTOP) and \
+                    signal.getsignal(s) == signal.SIG_IGN:
+                signal.signal(s, signal.SIG_DFL)
+        default_glibc_signals()
         signal.set_wakeup_fd(-1)
         if EGRESS[0]:
             deny_unix_sockets()
@@ -108,6 +114,29 @@ def start(argv, fds=None):
     except BaseException as e:
         os.write(2, ("agentjail: cannot start %s: %s\n" % (argv[0], e)).encode())
     os._exit(127)
+
+
+class KernelSigaction(ctypes.Structure):
+    """The kernel's struct sigaction (x86_64, aarch64)."""
+    _fields_ = [("handler", ctypes.c_void_p), ("flags", ctypes.c_ulong),
+                ("restorer", ctypes.c_void_p), ("mask", ctypes.c_uint64)]
+
+
+# rt_sigaction's number, by machine.
+SYS_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}
+
+
+def default_glibc_signals():
+    """glibc's own signals 32 and 33, which neither Python nor glibc's
+    sigaction will touch, back to their default by the kernel itself: one
+    ignored stays ignored across exec. In the forked child only (one
+    thread, about to exec)."""
+    nr = SYS_RT_SIGACTION.get(os.uname().machine)
+    if nr is None:
+        return
+    dfl = KernelSigaction()  # all zero: SIG_DFL, no flags, no mask
+    for sig in (32, 33):
+        LIBC.syscall(nr, sig, ctypes.byref(dfl), None, 8)
 
 
 # ---- egress ----
