@@ -43,7 +43,7 @@ struct boot_session {
 	int nudge_fd;
 };
 
-/* tier_ops.session_nudge for gvisor and docker: rings nudge_fd, and the
+/* tier_ops.session_nudge for docker (gvisor does not wake: tiers/gvisor.c): rings nudge_fd, and the
  * call in flight sends an empty line after its request (a frame of its
  * own, so the stream's framing holds), which wakes repl.py's read. */
 void boot_session_nudge(struct boot_session *bs);

@@ -106,11 +106,6 @@ fail:
 	return rc;
 }
 
-void gvisor_session_nudge(void *session)
-{
-	boot_session_nudge(&((struct gvisor_session *)session)->bs);
-}
-
 int gvisor_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans)

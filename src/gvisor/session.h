@@ -13,8 +13,6 @@ int gvisor_session_open(const struct gvisor_host *st, const struct aj_config *cf
 int gvisor_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans);
-/* tier_ops.session_nudge (boot_session_nudge). */
-void gvisor_session_nudge(void *session);
 void gvisor_session_close(void *session);
 
 #endif

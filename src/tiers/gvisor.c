@@ -246,7 +246,10 @@ const struct tier_ops gvisor_tier = {
 	.close = gvisor_close,
 	.session_open = open_session,
 	.session_call = gvisor_session_call,
-	.session_nudge = gvisor_session_nudge,
+	/* No wake (.session_nudge): in gVisor the interpreter's watcher is
+	 * woken by the first empty line only, and typed input then waited the
+	 * full 200 ms read (measured: p50 207 ms against 10.8 ms with short
+	 * reads); until that is understood, gVisor keeps short reads. */
 	.session_close = gvisor_session_close,
 	.view_root = image_view_root,
 };
