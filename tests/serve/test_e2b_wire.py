@@ -229,3 +229,21 @@ def test_a_sandbox_whose_session_ended_is_gone(start):
     assert control(s, "GET", f"/sandboxes/{sid}")[0] == 404
     code, _, data = unary(s, sbx, "/process.Process/List", {})
     assert code == 404 and json.loads(data)["code"] == "not_found"
+
+
+def test_a_path_too_long_is_refused_never_cut(start):
+    s = start("--timeout", "10")
+    sbx = create_2_45(s)
+    long = "/home/user/" + "d/" * 2100 + "f.txt"  # past 4096 bytes
+    q = urllib.parse.urlencode({"path": long})
+    code, _, data = call(s, "POST", f"/files?{q}", headers=envd(
+        sbx, {"Content-Type": "application/octet-stream"}), raw=b"x")
+    assert code == 400 and "longer than 4096 bytes" in json.loads(data)["message"]
+    code, _, data = call(s, "GET", f"/files?{q}", headers=envd(sbx))
+    assert code == 400
+    code, _, data = unary(s, sbx, "/filesystem.Filesystem/Stat", {"path": long})
+    assert code == 400 and json.loads(data)["code"] == "invalid_argument"
+    code, _, body = stream(s, sbx, "/process.Process/Start", {
+        "process": {"cmd": "/bin/true", "cwd": long}, "stdin": False})
+    assert envelopes(body)[-1][1]["error"]["code"] == "invalid_argument"
+    assert control(s, "DELETE", f"/sandboxes/{sbx['sandboxID']}")[0] == 204

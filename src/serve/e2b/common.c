@@ -18,11 +18,13 @@ struct e2b *e2b_of(struct service *svc)
 const char *e2b_path(const char *path, char *out, size_t n)
 {
 	size_t h = strlen(E2B_HOME);
+	int len;
 	if (!strncmp(path, E2B_HOME, h) && (!path[h] || path[h] == '/'))
-		snprintf(out, n, "%s%s", AJ_SESSION_WORKSPACE, path + h);
+		len = snprintf(out, n, "%s%s", AJ_SESSION_WORKSPACE, path + h);
 	else
-		snprintf(out, n, "%s", path);
-	return out;
+		len = snprintf(out, n, "%s", path);
+	/* Never a path cut short: it would name another file. */
+	return len >= 0 && (size_t)len < n && strlen(path) <= E2B_PATH_MAX ? out : NULL;
 }
 
 void e2b_error(struct http_response *rs, int status, const char *fmt, ...)

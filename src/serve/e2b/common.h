@@ -40,8 +40,12 @@ struct e2b_call {
 };
 
 struct e2b *e2b_of(struct service *svc);
+/* The longest path the wing takes (Linux's PATH_MAX): a longer one is
+ * refused, never cut. */
+#define E2B_PATH_MAX 4096
 /* An E2B path as the sandbox's: E2B's home (/home/user) is the workspace,
- * a relative path is the workspace's; out (n bytes) holds it. */
+ * a relative path is the workspace's; out (n bytes) holds it. NULL when
+ * path is longer than E2B_PATH_MAX or does not fit. */
 const char *e2b_path(const char *path, char *out, size_t n);
 /* {"code": status, "message"}: the control plane's error shape. */
 void e2b_error(struct http_response *rs, int status, const char *fmt, ...)

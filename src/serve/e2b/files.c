@@ -50,9 +50,10 @@ static void e2b_file_error(struct http_response *rs, struct http_response *v1, c
 
 static void read_e2b_file(struct e2b_call *c, const char *path)
 {
-	char p[4200], url[4400];
-	snprintf(url, sizeof url, "/v1/sessions/%s/files/%s", c->sb.id,
-		 e2b_path(path, p, sizeof p));
+	char p[E2B_PATH_MAX + 64], url[E2B_PATH_MAX + 160];
+	if (!e2b_path(path, p, sizeof p))
+		return e2b_error(c->rs, 400, "path: longer than %d bytes", E2B_PATH_MAX);
+	snprintf(url, sizeof url, "/v1/sessions/%s/files/%s", c->sb.id, p);
 	struct http_response v1;
 	v1_call(c->svc, c->rq->key, "GET", url, NULL, NULL, &v1);
 	if (v1.code != 200)
@@ -66,9 +67,12 @@ static void read_e2b_file(struct e2b_call *c, const char *path)
 static int put_one(struct e2b_call *c, const char *path, const char *data, size_t len,
 		   json_t *out)
 {
-	char p[4200], url[4400];
-	snprintf(url, sizeof url, "/v1/sessions/%s/files/%s", c->sb.id,
-		 e2b_path(path, p, sizeof p));
+	char p[E2B_PATH_MAX + 64], url[E2B_PATH_MAX + 160];
+	if (!e2b_path(path, p, sizeof p)) {
+		e2b_error(c->rs, 400, "path: longer than %d bytes", E2B_PATH_MAX);
+		return -1;
+	}
+	snprintf(url, sizeof url, "/v1/sessions/%s/files/%s", c->sb.id, p);
 	struct http_response v1;
 	v1_call_raw(c->svc, c->rq->key, "PUT", url, data, len, &v1);
 	if (v1.code >= 300) {
@@ -77,7 +81,7 @@ static int put_one(struct e2b_call *c, const char *path, const char *data, size_
 	}
 	v1_free(&v1);
 	const char *slash = strrchr(path, '/');
-	char view[4200];
+	char view[2 * E2B_PATH_MAX + 64];
 	json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "path",
 					     e2b_view(p, view, sizeof view), "name",
 					     slash ? slash + 1 : path, "type", "file"));
@@ -143,7 +147,7 @@ static void write_multipart(struct e2b_call *c, const char *path, const char *ct
 			break;
 		/* Each part to its filename (the SDKs name it by its whole
 		 * path), else to ?path=. */
-		char name[4200];
+		char name[E2B_PATH_MAX + 1];
 		if (!part_filename(head, (size_t)(hend - head), name, sizeof name)) {
 			if (!path)
 				return e2b_error(c->rs, 400, "a part names no file (its filename) "
@@ -290,7 +294,7 @@ static json_t *fs_run(struct e2b_call *c, const char *op, const char *a, const c
 /* An entry's path back in E2B's terms. */
 static void entry_view(json_t *e)
 {
-	char view[4200];
+	char view[2 * E2B_PATH_MAX + 64];
 	const char *p = json_string_value(json_object_get(e, "path"));
 	if (p)
 		json_object_set_new(e, "path", json_string(e2b_view(p, view, sizeof view)));
@@ -305,7 +309,12 @@ static const char *path_field(struct e2b_call *c, json_t *msg, const char *key, 
 		connect_error(c->rq, c->rs, "invalid_argument", "%s: expected a path", key);
 		return NULL;
 	}
-	return e2b_path(p, out, n);
+	if (!e2b_path(p, out, n)) {
+		connect_error(c->rq, c->rs, "invalid_argument", "%s: longer than %d bytes", key,
+			      E2B_PATH_MAX);
+		return NULL;
+	}
+	return out;
 }
 
 void e2b_filesystem(struct e2b_call *c, const char *method)
@@ -313,7 +322,7 @@ void e2b_filesystem(struct e2b_call *c, const char *method)
 	json_t *msg = connect_request(c->rq, c->rs);
 	if (!msg)
 		return;
-	char a[4200], b[4200];
+	char a[E2B_PATH_MAX + 64], b[E2B_PATH_MAX + 64];
 	json_t *ans = NULL;
 	if (!strcmp(method, "Stat") || !strcmp(method, "MakeDir") || !strcmp(method, "Remove")) {
 		const char *op = method[0] == 'S' ? "stat" : method[0] == 'M' ? "mkdir" : "remove";

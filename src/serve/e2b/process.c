@@ -195,10 +195,16 @@ static json_t *spawn_body(struct e2b_call *c, json_t *msg)
 	if (json_is_object(envs) && json_object_size(envs))
 		json_object_set(body, "env", envs);
 	json_decref(envs);
-	char cwd[4200];
+	char cwd[E2B_PATH_MAX + 64];
 	const char *wd = json_string_value(json_object_get(p, "cwd"));
+	if (wd && *wd && !e2b_path(wd, cwd, sizeof cwd)) {
+		json_decref(body);
+		connect_error(c->rq, c->rs, "invalid_argument", "process.cwd: longer than %d bytes",
+			      E2B_PATH_MAX);
+		return NULL;
+	}
 	if (wd && *wd)
-		json_object_set_new(body, "cwd", json_string(e2b_path(wd, cwd, sizeof cwd)));
+		json_object_set_new(body, "cwd", json_string(cwd));
 	/* E2B's deadline for the process is the call's (the SDKs send their
 	 * timeoutMs, 60 s unless told; none when 0). */
 	const char *t = http_header(c->rq, "Connect-Timeout-Ms");
