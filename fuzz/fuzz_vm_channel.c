@@ -178,7 +178,8 @@ static void one_session(struct input *in, const struct aj_config *cfg, size_t re
 			aj_result_free(&res);
 			return; /* the host ends the VM */
 		}
-		rc = vm_call_answer(type, payload, len, cfg, &call, 1.0, &out, &res, &ans);
+		uint64_t ooms = 0;
+		rc = vm_call_answer(type, payload, len, cfg, &call, 1.0, &out, &res, &ans, &ooms);
 		vm_output_free(&out);
 		free(payload);
 		if (rc) {
