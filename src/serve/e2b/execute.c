@@ -43,36 +43,14 @@ static const char *language_of(const char *name)
 	return NULL;
 }
 
-struct xstream {
-	struct http_response inner;
-	struct sse_in in;
-	bool done;
-	char *out;
-	size_t len, pos, cap;
-};
-
-static int line(struct xstream *x, json_t *o)
+/* One JSON line more to send (o's reference taken): 0, or -1. */
+static int line(struct sse_relay *r, json_t *o)
 {
 	char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
-	if (!t)
-		return -1;
-	size_t n = strlen(t);
-	if (x->len + n + 1 > x->cap) {
-		size_t cap = (x->len + n + 1) * 2;
-		char *b = realloc(x->out, cap);
-		if (!b) {
-			free(t);
-			return -1;
-		}
-		x->out = b;
-		x->cap = cap;
-	}
-	memcpy(x->out + x->len, t, n);
-	x->out[x->len + n] = '\n';
-	x->len += n + 1;
+	int rc = t && !sse_relay_append(r, t, strlen(t)) && !sse_relay_append(r, "\n", 1) ? 0 : -1;
 	free(t);
-	return 0;
+	return rc;
 }
 
 static json_int_t micros(void)
@@ -127,7 +105,7 @@ static json_t *error_of(json_t *res)
 
 static int cell_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 {
-	struct xstream *x = arg;
+	struct sse_relay *x = arg;
 	if (!ev)
 		return 0; /* the client's own timeout watches an idle cell */
 	if (!strcmp(ev, "stdout") || !strcmp(ev, "stderr")) {
@@ -166,41 +144,12 @@ static int cell_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 	return 0;
 }
 
-static long xstream_read(void *arg, char *buf, size_t max)
+/* The session ended before the cell: an error line says so. */
+static int cell_cut(struct sse_relay *r)
 {
-	struct xstream *x = arg;
-	while (x->pos == x->len) {
-		if (x->done)
-			return 0;
-		x->len = x->pos = 0;
-		char chunk[16384];
-		long n = x->inner.stream_read(x->inner.stream_arg, chunk, sizeof chunk);
-		if (n > 0 && sse_in_feed(&x->in, chunk, (size_t)n))
-			return -1;
-		if (n <= 0) {
-			x->done = true;
-			if (line(x, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
-					      "SandboxError", "value",
-					      "the sandbox's session ended before the cell did",
-					      "traceback", "")))
-				return -1;
-		}
-	}
-	size_t n = x->len - x->pos < max ? x->len - x->pos : max;
-	memcpy(buf, x->out + x->pos, n);
-	x->pos += n;
-	return (long)n;
-}
-
-static void xstream_done(void *arg)
-{
-	struct xstream *x = arg;
-	if (x->inner.stream_done)
-		x->inner.stream_done(x->inner.stream_arg);
-	v1_free(&x->inner);
-	sse_in_free(&x->in);
-	free(x->out);
-	free(x);
+	return line(r, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", "SandboxError",
+				 "value", "the sandbox's session ended before the cell did",
+				 "traceback", ""));
 }
 
 static void execute(struct e2b_call *c)
@@ -220,13 +169,14 @@ static void execute(struct e2b_call *c)
 		e2b_error(c->rs, 400, "env_vars for one execution are not supported by agentjail: "
 			  "give envs when the sandbox is created");
 	} else {
-		struct xstream *x = calloc(1, sizeof *x);
+		struct sse_relay *x = calloc(1, sizeof *x);
 		if (!x) {
 			e2b_error(c->rs, 500, "out of memory");
 			goto out;
 		}
 		x->in.on_event = cell_event;
 		x->in.arg = x;
+		x->on_cut = cell_cut;
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/runs", c->sb.id);
 		v1_call(c->svc, c->rq->key, "POST", path,
@@ -236,15 +186,15 @@ static void execute(struct e2b_call *c)
 			char m[400];
 			v1_error_message(&x->inner, m, sizeof m);
 			int status = x->inner.code;
-			xstream_done(x);
+			sse_relay_done(x);
 			e2b_error(c->rs, status, "%s", m[0] ? m : "the cell could not run");
 			goto out;
 		}
 		struct http_response *rs = c->rs;
 		rs->code = 200;
 		rs->content_type = "application/x-ndjson";
-		rs->stream_read = xstream_read;
-		rs->stream_done = xstream_done;
+		rs->stream_read = sse_relay_read;
+		rs->stream_done = sse_relay_done;
 		rs->stream_arg = x;
 	}
 out:

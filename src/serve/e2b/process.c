@@ -130,16 +130,28 @@ static void update(struct e2b_call *c, json_t *msg)
 			    json_object_get(size, "rows")));
 }
 
-static void list_processes(struct e2b_call *c)
+/* method on the session's /processes (body's reference taken): the v1
+ * answer's JSON body, or NULL with its failure answered. */
+static json_t *processes_call(struct e2b_call *c, const char *method, json_t *body)
 {
 	char path[128];
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes", c->sb.id);
 	struct http_response v1;
-	v1_call(c->svc, c->rq->key, "GET", path, NULL, NULL, &v1);
-	if (v1.code >= 300)
-		return v1_failed(c->rq, c->rs, &v1);
+	v1_call(c->svc, c->rq->key, method, path, body, NULL, &v1);
+	if (v1.code >= 300) {
+		v1_failed(c->rq, c->rs, &v1);
+		return NULL;
+	}
 	json_t *b = v1_body(&v1);
 	v1_free(&v1);
+	return b ? b : json_object();
+}
+
+static void list_processes(struct e2b_call *c)
+{
+	json_t *b = processes_call(c, "GET", NULL);
+	if (!b)
+		return;
 	json_t *out = json_array();
 	size_t i;
 	json_t *p;
@@ -232,14 +244,9 @@ static void start_process(struct e2b_call *c, json_t *msg)
 	if (!body)
 		return;
 	bool pty = json_object_get(msg, "pty") != NULL;
-	char path[128];
-	snprintf(path, sizeof path, "/v1/sessions/%s/processes", c->sb.id);
-	struct http_response v1;
-	v1_call(c->svc, c->rq->key, "POST", path, body, NULL, &v1);
-	if (v1.code >= 300)
-		return v1_failed(c->rq, c->rs, &v1);
-	json_t *b = v1_body(&v1);
-	v1_free(&v1);
+	json_t *b = processes_call(c, "POST", body);
+	if (!b)
+		return;
 	json_int_t pid = json_integer_value(json_object_get(b, "pid"));
 	json_decref(b);
 	if (pid < 1)

@@ -16,13 +16,8 @@
 #include "v1_client.h"
 
 struct pstream {
-	struct http_response inner; /* the v1 event stream */
-	struct sse_in in;
-	uint32_t pid;
+	struct sse_relay r;         /* first: the relay frees it whole */
 	bool pty;                   /* output is a terminal's: "pty" data */
-	bool started, done;
-	char *out;                  /* envelopes to send, from pos */
-	size_t len, pos, cap;
 };
 
 /* E2B's end of a process from agentjail's result: exitCode, exited, status
@@ -61,7 +56,7 @@ static json_t *end_event(json_t *result)
 
 static int emit_envelope(struct pstream *s, int flags, json_t *msg)
 {
-	return connect_envelope(&s->out, &s->len, &s->cap, flags, msg);
+	return connect_envelope(&s->r.out, &s->r.len, &s->r.cap, flags, msg);
 }
 
 /* One v1 event (name NULL: a keep-alive) as envelopes. */
@@ -84,54 +79,19 @@ static int process_event(struct sse_in *in, const char *ev, json_t *d, void *arg
 	}
 	if (!strcmp(ev, "result")) {
 		in->stop = true;
-		s->done = true;
+		s->r.done = true;
 		return emit_envelope(s, 0, json_pack("{s:{s:o}}", "event", "end", end_event(d))) ||
-		       connect_end(&s->out, &s->len, &s->cap, NULL, NULL);
+		       connect_end(&s->r.out, &s->r.len, &s->r.cap, NULL, NULL);
 	}
 	return 0;
 }
 
-static long pstream_read(void *arg, char *buf, size_t max)
+/* The session went, or the command was forgotten: the stream ends saying
+ * so, never silently. */
+static int process_cut(struct sse_relay *r)
 {
-	struct pstream *s = arg;
-	while (s->pos == s->len) {
-		if (s->done)
-			return 0;
-		s->len = s->pos = 0;
-		if (!s->started) {
-			s->started = true;
-			if (emit_envelope(s, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)s->pid)))
-				return -1;
-			continue;
-		}
-		char chunk[16384];
-		long n = s->inner.stream_read(s->inner.stream_arg, chunk, sizeof chunk);
-		if (n > 0 && sse_in_feed(&s->in, chunk, (size_t)n))
-			return -1;
-		if (n <= 0) {
-			/* The session went, or the command was forgotten: the
-			 * stream ends saying so, never silently. */
-			s->done = true;
-			if (connect_end(&s->out, &s->len, &s->cap, "unavailable",
-					"the sandbox's session ended before the process did"))
-				return -1;
-		}
-	}
-	size_t n = s->len - s->pos < max ? s->len - s->pos : max;
-	memcpy(buf, s->out + s->pos, n);
-	s->pos += n;
-	return (long)n;
-}
-
-static void pstream_done(void *arg)
-{
-	struct pstream *s = arg;
-	if (s->inner.stream_done)
-		s->inner.stream_done(s->inner.stream_arg);
-	v1_free(&s->inner);
-	sse_in_free(&s->in);
-	free(s->out);
-	free(s);
+	return connect_end(&r->out, &r->len, &r->cap, "unavailable",
+			   "the sandbox's session ended before the process did");
 }
 
 void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty)
@@ -139,25 +99,27 @@ void e2b_process_stream(struct e2b_call *c, uint32_t pid, bool pty)
 	struct pstream *s = calloc(1, sizeof *s);
 	if (!s)
 		return connect_error(c->rq, c->rs, "internal", "out of memory");
-	s->pid = pid;
 	s->pty = pty;
-	s->in.on_event = process_event;
-	s->in.arg = s;
+	s->r.in.on_event = process_event;
+	s->r.in.arg = s;
+	s->r.on_cut = process_cut;
 	char path[160];
 	snprintf(path, sizeof path, "/v1/sessions/%s/processes/%u/events", c->sb.id, pid);
-	v1_call(c->svc, c->rq->key, "GET", path, NULL, "text/event-stream", &s->inner);
-	if (!s->inner.stream_read) {
+	v1_call(c->svc, c->rq->key, "GET", path, NULL, "text/event-stream", &s->r.inner);
+	/* The start event first, whatever follows: the SDKs require it. */
+	if (!s->r.inner.stream_read ||
+	    emit_envelope(s, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)pid))) {
 		char m[400];
-		v1_error_message(&s->inner, m, sizeof m);
-		int code = s->inner.code;
-		pstream_done(s);
+		v1_error_message(&s->r.inner, m, sizeof m);
+		int code = s->r.inner.stream_read ? 500 : s->r.inner.code;
+		sse_relay_done(s);
 		return connect_error(c->rq, c->rs, connect_code_of_http(code), "%s",
 				     m[0] ? m : "the process's output cannot be read");
 	}
 	struct http_response *rs = c->rs;
 	rs->code = 200;
 	rs->content_type = CONNECT_STREAM_TYPE;
-	rs->stream_read = pstream_read;
-	rs->stream_done = pstream_done;
+	rs->stream_read = sse_relay_read;
+	rs->stream_done = sse_relay_done;
 	rs->stream_arg = s;
 }

@@ -60,3 +60,52 @@ void sse_in_free(struct sse_in *in)
 	in->data = NULL;
 	in->len = in->cap = 0;
 }
+
+int sse_relay_append(struct sse_relay *r, const char *p, size_t n)
+{
+	if (r->len + n > r->cap) {
+		size_t cap = (r->len + n) * 2;
+		char *b = realloc(r->out, cap);
+		if (!b)
+			return -1;
+		r->out = b;
+		r->cap = cap;
+	}
+	memcpy(r->out + r->len, p, n);
+	r->len += n;
+	return 0;
+}
+
+long sse_relay_read(void *arg, char *buf, size_t max)
+{
+	struct sse_relay *r = arg;
+	while (r->pos == r->len) {
+		if (r->done)
+			return 0;
+		r->len = r->pos = 0;
+		char chunk[16384];
+		long n = r->inner.stream_read(r->inner.stream_arg, chunk, sizeof chunk);
+		if (n > 0 && sse_in_feed(&r->in, chunk, (size_t)n))
+			return -1;
+		if (n <= 0) {
+			r->done = true;
+			if (r->on_cut(r))
+				return -1;
+		}
+	}
+	size_t n = r->len - r->pos < max ? r->len - r->pos : max;
+	memcpy(buf, r->out + r->pos, n);
+	r->pos += n;
+	return (long)n;
+}
+
+void sse_relay_done(void *arg)
+{
+	struct sse_relay *r = arg;
+	if (r->inner.stream_done)
+		r->inner.stream_done(r->inner.stream_arg);
+	free(r->inner.body);
+	sse_in_free(&r->in);
+	free(r->out);
+	free(r);
+}
