@@ -10,22 +10,55 @@ Tiers: "process", "container", "microvm", "docker", "gvisor" (ProcessSandbox, ..
 swappable without touching the agent. Sessions keep state across calls
 (sandbox.session()); sandbox.tool() gives a model the run_python tool.
 Output as it happens: run(code, on_stdout=...), stream(code), submit(code),
-and arun / astream for asyncio."""
-from ._native import LIBRARY_PATH, VERSION as LIBRARY_VERSION
+and arun / astream for asyncio.
+
+Remote (docs/python.md#remote): agentjail.connect(url, key) is the same API
+over an `agentjail serve`, in pure Python (no C library, no root)."""
 from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
-                     InvalidCommand, ProcessError,
+                     InvalidCommand, ProcessError, RateLimited, RunLost,
                      SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed,
                      SessionLimitReached)
 from .result import Execution, FileInfo, Image, Status
 from ._listen import ImageEvent, OutputEvent
 from ._streams import AsyncRunStream, RunHandle, RunStream
-from .sandbox import (ContainerSandbox, DockerSandbox, GvisorSandbox, MicrovmSandbox,
-                      ProcessSandbox, Sandbox)
 from .serve_client import RemoteRunHandle, ServeClient
-from .session import Session
-from ._exec import Process, Terminal
-from .tools import RunPythonTool, ToolResult, run_python_tool
-from .check import check
+from .remote import RemoteProcess, RemoteSandbox, RemoteSession, RemoteTerminal, connect
+
+# What needs libagentjail (a local sandbox) is imported when first named,
+# so that `import agentjail` and connect() work where there is no C
+# library: macOS, Windows, a Linux user without root (PEP 562).
+_NATIVE = {
+    "LIBRARY_PATH": ("._native", "LIBRARY_PATH"),
+    "LIBRARY_VERSION": ("._native", "VERSION"),
+    "Sandbox": (".sandbox", "Sandbox"),
+    "ProcessSandbox": (".sandbox", "ProcessSandbox"),
+    "ContainerSandbox": (".sandbox", "ContainerSandbox"),
+    "MicrovmSandbox": (".sandbox", "MicrovmSandbox"),
+    "DockerSandbox": (".sandbox", "DockerSandbox"),
+    "GvisorSandbox": (".sandbox", "GvisorSandbox"),
+    "Session": (".session", "Session"),
+    "Process": ("._exec", "Process"),
+    "Terminal": ("._exec", "Terminal"),
+    "RunPythonTool": (".tools", "RunPythonTool"),
+    "ToolResult": (".tools", "ToolResult"),
+    "run_python_tool": (".tools", "run_python_tool"),
+    "check": (".check", "check"),
+}
+
+
+def __getattr__(name):
+    where = _NATIVE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'agentjail' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(where[0], __name__), where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NATIVE))
+
 
 __version__ = "0.5.0"
 
@@ -38,4 +71,6 @@ __all__ = [
     "SandboxError", "InvalidCode", "InvalidCommand", "ProcessError", "SandboxClosed", "SessionClosed", "FileTransferError",
     "EgressError", "SessionLimitReached",
     "LIBRARY_PATH", "LIBRARY_VERSION", "Process", "Terminal",
+    "connect", "RemoteSandbox", "RemoteSession", "RemoteProcess", "RemoteTerminal",
+    "RateLimited", "RunLost",
 ]

@@ -10,6 +10,7 @@ import os
 import queue
 import threading
 
+from ._closing import Closing
 from ._native import ffi, lib
 
 
@@ -159,17 +160,6 @@ def blocking(call, fn, *args):
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
     return _main_runner.call(call, fn, args)
-
-
-class Closing:
-    """A context manager whose exit is close()."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 class Handle(Closing):

@@ -9,7 +9,6 @@ bytes themselves stay in Execution.stdout_bytes."""
 import codecs
 from dataclasses import dataclass
 
-from ._native import ffi, lib
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class ImageEvent:
         return f"ImageEvent(name={self.name!r}, mime={self.mime!r}, {len(self.data)} bytes)"
 
 
-_STREAMS = {lib.AJ_EVENT_STDOUT: "stdout", lib.AJ_EVENT_STDERR: "stderr"}
+_STREAM_NAMES = ("stdout", "stderr")
 
 
 class Listener:
@@ -46,8 +45,13 @@ class Listener:
 
     def __init__(self, sink):
         self._sink = sink
+        # The native library, loaded here and not at import: OutputEvent and
+        # ImageEvent are the remote client's too.
+        from ._native import ffi, lib
+        self._ffi, self._lib = ffi, lib
+        self._streams = {lib.AJ_EVENT_STDOUT: "stdout", lib.AJ_EVENT_STDERR: "stderr"}
         self._decoders = {name: codecs.getincrementaldecoder("utf-8")("replace")
-                          for name in _STREAMS.values()}
+                          for name in _STREAM_NAMES}
         self._next_id = 1
         self.error = None
         # Kept alive for as long as C may call it: until the run returns.
@@ -71,6 +75,7 @@ class Listener:
                 self.error = e
 
     def _on_event(self, arg, ev):
+        ffi, lib = self._ffi, self._lib
         try:
             e = ev[0]
             if e.kind == lib.AJ_EVENT_IMAGE:
@@ -79,7 +84,7 @@ class Listener:
                 data = ffi.unpack(e.data, e.len)
                 self._emit(lambda i: ImageEvent(name, mime, data, i))
                 return
-            stream = _STREAMS.get(e.kind)
+            stream = self._streams.get(e.kind)
             if stream is None:
                 return  # a kind of a later library: not this package's to show
             text = self._decoders[stream].decode(ffi.unpack(e.data, e.len))
@@ -129,8 +134,30 @@ class Callbacks:
             raise  # kept by the Listener, raised by run() at the end
 
 
-def listener_for(on_stdout, on_stderr, on_image):
-    """A Listener calling these, or None when no callback was given (the run
-    then takes the library's call without streaming)."""
+class EventSink:
+    """A Listener's contract without the C library: a remote run's events
+    (already Python events, numbered by serve) to sink(event), one at a
+    time, in order; the first exception sink raises is kept (error) and
+    the run's caller raises it at the end."""
+
+    def __init__(self, sink):
+        self._sink = sink
+        self.error = None
+
+    def emit(self, event):
+        try:
+            self._sink(event)
+        except BaseException as e:  # noqa: B902 -- run() raises it
+            if self.error is None:
+                self.error = e
+
+    def end(self):
+        """Nothing held back: serve decoded each chunk whole."""
+
+
+def listener_for(on_stdout, on_stderr, on_image, make=Listener):
+    """make(callbacks) (a Listener, or a remote run's EventSink) calling
+    these, or None when no callback was given (the run then takes the
+    plain call without streaming)."""
     cb = Callbacks(on_stdout, on_stderr, on_image)
-    return Listener(cb) if cb.any else None
+    return make(cb) if cb.any else None

@@ -8,7 +8,7 @@ import queue
 import secrets
 import threading
 
-from ._calls import Closing
+from ._closing import Closing
 from ._listen import ImageEvent, Listener, OutputEvent, listener_for
 
 
@@ -71,7 +71,7 @@ class RunStream(Closing):
         self._done = False
         self._final = None
         self._run = _Run(owner)
-        listener = Listener(self._put)
+        listener = owner._listener(self._put)
         self._thread = threading.Thread(target=self._work, name="agentjail-stream",
                                         args=(owner, code, timeout, listener))
         self._thread.start()
@@ -177,7 +177,8 @@ class AsyncRunStream:
 
     def _work(self):
         try:
-            item = self._owner._execute(self._code, self._timeout, Listener(self._put),
+            item = self._owner._execute(self._code, self._timeout,
+                                        self._owner._listener(self._put),
                                         self._run.started)
         except BaseException as e:  # noqa: B902 -- the consumer's to see
             item = _Failure(e)
@@ -246,7 +247,8 @@ class RunHandle:
 
     def _work(self, owner, code, timeout):
         try:
-            result = owner._execute(code, timeout, Listener(self._record), self._run.started)
+            result = owner._execute(code, timeout, owner._listener(self._record),
+                                   self._run.started)
         except BaseException as e:  # noqa: B902 -- wait() raises it
             result = _Failure(e)
         with self._cond:
@@ -294,7 +296,12 @@ class RunHandle:
 
 class RunMethods:
     """run(code, on_stdout=, on_stderr=, on_image=), stream, submit, arun,
-    astream, over the owner's _execute."""
+    astream, over the owner's _execute(code, timeout, listener, started,
+    language) and _listener(sink): the local classes' over the C library,
+    the remote ones' over serve (remote.py)."""
+
+    # The events of a local run come from the C library.
+    _listener = Listener
 
     def run(self, code, timeout=None, on_stdout=None, on_stderr=None, on_image=None,
             language="python"):
@@ -316,7 +323,8 @@ class RunMethods:
         "typescript" ("ts"): the same once its types are stripped (not
         checked), or "bash", "sh" (docs/javascript.md); another name is a
         ValueError naming these."""
-        return self._execute(code, timeout, listener_for(on_stdout, on_stderr, on_image),
+        return self._execute(code, timeout, listener_for(on_stdout, on_stderr, on_image,
+                                                         self._listener),
                              language=language)
 
     def stream(self, code, timeout=None):
@@ -342,7 +350,8 @@ class RunMethods:
         errors = [fn for fn in handed if fn is not None]
         run = _Run(self)
         future = loop.run_in_executor(None, functools.partial(
-            self._execute, code, timeout, listener_for(*handed), run.started))
+            self._execute, code, timeout, listener_for(*handed, make=self._listener),
+            run.started))
         try:
             ex = await asyncio.shield(future)
         except asyncio.CancelledError:

@@ -82,12 +82,94 @@ class EgressError(AgentjailError, OSError):
 
 
 class ServeError(AgentjailError):
-    """agentjail serve answered with an error (ServeClient): `status` the
-    HTTP status (0: the connection failed), `code` serve's error code
-    ("no_such_run", "queue_full", ...), `body` the whole answer (a run lost
-    with its worker: "lost", "may_have_started", "retry_safe")."""
+    """agentjail serve answered with an error (ServeClient, connect()):
+    `status` the HTTP status (0: the connection failed), `code` serve's
+    error code ("no_such_run", "queue_full", ...), `body` the whole answer,
+    `retry_after` the seconds its Retry-After header asked for (None
+    without one). Where the local library raises a type of its own for the
+    same refusal (SessionClosed, FileTransferError, ProcessError, ...), the
+    remote client raises a class that is both (see remote_error)."""
 
-    def __init__(self, status, code, message, body=None):
+    def __init__(self, status, code, message, body=None, retry_after=None):
         self.status, self.code, self.body = status, code, body or {}
-        super().__init__(f"serve: {status} {code}: {message}" if status else
-                         f"serve: {message}")
+        self.retry_after = retry_after
+        self.message = message
+        AgentjailError.__init__(self, f"serve: {status} {code}: {message}" if status else
+                                f"serve: {message}")
+
+
+class Unauthorized(ServeError):
+    """401: no key, or one serve does not hold; 403: the key may not do
+    this (a --metrics key's /metrics, an origin refused)."""
+
+
+class RateLimited(ServeError):
+    """429: the key's runs per minute, the server's queue, a key's
+    sessions or body budget; `retry_after` says when to try again."""
+
+
+class RunLost(ServeError):
+    """A run whose worker was lost (502 run_lost, or a result event that
+    says so): `retry_safe` is True when the run never started, so sending it
+    again cannot run the code twice; `may_have_started` when it may have."""
+
+    @property
+    def retry_safe(self):
+        return bool(self.body.get("retry_safe"))
+
+    @property
+    def may_have_started(self):
+        return bool(self.body.get("may_have_started"))
+
+
+class Unavailable(ServeError):
+    """503 after the client's retries (queue_timeout, no_worker,
+    shutting_down, sandbox_unavailable): nothing ran."""
+
+
+class RemoteSessionClosed(ServeError, SessionClosed):
+    """410 session_closed, or 404 for a session serve no longer has."""
+
+    def __init__(self, status, code, message, body=None, retry_after=None):
+        ServeError.__init__(self, status, code, f"the session is closed: {message}", body,
+                            retry_after)
+        self.reason = message
+
+
+class RemoteSessionLimit(ServeError, SessionLimitReached):
+    """429 session_limit: the key (or the server) has its most sessions."""
+
+    def __init__(self, status, code, message, body=None, retry_after=None):
+        ServeError.__init__(self, status, code, message, body, retry_after)
+        self.limit = None
+
+
+def _with_errno(base):
+    class _Remote(ServeError, base):
+        def __init__(self, status, code, message, body=None, retry_after=None, errno=None):
+            ServeError.__init__(self, status, code, message, body, retry_after)
+            self.errno, self.strerror = errno, message
+
+        def __str__(self):
+            return ServeError.__str__(self)
+    _Remote.__name__ = _Remote.__qualname__ = "Remote" + base.__name__
+    _Remote.__doc__ = f"serve's refusal of what the local library raises as {base.__name__}."
+    return _Remote
+
+
+RemoteFileTransferError = _with_errno(FileTransferError)
+RemoteProcessError = _with_errno(ProcessError)
+RemoteEgressError = _with_errno(EgressError)
+
+
+class RemoteInvalidCommand(ServeError, InvalidCommand):
+    """400 for a command serve refuses before it starts."""
+
+
+class RemoteInvalidCode(ServeError, InvalidCode):
+    """400 for code serve refuses before it starts (a NUL byte, too long)."""
+
+
+class RemoteConfigError(ServeError, ConfigError):
+    """400 for a limit, variable or rule serve refuses (bad_limits, bad_env,
+    bad_egress at a session's opening, bad_language)."""

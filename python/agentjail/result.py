@@ -5,7 +5,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ._native import ffi, lib
 
 
 class Status(str, enum.Enum):
@@ -23,7 +22,23 @@ class Status(str, enum.Enum):
         return self.value
 
 
-_STATUSES = [Status(ffi.string(lib.aj_status_name(i)).decode()) for i in range(lib.AJ_STATUS_COUNT)]
+# enum aj_status's order (include/agentjail.h; tests/test_abi.py checks it
+# against the library's own names).
+_STATUSES = list(Status)
+
+
+def _native():
+    """(ffi, lib), loaded on first use: a remote-only install (no C library)
+    never gets here for what it needs."""
+    from ._native import ffi, lib
+    return ffi, lib
+
+
+def _native_or_none():
+    try:
+        return _native()
+    except ImportError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,9 @@ class Execution:
     # A session's call: the pids of its background commands still running
     # when the call ended (Session.spawn, Session.pty).
     background: List[int] = field(default_factory=list)
+    # A remote run's: the contract object serve answered (to_json gives it
+    # back as it came).
+    source: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self):
@@ -92,13 +110,24 @@ class Execution:
 
     def text(self):
         """The result as the text a model reads well: the same words the
-        MCP server sends (the library's aj_result_text)."""
+        MCP server sends (the library's aj_result_text; without the library,
+        as in a remote-only install, _text.py's copy of it, which
+        tests/serve/test_remote_text.py holds to the library's words)."""
+        native = _native_or_none()
+        if native is None:
+            from ._text import result_text
+            return result_text(self)
+        ffi, lib = native
         with _as_c_result(self) as res:
             return _take_string(lib.aj_result_text(res))
 
     def to_json(self):
         """One JSON object of the command-line contract (`agentjail run
-        --json`), as a str."""
+        --json`), as a str. A remote run's is the object serve sent (with
+        its run_id)."""
+        if self.source is not None:
+            return json.dumps(self.source)
+        ffi, lib = _native()
         with _as_c_result(self) as res:
             tier = ffi.new("enum aj_tier *")
             if lib.aj_tier_parse(self.tier.encode(), tier):
@@ -114,6 +143,7 @@ class Execution:
 
 
 def _take_string(p):
+    ffi, lib = _native()
     if p == ffi.NULL:
         raise MemoryError("agentjail: out of memory")
     try:
@@ -127,6 +157,8 @@ class _as_c_result:
     renderings of it; the buffers live as long as this object."""
 
     def __init__(self, ex):
+        ffi, lib = _native()
+        self._ffi = ffi
         self._keep = []
         res = ffi.new("struct aj_result *")
         res.status = _STATUSES.index(ex.status)
@@ -165,7 +197,7 @@ class _as_c_result:
         self.res = res
 
     def _buf(self, b):
-        c = ffi.new("char[]", b)  # NUL-terminated past len, as the library's own
+        c = self._ffi.new("char[]", b)  # NUL-terminated past len, as the library's own
         self._keep.append(c)
         return c
 
@@ -179,6 +211,7 @@ class _as_c_result:
 
 def execution_from_c(res, tier):
     """Copies a filled C aj_result into an Execution (the caller frees it)."""
+    ffi, lib = _native()
     images = []
     for i in range(res.image_count):
         im = res.images[i]
@@ -207,7 +240,7 @@ def execution_from_c(res, tier):
     )
 
 
-def execution_from_json(o, tier=None):
+def execution_from_json(o, tier=None, keep_source=False):
     """An Execution from the contract object (`agentjail run --json`,
     serve's answer): stdout and stderr are its text (U+FFFD where the bytes
     were not UTF-8), their UTF-8 the bytes."""
@@ -229,4 +262,5 @@ def execution_from_json(o, tier=None):
         images_dropped=int(o.get("images_dropped") or 0),
         egress=o.get("egress"),
         background=[int(p) for p in o.get("background") or []],
+        source=o if keep_source else None,
     )

@@ -1,5 +1,5 @@
 """ServeClient: runs on an `agentjail serve` over HTTP (docs/serve.md), with
-the standard library alone (urllib).
+the standard library alone (_http.py: http.client, kept-alive connections).
 
     client = ServeClient("http://127.0.0.1:8080", key)
     ex = client.run("print(1)", on_stdout=print)      # output as it happens
@@ -17,13 +17,12 @@ import codecs
 import http.client
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
-from ._calls import Closing
+from ._closing import Closing
+from ._http import Transport
 from ._listen import ImageEvent, OutputEvent
-from .errors import SandboxError, ServeError
+from .errors import RunLost, SandboxError, ServeError
 from .result import Status, execution_from_json
 
 _SSE = "text/event-stream"
@@ -34,42 +33,31 @@ class ServeClient:
     bearer key (`agentjail keys add` made it). timeout: seconds a read may
     wait (serve sends a keep-alive every 10 s while a run is quiet).
     retries: reconnections in a row an event stream may take before
-    ServeError."""
+    ServeError, and tries after a 503 that ran nothing. ca: a PEM file of
+    CAs for an https:// serve (None: the system's). Connections are kept
+    alive between calls (close() ends them)."""
 
-    def __init__(self, url, key=None, timeout=60, retries=5):
-        parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"url: {url!r} is not an http:// or https:// address")
-        self.url = url.rstrip("/")
+    def __init__(self, url, key=None, timeout=60, retries=5, ca=None):
+        self._t = Transport(url, key, timeout, retries, ca)
+        self.url = self._t.url
         self.key = key
         self.timeout = timeout
         self.retries = retries
 
     # ---- HTTP ---------------------------------------------------------
 
-    def _open(self, method, path, body=None, headers=None):
-        hdrs = {"Accept": "application/json"}
-        hdrs.update(headers or {})
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        if self.key:
-            hdrs["Authorization"] = f"Bearer {self.key}"
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers=hdrs)
-        try:
-            return urllib.request.urlopen(req, timeout=self.timeout)
-        except urllib.error.HTTPError as e:
-            raise _serve_error(e.code, e.read()) from None
+    def _open(self, method, path, body=None, headers=None, what=None):
+        """An open streamed answer (closed by the caller)."""
+        hdrs = self._t.headers(headers, "application/json" if body is not None else None)
+        data = None if body is None else json.dumps(body).encode()
+        return self._t.stream(method, path, data, hdrs, what)
 
-    def _json(self, method, path, body=None):
-        try:
-            with self._open(method, path, body) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except ServeError:
-            raise
-        except (OSError, http.client.HTTPException) as e:
-            raise ServeError(0, "connection", f"{method} {path}: {e}") from None
+    def _json(self, method, path, body=None, what=None):
+        return self._t.json(method, path, body, what)
+
+    def close(self):
+        """Closes the kept-alive connections (a later call opens new ones)."""
+        self._t.close()
 
     @staticmethod
     def _body(code, limits, env=None, **more):
@@ -209,9 +197,14 @@ class _RunEvents(Closing):
     /v1/runs/ID/events; reopened after the last id seen when the
     connection drops, up to client.retries times in a row."""
 
-    def __init__(self, client, post=None, run_id=None, after=0):
+    def __init__(self, client, post=None, run_id=None, after=0, post_path="/v1/runs",
+                 on_id=None, what=None, events_path=None):
         self._client = client
+        self._events_path = events_path
         self._post = post
+        self._post_path = post_path
+        self._on_id = on_id
+        self._what = what
         self._owns = post is not None  # its close() cancels the run
         self._finished = False
         self.run_id = run_id
@@ -243,15 +236,19 @@ class _RunEvents(Closing):
         headers = {"Accept": _SSE}
         if self._post is not None:
             body, self._post = self._post, None  # never sent twice
-            r = self._client._open("POST", "/v1/runs", body, headers)
+            r = self._client._open("POST", self._post_path, body, headers, self._what)
             self.run_id = r.headers.get("X-Run-Id")
             if r.status != 200 or not self.run_id:
                 r.close()
                 raise ServeError(r.status, "not_a_stream",
-                                 "POST /v1/runs did not answer an event stream with its id")
+                                 f"POST {self._post_path} did not answer an event stream "
+                                 f"with its id")
+            if self._on_id is not None:
+                self._on_id(self.run_id)
             return r
         headers["Last-Event-ID"] = str(self._after)
-        return self._client._open("GET", f"/v1/runs/{self.run_id}/events", None, headers)
+        return self._client._open("GET", self._events_path or f"/v1/runs/{self.run_id}/events",
+                                  None, headers, self._what)
 
     def _follow(self):
         failures = 0
@@ -272,7 +269,7 @@ class _RunEvents(Closing):
                 raise
             except (OSError, http.client.HTTPException, ValueError) as e:
                 if self.run_id is None:
-                    raise ServeError(0, "connection", f"POST /v1/runs: {e}") from None
+                    raise ServeError(0, "connection", f"POST {self._post_path}: {e}") from None
                 error = e
             else:
                 error = "the stream ended before the run's result"
@@ -318,20 +315,13 @@ def _sse_events(r):
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "id":
-            ev_id = int(value)
+            # A run's events count from 1; a background command's are
+            # "OUT-ERR", its place in each stream.
+            ev_id = int(value) if value.isdigit() else value
         elif field == "event":
             kind = value
         elif field == "data":
             data.append(value)
-
-
-def _serve_error(status, raw):
-    try:
-        body = json.loads(raw)
-        err = body.get("error") or {}
-        return ServeError(status, err.get("code", "error"), err.get("message", ""), body)
-    except (ValueError, AttributeError):
-        return ServeError(status, "error", raw[:200].decode("utf-8", "replace"))
 
 
 def _execution(body):
@@ -340,9 +330,10 @@ def _execution(body):
     failure as SandboxError, as a local run raises them."""
     if "error" in body or "status" not in body:
         err = body.get("error") or {}
-        raise ServeError(200, err.get("code", "no_result"),
-                         err.get("message", "the run has no result"), body)
-    ex = execution_from_json(body)
+        cls = RunLost if body.get("lost") else ServeError
+        raise cls(200, err.get("code", "no_result"),
+                  err.get("message", "the run has no result"), body)
+    ex = execution_from_json(body, keep_source=True)
     if ex.status is Status.SANDBOX_ERROR:
         raise SandboxError(ex)
     return ex

@@ -65,6 +65,8 @@ def test_every_kind_of_call_through_ctypes():
 
 def test_a_bad_binding_choice_is_named():
     env = dict(os.environ, AGENTJAIL_BINDING="ffi", PYTHONPATH=os.path.join(ROOT, "python"))
-    r = subprocess.run([sys.executable, "-c", "import agentjail"], capture_output=True,
+    # The choice is read when a local sandbox is first asked for.
+    r = subprocess.run([sys.executable, "-c", "import agentjail; agentjail.Sandbox"],
+                       capture_output=True,
                        text=True, env=env, cwd="/")
     assert r.returncode != 0 and "AGENTJAIL_BINDING='ffi' is neither cffi nor ctypes" in r.stderr

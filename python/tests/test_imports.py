@@ -1,6 +1,7 @@
 """The package's modules form layers: no module imports one that imports it
 back, directly or through others, counting imports inside functions too (a
-cycle hidden in a function is still two modules that each need the other)."""
+cycle hidden in a function is still two modules that each need the other,
+and so is one imported by name when first used)."""
 import ast
 import os
 
@@ -26,6 +27,11 @@ def package_imports():
             elif isinstance(node, ast.Import):
                 used.update(a.name.split(".")[1] for a in node.names
                             if a.name.startswith("agentjail."))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.startswith(".") and node.value[1:] in modules:
+                # A module imported by name when first used (__init__'s
+                # _NATIVE: importlib.import_module(".sandbox", ...)).
+                used.add(node.value[1:])
         graph[m] = used & modules - {m}
     return graph
 

@@ -44,10 +44,14 @@ def test_pip_install_works_outside_the_tree(tmp_path):
 def test_a_missing_library_is_named(tmp_path):
     env = dict(os.environ, AGENTJAIL_LIBRARY=str(tmp_path / "nope.so"),
                PYTHONPATH=os.path.join(ROOT, "python"))
-    r = subprocess.run([sys.executable, "-c", "import agentjail"], capture_output=True,
+    # `import agentjail` works (connect() needs no library); the first
+    # local sandbox names what is missing.
+    r = subprocess.run([sys.executable, "-c", "import agentjail\nagentjail.connect\n"
+                        "agentjail.ProcessSandbox"], capture_output=True,
                        text=True, env=env, cwd="/")
     assert r.returncode != 0
     assert "libagentjail.so not found" in r.stderr and "nope.so (absent)" in r.stderr
+    assert '"<string>", line 3' in r.stderr  # at the sandbox, not the import
 
 
 def non_debian_python(where):

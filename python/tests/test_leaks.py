@@ -43,7 +43,12 @@ def test_500_runs_leak_nothing(sb):
     gc.collect()
     assert statuses == {Status.OK}
     assert fds() == fds0, "file descriptors leaked"
-    assert tasks() == tasks0 and threading.active_count() == threads0, "threads leaked"
+    # At most as many: a thread an earlier test of this process left to
+    # finish (a stream's worker, an executor's) may end meanwhile, and that
+    # is no leak of these runs (seen once in a loaded run).
+    assert tasks() <= tasks0 and threading.active_count() <= threads0, \
+        f"threads leaked: {tasks0} -> {tasks()} tasks, {threads0} -> " \
+        f"{threading.active_count()} Python threads"
     grown = rss_kb() - rss0
     assert grown < 4096, f"resident memory grew {grown} KiB over {RUNS} runs"
     assert len(gc.get_objects()) - objects0 < 1000, "Python objects accumulate"
@@ -62,5 +67,5 @@ def test_sessions_leak_nothing(sb):
             assert s.run(CODE).ok
     gc.collect()
     assert fds() == fds0
-    assert tasks() == tasks0  # each session's keeper thread is gone
+    assert tasks() <= tasks0  # each session's keeper thread is gone (at most: as above)
     assert rss_kb() - rss0 < 4096

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/api.h"
 #include "../core/internal.h"
 #include "admit/narrow.h"
 #include "api_v1.h"
@@ -187,6 +188,25 @@ static void get_metrics(struct service *svc, struct http_response *rs)
 	rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+/* run_python as a remote client offers it to a model (python's
+ * remote_tools.py, the TypeScript client): the library's definition for
+ * this server's limits and the packages its sandbox has (probed once, as
+ * /mcp's tools/list), for a fresh sandbox per call or, ?session=true, for
+ * a session that keeps its state. */
+static void get_tools(struct service *svc, const struct http_request *rq,
+		      struct http_response *rs)
+{
+	const char *q = http_query(rq, "session");
+	if (q && strcmp(q, "true") && strcmp(q, "false"))
+		return respond_error(rs, 400, "bad_request", "session: expected true or false");
+	bool session = q && !strcmp(q, "true");
+	json_t *def = tool_definition_object(&svc->cfg.sandbox, session,
+					     tool_packages_of(svc->backend->mcp_sandbox(svc)));
+	if (!def)
+		return respond_error(rs, 500, "internal", "out of memory");
+	respond_json(rs, 200, json_pack("{s:[o]}", "tools", def));
+}
+
 void api_handle(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
 	const char *p = rq->path, *m = rq->method;
@@ -203,6 +223,10 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");
 		tier_probe_answer(svc->tier_probe, rs);
+	} else if (!strcmp(p, "/v1/tools")) {
+		if (strcmp(m, "GET"))
+			return respond_method(rs, m, "GET");
+		get_tools(svc, rq, rs);
 	} else if (!strcmp(p, "/metrics")) {
 		if (strcmp(m, "GET"))
 			return respond_method(rs, m, "GET");

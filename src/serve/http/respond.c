@@ -47,15 +47,26 @@ void respond_method(struct http_response *rs, const char *method, const char *al
 	rs->allow = allow;
 }
 
+/* A file refusal with the library's errno by name ("EACCES"), which
+ * HTTP's status folds together: a remote client raises the same errno as
+ * the local library (python/agentjail/remote.py). */
+static void file_refusal(struct http_response *rs, int status, const char *code, int rc,
+			 const char *message)
+{
+	respond_json(rs, status,
+		     json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message,
+			       "errno", strerrorname_np(-rc)));
+}
+
 /* A file operation's error as HTTP: the path's fault is the caller's. */
 void respond_file_error(struct http_response *rs, int rc, const char *message)
 {
 	switch (rc) {
 	case -ENOENT:
-		respond_error(rs, 404, "not_found", "%s", message);
+		file_refusal(rs, 404, "not_found", rc, message);
 		break;
 	case -EFBIG:
-		respond_error(rs, 413, "too_large", "%s", message);
+		file_refusal(rs, 413, "too_large", rc, message);
 		break;
 	case -EACCES:
 	case -EINVAL:
@@ -66,14 +77,14 @@ void respond_file_error(struct http_response *rs, int rc, const char *message)
 	case -ELOOP:  /* a symlink: never followed */
 	case -EPERM:
 	case -EEXIST:
-		respond_error(rs, 400, "bad_path", "%s", message);
+		file_refusal(rs, 400, "bad_path", rc, message);
 		break;
 	case -ENOSPC:
 	case -EDQUOT:
-		respond_error(rs, 507, "no_space", "%s", message);
+		file_refusal(rs, 507, "no_space", rc, message);
 		break;
 	default:
-		respond_error(rs, 500, "session_error", "%s", message);
+		file_refusal(rs, 500, "session_error", rc, message);
 	}
 }
 

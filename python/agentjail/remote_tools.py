@@ -1,0 +1,124 @@
+"""The run_python tool over a remote sandbox or session (connect()): the
+same shapes and handlers as the local tool (_tool_shapes.py), its
+definition as serve states it (GET /v1/tools: the library's words for the
+tier's limits and the packages its sandbox really has), its results in the
+library's words (Execution.text()).
+
+Over serve the tool is run_python alone: the local session tool's file
+tools (upload_file, download_file, list_files) read and write the
+caller's own disk, which a remote caller's program would reach through
+put_file / get_file instead (docs/python.md#remote)."""
+import dataclasses
+import json
+import threading
+
+from ._tool_shapes import ToolResult, ToolShapes, _arguments_bytes
+from .errors import AgentjailError, SandboxError
+
+NAME = "run_python"
+
+
+def _code_argument(data):
+    """The code of a call's JSON arguments, or (None, why): the C library's
+    checks (src/api/tool.c tool_code_argument) in its words."""
+    try:
+        args = json.loads(data.decode("utf-8", "replace"))
+    except ValueError as e:
+        return None, f"not a JSON object ({e.msg})"
+    if not isinstance(args, dict):
+        return None, "arguments must be an object with a string 'code'"
+    for k in args:
+        if k != "code":
+            return None, f"unexpected argument '{k[:64]}': {NAME} takes only 'code'"
+    if not isinstance(args.get("code"), str):
+        return None, "'code' must be a string holding the Python program"
+    return args["code"], None
+
+
+class RemoteRunPythonTool(ToolShapes):
+    """run_python over a RemoteSandbox (a fresh sandbox per call), a
+    RemoteSession, or a RemoteSandbox with session=True (a session opened at
+    the first call, and opened anew, with a note for the model, if it
+    closes)."""
+
+    def __init__(self, target, session=False):
+        self._lock = threading.Lock()
+        self._owned = None
+        kind = getattr(type(target), "_tool_target", None)
+        if kind == "session":
+            self._sandbox, self._session, self.session = None, target, True
+        elif kind == "sandbox":
+            self._sandbox, self._session, self.session = target, None, bool(session)
+        else:
+            raise TypeError(f"a tool runs on a RemoteSandbox or a RemoteSession, "
+                            f"not {type(target).__name__}")
+        self._definitions = [_served_definition(target._client, self.session)]
+        self._definition = self._definitions[0]
+
+    def call(self, arguments):
+        """Runs one call (arguments: a dict or the model's JSON text). Never
+        raises for what the model sent or its code did."""
+        data, refused = _arguments_bytes(NAME, arguments)
+        if refused:
+            return refused
+        code, why = _code_argument(data)
+        if why is not None:
+            return ToolResult(f"Invalid arguments for {NAME}: {why}", True)
+        return self.run(code)
+
+    def run(self, code):
+        note = None
+        try:
+            if self._sandbox is not None and not self.session:
+                ex = self._sandbox.run(code)
+            else:
+                target, note = self._current_session()
+                ex = target.run(code)
+        except SandboxError as e:
+            ex = e.execution
+        except AgentjailError as e:  # closed, refused, serve unreachable
+            return ToolResult(f"status: sandbox_error\n{e}", True)
+        if note:
+            ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)
+        return ToolResult(ex.text(), not ex.ok, list(ex.images), ex)
+
+    def _current_session(self):
+        if self._session is not None:
+            return self._session, None
+        with self._lock:
+            note = None
+            if self._owned is not None and self._owned.closed_reason is not None:
+                # The words of aj_session_replaced_note.
+                note = (f"note: a new session was started, because the previous one closed "
+                        f"({self._owned.closed_reason}): its variables, imports and workspace "
+                        f"files are gone.")
+                self._owned.close()
+                self._owned = None
+            if self._owned is None:
+                self._owned = self._sandbox.session()
+            return self._owned, note
+
+    def handle(self, name, arguments):
+        if name == NAME:
+            return self.call(arguments)
+        return ToolResult(f"Unknown tool: {name}", True)
+
+    def close(self):
+        """Closes the session this tool opened (not one it was given)."""
+        with self._lock:
+            if self._owned is not None:
+                self._owned.close()
+                self._owned = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _served_definition(client, session):
+    """run_python as serve defines it for this use (GET /v1/tools)."""
+    q = "true" if session else "false"
+    return client._json("GET", f"/v1/tools?session={q}")[1]["tools"][0]
