@@ -34,7 +34,7 @@ TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
 SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
 SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
-.PHONY: all deps test test-loaded unit demo bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b clean examples
+.PHONY: all deps test test-loaded unit demo ts-client bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b clean examples
 all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
@@ -274,16 +274,24 @@ $(E2B_DEPS): tests/e2b/package.json
 	cd tests/e2b && npm install --no-audit --no-fund --silent
 	@touch $@
 
+# The TypeScript client (clients/typescript) is built by its pinned
+# TypeScript compiler from npm; its tests install the packed tarball.
+TS_CLIENT := clients/typescript/dist/index.js
+$(TS_CLIENT): clients/typescript/package.json clients/typescript/tsconfig.json $(wildcard clients/typescript/src/*.ts)
+	cd clients/typescript && npm install --no-audit --no-fund --silent && npx tsc -p tsconfig.json
+	@touch $@
+ts-client: $(TS_CLIENT)
+
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
-test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS)
+test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS) $(TS_CLIENT)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs tests/e2b/e2b.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs tests/e2b/e2b.test.mjs tests/clients/ts_client.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
 	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
 	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 
