@@ -34,7 +34,7 @@ TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
 SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
 SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
-.PHONY: all deps test test-loaded unit demo ts-client bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b clean examples
+.PHONY: all deps test test-loaded unit demo ts-client bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b bench-clients clean examples
 all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
@@ -375,8 +375,12 @@ bench-serve: all $(B)/bench-binding-c
 
 # Time to first output through the E2B-compatible API, E2B's own SDK beside
 # the v1 API by fetch and by curl (bench/e2b.mjs; the SDKs of tests/e2b).
-bench-e2b: all $(E2B_DEPS)
-	@node bench/e2b.mjs 40 --tier process
+# Time to first output through each remote way in (bench/clients.mjs): the
+# process tier and the container tier, warm.
+bench-clients: all $(E2B_DEPS) $(TS_CLIENT)
+	@node bench/clients.mjs 40 --tier process --warm
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) node bench/clients.mjs 40 --tier container --warm --image test
+bench-e2b: bench-clients
 
 # The soak (bench/soak*.c): SOAK_SEQ sequential runs and SOAK_CONC at
 # concurrency 4 on one sandbox per tier, benign and hostile mixed, every

@@ -1,27 +1,35 @@
 #!/usr/bin/env node
-// bench/e2b.mjs: time to first output through agentjail serve's E2B-compatible
-// API (issue 37): a sandbox made and print(1) run in it, until its stdout
-// reaches the caller, by three paths side by side in one run, round by round:
+// bench/clients.mjs: time to first output through each way a remote caller
+// reaches agentjail serve (issue 37): a sandbox made and print(1) run in it,
+// until its stdout reaches the caller, by five paths side by side in one run,
+// round by round:
 //
 //   v1 fetch   POST /v1/sessions, then POST /v1/sessions/ID/runs as an event
 //              stream, read until the stdout event (node's fetch): the API
 //              with nothing in front, the baseline
 //   v1 curl    the same two calls by curl, spawned (what a shell user pays)
+//   ts client  @agentjail/client (clients/typescript): connect().session(),
+//              then run("print(1)", {onStdout}) until the callback
+//   py client  agentjail.connect() in a Python process of its own (timed
+//              there, from before session() to the on_stdout callback; this
+//              script only says when)
 //   e2b sdk    E2B's own code-interpreter SDK, unmodified: Sandbox.create()
 //              and runCode("print(1)", {onStdout}) until the callback
 //
-// Each path's sandbox is killed after its round (outside the figure). Medians
-// and p95, and each path's median over v1 fetch's; figures only, never a
-// verdict. Also commands.run("true") through the SDK against POST .../exec
-// of true over fetch in one kept sandbox/session.
+// Each path's sandbox is closed after its round (outside the figure). Medians
+// and p95, and each path's median over v1 fetch's (and its p50 minus v1
+// fetch's: what the client adds); figures only, never a verdict. Also
+// commands.run("true") through the SDK against exec of true through the TS
+// client and over fetch, in one kept sandbox/session each.
 //
-//   node bench/e2b.mjs [ROUNDS] [serve args...]   (make test installs the SDKs)
+//   node bench/clients.mjs [ROUNDS] [serve args...]   (make bench-clients)
 import { spawn, execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const sdk = await import(join(root, 'tests/e2b/node_modules/@e2b/code-interpreter/dist/index.mjs'));
+const aj = await import(join(root, 'clients/typescript/dist/index.js'));
 const AGENTJAIL = join(root, 'build', 'agentjail');
 const rounds = Number(process.argv[2] ?? 20);
 const extra = process.argv.slice(3);
@@ -80,6 +88,43 @@ async function v1Curl() {
   return t;
 }
 
+async function tsClient() {
+  const t0 = performance.now();
+  const s = await aj.connect({ url, key }).session();
+  let t = -1;
+  await s.run('print(1)', { onStdout: () => { if (t < 0) t = performance.now() - t0; } });
+  await s.close();
+  return t;
+}
+
+// The Python client in a process of its own, kept across rounds: a line in
+// asks for a round, a line out is its figure.
+const py = spawn(process.env.PYTHON ?? '/usr/bin/python3', ['-u', '-c', `
+import sys, time
+sys.path.insert(0, ${JSON.stringify(join(root, 'python'))})
+import agentjail
+sb = agentjail.connect(${JSON.stringify(url)}, ${JSON.stringify(key)})
+for line in sys.stdin:
+    t0 = time.perf_counter()
+    first = []
+    s = sb.session()
+    s.run("print(1)", on_stdout=lambda text: first or first.append(time.perf_counter()))
+    s.close()
+    print((first[0] - t0) * 1000 if first else -1, flush=True)
+`], { stdio: ['pipe', 'pipe', 'inherit'] });
+const pyLines = (async function* () {
+  let buf = '';
+  for await (const chunk of py.stdout) {
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) { yield buf.slice(0, i); buf = buf.slice(i + 1); }
+  }
+})();
+async function pyClient() {
+  py.stdin.write('go\n');
+  return Number((await pyLines.next()).value);
+}
+
 async function e2bSdk() {
   const t0 = performance.now();
   const sbx = await sdk.Sandbox.create();
@@ -107,19 +152,27 @@ async function table(title, rows) {
   for (const [name, xs] of Object.entries(got))
     console.log(`  ${name.padEnd(10)} p50 ${pct(xs, 50).toFixed(2).padStart(8)} ms  p95 ` +
       `${pct(xs, 95).toFixed(2).padStart(8)} ms  x${(pct(xs, 50) / base).toFixed(3)}  ` +
+      `${(pct(xs, 50) - base >= 0 ? '+' : '')}${(pct(xs, 50) - base).toFixed(2)} ms  ` +
       `(${xs.length} rounds)`);
 }
 
 try {
   await table(`create + print(1) until its stdout, ${rounds} interleaved rounds ` +
-    `(serve ${extra.join(' ') || 'defaults'}):`, { 'v1 fetch': v1Fetch, 'v1 curl': v1Curl, 'e2b sdk': e2bSdk });
+    `(serve ${extra.join(' ') || 'defaults'}):`, { 'v1 fetch': v1Fetch, 'v1 curl': v1Curl,
+    'ts client': tsClient, 'py client': pyClient, 'e2b sdk': e2bSdk });
   const sbx = await sdk.Sandbox.create();
   const s = await (await fetch(`${url}/v1/sessions`, { method: 'POST', headers: auth, body: '{}' })).json();
+  const ts = await aj.connect({ url, key }).session();
   await table('a command, true, in a kept sandbox:', {
     'v1 exec': async () => {
       const t0 = performance.now();
       await (await fetch(`${url}/v1/sessions/${s.id}/exec`, { method: 'POST', headers: auth,
         body: '{"argv":["true"]}' })).json();
+      return performance.now() - t0;
+    },
+    'ts exec': async () => {
+      const t0 = performance.now();
+      await ts.exec(['true']);
       return performance.now() - t0;
     },
     'e2b sdk': async () => {
@@ -129,6 +182,8 @@ try {
     },
   });
   await sbx.kill();
+  await ts.close();
 } finally {
+  py.stdin.end();
   child.kill('SIGTERM');
 }
