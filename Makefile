@@ -20,7 +20,7 @@ CLI_SRC := $(wildcard src/cli/*.c src/mcp/*.c)
 # loads an HTTP server, a Redis client, libcrypto and libcurl, for the
 # completion webhooks), sharing the CLI's option parsing and the MCP server.
 SERVE_SRC := $(wildcard src/serve/*.c src/serve/*/*.c) src/cli/options.c $(wildcard src/mcp/*.c)
-SERVE_PKGS := libmicrohttpd hiredis libcrypto libcurl
+SERVE_PKGS := libmicrohttpd hiredis libcrypto libcurl zlib
 HDRS := $(wildcard include/*.h src/*/*.h src/serve/*/*.h tests/*.h)
 
 B := build

@@ -13,6 +13,7 @@ set -eu
 # server, its Redis client, and SHA-256 for the keys file. redis-server:
 # the scale-out tests start one on loopback. libcurl4-openssl-dev: serve's
 # completion webhooks (the POST, and its URL parser for the allow-list).
+# zlib1g-dev: gzip request bodies (the E2B API's files.write with gzip).
 # curl: the serve tests check what it reads of a refusal sent while it
 # uploads. python3-yaml: the test that parses deploy/'s Kubernetes
 # manifests. runsc: gVisor, the gvisor tier. ca-certificates: the CA
@@ -26,7 +27,7 @@ set -eu
 # node-typescript: the TypeScript compiler the process tier's TypeScript
 # runs strip their types with, and the host-copied test image carries
 # (docs/javascript.md).
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc ca-certificates openssl clang libclang-rt-14-dev node-typescript"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev zlib1g-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc ca-certificates openssl clang libclang-rt-14-dev node-typescript"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

@@ -153,7 +153,7 @@ describe('E2B sandbox', () => {
   before(async () => { sbx = await Base.create({ metadata: { suite: 'e2b-test' } }); });
   after(async () => { await sbx?.kill(); });
 
-  test('files: write, read, list, exists, rename, remove', async () => {
+  test('files: write, read, list, exists, rename, remove, gzip', async () => {
     await sbx.files.write('/home/user/hello.txt', 'Hello, world!');
     assert.equal(await sbx.files.read('/home/user/hello.txt'), 'Hello, world!');
     await sbx.files.write([{ path: '/home/user/data/a.bin', data: new Uint8Array([0, 1, 255]) }]);
@@ -167,6 +167,9 @@ describe('E2B sandbox', () => {
     await sbx.files.remove('/home/user/data');
     assert.equal(await sbx.files.exists('/home/user/data'), false);
     await assert.rejects(sbx.files.read('/home/user/gone.txt'), { name: 'FileNotFoundError' });
+    // Compressed on the way up and asked compressed on the way down.
+    await sbx.files.write('/home/user/z.txt', 'zipped '.repeat(1000), { gzip: true });
+    assert.equal(await sbx.files.read('/home/user/z.txt', { gzip: true }), 'zipped '.repeat(1000));
   });
 
   test('commands: output as it comes, exit codes, a background command killed by pid',

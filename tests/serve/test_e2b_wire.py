@@ -10,6 +10,7 @@ blank line. What differs from the JavaScript SDKs (tests/e2b) is the point:
 JSON with spaces, snake_case allow_internet_access, nulls for unset fields,
 state as "running,paused", metadata encoded twice, Content-Encoding: identity."""
 import base64
+import gzip
 import json
 import struct
 import urllib.parse
@@ -246,4 +247,34 @@ def test_a_path_too_long_is_refused_never_cut(start):
     code, _, body = stream(s, sbx, "/process.Process/Start", {
         "process": {"cmd": "/bin/true", "cwd": long}, "stdin": False})
     assert envelopes(body)[-1][1]["error"]["code"] == "invalid_argument"
+    assert control(s, "DELETE", f"/sandboxes/{sbx['sandboxID']}")[0] == 204
+
+
+def test_a_gzip_upload_is_inflated_within_the_transfer_limit(start):
+    # Python's files.write(..., gzip=True): the body gzip-compressed, said by
+    # Content-Encoding. A bomb (a small body that inflates past the
+    # session's transfer limit) is refused before it is held whole; a body
+    # that is not gzip is refused naming why; nothing is written by either.
+    s = start("--timeout", "10", "--transfer-mb", "1")
+    sbx = create_2_45(s)
+    h = envd(sbx, {"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+    q = urllib.parse.urlencode({"path": "/home/user/z.txt"})
+    code, _, data = call(s, "POST", f"/files?{q}", headers=h, raw=gzip.compress(b"zipped" * 1000))
+    assert code == 200, data
+    assert json.loads(data)[0]["path"] == "/home/user/z.txt"
+    code, _, data = call(s, "GET", f"/files?{q}", headers=envd(sbx, {"Accept-Encoding": "gzip"}))
+    assert code == 200 and data == b"zipped" * 1000
+    bomb = gzip.compress(b"\0" * (8 << 20))
+    assert len(bomb) < 64 << 10
+    q2 = urllib.parse.urlencode({"path": "/home/user/bomb"})
+    code, _, data = call(s, "POST", f"/files?{q2}", headers=h, raw=bomb)
+    assert code == 413 and "inflates past" in json.loads(data)["message"], data
+    code, _, data = call(s, "POST", f"/files?{q2}", headers=h, raw=b"not gzip at all")
+    assert code == 400 and "not gzip" in json.loads(data)["message"], data
+    code, _, data = call(s, "POST", f"/files?{q2}", headers=h, raw=gzip.compress(b"abc")[:-6])
+    assert code == 400 and "ends before" in json.loads(data)["message"], data
+    assert call(s, "GET", f"/files?{q2}", headers=envd(sbx))[0] == 404
+    code, _, data = call(s, "POST", f"/files?{q2}", raw=b"x", headers=envd(
+        sbx, {"Content-Type": "application/octet-stream", "Content-Encoding": "br"}))
+    assert code == 415 and "br" in json.loads(data)["message"]
     assert control(s, "DELETE", f"/sandboxes/{sbx['sandboxID']}")[0] == 204

@@ -15,14 +15,19 @@
  *                               the watcher calls: unimplemented, named.
  *
  * E2B's home (/home/user) is agentjail's workspace; answers give paths
- * back in E2B's terms. A gzip body (Content-Encoding: gzip) is refused,
- * named: upload it plain. */
+ * back in E2B's terms. A gzip body (Content-Encoding: gzip, the SDKs'
+ * files.write(..., {gzip: true})) is inflated first, bounded by the
+ * session's transfer limit; a read with Accept-Encoding: gzip is answered
+ * plain (identity is always acceptable). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "../../core/internal.h"
+#include "../admit/service.h"
+#include "../http/gunzip.h"
 #include "connect_rpc.h"
 #include "common.h"
 #include "files.h"
@@ -126,14 +131,15 @@ static bool part_filename(const char *head, size_t n, char *out, size_t cap)
 }
 
 /* Each part of a multipart body, PUT as its own file. */
-static void write_multipart(struct e2b_call *c, const char *path, const char *ct, json_t *out)
+static void write_multipart(struct e2b_call *c, const char *path, const char *ct,
+			    const char *body, size_t body_len, json_t *out)
 {
 	char delim[200];
 	if (!boundary_of(ct, delim, sizeof delim))
 		return e2b_error(c->rs, 400, "multipart/form-data without a boundary");
 	size_t dl = strlen(delim);
-	const char *body = c->rq->body, *end = body + c->rq->body_len;
-	const char *p = memmem(body, c->rq->body_len, delim, dl);
+	const char *end = body + body_len;
+	const char *p = memmem(body, body_len, delim, dl);
 	while (p && p + dl + 2 <= end && strncmp(p + dl, "--", 2)) {
 		const char *head = p + dl;
 		const char *hend = memmem(head, (size_t)(end - head), "\r\n\r\n", 4);
@@ -166,19 +172,35 @@ static void write_multipart(struct e2b_call *c, const char *path, const char *ct
 static void write_files(struct e2b_call *c, const char *path)
 {
 	const char *enc = http_header(c->rq, "Content-Encoding");
-	if (enc && strcasecmp(enc, "identity"))
-		return e2b_error(c->rs, 415, "Content-Encoding %.40s is not supported by agentjail "
-				 "yet: upload the file plain (gzip: false)", enc);
+	const char *body = c->rq->body;
+	size_t body_len = c->rq->body_len;
+	char *inflated = NULL;
+	if (enc && !strcasecmp(enc, "gzip")) {
+		char why[200];
+		/* Never more than a file may be: the session's transfer limit
+		 * (a multipart body's headers fit in the slack). */
+		size_t cap = ((size_t)c->svc->cfg.sandbox.session.transfer_mb << 20) + 65536;
+		int rc = http_gunzip(body, body_len, cap, &inflated, &body_len, why, sizeof why);
+		if (rc == -ENOMEM)
+			return e2b_error(c->rs, 500, "out of memory");
+		if (rc)
+			return e2b_error(c->rs, rc == -EFBIG ? 413 : 400, "%s", why);
+		body = inflated;
+	} else if (enc && strcasecmp(enc, "identity")) {
+		return e2b_error(c->rs, 415, "Content-Encoding %.40s is not supported: send the "
+				 "file gzip or plain", enc);
+	}
 	const char *ct = c->rq->content_type ? c->rq->content_type : "";
 	json_t *out = json_array();
 	if (!strncasecmp(ct, "multipart/form-data", 19)) {
-		write_multipart(c, path, ct, out);
+		write_multipart(c, path, ct, body, body_len, out);
 	} else if (!path) {
 		e2b_error(c->rs, 400, "?path= is required for an application/octet-stream body");
-	} else if (!put_one(c, path, c->rq->body, c->rq->body_len, out)) {
+	} else if (!put_one(c, path, body, body_len, out)) {
 		respond_json(c->rs, 200, json_incref(out));
 	}
 	json_decref(out);
+	free(inflated);
 }
 
 void e2b_files(struct e2b_call *c)
