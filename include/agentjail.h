@@ -243,6 +243,14 @@ struct aj_result {
 	 * AJ_MAX_BACKGROUND_LISTED; NULL and 0 when none. */
 	uint32_t *background_pids;
 	size_t background_count;
+	/* aj_session_run_value only: the value of the cell's last bare
+	 * expression, as a notebook's cell result (not printed): its repr(),
+	 * and its HTML where the object offers one (_repr_html_: a pandas
+	 * DataFrame), each UTF-8, NUL-terminated, at most the output limit;
+	 * NULL when the cell ended without one (no bare expression last, its
+	 * value None, or the cell failed). */
+	char *value_text;
+	char *value_html;
 };
 #define AJ_MAX_BACKGROUND_LISTED 256
 
@@ -401,6 +409,13 @@ int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, 
 int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char *code,
 			size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
 			struct aj_result *res);
+/* As aj_session_run_streaming (Python), but as a notebook cell: a last
+ * bare expression's value is not printed; it comes back in res->value_text
+ * (and value_html). The E2B-compatible API's code interpreter runs cells
+ * so (its execution.text). cancel and stream may be NULL. */
+int aj_session_run_value(struct aj_session *s, const char *code, size_t len,
+			 struct aj_cancel *cancel, const struct aj_stream *stream,
+			 struct aj_result *res);
 /* Writes (creates or replaces) a workspace file, making its directories. */
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
 		   struct aj_error *err);

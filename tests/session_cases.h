@@ -77,6 +77,29 @@ static void session_state_persists(void **state)
 	assert_status(&r, AJ_STATUS_OK);
 	assert_string_equal(r.stdout_buf, "42\n");
 	assert_null(r.message);
+	assert_null(r.value_text);
+	aj_result_free(&r);
+	/* As a notebook cell the value comes apart, not printed: its repr,
+	 * and its HTML where the object has one. */
+	assert_int_equal(aj_session_run_value(s, "x + 1", 5, NULL, NULL, &r), 0);
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "");
+	assert_string_equal(r.value_text, "42");
+	assert_null(r.value_html);
+	aj_result_free(&r);
+	static const char html_cell[] = "class H:\n"
+					"    def __repr__(self): return 'H()'\n"
+					"    def _repr_html_(self): return '<b>h</b>'\n"
+					"print('shown')\n"
+					"H()";
+	assert_int_equal(aj_session_run_value(s, html_cell, strlen(html_cell), NULL, NULL, &r), 0);
+	assert_string_equal(r.stdout_buf, "shown\n");
+	assert_string_equal(r.value_text, "H()");
+	assert_string_equal(r.value_html, "<b>h</b>");
+	aj_result_free(&r);
+	/* No value: None last, or a statement last. */
+	assert_int_equal(aj_session_run_value(s, "None", 4, NULL, NULL, &r), 0);
+	assert_null(r.value_text);
 	aj_result_free(&r);
 	cell_expect(s, "print(json.dumps([x]), open('kept.txt').read())", AJ_STATUS_OK,
 		    "[41] file-kept");
@@ -85,7 +108,7 @@ static void session_state_persists(void **state)
 	assert_status(&r, AJ_STATUS_ERROR);
 	assert_int_equal(r.exit_code, 1);
 	assert_true(contains(r.stderr_buf, "ZeroDivisionError"));
-	assert_true(contains(r.stderr_buf, "<cell 4>"));
+	assert_true(contains(r.stderr_buf, "<cell 7>"));
 	assert_false(contains(r.stderr_buf, "repl"));
 	aj_result_free(&r);
 	cell(s, &r, "import sys\nprint(y)\nsys.exit(7)\n");

@@ -77,6 +77,7 @@ struct aj_result {
     struct aj_image *images; size_t image_count; size_t images_dropped;
     char *egress_log;
     uint32_t *background_pids; size_t background_count;
+    char *value_text; char *value_html;
 };
 enum aj_event_kind { AJ_EVENT_STDOUT = 0, AJ_EVENT_STDERR, AJ_EVENT_IMAGE };
 struct aj_event {

@@ -90,6 +90,10 @@ class Execution:
     # A session's call: the pids of its background commands still running
     # when the call ended (Session.spawn, Session.pty).
     background: List[int] = field(default_factory=list)
+    # A notebook cell's (serve's "value": true, aj_session_run_value): its
+    # last bare expression's repr() and HTML, not printed; else None.
+    value: Optional[str] = None
+    value_html: Optional[str] = None
     # A remote run's: the contract object serve answered (to_json gives it
     # back as it came).
     source: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
@@ -194,6 +198,10 @@ class _as_c_result:
             self._keep.append(pids)
             res.background_pids = pids
         res.background_count = len(ex.background)
+        if ex.value is not None:
+            res.value_text = self._buf(ex.value.encode())
+            if ex.value_html is not None:
+                res.value_html = self._buf(ex.value_html.encode())
         self.res = res
 
     def _buf(self, b):
@@ -237,6 +245,10 @@ def execution_from_c(res, tier):
         egress=(json.loads(ffi.string(res.egress_log).decode("utf-8", "replace"))
                 if res.egress_log != ffi.NULL else None),
         background=[int(res.background_pids[i]) for i in range(res.background_count)],
+        value=(ffi.string(res.value_text).decode("utf-8", "replace")
+               if res.value_text != ffi.NULL else None),
+        value_html=(ffi.string(res.value_html).decode("utf-8", "replace")
+                    if res.value_html != ffi.NULL else None),
     )
 
 
@@ -262,5 +274,7 @@ def execution_from_json(o, tier=None, keep_source=False):
         images_dropped=int(o.get("images_dropped") or 0),
         egress=o.get("egress"),
         background=[int(p) for p in o.get("background") or []],
+        value=(o.get("value") or {}).get("text"),
+        value_html=(o.get("value") or {}).get("html"),
         source=o if keep_source else None,
     )

@@ -556,9 +556,12 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	return rc;
 }
 
-int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_reply,
-		   const char *code, size_t len, struct aj_cancel *cancel,
-		   const struct aj_stream *stream, struct aj_result *res)
+/* session_run_op's body; value: the cell's last expression comes back
+ * apart, not printed (repl.py's "value": true). */
+static int run_cell_op(struct aj_session *s, const char *op, bool value,
+		       session_reply_fn on_reply, const char *code, size_t len,
+		       struct aj_cancel *cancel, const struct aj_stream *stream,
+		       struct aj_result *res)
 {
 	struct stream_tap *tap = NULL;
 	json_t *req = NULL;
@@ -583,6 +586,13 @@ int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_rep
 			      (int)cfg->limits.memory_mb)
 		  : NULL;
 	free(b64);
+	if (req && value &&
+	    (json_object_set_new(req, "value", json_true()) ||
+	     json_object_set_new(req, "value_max",
+				 json_integer((json_int_t)cfg->limits.output_kb * 1024)))) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req) {
 		result_sandbox_error(res, "session: out of memory");
 		rc = -ENOMEM;
@@ -599,11 +609,25 @@ out:
 	return rc;
 }
 
+int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_reply,
+		   const char *code, size_t len, struct aj_cancel *cancel,
+		   const struct aj_stream *stream, struct aj_result *res)
+{
+	return run_cell_op(s, op, false, on_reply, code, len, cancel, stream, res);
+}
+
 int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 			     struct aj_cancel *cancel, const struct aj_stream *stream,
 			     struct aj_result *res)
 {
 	return session_run_op(s, "run", session_run_reply, code, len, cancel, stream, res);
+}
+
+int aj_session_run_value(struct aj_session *s, const char *code, size_t len,
+			 struct aj_cancel *cancel, const struct aj_stream *stream,
+			 struct aj_result *res)
+{
+	return run_cell_op(s, "run", true, session_value_reply, code, len, cancel, stream, res);
 }
 
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,

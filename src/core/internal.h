@@ -104,6 +104,10 @@ void result_background_from_json(json_t *o, struct aj_result *res);
  * with err. */
 json_t *session_reply_json(const char *line, size_t len, struct aj_result *res);
 void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
+/* session_run_reply, and a notebook cell's value (aj_session_run_value):
+ * the reply's "value": {"text", "html"?}, each a string within the output
+ * limit, else left out. */
+void session_value_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res);
 /* An exec call's reply ({"exit": code} or {"signal": n}, "timed_out" when
  * its own deadline killed it, "cpu_us", "rss_kb") as res's status by the
  * same rules; cfg's wall_sec is the command's own deadline. */

@@ -94,6 +94,13 @@ json_t *result_to_json_object(const struct aj_result *res, enum aj_tier tier)
 			bad |= json_array_append_new(pids, json_integer(res->background_pids[i]));
 		bad |= !pids || json_object_set_new(o, "background", pids);
 	}
+	/* Only a notebook cell's (aj_session_run_value) that ended with one. */
+	if (res->value_text)
+		bad |= json_object_set_new(o, "value",
+					   res->value_html
+						   ? json_pack("{s:s, s:s}", "text", res->value_text,
+							       "html", res->value_html)
+						   : json_pack("{s:s}", "text", res->value_text));
 	if (bad) {
 		json_decref(o);
 		return NULL;

@@ -8,11 +8,14 @@
 # taken for the answer to this one.
 #
 #   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n,
-#    "memory_mb": n}
+#    "memory_mb": n, "value": bool, "value_max": bytes}
 #       -> {"seq", "exit": code, "images": [{name, mime, data}], "dropped": n,
 #           "cpu_us": n, "rss_kb": n}, and "memory_error": true when an
 #           uncaught MemoryError (any subclass) ended the cell (its exit
-#           code is then Python's 1; rule S7 of docs/design.md)
+#           code is then Python's 1; rule S7 of docs/design.md); with
+#           "value", a last bare expression's value is not printed but
+#           answered: "value": {"text": repr, "html": its _repr_html_()},
+#           each cut to value_max bytes (a notebook cell's result)
 #   {"seq", "op": "put", "path": p, "data": b64} -> {"seq", "ok": true}
 #   {"seq", "op": "get", "path": p, "max": n}    -> {"seq", "data": b64}
 #   {"seq", "op": "get", "path": p, "max": n, "offset": o}
@@ -138,9 +141,10 @@ def flush():
             pass
 
 
-def run_cell(source, number, namespace):
+def run_cell(source, number, namespace, shown=None):
     """The cell's exit code, and whether an uncaught MemoryError (any
-    subclass) ended it."""
+    subclass) ended it. shown: a list the last bare expression's value is
+    appended to instead of being printed (a notebook cell's result)."""
     name = "<cell %d>" % number
     lines = source.decode("utf-8", "replace").splitlines(True)
     # Tracebacks show the cell's own lines, as they would a file's.
@@ -164,7 +168,10 @@ def run_cell(source, number, namespace):
             value = eval(compile(last, name, "eval"), namespace)
             if value is not None:
                 namespace["_"] = value
-                print(repr(value))
+                if shown is None:
+                    print(repr(value))
+                else:
+                    shown.append(value)
         return 0, False
     except SystemExit as e:
         return system_exit_code(e), False
@@ -293,9 +300,11 @@ def op_run(req, state):
     limit_memory(req.get("memory_mb"))
     before = image_snapshot()
     cpu0, _ = usage()
+    shown = [] if req.get("value") else None
     code, memory_error = run_cell(base64.b64decode(req["code"]), state["cells"],
-                                  state["namespace"])
+                                  state["namespace"], shown)
     flush()
+    value = cell_value(shown[0], int(req.get("value_max") or 0)) if shown else None
     images, dropped = collect_images(before, int(req["images"]), int(req["image_bytes"]))
     flush()
     cpu1, rss = usage()
@@ -303,7 +312,33 @@ def op_run(req, state):
               "cpu_us": int((cpu1 - cpu0) * 1e6), "rss_kb": rss}
     if memory_error:
         answer["memory_error"] = True
+    if value:
+        answer["value"] = value
     return answer
+
+
+def cell_value(value, cap):
+    """A cell result's forms, as a notebook shows them: repr(), and the
+    object's own HTML where it has one (a pandas DataFrame), each cut to
+    cap bytes of UTF-8. What the object's methods raise is theirs: the
+    text falls back to the type's name, the HTML is left out."""
+    def cut(text):
+        data = text.encode("utf-8", "replace")
+        return data[:cap].decode("utf-8", "ignore") if len(data) > cap else text
+    try:
+        text = repr(value)
+    except Exception:
+        text = "<%s object>" % type(value).__name__
+    out = {"text": cut(text)}
+    html = getattr(value, "_repr_html_", None)
+    if callable(html) and not isinstance(value, type):
+        try:
+            h = html()
+        except Exception:
+            h = None
+        if isinstance(h, str):
+            out["html"] = cut(h)
+    return out
 
 
 # ---- files: only inside the workspace, never through a symlink ----

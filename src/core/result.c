@@ -26,6 +26,8 @@ void aj_result_free(struct aj_result *res)
 	free(res->images);
 	free(res->egress_log);
 	free(res->background_pids);
+	free(res->value_text);
+	free(res->value_html);
 	memset(res, 0, sizeof *res);
 }
 

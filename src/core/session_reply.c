@@ -96,6 +96,27 @@ void session_run_reply(json_t *reply, const struct aj_config *cfg, struct aj_res
 	}
 }
 
+/* A value's text, taken only as a string within the output limit: the
+ * reply is the session's own output, so its size is held here too. */
+static char *value_field(json_t *v, size_t cap)
+{
+	if (!json_is_string(v) || json_string_length(v) > cap)
+		return NULL;
+	return strndup(json_string_value(v), json_string_length(v));
+}
+
+void session_value_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res)
+{
+	session_run_reply(reply, cfg, res);
+	json_t *v = json_object_get(reply, "value");
+	if (res->status == AJ_STATUS_SANDBOX_ERROR || !json_is_object(v))
+		return;
+	size_t cap = (size_t)cfg->limits.output_kb * 1024;
+	res->value_text = value_field(json_object_get(v, "text"), cap);
+	if (res->value_text)
+		res->value_html = value_field(json_object_get(v, "html"), cap);
+}
+
 void session_exec_reply(json_t *reply, const struct aj_config *cfg, struct aj_result *res)
 {
 	json_t *exit = json_object_get(reply, "exit"), *sig = json_object_get(reply, "signal");

@@ -303,7 +303,7 @@ function executionFrom(o) {
     stdoutTruncated: !!o.stdout_truncated, stderrTruncated: !!o.stderr_truncated, wallMs: 1,
     cpuMs: 1, memoryKb: 1, message: o.message ?? null, tier: 'process', images,
     imagesDropped: o.images_dropped ?? 0, egress: o.egress ?? null, background: [],
-    runId: null, raw: o };
+    value: null, valueHtml: null, runId: null, raw: o };
 }
 
 test('the example agent loop replays its transcript', () => {

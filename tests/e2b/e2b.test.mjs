@@ -119,7 +119,8 @@ after(async () => {
 });
 
 describe('E2B code interpreter', () => {
-  test('runCode keeps state, a chart comes back as a PNG, JavaScript runs', async () => {
+  test('runCode keeps state, its last value is the main result, a chart comes back as a PNG, '
+    + 'JavaScript runs', async () => {
     const sbx = await Sandbox.create();
     try {
       await sbx.runCode('x = 1');
@@ -128,6 +129,15 @@ describe('E2B code interpreter', () => {
       // Output comes in the chunks it was read in (print's text and its
       // newline may be two): their text is what counts.
       assert.equal(e.logs.stdout.join(''), '2\n');
+      // E2B's README example: the last expression is the main result.
+      const last = await sbx.runCode('x+=1; x');
+      assert.equal(last.text, '3');
+      assert.deepEqual(last.logs.stdout, []);
+      assert.equal(last.results.filter((r) => r.isMainResult).length, 1);
+      const html = await sbx.runCode('class T:\n    def _repr_html_(self): return "<b>t</b>"\n'
+        + '    def __repr__(self): return "T()"\nT()');
+      assert.deepEqual([html.text, html.results[0].html], ['T()', '<b>t</b>']);
+      assert.equal((await sbx.runCode('y = 5')).text, undefined);
       const failed = await sbx.runCode('1 / 0');
       assert.equal(failed.error.name, 'ZeroDivisionError');
       assert.equal(failed.error.value, 'division by zero');
@@ -141,7 +151,7 @@ describe('E2B code interpreter', () => {
         { language: 'js' });
       assert.equal(js.logs.stdout.join(''), '6\n');
       const ctx = await sbx.createCodeContext({ language: 'python' });
-      assert.equal((await sbx.runCode('print(x)', { context: ctx })).logs.stdout.join(''), '2\n');
+      assert.equal((await sbx.runCode('print(x)', { context: ctx })).logs.stdout.join(''), '3\n');
     } finally {
       await sbx.kill();
     }

@@ -264,6 +264,9 @@ def test_sessions_live_on_their_worker(start, redis, workers, tmp_path):
                       key=alice)
         assert r.json()["status"] == "ok"
     assert s.request("POST", base + "/runs", {"code": "print(n)"}, key=alice).json()["stdout"] == "6\n"
+    # A notebook cell's value comes back through the worker too.
+    r = s.request("POST", base + "/runs", {"code": "n * 7", "value": True}, key=alice)
+    assert (r.json()["stdout"], r.json()["value"]) == ("", {"text": "42"})
     assert s.request("PUT", base + "/files/a.txt", b"hello", raw=True, key=alice).code == 201
     assert s.request("GET", base + "/files/a.txt", key=alice).body == b"hello"
     names = [e["name"] for e in s.request("GET", base + "/files", key=alice).json()["entries"]]

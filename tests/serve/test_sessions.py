@@ -18,6 +18,15 @@ def test_state_and_files_last_across_calls(server):
     assert r.code == 200 and r.json()["status"] == "ok"
     r = server.request("POST", base + "/runs", {"code": "print(x + 1)"})
     assert r.json()["stdout"] == "42\n"
+    # A notebook cell: the last value apart, not printed; Python's only.
+    r = server.request("POST", base + "/runs", {"code": "x + 1", "value": True})
+    assert (r.json()["stdout"], r.json()["value"]) == ("", {"text": "42"})
+    assert "value" not in server.request("POST", base + "/runs", {"code": "x + 1"}).json()
+    r = server.request("POST", base + "/runs", {"code": "1", "value": "yes"})
+    assert r.code == 400 and r.json()["error"]["message"] == "value: expected true or false"
+    r = server.request("POST", base + "/runs", {"code": "1", "value": True,
+                                                 "language": "javascript"})
+    assert r.code == 400 and "Python's only" in r.json()["error"]["message"]
     data = bytes(range(256)) * 4
     r = server.request("PUT", base + "/files/in/data.bin", data, raw=True)
     assert r.code == 201 and r.json() == {"path": "in/data.bin", "bytes": 1024}

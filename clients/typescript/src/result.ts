@@ -37,6 +37,10 @@ export interface Execution {
   egress: Record<string, unknown> | null;
   /** A session call's background commands still running at its end. */
   background: number[];
+  /** A notebook cell's last value (serve's "value": true): its repr and
+   *  HTML, not printed; null otherwise. */
+  value: string | null;
+  valueHtml: string | null;
   /** The run's id on serve, when it was recorded or answered. */
   runId: string | null;
   /** The object serve sent. */
@@ -61,6 +65,7 @@ export function decodeBase64(s: string): Uint8Array {
   return b64(s);
 }
 
+type Field = Record<string, unknown>;
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 
 export function executionFromJson(o: Record<string, unknown>): Execution {
@@ -86,6 +91,9 @@ export function executionFromJson(o: Record<string, unknown>): Execution {
     egress: (o.egress && typeof o.egress === 'object') ? o.egress as Record<string, unknown>
       : null,
     background: Array.isArray(o.background) ? (o.background as number[]).map(Number) : [],
+    value: typeof (o.value as Field)?.text === 'string' ? (o.value as Field).text as string : null,
+    valueHtml: typeof (o.value as Field)?.html === 'string' ? (o.value as Field).html as string
+      : null,
     runId: typeof o.run_id === 'string' ? o.run_id : null,
     raw: o,
   };

@@ -15,7 +15,7 @@
 #include "call_limits.h"
 #include "narrow.h"
 
-static const char *const run_fields[] = {"code", "limits", "language", NULL};
+static const char *const run_fields[] = {"code", "limits", "language", "value", NULL};
 static const char *const exec_fields[] = {"command", "argv", "cwd", "env", "stdin", "timeout",
 					  NULL};
 
@@ -123,6 +123,21 @@ static int exec_parse(json_t *o, const struct aj_config *cfg, struct call_body *
 	return rc;
 }
 
+/* "value": true, a notebook cell (aj_session_run_value): Python's only,
+ * the one interpreter that keeps a cell's value apart. */
+static int value_field(json_t *o, struct call_body *b, const char **code, struct aj_error *err)
+{
+	json_t *v = json_object_get(o, "value");
+	*code = "bad_request";
+	if (v && !json_is_boolean(v))
+		return error_set(err, -EINVAL, "value: expected true or false");
+	b->value = json_is_true(v);
+	if (b->value && b->lang != AJ_LANG_PYTHON)
+		return error_set(err, -EINVAL, "value: a cell's value apart is Python's only, not "
+				 "%s's", aj_language_name(b->lang));
+	return 0;
+}
+
 /* A parse's end: 0, or -1 with *status and b cleared. */
 static int parsed(int rc, struct call_body *b, int *status, const char **code)
 {
@@ -152,6 +167,8 @@ int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct ca
 			rc = call_limits_parse(json_object_get(o, "limits"), cfg->limits.wall_sec,
 					       &b->call_sec, err);
 		}
+		if (!rc)
+			rc = value_field(o, b, code, err);
 	}
 	return parsed(rc, b, status, code);
 }
@@ -215,7 +232,8 @@ int call_body_run(struct aj_session *s, const struct call_body *b, struct aj_can
 				     b->call_sec);
 		return -EAGAIN;
 	}
-	int rc = aj_session_run_lang(s, b->lang, b->code, b->len, cancel, stream, res);
+	int rc = b->value ? aj_session_run_value(s, b->code, b->len, cancel, stream, res)
+			  : aj_session_run_lang(s, b->lang, b->code, b->len, cancel, stream, res);
 	call_deadline_end(&dl, res);
 	aj_cancel_free(own);
 	return rc;

@@ -1,10 +1,11 @@
 /* What one call on a session asks, read from its JSON once for both
  * backends and the worker, and the one way it is run on a session:
  *
- *   POST /v1/sessions/ID/runs  {"code", "limits"?, "language"?}: code in
- *                              the session (aj_session_run_lang: Python
- *                              unless named), a call's own shorter
- *                              timeout kept by a timer
+ *   POST /v1/sessions/ID/runs  {"code", "limits"?, "language"?, "value"?}:
+ *                              code in the session (aj_session_run_lang:
+ *                              Python unless named; "value": true, a
+ *                              notebook cell, aj_session_run_value), a
+ *                              call's own shorter timeout kept by a timer
  *   POST /v1/sessions/ID/exec  {"command" | "argv", "cwd"?, "env"?,
  *                              "stdin"? (base64), "timeout"?}: a command in
  *                              the session's sandbox (aj_session_exec),
@@ -35,6 +36,7 @@ struct call_body {
 	size_t len;
 	enum aj_language lang; /* "language": AJ_LANG_PYTHON unless named */
 	double call_sec; /* limits.timeout_sec, 0: the session's own clock */
+	bool value;      /* "value": true, a cell's last value apart (Python) */
 	/* a command: x points into o and into what follows, owned */
 	struct aj_exec x;
 	const char **argv;

@@ -7,8 +7,10 @@
  *     {"type": "stdout" | "stderr", "text", "timestamp"}   as it comes
  *     {"type": "result", "png" | "jpeg" | "svg", "is_main_result": false}
  *                                                        each chart the cell made
- *     (the last expression's value is printed on stdout, as at a Python
- *     prompt: no main result of its own yet, docs/e2b.md)
+ *     {"type": "result", "text", "html"?, "is_main_result": true}
+ *                                                        a Python cell's last
+ *                                                        value (a notebook cell,
+ *                                                        aj_session_run_value)
  *     {"type": "error", "name", "value", "traceback"}    a cell that failed
  *     {"type": "number_of_executions", "execution_count"}
  *   POST /contexts {"language"?, "cwd"?}, GET /contexts, DELETE /contexts/ID:
@@ -133,10 +135,16 @@ static int cell_event(struct sse_in *in, const char *ev, json_t *d, void *arg)
 		x->done = true;
 		const char *status = json_string_value(json_object_get(d, "status"));
 		json_t *value = json_object_get(d, "value");
+		json_t *text = json_object_get(value, "text"), *html = json_object_get(value, "html");
 		int rc = 0;
-		if (json_is_string(value))
-			rc = line(x, json_pack("{s:s, s:O, s:b}", "type", "result", "text", value,
-					       "is_main_result", 1));
+		/* The cell's last value, as the main result (execution.text). */
+		if (json_is_string(text))
+			rc = line(x, json_is_string(html)
+					     ? json_pack("{s:s, s:O, s:O, s:b}", "type", "result",
+							 "text", text, "html", html,
+							 "is_main_result", 1)
+					     : json_pack("{s:s, s:O, s:b}", "type", "result", "text",
+							 text, "is_main_result", 1));
 		if (!rc && status && strcmp(status, "ok"))
 			rc = line(x, error_of(d));
 		return rc;
@@ -180,7 +188,11 @@ static void execute(struct e2b_call *c)
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/runs", c->sb.id);
 		v1_call(c->svc, c->rq->key, "POST", path,
-			json_pack("{s:s, s:s}", "code", code, "language", aj),
+			/* Python as a notebook cell: its last value is the main
+			 * result, not a line on stdout. */
+			!strcmp(aj, "python") ? json_pack("{s:s, s:s, s:b}", "code", code, "language",
+							  aj, "value", 1)
+					      : json_pack("{s:s, s:s}", "code", code, "language", aj),
 			"text/event-stream", &x->inner);
 		if (!x->inner.stream_read) {
 			char m[400];

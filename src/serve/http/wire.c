@@ -65,6 +65,14 @@ int result_from_json(json_t *o, struct aj_result *res, enum aj_tier *tier)
 	if (!res->stdout_buf || !res->stderr_buf)
 		return bad(res, "out of memory");
 	result_background_from_json(o, res);
+	json_t *value = json_object_get(o, "value");
+	if (json_is_string(json_object_get(value, "text"))) {
+		if (!(res->value_text = dup_field(value, "text", NULL)))
+			return bad(res, "out of memory");
+		if (json_is_string(json_object_get(value, "html")) &&
+		    !(res->value_html = dup_field(value, "html", NULL)))
+			return bad(res, "out of memory");
+	}
 	json_t *imgs = json_object_get(o, "images");
 	if (json_is_array(imgs) && json_array_size(imgs)) {
 		res->images = calloc(json_array_size(imgs), sizeof *res->images);
