@@ -243,7 +243,7 @@ struct aj_result {
 	 * AJ_MAX_BACKGROUND_LISTED; NULL and 0 when none. */
 	uint32_t *background_pids;
 	size_t background_count;
-	/* aj_session_run_value only: the value of the cell's last bare
+	/* A cell's with value (aj_session_run_cell): the value of its last bare
 	 * expression, as a notebook's cell result (not printed): its repr(),
 	 * and its HTML where the object offers one (_repr_html_: a pandas
 	 * DataFrame), each UTF-8, NUL-terminated, at most the output limit;
@@ -409,13 +409,33 @@ int aj_run_lang(struct aj_sandbox *sb, enum aj_language lang, const char *code, 
 int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char *code,
 			size_t len, struct aj_cancel *cancel, const struct aj_stream *stream,
 			struct aj_result *res);
-/* As aj_session_run_streaming (Python), but as a notebook cell: a last
- * bare expression's value is not printed; it comes back in res->value_text
- * (and value_html). The E2B-compatible API's code interpreter runs cells
- * so (its execution.text). cancel and stream may be NULL. */
-int aj_session_run_value(struct aj_session *s, const char *code, size_t len,
-			 struct aj_cancel *cancel, const struct aj_stream *stream,
-			 struct aj_result *res);
+/* A cell as a notebook runs it (the E2B-compatible API's code interpreter
+ * does, docs/e2b.md). */
+struct aj_cell {
+	enum aj_language lang;  /* AJ_LANG_PYTHON, JAVASCRIPT or TYPESCRIPT */
+	const char *code;
+	size_t len;
+	/* Python: a last bare expression's value is not printed; it comes
+	 * back in res->value_text (and value_html). */
+	bool value;
+	/* Python: a namespace of its own by name, made on first use (its own
+	 * variables; the interpreter's modules, the files and the working
+	 * directory are the session's), at most AJ_MAX_CONTEXTS at once;
+	 * NULL: __main__'s, which aj_session_run uses. 1 to 64 of
+	 * [A-Za-z0-9_.-]. */
+	const char *context;
+	/* The context's variables (JavaScript and TypeScript: node's whole
+	 * state) are forgotten before the cell runs: a kernel's restart. A
+	 * fresh Python context given no code is dropped. */
+	bool fresh;
+};
+#define AJ_MAX_CONTEXTS 32
+/* cell in the session (cancel and stream may be NULL); fields another
+ * language has not (value, context outside Python) are -EINVAL, res
+ * naming them. */
+int aj_session_run_cell(struct aj_session *s, const struct aj_cell *cell,
+			struct aj_cancel *cancel, const struct aj_stream *stream,
+			struct aj_result *res);
 /* Writes (creates or replaces) a workspace file, making its directories. */
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,
 		   struct aj_error *err);

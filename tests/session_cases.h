@@ -45,6 +45,17 @@ static int session_case_teardown(void **state)
 	return case_teardown(state);
 }
 
+/* A notebook cell (aj_session_run_cell) in Python; asserts rc 0. */
+static void notebook_cell(struct aj_session *s, struct aj_result *r, const char *code,
+			  bool value, const char *context, bool fresh)
+{
+	const struct aj_cell c = {.lang = AJ_LANG_PYTHON, .code = code, .len = strlen(code),
+				  .value = value, .context = context, .fresh = fresh};
+	int rc = aj_session_run_cell(s, &c, NULL, NULL, r);
+	if (rc)
+		fail_msg("aj_session_run_cell: %d: %s", rc, r->message ? r->message : "-");
+}
+
 /* One cell; asserts the session itself took it (rc 0). */
 static void cell(struct aj_session *s, struct aj_result *r, const char *code)
 {
@@ -81,7 +92,7 @@ static void session_state_persists(void **state)
 	aj_result_free(&r);
 	/* As a notebook cell the value comes apart, not printed: its repr,
 	 * and its HTML where the object has one. */
-	assert_int_equal(aj_session_run_value(s, "x + 1", 5, NULL, NULL, &r), 0);
+	notebook_cell(s, &r, "x + 1", true, NULL, false);
 	assert_status(&r, AJ_STATUS_OK);
 	assert_string_equal(r.stdout_buf, "");
 	assert_string_equal(r.value_text, "42");
@@ -92,14 +103,31 @@ static void session_state_persists(void **state)
 					"    def _repr_html_(self): return '<b>h</b>'\n"
 					"print('shown')\n"
 					"H()";
-	assert_int_equal(aj_session_run_value(s, html_cell, strlen(html_cell), NULL, NULL, &r), 0);
+	notebook_cell(s, &r, html_cell, true, NULL, false);
 	assert_string_equal(r.stdout_buf, "shown\n");
 	assert_string_equal(r.value_text, "H()");
 	assert_string_equal(r.value_html, "<b>h</b>");
 	aj_result_free(&r);
 	/* No value: None last, or a statement last. */
-	assert_int_equal(aj_session_run_value(s, "None", 4, NULL, NULL, &r), 0);
+	notebook_cell(s, &r, "None", true, NULL, false);
 	assert_null(r.value_text);
+	aj_result_free(&r);
+	/* A context is a namespace of its own: x is not there, and what it
+	 * sets stays its own; fresh forgets it. */
+	notebook_cell(s, &r, "x = 'c'\nx", true, "ctx-1", false);
+	assert_string_equal(r.value_text, "'c'");
+	aj_result_free(&r);
+	notebook_cell(s, &r, "x", true, NULL, false);
+	assert_string_equal(r.value_text, "41");
+	aj_result_free(&r);
+	notebook_cell(s, &r, "x", true, "ctx-1", true);
+	assert_status(&r, AJ_STATUS_ERROR);
+	assert_true(contains(r.stderr_buf, "NameError"));
+	aj_result_free(&r);
+	const struct aj_cell bad = {.lang = AJ_LANG_PYTHON, .code = "1", .len = 1,
+				    .context = "no/slash"};
+	assert_int_equal(aj_session_run_cell(s, &bad, NULL, NULL, &r), -EINVAL);
+	assert_true(contains(r.message, "context"));
 	aj_result_free(&r);
 	cell_expect(s, "print(json.dumps([x]), open('kept.txt').read())", AJ_STATUS_OK,
 		    "[41] file-kept");
@@ -108,7 +136,7 @@ static void session_state_persists(void **state)
 	assert_status(&r, AJ_STATUS_ERROR);
 	assert_int_equal(r.exit_code, 1);
 	assert_true(contains(r.stderr_buf, "ZeroDivisionError"));
-	assert_true(contains(r.stderr_buf, "<cell 7>"));
+	assert_true(contains(r.stderr_buf, "<cell 10>"));
 	assert_false(contains(r.stderr_buf, "repl"));
 	aj_result_free(&r);
 	cell(s, &r, "import sys\nprint(y)\nsys.exit(7)\n");

@@ -132,6 +132,15 @@ int session_spawn_check(const struct aj_config *cfg, const struct aj_exec *x,
 int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_reply,
 		   const char *code, size_t len, struct aj_cancel *cancel,
 		   const struct aj_stream *stream, struct aj_result *res);
+/* 0 if name may name a cell's context (aj_session_run_cell), else
+ * -EINVAL with err saying the rule. */
+int cell_context_check(const char *name, struct aj_error *err);
+/* session_run_op with a notebook cell's asks (value, context, fresh) for
+ * repl.py (cell NULL: none); aj_session_run_cell's body. */
+int session_cell_op(struct aj_session *s, const char *op, const struct aj_cell *cell,
+		    session_reply_fn on_reply, const char *code, size_t len,
+		    struct aj_cancel *cancel, const struct aj_stream *stream,
+		    struct aj_result *res);
 /* A caller's path as one relative to the workspace (*rel, inside path):
  * valid UTF-8, no "..", absolute only under the workspace; the workspace
  * itself only if may_be_workspace. 0, or -errno with err naming why. */

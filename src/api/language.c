@@ -204,3 +204,43 @@ int aj_session_run_lang(struct aj_session *s, enum aj_language lang, const char 
 	return session_run_op(s, lang == AJ_LANG_TYPESCRIPT ? "ts" : "js", session_js_reply, code,
 			      len, cancel, stream, res);
 }
+
+int cell_context_check(const char *name, struct aj_error *err)
+{
+	size_t n = strlen(name);
+	/* A key of repl.py's and a word of the E2B API's URLs. */
+	if (n >= 1 && n <= 64 &&
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n)
+		return 0;
+	return error_set(err, -EINVAL, "context: a name is 1 to 64 of A-Z a-z 0-9 _ . -, not "
+			 "\"%.64s\"", name);
+}
+
+int aj_session_run_cell(struct aj_session *s, const struct aj_cell *cell,
+			struct aj_cancel *cancel, const struct aj_stream *stream,
+			struct aj_result *res)
+{
+	const char *why = NULL;
+	struct aj_error err = {0};
+	if (!cell)
+		why = "run_cell: no cell given";
+	else if (cell->lang != AJ_LANG_PYTHON && !is_node(cell->lang))
+		why = "run_cell: a cell is Python, JavaScript or TypeScript (a shell line is a "
+		      "command: aj_session_exec)";
+	else if (cell->lang != AJ_LANG_PYTHON && (cell->value || cell->context))
+		why = "run_cell: a cell's value apart and named contexts are Python's only";
+	else if (cell->context && cell_context_check(cell->context, &err))
+		why = err.message;
+	if (why) {
+		result_init(res);
+		result_sandbox_error(res, "%s", why);
+		result_ensure_streams(res);
+		return -EINVAL;
+	}
+	if (cell->lang == AJ_LANG_PYTHON)
+		return session_cell_op(s, "run", cell,
+				       cell->value ? session_value_reply : session_run_reply,
+				       cell->code, cell->len, cancel, stream, res);
+	return session_cell_op(s, cell->lang == AJ_LANG_TYPESCRIPT ? "ts" : "js", cell,
+			       session_js_reply, cell->code, cell->len, cancel, stream, res);
+}

@@ -556,12 +556,10 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	return rc;
 }
 
-/* session_run_op's body; value: the cell's last expression comes back
- * apart, not printed (repl.py's "value": true). */
-static int run_cell_op(struct aj_session *s, const char *op, bool value,
-		       session_reply_fn on_reply, const char *code, size_t len,
-		       struct aj_cancel *cancel, const struct aj_stream *stream,
-		       struct aj_result *res)
+int session_cell_op(struct aj_session *s, const char *op, const struct aj_cell *cell,
+		    session_reply_fn on_reply, const char *code, size_t len,
+		    struct aj_cancel *cancel, const struct aj_stream *stream,
+		    struct aj_result *res)
 {
 	struct stream_tap *tap = NULL;
 	json_t *req = NULL;
@@ -586,10 +584,14 @@ static int run_cell_op(struct aj_session *s, const char *op, bool value,
 			      (int)cfg->limits.memory_mb)
 		  : NULL;
 	free(b64);
-	if (req && value &&
-	    (json_object_set_new(req, "value", json_true()) ||
-	     json_object_set_new(req, "value_max",
-				 json_integer((json_int_t)cfg->limits.output_kb * 1024)))) {
+	/* A notebook cell's asks (aj_session_run_cell), for repl.py. */
+	if (req && cell &&
+	    ((cell->value && (json_object_set_new(req, "value", json_true()) ||
+			      json_object_set_new(req, "value_max",
+						  json_integer((json_int_t)cfg->limits.output_kb *
+							       1024)))) ||
+	     (cell->context && json_object_set_new(req, "context", json_string(cell->context))) ||
+	     (cell->fresh && json_object_set_new(req, "fresh", json_true())))) {
 		json_decref(req);
 		req = NULL;
 	}
@@ -613,7 +615,7 @@ int session_run_op(struct aj_session *s, const char *op, session_reply_fn on_rep
 		   const char *code, size_t len, struct aj_cancel *cancel,
 		   const struct aj_stream *stream, struct aj_result *res)
 {
-	return run_cell_op(s, op, false, on_reply, code, len, cancel, stream, res);
+	return session_cell_op(s, op, NULL, on_reply, code, len, cancel, stream, res);
 }
 
 int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
@@ -623,12 +625,6 @@ int aj_session_run_streaming(struct aj_session *s, const char *code, size_t len,
 	return session_run_op(s, "run", session_run_reply, code, len, cancel, stream, res);
 }
 
-int aj_session_run_value(struct aj_session *s, const char *code, size_t len,
-			 struct aj_cancel *cancel, const struct aj_stream *stream,
-			 struct aj_result *res)
-{
-	return run_cell_op(s, "run", true, session_value_reply, code, len, cancel, stream, res);
-}
 
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
 			 struct aj_result *res)

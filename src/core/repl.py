@@ -8,14 +8,19 @@
 # taken for the answer to this one.
 #
 #   {"seq", "op": "run", "code": b64, "cpu": s, "images": n, "image_bytes": n,
-#    "memory_mb": n, "value": bool, "value_max": bytes}
+#    "memory_mb": n, "value": bool, "value_max": bytes, "context": name,
+#    "fresh": bool}
 #       -> {"seq", "exit": code, "images": [{name, mime, data}], "dropped": n,
 #           "cpu_us": n, "rss_kb": n}, and "memory_error": true when an
 #           uncaught MemoryError (any subclass) ended the cell (its exit
 #           code is then Python's 1; rule S7 of docs/design.md); with
 #           "value", a last bare expression's value is not printed but
 #           answered: "value": {"text": repr, "html": its _repr_html_()},
-#           each cut to value_max bytes (a notebook cell's result)
+#           each cut to value_max bytes (a notebook cell's result); with
+#           "context", the cell runs in that namespace of its own (made on
+#           first use, at most MAX_CONTEXTS at once) instead of __main__'s;
+#           with "fresh", the namespace's variables are forgotten first (a
+#           kernel's restart; a fresh context given no code is dropped)
 #   {"seq", "op": "put", "path": p, "data": b64} -> {"seq", "ok": true}
 #   {"seq", "op": "get", "path": p, "max": n}    -> {"seq", "data": b64}
 #   {"seq", "op": "get", "path": p, "max": n, "offset": o}
@@ -54,6 +59,8 @@
 #          the cell), "cpu_us", "rss_kb", "images": [], and "js_restarted":
 #          true when an earlier cell's node had ended (its state is gone);
 #          {"seq", "error", "errno"} when node cannot start (op_js)
+#   {"seq", "op": "js", ..., "fresh": true}: node is ended first, so the
+#       cell starts with no JavaScript state (a kernel's restart)
 #   {"seq", "op": "ts", as "js"}: a TypeScript cell, its types stripped in
 #       the same node (src/core/ts_strip.js), sharing the JavaScript state
 #       -> as "js"; {"seq", "error", "errno": "ENOENT"} when the image has
@@ -294,6 +301,42 @@ def usage():
     return cpu, max(s.ru_maxrss, c.ru_maxrss)
 
 
+MAX_CONTEXTS = 32
+
+
+def fresh_namespace():
+    """A namespace as __main__'s starts: a cell defined in it sees only
+    the builtins."""
+    return {"__name__": "__main__", "__builtins__": __builtins__}
+
+
+def namespace_for(req, state):
+    """The cell's namespace: __main__'s, or its context's (made on first
+    use); forgotten first when "fresh". None when the context is dropped
+    (fresh, no code) or cannot be made (printed on stderr, the cell's
+    error)."""
+    name, fresh = req.get("context"), bool(req.get("fresh"))
+    if name is None:
+        if fresh:
+            main = state["namespace"]
+            main.clear()
+            main.update(fresh_namespace())
+        return state["namespace"]
+    contexts = state["contexts"]
+    if fresh:
+        contexts.pop(name, None)
+        if not req.get("code"):
+            return None
+    if name not in contexts:
+        if len(contexts) >= MAX_CONTEXTS:
+            os.write(2, ("context %s: the session has %d contexts, the most it keeps at "
+                         "once: restart one with no code to drop it\n"
+                         % (name, MAX_CONTEXTS)).encode())
+            return None
+        contexts[name] = fresh_namespace()
+    return contexts[name]
+
+
 def op_run(req, state):
     state["cells"] += 1
     set_cpu_limit(int(req["cpu"]))
@@ -301,8 +344,13 @@ def op_run(req, state):
     before = image_snapshot()
     cpu0, _ = usage()
     shown = [] if req.get("value") else None
+    namespace = namespace_for(req, state)
+    if namespace is None:
+        dropped = bool(req.get("fresh")) and not req.get("code")
+        return {"exit": 0 if dropped else 1, "images": [], "dropped": 0, "cpu_us": 0,
+                "rss_kb": usage()[1]}
     code, memory_error = run_cell(base64.b64decode(req["code"]), state["cells"],
-                                  state["namespace"], shown)
+                                  namespace, shown)
     flush()
     value = cell_value(shown[0], int(req.get("value_max") or 0)) if shown else None
     images, dropped = collect_images(before, int(req["images"]), int(req["image_bytes"]))
@@ -1168,6 +1216,11 @@ def op_ts(req, state):
 
 
 def op_js(req, state, ts=False):
+    if req.get("fresh") and state.get("node") is not None:
+        # A restart asked for: this node's state is dropped on purpose.
+        state["node"].end()
+        state["node"] = None
+        state.pop("node_lost", None)
     node, restarted = state.get("node"), state.pop("node_lost", False)
     if node is not None and node.popen.poll() is not None:
         node.end()  # it ended between calls (a callback's process.exit)
@@ -1284,7 +1337,7 @@ def serve():
     # later cell imports what an earlier one installed.
     if os.environ.get("PIP_TARGET"):
         sys.path.append(os.environ["PIP_TARGET"])
-    state = {"cells": 0, "namespace": main.__dict__}
+    state = {"cells": 0, "namespace": main.__dict__, "contexts": {}}
     requests = io.open(REQUESTS, "rb", closefd=False)
     while True:
         try:

@@ -150,8 +150,29 @@ describe('E2B code interpreter', () => {
       const js = await sbx.runCode('const a = [1, 2, 3]; console.log(a.length * 2)',
         { language: 'js' });
       assert.equal(js.logs.stdout.join(''), '6\n');
+      // A context of its own is a namespace of its own: x is not there,
+      // and what it sets is not seen outside it.
       const ctx = await sbx.createCodeContext({ language: 'python' });
-      assert.equal((await sbx.runCode('print(x)', { context: ctx })).logs.stdout.join(''), '3\n');
+      assert.equal((await sbx.runCode('x', { context: ctx })).error.name, 'NameError');
+      await sbx.runCode('z = 10', { context: ctx });
+      assert.equal((await sbx.runCode('z * 2', { context: ctx })).text, '20');
+      assert.equal((await sbx.runCode('z')).error.name, 'NameError');
+      assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+      // A restart forgets its state; the interpreter's own context keeps x.
+      await sbx.restartCodeContext(ctx);
+      assert.equal((await sbx.runCode('z', { context: ctx })).error.name, 'NameError');
+      assert.equal((await sbx.runCode('x')).text, '3');
+      await sbx.restartCodeContext('python');
+      assert.equal((await sbx.runCode('x')).error.name, 'NameError');
+      await sbx.removeCodeContext(ctx);
+      assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+      await assert.rejects(sbx.runCode('1', { context: ctx }), { name: 'NotFoundError' });
+      // JavaScript's one state, restarted.
+      const jsCtx = await sbx.createCodeContext({ language: 'js' });
+      await sbx.runCode('globalThis.k = 1', { context: jsCtx });
+      await sbx.restartCodeContext(jsCtx);
+      assert.equal((await sbx.runCode('console.log(typeof k)', { context: jsCtx })).logs.stdout
+        .join(''), 'undefined\n');
     } finally {
       await sbx.kill();
     }

@@ -197,11 +197,22 @@ def test_commands_and_files_as_python_calls_them(start):
 def test_run_code_as_python_calls_it(start):
     s = start("--timeout", "10")
     sbx = create_2_45(s, templateID="code-interpreter-v1")
-    # code_interpreter_sync.py: every key sent, unset ones null; no token on contexts.
+    # code_interpreter_sync.py: every key sent, unset ones null; on contexts
+    # the traffic token alone (create gave one), which they need: a
+    # restart forgets state. Without it the sandbox answers as unknown.
     h = {"Content-Type": "application/json", "E2b-Sandbox-Id": sbx["sandboxID"],
          "E2b-Sandbox-Port": "49999", "User-Agent": "python-httpx/0.28.1"}
+    assert call(s, "POST", "/contexts", {"language": "python"}, h)[0] == 404
+    assert call(s, "POST", "/contexts/python/restart", None, h)[0] == 404
+    h["E2B-Traffic-Access-Token"] = sbx["trafficAccessToken"]
     code, _, data = call(s, "POST", "/contexts", {"language": "python"}, h)
     assert code == 200 and json.loads(data)["language"] == "python"
+    ctx = json.loads(data)["id"]
+    assert ctx != "python" and ctx in [c["id"] for c in json.loads(
+        call(s, "GET", "/contexts", None, h)[2])]
+    code, _, data = call(s, "POST", f"/contexts/{ctx}/restart", None, h)
+    assert code == 204, data
+    del h["E2B-Traffic-Access-Token"]
     h["X-Access-Token"] = sbx["envdAccessToken"]
     code, _, data = call(s, "POST", "/execute", {"code": "v = 6 * 7\nprint(v)",
                                                  "context_id": None, "language": None,

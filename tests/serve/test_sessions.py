@@ -27,6 +27,16 @@ def test_state_and_files_last_across_calls(server):
     r = server.request("POST", base + "/runs", {"code": "1", "value": True,
                                                  "language": "javascript"})
     assert r.code == 400 and "Python's only" in r.json()["error"]["message"]
+    # A context: a namespace of its own; fresh forgets it.
+    r = server.request("POST", base + "/runs", {"code": "x = 1\nx", "value": True,
+                                                 "context": "c1"})
+    assert r.json()["value"] == {"text": "1"}
+    r = server.request("POST", base + "/runs", {"code": "x", "value": True})
+    assert r.json()["value"] == {"text": "41"}
+    r = server.request("POST", base + "/runs", {"code": "x", "context": "c1", "fresh": True})
+    assert r.json()["status"] == "error" and "NameError" in r.json()["stderr"]
+    r = server.request("POST", base + "/runs", {"code": "1", "context": "a b"})
+    assert r.code == 400 and "context" in r.json()["error"]["message"], r.body
     data = bytes(range(256)) * 4
     r = server.request("PUT", base + "/files/in/data.bin", data, raw=True)
     assert r.code == 201 and r.json() == {"path": "in/data.bin", "bytes": 1024}

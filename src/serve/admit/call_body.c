@@ -15,7 +15,8 @@
 #include "call_limits.h"
 #include "narrow.h"
 
-static const char *const run_fields[] = {"code", "limits", "language", "value", NULL};
+static const char *const run_fields[] = {"code", "limits", "language", "value", "context",
+					 "fresh", NULL};
 static const char *const exec_fields[] = {"command", "argv", "cwd", "env", "stdin", "timeout",
 					  NULL};
 
@@ -123,18 +124,33 @@ static int exec_parse(json_t *o, const struct aj_config *cfg, struct call_body *
 	return rc;
 }
 
-/* "value": true, a notebook cell (aj_session_run_value): Python's only,
- * the one interpreter that keeps a cell's value apart. */
-static int value_field(json_t *o, struct call_body *b, const char **code, struct aj_error *err)
+/* A notebook cell's asks (aj_session_run_cell): "value": true (its last
+ * value apart) and "context": NAME (a namespace of its own), Python's
+ * only; "fresh": true (the context's state forgotten first), any cell
+ * language's. The name's rule is the library's, which says it. */
+static int cell_fields(json_t *o, struct call_body *b, const char **code, struct aj_error *err)
 {
-	json_t *v = json_object_get(o, "value");
+	json_t *v = json_object_get(o, "value"), *f = json_object_get(o, "fresh");
+	json_t *c = json_object_get(o, "context");
 	*code = "bad_request";
 	if (v && !json_is_boolean(v))
 		return error_set(err, -EINVAL, "value: expected true or false");
+	if (f && !json_is_boolean(f))
+		return error_set(err, -EINVAL, "fresh: expected true or false");
+	if (c && !json_is_string(c))
+		return error_set(err, -EINVAL, "context: expected a name");
 	b->value = json_is_true(v);
-	if (b->value && b->lang != AJ_LANG_PYTHON)
-		return error_set(err, -EINVAL, "value: a cell's value apart is Python's only, not "
-				 "%s's", aj_language_name(b->lang));
+	b->fresh = json_is_true(f);
+	b->context = json_string_value(c);
+	if (b->context && cell_context_check(b->context, err))
+		return -EINVAL;
+	if ((b->value || b->context) && b->lang != AJ_LANG_PYTHON)
+		return error_set(err, -EINVAL, "%s: Python's only, not %s's",
+				 b->value ? "value" : "context", aj_language_name(b->lang));
+	if (b->fresh && b->lang != AJ_LANG_PYTHON && b->lang != AJ_LANG_JAVASCRIPT &&
+	    b->lang != AJ_LANG_TYPESCRIPT)
+		return error_set(err, -EINVAL, "fresh: a %s line is a command, with no state to "
+				 "forget", aj_language_name(b->lang));
 	return 0;
 }
 
@@ -168,7 +184,7 @@ int call_body_parse(json_t *o, bool exec, const struct aj_config *cfg, struct ca
 					       &b->call_sec, err);
 		}
 		if (!rc)
-			rc = value_field(o, b, code, err);
+			rc = cell_fields(o, b, code, err);
 	}
 	return parsed(rc, b, status, code);
 }
@@ -232,8 +248,11 @@ int call_body_run(struct aj_session *s, const struct call_body *b, struct aj_can
 				     b->call_sec);
 		return -EAGAIN;
 	}
-	int rc = b->value ? aj_session_run_value(s, b->code, b->len, cancel, stream, res)
-			  : aj_session_run_lang(s, b->lang, b->code, b->len, cancel, stream, res);
+	const struct aj_cell cell = {.lang = b->lang, .code = b->code, .len = b->len,
+				     .value = b->value, .context = b->context, .fresh = b->fresh};
+	int rc = b->value || b->context || b->fresh
+			 ? aj_session_run_cell(s, &cell, cancel, stream, res)
+			 : aj_session_run_lang(s, b->lang, b->code, b->len, cancel, stream, res);
 	call_deadline_end(&dl, res);
 	aj_cancel_free(own);
 	return rc;

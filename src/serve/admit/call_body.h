@@ -1,11 +1,11 @@
 /* What one call on a session asks, read from its JSON once for both
  * backends and the worker, and the one way it is run on a session:
  *
- *   POST /v1/sessions/ID/runs  {"code", "limits"?, "language"?, "value"?}:
- *                              code in the session (aj_session_run_lang:
- *                              Python unless named; "value": true, a
- *                              notebook cell, aj_session_run_value), a
- *                              call's own shorter timeout kept by a timer
+ *   POST /v1/sessions/ID/runs  {"code", "limits"?, "language"?, "value"?,
+ *                              "context"?, "fresh"?}: code in the session
+ *                              (aj_session_run_lang: Python unless named;
+ *                              with a notebook's asks, aj_session_run_cell),
+ *                              a call's own shorter timeout kept by a timer
  *   POST /v1/sessions/ID/exec  {"command" | "argv", "cwd"?, "env"?,
  *                              "stdin"? (base64), "timeout"?}: a command in
  *                              the session's sandbox (aj_session_exec),
@@ -37,6 +37,8 @@ struct call_body {
 	enum aj_language lang; /* "language": AJ_LANG_PYTHON unless named */
 	double call_sec; /* limits.timeout_sec, 0: the session's own clock */
 	bool value;      /* "value": true, a cell's last value apart (Python) */
+	const char *context; /* "context": a namespace of its own (Python) */
+	bool fresh;      /* "fresh": true, the context's state forgotten first */
 	/* a command: x points into o and into what follows, owned */
 	struct aj_exec x;
 	const char **argv;

@@ -212,9 +212,13 @@ static int session_terms(const struct service *svc, json_t *o, json_t *terms,
 /* The sandbox as create and connect answer it. */
 static json_t *sandbox_json(const struct e2b_sandbox *sb)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:n}", "templateID", sb->template_id,
-			 "alias", sb->template_id, "sandboxID", sb->id, "clientID", "agentjail",
-			 "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", sb->token, "domain");
+	/* One token for both of E2B's: the SDKs send the traffic one on the
+	 * code interpreter's context calls, which then need it as every
+	 * other call of the sandbox does. */
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:n}", "templateID",
+			 sb->template_id, "alias", sb->template_id, "sandboxID", sb->id, "clientID",
+			 "agentjail", "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", sb->token,
+			 "trafficAccessToken", sb->token, "domain");
 }
 
 /* GET /sandboxes/ID's and the list's: the sandbox's facts. */

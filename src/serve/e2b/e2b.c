@@ -78,11 +78,10 @@ bool e2b_is(const char *path)
 bool e2b_needs_key(const char *method, const char *path)
 {
 	(void)method;
-	/* envd's health, and the code interpreter's contexts, which the SDKs
-	 * call without the sandbox's token: here a context is only a
-	 * language's name (execute.c), and no call on them touches the
-	 * sandbox, so they need none; the sandbox must exist all the same. */
-	return strcmp(path, "/health") != 0 && strncmp(path, "/contexts", 9) != 0;
+	/* envd's health alone answers without the sandbox's token (the SDKs
+	 * call it without one). The code interpreter's context calls carry
+	 * the token as E2B-Traffic-Access-Token: a restart forgets state. */
+	return strcmp(path, "/health") != 0;
 }
 
 size_t e2b_body_limit(const struct service *svc, const char *method, const char *path)
@@ -118,9 +117,7 @@ static void data_plane(struct service *svc, const struct http_request *rq,
 	bool rpc = !strncmp(p, PROCESS_PREFIX, strlen(PROCESS_PREFIX)) ||
 		   !strncmp(p, FILESYSTEM_PREFIX, strlen(FILESYSTEM_PREFIX));
 	struct e2b_call c = {.svc = svc, .rq = rq, .rs = rs};
-	/* A contexts call comes without a key: any live sandbox of the id. */
-	bool keyless = !rq->key && !strncmp(p, "/contexts", 9);
-	if (!id || (!rq->key && !keyless) ||
+	if (!id || !rq->key ||
 	    e2b_sandboxes_get(svc->e2b->sandboxes, id, rq->key, &c.sb)) {
 		/* Another key's sandbox answers as an unknown one. */
 		if (rpc)

@@ -13,10 +13,8 @@
  *                                                        aj_session_run_value)
  *     {"type": "error", "name", "value", "traceback"}    a cell that failed
  *     {"type": "number_of_executions", "execution_count"}
- *   POST /contexts {"language"?, "cwd"?}, GET /contexts, DELETE /contexts/ID:
- *     one context per language, each the session's interpreter of it (E2B
- *     makes a kernel per context; here every context of a language shares
- *     its state: docs/e2b.md); POST /contexts/ID/restart: unsupported, named.
+ *   /contexts: contexts.c (a Python context is a namespace of the
+ *   session's interpreter; "context_id" names it here).
  *
  * Languages: python, javascript (js), typescript (ts), bash (a command);
  * E2B's r and java are refused, named. */
@@ -27,23 +25,10 @@
 
 #include "../../core/internal.h"
 #include "common.h"
+#include "contexts.h"
 #include "execute.h"
 #include "sse_in.h"
 #include "v1_client.h"
-
-/* E2B's language names as agentjail's (NULL: not offered). */
-static const char *language_of(const char *name)
-{
-	static const struct {
-		const char *e2b, *aj;
-	} names[] = {{"python", "python"},   {"py", "python"},         {"python3", "python"},
-		     {"js", "javascript"},   {"javascript", "javascript"}, {"ts", "typescript"},
-		     {"typescript", "typescript"}, {"bash", "bash"},       {"sh", "sh"}};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!strcmp(names[i].e2b, name))
-			return names[i].aj;
-	return NULL;
-}
 
 /* One JSON line more to send (o's reference taken): 0, or -1. */
 static int line(struct sse_relay *r, json_t *o)
@@ -167,12 +152,11 @@ static void execute(struct e2b_call *c)
 	const char *lang = json_string_value(json_object_get(o, "language"));
 	const char *ctx = json_string_value(json_object_get(o, "context_id"));
 	json_t *envs = json_object_get(o, "env_vars");
-	const char *aj = language_of(ctx ? ctx : lang ? lang : "python");
+	const char *aj = NULL, *named = NULL;
 	if (!code) {
 		e2b_error(c->rs, 400, "code: expected a string");
-	} else if (!aj) {
-		e2b_error(c->rs, 400, "%s %.40s is not supported by agentjail: python, javascript, "
-			  "typescript and bash are", ctx ? "context" : "language", ctx ? ctx : lang);
+	} else if (e2b_context_of(c, ctx, lang, &aj, &named)) {
+		/* answered */
 	} else if (json_is_object(envs) && json_object_size(envs)) {
 		e2b_error(c->rs, 400, "env_vars for one execution are not supported by agentjail: "
 			  "give envs when the sandbox is created");
@@ -187,13 +171,14 @@ static void execute(struct e2b_call *c)
 		x->on_cut = cell_cut;
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/runs", c->sb.id);
-		v1_call(c->svc, c->rq->key, "POST", path,
-			/* Python as a notebook cell: its last value is the main
-			 * result, not a line on stdout. */
-			!strcmp(aj, "python") ? json_pack("{s:s, s:s, s:b}", "code", code, "language",
-							  aj, "value", 1)
-					      : json_pack("{s:s, s:s}", "code", code, "language", aj),
-			"text/event-stream", &x->inner);
+		json_t *body = json_pack("{s:s, s:s}", "code", code, "language", aj);
+		/* Python as a notebook cell: its last value is the main result,
+		 * not a line on stdout; in its context's namespace. */
+		if (!strcmp(aj, "python"))
+			json_object_set_new(body, "value", json_true());
+		if (named)
+			json_object_set_new(body, "context", json_string(named));
+		v1_call(c->svc, c->rq->key, "POST", path, body, "text/event-stream", &x->inner);
 		if (!x->inner.stream_read) {
 			char m[400];
 			v1_error_message(&x->inner, m, sizeof m);
@@ -213,50 +198,6 @@ out:
 	json_decref(o);
 }
 
-/* A context's JSON: one per language, its id the language's name. */
-static json_t *context_json(const char *lang)
-{
-	return json_pack("{s:s, s:s, s:s}", "id", lang, "language", lang, "cwd", E2B_HOME);
-}
-
-static void contexts(struct e2b_call *c)
-{
-	const char *p = c->rq->path + strlen("/contexts"), *m = c->rq->method;
-	if (!*p) {
-		if (!strcmp(m, "GET"))
-			return respond_json(c->rs, 200,
-					    json_pack("[o, o]", context_json("python"),
-						      context_json("javascript")));
-		if (strcmp(m, "POST"))
-			return respond_method(c->rs, m, "GET, POST");
-		json_t *o = c->rq->body_len ? json_loadb(c->rq->body, c->rq->body_len, 0, NULL)
-					    : NULL;
-		const char *lang = json_string_value(json_object_get(o, "language"));
-		const char *cwd = json_string_value(json_object_get(o, "cwd"));
-		const char *aj = language_of(lang ? lang : "python");
-		if (!aj)
-			e2b_error(c->rs, 400, "language %.40s is not supported by agentjail: python, "
-				  "javascript, typescript and bash are", lang);
-		else if (cwd && strcmp(cwd, E2B_HOME) && strcmp(cwd, AJ_SESSION_WORKSPACE))
-			e2b_error(c->rs, 400, "cwd: a context's directory is the sandbox's home, "
-				  "%s", E2B_HOME);
-		else
-			respond_json(c->rs, 200, context_json(aj));
-		json_decref(o);
-		return;
-	}
-	const char *id = p + 1;
-	const char *slash = strchr(id, '/');
-	if (slash && !strcmp(slash, "/restart") && !strcmp(m, "POST"))
-		return e2b_error(c->rs, 501, "restarting a context is not supported by agentjail "
-				 "yet (docs/e2b.md)");
-	if (!slash && !strcmp(m, "DELETE")) {
-		/* The language's interpreter stays: the session's. */
-		return respond_json(c->rs, 204, NULL);
-	}
-	e2b_error(c->rs, 404, "no such route: %.200s", c->rq->path);
-}
-
 void e2b_code(struct e2b_call *c)
 {
 	if (!strcmp(c->rq->path, "/execute")) {
@@ -264,5 +205,5 @@ void e2b_code(struct e2b_call *c)
 			return respond_method(c->rs, c->rq->method, "POST");
 		return execute(c);
 	}
-	contexts(c);
+	e2b_contexts(c);
 }

@@ -26,6 +26,7 @@ struct e2b_sandboxes *e2b_sandboxes_new(void)
 static void sandbox_free(struct e2b_sandbox *sb)
 {
 	json_decref(sb->metadata);
+	json_decref(sb->contexts);
 	free(sb);
 }
 
@@ -54,6 +55,7 @@ int e2b_sandboxes_add(struct e2b_sandboxes *t, struct e2b_sandbox *sb)
 		return -ENOMEM;
 	*c = *sb;
 	c->metadata = sb->metadata ? json_incref(sb->metadata) : json_object();
+	c->contexts = json_array();
 	pthread_mutex_lock(&t->lock);
 	c->next = t->head;
 	t->head = c;
@@ -74,6 +76,7 @@ static void copy_out(const struct e2b_sandbox *sb, struct e2b_sandbox *out)
 {
 	*out = *sb;
 	out->next = NULL;
+	out->contexts = NULL;
 	json_incref(out->metadata);
 }
 
@@ -122,6 +125,64 @@ int e2b_sandboxes_set_end(struct e2b_sandboxes *t, const char *id, const struct 
 		(*p)->end_unix = end_unix;
 	pthread_mutex_unlock(&t->lock);
 	return p ? 0 : -ENOENT;
+}
+
+json_t *e2b_sandboxes_contexts(struct e2b_sandboxes *t, const char *id, const struct key *key)
+{
+	pthread_mutex_lock(&t->lock);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
+	json_t *out = p ? json_deep_copy((*p)->contexts) : NULL;
+	pthread_mutex_unlock(&t->lock);
+	return out;
+}
+
+/* The index of the context named ctx in sb, or -1; the lock held. */
+static ssize_t context_at(const struct e2b_sandbox *sb, const char *ctx)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(sb->contexts, i, c) {
+		const char *name = json_string_value(json_object_get(c, "id"));
+		if (name && !strcmp(name, ctx))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+bool e2b_sandboxes_has_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			       const char *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
+	bool has = p && context_at(*p, ctx) >= 0;
+	pthread_mutex_unlock(&t->lock);
+	return has;
+}
+
+int e2b_sandboxes_add_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			      json_t *ctx, size_t most)
+{
+	pthread_mutex_lock(&t->lock);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
+	int rc = !p ? -ENOENT
+		 : json_array_size((*p)->contexts) >= most ? -EMFILE
+		 : json_array_append((*p)->contexts, ctx) ? -ENOMEM
+							  : 0;
+	pthread_mutex_unlock(&t->lock);
+	json_decref(ctx);
+	return rc;
+}
+
+int e2b_sandboxes_remove_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+				 const char *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
+	ssize_t at = p ? context_at(*p, ctx) : -1;
+	if (at >= 0)
+		json_array_remove((*p)->contexts, (size_t)at);
+	pthread_mutex_unlock(&t->lock);
+	return at >= 0 ? 0 : -ENOENT;
 }
 
 /* Copies of the sandboxes that pick takes, and with take, takes them out

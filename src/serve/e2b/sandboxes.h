@@ -21,6 +21,10 @@ struct e2b_sandbox {
 	char template_id[64];
 	json_t *metadata;           /* an object of strings; never NULL */
 	double started_unix, end_unix;
+	/* The code contexts created in it ([{"id", "language", "cwd"}]):
+	 * the record's own, never in a copy (NULL there: e2b_sandboxes_contexts
+	 * reads them). */
+	json_t *contexts;
 	struct e2b_sandbox *next;
 };
 
@@ -48,6 +52,20 @@ int e2b_sandboxes_set_end(struct e2b_sandboxes *t, const char *id, const struct 
  * free each's metadata and the array. 0, or -ENOMEM. */
 int e2b_sandboxes_list(struct e2b_sandboxes *t, const struct key *key, struct e2b_sandbox **out,
 		       size_t *n);
+/* The code contexts of key's sandbox id: a copy (a new reference), or
+ * NULL when there is no such sandbox. */
+json_t *e2b_sandboxes_contexts(struct e2b_sandboxes *t, const char *id, const struct key *key);
+/* Whether key's sandbox id has the context named ctx. */
+bool e2b_sandboxes_has_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			       const char *ctx);
+/* Adds ctx (its reference taken) to key's sandbox id: 0, -ENOENT, or
+ * -EMFILE past most (a sandbox's contexts are its interpreter's
+ * namespaces, which it bounds). */
+int e2b_sandboxes_add_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			      json_t *ctx, size_t most);
+/* Forgets the context named ctx of key's sandbox id: 0, or -ENOENT. */
+int e2b_sandboxes_remove_context(struct e2b_sandboxes *t, const char *id, const struct key *key,
+				 const char *ctx);
 /* Takes out the sandboxes whose end has passed by now_unix (their ids and
  * keys into a malloc'ed array, *n): the caller closes their sessions. */
 int e2b_sandboxes_expired(struct e2b_sandboxes *t, double now_unix, struct e2b_sandbox **out,

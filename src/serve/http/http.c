@@ -247,7 +247,9 @@ static size_t trimmed(const char **t)
 /* The request's key, or NULL: "Authorization: Bearer KEY"; else
  * "X-API-KEY: KEY" (the E2B SDKs' control plane); else, for a request to
  * one sandbox ("E2b-Sandbox-Id", the E2B SDKs' data plane), the key that
- * owns the sandbox whose own access token "X-Access-Token" carries. */
+ * owns the sandbox whose own access token "X-Access-Token" carries (or
+ * "E2B-Traffic-Access-Token", which the SDKs send on the code
+ * interpreter's context calls, the same token here). */
 static const struct key *request_key(struct MHD_Connection *conn, const char **name)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -263,6 +265,9 @@ static const struct key *request_key(struct MHD_Connection *conn, const char **n
 	}
 	const char *sandbox = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
 	const char *token = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
+	if (!token)
+		token = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    "E2B-Traffic-Access-Token");
 	if (sandbox && token && routes->sandbox_key)
 		return routes->sandbox_key(routes->ctx, sandbox, token, name);
 	return NULL;
