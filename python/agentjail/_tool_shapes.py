@@ -5,10 +5,12 @@ each API's shape into the message the model reads. Pure Python: the local
 tool (tools.py, over the C library) and the remote one (remote_tools.py,
 over serve) share it; each gives handle(name, arguments)."""
 import base64
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from .errors import AgentjailError, SandboxClosed, SandboxError
 from .result import Execution, Image
 
 
@@ -33,9 +35,59 @@ def _get(obj, key, default=None):
 
 
 class ToolShapes:
-    """The definitions' shapes and the APIs' handlers, over
-    self._definitions (MCP Tool objects, run_python first) and
-    self.handle(name, arguments) -> ToolResult."""
+    """What every run_python tool does the same way: run(code) on its
+    target (a sandbox per call, or a session it was given or keeps,
+    reopened with a note when it closes), the definitions' shapes and the
+    APIs' handlers, over self._definitions (MCP Tool objects, run_python
+    first), self.handle(name, arguments) -> ToolResult, and
+    _replaced_note(reason) (the words for a session that was replaced).
+    The subclass sets _sandbox, _session, session, _owned and _lock."""
+
+    def run(self, code):
+        """Runs code as the tool would and returns the ToolResult."""
+        note = None
+        try:
+            if self._sandbox is not None and not self.session:
+                ex = self._sandbox.run(code)
+            else:
+                target, note = self._current_session()
+                ex = target.run(code)
+        except SandboxError as e:
+            ex = e.execution
+        except AgentjailError as e:  # closed, unavailable, refused code, serve unreachable
+            return ToolResult(f"status: sandbox_error\n{e}", True)
+        if note:
+            ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)
+        return ToolResult(ex.text(), not ex.ok, list(ex.images), ex)
+
+    def _current_session(self):
+        if self._session is not None:
+            return self._session, None
+        with self._lock:
+            note = None
+            if self._owned is not None and self._owned.closed_reason is not None:
+                note = self._replaced_note(self._owned.closed_reason)
+                self._owned.close()
+                self._owned = None
+            if self._owned is None:
+                if self._sandbox.closed:
+                    raise SandboxClosed("agentjail: the sandbox is closed")
+                self._owned = self._sandbox.session()
+            return self._owned, note
+
+    def close(self):
+        """Closes the session this tool opened (not one it was given)."""
+        with self._lock:
+            if self._owned is not None:
+                self._owned.close()
+                self._owned = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     # ---- definitions ----
 

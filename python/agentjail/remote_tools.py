@@ -8,12 +8,10 @@ Over serve the tool is run_python alone: the local session tool's file
 tools (upload_file, download_file, list_files) read and write the
 caller's own disk, which a remote caller's program would reach through
 put_file / get_file instead (docs/python.md#remote)."""
-import dataclasses
 import json
 import threading
 
 from ._tool_shapes import ToolResult, ToolShapes, _arguments_bytes
-from .errors import AgentjailError, SandboxError
 
 NAME = "run_python"
 
@@ -66,56 +64,17 @@ class RemoteRunPythonTool(ToolShapes):
             return ToolResult(f"Invalid arguments for {NAME}: {why}", True)
         return self.run(code)
 
-    def run(self, code):
-        note = None
-        try:
-            if self._sandbox is not None and not self.session:
-                ex = self._sandbox.run(code)
-            else:
-                target, note = self._current_session()
-                ex = target.run(code)
-        except SandboxError as e:
-            ex = e.execution
-        except AgentjailError as e:  # closed, refused, serve unreachable
-            return ToolResult(f"status: sandbox_error\n{e}", True)
-        if note:
-            ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)
-        return ToolResult(ex.text(), not ex.ok, list(ex.images), ex)
-
-    def _current_session(self):
-        if self._session is not None:
-            return self._session, None
-        with self._lock:
-            note = None
-            if self._owned is not None and self._owned.closed_reason is not None:
-                # The words of aj_session_replaced_note.
-                note = (f"note: a new session was started, because the previous one closed "
-                        f"({self._owned.closed_reason}): its variables, imports and workspace "
-                        f"files are gone.")
-                self._owned.close()
-                self._owned = None
-            if self._owned is None:
-                self._owned = self._sandbox.session()
-            return self._owned, note
+    @staticmethod
+    def _replaced_note(reason):
+        # The words of aj_session_replaced_note (the C library's), which a
+        # remote-only install has not.
+        return (f"note: a new session was started, because the previous one closed "
+                f"({reason}): its variables, imports and workspace files are gone.")
 
     def handle(self, name, arguments):
         if name == NAME:
             return self.call(arguments)
         return ToolResult(f"Unknown tool: {name}", True)
-
-    def close(self):
-        """Closes the session this tool opened (not one it was given)."""
-        with self._lock:
-            if self._owned is not None:
-                self._owned.close()
-                self._owned = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 def _served_definition(client, session):

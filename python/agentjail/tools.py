@@ -16,13 +16,12 @@ sandbox really has (probed once per sandbox).
             results.append(tool.handle_anthropic(block))
 """
 import base64
-import dataclasses
 import json
 import threading
 
 from ._calls import blocking
 from ._native import ffi, lib
-from .errors import AgentjailError, SandboxClosed, SandboxError
+from .errors import AgentjailError
 from ._tool_shapes import ToolResult, ToolShapes, _arguments_bytes
 from .result import Image
 
@@ -70,55 +69,15 @@ class RunPythonTool(ToolShapes):
             lib.aj_free(code[0])
         return self.run(source)
 
-    def run(self, code):
-        """Runs code as the tool would and returns the ToolResult."""
-        note = None
+    # run(code), close(), the session it keeps: ToolShapes'.
+
+    @staticmethod
+    def _replaced_note(reason):
+        p = lib.aj_session_replaced_note(reason.encode())
         try:
-            if self._sandbox is not None and not self.session:
-                ex = self._sandbox.run(code)
-            else:
-                target, note = self._current_session()
-                ex = target.run(code)
-        except SandboxError as e:
-            ex = e.execution
-        except AgentjailError as e:  # closed, unavailable, refused code
-            return ToolResult(f"status: sandbox_error\n{e}", True)
-        if note:
-            ex = dataclasses.replace(ex, message=f"{note} {ex.message}" if ex.message else note)
-        return ToolResult(ex.text(), not ex.ok, list(ex.images), ex)
-
-    def _current_session(self):
-        if self._session is not None:
-            return self._session, None
-        with self._lock:
-            note = None
-            if self._owned is not None and self._owned.closed_reason is not None:
-                p = lib.aj_session_replaced_note(self._owned.closed_reason.encode())
-                try:
-                    note = ffi.string(p).decode() if p != ffi.NULL else None
-                finally:
-                    lib.aj_free(p)
-                self._owned.close()
-                self._owned = None
-            if self._owned is None:
-                if self._sandbox.closed:
-                    raise SandboxClosed("agentjail: the sandbox is closed")
-                self._owned = self._sandbox.session()
-            return self._owned, note
-
-    def close(self):
-        """Closes the session this tool opened (not one it was given)."""
-        with self._lock:
-            if self._owned is not None:
-                self._owned.close()
-                self._owned = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
+            return ffi.string(p).decode() if p != ffi.NULL else None
+        finally:
+            lib.aj_free(p)
 
     # ---- the APIs' message shapes ----
 

@@ -13,11 +13,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
-  from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { sandboxProcesses } from '../mcp/procs.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -25,17 +26,6 @@ const clientDir = join(root, 'clients', 'typescript');
 const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
 const PYTHON = process.env.PYTHON ?? '/usr/bin/python3';
 const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 7000000;
-
-function sandboxProcesses() {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
-    } catch { /* gone meanwhile */ }
-  }
-  return n;
-}
 
 async function startServe(args, env = process.env) {
   const child = spawn(AGENTJAIL, ['serve', '--listen', '127.0.0.1:0', '--uid-base',
@@ -385,6 +375,7 @@ test('TLS is refused unless the CA is given', async () => {
 
 test('nothing is left running in the sandboxes\' uids', async () => {
   const end = Date.now() + 30000;
-  while (sandboxProcesses() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(sandboxProcesses(), 0);
+  while (sandboxProcesses(UID_BASE) && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 50));
+  assert.equal(sandboxProcesses(UID_BASE), 0);
 });
