@@ -7,6 +7,7 @@ over serve) share it; each gives handle(name, arguments)."""
 import base64
 import dataclasses
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -41,7 +42,21 @@ class ToolShapes:
     APIs' handlers, over self._definitions (MCP Tool objects, run_python
     first), self.handle(name, arguments) -> ToolResult, and
     _replaced_note(reason) (the words for a session that was replaced).
-    The subclass sets _sandbox, _session, session, _owned and _lock."""
+    The subclass binds its target first (_bind)."""
+
+    def _bind(self, target, session, kinds):
+        """The tool's target: a sandbox (a fresh one per call, or with
+        session a session kept), or a session. Sandboxes and sessions name
+        themselves (_tool_target), so that this module imports none."""
+        self._lock = threading.Lock()
+        self._owned = None
+        kind = getattr(type(target), "_tool_target", None)
+        if kind == "session":
+            self._sandbox, self._session, self.session = None, target, True
+        elif kind == "sandbox":
+            self._sandbox, self._session, self.session = target, None, bool(session)
+        else:
+            raise TypeError(f"a tool runs on {kinds}, not {type(target).__name__}")
 
     def run(self, code):
         """Runs code as the tool would and returns the ToolResult."""

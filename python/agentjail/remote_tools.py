@@ -9,7 +9,6 @@ tools (upload_file, download_file, list_files) read and write the
 caller's own disk, which a remote caller's program would reach through
 put_file / get_file instead (docs/python.md#remote)."""
 import json
-import threading
 
 from ._tool_shapes import ToolResult, ToolShapes, _arguments_bytes
 
@@ -40,16 +39,7 @@ class RemoteRunPythonTool(ToolShapes):
     closes)."""
 
     def __init__(self, target, session=False):
-        self._lock = threading.Lock()
-        self._owned = None
-        kind = getattr(type(target), "_tool_target", None)
-        if kind == "session":
-            self._sandbox, self._session, self.session = None, target, True
-        elif kind == "sandbox":
-            self._sandbox, self._session, self.session = target, None, bool(session)
-        else:
-            raise TypeError(f"a tool runs on a RemoteSandbox or a RemoteSession, "
-                            f"not {type(target).__name__}")
+        self._bind(target, session, "a RemoteSandbox or a RemoteSession")
         self._definitions = [_served_definition(target._client, self.session)]
         self._definition = self._definitions[0]
 

@@ -17,7 +17,6 @@ sandbox really has (probed once per sandbox).
 """
 import base64
 import json
-import threading
 
 from ._calls import blocking
 from ._native import ffi, lib
@@ -34,17 +33,7 @@ class RunPythonTool(ToolShapes):
     call, and opened anew, with a note for the model, if it closes)."""
 
     def __init__(self, target, session=False):
-        self._lock = threading.Lock()
-        self._owned = None
-        # Sandbox and Session name themselves (_tool_target), so that this
-        # module, which they both build on, imports neither.
-        kind = getattr(type(target), "_tool_target", None)
-        if kind == "session":
-            self._sandbox, self._session, self.session = None, target, True
-        elif kind == "sandbox":
-            self._sandbox, self._session, self.session = target, None, bool(session)
-        else:
-            raise TypeError(f"a tool runs on a Sandbox or a Session, not {type(target).__name__}")
+        self._bind(target, session, "a Sandbox or a Session")
         self._config = target._config
         self._definitions = _tool_list(self._sandbox, self._config, self.session)
         self._definition = self._definitions[0]
