@@ -7,7 +7,6 @@ import { AgentjailError, SandboxError } from './errors.js';
 import type { Execution, Image } from './result.js';
 import { base64, resultText } from './result.js';
 import type { Transport } from './http.js';
-import type { Sandbox, Session } from './sandbox.js';
 
 export interface ToolDefinition {
   name: string;
@@ -50,14 +49,24 @@ export function codeArgument(args: unknown): { code?: string; why?: string } {
   return { code };
 }
 
-type Target = { sandbox: Sandbox; session: boolean } | { session: true; bound: Session };
+/** What the tool runs code on: a session (sandbox.ts's Session), or a
+ *  sandbox that runs code and opens sessions (its Sandbox); named by shape,
+ *  so this file needs neither. */
+interface CellRunner { run(code: string): Promise<Execution> }
+interface KeptSession extends CellRunner {
+  readonly closed: boolean;
+  readonly closedReason: string | null;
+  close(): Promise<void>;
+}
+interface SessionOpener extends CellRunner { session(): Promise<KeptSession> }
+type Target = { sandbox: SessionOpener; session: boolean } | { session: true; bound: CellRunner };
 
 type Field = Record<string, unknown>;
 const get = (o: unknown, k: string): unknown => (o as Field | undefined)?.[k];
 const dataUrl = (im: Image) => `data:${im.mime};base64,${base64(im.data)}`;
 
 export class RunPythonTool {
-  private owned: Session | undefined;
+  private owned: KeptSession | undefined;
 
   private constructor(private readonly target: Target, readonly definition: ToolDefinition) {}
 
@@ -132,7 +141,7 @@ export class RunPythonTool {
     return { text: resultText(ex), isError: !ex.ok, images: ex.images, execution: ex };
   }
 
-  private async current(): Promise<{ session: Session; note?: string }> {
+  private async current(): Promise<{ session: KeptSession; note?: string }> {
     let note: string | undefined;
     if (this.owned?.closed) {
       // The words of aj_session_replaced_note.
@@ -141,7 +150,7 @@ export class RunPythonTool {
       await this.owned.close();
       this.owned = undefined;
     }
-    this.owned ??= await (this.target as { sandbox: Sandbox }).sandbox.session();
+    this.owned ??= await (this.target as { sandbox: SessionOpener }).sandbox.session();
     return { session: this.owned, note };
   }
 
