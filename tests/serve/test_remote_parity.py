@@ -10,6 +10,7 @@ import asyncio
 import errno
 import os
 import sys
+import time
 
 import pytest
 
@@ -18,12 +19,38 @@ from conftest import ROOT, SLOTS, UID_BASE, Server
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import agentjail  # noqa: E402
 
-# The local target's runs take a uid range of their own past serve's (a
-# slot is one uid; serve's concurrency 4 and its sessions stay far below
-# 32), inside the range the autouse check watches (UID_BASE .. UID_BASE +
-# SLOTS): what either leaves running fails the test that left it.
-LOCAL_UIDS = UID_BASE + SLOTS // 2
+# The local target's runs take a uid range of their own just past serve's
+# (UID_BASE .. + SLOTS, which conftest's autouse check watches), never a
+# uid a sandbox of serve's may hold; local_left_behind watches it the same
+# way.
+LOCAL_UIDS = UID_BASE + SLOTS
+LOCAL_SLOTS = 16
 LIMITS = dict(timeout=10, cpu_sec=5)
+
+
+def local_pids():
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/status") as f:
+                uid = next(int(x.split()[1]) for x in f if x.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if LOCAL_UIDS <= uid < LOCAL_UIDS + LOCAL_SLOTS:
+            found.append(int(p))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def local_left_behind():
+    yield
+    # A deadline only a process really left behind outlasts.
+    deadline = time.monotonic() + 30
+    while local_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert local_pids() == [], "a local run's process outlived its test"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +63,7 @@ def served():
 @pytest.fixture(params=["local", "remote"])
 def sb(request, served):
     if request.param == "local":
-        box = agentjail.Sandbox(tier="process", uid_base=LOCAL_UIDS, slots=SLOTS // 2,
+        box = agentjail.Sandbox(tier="process", uid_base=LOCAL_UIDS, slots=LOCAL_SLOTS,
                                 state_dir=f"/run/agentjail-parity-{LOCAL_UIDS}", **LIMITS)
     else:
         box = agentjail.connect(served.url, served.key)
