@@ -119,6 +119,12 @@ int aj_run_lang(struct aj_sandbox *sb, int lang, const char *code, size_t len,
 int aj_session_run_lang(struct aj_session *s, int lang, const char *code, size_t len,
                         struct aj_cancel *cancel, const struct aj_stream *stream,
                         struct aj_result *res);
+struct aj_cell {
+    int lang; const char *code; size_t len; bool value; const char *context; bool fresh;
+};
+int aj_session_run_cell(struct aj_session *s, const struct aj_cell *cell,
+                        struct aj_cancel *cancel, const struct aj_stream *stream,
+                        struct aj_result *res);
 struct aj_exec {
     const char *command; const char *const *argv; const char *cwd;
     const char *const *env; uint32_t env_count;

@@ -310,6 +310,26 @@ class RemoteSession(_Runner, Closing):
             raise self._closed_error()
         return self._client._json(method, self._base + sub, body, what or self._what)[1]
 
+    def cell(self, code, *, value=True, context=None, fresh=False, timeout=None,
+             on_stdout=None, on_stderr=None, language="python"):
+        """Session.cell over serve (the run body's "value", "context",
+        "fresh"): a notebook cell; its Execution, with .value."""
+        body = self._run_body(code, timeout, language)
+        body.update({k: v for k, v in (("value", bool(value) or None),
+                                       ("context", context),
+                                       ("fresh", bool(fresh) or None)) if v is not None})
+
+        def what(status, code_, message, body_, after):
+            gone = self._gone(status, code_, message, body_, after)
+            if gone is None and status == 400:
+                return RemoteConfigError(status, code_, message, body_, after)
+            return gone
+        listener = listener_for(on_stdout, on_stderr, None, EventSink)
+        if listener is None:
+            return _execution(self._json("POST", "/runs", body, what))
+        return _drain(_RunEvents(self._client, post=body, post_path=self._run_path, what=what),
+                      listener)
+
     # ---- commands ----
 
     @staticmethod
@@ -357,16 +377,8 @@ class RemoteSession(_Runner, Closing):
         listener = listener_for(on_stdout, on_stderr, None, EventSink)
         if listener is None:
             return _execution(self._json("POST", "/exec", body, self._command_error))
-        events = _RunEvents(self._client, post=body, post_path=self._base + "/exec",
-                            what=self._command_error)
-        with events:
-            for ev in events:
-                if hasattr(ev, "status"):
-                    if listener.error is not None:
-                        raise listener.error
-                    return ev
-                listener.emit(ev)
-        raise ServeError(0, "no_result", "the event stream ended without a result")
+        return _drain(_RunEvents(self._client, post=body, post_path=self._base + "/exec",
+                                 what=self._command_error), listener)
 
     def _proc_error(self, status, code, message, body, after):
         gone = self._gone(status, code, message, body, after)
@@ -504,6 +516,20 @@ class RemoteSession(_Runner, Closing):
         return f"<RemoteSession {self.id}{' closed' if self.closed else ''}>"
 
 
+def _drain(events, listener):
+    """A stream's events to listener (None: none) until its Execution;
+    what the listener's sink raised, raised at the end."""
+    with events:
+        for ev in events:
+            if hasattr(ev, "status"):
+                if listener is not None and listener.error is not None:
+                    raise listener.error
+                return ev
+            if listener is not None:
+                listener.emit(ev)
+    raise ServeError(0, "no_result", "the event stream ended without a result")
+
+
 def _command_text(command):
     return command if isinstance(command, str) else " ".join(command)
 
@@ -527,19 +553,10 @@ class RemoteProcess:
         """Its end, as an Execution, with its output to the callbacks as it
         comes."""
         s = self.session
-        listener = listener_for(on_stdout, on_stderr, None, EventSink)
-        events = _RunEvents(s._client, run_id=str(self.pid), after="0-0",
-                            events_path=s._base + self._path + "/events",
-                            what=s._proc_error)
-        with events:
-            for ev in events:
-                if hasattr(ev, "status"):
-                    if listener is not None and listener.error is not None:
-                        raise listener.error
-                    return ev
-                if listener is not None:
-                    listener.emit(ev)
-        raise ServeError(0, "no_result", "the event stream ended without a result")
+        return _drain(_RunEvents(s._client, run_id=str(self.pid), after="0-0",
+                                 events_path=s._base + self._path + "/events",
+                                 what=s._proc_error),
+                      listener_for(on_stdout, on_stderr, None, EventSink))
 
     def poll(self):
         """None while it runs; its Execution once it has ended."""

@@ -17,11 +17,12 @@ import os
 from ._calls import Calls, Handle, blocking
 from ._native import ffi, lib
 from ._exec import Process, exec_call, procs_call, pty_call, spawn_call
-from ._runs import execute, in_language
+from ._listen import listener_for
+from ._runs import execute, in_language, language_number
 from ._streams import RunMethods
 from .config import c_strings
-from .errors import (EgressError, FileTransferError, SandboxUnavailable, SessionClosed,
-                     SessionLimitReached)
+from .errors import (ConfigError, EgressError, FileTransferError, SandboxUnavailable,
+                     SessionClosed, SessionLimitReached)
 from .result import FileInfo
 from .tools import RunPythonTool
 
@@ -74,6 +75,46 @@ class Session(RunMethods, Handle):
                                        lib.aj_session_run_streaming, lib.aj_session_run_lang)
         return execute(self, plain, streaming, code, timeout, listener, started,
                        self._closed_rc)
+
+    def cell(self, code, *, value=True, context=None, fresh=False, timeout=None,
+             on_stdout=None, on_stderr=None, language="python"):
+        """Runs code as a notebook cell (aj_session_run_cell): value, a last
+        bare expression is not printed but returned as Execution.value (and
+        value_html); context, a namespace of the interpreter's own by name
+        (its own variables; modules and files are the session's); fresh,
+        the context's variables (JavaScript: node's state) forgotten first.
+        value and context are Python's only."""
+        number = language_number(language)
+        keep = []
+
+        def cell_of(c, n):
+            cell = ffi.new("struct aj_cell *")
+            buf = ffi.new("char[]", bytes(c) or b"\0")
+            keep.append(buf)
+            cell.lang, cell.code, cell.len = number, buf, n
+            cell.value, cell.fresh = bool(value), bool(fresh)
+            if context is not None:
+                name = ffi.new("char[]", str(context).encode("utf-8"))
+                keep.append(name)
+                cell.context = name
+            return cell
+
+        plain = (lambda h, c, n, token, res:
+                 lib.aj_session_run_cell(h, cell_of(c, n), token, ffi.NULL, res))
+        streaming = (lambda h, c, n, token, stream, res:
+                     lib.aj_session_run_cell(h, cell_of(c, n), token, stream, res))
+        def check(rc, res):
+            # What the cell asks that its language has not, or a context
+            # name the library refuses: the caller's to fix.
+            if rc == -errno.EINVAL and res.message != ffi.NULL:
+                message = ffi.string(res.message).decode("utf-8", "replace")
+                if message.startswith("run_cell: "):
+                    lib.aj_result_free(res)
+                    raise ConfigError(message[len("run_cell: "):])
+            self._closed_rc(rc, res)
+
+        return execute(self, plain, streaming, code, timeout,
+                       listener_for(on_stdout, on_stderr, None, self._listener), None, check)
 
     def exec(self, command, *, cwd=None, env=None, stdin=None, timeout=None,
              on_stdout=None, on_stderr=None):

@@ -223,17 +223,17 @@ int aj_session_run_cell(struct aj_session *s, const struct aj_cell *cell,
 	const char *why = NULL;
 	struct aj_error err = {0};
 	if (!cell)
-		why = "run_cell: no cell given";
+		why = "no cell given";
 	else if (cell->lang != AJ_LANG_PYTHON && !is_node(cell->lang))
-		why = "run_cell: a cell is Python, JavaScript or TypeScript (a shell line is a "
-		      "command: aj_session_exec)";
+		why = "a cell is Python, JavaScript or TypeScript (a shell line is a command: "
+		      "aj_session_exec)";
 	else if (cell->lang != AJ_LANG_PYTHON && (cell->value || cell->context))
-		why = "run_cell: a cell's value apart and named contexts are Python's only";
+		why = "a cell's value apart and named contexts are Python's only";
 	else if (cell->context && cell_context_check(cell->context, &err))
 		why = err.message;
 	if (why) {
 		result_init(res);
-		result_sandbox_error(res, "%s", why);
+		result_sandbox_error(res, "run_cell: %s", why);
 		result_ensure_streams(res);
 		return -EINVAL;
 	}

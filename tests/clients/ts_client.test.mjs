@@ -156,6 +156,14 @@ test('a session keeps state and files; errors are typed', async () => {
     assert.deepEqual([...chart.images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
     await assert.rejects(s.egressKeep({ hosts: ['example.com:443'] }),
       (e) => e instanceof aj.EgressError);
+    // A notebook cell: the last value apart; a context of its own.
+    const c = await s.cell('x * 2');
+    assert.deepEqual([c.stdout, c.value], ['', '42']);
+    assert.equal((await s.cell('x = 1\nx', { context: 'c1' })).value, '1');
+    assert.equal((await s.cell('x')).value, '21');
+    assert.match((await s.cell('x', { context: 'c1', fresh: true })).stderr, /NameError/);
+    await assert.rejects(s.cell('1', { context: 'a b' }), (e) => e instanceof aj.ConfigError
+      && e.status === 400 && /context: a name is/.test(e.message));
   } finally {
     await s.close();
   }
@@ -207,7 +215,8 @@ test('a key serve does not hold, and one over its rate, are typed', async () => 
   assert.equal((await slow.run('print(1)')).stdout, '1\n');
   await assert.rejects(slow.run('print(1)'), (e) => e instanceof aj.RateLimited
     && e.code === 'rate_limited' && e.retryAfter >= 1);
-  assert.throws(() => aj.connect({ url: 'ftp://x' }), (e) => e instanceof aj.ConfigError);
+  assert.throws(() => aj.connect({ url: 'ftp://x' }), (e) => e instanceof aj.ConfigError
+    && e.status === 0 && /^connect: url/.test(e.message));
 });
 
 test('the tool: serve\'s definition, the library\'s words, every API shape', async () => {

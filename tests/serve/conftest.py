@@ -24,7 +24,8 @@ STATE_DIR = f"/run/agentjail-serve-test-{UID_BASE}"
 SLOTS = 64
 
 
-def sandbox_pids():
+def sandbox_pids(base=UID_BASE, slots=SLOTS):
+    """The pids of processes whose uid is in base .. base + slots."""
     pids = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -34,7 +35,7 @@ def sandbox_pids():
                 for line in f:
                     if line.startswith("Uid:"):
                         uid = int(line.split()[1])
-                        if UID_BASE <= uid < UID_BASE + SLOTS:
+                        if base <= uid < base + slots:
                             pids.append(int(p))
                         break
         except OSError:

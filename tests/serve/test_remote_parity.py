@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SLOTS, UID_BASE, Server
+from conftest import ROOT, SLOTS, UID_BASE, Server, sandbox_pids
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import agentjail  # noqa: E402
@@ -29,18 +29,7 @@ LIMITS = dict(timeout=10, cpu_sec=5)
 
 
 def local_pids():
-    found = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/status") as f:
-                uid = next(int(x.split()[1]) for x in f if x.startswith("Uid:"))
-        except (OSError, StopIteration):
-            continue
-        if LOCAL_UIDS <= uid < LOCAL_UIDS + LOCAL_SLOTS:
-            found.append(int(p))
-    return found
+    return sandbox_pids(LOCAL_UIDS, LOCAL_SLOTS)
 
 
 @pytest.fixture(autouse=True)
@@ -234,3 +223,22 @@ def test_a_session_tool_keeps_state(sb):
         tool.call({"code": "y = 5"})
         assert "--- stdout ---\n5\n" in tool.call({"code": "print(y)"}).text
         assert "session" in tool.description
+
+
+def test_a_notebook_cell_keeps_its_value_and_contexts_apart(session):
+    session.run("x = 41")
+    ex = session.cell("x + 1")
+    assert (ex.stdout, ex.value, ex.value_html) == ("", "42", None)
+    assert session.cell("print('p')\nNone").value is None
+    # A context of its own: x is not there; fresh forgets what it set.
+    assert session.cell("x = 'c'\nx", context="ctx").value == "'c'"
+    assert session.cell("x").value == "41"
+    ex = session.cell("x", context="ctx", fresh=True)
+    assert ex.status == "error" and "NameError" in ex.stderr
+    seen = []
+    assert session.cell("print('s', flush=True)\n7", on_stdout=seen.append).value == "7"
+    assert "".join(seen) == "s\n"
+    with pytest.raises(agentjail.ConfigError, match="context"):
+        session.cell("1", context="no such/name")
+    with pytest.raises(agentjail.ConfigError):
+        session.cell("1", language="javascript")  # a value apart is Python's only

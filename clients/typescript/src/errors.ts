@@ -10,11 +10,6 @@ export class AgentjailError extends Error {
   }
 }
 
-/** A value the client refuses before sending anything (a bad url, a
- *  timeout that is not a positive number), or serve's 400 for a limit,
- *  variable, rule or language it refuses. */
-export class ConfigError extends AgentjailError {}
-
 /** serve answered with an error: `status` the HTTP status (0: the
  *  connection failed), `code` serve's error code, `body` the whole answer,
  *  `retryAfter` the seconds its Retry-After asked for. */
@@ -34,6 +29,21 @@ export class ServeError extends AgentjailError {
     this.retryAfter = retryAfter;
     const err = body.error as { errno?: unknown } | undefined;
     this.errno = typeof err?.errno === 'string' ? err.errno : undefined;
+  }
+}
+
+/** A value the client refuses before sending anything (a bad url, a
+ *  timeout that is not a positive number: status 0), or serve's 400 for a
+ *  limit, variable, rule, language or cell it refuses. */
+export class ConfigError extends ServeError {
+  constructor(statusOrMessage: number | string, code = 'config', message = '',
+              body: Record<string, unknown> = {}, retryAfter?: number) {
+    if (typeof statusOrMessage === 'string') {
+      super(0, code, statusOrMessage, body, retryAfter);
+      this.message = statusOrMessage; // the client's own words, not serve's
+    } else {
+      super(statusOrMessage, code, message, body, retryAfter);
+    }
   }
 }
 

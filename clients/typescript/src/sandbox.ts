@@ -1,7 +1,7 @@
 // The sandbox, its sessions and their commands, over serve's v1 API: the
 // Python client's shape (agentjail.connect()) in TypeScript.
 import {
-  ConfigError, EgressError, ErrorClass, FileTransferError, InvalidCommand, ProcessError,
+  ConfigError, EgressError, FileTransferError, InvalidCommand, ProcessError,
   ServeError, SessionClosed, SessionLimitReached,
 } from './errors.js';
 import type { Execution, FileInfo } from './result.js';
@@ -24,8 +24,8 @@ export interface RunOptions extends Callbacks {
 
 const configErrors: Mapper = (status, code, message) => {
   if (status === 400 && ['bad_limits', 'bad_env', 'bad_egress', 'bad_language'].includes(code))
-    return ConfigError as unknown as ErrorClass;
-  if (status === 400 && message.startsWith('code:')) return ConfigError as unknown as ErrorClass;
+    return ConfigError;
+  if (status === 400 && message.startsWith('code:')) return ConfigError;
   return undefined;
 };
 
@@ -209,6 +209,24 @@ export class Session extends Runner {
     ?? (ERRNO_BY_STATUS[s] ? FileTransferError : undefined);
 
   get closed(): boolean { return this.closedReason !== null; }
+
+  /** Code as a notebook cell: value (default true), a last bare
+   *  expression is not printed but comes back as Execution.value (and
+   *  valueHtml); context, a namespace of the interpreter's own by name;
+   *  fresh, the context's state forgotten first. value and context are
+   *  Python's only (ConfigError otherwise). */
+  async cell(code: string, o: RunOptions & { value?: boolean; context?: string;
+    fresh?: boolean } = {}): Promise<Execution> {
+    const body = this.runBody(code, o);
+    if (o.value ?? true) body.value = true;
+    if (o.context !== undefined) body.context = o.context;
+    if (o.fresh) body.fresh = true;
+    const what: Mapper = (s, c, m) => this.gone(s, c, m)
+      ?? (s === 400 ? ConfigError : undefined);
+    if (!hasCallbacks(o) && !o.signal)
+      return execution(await this.t.json('POST', this.runPath, body, what));
+    return new RunStream(this.t, this.runPath, body, what, o.signal).execution(o);
+  }
 
   /** A command in the session's sandbox, as one more program of the
    *  session; its Execution. */
