@@ -323,10 +323,17 @@ int aj_session_proc_wait(struct aj_session *s, uint32_t pid, struct aj_cancel *c
 		json_t *reply;
 		unsigned char *part[2];
 		size_t len[2] = {0, 0};
+		const uint64_t asked[2] = {off[0], off[1]};
 		if ((rc = read_once(s, "wait", pid, off, PROC_POLL_MS, &reply, part, len, &err))) {
 			result_sandbox_error(res, "%s", err.message);
 			break;
 		}
+		/* A terminal's window moved past what this wait had read: the
+		 * bytes between are gone, so the result is not the whole output
+		 * even when what it kept fits (a wait that starts after a burst,
+		 * or falls behind one on a busy machine). */
+		out.truncated |= off[0] > asked[0];
+		errc.truncated |= off[1] > asked[1];
 		keep_part(part[0], len[0], &off[0], &out, 0, tap);
 		keep_part(part[1], len[1], &off[1], &errc, 1, tap);
 		bool ended = json_is_true(json_object_get(reply, "ended"));
