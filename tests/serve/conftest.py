@@ -43,15 +43,20 @@ def sandbox_pids(base=UID_BASE, slots=SLOTS):
     return pids
 
 
+def left_behind(base=UID_BASE, slots=SLOTS):
+    """The pids still in base .. base + slots once they had up to 30 s to
+    go: a deadline only a process really left behind outlasts on a busy
+    machine."""
+    deadline = time.monotonic() + 30
+    while sandbox_pids(base, slots) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sandbox_pids(base, slots)
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_behind():
     yield
-    # Up to 30 s: a deadline only a process really left behind outlasts
-    # on a busy machine.
-    deadline = time.monotonic() + 30
-    while sandbox_pids() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sandbox_pids() == [], "a run's process outlived its request"
+    assert left_behind() == [], "a run's process outlived its request"
 
 
 class Response:

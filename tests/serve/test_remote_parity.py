@@ -10,11 +10,10 @@ import asyncio
 import errno
 import os
 import sys
-import time
 
 import pytest
 
-from conftest import ROOT, SLOTS, UID_BASE, Server, sandbox_pids
+from conftest import ROOT, SLOTS, UID_BASE, Server, left_behind
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import agentjail  # noqa: E402
@@ -28,18 +27,10 @@ LOCAL_SLOTS = 16
 LIMITS = dict(timeout=10, cpu_sec=5)
 
 
-def local_pids():
-    return sandbox_pids(LOCAL_UIDS, LOCAL_SLOTS)
-
-
 @pytest.fixture(autouse=True)
 def local_left_behind():
     yield
-    # A deadline only a process really left behind outlasts.
-    deadline = time.monotonic() + 30
-    while local_pids() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert local_pids() == [], "a local run's process outlived its test"
+    assert left_behind(LOCAL_UIDS, LOCAL_SLOTS) == [], "a local run's process outlived its test"
 
 
 @pytest.fixture(scope="module")
