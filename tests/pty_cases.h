@@ -192,7 +192,8 @@ static void pty_full_screen_round_trip(void **state)
 }
 
 /* Output past the output limit does not end a terminal: the stream
- * shows it to the last byte, the result keeps what fits (truncated), and
+ * shows it to the last byte, the result keeps the last of it that fits
+ * (truncated), and
  * its program's end is its own. */
 static void pty_output_is_a_window(void **state)
 {
@@ -208,6 +209,8 @@ static void pty_output_is_a_window(void **state)
 		assert_true(w.r.stdout_len <= 64 * 1024);
 		assert_true(w.r.stdout_truncated);
 		assert_true(contains(w.tail, "the-end\r\n"));
+		/* What it keeps is the screen's last: the end. */
+		assert_true(contains(w.r.stdout_buf, "the-end\r\n"));
 		aj_result_free(&w.r);
 	}
 	close_session(s);

@@ -625,6 +625,39 @@ static void capture_large_stream_is_capped(void **state)
 	free(s);
 }
 
+/* A window keeps the last bytes: what falls off the front is dropped and
+ * flagged, in every way it can fall (a part, a whole, more than a whole). */
+static void capture_tail_keeps_the_last_bytes(void **state)
+{
+	(void)state;
+	struct capture c;
+	capture_init(&c, 10);
+	capture_append_tail(&c, "0123456789", 10);
+	assert_false(c.truncated);
+	capture_append_tail(&c, "abc", 3);
+	assert_true(c.truncated);
+	size_t len;
+	char *s = capture_take(&c, &len);
+	assert_int_equal(len, 10);
+	assert_string_equal(s, "3456789abc");
+	free(s);
+	capture_init(&c, 4);
+	capture_append_tail(&c, "ab", 2);
+	capture_append_tail(&c, "wxyz", 4);
+	assert_true(c.truncated);
+	s = capture_take(&c, &len);
+	assert_string_equal(s, "wxyz");
+	free(s);
+	capture_init(&c, 4);
+	capture_append_tail(&c, "0123456789", 10);
+	assert_true(c.truncated);
+	s = capture_take(&c, &len);
+	assert_int_equal(len, 4);
+	assert_string_equal(s, "6789");
+	free(s);
+	capture_free(&c);
+}
+
 static void capture_empty_gives_empty_string(void **state)
 {
 	(void)state;
@@ -1753,6 +1786,7 @@ int main(void)
 		cmocka_unit_test(unavailable_tier_says_why),
 		cmocka_unit_test(capture_caps_and_flags),
 		cmocka_unit_test(capture_large_stream_is_capped),
+		cmocka_unit_test(capture_tail_keeps_the_last_bytes),
 		cmocka_unit_test(capture_empty_gives_empty_string),
 		cmocka_unit_test(utf8_valid_passes_through),
 		cmocka_unit_test(utf8_invalid_becomes_replacement),

@@ -252,7 +252,11 @@ static void keep_part(unsigned char *buf, size_t n, uint64_t *offset, struct cap
 		      struct stream_tap *tap)
 {
 	*offset += n;
-	capture_append(c, (const char *)buf, n);
+	/* The last bytes are kept: a terminal's output is a window in the
+	 * sandbox too, and a wait that starts (or falls) behind it must end
+	 * with the screen's last lines, not its first. A command without a
+	 * terminal is stopped at the same cap, so its capture never drops. */
+	capture_append_tail(c, (const char *)buf, n);
 	if (tap && n)
 		stream_tap_push(tap, which, (const char *)buf, n);
 	free(buf);

@@ -39,6 +39,23 @@ bool capture_append(struct capture *c, const char *data, size_t n)
 	return take < n;
 }
 
+void capture_append_tail(struct capture *c, const char *data, size_t n)
+{
+	if (n >= c->limit) {
+		/* All that was kept, and the start of this, fall off. */
+		c->truncated |= c->len > 0 || n > c->limit;
+		data += n - c->limit;
+		n = c->limit;
+		c->len = 0;
+	} else if (c->len + n > c->limit) {
+		size_t drop = c->len + n - c->limit;
+		memmove(c->buf, c->buf + drop, c->len - drop);
+		c->len -= drop;
+		c->truncated = true;
+	}
+	capture_append(c, data, n);
+}
+
 char *capture_take(struct capture *c, size_t *len)
 {
 	char *out = c->buf;

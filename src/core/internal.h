@@ -26,6 +26,9 @@ void capture_init(struct capture *c, size_t limit);
 /* Appends what fits; returns true when bytes had to be dropped (the cap was
  * passed), -ENOMEM is reported as truncation too so a run never crashes. */
 bool capture_append(struct capture *c, const char *data, size_t n);
+/* Appends keeping the last `limit` bytes: what falls off the front is
+ * dropped (truncated), as a terminal's window does. */
+void capture_append_tail(struct capture *c, const char *data, size_t n);
 /* Moves the bytes out as a NUL-terminated malloc'ed string (never NULL). */
 char *capture_take(struct capture *c, size_t *len);
 void capture_free(struct capture *c);
