@@ -1,7 +1,7 @@
 # agentjail — `make` builds, `make test` runs the tests (ASan/UBSan build),
 # `make demo` installs what is missing, builds and runs the demo.
 CC ?= cc
-PKGS := libseccomp jansson libcares
+PKGS := libseccomp jansson libcares libcrypto
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-Wstrict-prototypes -Wmissing-prototypes -Iinclude -fstack-protector-strong
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -79,10 +79,10 @@ $(LAUNCH_GEN): src/core/exit_rule.py src/core/launch.py tools/c_string.py
 # TypeScript cells) as the string REPL_JS: a session's first JavaScript
 # call starts node on it.
 REPL_GEN := $(B)/gen/session_repl.inc
-$(REPL_GEN): src/core/exit_rule.py src/core/node_flags.py src/core/repl.js src/core/ts_strip.js src/core/repl.py tools/c_string.py
+$(REPL_GEN): src/core/exit_rule.py src/core/node_flags.py src/core/repl.js src/core/ts_strip.js src/core/repl_state.py src/core/repl.py tools/c_string.py
 	@mkdir -p $(dir $@)
 	python3 tools/c_string.py --py-string REPL_JS src/core/repl.js src/core/ts_strip.js > $(B)/gen/repl_js.py.tmp && mv $(B)/gen/repl_js.py.tmp $(B)/gen/repl_js.py
-	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/node_flags.py $(B)/gen/repl_js.py src/core/repl.py > $@.tmp && mv $@.tmp $@
+	python3 tools/c_string.py session_repl_py src/core/exit_rule.py src/core/node_flags.py $(B)/gen/repl_js.py src/core/repl_state.py src/core/repl.py > $@.tmp && mv $@.tmp $@
 
 # A one-shot JavaScript or TypeScript run's program (src/core/js_run.py
 # after node_flags.py and src/core/ts_strip.js as the string TS_STRIP_JS),
@@ -285,7 +285,7 @@ ts-client: $(TS_CLIENT)
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS) $(TS_CLIENT)
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript,python3-dill --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
@@ -404,7 +404,7 @@ $(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
 
 .PHONY: soak
 soak: all $(B)/soak
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript,python3-dill --name test >/dev/null
 	@(./scripts/ensure-dockerd.sh && AGENTJAIL_IMAGES=$(TEST_IMAGES) \
 		$(B)/agentjail image import test >/dev/null) || \
 		echo "soak: no Docker Engine here; the docker tier is left out" >&2

@@ -569,6 +569,69 @@ void aj_session_close(struct aj_session *s);
 int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
 			   const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
 
+/* ---- Checkpoints, pauses and forks (docs/checkpoints.md) ----
+ *
+ * A session's state is its workspace's files and what its Python cells'
+ * namespaces (__main__'s and each context's) hold: variables, imports,
+ * functions and classes the cells defined, a DataFrame, an open figure.
+ * It is written by the interpreter inside the sandbox and read back by
+ * another sandbox (never unpickled by the host), on every tier. Not
+ * carried, and said in aj_checkpoint_info.note: a value that cannot be
+ * pickled (a generator, a socket), background commands (they are not
+ * restarted), the session's JavaScript state, the egress proxy's open
+ * connections. A restored or forked session runs under the config it is
+ * given now: the limits and egress rules of the checkpoint's day are not
+ * in the file. */
+#define AJ_CHECKPOINT_KEY_BYTES 32
+/* The host's key: every checkpoint file carries an HMAC-SHA256 under it,
+ * and one that does not match is refused before any byte of it is used. */
+struct aj_checkpoint_key {
+	unsigned char bytes[AJ_CHECKPOINT_KEY_BYTES];
+};
+/* The key in the file at path (exactly 32 bytes, a regular file of mode
+ * 0600 or stricter, owned by this uid); with create, one is made there
+ * first when none is (random, mode 0600, created exclusively). */
+int aj_checkpoint_key_load(const char *path, bool create, struct aj_checkpoint_key *key,
+			   struct aj_error *err);
+
+struct aj_checkpoint_info {
+	uint64_t bytes;    /* the state's size (the file adds a header and tag) */
+	uint32_t files;    /* workspace files carried */
+	uint32_t left_out; /* variables that could not be written */
+	/* What was not carried, in words (the variables by name and why,
+	 * background commands by pid, JavaScript); "" when nothing. */
+	char note[1024];
+};
+
+/* Writes s's state to path (a new file, mode 0600; replaced atomically if
+ * one is there) under key. The session goes on as it was. 0, or -errno
+ * with err; info (may be NULL) says what was carried. */
+int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *key,
+			  const char *path, struct aj_checkpoint_info *info, struct aj_error *err);
+/* A new session under cfg, with the state of the checkpoint at path: its
+ * tag is checked under key first (-EBADMSG: changed, truncated, another
+ * key's, or no checkpoint; nothing is opened). A state made by another
+ * Python version is refused (-EPROTO), as its functions' code would not
+ * load. */
+int aj_session_restore(const struct aj_config *cfg, const struct aj_checkpoint_key *key,
+		       const char *path, struct aj_session **out, struct aj_checkpoint_info *info,
+		       struct aj_error *err);
+/* n (1 to AJ_MAX_FORK) new sessions under s's config, each with s's state
+ * now, independent of each other and of s (which goes on); out has room
+ * for n. All or none: on failure none is left open. Each counts against
+ * max_sessions. */
+#define AJ_MAX_FORK 100
+int aj_session_fork(struct aj_session *s, unsigned n, struct aj_session **out,
+		    struct aj_checkpoint_info *info, struct aj_error *err);
+/* Frees the session's sandbox (its CPU and memory) and keeps its state in
+ * a private file of this process: the next call on it (or
+ * aj_session_resume) brings it back in a new sandbox, as it was. A paused
+ * session has no idle timeout; its lifetime still ends it. -EALREADY when
+ * it is paused. */
+int aj_session_pause(struct aj_session *s, struct aj_checkpoint_info *info, struct aj_error *err);
+int aj_session_resume(struct aj_session *s, struct aj_error *err);
+bool aj_session_paused(const struct aj_session *s);
+
 /* Whether a tier can run on this machine; 0 if so, else -errno with the
  * precise reason in err ("network namespace: unshare: EPERM"). */
 int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);

@@ -756,6 +756,7 @@ static void session_cycles_leave_nothing(void **state)
 #include "exec_cases.h"
 #include "js_cases.h"
 #include "pty_cases.h"
+#include "checkpoint_cases.h"
 
 static int session_setup(void **state)
 {
@@ -785,6 +786,7 @@ static int session_teardown(void **state)
 	SESSION_TEST(session_charts), SESSION_TEST(session_idle_and_lifetime),               \
 	SESSION_TEST(session_max_sessions), SESSION_TEST(session_isolation_concurrent),      \
 	SESSION_TEST(session_caller_death_ends_sandbox),                                     \
-	SESSION_TEST(session_cycles_leave_nothing), EXEC_TABLE, JS_TABLE, PTY_TABLE
+	SESSION_TEST(session_cycles_leave_nothing), EXEC_TABLE, JS_TABLE, PTY_TABLE,           \
+	CHECKPOINT_TABLE
 
 #endif

@@ -111,6 +111,25 @@ enum exec_kind {
 };
 int exec_request(const struct aj_config *cfg, const struct aj_exec *x, enum exec_kind kind,
 		 json_t **out, double *timeout, struct aj_result *res);
+/* A sequence of requests that nothing else comes between: session_hold
+ * takes the session (checked open, resumed if paused) or fails saying
+ * why; session_request_held sends one request under it;
+ * session_release lets it go. */
+int session_hold(struct aj_session *s, struct aj_error *err);
+int session_request_held(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			 json_t **reply, struct aj_error *err);
+void session_release(struct aj_session *s);
+/* Brings a paused session's state (fd, a private file) into the new
+ * sandbox session_sandbox_reopen made, the session held: 0 or -errno and
+ * err. */
+typedef int (*session_wake_fn)(struct aj_session *s, int fd, struct aj_error *err);
+/* Held: ends the session's sandbox (its egress proxy stays, for the next)
+ * and keeps fd, which wake brings back at the next call (or close
+ * closes). */
+void session_suspend(struct aj_session *s, int fd, session_wake_fn wake);
+/* Held, and suspended: a new sandbox for the session, empty. */
+int session_sandbox_reopen(struct aj_session *s, struct aj_error *err);
+
 /* The session's config (its sandbox's copy); NULL for no session. */
 const struct aj_config *session_config(const struct aj_session *s);
 /* A call's stream started (NULL stream: none): 0, or -errno with res

@@ -78,6 +78,11 @@ struct aj_session {
 	double opened_ms, last_ms;
 	uint64_t seq;
 	bool state_lost;            /* the next call is told: its interpreter is fresh */
+	/* Paused (session_suspend): no sandbox, its state in paused_fd (a
+	 * private file), which wake brings back into a new one at the next
+	 * call. -1 when not paused. */
+	int paused_fd;
+	session_wake_fn wake;
 	struct aj_session *next;    /* the registry */
 };
 
@@ -152,9 +157,13 @@ static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 {
-	if (!s->tier_session)
+	if (!s->tier_session && s->paused_fd < 0)
 		return;
-	keeper_stop(&s->keeper);
+	if (s->tier_session)
+		keeper_stop(&s->keeper);
+	if (s->paused_fd >= 0)
+		close(s->paused_fd);
+	s->paused_fd = -1;
 	s->tier_session = NULL;
 	egress_proxy_stop(s->egress);
 	atomic_fetch_sub(&open_sessions, 1);
@@ -171,11 +180,13 @@ static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 static void enforce_limits(struct aj_session *s, double now)
 {
 	const struct aj_session_limits *sl = &sandbox_config(s->sb)->session;
-	if (!s->tier_session)
+	if (!s->tier_session && s->paused_fd < 0)
 		return;
 	if (now - s->opened_ms > sl->lifetime_sec * 1000.0)
 		end_sandbox(s, "its lifetime of %g s ended", sl->lifetime_sec);
-	else if (now - s->last_ms > sl->idle_sec * 1000.0)
+	/* A paused session holds no sandbox to idle in: only its lifetime
+	 * bounds it. */
+	else if (s->tier_session && now - s->last_ms > sl->idle_sec * 1000.0)
 		end_sandbox(s, "it was idle for more than %g s", sl->idle_sec);
 }
 
@@ -241,6 +252,7 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 		atomic_fetch_sub(&open_sessions, 1);
 		return error_set(err, -ENOMEM, "session: out of memory");
 	}
+	s->paused_fd = -1;
 	/* The tier's state opened here serves this one session: a pool of
 	 * sandboxes started ahead (vm_pool) would fill only after the session
 	 * took its own, and then wait, holding uid slots and memory, for runs
@@ -375,6 +387,18 @@ static int enter_poll(struct aj_session *s, struct aj_error *err)
 static int enter_locked(struct aj_session *s, struct aj_error *err)
 {
 	enforce_limits(s, now_ms());
+	if (s->paused_fd >= 0) {
+		/* The next call resumes it (the call is told: res.resumed is
+		 * not a thing; the session's state is as it was). */
+		int rc = s->wake(s, s->paused_fd, err);
+		if (rc) {
+			end_sandbox(s, "it could not be resumed: %s", err->message);
+			pthread_mutex_unlock(&s->lock);
+			return rc;
+		}
+		close(s->paused_fd);
+		s->paused_fd = -1;
+	}
 	if (!s->tier_session) {
 		int rc = error_set(err, -ESHUTDOWN, "session: closed, because %s",
 				   s->closed_reason ? s->closed_reason : "it was closed");
@@ -785,6 +809,48 @@ int session_request(struct aj_session *s, const char *what, json_t *req, size_t 
 		    json_t **reply, struct aj_error *err)
 {
 	return request_entered(enter, s, what, req, reply_max, reply, err);
+}
+
+int session_hold(struct aj_session *s, struct aj_error *err)
+{
+	return enter(s, err);
+}
+
+void session_release(struct aj_session *s)
+{
+	pthread_mutex_unlock(&s->lock);
+}
+
+int session_request_held(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
+			 json_t **reply, struct aj_error *err)
+{
+	*reply = NULL;
+	return file_call(s, what, req, reply_max, reply, err);
+}
+
+void session_suspend(struct aj_session *s, int fd, session_wake_fn wake)
+{
+	keeper_stop(&s->keeper);
+	s->tier_session = NULL;
+	s->paused_fd = fd;
+	s->wake = wake;
+	/* The next interpreter is new: nothing of the old one's calls (seq)
+	 * or its lost state carries over. */
+	s->state_lost = false;
+}
+
+int session_sandbox_reopen(struct aj_session *s, struct aj_error *err)
+{
+	memset(&s->keeper, 0, sizeof s->keeper);
+	int rc = keeper_start(s, err);
+	if (!rc)
+		s->last_ms = now_ms();
+	return rc;
+}
+
+bool aj_session_paused(const struct aj_session *s)
+{
+	return s && s->paused_fd >= 0;
 }
 
 int aj_session_put(struct aj_session *s, const char *path, const void *data, size_t len,

@@ -65,6 +65,15 @@
 #       the same node (src/core/ts_strip.js), sharing the JavaScript state
 #       -> as "js"; {"seq", "error", "errno": "ENOENT"} when the image has
 #          no TypeScript compiler
+#   {"seq", "op": "save"} -> {"seq", "size", "files", "left_out": [[context,
+#       name, why]], "dill": bool, "procs": [running pids], "javascript":
+#       bool}: the session's state written to the workspace's STATE_FILE
+#       (src/core/repl_state.py), which the host reads with "get" in parts
+#   {"seq", "op": "state_write", "offset", "data": b64} -> {"seq", "size"}:
+#       a part of a state file, in order
+#   {"seq", "op": "load"} -> {"seq", "files", "left_out", "loaded": bool}:
+#       the state file written back into this session, then removed
+#   {"seq", "op": "state_drop"}: the state file removed
 #   a process op on a pid that is not the session's -> {"seq", "error", "errno": "ESRCH"}
 #   a file operation that fails                  -> {"seq", "error", "errno"}
 #
@@ -80,7 +89,8 @@
 #
 # The build puts src/core/exit_rule.py (system_exit_code, the SystemExit
 # rule the warm zygote shares), src/core/node_flags.py (how node starts,
-# shared with a one-shot JavaScript run) and REPL_JS (src/core/repl.js, the
+# shared with a one-shot JavaScript run), src/core/repl_state.py (a
+# session's state as a file) and REPL_JS (src/core/repl.js, the
 # JavaScript interpreter, as a string) right after this header.
 import ast
 import base64
@@ -1313,10 +1323,32 @@ def op_proc_resize(req, state):
     return {"ok": True}
 
 
+def op_save(req, state):
+    return state_save(state)
+
+
+def op_load(req, state):
+    return state_load(state)
+
+
+def op_state_write(req, state):
+    return state_write(req)
+
+
+def op_state_drop(req, state):
+    try:
+        os.unlink(os.path.join(WORKSPACE, STATE_FILE))
+    except FileNotFoundError:
+        pass
+    return {"ok": True}
+
+
 OPS = {"run": op_run, "put": op_put, "get": op_get, "list": op_list,
        "exec": op_exec, "spawn": op_spawn, "proc_read": op_proc_read,
        "proc_input": op_proc_input, "proc_signal": op_proc_signal, "procs": op_procs,
-       "js": op_js, "ts": op_ts, "pty": op_pty, "proc_resize": op_proc_resize}
+       "js": op_js, "ts": op_ts, "pty": op_pty, "proc_resize": op_proc_resize,
+       "save": op_save, "load": op_load, "state_write": op_state_write,
+       "state_drop": op_state_drop}
 
 
 def serve():

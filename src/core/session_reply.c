@@ -181,7 +181,8 @@ static const struct {
 	      {"EFBIG", EFBIG},   {"ENOSPC", ENOSPC}, {"EEXIST", EEXIST},   {"EACCES", EACCES},
 	      {"EPERM", EPERM},   {"EDQUOT", EDQUOT}, {"EINVAL", EINVAL},   {"ENAMETOOLONG", ENAMETOOLONG},
 	      {"ESRCH", ESRCH},   {"EBADF", EBADF},   {"EPIPE", EPIPE},     {"ENOTTY", ENOTTY},
-	      {"ENODEV", ENODEV}, {"EAGAIN", EAGAIN}};
+	      {"ENODEV", ENODEV}, {"EAGAIN", EAGAIN}, {"EPROTO", EPROTO}, {"EMFILE", EMFILE},
+	      {"ENOMEM", ENOMEM}};
 
 int session_file_reply_error(const char *what, json_t *reply, struct aj_error *err)
 {
