@@ -285,7 +285,7 @@ ts-client: $(TS_CLIENT)
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
 test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS) $(TS_CLIENT)
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript,python3-dill --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
@@ -404,7 +404,7 @@ $(B)/soak: $(SOAK_SRC) bench/soak.h $(B)/libagentjail.a
 
 .PHONY: soak
 soak: all $(B)/soak
-	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript,python3-dill --name test >/dev/null
+	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@(./scripts/ensure-dockerd.sh && AGENTJAIL_IMAGES=$(TEST_IMAGES) \
 		$(B)/agentjail image import test >/dev/null) || \
 		echo "soak: no Docker Engine here; the docker tier is left out" >&2

@@ -573,11 +573,13 @@ int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint3
  *
  * A session's state is its workspace's files and what its Python cells'
  * namespaces (__main__'s and each context's) hold: variables, imports,
- * functions and classes the cells defined, a DataFrame, an open figure.
+ * functions, lambdas and classes the cells defined, a DataFrame, an open
+ * figure.
  * It is written by the interpreter inside the sandbox and read back by
  * another sandbox (never unpickled by the host), on every tier. Not
  * carried, and said in aj_checkpoint_info.note: a value that cannot be
- * pickled (a generator, a socket), background commands (they are not
+ * pickled (a generator, an open file, a lock, an Enum a cell defined),
+ * background commands (they are not
  * restarted), the session's JavaScript state, the egress proxy's open
  * connections. A restored or forked session runs under the config it is
  * given now: the limits and egress rules of the checkpoint's day are not

@@ -5,6 +5,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,10 @@ static inline void make_token(char *out, size_t n)
  * run_code then runs each program as a cell of a fresh session and checks
  * that the session is still usable after it, or was closed cleanly. */
 static bool harness_via_session;
+/* With harness_via_session: the program runs in a session restored from
+ * a checkpoint of one that was paused and resumed, so the hostile table
+ * holds there too. */
+static bool harness_via_restore;
 
 /* Sandboxes a case opened and has not closed yet (harness_track): a case
  * that fails midway leaves its sandbox here, and the teardown closes it
@@ -145,6 +150,33 @@ static inline void run_in_session(const struct aj_config *cfg, struct aj_result 
 	struct aj_error err = {0};
 	if (aj_session_open(cfg, &s, &err))
 		fail_msg("aj_session_open: %s", err.message);
+	if (harness_via_restore) {
+		/* Paused, resumed by its checkpoint, closed, restored: the
+		 * copy runs in a sandbox of its own (a fork restores the same
+		 * way, with one more uid slot than some cases' configs have). */
+		struct aj_session *original = s;
+		static const char before[] = "carried = 'from the original'\n";
+		struct aj_result r0;
+		if (aj_session_run(original, before, strlen(before), &r0) ||
+		    r0.status != AJ_STATUS_OK)
+			fail_msg("the original's cell: %s", r0.message ? r0.message : "-");
+		aj_result_free(&r0);
+		struct aj_checkpoint_key key;
+		memset(key.bytes, 0x5a, sizeof key.bytes);
+		char path[64];
+		static atomic_uint made;
+		snprintf(path, sizeof path, "/tmp/aj-harness-%d-%u.ckpt", (int)getpid(),
+			 atomic_fetch_add(&made, 1));
+		if (aj_session_pause(original, NULL, &err) ||
+		    aj_session_checkpoint(original, &key, path, NULL, &err))
+			fail_msg("pause and checkpoint: %s", err.message);
+		aj_session_close(original);
+		s = NULL;
+		int rrc = aj_session_restore(cfg, &key, path, &s, NULL, &err);
+		unlink(path);
+		if (rrc)
+			fail_msg("aj_session_restore: %s", err.message);
+	}
 	aj_session_run(s, code, strlen(code), res);
 	/* Usable after the cell (a fresh interpreter if the cell ended its
 	 * own), or closed with a reason: never a broken half-open session. */
@@ -156,7 +188,10 @@ static inline void run_in_session(const struct aj_config *cfg, struct aj_result 
 			fail_msg("session unusable after the cell: %s; %s; %s",
 				 aj_status_name(after.status), after.message ? after.message : "-",
 				 after.stderr_buf);
-	} else if (rc != -ESHUTDOWN || !aj_session_closed_reason(s)) {
+	} else if (!aj_session_closed_reason(s)) {
+		/* Closed, by this probe's call or before it (what the cell left
+		 * running may end the sandbox while the probe runs): with a
+		 * reason, never half-open. */
 		fail_msg("session neither usable nor closed after the cell: %s",
 			 after.message ? after.message : "-");
 	}

@@ -298,8 +298,17 @@ static void hostile_fork_bomb(void **state)
 	struct fixture *f = *state;
 	struct aj_result r;
 	run_program(f, &r, HOSTILE_FORK_BOMB, (struct hostile_values){0});
-	assert_int_not_equal(r.status, AJ_STATUS_SANDBOX_ERROR);
-	assert_made_under_pids(f, &r);
+	if (r.status == AJ_STATUS_SANDBOX_ERROR)
+		fail_msg("the sandbox failed: %s", r.message ? r.message : "-");
+	/* Held by the memory limit instead: the copies of a session's
+	 * interpreter (gVisor copies more of each on fork than Linux does)
+	 * passed the sandbox's memory before its pids, and the kernel's OOM
+	 * killer ended them, or the whole sandbox (gVisor's sentry holds all
+	 * of its memory). Said as that, never as a failure of the sandbox. */
+	if (r.status == AJ_STATUS_MEMORY && contains(r.message, "OOM killer"))
+		print_message("    held by the memory limit: %s\n", r.message);
+	else
+		assert_made_under_pids(f, &r);
 	aj_result_free(&r);
 }
 

@@ -776,6 +776,23 @@ static int session_teardown(void **state)
 	{"session: " #fn, fn, session_setup, session_teardown, NULL}
 #define HOSTILE_SESSION_TABLE HOSTILE_CASES(HOSTILE_SESSION_TEST)
 
+static int restored_setup(void **state)
+{
+	harness_via_restore = true;
+	return session_setup(state);
+}
+
+static int restored_teardown(void **state)
+{
+	harness_via_restore = false;
+	return session_teardown(state);
+}
+
+#define HOSTILE_RESTORED_TEST(fn)                                                            \
+	{"restored session: " #fn, fn, restored_setup, restored_teardown, NULL}
+/* The same programs in a restored copy of a paused and resumed session. */
+#define HOSTILE_RESTORED_TABLE HOSTILE_CASES(HOSTILE_RESTORED_TEST)
+
 #define SESSION_TABLE                                                                       \
 	SESSION_TEST(session_state_persists), SESSION_TEST(session_crash_restarts_interpreter),  \
 	SESSION_TEST(session_memory_keeps_state),                                            \

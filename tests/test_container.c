@@ -224,6 +224,7 @@ int main(void)
 		HOSTILE_TEST(userland_tools_run),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		HOSTILE_RESTORED_TABLE,
 		EGRESS_TABLE,
 		HOSTILE_TEST(view_is_the_image),
 		HOSTILE_TEST(cgroup_stops_what_rlimits_would_not),

@@ -754,6 +754,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		HOSTILE_RESTORED_TABLE,
 		HOSTILE_TEST(gone_after_timeout_and_flood),
 		HOSTILE_TEST(oom_is_memory_with_a_report),
 		HOSTILE_TEST(forged_report_is_output),

@@ -537,6 +537,7 @@ int main(void)
 		HOSTILE_TEST(userland_tools_run),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		HOSTILE_RESTORED_TABLE,
 		HOSTILE_TEST(guest_kernel_is_gvisors),
 		HOSTILE_TEST(host_proc_and_sys_are_not_there),
 		HOSTILE_TEST(gone_after_timeout_and_flood),

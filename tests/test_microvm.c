@@ -562,6 +562,7 @@ int main(void)
 		HOSTILE_TABLE,
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		HOSTILE_RESTORED_TABLE,
 		HOSTILE_TEST(its_own_kernel),
 		HOSTILE_TEST(guest_sys_is_empty),
 		HOSTILE_TEST(guest_runs_the_images_root),

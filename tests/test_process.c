@@ -834,6 +834,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_reaches_into_hidden_places),
 		SESSION_TABLE,
 		HOSTILE_SESSION_TABLE,
+		HOSTILE_RESTORED_TABLE,
 		HOSTILE_CASES(HOSTILE_AHEAD_TEST),
 		EGRESS_TABLE,
 		HOSTILE_TEST(identity_inside),

@@ -37,6 +37,10 @@ _NATIVE = {
     "DockerSandbox": (".sandbox", "DockerSandbox"),
     "GvisorSandbox": (".sandbox", "GvisorSandbox"),
     "Session": (".session", "Session"),
+    "CheckpointKey": (".checkpoint", "CheckpointKey"),
+    "CheckpointInfo": (".checkpoint", "CheckpointInfo"),
+    "CheckpointError": (".checkpoint", "CheckpointError"),
+    "CheckpointRefused": (".checkpoint", "CheckpointRefused"),
     "Process": ("._exec", "Process"),
     "Terminal": ("._exec", "Terminal"),
     "RunPythonTool": (".tools", "RunPythonTool"),
@@ -73,4 +77,5 @@ __all__ = [
     "LIBRARY_PATH", "LIBRARY_VERSION", "Process", "Terminal",
     "connect", "RemoteSandbox", "RemoteSession", "RemoteProcess", "RemoteTerminal",
     "RateLimited", "RunLost",
+    "CheckpointKey", "CheckpointInfo", "CheckpointError", "CheckpointRefused",
 ]

@@ -159,6 +159,20 @@ const char *aj_session_closed_reason(const struct aj_session *s);
 void aj_session_close(struct aj_session *s);
 int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
                            const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
+struct aj_checkpoint_key { unsigned char bytes[32]; };
+int aj_checkpoint_key_load(const char *path, bool create, struct aj_checkpoint_key *key,
+                           struct aj_error *err);
+struct aj_checkpoint_info { uint64_t bytes; uint32_t files; uint32_t left_out; char note[1024]; };
+int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *key,
+                          const char *path, struct aj_checkpoint_info *info, struct aj_error *err);
+int aj_session_restore(const struct aj_config *cfg, const struct aj_checkpoint_key *key,
+                       const char *path, struct aj_session **out, struct aj_checkpoint_info *info,
+                       struct aj_error *err);
+int aj_session_fork(struct aj_session *s, unsigned n, struct aj_session **out,
+                    struct aj_checkpoint_info *info, struct aj_error *err);
+int aj_session_pause(struct aj_session *s, struct aj_checkpoint_info *info, struct aj_error *err);
+int aj_session_resume(struct aj_session *s, struct aj_error *err);
+bool aj_session_paused(const struct aj_session *s);
 int aj_check(enum aj_tier tier, const struct aj_config *cfg, struct aj_error *err);
 const char *aj_version(void);
 const char *aj_tier_name(enum aj_tier tier);

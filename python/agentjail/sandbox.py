@@ -11,6 +11,8 @@ progress.
 
 Output as it happens (docs/python.md): run(code, on_stdout=print),
 stream(code), submit(code) -> RunHandle, and arun / astream for asyncio."""
+import os
+
 from ._calls import Calls, Handle
 from ._native import ffi, lib
 from ._runs import execute, in_language
@@ -111,6 +113,23 @@ class Sandbox(RunMethods, Handle):
                               f"not {type(env).__name__}")
         merged = {**(self._options.get("env") or {}), **env}
         return Session(Config(self.tier, dict(self._options, env=merged)))
+
+    def restore(self, path, key):
+        """A new session of this sandbox's tier and limits (today's: not
+        the checkpoint's) with the state of the checkpoint at path, whose
+        tag is checked under key first (CheckpointRefused: changed, cut
+        short, another key's). Returns (session, CheckpointInfo)."""
+        if self.closed:
+            raise SandboxClosed("agentjail: the sandbox is closed")
+        from .checkpoint import info_of, key_of, raise_for
+        k = key_of(key)._c()
+        out = ffi.new("struct aj_session **")
+        info = ffi.new("struct aj_checkpoint_info *")
+        err = ffi.new("struct aj_error *")
+        rc = lib.aj_session_restore(self._config.c, k, os.fsencode(path), out, info, err)
+        if rc:
+            raise_for(rc, err)
+        return Session(self._config, _handle=out[0]), info_of(info)
 
     def tool(self, session=False):
         """The run_python tool for a model (see agentjail.tools)."""

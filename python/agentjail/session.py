@@ -23,6 +23,7 @@ from ._streams import RunMethods
 from .config import c_strings
 from .errors import (ConfigError, EgressError, FileTransferError, SandboxUnavailable,
                      SessionClosed, SessionLimitReached)
+from .checkpoint import MAX_FORK, info_of, key_of, raise_for
 from .result import FileInfo
 from .tools import RunPythonTool
 
@@ -33,9 +34,14 @@ _TYPES = {lib.AJ_FILE_REGULAR: "file", lib.AJ_FILE_DIRECTORY: "directory",
 class Session(RunMethods, Handle):
     _tool_target = "session"  # what RunPythonTool runs on (see agentjail.tools)
 
-    def __init__(self, config):
+    def __init__(self, config, _handle=None):
         self._config = config
         self._calls = Calls(lambda: SessionClosed("closed by the caller"))
+        if _handle is not None:
+            # A session the library opened otherwise (restore, fork).
+            self._handle = _handle
+            self.id = ffi.string(lib.aj_session_id(_handle)).decode()
+            return
         out = ffi.new("struct aj_session **")
         err = ffi.new("struct aj_error *")
         rc = lib.aj_session_open(config.c, out, err)
@@ -217,6 +223,69 @@ class Session(RunMethods, Handle):
         c = c_strings("cidrs", cidrs, "rule")
         self._lib_call(EgressError, lib.aj_session_egress_keep, h.array, len(h.items),
                        c.array, len(c.items))
+
+    def checkpoint(self, path, key):
+        """Writes the session's state to path (mode 0600, replaced
+        atomically) under key (a CheckpointKey, or 32 bytes): its
+        workspace's files and what its cells' namespaces hold. The session
+        goes on. Returns a CheckpointInfo; what could not be carried is in
+        its note. Sandbox.restore(path, key) opens it again, anywhere the
+        key is."""
+        k = key_of(key)._c()
+        info = ffi.new("struct aj_checkpoint_info *")
+        self._checkpoint_call(lib.aj_session_checkpoint, k, os.fsencode(path), info)
+        return info_of(info)
+
+    def fork(self, n=1):
+        """n new sessions (1 to 100), each with this one's state now,
+        independent of each other and of this one, which goes on. All or
+        none: SessionLimitReached when they would pass max-sessions."""
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise ConfigError(f"fork: n must be an int, not {type(n).__name__}")
+        if not 1 <= n <= MAX_FORK:
+            raise ConfigError(f"fork: n must be within 1 to {MAX_FORK}, not {n}")
+        out = ffi.new("struct aj_session *[]", n)
+        err = ffi.new("struct aj_error *")
+        call = self._calls.begin()
+        try:
+            rc = blocking(call, lib.aj_session_fork, self._handle, n, out, ffi.NULL, err)
+        finally:
+            self._calls.end(call)
+        if rc == -errno.EMFILE:
+            raise SessionLimitReached(self._config.c.session.max_sessions,
+                                      ffi.string(err.message).decode("utf-8", "replace"))
+        if rc:
+            self._check_open(rc, ffi.string(err.message).decode("utf-8", "replace"))
+            raise_for(rc, err)
+        return [Session(self._config, _handle=out[i]) for i in range(n)]
+
+    def pause(self):
+        """Frees the session's sandbox (its CPU and memory) and keeps its
+        state; the next call, or resume(), brings it back as it was. A
+        paused session has no idle timeout; its lifetime still ends it.
+        Returns a CheckpointInfo."""
+        info = ffi.new("struct aj_checkpoint_info *")
+        self._checkpoint_call(lib.aj_session_pause, info)
+        return info_of(info)
+
+    def resume(self):
+        """Brings a paused session back now (a call would do it too)."""
+        self._checkpoint_call(lib.aj_session_resume)
+
+    @property
+    def paused(self):
+        return self._handle != ffi.NULL and bool(lib.aj_session_paused(self._handle))
+
+    def _checkpoint_call(self, fn, *args):
+        err = ffi.new("struct aj_error *")
+        call = self._calls.begin()
+        try:
+            rc = blocking(call, fn, self._handle, *args, err)
+        finally:
+            self._calls.end(call)
+        if rc:
+            self._check_open(rc, ffi.string(err.message).decode("utf-8", "replace"))
+            raise_for(rc, err)
 
     def cancel(self):
         """Stops the call in progress (its interpreter, and so its state;

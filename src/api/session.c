@@ -465,7 +465,10 @@ static int call(struct aj_session *s, const struct aj_config *cfg, json_t *reque
 	if (s->egress)
 		res->egress_log = egress_proxy_take_log(s->egress);
 	if (rc) {
-		end_sandbox(s, "its sandbox failed: %s", res->message ? res->message : "?");
+		end_sandbox(s, "%s: %s",
+			    res->status == AJ_STATUS_MEMORY ? "its sandbox's memory limit ended it"
+							    : "its sandbox failed",
+			    res->message ? res->message : "?");
 		return rc;
 	}
 	if (ans->reply)

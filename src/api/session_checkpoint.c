@@ -90,9 +90,6 @@ static char *note_of(json_t *reply)
 		note_add(out, cap, "%sthe JavaScript state not carried (its next cell "
 					   "starts a new node)",
 			 *out ? "; " : "");
-	if (json_is_false(json_object_get(reply, "dill")) && json_array_size(left))
-		note_add(out, cap, "; the image has no dill (python3-dill), so functions "
-					   "and classes the cells defined cannot be carried");
 	return out;
 }
 

@@ -59,6 +59,7 @@
 
 #include "../linux/stream_hooks.h"
 #include "../linux/supervise.h"
+#include "../core/status.h"
 #include "session.h"
 
 /* The session interpreter, as a C string (tools/c_string.py). */
@@ -579,17 +580,28 @@ static void supervise_boot_call(struct boot_session *ds, const struct aj_limits 
 
 /* The sandbox failed the call: the session is over, and its sandbox goes
  * now (the core's close would do it too). */
-static int boot_call_broken(struct boot_session *ds, struct call *k, bool stopping,
-		       struct aj_result *res)
+static int boot_call_broken(struct boot_session *ds, const struct aj_limits *l, struct call *k,
+			    bool stopping, double since, struct aj_result *res)
 {
 	capture_free(&k->out);
 	capture_free(&k->err);
 	free(k->ans->reply);
 	k->ans->reply = NULL;
-	result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed", ds->tier,
-			     ds->dead ? "ended (its stream closed)"
-			     : stopping ? "did not stop the call within 2 s"
-					: "stopped taking requests");
+	if (ds->dead && ds->oom_since && ds->oom_since(ds, since)) {
+		/* The sandbox's memory backstop ended it (gVisor: its OOM
+		 * killer can only take the sentry, which holds all of the
+		 * sandbox's memory): the program's memory, not a failure of
+		 * the sandbox (status rule 7). */
+		struct end_facts f = {.ended = true, .wstatus = SIGKILL, .oom_kills = 1};
+		status_decide(&f, l, res);
+		result_add_note(res, "the whole sandbox ended with it: the session is closed", false);
+	} else {
+		result_sandbox_error(res, "%s: session: the sandbox %s; the session is closed",
+				     ds->tier,
+				     ds->dead ? "ended (its stream closed)"
+				     : stopping ? "did not stop the call within 2 s"
+						: "stopped taking requests");
+	}
 	ds->dead = true;
 	res->wall_ms = k->o.wall_ms;
 	ds->destroy(ds);
@@ -659,7 +671,7 @@ int boot_session_call(struct boot_session *ds, const struct aj_config *cfg,
 	supervise_boot_call(ds, l, &k, &sv);
 	capture_free(&k.rb);
 	if (sv.broken)
-		return boot_call_broken(ds, &k, sv.stopping, res);
+		return boot_call_broken(ds, l, &k, sv.stopping, since, res);
 	if (k.replied) {
 		/* It may have ended right after its reply (a cell closed its
 		 * request pipe): boot's report came with it, and the next call

@@ -66,7 +66,7 @@
 #       -> as "js"; {"seq", "error", "errno": "ENOENT"} when the image has
 #          no TypeScript compiler
 #   {"seq", "op": "save"} -> {"seq", "size", "files", "left_out": [[context,
-#       name, why]], "dill": bool, "procs": [running pids], "javascript":
+#       name, why]], "procs": [running pids], "javascript":
 #       bool}: the session's state written to the workspace's STATE_FILE
 #       (src/core/repl_state.py), which the host reads with "get" in parts
 #   {"seq", "op": "state_write", "offset", "data": b64} -> {"seq", "size"}:

@@ -14,28 +14,13 @@
 #   {"v": 1, "python": "3.11.2"}
 #   ("d", relpath, mode) | ("f", relpath, mode, bytes) | ("l", relpath, target)
 #   ...
-#   ("ns",), then the namespaces: one pickle of {key: {name: value}} (key "main", or "ctx:" + a context's
-#       name) made by dill where the image has it (functions, classes and
-#       lambdas the cells defined, by value), else by pickle (those are then
-#       listed as not carried), then ("left_out", [[context, name, why]]):
-#       the values that could not be written. Each function whose globals are one of the
-#       namespaces is rebuilt there (StatePickler.reducer_override), so a
-#       restored function sees its namespace's later changes, as before.
+#   ("ns",), then the namespaces: one pickle of {key: {name: value}} (key
+#       "main", or "ctx:" + a context's name; StatePickler below), then
+#       ("left_out", [[context, name, why]]): the values that could not be
+#       written, each tried alone.
 
 STATE_FILE = ".agentjail-state"
 STATE_VERSION = 1
-
-
-def state_pickle_module():
-    """dill where the image has it, else pickle; and whether it is dill."""
-    try:
-        import dill
-
-        return dill, True
-    except ImportError:
-        import pickle
-
-        return pickle, False
 
 
 def state_namespaces(state):
@@ -46,25 +31,79 @@ def state_namespaces(state):
     return names
 
 
-def state_pickler_class(module):
+# Cells' functions and classes are written by value, with the standard
+# library's pickle only: a function as its code (marshal), defaults,
+# closure and namespace; a class as its name, bases and attributes. (dill
+# would do this too, but it is not in every image, and importing it makes
+# the session's interpreter 7 MB larger: under gVisor, which copies a
+# process's memory on fork, a fork bomb in a restored session then passed
+# the sandbox's memory and ended it.) What is neither, and would be
+# written as a reference to __main__ (where the new session has no such
+# name yet), is refused here and so left out by name.
+def state_pickler_class():
+    import importlib
+    import marshal
+    import pickle
+    import sys
     import types
 
-    class StatePickler(module.Pickler):
-        """A namespace is written as a name (persistent_id) and its
-        functions as code, defaults and closure over that name: loaded,
-        they are functions of the new namespace, not of a copy of it."""
+    def by_name(module, name):
+        return (getattr, (module, name))
+
+    kinds = {types.FunctionType: "FunctionType", types.CellType: "CellType",
+             types.CodeType: "CodeType", types.MappingProxyType: "MappingProxyType"}
+    # A dataclass's fields hold these markers, which it tells by identity.
+    import dataclasses
+
+    markers = {id(getattr(dataclasses, n)): n for n in
+               ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
+               if hasattr(dataclasses, n)}
+
+    class StatePickler(pickle.Pickler):
+        """A namespace is written as a name (persistent_id): loaded, the
+        functions of a namespace are functions of the new session's, not
+        of a copy of it."""
 
         def __init__(self, f, names):
             super().__init__(f, protocol=4)
-            self.names = names
             self.ids = {id(ns): key for key, ns in names.items()}
+            # A module's globals, which a function made by a library for
+            # a cell's class (a dataclass's methods) may have: by name.
+            self.modules = {id(m.__dict__): "module:" + name
+                            for name, m in list(sys.modules.items())
+                            if type(m) is types.ModuleType and name != "__main__"}
 
         def persistent_id(self, obj):
-            return self.ids.get(id(obj)) if type(obj) is dict else None
+            if type(obj) is not dict:
+                return None
+            return self.ids.get(id(obj)) or self.modules.get(id(obj))
 
         def reducer_override(self, obj):
-            if type(obj) is types.FunctionType and id(obj.__globals__) in self.ids:
-                # Attributes are set by BUILD's second half (setattr).
+            kind = type(obj)
+            if kind is types.ModuleType and sys.modules.get(obj.__name__) is obj:
+                # By name: imported again where it is loaded.
+                return (importlib.import_module, (obj.__name__,))
+            if kind is type and obj in kinds:
+                return by_name(types, kinds[obj])
+            if id(obj) in markers:
+                return by_name(dataclasses, markers[id(obj)])
+            if kind is types.MappingProxyType:
+                return (types.MappingProxyType, (dict(obj),))
+            if kind is types.CodeType:
+                return (marshal.loads, (marshal.dumps(obj),))
+            if kind is types.CellType:
+                # Its contents set after it is made (BUILD's setattr): a
+                # closure that holds its own function is a cycle.
+                try:
+                    return (types.CellType, (), (None, {"cell_contents": obj.cell_contents}))
+                except ValueError:
+                    return (types.CellType, ())
+            if kind is types.FunctionType and getattr(obj, "__module__", None) == "__main__":
+                if id(obj.__globals__) not in self.ids and \
+                        id(obj.__globals__) not in self.modules:
+                    raise pickle.PicklingError("function %s: its globals are neither a "
+                                               "namespace of the session's nor a module's"
+                                               % obj.__qualname__)
                 attrs = {"__qualname__": obj.__qualname__, "__module__": obj.__module__,
                          "__doc__": obj.__doc__, "__kwdefaults__": obj.__kwdefaults__,
                          "__annotations__": obj.__annotations__}
@@ -72,21 +111,43 @@ def state_pickler_class(module):
                         (obj.__code__, obj.__globals__, obj.__name__, obj.__defaults__,
                          obj.__closure__),
                         (obj.__dict__ or None, attrs))
+            if isinstance(obj, type) and obj.__module__ == "__main__":
+                if kind is not type:
+                    raise pickle.PicklingError("class %s (of metaclass %s) was defined in a "
+                                               "cell" % (obj.__qualname__, kind.__name__))
+                slots = obj.__dict__.get("__slots__")
+                made = {"__module__": "__main__", "__qualname__": obj.__qualname__}
+                if slots is not None:
+                    made["__slots__"] = slots
+                skip = set(made) | {"__dict__", "__weakref__"}
+                skip |= {slots} if isinstance(slots, str) else set(slots or ())
+                attrs = {k: v for k, v in obj.__dict__.items() if k not in skip}
+                return (type, (obj.__name__, obj.__bases__, made), (None, attrs))
+            if kind is staticmethod or kind is classmethod:
+                return (kind, (obj.__func__,))
+            if kind is property:
+                return (property, (obj.fget, obj.fset, obj.fdel, obj.__doc__))
+            # Anything else as pickle writes it (an instance of a cell's
+            # class refers to the class, which is written above).
             return NotImplemented
 
     return StatePickler
 
 
-def state_unpickler_class(module):
-    class StateUnpickler(module.Unpickler):
+def state_unpickler_class():
+    import pickle
+
+    class StateUnpickler(pickle.Unpickler):
         def __init__(self, f, targets):
             super().__init__(f)
             self.targets = targets
 
         def persistent_load(self, pid):
-            if pid not in self.targets:
-                import pickle
+            if isinstance(pid, str) and pid.startswith("module:"):
+                import importlib
 
+                return importlib.import_module(pid[len("module:"):]).__dict__
+            if pid not in self.targets:
                 raise pickle.UnpicklingError("no namespace %r in this session" % (pid,))
             return self.targets[pid]
 
@@ -107,11 +168,11 @@ def state_values(names):
             for key, ns in names.items()}
 
 
-def state_dump_namespaces(f, names, module):
+def state_dump_namespaces(f, names):
     """The namespaces into f: whole, or, when a value cannot be written,
     all but the ones that cannot (each tried alone). Returns
     [[context, name, why]] of the ones left out."""
-    pickler = state_pickler_class(module)
+    pickler = state_pickler_class()
     values = state_values(names)
     start = f.tell()
     try:
@@ -163,7 +224,6 @@ def state_save(state):
     import pickle
     import sys
 
-    module, has_dill = state_pickle_module()
     names = state_namespaces(state)
     path = os.path.join(WORKSPACE, STATE_FILE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -177,11 +237,11 @@ def state_save(state):
 
         state_walk(put)
         pickle.dump(("ns",), f, protocol=4)
-        left_out = state_dump_namespaces(f, names, module)
+        left_out = state_dump_namespaces(f, names)
         pickle.dump(("left_out", left_out), f, protocol=4)
         size = f.tell()
     running = sorted(pid for pid, p in PROCS.items() if p.returncode is None)
-    answer = {"size": size, "files": files[0], "left_out": left_out, "dill": has_dill}
+    answer = {"size": size, "files": files[0], "left_out": left_out}
     if running:
         answer["procs"] = running[:256]
     if state.get("node") is not None:
@@ -252,10 +312,9 @@ def state_load(state):
                     break
                 state_put_entry(record)
                 files += record[0] == "f"
-            module, _ = state_pickle_module()
             targets = _AnyNamespace({"main": state["namespace"]}, state)
             try:
-                values = state_unpickler_class(module)(f, targets).load()
+                values = state_unpickler_class()(f, targets).load()
                 left_out = pickle.load(f)[1]
             except Exception as e:  # noqa: BLE001 - the cells' values' own errors
                 values, loaded = None, False

@@ -1,0 +1,95 @@
+"""Checkpoints, pauses and forks of a session (docs/checkpoints.md).
+
+    key = CheckpointKey.load("/var/lib/agentjail/checkpoint.key", create=True)
+    info = session.checkpoint("/var/lib/agentjail/ckpt/a.ckpt", key)
+    later = sandbox.restore("/var/lib/agentjail/ckpt/a.ckpt", key)
+    a, b = session.fork(2)
+    session.pause()      # its sandbox freed; the next call brings it back
+
+A checkpoint file is authenticated under the key (HMAC-SHA256): one that
+was changed, cut short or made under another key raises CheckpointRefused
+before any of it is used."""
+import errno
+import os
+from dataclasses import dataclass
+
+from .errors import AgentjailError
+
+KEY_BYTES = 32
+MAX_FORK = 100  # AJ_MAX_FORK
+
+
+class CheckpointError(AgentjailError, OSError):
+    """A checkpoint, restore, fork or pause failed; `errno` says how."""
+
+
+class CheckpointRefused(CheckpointError):
+    """The checkpoint file is not the key's own writing (changed, cut
+    short, another key's, or no checkpoint at all): nothing of it was used."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What a checkpoint carried: its state's size, the workspace's files,
+    how many variables could not be written, and in words what was not
+    carried ("" when nothing): those variables by name and why, background
+    commands (never restarted), the JavaScript state."""
+    bytes: int
+    files: int
+    left_out: int
+    note: str
+
+
+class CheckpointKey:
+    """The host's key for checkpoint files: 32 bytes, from a file of this
+    user's with mode 0600 (CheckpointKey.load), or given (CheckpointKey(b))."""
+
+    def __init__(self, key):
+        key = bytes(key)
+        if len(key) != KEY_BYTES:
+            raise ValueError(f"a checkpoint key is {KEY_BYTES} bytes, not {len(key)}")
+        self._bytes = key
+
+    @classmethod
+    def load(cls, path, create=False):
+        """The key in path; with create, one is made there first (random,
+        mode 0600) if there is none. A file another user could read or
+        change is refused (CheckpointError, EPERM)."""
+        from ._native import ffi, lib
+        key = ffi.new("struct aj_checkpoint_key *")
+        err = ffi.new("struct aj_error *")
+        rc = lib.aj_checkpoint_key_load(os.fsencode(path), bool(create), key, err)
+        if rc:
+            raise CheckpointError(-rc, ffi.string(err.message).decode("utf-8", "replace"))
+        return cls(bytes(ffi.buffer(key.bytes, KEY_BYTES)))
+
+    def _c(self):
+        from ._native import ffi
+        key = ffi.new("struct aj_checkpoint_key *")
+        ffi.memmove(key.bytes, self._bytes, KEY_BYTES)
+        return key
+
+    def __repr__(self):
+        return "<CheckpointKey>"  # never the bytes
+
+
+def key_of(key):
+    if isinstance(key, CheckpointKey):
+        return key
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return CheckpointKey(key)
+    raise TypeError("key: a CheckpointKey (CheckpointKey.load(path)) or 32 bytes, "
+                    f"not {type(key).__name__}")
+
+
+def info_of(c):
+    from ._native import ffi
+    return CheckpointInfo(int(c.bytes), int(c.files), int(c.left_out),
+                          ffi.string(c.note).decode("utf-8", "replace"))
+
+
+def raise_for(rc, err):
+    from ._native import ffi
+    message = ffi.string(err.message).decode("utf-8", "replace")
+    cls = CheckpointRefused if rc == -errno.EBADMSG else CheckpointError
+    raise cls(-rc, message)
