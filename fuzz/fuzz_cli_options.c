@@ -110,7 +110,8 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 	struct aj_config cfg;
 	struct aj_error err;
 	bool json;
-	const char *program = NULL, *images = NULL;
+	const char *program = NULL;
+	struct repl_files files;
 	int rc;
 	switch (command) {
 	case 0:
@@ -121,7 +122,7 @@ static int parse(unsigned command, int argc, char **argv, bool *validated)
 		return rc;
 	case 1:
 		fresh_getopt(":h");
-		rc = repl_arguments(argc, argv, &cfg, &json, &images);
+		rc = repl_arguments(argc, argv, &cfg, &json, &files);
 		if (rc == -1)
 			*validated = aj_config_validate(&cfg, &err) == 0;
 		return rc;

@@ -105,6 +105,22 @@ static void ckpt_check(struct aj_session *s)
 	cell_expect(s, "print('z' in globals(), 'h' in globals())", AJ_STATUS_OK, "False False");
 }
 
+/* A checkpoint at path (in a new ckpt_dir, under a new key) of a session
+ * whose one cell was code, printing want; the session is closed. */
+static void ckpt_made_of(const struct aj_config *cfg, const char *code, const char *want,
+			 struct aj_checkpoint_key *key, char *path, size_t n)
+{
+	ckpt_dir_make();
+	ckpt_key(key, "key");
+	ckpt_path(path, n, "c");
+	struct aj_session *s = open_session(cfg);
+	cell_expect(s, code, AJ_STATUS_OK, want);
+	struct aj_error err = {0};
+	if (aj_session_checkpoint(s, key, path, NULL, &err))
+		fail_msg("aj_session_checkpoint: %s", err.message);
+	close_session(s);
+}
+
 static void checkpoint_restore_keeps_state(void **state)
 {
 	struct fixture *f = *state;
@@ -146,17 +162,11 @@ static void checkpoint_restore_keeps_state(void **state)
 static void checkpoint_restores_twice_alike(void **state)
 {
 	struct fixture *f = *state;
-	ckpt_dir_make();
 	struct aj_checkpoint_key key;
-	ckpt_key(&key, "key");
 	char path[128];
-	ckpt_path(path, sizeof path, "c");
-	struct aj_session *s = open_session(&f->cfg);
-	cell_expect(s, "n = [0]\nopen('f', 'w').write('0')\nprint('ok')", AJ_STATUS_OK, "ok");
+	ckpt_made_of(&f->cfg, "n = [0]\nopen('f', 'w').write('0')\nprint('ok')", "ok", &key, path,
+		     sizeof path);
 	struct aj_error err = {0};
-	if (aj_session_checkpoint(s, &key, path, NULL, &err))
-		fail_msg("aj_session_checkpoint: %s", err.message);
-	close_session(s);
 	for (int i = 0; i < 2; i++) {
 		struct aj_session *r = NULL;
 		if (aj_session_restore(&f->cfg, &key, path, &r, NULL, &err))
@@ -175,19 +185,12 @@ static void checkpoint_restores_twice_alike(void **state)
 static void checkpoint_tampered_refused(void **state)
 {
 	struct fixture *f = *state;
-	ckpt_dir_make();
 	struct aj_checkpoint_key key, other;
-	ckpt_key(&key, "key");
-	ckpt_key(&other, "other");
 	char path[128], bad[128];
-	ckpt_path(path, sizeof path, "good");
+	ckpt_made_of(&f->cfg, "secret = 'v' * 1000\nprint('ok')", "ok", &key, path, sizeof path);
+	ckpt_key(&other, "other");
 	ckpt_path(bad, sizeof bad, "bad");
-	struct aj_session *s = open_session(&f->cfg);
-	cell_expect(s, "secret = 'v' * 1000\nprint('ok')", AJ_STATUS_OK, "ok");
 	struct aj_error err = {0};
-	if (aj_session_checkpoint(s, &key, path, NULL, &err))
-		fail_msg("aj_session_checkpoint: %s", err.message);
-	close_session(s);
 	char *data = NULL;
 	size_t len = 0;
 	{
@@ -410,17 +413,10 @@ static void checkpoint_names_what_it_left(void **state)
 static void restore_runs_under_todays_limits(void **state)
 {
 	struct fixture *f = *state;
-	ckpt_dir_make();
 	struct aj_checkpoint_key key;
-	ckpt_key(&key, "key");
 	char path[128];
-	ckpt_path(path, sizeof path, "c");
-	struct aj_session *s = open_session(&f->cfg);
-	cell_expect(s, "import time\nprint('ok')", AJ_STATUS_OK, "ok");
+	ckpt_made_of(&f->cfg, "import time\nprint('ok')", "ok", &key, path, sizeof path);
 	struct aj_error err = {0};
-	if (aj_session_checkpoint(s, &key, path, NULL, &err))
-		fail_msg("aj_session_checkpoint: %s", err.message);
-	close_session(s);
 	struct aj_config narrow = f->cfg;
 	narrow.limits.output_kb = 4;
 	struct aj_session *r = NULL;

@@ -1077,6 +1077,31 @@ static void repl_exec_lines(void **state)
 	assert_true(contains(res.out, "{\"error\":\"exec: give a command line"));
 }
 
+/* %checkpoint FILE writes the session's state; --restore FILE opens a new
+ * session from it (its key made on first use under $XDG_STATE_HOME); a
+ * key of another user's mode is refused, naming it. */
+static void repl_checkpoint_and_restore(void **state)
+{
+	(void)state;
+	char path[300], in[400], key[300];
+	snprintf(path, sizeof path, "%s/s.ckpt", program_dir);
+	setenv("XDG_STATE_HOME", program_dir, 1);
+	snprintf(in, sizeof in, "x = 41\ndef f():\n    return x + 1\n\n%%checkpoint %s\n", path);
+	CLI(&res, in, "repl");
+	assert_int_equal(res.exit_code, 0);
+	if (!contains(res.err, "checkpoint "))
+		fail_msg("stderr: %s", res.err);
+	CLI(&res, "print(f())\n", "repl", "--restore", path);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "42\n");
+	snprintf(key, sizeof key, "%s/agentjail/checkpoint.key", program_dir);
+	assert_int_equal(chmod(key, 0644), 0);
+	CLI(&res, "print(f())\n", "repl", "--restore", path);
+	assert_int_equal(res.exit_code, 125);
+	assert_true(contains(res.err, "mode 0600"));
+	unsetenv("XDG_STATE_HOME");
+}
+
 static void repl_cells_from_a_pipe(void **state)
 {
 	(void)state;
@@ -1785,6 +1810,7 @@ int main(void)
 		cmocka_unit_test(help_is_there),
 		cmocka_unit_test(repl_json_session),
 		cmocka_unit_test(repl_cells_from_a_pipe),
+		cmocka_unit_test(repl_checkpoint_and_restore),
 		cmocka_unit_test(repl_exec_lines),
 		cmocka_unit_test(env_flags_and_config_key), cmocka_unit_test(ro_bind_flags_and_config_key),
 		cmocka_unit_test(version_is_one),

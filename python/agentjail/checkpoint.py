@@ -88,8 +88,7 @@ def info_of(c):
                           ffi.string(c.note).decode("utf-8", "replace"))
 
 
-def raise_for(rc, err):
-    from ._native import ffi
-    message = ffi.string(err.message).decode("utf-8", "replace")
-    cls = CheckpointRefused if rc == -errno.EBADMSG else CheckpointError
-    raise cls(-rc, message)
+def checkpoint_error(number, message):
+    """The error for a failed checkpoint call's errno: CheckpointRefused
+    for a file that is not the key's own writing (EBADMSG)."""
+    return (CheckpointRefused if number == errno.EBADMSG else CheckpointError)(number, message)

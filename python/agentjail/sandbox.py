@@ -121,14 +121,14 @@ class Sandbox(RunMethods, Handle):
         short, another key's). Returns (session, CheckpointInfo)."""
         if self.closed:
             raise SandboxClosed("agentjail: the sandbox is closed")
-        from .checkpoint import info_of, key_of, raise_for
+        from .checkpoint import checkpoint_error, info_of, key_of
         k = key_of(key)._c()
         out = ffi.new("struct aj_session **")
         info = ffi.new("struct aj_checkpoint_info *")
         err = ffi.new("struct aj_error *")
         rc = lib.aj_session_restore(self._config.c, k, os.fsencode(path), out, info, err)
         if rc:
-            raise_for(rc, err)
+            raise checkpoint_error(-rc, ffi.string(err.message).decode("utf-8", "replace"))
         return Session(self._config, _handle=out[0]), info_of(info)
 
     def tool(self, session=False):

@@ -23,7 +23,7 @@ from ._streams import RunMethods
 from .config import c_strings
 from .errors import (ConfigError, EgressError, FileTransferError, SandboxUnavailable,
                      SessionClosed, SessionLimitReached)
-from .checkpoint import MAX_FORK, info_of, key_of, raise_for
+from .checkpoint import MAX_FORK, checkpoint_error, info_of, key_of
 from .result import FileInfo
 from .tools import RunPythonTool
 
@@ -233,7 +233,7 @@ class Session(RunMethods, Handle):
         key is."""
         k = key_of(key)._c()
         info = ffi.new("struct aj_checkpoint_info *")
-        self._checkpoint_call(lib.aj_session_checkpoint, k, os.fsencode(path), info)
+        self._lib_call(checkpoint_error, lib.aj_session_checkpoint, k, os.fsencode(path), info)
         return info_of(info)
 
     def fork(self, n=1):
@@ -255,8 +255,9 @@ class Session(RunMethods, Handle):
             raise SessionLimitReached(self._config.c.session.max_sessions,
                                       ffi.string(err.message).decode("utf-8", "replace"))
         if rc:
-            self._check_open(rc, ffi.string(err.message).decode("utf-8", "replace"))
-            raise_for(rc, err)
+            message = ffi.string(err.message).decode("utf-8", "replace")
+            self._check_open(rc, message)
+            raise checkpoint_error(-rc, message)
         return [Session(self._config, _handle=out[i]) for i in range(n)]
 
     def pause(self):
@@ -265,27 +266,16 @@ class Session(RunMethods, Handle):
         paused session has no idle timeout; its lifetime still ends it.
         Returns a CheckpointInfo."""
         info = ffi.new("struct aj_checkpoint_info *")
-        self._checkpoint_call(lib.aj_session_pause, info)
+        self._lib_call(checkpoint_error, lib.aj_session_pause, info)
         return info_of(info)
 
     def resume(self):
         """Brings a paused session back now (a call would do it too)."""
-        self._checkpoint_call(lib.aj_session_resume)
+        self._lib_call(checkpoint_error, lib.aj_session_resume)
 
     @property
     def paused(self):
         return self._handle != ffi.NULL and bool(lib.aj_session_paused(self._handle))
-
-    def _checkpoint_call(self, fn, *args):
-        err = ffi.new("struct aj_error *")
-        call = self._calls.begin()
-        try:
-            rc = blocking(call, fn, self._handle, *args, err)
-        finally:
-            self._calls.end(call)
-        if rc:
-            self._check_open(rc, ffi.string(err.message).decode("utf-8", "replace"))
-            raise_for(rc, err)
 
     def cancel(self):
         """Stops the call in progress (its interpreter, and so its state;

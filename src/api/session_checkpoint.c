@@ -455,7 +455,7 @@ int aj_session_fork(struct aj_session *s, unsigned n, struct aj_session **out,
 }
 
 /* session.c's wake for a paused session: a new sandbox, the state back. */
-static int wake(struct aj_session *s, int paused, struct aj_error *err)
+static int wake_paused(struct aj_session *s, int paused, struct aj_error *err)
 {
 	const struct aj_checkpoint_key *key;
 	int fd = -1;
@@ -487,7 +487,7 @@ int aj_session_pause(struct aj_session *s, struct aj_checkpoint_info *info, stru
 	else if ((rc = save_into(s, key, fd, info, err)))
 		close(fd);
 	else
-		session_suspend(s, fd, wake);
+		session_suspend(s, fd, wake_paused);
 	session_release(s);
 	return rc;
 }

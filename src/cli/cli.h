@@ -106,8 +106,15 @@ void cli_config_error(const char *command, const struct aj_error *err);
  * stdout: cli_usage_begin). run's program is the FILE or
  * "-"; mcp's cfg is mcp_config_init'ed by the caller (it reads --config). */
 int run_arguments(int argc, char **argv, struct aj_config *cfg, bool *json, const char **program);
+/* What `agentjail repl` takes beside the config: where images go, a
+ * checkpoint to open the session from, and the checkpoint key's file. */
+struct repl_files {
+	const char *images_dir;
+	const char *restore;
+	const char *key;
+};
 int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
-		   const char **images_dir);
+		   struct repl_files *files);
 struct mcp_config;
 int mcp_arguments(int argc, char **argv, struct mcp_config *cfg);
 

@@ -30,6 +30,8 @@ static const char usage[] =
 	"  %put LOCAL [PATH]   copy a host file into the workspace\n"
 	"  %get PATH [LOCAL]   copy a workspace file out (default: its base name)\n"
 	"  %ls [DIR]           list a workspace directory\n"
+	"  %checkpoint FILE    write the session's state to FILE (docs/checkpoints.md);\n"
+	"                      `agentjail repl --restore FILE` opens it again\n"
 	"  %quit               end the session (so does end of input)\n"
 	"\n"
 	"With --json, each input line is one request and each answer one line:\n"
@@ -43,6 +45,11 @@ static const char usage[] =
 	"\n"
 	"options:\n" LIMIT_OPTIONS_HELP SESSION_OPTIONS_HELP EGRESS_OPTIONS_HELP
 	"  --images DIR      save every image a cell returns into DIR as N-NAME\n"
+	"  --restore FILE    open the session from a checkpoint (%checkpoint FILE),\n"
+	"                    under these options' limits, not the checkpoint's\n"
+	"  --checkpoint-key FILE  the key checkpoints are authenticated with (32\n"
+	"                    bytes, mode 0600); default $XDG_STATE_HOME/agentjail/\n"
+	"                    checkpoint.key, made on first use\n"
 	"  --json            JSON lines in and out, for scripts (a usage error:\n"
 	"                    {\"status\": \"usage_error\", \"message\": ...})\n"
 	"  -h, --help        this help\n"
@@ -50,12 +57,13 @@ static const char usage[] =
 	"It exits 0 when the input ends, 125 when the session could not be opened or\n"
 	"a limit closed it, 2 on a usage error.\n";
 
-enum { OPT_JSON = 2000, OPT_IMAGES };
+enum { OPT_JSON = 2000, OPT_IMAGES, OPT_RESTORE, OPT_KEY };
 
 struct repl {
 	struct aj_session *s;
 	enum aj_tier tier;
 	const char *images_dir;
+	const char *key_file;   /* the checkpoint key's (--checkpoint-key) */
 	unsigned images_saved;
 	unsigned cells;
 	bool closed;            /* a limit closed the session */
@@ -179,7 +187,33 @@ static int read_file(const char *path, char **data, size_t *len)
 	return 0;
 }
 
-/* %put, %get, %ls, %quit. Returns 1 to quit, 0 to go on. */
+/* The checkpoint key: --checkpoint-key's file, or one made on first use
+ * under $XDG_STATE_HOME (or ~/.local/state)/agentjail. */
+static int repl_key(const char *given, struct aj_checkpoint_key *key, struct aj_error *err)
+{
+	if (given)
+		return aj_checkpoint_key_load(given, false, key, err);
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char dir[4096], path[4200];
+	if (state && state[0] == '/')
+		snprintf(dir, sizeof dir, "%s/agentjail", state);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof dir, "%s/.local/state/agentjail", home);
+	else
+		return aj_checkpoint_key_load("", false, key, err);
+	/* Each component made 0700 where missing (a key's directory). */
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			(void)mkdir(dir, 0700);
+			*p = '/';
+		}
+	(void)mkdir(dir, 0700);
+	snprintf(path, sizeof path, "%s/checkpoint.key", dir);
+	return aj_checkpoint_key_load(path, true, key, err);
+}
+
+/* %put, %get, %ls, %checkpoint, %quit. Returns 1 to quit, 0 to go on. */
 static int magic(struct repl *r, char *line)
 {
 	if (line[0] == '!') {
@@ -234,6 +268,16 @@ static int magic(struct repl *r, char *line)
 				close(fd);
 		}
 		free(data);
+	} else if (!strcmp(cmd, "%checkpoint") && a) {
+		struct aj_checkpoint_key key;
+		struct aj_checkpoint_info info;
+		if (repl_key(r->key_file, &key, &err) ||
+		    aj_session_checkpoint(r->s, &key, a, &info, &err))
+			cli_error("%s", err.message);
+		else
+			cli_error("checkpoint %s (%llu bytes, %u files)%s%s", a,
+				  (unsigned long long)info.bytes, info.files, info.note[0] ? ": " : "",
+				  info.note);
 	} else if (!strcmp(cmd, "%ls")) {
 		struct aj_file_info *e = NULL;
 		size_t n = 0;
@@ -246,7 +290,7 @@ static int magic(struct repl *r, char *line)
 		aj_file_list_free(e, n);
 	} else {
 		cli_error("%s: unknown command (%%put LOCAL [PATH], %%get PATH [LOCAL], %%ls [DIR], "
-			  "%%quit)",
+			  "%%checkpoint FILE, %%quit)",
 			  cmd);
 	}
 	if (err.code == -ESHUTDOWN)
@@ -475,7 +519,7 @@ static void json_loop(struct repl *r)
 /* What repl's arguments give beyond the config. */
 struct repl_args {
 	bool *json;
-	const char **images_dir;
+	struct repl_files *files;
 };
 
 static void repl_opt(int opt, const char *arg, void *ctx)
@@ -484,7 +528,11 @@ static void repl_opt(int opt, const char *arg, void *ctx)
 	if (opt == OPT_JSON)
 		*a->json = true;
 	else if (opt == OPT_IMAGES)
-		*a->images_dir = arg;
+		a->files->images_dir = arg;
+	else if (opt == OPT_RESTORE)
+		a->files->restore = arg;
+	else if (opt == OPT_KEY)
+		a->files->key = arg;
 }
 
 static int repl_operands(int argc, char **argv, struct aj_config *cfg, void *ctx)
@@ -503,16 +551,18 @@ static int repl_operands(int argc, char **argv, struct aj_config *cfg, void *ctx
 }
 
 int repl_arguments(int argc, char **argv, struct aj_config *cfg, bool *json,
-		   const char **images_dir)
+		   struct repl_files *files)
 {
 	static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
 					    {"images", required_argument, NULL, OPT_IMAGES},
+					    {"restore", required_argument, NULL, OPT_RESTORE},
+					    {"checkpoint-key", required_argument, NULL, OPT_KEY},
 					    {NULL, 0, NULL, 0}};
-	struct repl_args a = {json, images_dir};
+	struct repl_args a = {json, files};
 	const struct command_parse cp = {"repl", usage, own, session_options, repl_opt,
 					 repl_operands, &a};
 	*json = false;
-	*images_dir = NULL;
+	*files = (struct repl_files){0};
 	return parse_command(argc, argv, &cp, cfg);
 }
 
@@ -521,11 +571,23 @@ int cmd_repl(int argc, char **argv)
 	struct aj_config cfg;
 	bool json;
 	struct repl r = {0};
-	int done = repl_arguments(argc, argv, &cfg, &json, &r.images_dir);
+	struct repl_files files;
+	int done = repl_arguments(argc, argv, &cfg, &json, &files);
 	if (done >= 0)
 		return done;
+	r.images_dir = files.images_dir;
+	r.key_file = files.key;
 	struct aj_error err = {0};
-	if (aj_session_open(&cfg, &r.s, &err)) {
+	struct aj_checkpoint_key key;
+	struct aj_checkpoint_info info;
+	int orc = files.restore ? repl_key(files.key, &key, &err) : 0;
+	if (!orc)
+		orc = files.restore ? aj_session_restore(&cfg, &key, files.restore, &r.s, &info, &err)
+				    : aj_session_open(&cfg, &r.s, &err);
+	if (!orc && files.restore && !json)
+		cli_error("restored %s (%u files)%s%s", files.restore, info.files,
+			  info.note[0] ? ": " : "", info.note);
+	if (orc) {
 		if (json) {
 			json_t *o = error_json(err.message);
 			char *s = json_dumps(o, JSON_COMPACT);

@@ -132,7 +132,7 @@ int ckpt_private_file(struct aj_error *err)
 			 strerror(last));
 }
 
-static int refuse(struct aj_error *err, const char *why)
+static int refuse_checkpoint(struct aj_error *err, const char *why)
 {
 	return error_set(err, -EBADMSG, "checkpoint: refused, %s: it was changed, cut short, made "
 					"under another key, or is no checkpoint",
@@ -148,7 +148,7 @@ int ckpt_open_verified(int src, const struct aj_checkpoint_key *key, int *out, j
 	if (fstat(src, &st))
 		return error_set(err, -errno, "checkpoint: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return refuse(err, "not a regular file");
+		return refuse_checkpoint(err, "not a regular file");
 	int fd = ckpt_private_file(err);
 	if (fd < 0)
 		return fd;
@@ -200,7 +200,7 @@ int ckpt_open_verified(int src, const struct aj_checkpoint_key *key, int *out, j
 	if (rc) {
 		EVP_MAC_CTX_free(mac);
 		close(fd);
-		return rc == -EBADMSG ? refuse(err, "shorter than a tag")
+		return rc == -EBADMSG ? refuse_checkpoint(err, "shorter than a tag")
 				      : error_set(err, rc, "checkpoint: reading it: %s", strerror(-rc));
 	}
 	if (mac_final(mac, want)) {
@@ -209,7 +209,7 @@ int ckpt_open_verified(int src, const struct aj_checkpoint_key *key, int *out, j
 	}
 	if (CRYPTO_memcmp(want, tail, sizeof want)) {
 		close(fd);
-		return refuse(err, "its tag does not match");
+		return refuse_checkpoint(err, "its tag does not match");
 	}
 	/* Authentic: what follows is the host's own writing. */
 	char head[12];
@@ -221,7 +221,7 @@ int ckpt_open_verified(int src, const struct aj_checkpoint_key *key, int *out, j
 	     hlen > CKPT_HEADER_MAX) ||
 	    12 + (uint64_t)hlen > total) {
 		close(fd);
-		return refuse(err, "its header is not one");
+		return refuse_checkpoint(err, "its header is not one");
 	}
 	char *text = malloc(hlen + 1);
 	json_t *h = NULL;
@@ -235,7 +235,7 @@ int ckpt_open_verified(int src, const struct aj_checkpoint_key *key, int *out, j
 	    (uint64_t)json_integer_value(bytes) != total - 12 - hlen) {
 		json_decref(h);
 		close(fd);
-		return refuse(err, "its header is not one");
+		return refuse_checkpoint(err, "its header is not one");
 	}
 	*out = fd;
 	*header = h;
