@@ -205,6 +205,31 @@ static void born_into_a_v2_cgroup(void **state)
 		fail_msg("child's cgroups: %s", buf);
 }
 
+/* A checkpoint is the interpreter's state, not the tier's: one made in a
+ * process-tier session (the host's Python, which the test image copies)
+ * opens in a container session, with its functions and files. */
+static void checkpoint_from_another_tier(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_config process = f->cfg;
+	process.tier = AJ_TIER_PROCESS;
+	process.image = NULL;
+	struct aj_checkpoint_key key;
+	char path[128];
+	ckpt_made_of(&process,
+		     "import os\ndef twice(v):\n    return 2 * v\nopen('note', 'w').write('kept')\n"
+		     "print('made on', os.environ.get('AJ_TIER', 'the process tier'))",
+		     "made on", &key, path, sizeof path);
+	struct aj_session *r = NULL;
+	struct aj_error err = {0};
+	if (aj_session_restore(&f->cfg, &key, path, &r, NULL, &err))
+		fail_msg("aj_session_restore: %s", err.message);
+	track(r);
+	cell_expect(r, "print(twice(21), open('note').read())", AJ_STATUS_OK, "42 kept");
+	close_session(r);
+	ckpt_dir_remove();
+}
+
 int main(void)
 {
 	if (getenv("AJ_TEST_FILTER"))
@@ -223,6 +248,7 @@ int main(void)
 		HOSTILE_TEST(ro_bind_shows_host_paths_read_only),
 		HOSTILE_TEST(userland_tools_run),
 		SESSION_TABLE,
+		SESSION_TEST(checkpoint_from_another_tier),
 		HOSTILE_SESSION_TABLE,
 		HOSTILE_RESTORED_TABLE,
 		EGRESS_TABLE,

@@ -51,6 +51,7 @@ void capture_append_tail(struct capture *c, const char *data, size_t n)
 		size_t drop = c->len + n - c->limit;
 		memmove(c->buf, c->buf + drop, c->len - drop);
 		c->len -= drop;
+		c->scanned = c->scanned > drop ? c->scanned - drop : 0;
 		c->truncated = true;
 	}
 	capture_append(c, data, n);
@@ -66,7 +67,7 @@ char *capture_take(struct capture *c, size_t *len)
 	if (len)
 		*len = out ? c->len : 0;
 	c->buf = NULL;
-	c->len = c->alloc = 0;
+	c->len = c->alloc = c->scanned = 0;
 	return out;
 }
 
@@ -74,5 +75,5 @@ void capture_free(struct capture *c)
 {
 	free(c->buf);
 	c->buf = NULL;
-	c->len = c->alloc = 0;
+	c->len = c->alloc = c->scanned = 0;
 }

@@ -21,6 +21,10 @@ struct capture {
 	size_t alloc;
 	size_t limit;
 	bool truncated;
+	/* session_take_reply: how many bytes from the start are known to hold
+	 * no newline (a reply of many megabytes is not scanned again from
+	 * its start at each read). */
+	size_t scanned;
 };
 void capture_init(struct capture *c, size_t limit);
 /* Appends what fits; returns true when bytes had to be dropped (the cap was

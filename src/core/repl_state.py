@@ -178,6 +178,8 @@ def state_dump_namespaces(f, names):
     try:
         pickler(f, names).dump(values)
         return []
+    except OSError:
+        raise  # the file's, not a value's (its size limit, the disk)
     except Exception:  # noqa: BLE001 - any value's own pickling error
         f.seek(start)
         f.truncate()
@@ -221,11 +223,27 @@ def state_walk(put):
 def state_save(state):
     """Writes the state file; its size, what was left out, how many
     files, and what a state file never holds that this session had."""
+    names = state_namespaces(state)
+    path = os.path.join(WORKSPACE, STATE_FILE)
+    try:
+        return state_write_file(state, names, path)
+    except OSError as e:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if e.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+            raise FileOpError(e.errno, "state: the session's state (its variables and "
+                              "workspace files, as one file) passed the sandbox's %s: %s"
+                              % ("largest file (--file-size)" if e.errno == errno.EFBIG
+                                 else "disk (--disk)", os.strerror(e.errno)))
+        raise FileOpError(e.errno or errno.EIO, "state: %s" % os.strerror(e.errno or errno.EIO))
+
+
+def state_write_file(state, names, path):
     import pickle
     import sys
 
-    names = state_namespaces(state)
-    path = os.path.join(WORKSPACE, STATE_FILE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     files = [0]
     with io.open(fd, "w+b") as f:

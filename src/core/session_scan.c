@@ -25,12 +25,14 @@ bool session_ack_matches(const char *line, size_t len, uint64_t seq)
 bool session_take_reply(struct capture *rb, uint64_t seq, struct session_answer *ans,
 			bool *acked)
 {
-	size_t pos = 0;
+	size_t pos = 0, from = rb->scanned < rb->len ? rb->scanned : 0;
 	bool found = false;
-	while (rb->buf && pos < rb->len && !found) {
-		char *nl = memchr(rb->buf + pos, '\n', rb->len - pos);
-		if (!nl)
+	while (rb->buf && from < rb->len && !found) {
+		char *nl = memchr(rb->buf + from, '\n', rb->len - from);
+		if (!nl) {
+			from = rb->len; /* none up to here: the next read scans on */
 			break;
+		}
 		const char *line = rb->buf + pos;
 		size_t n = (size_t)(nl - line);
 		if (session_ack_matches(line, n, seq))
@@ -45,10 +47,13 @@ bool session_take_reply(struct capture *rb, uint64_t seq, struct session_answer 
 			found = true;
 		}
 		pos += n + 1;
+		from = pos;
 	}
 	if (pos) {
 		memmove(rb->buf, rb->buf + pos, rb->len - pos);
 		rb->len -= pos;
+		from -= pos;
 	}
+	rb->scanned = from;
 	return found;
 }
