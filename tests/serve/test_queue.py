@@ -341,6 +341,13 @@ def test_a_command_in_a_session_goes_to_its_worker(start, redis, workers):
         st.close()
         assert b"".join(e.bytes() for e in got if e.event == "stdout") == b"one\ntwo\n"
         assert got[-1].event == "result" and got[-1].data["status"] == "ok"
+        # Pause, resume and fork keep a session's state where its worker is:
+        # refused with a queue, naming why, and the session goes on.
+        for op in ("pause", "resume", "fork"):
+            r = s.request("POST", base + "/" + op, None)
+            assert r.code == 501 and "queue" in r.json()["error"]["message"], r.body
+        r = s.request("POST", base + "/runs", {"code": "print(open('a.txt').read())"})
+        assert r.json()["stdout"] == "from python\n"
     finally:
         s.request("DELETE", base)
 

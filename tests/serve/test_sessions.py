@@ -174,3 +174,46 @@ def test_a_call_takes_its_own_shorter_timeout_never_a_longer_one(server):
     st.close()
     assert events[-1].event == "result" and events[-1].data["status"] == "timeout"
     assert server.request("DELETE", base).code == 204
+
+
+def test_pause_resume_and_fork(start, tmp_path):
+    """POST .../pause frees the sandbox and keeps the state, which the next
+    call (or .../resume) brings back; .../fork makes copies, each a session
+    of the key's, independent; a fork past the key's sessions makes none."""
+    keys = tmp_path / "keys.json"
+    alice = add_key(keys, "alice", "--sessions", "3")
+    bob = add_key(keys, "bob")
+    s = start(keys=str(keys))
+    sid = open_session(s, key=alice)
+    base = f"/v1/sessions/{sid}"
+    r = s.request("POST", base + "/runs", {"code": "x = [1]\ndef f(): return sum(x)"},
+                  key=alice)
+    assert r.json()["status"] == "ok"
+    r = s.request("POST", base + "/pause", None, key=alice)
+    assert r.code == 200 and r.json()["paused"] is True and r.json()["note"] == "", r.body
+    assert s.request("POST", base + "/pause", None, key=alice).code == 409
+    assert s.request("POST", base + "/pause", None, key=bob).code == 404
+    r = s.request("POST", base + "/runs", {"code": "x.append(2)\nprint(f())"}, key=alice)
+    assert r.json()["stdout"] == "3\n", r.body
+    assert s.request("POST", base + "/pause", None, key=alice).code == 200
+    r = s.request("POST", base + "/resume", None, key=alice)
+    assert r.code == 200 and r.json() == {"paused": False, "resumed": True}
+    r = s.request("POST", base + "/fork", {"count": 2}, key=alice)
+    assert r.code == 201, r.body
+    copies = r.json()["sessions"]
+    assert len(copies) == 2 and sid not in copies
+    for i, c in enumerate(copies):
+        r = s.request("POST", f"/v1/sessions/{c}/runs", {"code": f"x.append({i})\nprint(x)"},
+                      key=alice)
+        assert r.json()["stdout"] == f"[1, 2, {i}]\n"
+        assert s.request("GET", f"/v1/sessions/{c}/files", key=bob).code == 404
+    r = s.request("POST", base + "/runs", {"code": "print(x)"}, key=alice)
+    assert r.json()["stdout"] == "[1, 2]\n"
+    # Three open: one more copy would pass alice's limit, and none is made.
+    r = s.request("POST", base + "/fork", {"count": 1}, key=alice)
+    assert r.code == 429 and "do not fit" in r.json()["error"]["message"]
+    for bad in ({"count": 0}, {"count": "2"}, {"count": 101}, {"copies": 1}):
+        assert s.request("POST", base + "/fork", bad, key=alice).code == 400
+    assert s.request("GET", base + "/pause", key=alice).code == 405
+    for x in [sid] + copies:
+        assert s.request("DELETE", f"/v1/sessions/{x}", key=alice).code == 204

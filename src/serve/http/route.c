@@ -1,4 +1,4 @@
-/* /v1/sessions/ID[/runs|/exec|/egress|/files[/PATH]|/processes[/PID[/...]]]: one parse for the local sessions
+/* /v1/sessions/ID[/runs|/exec|/egress|/pause|/resume|/fork|/files[/PATH]|/processes[/PID[/...]]]: one parse for the local sessions
  * and the queue's, so both answer a route the same before either looks
  * the session up. */
 #include <stdlib.h>
@@ -68,6 +68,20 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 	r->allow = NULL;
 	if (!strcmp(tail, "/processes") || !strncmp(tail, "/processes/", 11))
 		return processes_route(rq, rs, tail + 10, r);
+	static const struct {
+		const char *tail;
+		enum session_op op;
+	} posts[] = {{"/pause", SESSION_PAUSE}, {"/resume", SESSION_RESUME}, {"/fork", SESSION_FORK}};
+	for (size_t i = 0; i < sizeof posts / sizeof posts[0]; i++) {
+		if (strcmp(tail, posts[i].tail))
+			continue;
+		if (strcmp(rq->method, "POST")) {
+			respond_method(rs, rq->method, "POST");
+			return -1;
+		}
+		r->op = posts[i].op;
+		return 0;
+	}
 	bool exec = !strcmp(tail, "/exec");
 	bool runs = exec || !strcmp(tail, "/runs"), egress = !strcmp(tail, "/egress");
 	bool files = !strcmp(tail, "/files") || !strncmp(tail, "/files/", 7);

@@ -21,6 +21,9 @@ enum session_op {
 	SESSION_FILES_METHOD, /* any other method on files: 405 once the
 			       * session is found (allow says which) */
 	SESSION_PROC,   /* .../processes[/PID[/events|/stdin|/signal|/resize]]: proc says which */
+	SESSION_PAUSE,  /* POST .../pause: its sandbox freed, its state kept */
+	SESSION_RESUME, /* POST .../resume */
+	SESSION_FORK,   /* POST .../fork {"count"}: copies of its state */
 };
 
 /* The background command routes (docs/serve.md, "Background commands"). */

@@ -9,6 +9,7 @@
 #include "download.h"
 #include "local_runs.h"
 #include "local_state.h"
+#include "session_state.h"
 #include "../admit/narrow.h"
 #include "../admit/service.h"
 #include "../runs/sse.h"
@@ -238,6 +239,12 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_egress(rq, rs, h);
 	else if (r->op == SESSION_PROC)
 		session_proc(svc, rq, rs, h, r);
+	else if (r->op == SESSION_PAUSE)
+		local_session_pause(rs, h);
+	else if (r->op == SESSION_RESUME)
+		local_session_resume(rs, h);
+	else if (r->op == SESSION_FORK)
+		local_session_fork(svc, rq, rs, h);
 	else
 		session_files(&local_of(svc)->sessions, rq, rs, h, r);
 	sessions_put(&local_of(svc)->sessions, h);

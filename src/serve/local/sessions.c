@@ -82,6 +82,49 @@ int sessions_create(struct session_table *t, const struct aj_config *cfg, struct
 	return 0;
 }
 
+int sessions_fork(struct session_table *t, struct hsession *from, unsigned n,
+		  struct hsession **out, struct aj_checkpoint_info *info, struct aj_error *err)
+{
+	struct hsession *dead = NULL;
+	struct key_use *owner = from->owner;
+	pthread_mutex_lock(&t->lock);
+	unsigned held = sweep(t, owner, &dead);
+	pthread_mutex_unlock(&t->lock);
+	close_dead(dead);
+	/* n copies are n sessions of the key's: all fit, or none is made. */
+	if (held + n > owner->key->sessions)
+		return error_set(err, -EDQUOT,
+				 "key '%s' holds %u open session(s) of its %u: %u more do not fit; "
+				 "close some first",
+				 owner->key->name, held, owner->key->sessions, n);
+	struct aj_session **made = calloc(n, sizeof *made);
+	struct hsession **hs = calloc(n, sizeof *hs);
+	for (unsigned i = 0; made && hs && i < n; i++)
+		if (!(hs[i] = calloc(1, sizeof **hs)))
+			break;
+	int rc = made && hs && hs[n - 1] ? aj_session_fork(from->s, n, made, info, err)
+					 : error_set(err, -ENOMEM, "fork: out of memory");
+	for (unsigned i = 0; i < n && hs; i++) {
+		if (rc) {
+			free(hs[i]);
+			continue;
+		}
+		struct hsession *h = hs[i];
+		h->s = made[i];
+		snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
+		h->owner = owner;
+		h->refs = 0;
+		pthread_mutex_lock(&t->lock);
+		h->next = t->head;
+		t->head = h;
+		pthread_mutex_unlock(&t->lock);
+		out[i] = h;
+	}
+	free(made);
+	free(hs);
+	return rc;
+}
+
 struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner)
 {
 	struct hsession *found = NULL;

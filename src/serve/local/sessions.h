@@ -26,6 +26,11 @@ struct session_table {
 };
 
 void sessions_init(struct session_table *t);
+/* n copies of from's state (aj_session_fork), each a session of from's
+ * key in out: 0; -EDQUOT when the key's sessions and n would pass its
+ * limit (none is made); or the library's -errno. All or none. */
+int sessions_fork(struct session_table *t, struct hsession *from, unsigned n,
+		  struct hsession **out, struct aj_checkpoint_info *info, struct aj_error *err);
 /* Opens a session under cfg for owner: 0, -EDQUOT (the key holds its
  * sessions already), or the library's -errno; err says why. */
 int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,

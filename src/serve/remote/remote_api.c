@@ -468,6 +468,13 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_egress(svc, rq, rs, id, worker);
 	} else if (r->op == SESSION_PROC) {
 		remote_session_proc(svc, rq, rs, id, worker, r);
+	} else if (r->op == SESSION_PAUSE || r->op == SESSION_RESUME || r->op == SESSION_FORK) {
+		/* A paused session's state would live on its worker, and a fork's
+		 * copies on others: not carried over the queue yet. */
+		respond_error(rs, 501, "not_offered",
+			      "pause, resume and fork are not offered with a queue (--queue) yet: "
+			      "a session's state stays on its worker; serve without --queue offers "
+			      "them");
 	} else {
 		session_files(svc, rq, rs, worker, r);
 	}
