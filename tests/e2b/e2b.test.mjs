@@ -179,6 +179,36 @@ describe('E2B code interpreter', () => {
   });
 });
 
+describe('E2B pause, connect and fork', () => {
+  test('pause keeps the state, connect resumes it, fork copies it', async () => {
+    const sbx = await Sandbox.create();
+    const made = [];
+    try {
+      await sbx.runCode('x = 41\ndef more(v):\n    return v + x');
+      await sbx.files.write('note.txt', 'kept');
+      assert.equal(await sbx.pause(), true);
+      assert.equal(await sbx.pause(), false); // paused already: E2B's 409
+      assert.equal((await sbx.getInfo()).state, 'paused');
+      const back = await Sandbox.connect(sbx.sandboxId);
+      assert.equal((await back.getInfo()).state, 'running');
+      assert.equal((await back.runCode('more(1)')).text, '42');
+      assert.equal(await back.files.read('note.txt'), 'kept');
+      const copies = await back.fork({ count: 2 });
+      assert.equal(copies.length, 2);
+      for (const [i, c] of copies.entries()) {
+        assert.ok(c instanceof Sandbox, String(c));
+        made.push(c);
+        await c.runCode(`x = ${i}`);
+        assert.equal((await c.runCode('more(1)')).text, String(i + 1));
+      }
+      assert.equal((await back.runCode('more(1)')).text, '42');
+    } finally {
+      for (const c of made) await c.kill();
+      await sbx.kill();
+    }
+  });
+});
+
 describe('E2B sandbox', () => {
   let sbx;
   before(async () => { sbx = await Base.create({ metadata: { suite: 'e2b-test' } }); });
@@ -267,7 +297,7 @@ test('what is not supported fails naming itself', async () => {
   await assert.rejects(Base.create('my-own-template'), /template 'my-own-template' not found/);
   const sbx = await Base.create();
   try {
-    await assert.rejects(sbx.pause(), /pause .* is not supported by agentjail/);
+    await assert.rejects(sbx.createSnapshot(), /snapshots .* is not supported by agentjail/);
   } finally {
     await sbx.kill();
   }

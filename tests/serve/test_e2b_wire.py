@@ -125,9 +125,32 @@ def test_control_plane_as_python_calls_it(start):
     v2 = json.loads(data)["sandboxID"]
     code, _, _ = control(s, "POST", f"/v2/sandboxes/{v2}/connect", {})
     assert code in (200, 201)
+    # Pause: 204, then 409 (E2B's "paused already"), its state "paused"; a
+    # connect resumes it, and the old /resume route does the same.
+    code, _, _ = control(s, "POST", f"/sandboxes/{sid}/pause", {"memory": True})
+    assert code == 204
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/pause", {})
+    assert code == 409 and json.loads(data)["code"] == 409
+    code, _, data = control(s, "GET", f"/v2/sandboxes?state=paused")
+    assert [x["sandboxID"] for x in json.loads(data)] == [sid]
+    code, _, data = control(s, "POST", f"/v2/sandboxes/{sid}/connect", {})
+    assert code in (200, 201) and json.loads(data)["sandboxID"] == sid
+    code, _, data = control(s, "GET", f"/sandboxes/{sid}")
+    assert json.loads(data)["state"] == "running"
+    code, _, _ = control(s, "POST", f"/sandboxes/{sid}/pause", {})
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/resume", {})
+    assert code in (200, 201) and json.loads(data)["sandboxID"] == sid
+    # Fork: [{"sandbox": {...}}], each copy a sandbox of its own token.
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/fork", {"count": 2})
+    assert code == 201, data
+    forks = [x["sandbox"] for x in json.loads(data)]
+    assert len(forks) == 2 and len({f["sandboxID"] for f in forks} | {sid}) == 3
+    assert len({f["envdAccessToken"] for f in forks}) == 2
+    for f in forks:
+        assert control(s, "DELETE", f"/sandboxes/{f['sandboxID']}")[0] == 204
     # Errors: {"code": int, "message"}, which handle_api_exception reads.
-    code, _, data = control(s, "POST", f"/sandboxes/{sid}/pause", {"memory": True})
-    assert code == 501 and "pause" in json.loads(data)["message"]
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/snapshots", {})
+    assert code == 501 and "snapshots" in json.loads(data)["message"]
     for x in (sid, other["sandboxID"], v2):
         assert control(s, "DELETE", f"/sandboxes/{x}")[0] == 204
     code, _, data = control(s, "DELETE", f"/sandboxes/{sid}")

@@ -12,9 +12,15 @@
  *   POST   /sandboxes/ID/timeout           a new end, from now
  *   POST   /sandboxes/ID/refreshes         the same (older SDKs)
  *   POST   /v2/sandboxes/ID/connect,       the sandbox again (its end moved
- *          /sandboxes/ID/connect           on, never back)
- *   pause, resume, fork, snapshots,        501, named: not yet (issue 38)
- *   metrics, network
+ *          /sandboxes/ID/connect,          on, never back), resumed first if
+ *          /sandboxes/ID/resume            it was paused
+ *   POST   /sandboxes/ID/pause             POST /v1/sessions/ID/pause: 204, or
+ *                                          409 when it is paused already
+ *   POST   /sandboxes/ID/fork              POST /v1/sessions/ID/fork: each copy
+ *                                          a sandbox of its own, with the
+ *                                          original's template, metadata and
+ *                                          contexts
+ *   snapshots, metrics, network            501, named: not yet
  *
  * Errors are E2B's: {"code": status, "message"}. Another key's sandbox
  * answers as none. */
@@ -230,7 +236,8 @@ static json_t *info_json(const struct service *svc, const struct e2b_sandbox *sb
 			      sb->id, "clientID", "agentjail", "startedAt",
 			      rfc3339(sb->started_unix), "endAt", rfc3339(sb->end_unix), "cpuCount",
 			      1, "memoryMB", (int)l->memory_mb, "diskSizeMB", (int)l->disk_mb,
-			      "metadata", sb->metadata, "state", "running", "envdVersion",
+			      "metadata", sb->metadata, "state", sb->paused ? "paused" : "running",
+			      "envdVersion",
 			      E2B_ENVD_VERSION);
 	return o;
 }
@@ -339,6 +346,103 @@ static void kill_e2b_sandbox(struct service *svc, const struct http_request *rq,
 	respond_json(rs, 204, NULL);
 }
 
+/* A paused sandbox's session brought back (connect's): 0, or -1 with the
+ * refusal answered. */
+static int session_resume(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs, const char *id)
+{
+	char path[80];
+	snprintf(path, sizeof path, "/v1/sessions/%s/resume", id);
+	struct http_response v1;
+	v1_call(svc, rq->key, "POST", path, NULL, NULL, &v1);
+	if (v1.code != 200) {
+		from_v1(rs, &v1, "the sandbox could not be resumed");
+		return -1;
+	}
+	v1_free(&v1);
+	e2b_sandboxes_set_paused(e2b_of(svc)->sandboxes, id, rq->key, false);
+	return 0;
+}
+
+static void pause_e2b_sandbox(struct service *svc, const struct http_request *rq,
+			      struct http_response *rs, const char *id)
+{
+	struct e2b_sandbox sb;
+	if (live_sandbox(svc, rq, rs, id, &sb))
+		return;
+	json_decref(sb.metadata);
+	char path[80];
+	snprintf(path, sizeof path, "/v1/sessions/%s/pause", id);
+	struct http_response v1;
+	v1_call(svc, rq->key, "POST", path, NULL, NULL, &v1);
+	if (v1.code == 409) {
+		v1_free(&v1);
+		return e2b_error(rs, 409, "sandbox %.40s is paused already", id);
+	}
+	if (v1.code != 200)
+		return from_v1(rs, &v1, "the sandbox could not be paused");
+	v1_free(&v1);
+	e2b_sandboxes_set_paused(e2b_of(svc)->sandboxes, id, rq->key, true);
+	respond_json(rs, 204, NULL);
+}
+
+/* {"count", "timeout"} -> [{"sandbox": ...}] (E2B's fork): each copy a
+ * session of the key's with the original's state, recorded as a sandbox
+ * of its own with a token of its own. */
+static void fork_e2b_sandbox(struct service *svc, const struct http_request *rq,
+			     struct http_response *rs, const char *id)
+{
+	json_t *o = body_object(rq, rs), *req = NULL, *copies = NULL;
+	struct e2b_sandbox sb = {0};
+	if (!o)
+		return;
+	double timeout;
+	json_t *count = json_object_get(o, "count");
+	if (timeout_of(svc, o, E2B_DEFAULT_TIMEOUT_SEC, &timeout, rs) ||
+	    live_sandbox(svc, rq, rs, id, &sb))
+		goto out;
+	char path[80];
+	snprintf(path, sizeof path, "/v1/sessions/%s/fork", id);
+	req = json_pack("{s:o}", "count",
+			count && !json_is_null(count) ? json_incref(count) : json_integer(1));
+	struct http_response v1;
+	v1_call(svc, rq->key, "POST", path, req, NULL, &v1);
+	req = NULL; /* v1_call's now */
+	if (v1.code != 201) {
+		from_v1(rs, &v1, "the sandbox could not be forked");
+		goto out;
+	}
+	json_t *b = v1_body(&v1);
+	v1_free(&v1);
+	copies = json_array();
+	struct e2b_sandbox copy = sb;
+	copy.contexts = e2b_sandboxes_contexts(e2b_of(svc)->sandboxes, id, rq->key);
+	copy.started_unix = now_unix();
+	copy.end_unix = copy.started_unix + timeout;
+	copy.paused = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(b, "sessions"), i, v) {
+		snprintf(copy.id, sizeof copy.id, "%s", json_string_value(v) ?: "");
+		if (e2b_sandboxes_add(e2b_of(svc)->sandboxes, &copy))
+			json_array_append_new(copies, json_pack("{s:{s:i, s:s}}", "error", "code",
+								500, "message",
+								"the copy could not be recorded"));
+		else
+			json_array_append_new(copies, json_pack("{s:o}", "sandbox",
+								sandbox_json(&copy)));
+	}
+	json_decref(copy.contexts);
+	json_decref(b);
+	respond_json(rs, 201, copies);
+	copies = NULL;
+out:
+	json_decref(sb.metadata);
+	json_decref(copies);
+	json_decref(req);
+	json_decref(o);
+}
+
 /* timeout, refreshes and connect: the sandbox's end moved to now + the
  * body's seconds (connect: never earlier than it was). */
 static void set_end(struct service *svc, const struct http_request *rq, struct http_response *rs,
@@ -360,7 +464,9 @@ static void set_end(struct service *svc, const struct http_request *rq, struct h
 			e2b_sandboxes_set_end(e2b_of(svc)->sandboxes, id, rq->key, end);
 			sb.end_unix = end;
 		}
-		if (connect)
+		if (connect && sb.paused && session_resume(svc, rq, rs, id))
+			; /* answered */
+		else if (connect)
 			respond_json(rs, 200, sandbox_json(&sb));
 		else
 			respond_json(rs, 204, NULL);
@@ -440,12 +546,11 @@ static void list_sandboxes(struct service *svc, const struct http_request *rq, s
 	if (limit < 1 || limit > 1000 || from < 0)
 		return e2b_error(rs, 400, "limit: 1 to 1000; nextToken: a token a list gave");
 	json_t *out = json_array();
-	/* Sandboxes here are running or gone: a filter for paused only
-	 * matches none. */
-	bool running = !state || strstr(state, "running");
+	/* The states asked for ("running,paused"; none: both). */
+	bool running = !state || strstr(state, "running"), paused = !state || strstr(state, "paused");
 	struct e2b_sandbox *a = NULL;
 	size_t n = 0;
-	if (running && e2b_sandboxes_list(e2b_of(svc)->sandboxes, rq->key, &a, &n)) {
+	if (e2b_sandboxes_list(e2b_of(svc)->sandboxes, rq->key, &a, &n)) {
 		json_decref(out);
 		return e2b_error(rs, 500, "out of memory");
 	}
@@ -459,7 +564,8 @@ static void list_sandboxes(struct service *svc, const struct http_request *rq, s
 			json_decref(a[i].metadata);
 			continue;
 		}
-		if (metadata_matches(&a[i], md) && seen++ >= from &&
+		if ((a[i].paused ? paused : running) && metadata_matches(&a[i], md) &&
+		    seen++ >= from &&
 		    (long)json_array_size(out) < (v2 ? limit : LONG_MAX))
 			json_array_append_new(out, info_json(svc, &a[i]));
 		json_decref(a[i].metadata);
@@ -523,10 +629,13 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 		return set_end(svc, rq, rs, id, "timeout", false);
 	if (!strcmp(rest, "/refreshes"))
 		return set_end(svc, rq, rs, id, "duration", false);
-	if (!strcmp(rest, "/connect"))
+	if (!strcmp(rest, "/connect") || !strcmp(rest, "/resume"))
 		return set_end(svc, rq, rs, id, "timeout", true);
-	static const char *const later[] = {"/pause", "/resume", "/fork", "/snapshots", "/metrics",
-					    "/network", NULL};
+	if (!strcmp(rest, "/pause"))
+		return pause_e2b_sandbox(svc, rq, rs, id);
+	if (!strcmp(rest, "/fork"))
+		return fork_e2b_sandbox(svc, rq, rs, id);
+	static const char *const later[] = {"/snapshots", "/metrics", "/network", NULL};
 	for (size_t i = 0; later[i]; i++)
 		if (!strcmp(rest, later[i]))
 			return e2b_error(rs, 501, "sandbox %s (%s) is not supported by agentjail yet "

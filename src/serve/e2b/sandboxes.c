@@ -55,7 +55,9 @@ int e2b_sandboxes_add(struct e2b_sandboxes *t, struct e2b_sandbox *sb)
 		return -ENOMEM;
 	*c = *sb;
 	c->metadata = sb->metadata ? json_incref(sb->metadata) : json_object();
-	c->contexts = json_array();
+	/* A fork's copy starts with the contexts of the sandbox it copies
+	 * (their namespaces came with its state). */
+	c->contexts = sb->contexts ? json_deep_copy(sb->contexts) : json_array();
 	pthread_mutex_lock(&t->lock);
 	c->next = t->head;
 	t->head = c;
@@ -123,6 +125,17 @@ int e2b_sandboxes_set_end(struct e2b_sandboxes *t, const char *id, const struct 
 	struct e2b_sandbox **p = find_sandbox(t, id, key);
 	if (p)
 		(*p)->end_unix = end_unix;
+	pthread_mutex_unlock(&t->lock);
+	return p ? 0 : -ENOENT;
+}
+
+int e2b_sandboxes_set_paused(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			     bool paused)
+{
+	pthread_mutex_lock(&t->lock);
+	struct e2b_sandbox **p = find_sandbox(t, id, key);
+	if (p)
+		(*p)->paused = paused;
 	pthread_mutex_unlock(&t->lock);
 	return p ? 0 : -ENOENT;
 }

@@ -25,6 +25,7 @@ struct e2b_sandbox {
 	 * the record's own, never in a copy (NULL there: e2b_sandboxes_contexts
 	 * reads them). */
 	json_t *contexts;
+	bool paused;                /* its session paused (POST .../pause) */
 	struct e2b_sandbox *next;
 };
 
@@ -46,6 +47,9 @@ const struct key *e2b_sandboxes_key(struct e2b_sandboxes *t, const char *id, con
 /* Forgets id (key's only): 0, or -ENOENT. */
 int e2b_sandboxes_remove(struct e2b_sandboxes *t, const char *id, const struct key *key);
 /* Sets key's sandbox id to end at end_unix: 0, or -ENOENT. */
+/* Whether id's session is paused, as its state (info, list). */
+int e2b_sandboxes_set_paused(struct e2b_sandboxes *t, const char *id, const struct key *key,
+			     bool paused);
 int e2b_sandboxes_set_end(struct e2b_sandboxes *t, const char *id, const struct key *key,
 			  double end_unix);
 /* Copies of key's sandboxes, newest first, into a malloc'ed array (*n):
