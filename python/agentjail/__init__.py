@@ -14,7 +14,9 @@ and arun / astream for asyncio.
 
 Remote (docs/python.md#remote): agentjail.connect(url, key) is the same API
 over an `agentjail serve`, in pure Python (no C library, no root)."""
-from .errors import (AgentjailError, ConfigError, EgressError, FileTransferError, InvalidCode,
+from .checkpoint import CheckpointInfo, CheckpointKey
+from .errors import (AgentjailError, CheckpointError, CheckpointRefused, ConfigError,
+                     EgressError, FileTransferError, InvalidCode,
                      InvalidCommand, ProcessError, RateLimited, RunLost,
                      SandboxClosed, SandboxError, SandboxUnavailable, ServeError, SessionClosed,
                      SessionLimitReached)
@@ -37,10 +39,6 @@ _NATIVE = {
     "DockerSandbox": (".sandbox", "DockerSandbox"),
     "GvisorSandbox": (".sandbox", "GvisorSandbox"),
     "Session": (".session", "Session"),
-    "CheckpointKey": (".checkpoint", "CheckpointKey"),
-    "CheckpointInfo": (".checkpoint", "CheckpointInfo"),
-    "CheckpointError": (".checkpoint", "CheckpointError"),
-    "CheckpointRefused": (".checkpoint", "CheckpointRefused"),
     "Process": ("._exec", "Process"),
     "Terminal": ("._exec", "Terminal"),
     "RunPythonTool": (".tools", "RunPythonTool"),

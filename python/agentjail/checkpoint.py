@@ -13,19 +13,11 @@ import errno
 import os
 from dataclasses import dataclass
 
-from .errors import AgentjailError
+from .errors import CheckpointError, CheckpointRefused
 
 KEY_BYTES = 32
 MAX_FORK = 100  # AJ_MAX_FORK
-
-
-class CheckpointError(AgentjailError, OSError):
-    """A checkpoint, restore, fork or pause failed; `errno` says how."""
-
-
-class CheckpointRefused(CheckpointError):
-    """The checkpoint file is not the key's own writing (changed, cut
-    short, another key's, or no checkpoint at all): nothing of it was used."""
+__all__ = ["CheckpointError", "CheckpointInfo", "CheckpointKey", "CheckpointRefused"]
 
 
 @dataclass(frozen=True)

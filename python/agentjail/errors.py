@@ -81,6 +81,17 @@ class EgressError(AgentjailError, OSError):
     is EPERM there. Nothing changed."""
 
 
+class CheckpointError(AgentjailError, OSError):
+    """A checkpoint, restore, fork or pause failed; `errno` says how
+    (EALREADY: paused already; EFBIG: the state passed the sandbox's file
+    or disk limit; ENOTSUP: not offered here)."""
+
+
+class CheckpointRefused(CheckpointError):
+    """The checkpoint file is not the key's own writing (changed, cut
+    short, another key's, or no checkpoint at all): nothing of it was used."""
+
+
 class ServeError(AgentjailError):
     """agentjail serve answered with an error (ServeClient, connect()):
     `status` the HTTP status (0: the connection failed), `code` serve's
@@ -160,6 +171,7 @@ def _with_errno(base):
 RemoteFileTransferError = _with_errno(FileTransferError)
 RemoteProcessError = _with_errno(ProcessError)
 RemoteEgressError = _with_errno(EgressError)
+RemoteCheckpointError = _with_errno(CheckpointError)
 
 
 class RemoteInvalidCommand(ServeError, InvalidCommand):

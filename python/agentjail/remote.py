@@ -25,7 +25,7 @@ import urllib.parse
 from ._closing import Closing
 from ._listen import EventSink, listener_for
 from ._streams import RunMethods
-from .errors import (ConfigError, RemoteConfigError, RemoteEgressError,
+from .errors import (ConfigError, RemoteCheckpointError, RemoteConfigError, RemoteEgressError,
                      RemoteFileTransferError, RemoteInvalidCode, RemoteInvalidCommand,
                      RemoteProcessError, RemoteSessionClosed, RemoteSessionLimit,
                      SandboxClosed, ServeError)
@@ -492,6 +492,40 @@ class RemoteSession(_Runner, Closing):
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         cidrs = [cidrs] if isinstance(cidrs, str) else list(cidrs)
         self._json("POST", "/egress", {"allow_hosts": hosts, "allow_cidrs": cidrs}, what)
+
+    def pause(self):
+        """Session.pause over serve (POST .../pause): its sandbox freed,
+        its state kept until the next call or resume(). A CheckpointInfo."""
+        from .checkpoint import CheckpointInfo
+        a = self._json("POST", "/pause", None, self._state_error)
+        return CheckpointInfo(int(a.get("bytes") or 0), int(a.get("files") or 0),
+                              int(a.get("left_out") or 0), a.get("note") or "")
+
+    def resume(self):
+        """Brings a paused session back now (POST .../resume)."""
+        self._json("POST", "/resume", None, self._state_error)
+
+    def fork(self, n=1):
+        """n RemoteSessions (POST .../fork), each with this one's state,
+        independent; all or none (RemoteSessionLimit past the key's)."""
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100:
+            raise RemoteConfigError(0, "bad_request", f"fork: n must be an int within 1 to "
+                                    f"100, not {n!r}")
+        a = self._json("POST", "/fork", {"count": n}, self._state_error)
+        return [RemoteSession(self._client, sid) for sid in a.get("sessions") or []]
+
+    def _state_error(self, status, code, message, body, after):
+        gone = self._gone(status, code, message, body, after)
+        if gone is not None:
+            return gone
+        if status == 409:
+            return RemoteCheckpointError(status, code, message, body, after,
+                                         errno=_errno.EALREADY)
+        if status in (500, 501, 413):
+            return RemoteCheckpointError(status, code, message, body, after,
+                                         errno=_errno.EFBIG if status == 413 else
+                                         _errno.ENOTSUP if status == 501 else _errno.EIO)
+        return _code_error(status, code, message, body, after)
 
     def tool(self):
         """The run_python tool bound to this session."""

@@ -171,6 +171,28 @@ test('a session keeps state and files; errors are typed', async () => {
   await s.close();
 });
 
+test('pause, resume and fork keep a session\'s state', async () => {
+  const s = await sb().session();
+  const copies = [];
+  try {
+    await s.run('x = [1]\ndef f():\n    return sum(x)');
+    const info = await s.pause();
+    assert.equal(info.note, '');
+    await assert.rejects(s.pause(), (e) => e instanceof aj.CheckpointError && e.status === 409);
+    assert.equal((await s.run('x.append(2)\nprint(f())')).stdout, '3\n');
+    await s.pause();
+    await s.resume();
+    copies.push(...await s.fork(2));
+    for (const [i, c] of copies.entries())
+      assert.equal((await c.run(`x.append(${i})\nprint(f())`)).stdout, `${3 + i}\n`);
+    assert.equal((await s.run('print(x)')).stdout, '[1, 2]\n');
+    await assert.rejects(s.fork(0), (e) => e instanceof aj.ConfigError);
+  } finally {
+    for (const c of copies) await c.close();
+    await s.close();
+  }
+});
+
 test('commands, background commands and a terminal', async () => {
   const s = await sb().session();
   try {

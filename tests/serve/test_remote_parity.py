@@ -216,6 +216,28 @@ def test_a_session_tool_keeps_state(sb):
         assert "session" in tool.description
 
 
+def test_pause_resume_and_fork_keep_the_state(session):
+    session.run("x = [1]\ndef f():\n    return sum(x)")
+    info = session.pause()
+    assert isinstance(info, agentjail.CheckpointInfo) and info.note == ""
+    with pytest.raises(agentjail.CheckpointError) as e:
+        session.pause()
+    assert e.value.errno == errno.EALREADY
+    assert session.run("x.append(2)\nprint(f())").stdout == "3\n"  # resumed by the call
+    session.pause()
+    session.resume()
+    copies = session.fork(2)
+    try:
+        for i, c in enumerate(copies):
+            assert c.run(f"x.append({i})\nprint(f())").stdout == f"{3 + i}\n"
+        assert session.run("print(x)").stdout == "[1, 2]\n"
+    finally:
+        for c in copies:
+            c.close()
+    with pytest.raises(agentjail.ConfigError):
+        session.fork(0)
+
+
 def test_a_notebook_cell_keeps_its_value_and_contexts_apart(session):
     session.run("x = 41")
     ex = session.cell("x + 1")

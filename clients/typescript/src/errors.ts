@@ -74,6 +74,9 @@ export class ProcessError extends ServeError {}
 export class InvalidCommand extends ServeError {}
 /** egressKeep of a rule the session does not have. */
 export class EgressError extends ServeError {}
+/** A pause, resume or fork refused: paused already (409), its state past
+ *  the sandbox's limits (413), not offered with a queue (501). */
+export class CheckpointError extends ServeError {}
 
 /** The sandbox itself failed (status sandbox_error): never the code's
  *  fault. */

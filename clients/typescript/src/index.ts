@@ -13,5 +13,6 @@ export type { ToolDefinition, ToolResult } from './tools.js';
 export {
   AgentjailError, ConfigError, ServeError, Unauthorized, RateLimited, Unavailable, RunLost,
   SessionClosed, SessionLimitReached, FileTransferError, ProcessError, InvalidCommand,
-  EgressError, SandboxError,
+  EgressError, CheckpointError, SandboxError,
 } from './errors.js';
+export type { CheckpointInfo } from './sandbox.js';

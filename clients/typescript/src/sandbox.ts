@@ -1,7 +1,7 @@
 // The sandbox, its sessions and their commands, over serve's v1 API: the
 // Python client's shape (agentjail.connect()) in TypeScript.
 import {
-  ConfigError, EgressError, FileTransferError, InvalidCommand, ProcessError,
+  CheckpointError, ConfigError, EgressError, FileTransferError, InvalidCommand, ProcessError,
   ServeError, SessionClosed, SessionLimitReached,
 } from './errors.js';
 import type { Execution, FileInfo } from './result.js';
@@ -177,6 +177,15 @@ function commandBody(command: string | string[], o: CommandOptions): Record<stri
 const ERRNO_BY_STATUS: Record<number, string> = { 404: 'ENOENT', 413: 'EFBIG', 400: 'EINVAL',
   507: 'ENOSPC' };
 
+/** What a pause carried: the state's size, the workspace's files, how
+ *  many variables could not be written, and in words what was not carried. */
+export interface CheckpointInfo {
+  bytes: number;
+  files: number;
+  left_out: number;
+  note: string;
+}
+
 export class Session extends Runner {
   protected readonly runPath: string;
   readonly base: string;
@@ -322,6 +331,34 @@ export class Session extends Runner {
     await this.t.json('POST', `${this.base}/egress`, { allow_hosts: o.hosts ?? [],
       allow_cidrs: o.cidrs ?? [] }, (s, c, m) => this.gone(s, c, m)
       ?? (s === 400 ? EgressError : undefined));
+  }
+
+  private stateWhat: Mapper = (s, c, m) => this.gone(s, c, m)
+    ?? (c === 'session_limit' ? SessionLimitReached
+      : [409, 413, 500, 501].includes(s) ? CheckpointError : configErrors(s, c, m));
+
+  /** Frees the session's sandbox and keeps its state; its next call (or
+   *  resume()) brings it back as it was (docs/checkpoints.md). */
+  async pause(): Promise<CheckpointInfo> {
+    const a = await this.t.json<CheckpointInfo & { paused: boolean }>('POST',
+      `${this.base}/pause`, undefined, this.stateWhat);
+    return { bytes: a.bytes, files: a.files, left_out: a.left_out, note: a.note };
+  }
+
+  /** Brings a paused session back now. */
+  async resume(): Promise<void> {
+    await this.t.json('POST', `${this.base}/resume`, undefined, this.stateWhat);
+  }
+
+  /** n sessions (1 to 100), each with this one's state now, independent
+   *  of each other and of this one; all or none (SessionLimitReached past
+   *  the key's sessions). */
+  async fork(n = 1): Promise<Session[]> {
+    if (!Number.isInteger(n) || n < 1 || n > 100)
+      throw new ConfigError(`fork: ${JSON.stringify(n)} is not a whole number from 1 to 100`);
+    const a = await this.t.json<{ sessions: string[] }>('POST', `${this.base}/fork`,
+      { count: n }, this.stateWhat);
+    return a.sessions.map((id) => new Session(this.t, id));
   }
 
   /** The run_python tool bound to this session. */
