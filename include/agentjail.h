@@ -89,6 +89,9 @@ struct aj_session_limits {
 	uint32_t transfer_mb;   /* largest file put into or got out of it */
 	uint32_t images;        /* most images one call returns */
 	uint32_t image_kb;      /* largest image a call returns */
+	/* At idle_sec: paused (aj_session_pause: its sandbox freed, its state
+	 * kept, resumed by its next call, which is told) instead of closed. */
+	bool idle_pause;
 };
 
 #define AJ_DEFAULT_SESSION_IDLE_SEC 300.0

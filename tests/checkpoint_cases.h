@@ -368,6 +368,35 @@ static void pause_resume_keeps_state(void **state)
 	close_session(s);
 }
 
+/* With idle_pause, the idle timeout pauses the session instead of closing
+ * it: the next call resumes it, as it was, and says so. */
+static void idle_pauses_a_session(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_config cfg = f->cfg;
+	cfg.session.idle_sec = 1;
+	cfg.session.idle_pause = true;
+	struct aj_session *s = open_session(&cfg);
+	cell_expect(s, "kept = 'across the pause'\nprint('ok')", AJ_STATUS_OK, "ok");
+	/* The reaper looks each second; 120 s only catches one that never does. */
+	for (int i = 0; i < 1200 && !aj_session_paused(s); i++)
+		usleep(100000);
+	assert_true(aj_session_paused(s));
+	assert_null(aj_session_closed_reason(s));
+	struct aj_result r;
+	cell(s, &r, "print(kept)");
+	assert_status(&r, AJ_STATUS_OK);
+	assert_string_equal(r.stdout_buf, "across the pause\n");
+	if (!r.message || !contains(r.message, "paused while idle and resumed"))
+		fail_msg("message: %s", r.message ? r.message : "(none)");
+	aj_result_free(&r);
+	/* Told once: the call after it has no such note. */
+	cell(s, &r, "print(kept)");
+	assert_null(r.message);
+	aj_result_free(&r);
+	close_session(s);
+}
+
 /* What cannot be written (a generator, a socket) is named and left out;
  * the rest is carried; background commands and JavaScript are named too. */
 static void checkpoint_names_what_it_left(void **state)
@@ -436,6 +465,6 @@ static void restore_runs_under_todays_limits(void **state)
 	SESSION_TEST(checkpoint_tampered_refused), SESSION_TEST(checkpoint_key_rules),         \
 	SESSION_TEST(fork_copies_are_independent), SESSION_TEST(fork_all_or_none),             \
 	SESSION_TEST(pause_resume_keeps_state), SESSION_TEST(checkpoint_names_what_it_left),   \
-	SESSION_TEST(restore_runs_under_todays_limits)
+	SESSION_TEST(restore_runs_under_todays_limits), SESSION_TEST(idle_pauses_a_session)
 
 #endif

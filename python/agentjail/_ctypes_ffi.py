@@ -19,7 +19,7 @@ _SCALARS = {
     "double": ctypes.c_double, "int": ctypes.c_int, "bool": ctypes.c_bool,
     "size_t": ctypes.c_size_t, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32,
     "uint64_t": ctypes.c_uint64,
-    "char": ctypes.c_char, "unsigned char": ctypes.c_ubyte,
+    "char": ctypes.c_char, "unsigned char": ctypes.c_ubyte, "unsigned": ctypes.c_uint,
 }
 
 

@@ -53,12 +53,14 @@ class CheckpointKey:
         rc = lib.aj_checkpoint_key_load(os.fsencode(path), bool(create), key, err)
         if rc:
             raise CheckpointError(-rc, ffi.string(err.message).decode("utf-8", "replace"))
-        return cls(bytes(ffi.buffer(key.bytes, KEY_BYTES)))
+        # Item by item: the same under cffi and the ctypes fallback.
+        return cls(bytes(key.bytes[i] for i in range(KEY_BYTES)))
 
     def _c(self):
         from ._native import ffi
         key = ffi.new("struct aj_checkpoint_key *")
-        ffi.memmove(key.bytes, self._bytes, KEY_BYTES)
+        for i, b in enumerate(self._bytes):
+            key.bytes[i] = b
         return key
 
     def __repr__(self):

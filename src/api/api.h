@@ -127,6 +127,11 @@ typedef int (*session_wake_fn)(struct aj_session *s, int fd, struct aj_error *er
  * and keeps fd, which wake brings back at the next call (or close
  * closes). */
 void session_suspend(struct aj_session *s, int fd, session_wake_fn wake);
+/* Pauses a held session (its state out, its sandbox ended): 0, or -errno
+ * with err. session_checkpoint.c registers the one aj_session_pause uses,
+ * for the idle timeout's pause (aj_session_limits.idle_pause). */
+typedef int (*session_pause_fn)(struct aj_session *s, struct aj_error *err);
+void session_register_idle_pause(session_pause_fn fn);
 /* Held, and suspended: a new sandbox for the session, empty. */
 int session_sandbox_reopen(struct aj_session *s, struct aj_error *err);
 

@@ -83,6 +83,8 @@ struct aj_session {
 	 * call. -1 when not paused. */
 	int paused_fd;
 	session_wake_fn wake;
+	bool idle_paused;           /* paused by its idle timeout ... */
+	bool tell_resumed;          /* ... and resumed: the next run is told */
 	struct aj_session *next;    /* the registry */
 };
 
@@ -176,8 +178,19 @@ static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 	s->closed_reason = strdup(buf);
 }
 
-/* Closes s if a session limit has passed; s->lock held. */
-static void enforce_limits(struct aj_session *s, double now)
+/* How an idle session is paused (session_checkpoint.c registers it): its
+ * sandbox ended and its state kept, s->lock held. 0, or -errno with err. */
+static session_pause_fn idle_pauser;
+
+void session_register_idle_pause(session_pause_fn fn)
+{
+	idle_pauser = fn;
+}
+
+/* Closes s if a session limit has passed (pauses it, at its idle timeout,
+ * where its config says so; not for a call that has come: it would only
+ * resume it); s->lock held. */
+static void enforce_limits(struct aj_session *s, double now, bool for_call)
 {
 	const struct aj_session_limits *sl = &sandbox_config(s->sb)->session;
 	if (!s->tier_session && s->paused_fd < 0)
@@ -186,8 +199,18 @@ static void enforce_limits(struct aj_session *s, double now)
 		end_sandbox(s, "its lifetime of %g s ended", sl->lifetime_sec);
 	/* A paused session holds no sandbox to idle in: only its lifetime
 	 * bounds it. */
-	else if (s->tier_session && now - s->last_ms > sl->idle_sec * 1000.0)
-		end_sandbox(s, "it was idle for more than %g s", sl->idle_sec);
+	else if (s->tier_session && now - s->last_ms > sl->idle_sec * 1000.0) {
+		struct aj_error err = {0};
+		if (!sl->idle_pause)
+			end_sandbox(s, "it was idle for more than %g s", sl->idle_sec);
+		else if (for_call)
+			; /* used again before the reaper paused it: as it is */
+		else if (idle_pauser(s, &err))
+			end_sandbox(s, "it was idle for more than %g s and could not be paused: %s",
+				    sl->idle_sec, err.message);
+		else
+			s->idle_paused = true;
+	}
 }
 
 static void *reaper_main(void *arg)
@@ -201,7 +224,7 @@ static void *reaper_main(void *arg)
 			/* A session in a call is checked when the call ends (its
 			 * own wall clock bounds it) or on the next pass. */
 			if (pthread_mutex_trylock(&s->lock) == 0) {
-				enforce_limits(s, now_ms());
+				enforce_limits(s, now_ms(), false);
 				pthread_mutex_unlock(&s->lock);
 			}
 		}
@@ -257,6 +280,13 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 	 * sandboxes started ahead (vm_pool) would fill only after the session
 	 * took its own, and then wait, holding uid slots and memory, for runs
 	 * that never come. */
+	if (cfg->session.idle_pause && !idle_pauser) {
+		atomic_fetch_sub(&open_sessions, 1);
+		free(s);
+		return error_set(err, -ENOTSUP, "session: idle_pause: this program was built "
+						"without the library's checkpoints "
+						"(src/api/session_checkpoint.c)");
+	}
 	struct aj_config scfg = *cfg;
 	scfg.vm_pool = 0;
 	/* Nor a zygote: a session keeps one interpreter of its own. */
@@ -386,7 +416,7 @@ static int enter_poll(struct aj_session *s, struct aj_error *err)
 /* The rest of enter, with the lock taken. */
 static int enter_locked(struct aj_session *s, struct aj_error *err)
 {
-	enforce_limits(s, now_ms());
+	enforce_limits(s, now_ms(), true);
 	if (s->paused_fd >= 0) {
 		/* The next call resumes it (the call is told: res.resumed is
 		 * not a thing; the session's state is as it was). */
@@ -398,6 +428,8 @@ static int enter_locked(struct aj_session *s, struct aj_error *err)
 		}
 		close(s->paused_fd);
 		s->paused_fd = -1;
+		s->tell_resumed = s->idle_paused;
+		s->idle_paused = false;
 	}
 	if (!s->tier_session) {
 		int rc = error_set(err, -ESHUTDOWN, "session: closed, because %s",
@@ -477,6 +509,10 @@ static int call(struct aj_session *s, const struct aj_config *cfg, json_t *reque
 	ans->reply = NULL;
 	return 0;
 }
+
+/* What the agent reads when its idle session was paused and came back. */
+#define RESUMED "the session was paused while idle and resumed for this call: its variables " \
+		"and files are as they were (background commands were not carried)"
 
 /* What the agent reads when the state it built is gone. */
 #define STATE_LOST "the session's interpreter was restarted: variables and imports from " \
@@ -573,7 +609,9 @@ int session_call_streaming(struct aj_session *s, json_t *req, size_t reply_max, 
 	if (!rc) {
 		if (ans.restarted || s->state_lost)
 			result_add_note(res, STATE_LOST, true);
-		s->state_lost = false;
+		else if (s->tell_resumed)
+			result_add_note(res, RESUMED, true);
+		s->state_lost = s->tell_resumed = false;
 		if (ans.ended) {
 			s->state_lost = true;
 			result_add_note(res, STATE_ENDING, false);

@@ -473,21 +473,44 @@ static int wake_paused(struct aj_session *s, int paused, struct aj_error *err)
 	return rc;
 }
 
+/* s held: its state into a private file, its sandbox ended. */
+static int pause_held(struct aj_session *s, struct aj_checkpoint_info *info,
+		      struct aj_error *err)
+{
+	const struct aj_checkpoint_key *key;
+	int rc = own_key(&key, err);
+	if (rc)
+		return rc;
+	int fd = ckpt_private_file(err);
+	if (fd < 0)
+		return fd;
+	if ((rc = save_into(s, key, fd, info, err)))
+		close(fd);
+	else
+		session_suspend(s, fd, wake_paused);
+	return rc;
+}
+
+static int idle_pause(struct aj_session *s, struct aj_error *err)
+{
+	return pause_held(s, NULL, err);
+}
+
+/* The idle timeout's pause, registered as the library loads (session.c
+ * sits below this file and calls it only through the hook). */
+__attribute__((constructor)) static void register_idle_pause(void)
+{
+	session_register_idle_pause(idle_pause);
+}
+
 int aj_session_pause(struct aj_session *s, struct aj_checkpoint_info *info, struct aj_error *err)
 {
 	if (aj_session_paused(s))
 		return error_set(err, -EALREADY, "pause: the session is paused already");
-	const struct aj_checkpoint_key *key;
-	int rc = own_key(&key, err);
-	if (rc || (rc = session_hold(s, err)))
+	int rc = session_hold(s, err);
+	if (rc)
 		return rc;
-	int fd = ckpt_private_file(err);
-	if (fd < 0)
-		rc = fd;
-	else if ((rc = save_into(s, key, fd, info, err)))
-		close(fd);
-	else
-		session_suspend(s, fd, wake_paused);
+	rc = pause_held(s, info, err);
 	session_release(s);
 	return rc;
 }

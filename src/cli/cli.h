@@ -54,6 +54,9 @@ extern const struct option session_options[];
 #define SESSION_OPTIONS_HELP                                                              \
 	"  --session-idle SEC      close a session after this long without a call\n"       \
 	"                          (default 300; 1 to 864000)\n"                          \
+	"  --idle close|pause      what idle does to a session: close it (default), or\n"   \
+	"                          pause it (its sandbox freed, its state kept; its next\n" \
+	"                          call resumes it)\n"                                      \
 	"  --session-lifetime SEC  close a session this long after it opened\n"             \
 	"                          (default 3600; 1 to 864000)\n"                         \
 	"  --max-sessions N        sessions open at once (default 16)\n"                     \

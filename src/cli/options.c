@@ -23,6 +23,7 @@ enum {
 	OPT_DOCKER_IMAGE,
 	OPT_DOCKER_SOCKET,
 	OPT_SESSION_IDLE,
+	OPT_IDLE,
 	OPT_SESSION_LIFETIME,
 	OPT_MAX_SESSIONS,
 	OPT_TRANSFER_MB,
@@ -60,6 +61,7 @@ const struct option limit_options[] = {
  * session for them to bound. */
 const struct option session_options[] = {
 	{"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+	{"idle", required_argument, NULL, OPT_IDLE},
 	{"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
 	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
 	{"transfer-mb", required_argument, NULL, OPT_TRANSFER_MB},
@@ -465,6 +467,13 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	/* Only parsed here; aj_config_validate holds the ranges. */
 	case OPT_SESSION_IDLE:
 		return parse_seconds("session-idle", arg, &sl->idle_sec);
+	case OPT_IDLE:
+		if (strcmp(arg, "close") && strcmp(arg, "pause")) {
+			cli_error("--idle: expected close or pause, got '%s'", arg);
+			return -1;
+		}
+		sl->idle_pause = !strcmp(arg, "pause");
+		return 0;
 	case OPT_SESSION_LIFETIME:
 		return parse_seconds("session-lifetime", arg, &sl->lifetime_sec);
 	case OPT_MAX_SESSIONS:

@@ -217,3 +217,23 @@ def test_pause_resume_and_fork(start, tmp_path):
     assert s.request("GET", base + "/pause", key=alice).code == 405
     for x in [sid] + copies:
         assert s.request("DELETE", f"/v1/sessions/{x}", key=alice).code == 204
+
+
+def test_an_idle_session_is_paused_with_idle_pause(start):
+    """--idle pause: the idle timeout pauses the session instead of closing
+    it; its next call resumes it as it was and says so."""
+    s = start("--session-idle", "1", "--idle", "pause")
+    sid = open_session(s)
+    base = f"/v1/sessions/{sid}"
+    assert s.request("POST", base + "/runs", {"code": "kept = 41"}).json()["status"] == "ok"
+    import time
+    deadline, wait = time.monotonic() + 60, 2.5
+    while time.monotonic() < deadline:
+        time.sleep(wait)  # no call: idle past 1 s, and the reaper's second
+        r = s.request("POST", base + "/runs", {"code": "print(kept + 1)"})
+        assert r.code == 200 and r.json()["stdout"] == "42\n", r.body
+        if "paused while idle and resumed" in (r.json().get("message") or ""):
+            break
+        wait *= 2  # a busy machine: the reaper had not come yet
+    assert "paused while idle and resumed" in r.json()["message"]
+    assert s.request("DELETE", base).code == 204
