@@ -425,6 +425,17 @@ static int add_rule(const char *name, const char *arg, const char *list[], uint3
 	return 0;
 }
 
+/* --idle close|pause: what a session's idle timeout does. */
+static int parse_idle(const char *arg, bool *pause)
+{
+	if (strcmp(arg, "close") && strcmp(arg, "pause")) {
+		cli_error("--idle: expected close or pause, got '%s'", arg);
+		return -1;
+	}
+	*pause = !strcmp(arg, "pause");
+	return 0;
+}
+
 int option_apply(int opt, const char *arg, struct aj_config *cfg)
 {
 	struct aj_limits *l = &cfg->limits;
@@ -468,12 +479,7 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	case OPT_SESSION_IDLE:
 		return parse_seconds("session-idle", arg, &sl->idle_sec);
 	case OPT_IDLE:
-		if (strcmp(arg, "close") && strcmp(arg, "pause")) {
-			cli_error("--idle: expected close or pause, got '%s'", arg);
-			return -1;
-		}
-		sl->idle_pause = !strcmp(arg, "pause");
-		return 0;
+		return parse_idle(arg, &sl->idle_pause);
 	case OPT_SESSION_LIFETIME:
 		return parse_seconds("session-lifetime", arg, &sl->lifetime_sec);
 	case OPT_MAX_SESSIONS:
