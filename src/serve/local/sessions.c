@@ -48,6 +48,19 @@ static void close_dead(struct hsession *dead)
 	}
 }
 
+/* h (its library session set) into the table as owner's, held refs times. */
+static void enlist(struct session_table *t, struct hsession *h, struct key_use *owner,
+		   unsigned refs)
+{
+	snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
+	h->owner = owner;
+	h->refs = refs;
+	pthread_mutex_lock(&t->lock);
+	h->next = t->head;
+	t->head = h;
+	pthread_mutex_unlock(&t->lock);
+}
+
 int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,
 		    struct hsession **out, struct aj_error *err)
 {
@@ -71,13 +84,7 @@ int sessions_create(struct session_table *t, const struct aj_config *cfg, struct
 		free(h);
 		return rc;
 	}
-	snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
-	h->owner = owner;
-	h->refs = 1;
-	pthread_mutex_lock(&t->lock);
-	h->next = t->head;
-	t->head = h;
-	pthread_mutex_unlock(&t->lock);
+	enlist(t, h, owner, 1);
 	*out = h;
 	return 0;
 }
@@ -109,16 +116,9 @@ int sessions_fork(struct session_table *t, struct hsession *from, unsigned n,
 			free(hs[i]);
 			continue;
 		}
-		struct hsession *h = hs[i];
-		h->s = made[i];
-		snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
-		h->owner = owner;
-		h->refs = 0;
-		pthread_mutex_lock(&t->lock);
-		h->next = t->head;
-		t->head = h;
-		pthread_mutex_unlock(&t->lock);
-		out[i] = h;
+		hs[i]->s = made[i];
+		enlist(t, hs[i], owner, 0);
+		out[i] = hs[i];
 	}
 	free(made);
 	free(hs);
