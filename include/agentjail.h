@@ -609,8 +609,9 @@ struct aj_checkpoint_info {
 };
 
 /* Writes s's state to path (a new file, mode 0600; replaced atomically if
- * one is there) under key. The session goes on as it was. 0, or -errno
- * with err; info (may be NULL) says what was carried. */
+ * one is there) under key. The session goes on as it was (a paused one
+ * stays paused: the state its pause kept is copied, no sandbox woken). 0,
+ * or -errno with err; info (may be NULL) says what was carried. */
 int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *key,
 			  const char *path, struct aj_checkpoint_info *info, struct aj_error *err);
 /* A new session under cfg, with the state of the checkpoint at path: its

@@ -368,6 +368,37 @@ static void pause_resume_keeps_state(void **state)
 	close_session(s);
 }
 
+/* A paused session's checkpoint is made from its pause, asleep: it stays
+ * paused (no sandbox spent to wake it), and the checkpoint and the
+ * session each come back whole. */
+static void checkpoint_of_a_paused_session(void **state)
+{
+	struct fixture *f = *state;
+	struct aj_session *s = open_session(&f->cfg);
+	ckpt_setup(s);
+	struct aj_error err = {0};
+	if (aj_session_pause(s, NULL, &err))
+		fail_msg("aj_session_pause: %s", err.message);
+	ckpt_dir_make();
+	struct aj_checkpoint_key key;
+	char path[128];
+	ckpt_key(&key, "key");
+	ckpt_path(path, sizeof path, "c");
+	struct aj_checkpoint_info info;
+	if (aj_session_checkpoint(s, &key, path, &info, &err))
+		fail_msg("aj_session_checkpoint: %s", err.message);
+	assert_true(aj_session_paused(s));
+	assert_true(info.bytes > 0 && info.files >= 1);
+	struct aj_session *r = NULL;
+	if (aj_session_restore(&f->cfg, &key, path, &r, NULL, &err))
+		fail_msg("aj_session_restore: %s", err.message);
+	ckpt_check(r);
+	close_session(r);
+	ckpt_check(s);
+	close_session(s);
+	ckpt_dir_remove();
+}
+
 /* With idle_pause, the idle timeout pauses the session instead of closing
  * it: the next call resumes it, as it was, and says so. */
 static void idle_pauses_a_session(void **state)
@@ -464,7 +495,8 @@ static void restore_runs_under_todays_limits(void **state)
 	SESSION_TEST(checkpoint_restore_keeps_state), SESSION_TEST(checkpoint_restores_twice_alike), \
 	SESSION_TEST(checkpoint_tampered_refused), SESSION_TEST(checkpoint_key_rules),         \
 	SESSION_TEST(fork_copies_are_independent), SESSION_TEST(fork_all_or_none),             \
-	SESSION_TEST(pause_resume_keeps_state), SESSION_TEST(checkpoint_names_what_it_left),   \
+	SESSION_TEST(pause_resume_keeps_state), SESSION_TEST(checkpoint_of_a_paused_session),   \
+	SESSION_TEST(checkpoint_names_what_it_left),   \
 	SESSION_TEST(restore_runs_under_todays_limits), SESSION_TEST(idle_pauses_a_session)
 
 #endif

@@ -119,6 +119,11 @@ int session_hold(struct aj_session *s, struct aj_error *err);
 int session_request_held(struct aj_session *s, const char *what, json_t *req, size_t reply_max,
 			 json_t **reply, struct aj_error *err);
 void session_release(struct aj_session *s);
+/* session_hold, but a paused session is held as it is, not resumed:
+ * *paused is then its state's private file (the session's: read it, never
+ * close it), else -1 and the session is held as session_hold holds it.
+ * Not a call: its idle clock does not restart. */
+int session_hold_asleep(struct aj_session *s, int *paused, struct aj_error *err);
 /* Brings a paused session's state (fd, a private file) into the new
  * sandbox session_sandbox_reopen made, the session held: 0 or -errno and
  * err. */

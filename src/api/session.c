@@ -857,6 +857,23 @@ int session_hold(struct aj_session *s, struct aj_error *err)
 	return enter(s, err);
 }
 
+int session_hold_asleep(struct aj_session *s, int *paused, struct aj_error *err)
+{
+	*paused = -1;
+	if (!s)
+		return error_set(err, -EINVAL, "session: no session given");
+	atomic_fetch_add(&s->callers, 1);
+	nudge_poll(s);
+	pthread_mutex_lock(&s->lock);
+	atomic_fetch_sub(&s->callers, 1);
+	enforce_limits(s, now_ms(), true);
+	if (s->paused_fd >= 0) {
+		*paused = s->paused_fd;
+		return 0;
+	}
+	return enter_locked(s, err);
+}
+
 void session_release(struct aj_session *s)
 {
 	pthread_mutex_unlock(&s->lock);

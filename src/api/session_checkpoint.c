@@ -285,6 +285,57 @@ int aj_checkpoint_key_load(const char *path, bool create, struct aj_checkpoint_k
 
 /* ---- the calls ---- */
 
+/* The verified private copy of the checkpoint in src: its fd, payload
+ * offset and length, header. */
+static int verified(int src, const struct aj_checkpoint_key *key, int *fd, off_t *off,
+		    uint64_t *len, json_t **header, struct aj_error *err)
+{
+	int rc = ckpt_open_verified(src, key, fd, header, len, err);
+	if (rc)
+		return rc;
+	*off = lseek(*fd, 0, SEEK_CUR);
+	return 0;
+}
+
+/* A paused session's state (paused, the process's file) into fd under
+ * key: the same header and payload, its tag checked under the process's
+ * key first and made anew under key. The session stays paused. */
+static int copy_paused(int paused, const struct aj_checkpoint_key *key, int out,
+		       struct aj_checkpoint_info *info, struct aj_error *err)
+{
+	const struct aj_checkpoint_key *own;
+	int fd = -1;
+	off_t off = 0;
+	uint64_t len = 0;
+	json_t *header = NULL;
+	struct ckpt_writer w;
+	int rc = own_key(&own, err);
+	if (rc || (rc = verified(paused, own, &fd, &off, &len, &header, err)) ||
+	    (rc = ckpt_write_begin(&w, out, key, header, err)))
+		goto out;
+	char *buf = malloc(PART_BYTES);
+	if (!buf)
+		rc = error_set(err, -ENOMEM, "checkpoint: out of memory");
+	for (uint64_t done = 0; !rc && done < len;) {
+		size_t n = len - done < PART_BYTES ? (size_t)(len - done) : PART_BYTES;
+		ssize_t k = pread(fd, buf, n, off + (off_t)done);
+		rc = k == (ssize_t)n ? ckpt_write(&w, buf, n, err)
+				     : error_set(err, -EIO, "checkpoint: reading the paused state: %s",
+						 k < 0 ? strerror(errno) : "short");
+		done += n;
+	}
+	free(buf);
+	if (rc)
+		ckpt_write_abort(&w);
+	else if (!(rc = ckpt_write_end(&w, err)))
+		info_from(header, info);
+out:
+	json_decref(header);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *key,
 			  const char *path, struct aj_checkpoint_info *info, struct aj_error *err)
 {
@@ -293,7 +344,10 @@ int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *
 	char tmp[4096];
 	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
 		return error_set(err, -ENAMETOOLONG, "checkpoint: %s: path too long", path);
-	int rc = session_hold(s, err);
+	/* A paused session is checkpointed as it sleeps: its state is the
+	 * file its pause wrote, and waking it would spend a sandbox. */
+	int paused;
+	int rc = session_hold_asleep(s, &paused, err);
 	if (rc)
 		return rc;
 	/* Written beside it and renamed: a reader sees the old file or the
@@ -301,7 +355,11 @@ int aj_session_checkpoint(struct aj_session *s, const struct aj_checkpoint_key *
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		rc = error_set(err, -errno, "checkpoint: %s: %s", path, strerror(errno));
-	else if (!(rc = save_into(s, key, fd, info, err)) && rename(tmp, path))
+	else if (paused >= 0)
+		rc = copy_paused(paused, key, fd, info, err);
+	else
+		rc = save_into(s, key, fd, info, err);
+	if (!rc && rename(tmp, path))
 		rc = error_set(err, -errno, "checkpoint: %s: %s", path, strerror(errno));
 	session_release(s);
 	if (fd >= 0) {
@@ -329,18 +387,6 @@ static int open_loaded(const struct aj_config *cfg, int fd, off_t off, uint64_t 
 	else
 		*out = s;
 	return rc;
-}
-
-/* The verified private copy of the checkpoint in src: its fd, payload
- * offset and length, header. */
-static int verified(int src, const struct aj_checkpoint_key *key, int *fd, off_t *off,
-		    uint64_t *len, json_t **header, struct aj_error *err)
-{
-	int rc = ckpt_open_verified(src, key, fd, header, len, err);
-	if (rc)
-		return rc;
-	*off = lseek(*fd, 0, SEEK_CUR);
-	return 0;
 }
 
 int aj_session_restore(const struct aj_config *cfg, const struct aj_checkpoint_key *key,

@@ -101,6 +101,11 @@ extern const struct option egress_options[];
 	"                    proxy); every tier\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
+/* The directory agentjail keeps a user's state in, made (each missing
+ * component 0700): $XDG_STATE_HOME/agentjail, or ~/.local/state/agentjail;
+ * with system and root, /var/lib/agentjail. 0, or -1 when no HOME says
+ * where. */
+int cli_state_dir(bool system, char *out, size_t cap);
 
 /* The argument parsing of run, repl and mcp, apart from what the command
  * then does (fuzz/fuzz_cli_options.c drives them): the config filled and

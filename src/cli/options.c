@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../core/internal.h"
 #include "cli.h"
@@ -536,4 +538,26 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 	}
 	cli_error("unknown option");
 	return -1;
+}
+
+int cli_state_dir(bool system, char *out, size_t cap)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (system && geteuid() == 0)
+		snprintf(out, cap, "/var/lib/agentjail");
+	else if (state && state[0] == '/')
+		snprintf(out, cap, "%s/agentjail", state);
+	else if (home && home[0] == '/')
+		snprintf(out, cap, "%s/.local/state/agentjail", home);
+	else
+		return -1;
+	/* Each component made 0700 where missing: it will hold keys. */
+	for (char *p = out + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			(void)mkdir(out, 0700);
+			*p = '/';
+		}
+	(void)mkdir(out, 0700);
+	return 0;
 }

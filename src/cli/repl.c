@@ -193,22 +193,9 @@ static int repl_key(const char *given, struct aj_checkpoint_key *key, struct aj_
 {
 	if (given)
 		return aj_checkpoint_key_load(given, false, key, err);
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	char dir[4096], path[4200];
-	if (state && state[0] == '/')
-		snprintf(dir, sizeof dir, "%s/agentjail", state);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof dir, "%s/.local/state/agentjail", home);
-	else
+	if (cli_state_dir(false, dir, sizeof dir))
 		return aj_checkpoint_key_load("", false, key, err);
-	/* Each component made 0700 where missing (a key's directory). */
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			(void)mkdir(dir, 0700);
-			*p = '/';
-		}
-	(void)mkdir(dir, 0700);
 	snprintf(path, sizeof path, "%s/checkpoint.key", dir);
 	return aj_checkpoint_key_load(path, true, key, err);
 }

@@ -133,10 +133,13 @@ int api_may_buffer(struct service *svc, const struct http_request *head, struct 
 static void post_session(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs)
 {
-	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", "env", NULL};
+	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", "env",
+					      "from_checkpoint", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
+	json_t *from = json_incref(json_object_get(o, "from_checkpoint"));
+	json_object_del(o, "from_checkpoint");
 	struct aj_config cfg;
 	struct run_terms t;
 	struct terms_lists lists;
@@ -147,13 +150,19 @@ static void post_session(struct service *svc, const struct http_request *rq,
 		rs->retry_after = 5;
 		goto out;
 	}
+	if (from && (!json_is_string(from) || !json_string_length(from))) {
+		respond_error(rs, 400, "bad_request", "from_checkpoint: expected a checkpoint's id");
+		goto out;
+	}
 	if (terms_narrow(&svc->cfg.sandbox, o, &t, &why, &err)) {
 		respond_error(rs, 400, why, "%s", err.message);
 		goto out;
 	}
 	terms_apply(&svc->cfg.sandbox, &t, &cfg, &lists);
-	svc->backend->session_open(svc, rq, rs, &cfg, &t);
+	const struct session_opening op = {&cfg, &t, o, from ? json_string_value(from) : NULL};
+	svc->backend->session_open(svc, rq, rs, &op);
 out:
+	json_decref(from);
 	json_decref(o);
 }
 
@@ -237,6 +246,11 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 	} else if (!strncmp(p, RUNS_PATH, strlen(RUNS_PATH)) &&
 		   (!p[strlen(RUNS_PATH)] || p[strlen(RUNS_PATH)] == '/')) {
 		runs_api_handle(svc, rq, rs);
+	} else if (!strcmp(p, "/v1/checkpoints") || !strncmp(p, "/v1/checkpoints/", 16)) {
+		if (!svc->backend->checkpoints)
+			return respond_error(rs, 501, "not_offered", "checkpoints are not kept by a "
+					     "server with --queue yet: its sessions live on workers");
+		svc->backend->checkpoints(svc, rq, rs);
 	} else if (!strcmp(p, "/v1/sessions")) {
 		if (strcmp(m, "POST"))
 			return respond_method(rs, m, "POST");

@@ -77,6 +77,13 @@ static const char serve_usage[] =
 	"                       NAME=URL: for key NAME's runs only)\n"
 	"  --access-log FILE|-|off  a JSON line per request and per recorded run: to\n"
 	"                       FILE (appended), - (stdout), off (default: stderr)\n"
+	"  --checkpoint-dir DIR  sessions' checkpoints, and sessions paused when serve\n"
+	"                       stops (default /var/lib/agentjail/checkpoints as root,\n"
+	"                       else $XDG_STATE_HOME/agentjail/checkpoints)\n"
+	"  --checkpoint-ttl SEC  a checkpoint is deleted this long after it was made\n"
+	"                       (default 604800: a week)\n"
+	"  --checkpoint-quota-mb N  the bytes of checkpoints one key may keep\n"
+	"                       (default 2048)\n"
 	"  --tls-cert FILE --tls-key FILE  serve HTTPS on --listen (every route, /mcp\n"
 	"                       too): FILE a PEM certificate (its chain after it) and\n"
 	"                       its unencrypted PEM key; AGENTJAIL_URL is https://\n"
@@ -89,7 +96,8 @@ static const char serve_usage[] =
 enum { OPT_LISTEN = 4000, OPT_KEYS, OPT_CONCURRENCY, OPT_QUEUE_SIZE, OPT_MAX_WAIT,
        OPT_MAX_BODY, OPT_IDLE, OPT_ORIGIN, OPT_QUEUE, OPT_KEEP_RUNS, OPT_RUNS_BUDGET,
        OPT_WEBHOOK_ALLOW, OPT_ACCESS_LOG, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT, OPT_PER_IP,
-       OPT_BODY_BUDGET, OPT_KEY_BODY_BUDGET, OPT_TLS_CERT, OPT_TLS_KEY };
+       OPT_BODY_BUDGET, OPT_KEY_BODY_BUDGET, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CKPT_DIR,
+       OPT_CKPT_TTL, OPT_CKPT_QUOTA };
 
 static int parse_listen(const char *arg, struct serve_config *c)
 {
@@ -191,6 +199,16 @@ static int serve_option(int o, const char *arg, void *ctx)
 	case OPT_ACCESS_LOG:
 		c->access_log = arg;
 		break;
+	case OPT_CKPT_DIR:
+		c->checkpoint_dir = arg;
+		break;
+	case OPT_CKPT_TTL:
+		if (parse_secs("checkpoint-ttl", arg, 1, 365 * 86400.0, &d))
+			return -1;
+		c->checkpoint_ttl_sec = d;
+		break;
+	case OPT_CKPT_QUOTA:
+		return parse_count_u("checkpoint-quota-mb", arg, 1, 1 << 24, &c->checkpoint_quota_mb);
 	case OPT_TLS_CERT:
 		c->tls_cert = arg;
 		break;
@@ -239,6 +257,9 @@ static int parse_serve(int argc, char **argv, struct serve_config *c)
 		{"webhook-allow", required_argument, NULL, OPT_WEBHOOK_ALLOW},
 		{"access-log", required_argument, NULL, OPT_ACCESS_LOG},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"checkpoint-dir", required_argument, NULL, OPT_CKPT_DIR},
+		{"checkpoint-ttl", required_argument, NULL, OPT_CKPT_TTL},
+		{"checkpoint-quota-mb", required_argument, NULL, OPT_CKPT_QUOTA},
 		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 		{NULL, 0, NULL, 0}};
 	return service_parse(argc, argv, "serve", serve_usage, own, &c->sandbox, serve_option, c);
@@ -257,7 +278,9 @@ static void serve_config_init(struct serve_config *c)
 				   .request_sec = SERVE_DEFAULT_REQUEST_SEC,
 				   .max_connections = SERVE_MAX_CONNECTIONS,
 				   .head_sec = SERVE_DEFAULT_HEAD_SEC,
-				   .per_ip_connections = SERVE_DEFAULT_PER_IP};
+				   .per_ip_connections = SERVE_DEFAULT_PER_IP,
+				   .checkpoint_ttl_sec = CKPT_DEFAULT_TTL_SEC,
+				   .checkpoint_quota_mb = CKPT_DEFAULT_QUOTA_MB};
 	aj_config_init(&c->sandbox);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	c->concurrency = cpus > 0 ? (unsigned)cpus : 1;

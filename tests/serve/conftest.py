@@ -73,6 +73,13 @@ class Server:
     def __init__(self, *args, keys=None, env=None):
         cmd = [AGENTJAIL, "serve", "--listen", "127.0.0.1:0", "--uid-base", str(UID_BASE),
                "--state-dir", STATE_DIR, *args]
+        # Checkpoints, and sessions paused at its stop, in a directory of
+        # this server's own unless the test names one (a restart's).
+        self.own_checkpoints = None
+        if "--checkpoint-dir" not in args:
+            import tempfile
+            self.own_checkpoints = tempfile.mkdtemp(prefix="aj-serve-ckpt-")
+            cmd += ["--checkpoint-dir", self.own_checkpoints]
         if keys:
             cmd += ["--keys", keys]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -139,6 +146,10 @@ class Server:
             self.proc.kill()
             self.proc.wait()
             raise
+        finally:
+            if self.own_checkpoints and self.proc.poll() is not None:
+                import shutil
+                shutil.rmtree(self.own_checkpoints, ignore_errors=True)
 
 
 @pytest.fixture

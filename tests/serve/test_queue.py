@@ -343,9 +343,12 @@ def test_a_command_in_a_session_goes_to_its_worker(start, redis, workers):
         assert got[-1].event == "result" and got[-1].data["status"] == "ok"
         # Pause, resume and fork keep a session's state where its worker is:
         # refused with a queue, naming why, and the session goes on.
-        for op in ("pause", "resume", "fork"):
+        for op in ("pause", "resume", "fork", "checkpoint"):
             r = s.request("POST", base + "/" + op, None)
             assert r.code == 501 and "queue" in r.json()["error"]["message"], r.body
+        for r in (s.request("GET", "/v1/checkpoints"),
+                  s.request("POST", "/v1/sessions", {"from_checkpoint": "0" * 32})):
+            assert r.code == 501 and "--queue" in r.json()["error"]["message"], r.body
         r = s.request("POST", base + "/runs", {"code": "print(open('a.txt').read())"})
         assert r.json()["stdout"] == "from python\n"
     finally:

@@ -32,6 +32,14 @@ struct recorded_request {
 	const char *webhook; /* NULL: none; else allowed by --webhook-allow */
 };
 
+/* What POST /v1/sessions asks for. */
+struct session_opening {
+	const struct aj_config *cfg;  /* the deployer's, under t */
+	const struct run_terms *t;    /* for a worker to narrow its own config alike */
+	json_t *terms;                /* the body's terms as sent (to open it again by) */
+	const char *from_checkpoint;  /* a checkpoint's id: its state in it; NULL: none */
+};
+
 struct backend_ops {
 	/* First: makes the backend's own state (svc->backend_state, private
 	 * to it) from svc->cfg and opens svc->runs, the store of recorded runs
@@ -72,11 +80,13 @@ struct backend_ops {
 	int (*run_recorded)(struct service *svc, const struct http_request *rq,
 			    struct http_response *rs, const char *id,
 			    const struct recorded_request *req);
-	/* POST /v1/sessions, its body read and its terms t applied to cfg
-	 * (t itself: for a worker to narrow its own config the same way). */
+	/* POST /v1/sessions, its body read (o) and its terms applied. */
 	void (*session_open)(struct service *svc, const struct http_request *rq,
-			     struct http_response *rs, const struct aj_config *cfg,
-			     const struct run_terms *t);
+			     struct http_response *rs, const struct session_opening *o);
+	/* GET /v1/checkpoints[/ID], DELETE /v1/checkpoints/ID. NULL: this
+	 * backend keeps none (501). */
+	void (*checkpoints)(struct service *svc, const struct http_request *rq,
+			    struct http_response *rs);
 	/* Whether session id is open and held by key, asked before a
 	 * transfer's body is read, so a body is buffered only for a session
 	 * its key holds: 0; -ENOENT (none, or another key's: the same answer),

@@ -34,6 +34,8 @@
 #define SERVE_DEFAULT_KEEP_RUNS_SEC 3600.0
 #define SERVE_DEFAULT_RUNS_BUDGET ((size_t)256 << 20)
 #define SERVE_MAX_WEBHOOK_ALLOW 16
+#define CKPT_DEFAULT_TTL_SEC (7 * 24 * 3600.0)
+#define CKPT_DEFAULT_QUOTA_MB 2048u
 
 struct serve_config {
 	struct aj_config sandbox;   /* the deployer's tier and limits */
@@ -60,6 +62,9 @@ struct serve_config {
 	unsigned webhook_allow_count;
 	const char *access_log;     /* --access-log: FILE, -, off; NULL: stderr */
 	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key: PEM files; NULL: plain */
+	const char *checkpoint_dir; /* NULL: the default (ckpt_store.h's caller) */
+	double checkpoint_ttl_sec;
+	unsigned checkpoint_quota_mb; /* per key */
 };
 
 struct mcp_http;

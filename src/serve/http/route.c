@@ -71,7 +71,8 @@ int session_route_parse(const struct http_request *rq, struct http_response *rs,
 	static const struct {
 		const char *tail;
 		enum session_op op;
-	} posts[] = {{"/pause", SESSION_PAUSE}, {"/resume", SESSION_RESUME}, {"/fork", SESSION_FORK}};
+	} posts[] = {{"/pause", SESSION_PAUSE}, {"/resume", SESSION_RESUME}, {"/fork", SESSION_FORK},
+		       {"/checkpoint", SESSION_CHECKPOINT}};
 	for (size_t i = 0; i < sizeof posts / sizeof posts[0]; i++) {
 		if (strcmp(tail, posts[i].tail))
 			continue;

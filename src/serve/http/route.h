@@ -24,6 +24,7 @@ enum session_op {
 	SESSION_PAUSE,  /* POST .../pause: its sandbox freed, its state kept */
 	SESSION_RESUME, /* POST .../resume */
 	SESSION_FORK,   /* POST .../fork {"count"}: copies of its state */
+	SESSION_CHECKPOINT, /* POST .../checkpoint: its state kept under an id */
 };
 
 /* The background command routes (docs/serve.md, "Background commands"). */

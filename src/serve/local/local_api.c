@@ -42,13 +42,14 @@ static int local_backend_run_streaming(struct service *svc, const struct run_ter
 }
 
 static void session_open(struct service *svc, const struct http_request *rq,
-			 struct http_response *rs, const struct aj_config *cfg,
-			 const struct run_terms *t)
+			 struct http_response *rs, const struct session_opening *o)
 {
-	(void)t; /* cfg holds them already */
+	if (o->from_checkpoint)
+		return local_session_restore(svc, rq, rs, o);
 	struct aj_error err = {0};
 	struct hsession *h;
-	int rc = sessions_create(&local_of(svc)->sessions, cfg, admission_use(&svc->adm, rq->key), &h,
+	const struct session_make m = {.cfg = o->cfg, .terms = o->terms};
+	int rc = sessions_create(&local_of(svc)->sessions, &m, admission_use(&svc->adm, rq->key), &h,
 				 &err);
 	if (rc == -EDQUOT) {
 		respond_error(rs, 429, "session_limit", "%s", err.message);
@@ -59,14 +60,7 @@ static void session_open(struct service *svc, const struct http_request *rq,
 	} else if (rc) {
 		respond_error(rs, 503, "sandbox_unavailable", "%s", err.message);
 	} else {
-		const struct aj_session_limits *sl = &cfg->session;
-		respond_json(rs, 201,
-			     json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:i, s:i}, s:s}", "id", h->id,
-				       "tier", aj_tier_name(cfg->tier), "limits",
-				       limits_to_json(&cfg->limits), "session", "idle_sec",
-				       sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
-				       (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb,
-				       "workspace", AJ_SESSION_WORKSPACE));
+		respond_json(rs, 201, local_session_json(o->cfg, h));
 		sessions_put(&local_of(svc)->sessions, h);
 	}
 }
@@ -120,8 +114,8 @@ out:
 
 /* Keep only the rules the body names; one the session lacks is refused,
  * named, and nothing changes (a call may drop rules, never add one). */
-static void session_egress(const struct http_request *rq, struct http_response *rs,
-			   struct hsession *h)
+static void session_egress(struct session_table *t, const struct http_request *rq,
+			   struct http_response *rs, struct hsession *h)
 {
 	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", NULL};
 	json_t *o = request_body(rq, rs, allowed);
@@ -133,8 +127,10 @@ static void session_egress(const struct http_request *rq, struct http_response *
 		session_gone(rs, h);
 	else if (rc)
 		respond_error(rs, 400, "bad_egress", "%s", err.message);
-	else
+	else {
+		sessions_narrowed(t, h, o);
 		respond_json(rs, 200, egress_kept_json(o));
+	}
 	json_decref(o);
 }
 
@@ -210,8 +206,8 @@ static void session_proc(struct service *svc, const struct http_request *rq,
 static int session_held(struct service *svc, const char *id, const struct key *key)
 {
 	struct hsession *h = sessions_get(&local_of(svc)->sessions, id, admission_use(&svc->adm, key));
-	if (!h)
-		return -ENOENT;
+	if (!h) /* one kept paused over a stop: its call opens it again */
+		return local_session_is_kept(svc, key, id) ? 0 : -ENOENT;
 	sessions_put(&local_of(svc)->sessions, h);
 	return 0;
 }
@@ -220,7 +216,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct session_route *r)
 {
 	if (r->op == SESSION_CLOSE) {
-		if (sessions_delete(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key)))
+		if (sessions_delete(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key)) &&
+		    local_session_drop_kept(svc, rq, r->id))
 			respond_error(rs, 404, "not_found", "no such session");
 		else
 			respond_json(rs, 204, NULL);
@@ -228,6 +225,9 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	}
 	struct hsession *h =
 		sessions_get(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key));
+	/* One paused when serve last stopped comes back at its first call. */
+	if (!h && !(h = local_session_wake_kept(svc, rq, rs, r->id)) && rs->code)
+		return;
 	if (!h) {
 		/* Another key's session answers the same: its id tells nothing. */
 		respond_error(rs, 404, "not_found", "no such session");
@@ -236,7 +236,7 @@ static void session_call(struct service *svc, const struct http_request *rq,
 	if (r->op == SESSION_RUN || r->op == SESSION_EXEC)
 		session_run(svc, rq, rs, h, r->op == SESSION_EXEC);
 	else if (r->op == SESSION_EGRESS)
-		session_egress(rq, rs, h);
+		session_egress(&local_of(svc)->sessions, rq, rs, h);
 	else if (r->op == SESSION_PROC)
 		session_proc(svc, rq, rs, h, r);
 	else if (r->op == SESSION_PAUSE)
@@ -245,6 +245,8 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		local_session_resume(rs, h);
 	else if (r->op == SESSION_FORK)
 		local_session_fork(svc, rq, rs, h);
+	else if (r->op == SESSION_CHECKPOINT)
+		local_session_checkpoint(svc, rq, rs, h);
 	else
 		session_files(&local_of(svc)->sessions, rq, rs, h, r);
 	sessions_put(&local_of(svc)->sessions, h);
@@ -292,6 +294,8 @@ static int open_backend(struct service *svc, struct aj_error *err)
 	}
 	sessions_init(&s->sessions);
 	svc->backend_state = s;
+	if (local_checkpoints_open(svc, err))
+		return EXIT_USAGE;
 	/* Recorded runs in serve's memory: lost when it stops. */
 	if (local_store_open(&svc->runs, svc->cfg.keep_runs_sec, svc->cfg.runs_budget, err))
 		return 1;
@@ -319,7 +323,11 @@ static void close_backend(struct service *svc)
 	struct local_state *s = local_of(svc);
 	if (!s)
 		return;
+	/* Paused sessions outlive the stop, in the store, for their keys. */
+	local_sessions_keep_paused(svc);
 	sessions_close_all(&s->sessions);
+	if (s->ckpts_open)
+		ckpt_store_close(&s->ckpts);
 	local_close(&s->local);
 	free(s);
 	svc->backend_state = NULL;
@@ -336,6 +344,7 @@ const struct backend_ops local_backend = {
 	.run_recorded = local_run_recorded,
 	.session_open = session_open,
 	.session_held = session_held,
+	.checkpoints = local_checkpoints,
 	.session_call = session_call,
 	.tiers = tiers,
 	/* A probe starts a sandbox of every tier: once a minute at most. */

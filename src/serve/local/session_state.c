@@ -1,10 +1,17 @@
-/* POST /v1/sessions/ID/pause, /resume and /fork on this machine's sessions
- * (docs/checkpoints.md): the library's aj_session_pause, _resume and
- * _fork, and their answers. */
+/* POST /v1/sessions/ID/pause, /resume, /fork and /checkpoint on this
+ * machine's sessions, /v1/checkpoints, and sessions kept paused over
+ * serve's restart (docs/checkpoints.md): the library's aj_session_pause,
+ * _resume, _fork and _checkpoint, the store (ckpt_store.c), and their
+ * answers. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../../cli/cli.h"
 #include "../../core/internal.h"
+#include "../admit/narrow.h"
 #include "local_state.h"
 #include "session_state.h"
 
@@ -95,4 +102,269 @@ void local_session_fork(struct service *svc, const struct http_request *rq,
 	else
 		json_decref(ids);
 	respond_json(rs, 201, answer);
+}
+
+/* ---- checkpoints (ckpt_store.h) ---- */
+
+json_t *local_session_json(const struct aj_config *cfg, const struct hsession *h)
+{
+	const struct aj_session_limits *sl = &cfg->session;
+	return json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:i, s:i}, s:s}", "id", h->id, "tier",
+			 aj_tier_name(cfg->tier), "limits", limits_to_json(&cfg->limits), "session",
+			 "idle_sec", sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
+			 (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb, "workspace",
+			 AJ_SESSION_WORKSPACE);
+}
+
+/* A key's name in the store: its hash's hex, not its name (a key made at
+ * each start is named "default" every time, and must not find the last
+ * one's checkpoints). */
+struct owner {
+	char s[2 * 32 + 1];
+};
+
+static struct owner store_owner_of(const struct key *k)
+{
+	struct owner o;
+	for (int i = 0; i < 32; i++)
+		snprintf(o.s + 2 * i, 3, "%02x", k->hash[i]);
+	return o;
+}
+
+/* No store: the reason it could not be opened, as the answer. */
+static bool store_missing(struct service *svc, struct http_response *rs)
+{
+	struct local_state *ls = local_of(svc);
+	if (ls->ckpts_open)
+		return false;
+	respond_error(rs, 503, "checkpoints_unavailable", "this server keeps no checkpoints: %s",
+		      ls->ckpt_why);
+	return true;
+}
+
+void local_session_checkpoint(struct service *svc, const struct http_request *rq,
+			      struct http_response *rs, struct hsession *h)
+{
+	if (store_missing(svc, rs))
+		return;
+	if (rq->body_len && strspn((const char *)rq->body, " \t\r\n{}") != rq->body_len)
+		return respond_error(rs, 400, "bad_request", "checkpoint takes no fields");
+	json_t *rec = NULL;
+	struct aj_error err = {0};
+	struct owner me = store_owner_of(rq->key);
+	int rc = ckpt_store_save(&local_of(svc)->ckpts, me.s, h->s, h->id, &rec, &err);
+	if (rc == -EDQUOT)
+		return respond_error(rs, 507, "checkpoint_quota", "%s", err.message);
+	if (rc)
+		return state_refused(rs, h, rc, &err);
+	respond_json(rs, 201, rec);
+}
+
+void local_checkpoints(struct service *svc, const struct http_request *rq,
+		       struct http_response *rs)
+{
+	if (store_missing(svc, rs))
+		return;
+	struct ckpt_store *st = &local_of(svc)->ckpts;
+	struct owner me = store_owner_of(rq->key);
+	const char *id = rq->path[15] == '/' ? rq->path + 16 : NULL;
+	if (!id) {
+		if (strcmp(rq->method, "GET"))
+			return respond_method(rs, rq->method, "GET");
+		json_t *o = ckpt_store_list(st, me.s);
+		return o ? respond_json(rs, 200, o) : respond_error(rs, 500, "internal", "out of memory");
+	}
+	if (!strcmp(rq->method, "GET")) {
+		json_t *o = ckpt_store_get(st, me.s, id);
+		/* Another key's id is looked up in this key's directory: the
+		 * same 404 as an id nobody has. */
+		return o ? respond_json(rs, 200, o)
+			 : respond_error(rs, 404, "not_found", "no such checkpoint");
+	}
+	if (!strcmp(rq->method, "DELETE"))
+		return ckpt_store_delete(st, me.s, id)
+			       ? respond_error(rs, 404, "not_found", "no such checkpoint")
+			       : respond_json(rs, 204, NULL);
+	respond_method(rs, rq->method, "GET, DELETE");
+}
+
+struct restore_from {
+	struct ckpt_store *st;
+	const char *owner, *id;
+	bool paused; /* a session kept over a stop, not a checkpoint */
+	struct aj_checkpoint_info info;
+};
+
+static int open_restored(void *arg, const struct aj_config *cfg, struct aj_session **out,
+			 struct aj_error *err)
+{
+	struct restore_from *r = arg;
+	return r->paused ? ckpt_store_paused_open(r->st, r->owner, r->id, cfg, out, err)
+			 : ckpt_store_restore(r->st, r->owner, r->id, cfg, out, &r->info, err);
+}
+
+void local_session_restore(struct service *svc, const struct http_request *rq,
+			   struct http_response *rs, const struct session_opening *o)
+{
+	if (store_missing(svc, rs))
+		return;
+	struct owner me = store_owner_of(rq->key);
+	struct restore_from r = {.st = &local_of(svc)->ckpts, .owner = me.s,
+				.id = o->from_checkpoint};
+	const struct session_make m = {o->cfg, o->terms, NULL, open_restored, &r};
+	struct hsession *h;
+	struct aj_error err = {0};
+	int rc = sessions_create(&local_of(svc)->sessions, &m,
+				 admission_use(&svc->adm, rq->key), &h, &err);
+	if (rc == -ENOENT)
+		return respond_error(rs, 404, "not_found", "no such checkpoint");
+	if (rc == -EBADMSG || rc == -EPROTO)
+		return respond_error(rs, 422, "checkpoint_refused", "%s", err.message);
+	if (rc == -EDQUOT || rc == -EMFILE) {
+		respond_error(rs, rc == -EDQUOT ? 429 : 503, "session_limit", "%s", err.message);
+		rs->retry_after = 5;
+		return;
+	}
+	if (rc)
+		return respond_error(rs, 503, "sandbox_unavailable", "%s", err.message);
+	json_t *body = local_session_json(o->cfg, h);
+	if (body) {
+		json_object_set_new(body, "from_checkpoint", json_string(o->from_checkpoint));
+		json_object_set_new(body, "restored", carried_json(&r.info));
+	}
+	respond_json(rs, 201, body);
+	sessions_put(&local_of(svc)->sessions, h);
+}
+
+/* terms' limits no wider than base's: each number over base's own is
+ * base's (every limit is a most: more is wider). */
+static void clamp_limits(json_t *terms, const struct aj_limits *base)
+{
+	json_t *mine = json_object_get(terms, "limits"), *today = limits_to_json(base);
+	const char *k;
+	json_t *v;
+	json_object_foreach(mine, k, v) {
+		json_t *most = json_object_get(today, k);
+		if (json_is_number(v) && json_is_number(most) &&
+		    json_number_value(v) > json_number_value(most))
+			json_object_set(mine, k, most);
+	}
+	json_decref(today);
+}
+
+struct hsession *local_session_wake_kept(struct service *svc, const struct http_request *rq,
+					 struct http_response *rs, const char *id)
+{
+	struct local_state *ls = local_of(svc);
+	json_t *terms = NULL;
+	struct owner me = store_owner_of(rq->key);
+	if (!ls->ckpts_open || ckpt_store_paused(&ls->ckpts, me.s, id, &terms))
+		return NULL;
+	/* Opened again under the terms in force now: the deployer's limits
+	 * and rules today, narrowed by the body that opened it (a limit it
+	 * asked for that is wider than today's becomes today's). */
+	clamp_limits(terms, &svc->cfg.sandbox.limits);
+	struct run_terms t;
+	struct terms_lists lists;
+	struct aj_config cfg;
+	struct aj_error err = {0};
+	const char *why;
+	struct hsession *h = NULL;
+	if (terms_narrow(&svc->cfg.sandbox, terms, &t, &why, &err)) {
+		respond_error(rs, 409, "session_not_restorable", "the session kept over the "
+			      "server's restart asks for what this server no longer allows: %s",
+			      err.message);
+		json_decref(terms);
+		return NULL;
+	}
+	terms_apply(&svc->cfg.sandbox, &t, &cfg, &lists);
+	struct restore_from r = {.st = &ls->ckpts, .owner = me.s, .id = id,
+				.paused = true};
+	const struct session_make m = {&cfg, terms, id, open_restored, &r};
+	int rc = sessions_create(&ls->sessions, &m, admission_use(&svc->adm, rq->key), &h, &err);
+	json_decref(terms);
+	if (rc == -ENOENT)
+		return NULL;
+	if (rc) {
+		respond_error(rs, rc == -EDQUOT ? 429 : 503, "session_limit", "the session kept "
+			      "over the server's restart could not be opened again: %s", err.message);
+		if (rc == -EDQUOT || rc == -EMFILE)
+			rs->retry_after = 5;
+		return NULL;
+	}
+	ckpt_store_paused_done(&ls->ckpts, me.s, id);
+	return h;
+}
+
+bool local_session_is_kept(struct service *svc, const struct key *key, const char *id)
+{
+	struct local_state *ls = local_of(svc);
+	json_t *terms = NULL;
+	struct owner me = store_owner_of(key);
+	if (!ls->ckpts_open || ckpt_store_paused(&ls->ckpts, me.s, id, &terms))
+		return false;
+	json_decref(terms);
+	return true;
+}
+
+int local_session_drop_kept(struct service *svc, const struct http_request *rq, const char *id)
+{
+	struct local_state *ls = local_of(svc);
+	json_t *terms = NULL;
+	struct owner me = store_owner_of(rq->key);
+	if (!ls->ckpts_open || ckpt_store_paused(&ls->ckpts, me.s, id, &terms))
+		return -ENOENT;
+	json_decref(terms);
+	ckpt_store_paused_done(&ls->ckpts, me.s, id);
+	return 0;
+}
+
+static void keep_one(struct hsession *h, void *arg)
+{
+	struct ckpt_store *st = arg;
+	if (!aj_session_paused(h->s) || !h->terms)
+		return;
+	struct aj_error err = {0};
+	struct owner o = store_owner_of(h->owner->key);
+	if (ckpt_store_keep_paused(st, o.s, h->id, h->s, h->terms, &err))
+		fprintf(stderr, "agentjail serve: paused session %s is not kept: %s\n", h->id,
+			err.message);
+}
+
+void local_sessions_keep_paused(struct service *svc)
+{
+	struct local_state *ls = local_of(svc);
+	if (ls && ls->ckpts_open)
+		sessions_each(&ls->sessions, keep_one, &ls->ckpts);
+}
+
+int local_checkpoints_open(struct service *svc, struct aj_error *err)
+{
+	struct local_state *ls = local_of(svc);
+	const struct serve_config *c = &svc->cfg;
+	char dir[PATH_MAX - 200];
+	const char *path = c->checkpoint_dir;
+	if (!path) {
+		if (cli_state_dir(true, dir, sizeof dir - 16)) {
+			snprintf(ls->ckpt_why, sizeof ls->ckpt_why, "no --checkpoint-dir, and no "
+				 "HOME to keep them under");
+			return 0;
+		}
+		strcat(dir, "/checkpoints");
+		path = dir;
+	}
+	struct aj_error why = {0};
+	if (ckpt_store_open(&ls->ckpts, path, c->checkpoint_ttl_sec, c->checkpoint_quota_mb,
+			    &why)) {
+		/* A directory the deployer named must work; the default may
+		 * not, and then only checkpoints are refused, saying why. */
+		if (c->checkpoint_dir) {
+			error_set(err, why.code, "serve: %s", why.message);
+			return -1;
+		}
+		snprintf(ls->ckpt_why, sizeof ls->ckpt_why, "%s", why.message);
+		return 0;
+	}
+	ls->ckpts_open = true;
+	return 0;
 }

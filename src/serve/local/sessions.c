@@ -43,6 +43,7 @@ static void close_dead(struct hsession *dead)
 	while (dead) {
 		struct hsession *next = dead->next;
 		aj_session_close(dead->s);
+		json_decref(dead->terms);
 		free(dead);
 		dead = next;
 	}
@@ -50,9 +51,10 @@ static void close_dead(struct hsession *dead)
 
 /* h (its library session set) into the table as owner's, held refs times. */
 static void enlist(struct session_table *t, struct hsession *h, struct key_use *owner,
-		   unsigned refs)
+		   unsigned refs, const char *id, json_t *terms)
 {
-	snprintf(h->id, sizeof h->id, "%s", aj_session_id(h->s));
+	snprintf(h->id, sizeof h->id, "%s", id ? id : aj_session_id(h->s));
+	h->terms = json_incref(terms);
 	h->owner = owner;
 	h->refs = refs;
 	pthread_mutex_lock(&t->lock);
@@ -61,7 +63,7 @@ static void enlist(struct session_table *t, struct hsession *h, struct key_use *
 	pthread_mutex_unlock(&t->lock);
 }
 
-int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,
+int sessions_create(struct session_table *t, const struct session_make *m, struct key_use *owner,
 		    struct hsession **out, struct aj_error *err)
 {
 	struct hsession *dead = NULL;
@@ -79,12 +81,12 @@ int sessions_create(struct session_table *t, const struct aj_config *cfg, struct
 	struct hsession *h = calloc(1, sizeof *h);
 	if (!h)
 		return error_set(err, -ENOMEM, "session: out of memory");
-	int rc = aj_session_open(cfg, &h->s, err);
+	int rc = m->open ? m->open(m->arg, m->cfg, &h->s, err) : aj_session_open(m->cfg, &h->s, err);
 	if (rc) {
 		free(h);
 		return rc;
 	}
-	enlist(t, h, owner, 1);
+	enlist(t, h, owner, 1, m->id, m->terms);
 	*out = h;
 	return 0;
 }
@@ -117,7 +119,7 @@ int sessions_fork(struct session_table *t, struct hsession *from, unsigned n,
 			continue;
 		}
 		hs[i]->s = made[i];
-		enlist(t, hs[i], owner, 0);
+		enlist(t, hs[i], owner, 0, NULL, from->terms);
 		out[i] = hs[i];
 	}
 	free(made);
@@ -179,6 +181,33 @@ bool sessions_deleted(struct session_table *t, struct hsession *h)
 	bool deleted = h->deleted;
 	pthread_mutex_unlock(&t->lock);
 	return deleted;
+}
+
+void sessions_each(struct session_table *t, void (*fn)(struct hsession *h, void *arg), void *arg)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct hsession *h = t->head; h; h = h->next)
+		if (live(h))
+			fn(h, arg);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void sessions_narrowed(struct session_table *t, struct hsession *h, json_t *kept)
+{
+	pthread_mutex_lock(&t->lock);
+	if (h->terms) {
+		/* The terms are shared with the session's forks: a copy of its own. */
+		json_t *mine = json_deep_copy(h->terms);
+		if (mine) {
+			json_object_set(mine, "allow_hosts",
+					json_object_get(kept, "allow_hosts") ?: json_array());
+			json_object_set(mine, "allow_cidrs",
+					json_object_get(kept, "allow_cidrs") ?: json_array());
+			json_decref(h->terms);
+			h->terms = mine;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 unsigned sessions_open(struct session_table *t)

@@ -6,6 +6,7 @@
 #define AJ_SERVE_SESSIONS_H
 
 #include <pthread.h>
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "../admit/admit.h"
@@ -15,6 +16,10 @@ struct hsession {
 	char id[40];
 	struct key_use *owner;
 	struct aj_session *s;
+	/* The body that opened it, its egress as narrowed since: what opens
+	 * it again after serve's restart (ckpt_store.h), under the limits
+	 * then in force. */
+	json_t *terms;
 	unsigned refs;
 	bool deleted;
 	struct hsession *next;
@@ -31,10 +36,25 @@ void sessions_init(struct session_table *t);
  * limit (none is made); or the library's -errno. All or none. */
 int sessions_fork(struct session_table *t, struct hsession *from, unsigned n,
 		  struct hsession **out, struct aj_checkpoint_info *info, struct aj_error *err);
-/* Opens a session under cfg for owner: 0, -EDQUOT (the key holds its
- * sessions already), or the library's -errno; err says why. */
-int sessions_create(struct session_table *t, const struct aj_config *cfg, struct key_use *owner,
+/* How a session is opened under cfg: aj_session_open's shape. */
+typedef int (*session_opener)(void *arg, const struct aj_config *cfg, struct aj_session **out,
+			      struct aj_error *err);
+struct session_make {
+	const struct aj_config *cfg;
+	json_t *terms;        /* kept (a reference taken) */
+	const char *id;       /* NULL: the library's id for it */
+	session_opener open;  /* NULL: aj_session_open */
+	void *arg;
+};
+/* Opens a session for owner: 0, -EDQUOT (the key holds its sessions
+ * already), or the opener's -errno; err says why. */
+int sessions_create(struct session_table *t, const struct session_make *m, struct key_use *owner,
 		    struct hsession **out, struct aj_error *err);
+/* Calls fn on each live session (the table's lock held: fn must not
+ * call into the table). */
+void sessions_each(struct session_table *t, void (*fn)(struct hsession *h, void *arg), void *arg);
+/* Sets h's terms' allow lists to kept's (after a narrowing). */
+void sessions_narrowed(struct session_table *t, struct hsession *h, json_t *kept);
 /* The session id names, if owner holds it, with a reference; else NULL. */
 struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner);
 void sessions_put(struct session_table *t, struct hsession *h);

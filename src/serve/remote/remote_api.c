@@ -171,10 +171,14 @@ static long open_sessions(struct service *svc, const char *owner, struct aj_erro
 }
 
 static void session_open(struct service *svc, const struct http_request *rq,
-			 struct http_response *rs, const struct aj_config *cfg,
-			 const struct run_terms *t)
+			 struct http_response *rs, const struct session_opening *o)
 {
-	(void)cfg; /* the worker applies t to its own deployer's config */
+	/* The worker applies t to its own deployer's config. */
+	const struct run_terms *t = o->t;
+	if (o->from_checkpoint)
+		return respond_error(rs, 501, "not_offered", "from_checkpoint: checkpoints are not "
+				     "kept by a server with --queue yet: its sessions live on "
+				     "workers");
 	struct aj_error err = {0};
 	long held = open_sessions(svc, rq->key->name, &err);
 	if (held < 0)
@@ -468,11 +472,13 @@ static void session_call(struct service *svc, const struct http_request *rq,
 		session_egress(svc, rq, rs, id, worker);
 	} else if (r->op == SESSION_PROC) {
 		remote_session_proc(svc, rq, rs, id, worker, r);
-	} else if (r->op == SESSION_PAUSE || r->op == SESSION_RESUME || r->op == SESSION_FORK) {
+	} else if (r->op == SESSION_PAUSE || r->op == SESSION_RESUME || r->op == SESSION_FORK ||
+		   r->op == SESSION_CHECKPOINT) {
 		/* A paused session's state would live on its worker, and a fork's
 		 * copies on others: not carried over the queue yet. */
 		respond_error(rs, 501, "not_offered",
-			      "pause, resume and fork are not offered with a queue (--queue) yet: "
+			      "pause, resume, fork and checkpoint are not offered with a queue "
+			      "(--queue) yet: "
 			      "a session's state stays on its worker; serve without --queue offers "
 			      "them");
 	} else {
