@@ -383,14 +383,21 @@ static void set_polling(struct aj_session *s, bool on)
 	pthread_mutex_unlock(&s->nudge_lock);
 }
 
-static int enter(struct aj_session *s, struct aj_error *err)
+/* A caller's turn at the lock: ahead of background reads (it wakes one
+ * that waits on the sandbox for it). */
+static void take_lock(struct aj_session *s)
 {
-	if (!s)
-		return error_set(err, -EINVAL, "session: no session given");
 	atomic_fetch_add(&s->callers, 1);
 	nudge_poll(s);
 	pthread_mutex_lock(&s->lock);
 	atomic_fetch_sub(&s->callers, 1);
+}
+
+static int enter(struct aj_session *s, struct aj_error *err)
+{
+	if (!s)
+		return error_set(err, -EINVAL, "session: no session given");
+	take_lock(s);
 	atomic_store(&s->last_call_ms, now_ms());
 	return enter_locked(s, err);
 }
@@ -862,10 +869,7 @@ int session_hold_asleep(struct aj_session *s, int *paused, struct aj_error *err)
 	*paused = -1;
 	if (!s)
 		return error_set(err, -EINVAL, "session: no session given");
-	atomic_fetch_add(&s->callers, 1);
-	nudge_poll(s);
-	pthread_mutex_lock(&s->lock);
-	atomic_fetch_sub(&s->callers, 1);
+	take_lock(s);
 	enforce_limits(s, now_ms(), true);
 	if (s->paused_fd >= 0) {
 		*paused = s->paused_fd;

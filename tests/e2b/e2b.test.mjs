@@ -97,7 +97,7 @@ before(async () => {
     '--sessions', '8'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
   const mine = add('alice');
   otherKey = add('bob');
-  serve = await startServe(['--keys', file,
+  serve = await startServe(['--keys', file, '--checkpoint-dir', join(keysDir, 'checkpoints'),
     '--allow-cidr', `127.0.0.1/32:${inside.address().port}`,
     '--allow-cidr', `127.0.0.2/32:${outside.address().port}`]);
   serve.key = mine;
@@ -207,6 +207,44 @@ describe('E2B pause, connect and fork', () => {
       await sbx.kill();
     }
   });
+
+  test('a snapshot outlives its sandbox and makes new ones; it is the key\'s own', async () => {
+    const sbx = await Sandbox.create();
+    const made = [];
+    try {
+      await sbx.runCode('import pathlib\nbase = 100');
+      await sbx.files.write('data.txt', 'from the snapshot');
+      const snap = await sbx.createSnapshot({ name: 'warm-start' });
+      assert.deepEqual(snap.names, ['warm-start']);
+      const named = await sbx.createSnapshot();
+      assert.deepEqual(named.names, [named.snapshotId]);
+      await sbx.runCode('base = 0');
+      await sbx.kill();
+      const listed = await Base.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems();
+      assert.deepEqual(listed.map((s) => s.snapshotId).sort(),
+        [snap.snapshotId, named.snapshotId].sort());
+      assert.deepEqual((await Base.listSnapshots({ name: 'warm-start' }).nextItems())
+        .map((s) => s.snapshotId), [snap.snapshotId]);
+      // By id and by name (with E2B's tag), each a sandbox with the state.
+      for (const t of [snap.snapshotId, 'warm-start:default']) {
+        const c = await Sandbox.create(t);
+        made.push(c);
+        assert.equal((await c.runCode('base + 1')).text, '101');
+        assert.equal(await c.files.read('data.txt'), 'from the snapshot');
+      }
+      // Another key: none of them, by list, create or delete.
+      const as = { apiKey: otherKey };
+      assert.deepEqual(await Base.listSnapshots(as).nextItems(), []);
+      await assert.rejects(Sandbox.create(snap.snapshotId, as), /not found/);
+      assert.equal(await Base.deleteSnapshot(snap.snapshotId, as), false);
+      assert.equal(await Base.deleteSnapshot(snap.snapshotId), true);
+      assert.equal(await Base.deleteSnapshot(snap.snapshotId), false);
+      assert.equal(await Base.deleteSnapshot(named.snapshotId), true);
+      await assert.rejects(Sandbox.create(snap.snapshotId), /not found/);
+    } finally {
+      for (const c of made) await c.kill();
+    }
+  });
 });
 
 describe('E2B sandbox', () => {
@@ -297,7 +335,7 @@ test('what is not supported fails naming itself', async () => {
   await assert.rejects(Base.create('my-own-template'), /template 'my-own-template' not found/);
   const sbx = await Base.create();
   try {
-    await assert.rejects(sbx.createSnapshot(), /snapshots .* is not supported by agentjail/);
+    await assert.rejects(sbx.getMetrics(), /metrics .* is not supported by agentjail/);
   } finally {
     await sbx.kill();
   }

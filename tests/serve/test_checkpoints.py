@@ -65,8 +65,12 @@ def test_checkpoint_restore_list_and_delete_are_the_keys_own(start, tmp_path):
         r = s.request("POST", "/v1/sessions", {"from_checkpoint": bad}, key=alice)
         assert r.code == 404, (bad, r.body)
     assert s.request("POST", "/v1/sessions", {"from_checkpoint": 7}, key=alice).code == 400
-    assert s.request("POST", f"/v1/sessions/{sid}/checkpoint", {"name": "x"},
-                     key=alice).code == 400
+    for bad in ({"name": "../x"}, {"name": ""}, {"name": 3}, {"name": "x" * 65}, {"tag": "x"}):
+        r = s.request("POST", f"/v1/sessions/{sid}/checkpoint", bad, key=alice)
+        assert r.code == 400, (bad, r.body)
+    r = s.request("POST", f"/v1/sessions/{sid}/checkpoint", {"name": "before-x.1"}, key=alice)
+    assert r.code == 201 and r.json()["name"] == "before-x.1", r.body
+    assert s.request("DELETE", f"/v1/checkpoints/{r.json()['id']}", key=alice).code == 204
     assert s.request("GET", f"/v1/sessions/{sid}/checkpoint", key=alice).code == 405
     assert s.request("PUT", "/v1/checkpoints", b"", key=alice, raw=True).code == 405
 

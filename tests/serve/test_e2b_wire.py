@@ -149,8 +149,20 @@ def test_control_plane_as_python_calls_it(start):
     for f in forks:
         assert control(s, "DELETE", f"/sandboxes/{f['sandboxID']}")[0] == 204
     # Errors: {"code": int, "message"}, which handle_api_exception reads.
-    code, _, data = control(s, "POST", f"/sandboxes/{sid}/snapshots", {})
-    assert code == 501 and "snapshots" in json.loads(data)["message"]
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/metrics", {})
+    assert code == 501 and "metrics" in json.loads(data)["message"]
+    # A snapshot (Python's create_snapshot): {"snapshotID", "names"}, a
+    # create from it, and DELETE /templates/ID (delete_snapshot).
+    code, _, data = control(s, "POST", f"/sandboxes/{sid}/snapshots", {"name": "py-snap"})
+    assert code == 201 and json.loads(data)["names"] == ["py-snap"], data
+    snap = json.loads(data)["snapshotID"]
+    code, _, data = control(s, "GET", f"/snapshots?sandboxID={sid}")
+    assert code == 200 and json.loads(data) == [{"snapshotID": snap, "names": ["py-snap"]}]
+    code, _, data = control(s, "POST", "/sandboxes", {"templateID": snap})
+    assert code == 201, data
+    assert control(s, "DELETE", f"/sandboxes/{json.loads(data)['sandboxID']}")[0] == 204
+    assert control(s, "DELETE", f"/templates/{snap}")[0] == 204
+    assert control(s, "DELETE", f"/templates/{snap}")[0] == 404
     for x in (sid, other["sandboxID"], v2):
         assert control(s, "DELETE", f"/sandboxes/{x}")[0] == 204
     code, _, data = control(s, "DELETE", f"/sandboxes/{sid}")

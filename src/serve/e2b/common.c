@@ -38,3 +38,19 @@ void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
 	rs->body = NULL;
 	respond_json(rs, status, json_pack("{s:i, s:s}", "code", status, "message", m));
 }
+
+/* The body as an object, or NULL with the 400 answered. */
+json_t *e2b_body_object(const struct http_request *rq, struct http_response *rs)
+{
+	if (!rq->body_len)
+		return json_object();
+	if (request_json_caps(rq, rs))
+		return NULL;
+	json_t *o = json_loadb(rq->body, rq->body_len, 0, NULL);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		e2b_error(rs, 400, "the body is not a JSON object");
+		return NULL;
+	}
+	return o;
+}

@@ -47,6 +47,9 @@ struct e2b *e2b_of(struct service *svc);
  * a relative path is the workspace's; out (n bytes) holds it. NULL when
  * path is longer than E2B_PATH_MAX or does not fit. */
 const char *e2b_path(const char *path, char *out, size_t n);
+/* The request's body as a JSON object (none: {}), or NULL with the 400
+ * answered. */
+json_t *e2b_body_object(const struct http_request *rq, struct http_response *rs);
 /* {"code": status, "message"}: the control plane's error shape. */
 void e2b_error(struct http_response *rs, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -20,7 +20,9 @@
  *                                          a sandbox of its own, with the
  *                                          original's template, metadata and
  *                                          contexts
- *   snapshots, metrics, network            501, named: not yet
+ *   POST   /sandboxes/ID/snapshots, GET    snapshots.c: checkpoints
+ *          /snapshots, DELETE /templates/ID
+ *   metrics, network                       501, named: not yet
  *
  * Errors are E2B's: {"code": status, "message"}. Another key's sandbox
  * answers as none. */
@@ -37,6 +39,7 @@
 #include "../admit/service.h"
 #include "common.h"
 #include "control.h"
+#include "snapshots.h"
 #include "v1_client.h"
 
 /* E2B's default timeout for a sandbox, in seconds. */
@@ -61,34 +64,6 @@ static json_t *rfc3339(double t)
 	size_t n = strlen(buf);
 	snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)((t - (double)s) * 1000.0));
 	return json_string(buf);
-}
-
-/* A v1 failure as E2B's error, the same status and words. */
-static void from_v1(struct http_response *rs, struct http_response *v1, const char *what)
-{
-	char m[400];
-	v1_error_message(v1, m, sizeof m);
-	int code = v1->code;
-	unsigned retry = v1->retry_after;
-	v1_free(v1);
-	e2b_error(rs, code, "%s: %s", what, m[0] ? m : "refused");
-	rs->retry_after = retry;
-}
-
-/* The body as an object, or NULL with the 400 answered. */
-static json_t *body_object(const struct http_request *rq, struct http_response *rs)
-{
-	if (!rq->body_len)
-		return json_object();
-	if (request_json_caps(rq, rs))
-		return NULL;
-	json_t *o = json_loadb(rq->body, rq->body_len, 0, NULL);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		e2b_error(rs, 400, "the body is not a JSON object");
-		return NULL;
-	}
-	return o;
 }
 
 /* A "timeout" in seconds (absent: def), within the session's lifetime:
@@ -252,17 +227,23 @@ static bool template_known(const char *t)
 
 static void create(struct service *svc, const struct http_request *rq, struct http_response *rs)
 {
-	json_t *o = body_object(rq, rs), *terms = json_object();
+	json_t *o = e2b_body_object(rq, rs), *terms = json_object();
 	if (!o)
 		goto out;
 	struct e2b_sandbox sb = {0};
 	const char *tpl = json_string_value(json_object_get(o, "templateID"));
 	if (!tpl)
 		tpl = "base";
-	if (!template_known(tpl)) {
+	char snap[80];
+	int known = template_known(tpl) ? 1 : e2b_snapshot_of(svc, rq, rs, tpl, snap, sizeof snap);
+	if (known < 0)
+		goto out;
+	if (!known) /* a snapshot of the key's: a sandbox with its state */
+		json_object_set_new(terms, "from_checkpoint", json_string(snap));
+	else if (!template_known(tpl)) {
 		e2b_error(rs, 404, "template '%.60s' not found: this agentjail serve offers base, "
-			  "code-interpreter-v1 and code-interpreter, each the deployer's sandbox "
-			  "(docs/e2b.md)", tpl);
+			  "code-interpreter-v1 and code-interpreter, each the deployer's sandbox, "
+			  "and the key's snapshots (docs/e2b.md)", tpl);
 		goto out;
 	}
 	snprintf(sb.template_id, sizeof sb.template_id, "%s", tpl);
@@ -287,7 +268,7 @@ static void create(struct service *svc, const struct http_request *rq, struct ht
 	v1_call(svc, rq->key, "POST", "/v1/sessions", terms, NULL, &v1);
 	terms = NULL; /* v1_call's now */
 	if (v1.code != 201) {
-		from_v1(rs, &v1, "the sandbox could not be made");
+		v1_refusal(rs, &v1, "the sandbox could not be made");
 		goto out;
 	}
 	json_t *b = v1_body(&v1);
@@ -356,7 +337,7 @@ static int session_resume(struct service *svc, const struct http_request *rq,
 	struct http_response v1;
 	v1_call(svc, rq->key, "POST", path, NULL, NULL, &v1);
 	if (v1.code != 200) {
-		from_v1(rs, &v1, "the sandbox could not be resumed");
+		v1_refusal(rs, &v1, "the sandbox could not be resumed");
 		return -1;
 	}
 	v1_free(&v1);
@@ -380,7 +361,7 @@ static void pause_e2b_sandbox(struct service *svc, const struct http_request *rq
 		return e2b_error(rs, 409, "sandbox %.40s is paused already", id);
 	}
 	if (v1.code != 200)
-		return from_v1(rs, &v1, "the sandbox could not be paused");
+		return v1_refusal(rs, &v1, "the sandbox could not be paused");
 	v1_free(&v1);
 	e2b_sandboxes_set_paused(e2b_of(svc)->sandboxes, id, rq->key, true);
 	respond_json(rs, 204, NULL);
@@ -392,7 +373,7 @@ static void pause_e2b_sandbox(struct service *svc, const struct http_request *rq
 static void fork_e2b_sandbox(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const char *id)
 {
-	json_t *o = body_object(rq, rs), *req = NULL, *copies = NULL;
+	json_t *o = e2b_body_object(rq, rs), *req = NULL, *copies = NULL;
 	struct e2b_sandbox sb = {0};
 	if (!o)
 		return;
@@ -409,7 +390,7 @@ static void fork_e2b_sandbox(struct service *svc, const struct http_request *rq,
 	v1_call(svc, rq->key, "POST", path, req, NULL, &v1);
 	req = NULL; /* v1_call's now */
 	if (v1.code != 201) {
-		from_v1(rs, &v1, "the sandbox could not be forked");
+		v1_refusal(rs, &v1, "the sandbox could not be forked");
 		goto out;
 	}
 	json_t *b = v1_body(&v1);
@@ -448,7 +429,7 @@ out:
 static void set_end(struct service *svc, const struct http_request *rq, struct http_response *rs,
 		    const char *id, const char *field, bool connect)
 {
-	json_t *o = body_object(rq, rs);
+	json_t *o = e2b_body_object(rq, rs);
 	if (!o)
 		return;
 	struct e2b_sandbox sb;
@@ -605,6 +586,8 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 	const char *p = rq->path, *m = rq->method;
 	bool v2 = !strncmp(p, "/v2", 3);
 	const char *base = v2 ? p + 3 : p;
+	if (!strcmp(p, "/snapshots") || !strncmp(p, "/templates/", 11))
+		return e2b_snapshots(svc, rq, rs);
 	if (!strcmp(base, "/sandboxes")) {
 		if (!strcmp(m, "POST"))
 			return create(svc, rq, rs);
@@ -635,7 +618,9 @@ void e2b_control(struct service *svc, const struct http_request *rq, struct http
 		return pause_e2b_sandbox(svc, rq, rs, id);
 	if (!strcmp(rest, "/fork"))
 		return fork_e2b_sandbox(svc, rq, rs, id);
-	static const char *const later[] = {"/snapshots", "/metrics", "/network", NULL};
+	if (!strcmp(rest, "/snapshots"))
+		return e2b_snapshot_create(svc, rq, rs, id);
+	static const char *const later[] = {"/metrics", "/network", NULL};
 	for (size_t i = 0; later[i]; i++)
 		if (!strcmp(rest, later[i]))
 			return e2b_error(rs, 501, "sandbox %s (%s) is not supported by agentjail yet "

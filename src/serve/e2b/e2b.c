@@ -64,7 +64,8 @@ void e2b_sweep(struct service *svc)
 
 static bool control_path(const char *path)
 {
-	return !strncmp(path, "/sandboxes", 10) || !strncmp(path, "/v2/sandboxes", 13);
+	return !strncmp(path, "/sandboxes", 10) || !strncmp(path, "/v2/sandboxes", 13) ||
+	       !strcmp(path, "/snapshots") || !strncmp(path, "/templates/", 11);
 }
 
 bool e2b_is(const char *path)

@@ -64,3 +64,15 @@ void v1_free(struct http_response *rs)
 	rs->body = NULL;
 	rs->len = 0;
 }
+
+/* A v1 failure as E2B's error, the same status and words. */
+void v1_refusal(struct http_response *rs, struct http_response *v1, const char *what)
+{
+	char m[400];
+	v1_error_message(v1, m, sizeof m);
+	int code = v1->code;
+	unsigned retry = v1->retry_after;
+	v1_free(v1);
+	e2b_error(rs, code, "%s: %s", what, m[0] ? m : "refused");
+	rs->retry_after = retry;
+}

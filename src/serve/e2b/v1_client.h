@@ -28,6 +28,9 @@ json_t *v1_body(const struct http_response *rs);
 /* The v1 error's message (its "error"."message"), or "" (owned by the
  * caller's parse: copied into buf). */
 const char *v1_error_message(const struct http_response *rs, char *buf, size_t n);
+/* A v1 refusal (v1, freed) as E2B's error in rs: the same status and
+ * Retry-After, "what: " before its words. */
+void v1_refusal(struct http_response *rs, struct http_response *v1, const char *what);
 /* Frees rs's body (a stream's end is the caller's, by stream_done). */
 void v1_free(struct http_response *rs);
 

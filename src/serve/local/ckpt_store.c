@@ -199,7 +199,7 @@ static json_t *public_record(json_t *rec)
 }
 
 int ckpt_store_save(struct ckpt_store *st, const char *owner, struct aj_session *s,
-		    const char *from, json_t **out, struct aj_error *err)
+		    const char *from, const char *name, json_t **out, struct aj_error *err)
 {
 	*out = NULL;
 	char d[PATH_MAX - 64], id[33], part[PATH_MAX], final[PATH_MAX];
@@ -228,6 +228,8 @@ int ckpt_store_save(struct ckpt_store *st, const char *owner, struct aj_session 
 				(json_int_t)(now + (time_t)st->ttl_sec), "bytes",
 				(json_int_t)info.bytes, "files", (int)info.files, "left_out",
 				(int)info.left_out, "note", info.note, "file_bytes", (json_int_t)0);
+	if (rec && name)
+		json_object_set_new(rec, "name", json_string(name));
 	pthread_mutex_lock(&st->lock);
 	/* Counted again with the new file's size, under the lock: two made
 	 * at once cannot both pass the quota. */

@@ -33,11 +33,12 @@ int ckpt_store_open(struct ckpt_store *st, const char *dir, double ttl_sec, unsi
 void ckpt_store_close(struct ckpt_store *st);
 
 /* A checkpoint of s for the key named owner, from the session named
- * from: its record ({"id", "session", "created", "expires", "bytes",
- * "files", "left_out", "note"}) in *out. -EDQUOT when it would take the key
+ * from, named name (NULL: no name): its record ({"id", "session",
+ * "name"?, "created", "expires", "bytes", "files", "left_out", "note"}) in
+ * *out. -EDQUOT when it would take the key
  * past its quota (none is kept), or the library's -errno; err says why. */
 int ckpt_store_save(struct ckpt_store *st, const char *owner, struct aj_session *s,
-		    const char *from, json_t **out, struct aj_error *err);
+		    const char *from, const char *name, json_t **out, struct aj_error *err);
 /* A new session under cfg from owner's checkpoint id: -ENOENT when the
  * key has none of that id (or it expired), else as aj_session_restore. */
 int ckpt_store_restore(struct ckpt_store *st, const char *owner, const char *id,

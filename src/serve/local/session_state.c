@@ -147,12 +147,26 @@ void local_session_checkpoint(struct service *svc, const struct http_request *rq
 {
 	if (store_missing(svc, rs))
 		return;
-	if (rq->body_len && strspn((const char *)rq->body, " \t\r\n{}") != rq->body_len)
-		return respond_error(rs, 400, "bad_request", "checkpoint takes no fields");
+	static const char *const allowed[] = {"name", NULL};
+	json_t *o = rq->body_len ? request_body(rq, rs, allowed) : json_object();
+	if (!o)
+		return;
+	json_t *n = json_object_get(o, "name");
+	const char *name = json_string_value(n);
+	/* A name is a label to find it by (E2B's snapshot names): short,
+	 * printable, no path or markup in it. */
+	if (n && (!name || !*name || strlen(name) > 64 ||
+		  strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+			  strlen(name))) {
+		json_decref(o);
+		return respond_error(rs, 400, "bad_request", "name: 1 to 64 of letters, digits, "
+				     "'.', '_' and '-'");
+	}
 	json_t *rec = NULL;
 	struct aj_error err = {0};
 	struct owner me = store_owner_of(rq->key);
-	int rc = ckpt_store_save(&local_of(svc)->ckpts, me.s, h->s, h->id, &rec, &err);
+	int rc = ckpt_store_save(&local_of(svc)->ckpts, me.s, h->s, h->id, name, &rec, &err);
+	json_decref(o);
 	if (rc == -EDQUOT)
 		return respond_error(rs, 507, "checkpoint_quota", "%s", err.message);
 	if (rc)
