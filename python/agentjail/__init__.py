@@ -14,7 +14,7 @@ and arun / astream for asyncio.
 
 Remote (docs/python.md#remote): agentjail.connect(url, key) is the same API
 over an `agentjail serve`, in pure Python (no C library, no root)."""
-from .checkpoint import CheckpointInfo, CheckpointKey
+from .checkpoint import CheckpointInfo, CheckpointKey, StoredCheckpoint
 from .errors import (AgentjailError, CheckpointError, CheckpointRefused, ConfigError,
                      EgressError, FileTransferError, InvalidCode,
                      InvalidCommand, ProcessError, RateLimited, RunLost,
@@ -76,4 +76,5 @@ __all__ = [
     "connect", "RemoteSandbox", "RemoteSession", "RemoteProcess", "RemoteTerminal",
     "RateLimited", "RunLost",
     "CheckpointKey", "CheckpointInfo", "CheckpointError", "CheckpointRefused",
+    "StoredCheckpoint",
 ]

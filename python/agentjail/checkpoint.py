@@ -17,7 +17,8 @@ from .errors import CheckpointError, CheckpointRefused
 
 KEY_BYTES = 32
 MAX_FORK = 100  # AJ_MAX_FORK
-__all__ = ["CheckpointError", "CheckpointInfo", "CheckpointKey", "CheckpointRefused"]
+__all__ = ["CheckpointError", "CheckpointInfo", "CheckpointKey", "CheckpointRefused",
+           "StoredCheckpoint"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,30 @@ class CheckpointInfo:
     files: int
     left_out: int
     note: str
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """A checkpoint serve keeps for the key (POST .../checkpoint): its id
+    (for RemoteSandbox.restore), the session it was made of, its name (or
+    None), when it was made and expires (Unix seconds), and what it
+    carried."""
+    id: str
+    session: str
+    name: object
+    created: int
+    expires: int
+    bytes: int
+    files: int
+    left_out: int
+    note: str
+
+    @classmethod
+    def _of(cls, rec):
+        return cls(rec["id"], rec.get("session") or "", rec.get("name"),
+                   int(rec.get("created") or 0), int(rec.get("expires") or 0),
+                   int(rec.get("bytes") or 0), int(rec.get("files") or 0),
+                   int(rec.get("left_out") or 0), rec.get("note") or "")
 
 
 class CheckpointKey:

@@ -172,6 +172,7 @@ RemoteFileTransferError = _with_errno(FileTransferError)
 RemoteProcessError = _with_errno(ProcessError)
 RemoteEgressError = _with_errno(EgressError)
 RemoteCheckpointError = _with_errno(CheckpointError)
+RemoteCheckpointRefused = _with_errno(CheckpointRefused)
 
 
 class RemoteInvalidCommand(ServeError, InvalidCommand):

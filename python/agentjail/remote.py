@@ -25,7 +25,8 @@ import urllib.parse
 from ._closing import Closing
 from ._listen import EventSink, listener_for
 from ._streams import RunMethods
-from .errors import (ConfigError, RemoteCheckpointError, RemoteConfigError, RemoteEgressError,
+from .errors import (ConfigError, RemoteCheckpointError, RemoteCheckpointRefused,
+                     RemoteConfigError, RemoteEgressError,
                      RemoteFileTransferError, RemoteInvalidCode, RemoteInvalidCommand,
                      RemoteProcessError, RemoteSessionClosed, RemoteSessionLimit,
                      SandboxClosed, ServeError)
@@ -200,6 +201,11 @@ class RemoteSandbox(_Runner, Closing):
         variables for its code; limits: narrower than serve's
         ({"memory_mb": 128}); allow_hosts / allow_cidrs: egress rules, a
         subset of serve's."""
+        body = self._session_body(env, limits, allow_hosts, allow_cidrs)
+        status, answer = self._client._json("POST", "/v1/sessions", body, _session_open_error)
+        return RemoteSession(self._client, answer["id"], answer)
+
+    def _session_body(self, env, limits, allow_hosts, allow_cidrs):
         if self._calls.closed:
             raise self._closed_error()
         body = {}
@@ -211,8 +217,40 @@ class RemoteSandbox(_Runner, Closing):
         for name, v in (("allow_hosts", allow_hosts), ("allow_cidrs", allow_cidrs)):
             if v is not None:
                 body[name] = [v] if isinstance(v, str) else list(v)
-        status, answer = self._client._json("POST", "/v1/sessions", body, _session_open_error)
+        return body
+
+    def restore(self, checkpoint_id, env=None, limits=None, allow_hosts=None,
+                allow_cidrs=None):
+        """A RemoteSession with the state of the key's checkpoint
+        checkpoint_id (POST /v1/sessions with "from_checkpoint"), under
+        these terms (as session()) and serve's limits today. A checkpoint
+        the key does not hold raises RemoteCheckpointError (ENOENT); one
+        whose file fails its tag, RemoteCheckpointRefused."""
+        body = self._session_body(env, limits, allow_hosts, allow_cidrs)
+        body["from_checkpoint"] = str(checkpoint_id)
+        status, answer = self._client._json("POST", "/v1/sessions", body, _checkpoint_error)
         return RemoteSession(self._client, answer["id"], answer)
+
+    def checkpoints(self):
+        """The key's checkpoints on serve, newest first: [StoredCheckpoint]."""
+        from .checkpoint import StoredCheckpoint
+        status, answer = self._client._json("GET", "/v1/checkpoints", None, _checkpoint_error)
+        return [StoredCheckpoint._of(c) for c in answer.get("checkpoints") or []]
+
+    def delete_checkpoint(self, checkpoint_id):
+        """Deletes one of the key's checkpoints: True, or False when it
+        holds none of that id."""
+        def what(status, code, message, body, after):
+            return None if status == 404 else _checkpoint_error(status, code, message, body,
+                                                                 after)
+        try:
+            self._client._json("DELETE", "/v1/checkpoints/" +
+                               urllib.parse.quote(str(checkpoint_id), safe=""), None, what)
+        except ServeError as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
 
     def submit(self, code, timeout=None, webhook=None):
         """A background run recorded on serve: its RemoteRunHandle (wait,
@@ -258,6 +296,18 @@ def _session_open_error(status, code, message, body, after):
     if status in (429, 503) and code == "session_limit":
         return RemoteSessionLimit(status, code, message, body, after)
     return _code_error(status, code, message, body, after)
+
+
+def _checkpoint_error(status, code, message, body, after):
+    """serve's refusals of its checkpoints, as the local library's errnos."""
+    if status == 422:
+        return RemoteCheckpointRefused(status, code, message, body, after,
+                                       errno=_errno.EBADMSG)
+    numbers = {404: _errno.ENOENT, 507: _errno.EDQUOT, 501: _errno.ENOTSUP,
+               503: _errno.EAGAIN if code == "checkpoints_unavailable" else None}
+    if numbers.get(status):
+        return RemoteCheckpointError(status, code, message, body, after, errno=numbers[status])
+    return _session_open_error(status, code, message, body, after)
 
 
 class RemoteSession(_Runner, Closing):
@@ -500,6 +550,21 @@ class RemoteSession(_Runner, Closing):
         a = self._json("POST", "/pause", None, self._state_error)
         return CheckpointInfo(int(a.get("bytes") or 0), int(a.get("files") or 0),
                               int(a.get("left_out") or 0), a.get("note") or "")
+
+    def checkpoint(self, name=None):
+        """The session's state kept on serve under an id of the key's (POST
+        .../checkpoint; a paused session stays paused): a StoredCheckpoint,
+        whose id RemoteSandbox.restore opens. name: a label to list it by.
+        Past the key's quota: RemoteCheckpointError (EDQUOT)."""
+        from .checkpoint import StoredCheckpoint
+
+        def what(status, code, message, body, after):
+            return self._gone(status, code, message, body, after) or \
+                (_checkpoint_error(status, code, message, body, after)
+                 if status in (507, 501, 503) else
+                 self._state_error(status, code, message, body, after))
+        body = {} if name is None else {"name": name}
+        return StoredCheckpoint._of(self._json("POST", "/checkpoint", body, what))
 
     def resume(self):
         """Brings a paused session back now (POST .../resume)."""

@@ -76,7 +76,8 @@ before(async () => {
     ...more], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
   const key = add('alice', '--sessions', '8');
   const slowKey = add('slow', '--runs-per-minute', '1');
-  serve = await startServe(['--keys', file, '--session-idle', '120']);
+  serve = await startServe(['--keys', file, '--session-idle', '120',
+    '--checkpoint-dir', join(keysDir, 'checkpoints')]);
   serve.key = key;
   serve.slowKey = slowKey;
 });
@@ -189,6 +190,29 @@ test('pause, resume and fork keep a session\'s state', async () => {
     await assert.rejects(s.fork(0), (e) => e instanceof aj.ConfigError);
   } finally {
     for (const c of copies) await c.close();
+    await s.close();
+  }
+});
+
+test('a checkpoint kept on serve is restored, listed and deleted', async () => {
+  const s = await sb().session();
+  let again;
+  try {
+    await s.run('x = 41');
+    const c = await s.checkpoint({ name: 'first' });
+    assert.equal(c.session, s.id);
+    assert.equal(c.name, 'first');
+    assert.ok(c.expires > c.created && c.bytes > 0);
+    await s.run('x = 0');
+    assert.ok((await sb().checkpoints()).some((k) => k.id === c.id));
+    again = await sb().restore(c.id);
+    assert.equal((await again.run('print(x + 1)')).stdout, '42\n');
+    assert.equal(await sb().deleteCheckpoint(c.id), true);
+    assert.equal(await sb().deleteCheckpoint(c.id), false);
+    await assert.rejects(sb().restore(c.id),
+      (e) => e instanceof aj.CheckpointError && e.status === 404);
+  } finally {
+    await again?.close();
     await s.close();
   }
 });
@@ -383,7 +407,8 @@ test('TLS is refused unless the CA is given', async () => {
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt',
     'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2',
     '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  const s = await startServe(['--tls-cert', cert, '--tls-key', key]);
+  const s = await startServe(['--tls-cert', cert, '--tls-key', key,
+    '--checkpoint-dir', join(dir, 'checkpoints')]);
   servers.push(s);
   try {
     assert.match(s.url, /^https:/);

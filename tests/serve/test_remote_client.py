@@ -150,6 +150,42 @@ def test_a_session_limit_is_the_local_type(start, tmp_path):
         assert e.value.status == 429
 
 
+def test_checkpoints_kept_on_serve(start, tmp_path):
+    """RemoteSession.checkpoint keeps the state on serve; RemoteSandbox
+    restores it, lists and deletes the key's; refusals are the library's
+    errnos (ENOENT, EDQUOT, EBADMSG as CheckpointRefused)."""
+    store = tmp_path / "ckpts"
+    s = start("--checkpoint-dir", str(store), "--checkpoint-quota-mb", "1")
+    sb = agentjail.connect(s.url, s.key)
+    with sb.session() as se:
+        se.run("import os\nx = 41\nblob = os.urandom(600 * 1024)")
+        c = se.checkpoint(name="start")
+        assert isinstance(c, agentjail.StoredCheckpoint)
+        assert (c.session, c.name, c.left_out) == (se.id, "start", 0) and c.expires > c.created
+        with pytest.raises(agentjail.CheckpointError) as e:
+            se.checkpoint()  # two of 600 KiB do not fit in 1 MiB
+        assert e.value.errno == errno.EDQUOT and isinstance(e.value, agentjail.ServeError)
+    assert [x.id for x in sb.checkpoints()] == [c.id]
+    with sb.restore(c.id, limits={"memory_mb": 128}) as again:
+        assert again.run("print(x + 1)").stdout == "42\n"
+    with pytest.raises(agentjail.CheckpointError) as e:
+        sb.restore("0" * 32)
+    assert e.value.errno == errno.ENOENT
+    (path,) = [os.path.join(d, f) for d, _, fs in os.walk(store) for f in fs
+               if f == f"c-{c.id}.ckpt"]
+    with open(path, "r+b") as f:
+        f.seek(100)
+        b = f.read(1)
+        f.seek(100)
+        f.write(bytes([b[0] ^ 0x40]))
+    with pytest.raises(agentjail.CheckpointRefused) as e:
+        sb.restore(c.id)
+    assert e.value.errno == errno.EBADMSG and e.value.status == 422
+    assert sb.delete_checkpoint(c.id) is True
+    assert sb.delete_checkpoint(c.id) is False
+    assert sb.checkpoints() == []
+
+
 def test_tls_is_refused_unless_the_ca_is_given(start, tmp_path):
     cert, keyfile = make_cert(str(tmp_path))
     s = start("--tls-cert", cert, "--tls-key", keyfile)

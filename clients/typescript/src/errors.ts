@@ -74,9 +74,13 @@ export class ProcessError extends ServeError {}
 export class InvalidCommand extends ServeError {}
 /** egressKeep of a rule the session does not have. */
 export class EgressError extends ServeError {}
-/** A pause, resume or fork refused: paused already (409), its state past
- *  the sandbox's limits (413), not offered with a queue (501). */
+/** A pause, resume, fork or checkpoint refused: paused already (409), its
+ *  state past the sandbox's limits (413), no such checkpoint of the key's
+ *  (404), past the key's quota (507), not offered with a queue (501). */
 export class CheckpointError extends ServeError {}
+/** A checkpoint whose file failed its tag (422): changed on serve's disk;
+ *  nothing was opened. */
+export class CheckpointRefused extends CheckpointError {}
 
 /** The sandbox itself failed (status sandbox_error): never the code's
  *  fault. */

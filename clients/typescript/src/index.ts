@@ -13,6 +13,6 @@ export type { ToolDefinition, ToolResult } from './tools.js';
 export {
   AgentjailError, ConfigError, ServeError, Unauthorized, RateLimited, Unavailable, RunLost,
   SessionClosed, SessionLimitReached, FileTransferError, ProcessError, InvalidCommand,
-  EgressError, CheckpointError, SandboxError,
+  EgressError, CheckpointError, CheckpointRefused, SandboxError,
 } from './errors.js';
-export type { CheckpointInfo } from './sandbox.js';
+export type { CheckpointInfo, StoredCheckpoint } from './sandbox.js';

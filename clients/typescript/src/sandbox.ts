@@ -1,7 +1,7 @@
 // The sandbox, its sessions and their commands, over serve's v1 API: the
 // Python client's shape (agentjail.connect()) in TypeScript.
 import {
-  CheckpointError, ConfigError, EgressError, FileTransferError, InvalidCommand, ProcessError,
+  CheckpointError, CheckpointRefused, ConfigError, EgressError, FileTransferError, InvalidCommand, ProcessError,
   ServeError, SessionClosed, SessionLimitReached,
 } from './errors.js';
 import type { Execution, FileInfo } from './result.js';
@@ -108,15 +108,37 @@ export class Sandbox extends Runner {
   /** A session: an interpreter that keeps its state, files and imports
    *  across calls. */
   async session(o: SessionOptions = {}): Promise<Session> {
-    const body: Record<string, unknown> = {};
-    if (o.env) body.env = o.env;
-    if (o.limits) body.limits = o.limits;
-    if (o.allowHosts) body.allow_hosts = o.allowHosts;
-    if (o.allowCidrs) body.allow_cidrs = o.allowCidrs;
-    const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', body,
+    const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', sessionBody(o),
       (status, code, message) => (code === 'session_limit'
         ? SessionLimitReached : configErrors(status, code, message)));
     return new Session(this.t, info.id, info);
+  }
+
+  /** A session with the state of the key's checkpoint id (made by
+   *  session.checkpoint()), under these terms and serve's limits today. */
+  async restore(id: string, o: SessionOptions = {}): Promise<Session> {
+    const body = { ...sessionBody(o), from_checkpoint: id };
+    const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', body, checkpointWhat);
+    return new Session(this.t, info.id, info);
+  }
+
+  /** The key's checkpoints on serve, newest first. */
+  async checkpoints(): Promise<StoredCheckpoint[]> {
+    return (await this.t.json<{ checkpoints: StoredCheckpoint[] }>('GET', '/v1/checkpoints',
+      undefined, checkpointWhat)).checkpoints;
+  }
+
+  /** Deletes one of the key's checkpoints: true, or false when it holds
+   *  none of that id. */
+  async deleteCheckpoint(id: string): Promise<boolean> {
+    try {
+      await this.t.request('DELETE', `/v1/checkpoints/${encodeURIComponent(id)}`,
+        { what: checkpointWhat });
+      return true;
+    } catch (e) {
+      if (e instanceof ServeError && e.status === 404) return false;
+      throw e;
+    }
   }
 
   /** A background run recorded on serve; its handle. webhook: a URL serve
@@ -176,6 +198,31 @@ function commandBody(command: string | string[], o: CommandOptions): Record<stri
 
 const ERRNO_BY_STATUS: Record<number, string> = { 404: 'ENOENT', 413: 'EFBIG', 400: 'EINVAL',
   507: 'ENOSPC' };
+
+function sessionBody(o: SessionOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (o.env) body.env = o.env;
+  if (o.limits) body.limits = o.limits;
+  if (o.allowHosts) body.allow_hosts = o.allowHosts;
+  if (o.allowCidrs) body.allow_cidrs = o.allowCidrs;
+  return body;
+}
+
+/** serve's refusals of its checkpoints. */
+const checkpointWhat: Mapper = (s, c, m) => (s === 422 ? CheckpointRefused
+  : [404, 501, 507].includes(s) || c === 'checkpoints_unavailable' ? CheckpointError
+    : c === 'session_limit' ? SessionLimitReached : configErrors(s, c, m));
+
+/** A checkpoint serve keeps for the key: its id (for restore), the
+ *  session it was made of, its name, when it was made and expires (Unix
+ *  seconds), and what it carried. */
+export interface StoredCheckpoint extends CheckpointInfo {
+  id: string;
+  session: string;
+  name?: string;
+  created: number;
+  expires: number;
+}
 
 /** What a pause carried: the state's size, the workspace's files, how
  *  many variables could not be written, and in words what was not carried. */
@@ -343,6 +390,15 @@ export class Session extends Runner {
     const a = await this.t.json<CheckpointInfo & { paused: boolean }>('POST',
       `${this.base}/pause`, undefined, this.stateWhat);
     return { bytes: a.bytes, files: a.files, left_out: a.left_out, note: a.note };
+  }
+
+  /** The session's state kept on serve under an id of the key's (a paused
+   *  session stays paused); Sandbox.restore(id) opens it. name: a label
+   *  to list it by. */
+  async checkpoint(o: { name?: string } = {}): Promise<StoredCheckpoint> {
+    return this.t.json<StoredCheckpoint>('POST', `${this.base}/checkpoint`,
+      o.name === undefined ? {} : { name: o.name },
+      (s, c, m) => (s === 507 ? CheckpointError : this.stateWhat(s, c, m)));
   }
 
   /** Brings a paused session back now. */
