@@ -99,8 +99,21 @@ def test_commands_and_e2b_routes_are_logged_by_shape(start):
                     headers={"X-API-KEY": s.key})
     assert sbx.code == 201
     e2b_id = sbx.json()["sandboxID"]
-    assert s.request("DELETE", f"/sandboxes/{e2b_id}", key=None,
-                     headers={"X-API-KEY": s.key}).code == 204
+    x2b = {"X-API-KEY": s.key}
+    snap = s.request("POST", f"/sandboxes/{e2b_id}/snapshots", {}, key=None, headers=x2b)
+    assert snap.code == 201, snap.body
+    snap_id = snap.json()["snapshotID"]
+    assert s.request("GET", "/snapshots", key=None, headers=x2b).code == 200
+    assert s.request("DELETE", f"/templates/{snap_id}", key=None, headers=x2b).code == 204
+    assert s.request("DELETE", f"/sandboxes/{e2b_id}", key=None, headers=x2b).code == 204
+    # Checkpoints, pause, resume and fork.
+    ck = s.request("POST", f"/v1/sessions/{sid}/checkpoint").json()["id"]
+    assert s.request("GET", "/v1/checkpoints").code == 200
+    assert s.request("DELETE", f"/v1/checkpoints/{ck}").code == 204
+    assert s.request("POST", f"/v1/sessions/{sid}/pause").code == 200
+    assert s.request("POST", f"/v1/sessions/{sid}/resume").code == 200
+    (copy,) = s.request("POST", f"/v1/sessions/{sid}/fork").json()["sessions"]
+    assert s.request("DELETE", f"/v1/sessions/{copy}").code == 204
     assert s.request("DELETE", f"/v1/sessions/{sid}").code == 204
 
     def logged():
@@ -109,7 +122,11 @@ def test_commands_and_e2b_routes_are_logged_by_shape(start):
     assert wait_for(logged)
     routes = {x["route"] for x in requests(lines(s.stderr))}
     for shape in ("/v1/sessions/{id}/exec", "/v1/sessions/{id}/processes",
-                  "/v1/sessions/{id}/processes/{pid}", "/sandboxes", "/sandboxes/{id}"):
+                  "/v1/sessions/{id}/processes/{pid}", "/sandboxes", "/sandboxes/{id}",
+                  "/sandboxes/{id}/snapshots", "/snapshots", "/templates/{id}",
+                  "/v1/sessions/{id}/checkpoint", "/v1/checkpoints", "/v1/checkpoints/{id}",
+                  "/v1/sessions/{id}/pause", "/v1/sessions/{id}/resume",
+                  "/v1/sessions/{id}/fork"):
         assert shape in routes, (shape, routes)
     assert "(unknown)" not in routes
-    assert not any(sid in r or e2b_id in r for r in routes)
+    assert not any(x in r for r in routes for x in (sid, e2b_id, ck, snap_id, copy))

@@ -200,3 +200,35 @@ def test_a_kept_paused_session_can_be_deleted_unopened(start, tmp_path):
     assert b.request("DELETE", f"/v1/sessions/{sid}", key=alice).code == 204
     assert not [p for p in files_of(store) if f"p-{sid}" in p]
     assert b.request("DELETE", f"/v1/sessions/{sid}", key=alice).code == 404
+
+
+def test_a_kept_session_keeps_only_the_rules_still_in_force(start, tmp_path):
+    """Egress after a restart is today's: a rule the session had that the
+    deployer has since dropped is gone (asking for it back is refused, as
+    any widening is); one it narrowed away stays away."""
+    store = str(tmp_path / "ckpts")
+    keys = tmp_path / "keys.json"
+    alice = add_key(keys, "alice")
+    a = start("--checkpoint-dir", store, "--allow-cidr", "10.1.0.0/16:80",
+              "--allow-cidr", "10.2.0.0/16:80", "--allow-cidr", "10.3.0.0/16:80",
+              keys=str(keys))
+    sid = open_session(a, key=alice, allow_hosts=[],
+                       allow_cidrs=["10.1.0.0/16:80", "10.2.0.0/16:80", "10.3.0.0/16:80"])
+    r = a.request("POST", f"/v1/sessions/{sid}/egress",
+                  {"allow_cidrs": ["10.1.0.0/16:80", "10.2.0.0/16:80"]}, key=alice)
+    assert r.code == 200, r.body
+    run(a, sid, "x = 1", key=alice)
+    assert a.request("POST", f"/v1/sessions/{sid}/pause", None, key=alice).code == 200
+    assert a.stop() == 0
+    # 10.2 is no longer the deployer's; 10.3 is, but the session dropped it.
+    b = start("--checkpoint-dir", store, "--allow-cidr", "10.1.0.0/16:80",
+              "--allow-cidr", "10.3.0.0/16:80", keys=str(keys))
+    assert run(b, sid, "print(x)", key=alice)["stdout"] == "1\n"
+    for gone in ("10.2.0.0/16:80", "10.3.0.0/16:80"):
+        r = b.request("POST", f"/v1/sessions/{sid}/egress",
+                      {"allow_cidrs": ["10.1.0.0/16:80", gone]}, key=alice)
+        assert r.code == 400 and gone in r.json()["error"]["message"], r.body
+    r = b.request("POST", f"/v1/sessions/{sid}/egress", {"allow_cidrs": ["10.1.0.0/16:80"]},
+                  key=alice)
+    assert r.code == 200, r.body
+    assert b.request("DELETE", f"/v1/sessions/{sid}", key=alice).code == 204

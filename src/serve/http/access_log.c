@@ -61,7 +61,11 @@ static const char *session_shape(const char *rest)
 		     {"/exec", "/v1/sessions/{id}/exec"},
 		     {"/egress", "/v1/sessions/{id}/egress"},
 		     {"/files", "/v1/sessions/{id}/files"},
-		     {"/processes", "/v1/sessions/{id}/processes"}};
+		     {"/processes", "/v1/sessions/{id}/processes"},
+		     {"/pause", "/v1/sessions/{id}/pause"},
+		     {"/resume", "/v1/sessions/{id}/resume"},
+		     {"/fork", "/v1/sessions/{id}/fork"},
+		     {"/checkpoint", "/v1/sessions/{id}/checkpoint"}};
 	for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++)
 		if (!strcmp(rest, tails[i].tail))
 			return tails[i].shape;
@@ -103,15 +107,20 @@ static const char *e2b_shape(const char *path)
 	if (!strncmp(p, "/sandboxes/", 11) && p[11]) {
 		const char *rest = after_id(p + 11);
 		static const char *const tails[] = {"", "/timeout", "/connect", "/refreshes",
-						    "/pause", "/resume", "/fork", "/metrics"};
+						    "/pause", "/resume", "/fork", "/metrics",
+						    "/snapshots"};
 		static const char *const shapes[] = {
 			"/sandboxes/{id}",       "/sandboxes/{id}/timeout", "/sandboxes/{id}/connect",
 			"/sandboxes/{id}/refreshes", "/sandboxes/{id}/pause", "/sandboxes/{id}/resume",
-			"/sandboxes/{id}/fork",  "/sandboxes/{id}/metrics"};
+			"/sandboxes/{id}/fork",  "/sandboxes/{id}/metrics", "/sandboxes/{id}/snapshots"};
 		for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++)
 			if (!strcmp(rest, tails[i]))
 				return shapes[i];
 	}
+	if (!strcmp(path, "/snapshots"))
+		return "/snapshots";
+	if (!strncmp(path, "/templates/", 11) && path[11] && !*after_id(path + 11))
+		return "/templates/{id}";
 	if (!strncmp(path, "/contexts/", 10) && path[10])
 		return !strcmp(after_id(path + 10), "/restart") ? "/contexts/{id}/restart"
 								 : "/contexts/{id}";
@@ -121,7 +130,7 @@ static const char *e2b_shape(const char *path)
 const char *access_log_route(const char *path)
 {
 	static const char *const fixed[] = {"/v1/health", "/v1/tiers", "/metrics", "/mcp",
-					    "/v1/runs", "/v1/sessions"};
+					    "/v1/runs", "/v1/sessions", "/v1/checkpoints"};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		if (!strcmp(path, fixed[i]))
 			return fixed[i];
@@ -132,6 +141,8 @@ const char *access_log_route(const char *path)
 			return "/v1/runs/{id}";
 		if (!strcmp(rest, "/events"))
 			return "/v1/runs/{id}/events";
+	} else if (!strncmp(path, "/v1/checkpoints/", 16) && path[16]) {
+		shape = *after_id(path + 16) ? NULL : "/v1/checkpoints/{id}";
 	} else if (!strncmp(path, "/v1/sessions/", 13) && path[13]) {
 		shape = session_shape(after_id(path + 13));
 	} else {

@@ -266,6 +266,32 @@ static void clamp_limits(json_t *terms, const struct aj_limits *base)
 	json_decref(today);
 }
 
+/* terms' allow lists keep only the entries base's rules still admit
+ * (each tried alone): a rule the deployer has since dropped is gone, and
+ * nothing is added. */
+static void clamp_egress(json_t *terms, const struct aj_config *base)
+{
+	static const char *const lists[] = {"allow_hosts", "allow_cidrs"};
+	for (size_t l = 0; l < 2; l++) {
+		json_t *mine = json_object_get(terms, lists[l]);
+		if (!json_is_array(mine))
+			continue;
+		json_t *kept = json_array();
+		size_t i;
+		json_t *v;
+		json_array_foreach(mine, i, v) {
+			json_t *one = json_pack("{s:[O], s:[]}", lists[l], v, lists[1 - l]);
+			struct run_terms t;
+			struct aj_error err;
+			const char *why;
+			if (one && !terms_narrow(base, one, &t, &why, &err))
+				json_array_append(kept, v);
+			json_decref(one);
+		}
+		json_object_set_new(terms, lists[l], kept);
+	}
+}
+
 struct hsession *local_session_wake_kept(struct service *svc, const struct http_request *rq,
 					 struct http_response *rs, const char *id)
 {
@@ -278,6 +304,7 @@ struct hsession *local_session_wake_kept(struct service *svc, const struct http_
 	 * and rules today, narrowed by the body that opened it (a limit it
 	 * asked for that is wider than today's becomes today's). */
 	clamp_limits(terms, &svc->cfg.sandbox.limits);
+	clamp_egress(terms, &svc->cfg.sandbox);
 	struct run_terms t;
 	struct terms_lists lists;
 	struct aj_config cfg;
