@@ -133,6 +133,7 @@ static void checkpoint_restore_keeps_state(void **state)
 	ckpt_setup(s);
 	struct aj_checkpoint_info info;
 	struct aj_error err = {0};
+	unsigned long direct = session_state_direct_moves();
 	if (aj_session_checkpoint(s, &key, path, &info, &err))
 		fail_msg("aj_session_checkpoint: %s", err.message);
 	assert_int_equal(info.files, 1);
@@ -153,6 +154,11 @@ static void checkpoint_restore_keeps_state(void **state)
 	track(r);
 	assert_int_equal(info.files, 1);
 	ckpt_check(r);
+	/* Where the host sees the sandbox's workspace (the process and
+	 * container tiers: tier_ops.session_workspace), the state crossed
+	 * through it both ways, never encoded into the session's lines. */
+	bool view = f->cfg.tier == AJ_TIER_PROCESS || f->cfg.tier == AJ_TIER_CONTAINER;
+	assert_int_equal(session_state_direct_moves() - direct, view ? 2 : 0);
 	close_session(r);
 	ckpt_dir_remove();
 }
@@ -399,6 +405,65 @@ static void checkpoint_of_a_paused_session(void **state)
 	ckpt_dir_remove();
 }
 
+/* The host's view of the workspace (tier_ops.session_workspace) never
+ * follows a link the program made: here the program moves its workspace
+ * to DECOY and leaves a symlink to it at /tmp/work. Followed from the
+ * host, that absolute link would name the host's own DECOY, which holds a
+ * file of the host's; resolved as the kernel is told to (in the sandbox's
+ * root, no link followed), the view is refused and the state crosses
+ * through the interpreter instead: the checkpoint is the sandbox's, and
+ * the host's file is neither read nor touched. */
+static void checkpoint_never_follows_the_programs_links(void **state)
+{
+	struct fixture *f = *state;
+	char decoy[64], host_file[96], cell[512];
+	snprintf(decoy, sizeof decoy, "/tmp/aj-ckpt-decoy-%d", (int)getpid());
+	snprintf(host_file, sizeof host_file, "%s/.agentjail-state", decoy);
+	assert_true(mkdir(decoy, 0700) == 0 || errno == EEXIST);
+	FILE *hf = fopen(host_file, "w");
+	assert_non_null(hf);
+	fputs("the host's, never a checkpoint's", hf);
+	fclose(hf);
+	struct aj_session *s = open_session(&f->cfg);
+	snprintf(cell, sizeof cell,
+		 "import os\nkept = 'in the sandbox'\nos.chdir('/')\n"
+		 "os.rename('/tmp/work', '%s')\nos.symlink('%s', '/tmp/work')\n"
+		 "os.chdir('/tmp/work')\nprint('moved')\n",
+		 decoy, decoy);
+	cell_expect(s, cell, AJ_STATUS_OK, "moved");
+	ckpt_dir_make();
+	struct aj_checkpoint_key key;
+	char path[128];
+	ckpt_key(&key, "key");
+	ckpt_path(path, sizeof path, "c");
+	struct aj_error err = {0};
+	unsigned long direct = session_state_direct_moves();
+	int rc = aj_session_checkpoint(s, &key, path, NULL, &err);
+	assert_int_equal(session_state_direct_moves(), direct);
+	close_session(s);
+	/* The interpreter's own reader may refuse a workspace that is a link
+	 * (ENOTDIR, named); a host read of the wrong file would be another
+	 * error (the state's size not the file's) or a checkpoint of it. */
+	if (rc && rc != -ENOTDIR)
+		fail_msg("aj_session_checkpoint: %s", err.message);
+	struct aj_session *r = NULL;
+	if (!rc && aj_session_restore(&f->cfg, &key, path, &r, NULL, &err))
+		fail_msg("aj_session_restore: %s", err.message);
+	if (!rc) {
+		cell_expect(r, "print(kept)", AJ_STATUS_OK, "in the sandbox");
+		close_session(r);
+	}
+	char back[128] = {0};
+	hf = fopen(host_file, "r");
+	assert_non_null(hf);
+	assert_non_null(fgets(back, sizeof back, hf));
+	fclose(hf);
+	assert_string_equal(back, "the host's, never a checkpoint's");
+	unlink(host_file);
+	rmdir(decoy);
+	ckpt_dir_remove();
+}
+
 /* With idle_pause, the idle timeout pauses the session instead of closing
  * it: the next call resumes it, as it was, and says so. */
 static void idle_pauses_a_session(void **state)
@@ -497,6 +562,7 @@ static void restore_runs_under_todays_limits(void **state)
 	SESSION_TEST(fork_copies_are_independent), SESSION_TEST(fork_all_or_none),             \
 	SESSION_TEST(pause_resume_keeps_state), SESSION_TEST(checkpoint_of_a_paused_session),   \
 	SESSION_TEST(checkpoint_names_what_it_left),   \
+	SESSION_TEST(checkpoint_never_follows_the_programs_links),   \
 	SESSION_TEST(restore_runs_under_todays_limits), SESSION_TEST(idle_pauses_a_session)
 
 #endif

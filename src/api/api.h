@@ -128,6 +128,13 @@ int session_hold_asleep(struct aj_session *s, int *paused, struct aj_error *err)
  * sandbox session_sandbox_reopen made, the session held: 0 or -errno and
  * err. */
 typedef int (*session_wake_fn)(struct aj_session *s, int fd, struct aj_error *err);
+/* Held: the session's workspace as the host sees it (tier.h's
+ * session_workspace): an O_PATH directory fd, the caller's; or -errno
+ * (-ENOTSUP: the tier has none). */
+int session_workspace_held(struct aj_session *s, struct aj_error *err);
+/* How many session states crossed through that view (a checkpoint's out,
+ * a restore's in) in this process: for tests, that the path is taken. */
+unsigned long session_state_direct_moves(void);
 /* Held: ends the session's sandbox (its egress proxy stays, for the next)
  * and keeps fd, which wake brings back at the next call (or close
  * closes). */

@@ -832,6 +832,14 @@ void session_readers(struct aj_session *s, int delta)
 		atomic_fetch_sub(&s->readers, (unsigned)-delta);
 }
 
+int session_workspace_held(struct aj_session *s, struct aj_error *err)
+{
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	if (!ops->session_workspace || !s->tier_session)
+		return error_set(err, -ENOTSUP, "workspace: the tier has no host view of it");
+	return ops->session_workspace(s->tier_session, err);
+}
+
 bool session_nudges(struct aj_session *s)
 {
 	return sandbox_ops(s->sb)->session_nudge != NULL;

@@ -10,14 +10,17 @@
  * wake). A fork is one checkpoint loaded into n new sessions at once. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +96,148 @@ static char *note_of(json_t *reply)
 	return out;
 }
 
+/* ---- a verified file's payload, in parts ---- */
+
+typedef int (*part_fn)(void *arg, const char *buf, size_t n, uint64_t at, struct aj_error *err);
+
+/* fn on each part of the len bytes at off in fd, in order (at: the part's
+ * offset in the payload): 0, fn's -errno, or -EIO when fd reads short. */
+static int each_part(int fd, off_t off, uint64_t len, const char *what, part_fn fn, void *arg,
+		     struct aj_error *err)
+{
+	char *buf = malloc(PART_BYTES);
+	if (!buf)
+		return error_set(err, -ENOMEM, "%s: out of memory", what);
+	int rc = 0;
+	for (uint64_t done = 0; !rc && done < len; done += PART_BYTES) {
+		size_t n = len - done < PART_BYTES ? (size_t)(len - done) : PART_BYTES;
+		ssize_t k = pread(fd, buf, n, off + (off_t)done);
+		rc = k == (ssize_t)n ? fn(arg, buf, n, done, err)
+				     : error_set(err, -EIO, "%s: reading the checkpoint: %s", what,
+						 k < 0 ? strerror(errno) : "short");
+	}
+	free(buf);
+	return rc;
+}
+
+static int part_into_writer(void *arg, const char *buf, size_t n, uint64_t at,
+			    struct aj_error *err)
+{
+	(void)at;
+	return ckpt_write(arg, buf, n, err);
+}
+
+/* ---- the host's view of the workspace ---- */
+
+/* States moved through the host's view, either way (for tests: that the
+ * path is taken where the tier has it). */
+static atomic_ulong direct_moves;
+
+unsigned long session_state_direct_moves(void)
+{
+	return atomic_load(&direct_moves);
+}
+
+/* The state file in s's workspace (s held) opened by the host itself,
+ * where the tier lets it see the workspace: the bytes cross as they are,
+ * not as base64 in the session's JSON lines. -ENOTSUP where it cannot
+ * (the tier has no view, or this process may not open the file): the
+ * caller then moves the state through the interpreter. */
+static int state_open_host(struct aj_session *s, int flags, struct stat *dir)
+{
+	struct aj_error ignored;
+	int ws = session_workspace_held(s, &ignored);
+	if (ws < 0)
+		return -ENOTSUP;
+	/* Beneath the workspace, no link followed, on its own mount: the
+	 * program owns the directory and may have put anything there. A
+	 * FIFO must not hold the host: O_NONBLOCK, and the caller checks the
+	 * file is a regular one. */
+	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC),
+			       .mode = flags & O_CREAT ? 0600 : 0,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	int fd = (int)syscall(SYS_openat2, ws, STATE_FILE, &how, sizeof how);
+	if (fd >= 0 && dir && fstat(ws, dir)) {
+		close(fd);
+		fd = -1;
+	}
+	close(ws);
+	return fd >= 0 ? fd : -ENOTSUP;
+}
+
+/* The state (size bytes, just written by the interpreter) into w from
+ * the host's view: 0 when all came; -ENOTSUP when there is no view (w
+ * untouched); else -errno with err. */
+static int state_read_host(struct aj_session *s, struct ckpt_writer *w, uint64_t size,
+			   struct aj_error *err)
+{
+	int fd = state_open_host(s, O_RDONLY, NULL);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)
+		rc = error_set(err, -EPROTO, "checkpoint: the state changed or ended while it "
+					     "was read");
+	char *buf = rc ? NULL : malloc(PART_BYTES);
+	if (!rc && !buf)
+		rc = error_set(err, -ENOMEM, "checkpoint: out of memory");
+	for (uint64_t done = 0; !rc && done < size;) {
+		size_t n = size - done < PART_BYTES ? (size_t)(size - done) : PART_BYTES;
+		ssize_t k = pread(fd, buf, n, (off_t)done);
+		if (k <= 0)
+			rc = error_set(err, -EPROTO, "checkpoint: the state changed or ended while "
+						     "it was read");
+		else
+			rc = ckpt_write(w, buf, (size_t)k, err);
+		done += k > 0 ? (uint64_t)k : 0;
+	}
+	free(buf);
+	close(fd);
+	if (!rc)
+		atomic_fetch_add(&direct_moves, 1);
+	return rc;
+}
+
+static int part_to_fd(void *arg, const char *buf, size_t n, uint64_t at, struct aj_error *err)
+{
+	(void)at;
+	int fd = *(int *)arg;
+	for (size_t put = 0; put < n;) {
+		ssize_t w = write(fd, buf + put, n - put);
+		if (w > 0)
+			put += (size_t)w;
+		else if (errno == ENOSPC || errno == EDQUOT)
+			return error_set(err, -ENOSPC, "restore: the session's state passed the "
+						       "sandbox's disk (--disk)");
+		else if (errno != EINTR)
+			return error_set(err, -errno, "restore: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* The payload (len bytes at off in src) written as the new session's
+ * state file from the host's view, owned by the workspace's owner (the
+ * sandbox's uid): 0; -ENOTSUP (nothing written); else -errno with err. */
+static int state_write_host(struct aj_session *s, int src, off_t off, uint64_t len,
+			    struct aj_error *err)
+{
+	struct stat dir;
+	int fd = state_open_host(s, O_WRONLY | O_CREAT | O_EXCL, &dir);
+	if (fd < 0)
+		return fd;
+	int rc = 0;
+	if (fchown(fd, dir.st_uid, dir.st_gid))
+		rc = -ENOTSUP; /* not root here: through the interpreter, then */
+	else
+		rc = each_part(src, off, len, "restore", part_to_fd, &fd, err);
+	close(fd);
+	if (!rc)
+		atomic_fetch_add(&direct_moves, 1);
+	return rc;
+}
+
 /* ---- out of the sandbox ---- */
 
 /* s held: its state into w's file (the header made here), and its state
@@ -128,7 +273,11 @@ static int save_into(struct aj_session *s, const struct aj_checkpoint_key *key, 
 	if (!header)
 		rc = error_set(err, -ENOMEM, "checkpoint: out of memory");
 	else if (!(rc = ckpt_write_begin(&w, fd, key, header, err))) {
-		for (json_int_t off = 0; !rc && off < size;) {
+		rc = state_read_host(s, &w, (uint64_t)size, err);
+		json_int_t off = rc == -ENOTSUP ? 0 : size;
+		if (rc == -ENOTSUP)
+			rc = 0;
+		for (; !rc && off < size;) {
 			json_t *part = NULL;
 			req = json_pack("{s:s, s:s, s:I, s:I}", "op", "get", "path", STATE_FILE, "max",
 					(json_int_t)PART_BYTES, "offset", (json_int_t)off);
@@ -176,33 +325,34 @@ drop:;
 
 /* s held, new: the payload (len bytes at off in fd, a verified private
  * copy) written into its sandbox and loaded there. */
+static int part_to_interpreter(void *arg, const char *buf, size_t n, uint64_t at,
+			       struct aj_error *err)
+{
+	char *b64 = base64_encode(buf, n, NULL);
+	json_t *reply = NULL,
+	       *req = b64 ? json_pack("{s:s, s:I, s:s}", "op", "state_write", "offset",
+				      (json_int_t)at, "data", b64)
+			  : NULL;
+	free(b64);
+	int rc = req ? session_request_held(arg, "restore", req, REPLY_ROOM, &reply, err)
+		     : error_set(err, -ENOMEM, "restore: out of memory");
+	json_decref(req);
+	json_decref(reply);
+	return rc;
+}
+
 static int load_into(struct aj_session *s, int fd, off_t off, uint64_t len, struct aj_error *err)
 {
-	char *buf = malloc(PART_BYTES);
-	if (!buf)
-		return error_set(err, -ENOMEM, "restore: out of memory");
-	int rc = 0;
-	for (uint64_t done = 0; !rc && done < len;) {
-		size_t n = len - done < PART_BYTES ? (size_t)(len - done) : PART_BYTES;
-		ssize_t k = pread(fd, buf, n, off + (off_t)done);
-		if (k != (ssize_t)n) {
-			rc = error_set(err, -EIO, "restore: reading the checkpoint: %s",
-				       k < 0 ? strerror(errno) : "short");
-			break;
-		}
-		char *b64 = base64_encode(buf, n, NULL);
-		json_t *reply = NULL,
-		       *req = b64 ? json_pack("{s:s, s:I, s:s}", "op", "state_write", "offset",
-					      (json_int_t)done, "data", b64)
-				  : NULL;
-		free(b64);
-		rc = req ? session_request_held(s, "restore", req, REPLY_ROOM, &reply, err)
-			 : error_set(err, -ENOMEM, "restore: out of memory");
-		json_decref(req);
-		json_decref(reply);
-		done += n;
-	}
-	free(buf);
+	const struct aj_config *cfg = session_config(s);
+	/* The interpreter could not write a larger file (RLIMIT_FSIZE), and
+	 * the host writing it must not do what the sandbox may not. */
+	if (len > (uint64_t)cfg->limits.file_size_mb << 20)
+		return error_set(err, -EFBIG, "restore: the session's state of %llu bytes passes "
+				 "the sandbox's largest file (--file-size) of %u MiB",
+				 (unsigned long long)len, cfg->limits.file_size_mb);
+	int rc = state_write_host(s, fd, off, len, err);
+	if (rc == -ENOTSUP)
+		rc = each_part(fd, off, len, "restore", part_to_interpreter, s, err);
 	if (rc)
 		return rc;
 	json_t *reply = NULL, *req = json_pack("{s:s}", "op", "load");
@@ -313,18 +463,7 @@ static int copy_paused(int paused, const struct aj_checkpoint_key *key, int out,
 	if (rc || (rc = verified(paused, own, &fd, &off, &len, &header, err)) ||
 	    (rc = ckpt_write_begin(&w, out, key, header, err)))
 		goto out;
-	char *buf = malloc(PART_BYTES);
-	if (!buf)
-		rc = error_set(err, -ENOMEM, "checkpoint: out of memory");
-	for (uint64_t done = 0; !rc && done < len;) {
-		size_t n = len - done < PART_BYTES ? (size_t)(len - done) : PART_BYTES;
-		ssize_t k = pread(fd, buf, n, off + (off_t)done);
-		rc = k == (ssize_t)n ? ckpt_write(&w, buf, n, err)
-				     : error_set(err, -EIO, "checkpoint: reading the paused state: %s",
-						 k < 0 ? strerror(errno) : "short");
-		done += n;
-	}
-	free(buf);
+	rc = each_part(fd, off, len, "checkpoint", part_into_writer, &w, err);
 	if (rc)
 		ckpt_write_abort(&w);
 	else if (!(rc = ckpt_write_end(&w, err)))

@@ -179,6 +179,9 @@ uint64_t jail_session_oom_kills(struct jail_session *js);
 /* Kills init (and so everything in the sandbox), reaps it, closes the
  * pipes. The namespaces and mounts go with init. */
 void jail_session_end(struct jail_session *js);
+/* tier_ops.session_workspace: the session's workspace as this host sees
+ * it, an O_PATH directory fd (the caller's), or -errno. */
+int jail_session_workspace(const struct jail_session *js, struct aj_error *err);
 
 /* The host side of a zygote's sandbox (warm.c): its init (pid, pidfd),
  * the zygote's stdout and stderr (one pipe), init's reports. */

@@ -4,11 +4,14 @@
  * supervision is session_io.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,4 +190,34 @@ void jail_session_end(struct jail_session *js)
 		jail_close_fd(&js->rep_r);
 	}
 	js->pid = 0;
+}
+
+int jail_session_workspace(const struct jail_session *js, struct aj_error *err)
+{
+	if (js->pid <= 0 || js->pidfd < 0)
+		return error_set(err, -ESRCH, "workspace: the session has no sandbox");
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/root", (int)js->pid);
+	int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return error_set(err, -errno, "workspace: %s: %s", path, strerror(errno));
+	/* The pid is init's only while init lives: asked after the open, so
+	 * the root held is this sandbox's, never a later process's. */
+	if (pidfd_send_signal(js->pidfd, 0, NULL, 0)) {
+		close(root);
+		return error_set(err, -ESRCH, "workspace: the session's sandbox has ended");
+	}
+	/* Resolved inside the sandbox's root, no link followed: the program
+	 * may have put a symlink where a directory was, and it must not lead
+	 * the host anywhere but into the sandbox's own files. */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, root, AJ_SESSION_WORKSPACE + 1, &how, sizeof how);
+	int e = errno;
+	close(root);
+	if (fd < 0)
+		return error_set(err, -e, "workspace: %s in the sandbox: %s", AJ_SESSION_WORKSPACE,
+				 strerror(e));
+	return fd;
 }

@@ -394,6 +394,11 @@ static uint64_t container_session_oom_kills(void *session, double since_ms)
 	return jail_session_oom_kills(&((struct container_session *)session)->js);
 }
 
+static int container_session_workspace(void *session, struct aj_error *err)
+{
+	return jail_session_workspace(&((struct container_session *)session)->js, err);
+}
+
 static void container_session_close(void *session)
 {
 	struct container_session *cs = session;
@@ -423,5 +428,6 @@ const struct tier_ops container_tier = {
 	.session_oom_kills = container_session_oom_kills,
 	.session_nudge = container_session_nudge,
 	.session_close = container_session_close,
+	.session_workspace = container_session_workspace,
 	.view_root = image_view_root,
 };

@@ -452,6 +452,11 @@ static void process_session_nudge(void *session)
 	jail_session_nudge(&((struct process_session *)session)->js);
 }
 
+static int process_session_workspace(void *session, struct aj_error *err)
+{
+	return jail_session_workspace(&((struct process_session *)session)->js, err);
+}
+
 static void process_session_close(void *session)
 {
 	struct process_session *ps = session;
@@ -581,6 +586,7 @@ const struct tier_ops process_tier = {
 	.session_call = process_session_call,
 	.session_nudge = process_session_nudge,
 	.session_close = process_session_close,
+	.session_workspace = process_session_workspace,
 	.view_root = process_view_root,
 	.made_ahead = process_made_ahead,
 };

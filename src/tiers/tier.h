@@ -49,6 +49,12 @@ struct tier_ops {
 	 * src/core/status.h); NULL: the tier cannot tell. */
 	uint64_t (*session_oom_kills)(void *session, double since_ms);
 	void (*session_close)(void *session);
+	/* The session's workspace (AJ_SESSION_WORKSPACE) as this host sees
+	 * it: an O_PATH directory fd, the caller's to close, through which the
+	 * host may read and write the sandbox's files itself (a checkpoint's
+	 * state, never encoded); or -errno. NULL: the tier has no such view
+	 * (the workspace is in a VM, or behind runsc's or Docker's files). */
+	int (*session_workspace)(void *session, struct aj_error *err);
 	/* The host directory whose tree the sandbox sees as / (an image root;
 	 * the host's own / on the process tier), from which the core reads
 	 * what the view holds (its CA bundle, for trust_ca): 0, or -errno and
