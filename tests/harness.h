@@ -151,9 +151,10 @@ static inline void run_in_session(const struct aj_config *cfg, struct aj_result 
 	if (aj_session_open(cfg, &s, &err))
 		fail_msg("aj_session_open: %s", err.message);
 	if (harness_via_restore) {
-		/* Paused, resumed by its checkpoint, closed, restored: the
-		 * copy runs in a sandbox of its own (a fork restores the same
-		 * way, with one more uid slot than some cases' configs have). */
+		/* Paused, checkpointed as it sleeps, closed, restored; or, every
+		 * other case where the config has a second uid slot and
+		 * session, paused and forked (the fork wakes it), then closed:
+		 * the copy runs in a sandbox of its own. */
 		struct aj_session *original = s;
 		static const char before[] = "carried = 'from the original'\n";
 		struct aj_result r0;
@@ -165,17 +166,27 @@ static inline void run_in_session(const struct aj_config *cfg, struct aj_result 
 		memset(key.bytes, 0x5a, sizeof key.bytes);
 		char path[64];
 		static atomic_uint made;
-		snprintf(path, sizeof path, "/tmp/aj-harness-%d-%u.ckpt", (int)getpid(),
-			 atomic_fetch_add(&made, 1));
-		if (aj_session_pause(original, NULL, &err) ||
-		    aj_session_checkpoint(original, &key, path, NULL, &err))
-			fail_msg("pause and checkpoint: %s", err.message);
-		aj_session_close(original);
-		s = NULL;
-		int rrc = aj_session_restore(cfg, &key, path, &s, NULL, &err);
-		unlink(path);
-		if (rrc)
-			fail_msg("aj_session_restore: %s", err.message);
+		unsigned n = atomic_fetch_add(&made, 1);
+		snprintf(path, sizeof path, "/tmp/aj-harness-%d-%u.ckpt", (int)getpid(), n);
+		bool by_fork = (n & 1) && cfg->slots >= 2 && cfg->session.max_sessions >= 2;
+		if (aj_session_pause(original, NULL, &err))
+			fail_msg("pause: %s", err.message);
+		if (by_fork) {
+			s = NULL;
+			int frc = aj_session_fork(original, 1, &s, NULL, &err);
+			aj_session_close(original);
+			if (frc)
+				fail_msg("aj_session_fork: %s", err.message);
+		} else {
+			if (aj_session_checkpoint(original, &key, path, NULL, &err))
+				fail_msg("checkpoint: %s", err.message);
+			aj_session_close(original);
+			s = NULL;
+			int rrc = aj_session_restore(cfg, &key, path, &s, NULL, &err);
+			unlink(path);
+			if (rrc)
+				fail_msg("aj_session_restore: %s", err.message);
+		}
 	}
 	aj_session_run(s, code, strlen(code), res);
 	/* Usable after the cell (a fresh interpreter if the cell ended its

@@ -790,7 +790,8 @@ static int restored_teardown(void **state)
 
 #define HOSTILE_RESTORED_TEST(fn)                                                            \
 	{"restored session: " #fn, fn, restored_setup, restored_teardown, NULL}
-/* The same programs in a restored copy of a paused and resumed session. */
+/* The same programs in a restored copy of a paused session, or (every
+ * other case, where the config allows two sessions) in a fork of it. */
 #define HOSTILE_RESTORED_TABLE HOSTILE_CASES(HOSTILE_RESTORED_TEST)
 
 #define SESSION_TABLE                                                                       \
