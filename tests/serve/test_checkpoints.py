@@ -232,3 +232,32 @@ def test_a_kept_session_keeps_only_the_rules_still_in_force(start, tmp_path):
                   key=alice)
     assert r.code == 200, r.body
     assert b.request("DELETE", f"/v1/sessions/{sid}", key=alice).code == 204
+
+
+def test_a_start_sweeps_what_an_earlier_serve_left(start, tmp_path):
+    """A part written by a serve that died, and a checkpoint expired while
+    no serve ran, are gone once the next serve has started, before any
+    request of their key's."""
+    import json
+    store = tmp_path / "ckpts"
+    keys = tmp_path / "keys.json"
+    alice = add_key(keys, "alice")
+    a = start("--checkpoint-dir", str(store), keys=str(keys))
+    sid = open_session(a, key=alice)
+    run(a, sid, "x = 1", key=alice)
+    old = a.request("POST", f"/v1/sessions/{sid}/checkpoint", None, key=alice).json()["id"]
+    kept = a.request("POST", f"/v1/sessions/{sid}/checkpoint", None, key=alice).json()["id"]
+    assert a.request("DELETE", f"/v1/sessions/{sid}", key=alice).code == 204
+    assert a.stop() == 0
+    (rec,) = [p for p in files_of(store) if p.endswith(f"c-{old}.json")]
+    with open(rec) as f:
+        r = json.load(f)
+    r["expires"] = r["created"] - 1
+    with open(rec, "w") as f:
+        json.dump(r, f)
+    orphan = os.path.join(os.path.dirname(rec), "c-" + "ab" * 16 + ".part.Xy12Zq")
+    with open(orphan, "wb") as f:
+        f.write(b"half a checkpoint")
+    start("--checkpoint-dir", str(store), keys=str(keys))
+    left = sorted(os.path.basename(p) for p in files_of(store) if "/k-" in p)
+    assert left == [f"c-{kept}.ckpt", f"c-{kept}.json"], left

@@ -155,6 +155,43 @@ static uint64_t store_sweep(struct ckpt_store *st, const char *owner,
 	return bytes;
 }
 
+/* At start, under no save: each key's files whose writer died with an
+ * earlier serve (".part", and the library's ".part.XXXXXX" beside it)
+ * removed, and each key's expired ones swept. */
+static void sweep_all(struct ckpt_store *st)
+{
+	DIR *top = opendir(st->dir);
+	if (!top)
+		return;
+	struct dirent *e;
+	while ((e = readdir(top))) {
+		const char *hex = e->d_name;
+		size_t n = strlen(hex);
+		char owner[65];
+		if (strncmp(hex, "k-", 2) || n < 4 || (n - 2) % 2 || (n - 2) / 2 >= sizeof owner ||
+		    strspn(hex + 2, "0123456789abcdef") != n - 2)
+			continue;
+		for (size_t i = 0; i < (n - 2) / 2; i++) {
+			unsigned v;
+			sscanf(hex + 2 + 2 * i, "%2x", &v);
+			owner[i] = (char)v;
+		}
+		owner[(n - 2) / 2] = '\0';
+		char d[PATH_MAX];
+		if (owner_dir(st, owner, d, sizeof d, false))
+			continue;
+		DIR *dir = opendir(d);
+		struct dirent *f;
+		while (dir && (f = readdir(dir)))
+			if (strstr(f->d_name, ".part") || strstr(f->d_name, ".json.tmp"))
+				unlinkat(dirfd(dir), f->d_name, 0);
+		if (dir)
+			closedir(dir);
+		store_sweep(st, owner, NULL, NULL);
+	}
+	closedir(top);
+}
+
 /* ---- the store ---- */
 
 int ckpt_store_open(struct ckpt_store *st, const char *dir, double ttl_sec, unsigned quota_mb,
@@ -182,6 +219,7 @@ int ckpt_store_open(struct ckpt_store *st, const char *dir, double ttl_sec, unsi
 	st->ttl_sec = ttl_sec;
 	st->quota = (uint64_t)quota_mb << 20;
 	pthread_mutex_init(&st->lock, NULL);
+	sweep_all(st);
 	return 0;
 }
 
