@@ -13,6 +13,9 @@ Per tier (ROUNDS rounds, medians):
   pause       Session.pause (the state out, the sandbox ended)
   resume      Session.resume (a new sandbox, the state in)
   fork x4     Session.fork(4), until all four hold the state
+  kept pause, kept resume
+              the same pause and resume with pause_keep_sec (a sandbox
+              frozen, not ended: --pause-keep), on the tiers that freeze
   rss/copy    each forked copy's interpreter's resident memory (VmRSS):
               the copies share no pages (each is a sandbox of its own)
 
@@ -44,8 +47,8 @@ def timed(fn):
     return (time.perf_counter() - t0) * 1000, out
 
 
-def sandbox(tier):
-    opts = dict(uid_base=UID_BASE, slots=16, state_dir=f"/run/agentjail-bench-{UID_BASE}",
+def sandbox(tier, keep=0):
+    opts = dict(pause_keep_sec=keep, uid_base=UID_BASE, slots=16, state_dir=f"/run/agentjail-bench-{UID_BASE}",
                 memory_mb=1024, disk_mb=1024, file_size_mb=512, timeout=120, cpu_sec=120, max_sessions=16)
     if tier in ("container", "gvisor", "microvm"):
         opts["image"] = "test-ds"
@@ -90,6 +93,18 @@ def one_round(sb, key, path):
     return figures
 
 
+def kept_round(sb):
+    s = sb.session()
+    try:
+        must(s.run(SETUP))
+        pause, _ = timed(s.pause)
+        resume, _ = timed(s.resume)
+        must(s.run("assert total() > 0"))
+        return {"kpause": pause, "kresume": resume}
+    finally:
+        s.close()
+
+
 def main():
     args = sys.argv[1:]
     rounds = int(args.pop(0)) if args and args[0].isdigit() else 3
@@ -97,16 +112,22 @@ def main():
     key = agentjail.CheckpointKey(os.urandom(32))
     print(f"checkpoints: pandas and a 50 MB DataFrame, {rounds} rounds, medians (ms)")
     print(f"{'tier':10} {'build':>8} {'ckpt':>8} {'MB':>6} {'restore':>8} {'ratio':>6} "
-          f"{'pause':>8} {'resume':>8} {'fork x4':>8} {'rss/copy':>9}")
+          f"{'pause':>8} {'resume':>8} {'fork x4':>8} {'rss/copy':>9} {'kpause':>8} "
+          f"{'kresume':>8}")
     for tier in tiers:
         with tempfile.TemporaryDirectory() as d, sandbox(tier) as sb:
             path = os.path.join(d, "bench.ckpt")
             one_round(sb, key, path)  # warm the image's pages and the caches
             runs = [one_round(sb, key, path) for _ in range(rounds)]
+        with sandbox(tier, keep=600) as kb:
+            kept_round(kb)
+            for r in runs:
+                r.update(kept_round(kb))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(f"{tier:10} {med['build']:8.0f} {med['checkpoint']:8.0f} {med['size_mb']:6.1f} "
               f"{med['restore']:8.0f} {med['restore'] / med['build']:6.2f} {med['pause']:8.0f} "
-              f"{med['resume']:8.0f} {med['fork4']:8.0f} {med['rss_copy_mb']:8.0f}M",
+              f"{med['resume']:8.0f} {med['fork4']:8.0f} {med['rss_copy_mb']:8.0f}M "
+              f"{med['kpause']:8.0f} {med['kresume']:8.1f}",
               flush=True)
 
 

@@ -92,9 +92,18 @@ struct aj_session_limits {
 	/* At idle_sec: paused (aj_session_pause: its sandbox freed, its state
 	 * kept, resumed by its next call, which is told) instead of closed. */
 	bool idle_pause;
+	/* A pause (aj_session_pause, or idle_pause's) first freezes the
+	 * session's sandbox where the tier can (the container tier's
+	 * cgroup): its CPU freed at once, its memory kept for up to this many
+	 * seconds, and a resume within them thaws it instead of rebuilding
+	 * it. Then the sandbox is ended as by a pause with 0 (the default:
+	 * ended at once, memory freed). The state is written out either way,
+	 * so a checkpoint of the paused session, or a thaw that fails, has it. */
+	double pause_keep_sec;
 };
 
 #define AJ_DEFAULT_SESSION_IDLE_SEC 300.0
+#define AJ_MAX_PAUSE_KEEP_SEC 86400.0
 #define AJ_DEFAULT_SESSION_LIFETIME_SEC 3600.0
 #define AJ_DEFAULT_SESSION_CPU_SEC 600
 #define AJ_DEFAULT_MAX_SESSIONS 16

@@ -464,6 +464,57 @@ static void checkpoint_never_follows_the_programs_links(void **state)
 	ckpt_dir_remove();
 }
 
+/* pause_keep_sec: where the tier can freeze (container and gvisor: the
+ * sandbox's cgroup; docker: the engine's pause; microvm: QEMU stopped;
+ * not the process tier, which has no cgroup), a pause keeps
+ * the sandbox frozen and the next call thaws it — its threads and
+ * processes too, which no state file carries; once the window passes the
+ * frozen sandbox is ended and the next call rebuilds from the file, as on
+ * every other tier at once. */
+static void pause_keep_freezes_then_frees(void **state)
+{
+	struct fixture *f = *state;
+	bool can = f->cfg.tier != AJ_TIER_PROCESS;
+	static const char ticker[] =
+		"import threading, time\nbeat = [0]\ndef tick():\n    while True:\n"
+		"        beat[0] += 1\n        time.sleep(0.005)\n"
+		"threading.Thread(target=tick, daemon=True).start()\nprint('ticking')\n";
+	f->cfg.session.pause_keep_sec = 600;
+	struct aj_session *s = open_session(&f->cfg);
+	ckpt_setup(s);
+	cell_expect(s, ticker, AJ_STATUS_OK, "ticking");
+	struct aj_error err = {0};
+	unsigned long thawed = session_thaws();
+	if (aj_session_pause(s, NULL, &err))
+		fail_msg("aj_session_pause: %s", err.message);
+	assert_true(aj_session_paused(s));
+	assert_int_equal(session_frozen(s), can);
+	ckpt_check(s);
+	assert_int_equal(session_thaws() - thawed, can ? 1 : 0);
+	/* Thawed, the ticker thread is there; rebuilt, only the main one. */
+	cell_expect(s, "print('threads', threading.active_count())", AJ_STATUS_OK,
+		    can ? "threads 2" : "threads 1");
+	close_session(s);
+
+	/* A short window: the reaper ends the frozen sandbox (memory freed)
+	 * and the next call rebuilds it from the state file. */
+	f->cfg.session.pause_keep_sec = 0.2;
+	s = open_session(&f->cfg);
+	ckpt_setup(s);
+	cell_expect(s, ticker, AJ_STATUS_OK, "ticking");
+	if (aj_session_pause(s, NULL, &err))
+		fail_msg("aj_session_pause: %s", err.message);
+	for (int i = 0; i < 6000 && session_frozen(s); i++)
+		usleep(10000);
+	assert_false(session_frozen(s));
+	assert_true(aj_session_paused(s));
+	thawed = session_thaws();
+	ckpt_check(s);
+	assert_int_equal(session_thaws(), thawed);
+	cell_expect(s, "print('threads', threading.active_count())", AJ_STATUS_OK, "threads 1");
+	close_session(s);
+}
+
 /* With idle_pause, the idle timeout pauses the session instead of closing
  * it: the next call resumes it, as it was, and says so. */
 static void idle_pauses_a_session(void **state)
@@ -563,6 +614,7 @@ static void restore_runs_under_todays_limits(void **state)
 	SESSION_TEST(pause_resume_keeps_state), SESSION_TEST(checkpoint_of_a_paused_session),   \
 	SESSION_TEST(checkpoint_names_what_it_left),   \
 	SESSION_TEST(checkpoint_never_follows_the_programs_links),   \
+	SESSION_TEST(pause_keep_freezes_then_frees),   \
 	SESSION_TEST(restore_runs_under_todays_limits), SESSION_TEST(idle_pauses_a_session)
 
 #endif

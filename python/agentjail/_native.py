@@ -30,6 +30,7 @@ struct aj_limits {
 struct aj_session_limits {
     double idle_sec; double lifetime_sec; uint32_t cpu_sec; uint32_t max_sessions;
     uint32_t transfer_mb; uint32_t images; uint32_t image_kb; bool idle_pause;
+    double pause_keep_sec;
 };
 struct aj_egress_limits {
     uint32_t out_mb; uint32_t in_mb; uint32_t connections; uint32_t kbps;

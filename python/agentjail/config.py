@@ -35,6 +35,7 @@ FIELDS = {
     "vm_pool": ("vm_pool", int),
     "session_idle_sec": ("session.idle_sec", float),
     "session_lifetime_sec": ("session.lifetime_sec", float),
+    "pause_keep_sec": ("session.pause_keep_sec", float),
     "session_cpu_sec": ("session.cpu_sec", int),
     "max_sessions": ("session.max_sessions", int),
     "transfer_mb": ("session.transfer_mb", int),

@@ -80,3 +80,21 @@ def test_a_touched_checkpoint_is_refused(sandbox, tmp_path):
     with pytest.raises(ValueError):
         CheckpointKey(b"short")
     assert "CheckpointKey" in repr(key) and key._bytes.hex() not in repr(key)
+
+
+def test_pause_keep_sec_reaches_the_library(sandbox_for):
+    """pause_keep_sec is the library's (its range checked there, so the
+    field sits where the C struct has it); on the container tier a pause
+    under it freezes the sandbox, and the resume finds a thread the state
+    file could not have carried."""
+    with pytest.raises(ConfigError) as e:
+        sandbox_for("process", pause_keep_sec=-1)
+    assert "pause-keep: -1 is out of range" in str(e.value)
+    sb = sandbox_for("container", image="test-ds", pause_keep_sec=600)
+    with sb.session() as s:
+        assert s.run("import threading, time\n"
+                     "threading.Thread(target=lambda: time.sleep(600), daemon=True).start()"
+                     ).ok
+        s.pause()
+        assert s.paused
+        assert s.run("print(threading.active_count())").stdout == "2\n"

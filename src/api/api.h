@@ -137,8 +137,13 @@ int session_workspace_held(struct aj_session *s, struct aj_error *err);
 unsigned long session_state_direct_moves(void);
 /* Held: ends the session's sandbox (its egress proxy stays, for the next)
  * and keeps fd, which wake brings back at the next call (or close
- * closes). */
+ * closes); or, with pause_keep_sec and a tier that can, freezes it for
+ * that long first (the next call in the window thaws it). */
 void session_suspend(struct aj_session *s, int fd, session_wake_fn wake);
+/* Whether s is paused with its sandbox frozen (pause_keep_sec), and how
+ * many resumes in this process thawed one: for tests. */
+bool session_frozen(const struct aj_session *s);
+unsigned long session_thaws(void);
 /* Pauses a held session (its state out, its sandbox ended): 0, or -errno
  * with err. session_checkpoint.c registers the one aj_session_pause uses,
  * for the idle timeout's pause (aj_session_limits.idle_pause). */

@@ -83,6 +83,9 @@ struct aj_session {
 	 * call. -1 when not paused. */
 	int paused_fd;
 	session_wake_fn wake;
+	/* Paused with its sandbox frozen (tier_session kept: pause_keep_sec)
+	 * until this time; a call before it thaws the sandbox instead. */
+	double frozen_until_ms;
 	bool idle_paused;           /* paused by its idle timeout ... */
 	bool tell_resumed;          /* ... and resumed: the next run is told */
 	struct aj_session *next;    /* the registry */
@@ -154,6 +157,24 @@ static void keeper_stop(struct keeper *k)
 	pthread_cond_destroy(&k->c);
 }
 
+/* Resumes that thawed a frozen sandbox (for tests: that the path is taken). */
+static atomic_ulong thaws;
+
+unsigned long session_thaws(void)
+{
+	return atomic_load(&thaws);
+}
+
+/* A paused session's frozen sandbox ended, its memory freed (the state
+ * file stays, for the next call); s->lock held. */
+static void drop_frozen(struct aj_session *s)
+{
+	if (s->paused_fd < 0 || !s->tier_session)
+		return;
+	keeper_stop(&s->keeper);
+	s->tier_session = NULL;
+}
+
 /* Destroys the sandbox, keeping the handle; s->lock held. */
 static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -199,7 +220,9 @@ static void enforce_limits(struct aj_session *s, double now, bool for_call)
 		end_sandbox(s, "its lifetime of %g s ended", sl->lifetime_sec);
 	/* A paused session holds no sandbox to idle in: only its lifetime
 	 * bounds it. */
-	else if (s->tier_session && now - s->last_ms > sl->idle_sec * 1000.0) {
+	else if (s->paused_fd >= 0 && s->tier_session && now > s->frozen_until_ms)
+		drop_frozen(s); /* its window passed: memory freed, the state on disk */
+	else if (s->paused_fd < 0 && s->tier_session && now - s->last_ms > sl->idle_sec * 1000.0) {
 		struct aj_error err = {0};
 		if (!sl->idle_pause)
 			end_sandbox(s, "it was idle for more than %g s", sl->idle_sec);
@@ -424,6 +447,20 @@ static int enter_poll(struct aj_session *s, struct aj_error *err)
 static int enter_locked(struct aj_session *s, struct aj_error *err)
 {
 	enforce_limits(s, now_ms(), true);
+	if (s->paused_fd >= 0 && s->tier_session) {
+		/* Frozen: thawed, exactly as it was (its processes too). A
+		 * thaw that fails ends it, and the state file brings it back. */
+		struct aj_error why = {0};
+		if (sandbox_ops(s->sb)->session_freeze(s->tier_session, false, &why)) {
+			drop_frozen(s);
+		} else {
+			atomic_fetch_add(&thaws, 1);
+			close(s->paused_fd);
+			s->paused_fd = -1;
+			s->tell_resumed = s->idle_paused;
+			s->idle_paused = false;
+		}
+	}
 	if (s->paused_fd >= 0) {
 		/* The next call resumes it (the call is told: res.resumed is
 		 * not a thing; the session's state is as it was). */
@@ -900,8 +937,19 @@ int session_request_held(struct aj_session *s, const char *what, json_t *req, si
 
 void session_suspend(struct aj_session *s, int fd, session_wake_fn wake)
 {
-	keeper_stop(&s->keeper);
-	s->tier_session = NULL;
+	const struct aj_session_limits *sl = &sandbox_config(s->sb)->session;
+	const struct tier_ops *ops = sandbox_ops(s->sb);
+	struct aj_error why = {0};
+	/* Frozen first where the deployer keeps paused memory for a while
+	 * and the tier can freeze: its CPU is free at once, and a resume in
+	 * the window is a thaw. Else (or when freezing fails) ended now. */
+	if (sl->pause_keep_sec > 0 && ops->session_freeze &&
+	    !ops->session_freeze(s->tier_session, true, &why)) {
+		s->frozen_until_ms = now_ms() + sl->pause_keep_sec * 1000.0;
+	} else {
+		keeper_stop(&s->keeper);
+		s->tier_session = NULL;
+	}
 	s->paused_fd = fd;
 	s->wake = wake;
 	/* The next interpreter is new: nothing of the old one's calls (seq)
@@ -916,6 +964,11 @@ int session_sandbox_reopen(struct aj_session *s, struct aj_error *err)
 	if (!rc)
 		s->last_ms = now_ms();
 	return rc;
+}
+
+bool session_frozen(const struct aj_session *s)
+{
+	return s && s->paused_fd >= 0 && s->tier_session;
 }
 
 bool aj_session_paused(const struct aj_session *s)

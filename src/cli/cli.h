@@ -57,6 +57,10 @@ extern const struct option session_options[];
 	"  --idle close|pause      what idle does to a session: close it (default), or\n"   \
 	"                          pause it (its sandbox freed, its state kept; its next\n" \
 	"                          call resumes it)\n"                                      \
+	"  --pause-keep SEC        a paused session's sandbox is frozen (its CPU freed,\n"  \
+	"                          its memory kept) this long first, where the tier can\n" \
+	"                          (container), and a resume in that time thaws it\n"     \
+	"                          (default 0: ended at once; up to 86400)\n"              \
 	"  --session-lifetime SEC  close a session this long after it opened\n"             \
 	"                          (default 3600; 1 to 864000)\n"                         \
 	"  --max-sessions N        sessions open at once (default 16)\n"                     \

@@ -26,6 +26,7 @@ enum {
 	OPT_DOCKER_SOCKET,
 	OPT_SESSION_IDLE,
 	OPT_IDLE,
+	OPT_PAUSE_KEEP,
 	OPT_SESSION_LIFETIME,
 	OPT_MAX_SESSIONS,
 	OPT_TRANSFER_MB,
@@ -64,6 +65,7 @@ const struct option limit_options[] = {
 const struct option session_options[] = {
 	{"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
 	{"idle", required_argument, NULL, OPT_IDLE},
+	{"pause-keep", required_argument, NULL, OPT_PAUSE_KEEP},
 	{"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
 	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
 	{"transfer-mb", required_argument, NULL, OPT_TRANSFER_MB},
@@ -482,6 +484,8 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return parse_seconds("session-idle", arg, &sl->idle_sec);
 	case OPT_IDLE:
 		return parse_idle(arg, &sl->idle_pause);
+	case OPT_PAUSE_KEEP:
+		return parse_seconds("pause-keep", arg, &sl->pause_keep_sec);
 	case OPT_SESSION_LIFETIME:
 		return parse_seconds("session-lifetime", arg, &sl->lifetime_sec);
 	case OPT_MAX_SESSIONS:

@@ -224,6 +224,10 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 		return error_set(err, -EINVAL,
 				 "session-lifetime: %g is out of range (1 to 864000 seconds)",
 				 sl->lifetime_sec);
+	if (!(sl->pause_keep_sec >= 0.0 && sl->pause_keep_sec <= AJ_MAX_PAUSE_KEEP_SEC))
+		return error_set(err, -EINVAL,
+				 "pause-keep: %g is out of range (0 to %g seconds)", sl->pause_keep_sec,
+				 AJ_MAX_PAUSE_KEEP_SEC);
 	if ((rc = check_range(&session_cpu_range, sl->cpu_sec, err)) ||
 	    (rc = check_range(&max_sessions_range, sl->max_sessions, err)) ||
 	    (rc = check_range(&transfer_range, sl->transfer_mb, err)) ||

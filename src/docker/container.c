@@ -103,6 +103,12 @@ int docker_kill(struct http_conn *api, const char *id, struct aj_error *err)
 	return container_call(api, "POST", id, "/kill?signal=SIGKILL", "kill", 409, err);
 }
 
+int docker_pause(struct http_conn *api, const char *id, bool paused, struct aj_error *err)
+{
+	return container_call(api, "POST", id, paused ? "/pause" : "/unpause",
+			      paused ? "pause" : "unpause", 0, err);
+}
+
 int docker_wait_stopped(struct http_conn *api, const char *id, struct aj_error *err)
 {
 	/* 404: it is gone already. */

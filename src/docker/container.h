@@ -48,6 +48,9 @@ int docker_start(struct http_conn *api, const char *id, struct aj_error *err);
 
 /* SIGKILL to PID 1; a container already stopped is no error. */
 int docker_kill(struct http_conn *api, const char *id, struct aj_error *err);
+/* The engine's pause (its cgroup freezer: every process stopped, memory
+ * kept) or unpause of the container; it answers once done. */
+int docker_pause(struct http_conn *api, const char *id, bool paused, struct aj_error *err);
 
 /* Returns once the container has stopped (gone already: no error). */
 int docker_wait_stopped(struct http_conn *api, const char *id, struct aj_error *err);

@@ -41,6 +41,7 @@ struct docker_session {
 	double opened_unix;         /* the engine's clock, for its OOM events */
 	double opened_ms;
 	char egress_dir[PATH_MAX];  /* the proxy's socket's; "": no egress */
+	bool frozen;                /* paused by the engine (docker_session_freeze) */
 };
 
 /* Removes the container on a connection of its own (the attach stream is
@@ -62,6 +63,10 @@ static int remove_now(struct docker_session *ds, struct aj_error *err)
 	int rc = http_connect(&api, ds->socket, DOCKER_CALL_MS, err);
 	if (!rc) {
 		struct aj_error e2 = {0};
+		/* A paused container is unpaused first: its processes are
+		 * frozen and would not take the kill. */
+		if (ds->frozen && !docker_pause(&api, ds->id, false, &e2))
+			ds->frozen = false;
 		if (!docker_kill(&api, ds->id, &e2))
 			docker_wait_stopped(&api, ds->id, &e2);
 		rc = docker_remove(&api, ds->id, err);
@@ -190,6 +195,17 @@ void docker_session_close(void *session)
 {
 	if (session)
 		session_free(session);
+}
+
+int docker_session_freeze(void *session, bool frozen, struct aj_error *err)
+{
+	struct docker_session *ds = session;
+	struct http_conn api;
+	int rc = http_connect(&api, ds->socket, DOCKER_CALL_MS, err);
+	if (!rc && !(rc = docker_pause(&api, ds->id, frozen, err)))
+		ds->frozen = frozen;
+	http_close(&api);
+	return rc;
 }
 
 void docker_session_nudge(void *session)

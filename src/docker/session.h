@@ -20,6 +20,8 @@ int docker_session_call(void *session, const struct aj_config *cfg,
 uint64_t docker_session_oom_kills(void *session, double since_ms);
 /* tier_ops.session_nudge (boot_session_nudge). */
 void docker_session_nudge(void *session);
+/* tier_ops.session_freeze: the engine's pause or unpause. */
+int docker_session_freeze(void *session, bool frozen, struct aj_error *err);
 void docker_session_close(void *session);
 
 #endif

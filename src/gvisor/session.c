@@ -22,6 +22,7 @@ struct gvisor_session {
 	struct gvisor_started s;
 	uint64_t oom_before;        /* the cgroup's OOM kills when the call began */
 	bool destroyed;
+	bool frozen;                /* its cgroup frozen (gvisor_session_freeze) */
 };
 
 static void session_destroy(struct boot_session *bs)
@@ -30,6 +31,9 @@ static void session_destroy(struct boot_session *bs)
 	if (gs->destroyed)
 		return;
 	gs->destroyed = true;
+	/* Frozen tasks take no kill (cgroup v1) until thawed. */
+	if (gs->frozen)
+		cgroup_freeze(&gs->s.sb.cg, false, &(struct aj_error){0});
 	/* The stream's fds are the started sandbox's: closed with it. */
 	bs->fd = bs->out_fd = bs->err_fd = -1;
 	struct aj_error e = {0};
@@ -48,6 +52,20 @@ static bool session_oom_since(struct boot_session *bs, double since)
 static double session_cpu_ms(struct boot_session *bs)
 {
 	return cgroup_cpu_ms(&((struct gvisor_session *)bs)->s.sb.cg);
+}
+
+int gvisor_session_freeze(void *session, bool frozen, struct aj_error *err)
+{
+	struct gvisor_session *gs = session;
+	/* The sandbox's cgroup holds runsc's sentry and gofer and all they
+	 * run: frozen, the whole of it stops, its memory kept. */
+	int rc = gs->s.sb.have_cg ? cgroup_freeze(&gs->s.sb.cg, frozen, err)
+				  : error_set(err, -ENOTSUP, "gvisor: the sandbox has no cgroup");
+	if (!rc)
+		gs->frozen = frozen;
+	else if (frozen)
+		cgroup_freeze(&gs->s.sb.cg, false, &(struct aj_error){0});
+	return rc;
 }
 
 void gvisor_session_close(void *session)

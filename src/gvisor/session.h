@@ -14,5 +14,8 @@ int gvisor_session_call(void *session, const struct aj_config *cfg,
 			const struct session_call *call, struct aj_result *res,
 			struct session_answer *ans);
 void gvisor_session_close(void *session);
+/* tier_ops.session_freeze: the sandbox's cgroup (runsc's sentry, gofer
+ * and all) frozen or thawed. */
+int gvisor_session_freeze(void *session, bool frozen, struct aj_error *err);
 
 #endif

@@ -111,6 +111,8 @@ static int prepare_v2(const char *root, struct cgroup_layout *lay, struct aj_err
 	}
 	for (int c = 0; c < CG_COUNT; c++)
 		memcpy(lay->parent[c], parent, sizeof parent);
+	/* cgroup.freeze: every non-root cgroup of a 5.2+ kernel. */
+	lay->freezer = exists(parent, "cgroup.freeze");
 	return 0;
 }
 
@@ -140,6 +142,17 @@ static int prepare_v1(const char *root, struct cgroup_layout *lay, struct aj_err
 					 "missing in %s)",
 					 dir, names[c], probe[c], lay->parent[c]);
 	}
+	/* The freezer is no limit: where it is not mounted, a session's pause
+	 * ends its sandbox instead of freezing it. */
+	char dir[280];
+	snprintf(dir, sizeof dir, "%.256s/freezer", root);
+	if (exists(dir, "cgroup.procs")) {
+		struct aj_error why = {0};
+		snprintf(lay->parent[CG_FREEZER], sizeof lay->parent[CG_FREEZER], "%.280s/%s", dir,
+			 CGROUP_PARENT);
+		lay->freezer = !make_parent(lay->parent[CG_FREEZER], &why) &&
+			       exists(lay->parent[CG_FREEZER], "freezer.state");
+	}
 	return 0;
 }
 
@@ -165,7 +178,7 @@ bool cgroup_run_orphaned(const char *dir, const char *name, char *path, size_t n
  * moment between a run making its cgroup and its init joining it. */
 static void sweep_orphans(const struct cgroup_layout *lay)
 {
-	int n = lay->version == 2 ? 1 : CG_COUNT;
+	int n = lay->version == 2 ? 1 : CG_COUNT + lay->freezer;
 	for (int i = 0; i < n; i++) {
 		DIR *d = opendir(lay->parent[i]);
 		struct dirent *de;
@@ -198,7 +211,7 @@ int cgroup_prepare(const char *root, struct cgroup_layout *lay, struct aj_error 
 void cgroup_run_copy(struct cgroup_run *dst, const struct cgroup_run *src)
 {
 	*dst = *src;
-	for (int i = 0; i < CG_COUNT; i++)
+	for (int i = 0; i < CG_DIRS; i++)
 		if (src->tasks_files[i])
 			dst->tasks_files[i] = dst->tasks_file[i];
 }
@@ -216,7 +229,8 @@ int cgroup_create(const struct cgroup_layout *lay, const struct aj_limits *l,
 		 ts.tv_nsec);
 	memset(run, 0, sizeof *run);
 	run->version = lay->version;
-	run->ndirs = lay->version == 2 ? 1 : CG_COUNT;
+	run->ndirs = lay->version == 2 ? 1 : CG_COUNT + lay->freezer;
+	run->can_freeze = lay->freezer;
 	for (int i = 0; i < run->ndirs; i++) {
 		snprintf(run->dir[i], sizeof run->dir[i], "%.300s/%s", lay->parent[i], name);
 		if (mkdir(run->dir[i], 0755) < 0) {
@@ -391,6 +405,32 @@ int cgroup_kill_all(const struct cgroup_run *run)
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;
+}
+
+int cgroup_freeze(const struct cgroup_run *run, bool frozen, struct aj_error *err)
+{
+	if (!run->can_freeze || run->ndirs == 0)
+		return error_set(err, -ENOTSUP, "cgroup: this run's cgroup cannot be frozen");
+	bool v2 = run->version == 2;
+	const char *dir = run->dir[v2 ? 0 : CG_FREEZER];
+	int rc = write_knob(dir, v2 ? "cgroup.freeze" : "freezer.state",
+			    v2 ? (frozen ? "1" : "0") : (frozen ? "FROZEN" : "THAWED"), err);
+	if (rc)
+		return rc;
+	/* Done when the kernel says so (a task in the middle of a syscall
+	 * is frozen when it leaves it); the deadline only catches a hang. */
+	char buf[512];
+	for (int i = 0; i < 10000; i++) {
+		if (v2 ? !read_knob(dir, "cgroup.events", buf, sizeof buf) &&
+				 keyed_value(buf, "frozen") == (frozen ? 1 : 0)
+		       : !read_knob(dir, "freezer.state", buf, sizeof buf) &&
+				 !strncmp(buf, frozen ? "FROZEN" : "THAWED", 6))
+			return 0;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return error_set(err, -ETIMEDOUT, "cgroup: %s did not become %s within 10 s", dir,
+			 frozen ? "frozen" : "thawed");
 }
 
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err)

@@ -15,23 +15,29 @@
 #define CGROUP_PARENT "agentjail"
 
 enum cgroup_controller { CG_MEMORY, CG_PIDS, CG_CPU, CG_COUNT };
+/* v1: the freezer hierarchy's directory, after the controllers', where
+ * one is mounted (a session's pause freezes it; nothing is limited there). */
+#define CG_FREEZER CG_COUNT
+#define CG_DIRS (CG_COUNT + 1)
 
 struct cgroup_layout {
 	int version;                   /* 1 or 2 */
 	/* v2: one directory (the parent of every run's cgroup); v1: one per
-	 * controller. */
-	char parent[CG_COUNT][300];
+	 * controller, and the freezer's where it is. */
+	char parent[CG_DIRS][300];
+	bool freezer;                  /* runs' cgroups can be frozen */
 };
 
 struct cgroup_run {
 	int version;
 	int ndirs;
-	char dir[CG_COUNT][400];       /* v2 uses dir[0] only */
+	char dir[CG_DIRS][400];        /* v2 uses dir[0] only */
 	char memory_dir[400];
 	/* v1: each hierarchy's tasks file, for the run's init to join itself
 	 * (cgroup_join_self); NULL-terminated. */
-	char tasks_file[CG_COUNT][420];
-	const char *tasks_files[CG_COUNT + 1];
+	char tasks_file[CG_DIRS][420];
+	const char *tasks_files[CG_DIRS + 1];
+	bool can_freeze;               /* cgroup_freeze works on it */
 };
 
 /* Copies a cgroup_run (its tasks_files point into its own storage, so a
@@ -75,6 +81,12 @@ double cgroup_cpu_ms(const struct cgroup_run *run);
  * ours (the gvisor tier's runsc, sentry and gofer). 0, or -EBUSY if some
  * process would not go. */
 int cgroup_kill_all(const struct cgroup_run *run);
+/* Freezes every process of the run (frozen), or thaws them, and waits
+ * until the kernel says it is done: 0; -ENOTSUP where the run cannot be
+ * frozen (v1 without a freezer hierarchy); -errno with err. A frozen task
+ * takes no CPU and keeps its memory; on v1 it cannot even die until
+ * thawed, so a frozen run is thawed before it is ended. */
+int cgroup_freeze(const struct cgroup_run *run, bool frozen, struct aj_error *err);
 /* Removes the run's cgroup; it must be empty (the run has been reaped). */
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err);
 

@@ -334,6 +334,7 @@ struct container_session {
 	struct jail_session js;
 	struct uid_slot slot;
 	struct cgroup_run cg;
+	bool frozen;
 };
 
 static int container_session_open(void *state, const struct aj_config *cfg,
@@ -399,11 +400,26 @@ static int container_session_workspace(void *session, struct aj_error *err)
 	return jail_session_workspace(&((struct container_session *)session)->js, err);
 }
 
+static int container_session_freeze(void *session, bool frozen, struct aj_error *err)
+{
+	struct container_session *cs = session;
+	int rc = cgroup_freeze(&cs->cg, frozen, err);
+	if (!rc)
+		cs->frozen = frozen;
+	else if (frozen) /* half frozen is no state to leave it in */
+		cgroup_freeze(&cs->cg, false, &(struct aj_error){0});
+	return rc;
+}
+
 static void container_session_close(void *session)
 {
 	struct container_session *cs = session;
 	if (!cs)
 		return;
+	/* A frozen task cannot die (cgroup v1) until it is thawed: thawed
+	 * first, then killed with the rest. */
+	if (cs->frozen)
+		cgroup_freeze(&cs->cg, false, &(struct aj_error){0});
 	jail_session_end(&cs->js);
 	/* Reaped: the cgroup is empty and can go. */
 	struct aj_error err = {0};
@@ -429,5 +445,6 @@ const struct tier_ops container_tier = {
 	.session_nudge = container_session_nudge,
 	.session_close = container_session_close,
 	.session_workspace = container_session_workspace,
+	.session_freeze = container_session_freeze,
 	.view_root = image_view_root,
 };

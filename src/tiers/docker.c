@@ -424,5 +424,6 @@ const struct tier_ops docker_tier = {
 	.session_oom_kills = docker_session_oom_kills,
 	.session_nudge = docker_session_nudge,
 	.session_close = docker_session_close,
+	.session_freeze = docker_session_freeze,
 	.view_root = docker_view_root,
 };

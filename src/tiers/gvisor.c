@@ -251,5 +251,6 @@ const struct tier_ops gvisor_tier = {
 	 * full 200 ms read (measured: p50 207 ms against 10.8 ms with short
 	 * reads); until that is understood, gVisor keeps short reads. */
 	.session_close = gvisor_session_close,
+	.session_freeze = gvisor_session_freeze,
 	.view_root = image_view_root,
 };

@@ -315,6 +315,11 @@ static int microvm_session_call(void *session, const struct aj_config *cfg,
 	return vm_host_session_call(session, cfg, call, res, ans);
 }
 
+static int microvm_session_freeze(void *session, bool frozen, struct aj_error *err)
+{
+	return vm_host_session_freeze(session, frozen, err);
+}
+
 static void microvm_session_close(void *session)
 {
 	vm_host_session_close(session);
@@ -330,6 +335,7 @@ const struct tier_ops microvm_tier = {
 	.session_call = microvm_session_call,
 	.session_oom_kills = microvm_session_oom_kills,
 	.session_close = microvm_session_close,
+	.session_freeze = microvm_session_freeze,
 	.view_root = image_view_root,
 	.shows_trust_bundle = true, /* the guest's agent: src/vm/guest/trust.c */
 };

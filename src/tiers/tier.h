@@ -55,6 +55,11 @@ struct tier_ops {
 	 * state, never encoded); or -errno. NULL: the tier has no such view
 	 * (the workspace is in a VM, or behind runsc's or Docker's files). */
 	int (*session_workspace)(void *session, struct aj_error *err);
+	/* Freezes every process of the session's sandbox (frozen: no CPU, its
+	 * memory kept, nothing runs, not even a signal handler) or thaws it;
+	 * 0, or -errno (-ENOTSUP: this sandbox cannot be) with err. A frozen
+	 * sandbox can still be closed. NULL: the tier cannot freeze. */
+	int (*session_freeze)(void *session, bool frozen, struct aj_error *err);
 	/* The host directory whose tree the sandbox sees as / (an image root;
 	 * the host's own / on the process tier), from which the core reads
 	 * what the view holds (its CA bundle, for trust_ca): 0, or -errno and

@@ -1,6 +1,12 @@
 /* A session's VM, from the host: see session_host.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/pidfd.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +216,45 @@ uint64_t vm_host_session_oom_kills(struct vm_host_session *s)
 	uint64_t n = s->oom_uncounted;
 	s->oom_uncounted = 0;
 	return n;
+}
+
+/* Whether QEMU (pid) is stopped: its /proc stat's state 'T'. */
+static bool qemu_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+int vm_host_session_freeze(struct vm_host_session *s, bool frozen, struct aj_error *err)
+{
+	if (s->gone)
+		return error_set(err, -ESRCH, "microvm: the session's VM has ended");
+	/* QEMU is one process: stopped, the whole VM stops (its vCPUs, its
+	 * devices), its memory kept; SIGCONT goes on where it stopped. By the
+	 * pidfd, so never another process that took its pid. */
+	if (pidfd_send_signal(s->vm.pidfd, frozen ? SIGSTOP : SIGCONT, NULL, 0))
+		return error_set(err, -errno, "microvm: %s QEMU: %s", frozen ? "stopping" : "continuing",
+				 strerror(errno));
+	for (int i = 0; i < 10000; i++) {
+		if (qemu_stopped(s->vm.pid) == frozen)
+			return 0;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	if (frozen)
+		pidfd_send_signal(s->vm.pidfd, SIGCONT, NULL, 0);
+	return error_set(err, -ETIMEDOUT, "microvm: QEMU was not %s within 10 s",
+			 frozen ? "stopped" : "continued");
 }
 
 void vm_host_session_close(struct vm_host_session *s)

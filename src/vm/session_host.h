@@ -29,5 +29,8 @@ int vm_host_session_call(struct vm_host_session *s, const struct aj_config *cfg,
  * (reported by calls that replied), now counted. */
 uint64_t vm_host_session_oom_kills(struct vm_host_session *s);
 void vm_host_session_close(struct vm_host_session *s);
+/* tier_ops.session_freeze: QEMU stopped (SIGSTOP: the whole VM, its
+ * memory kept) or continued. A stopped QEMU still dies by SIGKILL. */
+int vm_host_session_freeze(struct vm_host_session *s, bool frozen, struct aj_error *err);
 
 #endif
