@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "agentjail.h"
 
@@ -155,6 +156,9 @@ int read_full(int fd, void *buf, size_t n);
  * tells a larger input by *len > max): 0 with *out malloc'ed and
  * NUL-terminated past *len, or -errno. */
 int read_fd_up_to(int fd, size_t max, char **out, size_t *len);
+/* A small file (a /proc or /sys one) into buf, NUL-terminated, at most
+ * n - 1 bytes: its length, or -errno. */
+ssize_t read_small_file(const char *path, char *buf, size_t n);
 
 /* Base64 with padding. encode: malloc'ed, NUL-terminated, NULL on ENOMEM.
  * decode: 0, -EINVAL for anything but canonical base64, or -ENOMEM; *out

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +41,23 @@ int send_full(int fd, const void *buf, size_t n)
 int read_full(int fd, void *buf, size_t n)
 {
 	return full(fd, buf, n, FULL_READ);
+}
+
+ssize_t read_small_file(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t k;
+	do
+		k = read(fd, buf, n - 1);
+	while (k < 0 && errno == EINTR);
+	int e = errno;
+	close(fd);
+	if (k < 0)
+		return -e;
+	buf[k] = '\0';
+	return k;
 }
 
 int read_fd_up_to(int fd, size_t max, char **out, size_t *len)

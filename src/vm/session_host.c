@@ -223,14 +223,8 @@ static bool qemu_stopped(pid_t pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small_file(path, buf, sizeof buf) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	const char *p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
