@@ -161,9 +161,13 @@ $(B)/libagentjail.a: $(LIB_OBJ)
 # position-independent (-fPIC, which static-pie is content with too), and
 # only the aj_ API is exported (src/libagentjail.map), so the internals
 # can neither clash with a host program's symbols nor be called from it.
+# -z nodelete: the library starts detached threads (the sessions' reaper,
+# the stream delivery) that outlive any call; a dlclose (Python's cffi
+# closes it at interpreter exit) must not unmap code they will return to
+# (seen: pytest ending by SIGSEGV at an address in the unmapped library).
 $(B)/libagentjail.so.0: $(LIB_OBJ) src/libagentjail.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libagentjail.so.0 \
-		-Wl,--version-script=src/libagentjail.map -Wl,-z,relro,-z,now,-z,defs \
+		-Wl,--version-script=src/libagentjail.map -Wl,-z,relro,-z,now,-z,defs,-z,nodelete \
 		-o $@ $(LIB_OBJ) $(PKG_LIBS) -lpthread
 
 $(B)/libagentjail.so: $(B)/libagentjail.so.0
