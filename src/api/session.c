@@ -175,6 +175,27 @@ static void drop_frozen(struct aj_session *s)
 	s->tier_session = NULL;
 }
 
+/* A paused session brought back, s->lock held: thawed where its sandbox
+ * is frozen, exactly as it was (its processes too), else rebuilt from its
+ * state file by wake; a thaw that fails ends the frozen sandbox, and the
+ * file brings it back. 0, or wake's -errno with err. */
+static int resume_paused(struct aj_session *s, struct aj_error *err)
+{
+	struct aj_error why = {0};
+	if (s->tier_session && sandbox_ops(s->sb)->session_freeze(s->tier_session, false, &why))
+		drop_frozen(s);
+	else if (s->tier_session)
+		atomic_fetch_add(&thaws, 1);
+	int rc = s->tier_session ? 0 : s->wake(s, s->paused_fd, err);
+	if (rc)
+		return rc;
+	close(s->paused_fd);
+	s->paused_fd = -1;
+	s->tell_resumed = s->idle_paused;
+	s->idle_paused = false;
+	return 0;
+}
+
 /* Destroys the sandbox, keeping the handle; s->lock held. */
 static void end_sandbox(struct aj_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -447,33 +468,15 @@ static int enter_poll(struct aj_session *s, struct aj_error *err)
 static int enter_locked(struct aj_session *s, struct aj_error *err)
 {
 	enforce_limits(s, now_ms(), true);
-	if (s->paused_fd >= 0 && s->tier_session) {
-		/* Frozen: thawed, exactly as it was (its processes too). A
-		 * thaw that fails ends it, and the state file brings it back. */
-		struct aj_error why = {0};
-		if (sandbox_ops(s->sb)->session_freeze(s->tier_session, false, &why)) {
-			drop_frozen(s);
-		} else {
-			atomic_fetch_add(&thaws, 1);
-			close(s->paused_fd);
-			s->paused_fd = -1;
-			s->tell_resumed = s->idle_paused;
-			s->idle_paused = false;
-		}
-	}
+	/* The next call resumes a paused session (the call is told: res.resumed
+	 * is not a thing; the session's state is as it was). */
 	if (s->paused_fd >= 0) {
-		/* The next call resumes it (the call is told: res.resumed is
-		 * not a thing; the session's state is as it was). */
-		int rc = s->wake(s, s->paused_fd, err);
+		int rc = resume_paused(s, err);
 		if (rc) {
 			end_sandbox(s, "it could not be resumed: %s", err->message);
 			pthread_mutex_unlock(&s->lock);
 			return rc;
 		}
-		close(s->paused_fd);
-		s->paused_fd = -1;
-		s->tell_resumed = s->idle_paused;
-		s->idle_paused = false;
 	}
 	if (!s->tier_session) {
 		int rc = error_set(err, -ESHUTDOWN, "session: closed, because %s",
