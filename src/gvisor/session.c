@@ -22,7 +22,6 @@ struct gvisor_session {
 	struct gvisor_started s;
 	uint64_t oom_before;        /* the cgroup's OOM kills when the call began */
 	bool destroyed;
-	bool frozen;                /* its cgroup frozen (gvisor_session_freeze) */
 };
 
 static void session_destroy(struct boot_session *bs)
@@ -32,8 +31,7 @@ static void session_destroy(struct boot_session *bs)
 		return;
 	gs->destroyed = true;
 	/* Frozen tasks take no kill (cgroup v1) until thawed. */
-	if (gs->frozen)
-		cgroup_freeze(&gs->s.sb.cg, false, &(struct aj_error){0});
+	cgroup_thaw(&gs->s.sb.cg);
 	/* The stream's fds are the started sandbox's: closed with it. */
 	bs->fd = bs->out_fd = bs->err_fd = -1;
 	struct aj_error e = {0};
@@ -59,13 +57,8 @@ int gvisor_session_freeze(void *session, bool frozen, struct aj_error *err)
 	struct gvisor_session *gs = session;
 	/* The sandbox's cgroup holds runsc's sentry and gofer and all they
 	 * run: frozen, the whole of it stops, its memory kept. */
-	int rc = gs->s.sb.have_cg ? cgroup_freeze(&gs->s.sb.cg, frozen, err)
-				  : error_set(err, -ENOTSUP, "gvisor: the sandbox has no cgroup");
-	if (!rc)
-		gs->frozen = frozen;
-	else if (frozen)
-		cgroup_freeze(&gs->s.sb.cg, false, &(struct aj_error){0});
-	return rc;
+	return gs->s.sb.have_cg ? cgroup_freeze(&gs->s.sb.cg, frozen, err)
+				: error_set(err, -ENOTSUP, "gvisor: the sandbox has no cgroup");
 }
 
 void gvisor_session_close(void *session)

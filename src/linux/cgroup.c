@@ -407,7 +407,7 @@ int cgroup_kill_all(const struct cgroup_run *run)
 	return -EBUSY;
 }
 
-int cgroup_freeze(const struct cgroup_run *run, bool frozen, struct aj_error *err)
+static int freeze_knob(const struct cgroup_run *run, bool frozen, struct aj_error *err)
 {
 	if (!run->can_freeze || run->ndirs == 0)
 		return error_set(err, -ENOTSUP, "cgroup: this run's cgroup cannot be frozen");
@@ -431,6 +431,22 @@ int cgroup_freeze(const struct cgroup_run *run, bool frozen, struct aj_error *er
 	}
 	return error_set(err, -ETIMEDOUT, "cgroup: %s did not become %s within 10 s", dir,
 			 frozen ? "frozen" : "thawed");
+}
+
+int cgroup_freeze(struct cgroup_run *run, bool frozen, struct aj_error *err)
+{
+	int rc = freeze_knob(run, frozen, err);
+	if (!rc)
+		run->frozen = frozen;
+	else if (frozen && !freeze_knob(run, false, &(struct aj_error){0}))
+		run->frozen = false;
+	return rc;
+}
+
+void cgroup_thaw(struct cgroup_run *run)
+{
+	if (run->frozen)
+		cgroup_freeze(run, false, &(struct aj_error){0});
 }
 
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err)

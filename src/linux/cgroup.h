@@ -38,6 +38,7 @@ struct cgroup_run {
 	char tasks_file[CG_DIRS][420];
 	const char *tasks_files[CG_DIRS + 1];
 	bool can_freeze;               /* cgroup_freeze works on it */
+	bool frozen;                   /* by cgroup_freeze, not thawed since */
 };
 
 /* Copies a cgroup_run (its tasks_files point into its own storage, so a
@@ -83,10 +84,14 @@ double cgroup_cpu_ms(const struct cgroup_run *run);
 int cgroup_kill_all(const struct cgroup_run *run);
 /* Freezes every process of the run (frozen), or thaws them, and waits
  * until the kernel says it is done: 0; -ENOTSUP where the run cannot be
- * frozen (v1 without a freezer hierarchy); -errno with err. A frozen task
- * takes no CPU and keeps its memory; on v1 it cannot even die until
- * thawed, so a frozen run is thawed before it is ended. */
-int cgroup_freeze(const struct cgroup_run *run, bool frozen, struct aj_error *err);
+ * frozen (v1 without a freezer hierarchy); -errno with err (a freeze that
+ * fails is thawed back: half frozen is no state to leave a run in). A
+ * frozen task takes no CPU and keeps its memory; on v1 it cannot even die
+ * until thawed, so a frozen run is thawed (cgroup_thaw) before its
+ * processes are killed. */
+int cgroup_freeze(struct cgroup_run *run, bool frozen, struct aj_error *err);
+/* Thaws the run if cgroup_freeze froze it; nothing otherwise. */
+void cgroup_thaw(struct cgroup_run *run);
 /* Removes the run's cgroup; it must be empty (the run has been reaped). */
 int cgroup_destroy(struct cgroup_run *run, struct aj_error *err);
 

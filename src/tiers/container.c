@@ -334,7 +334,6 @@ struct container_session {
 	struct jail_session js;
 	struct uid_slot slot;
 	struct cgroup_run cg;
-	bool frozen;
 };
 
 static int container_session_open(void *state, const struct aj_config *cfg,
@@ -402,13 +401,7 @@ static int container_session_workspace(void *session, struct aj_error *err)
 
 static int container_session_freeze(void *session, bool frozen, struct aj_error *err)
 {
-	struct container_session *cs = session;
-	int rc = cgroup_freeze(&cs->cg, frozen, err);
-	if (!rc)
-		cs->frozen = frozen;
-	else if (frozen) /* half frozen is no state to leave it in */
-		cgroup_freeze(&cs->cg, false, &(struct aj_error){0});
-	return rc;
+	return cgroup_freeze(&((struct container_session *)session)->cg, frozen, err);
 }
 
 static void container_session_close(void *session)
@@ -418,8 +411,7 @@ static void container_session_close(void *session)
 		return;
 	/* A frozen task cannot die (cgroup v1) until it is thawed: thawed
 	 * first, then killed with the rest. */
-	if (cs->frozen)
-		cgroup_freeze(&cs->cg, false, &(struct aj_error){0});
+	cgroup_thaw(&cs->cg);
 	jail_session_end(&cs->js);
 	/* Reaped: the cgroup is empty and can go. */
 	struct aj_error err = {0};
