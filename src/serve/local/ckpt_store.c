@@ -2,7 +2,7 @@
  * directory:
  *
  *   key                   the store's checkpoint key (0600)
- *   k-HEX(owner)/         one key's (0700; owner: serve's name for the key)
+ *   k-OWNER/              one key's (0700; OWNER: serve's hex name for the key)
  *     c-ID.ckpt c-ID.json   a checkpoint and its record
  *     p-ID.ckpt p-ID.json   a session paused when serve stopped, its terms
  *
@@ -33,17 +33,14 @@ static bool id_ok(const char *id)
 	return n >= 1 && n <= 64 && !id[n];
 }
 
-/* owner's directory, made (0700) if need be: 0 or -errno. */
+/* owner's directory, made (0700) if need be: 0 or -errno. An owner is
+ * hex as an id is, so it names one directory of the store's and no
+ * other. */
 static int owner_dir(struct ckpt_store *st, const char *owner, char *out, size_t cap, bool make)
 {
-	char hex[2 * 64 + 1];
-	size_t n = strlen(owner);
-	if (n > 64)
-		return -ENAMETOOLONG;
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)owner[i]);
-	hex[2 * n] = '\0';
-	if (snprintf(out, cap, "%s/k-%s", st->dir, hex) >= (int)cap)
+	if (!id_ok(owner))
+		return -EINVAL;
+	if (snprintf(out, cap, "%s/k-%s", st->dir, owner) >= (int)cap)
 		return -ENAMETOOLONG;
 	/* Only serve's uid reads a key's checkpoints: they hold its
 	 * variables and files. */
@@ -165,18 +162,9 @@ static void sweep_all(struct ckpt_store *st)
 		return;
 	struct dirent *e;
 	while ((e = readdir(top))) {
-		const char *hex = e->d_name;
-		size_t n = strlen(hex);
-		char owner[65];
-		if (strncmp(hex, "k-", 2) || n < 4 || (n - 2) % 2 || (n - 2) / 2 >= sizeof owner ||
-		    strspn(hex + 2, "0123456789abcdef") != n - 2)
+		const char *owner = e->d_name + 2;
+		if (strncmp(e->d_name, "k-", 2) || !id_ok(owner))
 			continue;
-		for (size_t i = 0; i < (n - 2) / 2; i++) {
-			unsigned v;
-			sscanf(hex + 2 + 2 * i, "%2x", &v);
-			owner[i] = (char)v;
-		}
-		owner[(n - 2) / 2] = '\0';
 		char d[PATH_MAX];
 		if (owner_dir(st, owner, d, sizeof d, false))
 			continue;

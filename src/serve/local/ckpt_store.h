@@ -32,7 +32,10 @@ int ckpt_store_open(struct ckpt_store *st, const char *dir, double ttl_sec, unsi
 		    struct aj_error *err);
 void ckpt_store_close(struct ckpt_store *st);
 
-/* A checkpoint of s for the key named owner, from the session named
+/* owner, below: serve's name for a key, lowercase hex of 1 to 64 digits
+ * (session_state.c gives its hash's); anything else is refused (-EINVAL).
+ *
+ * A checkpoint of s for the key named owner, from the session named
  * from, named name (NULL: no name): its record ({"id", "session",
  * "name"?, "created", "expires", "bytes", "files", "left_out", "note"}) in
  * *out. -EDQUOT when it would take the key

@@ -350,13 +350,10 @@ bool local_session_is_kept(struct service *svc, const struct key *key, const cha
 
 int local_session_drop_kept(struct service *svc, const struct http_request *rq, const char *id)
 {
-	struct local_state *ls = local_of(svc);
-	json_t *terms = NULL;
-	struct owner me = store_owner_of(rq->key);
-	if (!ls->ckpts_open || ckpt_store_paused(&ls->ckpts, me.s, id, &terms))
+	if (!local_session_is_kept(svc, rq->key, id))
 		return -ENOENT;
-	json_decref(terms);
-	ckpt_store_paused_done(&ls->ckpts, me.s, id);
+	struct owner me = store_owner_of(rq->key);
+	ckpt_store_paused_done(&local_of(svc)->ckpts, me.s, id);
 	return 0;
 }
 
