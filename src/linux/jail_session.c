@@ -213,7 +213,8 @@ int jail_session_workspace(const struct jail_session *js, struct aj_error *err)
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
 					  RESOLVE_NO_MAGICLINKS};
-	int fd = (int)syscall(SYS_openat2, root, AJ_SESSION_WORKSPACE + 1, &how, sizeof how);
+	/* The path without its leading '/': relative to the root held. */
+	int fd = (int)syscall(SYS_openat2, root, &AJ_SESSION_WORKSPACE[1], &how, sizeof how);
 	int e = errno;
 	close(root);
 	if (fd < 0)
