@@ -1,7 +1,7 @@
 # agentjail — `make` builds, `make test` runs the tests (ASan/UBSan build),
 # `make demo` installs what is missing, builds and runs the demo.
 CC ?= cc
-PKGS := libseccomp jansson libcares libcrypto
+PKGS := libseccomp jansson libcares libssl libcrypto
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-Wstrict-prototypes -Wmissing-prototypes -Iinclude -fstack-protector-strong
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

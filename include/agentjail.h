@@ -203,6 +203,28 @@ struct aj_config {
 	 * every tier shows read-only at that path. Certificates only (no key),
 	 * at most AJ_MAX_TRUST_CA_KB. NULL: the view's bundle alone. */
 	const char *trust_ca;
+	/* Credentials the code can use but never see (docs/secrets.md): a JSON
+	 * array, the text of the CLI's --secrets FILE, each item
+	 *   {"name": "GH", "value": "...", "hosts": ["api.github.com:443"],
+	 *    "header": "Authorization", "format": "Bearer {value}"}
+	 * or {"name", "value", "hosts", "placeholder": true}: the program
+	 * writes AJ_SECRET_GH (its environment's AJ_SECRET_GH holds only that
+	 * text) in a header and the proxy swaps the value in. Optional:
+	 * "plain_http": true (inject into plain HTTP too; off by default),
+	 * "requests": ["GET /repos/acme/"] (method and path prefix: only those
+	 * requests go to the secret's hosts). The egress proxy, outside the
+	 * sandbox, adds the value to requests for the secret's own hosts once
+	 * the allow rules admit them, terminating the program's TLS with a
+	 * certificate from a CA made for this sandbox (its key never enters
+	 * it) and verifying the upstream's. At most AJ_MAX_SECRETS, each value
+	 * at most AJ_MAX_SECRET_BYTES. The value is never readable back: not
+	 * in a result, a log, an error or a checkpoint. NULL: none. */
+	const char *secrets;
+	/* A PEM file of CA certificates the egress proxy trusts, beside the
+	 * host's store, for the upstreams of intercepted (secret-bearing)
+	 * connections: a private service's CA, a test's. NULL: the host's
+	 * store alone. */
+	const char *egress_ca;
 	/* The names a command's own environment additions may set
 	 * (aj_session_exec's and aj_session_spawn's x->env, and every front
 	 * end's): each a name ("GREETING") or a prefix ending in '*'
@@ -218,6 +240,8 @@ struct aj_config {
 #define AJ_MAX_ENV 64
 #define AJ_MAX_ENV_BYTES 32768
 #define AJ_MAX_EGRESS_RULES 32
+#define AJ_MAX_SECRETS 16
+#define AJ_MAX_SECRET_BYTES 4096
 
 #define AJ_ERROR_MAX 512
 struct aj_error {
@@ -580,6 +604,12 @@ void aj_session_close(struct aj_session *s);
  * `pip install`, then lock with none. Connections open now are cut. */
 int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
 			   const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
+/* Narrows the session's secrets: only the named ones stay (each must be one
+ * the session has now, else -EPERM naming it and nothing changes); the
+ * proxy sends the others no more, at once, and cuts the connections that
+ * carry them. */
+int aj_session_secrets_keep(struct aj_session *s, const char *const *names, uint32_t n_names,
+			    struct aj_error *err);
 
 /* ---- Checkpoints, pauses and forks (docs/checkpoints.md) ----
  *

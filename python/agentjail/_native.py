@@ -61,6 +61,8 @@ struct aj_config {
     uint32_t allow_cidr_count;
     struct aj_egress_limits egress;
     const char *trust_ca;
+    const char *secrets;
+    const char *egress_ca;
     const char *const *exec_env_allow;
     uint32_t exec_env_allow_count;
 };
@@ -158,6 +160,8 @@ void aj_file_list_free(struct aj_file_info *entries, size_t count);
 const char *aj_session_id(const struct aj_session *s);
 const char *aj_session_closed_reason(const struct aj_session *s);
 void aj_session_close(struct aj_session *s);
+int aj_session_secrets_keep(struct aj_session *s, const char *const *names, uint32_t n_names,
+                            struct aj_error *err);
 int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,
                            const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
 struct aj_checkpoint_key { unsigned char bytes[32]; };

@@ -1,8 +1,10 @@
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "egress_rule.h"
 #include "internal.h"
+#include "secret.h"
 
 static const char *const tier_names[AJ_TIER_COUNT] = {
 	[AJ_TIER_PROCESS] = "process",
@@ -197,6 +199,42 @@ static int egress_check(const struct aj_config *cfg, struct aj_error *err)
 	return 0;
 }
 
+/* Secrets (issue 39, src/core/secret.h): parsed once to be checked; the
+ * proxy parses them again for itself. Secrets go only where egress rules
+ * let the program reach: without rules there is nowhere to send one. */
+static int secrets_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	if (!cfg->secrets)
+		return 0;
+	struct secret_set set;
+	char why[AJ_ERROR_MAX];
+	int rc = secret_set_parse(cfg->secrets, &set, why, sizeof why);
+	if (rc)
+		return error_set(err, rc, "%s", why);
+	uint32_t n = set.n;
+	secret_set_free(&set);
+	if (n && !cfg->allow_host_count && !cfg->allow_cidr_count)
+		return error_set(err, -EINVAL,
+				 "secrets: no egress rule lets the program reach a host; give "
+				 "allow-host rules for the secrets' hosts");
+	return 0;
+}
+
+/* egress_ca: certificates only, as trust_ca (trust_ca.c reads both). */
+static int egress_ca_check(const struct aj_config *cfg, struct aj_error *err)
+{
+	if (!cfg->egress_ca)
+		return 0;
+	char *pem;
+	size_t len;
+	unsigned certs;
+	int rc = trust_ca_read(cfg->egress_ca, &pem, &len, &certs, err);
+	free(pem);
+	if (rc && !strncmp(err->message, "trust_ca: ", 10))
+		memcpy(err->message, "egress_ca:", 10);
+	return rc;
+}
+
 int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 {
 	const struct aj_limits *l = &cfg->limits;
@@ -278,6 +316,10 @@ int aj_config_validate(const struct aj_config *cfg, struct aj_error *err)
 				 "uid-base: %u with %u slots passes uid 2147483647, the highest "
 				 "the Docker Engine accepts",
 				 cfg->uid_base, cfg->slots);
-	/* Last: the only check that reads a file. */
-	return trust_ca_check(cfg, err);
+	if ((rc = secrets_check(cfg, err)))
+		return rc;
+	/* Last: the only checks that read a file. */
+	if ((rc = trust_ca_check(cfg, err)))
+		return rc;
+	return egress_ca_check(cfg, err);
 }
