@@ -611,12 +611,15 @@ static int egress_session_teardown(void **state)
 	return egress_teardown(state);
 }
 
+#include "secret_cases.h"
+
 #define EGRESS_TABLE                                                                         \
 	EGRESS_TEST(egress_reaches_allowed), EGRESS_TEST(egress_refuses_with_reasons),        \
 	EGRESS_TEST(egress_bypass_fails), EGRESS_TEST(egress_caps_end_transfers),             \
 	EGRESS_TEST(egress_session_narrows), EGRESS_TEST(egress_ends_with_the_run),           \
 	EGRESS_TEST(egress_https_trusts_the_deployer_ca),                                     \
 	EGRESS_TEST(egress_leaves_the_pids_alone), EGRESS_TEST(egress_holds_for_commands),     \
-	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed)
+	EGRESS_SESSION_TEST(egress_bypass_fails), EGRESS_SESSION_TEST(egress_reaches_allowed), \
+	SECRET_TABLE
 
 #endif

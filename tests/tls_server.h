@@ -3,7 +3,10 @@
  * key and certificate are made at start with the openssl command, in a
  * directory of the test's own; the server is a python3 process of the
  * test's (it dies with the test: PDEATHSIG), answering each request with
- * "tls-ok PATH" and going on after a handshake a client refused. */
+ * "tls-ok PATH" and going on after a handshake a client refused. Each
+ * request's head is appended to DIR/heads.log, and a path starting /echo
+ * is answered with that head as its body and its Authorization value in an
+ * X-Echo-Auth header: what the secrets' cases judge (secret_cases.h). */
 #ifndef AJ_TEST_TLS_SERVER_H
 #define AJ_TEST_TLS_SERVER_H
 
@@ -43,8 +46,16 @@ static const char tls_server_py[] =
 	"            if not b:\n"
 	"                break\n"
 	"            head += b\n"
+	"        with open(d + '/heads.log', 'ab') as log:\n"
+	"            log.write(head + b'--\\n')\n"
 	"        path = head.split(b' ')[1].decode() if head.count(b' ') >= 2 else '?'\n"
-	"        s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\ntls-ok ' + "
+	"        if path.startswith('/echo'):\n"
+	"            auth = [l for l in head.split(b'\\r\\n') if l.lower().startswith(b'authorization:')]\n"
+	"            echo = auth[0].split(b':', 1)[1].strip() if auth else b'-'\n"
+	"            s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\nX-Echo-Auth: ' + echo + "
+	"b'\\r\\nContent-Length: ' + str(len(head)).encode() + b'\\r\\n\\r\\n' + head)\n"
+	"        else:\n"
+	"            s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\ntls-ok ' + "
 	"path.encode())\n"
 	"        s.close()\n"
 	"    except (OSError, ssl.SSLError):\n"
@@ -82,7 +93,7 @@ static void tls_server_stop(struct tls_server *t)
 	if (t->dir[0]) {
 		static const char *const files[] = {"ca.key",	  "ca.pem",	 "ca.srl",
 						    "server.key", "server.csr", "server.pem",
-						    "server.ext"};
+						    "server.ext", "heads.log"};
 		char p[160];
 		for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 			snprintf(p, sizeof p, "%s/%s", t->dir, files[i]);

@@ -191,6 +191,8 @@ int session_workspace_path(const char *path, bool may_be_workspace, const char *
 const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
 void *sandbox_state(const struct aj_sandbox *sb);
 const struct aj_config *sandbox_config(const struct aj_sandbox *sb);
+/* With secrets: the sandbox's interception CA its proxies mint from. */
+struct mitm_ca *sandbox_mitm_ca(const struct aj_sandbox *sb);
 /* The fd a cancel token makes readable; -1 for none. */
 int cancel_fd(const struct aj_cancel *c);
 

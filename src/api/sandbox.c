@@ -2,6 +2,7 @@
  * file checks what every tier would otherwise check again (the config, the
  * code) and never branches on which tier it drives. */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 #include "../core/contract.h"
 #include "../core/internal.h"
 #include "../core/stream_tap.h"
+#include "../core/secret.h"
+#include "../egress/mitm_ca.h"
 #include "../egress/proxy.h"
 #include "api.h"
 
@@ -37,6 +40,8 @@ struct aj_sandbox {
 	char *trust_dir, *trust_file; /* trust_ca: the bundle made at open */
 	char **env;        /* the deployer's variables, copied */
 	char **exec_env_allow; /* the names a command's env may set, copied */
+	char *secrets, *egress_ca; /* copied; the secrets wiped at close */
+	struct mitm_ca *mitm;      /* with secrets: the CA interception mints from */
 	const struct tier_ops *ops;
 	void *state;
 	struct tool_packages packages; /* tool.c's probe, run once */
@@ -70,7 +75,7 @@ static int own_ro_binds(struct aj_sandbox *sb, struct aj_error *err)
 static int own_trust_bundle(struct aj_sandbox *sb, struct aj_error *err)
 {
 	const struct tier_ops *ops = tiers[sb->cfg.tier];
-	if (!sb->cfg.trust_ca)
+	if (!sb->cfg.trust_ca && !sb->mitm)
 		return 0;
 	char root[PATH_MAX];
 	int rc;
@@ -79,7 +84,10 @@ static int own_trust_bundle(struct aj_sandbox *sb, struct aj_error *err)
 		snprintf(why, sizeof why, "%s", err->message);
 		return error_set(err, rc, "trust_ca: %s", why);
 	}
-	if ((rc = trust_bundle_make(&sb->cfg, root, &sb->trust_dir, &sb->trust_file, err)))
+	size_t extra_len = 0;
+	const char *extra = sb->mitm ? mitm_ca_pem(sb->mitm, &extra_len) : NULL;
+	if ((rc = trust_bundle_make(&sb->cfg, root, extra, extra_len, &sb->trust_dir,
+				    &sb->trust_file, err)))
 		return rc;
 	sb->cfg.trust_ca = sb->trust_file;
 	if (ops->shows_trust_bundle)
@@ -96,6 +104,53 @@ static int own_trust_bundle(struct aj_sandbox *sb, struct aj_error *err)
 	sb->cfg.ro_binds = (const char *const *)list;
 	sb->cfg.ro_bind_count = n + 1;
 	return 0;
+}
+
+/* Secrets (issue 39): a copy of their text (every proxy parses it again),
+ * the CA the proxy mints leaves from (its key only in this process), and
+ * for each placeholder secret AJ_SECRET_NAME=AJ_SECRET_NAME in the
+ * program's environment: the placeholder, never the value. Before the
+ * trust bundle, which gains the CA's certificate. */
+static int own_secrets(struct aj_sandbox *sb, const struct aj_config *cfg, struct aj_error *err)
+{
+	sb->cfg.secrets = sb->cfg.egress_ca = NULL;
+	if (cfg->egress_ca && !(sb->cfg.egress_ca = sb->egress_ca = strdup(cfg->egress_ca)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	struct secret_set set;
+	char why[AJ_ERROR_MAX];
+	int rc = secret_set_parse(cfg->secrets, &set, why, sizeof why);
+	if (rc)
+		return error_set(err, rc, "%s", why);
+	if (!set.n)
+		return 0;
+	uint32_t placeholders = 0;
+	for (uint32_t i = 0; i < set.n; i++)
+		placeholders += set.s[i].placeholder;
+	if (sb->cfg.env_count + placeholders > AJ_MAX_ENV) {
+		secret_set_free(&set);
+		return error_set(err, -EINVAL,
+				 "secrets: %u placeholder variables and %u env variables pass the "
+				 "%d the sandbox takes",
+				 placeholders, sb->cfg.env_count, AJ_MAX_ENV);
+	}
+	char **env = realloc(sb->env, (sb->cfg.env_count + placeholders) * sizeof *env);
+	if (env)
+		sb->env = env;
+	for (uint32_t i = 0; env && !rc && i < set.n; i++) {
+		if (!set.s[i].placeholder)
+			continue;
+		const char *ph = set.s[i].placeholder_text;
+		size_t len = 2 * strlen(ph) + 2;
+		if (!(env[sb->cfg.env_count] = malloc(len)))
+			rc = -ENOMEM;
+		else
+			snprintf(env[sb->cfg.env_count++], len, "%s=%s", ph, ph);
+	}
+	sb->cfg.env = (const char *const *)sb->env;
+	secret_set_free(&set);
+	if (!env || rc || !(sb->cfg.secrets = sb->secrets = strdup(cfg->secrets)))
+		return error_set(err, -ENOMEM, "open: out of memory");
+	return mitm_ca_new(&sb->mitm, err);
 }
 
 /* Copies of the rule strings: every run's proxy reads them again. */
@@ -158,10 +213,11 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
 	sb->cfg.preload = sb->preload;
-	if ((rc = own_ro_binds(sb, err)) || (rc = own_trust_bundle(sb, err)) ||
+	if ((rc = own_ro_binds(sb, err)) ||
+	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err)) ||
+	    (rc = own_secrets(sb, cfg, err)) || (rc = own_trust_bundle(sb, err)) ||
 	    (rc = own_rules(&sb->allow_hosts, &sb->cfg.allow_hosts, cfg->allow_host_count, err)) ||
 	    (rc = own_rules(&sb->allow_cidrs, &sb->cfg.allow_cidrs, cfg->allow_cidr_count, err)) ||
-	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err)) ||
 	    (rc = own_rules(&sb->exec_env_allow, &sb->cfg.exec_env_allow, cfg->exec_env_allow_count,
 			    err))) {
 		aj_close(sb);
@@ -252,7 +308,7 @@ int aj_run_streaming(struct aj_sandbox *sb, const char *code, size_t len, struct
 			result_sandbox_error(res, "run: the stream's delivery thread: %s",
 					     strerror(-rc));
 		else if (egress_wanted(&sb->cfg) &&
-			 (rc = egress_proxy_start(&sb->cfg, &req.egress, &err)))
+			 (rc = egress_proxy_start(&sb->cfg, sb->mitm, &req.egress, &err)))
 			result_sandbox_error(res, "%s", err.message);
 		else
 			rc = sb->ops->run(sb->state, &sb->cfg, &req, res);
@@ -300,6 +356,11 @@ const struct aj_config *sandbox_config(const struct aj_sandbox *sb)
 	return &sb->cfg;
 }
 
+struct mitm_ca *sandbox_mitm_ca(const struct aj_sandbox *sb)
+{
+	return sb->mitm;
+}
+
 int cancel_fd(const struct aj_cancel *c)
 {
 	return c ? c->fd : -1;
@@ -320,6 +381,12 @@ void aj_close(struct aj_sandbox *sb)
 	free_rules(sb->allow_cidrs, sb->cfg.allow_cidr_count);
 	free_rules(sb->env, sb->cfg.env_count);
 	free_rules(sb->exec_env_allow, sb->cfg.exec_env_allow_count);
+	if (sb->secrets) {
+		OPENSSL_cleanse(sb->secrets, strlen(sb->secrets));
+		free(sb->secrets);
+	}
+	free(sb->egress_ca);
+	mitm_ca_unref(sb->mitm);
 	free(sb->python);
 	free(sb->state_dir);
 	free(sb->image);

@@ -345,7 +345,8 @@ int aj_session_open(const struct aj_config *cfg, struct aj_session **out, struct
 	if (!ops->session_open)
 		rc = error_set(err, -ENOTSUP, "session: the %s tier does not offer sessions",
 			       ops->name);
-	else if (!egress_wanted(cfg) || !(rc = egress_proxy_start(sandbox_config(s->sb), &s->egress, err)))
+	else if (!egress_wanted(cfg) || !(rc = egress_proxy_start(sandbox_config(s->sb), sandbox_mitm_ca(s->sb),
+								  &s->egress, err)))
 		rc = keeper_start(s, err);
 	if (rc) {
 		atomic_fetch_sub(&open_sessions, 1);
@@ -1095,6 +1096,21 @@ void aj_file_list_free(struct aj_file_info *entries, size_t count)
 	for (size_t i = 0; entries && i < count; i++)
 		free(entries[i].name);
 	free(entries);
+}
+
+int aj_session_secrets_keep(struct aj_session *s, const char *const *names, uint32_t n_names,
+			    struct aj_error *err)
+{
+	int rc;
+	if ((rc = enter(s, err)))
+		return rc;
+	if (!s->egress)
+		rc = error_set(err, -EPERM, "secrets: the session has no secrets to narrow");
+	else
+		rc = egress_proxy_keep_secrets(s->egress, names, n_names, err);
+	s->last_ms = now_ms();
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 int aj_session_egress_keep(struct aj_session *s, const char *const *hosts, uint32_t n_hosts,

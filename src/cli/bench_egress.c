@@ -257,7 +257,7 @@ int bench_egress(long rounds, bool quick, bool as_json)
 	struct aj_error err = {0};
 	uint16_t via = 0;
 	int lfd = -1;
-	if (aj_config_validate(&cfg, &err) || egress_proxy_start(&cfg, &p, &err) ||
+	if (aj_config_validate(&cfg, &err) || egress_proxy_start(&cfg, NULL, &p, &err) ||
 	    (lfd = listen_loopback(&via)) < 0 || egress_proxy_add_listener(p, lfd)) {
 		fprintf(stderr, "agentjail: bench --egress: cannot start the proxy: %s\n",
 			err.message[0] ? err.message : "its listening socket");

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,8 +231,11 @@ static int egress_ca_check(const struct aj_config *cfg, struct aj_error *err)
 	unsigned certs;
 	int rc = trust_ca_read(cfg->egress_ca, &pem, &len, &certs, err);
 	free(pem);
-	if (rc && !strncmp(err->message, "trust_ca: ", 10))
-		memcpy(err->message, "egress_ca:", 10);
+	if (rc && !strncmp(err->message, "trust_ca: ", 10)) {
+		char why[AJ_ERROR_MAX];
+		snprintf(why, sizeof why, "%s", err->message + 10);
+		snprintf(err->message, sizeof err->message, "egress_ca: %.500s", why);
+	}
 	return rc;
 }
 

@@ -55,6 +55,13 @@ char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1] =
 	"https_proxy=" CONTRACT_EGRESS_HTTP_URL,
 	"all_proxy=" CONTRACT_EGRESS_SOCKS_URL,
 	"PIP_PROXY=" CONTRACT_EGRESS_HTTP_URL,
+	/* The one CA bundle again, for the clients that add to a store of
+	 * their own rather than read OpenSSL's (docs/secrets.md): node (its
+	 * compiled-in roots, plus this file: the deployer's trust_ca and the
+	 * sandbox's egress CA) and git. Only with egress: without it there is
+	 * no network for them to verify, and node's start stays as fast. */
+	"NODE_EXTRA_CA_CERTS=" CONTRACT_CA_BUNDLE,
+	"GIT_SSL_CAINFO=" CONTRACT_CA_BUNDLE,
 	NULL,
 };
 

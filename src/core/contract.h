@@ -28,7 +28,7 @@ extern char *const contract_environment[CONTRACT_ENVIRONMENT_COUNT + 1];
 #define CONTRACT_EGRESS_PORT_TEXT "3128"
 #define CONTRACT_EGRESS_HTTP_URL "http://127.0.0.1:3128"
 #define CONTRACT_EGRESS_SOCKS_URL "socks5h://127.0.0.1:3128"
-#define CONTRACT_EGRESS_ENVIRONMENT_COUNT 7
+#define CONTRACT_EGRESS_ENVIRONMENT_COUNT 9
 extern char *const contract_egress_environment[CONTRACT_EGRESS_ENVIRONMENT_COUNT + 1];
 
 /* The CA bundle every client in the sandbox verifies TLS with, on every

@@ -80,11 +80,12 @@ int trust_ca_read(const char *path, char **pem, size_t *len, unsigned *certs,
 /* For aj_config_validate: the file, when one is named, passes trust_ca_read. */
 int trust_ca_check(const struct aj_config *cfg, struct aj_error *err);
 /* When a sandbox opens: the view's bundle (CONTRACT_CA_BUNDLE under
- * view_root, resolved inside it) and then cfg.trust_ca's certificates,
+ * view_root, resolved inside it), then cfg.trust_ca's certificates (if it
+ * names a file) and extra[0..extra_len) (the sandbox's interception CA),
  * written to *file in *dir, a directory of this sandbox's own (both
  * malloc'ed); bundles of dead processes are swept first. */
-int trust_bundle_make(const struct aj_config *cfg, const char *view_root, char **dir,
-		      char **file, struct aj_error *err);
+int trust_bundle_make(const struct aj_config *cfg, const char *view_root, const char *extra,
+		      size_t extra_len, char **dir, char **file, struct aj_error *err);
 /* The bundle trust_bundle_make wrote, for a tier that carries its bytes:
  * *out malloc'ed, at most max bytes (else -EFBIG, named). */
 int trust_bundle_load(const char *file, size_t max, char **out, size_t *len,

@@ -226,10 +226,12 @@ static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_
 		const char *at = strstr(f, "{value}"), *at64 = strstr(f, "{base64}");
 		if ((at ? 1 : 0) + (at64 ? 1 : 0) != 1 || (at && strstr(at + 1, "{value}")) ||
 		    (at64 && strstr(at64 + 1, "{base64}")))
+			/* The format is not echoed: a value pasted into it by
+			 * mistake must not reach an error message. */
 			return refuse(why, n,
-				      "%s: format '%.80s' must hold {value} or {base64} (Basic auth: "
+				      "%s: the format must hold {value} or {base64} (Basic auth: "
 				      "\"Basic {base64}\" of a value \"user:password\") exactly once",
-				      where, f);
+				      where);
 		if (!header_safe(f, strlen(f)) || strlen(f) > 256)
 			return refuse(why, n, "%s: the format holds a control character or is too long",
 				      where);

@@ -285,7 +285,8 @@ static int write_bundle(const char *path, const char *base, size_t base_len, con
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	static const char mark[] = "\n# agentjail: the deployer's CA certificates (trust_ca)\n";
+	static const char mark[] = "\n# agentjail: the deployer's CA certificates (trust_ca) and the "
+				   "sandbox's egress CA (secrets)\n";
 	bool nl = base_len && base[base_len - 1] != '\n';
 	int rc = write_full(fd, base, base_len);
 	if (!rc && nl)
@@ -317,17 +318,29 @@ int trust_bundle_load(const char *file, size_t max, char **out, size_t *len,
 	return 0;
 }
 
-int trust_bundle_make(const struct aj_config *cfg, const char *view_root, char **dir,
-		      char **file, struct aj_error *err)
+int trust_bundle_make(const struct aj_config *cfg, const char *view_root, const char *extra,
+		      size_t extra_len, char **dir, char **file, struct aj_error *err)
 {
 	*dir = *file = NULL;
 	char *ca = NULL, *base = NULL;
-	size_t ca_len, base_len;
+	size_t ca_len = 0, base_len;
 	unsigned certs;
 	int rc;
-	if ((rc = trust_ca_read(cfg->trust_ca, &ca, &ca_len, &certs, err)) ||
+	if ((cfg->trust_ca && (rc = trust_ca_read(cfg->trust_ca, &ca, &ca_len, &certs, err))) ||
 	    (rc = read_view_bundle(view_root, &base, &base_len, err)))
 		goto out;
+	/* The sandbox's interception CA (secrets) after the deployer's. */
+	if (extra_len) {
+		char *joined = realloc(ca, ca_len + extra_len + 1);
+		if (!joined) {
+			rc = error_set(err, -ENOMEM, "trust_ca: out of memory");
+			goto out;
+		}
+		ca = joined;
+		memcpy(ca + ca_len, extra, extra_len);
+		ca_len += extra_len;
+		ca[ca_len] = '\0';
+	}
 	char path[PATH_MAX];
 	trust_base(cfg, path, sizeof path);
 	/* 0700 and ours: the mounts read the file, no other user does. One

@@ -15,283 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "forward.h"
-#include "http_head.h"
-#include "proxy_internal.h"
+#include "intercept.h"
 #include "sni.h"
 #include "socks.h"
-
-/* How long an answer to the client may wait for room, and an upstream to
- * accept. The request's own deadline is the proxy's head_ms, from the
- * accept (EGRESS_HEAD_MS); a quiet tunnel ends after its idle_ms. */
-#define WRITE_TIMEOUT_MS 30000
-#define CONNECT_TIMEOUT_MS 10000
-/* Each direction's buffer: 64 KiB, grown to 256 KiB for a bulk transfer
- * (a read that filled half of it) while the proxy has fewer than EGRESS_BIG_BUFFERS
- * grown: a 100 MiB download goes at 0.65-0.79 of direct with 256 KiB and
- * 0.43-0.61 with 64 KiB (agentjail bench --egress, 2026-12-02), and the
- * bound keeps 256 connections from holding 128 MiB. */
-#define RELAY_BUF (64u << 10)
-#define RELAY_BIG (256u << 10)
-
-struct conn {
-	struct egress_conn *ec;
-	struct egress_proxy *p;
-	int client, up;
-	char buf[HTTP_HEAD_MAX + 1];   /* what the client sent before the relay */
-	size_t have;
-	struct egress_entry e;
-	struct egress_addrs addrs;     /* the addresses the rules allowed */
-	unsigned head_ms, idle_ms;     /* the proxy's, when this connection came */
-	uint64_t generation;           /* of the rules decide() applied */
-};
-
-/* Waits for fd to be ready (events) or the proxy to stop: 1 ready, 0 timed
- * out or stopped, -1 error. */
-static int conn_wait(struct conn *c, int fd, short events, int ms)
-{
-	struct pollfd pf[2] = {{.fd = fd, .events = events},
-			       {.fd = c->p->stop_fd, .events = POLLIN}};
-	for (;;) {
-		int r = poll(pf, 2, ms);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || pf[1].revents)
-			return r < 0 ? -1 : 0;
-		return 1;
-	}
-}
-
-/* What is left of the request's deadline, which runs from the accept
- * over the whole head, greeting or ClientHello (issue 35: a client sending
- * a byte a second kept a per-read timeout from ever firing): 0 once past. */
-static int head_ms_left(struct conn *c)
-{
-	uint64_t end = c->ec->accepted_ns + (uint64_t)c->head_ms * 1000000u, now = egress_now_ns();
-	return now >= end ? 0 : (int)((end - now) / 1000000u) + 1;
-}
-
-/* Reads more of the client's request into c->buf, before the request's
- * deadline: true if bytes came. */
-static bool read_more(struct conn *c)
-{
-	if (c->have >= HTTP_HEAD_MAX)
-		return false;
-	for (;;) {
-		ssize_t n = read(c->client, c->buf + c->have, HTTP_HEAD_MAX - c->have);
-		if (n > 0) {
-			c->have += (size_t)n;
-			c->buf[c->have] = '\0';
-			return true;
-		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			return false;
-		int left = head_ms_left(c);
-		if (!left || conn_wait(c, c->client, POLLIN, left) != 1)
-			return false;
-	}
-}
-
-static bool write_all(struct conn *c, int fd, const void *data, size_t len)
-{
-	const char *d = data;
-	while (len) {
-		ssize_t n = send(fd, d, len, MSG_NOSIGNAL);
-		if (n > 0) {
-			d += n;
-			len -= (size_t)n;
-		} else if (n < 0 && errno == EINTR) {
-			continue;
-		} else if (n < 0 && errno == EAGAIN) {
-			if (conn_wait(c, fd, POLLOUT, WRITE_TIMEOUT_MS) != 1)
-				return false;
-		} else {
-			return false;
-		}
-	}
-	return true;
-}
-
-static void deny(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void deny(struct conn *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(c->e.reason, sizeof c->e.reason, fmt, ap);
-	va_end(ap);
-	c->e.allowed = false;
-	c->e.failure[0] = '\0';
-}
-
-static int parse_literal(const char *host, int *family, uint8_t addr[16])
-{
-	if (inet_pton(AF_INET, host, addr) == 1)
-		*family = AF_INET;
-	else if (inet_pton(AF_INET6, host, addr) == 1)
-		*family = AF_INET6;
-	else
-		return -1;
-	return 0;
-}
-
-static const uint8_t *sa_addr(const struct sockaddr_storage *sa, int *family)
-{
-	*family = sa->ss_family;
-	return sa->ss_family == AF_INET
-		       ? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
-		       : (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-}
-
-static void set_port(struct sockaddr_storage *sa, uint16_t port)
-{
-	if (sa->ss_family == AF_INET)
-		((struct sockaddr_in *)sa)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
-}
-
-/* The rules applied to c->e.host and c->e.port; fills c->addrs with the
- * addresses allowed. true if any, else false with the reason. Each step in
- * the order docs/egress.md promises: no lookup of an unlisted name, no
- * address that is not checked. */
-static bool decide(struct conn *c)
-{
-	struct egress_rules *r = egress_rules_take(c->p);
-	int family;
-	uint8_t a[16];
-	bool ok = false;
-	c->addrs.n = 0;
-	c->generation = r->generation;
-	if (parse_literal(c->e.host, &family, a) == 0) {
-		inet_ntop(family, a, c->e.address, sizeof c->e.address);
-		ok = egress_address_allowed(r, family, a, c->e.port, false, c->e.reason,
-					    sizeof c->e.reason);
-		if (ok) {
-			struct sockaddr_storage *sa = &c->addrs.a[c->addrs.n++];
-			memset(sa, 0, sizeof *sa);
-			sa->ss_family = (sa_family_t)family;
-			memcpy((uint8_t *)sa_addr(sa, &family), a, family == AF_INET ? 4 : 16);
-		}
-	} else if (egress_name_listed(r, c->e.host, c->e.port, c->e.reason, sizeof c->e.reason)) {
-		char rule[sizeof c->e.reason];
-		memcpy(rule, c->e.reason, sizeof rule);
-		struct egress_addrs found;
-		if (egress_resolve(c->e.host, c->p->stop_fd, &found, c->e.reason,
-				   sizeof c->e.reason) == 0) {
-			char first_refusal[sizeof c->e.reason] = "";
-			for (unsigned i = 0; i < found.n; i++) {
-				const uint8_t *fa = sa_addr(&found.a[i], &family);
-				char why[sizeof c->e.reason];
-				snprintf(why, sizeof why, "%s", rule);
-				if (egress_address_allowed(r, family, fa, c->e.port, true, why,
-							   sizeof why)) {
-					if (!ok)
-						memcpy(c->e.reason, why, sizeof why);
-					ok = true;
-					c->addrs.a[c->addrs.n++] = found.a[i];
-				} else if (!first_refusal[0]) {
-					snprintf(first_refusal, sizeof first_refusal, "%.50s resolves to %.120s",
-						 c->e.host, why);
-				}
-			}
-			if (!ok)
-				memcpy(c->e.reason, first_refusal, sizeof first_refusal);
-		} else {
-			/* The rules allowed the name; the lookup failed (the
-			 * reason says how): not a denial. */
-			snprintf(c->e.failure, sizeof c->e.failure, "DNS");
-		}
-	}
-	egress_rules_drop(c->p, r);
-	c->e.allowed = ok || c->e.failure[0];
-	return ok;
-}
-
-/* Issue 35: a keep can narrow the rules while this connection was between
- * its decision and its connect (a lookup, a slow upstream). Before any byte
- * goes up, the address connected to is decided again against the rules in
- * force now, if they changed: false (reason set, a denial) if they no
- * longer allow it. */
-static bool still_allowed(struct conn *c, const struct sockaddr_storage *sa)
-{
-	struct egress_rules *r = egress_rules_take(c->p);
-	bool ok = r->generation == c->generation;
-	if (!ok) {
-		int family, lf;
-		uint8_t la[16];
-		const uint8_t *a = sa_addr(sa, &family);
-		char why[sizeof c->e.reason];
-		if (parse_literal(c->e.host, &lf, la) == 0)
-			ok = egress_address_allowed(r, family, a, c->e.port, false, why, sizeof why);
-		else
-			ok = egress_name_listed(r, c->e.host, c->e.port, why, sizeof why) &&
-			     egress_address_allowed(r, family, a, c->e.port, true, why, sizeof why);
-		if (!ok)
-			deny(c, "the rules were narrowed while it connected: %.150s", why);
-	}
-	egress_rules_drop(c->p, r);
-	return ok;
-}
-
-/* Connects to the first allowed address that answers: the one that was
- * checked, never a name again. 0, or -errno (reason set). */
-static int connect_up(struct conn *c)
-{
-	int err = EHOSTUNREACH;
-	for (unsigned i = 0; i < c->addrs.n; i++) {
-		struct sockaddr_storage sa = c->addrs.a[i];
-		set_port(&sa, c->e.port);
-		int family;
-		inet_ntop(sa.ss_family, sa_addr(&sa, &family), c->e.address, sizeof c->e.address);
-		int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0) {
-			err = errno;
-			continue;
-		}
-		egress_conn_set_upstream(c->ec, fd);
-		socklen_t len = sa.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							: sizeof(struct sockaddr_in6);
-		int r = connect(fd, (struct sockaddr *)&sa, len);
-		if (r < 0 && errno == EINPROGRESS) {
-			int soerr = ETIMEDOUT;
-			socklen_t sl = sizeof soerr;
-			if (conn_wait(c, fd, POLLOUT, CONNECT_TIMEOUT_MS) == 1)
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-			r = soerr ? -1 : 0;
-			errno = soerr;
-		}
-		if (r == 0 && !still_allowed(c, &sa)) {
-			egress_conn_set_upstream(c->ec, -1);
-			close(fd);
-			return -EPERM;
-		}
-		if (r == 0) {
-			c->up = fd;
-			return 0;
-		}
-		err = errno;
-		egress_conn_set_upstream(c->ec, -1);
-		close(fd);
-	}
-	/* Nothing was reached: the rules allowed it, the destination did not
-	 * answer. The log says failed, with the cause, whichever way the
-	 * connection asked (a tunnel to 443 learns it only now). */
-	const char *name = strerrorname_np(err);
-	snprintf(c->e.failure, sizeof c->e.failure, "%s", name ? name : "connect");
-	size_t l = strlen(c->e.reason);
-	snprintf(c->e.reason + l, sizeof c->e.reason - l, "; connect: %s", strerror(err));
-	return -err;
-}
-
-static bool same_name(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la && a[la - 1] == '.')
-		la--;
-	if (lb && b[lb - 1] == '.')
-		lb--;
-	return la == lb && strncasecmp(a, b, la) == 0;
-}
 
 /* A tunnel to port 443: the ClientHello (in c->buf from `from`) must name
  * the host the tunnel was asked for, so that a listed name cannot carry TLS
@@ -301,29 +29,29 @@ static bool sni_matches(struct conn *c, size_t from)
 	char name[SNI_NAME_MAX + 1];
 	int family;
 	uint8_t a[16];
-	bool literal = parse_literal(c->e.host, &family, a) == 0;
+	bool literal = conn_parse_literal(c->e.host, &family, a) == 0;
 	for (;;) {
 		enum sni_result r = sni_parse((const unsigned char *)c->buf + from, c->have - from,
 					      name);
 		if (r == SNI_FOUND) {
-			if (!literal && same_name(name, c->e.host))
+			if (!literal && conn_same_name(name, c->e.host))
 				return true;
-			deny(c, "the TLS ClientHello names '%.*s', not %s", 100, name, c->e.host);
+			conn_deny(c, "the TLS ClientHello names '%.*s', not %s", 100, name, c->e.host);
 			return false;
 		}
 		if (r == SNI_NONE) {
 			if (literal) /* no name can go with an address */
 				return true;
-			deny(c, "the TLS ClientHello names no server; a TLS tunnel to %s must",
+			conn_deny(c, "the TLS ClientHello names no server; a TLS tunnel to %s must",
 			     c->e.host);
 			return false;
 		}
 		if (r == SNI_INVALID) {
-			deny(c, "port %u carried no TLS ClientHello", c->e.port);
+			conn_deny(c, "port %u carried no TLS ClientHello", c->e.port);
 			return false;
 		}
-		if (!read_more(c)) {
-			deny(c, "no whole TLS ClientHello came");
+		if (!conn_read_more(c)) {
+			conn_deny(c, "no whole TLS ClientHello came");
 			return false;
 		}
 	}
@@ -349,7 +77,7 @@ static bool tunnel_tls_checked(struct conn *c, size_t from)
 			return false;
 		if (!pf[0].revents)
 			return true; /* the server spoke first */
-		if (!read_more(c))
+		if (!conn_read_more(c))
 			return true; /* the client ended: the relay says so to the server */
 	}
 	if ((unsigned char)c->buf[from] != 22)
@@ -468,7 +196,7 @@ static bool forward_rest(struct conn *c, size_t from)
 	if (!egress_account(c->p, NULL, true, n))
 		return false;
 	c->e.bytes_out += n;
-	return write_all(c, c->up, c->buf + from, n);
+	return conn_write_all(c, c->up, c->buf + from, n);
 }
 
 /* ---- HTTP: CONNECT and the forward proxy ---- */
@@ -482,8 +210,8 @@ static void answer_http(struct conn *c, const char *status)
 			  "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
 			  "Content-Length: %d\r\n\r\n",
 			  status, body);
-	if (write_all(c, c->client, head, (size_t)hn))
-		write_all(c, c->client, msg, (size_t)body);
+	if (conn_write_all(c, c->client, head, (size_t)hn))
+		conn_write_all(c, c->client, msg, (size_t)body);
 }
 
 /* A refusal is logged before the client hears it: a session call that
@@ -501,7 +229,7 @@ static bool send_forward_head(struct conn *c, const struct http_head *h, size_t 
 	if (!out)
 		return false;
 	size_t n = egress_forward_head(c->buf, used, h, out);
-	bool ok = egress_account(c->p, NULL, true, n) && write_all(c, c->up, out, n);
+	bool ok = egress_account(c->p, NULL, true, n) && conn_write_all(c, c->up, out, n);
 	if (ok)
 		c->e.bytes_out += n;
 	free(out);
@@ -517,12 +245,12 @@ static void serve_http(struct conn *c)
 		enum http_head_result r = http_head_parse(c->buf, c->have, &used, &h, why, sizeof why);
 		if (r == HTTP_HEAD_DONE)
 			break;
-		if (r == HTTP_HEAD_MORE && read_more(c))
+		if (r == HTTP_HEAD_MORE && conn_read_more(c))
 			continue;
 		if (r == HTTP_HEAD_MORE)
 			return; /* closed or timed out before a whole head: nothing to log */
 		snprintf(c->e.host, sizeof c->e.host, "(unparsed)");
-		deny(c, "%s", r == HTTP_HEAD_TOO_LARGE ? "request head too large" : why);
+		conn_deny(c, "%s", r == HTTP_HEAD_TOO_LARGE ? "request head too large" : why);
 		refuse_http(c, r == HTTP_HEAD_TOO_LARGE ? "431 Request Header Fields Too Large"
 							: "400 Bad Request");
 		return;
@@ -530,22 +258,33 @@ static void serve_http(struct conn *c)
 	snprintf(c->e.host, sizeof c->e.host, "%s", h.host);
 	c->e.port = h.port;
 	c->e.via = h.connect ? "connect" : "http";
-	if (!decide(c)) {
+	if (!conn_decide(c)) {
 		refuse_http(c, c->e.failure[0] ? "502 Bad Gateway" : "403 Forbidden");
+		return;
+	} else if (intercept_wanted(c->p, c->e.host, c->e.port)) {
+		/* A host with a secret: the proxy speaks for it (intercept.c),
+		 * whatever its port; no byte goes up before it checked all. */
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		if (!h.connect)
+			intercept_plain(c, &h, used);
+		else if (conn_write_all(c, c->client, ok, sizeof ok - 1))
+			intercept_tunnel(c, used);
+		else
+			egress_record(c->ec, &c->e);
 		return;
 	} else if (h.connect && h.port == 443) {
 		/* The ClientHello comes only after the 200: check it before any
 		 * byte reaches the upstream (which is not connected yet). */
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		if (write_all(c, c->client, ok, sizeof ok - 1) && sni_matches(c, used) &&
-		    connect_up(c) == 0 && forward_rest(c, used))
+		if (conn_write_all(c, c->client, ok, sizeof ok - 1) && sni_matches(c, used) &&
+		    conn_connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
-	} else if (connect_up(c)) {
+	} else if (conn_connect_up(c)) {
 		refuse_http(c, c->e.allowed ? "502 Bad Gateway" : "403 Forbidden");
 		return;
 	} else if (h.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		if (write_all(c, c->client, ok, sizeof ok - 1) && tunnel_tls_checked(c, used) &&
+		if (conn_write_all(c, c->client, ok, sizeof ok - 1) && tunnel_tls_checked(c, used) &&
 		    forward_rest(c, used))
 			relay(c);
 	} else if (send_forward_head(c, &h, used) && forward_rest(c, used)) {
@@ -559,7 +298,7 @@ static void serve_http(struct conn *c)
 static void socks_reply(struct conn *c, uint8_t code)
 {
 	const uint8_t r[10] = {5, code, 0, 1, 0, 0, 0, 0, 0, 0};
-	write_all(c, c->client, r, sizeof r);
+	conn_write_all(c, c->client, r, sizeof r);
 }
 
 static void refuse_socks(struct conn *c, uint8_t code)
@@ -575,22 +314,22 @@ static void serve_socks(struct conn *c)
 	enum socks_result r;
 	while ((r = socks_greeting_parse((const unsigned char *)c->buf, c->have, &used, &no_auth)) ==
 		       SOCKS_MORE &&
-	       read_more(c))
+	       conn_read_more(c))
 		;
 	if (r != SOCKS_DONE)
 		return;
 	if (!no_auth) {
-		write_all(c, c->client, "\x05\xff", 2);
+		conn_write_all(c, c->client, "\x05\xff", 2);
 		return;
 	}
-	if (!write_all(c, c->client, "\x05\x00", 2))
+	if (!conn_write_all(c, c->client, "\x05\x00", 2))
 		return;
 	memmove(c->buf, c->buf + used, c->have - used);
 	c->have -= used;
 	struct socks_request q;
 	while ((r = socks_request_parse((const unsigned char *)c->buf, c->have, &used, &q)) ==
 		       SOCKS_MORE &&
-	       read_more(c))
+	       conn_read_more(c))
 		;
 	if (r == SOCKS_UNSUPPORTED)
 		socks_reply(c, q.refusal);
@@ -602,16 +341,20 @@ static void serve_socks(struct conn *c)
 		snprintf(c->e.host, sizeof c->e.host, "%s", q.host);
 	else
 		inet_ntop(q.family, q.addr, c->e.host, sizeof c->e.host);
-	if (!decide(c)) {
+	if (!conn_decide(c)) {
 		refuse_socks(c, c->e.failure[0] ? SOCKS_REP_HOST_UNREACHABLE : SOCKS_REP_NOT_ALLOWED);
+		return;
+	} else if (intercept_wanted(c->p, c->e.host, c->e.port)) {
+		socks_reply(c, SOCKS_REP_OK); /* as for CONNECT (serve_http) */
+		intercept_tunnel(c, used);
 		return;
 	} else if (q.port == 443) {
 		/* As for CONNECT: the ClientHello is checked before the
 		 * upstream is connected. */
 		socks_reply(c, SOCKS_REP_OK);
-		if (sni_matches(c, used) && connect_up(c) == 0 && forward_rest(c, used))
+		if (sni_matches(c, used) && conn_connect_up(c) == 0 && forward_rest(c, used))
 			relay(c);
-	} else if (connect_up(c)) {
+	} else if (conn_connect_up(c)) {
 		refuse_socks(c, c->e.allowed ? SOCKS_REP_CONNECTION_REFUSED : SOCKS_REP_NOT_ALLOWED);
 		return;
 	} else {
@@ -639,7 +382,7 @@ void *egress_conn_main(void *arg)
 		c->head_ms = p->head_ms;
 		c->idle_ms = p->idle_ms;
 		pthread_mutex_unlock(&p->lock);
-		if (read_more(c)) {
+		if (conn_read_more(c)) {
 			if ((unsigned char)c->buf[0] == 5)
 				serve_socks(c);
 			else

@@ -79,8 +79,9 @@ static int authority(const char *s, size_t len, uint16_t dflt, bool need_port, s
 	return 0;
 }
 
-enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
-				      struct http_head *h, char *why, size_t n)
+static enum http_head_result parse(const char *buf, size_t len, size_t *used,
+				   struct http_head *h, bool origin, uint16_t dflt_port, char *why,
+				   size_t n)
 {
 	memset(h, 0, sizeof *h);
 	const char *end = NULL;
@@ -115,7 +116,16 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 	if (vlen != 8 || (memcmp(sp2 + 1, "HTTP/1.1", 8) && memcmp(sp2 + 1, "HTTP/1.0", 8)))
 		return refuse_head(why, n, "not HTTP/1.0 or HTTP/1.1");
 	size_t tlen = (size_t)(sp2 - target);
-	if (!strcmp(h->method, "CONNECT")) {
+	if (origin) {
+		if (target[0] != '/')
+			return refuse_head(why, n, "a request inside the tunnel must be in origin form "
+					   "(GET /path)");
+		for (const char *p = target; p < sp2; p++)
+			if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+				return refuse_head(why, n, "a control or non-ASCII byte in the target");
+		h->path_at = (size_t)(target - buf);
+		h->path_len = tlen;
+	} else if (!strcmp(h->method, "CONNECT")) {
 		h->connect = true;
 		if (authority(target, tlen, 0, true, h))
 			return refuse_head(why, n, "CONNECT's target is not host:port");
@@ -157,8 +167,27 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 		if (nl == 14 && !strncasecmp(l, "Content-Length", 14)) {
 			if (content_length++)
 				return refuse_head(why, n, "two Content-Length headers");
+			uint64_t cl = 0;
+			if (!vl || vl > 15)
+				return refuse_head(why, n, "Content-Length is not a number");
+			for (size_t i = 0; i < vl; i++) {
+				if (v[i] < '0' || v[i] > '9')
+					return refuse_head(why, n, "Content-Length is not a number");
+				cl = cl * 10 + (uint64_t)(v[i] - '0');
+			}
+			h->content_length = cl;
 		} else if (nl == 17 && !strncasecmp(l, "Transfer-Encoding", 17)) {
 			chunked = true;
+			if (origin && (vl != 7 || strncasecmp(v, "chunked", 7)))
+				return refuse_head(why, n, "a Transfer-Encoding other than chunked");
+		} else if (nl == 6 && !strncasecmp(l, "Expect", 6)) {
+			h->expect_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
+		} else if (nl == 4 && !strncasecmp(l, "Host", 4) && origin) {
+			if (host_seen)
+				return refuse_head(why, n, "two Host headers");
+			host_seen = true;
+			if (authority(v, vl, dflt_port, false, h))
+				return refuse_head(why, n, "the Host header is not a host name or address");
 		} else if (nl == 4 && !strncasecmp(l, "Host", 4)) {
 			if (host_seen)
 				return refuse_head(why, n, "two Host headers");
@@ -173,7 +202,22 @@ enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 	}
 	if (content_length && chunked)
 		return refuse_head(why, n, "both Content-Length and Transfer-Encoding");
+	if (origin && !host_seen)
+		return refuse_head(why, n, "no Host header");
 	h->has_body_length = content_length || chunked;
+	h->chunked = chunked;
 	*used = (size_t)(end - buf);
 	return HTTP_HEAD_DONE;
+}
+
+enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
+				      struct http_head *h, char *why, size_t n)
+{
+	return parse(buf, len, used, h, false, 0, why, n);
+}
+
+enum http_head_result http_origin_parse(const char *buf, size_t len, size_t *used,
+					struct http_head *h, uint16_t dflt_port, char *why, size_t n)
+{
+	return parse(buf, len, used, h, true, dflt_port, why, n);
 }

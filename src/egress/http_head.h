@@ -30,9 +30,20 @@ struct http_head {
 	size_t path_at, path_len;  /* forward: the origin-form path in the buffer */
 	size_t headers_at;         /* the first header line in the buffer */
 	bool has_body_length;      /* a Content-Length or chunked body follows */
+	uint64_t content_length;   /* with a Content-Length: its value */
+	bool chunked;              /* Transfer-Encoding: chunked, exactly */
+	bool expect_continue;      /* Expect: 100-continue */
 };
 
 enum http_head_result http_head_parse(const char *buf, size_t len, size_t *used,
 				      struct http_head *h, char *why, size_t n);
+
+/* A request in origin form (GET /path HTTP/1.1), as a program sends it
+ * inside a TLS tunnel the proxy intercepts (intercept.c): the target must
+ * start with '/', a Host header is required and names h->host (and
+ * h->port, dflt_port when it names none); a Transfer-Encoding other than
+ * exactly "chunked" is refused, as the proxy must find the body's end. */
+enum http_head_result http_origin_parse(const char *buf, size_t len, size_t *used,
+					struct http_head *h, uint16_t dflt_port, char *why, size_t n);
 
 #endif

@@ -22,6 +22,7 @@ void egress_rules_free(struct egress_rules *r)
 	free(r->host_text);
 	free(r->cidrs);
 	free(r->cidr_text);
+	secret_set_free(&r->secrets);
 	memset(r, 0, sizeof *r);
 }
 
@@ -146,4 +147,11 @@ void egress_record(struct egress_conn *c, const struct egress_entry *e)
 	egress_log_add(&c->p->log, &copy);
 	c->relaying = false; /* final now: in the log, not listed live */
 	pthread_mutex_unlock(&c->p->lock);
+}
+
+void egress_injected(struct egress_proxy *p, const char *name)
+{
+	pthread_mutex_lock(&p->lock);
+	egress_log_injected(&p->log, name);
+	pthread_mutex_unlock(&p->lock);
 }

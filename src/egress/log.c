@@ -2,6 +2,7 @@
  * destination, verdict, reason and bytes, handed out as JSON by the run or
  * session call it belongs to. */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,15 +37,45 @@ void egress_log_add(struct egress_log *l, const struct egress_entry *e)
 	l->e[l->n++] = *e;
 }
 
+void egress_log_injected(struct egress_log *l, const char *name)
+{
+	for (unsigned i = 0; i < l->n_injections; i++)
+		if (!strcmp(l->injections[i].name, name)) {
+			l->injections[i].n++;
+			return;
+		}
+	if (l->n_injections < AJ_MAX_SECRETS) {
+		struct egress_injections *x = &l->injections[l->n_injections++];
+		snprintf(x->name, sizeof x->name, "%s", name);
+		x->n = 1;
+	}
+}
+
+/* "GH,OPENAI" as ["GH", "OPENAI"]. */
+static json_t *names_json(const char *csv)
+{
+	json_t *a = json_array();
+	for (const char *p = csv; a && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		json_array_append_new(a, json_stringn(p, n));
+		p += n + (comma ? 1 : 0);
+	}
+	return a;
+}
+
 static json_t *entry_json(const struct egress_entry *e, bool open)
 {
 	const char *verdict = e->failure[0] ? "failed" : e->allowed ? "allowed" : "denied";
-	return json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:s?, s:s, s:I, s:I, s:b}", "host",
+	json_t *o = json_pack("{s:s, s:s?, s:i, s:s, s:b, s:s, s:s?, s:s, s:I, s:I, s:b}", "host",
 			 e->host, "address", e->address[0] ? e->address : NULL, "port",
 			 (int)e->port, "via", e->via, "allowed", e->allowed, "verdict", verdict,
 			 "failure", e->failure[0] ? e->failure : NULL, "reason", e->reason,
 			 "bytes_out", (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in,
 			 "open", open);
+	if (o && e->secrets[0])
+		json_object_set_new(o, "secrets", names_json(e->secrets));
+	return o;
 }
 
 char *egress_log_take(struct egress_log *l, const struct egress_entry *live, size_t n_live,
@@ -65,11 +96,19 @@ char *egress_log_take(struct egress_log *l, const struct egress_entry *live, siz
 				     (json_int_t)in_total, "limit",
 				     limit && *limit ? limit : NULL)
 			 : NULL;
+	if (o && l->n_injections) {
+		json_t *inj = json_object();
+		for (unsigned i = 0; inj && i < l->n_injections; i++)
+			json_object_set_new(inj, l->injections[i].name,
+					    json_integer((json_int_t)l->injections[i].n));
+		json_object_set_new(o, "injections", inj);
+	}
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
 	if (s) {
 		l->n = 0;
 		l->allowed = l->denied = l->failed = l->dropped = 0;
+		l->n_injections = 0;
 	}
 	return s;
 }

@@ -17,8 +17,11 @@
 #include <unistd.h>
 
 #include "../core/internal.h"
+#include "mitm_ca.h"
 #include "proxy_internal.h"
 #include "../core/thread.h"
+
+#include <openssl/ssl.h>
 
 bool egress_wanted(const struct aj_config *cfg)
 {
@@ -87,8 +90,46 @@ static int rules_new(struct egress_rules **out, const char *const *hosts, uint32
 
 static void *proxy_accept_main(void *arg);
 
-int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
-		       struct aj_error *err)
+/* The names of every secret in set, for a keep that changes only the
+ * other half of the rules. */
+static int keep_all_secrets(const struct secret_set *set, struct secret_set *out,
+			    struct aj_error *err)
+{
+	const char *names[AJ_MAX_SECRETS];
+	for (uint32_t i = 0; i < set->n && i < AJ_MAX_SECRETS; i++)
+		names[i] = set->s[i].name;
+	char why[200];
+	int rc = secret_set_keep(set, names, set->n, out, why, sizeof why);
+	return rc ? error_set(err, rc, "%s", why) : 0;
+}
+
+/* The context every intercepted connection's upstream is verified with:
+ * the host's trust store (OpenSSL's default paths, as curl on the host
+ * would), and the deployer's egress_ca; the upstream's name is checked
+ * per connection (intercept.c). TLS 1.2 at least. */
+static int upstream_ctx(const struct aj_config *cfg, struct ssl_ctx_st **out, struct aj_error *err)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		SSL_CTX_free(ctx);
+		return error_set(err, -EIO, "secrets: cannot make the upstream TLS context");
+	}
+	if (cfg->egress_ca && SSL_CTX_load_verify_locations(ctx, cfg->egress_ca, NULL) != 1) {
+		SSL_CTX_free(ctx);
+		return error_set(err, -EINVAL, "egress_ca: %s: OpenSSL cannot load its certificates",
+				 cfg->egress_ca);
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	static const unsigned char alpn[] = "\x08http/1.1";
+	SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+	*out = ctx;
+	return 0;
+}
+
+int egress_proxy_start(const struct aj_config *cfg, struct mitm_ca *ca,
+		       struct egress_proxy **out, struct aj_error *err)
 {
 	*out = NULL;
 	struct egress_proxy *p = calloc(1, sizeof *p);
@@ -107,6 +148,18 @@ int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
 	else
 		rc = rules_new(&p->rules, cfg->allow_hosts, cfg->allow_host_count,
 			       cfg->allow_cidrs, cfg->allow_cidr_count, err);
+	char why[AJ_ERROR_MAX];
+	if (!rc && cfg->secrets && (rc = secret_set_parse(cfg->secrets, &p->rules->secrets, why,
+							  sizeof why)))
+		error_set(err, rc, "%s", why);
+	/* Secrets need the sandbox's CA: without it nothing is intercepted,
+	 * and a secret would never be sent (fail closed, said at start). */
+	if (!rc && p->rules->secrets.n && !ca)
+		rc = error_set(err, -EINVAL, "secrets: the sandbox has no interception CA");
+	if (!rc && p->rules->secrets.n && !(rc = upstream_ctx(cfg, &p->up_ctx, err))) {
+		mitm_ca_ref(ca);
+		p->ca = ca;
+	}
 	if (!rc && (rc = -pthread_create(&p->accept_thread, NULL, proxy_accept_main, p)))
 		error_set(err, rc, "egress: cannot start the proxy's thread: %s", strerror(-rc));
 	if (rc) {
@@ -386,7 +439,10 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 				       "egress: allow-cidr '%s' is not one of the session's rules; "
 				       "rules can be dropped, never added",
 				       cidrs[i] ? cidrs[i] : "(null)");
-	if (!rc && !(rc = rules_new(&kept, hosts, n_hosts, cidrs, n_cidrs, err))) {
+	if (!rc && !(rc = rules_new(&kept, hosts, n_hosts, cidrs, n_cidrs, err)) &&
+	    (rc = keep_all_secrets(&p->rules->secrets, &kept->secrets, err))) {
+		egress_rules_unref(kept);
+	} else if (!rc) {
 		/* A connection decided under the old rules sees the new
 		 * generation before its first byte goes up (conn.c). */
 		kept->generation = p->rules->generation + 1;
@@ -404,6 +460,30 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 
 
 
+
+int egress_proxy_keep_secrets(struct egress_proxy *p, const char *const *names, uint32_t n,
+			      struct aj_error *err)
+{
+	struct egress_rules *kept = NULL;
+	char why[200];
+	pthread_mutex_lock(&p->lock);
+	struct egress_rules *r = p->rules;
+	int rc = rules_new(&kept, (const char *const *)r->host_text, r->n_hosts,
+			   (const char *const *)r->cidr_text, r->n_cidrs, err);
+	if (!rc && (rc = secret_set_keep(&r->secrets, names, n, &kept->secrets, why, sizeof why)))
+		error_set(err, rc, "%s", why);
+	if (rc) {
+		egress_rules_unref(kept);
+	} else {
+		kept->generation = r->generation + 1;
+		egress_rules_unref(r);
+		p->rules = kept;
+		/* A connection carrying a dropped secret ends now. */
+		cut_all(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
 
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
@@ -458,6 +538,8 @@ void egress_proxy_free(struct egress_proxy *p)
 		return;
 	egress_proxy_stop(p);
 	egress_rules_unref(p->rules); /* the last: every connection's thread is done */
+	SSL_CTX_free(p->up_ctx);
+	mitm_ca_unref(p->ca);
 	egress_log_free(&p->log);
 	if (p->stop_fd >= 0)
 		close(p->stop_fd);

@@ -60,10 +60,12 @@ struct egress_proxy;
 /* Whether cfg asks for egress at all. */
 bool egress_wanted(const struct aj_config *cfg);
 
-/* Starts a proxy with cfg's rules and egress limits (already validated). 0,
- * or -errno with err. */
-int egress_proxy_start(const struct aj_config *cfg, struct egress_proxy **out,
-		       struct aj_error *err);
+struct mitm_ca;
+/* Starts a proxy with cfg's rules, egress limits and secrets (already
+ * validated); ca: the sandbox's interception CA (mitm_ca.h), which cfg's
+ * secrets need (NULL without secrets). 0, or -errno with err. */
+int egress_proxy_start(const struct aj_config *cfg, struct mitm_ca *ca,
+		       struct egress_proxy **out, struct aj_error *err);
 
 /* The deployer's own timeouts instead of EGRESS_HEAD_MS and EGRESS_IDLE_MS
  * (milliseconds, each at least 1), for connections accepted from now on.
@@ -86,6 +88,12 @@ int egress_proxy_add_connection(struct egress_proxy *p, int fd);
  * later ones are checked against what is left. */
 int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t n_hosts,
 		      const char *const *cidrs, uint32_t n_cidrs, struct aj_error *err);
+
+/* A session's secrets narrowed to the named ones (each must be one of the
+ * proxy's, else -EPERM naming it and nothing changes); open connections
+ * are cut, later requests carry only what is left. */
+int egress_proxy_keep_secrets(struct egress_proxy *p, const char *const *names, uint32_t n,
+			      struct aj_error *err);
 
 /* The decisions since the last take (or the start), as a JSON object:
  *   {"connections": [{"host", "address", "port", "via", "allowed",

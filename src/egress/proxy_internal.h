@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../core/egress_rule.h"
+#include "../core/secret.h"
 #include "proxy.h"
 
 /* The rules in force: parsed, with the text each came from (keep names
@@ -31,6 +32,9 @@ struct egress_rules {
 	struct egress_cidr_rule *cidrs;
 	char **cidr_text;
 	uint32_t n_cidrs;
+	/* Secrets (issue 39): added to requests for their own hosts by the
+	 * interceptor (intercept.c); narrowed like the rules, by name. */
+	struct secret_set secrets;
 	unsigned refs;           /* the proxy's and each decision's (proxy.c) */
 	uint64_t generation;     /* 0 at the start, one more at each keep */
 };
@@ -47,12 +51,23 @@ struct egress_entry {
 	char failure[24];
 	char reason[200];
 	uint64_t bytes_out, bytes_in;
+	/* The secrets this connection carried to its host, by name
+	 * ("GH,OPENAI"): never a value. "" for none. */
+	char secrets[160];
+};
+
+struct egress_injections {
+	char name[SECRET_NAME_MAX + 1];
+	uint64_t n;
 };
 
 struct egress_log {
 	struct egress_entry *e;
 	size_t n, cap;
 	uint64_t allowed, denied, failed, dropped; /* since the last take */
+	/* Requests each secret went out with, since the last take. */
+	struct egress_injections injections[AJ_MAX_SECRETS];
+	unsigned n_injections;
 };
 
 /* A connection's thread, registered so stop and keep can cut it. */
@@ -94,6 +109,12 @@ struct egress_proxy {
 	/* The bandwidth cap's clocks: when each direction may send next. */
 	uint64_t next_out_ns, next_in_ns;
 	unsigned big_buffers;    /* relay buffers grown for bulk (conn.c) */
+	/* Interception (issue 39), with secrets: the sandbox's CA the
+	 * program's TLS is terminated with, and the context upstreams are
+	 * verified with (the host's store and the deployer's egress_ca).
+	 * Constant from the start. */
+	struct mitm_ca *ca;
+	struct ssl_ctx_st *up_ctx;
 	struct egress_log log;
 };
 
@@ -153,12 +174,16 @@ bool egress_big_buffer(struct egress_proxy *p, bool more);
 void egress_conn_relaying(struct egress_conn *c, struct egress_entry *e, bool start);
 /* A connection ended (or was refused): its log entry. */
 void egress_record(struct egress_conn *c, const struct egress_entry *e);
+/* One request went out with secret name in it (the log's "injections"). */
+void egress_injected(struct egress_proxy *p, const char *name);
 /* Registers c's upstream fd so that stop and keep can cut it. */
 void egress_conn_set_upstream(struct egress_conn *c, int fd);
 
 /* ---- log.c ---- */
 
 void egress_log_add(struct egress_log *l, const struct egress_entry *e);
+/* One request went out with secret name in it. */
+void egress_log_injected(struct egress_log *l, const char *name);
 /* The entries as JSON (proxy.h's shape), then live[0..n_live) (connections
  * still open, marked "open": true, counted again in a later take); clears
  * the entries. NULL on ENOMEM. */
