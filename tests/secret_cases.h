@@ -136,7 +136,8 @@ static const char secret_program[] =
 	"if shutil.which('node'):\n"
 	"    js = '''\n"
 	"const http = require('http'), tls = require('tls');\n"
-	"const req = http.request({host: '127.0.0.1', port: 3128, method: 'CONNECT', path: 'localhost:%%d'});\n"
+	"const req = http.request({host: '127.0.0.1', port: 3128, method: 'CONNECT', path: 'localhost:%%d',\n"
+	"  headers: {host: 'localhost:%%d'}});\n"
 	"req.on('connect', (res, sock) => {\n"
 	"  const s = tls.connect({socket: sock, servername: 'localhost'}, () => {\n"
 	"    s.write('GET /echo-node HTTP/1.1\\\\r\\\\nHost: localhost:%%d\\\\r\\\\nX-Key: ' + process.env.AJ_SECRET_PH + '\\\\r\\\\n\\\\r\\\\n');\n"
@@ -145,7 +146,7 @@ static const char secret_program[] =
 	"  s.on('error', e => console.log('node error', e.message));\n"
 	"});\n"
 	"req.end();\n"
-	"''' %% (P, P)\n"
+	"''' %% (P, P, P)\n"
 	"    out = subprocess.run(['node', '-e', js], capture_output=True, text=True)\n"
 	"    print(out.stdout.strip(), out.stderr[:300])\n";
 
