@@ -1,6 +1,7 @@
 """Keyword arguments to a C struct aj_config, checked by the library itself
 (aj_config_validate) so that Python and C accept exactly the same values."""
 from ._native import ffi, lib
+from ._secrets import Secrets
 from .errors import ConfigError
 
 TIERS = ("process", "container", "microvm", "docker", "gvisor")
@@ -15,6 +16,10 @@ PATHS = "paths"
 # allow_hosts' and allow_cidrs' kind: a rule or a list of them, each checked
 # by aj_config_validate (the CLI's --allow-host and --allow-cidr words).
 RULES = "rules"
+# secrets' kind: a list of dicts (docs/secrets.md), one JSON array text in
+# the struct; the library checks every field. Write-only: held as Secrets,
+# whose repr and getters give the names, never a value.
+SECRETS = "secrets"
 # env's kind: {"NAME": "VALUE"}, "NAME=VALUE" strings in the struct; which
 # names may be set is aj_config_validate's to say (the CLI's --env words).
 VARIABLES = "variables"
@@ -63,6 +68,11 @@ FIELDS = {
     "trust_ca": ("trust_ca", str),
     # The only names a command's own env may set (NAME or PREFIX*).
     "exec_env_allow": ("exec_env_allow", RULES),
+    # Credentials the code can use but never see (docs/secrets.md).
+    "secrets": ("secrets", SECRETS),
+    # A PEM file of CAs the egress proxy trusts for the upstreams of
+    # secret-bearing connections, beside the host's store.
+    "egress_ca": ("egress_ca", str),
 }
 
 # The C list fields and their counts, for the keywords that are lists.
@@ -83,6 +93,7 @@ class Config:
         lib.aj_config_init(self.c)
         self.c.tier = TIERS.index(tier)
         self._strings = []
+        self.secrets = None  # a Secrets, when given
         for key, value in options.items():
             if value is None:
                 continue  # the library's default
@@ -92,9 +103,20 @@ class Config:
             self._set(key, path, kind, value)
         err = ffi.new("struct aj_error *")
         if lib.aj_config_validate(self.c, err):
-            raise ConfigError(ffi.string(err.message).decode("utf-8", "replace"))
+            message = ffi.string(err.message).decode("utf-8", "replace")
+            if self.secrets is not None:
+                message = self.secrets.scrub(message)
+            raise ConfigError(message)
+
+    def __repr__(self):
+        secrets = "" if self.secrets is None else f" {self.secrets!r}"
+        return f"<Config tier={self.tier}{secrets}>"
 
     def _set(self, key, path, kind, value):
+        if kind is SECRETS:
+            self.secrets = value if isinstance(value, Secrets) else Secrets(value)
+            self.c.secrets = self._c_string(key, self.secrets._text)
+            return
         if kind is VARIABLES:
             self._set_env(key, path, value)
             return
@@ -166,6 +188,9 @@ class Config:
     def value(self, key):
         obj = self.c
         field, kind = FIELDS[key]
+        if kind is SECRETS:
+            # Write-only: the names, never a value.
+            return None if self.secrets is None else list(self.secrets.names)
         if kind is VARIABLES:
             array, n = getattr(obj, field), getattr(obj, _LISTS[field])
             return dict(ffi.string(array[i]).decode().split("=", 1) for i in range(n))

@@ -78,7 +78,8 @@ class FileTransferError(AgentjailError, OSError):
 class EgressError(AgentjailError, OSError):
     """Session.egress_keep refused: a rule the session does not have (a
     call may only drop rules, never add one), named in the message; errno
-    is EPERM there. Nothing changed."""
+    is EPERM there. Nothing changed. Session.secrets_keep of a secret the
+    session does not have is the same."""
 
 
 class CheckpointError(AgentjailError, OSError):

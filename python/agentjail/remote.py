@@ -30,17 +30,21 @@ from .errors import (ConfigError, RemoteCheckpointError, RemoteCheckpointRefused
                      RemoteFileTransferError, RemoteInvalidCode, RemoteInvalidCommand,
                      RemoteProcessError, RemoteSessionClosed, RemoteSessionLimit,
                      SandboxClosed, ServeError)
+from ._secrets import Secrets
 from .result import FileInfo
 from .serve_client import RemoteRunHandle, ServeClient, _execution, _RunEvents
 
 
-def connect(url=None, key=None, *, timeout=60, retries=5, ca=None):
+def connect(url=None, key=None, *, timeout=60, retries=5, ca=None, secrets=None):
     """A RemoteSandbox on the serve at url (default $AGENTJAIL_URL) with key
     (default $AGENTJAIL_KEY). ca: a PEM file of the CAs that sign an
     https:// serve's certificate (default $AGENTJAIL_CA, else the system's);
     an untrusted certificate is refused. timeout: seconds a read may wait;
     retries: tries after a 503 that ran nothing, and reconnections of a
-    broken event stream. Nothing is sent until the first call."""
+    broken event stream. secrets: credentials the code can use but never
+    see (docs/secrets.md, the local Sandbox's shape: a list of dicts), sent
+    as "secrets" with every run and every session that gives none of its
+    own; write-only, as locally. Nothing is sent until the first call."""
     url = url or os.environ.get("AGENTJAIL_URL")
     if not url:
         raise ConfigError("connect: no url given and AGENTJAIL_URL is not set")
@@ -50,7 +54,7 @@ def connect(url=None, key=None, *, timeout=60, retries=5, ca=None):
         client = ServeClient(url, key, timeout=timeout, retries=retries, ca=ca)
     except ValueError as e:
         raise ConfigError(f"connect: {e}") from None
-    return RemoteSandbox(client)
+    return RemoteSandbox(client, secrets=secrets)
 
 
 class _Calls:
@@ -173,10 +177,12 @@ class RemoteSandbox(_Runner, Closing):
     _run_path = "/v1/runs"
     _tool_target = "sandbox"
 
-    def __init__(self, client):
+    def __init__(self, client, secrets=None):
         self._client = client
         self._calls = _Calls(client)
         self._tier = None
+        # Write-only: sent in bodies, never shown (Secrets' repr is names).
+        self._secrets = _secrets(secrets)
 
     @property
     def url(self):
@@ -195,17 +201,25 @@ class RemoteSandbox(_Runner, Closing):
     def _closed_error(self):
         return SandboxClosed("agentjail: the sandbox is closed")
 
-    def session(self, env=None, limits=None, allow_hosts=None, allow_cidrs=None):
+    def _run_body(self, code, timeout, language):
+        body = super()._run_body(code, timeout, language)
+        if self._secrets is not None:
+            body["secrets"] = self._secrets.items()
+        return body
+
+    def session(self, env=None, limits=None, allow_hosts=None, allow_cidrs=None,
+                secrets=None):
         """A RemoteSession (POST /v1/sessions): an interpreter that keeps its
         state, files and imports across calls, in the tier serve runs. env:
         variables for its code; limits: narrower than serve's
         ({"memory_mb": 128}); allow_hosts / allow_cidrs: egress rules, a
-        subset of serve's."""
-        body = self._session_body(env, limits, allow_hosts, allow_cidrs)
+        subset of serve's; secrets: the session's own (docs/secrets.md),
+        else connect()'s."""
+        body = self._session_body(env, limits, allow_hosts, allow_cidrs, secrets)
         status, answer = self._client._json("POST", "/v1/sessions", body, _session_open_error)
         return RemoteSession(self._client, answer["id"], answer)
 
-    def _session_body(self, env, limits, allow_hosts, allow_cidrs):
+    def _session_body(self, env, limits, allow_hosts, allow_cidrs, secrets=None):
         if self._calls.closed:
             raise self._closed_error()
         body = {}
@@ -217,16 +231,19 @@ class RemoteSandbox(_Runner, Closing):
         for name, v in (("allow_hosts", allow_hosts), ("allow_cidrs", allow_cidrs)):
             if v is not None:
                 body[name] = [v] if isinstance(v, str) else list(v)
+        held = _secrets(secrets) if secrets is not None else self._secrets
+        if held is not None:
+            body["secrets"] = held.items()
         return body
 
     def restore(self, checkpoint_id, env=None, limits=None, allow_hosts=None,
-                allow_cidrs=None):
+                allow_cidrs=None, secrets=None):
         """A RemoteSession with the state of the key's checkpoint
         checkpoint_id (POST /v1/sessions with "from_checkpoint"), under
         these terms (as session()) and serve's limits today. A checkpoint
         the key does not hold raises RemoteCheckpointError (ENOENT); one
         whose file fails its tag, RemoteCheckpointRefused."""
-        body = self._session_body(env, limits, allow_hosts, allow_cidrs)
+        body = self._session_body(env, limits, allow_hosts, allow_cidrs, secrets)
         body["from_checkpoint"] = str(checkpoint_id)
         status, answer = self._client._json("POST", "/v1/sessions", body, _checkpoint_error)
         return RemoteSession(self._client, answer["id"], answer)
@@ -290,6 +307,12 @@ class RemoteSandbox(_Runner, Closing):
 
     def __repr__(self):
         return f"<RemoteSandbox {self._client.url}{' closed' if self.closed else ''}>"
+
+
+def _secrets(value):
+    """A Secrets of a list of dicts (checked for shape here; serve judges
+    the fields), or None."""
+    return value if value is None or isinstance(value, Secrets) else Secrets(value)
 
 
 def _session_open_error(status, code, message, body, after):
@@ -542,6 +565,21 @@ class RemoteSession(_Runner, Closing):
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         cidrs = [cidrs] if isinstance(cidrs, str) else list(cidrs)
         self._json("POST", "/egress", {"allow_hosts": hosts, "allow_cidrs": cidrs}, what)
+
+    def secrets_keep(self, names=()):
+        """Narrows the session's secrets to these names (POST .../egress
+        with {"secrets": [names]}); a name the session does not have is
+        RemoteEgressError (errno EPERM), and nothing changes."""
+        def what(status, code, message, body, after):
+            gone = self._gone(status, code, message, body, after)
+            if gone is None and status == 400:
+                return RemoteEgressError(status, code, message, body, after,
+                                         errno=_errno.EPERM)
+            return gone
+        names = [names] if isinstance(names, str) else list(names)
+        if not all(isinstance(n, str) for n in names):
+            raise ConfigError("names: every secret's name must be a string")
+        self._json("POST", "/egress", {"secrets": names}, what)
 
     def pause(self):
         """Session.pause over serve (POST .../pause): its sandbox freed,

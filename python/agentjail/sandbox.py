@@ -49,8 +49,16 @@ class Sandbox(RunMethods, Handle):
     beside the image's bundle, the CLI's --trust-ca); env ({"TZ": "UTC"}:
     variables the code gets beside the sandbox's own, the CLI's --env;
     LD_*, the proxy variables, PATH, HOME and the PYTHON* that change what
-    runs are refused with ConfigError naming why). A session has its
-    sandbox's. None means the library's default.
+    runs are refused with ConfigError naming why); secrets (docs/secrets.md:
+    credentials the code can use but never see, a list of dicts
+    {"name": "GH", "value": "...", "hosts": ["api.github.com:443"],
+    "header": "Authorization", "format": "Bearer {value}"} or {"name",
+    "value", "hosts", "placeholder": True}, with optional "plain_http" and
+    "requests"; they need allow_hosts) and egress_ca (a PEM file of CAs the
+    egress proxy trusts for those hosts' servers). Secrets are write-only:
+    no attribute or getter gives a value back (limit("secrets") is their
+    names), repr shows none, and a refusal names the field, never the
+    value. A session has its sandbox's. None means the library's default.
 
     Raises ConfigError for a value out of range and SandboxUnavailable
     when the tier cannot run here (with `agentjail check`'s reason)."""
@@ -63,6 +71,9 @@ class Sandbox(RunMethods, Handle):
         if self.tier_name and tier != self.tier_name:
             raise TypeError(f"{type(self).__name__} is the {self.tier_name} tier, not {tier!r}")
         self._config = Config(tier, options)
+        if self._config.secrets is not None:
+            # Held once, write-only (session(env=) opens with them again).
+            options["secrets"] = self._config.secrets
         self._options = options
         self._calls = Calls(lambda: SandboxClosed("agentjail: the sandbox is closed"))
         out = ffi.new("struct aj_sandbox **")

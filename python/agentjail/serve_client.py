@@ -22,6 +22,7 @@ import urllib.parse
 from ._closing import Closing
 from ._http import Transport
 from ._listen import ImageEvent, OutputEvent
+from ._secrets import Secrets
 from .errors import RunLost, SandboxError, ServeError
 from .result import Status, execution_from_json
 
@@ -71,12 +72,18 @@ class ServeClient:
         if env:
             # Names and values as strings: serve says which names it refuses.
             body["env"] = {str(k): str(v) for k, v in dict(env).items()}
+        secrets = more.pop("secrets", None)
+        if secrets is not None:
+            # Checked for shape as locally; write-only (docs/secrets.md).
+            body["secrets"] = (secrets if isinstance(secrets, Secrets)
+                               else Secrets(secrets)).items()
         body.update({k: v for k, v in more.items() if v is not None})
         return body
 
     # ---- runs ---------------------------------------------------------
 
-    def run(self, code, on_stdout=None, on_stderr=None, on_image=None, limits=None, env=None):
+    def run(self, code, on_stdout=None, on_stderr=None, on_image=None, limits=None, env=None,
+            secrets=None):
         """Runs code and returns its Execution. env: variables beside the
         deployer's ({"NAME": "VALUE"}; a name serve refuses is ServeError
         bad_env naming it). With a callback, the run is
@@ -84,12 +91,13 @@ class ServeClient:
         mime, data) are called as its events arrive, on this thread; one
         that raises cancels the run and its exception comes out of run() at
         once. Without a callback, it is serve's plain POST, answered at the
-        end."""
+        end. secrets: the run's (docs/secrets.md, a list of dicts)."""
         if on_stdout is None and on_stderr is None and on_image is None:
-            status, body = self._json("POST", "/v1/runs", self._body(code, limits, env))
+            status, body = self._json("POST", "/v1/runs",
+                                      self._body(code, limits, env, secrets=secrets))
             return _execution(body)
         fns = {"stdout": on_stdout, "stderr": on_stderr}
-        with self.stream(code, limits, env) as events:
+        with self.stream(code, limits, env, secrets) as events:
             for ev in events:
                 if isinstance(ev, OutputEvent):
                     if fns[ev.stream] is not None:
@@ -101,20 +109,20 @@ class ServeClient:
                     return ev
         raise ServeError(0, "no_result", "the event stream ended without a result")
 
-    def stream(self, code, limits=None, env=None):
+    def stream(self, code, limits=None, env=None, secrets=None):
         """The run's events as they happen (OutputEvent, ImageEvent), then
         its Execution. The run is recorded on the server: `run_id` on the
         iterator, once the answer has begun. close() (or leaving a `with`
         block) before the end cancels the run, as a local stream's does;
         RemoteRunHandle.events() only reads."""
-        return _RunEvents(self, post=self._body(code, limits, env))
+        return _RunEvents(self, post=self._body(code, limits, env, secrets=secrets))
 
-    def submit(self, code, webhook=None, limits=None, env=None):
+    def submit(self, code, webhook=None, limits=None, env=None, secrets=None):
         """Starts a background run; its RemoteRunHandle. webhook: a URL the
         server POSTs the finished run to (it must be on its allow-list)."""
         status, body = self._json("POST", "/v1/runs",
                                   self._body(code, limits, env, background=True,
-                                             webhook=webhook))
+                                             webhook=webhook, secrets=secrets))
         return RemoteRunHandle(self, body["id"])
 
     def handle(self, run_id):

@@ -224,6 +224,16 @@ class Session(RunMethods, Handle):
         self._lib_call(EgressError, lib.aj_session_egress_keep, h.array, len(h.items),
                        c.array, len(c.items))
 
+    def secrets_keep(self, names=()):
+        """Narrows the session's secrets (docs/secrets.md) to these names
+        ("GH" or ["GH", "NPM"]): the proxy sends the others no more, at once,
+        and cuts the connections that carry them; secrets_keep() drops all.
+        A name the session does not have raises EgressError naming it
+        (errno EPERM), and nothing changes: a call may only drop secrets,
+        never add one."""
+        n = c_strings("names", names, "name")
+        self._lib_call(EgressError, lib.aj_session_secrets_keep, n.array, len(n.items))
+
     def checkpoint(self, path, key):
         """Writes the session's state to path (mode 0600, replaced
         atomically) under key (a CheckpointKey, or 32 bytes): its

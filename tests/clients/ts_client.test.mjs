@@ -429,6 +429,105 @@ test('TLS is refused unless the CA is given', async () => {
   }
 });
 
+// Secrets (issue 39, docs/secrets.md): each value of these tests is one no
+// message, property or printout may hold.
+const SECRET = 'ghp_ts-s3cr3t-VALUE-never-shown';
+const ghSecret = { name: 'GH', value: SECRET, hosts: ['api.github.com:443'],
+  header: 'Authorization', format: 'Bearer {value}' };
+const npmSecret = { name: 'NPM', value: `npm-${SECRET}`, hosts: ['registry.npmjs.org:443'],
+  placeholder: true };
+
+test('secrets go in the run and session bodies, never in a header or a printout', async () => {
+  // No serve: the transport's fetch is the test's, and records each request.
+  const sent = [];
+  const fake = async (url, init) => {
+    const path = new URL(url).pathname;
+    const body = init.body === undefined ? undefined : JSON.parse(init.body);
+    sent.push({ method: init.method, path, headers: init.headers, body });
+    const answer = (status, o) => new Response(JSON.stringify(o), { status,
+      headers: { 'Content-Type': 'application/json' } });
+    if (path.endsWith('/egress') && body.secrets.includes('AWS'))
+      return answer(400, { error: { code: 'bad_egress',
+        message: "secrets: 'AWS' is not one of the session's secrets" } });
+    if (path === '/v1/sessions') return answer(201, { id: 's-1' });
+    if (body?.background) return answer(202, { id: 'r-1' });
+    if (path.endsWith('/runs')) return answer(200, { status: 'ok', exit_code: 0, stdout: '1\n',
+      stderr: '', wall_ms: 1, tier: 'process' });
+    return answer(200, {});
+  };
+  const secrets = [ghSecret, npmSecret];
+  const sbx = aj.connect({ url: 'http://127.0.0.1:9', key: 'k', fetch: fake, secrets });
+  assert.equal((await sbx.run('print(1)')).stdout, '1\n');
+  await sbx.submit('print(1)');
+  const s = await sbx.session({ allowHosts: ['api.github.com:443'] });
+  await s.run('print(1)');
+  await sbx.session({ secrets: [npmSecret] });
+  await sbx.restore('c-1');
+  await s.secretsKeep(['GH']);
+  await s.secretsKeep();
+  await assert.rejects(s.secretsKeep(['AWS']), (e) => e instanceof aj.EgressError
+    && e.status === 400 && /'AWS'/.test(e.message));
+  await assert.rejects(s.secretsKeep([1]), (e) => e instanceof aj.ConfigError);
+  assert.deepEqual(sent.map((r) => [r.method, r.path, r.body]), [
+    ['POST', '/v1/runs', { code: 'print(1)', secrets }],
+    ['POST', '/v1/runs', { code: 'print(1)', secrets, background: true }],
+    ['POST', '/v1/sessions', { allow_hosts: ['api.github.com:443'], secrets }],
+    // A session's runs carry none: its secrets are the session's.
+    ['POST', '/v1/sessions/s-1/runs', { code: 'print(1)' }],
+    ['POST', '/v1/sessions', { secrets: [npmSecret] }],
+    ['POST', '/v1/sessions', { secrets, from_checkpoint: 'c-1' }],
+    ['POST', '/v1/sessions/s-1/egress', { secrets: ['GH'] }],
+    ['POST', '/v1/sessions/s-1/egress', { secrets: [] }],
+    ['POST', '/v1/sessions/s-1/egress', { secrets: ['AWS'] }],
+  ]);
+  const { inspect } = await import('node:util');
+  for (const shown of [...sent.map((r) => r.path + JSON.stringify(r.headers)),
+    inspect(sbx, { depth: 10, showHidden: true }), JSON.stringify(sbx), String(sbx),
+    inspect(s, { depth: 10, showHidden: true }), JSON.stringify(s)])
+    assert.ok(!shown.includes(SECRET), shown);
+  // The shape is checked before anything is sent; a refusal holds no value.
+  const before = sent.length;
+  assert.throws(() => aj.connect({ url: 'http://127.0.0.1:9', fetch: fake,
+    secrets: { GH: SECRET } }), (e) => e instanceof aj.ConfigError
+    && /^secrets: must be an array/.test(e.message) && !e.message.includes(SECRET));
+  await assert.rejects(sbx.session({ secrets: [SECRET] }), (e) => e instanceof aj.ConfigError
+    && e.message === 'secrets: item 1 is not an object');
+  assert.equal(sent.length, before);
+});
+
+// Needs serve's side of issue 39 ("secrets" in POST /v1/runs and
+// /v1/sessions, and the egress proxy's placeholders): the program sees a
+// placeholder secret's text only, never a value; a bad secret is refused in
+// the library's words without its value; a session narrows its secrets.
+test('serve: a run and a session with secrets see placeholders only', async () => {
+  const s = await startServe(['--allow-host', 'example.org']);
+  servers.push(s);
+  const sbx = aj.connect({ url: s.url, key: s.key, secrets: [ghSecret, npmSecret] });
+  const code = 'import os, json\nprint(json.dumps({k: v for k, v in os.environ.items()'
+    + " if k.startswith('AJ_SECRET_')}))\nprint(open('/proc/self/environ').read())";
+  const ex = await sbx.run(code);
+  assert.equal(ex.status, 'ok', ex.stderr);
+  assert.deepEqual(JSON.parse(ex.stdout.split('\n')[0]), { AJ_SECRET_NPM: 'AJ_SECRET_NPM' });
+  assert.ok(!ex.stdout.includes(SECRET) && !JSON.stringify(ex).includes(SECRET));
+  const session = await sbx.session();
+  try {
+    const cell = await session.run(code);
+    assert.deepEqual(JSON.parse(cell.stdout.split('\n')[0]), { AJ_SECRET_NPM: 'AJ_SECRET_NPM' });
+    await assert.rejects(session.secretsKeep(['GH', 'AWS']), (e) => e instanceof aj.EgressError
+      && /'AWS'/.test(e.message));
+    await session.secretsKeep(['GH']);
+    await assert.rejects(session.secretsKeep(['NPM']), (e) => e instanceof aj.EgressError);
+    assert.equal((await session.run('print(2)')).stdout, '2\n');
+  } finally {
+    await session.close();
+  }
+  const bad = aj.connect({ url: s.url, key: s.key,
+    secrets: [{ ...ghSecret, value: `${SECRET}\r\nX: 1` }] });
+  await assert.rejects(bad.run('print(1)'), (e) => e instanceof aj.ConfigError
+    && e.status === 400 && /secrets: GH: the value holds a control/.test(e.message)
+    && !e.message.includes(SECRET) && !JSON.stringify(e.body ?? {}).includes(SECRET));
+});
+
 test('nothing is left running in the sandboxes\' uids', async () => {
   const end = Date.now() + 30000;
   while (sandboxProcesses(UID_BASE) && Date.now() < end)

@@ -1,7 +1,7 @@
 // @agentjail/client: run the code an AI agent wrote in an agentjail
 // sandbox, from TypeScript, over agentjail serve (docs/typescript.md).
 export { connect, Sandbox, Session, Process, Terminal } from './sandbox.js';
-export type { ConnectOptions, SessionOptions, RunOptions, CommandOptions, Language }
+export type { ConnectOptions, SessionOptions, RunOptions, CommandOptions, Language, Secret }
   from './sandbox.js';
 export { RunStream, RunHandle } from './runs.js';
 export type { RunInfo } from './runs.js';

@@ -68,7 +68,46 @@ abstract class Runner {
   }
 }
 
-export interface ConnectOptions extends Partial<TransportOptions> {}
+/** A credential the code can use but never see (docs/secrets.md): serve's
+ *  egress proxy adds value to the requests for hosts, as header (format
+ *  "Bearer {value}"), or where the program writes AJ_SECRET_<name>
+ *  (placeholder: true). */
+export interface Secret {
+  name: string;
+  value: string;
+  hosts: string[];
+  header?: string;
+  format?: string;
+  placeholder?: boolean;
+  /** Inject into plain HTTP too (off by default). */
+  plain_http?: boolean;
+  /** "METHOD /path-prefix" rules: only those requests get the value. */
+  requests?: string[];
+}
+
+export interface ConnectOptions extends Partial<TransportOptions> {
+  /** Sent as "secrets" with every run, and every session that gives none
+   *  of its own. Write-only: no property of the Sandbox shows them. */
+  secrets?: Secret[];
+}
+
+// Each sandbox's secrets, out of the object itself: no property, no
+// console.log or JSON.stringify of a Sandbox shows a value.
+const secretsOf = new WeakMap<object, Secret[]>();
+
+/** A copy of secrets checked for shape (serve judges the fields, in its
+ *  own words); a refusal names the item, never a value. */
+function checkSecrets(v: unknown): Secret[] {
+  if (!Array.isArray(v))
+    throw new ConfigError('secrets: must be an array of objects ({ name, value, hosts, ... }: '
+      + 'docs/secrets.md)');
+  return v.map((item, i) => {
+    if (!item || typeof item !== 'object' || Array.isArray(item))
+      throw new ConfigError(`secrets: item ${i + 1} is not an object`);
+    return { ...(item as Secret), ...(Array.isArray((item as Secret).hosts)
+      ? { hosts: [...(item as Secret).hosts] } : {}) };
+  });
+}
 
 /** A sandbox on an agentjail serve: url (default $AGENTJAIL_URL) and key
  *  (default $AGENTJAIL_KEY). The tier, image and limits are serve's. */
@@ -77,11 +116,16 @@ export function connect(o: ConnectOptions = {}): Sandbox {
     .process?.env ?? {};
   const url = o.url ?? env.AGENTJAIL_URL;
   if (!url) throw new ConfigError('connect: no url given and AGENTJAIL_URL is not set');
+  const { secrets, ...transport } = o;
+  const held = secrets === undefined ? undefined : checkSecrets(secrets);
+  let sb: Sandbox;
   try {
-    return new Sandbox(new Transport({ ...o, url, key: o.key ?? env.AGENTJAIL_KEY }));
+    sb = new Sandbox(new Transport({ ...transport, url, key: o.key ?? env.AGENTJAIL_KEY }));
   } catch (e) {
     throw new ConfigError(`connect: ${(e as Error).message}`);
   }
+  if (held) secretsOf.set(sb, held);
+  return sb;
 }
 
 export interface SessionOptions {
@@ -90,6 +134,8 @@ export interface SessionOptions {
   limits?: Record<string, number>;
   allowHosts?: string[];
   allowCidrs?: string[];
+  /** The session's own secrets (docs/secrets.md), else connect()'s. */
+  secrets?: Secret[];
 }
 
 export class Sandbox extends Runner {
@@ -98,6 +144,13 @@ export class Sandbox extends Runner {
   private tierName: string | undefined;
 
   get url(): string { return this.t.url; }
+
+  protected runBody(code: string, o: RunOptions): Record<string, unknown> {
+    const body = super.runBody(code, o);
+    const secrets = secretsOf.get(this);
+    if (secrets) body.secrets = secrets;
+    return body;
+  }
 
   /** The tier serve runs (asked of /v1/health once). */
   async tier(): Promise<string> {
@@ -108,7 +161,7 @@ export class Sandbox extends Runner {
   /** A session: an interpreter that keeps its state, files and imports
    *  across calls. */
   async session(o: SessionOptions = {}): Promise<Session> {
-    const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', sessionBody(o),
+    const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', this.sessionBody(o),
       (status, code, message) => (code === 'session_limit'
         ? SessionLimitReached : configErrors(status, code, message)));
     return new Session(this.t, info.id, info);
@@ -117,9 +170,16 @@ export class Sandbox extends Runner {
   /** A session with the state of the key's checkpoint id (made by
    *  session.checkpoint()), under these terms and serve's limits today. */
   async restore(id: string, o: SessionOptions = {}): Promise<Session> {
-    const body = { ...sessionBody(o), from_checkpoint: id };
+    const body = { ...this.sessionBody(o), from_checkpoint: id };
     const info = await this.t.json<{ id: string }>('POST', '/v1/sessions', body, checkpointWhat);
     return new Session(this.t, info.id, info);
+  }
+
+  private sessionBody(o: SessionOptions): Record<string, unknown> {
+    const body = sessionBody(o);
+    const secrets = o.secrets !== undefined ? checkSecrets(o.secrets) : secretsOf.get(this);
+    if (secrets) body.secrets = secrets;
+    return body;
   }
 
   /** The key's checkpoints on serve, newest first. */
@@ -378,6 +438,15 @@ export class Session extends Runner {
     await this.t.json('POST', `${this.base}/egress`, { allow_hosts: o.hosts ?? [],
       allow_cidrs: o.cidrs ?? [] }, (s, c, m) => this.gone(s, c, m)
       ?? (s === 400 ? EgressError : undefined));
+  }
+
+  /** Narrows the session's secrets to these names (POST .../egress with
+   *  { secrets }); a name it does not have is EgressError, nothing changed. */
+  async secretsKeep(names: string[] = []): Promise<void> {
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string'))
+      throw new ConfigError('names: must be an array of secret names');
+    await this.t.json('POST', `${this.base}/egress`, { secrets: names },
+      (s, c, m) => this.gone(s, c, m) ?? (s === 400 ? EgressError : undefined));
   }
 
   private stateWhat: Mapper = (s, c, m) => this.gone(s, c, m)
