@@ -23,6 +23,7 @@
 #include "e2b/e2b.h"
 #include "mcp_http.h"
 #include "tier_probe.h"
+#include "admit/call_secrets.h"
 #include "admit/options.h"
 #include "admit/service.h"
 #include "http/access_log.h"
@@ -335,6 +336,14 @@ static int cmd_serve(int argc, char **argv)
 		if (!svc.keys.count) {
 			cli_error("serve: --keys: %s holds no key (agentjail keys add)",
 				  svc.cfg.keys_path);
+			return EXIT_USAGE;
+		}
+		/* A key's secrets with the server's, checked whole now: a name
+		 * given twice, or no egress rule to send one on, is the
+		 * deployer's to fix before any request finds it. */
+		if (keys_secrets_check(&svc.keys, &svc.cfg.sandbox, svc.cfg.queue_url != NULL,
+				       &err)) {
+			cli_error("serve: --keys: %s: %s", svc.cfg.keys_path, err.message);
 			return EXIT_USAGE;
 		}
 	}

@@ -12,6 +12,7 @@
 
 #include "../../core/internal.h"
 #include "keys.h"
+#include "../../core/secret.h"
 
 static void sha256(const void *data, size_t len, unsigned char out[32])
 {
@@ -103,6 +104,35 @@ static int webhook_secret_field(json_t *e, struct key *key, const char *path, si
 	return 0;
 }
 
+/* A key's "secrets" (absent, null or []: none), checked by the core's own
+ * parser, the one every front end's secrets pass: 0 with key->secrets its
+ * compact JSON, or -EINVAL with why (the caller names the key). */
+static int secrets_field(json_t *v, struct key *key, char *why, size_t n)
+{
+	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v)))
+		return 0;
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	struct secret_set set;
+	int rc = text ? secret_set_parse(text, &set, why, n) : -ENOMEM;
+	if (!rc) {
+		secret_set_free(&set);
+		key->secrets = text;
+		return 0;
+	}
+	if (rc == -ENOMEM)
+		snprintf(why, n, "secrets: out of memory");
+	key_secrets_free(text);
+	return rc;
+}
+
+void key_secrets_free(char *text)
+{
+	if (text) {
+		OPENSSL_cleanse(text, strlen(text));
+		free(text);
+	}
+}
+
 int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 {
 	*kr = (struct keyring){0};
@@ -138,7 +168,7 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 		static const char *const fields[] = {"name",	     "sha256",
 						     "concurrency",  "runs_per_minute",
 						     "sessions",     "webhook_secret",
-						     "metrics"};
+						     "metrics",      "secrets"};
 		struct key *key = &kr->keys[i];
 		if (!json_is_object(e)) {
 			rc = error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
@@ -195,6 +225,14 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 		}
 		key->metrics = json_is_true(m);
 		kr->count++;
+		char why[AJ_ERROR_MAX];
+		/* Named by the key's name (never its hash or a value): the
+		 * deployer finds the entry, and a log of the error shows no
+		 * credential. */
+		if ((rc = secrets_field(json_object_get(e, "secrets"), key, why, sizeof why))) {
+			rc = error_set(err, rc, "%s: key '%s': %s", path, key->name, why);
+			goto out;
+		}
 	}
 out:
 	json_decref(root);
@@ -218,6 +256,17 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 			json_object_set_new(e, "webhook_secret", json_string(k->webhook_secret));
 		if (e && k->metrics)
 			json_object_set_new(e, "metrics", json_true());
+		/* A key's secrets are kept as they were: keys add and remove
+		 * rewrite the file, and must not drop another key's. */
+		if (e && k->secrets) {
+			json_t *sv = json_loads(k->secrets, 0, NULL);
+			if (!sv) {
+				json_decref(e);
+				json_decref(arr);
+				return error_set(err, -ENOMEM, "%s: out of memory", path);
+			}
+			json_object_set_new(e, "secrets", sv);
+		}
 		json_array_append_new(arr, e);
 	}
 	json_t *root = json_pack("{s:o}", "keys", arr);
@@ -234,14 +283,14 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 	int rc = 0;
 	if (fd < 0) {
 		rc = error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-		free(text);
+		key_secrets_free(text); /* it may hold keys' secrets: wiped */
 		return rc;
 	}
 	size_t len = strlen(text);
 	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
 		rc = error_set(err, -EIO, "%s: cannot write: %s", tmp, strerror(errno));
 	close(fd);
-	free(text);
+	key_secrets_free(text);
 	/* rename: a server reading the file sees the old one or the new one,
 	 * never half of either. */
 	if (!rc && rename(tmp, path) < 0)
@@ -253,6 +302,8 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 
 void keys_free(struct keyring *kr)
 {
+	for (size_t i = 0; kr->keys && i < kr->count; i++)
+		key_secrets_free(kr->keys[i].secrets);
 	free(kr->keys);
 	*kr = (struct keyring){0};
 }
