@@ -138,8 +138,15 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 	*kr = (struct keyring){0};
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
-		return error_set(err, -EINVAL, "%s: %s (line %d)", path, je.text, je.line);
+	if (!root) {
+		/* jansson quotes the text near the fault, which may be a key's
+		 * secret's value: only the place is said. */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = '\0';
+		return error_set(err, -EINVAL, "%s: %s (line %d, column %d)", path, je.text, je.line,
+				 je.column);
+	}
 	int rc = 0;
 	json_t *arr = json_object_get(root, "keys");
 	const char *k;
