@@ -430,9 +430,7 @@ def test_needs_the_proxy_server_key_and_request_secrets_join(start, origin, tmp_
     path.write_text(json.dumps(doc))
     s = start("--timeout", "20", "--secrets", str(srv), *proxy_args(origin), keys=str(path))
     s.key = key_token(out)
-    r = s.request("POST", "/v1/sessions", {"secrets": [secret("REQ", hosts=[
-        f"localhost:{origin.port}"], placeholder=True, header=None, format=None)]})
-    # placeholder secrets take no header: build it by hand
+    # A placeholder secret (no header): the program writes AJ_SECRET_REQ.
     r = s.request("POST", "/v1/sessions", {"secrets": [{
         "name": "REQ", "value": VALUE, "hosts": [f"localhost:{origin.port}"],
         "placeholder": True}]})

@@ -80,7 +80,7 @@ static const char *name_of(json_t *item)
 
 /* into += from's items; a name already in into is refused, naming whose
  * both are (who[] by index of source). */
-static int add_source(json_t *into, const char *const *whose, size_t *owner, json_t *from,
+static int join_source(json_t *into, const char *const *whose, size_t *owner, json_t *from,
 		      size_t me, struct aj_error *err)
 {
 	size_t i;
@@ -126,11 +126,11 @@ int call_secrets_join(const struct aj_config *base, const struct key *key, json_
 	       *k = array_of(key ? key->secrets : NULL);
 	int rc = all && srv && k ? 0 : error_set(err, -ENOMEM, "secrets: out of memory");
 	if (!rc)
-		rc = add_source(all, whose, owner, srv, 0, err);
+		rc = join_source(all, whose, owner, srv, 0, err);
 	if (!rc)
-		rc = add_source(all, whose, owner, k, 1, err);
+		rc = join_source(all, whose, owner, k, 1, err);
 	if (!rc && asked)
-		rc = add_source(all, whose, owner, mine, 2, err);
+		rc = join_source(all, whose, owner, mine, 2, err);
 	if (!rc && !(*text = json_dumps(all, JSON_COMPACT)))
 		rc = error_set(err, -ENOMEM, "secrets: out of memory");
 	/* all shares its items with the sources: wiped once, by the last. */

@@ -106,23 +106,47 @@ static int webhook_secret_field(json_t *e, struct key *key, const char *path, si
 
 /* A key's "secrets" (absent, null or []: none), checked by the core's own
  * parser, the one every front end's secrets pass: 0 with key->secrets its
- * compact JSON, or -EINVAL with why (the caller names the key). */
-static int secrets_field(json_t *v, struct key *key, char *why, size_t n)
+ * compact JSON, or -EINVAL with why naming the key. */
+static int secrets_field(json_t *v, struct key *key, const char *path, struct aj_error *err)
 {
 	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v)))
 		return 0;
 	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	struct secret_set set;
-	int rc = text ? secret_set_parse(text, &set, why, n) : -ENOMEM;
+	char why[AJ_ERROR_MAX] = "secrets: out of memory";
+	int rc = text ? secret_set_parse(text, &set, why, sizeof why) : -ENOMEM;
 	if (!rc) {
 		secret_set_free(&set);
 		key->secrets = text;
 		return 0;
 	}
-	if (rc == -ENOMEM)
-		snprintf(why, n, "secrets: out of memory");
 	key_secrets_free(text);
-	return rc;
+	/* Named by the key's name (never its hash or a value): the deployer
+	 * finds the entry, and a log of the error shows no credential. */
+	return error_set(err, rc, "%s: key '%s': %s", path, key->name, why);
+}
+
+/* keys[i] an object of known fields only: 0, or -EINVAL naming one. */
+static int entry_fields_known(json_t *e, const char *path, size_t i, struct aj_error *err)
+{
+	static const char *const fields[] = {"name",	     "sha256",
+					     "concurrency",  "runs_per_minute",
+					     "sessions",     "webhook_secret",
+					     "metrics",      "secrets"};
+	if (!json_is_object(e))
+		return error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
+	const char *k;
+	json_t *v;
+	json_object_foreach(e, k, v)
+	{
+		bool known = false;
+		for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+			known |= !strcmp(k, fields[f]);
+		if (!known)
+			return error_set(err, -EINVAL, "%s: keys[%zu]: unknown field '%.100s'", path,
+					 i, k);
+	}
+	return 0;
 }
 
 void key_secrets_free(char *text)
@@ -172,26 +196,9 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 	json_t *e;
 	json_array_foreach(arr, i, e)
 	{
-		static const char *const fields[] = {"name",	     "sha256",
-						     "concurrency",  "runs_per_minute",
-						     "sessions",     "webhook_secret",
-						     "metrics",      "secrets"};
 		struct key *key = &kr->keys[i];
-		if (!json_is_object(e)) {
-			rc = error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
+		if ((rc = entry_fields_known(e, path, i, err)))
 			goto out;
-		}
-		json_object_foreach(e, k, v)
-		{
-			bool known = false;
-			for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
-				known |= !strcmp(k, fields[f]);
-			if (!known) {
-				rc = error_set(err, -EINVAL, "%s: keys[%zu]: unknown field '%.100s'",
-					       path, i, k);
-				goto out;
-			}
-		}
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const char *hex = json_string_value(json_object_get(e, "sha256"));
 		if (!name) {
@@ -232,14 +239,8 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 		}
 		key->metrics = json_is_true(m);
 		kr->count++;
-		char why[AJ_ERROR_MAX];
-		/* Named by the key's name (never its hash or a value): the
-		 * deployer finds the entry, and a log of the error shows no
-		 * credential. */
-		if ((rc = secrets_field(json_object_get(e, "secrets"), key, why, sizeof why))) {
-			rc = error_set(err, rc, "%s: key '%s': %s", path, key->name, why);
+		if ((rc = secrets_field(json_object_get(e, "secrets"), key, path, err)))
 			goto out;
-		}
 	}
 out:
 	json_decref(root);
