@@ -49,6 +49,7 @@
 
 #include "../api/api.h"
 #include "../core/internal.h"
+#include "admit/call_secrets.h"
 #include "admit/narrow.h"
 #include "api_v1.h"
 #include "runs_api.h"
@@ -134,11 +135,12 @@ static void post_session(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs)
 {
 	static const char *const allowed[] = {"limits", "allow_hosts", "allow_cidrs", "env",
-					      "from_checkpoint", NULL};
+					      "from_checkpoint", "secrets", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	json_t *from = json_incref(json_object_get(o, "from_checkpoint"));
+	char *secrets = NULL;
 	json_object_del(o, "from_checkpoint");
 	struct aj_config cfg;
 	struct run_terms t;
@@ -158,10 +160,20 @@ static void post_session(struct service *svc, const struct http_request *rq,
 		respond_error(rs, 400, why, "%s", err.message);
 		goto out;
 	}
+	if (call_secrets(svc, rq->key, o, &secrets, rs))
+		goto out;
+	/* o becomes the session's terms: shared with its forks, written to
+	 * disk when serve keeps it paused over a restart. The request's
+	 * secrets are not in it (a kept session comes back with the
+	 * server's and the key's only); the library keeps its own copy of
+	 * the joined ones. */
+	call_secrets_forget(o);
+	t.secrets = secrets;
 	terms_apply(&svc->cfg.sandbox, &t, &cfg, &lists);
 	const struct session_opening op = {&cfg, &t, o, from ? json_string_value(from) : NULL};
 	svc->backend->session_open(svc, rq, rs, &op);
 out:
+	call_secrets_free(secrets);
 	json_decref(from);
 	json_decref(o);
 }

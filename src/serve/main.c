@@ -23,6 +23,7 @@
 #include "e2b/e2b.h"
 #include "mcp_http.h"
 #include "tier_probe.h"
+#include "admit/call_secrets.h"
 #include "admit/options.h"
 #include "admit/service.h"
 #include "http/access_log.h"
@@ -310,6 +311,28 @@ static int one_time_key(struct keyring *kr)
 	return 0;
 }
 
+/* --keys: the file read and checked, its errors said. 0, or -1. */
+static int keys_read(struct service *svc)
+{
+	struct aj_error err = {0};
+	if (keys_load(&svc->keys, svc->cfg.keys_path, &err)) {
+		cli_error("serve: --keys: %s", err.message);
+		return -1;
+	}
+	if (!svc->keys.count) {
+		cli_error("serve: --keys: %s holds no key (agentjail keys add)", svc->cfg.keys_path);
+		return -1;
+	}
+	/* A key's secrets with the server's, checked whole now: a name given
+	 * twice, or no egress rule to send one on, is the deployer's to fix
+	 * before any request finds it. */
+	if (keys_secrets_check(&svc->keys, &svc->cfg.sandbox, svc->cfg.queue_url != NULL, &err)) {
+		cli_error("serve: --keys: %s: %s", svc->cfg.keys_path, err.message);
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	static struct service svc; /* connection threads may read it to the end */
@@ -327,17 +350,8 @@ static int cmd_serve(int argc, char **argv)
 		cli_error("serve: %s", err.message);
 		return EXIT_USAGE;
 	}
-	if (svc.cfg.keys_path) {
-		if (keys_load(&svc.keys, svc.cfg.keys_path, &err)) {
-			cli_error("serve: --keys: %s", err.message);
-			return EXIT_USAGE;
-		}
-		if (!svc.keys.count) {
-			cli_error("serve: --keys: %s holds no key (agentjail keys add)",
-				  svc.cfg.keys_path);
-			return EXIT_USAGE;
-		}
-	}
+	if (svc.cfg.keys_path && keys_read(&svc))
+		return EXIT_USAGE;
 	/* SIGTERM and SIGINT are taken by sigwait below, in this thread only:
 	 * blocked before any thread starts, so every thread inherits it. */
 	sigset_t stop;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "admit/call_secrets.h"
 #include "admit/narrow.h"
 #include "runs_api.h"
 #include "admit/service.h"
@@ -83,11 +84,12 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 {
 	static const char *const allowed[] = {"code",       "limits",  "allow_hosts", "allow_cidrs",
 					      "env",        "background", "webhook", "language",
-					      NULL};
+					      "secrets",    NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	struct recorded_request req = {0};
+	char *secrets = NULL;
 	struct aj_error err;
 	const char *why;
 	json_t *bg = json_object_get(o, "background");
@@ -118,11 +120,19 @@ static void post_run(struct service *svc, const struct http_request *rq, struct 
 		respond_error(rs, 400, why, "%s", err.message);
 		goto out;
 	}
+	/* The server's, the key's and the body's secrets: in this memory only
+	 * (a recorded run copies them for its thread); the record keeps the
+	 * code's output and result, never the request. */
+	if (call_secrets(svc, rq->key, o, &secrets, rs))
+		goto out;
+	req.terms.secrets = secrets;
 	if (req.background || accepts_sse(rq))
 		post_recorded(svc, rq, rs, &req);
 	else
 		post_plain(svc, rq, rs, req.code, req.len, &req.terms);
 out:
+	call_secrets_free(secrets);
+	call_secrets_forget(o);
 	json_decref(o);
 }
 

@@ -25,6 +25,12 @@ json_t *run_answer(struct service *svc, const char *id, struct aj_result *res, d
 		metrics_egress(&svc->metrics, log_count(json_object_get(e, "allowed")),
 			       log_count(json_object_get(e, "denied")),
 			       log_count(json_object_get(e, "failed")));
+	/* The secrets the proxy put in, by name ({"GH": 2}): names only. */
+	json_t *inj = json_object_get(e, "injections");
+	const char *name;
+	json_t *count;
+	json_object_foreach(inj, name, count)
+		metrics_injections(&svc->metrics, name, log_count(count));
 	if (o)
 		json_object_set_new(o, "run_id", json_string(id));
 	aj_result_free(res);

@@ -96,6 +96,38 @@ void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied, uint64
 	pthread_mutex_unlock(&m->lock);
 }
 
+static bool secret_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 1 || n > 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return false;
+	return true;
+}
+
+void metrics_injections(struct metrics *m, const char *name, uint64_t n)
+{
+	/* The name goes into a label: only a secret's name's characters,
+	 * which can neither end the label nor forge a line. */
+	if (!n || !secret_name_ok(name))
+		return;
+	pthread_mutex_lock(&m->lock);
+	int i = 0;
+	while (i < METRICS_SECRETS && m->secret_names[i][0] && strcmp(m->secret_names[i], name))
+		i++;
+	if (i == METRICS_SECRETS) {
+		m->injections_other += n;
+	} else {
+		if (!m->secret_names[i][0])
+			snprintf(m->secret_names[i], sizeof m->secret_names[i], "%s", name);
+		m->injections[i] += n;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
 /* What the backend and the parts beside the counters report now. */
 static void render_gauges(FILE *f, const struct metrics_gauges *g)
 {
@@ -201,6 +233,16 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g)
 		"agentjail_egress_connections_total{verdict=\"failed\"} %llu\n",
 		(unsigned long long)m->egress[1], (unsigned long long)m->egress[0],
 		(unsigned long long)m->egress[2]);
+	fputs("# HELP agentjail_egress_injections_total Requests the egress proxy put a secret "
+	      "in, by the secret's name.\n"
+	      "# TYPE agentjail_egress_injections_total counter\n",
+	      f);
+	for (int i = 0; i < METRICS_SECRETS && m->secret_names[i][0]; i++)
+		fprintf(f, "agentjail_egress_injections_total{secret=\"%s\"} %llu\n",
+			m->secret_names[i], (unsigned long long)m->injections[i]);
+	if (m->injections_other)
+		fprintf(f, "agentjail_egress_injections_total{secret=\"_other\"} %llu\n",
+			(unsigned long long)m->injections_other);
 	pthread_mutex_unlock(&m->lock);
 	render_gauges(f, g);
 	if (fclose(f) != 0) {

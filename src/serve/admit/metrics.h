@@ -13,6 +13,10 @@
 
 #define METRICS_BUCKETS 12
 #define METRICS_CODES 24
+/* Secret names counted one by one; past these, the rest together under
+ * secret="_other": a request names its own secrets, and must not grow
+ * the scrape (or serve's memory) without bound. */
+#define METRICS_SECRETS 64
 
 struct metrics {
 	pthread_mutex_t lock;
@@ -27,6 +31,11 @@ struct metrics {
 	uint64_t auth_failures;
 	uint64_t lost[2]; /* runs lost with their worker: [may_have_started] */
 	uint64_t egress[3]; /* the egress proxy's decisions: [0] denied, [1] allowed, [2] failed */
+	/* Requests the proxy put a secret in, by the secret's name (never its
+	 * value), in order of first use. */
+	char secret_names[METRICS_SECRETS][33];
+	uint64_t injections[METRICS_SECRETS];
+	uint64_t injections_other;
 };
 
 struct metrics_gauges {
@@ -54,6 +63,10 @@ void metrics_auth_failure(struct metrics *m);
 void metrics_lost(struct metrics *m, bool may_have_started);
 /* A run's or session call's egress decisions, from its decision log. */
 void metrics_egress(struct metrics *m, uint64_t allowed, uint64_t denied, uint64_t failed);
+/* A run's or session call's injections of the secret name, from its
+ * decision log's "injections" object. A name that is not a secret's
+ * (1 to 32 of A-Z, 0-9, _) is not counted: it would be a label. */
+void metrics_injections(struct metrics *m, const char *name, uint64_t n);
 /* The text for a scrape (malloc'ed), or NULL. */
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g);
 

@@ -60,6 +60,13 @@ struct run_terms {
 	struct egress_keep keep;
 	struct request_env env;
 	enum aj_language lang; /* the run's code: AJ_LANG_PYTHON unless named */
+	/* The joined secrets (call_secrets.h) when the key or the request
+	 * gave any; NULL: the deployer's own (base->secrets). Borrowed: the
+	 * route that joined them frees them once the run or the opening is
+	 * over, and a copy that outlives it (a recorded run's) takes its own.
+	 * Never set by terms_narrow, which reads no secrets: a worker's
+	 * request never has any. */
+	const char *secrets;
 };
 /* A body's "language" (absent: Python), by aj_language_parse: 0, or
  * -EINVAL with err naming the field and the accepted names. The one
@@ -83,8 +90,11 @@ void terms_apply(const struct aj_config *base, const struct run_terms *t, struct
 		 struct terms_lists *lists);
 /* t on obj, a request to a worker ("limits", the rules by name, "env"),
  * for the worker to narrow its own deployer's config the same way. 0, or
- * -1 when out of memory. */
+ * -1 when out of memory or when t has secrets (they never go in a request
+ * to a worker: it travels through Redis). */
 int terms_to_json(const struct aj_config *base, const struct run_terms *t, json_t *obj);
+/* Whether a sandbox opened under a serves b too; never when either has
+ * secrets of a key's or a request's (such a sandbox is not shared). */
 bool terms_same(const struct run_terms *a, const struct run_terms *b);
 
 #endif

@@ -13,6 +13,7 @@ void terms_default(const struct aj_config *base, struct run_terms *t)
 	egress_keep_all(base, &t->keep);
 	t->env.count = t->env.bytes = 0;
 	t->lang = AJ_LANG_PYTHON;
+	t->secrets = NULL;
 }
 
 int language_field(json_t *body, enum aj_language *out, struct aj_error *err)
@@ -33,6 +34,7 @@ int terms_narrow(const struct aj_config *base, json_t *body, struct run_terms *t
 		 const char **code, struct aj_error *err)
 {
 	int rc;
+	t->secrets = NULL; /* joined by the route, which knows the key */
 	if ((rc = limits_narrow(base, json_object_get(body, "limits"), &t->limits, err))) {
 		*code = "bad_limits";
 	} else if ((rc = egress_narrow(base, body, &t->keep, err))) {
@@ -52,10 +54,16 @@ void terms_apply(const struct aj_config *base, const struct run_terms *t, struct
 	cfg->limits = t->limits;
 	egress_keep_apply(base, &t->keep, cfg, lists->hosts, lists->cidrs);
 	request_env_apply(base, &t->env, cfg, lists->env);
+	if (t->secrets)
+		cfg->secrets = t->secrets;
 }
 
 int terms_to_json(const struct aj_config *base, const struct run_terms *t, json_t *obj)
 {
+	/* Redis is no place for a credential: routes refuse secrets with a
+	 * queue, and this is the last door. */
+	if (t->secrets)
+		return -1;
 	if (json_object_set_new(obj, "limits", limits_to_json(&t->limits)))
 		return -1;
 	/* The rules the request kept, by name: the worker narrows its own. */
@@ -78,6 +86,10 @@ int terms_to_json(const struct aj_config *base, const struct run_terms *t, json_
 bool terms_same(const struct run_terms *a, const struct run_terms *b)
 {
 	const struct aj_limits *x = &a->limits, *y = &b->limits;
+	/* A sandbox holding a key's or a request's credentials serves that
+	 * run alone: never another key's run, and never kept past it. */
+	if (a->secrets || b->secrets)
+		return false;
 	return a->keep.hosts == b->keep.hosts && a->keep.cidrs == b->keep.cidrs &&
 	       x->wall_sec == y->wall_sec && x->cpu_sec == y->cpu_sec &&
 	       x->memory_mb == y->memory_mb && x->pids == y->pids &&

@@ -24,6 +24,10 @@
  *          /snapshots, DELETE /templates/ID
  *   metrics, network                       501, named: not yet
  *
+ * A create's network.rules header transforms become the session's secrets
+ * (rules_secrets): E2B's "inject this header for that host" is agentjail's
+ * header secret, put in by the egress proxy outside the sandbox.
+ *
  * Errors are E2B's: {"code": status, "message"}. Another key's sandbox
  * answers as none. */
 #include <errno.h>
@@ -33,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../../core/internal.h"
@@ -136,6 +141,92 @@ static int allow_out(const struct aj_config *base, json_t *list, json_t *hosts, 
 	return 0;
 }
 
+/* network.rules' header transforms ({"api.example.com": [{"transform":
+ * {"headers": {"Authorization": "Bearer ..."}}}]}) as header secrets of
+ * this request (docs/e2b.md): each header a secret named E2B_<n> for the
+ * deployer's host rules naming that host (a rule's ports with it), its
+ * value the header's whole. A host no rule names is refused, as allowOut's
+ * is: a transform never widens egress. E2B's placeholders (${e2b.secrets.
+ * NAME}, ${e2b.identity.tokens.NAME}) name values that live in E2B's
+ * cloud: refused, named. 0, or -1 with the 400 (never quoting a value). */
+static int rules_secrets(const struct aj_config *base, json_t *rules, json_t *terms,
+			 struct http_response *rs)
+{
+	if (!rules || json_is_null(rules))
+		return 0;
+	if (!json_is_object(rules)) {
+		e2b_error(rs, 400, "network.rules: expected an object of hosts");
+		return -1;
+	}
+	json_t *secrets = json_array();
+	json_object_set_new(terms, "secrets", secrets);
+	unsigned n = 0;
+	const char *host;
+	json_t *list;
+	json_object_foreach(rules, host, list) {
+		if (!json_is_array(list)) {
+			e2b_error(rs, 400, "network.rules.%.100s: expected an array of rules", host);
+			return -1;
+		}
+		json_t *hosts = json_array();
+		char h[300];
+		for (uint32_t r = 0; r < base->allow_host_count; r++) {
+			rule_host(base->allow_hosts[r], h, sizeof h);
+			if (!strcasecmp(h, host))
+				json_array_append_new(hosts, json_string(base->allow_hosts[r]));
+		}
+		size_t i;
+		json_t *rule;
+		json_array_foreach(list, i, rule) {
+			json_t *tf = json_object_get(rule, "transform");
+			const char *k;
+			json_t *v;
+			json_object_foreach(tf, k, v) {
+				if (strcmp(k, "headers")) {
+					json_decref(hosts);
+					e2b_error(rs, 400, "network.rules.%.100s: transform.%.40s is not "
+						  "supported (only headers)", host, k);
+					return -1;
+				}
+			}
+			json_t *hdrs = json_object_get(tf, "headers");
+			json_object_foreach(hdrs, k, v) {
+				const char *val = json_string_value(v);
+				if (!val) {
+					json_decref(hosts);
+					e2b_error(rs, 400, "network.rules.%.100s: headers.%.60s: expected "
+						  "a string", host, k);
+					return -1;
+				}
+				if (strstr(val, "${e2b.")) {
+					json_decref(hosts);
+					e2b_error(rs, 400, "network.rules.%.100s: headers.%.60s: E2B's "
+						  "placeholders (${e2b.secrets...}, ${e2b.identity...}) "
+						  "name values kept by E2B's cloud, which agentjail does "
+						  "not have: give the value, or put it in the key's "
+						  "secrets (docs/e2b.md)", host, k);
+					return -1;
+				}
+				if (!json_array_size(hosts)) {
+					json_decref(hosts);
+					e2b_error(rs, 400, "network.rules: %.200s is not among the "
+						  "destinations this deployment allows (a transform never "
+						  "widens its egress rules)", host);
+					return -1;
+				}
+				char name[16];
+				snprintf(name, sizeof name, "E2B_%u", ++n);
+				json_array_append_new(secrets,
+						      json_pack("{s:s, s:s, s:O, s:s, s:s}", "name",
+								name, "value", val, "hosts", hosts,
+								"header", k, "format", "{value}"));
+			}
+		}
+		json_decref(hosts);
+	}
+	return 0;
+}
+
 /* E2B's create body as v1 POST /v1/sessions terms: 0, or -1 with the 400. */
 static int session_terms(const struct service *svc, json_t *o, json_t *terms,
 			 struct http_response *rs)
@@ -150,6 +241,19 @@ static int session_terms(const struct service *svc, json_t *o, json_t *terms,
 	}
 	json_t *net = json_object_get(o, "network");
 	json_t *allow = json_object_get(net, "allowOut"), *deny = json_object_get(net, "denyOut");
+	/* Fields of E2B's network this deployment cannot honour: refused,
+	 * named, never quietly dropped (a SOCKS proxy the caller relies on
+	 * for its traffic's route, say). */
+	static const char *const net_unsupported[] = {"egressProxy", NULL};
+	for (size_t k = 0; net_unsupported[k]; k++)
+		if (json_object_get(net, net_unsupported[k]) &&
+		    !json_is_null(json_object_get(net, net_unsupported[k]))) {
+			e2b_error(rs, 400, "network.%s is not supported by agentjail (docs/e2b.md)",
+				  net_unsupported[k]);
+			return -1;
+		}
+	if (rules_secrets(&svc->cfg.sandbox, json_object_get(net, "rules"), terms, rs))
+		return -1;
 	json_t *internet = json_object_get(o, "allow_internet_access");
 	size_t i;
 	json_t *e;
@@ -177,7 +281,7 @@ static int session_terms(const struct service *svc, json_t *o, json_t *terms,
 		if (allow_out(&svc->cfg.sandbox, allow, hosts, cidrs, rs))
 			return -1;
 	}
-	static const char *const unsupported[] = {"autoPause", "mcp", "volumeMounts", NULL};
+	static const char *const unsupported[] = {"autoPause", "mcp", "volumeMounts", "iam", NULL};
 	for (size_t k = 0; unsupported[k]; k++) {
 		json_t *v = json_object_get(o, unsupported[k]);
 		if (v && !json_is_null(v) && !json_is_false(v) &&

@@ -12,6 +12,7 @@
 
 #include "../../core/internal.h"
 #include "keys.h"
+#include "../../core/secret.h"
 
 static void sha256(const void *data, size_t len, unsigned char out[32])
 {
@@ -103,13 +104,73 @@ static int webhook_secret_field(json_t *e, struct key *key, const char *path, si
 	return 0;
 }
 
+/* A key's "secrets" (absent, null or []: none), checked by the core's own
+ * parser, the one every front end's secrets pass: 0 with key->secrets its
+ * compact JSON, or -EINVAL with why naming the key. */
+static int secrets_field(json_t *v, struct key *key, const char *path, struct aj_error *err)
+{
+	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v)))
+		return 0;
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	struct secret_set set;
+	char why[AJ_ERROR_MAX] = "secrets: out of memory";
+	int rc = text ? secret_set_parse(text, &set, why, sizeof why) : -ENOMEM;
+	if (!rc) {
+		secret_set_free(&set);
+		key->secrets = text;
+		return 0;
+	}
+	key_secrets_free(text);
+	/* Named by the key's name (never its hash or a value): the deployer
+	 * finds the entry, and a log of the error shows no credential. */
+	return error_set(err, rc, "%s: key '%s': %s", path, key->name, why);
+}
+
+/* keys[i] an object of known fields only: 0, or -EINVAL naming one. */
+static int entry_fields_known(json_t *e, const char *path, size_t i, struct aj_error *err)
+{
+	static const char *const fields[] = {"name",	     "sha256",
+					     "concurrency",  "runs_per_minute",
+					     "sessions",     "webhook_secret",
+					     "metrics",      "secrets"};
+	if (!json_is_object(e))
+		return error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
+	const char *k;
+	json_t *v;
+	json_object_foreach(e, k, v)
+	{
+		bool known = false;
+		for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+			known |= !strcmp(k, fields[f]);
+		if (!known)
+			return error_set(err, -EINVAL, "%s: keys[%zu]: unknown field '%.100s'", path,
+					 i, k);
+	}
+	return 0;
+}
+
+void key_secrets_free(char *text)
+{
+	if (text) {
+		OPENSSL_cleanse(text, strlen(text));
+		free(text);
+	}
+}
+
 int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 {
 	*kr = (struct keyring){0};
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
-		return error_set(err, -EINVAL, "%s: %s (line %d)", path, je.text, je.line);
+	if (!root) {
+		/* jansson quotes the text near the fault, which may be a key's
+		 * secret's value: only the place is said. */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = '\0';
+		return error_set(err, -EINVAL, "%s: %s (line %d, column %d)", path, je.text, je.line,
+				 je.column);
+	}
 	int rc = 0;
 	json_t *arr = json_object_get(root, "keys");
 	const char *k;
@@ -135,26 +196,9 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 	json_t *e;
 	json_array_foreach(arr, i, e)
 	{
-		static const char *const fields[] = {"name",	     "sha256",
-						     "concurrency",  "runs_per_minute",
-						     "sessions",     "webhook_secret",
-						     "metrics"};
 		struct key *key = &kr->keys[i];
-		if (!json_is_object(e)) {
-			rc = error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
+		if ((rc = entry_fields_known(e, path, i, err)))
 			goto out;
-		}
-		json_object_foreach(e, k, v)
-		{
-			bool known = false;
-			for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
-				known |= !strcmp(k, fields[f]);
-			if (!known) {
-				rc = error_set(err, -EINVAL, "%s: keys[%zu]: unknown field '%.100s'",
-					       path, i, k);
-				goto out;
-			}
-		}
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const char *hex = json_string_value(json_object_get(e, "sha256"));
 		if (!name) {
@@ -195,6 +239,8 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 		}
 		key->metrics = json_is_true(m);
 		kr->count++;
+		if ((rc = secrets_field(json_object_get(e, "secrets"), key, path, err)))
+			goto out;
 	}
 out:
 	json_decref(root);
@@ -218,6 +264,17 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 			json_object_set_new(e, "webhook_secret", json_string(k->webhook_secret));
 		if (e && k->metrics)
 			json_object_set_new(e, "metrics", json_true());
+		/* A key's secrets are kept as they were: keys add and remove
+		 * rewrite the file, and must not drop another key's. */
+		if (e && k->secrets) {
+			json_t *sv = json_loads(k->secrets, 0, NULL);
+			if (!sv) {
+				json_decref(e);
+				json_decref(arr);
+				return error_set(err, -ENOMEM, "%s: out of memory", path);
+			}
+			json_object_set_new(e, "secrets", sv);
+		}
 		json_array_append_new(arr, e);
 	}
 	json_t *root = json_pack("{s:o}", "keys", arr);
@@ -234,14 +291,14 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 	int rc = 0;
 	if (fd < 0) {
 		rc = error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-		free(text);
+		key_secrets_free(text); /* it may hold keys' secrets: wiped */
 		return rc;
 	}
 	size_t len = strlen(text);
 	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
 		rc = error_set(err, -EIO, "%s: cannot write: %s", tmp, strerror(errno));
 	close(fd);
-	free(text);
+	key_secrets_free(text);
 	/* rename: a server reading the file sees the old one or the new one,
 	 * never half of either. */
 	if (!rc && rename(tmp, path) < 0)
@@ -253,6 +310,8 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 
 void keys_free(struct keyring *kr)
 {
+	for (size_t i = 0; kr->keys && i < kr->count; i++)
+		key_secrets_free(kr->keys[i].secrets);
 	free(kr->keys);
 	*kr = (struct keyring){0};
 }

@@ -13,6 +13,11 @@
  * "metrics" (false unless given: `agentjail keys add --metrics`) lets the
  * key read GET /metrics; every other key gets 403 there.
  *
+ * "secrets" (optional, written by hand: docs/serve.md): the key's own
+ * credentials, an array of aj_config.secrets' shape, which every run and
+ * session of the key gets beside the server's --secrets; checked at load
+ * by the core's parser, an error naming the key (never a value).
+ *
  * The webhook secret signs the completion webhooks of the key's runs
  * (webhook.h). Unlike the key it is kept as it is, since serve needs it to
  * sign; a key from a file written before webhooks has none, and its runs'
@@ -51,6 +56,10 @@ struct key {
 	/* May read /metrics: server-wide counts (every key's runs, refusals,
 	 * sessions) are the operator's, not any tenant's (issue 35). */
 	bool metrics;
+	/* The key's secrets, compact JSON (call_secrets.h); NULL: none. Its
+	 * values are the deployer's credentials: never logged, never
+	 * answered, wiped when freed. */
+	char *secrets;
 };
 
 struct keyring {
@@ -63,6 +72,8 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err);
 /* Writes kr to path (mode 0600, through a temporary file and rename). */
 int keys_save(const struct keyring *kr, const char *path, struct aj_error *err);
 void keys_free(struct keyring *kr);
+/* Wipes and frees a text that may hold secrets' values (NULL: nothing). */
+void key_secrets_free(char *text);
 
 /* A new token (NUL-terminated, KEY_TOKEN_LEN chars, or KEY_E2B_TOKEN_LEN
  * in E2B's shape) from getrandom, and its hash into k->hash. */

@@ -116,6 +116,12 @@ json_t *request_body(const struct http_request *rq, struct http_response *rs,
 					      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)
 				 : json_object();
 	if (!o) {
+		/* jansson quotes the text near the fault ("invalid token near
+		 * 'ghp_...'"): a body's secrets' values must not come back in
+		 * an answer or the access log, so only the place is said. */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = '\0';
 		respond_error(rs, 400, "bad_json", "the body is not JSON: %s (at byte %d)", je.text,
 			      je.position);
 		return NULL;

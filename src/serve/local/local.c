@@ -54,6 +54,14 @@ void local_run_streaming(struct local *l, const struct run_terms *t, const char 
 			result_sandbox_error(res, "%s", err.message);
 			return;
 		}
+		if (t->secrets) {
+			/* A sandbox with a key's or a request's secrets serves this
+			 * run and is closed: no credential stays in serve past the
+			 * request that brought it, nor reaches another's run. */
+			aj_run_lang(sb, t->lang, code, len, cancel, stream, res);
+			aj_close(sb);
+			return;
+		}
 		pthread_mutex_lock(&l->lock);
 		e = find(l, t);
 		if (e) {

@@ -1,7 +1,8 @@
 /* Runs on this machine: the deployer's sandbox, and one more for each set
  * of terms a caller asks for (narrower limits, fewer egress rules, more
  * variables: aj_open fixes a sandbox's config),
- * kept while used and reused when asked for again. */
+ * kept while used and reused when asked for again; one with a key's or a
+ * request's secrets serves its run alone and is closed after it. */
 #ifndef AJ_SERVE_LOCAL_H
 #define AJ_SERVE_LOCAL_H
 

@@ -10,6 +10,7 @@
 #include "local_runs.h"
 #include "local_state.h"
 #include "session_state.h"
+#include "../admit/call_secrets.h"
 #include "../admit/narrow.h"
 #include "../admit/service.h"
 #include "../runs/sse.h"
@@ -117,19 +118,41 @@ out:
 static void session_egress(struct session_table *t, const struct http_request *rq,
 			   struct http_response *rs, struct hsession *h)
 {
-	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", NULL};
+	static const char *const allowed[] = {"allow_hosts", "allow_cidrs", "secrets", NULL};
 	json_t *o = request_body(rq, rs, allowed);
 	if (!o)
 		return;
 	struct aj_error err = {0};
-	int rc = egress_session_keep(h->s, o, &err);
-	if (rc == -ESHUTDOWN)
+	json_t *names = json_object_get(o, "secrets");
+	/* A body that names only secrets leaves the egress rules as they are:
+	 * absent lists mean "keep none" only when the body is about rules. */
+	bool rules = json_object_get(o, "allow_hosts") || json_object_get(o, "allow_cidrs") ||
+		     !names;
+	/* Secrets first: a name the session lacks changes nothing at all. */
+	int rc = secrets_session_keep(h->s, o, &err);
+	const char *code = "bad_secrets";
+	if (!rc && rules) {
+		code = "bad_egress";
+		rc = egress_session_keep(h->s, o, &err);
+	}
+	if (rc == -ESHUTDOWN) {
 		session_gone(rs, h);
-	else if (rc)
-		respond_error(rs, 400, "bad_egress", "%s", err.message);
-	else {
-		sessions_narrowed(t, h, o);
-		respond_json(rs, 200, egress_kept_json(o));
+	} else if (rc == -ENOSYS) {
+		respond_error(rs, 501, "not_offered", "%s", err.message);
+	} else if (rc) {
+		bool half = names && !json_is_null(names) && !strcmp(code, "bad_egress");
+		respond_error(rs, 400, code, "%s%s", err.message,
+			      half ? " (the secrets named were kept: that part is done)" : "");
+	} else {
+		json_t *kept = rules ? egress_kept_json(o) : json_object();
+		if (kept && names && !json_is_null(names))
+			json_object_set(kept, "secrets_kept", names);
+		sessions_narrowed(t, h, kept);
+		if (kept && names && !json_is_null(names)) {
+			json_object_del(kept, "secrets_kept");
+			json_object_set(kept, "secrets", names);
+		}
+		respond_json(rs, 200, kept);
 	}
 	json_decref(o);
 }

@@ -18,6 +18,7 @@
 #include "../../core/internal.h"
 #include "local_runs.h"
 #include "local_state.h"
+#include "../admit/call_secrets.h"
 #include "../admit/runs_begin.h"
 #include "store.h"
 
@@ -27,7 +28,7 @@ struct runner {
 	struct key_use *use;
 	char *code;
 	size_t len;
-	struct run_terms terms;
+	struct run_terms terms;   /* terms.secrets: the runner's own copy */
 	struct hsession *session; /* a session's call: a reference held */
 	struct call_body call;    /* ... and what it asks */
 	double t0;                /* when it was asked for, now_ms() / 1e3 */
@@ -86,6 +87,8 @@ static void runner_free(struct runner *r)
 	if (r->session)
 		sessions_put(&local_of(r->svc)->sessions, r->session);
 	free(r->code);
+	/* The run outlives its request: its secrets are its own, wiped here. */
+	call_secrets_free((char *)r->terms.secrets);
 	call_body_clear(&r->call);
 	run_hook_clear(&r->hook);
 	free(r);
@@ -162,6 +165,12 @@ int local_run_recorded(struct service *svc, const struct http_request *rq,
 		return -1;
 	}
 	r->terms = req->terms;
+	r->terms.secrets = NULL;
+	if (req->terms.secrets && !(r->terms.secrets = strdup(req->terms.secrets))) {
+		runner_free(r);
+		respond_error(rs, 500, "internal", "out of memory");
+		return -1;
+	}
 	if (run_hook_set(&r->hook, rq, rs, req->webhook)) {
 		runner_free(r);
 		return -1;

@@ -11,6 +11,7 @@
 
 #include "../../cli/cli.h"
 #include "../../core/internal.h"
+#include "../admit/call_secrets.h"
 #include "../admit/narrow.h"
 #include "local_state.h"
 #include "session_state.h"
@@ -109,11 +110,13 @@ void local_session_fork(struct service *svc, const struct http_request *rq,
 json_t *local_session_json(const struct aj_config *cfg, const struct hsession *h)
 {
 	const struct aj_session_limits *sl = &cfg->session;
-	return json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:i, s:i}, s:s}", "id", h->id, "tier",
+	/* "secrets": the names the session's sandbox has (the server's, the
+	 * key's, the request's), never a value. */
+	return json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:i, s:i}, s:s, s:o}", "id", h->id, "tier",
 			 aj_tier_name(cfg->tier), "limits", limits_to_json(&cfg->limits), "session",
 			 "idle_sec", sl->idle_sec, "lifetime_sec", sl->lifetime_sec, "cpu_sec",
 			 (int)sl->cpu_sec, "transfer_mb", (int)sl->transfer_mb, "workspace",
-			 AJ_SESSION_WORKSPACE);
+			 AJ_SESSION_WORKSPACE, "secrets", secret_names_json(cfg->secrets));
 }
 
 /* A key's name in the store: its hash's hex, not its name (a key made at
@@ -318,11 +321,34 @@ struct hsession *local_session_wake_kept(struct service *svc, const struct http_
 		json_decref(terms);
 		return NULL;
 	}
+	/* Its secrets: the server's and the key's as they are now (the
+	 * request's were never written down), narrowed to the names its
+	 * POST .../egress kept, if it narrowed them. */
+	char *secrets = NULL;
+	json_t *kept = json_object_get(terms, "secrets_kept");
+	if (call_secrets_join(&svc->cfg.sandbox, rq->key, NULL, &secrets, &err)) {
+		respond_error(rs, 409, "session_not_restorable", "the session kept over the "
+			      "server's restart cannot have its secrets: %s", err.message);
+		json_decref(terms);
+		return NULL;
+	}
+	if (json_is_array(kept)) {
+		char *narrowed = secrets_text_keep(secrets ? secrets : svc->cfg.sandbox.secrets,
+						   kept);
+		call_secrets_free(secrets);
+		if (!(secrets = narrowed)) {
+			respond_error(rs, 503, "session_limit", "out of memory");
+			json_decref(terms);
+			return NULL;
+		}
+	}
+	t.secrets = secrets;
 	terms_apply(&svc->cfg.sandbox, &t, &cfg, &lists);
 	struct restore_from r = {.st = &ls->ckpts, .owner = me.s, .id = id,
 				.paused = true};
 	const struct session_make m = {&cfg, terms, id, open_restored, &r};
 	int rc = sessions_create(&ls->sessions, &m, admission_use(&svc->adm, rq->key), &h, &err);
+	call_secrets_free(secrets);
 	json_decref(terms);
 	if (rc == -ENOENT)
 		return NULL;

@@ -199,12 +199,13 @@ void sessions_narrowed(struct session_table *t, struct hsession *h, json_t *kept
 		/* The terms are shared with the session's forks: a copy of its own. */
 		json_t *mine = json_deep_copy(h->terms);
 		if (mine) {
-			json_t *hosts = json_object_get(kept, "allow_hosts");
-			json_t *cidrs = json_object_get(kept, "allow_cidrs");
-			json_object_set_new(mine, "allow_hosts",
-					    hosts ? json_incref(hosts) : json_array());
-			json_object_set_new(mine, "allow_cidrs",
-					    cidrs ? json_incref(cidrs) : json_array());
+			static const char *const lists[] = {"allow_hosts", "allow_cidrs",
+							    "secrets_kept"};
+			for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+				json_t *v = json_object_get(kept, lists[i]);
+				if (v)
+					json_object_set(mine, lists[i], v);
+			}
 			json_decref(h->terms);
 			h->terms = mine;
 		}

@@ -53,7 +53,9 @@ int sessions_create(struct session_table *t, const struct session_make *m, struc
 /* Calls fn on each live session (the table's lock held: fn must not
  * call into the table). */
 void sessions_each(struct session_table *t, void (*fn)(struct hsession *h, void *arg), void *arg);
-/* Sets h's terms' allow lists to kept's (after a narrowing). */
+/* Sets h's terms' lists to those kept holds (after a narrowing): its
+ * "allow_hosts" and "allow_cidrs", and "secrets_kept", the names of the
+ * secrets it keeps (never a value: what a restart narrows them to). */
 void sessions_narrowed(struct session_table *t, struct hsession *h, json_t *kept);
 /* The session id names, if owner holds it, with a reference; else NULL. */
 struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner);
