@@ -711,6 +711,209 @@ static void mcp_config_egress_keys(void **state)
 	assert_true(contains(res.err, "mcp: allow-host: host rule 'a b'"));
 }
 
+/* --secrets FILE (docs/secrets.md): the credentials come from a file, read
+ * whole and checked before anything starts; every mistake is a usage error
+ * naming the file and the problem, and no value ever reaches stdout or
+ * stderr, refused or run. */
+#define SECRET_VALUE "s3cr3t-VALUE-never-printed"
+
+/* A file of text at name in the test's directory, with mode; its path in
+ * out. */
+static void secrets_file(char *out, size_t n, const char *name, const char *text, mode_t mode)
+{
+	snprintf(out, n, "%s", program(name, text, strlen(text)));
+	assert_int_equal(chmod(out, mode), 0);
+}
+
+static void no_value_in_output(const char *what)
+{
+	if (contains(res.out, "s3cr3t") || contains(res.err, "s3cr3t"))
+		fail_msg("%s: a secret's value was printed:\n%s\n%s", what, res.out, res.err);
+}
+
+static void secrets_file_names_the_problem(void **state)
+{
+	(void)state;
+	const char *hello = PROGRAM("secrets.py", "print('hi')\n");
+	char hi[200], good[200], path[200], want[400];
+	snprintf(hi, sizeof hi, "%s", hello);
+	secrets_file(good, sizeof good, "good.json",
+		     "[{\"name\": \"GH\", \"value\": \"" SECRET_VALUE "\", \"hosts\": "
+		     "[\"example.org:443\"], \"header\": \"Authorization\", \"format\": "
+		     "\"Bearer {value}\"},\n {\"name\": \"TOKEN\", \"value\": \"" SECRET_VALUE
+		     "2\", \"hosts\": [\"example.org\"], \"placeholder\": true, \"requests\": "
+		     "[\"GET /repos/acme/\"]}]\n",
+		     0600);
+	/* Accepted: the run needs no network, so it ends as it would without. */
+	CLI(&res, NULL, "run", "--allow-host", "example.org", "--secrets", good, hi);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "hi\n");
+	no_value_in_output("a good file");
+	CLI(&res, NULL, "run", "--json", "--allow-host", "example.org", "--secrets", good, hi);
+	assert_int_equal(res.exit_code, 0);
+	json_decref(one_json_object(res.out));
+	no_value_in_output("a good file, --json");
+
+	static const struct {
+		const char *text;
+		mode_t mode;
+		const char *words;
+	} bad[] = {
+		{"[{\"name\": \"GH\", \"value\": \"" SECRET_VALUE "\"", 0600, ": not JSON (line "},
+		{"{\"name\": \"GH\"}", 0600, ": must be a JSON array of secrets"},
+		{"[{\"name\": \"GH\", \"value\": \"" SECRET_VALUE "\", \"header\": \"X-Token\"}]", 0600,
+		 ": GH: \"hosts\" must be a non-empty array of host rules"},
+		{"[{\"name\": \"gh-token\", \"value\": \"" SECRET_VALUE "\", \"hosts\": "
+		 "[\"example.org\"], \"header\": \"X-Token\"}]",
+		 0600, ": item 1: name 'gh-token' must be 1 to"},
+		{"[{\"name\": \"GH\", \"value\": \"s3cr3t\\nVALUE\", \"hosts\": [\"example.org\"], "
+		 "\"header\": \"X-Token\"}]",
+		 0600, ": GH: the value holds a control character"},
+		{"[{\"name\": \"GH\", \"value\": \"" SECRET_VALUE "\", \"hosts\": [\"example.org\"], "
+		 "\"header\": \"Host\"}]",
+		 0600, ": GH: header 'Host' is the proxy's own"},
+		{"[]", 0644, " is readable by other users (mode 0644); chmod 600 it"},
+		{"[]", 0620, " is writable or executable by other users (mode 0620); chmod 600 it"},
+		{"", 0600, " is empty (a secrets file is a JSON array: [] for none)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "bad%zu.json", i);
+		secrets_file(path, sizeof path, name, bad[i].text, bad[i].mode);
+		snprintf(want, sizeof want, "--secrets: %s%s", path, bad[i].words);
+		CLI(&res, NULL, "run", "--allow-host", "example.org", "--secrets", path, hi);
+		assert_int_equal(res.exit_code, 2);
+		if (!contains(res.err, want))
+			fail_msg("case %zu: '%s' does not say '%s'", i, res.err, want);
+		assert_string_equal(res.out, "");
+		no_value_in_output(bad[i].words);
+		/* --json: the same words as one object on stdout, and no value. */
+		CLI(&res, NULL, "run", "--json", "--allow-host", "example.org", "--secrets", path, hi);
+		assert_int_equal(res.exit_code, 2);
+		assert_true(contains(res.out, "\"status\":\"usage_error\""));
+		no_value_in_output(bad[i].words);
+	}
+	/* Not a file: missing, a directory. */
+	CLI(&res, NULL, "run", "--allow-host", "example.org", "--secrets",
+	    "/nonexistent-agentjail-secrets.json", hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--secrets: /nonexistent-agentjail-secrets.json: cannot open: "
+				      "No such file or directory"));
+	CLI(&res, NULL, "run", "--allow-host", "example.org", "--secrets", "/tmp", hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--secrets: /tmp is not a regular file"));
+	/* Twice: the first file's secrets would be dropped without a word. */
+	CLI(&res, NULL, "run", "--allow-host", "example.org", "--secrets", good, "--secrets", good,
+	    hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "--secrets: given twice; put every secret in one file"));
+	/* Secrets without a rule to reach their hosts have nowhere to go. */
+	CLI(&res, NULL, "run", "--secrets", good, hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "secrets: no egress rule lets the program reach a host"));
+	no_value_in_output("no rule");
+	/* Every command that takes the egress options reads the file alike. */
+	secrets_file(path, sizeof path, "open.json", "[]", 0644);
+	snprintf(want, sizeof want, "--secrets: %s is readable by other users", path);
+	CLI(&res, NULL, "repl", "--secrets", path);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, want));
+	CLI(&res, "", "mcp", "--secrets", path);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, want));
+	CLI(&res, NULL, "worker", "--queue", "redis://127.0.0.1:1", "--secrets", path);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, want));
+	static const char *const commands[] = {"run", "repl", "mcp", "serve", "worker"};
+	for (size_t i = 0; i < 5; i++) {
+		CLI(&res, NULL, commands[i], "--help");
+		assert_int_equal(res.exit_code, 0);
+		assert_true(contains(res.out, "--secrets FILE"));
+		assert_true(contains(res.out, "--egress-ca FILE"));
+	}
+}
+
+/* --egress-ca FILE: the CAs the proxy trusts upstream, checked as
+ * --trust-ca is: a file that is not PEM certificates is refused, named. */
+static void egress_ca_names_the_problem(void **state)
+{
+	(void)state;
+	char hi[200];
+	snprintf(hi, sizeof hi, "%s", PROGRAM("egress_ca.py", "print('hi')\n"));
+	CLI(&res, NULL, "run", "--allow-host", "example.org", "--egress-ca", hi, hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "egress_ca:"));
+	assert_true(contains(res.err, "is not PEM"));
+	char want[300];
+	snprintf(want, sizeof want, "repl: egress-ca: %s is not PEM", hi);
+	CLI(&res, NULL, "repl", "--egress-ca", hi);
+	assert_int_equal(res.exit_code, 2);
+	if (!contains(res.err, want))
+		fail_msg("'%s' does not say '%s'", res.err, want);
+	snprintf(want, sizeof want, "mcp: egress-ca: %s is not PEM", hi);
+	CLI(&res, "", "mcp", "--egress-ca", hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, want));
+	CLI(&res, NULL, "run", "--egress-ca", "/nonexistent-agentjail-ca.pem", hi);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "/nonexistent-agentjail-ca.pem"));
+}
+
+/* agentjail mcp --config with json refuses to start, saying want and no
+ * secret's value. */
+static void mcp_refuses(const char *json, const char *want)
+{
+	CLI(&res, "", "mcp", "--config", program("s.json", json, strlen(json)));
+	assert_int_equal(res.exit_code, 2);
+	if (!contains(res.err, want))
+		fail_msg("%s: '%s' does not say '%s'", json, res.err, want);
+	no_value_in_output(want);
+}
+
+/* The MCP config's "secrets" (the path of a secrets file, never the
+ * secrets inline: the config file is not held to its owner) and
+ * "egress_ca" keys. */
+static void mcp_config_secrets(void **state)
+{
+	(void)state;
+	char good[200], open[200], ca[200], json[1024], want[400];
+	secrets_file(good, sizeof good, "mcp-secrets.json",
+		     "[{\"name\": \"GH\", \"value\": \"" SECRET_VALUE "\", \"hosts\": "
+		     "[\"example.org\"], \"header\": \"Authorization\"}]",
+		     0600);
+	secrets_file(open, sizeof open, "mcp-open.json", "[]", 0644);
+	secrets_file(ca, sizeof ca, "mcp-ca.pem", "not a certificate\n", 0644);
+	mcp_refuses("{\"allow_hosts\": \"example.org\", \"secrets\": [{\"name\": \"GH\", "
+		    "\"value\": \"" SECRET_VALUE "\", \"hosts\": [\"example.org\"], \"header\": "
+		    "\"X\"}]}",
+		    "secrets: expected a string: the path of a secrets file, never the secrets "
+		    "themselves");
+	snprintf(json, sizeof json, "{\"allow_hosts\": \"example.org\", \"secrets\": \"%s\"}",
+		 open);
+	snprintf(want, sizeof want,
+		 "secrets: %s is readable by other users (mode 0644); chmod 600 it", open);
+	mcp_refuses(json, want);
+	snprintf(json, sizeof json, "{\"secrets\": \"%s\"}", good);
+	mcp_refuses(json, "mcp: secrets: no egress rule lets the program reach a host");
+	snprintf(json, sizeof json, "{\"egress_ca\": \"%s\"}", ca);
+	snprintf(want, sizeof want, "mcp: egress-ca: %s is not PEM", ca);
+	mcp_refuses(json, want);
+	/* Good: the server starts and ends at EOF, saying no value. */
+	const char *base = getenv("AJ_TEST_UID_BASE");
+	snprintf(json, sizeof json,
+		 "{\"allow_hosts\": [\"example.org\"], \"secrets\": \"%s\", \"uid_base\": %s, "
+		 "\"state_dir\": \"/run/agentjail-test-%s\"}",
+		 good, base && *base ? base : "2100000000", base && *base ? base : "cli");
+	const char *file = program("s-good.json", json, strlen(json));
+	CLI(&res, "", "mcp", "--config", file);
+	assert_int_equal(res.exit_code, 0);
+	no_value_in_output("mcp with secrets");
+	/* --secrets replaces the file's, as a flag overrides the file. */
+	CLI(&res, "", "mcp", "--config", file, "--secrets", open);
+	assert_int_equal(res.exit_code, 2);
+	assert_true(contains(res.err, "is readable by other users"));
+}
+
 /* The deployer's egress options, on every command that runs code: a bad
  * rule or cap is a usage error naming the option as typed and what is
  * wrong, found before anything starts; each --help lists them. */
@@ -1802,6 +2005,9 @@ int main(void)
 		cmocka_unit_test(one_tier_options_name_the_problem),
 		cmocka_unit_test(egress_options_name_the_problem),
 		cmocka_unit_test(mcp_config_egress_keys),
+		cmocka_unit_test(secrets_file_names_the_problem),
+		cmocka_unit_test(egress_ca_names_the_problem),
+		cmocka_unit_test(mcp_config_secrets),
 		cmocka_unit_test(attack_quick),
 		cmocka_unit_test(attack_warm),
 		cmocka_unit_test(attack_shell_and_js),

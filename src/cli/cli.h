@@ -102,7 +102,14 @@ extern const struct option egress_options[];
 	"                    no cap)\n"                                             \
 	"  --trust-ca FILE   PEM CA certificates HTTPS in the sandbox trusts beside\n" \
 	"                    the image's bundle (a private index, a TLS-inspecting\n" \
-	"                    proxy); every tier\n"
+	"                    proxy); every tier\n"                                  \
+	"  --secrets FILE    credentials the code can use but never see: a JSON\n"   \
+	"                    array of secrets (docs/secrets.md), each sent by the\n"  \
+	"                    proxy only to its own hosts. Read from FILE, never the\n" \
+	"                    command line; FILE must be a regular file only its\n"   \
+	"                    owner can read (chmod 600)\n"                          \
+	"  --egress-ca FILE  PEM CA certificates the proxy trusts, beside the host's\n" \
+	"                    store, for the upstreams it sends secrets to\n"
 /* "agentjail: COMMAND: " + what aj_config_validate said, naming the option. */
 void cli_config_error(const char *command, const struct aj_error *err);
 /* The directory agentjail keeps a user's state in, made (each missing

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../core/internal.h"
+#include "../mcp/secrets_file.h"
 #include "cli.h"
 
 enum {
@@ -33,6 +34,8 @@ enum {
 	OPT_WARM,
 	OPT_PRELOAD,
 	OPT_RO_BIND,
+	/* The egress family, OPT_ENV to OPT_EGRESS_CA, stays last and in one
+	 * run: option_apply hands that range to egress_option_apply. */
 	OPT_ENV,
 	OPT_EXEC_ENV_ALLOW,
 	OPT_ALLOW_HOST,
@@ -42,6 +45,8 @@ enum {
 	OPT_EGRESS_CONNECTIONS,
 	OPT_EGRESS_KBPS,
 	OPT_TRUST_CA,
+	OPT_SECRETS,
+	OPT_EGRESS_CA,
 };
 
 const struct option limit_options[] = {
@@ -95,6 +100,12 @@ const struct option egress_options[] = {
 	{"egress-kbps", required_argument, NULL, OPT_EGRESS_KBPS},
 	/* The CAs HTTPS through those rules trusts beside the image's. */
 	{"trust-ca", required_argument, NULL, OPT_TRUST_CA},
+	/* Credentials the proxy adds for the code (docs/secrets.md), from a
+	 * file: a value on the command line would show in ps and in the
+	 * shell's history. */
+	{"secrets", required_argument, NULL, OPT_SECRETS},
+	/* The CAs the proxy trusts for the upstreams it sends secrets to. */
+	{"egress-ca", required_argument, NULL, OPT_EGRESS_CA},
 	{NULL, 0, NULL, 0},
 };
 
@@ -355,7 +366,11 @@ void cli_config_error(const char *command, const struct aj_error *err)
 	static const struct {
 		const char *limit, *option;
 	} renamed[] = {{"transfer: ", "transfer-mb: "}, {"ro_bind: ", "ro-bind: "},
-				   {"trust_ca: ", "trust-ca: "}, {"exec_env_allow: ", "exec-env-allow: "}};
+				   {"trust_ca: ", "trust-ca: "}, {"exec_env_allow: ", "exec-env-allow: "},
+				   {"egress_ca: ", "egress-ca: "},
+				   /* As src/core/config.c words it at 572a45c, with no
+				    * space after the colon. */
+				   {"egress_ca:", "egress-ca: "}};
 	for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
 		size_t n = strlen(renamed[i].limit);
 		if (!strncmp(err->message, renamed[i].limit, n)) {
@@ -440,6 +455,81 @@ static int parse_idle(const char *arg, bool *pause)
 	return 0;
 }
 
+/* --secrets FILE: the file's text, read and checked now, so that a
+ * mistake is named with the file (secrets_file.c); cfg->secrets points at
+ * this process's copy, which lives as long as the process (cfg with it). */
+static int apply_secrets(const char *path, struct aj_config *cfg)
+{
+	static char *held;
+	/* One file a command: a second --secrets would silently drop the
+	 * first's secrets, and the code would run without them. */
+	if (held && cfg->secrets == held) {
+		cli_error("--secrets: given twice; put every secret in one file");
+		return -1;
+	}
+	char *text;
+	struct aj_error err;
+	if (secrets_file_read(path, &text, &err)) {
+		cli_error("--secrets: %s", err.message);
+		return -1;
+	}
+	secrets_text_free(held);
+	held = text;
+	cfg->secrets = held;
+	return 0;
+}
+
+/* The egress family's options (egress_options): the code's environment,
+ * the rules, the caps, the CAs and the secrets. */
+static int egress_option_apply(int opt, const char *arg, struct aj_config *cfg)
+{
+	switch (opt) {
+	/* --env NAME=VALUE, once per variable, added as a rule is (an MCP
+	 * config file's too); which names may be set is aj_config_validate's. */
+	case OPT_ENV: {
+		static const char *vars[AJ_MAX_ENV];
+		return add_rule("env", arg, vars, AJ_MAX_ENV, &cfg->env, &cfg->env_count);
+	}
+	/* --exec-env-allow NAME or PREFIX*, once per name: what a command's
+	 * own env may set (aj_config_validate checks each). */
+	case OPT_EXEC_ENV_ALLOW: {
+		static const char *names[AJ_MAX_ENV];
+		return add_rule("exec-env-allow", arg, names, AJ_MAX_ENV, &cfg->exec_env_allow,
+				&cfg->exec_env_allow_count);
+	}
+	case OPT_ALLOW_HOST: {
+		static const char *hosts[AJ_MAX_EGRESS_RULES];
+		return add_rule("allow-host", arg, hosts, AJ_MAX_EGRESS_RULES, &cfg->allow_hosts,
+				&cfg->allow_host_count);
+	}
+	case OPT_ALLOW_CIDR: {
+		static const char *cidrs[AJ_MAX_EGRESS_RULES];
+		return add_rule("allow-cidr", arg, cidrs, AJ_MAX_EGRESS_RULES, &cfg->allow_cidrs,
+				&cfg->allow_cidr_count);
+	}
+	case OPT_EGRESS_OUT_MB:
+		return parse_uint("egress-out-mb", arg, &cfg->egress.out_mb);
+	case OPT_EGRESS_IN_MB:
+		return parse_uint("egress-in-mb", arg, &cfg->egress.in_mb);
+	case OPT_EGRESS_CONNECTIONS:
+		return parse_uint("egress-connections", arg, &cfg->egress.connections);
+	case OPT_EGRESS_KBPS:
+		return parse_uint("egress-kbps", arg, &cfg->egress.kbps);
+	/* The file's checks are aj_config_validate's (src/core/trust_ca.c). */
+	case OPT_TRUST_CA:
+		cfg->trust_ca = arg;
+		return 0;
+	case OPT_SECRETS:
+		return apply_secrets(arg, cfg);
+	/* Checked as trust_ca is, by aj_config_validate. */
+	case OPT_EGRESS_CA:
+		cfg->egress_ca = arg;
+		return 0;
+	}
+	cli_error("unknown option");
+	return -1;
+}
+
 int option_apply(int opt, const char *arg, struct aj_config *cfg)
 {
 	struct aj_limits *l = &cfg->limits;
@@ -504,42 +594,9 @@ int option_apply(int opt, const char *arg, struct aj_config *cfg)
 		return 0;
 	case OPT_RO_BIND:
 		return add_ro_bind(arg, cfg);
-	/* --env NAME=VALUE, once per variable, added as a rule is (an MCP
-	 * config file's too); which names may be set is aj_config_validate's. */
-	case OPT_ENV: {
-		static const char *vars[AJ_MAX_ENV];
-		return add_rule("env", arg, vars, AJ_MAX_ENV, &cfg->env, &cfg->env_count);
 	}
-	/* --exec-env-allow NAME or PREFIX*, once per name: what a command's
-	 * own env may set (aj_config_validate checks each). */
-	case OPT_EXEC_ENV_ALLOW: {
-		static const char *names[AJ_MAX_ENV];
-		return add_rule("exec-env-allow", arg, names, AJ_MAX_ENV, &cfg->exec_env_allow,
-				&cfg->exec_env_allow_count);
-	}
-	case OPT_ALLOW_HOST: {
-		static const char *hosts[AJ_MAX_EGRESS_RULES];
-		return add_rule("allow-host", arg, hosts, AJ_MAX_EGRESS_RULES, &cfg->allow_hosts,
-				&cfg->allow_host_count);
-	}
-	case OPT_ALLOW_CIDR: {
-		static const char *cidrs[AJ_MAX_EGRESS_RULES];
-		return add_rule("allow-cidr", arg, cidrs, AJ_MAX_EGRESS_RULES, &cfg->allow_cidrs,
-				&cfg->allow_cidr_count);
-	}
-	case OPT_EGRESS_OUT_MB:
-		return parse_uint("egress-out-mb", arg, &cfg->egress.out_mb);
-	case OPT_EGRESS_IN_MB:
-		return parse_uint("egress-in-mb", arg, &cfg->egress.in_mb);
-	case OPT_EGRESS_CONNECTIONS:
-		return parse_uint("egress-connections", arg, &cfg->egress.connections);
-	case OPT_EGRESS_KBPS:
-		return parse_uint("egress-kbps", arg, &cfg->egress.kbps);
-	/* The file's checks are aj_config_validate's (src/core/trust_ca.c). */
-	case OPT_TRUST_CA:
-		cfg->trust_ca = arg;
-		return 0;
-	}
+	if (opt >= OPT_ENV && opt <= OPT_EGRESS_CA)
+		return egress_option_apply(opt, arg, cfg);
 	cli_error("unknown option");
 	return -1;
 }

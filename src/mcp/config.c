@@ -9,7 +9,8 @@
  *    "allow_cidrs": ["10.1.0.0/16:5432"], "egress_out_mb": 64,
  *    "egress_in_mb": 1024, "egress_connections": 256, "egress_kbps": 0,
  *    "env": {"TZ": "UTC"}, "tools": ["run_python", "run_command"],
- *    "uid_base": 2000000000, "state_dir": "/run/agentjail"}
+ *    "uid_base": 2000000000, "state_dir": "/run/agentjail",
+ *    "secrets": "/etc/agentjail/secrets.json", "egress_ca": "/etc/ca.pem"}
  *
  * Every key is optional; an unknown key is an error, not ignored: a typo in
  * a limit must not silently leave the default in force. */
@@ -22,6 +23,7 @@
 #include "../core/internal.h"
 #include "../api/tool_files.h"
 #include "config.h"
+#include "secrets_file.h"
 
 void mcp_config_init(struct mcp_config *c)
 {
@@ -59,9 +61,12 @@ void mcp_config_free(struct mcp_config *c)
 	c->sandbox.allow_hosts = c->sandbox.allow_cidrs = NULL;
 	c->sandbox.allow_host_count = c->sandbox.allow_cidr_count = 0;
 	mcp_env_clear(c);
+	secrets_text_free(c->secrets);
+	c->secrets = NULL;
+	c->sandbox.secrets = NULL;
 }
 
-enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES, VARIABLES, TOOLS };
+enum kind { WHOLE, SECONDS, TEXT, FLAG, MODULES, PATHS, RULES, VARIABLES, TOOLS, SECRETS };
 
 static const struct key {
 	const char *name;
@@ -77,7 +82,7 @@ static const struct key {
 	{"allow_hosts", RULES}, {"allow_cidrs", RULES}, {"egress_out_mb", WHOLE},
 	{"egress_in_mb", WHOLE}, {"egress_connections", WHOLE}, {"egress_kbps", WHOLE},
 	{"uid_base", WHOLE}, {"state_dir", TEXT}, {"trust_ca", TEXT}, {"env", VARIABLES},
-	{"tools", TOOLS},
+	{"tools", TOOLS}, {"egress_ca", TEXT}, {"secrets", SECRETS},
 };
 
 static const char known[] = "tier, image, python, timeout, cpu, memory, pids, file_size, disk, "
@@ -85,7 +90,7 @@ static const char known[] = "tier, image, python, timeout, cpu, memory, pids, fi
 			    "session_idle, session_lifetime, max_sessions, transfer_mb, warm, "
 			    "preload, ro_bind, allow_hosts, allow_cidrs, egress_out_mb, "
 			    "egress_in_mb, egress_connections, egress_kbps, uid_base, state_dir, trust_ca, "
-			    "env, tools";
+			    "env, tools, egress_ca, secrets";
 
 static int set_whole(struct mcp_config *c, const char *name, json_int_t v, struct aj_error *err)
 {
@@ -155,9 +160,9 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 					 v);
 		return 0;
 	}
-	/* Slots 0-4 and 6 (5 is preload's). */
+	/* Slots 0-4, 6 and 7 (5 is preload's). */
 	static const char *const texts[] = {"image",	 "python",    "docker_image", "docker_socket",
-					    "state_dir", "(preload)", "trust_ca"};
+					    "state_dir", "(preload)", "trust_ca",     "egress_ca"};
 	size_t slot = 0;
 	while (strcmp(texts[slot], name))
 		slot++;
@@ -168,7 +173,7 @@ static int set_text(struct mcp_config *c, const char *name, const char *v, struc
 	const char **field[] = {&c->sandbox.image,	   &c->sandbox.python,
 				&c->sandbox.docker_image,  &c->sandbox.docker_socket,
 				&c->sandbox.state_dir,	   NULL,
-				&c->sandbox.trust_ca};
+				&c->sandbox.trust_ca,	   &c->sandbox.egress_ca};
 	*field[slot] = c->strings[slot];
 	return 0;
 }
@@ -297,6 +302,23 @@ static int set_env(struct mcp_config *c, json_t *v, struct aj_error *err)
 	return 0;
 }
 
+/* secrets: the path of a secrets file, read and checked as --secrets reads
+ * it (secrets_file.c). A path, never the array itself: this file is named
+ * on command lines and kept beside other configuration, often readable by
+ * others, while the secrets file is held to its owner alone. */
+static int set_secrets(struct mcp_config *c, const char *path, struct aj_error *err)
+{
+	char *text;
+	struct aj_error why;
+	int rc = secrets_file_read(path, &text, &why);
+	if (rc)
+		return error_set(err, rc, "secrets: %s", why.message);
+	secrets_text_free(c->secrets);
+	c->secrets = text;
+	c->sandbox.secrets = text;
+	return 0;
+}
+
 /* One name of a tools list (n bytes) into *tools. */
 static int add_tool(const char *name, size_t n, unsigned *tools, struct aj_error *err)
 {
@@ -398,6 +420,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 			rc = set_env(c, v, &why);
 		else if (k->kind == TOOLS && (json_is_string(v) || json_is_array(v)))
 			rc = set_tools(c, v, &why);
+		else if (k->kind == SECRETS && json_is_string(v))
+			rc = set_secrets(c, json_string_value(v), &why);
 		else
 			rc = error_set(&why, -EINVAL, "%s: expected %s", name,
 				       k->kind == TEXT ? "a string" :
@@ -411,6 +435,8 @@ int mcp_config_load(struct mcp_config *c, const char *path, struct aj_error *err
 				       k->kind == VARIABLES ? "an object of strings ({\"TZ\": \"UTC\"})" :
 				       k->kind == TOOLS ? "a string (\"run_python,run_command\") or an "
 							  "array of strings" :
+				       k->kind == SECRETS ? "a string: the path of a secrets file, "
+							    "never the secrets themselves" :
 				       "a number of seconds");
 		if (rc) {
 			error_set(err, rc, "%s: %s", path, why.message);

@@ -17,8 +17,11 @@ struct mcp_config {
 	 * sessions). */
 	unsigned tools;
 	/* owned copies of the file's strings: image, python, docker_image,
-	 * docker_socket, state_dir, preload, trust_ca */
-	char *strings[7];
+	 * docker_socket, state_dir, preload, trust_ca, egress_ca */
+	char *strings[8];
+	/* The text of the secrets file "secrets" names (secrets_file.h), owned
+	 * (sandbox.secrets points here); wiped when freed: it holds values. */
+	char *secrets;
 	/* ro_bind's entries, owned (sandbox.ro_binds points here) */
 	char *ro_binds[AJ_MAX_RO_BINDS];
 	const char *ro_bind_list[AJ_MAX_RO_BINDS];
