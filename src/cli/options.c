@@ -124,8 +124,15 @@ void options_add(const struct option *more, struct option *out, size_t n)
 	size_t k = 0;
 	while (out[k].name)
 		k++;
-	for (size_t i = 0; more[i].name && k + 1 < n; i++)
+	for (size_t i = 0; more[i].name; i++) {
+		/* A table too small is this program's bug: an option dropped
+		 * here would be refused as unknown while --help lists it. */
+		if (k + 1 >= n) {
+			fprintf(stderr, "agentjail: internal error: the option table holds %zu\n", n);
+			abort();
+		}
 		out[k++] = more[i];
+	}
 	out[k] = (struct option){0};
 }
 

@@ -12,8 +12,8 @@
 #include "internal.h"
 #include "secret.h"
 
-static int refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(char *why, size_t n, const char *fmt, ...)
+static int secret_refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int secret_refuse(char *why, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -23,18 +23,18 @@ static int refuse(char *why, size_t n, const char *fmt, ...)
 }
 
 /* RFC 9110 token characters (a header name, a method). */
-static bool tchar(char c)
+static bool secret_tchar(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-static bool token(const char *s)
+static bool secret_token(const char *s)
 {
 	if (!*s)
 		return false;
 	for (; *s; s++)
-		if (!tchar(*s))
+		if (!secret_tchar(*s))
 			return false;
 	return true;
 }
@@ -94,24 +94,24 @@ static int parse_request_rule(const char *text, struct secret_request_rule *r, c
 {
 	const char *sp = strchr(text, ' ');
 	if (!sp || sp == text || (size_t)(sp - text) >= sizeof r->method)
-		return refuse(why, n, "%s: '%s' is not \"METHOD /path-prefix\"", where, text);
+		return secret_refuse(why, n, "%s: '%s' is not \"METHOD /path-prefix\"", where, text);
 	memcpy(r->method, text, (size_t)(sp - text));
 	r->method[sp - text] = '\0';
-	if (strcmp(r->method, "*") && !token(r->method))
-		return refuse(why, n, "%s: '%s': the method is not a token", where, text);
+	if (strcmp(r->method, "*") && !secret_token(r->method))
+		return secret_refuse(why, n, "%s: '%s': the method is not a token", where, text);
 	for (char *m = r->method; *m; m++)
 		if (*m >= 'a' && *m <= 'z')
-			return refuse(why, n, "%s: '%s': methods are upper case (GET)", where, text);
+			return secret_refuse(why, n, "%s: '%s': methods are upper case (GET)", where, text);
 	const char *path = sp + 1;
 	size_t pl = strlen(path);
 	if (pl && path[pl - 1] == '*') /* "/repos/acme/" then "*": the prefix without the star */
 		pl--;
 	if (!pl || path[0] != '/')
-		return refuse(why, n, "%s: '%s': the path prefix must start with '/'", where, text);
+		return secret_refuse(why, n, "%s: '%s': the path prefix must start with '/'", where, text);
 	for (size_t i = 0; i < pl; i++)
 		if ((unsigned char)path[i] <= 0x20 || (unsigned char)path[i] >= 0x7f ||
 		    path[i] == '*' || path[i] == '?' || path[i] == '#' || path[i] == '%')
-			return refuse(why, n,
+			return secret_refuse(why, n,
 				      "%s: '%s': a path prefix is plain path text (no space, '*' but "
 				      "at its end, '?', '#' or '%%')",
 				      where, text);
@@ -123,12 +123,75 @@ static int parse_request_rule(const char *text, struct secret_request_rule *r, c
 static const char *const known_fields[] = {"name", "value", "hosts", "header", "format",
 					   "placeholder", "plain_http", "requests"};
 
+static int parse_hosts(json_t *o, struct secret *s, const char *where, char *why, size_t n)
+{
+	json_t *hosts = json_object_get(o, "hosts");
+	if (!json_is_array(hosts) || !json_array_size(hosts))
+		return secret_refuse(why, n, "%s: \"hosts\" must be a non-empty array of host rules", where);
+	size_t nh = json_array_size(hosts);
+	if (nh > AJ_MAX_EGRESS_RULES)
+		return secret_refuse(why, n, "%s: at most %d hosts", where, AJ_MAX_EGRESS_RULES);
+	if (!(s->hosts = calloc(nh, sizeof *s->hosts)) ||
+	    !(s->host_text = calloc(nh, sizeof *s->host_text)))
+		return -ENOMEM;
+	for (; s->n_hosts < nh; s->n_hosts++) {
+		json_t *h = json_array_get(hosts, s->n_hosts);
+		char hw[200];
+		if (!json_is_string(h))
+			return secret_refuse(why, n, "%s: host %u is not a string", where, s->n_hosts + 1);
+		if (egress_host_rule_parse(json_string_value(h), &s->hosts[s->n_hosts], hw, sizeof hw))
+			return secret_refuse(why, n, "%s: %s", where, hw);
+		if (!(s->host_text[s->n_hosts] = strdup(json_string_value(h))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A header secret's header and format. */
+static int parse_header(json_t *header, json_t *format, struct secret *s, const char *where,
+			char *why, size_t n)
+{
+	if (!json_is_string(header))
+		return secret_refuse(why, n,
+			      "%s: give \"header\" (the header to set) or \"placeholder\": true",
+			      where);
+	const char *hn = json_string_value(header);
+	if (strlen(hn) > SECRET_HEADER_MAX || !secret_token(hn))
+		return secret_refuse(why, n, "%s: header '%.70s' is not a header name", where, hn);
+	if (reserved_header(hn))
+		return secret_refuse(why, n,
+			      "%s: header '%s' is the proxy's own (Host, the body's framing, "
+			      "hop-by-hop headers), never a secret's",
+			      where, hn);
+	snprintf(s->header, sizeof s->header, "%s", hn);
+	const char *f = "{value}";
+	if (format && !json_is_string(format))
+		return secret_refuse(why, n, "%s: \"format\" must be a string", where);
+	if (format)
+		f = json_string_value(format);
+	const char *at = strstr(f, "{value}"), *at64 = strstr(f, "{base64}");
+	if ((at ? 1 : 0) + (at64 ? 1 : 0) != 1 || (at && strstr(at + 1, "{value}")) ||
+	    (at64 && strstr(at64 + 1, "{base64}")))
+		/* The format is not echoed: a value pasted into it by
+		 * mistake must not reach an error message. */
+		return secret_refuse(why, n,
+			      "%s: the format must hold {value} or {base64} (Basic auth: "
+			      "\"Basic {base64}\" of a value \"user:password\") exactly once",
+			      where);
+	if (!header_safe(f, strlen(f)) || strlen(f) > 256)
+		return secret_refuse(why, n, "%s: the format holds a control character or is too long",
+			      where);
+	if (!(s->format = strdup(f)))
+		return -ENOMEM;
+	return 0;
+}
+
 static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_t n)
 {
 	char where[64];
 	snprintf(where, sizeof where, "secrets: item %u", idx);
 	if (!json_is_object(o))
-		return refuse(why, n, "%s is not an object", where);
+		return secret_refuse(why, n, "%s is not an object", where);
 	const char *key;
 	json_t *v;
 	json_object_foreach(o, key, v) {
@@ -136,11 +199,11 @@ static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_
 		for (size_t i = 0; i < sizeof known_fields / sizeof known_fields[0]; i++)
 			known = known || !strcmp(key, known_fields[i]);
 		if (!known)
-			return refuse(why, n, "%s: unknown field '%.40s'", where, key);
+			return secret_refuse(why, n, "%s: unknown field '%.40s'", where, key);
 	}
 	json_t *name = json_object_get(o, "name");
 	if (!json_is_string(name))
-		return refuse(why, n, "%s: \"name\" must be a string", where);
+		return secret_refuse(why, n, "%s: \"name\" must be a string", where);
 	const char *nm = json_string_value(name);
 	size_t nl = strlen(nm);
 	bool name_ok = nl >= 1 && nl <= SECRET_NAME_MAX && nm[0] >= 'A' && nm[0] <= 'Z';
@@ -148,7 +211,7 @@ static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_
 		name_ok = (nm[i] >= 'A' && nm[i] <= 'Z') || (nm[i] >= '0' && nm[i] <= '9') ||
 			  nm[i] == '_';
 	if (!name_ok)
-		return refuse(why, n,
+		return secret_refuse(why, n,
 			      "%s: name '%.40s' must be 1 to %d of A-Z, 0-9 and _, starting with a "
 			      "letter (it becomes AJ_SECRET_NAME)",
 			      where, nm, SECRET_NAME_MAX);
@@ -158,12 +221,12 @@ static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_
 
 	json_t *value = json_object_get(o, "value");
 	if (!json_is_string(value))
-		return refuse(why, n, "%s: \"value\" must be a string", where);
+		return secret_refuse(why, n, "%s: \"value\" must be a string", where);
 	size_t vl = json_string_length(value);
 	if (!vl || vl > AJ_MAX_SECRET_BYTES)
-		return refuse(why, n, "%s: the value must be 1 to %d bytes", where, AJ_MAX_SECRET_BYTES);
+		return secret_refuse(why, n, "%s: the value must be 1 to %d bytes", where, AJ_MAX_SECRET_BYTES);
 	if (!header_safe(json_string_value(value), vl))
-		return refuse(why, n,
+		return secret_refuse(why, n,
 			      "%s: the value holds a control character (a CR, LF or NUL would end "
 			      "the header it is sent in)",
 			      where);
@@ -172,87 +235,40 @@ static int parse_one(json_t *o, unsigned idx, struct secret *s, char *why, size_
 	memcpy(s->value, json_string_value(value), vl + 1);
 	s->value_len = vl;
 
-	json_t *hosts = json_object_get(o, "hosts");
-	if (!json_is_array(hosts) || !json_array_size(hosts))
-		return refuse(why, n, "%s: \"hosts\" must be a non-empty array of host rules", where);
-	size_t nh = json_array_size(hosts);
-	if (nh > AJ_MAX_EGRESS_RULES)
-		return refuse(why, n, "%s: at most %d hosts", where, AJ_MAX_EGRESS_RULES);
-	if (!(s->hosts = calloc(nh, sizeof *s->hosts)) ||
-	    !(s->host_text = calloc(nh, sizeof *s->host_text)))
-		return -ENOMEM;
-	for (; s->n_hosts < nh; s->n_hosts++) {
-		json_t *h = json_array_get(hosts, s->n_hosts);
-		char hw[200];
-		if (!json_is_string(h))
-			return refuse(why, n, "%s: host %u is not a string", where, s->n_hosts + 1);
-		if (egress_host_rule_parse(json_string_value(h), &s->hosts[s->n_hosts], hw, sizeof hw))
-			return refuse(why, n, "%s: %s", where, hw);
-		if (!(s->host_text[s->n_hosts] = strdup(json_string_value(h))))
-			return -ENOMEM;
-	}
+	int rc = parse_hosts(o, s, where, why, n);
+	if (rc)
+		return rc;
 
 	json_t *ph = json_object_get(o, "placeholder"), *pl = json_object_get(o, "plain_http");
 	if ((ph && !json_is_boolean(ph)) || (pl && !json_is_boolean(pl)))
-		return refuse(why, n, "%s: \"placeholder\" and \"plain_http\" are true or false", where);
+		return secret_refuse(why, n, "%s: \"placeholder\" and \"plain_http\" are true or false", where);
 	s->placeholder = json_is_true(ph);
 	s->plain_http = json_is_true(pl);
 	json_t *header = json_object_get(o, "header"), *format = json_object_get(o, "format");
 	if (s->placeholder) {
 		if (header || format)
-			return refuse(why, n,
+			return secret_refuse(why, n,
 				      "%s: a placeholder secret has no \"header\" or \"format\": the "
 				      "program writes %s where the value goes",
 				      where, s->placeholder_text);
-	} else {
-		if (!json_is_string(header))
-			return refuse(why, n,
-				      "%s: give \"header\" (the header to set) or \"placeholder\": true",
-				      where);
-		const char *hn = json_string_value(header);
-		if (strlen(hn) > SECRET_HEADER_MAX || !token(hn))
-			return refuse(why, n, "%s: header '%.70s' is not a header name", where, hn);
-		if (reserved_header(hn))
-			return refuse(why, n,
-				      "%s: header '%s' is the proxy's own (Host, the body's framing, "
-				      "hop-by-hop headers), never a secret's",
-				      where, hn);
-		snprintf(s->header, sizeof s->header, "%s", hn);
-		const char *f = "{value}";
-		if (format && !json_is_string(format))
-			return refuse(why, n, "%s: \"format\" must be a string", where);
-		if (format)
-			f = json_string_value(format);
-		const char *at = strstr(f, "{value}"), *at64 = strstr(f, "{base64}");
-		if ((at ? 1 : 0) + (at64 ? 1 : 0) != 1 || (at && strstr(at + 1, "{value}")) ||
-		    (at64 && strstr(at64 + 1, "{base64}")))
-			/* The format is not echoed: a value pasted into it by
-			 * mistake must not reach an error message. */
-			return refuse(why, n,
-				      "%s: the format must hold {value} or {base64} (Basic auth: "
-				      "\"Basic {base64}\" of a value \"user:password\") exactly once",
-				      where);
-		if (!header_safe(f, strlen(f)) || strlen(f) > 256)
-			return refuse(why, n, "%s: the format holds a control character or is too long",
-				      where);
-		if (!(s->format = strdup(f)))
-			return -ENOMEM;
+	} else if ((rc = parse_header(header, format, s, where, why, n))) {
+		return rc;
 	}
 
 	json_t *req = json_object_get(o, "requests");
 	if (req) {
 		if (!json_is_array(req) || !json_array_size(req) ||
 		    json_array_size(req) > AJ_MAX_EGRESS_RULES)
-			return refuse(why, n, "%s: \"requests\" must be 1 to %d \"METHOD /path\" rules",
+			return secret_refuse(why, n, "%s: \"requests\" must be 1 to %d \"METHOD /path\" rules",
 				      where, AJ_MAX_EGRESS_RULES);
 		if (!(s->requests = calloc(json_array_size(req), sizeof *s->requests)))
 			return -ENOMEM;
 		for (; s->n_requests < json_array_size(req); s->n_requests++) {
 			json_t *r = json_array_get(req, s->n_requests);
 			if (!json_is_string(r))
-				return refuse(why, n, "%s: request rule %u is not a string", where,
+				return secret_refuse(why, n, "%s: request rule %u is not a string", where,
 					      s->n_requests + 1);
-			int rc = parse_request_rule(json_string_value(r), &s->requests[s->n_requests],
+			rc = parse_request_rule(json_string_value(r), &s->requests[s->n_requests],
 						    why, n, where);
 			if (rc)
 				return rc;
@@ -270,12 +286,12 @@ int secret_set_parse(const char *json, struct secret_set *out, char *why, size_t
 	/* The text may hold values: jansson's error names a place, not text. */
 	json_t *arr = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
 	if (!arr)
-		return refuse(why, n, "secrets: not JSON (line %d, column %d)", jerr.line, jerr.column);
+		return secret_refuse(why, n, "secrets: not JSON (line %d, column %d)", jerr.line, jerr.column);
 	int rc = 0;
 	if (!json_is_array(arr))
-		rc = refuse(why, n, "secrets: must be a JSON array of secrets");
+		rc = secret_refuse(why, n, "secrets: must be a JSON array of secrets");
 	else if (json_array_size(arr) > AJ_MAX_SECRETS)
-		rc = refuse(why, n, "secrets: at most %d", AJ_MAX_SECRETS);
+		rc = secret_refuse(why, n, "secrets: at most %d", AJ_MAX_SECRETS);
 	else if (json_array_size(arr) && !(out->s = calloc(json_array_size(arr), sizeof *out->s)))
 		rc = -ENOMEM;
 	for (size_t i = 0; !rc && i < json_array_size(arr); i++) {
@@ -283,7 +299,7 @@ int secret_set_parse(const char *json, struct secret_set *out, char *why, size_t
 		rc = parse_one(json_array_get(arr, i), (unsigned)i + 1, &out->s[i], why, n);
 		for (size_t k = 0; !rc && k < i; k++)
 			if (!strcmp(out->s[k].name, out->s[i].name))
-				rc = refuse(why, n, "secrets: two secrets named %s", out->s[i].name);
+				rc = secret_refuse(why, n, "secrets: two secrets named %s", out->s[i].name);
 	}
 	if (rc == -ENOMEM)
 		snprintf(why, n, "secrets: out of memory");
@@ -457,7 +473,7 @@ struct buf {
 	bool oom;
 };
 
-static void put(struct buf *b, const char *s, size_t n)
+static void buf_put(struct buf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
@@ -476,7 +492,7 @@ static void put(struct buf *b, const char *s, size_t n)
 	b->p[b->len] = '\0';
 }
 
-static bool hop_by_hop(const char *name, size_t nl)
+static bool secret_hop_by_hop(const char *name, size_t nl)
 {
 	static const char *const hop[] = {"connection", "keep-alive", "te", "upgrade", "trailer"};
 	for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
@@ -495,21 +511,21 @@ char *secret_rewrite_head(const char *head, size_t len, const struct secret *con
 	const char *le = memmem(head, len, "\r\n", 2);
 	if (!le)
 		return NULL;
-	put(&b, head, (size_t)(le + 2 - head)); /* the request line */
+	buf_put(&b, head, (size_t)(le + 2 - head)); /* the request line */
 	for (const char *l = le + 2; l < end - 2;) {
 		const char *e = memmem(l, (size_t)(end - l), "\r\n", 2);
 		if (!e)
 			break;
 		const char *colon = memchr(l, ':', (size_t)(e - l));
 		size_t nl = colon ? (size_t)(colon - l) : 0;
-		bool drop = !colon || hop_by_hop(l, nl);
+		bool drop = !colon || secret_hop_by_hop(l, nl);
 		for (uint32_t i = 0; !drop && i < n; i++)
 			drop = apply[i]->header[0] && strlen(apply[i]->header) == nl &&
 			       !strncasecmp(apply[i]->header, l, nl);
 		if (!drop) {
 			/* Placeholders swapped in the value, each secret's. */
 			const char *p = colon + 1, *q;
-			put(&b, l, (size_t)(p - l));
+			buf_put(&b, l, (size_t)(p - l));
 			while (p < e) {
 				const struct secret *hit = NULL;
 				const char *at = e;
@@ -530,13 +546,13 @@ char *secret_rewrite_head(const char *head, size_t len, const struct secret *con
 								used[k] = true;
 					}
 				}
-				put(&b, p, (size_t)(at - p));
+				buf_put(&b, p, (size_t)(at - p));
 				if (!hit)
 					break;
-				put(&b, hit->value, hit->value_len);
+				buf_put(&b, hit->value, hit->value_len);
 				p = at + strlen(hit->placeholder_text);
 			}
-			put(&b, "\r\n", 2);
+			buf_put(&b, "\r\n", 2);
 		}
 		l = e + 2;
 	}
@@ -549,15 +565,15 @@ char *secret_rewrite_head(const char *head, size_t len, const struct secret *con
 			b.oom = true;
 			break;
 		}
-		put(&b, apply[i]->header, strlen(apply[i]->header));
-		put(&b, ": ", 2);
-		put(&b, v, vl);
-		put(&b, "\r\n", 2);
+		buf_put(&b, apply[i]->header, strlen(apply[i]->header));
+		buf_put(&b, ": ", 2);
+		buf_put(&b, v, vl);
+		buf_put(&b, "\r\n", 2);
 		OPENSSL_cleanse(v, vl);
 		free(v);
 		used[i] = true;
 	}
-	put(&b, "Connection: close\r\n\r\n", 21);
+	buf_put(&b, "Connection: close\r\n\r\n", 21);
 	if (b.oom) {
 		if (b.p)
 			OPENSSL_cleanse(b.p, b.cap);

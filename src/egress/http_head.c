@@ -79,6 +79,75 @@ static int authority(const char *s, size_t len, uint16_t dflt, bool need_port, s
 	return 0;
 }
 
+/* The header lines from first to the head's end (its last CRLF CRLF). */
+static enum http_head_result parse_headers(const char *first, const char *end,
+					   struct http_head *h, bool origin, uint16_t dflt_port,
+					   char *why, size_t n)
+{
+	int content_length = 0;
+	bool chunked = false, host_seen = false;
+	for (const char *l = first; l < end - 2;) {
+		const char *le = memmem(l, (size_t)(end - l), "\r\n", 2);
+		if (*l == ' ' || *l == '\t')
+			return refuse_head(why, n, "obsolete line folding in a header");
+		const char *colon = memchr(l, ':', (size_t)(le - l));
+		if (!colon || colon == l)
+			return refuse_head(why, n, "a header line without a name");
+		for (const char *p = l; p < colon; p++)
+			if (!tchar(*p))
+				return refuse_head(why, n, "a header name is not a token");
+		size_t nl = (size_t)(colon - l);
+		const char *v = colon + 1;
+		while (v < le && (*v == ' ' || *v == '\t'))
+			v++;
+		size_t vl = (size_t)(le - v);
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		if (nl == 14 && !strncasecmp(l, "Content-Length", 14)) {
+			if (content_length++)
+				return refuse_head(why, n, "two Content-Length headers");
+			uint64_t cl = 0;
+			if (!vl || vl > 15)
+				return refuse_head(why, n, "Content-Length is not a number");
+			for (size_t i = 0; i < vl; i++) {
+				if (v[i] < '0' || v[i] > '9')
+					return refuse_head(why, n, "Content-Length is not a number");
+				cl = cl * 10 + (uint64_t)(v[i] - '0');
+			}
+			h->content_length = cl;
+		} else if (nl == 17 && !strncasecmp(l, "Transfer-Encoding", 17)) {
+			chunked = true;
+			if (origin && (vl != 7 || strncasecmp(v, "chunked", 7)))
+				return refuse_head(why, n, "a Transfer-Encoding other than chunked");
+		} else if (nl == 6 && !strncasecmp(l, "Expect", 6)) {
+			h->expect_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
+		} else if (nl == 4 && !strncasecmp(l, "Host", 4) && origin) {
+			if (host_seen)
+				return refuse_head(why, n, "two Host headers");
+			host_seen = true;
+			if (authority(v, vl, dflt_port, false, h))
+				return refuse_head(why, n, "the Host header is not a host name or address");
+		} else if (nl == 4 && !strncasecmp(l, "Host", 4)) {
+			if (host_seen)
+				return refuse_head(why, n, "two Host headers");
+			host_seen = true;
+			/* The server must see the host the rules checked. */
+			struct http_head hh = {0};
+			if (authority(v, vl, h->connect ? h->port : 80, false, &hh) ||
+			    strcasecmp(hh.host, h->host) || (!h->connect && hh.port != h->port))
+				return refuse_head(why, n, "the Host header names another host than the target");
+		}
+		l = le + 2;
+	}
+	if (content_length && chunked)
+		return refuse_head(why, n, "both Content-Length and Transfer-Encoding");
+	if (origin && !host_seen)
+		return refuse_head(why, n, "no Host header");
+	h->has_body_length = content_length || chunked;
+	h->chunked = chunked;
+	return HTTP_HEAD_DONE;
+}
+
 static enum http_head_result parse(const char *buf, size_t len, size_t *used,
 				   struct http_head *h, bool origin, uint16_t dflt_port, char *why,
 				   size_t n)
@@ -143,69 +212,10 @@ static enum http_head_result parse(const char *buf, size_t len, size_t *used,
 		h->path_at = slash ? (size_t)(slash - buf) : 0;
 		h->path_len = slash ? (size_t)(sp2 - slash) : 0;
 	}
-	/* The headers. */
 	h->headers_at = (size_t)(line_end + 2 - buf);
-	int content_length = 0;
-	bool chunked = false, host_seen = false;
-	for (const char *l = line_end + 2; l < end - 2;) {
-		const char *le = memmem(l, (size_t)(end - l), "\r\n", 2);
-		if (*l == ' ' || *l == '\t')
-			return refuse_head(why, n, "obsolete line folding in a header");
-		const char *colon = memchr(l, ':', (size_t)(le - l));
-		if (!colon || colon == l)
-			return refuse_head(why, n, "a header line without a name");
-		for (const char *p = l; p < colon; p++)
-			if (!tchar(*p))
-				return refuse_head(why, n, "a header name is not a token");
-		size_t nl = (size_t)(colon - l);
-		const char *v = colon + 1;
-		while (v < le && (*v == ' ' || *v == '\t'))
-			v++;
-		size_t vl = (size_t)(le - v);
-		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-			vl--;
-		if (nl == 14 && !strncasecmp(l, "Content-Length", 14)) {
-			if (content_length++)
-				return refuse_head(why, n, "two Content-Length headers");
-			uint64_t cl = 0;
-			if (!vl || vl > 15)
-				return refuse_head(why, n, "Content-Length is not a number");
-			for (size_t i = 0; i < vl; i++) {
-				if (v[i] < '0' || v[i] > '9')
-					return refuse_head(why, n, "Content-Length is not a number");
-				cl = cl * 10 + (uint64_t)(v[i] - '0');
-			}
-			h->content_length = cl;
-		} else if (nl == 17 && !strncasecmp(l, "Transfer-Encoding", 17)) {
-			chunked = true;
-			if (origin && (vl != 7 || strncasecmp(v, "chunked", 7)))
-				return refuse_head(why, n, "a Transfer-Encoding other than chunked");
-		} else if (nl == 6 && !strncasecmp(l, "Expect", 6)) {
-			h->expect_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
-		} else if (nl == 4 && !strncasecmp(l, "Host", 4) && origin) {
-			if (host_seen)
-				return refuse_head(why, n, "two Host headers");
-			host_seen = true;
-			if (authority(v, vl, dflt_port, false, h))
-				return refuse_head(why, n, "the Host header is not a host name or address");
-		} else if (nl == 4 && !strncasecmp(l, "Host", 4)) {
-			if (host_seen)
-				return refuse_head(why, n, "two Host headers");
-			host_seen = true;
-			/* The server must see the host the rules checked. */
-			struct http_head hh = {0};
-			if (authority(v, vl, h->connect ? h->port : 80, false, &hh) ||
-			    strcasecmp(hh.host, h->host) || (!h->connect && hh.port != h->port))
-				return refuse_head(why, n, "the Host header names another host than the target");
-		}
-		l = le + 2;
-	}
-	if (content_length && chunked)
-		return refuse_head(why, n, "both Content-Length and Transfer-Encoding");
-	if (origin && !host_seen)
-		return refuse_head(why, n, "no Host header");
-	h->has_body_length = content_length || chunked;
-	h->chunked = chunked;
+	enum http_head_result hr = parse_headers(line_end + 2, end, h, origin, dflt_port, why, n);
+	if (hr != HTTP_HEAD_DONE)
+		return hr;
 	*used = (size_t)(end - buf);
 	return HTTP_HEAD_DONE;
 }

@@ -209,7 +209,7 @@ static void end_free(struct end *e)
 
 /* A refusal the program can read (status, and the reason as the body), and
  * in the log before it: a session call that ends on it finds the entry. */
-static void refuse(struct job *j, struct end *to, const char *status)
+static void intercept_refuse(struct job *j, struct end *to, const char *status)
 {
 	struct conn *c = j->c;
 	egress_record(c->ec, &c->e);
@@ -362,16 +362,16 @@ static void forward_request(struct job *j, const char *head, size_t len, const s
 {
 	struct conn *c = j->c;
 	if (!request_admitted(j, head, h)) {
-		refuse(j, &j->client, "403 Forbidden");
+		intercept_refuse(j, &j->client, "403 Forbidden");
 		return;
 	}
 	if (conn_connect_up(c)) {
-		refuse(j, &j->client, c->e.allowed ? "502 Bad Gateway" : "403 Forbidden");
+		intercept_refuse(j, &j->client, c->e.allowed ? "502 Bad Gateway" : "403 Forbidden");
 		return;
 	}
 	j->up.fd = c->up;
 	if (up_tls && !upstream_tls(j)) {
-		refuse(j, &j->client, "502 Bad Gateway");
+		intercept_refuse(j, &j->client, "502 Bad Gateway");
 		return;
 	}
 	/* The secrets as they are now: a narrowing since this connection's
@@ -381,7 +381,7 @@ static void forward_request(struct job *j, const char *head, size_t len, const s
 	egress_rules_drop(c->p, now);
 	if (!current) {
 		conn_deny(c, "the session's rules or secrets were narrowed while it connected");
-		refuse(j, &j->client, "403 Forbidden");
+		intercept_refuse(j, &j->client, "403 Forbidden");
 		return;
 	}
 	bool used[AJ_MAX_SECRETS];
@@ -389,7 +389,7 @@ static void forward_request(struct job *j, const char *head, size_t len, const s
 	char *out = secret_rewrite_head(head, len, j->apply, j->n, used, &out_len);
 	if (!out) {
 		conn_deny(c, "out of memory");
-		refuse(j, &j->client, "502 Bad Gateway");
+		intercept_refuse(j, &j->client, "502 Bad Gateway");
 		return;
 	}
 	/* Counted as the program's bytes: the secret's length is the
@@ -429,14 +429,14 @@ void intercept_tunnel(struct conn *c, size_t from)
 	SSL_CTX *ctx = mitm_ca_server_ctx(c->p->ca, c->e.host);
 	if (!ctx || !end_tls(&j.client, ctx, c->client, true)) {
 		conn_deny(c, "cannot mint a certificate for %s: no secret is sent to it", c->e.host);
-		refuse(&j, NULL, "");
+		intercept_refuse(&j, NULL, "");
 		goto out;
 	}
 	/* What came with the CONNECT (a ClientHello sent at once) is the
 	 * TLS engine's first input. */
 	if (c->have > from && BIO_write(j.client.in, c->buf + from, (int)(c->have - from)) <= 0) {
 		conn_deny(c, "out of memory");
-		refuse(&j, NULL, "");
+		intercept_refuse(&j, NULL, "");
 		goto out;
 	}
 	int left = conn_head_ms_left(c);
@@ -445,7 +445,7 @@ void intercept_tunnel(struct conn *c, size_t from)
 			  "the program's TLS handshake with the proxy failed (%.120s): a program that "
 			  "trusts only its own store, or pins a certificate, cannot have %s's secrets",
 			  why, c->e.host);
-		refuse(&j, NULL, "");
+		intercept_refuse(&j, NULL, "");
 		goto out;
 	}
 	/* The ClientHello's name is the tunnel's host: the certificate the
@@ -453,13 +453,13 @@ void intercept_tunnel(struct conn *c, size_t from)
 	const char *sni = SSL_get_servername(j.client.ssl, TLSEXT_NAMETYPE_host_name);
 	if (!sni || !conn_same_name(sni, c->e.host)) {
 		conn_deny(c, "the TLS ClientHello names '%.100s', not %s", sni ? sni : "", c->e.host);
-		refuse(&j, &j.client, "403 Forbidden");
+		intercept_refuse(&j, &j.client, "403 Forbidden");
 		goto out;
 	}
 	/* One request head, whole before the request's deadline. */
 	if (!(head = malloc(HTTP_HEAD_MAX + 1))) {
 		conn_deny(c, "out of memory");
-		refuse(&j, &j.client, "502 Bad Gateway");
+		intercept_refuse(&j, &j.client, "502 Bad Gateway");
 		goto out;
 	}
 	size_t have = 0, used = 0;
@@ -471,7 +471,7 @@ void intercept_tunnel(struct conn *c, size_t from)
 			break;
 		if (r == HTTP_HEAD_INVALID || r == HTTP_HEAD_TOO_LARGE) {
 			conn_deny(c, "%s", r == HTTP_HEAD_INVALID ? why : "request head too large");
-			refuse(&j, &j.client, r == HTTP_HEAD_INVALID ? "400 Bad Request"
+			intercept_refuse(&j, &j.client, r == HTTP_HEAD_INVALID ? "400 Bad Request"
 								 : "431 Request Header Fields Too Large");
 			goto out;
 		}
@@ -487,7 +487,7 @@ void intercept_tunnel(struct conn *c, size_t from)
 	if (!conn_same_name(h.host, c->e.host) || h.port != c->e.port) {
 		conn_deny(c, "the Host header names %.100s:%u, not the tunnel's %s:%u", h.host,
 			  (unsigned)h.port, c->e.host, (unsigned)c->e.port);
-		refuse(&j, &j.client, "403 Forbidden");
+		intercept_refuse(&j, &j.client, "403 Forbidden");
 		goto out;
 	}
 	forward_request(&j, head, used, &h, head + used, have - used, true);
@@ -516,13 +516,13 @@ void intercept_plain(struct conn *c, const struct http_head *h, size_t used)
 				  "secret %s is for %s but not over plain HTTP (its plain_http is "
 				  "off): use https://",
 				  j.apply[i]->name, c->e.host);
-			refuse(&j, &j.client, "403 Forbidden");
+			intercept_refuse(&j, &j.client, "403 Forbidden");
 			goto out;
 		}
 	/* The origin-form head forward.c makes, then parsed as one. */
 	if (!(out = malloc(used + EGRESS_FORWARD_EXTRA + 1))) {
 		conn_deny(c, "out of memory");
-		refuse(&j, &j.client, "502 Bad Gateway");
+		intercept_refuse(&j, &j.client, "502 Bad Gateway");
 		goto out;
 	}
 	size_t n = egress_forward_head(c->buf, used, h, out);
@@ -532,7 +532,7 @@ void intercept_plain(struct conn *c, const struct http_head *h, size_t used)
 	char why[200];
 	if (http_origin_parse(out, n, &oused, &oh, c->e.port, why, sizeof why) != HTTP_HEAD_DONE) {
 		conn_deny(c, "%s", why);
-		refuse(&j, &j.client, "400 Bad Request");
+		intercept_refuse(&j, &j.client, "400 Bad Request");
 		goto out;
 	}
 	forward_request(&j, out, oused, &oh, c->buf + used, c->have - used, false);

@@ -56,18 +56,23 @@ int service_option_apply(int opt, const char *arg, struct aj_config *cfg)
 	return 0;
 }
 
+/* Room for every option serve and worker take (the shared egress,
+ * session, service and tier options and their own): options_add drops
+ * what does not fit, so this is well above their count. */
+#define SERVE_OPTIONS_MAX 80
+
 int service_parse(int argc, char **argv, const char *name, const char *usage,
 		  const struct option *own, struct aj_config *cfg,
 		  int (*own_opt)(int opt, const char *arg, void *ctx), void *ctx)
 {
 	static const struct option help[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	struct option opts[56];
-	options_with(own, opts, 56);
-	options_add(help, opts, 56);
-	options_add(session_options, opts, 56);
-	options_add(service_options, opts, 56);
-	options_add(one_tier_options, opts, 56);
-	options_add(egress_options, opts, 56);
+	struct option opts[SERVE_OPTIONS_MAX];
+	options_with(own, opts, SERVE_OPTIONS_MAX);
+	options_add(help, opts, SERVE_OPTIONS_MAX);
+	options_add(session_options, opts, SERVE_OPTIONS_MAX);
+	options_add(service_options, opts, SERVE_OPTIONS_MAX);
+	options_add(one_tier_options, opts, SERVE_OPTIONS_MAX);
+	options_add(egress_options, opts, SERVE_OPTIONS_MAX);
 	int o, applied;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
