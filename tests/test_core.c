@@ -513,7 +513,7 @@ static void config_checks_trust_ca(void **state)
 	snprintf(state_dir, sizeof state_dir, "%s/state", dir);
 	c.state_dir = state_dir;
 	char *bdir = NULL, *bfile = NULL;
-	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), 0);
+	assert_int_equal(trust_bundle_make(&c, root, NULL, 0, &bdir, &bfile, &e), 0);
 	FILE *fp = fopen(bfile, "r");
 	assert_non_null(fp);
 	char got[512] = "";
@@ -521,7 +521,9 @@ static void config_checks_trust_ca(void **state)
 	fclose(fp);
 	got[n] = '\0';
 	snprintf(want, sizeof want,
-		 "IMAGE\n\n# agentjail: the deployer's CA certificates (trust_ca)\n%s", cert);
+		 "IMAGE\n\n# agentjail: the deployer's CA certificates (trust_ca) and the sandbox's "
+		 "egress CA (secrets)\n%s",
+		 cert);
 	assert_string_equal(got, want);
 	struct stat st;
 	assert_int_equal(stat(bfile, &st), 0);
@@ -536,12 +538,12 @@ static void config_checks_trust_ca(void **state)
 	char base_dir[128];
 	snprintf(base_dir, sizeof base_dir, "%s-trust", state_dir);
 	assert_int_equal(chmod(base_dir, 0777), 0);
-	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -EPERM);
+	assert_int_equal(trust_bundle_make(&c, root, NULL, 0, &bdir, &bfile, &e), -EPERM);
 	assert_true(strstr(e.message, "writable by no one else"));
 	assert_int_equal(chmod(base_dir, 0700), 0);
 	/* A view without a bundle: named, with how to get one. */
 	unlink(base);
-	assert_int_equal(trust_bundle_make(&c, root, &bdir, &bfile, &e), -ENOENT);
+	assert_int_equal(trust_bundle_make(&c, root, NULL, 0, &bdir, &bfile, &e), -ENOENT);
 	assert_true(strstr(e.message, "trust_ca: the sandbox's view has no CA bundle to add to"));
 	assert_null(bdir);
 	snprintf(cmd, sizeof cmd, "rm -rf %s %s-trust", dir, state_dir);

@@ -273,7 +273,7 @@ static void proxy_start(struct fx *f, const char *const *hosts, const char *cons
 	struct aj_error err = {0};
 	if (aj_config_validate(&cfg, &err))
 		fail_msg("aj_config_validate: %s", err.message);
-	if (egress_proxy_start(&cfg, &f->p, &err))
+	if (egress_proxy_start(&cfg, NULL, &f->p, &err))
 		fail_msg("egress_proxy_start: %s", err.message);
 	int fd = listen_on("127.0.0.1", 0, &f->port);
 	assert_true(fd >= 0);
