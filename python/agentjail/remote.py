@@ -97,7 +97,8 @@ class _Calls:
 
 
 def _code_error(status, code, message, body, after):
-    if status == 400 and code in ("bad_limits", "bad_env", "bad_egress", "bad_language"):
+    if status == 400 and code in ("bad_limits", "bad_env", "bad_egress", "bad_language",
+                                  "bad_secrets"):
         return RemoteConfigError(status, code, message, body, after)
     if status == 400 and (message.startswith("code:") or code == "bad_request"):
         return RemoteInvalidCode(status, code, message, body, after)
@@ -556,30 +557,26 @@ class RemoteSession(_Runner, Closing):
 
     def egress_keep(self, hosts=(), cidrs=()):
         """Narrows the session's egress rules to these (POST .../egress)."""
-        def what(status, code, message, body, after):
-            gone = self._gone(status, code, message, body, after)
-            if gone is None and status == 400:
-                return RemoteEgressError(status, code, message, body, after,
-                                         errno=_errno.EPERM)
-            return gone
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         cidrs = [cidrs] if isinstance(cidrs, str) else list(cidrs)
-        self._json("POST", "/egress", {"allow_hosts": hosts, "allow_cidrs": cidrs}, what)
+        self._json("POST", "/egress", {"allow_hosts": hosts, "allow_cidrs": cidrs},
+                   self._narrow_error)
+
+    def _narrow_error(self, status, code, message, body, after):
+        """A narrowing's refusal (400: not the session's) is EPERM."""
+        gone = self._gone(status, code, message, body, after)
+        if gone is None and status == 400:
+            return RemoteEgressError(status, code, message, body, after, errno=_errno.EPERM)
+        return gone
 
     def secrets_keep(self, names=()):
         """Narrows the session's secrets to these names (POST .../egress
         with {"secrets": [names]}); a name the session does not have is
         RemoteEgressError (errno EPERM), and nothing changes."""
-        def what(status, code, message, body, after):
-            gone = self._gone(status, code, message, body, after)
-            if gone is None and status == 400:
-                return RemoteEgressError(status, code, message, body, after,
-                                         errno=_errno.EPERM)
-            return gone
         names = [names] if isinstance(names, str) else list(names)
         if not all(isinstance(n, str) for n in names):
             raise ConfigError("names: every secret's name must be a string")
-        self._json("POST", "/egress", {"secrets": names}, what)
+        self._json("POST", "/egress", {"secrets": names}, self._narrow_error)
 
     def pause(self):
         """Session.pause over serve (POST .../pause): its sandbox freed,

@@ -64,7 +64,7 @@ def no_value_in(*texts):
     ([placeholder_secret(header="Authorization")],
      'secrets: NPM: a placeholder secret has no "header" or "format"'),
     ([header_secret(header="Host")], "secrets: GH: header 'Host' is the proxy's own"),
-    ([header_secret(format="Bearer")], "secrets: GH: format 'Bearer' must hold {value}"),
+    ([header_secret(format="Bearer")], "secrets: GH: the format must hold {value}"),
     ([header_secret(placeholder="yes")], 'secrets: GH: "placeholder" and "plain_http" are'),
     ([header_secret(requests="GET /")], 'secrets: GH: "requests" must be 1 to'),
     ([header_secret(), header_secret(value=OTHER)], "secrets: two secrets named GH"),

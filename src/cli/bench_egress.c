@@ -25,6 +25,7 @@
 
 #include "../egress/proxy.h"
 #include "bench_egress.h"
+#include "bench_intercept.h"
 #include "measure.h"
 
 #define BIG (100u << 20)
@@ -277,6 +278,9 @@ int bench_egress(long rounds, bool quick, bool as_json)
 	pthread_join(o.thread, NULL);
 	close(o.lfd);
 
+	struct bench_intercept ic;
+	int ic_rc = bench_intercept(rounds, quick, &ic);
+
 	double start_off[2] = {0}, start_on[2] = {0};
 	int start_rc[2];
 	enum aj_tier start_tiers[2] = {AJ_TIER_PROCESS, AJ_TIER_CONTAINER};
@@ -304,6 +308,18 @@ int bench_egress(long rounds, bool quick, bool as_json)
 					    json_pack("{s:f, s:f, s:f}", "off_ms", start_off[i], "on_ms",
 						      start_on[i], "added_ms",
 						      start_on[i] - start_off[i]));
+	if (!ic_rc)
+		json_object_set_new(
+			root, "intercept",
+			json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "rounds",
+				  ic.small_rounds, "download_rounds", ic.big_rounds, "failed", ic.failed,
+				  "tunnel_p50_ms", ic.tunnel_p50_ms, "intercept_p50_ms",
+				  ic.intercept_p50_ms, "added_p50_ms",
+				  ic.intercept_p50_ms - ic.tunnel_p50_ms, "direct_mib_s",
+				  ic.direct_mib_s, "intercept_mib_s", ic.intercept_mib_s, "ratio",
+				  ic.direct_mib_s > 0 ? ic.intercept_mib_s / ic.direct_mib_s : 0.0,
+				  "tunnel_kib_per_connection", ic.tunnel_kb_per_conn,
+				  "intercept_kib_per_connection", ic.intercept_kb_per_conn));
 	if (as_json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
@@ -325,6 +341,23 @@ int bench_egress(long rounds, bool quick, bool as_json)
 				       start_off[i], start_on[i], start_on[i] - start_off[i],
 				       start_off[i] > 0 ? start_on[i] / start_off[i] : 0.0);
 		printf("(the start-up rows: egress off in \"direct\", on in \"proxy\")\n");
+		if (!ic_rc) {
+			printf("\nwith a secret (HTTPS, TLS ended at the proxy) against today's tunnel "
+			       "(TLS end to end):\n");
+			printf("%-34s %10s %10s %10s %10s\n", "", "baseline", "intercept", "added",
+			       "ratio");
+			printf("%-34s %10.3f %10.3f %10.3f %10.2f\n", "HTTPS GET via tunnel, p50 (ms)",
+			       ic.tunnel_p50_ms, ic.intercept_p50_ms,
+			       ic.intercept_p50_ms - ic.tunnel_p50_ms,
+			       ic.tunnel_p50_ms > 0 ? ic.intercept_p50_ms / ic.tunnel_p50_ms : 0.0);
+			printf("%-34s %10.0f %10.0f %10s %10.2f\n", "100 MiB direct TLS, MiB/s",
+			       ic.direct_mib_s, ic.intercept_mib_s, "",
+			       ic.direct_mib_s > 0 ? ic.intercept_mib_s / ic.direct_mib_s : 0.0);
+			printf("%-34s %10.0f %10.0f %10s %10s\n", "host KiB per held connection",
+			       ic.tunnel_kb_per_conn, ic.intercept_kb_per_conn, "", "");
+			if (ic.failed)
+				printf("(%d interception rounds failed)\n", ic.failed);
+		}
 		printf("\n%d small GET rounds, %d download rounds", small.n, big.n);
 		if (small.failed || big.failed)
 			printf(" (%d and %d failed)", small.failed, big.failed);

@@ -26,10 +26,16 @@
 /* Bytes moved per read: a TLS record's plaintext is at most 16 KiB. */
 #define CHUNK (64u << 10)
 
+/* The socket reads and writes of an end's TLS move this much at once: a
+ * bulk download then costs a system call per four records (agentjail bench
+ * --egress: 16 KiB moved it at 0.43 of direct TLS). */
+#define END_IO (64u << 10)
+
 struct end {
 	int fd;
 	SSL *ssl;      /* NULL: plain */
 	BIO *in, *out; /* with ssl: what came from fd, what goes to it */
+	char *io;      /* with ssl: END_IO bytes between the socket and a BIO */
 };
 
 /* The request under way: the secrets for its host, and the rules that
@@ -71,11 +77,10 @@ static void job_apply(struct job *j)
 /* What TLS wrote, sent to the socket. */
 static bool end_flush(struct conn *c, struct end *e)
 {
-	char buf[16384];
 	int n;
 	while (e->ssl && BIO_ctrl_pending(e->out) > 0 &&
-	       (n = BIO_read(e->out, buf, sizeof buf)) > 0)
-		if (!conn_write_all(c, e->fd, buf, (size_t)n))
+	       (n = BIO_read(e->out, e->io, (int)END_IO)) > 0)
+		if (!conn_write_all(c, e->fd, e->io, (size_t)n))
 			return false;
 	return true;
 }
@@ -84,11 +89,10 @@ static bool end_flush(struct conn *c, struct end *e)
  * error or the proxy's stop. */
 static int end_fill(struct conn *c, struct end *e, int ms)
 {
-	char buf[16384];
 	for (;;) {
-		ssize_t n = read(e->fd, buf, sizeof buf);
+		ssize_t n = read(e->fd, e->io, END_IO);
 		if (n > 0)
-			return BIO_write(e->in, buf, (int)n) == n ? 1 : -1;
+			return BIO_write(e->in, e->io, (int)n) == n ? 1 : -1;
 		if (n == 0)
 			return 0;
 		if (errno != EAGAIN && errno != EINTR)
@@ -138,7 +142,7 @@ static bool end_write(struct conn *c, struct end *e, const void *data, size_t le
 		return conn_write_all(c, e->fd, data, len);
 	const char *d = data;
 	while (len) {
-		int chunk = len > 16384 ? 16384 : (int)len;
+		int chunk = len > END_IO ? (int)END_IO : (int)len;
 		int r = SSL_write(e->ssl, d, chunk);
 		if (!end_flush(c, e))
 			return false;
@@ -180,11 +184,13 @@ static int end_handshake(struct conn *c, struct end *e, int ms, char *why, size_
 static bool end_tls(struct end *e, SSL_CTX *ctx, int fd, bool server)
 {
 	e->fd = fd;
-	if (!(e->ssl = SSL_new(ctx)) || !(e->in = BIO_new(BIO_s_mem())) ||
-	    !(e->out = BIO_new(BIO_s_mem()))) {
+	if (!(e->io = malloc(END_IO)) || !(e->ssl = SSL_new(ctx)) ||
+	    !(e->in = BIO_new(BIO_s_mem())) || !(e->out = BIO_new(BIO_s_mem()))) {
 		BIO_free(e->in);
 		BIO_free(e->out);
+		SSL_free(e->ssl);
 		e->in = e->out = NULL;
+		e->ssl = NULL;
 		return false;
 	}
 	/* An empty memory BIO asks TLS to retry, never says EOF: the socket
@@ -203,6 +209,8 @@ static void end_free(struct end *e)
 	if (e->ssl)
 		SSL_free(e->ssl); /* and its BIOs */
 	e->ssl = NULL;
+	free(e->io);
+	e->io = NULL;
 }
 
 /* ---- answers to the program ---- */

@@ -23,7 +23,8 @@ export interface RunOptions extends Callbacks {
 }
 
 const configErrors: Mapper = (status, code, message) => {
-  if (status === 400 && ['bad_limits', 'bad_env', 'bad_egress', 'bad_language'].includes(code))
+  if (status === 400
+    && ['bad_limits', 'bad_env', 'bad_egress', 'bad_language', 'bad_secrets'].includes(code))
     return ConfigError;
   if (status === 400 && message.startsWith('code:')) return ConfigError;
   return undefined;
