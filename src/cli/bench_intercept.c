@@ -355,8 +355,12 @@ int bench_intercept(long rounds, bool quick, struct bench_intercept *out)
 	}
 	for (long k = 0; d.v && ib.v && k < big; k++) {
 		size_t bd = 0, bi = 0;
-		sample(&d, tls_get_ms(client, o.port, 0, "/big", &bd), bd, BIG);
-		sample(&ib, tls_get_ms(client, o.port, ivia, "/big", &bi), bi, BIG);
+		/* Each call first: an argument list's order is unspecified, and
+		 * the byte counts are the calls' to fill. */
+		double md = tls_get_ms(client, o.port, 0, "/big", &bd);
+		double mi = tls_get_ms(client, o.port, ivia, "/big", &bi);
+		sample(&d, md, bd, BIG);
+		sample(&ib, mi, bi, BIG);
 	}
 	out->small_rounds = t.n;
 	out->failed = t.failed + i.failed + d.failed + ib.failed;
