@@ -236,19 +236,14 @@ static int startup_cost(enum aj_tier tier, long rounds, double *off, double *on)
 	return n ? 0 : -1;
 }
 
-int bench_egress(long rounds, bool quick, bool as_json)
+/* The proxy as a run would have it, with a rule naming the origin on
+ * port and caps no round reaches, listening on *via. */
+static int start_proxy(uint16_t port, struct egress_proxy **out, uint16_t *via)
 {
-	struct origin o = {0};
-	if ((o.lfd = listen_loopback(&o.port)) < 0 || pthread_create(&o.thread, NULL, origin_main, &o)) {
-		fprintf(stderr, "agentjail: bench --egress: cannot start the loopback origin\n");
-		return 1;
-	}
-	/* The proxy as a run would have it, with a rule naming the origin,
-	 * and caps no round reaches. */
 	struct aj_config cfg;
 	aj_config_init(&cfg);
 	char rule[64];
-	snprintf(rule, sizeof rule, "127.0.0.1/32:%u", o.port);
+	snprintf(rule, sizeof rule, "127.0.0.1/32:%u", port);
 	const char *cidrs[] = {rule};
 	cfg.allow_cidrs = cidrs;
 	cfg.allow_cidr_count = 1;
@@ -256,15 +251,29 @@ int bench_egress(long rounds, bool quick, bool as_json)
 					       .connections = 10000};
 	struct egress_proxy *p = NULL;
 	struct aj_error err = {0};
-	uint16_t via = 0;
 	int lfd = -1;
 	if (aj_config_validate(&cfg, &err) || egress_proxy_start(&cfg, NULL, &p, &err) ||
-	    (lfd = listen_loopback(&via)) < 0 || egress_proxy_add_listener(p, lfd)) {
+	    (lfd = listen_loopback(via)) < 0 || egress_proxy_add_listener(p, lfd)) {
 		fprintf(stderr, "agentjail: bench --egress: cannot start the proxy: %s\n",
 			err.message[0] ? err.message : "its listening socket");
 		egress_proxy_free(p);
 		return 1;
 	}
+	*out = p;
+	return 0;
+}
+
+int bench_egress(long rounds, bool quick, bool as_json)
+{
+	struct origin o = {0};
+	if ((o.lfd = listen_loopback(&o.port)) < 0 || pthread_create(&o.thread, NULL, origin_main, &o)) {
+		fprintf(stderr, "agentjail: bench --egress: cannot start the loopback origin\n");
+		return 1;
+	}
+	struct egress_proxy *p = NULL;
+	uint16_t via = 0;
+	if (start_proxy(o.port, &p, &via))
+		return 1;
 	long small_rounds = quick ? 50 : rounds * 10;
 	long big_rounds = quick ? 1 : 5;
 	struct pair small = {0}, big = {0};
@@ -309,17 +318,7 @@ int bench_egress(long rounds, bool quick, bool as_json)
 						      start_on[i], "added_ms",
 						      start_on[i] - start_off[i]));
 	if (!ic_rc)
-		json_object_set_new(
-			root, "intercept",
-			json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "rounds",
-				  ic.small_rounds, "download_rounds", ic.big_rounds, "failed", ic.failed,
-				  "tunnel_p50_ms", ic.tunnel_p50_ms, "intercept_p50_ms",
-				  ic.intercept_p50_ms, "added_p50_ms",
-				  ic.intercept_p50_ms - ic.tunnel_p50_ms, "direct_mib_s",
-				  ic.direct_mib_s, "intercept_mib_s", ic.intercept_mib_s, "ratio",
-				  ic.direct_mib_s > 0 ? ic.intercept_mib_s / ic.direct_mib_s : 0.0,
-				  "tunnel_kib_per_connection", ic.tunnel_kb_per_conn,
-				  "intercept_kib_per_connection", ic.intercept_kb_per_conn));
+		json_object_set_new(root, "intercept", bench_intercept_json(&ic));
 	if (as_json) {
 		char *s = json_dumps(root, JSON_COMPACT);
 		puts(s ? s : "{}");
@@ -341,23 +340,8 @@ int bench_egress(long rounds, bool quick, bool as_json)
 				       start_off[i], start_on[i], start_on[i] - start_off[i],
 				       start_off[i] > 0 ? start_on[i] / start_off[i] : 0.0);
 		printf("(the start-up rows: egress off in \"direct\", on in \"proxy\")\n");
-		if (!ic_rc) {
-			printf("\nwith a secret (HTTPS, TLS ended at the proxy) against today's tunnel "
-			       "(TLS end to end):\n");
-			printf("%-34s %10s %10s %10s %10s\n", "", "baseline", "intercept", "added",
-			       "ratio");
-			printf("%-34s %10.3f %10.3f %10.3f %10.2f\n", "HTTPS GET via tunnel, p50 (ms)",
-			       ic.tunnel_p50_ms, ic.intercept_p50_ms,
-			       ic.intercept_p50_ms - ic.tunnel_p50_ms,
-			       ic.tunnel_p50_ms > 0 ? ic.intercept_p50_ms / ic.tunnel_p50_ms : 0.0);
-			printf("%-34s %10.0f %10.0f %10s %10.2f\n", "100 MiB direct TLS, MiB/s",
-			       ic.direct_mib_s, ic.intercept_mib_s, "",
-			       ic.direct_mib_s > 0 ? ic.intercept_mib_s / ic.direct_mib_s : 0.0);
-			printf("%-34s %10.0f %10.0f %10s %10s\n", "host KiB per held connection",
-			       ic.tunnel_kb_per_conn, ic.intercept_kb_per_conn, "", "");
-			if (ic.failed)
-				printf("(%d interception rounds failed)\n", ic.failed);
-		}
+		if (!ic_rc)
+			bench_intercept_print(&ic);
 		printf("\n%d small GET rounds, %d download rounds", small.n, big.n);
 		if (small.failed || big.failed)
 			printf(" (%d and %d failed)", small.failed, big.failed);

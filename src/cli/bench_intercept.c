@@ -19,6 +19,7 @@
  * >= 0.7x the direct download). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -251,7 +252,7 @@ static void sample(struct run *r, double ms, size_t bytes, size_t want)
 		r->v[r->n++] = ms;
 }
 
-static double median(struct run *r)
+static double run_median(struct run *r)
 {
 	if (!r->n)
 		return 0;
@@ -271,6 +272,103 @@ static int proxy_for(const struct aj_config *cfg, struct mitm_ca *ca, struct egr
 		return -1;
 	}
 	return 0;
+}
+
+/* A client context that trusts both CAs, as a sandbox's bundle would. */
+static SSL_CTX *trusting_client(struct mitm_ca *a, struct mitm_ca *b)
+{
+	SSL_CTX *client = SSL_CTX_new(TLS_client_method());
+	X509_STORE *store = client ? SSL_CTX_get_cert_store(client) : NULL;
+	bool trusted = store != NULL;
+	struct mitm_ca *cas[2] = {a, b};
+	for (int k = 0; k < 2 && trusted; k++) {
+		size_t len;
+		const char *pem = mitm_ca_pem(cas[k], &len);
+		BIO *bio = BIO_new_mem_buf(pem, (int)len);
+		X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+		trusted = x && X509_STORE_add_cert(store, x);
+		X509_free(x);
+		BIO_free(bio);
+	}
+	if (!trusted) {
+		SSL_CTX_free(client);
+		return NULL;
+	}
+	SSL_CTX_set_verify(client, SSL_VERIFY_PEER, NULL);
+	return client;
+}
+
+json_t *bench_intercept_json(const struct bench_intercept *ic)
+{
+	return json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "rounds",
+			 ic->small_rounds, "download_rounds", ic->big_rounds, "failed", ic->failed,
+			 "tunnel_p50_ms", ic->tunnel_p50_ms, "intercept_p50_ms", ic->intercept_p50_ms,
+			 "added_p50_ms", ic->intercept_p50_ms - ic->tunnel_p50_ms, "direct_mib_s",
+			 ic->direct_mib_s, "intercept_mib_s", ic->intercept_mib_s, "ratio",
+			 ic->direct_mib_s > 0 ? ic->intercept_mib_s / ic->direct_mib_s : 0.0,
+			 "tunnel_kib_per_connection", ic->tunnel_kb_per_conn,
+			 "intercept_kib_per_connection", ic->intercept_kb_per_conn);
+}
+
+void bench_intercept_print(const struct bench_intercept *ic)
+{
+	printf("\nwith a secret (HTTPS, TLS ended at the proxy) against today's tunnel "
+	       "(TLS end to end):\n");
+	printf("%-34s %10s %10s %10s %10s\n", "", "baseline", "intercept", "added", "ratio");
+	printf("%-34s %10.3f %10.3f %10.3f %10.2f\n", "HTTPS GET via tunnel, p50 (ms)",
+	       ic->tunnel_p50_ms, ic->intercept_p50_ms, ic->intercept_p50_ms - ic->tunnel_p50_ms,
+	       ic->tunnel_p50_ms > 0 ? ic->intercept_p50_ms / ic->tunnel_p50_ms : 0.0);
+	printf("%-34s %10.0f %10.0f %10s %10.2f\n", "100 MiB direct TLS, MiB/s", ic->direct_mib_s,
+	       ic->intercept_mib_s, "",
+	       ic->direct_mib_s > 0 ? ic->intercept_mib_s / ic->direct_mib_s : 0.0);
+	printf("%-34s %10.0f %10.0f %10s %10s\n", "host KiB per held connection",
+	       ic->tunnel_kb_per_conn, ic->intercept_kb_per_conn, "", "");
+	if (ic->failed)
+		printf("(%d interception rounds failed)\n", ic->failed);
+}
+
+/* The interleaved rounds and the held connections, into out. */
+static void measure_rounds(SSL_CTX *client, uint16_t port, uint16_t tvia, uint16_t ivia,
+			   long small, bool quick, struct bench_intercept *out)
+{
+	long big = quick ? 1 : 5;
+	struct run t = {.v = calloc((size_t)small, sizeof(double))};
+	struct run i = {.v = calloc((size_t)small, sizeof(double))};
+	struct run d = {.v = calloc((size_t)big, sizeof(double))};
+	struct run ib = {.v = calloc((size_t)big, sizeof(double))};
+	for (long k = -(quick ? 5 : 50); t.v && i.v && k < small; k++) {
+		size_t bt = 0, bi = 0;
+		double mt = tls_get_ms(client, port, tvia, "/", &bt);
+		double mi = tls_get_ms(client, port, ivia, "/", &bi);
+		if (k >= 0) {
+			sample(&t, mt, bt, 2);
+			sample(&i, mi, bi, 2);
+		}
+	}
+	for (long k = 0; d.v && ib.v && k < big; k++) {
+		size_t bd = 0, bi = 0;
+		/* Each call first: an argument list's order is unspecified, and
+		 * the byte counts are the calls' to fill. */
+		double md = tls_get_ms(client, port, 0, "/big", &bd);
+		double mi = tls_get_ms(client, port, ivia, "/big", &bi);
+		sample(&d, md, bd, BIG);
+		sample(&ib, mi, bi, BIG);
+	}
+	out->small_rounds = t.n;
+	out->failed = t.failed + i.failed + d.failed + ib.failed;
+	out->tunnel_p50_ms = run_median(&t);
+	out->intercept_p50_ms = run_median(&i);
+	out->big_rounds = d.n;
+	double mib = (double)BIG / (1 << 20);
+	out->direct_mib_s = d.n ? mib / (run_median(&d) / 1e3) : 0;
+	out->intercept_mib_s = ib.n ? mib / (run_median(&ib) / 1e3) : 0;
+	double origin_kb = held_kb(client, port, 0);
+	out->tunnel_kb_per_conn = held_kb(client, port, tvia) - origin_kb;
+	out->intercept_kb_per_conn = held_kb(client, port, ivia) - origin_kb;
+	free(t.v);
+	free(i.v);
+	free(d.v);
+	free(ib.v);
 }
 
 int bench_intercept(long rounds, bool quick, struct bench_intercept *out)
@@ -297,23 +395,8 @@ int bench_intercept(long rounds, bool quick, struct bench_intercept *out)
 	    pthread_create(&o.thread, NULL, tls_origin_main, &o))
 		goto out;
 	o.started = true;
-	/* The client trusts both CAs, as a sandbox's bundle would. */
-	client = SSL_CTX_new(TLS_client_method());
-	X509_STORE *store = client ? SSL_CTX_get_cert_store(client) : NULL;
-	BIO *b = BIO_new_mem_buf(pem, (int)len);
-	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
-	BIO_free(b);
-	const char *spem = mitm_ca_pem(sandbox_ca, &len);
-	b = BIO_new_mem_buf(spem, (int)len);
-	X509 *y = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
-	BIO_free(b);
-	bool trusted =
-		store && x && y && X509_STORE_add_cert(store, x) && X509_STORE_add_cert(store, y);
-	X509_free(x);
-	X509_free(y);
-	if (!trusted)
+	if (!(client = trusting_client(origin_ca, sandbox_ca)))
 		goto out;
-	SSL_CTX_set_verify(client, SSL_VERIFY_PEER, NULL);
 
 	struct aj_config cfg;
 	aj_config_init(&cfg);
@@ -339,44 +422,7 @@ int bench_intercept(long rounds, bool quick, struct bench_intercept *out)
 	if (proxy_for(&cfg, sandbox_ca, &intercept, &ivia))
 		goto out;
 
-	long small = quick ? 50 : rounds * 10, big = quick ? 1 : 5;
-	struct run t = {.v = calloc((size_t)small, sizeof(double))};
-	struct run i = {.v = calloc((size_t)small, sizeof(double))};
-	struct run d = {.v = calloc((size_t)big, sizeof(double))};
-	struct run ib = {.v = calloc((size_t)big, sizeof(double))};
-	for (long k = -(quick ? 5 : 50); t.v && i.v && k < small; k++) {
-		size_t bt = 0, bi = 0;
-		double mt = tls_get_ms(client, o.port, tvia, "/", &bt);
-		double mi = tls_get_ms(client, o.port, ivia, "/", &bi);
-		if (k >= 0) {
-			sample(&t, mt, bt, 2);
-			sample(&i, mi, bi, 2);
-		}
-	}
-	for (long k = 0; d.v && ib.v && k < big; k++) {
-		size_t bd = 0, bi = 0;
-		/* Each call first: an argument list's order is unspecified, and
-		 * the byte counts are the calls' to fill. */
-		double md = tls_get_ms(client, o.port, 0, "/big", &bd);
-		double mi = tls_get_ms(client, o.port, ivia, "/big", &bi);
-		sample(&d, md, bd, BIG);
-		sample(&ib, mi, bi, BIG);
-	}
-	out->small_rounds = t.n;
-	out->failed = t.failed + i.failed + d.failed + ib.failed;
-	out->tunnel_p50_ms = median(&t);
-	out->intercept_p50_ms = median(&i);
-	out->big_rounds = d.n;
-	double mib = (double)BIG / (1 << 20);
-	out->direct_mib_s = d.n ? mib / (median(&d) / 1e3) : 0;
-	out->intercept_mib_s = ib.n ? mib / (median(&ib) / 1e3) : 0;
-	double origin_kb = held_kb(client, o.port, 0);
-	out->tunnel_kb_per_conn = held_kb(client, o.port, tvia) - origin_kb;
-	out->intercept_kb_per_conn = held_kb(client, o.port, ivia) - origin_kb;
-	free(t.v);
-	free(i.v);
-	free(d.v);
-	free(ib.v);
+	measure_rounds(client, o.port, tvia, ivia, quick ? 50 : rounds * 10, quick, out);
 	rc = 0;
 out:
 	if (rc)

@@ -2,6 +2,7 @@
 #ifndef AJ_CLI_BENCH_INTERCEPT_H
 #define AJ_CLI_BENCH_INTERCEPT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 struct bench_intercept {
@@ -13,5 +14,8 @@ struct bench_intercept {
 
 /* Measures; rounds as bench_egress's. 0, or 1 with the reason on stderr. */
 int bench_intercept(long rounds, bool quick, struct bench_intercept *out);
+/* The figures as the --json answer's "intercept" object, and as rows. */
+json_t *bench_intercept_json(const struct bench_intercept *ic);
+void bench_intercept_print(const struct bench_intercept *ic);
 
 #endif
