@@ -17,8 +17,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,12 +32,12 @@ const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail')
 const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 6000000;
 const decode = (b) => new TextDecoder().decode(b);
 
-function sandboxProcesses() {
+function sandboxProcesses(base = UID_BASE) {
   let n = 0;
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-      if (uid >= UID_BASE && uid < UID_BASE + 64) n++;
+      if (uid >= base && uid < base + 64) n++;
     } catch { /* gone meanwhile */ }
   }
   return n;
@@ -63,9 +64,9 @@ async function namedServer(host, name) {
   return srv;
 }
 
-async function startServe(args) {
+async function startServe(args, base = UID_BASE) {
   const child = spawn(AGENTJAIL, ['serve', '--listen', '127.0.0.1:0', '--uid-base',
-    String(UID_BASE), '--state-dir', `/run/agentjail-e2b-test-${UID_BASE}`,
+    String(base), '--state-dir', `/run/agentjail-e2b-test-${base}`,
     '--timeout', '30', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const errs = [];
@@ -357,6 +358,64 @@ test("another key's sandbox is as unknown as a made-up one", async () => {
     assert.equal((await sbx.commands.run('echo still')).stdout, 'still\n');
   } finally {
     await sbx.kill();
+  }
+});
+
+// network.rules through the SDK: a header transform for a host is put in by
+// the egress proxy outside the sandbox (docs/secrets.md). An HTTPS origin on
+// loopback with a certificate from a CA made here (openssl), which serve's
+// proxy trusts (--egress-ca) and so does the sandbox (--trust-ca, for the
+// tunnel that carries no secret); a second serve of this test's own.
+test('network.rules header transforms reach their host and never the code', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aj-e2b-tls-'));
+  const sh = (cmd) => execFileSync('sh', ['-c', cmd], { cwd: dir, stdio: 'ignore' });
+  sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key "
+    + "-out ca.pem -days 2 -subj '/CN=e2b test CA' -addext basicConstraints=critical,CA:TRUE "
+    + '-addext keyUsage=critical,keyCertSign');
+  writeFileSync(join(dir, 'ext'), 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n');
+  sh('openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key '
+    + '-out srv.csr -subj /CN=localhost && openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key '
+    + '-CAcreateserial -out srv.pem -days 2 -extfile ext');
+  const seen = [];
+  const origin = createHttpsServer({ key: readFileSync(join(dir, 'srv.key')),
+    cert: readFileSync(join(dir, 'srv.pem')) }, (req, res) => {
+    seen.push(req.headers['x-api-key'] ?? '-');
+    res.setHeader('X-Echo', req.headers['x-api-key'] ?? '-');
+    res.end(`key ${req.headers['x-api-key'] ?? '-'}`);
+  });
+  origin.listen(0, '127.0.0.1');
+  await once(origin, 'listening');
+  const port = origin.address().port;
+  const keys = join(keysDir, 'keys.json');
+  const second = await startServe(['--keys', keys,
+    '--allow-host', `localhost:${port}`, '--allow-cidr', `127.0.0.1/32:${port}`,
+    '--egress-ca', join(dir, 'ca.pem'), '--trust-ca', join(dir, 'ca.pem')], UID_BASE + 100);
+  const VALUE = `e2b-secret-${process.pid}-${Date.now()}`;
+  const opts = { apiKey: serve.key, apiUrl: second.url, sandboxUrl: second.url };
+  try {
+    const sbx = await Base.create({ ...opts, network: { rules: {
+      localhost: [{ transform: { headers: { 'X-Api-Key': VALUE } } }] } } });
+    try {
+      const got = await sbx.commands.run(`curl -sS -D - https://localhost:${port}/; env`);
+      assert.equal(seen.at(-1), VALUE);
+      assert.ok(got.stdout.includes(`X-Echo: ${'*'.repeat(VALUE.length)}`)
+        || got.stdout.includes(`x-echo: ${'*'.repeat(VALUE.length)}`), got.stdout);
+      assert.ok(!got.stdout.includes(VALUE) && !got.stderr.includes(VALUE), got.stdout);
+    } finally {
+      await sbx.kill();
+    }
+    // A host no deployer rule names is refused at create, naming it.
+    await assert.rejects(Base.create({ ...opts, network: { rules: {
+      'api.example.com': [{ transform: { headers: { 'X-Api-Key': VALUE } } }] } } }),
+    (e) => /api\.example\.com/.test(e.message) && !e.message.includes(VALUE));
+  } finally {
+    second.child.kill('SIGTERM');
+    const [code] = await once(second.child, 'exit');
+    origin.close();
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(code, 0, second.stderr().slice(-3000));
+    assert.ok(!second.stderr().includes(VALUE));
+    assert.ok(await waitFor(() => sandboxProcesses(UID_BASE + 100) === 0));
   }
 });
 
