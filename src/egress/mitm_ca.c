@@ -186,6 +186,14 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 
 static SSL_CTX *leaf_ctx(struct mitm_ca *ca, const char *host)
 {
+	/* A DNS name only: the text goes into OpenSSL's extension syntax,
+	 * where a ',' or ':' would add names or options of the program's
+	 * choosing (the parsers already refuse them; this holds whatever
+	 * calls it). */
+	if (!*host || strlen(host) > 253 || strspn(host, "abcdefghijklmnopqrstuvwxyz"
+							  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+							  strlen(host))
+		return NULL;
 	char san[300];
 	snprintf(san, sizeof san, "DNS:%s", host);
 	X509 *leaf = make_cert(ca->leaf_key, host, ca->cert, ca->key, san);
