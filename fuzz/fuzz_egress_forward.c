@@ -12,21 +12,9 @@
 #include "src/egress/forward.h"
 #include "src/egress/http_head.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "head_lines.h"
 
-static size_t lines_named(const char *out, size_t n, const char *name)
-{
-	size_t count = 0, nl = strlen(name);
-	for (const char *l = out; l < out + n;) {
-		const char *e = memmem(l, (size_t)(out + n - l), "\r\n", 2);
-		if (!e)
-			__builtin_trap();
-		if ((size_t)(e - l) >= nl && !strncasecmp(l, name, nl))
-			count++;
-		l = e + 2;
-	}
-	return count;
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -16,6 +16,8 @@
 #include "src/egress/chunked.h"
 #include "src/egress/http_head.h"
 
+#include "head_lines.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char secrets_json[] =
@@ -23,20 +25,6 @@ static const char secrets_json[] =
 	" \"header\": \"Authorization\", \"format\": \"Bearer {value}\","
 	" \"requests\": [\"GET /repos/\"]},"
 	" {\"name\": \"PH\", \"value\": \"PV-9\", \"hosts\": [\"api.example\"], \"placeholder\": true}]";
-
-static size_t lines_named(const char *out, size_t n, const char *name)
-{
-	size_t count = 0, nl = strlen(name);
-	for (const char *l = out; l < out + n;) {
-		const char *e = memmem(l, (size_t)(out + n - l), "\r\n", 2);
-		if (!e)
-			__builtin_trap();
-		if ((size_t)(e - l) >= nl && !strncasecmp(l, name, nl))
-			count++;
-		l = e + 2;
-	}
-	return count;
-}
 
 /* Whether a header's value (after its colon) still holds the placeholder:
  * the names and the request line keep what the program wrote. */
