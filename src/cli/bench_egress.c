@@ -25,6 +25,7 @@
 
 #include "../egress/proxy.h"
 #include "bench_egress.h"
+#include "bench_net.h"
 #include "bench_intercept.h"
 #include "measure.h"
 
@@ -35,30 +36,6 @@ struct origin {
 	uint16_t port;
 	pthread_t thread;
 };
-
-static int listen_loopback(uint16_t *port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sa;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 128) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*port = ntohs(sa.sin_port);
-	return fd;
-}
-
-/* A bound on every read and write, so that a stuck peer ends a round
- * instead of the bench. */
-static void bounded(int fd)
-{
-	struct timeval tv = {.tv_sec = 30};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 /* One request per connection: "GET /big" gets BIG bytes, any other 2. */
 static void origin_serve(int c)
@@ -98,7 +75,7 @@ static void *origin_main(void *arg)
 	       errno == ECONNABORTED) {
 		if (c < 0)
 			continue;
-		bounded(c);
+		bench_bounded(c);
 		origin_serve(c);
 		close(c);
 	}
@@ -115,7 +92,7 @@ static double get_ms(uint16_t origin, uint16_t via, const char *path, size_t *by
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	bounded(fd);
+	bench_bounded(fd);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(via ? via : origin),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int n = via ? snprintf(buf, sizeof buf,
@@ -253,7 +230,7 @@ static int start_proxy(uint16_t port, struct egress_proxy **out, uint16_t *via)
 	struct aj_error err = {0};
 	int lfd = -1;
 	if (aj_config_validate(&cfg, &err) || egress_proxy_start(&cfg, NULL, &p, &err) ||
-	    (lfd = listen_loopback(via)) < 0 || egress_proxy_add_listener(p, lfd)) {
+	    (lfd = bench_listen_loopback(via)) < 0 || egress_proxy_add_listener(p, lfd)) {
 		fprintf(stderr, "agentjail: bench --egress: cannot start the proxy: %s\n",
 			err.message[0] ? err.message : "its listening socket");
 		egress_proxy_free(p);
@@ -266,7 +243,7 @@ static int start_proxy(uint16_t port, struct egress_proxy **out, uint16_t *via)
 int bench_egress(long rounds, bool quick, bool as_json)
 {
 	struct origin o = {0};
-	if ((o.lfd = listen_loopback(&o.port)) < 0 || pthread_create(&o.thread, NULL, origin_main, &o)) {
+	if ((o.lfd = bench_listen_loopback(&o.port)) < 0 || pthread_create(&o.thread, NULL, origin_main, &o)) {
 		fprintf(stderr, "agentjail: bench --egress: cannot start the loopback origin\n");
 		return 1;
 	}

@@ -37,6 +37,7 @@
 #include "../egress/mitm_ca.h"
 #include "../egress/proxy.h"
 #include "bench_intercept.h"
+#include "bench_net.h"
 #include "measure.h"
 
 #define BIG (100u << 20)
@@ -49,29 +50,6 @@ struct tls_origin {
 	pthread_t thread;
 	bool started;
 };
-
-static int listen_on_loopback(uint16_t *port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sa;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 128) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*port = ntohs(sa.sin_port);
-	return fd;
-}
-
-/* A bound on every read and write: a stuck peer ends a round, not the bench. */
-static void time_bounded(int fd)
-{
-	struct timeval tv = {.tv_sec = 30};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 struct origin_conn {
 	SSL_CTX *ctx;
@@ -123,7 +101,7 @@ static void *tls_origin_main(void *arg)
 	       errno == ECONNABORTED) {
 		if (c < 0)
 			continue;
-		time_bounded(c);
+		bench_bounded(c);
 		struct origin_conn *oc = malloc(sizeof *oc);
 		if (!oc || (oc->ctx = o->ctx, oc->fd = c, 0) ||
 		    thread_start_detached(origin_conn_main, oc, 256 << 10)) {
@@ -141,7 +119,7 @@ static SSL *open_get(SSL_CTX *client, uint16_t port, uint16_t via, const char *p
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;
-	time_bounded(fd);
+	bench_bounded(fd);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(via ? via : port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	char buf[512];
@@ -266,7 +244,7 @@ static int proxy_for(const struct aj_config *cfg, struct mitm_ca *ca, struct egr
 	struct aj_error err = {0};
 	int lfd = -1;
 	if (aj_config_validate(cfg, &err) || egress_proxy_start(cfg, ca, p, &err) ||
-	    (lfd = listen_on_loopback(via)) < 0 || egress_proxy_add_listener(*p, lfd)) {
+	    (lfd = bench_listen_loopback(via)) < 0 || egress_proxy_add_listener(*p, lfd)) {
 		fprintf(stderr, "agentjail: bench --egress: cannot start a proxy: %s\n",
 			err.message[0] ? err.message : "its listening socket");
 		return -1;
@@ -391,7 +369,7 @@ int bench_intercept(long rounds, bool quick, struct bench_intercept *out)
 	pem = mitm_ca_pem(origin_ca, &len);
 	if (write(cfd, pem, len) != (ssize_t)len ||
 	    !(o.ctx = mitm_ca_server_ctx(origin_ca, "localhost")) ||
-	    (o.lfd = listen_on_loopback(&o.port)) < 0 ||
+	    (o.lfd = bench_listen_loopback(&o.port)) < 0 ||
 	    pthread_create(&o.thread, NULL, tls_origin_main, &o))
 		goto out;
 	o.started = true;
