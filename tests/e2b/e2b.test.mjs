@@ -376,10 +376,11 @@ test('network.rules header transforms reach their host and never the code', asyn
   sh('openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key '
     + '-out srv.csr -subj /CN=localhost && openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key '
     + '-CAcreateserial -out srv.pem -days 2 -extfile ext');
-  const seen = [];
+  const seen = [], refs = [];
   const origin = createHttpsServer({ key: readFileSync(join(dir, 'srv.key')),
     cert: readFileSync(join(dir, 'srv.pem')) }, (req, res) => {
     seen.push(req.headers['x-api-key'] ?? '-');
+    refs.push(req.headers['x-ref'] ?? '-');
     res.setHeader('X-Echo', req.headers['x-api-key'] ?? '-');
     res.end(`key ${req.headers['x-api-key'] ?? '-'}`);
   });
@@ -387,20 +388,29 @@ test('network.rules header transforms reach their host and never the code', asyn
   await once(origin, 'listening');
   const port = origin.address().port;
   const keys = join(keysDir, 'keys.json');
-  const second = await startServe(['--keys', keys,
+  // A server secret the request names as E2B names a project secret.
+  const REF = `e2b-ref-${process.pid}-${Date.now()}`;
+  const secretsFile = join(dir, 'secrets.json');
+  writeFileSync(secretsFile, JSON.stringify([{ name: 'ORIGIN', value: REF,
+    hosts: [`localhost:${port}`], placeholder: true }]));
+  chmodSync(secretsFile, 0o600);
+  const second = await startServe(['--keys', keys, '--secrets', secretsFile,
     '--allow-host', `localhost:${port}`, '--allow-cidr', `127.0.0.1/32:${port}`,
     '--egress-ca', join(dir, 'ca.pem'), '--trust-ca', join(dir, 'ca.pem')], UID_BASE + 100);
   const VALUE = `e2b-secret-${process.pid}-${Date.now()}`;
   const opts = { apiKey: serve.key, apiUrl: second.url, sandboxUrl: second.url };
   try {
     const sbx = await Base.create({ ...opts, network: { rules: {
-      localhost: [{ transform: { headers: { 'X-Api-Key': VALUE } } }] } } });
+      localhost: [{ transform: { headers: { 'X-Api-Key': VALUE,
+        'X-Ref': 'ref ${e2b.secrets.ORIGIN}' } } }] } } });
     try {
       const got = await sbx.commands.run(`curl -sS -D - https://localhost:${port}/; env`);
       assert.equal(seen.at(-1), VALUE);
+      assert.equal(refs.at(-1), `ref ${REF}`);
       assert.ok(got.stdout.includes(`X-Echo: ${'*'.repeat(VALUE.length)}`)
         || got.stdout.includes(`x-echo: ${'*'.repeat(VALUE.length)}`), got.stdout);
-      assert.ok(!got.stdout.includes(VALUE) && !got.stderr.includes(VALUE), got.stdout);
+      for (const v of [VALUE, REF])
+        assert.ok(!got.stdout.includes(v) && !got.stderr.includes(v), got.stdout);
     } finally {
       await sbx.kill();
     }
@@ -414,7 +424,7 @@ test('network.rules header transforms reach their host and never the code', asyn
     origin.close();
     rmSync(dir, { recursive: true, force: true });
     assert.equal(code, 0, second.stderr().slice(-3000));
-    assert.ok(!second.stderr().includes(VALUE));
+    assert.ok(!second.stderr().includes(VALUE) && !second.stderr().includes(REF));
     assert.ok(await waitFor(() => sandboxProcesses(UID_BASE + 100) === 0));
   }
 });

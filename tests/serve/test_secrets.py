@@ -268,12 +268,33 @@ def test_e2b_header_transforms_become_secrets(served):
         headers={"X-API-Key": s.key})
     assert r.code == 400 and b"evil.example.net" in r.body
     no_value_in(r.body)
-    # E2B's own placeholders name values agentjail does not have.
+    # E2B's ${e2b.secrets.NAME} names one of the key's or the server's
+    # secrets: a name neither has is refused, naming it.
     r = s.request("POST", "/sandboxes", {**base, "network": {
         "rules": {"api.example.com": [{"transform": {"headers": {
             "Authorization": "Bearer ${e2b.secrets.openai-api-key}"}}}]}}},
         headers={"X-API-Key": s.key})
-    assert r.code == 400 and b"placeholders" in r.body
+    assert r.code == 400 and b"no secret named openai-api-key" in r.body
+    # The key's KEYGH, on a host it is for: its value goes in ({value}).
+    ref = {"Authorization": "token ${e2b.secrets.KEYGH}"}
+    r = s.request("POST", "/sandboxes", {**base, "network": {
+        "rules": {"api.example.com": [{"transform": {"headers": ref}}]}}},
+        headers={"X-API-Key": s.key})
+    assert r.code == 201, r.body
+    no_value_in(r.body)
+    s.request("DELETE", f"/sandboxes/{r.json()['sandboxID']}", headers={"X-API-Key": s.key})
+    # On a host it is not for: refused, never sent there.
+    r = s.request("POST", "/sandboxes", {**base, "network": {
+        "rules": {"api.other.org": [{"transform": {"headers": ref}}]}}},
+        headers={"X-API-Key": s.key})
+    assert r.code == 400 and b"secret KEYGH is not for api.other.org" in r.body, r.body
+    no_value_in(r.body)
+    # E2B's identity tokens live in its cloud.
+    r = s.request("POST", "/sandboxes", {**base, "network": {
+        "rules": {"api.example.com": [{"transform": {"headers": {
+            "Authorization": "Bearer ${e2b.identity.tokens.x}"}}}]}}},
+        headers={"X-API-Key": s.key})
+    assert r.code == 400 and b"identity" in r.body
     r = s.request("POST", "/sandboxes", {**base, "network": {
         "egressProxy": {"address": "proxy.example.com:1080"}}}, headers={"X-API-Key": s.key})
     assert r.code == 400 and b"network.egressProxy" in r.body

@@ -44,6 +44,7 @@
 #include "../admit/service.h"
 #include "common.h"
 #include "control.h"
+#include "network_rules.h"
 #include "snapshots.h"
 #include "v1_client.h"
 
@@ -88,16 +89,6 @@ static int timeout_of(const struct service *svc, json_t *o, double def, double *
 	return 0;
 }
 
-/* The host or address of an egress rule, without its ports. */
-static void rule_host(const char *rule, char *out, size_t n)
-{
-	/* An IPv6 CIDR holds colons: its ports follow the prefix length. */
-	const char *slash = strchr(rule, '/');
-	const char *colon = strrchr(slash ? slash : rule, ':');
-	size_t len = colon ? (size_t)(colon - rule) : strlen(rule);
-	snprintf(out, n, "%.*s", (int)len, rule);
-}
-
 /* allowOut's entries (a host, an address or a CIDR each) as the deployer's
  * rules that name them: E2B's allow-list narrows what this deployment
  * allows, never widens it. 0, or -1 with the 400. */
@@ -115,14 +106,14 @@ static int allow_out(const struct aj_config *base, json_t *list, json_t *hosts, 
 		bool found = false;
 		char h[300];
 		for (uint32_t r = 0; r < base->allow_host_count; r++) {
-			rule_host(base->allow_hosts[r], h, sizeof h);
+			e2b_rule_host(base->allow_hosts[r], h, sizeof h);
 			if (!strcmp(h, want)) {
 				json_array_append_new(hosts, json_string(base->allow_hosts[r]));
 				found = true;
 			}
 		}
 		for (uint32_t r = 0; r < base->allow_cidr_count; r++) {
-			rule_host(base->allow_cidrs[r], h, sizeof h);
+			e2b_rule_host(base->allow_cidrs[r], h, sizeof h);
 			/* An address names the /32 (or /128) rule of itself. */
 			size_t n = strlen(want);
 			if (!strcmp(h, want) || (!strncmp(h, want, n) && (!strcmp(h + n, "/32") ||
@@ -141,95 +132,9 @@ static int allow_out(const struct aj_config *base, json_t *list, json_t *hosts, 
 	return 0;
 }
 
-/* network.rules' header transforms ({"api.example.com": [{"transform":
- * {"headers": {"Authorization": "Bearer ..."}}}]}) as header secrets of
- * this request (docs/e2b.md): each header a secret named E2B_<n> for the
- * deployer's host rules naming that host (a rule's ports with it), its
- * value the header's whole. A host no rule names is refused, as allowOut's
- * is: a transform never widens egress. E2B's placeholders (${e2b.secrets.
- * NAME}, ${e2b.identity.tokens.NAME}) name values that live in E2B's
- * cloud: refused, named. 0, or -1 with the 400 (never quoting a value). */
-static int rules_secrets(const struct aj_config *base, json_t *rules, json_t *terms,
-			 struct http_response *rs)
-{
-	if (!rules || json_is_null(rules))
-		return 0;
-	if (!json_is_object(rules)) {
-		e2b_error(rs, 400, "network.rules: expected an object of hosts");
-		return -1;
-	}
-	json_t *secrets = json_array();
-	json_object_set_new(terms, "secrets", secrets);
-	unsigned n = 0;
-	const char *host;
-	json_t *list;
-	json_object_foreach(rules, host, list) {
-		if (!json_is_array(list)) {
-			e2b_error(rs, 400, "network.rules.%.100s: expected an array of rules", host);
-			return -1;
-		}
-		json_t *hosts = json_array();
-		char h[300];
-		for (uint32_t r = 0; r < base->allow_host_count; r++) {
-			rule_host(base->allow_hosts[r], h, sizeof h);
-			if (!strcasecmp(h, host))
-				json_array_append_new(hosts, json_string(base->allow_hosts[r]));
-		}
-		size_t i;
-		json_t *rule;
-		json_array_foreach(list, i, rule) {
-			json_t *tf = json_object_get(rule, "transform");
-			const char *k;
-			json_t *v;
-			json_object_foreach(tf, k, v) {
-				if (strcmp(k, "headers")) {
-					json_decref(hosts);
-					e2b_error(rs, 400, "network.rules.%.100s: transform.%.40s is not "
-						  "supported (only headers)", host, k);
-					return -1;
-				}
-			}
-			json_t *hdrs = json_object_get(tf, "headers");
-			json_object_foreach(hdrs, k, v) {
-				const char *val = json_string_value(v);
-				if (!val) {
-					json_decref(hosts);
-					e2b_error(rs, 400, "network.rules.%.100s: headers.%.60s: expected "
-						  "a string", host, k);
-					return -1;
-				}
-				if (strstr(val, "${e2b.")) {
-					json_decref(hosts);
-					e2b_error(rs, 400, "network.rules.%.100s: headers.%.60s: E2B's "
-						  "placeholders (${e2b.secrets...}, ${e2b.identity...}) "
-						  "name values kept by E2B's cloud, which agentjail does "
-						  "not have: give the value, or put it in the key's "
-						  "secrets (docs/e2b.md)", host, k);
-					return -1;
-				}
-				if (!json_array_size(hosts)) {
-					json_decref(hosts);
-					e2b_error(rs, 400, "network.rules: %.200s is not among the "
-						  "destinations this deployment allows (a transform never "
-						  "widens its egress rules)", host);
-					return -1;
-				}
-				char name[16];
-				snprintf(name, sizeof name, "E2B_%u", ++n);
-				json_array_append_new(secrets,
-						      json_pack("{s:s, s:s, s:O, s:s, s:s}", "name",
-								name, "value", val, "hosts", hosts,
-								"header", k, "format", "{value}"));
-			}
-		}
-		json_decref(hosts);
-	}
-	return 0;
-}
-
 /* E2B's create body as v1 POST /v1/sessions terms: 0, or -1 with the 400. */
-static int session_terms(const struct service *svc, json_t *o, json_t *terms,
-			 struct http_response *rs)
+static int session_terms(const struct service *svc, const struct key *key, json_t *o,
+			 json_t *terms, struct http_response *rs)
 {
 	json_t *env = json_object_get(o, "envVars");
 	if (env && !json_is_null(env)) {
@@ -252,7 +157,8 @@ static int session_terms(const struct service *svc, json_t *o, json_t *terms,
 				  net_unsupported[k]);
 			return -1;
 		}
-	if (rules_secrets(&svc->cfg.sandbox, json_object_get(net, "rules"), terms, rs))
+	if (e2b_rules_secrets(&svc->cfg.sandbox, key ? key->secrets : NULL,
+			      json_object_get(net, "rules"), terms, rs))
 		return -1;
 	json_t *internet = json_object_get(o, "allow_internet_access");
 	size_t i;
@@ -366,7 +272,7 @@ static void create(struct service *svc, const struct http_request *rq, struct ht
 	}
 	double timeout;
 	if (timeout_of(svc, o, E2B_DEFAULT_TIMEOUT_SEC, &timeout, rs) ||
-	    session_terms(svc, o, terms, rs))
+	    session_terms(svc, rq->key, o, terms, rs))
 		goto out;
 	struct http_response v1;
 	v1_call(svc, rq->key, "POST", "/v1/sessions", terms, NULL, &v1);
