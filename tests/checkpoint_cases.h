@@ -81,6 +81,9 @@ static const char ckpt_setup_cell[] =
 static void ckpt_setup(struct aj_session *s)
 {
 	cell_expect(s, ckpt_setup_cell, AJ_STATUS_OK, "set");
+	/* A package whose submodule the cell imported: the namespace holds
+	 * the package, the code reads the submodule through it. */
+	cell_expect(s, "import xml.dom\nprint('imported')", AJ_STATUS_OK, "imported");
 	struct aj_result r;
 	notebook_cell(s, &r, "z = 5\ndef h():\n    return z\n", false, "side", false);
 	assert_status(&r, AJ_STATUS_OK);
@@ -103,6 +106,7 @@ static void ckpt_check(struct aj_session *s)
 	aj_result_free(&r);
 	/* The context's names stay its own. */
 	cell_expect(s, "print('z' in globals(), 'h' in globals())", AJ_STATUS_OK, "False False");
+	cell_expect(s, "print(xml.dom.Node.ELEMENT_NODE)", AJ_STATUS_OK, "1");
 }
 
 /* A checkpoint at path (in a new ckpt_dir, under a new key) of a session

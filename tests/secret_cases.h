@@ -315,8 +315,8 @@ static void egress_secret_refusals(void **state)
 	secret_teardown(f, &sc);
 }
 
-/* A session's secrets narrowed drop at once; a checkpoint of it holds no
- * value. */
+/* A session's secrets narrowed drop at once, in its forks too; a
+ * checkpoint of it holds no value. */
 static void egress_secret_session_narrows(void **state)
 {
 	struct fixture *f = *state;
@@ -368,6 +368,16 @@ static void egress_secret_session_narrows(void **state)
 	assert_int_equal(aj_session_run(s, call2, strlen(call2), &r), 0);
 	assert_true(contains(r.stdout_buf, "second 200"));
 	aj_result_free(&r);
+	/* A fork keeps the narrowing: GH stays dropped in the copy. */
+	struct aj_session *copy = NULL;
+	if (aj_session_fork(s, 1, &copy, NULL, &err))
+		fail_msg("aj_session_fork: %s", err.message);
+	const char *in_copy = "print('fork', get('/echo-f1'))\n";
+	assert_int_equal(aj_session_run(copy, in_copy, strlen(in_copy), &r), 0);
+	if (!contains(r.stdout_buf, "fork 200"))
+		fail_msg("in the fork: %s [%s]", r.stdout_buf, r.stderr_buf);
+	aj_result_free(&r);
+	aj_session_close(copy);
 	assert_int_equal(aj_session_secrets_keep(s, NULL, 0, &err), 0);
 	const char *call3 = "print('third', get('/echo-s3'))\n";
 	assert_int_equal(aj_session_run(s, call3, strlen(call3), &r), 0);
@@ -384,6 +394,9 @@ static void egress_secret_session_narrows(void **state)
 	assert_non_null(secret_head_for(heads, "/echo-s2", head, sizeof head));
 	assert_true(contains(head, with_value)); /* PH kept */
 	assert_false(contains(head, header_set)); /* GH dropped */
+	assert_non_null(secret_head_for(heads, "/echo-f1", head, sizeof head));
+	assert_true(contains(head, with_value)); /* the fork: PH, as its session */
+	assert_false(contains(head, header_set)); /* and GH dropped there too */
 	assert_non_null(secret_head_for(heads, "/echo-s3", head, sizeof head));
 	assert_true(contains(head, "X-Key: AJ_SECRET_PH")); /* none left: the placeholder only */
 	secret_absent("the last head", head, sc.value);

@@ -154,6 +154,11 @@ int session_sandbox_reopen(struct aj_session *s, struct aj_error *err);
 
 /* The session's config (its sandbox's copy); NULL for no session. */
 const struct aj_config *session_config(const struct aj_session *s);
+/* sandbox_given_config of the session's sandbox. */
+void session_given_config(const struct aj_session *s, struct aj_config *out);
+/* to's egress rules and secrets narrowed as from's are now (a fork's
+ * copies: a copy never regains what its session dropped). 0 or -errno. */
+int session_narrow_like(struct aj_session *to, struct aj_session *from, struct aj_error *err);
 /* A call's stream started (NULL stream: none): 0, or -errno with res
  * saying why. */
 int session_stream_start(const struct aj_stream *stream, struct stream_tap **tap,
@@ -191,6 +196,11 @@ int session_workspace_path(const char *path, bool may_be_workspace, const char *
 const struct tier_ops *sandbox_ops(const struct aj_sandbox *sb);
 void *sandbox_state(const struct aj_sandbox *sb);
 const struct aj_config *sandbox_config(const struct aj_sandbox *sb);
+/* The config as its caller gave it, with the sandbox's own copies of its
+ * strings (valid while sb is open), without what open added to it (the
+ * trust bundle's bind and path, the placeholders' variables): what a copy
+ * of one of its sessions (a fork) is opened with. */
+void sandbox_given_config(const struct aj_sandbox *sb, struct aj_config *out);
 /* With secrets: the sandbox's interception CA its proxies mint from. */
 struct mitm_ca *sandbox_mitm_ca(const struct aj_sandbox *sb);
 /* The fd a cancel token makes readable; -1 for none. */

@@ -41,6 +41,11 @@ struct aj_sandbox {
 	char **env;        /* the deployer's variables, copied */
 	char **exec_env_allow; /* the names a command's env may set, copied */
 	char *secrets, *egress_ca; /* copied; the secrets wiped at close */
+	/* What the caller gave, before open added to it (the trust bundle's
+	 * bind, the placeholders' variables, the bundle for trust_ca): a
+	 * copy's config (a fork's) is opened from these. */
+	char *trust_ca_given;
+	uint32_t ro_binds_given, env_given;
 	struct mitm_ca *mitm;      /* with secrets: the CA interception mints from */
 	const struct tier_ops *ops;
 	void *state;
@@ -141,6 +146,13 @@ static int own_secrets(struct aj_sandbox *sb, const struct aj_config *cfg, struc
 			continue;
 		const char *ph = set.s[i].placeholder_text;
 		size_t len = 2 * strlen(ph) + 2;
+		/* A config that came from a sandbox (a fork's, a woken pause's)
+		 * has it already. */
+		bool there = false;
+		for (uint32_t k = 0; k < sb->cfg.env_count && !there; k++)
+			there = !strncmp(env[k], ph, strlen(ph)) && env[k][strlen(ph)] == '=';
+		if (there)
+			continue;
 		if (!(env[sb->cfg.env_count] = malloc(len)))
 			rc = -ENOMEM;
 		else
@@ -213,6 +225,12 @@ int aj_open(const struct aj_config *cfg, struct aj_sandbox **out, struct aj_erro
 	sb->cfg.cgroup_root = sb->cgroup_root;
 	sb->cfg.accel = sb->accel;
 	sb->cfg.preload = sb->preload;
+	sb->ro_binds_given = cfg->ro_bind_count;
+	sb->env_given = cfg->env_count;
+	if (cfg->trust_ca && !(sb->trust_ca_given = strdup(cfg->trust_ca))) {
+		aj_close(sb);
+		return error_set(err, -ENOMEM, "open: out of memory");
+	}
 	if ((rc = own_ro_binds(sb, err)) ||
 	    (rc = own_rules(&sb->env, &sb->cfg.env, cfg->env_count, err)) ||
 	    (rc = own_secrets(sb, cfg, err)) || (rc = own_trust_bundle(sb, err)) ||
@@ -361,6 +379,14 @@ struct mitm_ca *sandbox_mitm_ca(const struct aj_sandbox *sb)
 	return sb->mitm;
 }
 
+void sandbox_given_config(const struct aj_sandbox *sb, struct aj_config *out)
+{
+	*out = sb->cfg;
+	out->trust_ca = sb->trust_ca_given;
+	out->ro_bind_count = sb->ro_binds_given;
+	out->env_count = sb->env_given;
+}
+
 int cancel_fd(const struct aj_cancel *c)
 {
 	return c ? c->fd : -1;
@@ -386,6 +412,7 @@ void aj_close(struct aj_sandbox *sb)
 		free(sb->secrets);
 	}
 	free(sb->egress_ca);
+	free(sb->trust_ca_given);
 	mitm_ca_unref(sb->mitm);
 	free(sb->python);
 	free(sb->state_dir);

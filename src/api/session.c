@@ -583,6 +583,18 @@ const struct aj_config *session_config(const struct aj_session *s)
 	return s ? sandbox_config(s->sb) : NULL;
 }
 
+void session_given_config(const struct aj_session *s, struct aj_config *out)
+{
+	sandbox_given_config(s->sb, out);
+}
+
+int session_narrow_like(struct aj_session *to, struct aj_session *from, struct aj_error *err)
+{
+	if (!to->egress || !from->egress)
+		return 0;
+	return egress_proxy_narrow_like(to->egress, from->egress, err);
+}
+
 /* A command (or node) that ended by a SIGKILL nobody here asked for, or
  * exited 137 (128 + SIGKILL: a shell's word that its child was so killed):
  * not by its own deadline ("timed_out"), a signal a caller sent

@@ -589,8 +589,11 @@ int aj_session_fork(struct aj_session *s, unsigned n, struct aj_session **out,
 	int rc = own_key(&key, err);
 	if (rc || (rc = session_hold(s, err)))
 		return rc;
-	/* The copies' config is the session's own, read while it is held. */
-	struct aj_config cfg = *session_config(s);
+	/* The copies' config is the session's own as its caller gave it,
+	 * read while it is held (what open added, each copy's open adds
+	 * again: a trust bundle of its own, its placeholders). */
+	struct aj_config cfg;
+	session_given_config(s, &cfg);
 	int tmp = ckpt_private_file(err);
 	if (tmp < 0)
 		rc = tmp;
@@ -627,6 +630,11 @@ int aj_session_fork(struct aj_session *s, unsigned n, struct aj_session **out,
 			rc = j.rcs[i];
 			*err = j.errs[i];
 		}
+	/* Each copy under the rules and secrets its session has now: one it
+	 * narrowed (a pip install's host dropped, a secret let go) stays
+	 * dropped in every copy. */
+	for (unsigned i = 0; !rc && i < n; i++)
+		rc = session_narrow_like(out[i], s, err);
 	if (rc) /* all or none */
 		for (unsigned i = 0; i < n; i++) {
 			aj_session_close(out[i]);

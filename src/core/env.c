@@ -102,9 +102,13 @@ static const char *refusal(const char *name, size_t n, const char *value)
 		       "decide where the code may connect";
 	if (in_table(contract_egress_environment, CONTRACT_EGRESS_ENVIRONMENT_COUNT, name, n))
 		return "the sandbox sets it with egress rules (the CA bundle for node and git)";
-	/* A secret's placeholder variable is the secret's own (secrets). */
-	if (n > 10 && !strncmp(name, "AJ_SECRET_", 10))
-		return "AJ_SECRET_ names are the secrets' placeholders (docs/secrets.md)";
+	/* A secret's placeholder variable is the secret's own (secrets): it
+	 * may only hold its own name, the placeholder text, as a sandbox's
+	 * config carries it to a fork or a woken pause. */
+	if (n > 10 && !strncmp(name, "AJ_SECRET_", 10) &&
+	    (strlen(value) != n || strncmp(value, name, n)))
+		return "AJ_SECRET_ names are the secrets' placeholders, each holding its own name "
+		       "(docs/secrets.md)";
 	if (in_table(contract_environment, CONTRACT_ENVIRONMENT_COUNT, name, n))
 		return "the sandbox sets it (docs/design.md rule E1: PATH, LANG, HOME, TMPDIR, "
 		       "MALLOC_ARENA_MAX and PIP_TARGET are the same on every tier)";

@@ -81,8 +81,17 @@ def state_pickler_class():
         def reducer_override(self, obj):
             kind = type(obj)
             if kind is types.ModuleType and sys.modules.get(obj.__name__) is obj:
-                # By name: imported again where it is loaded.
-                return (importlib.import_module, (obj.__name__,))
+                # By name: imported again where it is loaded. A package
+                # with the submodules it had loaded (`import urllib.request`
+                # leaves `urllib` in the namespace, and code reads
+                # urllib.request): __import__'s fromlist imports them.
+                name = obj.__name__
+                if not hasattr(obj, "__path__"):
+                    return (importlib.import_module, (name,))
+                subs = sorted({k[len(name) + 1:] for k in list(sys.modules)
+                               if k.startswith(name + ".") and
+                               "." not in k[len(name) + 1:]})
+                return (__import__, (name, None, None, subs, 0))
             if kind is type and obj in kinds:
                 return by_name(types, kinds[obj])
             if id(obj) in markers:

@@ -485,6 +485,22 @@ int egress_proxy_keep_secrets(struct egress_proxy *p, const char *const *names, 
 	return rc;
 }
 
+int egress_proxy_narrow_like(struct egress_proxy *to, struct egress_proxy *from,
+			     struct aj_error *err)
+{
+	struct egress_rules *r = egress_rules_take(from);
+	const char *names[AJ_MAX_SECRETS];
+	uint32_t n = 0;
+	for (; n < r->secrets.n && n < AJ_MAX_SECRETS; n++)
+		names[n] = r->secrets.s[n].name;
+	int rc = egress_proxy_keep(to, (const char *const *)r->host_text, r->n_hosts,
+				   (const char *const *)r->cidr_text, r->n_cidrs, err);
+	if (!rc)
+		rc = egress_proxy_keep_secrets(to, names, n, err);
+	egress_rules_drop(from, r);
+	return rc;
+}
+
 char *egress_proxy_take_log(struct egress_proxy *p)
 {
 	pthread_mutex_lock(&p->lock);

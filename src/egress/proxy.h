@@ -95,6 +95,12 @@ int egress_proxy_keep(struct egress_proxy *p, const char *const *hosts, uint32_t
 int egress_proxy_keep_secrets(struct egress_proxy *p, const char *const *names, uint32_t n,
 			      struct aj_error *err);
 
+/* to's rules and secrets narrowed to from's as they are now (a fork
+ * keeps what its session narrowed: a copy never regains a dropped rule or
+ * secret). Each of from's must be one of to's, as keep asks. */
+int egress_proxy_narrow_like(struct egress_proxy *to, struct egress_proxy *from,
+			     struct aj_error *err);
+
 /* The decisions since the last take (or the start), as a JSON object:
  *   {"connections": [{"host", "address", "port", "via", "allowed",
  *                     "reason", "bytes_out", "bytes_in"}, ...],
