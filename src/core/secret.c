@@ -599,11 +599,17 @@ void secret_mask(char *buf, size_t len, const struct secret *const *apply, uint3
 	}
 }
 
-size_t secret_longest(const struct secret *const *apply, uint32_t n)
+size_t secret_tail_hold(const char *buf, size_t len, const struct secret *const *apply,
+			uint32_t n)
 {
-	size_t m = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (apply[i]->value_len > m)
-			m = apply[i]->value_len;
-	return m;
+	size_t hold = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t most = apply[i]->value_len - 1 < len ? apply[i]->value_len - 1 : len;
+		for (size_t k = most; k > hold; k--)
+			if (!memcmp(buf + len - k, apply[i]->value, k)) {
+				hold = k;
+				break;
+			}
+	}
+	return hold;
 }

@@ -87,9 +87,12 @@ char *secret_rewrite_head(const char *head, size_t len, const struct secret *con
  * buf[0..len) with '*' of the same length (a response never shows the
  * program a value it echoes, and its length framing stays right). */
 void secret_mask(char *buf, size_t len, const struct secret *const *apply, uint32_t n);
-/* The longest value among apply[0..n): a stream masker keeps that many
- * bytes minus one back until more come, so a value split across reads is
- * still masked. */
-size_t secret_longest(const struct secret *const *apply, uint32_t n);
+/* How many bytes at the end of buf[0..len) a stream masker must keep back
+ * until more come: the longest tail that is the start of a value (shorter
+ * than the value), so that a value split across reads is still masked and
+ * everything else goes on at once (a streamed answer's last event is not
+ * held for the next). */
+size_t secret_tail_hold(const char *buf, size_t len, const struct secret *const *apply,
+			uint32_t n);
 
 #endif

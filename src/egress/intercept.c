@@ -325,14 +325,16 @@ static bool send_body(struct job *j, const struct http_head *h, const char *pend
 }
 
 /* The answer, upstream to program, every value of the host's secrets
- * masked: the last (longest value - 1) bytes wait for the next read, so a
- * value split across two is masked too. */
+ * masked: a tail that could be the start of a value waits for the next
+ * read (so a value split across two is masked too); the rest goes at once. */
 static void relay_answer(struct job *j)
 {
 	struct conn *c = j->c;
-	size_t keep = secret_longest(j->apply, j->n);
-	keep = keep ? keep - 1 : 0;
-	char *buf = malloc(CHUNK + keep);
+	size_t room = 0;
+	for (uint32_t i = 0; i < j->n; i++)
+		if (j->apply[i]->value_len > room)
+			room = j->apply[i]->value_len;
+	char *buf = malloc(CHUNK + room);
 	if (!buf)
 		return;
 	size_t held = 0;
@@ -344,7 +346,7 @@ static void relay_answer(struct job *j)
 			break;
 		size_t have = held + (size_t)r;
 		secret_mask(buf, have, j->apply, j->n);
-		size_t send_now = have > keep ? have - keep : 0;
+		size_t send_now = have - secret_tail_hold(buf, have, j->apply, j->n);
 		if (send_now && !end_write(c, &j->client, buf, send_now))
 			break;
 		memmove(buf, buf + send_now, have - send_now);
