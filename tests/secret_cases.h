@@ -404,8 +404,41 @@ static void egress_secret_session_narrows(void **state)
 	secret_teardown(f, &sc);
 }
 
+/* A streamed answer through an intercepted host comes as it is sent: the
+ * first event reaches the program while the origin still holds the
+ * second, which it sends only once the program asked for /release. A
+ * proxy that kept the first back would leave the program waiting (its 30 s
+ * only catches that). */
+static void egress_secret_streams_as_sent(void **state)
+{
+	struct fixture *f = *state;
+	struct secret_case sc = {0};
+	secret_setup(f, &sc, "");
+	struct aj_result r;
+	run_code(&f->cfg, &r,
+		 "import socket, urllib.request\n"
+		 "P = %d\n"
+		 "s = urllib.request.urlopen('https://localhost:%%d/stream' %% P, timeout=30)\n"
+		 "try:\n"
+		 "    first = s.readline().decode().strip()\n"
+		 "except (socket.timeout, TimeoutError):\n"
+		 "    first = 'stalled'\n"
+		 "urllib.request.urlopen('https://localhost:%%d/release' %% P, timeout=30).read()\n"
+		 "print('got', first, s.read().decode().split())\n",
+		 egress_case.tls.port);
+	assert_status(&r, AJ_STATUS_OK);
+	if (!contains(r.stdout_buf, "got data: one ['data:', 'two']"))
+		fail_msg("the stream: %s %s", r.stdout_buf, r.stderr_buf);
+	json_t *log = egress_log(&r);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(log, "injections"), "GH")),
+			 2);
+	json_decref(log);
+	aj_result_free(&r);
+	secret_teardown(f, &sc);
+}
+
 #define SECRET_TABLE                                                                          \
 	EGRESS_TEST(egress_secret_reaches_its_host_only), EGRESS_TEST(egress_secret_refusals), \
-	EGRESS_TEST(egress_secret_session_narrows)
+	EGRESS_TEST(egress_secret_session_narrows), EGRESS_TEST(egress_secret_streams_as_sent)
 
 #endif

@@ -6,7 +6,9 @@
  * "tls-ok PATH" and going on after a handshake a client refused. Each
  * request's head is appended to DIR/heads.log, and a path starting /echo
  * is answered with that head as its body and its Authorization value in an
- * X-Echo-Auth header: what the secrets' cases judge (secret_cases.h). */
+ * X-Echo-Auth header: what the secrets' cases judge (secret_cases.h). A
+ * path starting /stream sends one event, and the next only once a request
+ * for /release came. Each connection has a thread of its own. */
 #ifndef AJ_TEST_TLS_SERVER_H
 #define AJ_TEST_TLS_SERVER_H
 
@@ -27,7 +29,7 @@ struct tls_server {
 };
 
 static const char tls_server_py[] =
-	"import socket, ssl, sys\n"
+	"import socket, ssl, sys, threading\n"
 	"d = sys.argv[1]\n"
 	"ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
 	"ctx.load_cert_chain(d + '/server.pem', d + '/server.key')\n"
@@ -35,8 +37,9 @@ static const char tls_server_py[] =
 	"ls.bind(('127.0.0.1', 0))\n"
 	"ls.listen(16)\n"
 	"print(ls.getsockname()[1], flush=True)\n"
-	"while True:\n"
-	"    c, _ = ls.accept()\n"
+	"released = threading.Event()\n"
+	"lock = threading.Lock()\n"
+	"def serve(c):\n"
 	"    c.settimeout(30)\n"
 	"    try:\n"
 	"        s = ctx.wrap_socket(c, server_side=True)\n"
@@ -46,7 +49,7 @@ static const char tls_server_py[] =
 	"            if not b:\n"
 	"                break\n"
 	"            head += b\n"
-	"        with open(d + '/heads.log', 'ab') as log:\n"
+	"        with lock, open(d + '/heads.log', 'ab') as log:\n"
 	"            log.write(head + b'--\\n')\n"
 	"        path = head.split(b' ')[1].decode() if head.count(b' ') >= 2 else '?'\n"
 	"        if path.startswith('/echo'):\n"
@@ -54,12 +57,23 @@ static const char tls_server_py[] =
 	"            echo = auth[0].split(b':', 1)[1].strip() if auth else b'-'\n"
 	"            s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\nX-Echo-Auth: ' + echo + "
 	"b'\\r\\nContent-Length: ' + str(len(head)).encode() + b'\\r\\n\\r\\n' + head)\n"
+	"        elif path.startswith('/stream'):\n"
+	"            # An event, then the next only once /release came.\n"
+	"            s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/event-stream\\r\\n\\r\\n"
+	"data: one\\n\\n')\n"
+	"            released.wait(60)\n"
+	"            s.sendall(b'data: two\\n\\n')\n"
 	"        else:\n"
+	"            if path.startswith('/release'):\n"
+	"                released.set()\n"
 	"            s.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\ntls-ok ' + "
 	"path.encode())\n"
 	"        s.close()\n"
 	"    except (OSError, ssl.SSLError):\n"
-	"        c.close()\n";
+	"        c.close()\n"
+	"while True:\n"
+	"    c, _ = ls.accept()\n"
+	"    threading.Thread(target=serve, args=(c,), daemon=True).start()\n";
 
 /* The CA (CA:TRUE, keyCertSign) and a server certificate for 127.0.0.1
  * and localhost signed by it, EC keys (quick to make). */
