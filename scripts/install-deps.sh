@@ -10,7 +10,9 @@ set -eu
 # the test that installs it with pip, offline (its build backend is in-tree
 # and needs neither setuptools nor wheel).
 # libmicrohttpd-dev, libhiredis-dev, libssl-dev: agentjail serve's HTTP
-# server, its Redis client, and SHA-256 for the keys file. redis-server:
+# server, its Redis client, and SHA-256 for the keys file; libssl-dev is
+# also the library's: its egress proxy ends a program's TLS to a secret's
+# hosts and verifies the upstream's (docs/secrets.md). redis-server:
 # the scale-out tests start one on loopback. libcurl4-openssl-dev: serve's
 # completion webhooks (the POST, and its URL parser for the allow-list).
 # zlib1g-dev: gzip request bodies (the E2B API's files.write with gzip).
