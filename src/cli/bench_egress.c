@@ -71,11 +71,7 @@ static void *origin_main(void *arg)
 {
 	const struct origin *o = arg;
 	int c;
-	while ((c = accept4(o->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR ||
-	       errno == ECONNABORTED) {
-		if (c < 0)
-			continue;
-		bench_bounded(c);
+	while ((c = bench_accept(o->lfd)) >= 0) {
 		origin_serve(c);
 		close(c);
 	}

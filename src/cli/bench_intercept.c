@@ -97,11 +97,7 @@ static void *tls_origin_main(void *arg)
 {
 	struct tls_origin *o = arg;
 	int c;
-	while ((c = accept4(o->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR ||
-	       errno == ECONNABORTED) {
-		if (c < 0)
-			continue;
-		bench_bounded(c);
+	while ((c = bench_accept(o->lfd)) >= 0) {
 		struct origin_conn *oc = malloc(sizeof *oc);
 		if (!oc || (oc->ctx = o->ctx, oc->fd = c, 0) ||
 		    thread_start_detached(origin_conn_main, oc, 256 << 10)) {

@@ -1,5 +1,6 @@
 /* Loopback sockets for the egress benches (see bench_net.h). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -27,4 +28,17 @@ void bench_bounded(int fd)
 	struct timeval tv = {.tv_sec = 30};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+int bench_accept(int lfd)
+{
+	for (;;) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0) {
+			bench_bounded(c);
+			return c;
+		}
+		if (errno != EINTR && errno != ECONNABORTED)
+			return -1;
+	}
 }

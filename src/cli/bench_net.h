@@ -10,5 +10,8 @@ int bench_listen_loopback(uint16_t *port);
 /* A 30 s bound on every read and write of fd: a stuck peer ends a round,
  * not the bench. */
 void bench_bounded(int fd);
+/* The next connection on lfd, bounded (bench_bounded), past an interrupted
+ * or aborted accept; -1 once lfd is shut down. */
+int bench_accept(int lfd);
 
 #endif
