@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "agentjail.h"
+#include "http_token.h"
 #include "internal.h"
 #include "secret.h"
 
@@ -22,19 +23,12 @@ static int secret_refuse(char *why, size_t n, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* RFC 9110 token characters (a header name, a method). */
-static bool secret_tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
 static bool secret_token(const char *s)
 {
 	if (!*s)
 		return false;
 	for (; *s; s++)
-		if (!secret_tchar(*s))
+		if (!http_tchar(*s))
 			return false;
 	return true;
 }

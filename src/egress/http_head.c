@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../core/http_token.h"
 #include "http_head.h"
 
 static enum http_head_result refuse_head(char *why, size_t n, const char *fmt, ...)
@@ -18,13 +19,6 @@ static enum http_head_result refuse_head(char *why, size_t n, const char *fmt, .
 		va_end(ap);
 	}
 	return HTTP_HEAD_INVALID;
-}
-
-/* RFC 9110 token characters (a method, a header name). */
-static bool tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 /* host[:port] or [v6]:port into h; a default port when none is written
@@ -94,7 +88,7 @@ static enum http_head_result parse_headers(const char *first, const char *end,
 		if (!colon || colon == l)
 			return refuse_head(why, n, "a header line without a name");
 		for (const char *p = l; p < colon; p++)
-			if (!tchar(*p))
+			if (!http_tchar(*p))
 				return refuse_head(why, n, "a header name is not a token");
 		size_t nl = (size_t)(colon - l);
 		const char *v = colon + 1;
@@ -174,7 +168,7 @@ static enum http_head_result parse(const char *buf, size_t len, size_t *used,
 	if (!sp1 || sp1 == buf || (size_t)(sp1 - buf) >= sizeof h->method)
 		return refuse_head(why, n, "no method in the request line");
 	for (const char *p = buf; p < sp1; p++)
-		if (!tchar(*p))
+		if (!http_tchar(*p))
 			return refuse_head(why, n, "the method is not a token");
 	memcpy(h->method, buf, (size_t)(sp1 - buf));
 	const char *target = sp1 + 1;
