@@ -53,6 +53,10 @@ bool intercept_wanted(struct egress_proxy *p, const char *host, uint16_t port)
 {
 	int family;
 	uint8_t a[16];
+	/* A proxy without secrets has no CA (proxy.c): every connection of a
+	 * run without secrets stops here, without the rules' lock. */
+	if (!p->ca)
+		return false;
 	if (conn_parse_literal(host, &family, a) == 0)
 		return false; /* secrets are for names: an address has no SNI to check */
 	struct egress_rules *r = egress_rules_take(p);
