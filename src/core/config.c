@@ -229,13 +229,8 @@ static int egress_ca_check(const struct aj_config *cfg, struct aj_error *err)
 	char *pem;
 	size_t len;
 	unsigned certs;
-	int rc = trust_ca_read(cfg->egress_ca, &pem, &len, &certs, err);
+	int rc = trust_ca_read("egress_ca", cfg->egress_ca, &pem, &len, &certs, err);
 	free(pem);
-	if (rc && !strncmp(err->message, "trust_ca: ", 10)) {
-		char why[AJ_ERROR_MAX];
-		snprintf(why, sizeof why, "%s", err->message + 10);
-		snprintf(err->message, sizeof err->message, "egress_ca: %.500s", why);
-	}
 	return rc;
 }
 

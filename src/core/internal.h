@@ -71,11 +71,12 @@ bool path_is_under(const char *p, const char *dir);
  * with trust_ca, the sandbox's CA bundle (trust_ca.c). */
 #define RO_BIND_SLOTS (AJ_MAX_RO_BINDS + 1)
 
-/* cfg.trust_ca (trust_ca.c). The file: a regular file of at most
- * AJ_MAX_TRUST_CA_KB holding PEM certificates and no other block; 0 with
- * *pem (malloc'ed, NUL-terminated) and *certs, or -errno with err naming
- * the file and its problem. */
-int trust_ca_read(const char *path, char **pem, size_t *len, unsigned *certs,
+/* cfg.trust_ca or cfg.egress_ca (trust_ca.c), what names which in an
+ * error. The file: a regular file of at most AJ_MAX_TRUST_CA_KB holding
+ * PEM certificates and no other block; 0 with *pem (malloc'ed,
+ * NUL-terminated) and *certs, or -errno with err naming the file and its
+ * problem. */
+int trust_ca_read(const char *what, const char *path, char **pem, size_t *len, unsigned *certs,
 		  struct aj_error *err);
 /* For aj_config_validate: the file, when one is named, passes trust_ca_read. */
 int trust_ca_check(const struct aj_config *cfg, struct aj_error *err);

@@ -149,33 +149,33 @@ bad:
 	return -EINVAL;
 }
 
-int trust_ca_read(const char *path, char **pem, size_t *len, unsigned *certs,
+int trust_ca_read(const char *what, const char *path, char **pem, size_t *len, unsigned *certs,
 		  struct aj_error *err)
 {
 	*pem = NULL;
 	if (!path[0])
-		return error_set(err, -EINVAL, "trust_ca: the path is empty");
+		return error_set(err, -EINVAL, "%s: the path is empty", what);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return error_set(err, -errno, "trust_ca: %s: %s", path, strerror(errno));
+		return error_set(err, -errno, "%s: %s: %s", what, path, strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return error_set(err, -EINVAL, "trust_ca: %s is not a regular file", path);
+		return error_set(err, -EINVAL, "%s: %s is not a regular file", what, path);
 	}
 	int rc = read_bounded(fd, CA_MAX, pem, len);
 	close(fd);
 	if (rc == -EFBIG)
-		return error_set(err, -EFBIG, "trust_ca: %s is larger than %d KiB (a CA bundle is "
+		return error_set(err, -EFBIG, "%s: %s is larger than %d KiB (a CA bundle is "
 					      "a few KiB; name only the certificates to add)",
-				 path, AJ_MAX_TRUST_CA_KB);
+				 what, path, AJ_MAX_TRUST_CA_KB);
 	if (rc)
-		return error_set(err, rc, "trust_ca: %s: %s", path, strerror(-rc));
+		return error_set(err, rc, "%s: %s: %s", what, path, strerror(-rc));
 	char why[200];
 	if ((rc = pem_certificates(*pem, *len, certs, why, sizeof why))) {
 		free(*pem);
 		*pem = NULL;
-		return error_set(err, rc, "trust_ca: %s %s", path, why);
+		return error_set(err, rc, "%s: %s %s", what, path, why);
 	}
 	return 0;
 }
@@ -198,7 +198,7 @@ int trust_ca_check(const struct aj_config *cfg, struct aj_error *err)
 	char *pem;
 	size_t len;
 	unsigned certs;
-	int rc = trust_ca_read(cfg->trust_ca, &pem, &len, &certs, err);
+	int rc = trust_ca_read("trust_ca", cfg->trust_ca, &pem, &len, &certs, err);
 	free(pem);
 	return rc;
 }
@@ -326,7 +326,8 @@ int trust_bundle_make(const struct aj_config *cfg, const char *view_root, const 
 	size_t ca_len = 0, base_len;
 	unsigned certs;
 	int rc;
-	if ((cfg->trust_ca && (rc = trust_ca_read(cfg->trust_ca, &ca, &ca_len, &certs, err))) ||
+	if ((cfg->trust_ca &&
+	     (rc = trust_ca_read("trust_ca", cfg->trust_ca, &ca, &ca_len, &certs, err))) ||
 	    (rc = read_view_bundle(view_root, &base, &base_len, err)))
 		goto out;
 	/* The sandbox's interception CA (secrets) after the deployer's. */
