@@ -15,6 +15,7 @@ names=""
 for t in "$@"; do
 	echo "== $t"
 	bad=""
+	why=""
 	case "$t" in
 	*.mjs)
 		# node's own test runner: its summary says "# pass N" / "# fail N".
@@ -45,6 +46,17 @@ for t in "$@"; do
 		n=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
 		bad=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' | sort -u)
+		# What each failed case said (cmocka's lines from its RUN to its
+		# FAILED, the last 12, each cut to 300 bytes): the summary is all
+		# of a long log that CI keeps.
+		for b in $bad; do
+			why="$why$(printf '%s\n' "$out" | awk -v n="$b" '
+				$0 == "[ RUN      ] " n { keep = 1; k = 0; next }
+				keep && $0 == "[  FAILED  ] " n { exit }
+				keep { l[k++ % 12] = substr($0, 1, 300) }
+				END { s = k > 12 ? k - 12 : 0; for (i = s; i < k; i++) print "    " n ": " l[i % 12] }')
+"
+		done
 		;;
 	esac
 	passed=$((passed + ${n:-0}))
@@ -52,7 +64,7 @@ for t in "$@"; do
 		failed=$((failed + ${f:-1}))
 		[ -n "$bad" ] || bad="(exit $rc, no test named)"
 		names="$names$(printf '%s\n' "$bad" | sed "s|^|  $t: |")
-"
+$why"
 	fi
 done
 echo "$passed passed, $failed failed"

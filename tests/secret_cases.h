@@ -245,7 +245,9 @@ static const char secret_refusal_program[] =
 	"        urllib.request.urlopen(url, data=data, timeout=60)\n"
 	"        print(name, 'sent')\n"
 	"    except urllib.error.HTTPError as e:\n"
-	"        print(name, e.code, e.read().decode().strip())\n";
+	"        print(name, e.code, e.read().decode().strip())\n"
+	"    except Exception as e:\n"
+	"        import traceback; print(name, 'raised', repr(e), traceback.format_exc()[-600:])\n";
 
 /* What must be refused is, with nothing sent upstream: a Host other than
  * the SNI, an address tunnel with the name's SNI, a program that brings

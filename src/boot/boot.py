@@ -271,26 +271,54 @@ class Forwarder:
                     continue
                 if e.closed:
                     continue
-                try:
-                    if mask & selectors.EVENT_WRITE and e.out:
-                        del e.out[:e.sock.send(e.out)]
-                        if not e.out and e.peer.eof:
-                            e.sock.shutdown(socket.SHUT_WR)
-                    if mask & selectors.EVENT_READ:
-                        data = e.sock.recv(self.CHUNK)
-                        if data:
-                            e.peer.out += data
-                        else:
-                            e.eof = True
-                            if not e.peer.out:
-                                e.peer.sock.shutdown(socket.SHUT_WR)
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except OSError:
-                    self.close(e)
-                    continue
+                if mask & selectors.EVENT_WRITE and e.out:
+                    self.write(e)
+                if mask & selectors.EVENT_READ:
+                    self.read(e)
                 self.update(e)
                 self.update(e.peer)
+
+    def write(self, e):
+        try:
+            del e.out[:e.sock.send(e.out)]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            # e's reader is gone (the proxy closed after a refusal while
+            # the program still sent its body): what was for e is
+            # dropped, and so is what still comes for it, but what e
+            # has for its peer still goes there. Closing both at once
+            # lost the proxy's answer: the program read "closed
+            # without response".
+            e.out.clear()
+            e.gone = True
+            return
+        if not e.out and e.peer.eof:
+            self.half_close(e)
+
+    def read(self, e):
+        try:
+            data = e.sock.recv(self.CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""  # a reset ends what e sends, as its EOF does
+        if data:
+            if not e.peer.gone:
+                e.peer.out += data
+            return
+        e.eof = True
+        if not e.peer.out:
+            self.half_close(e.peer)
+
+    def half_close(self, e):
+        """Nothing more goes to e: its reader sees the end."""
+        if e.gone:
+            return
+        try:
+            e.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            e.gone = True
 
 
 class End:
@@ -302,6 +330,7 @@ class End:
         self.peer = None
         self.out = bytearray()
         self.eof = False          # nothing more to read from it
+        self.gone = False         # it takes nothing more: what is for it is dropped
         self.registered = False
         self.closed = False
 

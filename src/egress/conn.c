@@ -220,6 +220,7 @@ static void refuse_http(struct conn *c, const char *status)
 {
 	egress_record(c->ec, &c->e);
 	answer_http(c, status);
+	conn_linger(c);
 }
 
 /* The forward request as the origin server gets it (forward.c). */

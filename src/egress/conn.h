@@ -25,6 +25,10 @@
  * bound keeps 256 connections from holding 128 MiB. */
 #define RELAY_BUF (64u << 10)
 #define RELAY_BIG (256u << 10)
+/* After a refusal the proxy reads and drops what the client still sends
+ * for at most this long and this much (conn_linger). */
+#define LINGER_MS 5000
+#define LINGER_BYTES (1u << 20)
 
 struct conn {
 	struct egress_conn *ec;
@@ -46,6 +50,16 @@ int conn_head_ms_left(struct conn *c);
 /* Reads more of the client's request into c->buf before the deadline. */
 bool conn_read_more(struct conn *c);
 bool conn_write_all(struct conn *c, int fd, const void *data, size_t len);
+/* After an answer that ends the connection, sent while the client may
+ * still be sending (a refusal before its body): the FIN goes after the
+ * answer, then what still comes is read and dropped until the client
+ * closes, LINGER_BYTES came, LINGER_MS (or its idle_ms, if shorter) passed
+ * or the proxy stops. Closing with bytes unread sends a reset, which a
+ * client still sending meets before it reads the answer, and a forwarder
+ * between (boot.py's, on docker and gvisor) passes on as the end of the
+ * connection: the program read "closed without response" instead of the
+ * refusal's reason. */
+void conn_linger(struct conn *c);
 /* The entry becomes a refusal with this reason. */
 void conn_deny(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An address literal: 0 with family and addr, else -1. */

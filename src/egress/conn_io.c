@@ -79,6 +79,26 @@ bool conn_write_all(struct conn *c, int fd, const void *data, size_t len)
 	return true;
 }
 
+void conn_linger(struct conn *c)
+{
+	shutdown(c->client, SHUT_WR);
+	unsigned ms = c->idle_ms && c->idle_ms < LINGER_MS ? c->idle_ms : LINGER_MS;
+	uint64_t end = egress_now_ns() + (uint64_t)ms * 1000000u;
+	char buf[16384];
+	size_t dropped = 0;
+	while (dropped < LINGER_BYTES) {
+		uint64_t now = egress_now_ns();
+		if (now >= end || conn_wait(c, c->client, POLLIN, (int)((end - now) / 1000000u) + 1) != 1)
+			return;
+		ssize_t r = recv(c->client, buf, sizeof buf, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (r <= 0)
+			return; /* the client closed, or is gone */
+		dropped += (size_t)r;
+	}
+}
+
 void conn_deny(struct conn *c, const char *fmt, ...)
 {
 	va_list ap;

@@ -239,6 +239,8 @@ static void intercept_refuse(struct job *j, struct end *to, const char *status)
 		SSL_shutdown(to->ssl);
 		end_flush(c, to);
 	}
+	/* The program may still be sending its request's body. */
+	conn_linger(c);
 }
 
 /* ---- the request ---- */

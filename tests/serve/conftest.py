@@ -22,6 +22,9 @@ AGENTJAIL = os.environ.get("AJ_CLI", os.path.join(ROOT, "build", "test", "agentj
 UID_BASE = int(os.environ.get("AJ_SERVE_UID_BASE", "2150000000"))
 STATE_DIR = f"/run/agentjail-serve-test-{UID_BASE}"
 SLOTS = 64
+# The servers started during the running test, whose stderr its report
+# shows if it fails (a server's own words are what says why).
+_started = []
 
 
 def sandbox_pids(base=UID_BASE, slots=SLOTS):
@@ -96,6 +99,8 @@ class Server:
             elif line.startswith("AGENTJAIL_URL="):
                 self.url = line.strip().split("=", 1)[1]
         self.stderr = []
+        self.stopped = False
+        _started.append(self)
         # Keep draining stderr so the server never blocks writing it.
         self._t = threading.Thread(target=self._drain, daemon=True)
         self._t.start()
@@ -137,7 +142,17 @@ class Server:
                 out[name] = float(value)
         return out
 
+    def died(self):
+        """Why the server ended on its own (a crash, a sanitizer's report),
+        or None while it runs or when a test ended it: SIGTERM's exit is
+        0, a test's SIGKILL -9."""
+        code = self.proc.poll()
+        if code is None or self.stopped or code in (0, -signal.SIGKILL, -signal.SIGTERM):
+            return None
+        return f"serve exited {code} on its own:\n" + "".join(self.stderr[-80:])
+
     def stop(self, timeout=60):
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -162,9 +177,26 @@ def start():
         return s
 
     yield _start
+    dead = [why for why in (s.died() for s in servers) if why]
     for s in servers:
         if s.proc.poll() is None:
             s.stop()
+    assert not dead, "\n".join(dead)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the stderr of the servers it started
+    (the tail of each): a crash or a refusal logged there says why."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for i, s in enumerate(_started):
+            state = "running" if s.proc.poll() is None else f"exited {s.proc.returncode}"
+            report.sections.append((f"serve {i} ({state}) stderr",
+                                    "".join(s.stderr[-60:])))
+    if call.when == "teardown":
+        _started.clear()
 
 
 @pytest.fixture(scope="module")
