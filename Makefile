@@ -137,6 +137,23 @@ $(B)/obj/src/gvisor/bundle.o $(T)/obj/src/gvisor/bundle.o: $(GVISOR_PRELOAD_GEN)
 $(B)/obj/src/linux/jail_run.o $(T)/obj/src/linux/jail_run.o: $(LAUNCH_GEN)
 $(B)/obj/src/linux/jail_session.o $(T)/obj/src/linux/jail_session.o: $(REPL_GEN)
 $(B)/obj/src/warm/warm.o $(T)/obj/src/warm/warm.o: $(HELPER_GEN) $(ZYGOTE_GEN)
+# The web console (ui/src, docs/console.md) and the xterm.js files it
+# takes from npm, as C arrays that agentjail-serve serves at /ui.
+UI_DEPS := ui/node_modules/.installed
+$(UI_DEPS): ui/package.json
+	cd ui && npm install --no-audit --no-fund --silent
+	@touch $@
+UI_FILES := $(wildcard ui/src/*.html ui/src/*.js ui/src/*.css)
+UI_NPM := vendor/xterm.mjs=ui/node_modules/@xterm/xterm/lib/xterm.mjs \
+	vendor/xterm.css=ui/node_modules/@xterm/xterm/css/xterm.css \
+	vendor/addon-fit.mjs=ui/node_modules/@xterm/addon-fit/lib/addon-fit.mjs
+UI_GEN := $(B)/gen/ui_assets.inc
+$(UI_GEN): $(UI_FILES) $(UI_DEPS) tools/ui_assets.py
+	@mkdir -p $(dir $@)
+	python3 tools/ui_assets.py /ui/=ui/src/index.html \
+		$(foreach f,$(filter-out ui/src/index.html,$(UI_FILES)),/ui/$(notdir $(f))=$(f)) \
+		$(foreach f,$(UI_NPM),/ui/$(f)) > $@.tmp && mv $@.tmp $@
+$(B)/obj/src/serve/ui/ui.o $(T)/obj/src/serve/ui/ui.o: $(UI_GEN)
 $(B)/obj/src/vm/session_host.o $(T)/obj/src/vm/session_host.o: $(REPL_GEN)
 $(B)/obj/src/boot/session.o $(T)/obj/src/boot/session.o: $(REPL_GEN)
 $(B)/obj/src/api/language.o $(T)/obj/src/api/language.o: $(JS_RUN_GEN)

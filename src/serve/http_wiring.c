@@ -5,12 +5,15 @@
 #include "http_wiring.h"
 #include "mcp_http.h"
 #include "admit/service.h"
+#include "ui/ui.h"
 
 /* The E2B-compatible API's paths are its own (e2b.h); every other one is
  * the v1 API's. */
 static void route_api(void *ctx, const struct http_request *rq, struct http_response *rs)
 {
-	if (e2b_is(rq->path))
+	if (ui_is(rq->path))
+		ui_handle(rq, rs);
+	else if (e2b_is(rq->path))
 		e2b_handle(ctx, rq, rs);
 	else
 		api_handle(ctx, rq, rs);
@@ -18,6 +21,9 @@ static void route_api(void *ctx, const struct http_request *rq, struct http_resp
 
 static bool route_needs_key(const char *method, const char *path)
 {
+	/* The console's files are no secret: the page asks for the key. */
+	if (ui_is(path))
+		return false;
 	return e2b_is(path) ? e2b_needs_key(method, path) : api_needs_key(method, path);
 }
 

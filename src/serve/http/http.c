@@ -172,6 +172,23 @@ static enum MHD_Result reply(struct MHD_Connection *conn, struct conn_state *st,
 	if (rs->code == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"agentjail\"");
+	if (rs->console) {
+		/* The console shows what sandboxes printed, which is hostile:
+		 * only the console's own scripts may run (no inline script, no
+		 * eval), it talks only to this server, images only as data: PNGs
+		 * it checked, and no other site may frame it (clickjacking).
+		 * Inline styles are allowed for xterm.js, which styles its
+		 * terminal with <style> elements it makes; a style cannot run
+		 * code. */
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'none'; script-src 'self'; "
+					"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+					"connect-src 'self'; font-src 'self'; base-uri 'none'; "
+					"form-action 'none'; frame-ancestors 'none'");
+		MHD_add_response_header(r, "X-Frame-Options", "DENY");
+		MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+		MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+	}
 	/* Answers hold program output and session files: no cache keeps them. */
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");

@@ -55,6 +55,9 @@ struct http_response {
 	 * X-Next-Token), when header_name is set. */
 	const char *header_name;
 	char header_value[160];
+	/* A file of the console at /ui: sent with its Content-Security-Policy
+	 * and the headers that keep it out of frames and referrers. */
+	bool console;
 	/* A streamed answer (Server-Sent Events), when stream_read is set:
 	 * http.c sends code, content_type and the headers, then the body as
 	 * stream_read gives it, on the connection's own thread. stream_read
