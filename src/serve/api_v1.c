@@ -14,6 +14,11 @@
  *   DELETE /v1/runs/ID                      cancel one
  *   POST   /v1/sessions                     {"limits"?, "env"?, "allow_hosts"?,
  *                                            "allow_cidrs"?} → {"id", ...}
+ *   GET    /v1/sessions                     the key's open sessions, newest
+ *                                            first: each as POST answered,
+ *                                            with "created", "last_used",
+ *                                            "paused", its rules and its
+ *                                            secrets' names (501 with --queue)
  *   DELETE /v1/sessions/ID
  *   POST   /v1/sessions/ID/runs             {"code", "language"?, "limits"?} →
  *                                            a result (+ images), or
@@ -178,6 +183,21 @@ out:
 	json_decref(o);
 }
 
+static void list_sessions(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs)
+{
+	/* With --queue, Redis holds a key's session ids but of each only its
+	 * worker, key and end (agentjail:session:ID): its limits, rules,
+	 * secrets and times are its worker's, a queue round trip a session
+	 * away; ids alone would not be the rows this route promises. */
+	if (!svc->backend->session_list)
+		return respond_error(rs, 501, "not_offered", "listing sessions is not offered by a "
+				     "server with --queue yet: its sessions live on workers, and "
+				     "Redis keeps only which worker and key hold each, not what "
+				     "each was opened with");
+	svc->backend->session_list(svc, rq, rs);
+}
+
 static void session_route(struct service *svc, const struct http_request *rq,
 			  struct http_response *rs)
 {
@@ -264,8 +284,10 @@ void api_handle(struct service *svc, const struct http_request *rq, struct http_
 					     "server with --queue yet: its sessions live on workers");
 		svc->backend->checkpoints(svc, rq, rs);
 	} else if (!strcmp(p, "/v1/sessions")) {
+		if (!strcmp(m, "GET"))
+			return list_sessions(svc, rq, rs);
 		if (strcmp(m, "POST"))
-			return respond_method(rs, m, "POST");
+			return respond_method(rs, m, "GET, POST");
 		post_session(svc, rq, rs);
 	} else if (!strncmp(p, SESSIONS_PREFIX, strlen(SESSIONS_PREFIX))) {
 		session_route(svc, rq, rs);

@@ -83,6 +83,13 @@ struct backend_ops {
 	/* POST /v1/sessions, its body read (o) and its terms applied. */
 	void (*session_open)(struct service *svc, const struct http_request *rq,
 			     struct http_response *rs, const struct session_opening *o);
+	/* GET /v1/sessions: 200 {"sessions": [...]}, rq->key's open sessions
+	 * newest first, each row POST /v1/sessions' answer with "created",
+	 * "last_used", "paused", "allow_hosts", "allow_cidrs" and "secrets"
+	 * (names) as they are now; never another key's. NULL: this backend
+	 * cannot list them (501). */
+	void (*session_list)(struct service *svc, const struct http_request *rq,
+			     struct http_response *rs);
 	/* GET /v1/checkpoints[/ID], DELETE /v1/checkpoints/ID. NULL: this
 	 * backend keeps none (501). */
 	void (*checkpoints)(struct service *svc, const struct http_request *rq,

@@ -9,6 +9,7 @@
 #include "download.h"
 #include "local_runs.h"
 #include "local_state.h"
+#include "session_list.h"
 #include "session_state.h"
 #include "../admit/call_secrets.h"
 #include "../admit/narrow.h"
@@ -366,6 +367,7 @@ const struct backend_ops local_backend = {
 	.run_streaming = local_backend_run_streaming,
 	.run_recorded = local_run_recorded,
 	.session_open = session_open,
+	.session_list = local_session_list,
 	.session_held = session_held,
 	.checkpoints = local_checkpoints,
 	.session_call = session_call,

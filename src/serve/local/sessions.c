@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/internal.h"
 #include "sessions.h"
@@ -49,6 +50,15 @@ static void close_dead(struct hsession *dead)
 	}
 }
 
+/* Now, in epoch seconds with its fraction (sessions opened within one
+ * second still sort by when). */
+static double table_clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* h (its library session set) into the table as owner's, held refs times. */
 static void enlist(struct session_table *t, struct hsession *h, struct key_use *owner,
 		   unsigned refs, const char *id, json_t *terms)
@@ -57,6 +67,7 @@ static void enlist(struct session_table *t, struct hsession *h, struct key_use *
 	h->terms = json_incref(terms);
 	h->owner = owner;
 	h->refs = refs;
+	h->created = h->used = table_clock();
 	pthread_mutex_lock(&t->lock);
 	h->next = t->head;
 	t->head = h;
@@ -134,6 +145,7 @@ struct hsession *sessions_get(struct session_table *t, const char *id, const str
 	for (struct hsession *h = t->head; h; h = h->next)
 		if (!h->deleted && h->owner == owner && !strcmp(h->id, id)) {
 			h->refs++;
+			h->used = table_clock();
 			found = h;
 			break;
 		}

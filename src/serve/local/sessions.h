@@ -20,6 +20,11 @@ struct hsession {
 	 * it again after serve's restart (ckpt_store.h), under the limits
 	 * then in force. */
 	json_t *terms;
+	/* When it joined the table and when its key last asked for it
+	 * (sessions_get: a call, a file, a pause), epoch seconds: what GET
+	 * /v1/sessions shows. The table's own clock: the library keeps its
+	 * session's times to itself, on a monotonic clock. */
+	double created, used;
 	unsigned refs;
 	bool deleted;
 	struct hsession *next;
@@ -57,7 +62,8 @@ void sessions_each(struct session_table *t, void (*fn)(struct hsession *h, void 
  * "allow_hosts" and "allow_cidrs", and "secrets_kept", the names of the
  * secrets it keeps (never a value: what a restart narrows them to). */
 void sessions_narrowed(struct session_table *t, struct hsession *h, json_t *kept);
-/* The session id names, if owner holds it, with a reference; else NULL. */
+/* The session id names, if owner holds it, with a reference (and its
+ * last use now); else NULL. */
 struct hsession *sessions_get(struct session_table *t, const char *id, const struct key_use *owner);
 void sessions_put(struct session_table *t, struct hsession *h);
 /* One more reference on h, which the caller holds already (a download

@@ -604,6 +604,9 @@ const struct backend_ops remote_backend = {
 	.run_streaming = queue_run_streaming,
 	.run_recorded = queue_run_recorded,
 	.session_open = session_open,
+	/* No session_list (api_v1.c's 501): Redis keeps each session's
+	 * worker, key and end, not what it was opened with, which only its
+	 * worker knows (a queue round trip a session). */
 	.session_held = session_held,
 	.session_call = session_call,
 	.tiers = tiers,
