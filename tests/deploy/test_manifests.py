@@ -34,7 +34,9 @@ FOREIGN_NAMESPACES = {"kube-system"}
 
 
 def yaml_files():
-    return sorted(DEPLOY.rglob("*.yaml")) + sorted(DEPLOY.rglob("*.yml"))
+    """The Kubernetes files (deploy/prometheus/'s scrape config is YAML too,
+    but no Kubernetes object: tests/deploy/test_grafana.py checks it)."""
+    return sorted(KUBE.rglob("*.yaml")) + sorted(KUBE.rglob("*.yml"))
 
 
 def load(path):
