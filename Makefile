@@ -295,6 +295,12 @@ $(E2B_DEPS): tests/e2b/package.json
 	cd tests/e2b && npm install --no-audit --no-fund --silent
 	@touch $@
 
+# The console's tests drive Debian's chromium with playwright-core from npm.
+UI_TEST_DEPS := tests/ui/node_modules/.installed
+$(UI_TEST_DEPS): tests/ui/package.json
+	cd tests/ui && npm install --no-audit --no-fund --silent
+	@touch $@
+
 # The TypeScript client (clients/typescript) is built by its pinned
 # TypeScript compiler from npm; its tests install the packed tarball.
 TS_CLIENT := clients/typescript/dist/index.js
@@ -305,14 +311,14 @@ ts-client: $(TS_CLIENT)
 
 # The docker tier's tests run the same test image, imported into the engine
 # (dockerd is started if none answers).
-test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS) $(TS_CLIENT)
+test: deps $(TESTS) $(T)/agentjail $(T)/agentjail-serve all $(MCP_DEPS) $(E2B_DEPS) $(UI_TEST_DEPS) $(TS_CLIENT)
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages bash,coreutils,curl,nodejs,node-typescript --name test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --preset datascience --name test-ds >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image build --from-host --packages python3-pip,python3-requests --name test-pip >/dev/null
 	@./scripts/ensure-dockerd.sh
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test >/dev/null
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) $(B)/agentjail image import test-ds >/dev/null
-	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs tests/e2b/e2b.test.mjs tests/clients/ts_client.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
+	@PYTHON=$(PYTHON) ./scripts/run-tests.sh $(TESTS) tests/mcp/mcp.test.mjs tests/mcp/serve.test.mjs tests/e2b/e2b.test.mjs tests/ui/console.test.mjs tests/clients/ts_client.test.mjs python/tests tests/serve/ tests/deploy/ tests/tree/
 	@echo "== make fuzz FUZZ_S=5 (each fuzz target briefly)"
 	@$(MAKE) --no-print-directory fuzz FUZZ_S=5
 

@@ -29,7 +29,7 @@ set -eu
 # node-typescript: the TypeScript compiler the process tier's TypeScript
 # runs strip their types with, and the host-copied test image carries
 # (docs/javascript.md).
-PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev zlib1g-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc ca-certificates openssl clang libclang-rt-14-dev node-typescript"
+PKGS="build-essential pkg-config libseccomp-dev libjansson-dev libc-ares-dev libcmocka-dev python3 python3-matplotlib python3-numpy python3-pandas python3-cffi python3-pytest python3-pip python3-requests python3-venv python3-yaml libmicrohttpd-dev libhiredis-dev libssl-dev libcurl4-openssl-dev zlib1g-dev redis-server curl debootstrap qemu-system-x86 lz4 cpio e2fsprogs binutils docker.io runsc ca-certificates openssl clang libclang-rt-14-dev node-typescript chromium"
 # node and npm for the MCP tests (the official SDK comes from npm); a
 # machine that has them from elsewhere (nodesource) keeps its own.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

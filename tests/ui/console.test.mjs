@@ -112,6 +112,7 @@ test('the console is served with a strict policy, and a wrong key is refused on 
   assert.equal(await page.getByRole('navigation', { name: 'Pages' }).isVisible(), false);
   await shot('login');
   await login();
+  await page.getByLabel('API key').waitFor({ state: 'hidden' });
   // The key is in this tab's session storage, and no cookie was set.
   assert.equal(await page.evaluate(() => sessionStorage.getItem('agentjail.key')), key);
   assert.deepEqual(await page.context().cookies(), []);
@@ -193,7 +194,10 @@ test('the terminal echoes typed keys and follows a resize', async () => {
   await page.goto(`${origin}/ui/#terminal`);
   await login();
   const screen = page.locator('#term .xterm-rows');
-  await screen.waitFor();
+  // Keys go to the shell once it runs (its pid on the page) and has
+  // drawn its prompt.
+  await page.locator('section[data-pid]').waitFor();
+  await screen.filter({ hasText: /[$#]/ }).waitFor();
   await page.locator('#term').click();
   await page.keyboard.type('echo hi-$((6*7))\n');
   await screen.filter({ hasText: 'hi-42' }).waitFor();

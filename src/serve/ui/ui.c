@@ -16,7 +16,7 @@ bool ui_is(const char *path)
 	return !strcmp(path, "/ui") || !strncmp(path, "/ui/", 4);
 }
 
-static const struct ui_asset *find(const char *path)
+static const struct ui_asset *asset_at(const char *path)
 {
 	/* /ui is the page as /ui/ is: its links are absolute. */
 	if (!strcmp(path, "/ui"))
@@ -31,7 +31,7 @@ void ui_handle(const struct http_request *rq, struct http_response *rs)
 {
 	if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD"))
 		return respond_method(rs, rq->method, "GET, HEAD");
-	const struct ui_asset *a = find(rq->path);
+	const struct ui_asset *a = asset_at(rq->path);
 	if (!a)
 		return respond_error(rs, 404, "not_found", "the console has no %.200s", rq->path);
 	if (!(rs->body = malloc(a->len ? a->len : 1)))
