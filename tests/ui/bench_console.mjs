@@ -2,7 +2,7 @@
 //   - what a first visit loads (bytes, by file) and how soon it paints and
 //     is interactive, in headless chromium over loopback;
 //   - a run's cost through serve with the console built in and without
-//     (SERVE_BEFORE: a serve binary built without it), side by side, and
+//     (SERVE_BEFORE: the agentjail of a build without it), side by side, and
 //     with the console's fleet page open and polling.
 // node tests/ui/bench_console.mjs [N]   (serve: build/agentjail-serve)
 import { spawn, execFileSync } from 'node:child_process';
@@ -16,14 +16,13 @@ import { chromium } from 'playwright-core';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const N = Number(process.argv[2] ?? 15);
 const CLI = process.env.AJ_CLI ?? join(root, 'build', 'agentjail');
-const BEFORE = process.env.SERVE_BEFORE; // a serve without the console, or none
+const BEFORE = process.env.SERVE_BEFORE; // an agentjail (and its serve) without the console, or none
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 
 async function serve(bin, keys, base) {
   const args = ['serve', '--listen', '127.0.0.1:0', '--uid-base', String(base), '--state-dir',
     `/run/agentjail-ui-bench-${base}`, '--keys', keys];
-  const child = bin ? spawn(bin, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
-    : spawn(CLI, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(bin || CLI, args, { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   for await (const c of child.stdout) {
     out += c;

@@ -182,6 +182,10 @@ test('a session: upload a CSV, run pandas on it, download what it wrote', async 
   const path = await download.path();
   assert.equal(readFileSync(path, 'utf8'), 'a,b,c\n1,2,3\n3,4,7\n5,6,11\n');
   await shot('session');
+  // A directory opens as one; it is not offered as a download.
+  assert.equal(await page.getByRole('button', { name: 'Download outputs' }).count(), 0);
+  await page.getByRole('button', { name: 'Open outputs' }).click();
+  await page.getByRole('heading', { name: 'Files in outputs' }).waitFor();
   // It is listed on the sessions page.
   const sid = (await page.getByRole('region', { name: /^Session / }).getAttribute('aria-label')).split(' ')[1];
   await page.goto(`${origin}/ui/#sessions`);
@@ -216,6 +220,7 @@ test('the terminal echoes typed keys and follows a resize', async () => {
     after = (await sizes()).at(-1);
   }
   assert.notEqual(after, before, `the size stayed ${before}`);
+  await page.setViewportSize({ width: 1200, height: 900 });
 });
 
 test('the runs page lists a run with its egress log', async () => {

@@ -13,7 +13,7 @@ async function files(s, box, dir) {
     const { entries } = await api('GET', `/v1/sessions/${s}/files${q}`);
     const rows = entries.map((f) => {
       const path = dir ? `${dir}/${f.name}` : f.name;
-      const act = f.type === 'dir'
+      const act = f.type === 'directory'
         ? el('button', { type: 'button', class: 'secondary', text: 'Open', 'aria-label': `Open ${f.name}`, onclick: () => files(s, box, path) })
         : el('button', { type: 'button', class: 'secondary', text: 'Download', 'aria-label': `Download ${f.name}`, onclick: () => download(s, path, box) });
       return el('tr', {}, el('td', { text: f.name }), el('td', { text: f.type }), el('td', { text: String(f.size ?? '') }), el('td', {}, act));
