@@ -5,13 +5,15 @@
 //     (SERVE_BEFORE: the agentjail of a build without it), side by side, and
 //     with the console's fleet page open and polling.
 // node tests/ui/bench_console.mjs [N]   (serve: build/agentjail-serve)
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
+
+import { startServe } from '../lib/serve.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const N = Number(process.argv[2] ?? 15);
@@ -20,16 +22,7 @@ const BEFORE = process.env.SERVE_BEFORE; // an agentjail (and its serve) without
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 
 async function serve(bin, keys, base) {
-  const args = ['serve', '--listen', '127.0.0.1:0', '--uid-base', String(base), '--state-dir',
-    `/run/agentjail-ui-bench-${base}`, '--keys', keys];
-  const child = spawn(bin || CLI, args, { stdio: ['ignore', 'pipe', 'ignore'] });
-  let out = '';
-  for await (const c of child.stdout) {
-    out += c;
-    const m = /AGENTJAIL_URL=(\S+)/.exec(out);
-    if (m) return { child, url: m[1] };
-  }
-  throw new Error(`serve did not start: ${out}`);
+  return startServe(bin || CLI, { base, name: 'ui-bench', args: ['--keys', keys] });
 }
 
 async function runMs(url, key) {

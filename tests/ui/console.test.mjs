@@ -6,7 +6,7 @@
 // catches a hang. A screenshot of each page goes to build/console/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,34 +16,17 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
+import { startServe } from '../lib/serve.mjs';
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail');
-const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 7000000;
+// A uid range of its own: AJ_SERVE_UID_BASE + 8000000 (2158000000).
+const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 8000000;
 const CHROMIUM = process.env.AJ_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(root, 'build', 'console');
 const HANG = 120000; // catches a hang only
 
 let serve, browser, page, keysDir, key, origin, dialogs = [];
-
-async function startServe(args) {
-  const child = spawn(AGENTJAIL, ['serve', '--listen', '127.0.0.1:0', '--uid-base', String(UID_BASE),
-    '--state-dir', `/run/agentjail-ui-test-${UID_BASE}`, '--timeout', '60', ...args],
-  { stdio: ['ignore', 'pipe', 'pipe'] });
-  const errs = [];
-  child.stderr.on('data', (d) => errs.push(d));
-  let out = '';
-  const seen = {};
-  for await (const chunk of child.stdout) {
-    out += chunk;
-    for (const line of out.split('\n')) {
-      const [k, v] = line.split('=');
-      if (k && v) seen[k] = v;
-    }
-    if (seen.AGENTJAIL_URL) break;
-  }
-  assert.ok(seen.AGENTJAIL_URL, `serve did not start: ${out} ${Buffer.concat(errs)}`);
-  return { child, url: seen.AGENTJAIL_URL, stderr: () => Buffer.concat(errs).toString() };
-}
 
 async function call(method, path, body, raw) {
   const r = await fetch(origin + path, { method, headers: { Authorization: `Bearer ${key}`,
@@ -76,8 +59,9 @@ before(async () => {
   const file = join(keysDir, 'keys.json');
   key = execFileSync(AGENTJAIL, ['keys', 'add', '--file', file, 'ops', '--metrics', '--sessions', '8'],
     { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-  serve = await startServe(['--keys', file, '--checkpoint-dir', join(keysDir, 'ckpt'),
-    '--allow-cidr', `127.0.0.1/32:${srv.address().port}`]);
+  serve = await startServe(AGENTJAIL, { base: UID_BASE, name: 'ui-test', args: ['--timeout', '60',
+    '--keys', file, '--checkpoint-dir', join(keysDir, 'ckpt'),
+    '--allow-cidr', `127.0.0.1/32:${srv.address().port}`] });
   origin = serve.url;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   const ctx = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
@@ -262,5 +246,7 @@ test("the fleet page's numbers are /metrics'", async () => {
   assert.equal(await page.locator('#fleet-slots').textContent(), want.slots);
   assert.ok(Number(want.runs) > 0);
   await page.getByRole('table', { name: 'Refusals by reason' }).waitFor();
+  // The last minutes, drawn once a second sample gives a rate.
+  await page.getByRole('img', { name: /^runs per second, last [1-9]/ }).waitFor();
   await shot('fleet');
 });
