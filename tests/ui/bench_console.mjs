@@ -50,11 +50,12 @@ for (let i = 0; i < N; i++) {
   const page = await ctx.newPage();
   await page.goto(`${now.url}/ui/`);
   await page.getByLabel('API key').waitFor();
+  await page.waitForFunction(() => performance.getEntriesByName('agentjail-ready').length);
   const t = await page.evaluate(() => {
     const nav = performance.getEntriesByType('navigation')[0];
     const fcp = performance.getEntriesByName('first-contentful-paint')[0];
     return { fcp: fcp ? fcp.startTime : null, interactive: nav.domInteractive,
-      ready: performance.now(),
+      ready: performance.getEntriesByName('agentjail-ready')[0].startTime,
       files: [nav, ...performance.getEntriesByType('resource')].map((e) =>
         [new URL(e.name).pathname, e.transferSize || e.encodedBodySize]) };
   });
@@ -67,7 +68,7 @@ for (let i = 0; i < N; i++) {
 const bytes = files.reduce((a, [, n]) => a + n, 0);
 console.log(`console first visit (n=${N}, headless chromium, loopback): first contentful paint ` +
   `p50 ${median(paint).toFixed(1)} ms, DOM interactive p50 ${median(interactive).toFixed(1)} ms, ` +
-  `login field usable p50 ${median(ready).toFixed(1)} ms; ${files.length} files, ${bytes} bytes ` +
+  `interactive (the app's first page drawn) p50 ${median(ready).toFixed(1)} ms; ${files.length} files, ${bytes} bytes ` +
   `(${(bytes / 1024).toFixed(1)} KiB)`);
 for (const [p, n] of files) console.log(`  ${p} ${n}`);
 

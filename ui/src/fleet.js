@@ -27,6 +27,7 @@ function spark(label, values) {
   const line = document.createElementNS(SVG, 'polyline');
   line.setAttribute('fill', 'none');
   line.setAttribute('stroke', '#2457c5');
+  line.setAttribute('stroke-width', '2');
   line.setAttribute('points', values.map((v, i) =>
     `${(i / Math.max(KEEP - 1, 1)) * w},${h - 2 - (v / peak) * (h - 4)}`).join(' '));
   svg.append(line);
