@@ -34,7 +34,7 @@ TSERVE_OBJ := $(SERVE_SRC:%.c=$(T)/obj/%.o)
 SERVE_CFLAGS = $(shell pkg-config --cflags $(SERVE_PKGS) 2>/dev/null)
 SERVE_LIBS = $(shell pkg-config --libs $(SERVE_PKGS) 2>/dev/null)
 
-.PHONY: all deps test test-loaded unit demo ts-client bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b bench-clients clean examples
+.PHONY: all deps test test-loaded unit demo ts-client bench bench-microvm bench-docker bench-session bench-python bench-launcher bench-serve bench-e2b bench-clients bench-console clean examples
 all: $(B)/agentjail $(B)/agentjail-serve $(B)/libagentjail.a $(B)/libagentjail.so $(B)/examples/hello
 
 deps:
@@ -407,6 +407,11 @@ bench-serve: all $(B)/bench-binding-c
 bench-clients: all $(E2B_DEPS) $(TS_CLIENT)
 	@node bench/clients.mjs 40 --tier process --warm
 	@AGENTJAIL_IMAGES=$(TEST_IMAGES) node bench/clients.mjs 40 --tier container --warm --image test
+# The web console's first visit in headless chromium, and a run's cost
+# through serve with it (SERVE_BEFORE=path/to/agentjail of a build without
+# it adds that side by side).
+bench-console: all $(UI_TEST_DEPS)
+	@node tests/ui/bench_console.mjs 20
 bench-e2b: bench-clients
 
 # The soak (bench/soak*.c): SOAK_SEQ sequential runs and SOAK_CONC at
