@@ -18,7 +18,9 @@
  *                                            first: each as POST answered,
  *                                            with "created", "last_used",
  *                                            "paused", its rules and its
- *                                            secrets' names (501 with --queue)
+ *                                            secrets' names (501 with --queue);
+ *                                            ?all=true every key's, each with
+ *                                            its "key" (an admin key's only)
  *   DELETE /v1/sessions/ID
  *   POST   /v1/sessions/ID/runs             {"code", "language"?, "limits"?} →
  *                                            a result (+ images), or
@@ -195,7 +197,16 @@ static void list_sessions(struct service *svc, const struct http_request *rq,
 				     "server with --queue yet: its sessions live on workers, and "
 				     "Redis keeps only which worker and key hold each, not what "
 				     "each was opened with");
-	svc->backend->session_list(svc, rq, rs);
+	const char *q = http_query(rq, "all");
+	if (q && strcmp(q, "true") && strcmp(q, "false"))
+		return respond_error(rs, 400, "bad_request", "all: expected true or false");
+	bool all = q && !strcmp(q, "true");
+	/* Every key's sessions (their limits, rules, secrets' names, and
+	 * which key holds them) are the operator's, not any tenant's. */
+	if (all && !rq->key->admin)
+		return respond_error(rs, 403, "forbidden", "this key may not list every key's "
+				     "sessions (agentjail keys add --admin)");
+	svc->backend->session_list(svc, rq, rs, all);
 }
 
 static void session_route(struct service *svc, const struct http_request *rq,
