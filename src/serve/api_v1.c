@@ -21,7 +21,8 @@
  *                                            secrets' names (501 with --queue);
  *                                            ?all=true every key's, each with
  *                                            its "key" (an admin key's only)
- *   DELETE /v1/sessions/ID
+ *   DELETE /v1/sessions/ID                   the key's own; an admin key's,
+ *                                            another key's too
  *   POST   /v1/sessions/ID/runs             {"code", "language"?, "limits"?} →
  *                                            a result (+ images), or
  *                                            an event stream, recorded
