@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import test_key_walk
-from conftest import AGENTJAIL, add_key, wait_for
+from conftest import AGENTJAIL, Stream, add_key, wait_for
 from test_key_walk import ROUTES, leaks, make_things
 from test_sessions_list import listed, opened
 
@@ -196,3 +196,34 @@ def test_with_a_queue_every_keys_list_is_not_offered_either(start, tmp_path):
             assert r.code == 501 and r.json()["error"]["code"] == "not_offered", r.body
     finally:
         redis.stop()
+
+
+def test_an_admin_key_closes_a_session_in_a_call_or_paused(three):
+    """A call under way ends first, then the sandbox (the owner's call
+    keeps its answer); a paused session's kept state goes with it."""
+    s, tok, ids = three
+    st = Stream(s, "POST", f"/v1/sessions/{ids['b']}/runs",
+                {"code": "import time; print('started', flush=True); time.sleep(2); "
+                         "print('done')"}, key=tok["b"])
+    assert st.status == 200
+    seen = st.events()
+    for e in seen:
+        if e.event == "stdout" and b"started" in e.bytes():
+            break
+    # The call is under way: the close waits for it, then ends the sandbox.
+    assert s.request("DELETE", f"/v1/sessions/{ids['b']}", key=tok["a"]).code == 204
+    result = [e for e in seen if e.event == "result"]
+    st.close()
+    assert result and result[0].data["stdout"].endswith("done\n"), result
+    r = s.request("POST", f"/v1/sessions/{ids['b']}/runs", {"code": "print(1)"}, key=tok["b"])
+    assert r.code == 410 and "an operator closed it" in r.json()["error"]["message"], r.body
+
+    r = s.request("POST", f"/v1/sessions/{ids['c']}/pause", key=tok["c"])
+    assert r.code == 200, r.body
+    assert [x["paused"] for x in every(s, tok["a"])] == [True]
+    assert s.request("DELETE", f"/v1/sessions/{ids['c']}", key=tok["a"]).code == 204
+    r = s.request("POST", f"/v1/sessions/{ids['c']}/resume", key=tok["c"])
+    assert r.code == 410 and "an operator closed it" in r.json()["error"]["message"], r.body
+    assert every(s, tok["a"]) == []
+    for name in ("b", "c"):
+        assert s.request("DELETE", f"/v1/sessions/{ids[name]}", key=tok[name]).code == 204
