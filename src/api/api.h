@@ -152,6 +152,12 @@ void session_register_idle_pause(session_pause_fn fn);
 /* Held, and suspended: a new sandbox for the session, empty. */
 int session_sandbox_reopen(struct aj_session *s, struct aj_error *err);
 
+/* Ends s's sandbox (or its paused state) now, keeping the handle: its
+ * next call answers that it is closed, because why, as for its idle
+ * timeout or lifetime (a session closed already keeps its reason). Waits
+ * for a call under way to end. For a server's operator (serve's admin
+ * keys): aj_session_close is the owner's, and frees the handle. */
+void session_end(struct aj_session *s, const char *why);
 /* The session's config (its sandbox's copy); NULL for no session. */
 const struct aj_config *session_config(const struct aj_session *s);
 /* sandbox_given_config of the session's sandbox. */

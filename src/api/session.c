@@ -438,6 +438,15 @@ static void take_lock(struct aj_session *s)
 	atomic_fetch_sub(&s->callers, 1);
 }
 
+void session_end(struct aj_session *s, const char *why)
+{
+	/* A caller's turn at the lock: a call under way ends first (its own
+	 * limits bound it), a background read lets this go ahead. */
+	take_lock(s);
+	end_sandbox(s, "%s", why);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static int enter(struct aj_session *s, struct aj_error *err)
 {
 	if (!s)

@@ -18,8 +18,11 @@
  *                                            first: each as POST answered,
  *                                            with "created", "last_used",
  *                                            "paused", its rules and its
- *                                            secrets' names (501 with --queue)
- *   DELETE /v1/sessions/ID
+ *                                            secrets' names (501 with --queue);
+ *                                            ?all=true every key's, each with
+ *                                            its "key" (an admin key's only)
+ *   DELETE /v1/sessions/ID                   the key's own; an admin key's,
+ *                                            another key's too
  *   POST   /v1/sessions/ID/runs             {"code", "language"?, "limits"?} →
  *                                            a result (+ images), or
  *                                            an event stream, recorded
@@ -195,7 +198,16 @@ static void list_sessions(struct service *svc, const struct http_request *rq,
 				     "server with --queue yet: its sessions live on workers, and "
 				     "Redis keeps only which worker and key hold each, not what "
 				     "each was opened with");
-	svc->backend->session_list(svc, rq, rs);
+	const char *q = http_query(rq, "all");
+	if (q && strcmp(q, "true") && strcmp(q, "false"))
+		return respond_error(rs, 400, "bad_request", "all: expected true or false");
+	bool all = q && !strcmp(q, "true");
+	/* Every key's sessions (their limits, rules, secrets' names, and
+	 * which key holds them) are the operator's, not any tenant's. */
+	if (all && !rq->key->admin)
+		return respond_error(rs, 403, "forbidden", "this key may not list every key's "
+				     "sessions (agentjail keys add --admin)");
+	svc->backend->session_list(svc, rq, rs, all);
 }
 
 static void session_route(struct service *svc, const struct http_request *rq,

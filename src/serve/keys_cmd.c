@@ -14,7 +14,7 @@ int cmd_keys(int argc, char **argv);
 
 static const char usage[] =
 	"usage: agentjail keys add --file FILE NAME [--concurrency N] [--runs-per-minute N]\n"
-	"                          [--sessions N] [--metrics] [--e2b]\n"
+	"                          [--sessions N] [--metrics] [--admin] [--e2b]\n"
 	"       agentjail keys list --file FILE\n"
 	"       agentjail keys remove --file FILE NAME\n"
 	"       agentjail keys webhook-secret --file FILE NAME\n"
@@ -24,6 +24,10 @@ static const char usage[] =
 	"started in any minute (default 600), sessions open (default 4).\n"
 	"--metrics lets the key read GET /metrics (every key's counts: the\n"
 	"operator's); other keys get 403 there.\n"
+	"--admin lets the key list every key's open sessions (GET\n"
+	"/v1/sessions?all=true, each with its key's name) and close one (DELETE\n"
+	"/v1/sessions/ID): the operator's; other keys get 403 there, and nothing\n"
+	"else of another key's is an admin key's to use.\n"
 	"--e2b makes the key in the E2B SDKs' shape (e2b_ and 64 hex digits, the\n"
 	"same 256 random bits), for code and configs written for E2B; it works on\n"
 	"every route as any key does.\n"
@@ -33,7 +37,8 @@ static const char usage[] =
 	"signing once serve restarts) and prints it once on stdout.\n"
 	"agentjail serve reads FILE at start (--keys FILE).\n";
 
-enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_METRICS, OPT_E2B, OPT_HELP };
+enum { OPT_FILE = 5000, OPT_CONC, OPT_RPM, OPT_SESSIONS, OPT_METRICS, OPT_ADMIN, OPT_E2B,
+       OPT_HELP };
 
 static int limit(const char *name, const char *arg, uint32_t *out)
 {
@@ -101,6 +106,22 @@ static int remove_key(struct keyring *kr, const char *file, const char *name)
 	return rc;
 }
 
+/* keys list: a line a key, its limits and powers, never its hash. */
+static void list_keys(const struct keyring *kr)
+{
+	/* The powers beside the limits: which keys see every key's counts
+	 * or sessions is what an operator checks the file for. WEBHOOK
+	 * stays last, where scripts read it. */
+	printf("%-24s %11s %15s %8s %7s %5s %7s\n", "NAME", "CONCURRENCY", "RUNS/MINUTE",
+	       "SESSIONS", "METRICS", "ADMIN", "WEBHOOK");
+	for (size_t i = 0; i < kr->count; i++) {
+		const struct key *k = &kr->keys[i];
+		printf("%-24s %11u %15u %8u %7s %5s %7s\n", k->name, k->concurrency,
+		       k->runs_per_minute, k->sessions, k->metrics ? "yes" : "no",
+		       k->admin ? "yes" : "no", k->webhook_secret[0] ? "secret" : "none");
+	}
+}
+
 /* keys add NAME with nk's limits: 0, or an exit code said. */
 static int add_key(struct keyring *kr, const char *file, const char *name, struct key nk,
 		   bool e2b_shape)
@@ -155,6 +176,7 @@ int cmd_keys(int argc, char **argv)
 		{"runs-per-minute", required_argument, NULL, OPT_RPM},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"metrics", no_argument, NULL, OPT_METRICS},
+		{"admin", no_argument, NULL, OPT_ADMIN},
 		{"e2b", no_argument, NULL, OPT_E2B},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}};
@@ -195,6 +217,9 @@ int cmd_keys(int argc, char **argv)
 		case OPT_METRICS:
 			nk.metrics = true; /* may read /metrics (keys.h) */
 			break;
+		case OPT_ADMIN:
+			nk.admin = true; /* may list and close every key's sessions (keys.h) */
+			break;
 		case OPT_E2B:
 			e2b_shape = true;
 			break;
@@ -230,12 +255,7 @@ int cmd_keys(int argc, char **argv)
 	}
 	int rc = 0;
 	if (!strcmp(action, "list")) {
-		printf("%-24s %11s %15s %8s %7s\n", "NAME", "CONCURRENCY", "RUNS/MINUTE",
-		       "SESSIONS", "WEBHOOK");
-		for (size_t i = 0; i < kr.count; i++)
-			printf("%-24s %11u %15u %8u %7s\n", kr.keys[i].name, kr.keys[i].concurrency,
-			       kr.keys[i].runs_per_minute, kr.keys[i].sessions,
-			       kr.keys[i].webhook_secret[0] ? "secret" : "none");
+		list_keys(&kr);
 	} else if (!strcmp(action, "webhook-secret")) {
 		rc = rotate_webhook_secret(&kr, file, name);
 	} else if (!strcmp(action, "remove")) {

@@ -305,6 +305,7 @@ static int one_time_key(struct keyring *kr)
 	k->runs_per_minute = KEY_MAX_LIMIT;
 	k->sessions = KEY_MAX_LIMIT;
 	k->metrics = true; /* the only key: the deployer's own */
+	k->admin = true;   /* and so are all the sessions there are */
 	kr->count = 1;
 	printf("AGENTJAIL_KEY=%s\n", token);
 	printf("AGENTJAIL_WEBHOOK_SECRET=%s\n", k->webhook_secret);

@@ -26,7 +26,8 @@ const CHROMIUM = process.env.AJ_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(root, 'build', 'console');
 const HANG = 120000; // catches a hang only
 
-let serve, browser, page, keysDir, key, origin, dialogs = [];
+// key: the operator's (--metrics, --admin); tenant: a key of no power.
+let serve, browser, page, keysDir, key, tenant, origin, dialogs = [];
 
 async function call(method, path, body, raw) {
   const r = await fetch(origin + path, { method, headers: { Authorization: `Bearer ${key}`,
@@ -57,7 +58,9 @@ before(async () => {
   origin2 = srv;
   keysDir = mkdtempSync(join(tmpdir(), 'aj-ui-keys-'));
   const file = join(keysDir, 'keys.json');
-  key = execFileSync(AGENTJAIL, ['keys', 'add', '--file', file, 'ops', '--metrics', '--sessions', '8'],
+  key = execFileSync(AGENTJAIL, ['keys', 'add', '--file', file, 'ops', '--metrics', '--admin', '--sessions', '8'],
+    { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  tenant = execFileSync(AGENTJAIL, ['keys', 'add', '--file', file, 'tenant'],
     { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
   serve = await startServe(AGENTJAIL, { base: UID_BASE, name: 'ui-test', args: ['--timeout', '60',
     '--keys', file, '--checkpoint-dir', join(keysDir, 'ckpt'),
@@ -175,6 +178,49 @@ test('a session: upload a CSV, run pandas on it, download what it wrote', async 
   await page.goto(`${origin}/ui/#sessions`);
   await page.getByRole('link', { name: sid }).waitFor();
   await shot('sessions');
+});
+
+test("an admin key's sessions page lists every key's and closes another key's; a tenant's its own", async () => {
+  const asTenant = (method, path, body) => fetch(origin + path, { method, body: body && JSON.stringify(body),
+    headers: { Authorization: `Bearer ${tenant}`, ...(body ? { 'Content-Type': 'application/json' } : {}) } });
+  const opened = await asTenant('POST', '/v1/sessions', {});
+  assert.equal(opened.status, 201);
+  const sid = (await opened.json()).id;
+  await page.goto(`${origin}/ui/#sessions`);
+  await page.reload(); // the last test ended on this page: drawn again, with the tenant's
+  await login();
+  const table = page.getByRole('table', { name: "Every key's open sessions" });
+  await table.waitFor();
+  assert.equal(await table.getByRole('columnheader', { name: 'key', exact: true }).count(), 1);
+  const row = table.getByRole('row').filter({ hasText: sid });
+  await row.waitFor();
+  assert.equal(await row.getByRole('cell', { name: 'tenant', exact: true }).count(), 1);
+  // Another key's session is no link (its page would answer 404), and
+  // only another key's has a Close.
+  assert.equal(await page.getByRole('link', { name: sid }).count(), 0);
+  assert.equal(await table.getByRole('button', { name: /^Close session .* of key ops$/ }).count(), 0);
+  await shot('sessions'); // the operator's view, over the one the session test saved
+  await row.getByRole('button', { name: `Close session ${sid} of key tenant` }).click();
+  await row.waitFor({ state: 'detached' });
+  const r = await asTenant('POST', `/v1/sessions/${sid}/runs`, { code: 'print(1)' });
+  assert.equal(r.status, 410);
+  assert.match((await r.json()).error.message, /an operator closed it/);
+  assert.equal((await asTenant('DELETE', `/v1/sessions/${sid}`)).status, 204);
+
+  // The tenant's console: all=true refused (403), so its own list, no key column.
+  const own = (await (await asTenant('POST', '/v1/sessions', {})).json()).id;
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.getByLabel('API key').fill(tenant);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('navigation', { name: 'Pages' }).waitFor();
+  await page.goto(`${origin}/ui/#sessions`);
+  const mine = page.getByRole('table', { name: 'Open sessions' });
+  await mine.getByRole('link', { name: own }).waitFor();
+  assert.equal(await mine.getByRole('columnheader', { name: 'key', exact: true }).count(), 0);
+  assert.equal(await mine.getByRole('button', { name: /^Close/ }).count(), 0);
+  assert.equal((await asTenant('DELETE', `/v1/sessions/${own}`)).status, 204);
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await login();
 });
 
 test('the terminal echoes typed keys and follows a resize', async () => {

@@ -1,5 +1,6 @@
 // The key's sessions: open one, and per session its files (browse,
 // upload, download), a cell to run, its calls, pause, resume and close.
+// An admin key's list is every key's, and it may close another key's.
 import { api, events, raw } from './api.js';
 import { el, errorLine, when } from './dom.js';
 import { outputView } from './output.js';
@@ -97,6 +98,48 @@ async function one(page, s) {
   showCalls();
 }
 
+// The open sessions: every key's when the key is an admin's (?all=true,
+// each row naming its key), else (403) the key's own. {list, all, mine}:
+// mine, the ids of the key's own, tells an admin its rows from others'.
+async function openSessions() {
+  try {
+    const [{ sessions: list }, { sessions: own }] = await Promise.all([
+      api('GET', '/v1/sessions?all=true'), api('GET', '/v1/sessions')]);
+    return { list, all: true, mine: new Set(own.map((x) => x.id)) };
+  } catch (e) {
+    if (e.status !== 403) throw e;
+  }
+  const { sessions: list } = await api('GET', '/v1/sessions');
+  return { list, all: false, mine: new Set(list.map((x) => x.id)) };
+}
+
+// One row of the list. Another key's session (an admin's list) is not a
+// link: its page would answer 404, as the API does; it can only be closed.
+function sessionRow(x, all, mine, card) {
+  const own = mine.has(x.id);
+  const tr = el('tr', {},
+    el('td', {}, own ? el('a', { href: `#sessions/${encodeURIComponent(x.id)}`, text: x.id }) : el('code', { text: x.id })),
+    all ? el('td', { text: x.key || '' }) : null,
+    el('td', { text: x.tier || '' }), el('td', { text: x.paused ? 'paused' : 'open' }),
+    el('td', { text: when(x.created) }), el('td', {}, el('code', { text: JSON.stringify(x.limits || {}) })),
+    el('td', { text: [...(x.allow_hosts || []), ...(x.allow_cidrs || [])].join(', ') || 'none' }));
+  if (all) {
+    const close = own ? null : el('button', { type: 'button', class: 'secondary', text: 'Close',
+      'aria-label': `Close session ${x.id} of key ${x.key}`, onclick: async () => {
+        close.disabled = true;
+        try {
+          await api('DELETE', `/v1/sessions/${encodeURIComponent(x.id)}`);
+          tr.remove();
+        } catch (e) {
+          close.disabled = false;
+          card.append(errorLine(e));
+        }
+      } });
+    tr.append(el('td', {}, close));
+  }
+  return tr;
+}
+
 export async function sessions(page, [id]) {
   if (id) return one(page, id);
   const card = el('section', { class: 'card', 'aria-label': 'Sessions' }, el('h2', { text: 'Sessions' }));
@@ -110,15 +153,12 @@ export async function sessions(page, [id]) {
     } catch (e) { card.append(errorLine(e)); }
   });
   try {
-    const { sessions: list } = await api('GET', '/v1/sessions');
+    const { list, all, mine } = await openSessions();
+    const heads = ['session', ...(all ? ['key'] : []), 'tier', 'state', 'created', 'limits', 'egress', ...(all ? [''] : [])];
     if (!list.length) card.append(el('p', { class: 'muted', text: 'No open sessions.' }));
-    else card.append(el('table', { 'aria-label': 'Open sessions' },
-      el('thead', {}, el('tr', {}, ...['session', 'tier', 'state', 'created', 'limits', 'egress'].map((h) => el('th', { text: h })))),
-      el('tbody', {}, list.map((x) => el('tr', {},
-        el('td', {}, el('a', { href: `#sessions/${encodeURIComponent(x.id)}`, text: x.id })),
-        el('td', { text: x.tier || '' }), el('td', { text: x.paused ? 'paused' : 'open' }),
-        el('td', { text: when(x.created) }), el('td', {}, el('code', { text: JSON.stringify(x.limits || {}) })),
-        el('td', { text: [...(x.allow_hosts || []), ...(x.allow_cidrs || [])].join(', ') || 'none' }))))));
+    else card.append(el('table', { 'aria-label': all ? "Every key's open sessions" : 'Open sessions' },
+      el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { text: h })))),
+      el('tbody', {}, list.map((x) => sessionRow(x, all, mine, card)))));
   } catch (e) {
     card.append(errorLine(e));
   }

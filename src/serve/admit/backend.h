@@ -86,10 +86,12 @@ struct backend_ops {
 	/* GET /v1/sessions: 200 {"sessions": [...]}, rq->key's open sessions
 	 * newest first, each row POST /v1/sessions' answer with "created",
 	 * "last_used", "paused", "allow_hosts", "allow_cidrs" and "secrets"
-	 * (names) as they are now; never another key's. NULL: this backend
-	 * cannot list them (501). */
+	 * (names) as they are now; never another key's. With all (the route
+	 * has checked that rq->key is an admin's): every key's, each row with
+	 * "key", its owner's name (never its token or hash). NULL: this
+	 * backend cannot list them (501). */
 	void (*session_list)(struct service *svc, const struct http_request *rq,
-			     struct http_response *rs);
+			     struct http_response *rs, bool all);
 	/* GET /v1/checkpoints[/ID], DELETE /v1/checkpoints/ID. NULL: this
 	 * backend keeps none (501). */
 	void (*checkpoints)(struct service *svc, const struct http_request *rq,

@@ -78,6 +78,18 @@ static int limit_field(json_t *e, const char *field, uint32_t def, uint32_t *out
 	return 0;
 }
 
+/* A power the entry may give its key ("metrics", "admin"): absent is
+ * false, and anything but true or false is refused, never read as either. */
+static int flag_field(json_t *e, const char *field, bool *out, const char *path, size_t i,
+		      struct aj_error *err)
+{
+	json_t *v = json_object_get(e, field);
+	if (v && !json_is_boolean(v))
+		return error_set(err, -EINVAL, "%s: keys[%zu].%s: true or false", path, i, field);
+	*out = json_is_true(v);
+	return 0;
+}
+
 /* The entry's webhook secret, if it has one: ours (ajwh_...) or the
  * deployer's own, which may be shared with receivers already. */
 static int webhook_secret_field(json_t *e, struct key *key, const char *path, size_t i,
@@ -132,7 +144,8 @@ static int entry_fields_known(json_t *e, const char *path, size_t i, struct aj_e
 	static const char *const fields[] = {"name",	     "sha256",
 					     "concurrency",  "runs_per_minute",
 					     "sessions",     "webhook_secret",
-					     "metrics",      "secrets"};
+					     "metrics",      "secrets",
+					     "admin"};
 	if (!json_is_object(e))
 		return error_set(err, -EINVAL, "%s: keys[%zu] must be an object", path, i);
 	const char *k;
@@ -232,12 +245,9 @@ int keys_load(struct keyring *kr, const char *path, struct aj_error *err)
 			goto out;
 		if ((rc = webhook_secret_field(e, key, path, i, err)))
 			goto out;
-		json_t *m = json_object_get(e, "metrics");
-		if (m && !json_is_boolean(m)) {
-			rc = error_set(err, -EINVAL, "%s: keys[%zu].metrics: true or false", path, i);
+		if ((rc = flag_field(e, "metrics", &key->metrics, path, i, err)) ||
+		    (rc = flag_field(e, "admin", &key->admin, path, i, err)))
 			goto out;
-		}
-		key->metrics = json_is_true(m);
 		kr->count++;
 		if ((rc = secrets_field(json_object_get(e, "secrets"), key, path, err)))
 			goto out;
@@ -264,6 +274,8 @@ int keys_save(const struct keyring *kr, const char *path, struct aj_error *err)
 			json_object_set_new(e, "webhook_secret", json_string(k->webhook_secret));
 		if (e && k->metrics)
 			json_object_set_new(e, "metrics", json_true());
+		if (e && k->admin)
+			json_object_set_new(e, "admin", json_true());
 		/* A key's secrets are kept as they were: keys add and remove
 		 * rewrite the file, and must not drop another key's. */
 		if (e && k->secrets) {

@@ -8,10 +8,17 @@
  * The file is JSON, written by `agentjail keys add`:
  *   {"keys": [{"name": "alice", "sha256": "<64 hex>", "concurrency": 4,
  *              "runs_per_minute": 120, "sessions": 4,
- *              "webhook_secret": "ajwh_...", "metrics": true}]}
+ *              "webhook_secret": "ajwh_...", "metrics": true,
+ *              "admin": true}]}
  *
  * "metrics" (false unless given: `agentjail keys add --metrics`) lets the
  * key read GET /metrics; every other key gets 403 there.
+ *
+ * "admin" (false unless given: `agentjail keys add --admin`) lets the key
+ * list every key's open sessions (GET /v1/sessions?all=true; any other key
+ * gets 403 there) and close one (DELETE /v1/sessions/ID). Nothing else:
+ * every other call on another key's session, run or checkpoint answers it
+ * 404, as for any key.
  *
  * "secrets" (optional, written by hand: docs/serve.md): the key's own
  * credentials, an array of aj_config.secrets' shape, which every run and
@@ -56,6 +63,12 @@ struct key {
 	/* May read /metrics: server-wide counts (every key's runs, refusals,
 	 * sessions) are the operator's, not any tenant's (issue 35). */
 	bool metrics;
+	/* May list every key's open sessions and close one: the operator's
+	 * view of what the tenants hold, and the way to end what one left
+	 * running. Never to use another key's session (its code, files and
+	 * secrets are the tenant's): only GET /v1/sessions?all=true and
+	 * DELETE /v1/sessions/ID look past the key's own. */
+	bool admin;
 	/* The key's secrets, compact JSON (call_secrets.h); NULL: none. Its
 	 * values are the deployer's credentials: never logged, never
 	 * answered, wiped when freed. */

@@ -236,17 +236,35 @@ static int session_held(struct service *svc, const char *id, const struct key *k
 	return 0;
 }
 
+/* What the owner of a session an admin key closed is told it closed
+ * because (410 session_closed), as for its idle timeout or lifetime. The
+ * admin key is not named: which keys there are is the deployer's business;
+ * the access log names it for the operator. */
+#define OPERATOR_CLOSED "an operator closed it"
+
+/* DELETE /v1/sessions/ID: the key's own session, deleted (or one of its
+ * kept paused over a restart, dropped); else, for an admin key, another
+ * key's open session ended. */
+static void close_session(struct service *svc, const struct http_request *rq,
+			  struct http_response *rs, const char *id)
+{
+	struct session_table *t = &local_of(svc)->sessions;
+	if (!sessions_delete(t, id, admission_use(&svc->adm, rq->key)) ||
+	    !local_session_drop_kept(svc, rq, id))
+		return respond_json(rs, 204, NULL);
+	/* The operator's way to end what a tenant left running (keys.h):
+	 * ended, never used, and only here; every other route on another
+	 * key's session answers an admin key 404, as any key. */
+	if (rq->key->admin && !sessions_end(t, id, OPERATOR_CLOSED))
+		return respond_json(rs, 204, NULL);
+	respond_error(rs, 404, "not_found", "no such session");
+}
+
 static void session_call(struct service *svc, const struct http_request *rq,
 			 struct http_response *rs, const struct session_route *r)
 {
-	if (r->op == SESSION_CLOSE) {
-		if (sessions_delete(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key)) &&
-		    local_session_drop_kept(svc, rq, r->id))
-			respond_error(rs, 404, "not_found", "no such session");
-		else
-			respond_json(rs, 204, NULL);
-		return;
-	}
+	if (r->op == SESSION_CLOSE)
+		return close_session(svc, rq, rs, r->id);
 	struct hsession *h =
 		sessions_get(&local_of(svc)->sessions, r->id, admission_use(&svc->adm, rq->key));
 	/* One paused when serve last stopped comes back at its first call. */

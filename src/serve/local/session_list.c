@@ -1,7 +1,10 @@
 /* GET /v1/sessions on this machine: the calling key's open sessions,
  * newest first, for a console's list. Only the key's own: the table is
  * read for its key_use alone, as sessions_get reads it, so another key's
- * sessions are never seen, not even as a count. A session deleted, or
+ * sessions are never seen, not even as a count. With ?all=true, which the
+ * route answers only for an admin key (keys.h), every key's, each row
+ * naming its owner ("key": the key's name, as the access log names it;
+ * never its token or hash): the operator's view. A session deleted, or
  * closed by the library (idle, lifetime, a failed sandbox), is not open
  * and not listed (sessions_each walks the live ones).
  *
@@ -81,7 +84,7 @@ static json_t *session_row(const struct hsession *h)
 }
 
 struct session_rows {
-	const struct key_use *owner;
+	const struct key_use *owner; /* NULL: every key's (an admin key asked) */
 	json_t *rows; /* in the table's order: the last enlisted first */
 	bool failed;
 };
@@ -89,9 +92,15 @@ struct session_rows {
 static void add_session_row(struct hsession *h, void *arg)
 {
 	struct session_rows *l = arg;
-	if (l->failed || h->owner != l->owner)
+	if (l->failed || (l->owner && h->owner != l->owner))
 		return; /* another key's: not even counted */
 	json_t *row = session_row(h);
+	/* Whose it is, for the operator's list only: a key's own list
+	 * stays as it was. */
+	if (row && !l->owner && json_object_set_new(row, "key", json_string(h->owner->key->name))) {
+		json_decref(row);
+		row = NULL;
+	}
 	if (!row || json_array_append_new(l->rows, row))
 		l->failed = true;
 }
@@ -140,9 +149,10 @@ static json_t *newest_first_rows(json_t *rows)
 }
 
 void local_session_list(struct service *svc, const struct http_request *rq,
-			struct http_response *rs)
+			struct http_response *rs, bool all)
 {
-	struct session_rows l = {admission_use(&svc->adm, rq->key), json_array(), false};
+	struct session_rows l = {all ? NULL : admission_use(&svc->adm, rq->key), json_array(),
+				 false};
 	if (l.rows)
 		sessions_each(&local_of(svc)->sessions, add_session_row, &l);
 	json_t *sorted = l.rows && !l.failed ? newest_first_rows(l.rows) : NULL;

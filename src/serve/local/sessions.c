@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../api/api.h"
 #include "../../core/internal.h"
 #include "sessions.h"
 
@@ -185,6 +186,26 @@ int sessions_delete(struct session_table *t, const char *id, const struct key_us
 	pthread_mutex_unlock(&t->lock);
 	close_dead(dead);
 	return rc;
+}
+
+int sessions_end(struct session_table *t, const char *id, const char *why)
+{
+	struct hsession *found = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (struct hsession *h = t->head; h && !found; h = h->next)
+		if (live(h) && !strcmp(h->id, id)) {
+			h->refs++; /* held while its sandbox ends: not its key's use */
+			found = h;
+		}
+	pthread_mutex_unlock(&t->lock);
+	if (!found)
+		return -ENOENT;
+	/* Ended in the library, not deleted from the table: its owner's next
+	 * call finds it (sessions_get) and is told why, as for an idle
+	 * timeout; it is no longer live, so no longer listed or counted. */
+	session_end(found->s, why);
+	sessions_put(t, found);
+	return 0;
 }
 
 bool sessions_deleted(struct session_table *t, struct hsession *h)

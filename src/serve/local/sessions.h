@@ -1,6 +1,6 @@
 /* The sessions a server holds, each owned by the key that opened it: no
  * other key can use, see or close it (it answers 404, as if it did not
- * exist). A session the library closed (idle, lifetime, a failed sandbox)
+ * exist), but an admin key may list and end it (sessions_end). A session the library closed (idle, lifetime, a failed sandbox)
  * stays listed until it is next asked for, so its caller learns why. */
 #ifndef AJ_SERVE_SESSIONS_H
 #define AJ_SERVE_SESSIONS_H
@@ -71,6 +71,12 @@ void sessions_put(struct session_table *t, struct hsession *h);
 void sessions_hold(struct session_table *t, struct hsession *h);
 /* Closes it (once the calls using it end); -ENOENT if owner holds none. */
 int sessions_delete(struct session_table *t, const char *id, const struct key_use *owner);
+/* Ends the open session id, whichever key holds it, for the operator (an
+ * admin key's DELETE): its sandbox destroyed now (after a call under way),
+ * the entry kept for its owner, whose next call is told it is closed
+ * because why, and who may still delete it. 0, or -ENOENT when no open
+ * session has that id. */
+int sessions_end(struct session_table *t, const char *id, const char *why);
 /* Whether h, which the caller holds, was deleted meanwhile (a stream that
  * holds it ends then, so the session closes). */
 bool sessions_deleted(struct session_table *t, struct hsession *h);
