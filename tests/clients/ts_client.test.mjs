@@ -11,13 +11,14 @@
 // last test checks is empty; every server listens on loopback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { startServe as startServeIn } from '../lib/serve.mjs';
 import { sandboxProcesses } from '../mcp/procs.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,25 +28,8 @@ const AGENTJAIL = process.env.AJ_CLI ?? join(root, 'build', 'test', 'agentjail')
 const PYTHON = process.env.PYTHON ?? '/usr/bin/python3';
 const UID_BASE = Number(process.env.AJ_SERVE_UID_BASE ?? 2150000000) + 7000000;
 
-async function startServe(args, env = process.env) {
-  const child = spawn(AGENTJAIL, ['serve', '--listen', '127.0.0.1:0', '--uid-base',
-    String(UID_BASE), '--state-dir', `/run/agentjail-ts-test-${UID_BASE}`, '--timeout', '10',
-    ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const errs = [];
-  child.stderr.on('data', (d) => errs.push(d));
-  let out = '';
-  const seen = {};
-  for await (const chunk of child.stdout) {
-    out += chunk;
-    for (const line of out.split('\n')) {
-      const i = line.indexOf('=');
-      if (i > 0) seen[line.slice(0, i)] = line.slice(i + 1);
-    }
-    if (seen.AGENTJAIL_URL) break;
-  }
-  assert.ok(seen.AGENTJAIL_URL, `serve did not start: ${Buffer.concat(errs)}`);
-  return { child, url: seen.AGENTJAIL_URL, key: seen.AGENTJAIL_KEY,
-    stderr: () => Buffer.concat(errs).toString() };
+function startServe(args, env = process.env) {
+  return startServeIn(AGENTJAIL, { base: UID_BASE, name: 'ts-test', args: ['--timeout', '10', ...args], env });
 }
 
 async function stop(s) {
